@@ -1,0 +1,28 @@
+// The process environment Tritium reads, parsed once. Every TRITIUM_* variable is read here
+// and nowhere else, so the full list lives in one place.
+#pragma once
+#include <string>
+
+namespace tritium {
+
+struct Env {
+  // TRITIUM_CACHE_DIR; default $HOME/.cache/tritium, or /tmp/tritium-cache-<uid> without HOME.
+  std::string cache_dir;
+  // False when TRITIUM_CACHE is "0", "false", "off" or "no".
+  bool cache_enabled = true;
+  // TRITIUM_DUMP: directory to dump IR and generated code into; empty: no dumps.
+  std::string dump_dir;
+  // TRITIUM_LOG is a comma-separated list of topics; "compile" logs every kernel compile.
+  bool log_compile = false;
+  // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
+  int num_threads = 1;
+};
+
+// Read on first use (thread-safe); later calls return the same object.
+const Env& env();
+
+// Re-reads the environment into the object env() returns. For tests that call setenv();
+// not safe while other threads read env().
+void reload_env_for_tests();
+
+}  // namespace tritium

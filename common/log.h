@@ -1,0 +1,14 @@
+// One-line diagnostics on stderr. Each line is written with a single write(2), so lines from
+// concurrent threads (and processes sharing the terminal) never interleave.
+#pragma once
+#include <string_view>
+
+namespace tritium {
+
+// Writes "[tritium] <message>\n" to stderr, unconditionally.
+void log_line(std::string_view message);
+
+// "[tritium] compile add cpu hit 0.41 ms" when TRITIUM_LOG contains "compile"; else nothing.
+void log_compile_event(std::string_view kernel, std::string_view backend, bool hit, double ms);
+
+}  // namespace tritium

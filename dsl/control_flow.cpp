@@ -1,0 +1,212 @@
+#include "dsl/control_flow.h"
+
+#include <exception>
+#include <unordered_set>
+#include <vector>
+
+#include "dsl/semantic.h"
+
+namespace tritium::tl {
+
+using ir::OpKind;
+using ir::Value;
+
+namespace {
+
+// Every tensor object alive on this thread, excluding none: the candidates for loop-carried state.
+std::vector<tensor*> live_tensors() {
+  std::vector<tensor*> out;
+  for (tensor* t = tensor::live_head(); t; t = t->next_live())
+    if (t->raw()) out.push_back(t);
+  return out;
+}
+
+std::unordered_set<tensor*> live_set() {
+  std::unordered_set<tensor*> s;
+  for (tensor* t = tensor::live_head(); t; t = t->next_live()) s.insert(t);
+  return s;
+}
+
+Value* scalar_int(const char* op, const operand& o, const SourceLoc& loc) {
+  Value* v = dsl::operand_value(op, o);
+  if (v->type.is_block() || !is_int(v->type.dtype) || v->type.dtype == DType::i1)
+    fail(loc, "tl::{}: loop bounds must be integer scalars, got {}", op, dsl::describe(v));
+  return v;
+}
+
+}  // namespace
+
+struct LoopTrace {
+  struct Carried {
+    tensor* handle;
+    Value* init;
+    Value* arg;
+  };
+  ir::Op* loop = nullptr;
+  ir::Block* body = nullptr;
+  ir::Block* outer_block = nullptr;
+  Value* iv = nullptr;
+  std::vector<Carried> carried;
+  bool finished = false;
+};
+
+range::range(operand end, std::source_location loc) : range(operand(0, loc), end, operand(1, loc), loc) {}
+
+range::range(operand start, operand end, operand step, std::source_location loc)
+    : start_(start), end_(end), step_(step), loc_(SourceLoc::from(loc)) {}
+
+range::iterator range::begin() {
+  if (trace_) fail(loc_, "tl::range: a range can be iterated only once");
+  ir::Builder& b = dsl::builder("range", loc_);
+  Value* lb = scalar_int("range", start_, loc_);
+  Value* ub = scalar_int("range", end_, loc_);
+  Value* st = scalar_int("range", step_, loc_);
+  if (step_.is_literal() && step_.ival <= 0) fail(loc_, "tl::range: the step must be positive, got {}", step_.ival);
+  DType t = DType::i32;
+  for (Value* v : {lb, ub, st})
+    if (dtype_bits(v->type.dtype) == 64) t = DType::i64;
+  lb = dsl::cast("range", loc_, lb, t);
+  ub = dsl::cast("range", loc_, ub, t);
+  st = dsl::cast("range", loc_, st, t);
+
+  trace_ = std::make_unique<LoopTrace>();
+  LoopTrace& tr = *trace_;
+  tr.outer_block = b.block();
+  tr.loop = b.create(OpKind::For, {lb, ub, st}, {});
+  ir::Function& f = b.function();
+  tr.body = f.new_block(tr.loop);
+  tr.loop->regions.push_back(tr.body);
+  tr.iv = f.add_block_arg(tr.body, ir::Type::scalar(t));
+  // Every live tensor gets a placeholder argument; the ones left untouched are folded back.
+  for (tensor* h : live_tensors()) {
+    Value* arg = f.add_block_arg(tr.body, h->raw()->type);
+    tr.carried.push_back({h, h->raw(), arg});
+    h->rebind(arg);
+  }
+  b.set_insertion_end(tr.body);
+  uncaught_at_begin_ = std::uncaught_exceptions();
+  return iterator(this, false);
+}
+
+tensor range::iterator::operator*() const { return tensor(range_->trace_->iv); }
+
+range::iterator& range::iterator::operator++() {
+  range_->finish();
+  done_ = true;
+  return *this;
+}
+
+void range::finish() {
+  LoopTrace& tr = *trace_;
+  tr.finished = true;
+  ir::Builder& b = dsl::builder("range", loc_);
+  ir::Function& f = b.function();
+  if (b.block() != tr.body)
+    fail(loc_, "tl::range: the loop body ended inside another construct (a nested loop was left early?)");
+  auto alive = live_set();
+  std::vector<Value*> yields;
+  std::vector<LoopTrace::Carried> kept;
+  for (auto& c : tr.carried) {
+    bool changed = alive.count(c.handle) && c.handle->raw() != c.arg;
+    if (!changed) {
+      f.replace_all_uses(c.arg, c.init);
+      f.erase_block_arg(tr.body, c.arg->index);
+      if (alive.count(c.handle) && c.handle->raw() == c.arg) c.handle->rebind(c.init);
+      continue;
+    }
+    Value* next = c.handle->raw();
+    if (next->type != c.init->type)
+      fail(loc_,
+           "tl::range: a tensor reassigned in this run-time loop changes type from {} to {}; loop-carried values "
+           "must keep their type (cast the new value with .to(...) or broadcast it)",
+           c.init->type.str(), next->type.str());
+    yields.push_back(next);
+    kept.push_back(c);
+  }
+  b.create(OpKind::Yield, yields, {});
+  b.set_insertion_end(tr.outer_block);
+  for (auto& c : kept) {
+    tr.loop->operands.push_back(c.init);
+    Value* r = f.add_result(tr.loop, c.init->type);
+    c.handle->rebind(r);
+  }
+}
+
+range::~range() noexcept(false) {
+  if (!trace_ || trace_->finished) return;
+  LoopTrace& tr = *trace_;
+  // Unwinding from an error in the body: put the outer tensors back and leave quietly.
+  auto alive = live_set();
+  for (auto& c : tr.carried)
+    if (alive.count(c.handle)) c.handle->rebind(c.init);
+  if (dsl::TraceContext::active()) dsl::TraceContext::current("range", loc_).builder.set_insertion_end(tr.outer_block);
+  if (std::uncaught_exceptions() > uncaught_at_begin_) return;
+  fail(loc_, "tl::range: the loop body was left early (break or return); run-time loops must run their body to the end");
+}
+
+void if_(operand condition, const std::function<void()>& then_body, const std::function<void()>& else_body,
+         std::source_location location) {
+  SourceLoc loc = SourceLoc::from(location);
+  Value* c = dsl::to_bool("if_", loc, dsl::operand_value("if_", condition));
+  if (c->type.is_block())
+    fail(loc, "tl::if_: the condition must be a scalar, got {}; use tl::where for blocks", dsl::describe(c));
+  ir::Builder& b = dsl::builder("if_", loc);
+  ir::Function& f = b.function();
+  ir::Block* outer = b.block();
+  ir::Op* op = b.create(OpKind::If, {c}, {});
+  ir::Block* then_block = f.new_block(op);
+  ir::Block* else_block = f.new_block(op);
+  op->regions = {then_block, else_block};
+
+  struct Record {
+    tensor* handle;
+    Value* before;
+    Value* after_then;
+    Value* after_else;
+  };
+  std::vector<Record> records;
+  for (tensor* h : live_tensors()) records.push_back({h, h->raw(), h->raw(), h->raw()});
+
+  auto trace_branch = [&](ir::Block* block, const std::function<void()>& body, bool is_then) {
+    b.set_insertion_end(block);
+    try {
+      if (body) body();
+    } catch (...) {
+      auto alive = live_set();
+      for (auto& r : records)
+        if (alive.count(r.handle)) r.handle->rebind(r.before);
+      b.set_insertion_end(outer);
+      throw;
+    }
+    auto alive = live_set();
+    for (auto& r : records) {
+      if (!alive.count(r.handle)) continue;
+      (is_then ? r.after_then : r.after_else) = r.handle->raw();
+      r.handle->rebind(r.before);
+    }
+  };
+  trace_branch(then_block, then_body, true);
+  trace_branch(else_block, else_body, false);
+
+  std::vector<Value*> then_yields, else_yields;
+  std::vector<Record*> merged;
+  for (auto& r : records) {
+    if (r.after_then == r.before && r.after_else == r.before) continue;
+    if (r.after_then->type != r.before->type || r.after_else->type != r.before->type)
+      fail(loc,
+           "tl::if_: a tensor reassigned in a branch changes type ({} before, {} after the then-branch, {} after "
+           "the else-branch); both branches must leave it with the same type",
+           r.before->type.str(), r.after_then->type.str(), r.after_else->type.str());
+    then_yields.push_back(r.after_then);
+    else_yields.push_back(r.after_else);
+    merged.push_back(&r);
+  }
+  b.set_insertion_end(then_block);
+  b.create(OpKind::Yield, then_yields, {});
+  b.set_insertion_end(else_block);
+  b.create(OpKind::Yield, else_yields, {});
+  b.set_insertion_end(outer);
+  for (Record* r : merged) r->handle->rebind(f.add_result(op, r->before->type));
+}
+
+}  // namespace tritium::tl

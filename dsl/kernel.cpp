@@ -1,0 +1,331 @@
+// Kernel launch: argument checking, the specialisation key, the in-memory map from key to
+// compiled kernel, and tracing on a miss.
+#include "dsl/kernel.h"
+
+#include <cmath>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "common/hash.h"
+#include "dsl/trace.h"
+#include "ir/printer.h"
+#include "jit/compiled_kernel.h"
+#include "jit/passes/pipeline.h"
+#include "common/env.h"
+
+namespace tritium {
+
+std::string MetaValue::str() const {
+  switch (kind) {
+    case Kind::integer: return std::to_string(i);
+    case Kind::floating: return fmt::format("{}", f);
+    case Kind::boolean: return i ? "true" : "false";
+  }
+  return "?";
+}
+
+void Meta::set(const std::string& name, MetaValue v) {
+  for (auto& [k, old] : items_)
+    if (k == name) {
+      old = v;
+      return;
+    }
+  items_.emplace_back(name, v);
+}
+
+const MetaValue* Meta::find(const std::string& name) const {
+  for (auto& [k, v] : items_)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+int64_t Meta::operator[](const std::string& name) const {
+  const MetaValue* v = find(name);
+  if (!v) {
+    std::string names;
+    for (auto& [k, _] : items_) names += (names.empty() ? "" : ", ") + k;
+    fail("Meta: no meta-parameter named '{}' (have: {})", name, names.empty() ? "none" : names);
+  }
+  return v->kind == MetaValue::Kind::floating ? static_cast<int64_t>(v->f) : v->i;
+}
+
+GridSpec::GridSpec(std::initializer_list<int64_t> dims) {
+  if (dims.size() < 1 || dims.size() > 3) fail("grid: expected 1 to 3 dimensions, got {}", dims.size());
+  auto it = dims.begin();
+  grid.x = *it++;
+  if (it != dims.end()) grid.y = *it++;
+  if (it != dims.end()) grid.z = *it++;
+}
+
+namespace detail {
+
+namespace {
+
+const char* arg_kind_name(const ArgValue& a) {
+  switch (a.kind) {
+    case ArgValue::Kind::pointer: return "a pointer";
+    case ArgValue::Kind::integer: return "an integer";
+    case ArgValue::Kind::floating: return "a floating-point number";
+    case ArgValue::Kind::boolean: return "a bool";
+    case ArgValue::Kind::meta: return "a tl::constexpr_ value";
+  }
+  return "?";
+}
+
+bool fits(int64_t v, bool is_unsigned_src, DType to) {
+  if (to == DType::i1) return v == 0 || v == 1;
+  int bits = dtype_bits(to);
+  if (is_unsigned_src && v < 0) return to == DType::u64;  // a u64 above INT64_MAX
+  if (is_unsigned_int(to)) return v >= 0 && (bits == 64 || v < (int64_t(1) << bits));
+  if (bits == 64) return true;
+  return v >= -(int64_t(1) << (bits - 1)) && v < (int64_t(1) << (bits - 1));
+}
+
+}  // namespace
+
+// One compiled specialisation.
+struct Specialization {
+  std::vector<uint64_t> key;
+  std::shared_ptr<jit::CompiledKernel> compiled;
+  Meta meta;  // the meta-parameter values, for grid functions
+};
+
+class KernelImpl {
+ public:
+  std::string name;
+  std::vector<ParamInfo> params;
+  std::function<void(TraceArgs&)> body;
+  size_t runtime_params = 0;
+
+  std::shared_mutex mutex;
+  std::unordered_map<uint64_t, std::vector<std::unique_ptr<Specialization>>> cache;
+
+  // Matched launch arguments.
+  struct Bound {
+    std::array<uint64_t, 64> slots;  // one per runtime parameter
+    std::vector<uint64_t> key;
+    std::vector<MetaValue> metas;  // by parameter index
+    runtime::Device device;
+  };
+
+  std::string signature() const {
+    std::string s;
+    for (auto& p : params) s += (s.empty() ? "" : ", ") + p.name;
+    return s;
+  }
+
+  [[noreturn]] void bad_arg(size_t i, const std::string& what) const {
+    fail("kernel {}: argument {} ({}) {}", name, i, params[i].name, what);
+  }
+
+  void bind(const ArgValue* args, size_t n, const Meta* named, const Options& options, Bound& out) const {
+    if (n > params.size())
+      fail("kernel {}: takes {} arguments ({}), got {}", name, params.size(), signature(), n);
+    out.key.clear();
+    out.key.reserve(params.size() + 3);
+    out.metas.assign(params.size(), MetaValue{});
+    out.device = options.device.value_or(runtime::Device{});
+    bool device_from_tensor = false;
+    size_t slot = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const ParamInfo& p = params[i];
+      if (p.kind == ParamKind::meta) {
+        MetaValue m;
+        if (i < n) {
+          const ArgValue& a = args[i];
+          if (a.kind == ArgValue::Kind::meta) m = a.meta;
+          else if (a.kind == ArgValue::Kind::integer) m = MetaValue(static_cast<int64_t>(a.bits));
+          else if (a.kind == ArgValue::Kind::boolean) m = MetaValue(a.bits != 0);
+          else if (a.kind == ArgValue::Kind::floating) {
+            double d;
+            std::memcpy(&d, &a.bits, 8);
+            m = MetaValue(d);
+          } else bad_arg(i, fmt::format("is a meta-parameter and needs a number, got {}", arg_kind_name(a)));
+        } else if (const MetaValue* v = named ? named->find(p.name) : nullptr) {
+          m = *v;
+        } else {
+          fail("kernel {}: meta-parameter {} (parameter {}) is missing at launch; pass it by position or in a "
+               "tritium::Meta{{{{\"{}\", value}}}}",
+               name, p.name, i, p.name);
+        }
+        out.metas[i] = m;
+        out.key.push_back(0x4d00000000000000ull | static_cast<uint64_t>(m.kind));
+        uint64_t bits = static_cast<uint64_t>(m.i);
+        if (m.kind == MetaValue::Kind::floating) std::memcpy(&bits, &m.f, 8);
+        out.key.push_back(bits);
+        continue;
+      }
+      if (i >= n)
+        fail("kernel {}: takes {} arguments ({}), got {}; argument {} ({}) is missing", name, params.size(),
+             signature(), n, i, p.name);
+      const ArgValue& a = args[i];
+      uint64_t& s = out.slots[slot++];
+      if (p.kind == ParamKind::pointer) {
+        if (a.kind != ArgValue::Kind::pointer)
+          bad_arg(i, fmt::format("must be a pointer to {}, got {}", dtype_name(p.dtype), arg_kind_name(a)));
+        if (a.dtype != DType::invalid && a.dtype != p.dtype)
+          bad_arg(i, fmt::format("must point to {}, got a pointer to {}", dtype_name(p.dtype), dtype_name(a.dtype)));
+        if (a.tensor) {
+          if (device_from_tensor && a.tensor->device() != out.device)
+            bad_arg(i, fmt::format("is on {} but earlier tensor arguments are on {}", a.tensor->device().str(),
+                                   out.device.str()));
+          if (!options.device) out.device = a.tensor->device();
+          device_from_tensor = true;
+        }
+        s = a.bits;
+        out.key.push_back(a.bits % 16 == 0 ? 1 : 0);  // divisibility of the address by 16 bytes
+      } else {  // run-time scalar
+        DType d = p.dtype;
+        if (a.kind == ArgValue::Kind::pointer || a.kind == ArgValue::Kind::meta)
+          bad_arg(i, fmt::format("must be a {} scalar, got {}", dtype_name(d), arg_kind_name(a)));
+        if (is_float(d)) {
+          double v;
+          if (a.kind == ArgValue::Kind::floating) std::memcpy(&v, &a.bits, 8);
+          else v = a.is_unsigned ? static_cast<double>(a.bits) : static_cast<double>(static_cast<int64_t>(a.bits));
+          if (d == DType::f64) std::memcpy(&s, &v, 8);
+          else {
+            float f = static_cast<float>(v);
+            uint32_t u;
+            std::memcpy(&u, &f, 4);
+            s = u;
+          }
+          if (d == DType::f16 || d == DType::bf16)
+            bad_arg(i, fmt::format("has type {}; half-precision scalar arguments are not supported, use tl::f32", dtype_name(d)));
+          out.key.push_back(0);
+        } else {
+          if (a.kind == ArgValue::Kind::floating)
+            bad_arg(i, fmt::format("must be an integer ({}), got a floating-point number", dtype_name(d)));
+          int64_t v = static_cast<int64_t>(a.bits);
+          if (!fits(v, a.is_unsigned, d))
+            bad_arg(i, fmt::format("value {} does not fit in {}", a.is_unsigned ? fmt::format("{}", a.bits) : fmt::format("{}", v), dtype_name(d)));
+          s = static_cast<uint64_t>(v);
+          // Specialise on divisibility by 16 and on the value 1, as Triton does.
+          out.key.push_back((v % 16 == 0 ? 1 : 0) | (v == 1 ? 2 : 0));
+        }
+      }
+    }
+    out.key.push_back(static_cast<uint64_t>(options.num_warps) << 32 | static_cast<uint32_t>(options.num_stages));
+    out.key.push_back(static_cast<uint64_t>(out.device.kind) << 32 | static_cast<uint32_t>(out.device.index));
+  }
+
+  // Traces the user's function for one specialisation into `f`.
+  void trace(ir::Function& f, const Bound& b) {
+    dsl::TraceContext ctx(f);
+    TraceArgs t;
+    t.handles.resize(params.size());
+    t.metas = b.metas;
+    size_t slot = 0, key_at = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const ParamInfo& p = params[i];
+      if (p.kind == ParamKind::meta) {
+        key_at += 2;
+        continue;
+      }
+      uint64_t spec = b.key[key_at++];
+      ir::Param param;
+      param.name = p.name;
+      param.type = p.kind == ParamKind::pointer ? ir::Type::pointer(p.dtype) : ir::Type::scalar(p.dtype);
+      if (spec & 1) param.divisibility = 16;
+      f.params.push_back(param);
+      ir::Value* arg = f.add_block_arg(f.body, param.type);
+      (void)slot;
+      ++slot;
+      if (p.kind == ParamKind::scalar && (spec & 2)) {
+        ctx.builder.loc = SourceLoc{};
+        t.handles[i] = tl::tensor(ctx.builder.constant_int(1, param.type));  // specialised: equal to 1
+      } else {
+        t.handles[i] = tl::tensor(arg);
+      }
+    }
+    body(t);
+  }
+
+  Specialization& specialize(const Bound& b, uint64_t h, const Options& options) {
+    auto f = std::make_unique<ir::Function>(name);
+    trace(*f, b);
+    jit::CompileOptions co;
+    co.num_warps = options.num_warps;
+    co.num_stages = options.num_stages;
+    auto compiled = jit::compile(*f, b.device, co);
+    auto spec = std::make_unique<Specialization>();
+    spec->key = b.key;
+    spec->compiled = std::move(compiled);
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].kind == ParamKind::meta) spec->meta.set(params[i].name, b.metas[i]);
+    std::unique_lock lock(mutex);
+    auto& bucket = cache[h];
+    for (auto& s : bucket)
+      if (s->key == b.key) return *s;  // another thread won the race
+    bucket.push_back(std::move(spec));
+    return *bucket.back();
+  }
+
+  Specialization* lookup(const std::vector<uint64_t>& key, uint64_t h) {
+    std::shared_lock lock(mutex);
+    auto it = cache.find(h);
+    if (it == cache.end()) return nullptr;
+    for (auto& s : it->second)
+      if (s->key == key) return s.get();
+    return nullptr;
+  }
+};
+
+}  // namespace detail
+
+Kernel::Kernel(std::string name, std::vector<detail::ParamInfo> params, std::function<void(detail::TraceArgs&)> body)
+    : impl_(std::make_shared<detail::KernelImpl>()) {
+  impl_->name = std::move(name);
+  impl_->params = std::move(params);
+  impl_->body = std::move(body);
+  for (size_t i = 0; i < impl_->params.size(); ++i) {
+    impl_->params[i].name = fmt::format("arg{}", i);
+    if (impl_->params[i].kind != detail::ParamKind::meta) ++impl_->runtime_params;
+  }
+  if (impl_->runtime_params > 64) fail("kernel {}: at most 64 run-time parameters are supported", impl_->name);
+}
+
+const std::string& Kernel::name() const { return impl_->name; }
+const std::vector<detail::ParamInfo>& Kernel::params() const { return impl_->params; }
+
+Kernel& Kernel::arg_names(std::vector<std::string> names) {
+  if (names.size() != impl_->params.size())
+    fail("kernel {}: {} argument names given for {} parameters", impl_->name, names.size(), impl_->params.size());
+  for (size_t i = 0; i < names.size(); ++i) impl_->params[i].name = std::move(names[i]);
+  return *this;
+}
+
+size_t Kernel::num_specializations() const {
+  std::shared_lock lock(impl_->mutex);
+  size_t n = 0;
+  for (auto& [_, v] : impl_->cache) n += v.size();
+  return n;
+}
+
+void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, size_t n, const Meta* named,
+                         const Options& options) {
+  if (!impl_) fail("launch of an empty tritium::Kernel");
+  thread_local detail::KernelImpl::Bound b;
+  impl_->bind(args, n, named, options, b);
+  uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
+  detail::Specialization* spec = impl_->lookup(b.key, h);
+  if (!spec) spec = &impl_->specialize(b, h, options);
+  Grid g = grid.fn ? grid.fn(spec->meta) : grid.grid;
+  if (g.x < 0 || g.y < 0 || g.z < 0 || g.x > INT32_MAX || g.y > 65535 || g.z > 65535)
+    fail("kernel {}: invalid grid ({}, {}, {}); x must be in [0, 2^31), y and z in [0, 65535]", impl_->name, g.x, g.y,
+         g.z);
+  if (g.x == 0 || g.y == 0 || g.z == 0) return;
+  spec->compiled->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
+}
+
+std::string Kernel::ir_impl(const detail::ArgValue* args, size_t n, const Meta* named, const Options& options,
+                            bool optimized) {
+  detail::KernelImpl::Bound b;
+  impl_->bind(args, n, named, options, b);
+  ir::Function f(impl_->name);
+  impl_->trace(f, b);
+  if (optimized) jit::run_passes(f, "");
+  return ir::print(f);
+}
+
+}  // namespace tritium

@@ -1,0 +1,290 @@
+// tritium::kernel: wraps a C++ lambda written with tl:: operations into a launchable kernel.
+//
+//   auto add = tritium::kernel("add", [](tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out,
+//                                        tl::i32 n, int BLOCK) { ... });
+//   add[{tritium::cdiv(n, 1024)}](x, y, out, n, 1024);     // or add.launch(grid, args...)
+//
+// Parameters: tl::ptr<T> (pointer arguments: T*, tritium::Tensor), tl::i32/tl::f32/... (run-time
+// scalars), and meta-parameters, which are compile-time values: a plain int/bool/float/double
+// parameter or tl::constexpr_<T>. Each distinct combination of argument dtypes, meta values,
+// pointer/integer divisibility by 16 and integers equal to 1 is traced and compiled once; later
+// launches of the same specialisation cost a hash lookup.
+#pragma once
+#include <array>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "dsl/tensor.h"
+#include "runtime/device.h"
+#include "runtime/tensor.h"
+
+namespace tritium {
+
+inline constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline constexpr int64_t next_power_of_2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// A meta-parameter value: an integer, a float or a bool.
+struct MetaValue {
+  enum class Kind : uint8_t { integer, floating, boolean } kind = Kind::integer;
+  int64_t i = 0;
+  double f = 0;
+  MetaValue() = default;
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  MetaValue(T v) {
+    if constexpr (std::is_same_v<T, bool>) kind = Kind::boolean, i = v;
+    else if constexpr (std::is_floating_point_v<T>) kind = Kind::floating, f = v;
+    else kind = Kind::integer, i = static_cast<int64_t>(v);
+  }
+  bool operator==(const MetaValue&) const = default;
+  std::string str() const;
+};
+
+// Named meta-parameter values: given at launch for parameters not passed by position, and
+// handed to grid functions.
+class Meta {
+ public:
+  Meta() = default;
+  Meta(std::initializer_list<std::pair<std::string, MetaValue>> items) : items_(items) {}
+  void set(const std::string& name, MetaValue v);
+  const MetaValue* find(const std::string& name) const;
+  int64_t operator[](const std::string& name) const;  // integer value; errors if absent
+  const std::vector<std::pair<std::string, MetaValue>>& items() const { return items_; }
+
+ private:
+  std::vector<std::pair<std::string, MetaValue>> items_;
+};
+
+struct Grid {
+  int64_t x = 1, y = 1, z = 1;
+  Grid(int64_t x_ = 1, int64_t y_ = 1, int64_t z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+// A grid, or a function of the meta-parameters returning one (as Triton's `grid = lambda META: ...`).
+struct GridSpec {
+  Grid grid;
+  std::function<Grid(const Meta&)> fn;
+  GridSpec(Grid g) : grid(g) {}
+  GridSpec(int64_t x) : grid(x) {}
+  GridSpec(int x) : grid(x) {}
+  GridSpec(std::initializer_list<int64_t> dims);
+  template <class F>
+    requires std::is_invocable_r_v<Grid, F, const Meta&>
+  GridSpec(F f) : fn(std::move(f)) {}
+};
+
+// Launch options, passed as an extra argument anywhere after the kernel's arguments.
+struct Options {
+  int num_warps = 4;
+  int num_stages = 3;
+  std::optional<runtime::Device> device;  // default: where the pointer arguments live (cpu)
+};
+
+namespace detail {
+
+enum class ParamKind : uint8_t { pointer, scalar, meta };
+struct ParamInfo {
+  ParamKind kind;
+  DType dtype;  // pointee for pointers, value type for scalars, invalid for metas
+  std::string name;
+};
+
+// A launch argument before it is matched against the parameters.
+struct ArgValue {
+  enum class Kind : uint8_t { pointer, integer, floating, boolean, meta } kind;
+  DType dtype = DType::invalid;  // pointee or value type; invalid for void*
+  uint64_t bits = 0;             // pointer address, int64 value, double bits
+  bool is_unsigned = false;
+  const runtime::Tensor* tensor = nullptr;  // when the argument is a Tensor
+  MetaValue meta;                            // Kind::meta
+};
+
+// What the tracer hands to the user's function.
+struct TraceArgs {
+  std::vector<tl::tensor> handles;  // by parameter index (empty for metas)
+  std::vector<MetaValue> metas;     // by parameter index
+};
+
+class KernelImpl;
+
+template <class T> struct param_traits {
+  static_assert(sizeof(T) == 0,
+                "tritium::kernel parameters must be tl::ptr<T>, a tl:: scalar (tl::i32, tl::f32, ...), "
+                "tl::constexpr_<T> or a plain int/bool/float/double meta-parameter");
+};
+template <class E> struct param_traits<tl::ptr<E>> {
+  static constexpr ParamKind kind = ParamKind::pointer;
+  static DType dtype() { return dtype_of<std::remove_cv_t<E>>(); }
+  static tl::ptr<E> make(TraceArgs& t, size_t i) { return tl::ptr<E>(t.handles[i]); }
+};
+template <DType D> struct param_traits<tl::scalar<D>> {
+  static constexpr ParamKind kind = ParamKind::scalar;
+  static DType dtype() { return D; }
+  static tl::scalar<D> make(TraceArgs& t, size_t i) { return tl::scalar<D>(t.handles[i]); }
+};
+template <class T> struct param_traits<tl::constexpr_<T>> {
+  static constexpr ParamKind kind = ParamKind::meta;
+  static DType dtype() { return DType::invalid; }
+  static tl::constexpr_<T> make(TraceArgs& t, size_t i) { return {meta_as<T>(t.metas[i])}; }
+  template <class U> static U meta_as(const MetaValue& m) {
+    return m.kind == MetaValue::Kind::floating ? static_cast<U>(m.f) : static_cast<U>(m.i);
+  }
+};
+template <class T>
+  requires std::is_arithmetic_v<T>
+struct param_traits<T> {
+  static constexpr ParamKind kind = ParamKind::meta;
+  static DType dtype() { return DType::invalid; }
+  static T make(TraceArgs& t, size_t i) {
+    const MetaValue& m = t.metas[i];
+    return m.kind == MetaValue::Kind::floating ? static_cast<T>(m.f) : static_cast<T>(m.i);
+  }
+};
+
+template <class T> struct signature;
+template <class C, class R, class... A> struct signature<R (C::*)(A...) const> { using args = std::tuple<std::remove_cvref_t<A>...>; };
+template <class C, class R, class... A> struct signature<R (C::*)(A...)> { using args = std::tuple<std::remove_cvref_t<A>...>; };
+template <class R, class... A> struct signature<R (*)(A...)> { using args = std::tuple<std::remove_cvref_t<A>...>; };
+
+template <class F> struct callable_args { using args = typename signature<decltype(&F::operator())>::args; };
+template <class R, class... A> struct callable_args<R (*)(A...)> { using args = std::tuple<std::remove_cvref_t<A>...>; };
+
+template <class Tuple, size_t... I>
+std::vector<ParamInfo> param_infos(std::index_sequence<I...>) {
+  return {ParamInfo{param_traits<std::tuple_element_t<I, Tuple>>::kind,
+                    param_traits<std::tuple_element_t<I, Tuple>>::dtype(), ""}...};
+}
+
+template <class F, class Tuple, size_t... I>
+void invoke(F& f, TraceArgs& t, std::index_sequence<I...>) {
+  f(param_traits<std::tuple_element_t<I, Tuple>>::make(t, I)...);
+}
+
+// C++ launch argument -> ArgValue.
+template <class T> ArgValue to_arg(const T& v) {
+  using U = std::remove_cvref_t<T>;
+  ArgValue a{};
+  if constexpr (std::is_pointer_v<U>) {
+    using E = std::remove_cv_t<std::remove_pointer_t<U>>;
+    a.kind = ArgValue::Kind::pointer;
+    if constexpr (!std::is_void_v<E>) a.dtype = dtype_of<E>();
+    a.bits = reinterpret_cast<uint64_t>(v);
+  } else if constexpr (std::is_same_v<U, std::nullptr_t>) {
+    a.kind = ArgValue::Kind::pointer;
+  } else if constexpr (std::is_same_v<U, runtime::Tensor>) {
+    a.kind = ArgValue::Kind::pointer;
+    a.dtype = v.dtype();
+    a.bits = reinterpret_cast<uint64_t>(v.raw_data());
+    a.tensor = &v;
+  } else if constexpr (std::is_same_v<U, bool>) {
+    a.kind = ArgValue::Kind::boolean;
+    a.dtype = DType::i1;
+    a.bits = v;
+  } else if constexpr (std::is_integral_v<U>) {
+    a.kind = ArgValue::Kind::integer;
+    a.dtype = dtype_of<std::conditional_t<std::is_signed_v<U>, std::make_signed_t<U>, std::make_unsigned_t<U>>>();
+    a.is_unsigned = std::is_unsigned_v<U>;
+    a.bits = static_cast<uint64_t>(v);
+  } else if constexpr (std::is_floating_point_v<U>) {
+    a.kind = ArgValue::Kind::floating;
+    a.dtype = dtype_of<U>();
+    double d = static_cast<double>(v);
+    std::memcpy(&a.bits, &d, 8);
+  } else if constexpr (requires { typename U::value_type; v.value; }) {
+    a.kind = ArgValue::Kind::meta;
+    a.meta = MetaValue(v.value);
+  } else {
+    static_assert(sizeof(U) == 0, "unsupported launch argument type: pass pointers, tritium::Tensor or numbers");
+  }
+  return a;
+}
+
+}  // namespace detail
+
+class Kernel {
+ public:
+  Kernel() = default;
+  Kernel(std::string name, std::vector<detail::ParamInfo> params, std::function<void(detail::TraceArgs&)> body);
+
+  const std::string& name() const;
+  const std::vector<detail::ParamInfo>& params() const;
+  // Parameter names (for errors, Meta lookups, autotuning keys); default arg0, arg1, ...
+  Kernel& arg_names(std::vector<std::string> names);
+
+  template <class... A> void launch(const GridSpec& grid, const A&... args) {
+    std::array<detail::ArgValue, count_args<A...>()> values{};
+    const Meta* named = nullptr;
+    Options options;
+    size_t n = 0;
+    (collect(values, n, named, options, args), ...);
+    launch_impl(grid, values.data(), n, named, options);
+  }
+
+  // add[grid](args...)
+  struct Launcher {
+    Kernel& kernel;
+    GridSpec grid;
+    template <class... A> void operator()(const A&... args) { kernel.launch(grid, args...); }
+  };
+  Launcher operator[](GridSpec grid) { return Launcher{*this, std::move(grid)}; }
+
+  // Trace without compiling or launching: the IR text for the given arguments (tests, debugging).
+  template <class... A> std::string ir(const A&... args) {
+    std::array<detail::ArgValue, count_args<A...>()> values{};
+    const Meta* named = nullptr;
+    Options options;
+    size_t n = 0;
+    (collect(values, n, named, options, args), ...);
+    return ir_impl(values.data(), n, named, options, false);
+  }
+  // IR after the optimisation passes (what the backend compiles).
+  template <class... A> std::string optimized_ir(const A&... args) {
+    std::array<detail::ArgValue, count_args<A...>()> values{};
+    const Meta* named = nullptr;
+    Options options;
+    size_t n = 0;
+    (collect(values, n, named, options, args), ...);
+    return ir_impl(values.data(), n, named, options, true);
+  }
+
+  size_t num_specializations() const;  // compiled specialisations held in memory
+
+ private:
+  template <class... A> static constexpr size_t count_args() {
+    return (size_t(0) + ... + (std::is_same_v<std::remove_cvref_t<A>, Meta> || std::is_same_v<std::remove_cvref_t<A>, Options> ? 0 : 1));
+  }
+  template <size_t N, class T>
+  static void collect(std::array<detail::ArgValue, N>& values, size_t& n, const Meta*& named, Options& options, const T& v) {
+    if constexpr (std::is_same_v<T, Meta>) named = &v;
+    else if constexpr (std::is_same_v<T, Options>) options = v;
+    else values[n++] = detail::to_arg(v);
+  }
+  void launch_impl(const GridSpec& grid, const detail::ArgValue* args, size_t n, const Meta* named, const Options& options);
+  std::string ir_impl(const detail::ArgValue* args, size_t n, const Meta* named, const Options& options, bool optimized);
+
+  std::shared_ptr<detail::KernelImpl> impl_;
+};
+
+// Builds a kernel from a lambda or function whose parameters are listed in kernel.h's header.
+template <class F> Kernel kernel(std::string name, F f, std::vector<std::string> arg_names = {}) {
+  using Args = typename detail::callable_args<F>::args;
+  constexpr size_t N = std::tuple_size_v<Args>;
+  auto params = detail::param_infos<Args>(std::make_index_sequence<N>{});
+  auto body = [f](detail::TraceArgs& t) mutable { detail::invoke<F, Args>(f, t, std::make_index_sequence<N>{}); };
+  Kernel k(std::move(name), std::move(params), std::move(body));
+  if (!arg_names.empty()) k.arg_names(std::move(arg_names));
+  return k;
+}
+
+}  // namespace tritium

@@ -1,0 +1,153 @@
+// The tl:: operations, with Triton's names and meanings. Every function takes the user's source
+// location as a defaulted last argument so that trace errors point at the kernel's own line.
+// Differences from Triton are listed in docs/language.md.
+#pragma once
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dsl/tensor.h"
+
+namespace tritium::tl {
+
+using loc_t = std::source_location;
+#define TL_LOC loc_t loc = loc_t::current()
+
+// ---- program and index ----------------------------------------------------------------------
+tensor program_id(int axis, TL_LOC);
+tensor num_programs(int axis, TL_LOC);
+tensor arange(int64_t start, int64_t end, TL_LOC);  // [end-start] i32; end-start a power of two
+tensor full(const ir::Shape& shape, operand value, DType dtype, TL_LOC);
+tensor zeros(const ir::Shape& shape, DType dtype, TL_LOC);
+tensor zeros_like(const tensor& x, TL_LOC);
+tensor cdiv(operand a, operand b, TL_LOC);  // (a + b - 1) / b on integers
+
+// ---- casts ----------------------------------------------------------------------------------
+tensor cast(operand x, DType dtype, bool bitcast = false, TL_LOC);
+
+// ---- arithmetic (operators are below) --------------------------------------------------------
+tensor where(operand cond, operand a, operand b, TL_LOC);
+tensor minimum(operand a, operand b, TL_LOC);
+tensor maximum(operand a, operand b, TL_LOC);
+tensor clamp(operand x, operand lo, operand hi, TL_LOC);
+tensor fma(operand a, operand b, operand c, TL_LOC);
+tensor umulhi(operand a, operand b, TL_LOC);
+tensor fdiv(operand a, operand b, TL_LOC);     // floating-point division, like Triton's a / b
+tensor exp(operand x, TL_LOC);
+tensor exp2(operand x, TL_LOC);
+tensor log(operand x, TL_LOC);
+tensor log2(operand x, TL_LOC);
+tensor sqrt(operand x, TL_LOC);
+tensor rsqrt(operand x, TL_LOC);
+tensor abs(operand x, TL_LOC);
+tensor floor(operand x, TL_LOC);
+tensor ceil(operand x, TL_LOC);
+tensor sin(operand x, TL_LOC);
+tensor cos(operand x, TL_LOC);
+tensor tanh(operand x, TL_LOC);
+tensor erf(operand x, TL_LOC);
+tensor sigmoid(operand x, TL_LOC);
+
+// ---- shapes ---------------------------------------------------------------------------------
+tensor expand_dims(const tensor& x, int axis, TL_LOC);
+tensor broadcast_to(operand x, const ir::Shape& shape, TL_LOC);
+std::pair<tensor, tensor> broadcast(operand a, operand b, TL_LOC);
+tensor reshape(const tensor& x, const ir::Shape& shape, TL_LOC);
+tensor view(const tensor& x, const ir::Shape& shape, TL_LOC);  // same as reshape here
+tensor permute(const tensor& x, const std::vector<int>& dims, TL_LOC);
+tensor trans(const tensor& x, TL_LOC);  // reverse the dims (2-D transpose)
+tensor trans(const tensor& x, const std::vector<int>& dims, TL_LOC);
+
+// ---- memory ---------------------------------------------------------------------------------
+// mask and other are optional (pass std::nullopt or omit). `other` fills masked-off lanes.
+tensor load(const tensor& pointer, std::optional<operand> mask = std::nullopt,
+            std::optional<operand> other = std::nullopt, TL_LOC);
+void store(const tensor& pointer, operand value, std::optional<operand> mask = std::nullopt, TL_LOC);
+
+tensor atomic_add(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
+tensor atomic_max(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
+tensor atomic_min(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
+tensor atomic_and(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
+tensor atomic_or(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
+tensor atomic_xor(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
+tensor atomic_xchg(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
+tensor atomic_cas(const tensor& pointer, operand cmp, operand val, TL_LOC);
+
+// ---- reductions and scans ---------------------------------------------------------------------
+// axis = std::nullopt reduces over all elements (the block is flattened first).
+using axis_t = std::optional<int>;
+tensor sum(const tensor& x, axis_t axis = std::nullopt, bool keep_dims = false, TL_LOC);
+tensor max(const tensor& x, axis_t axis = std::nullopt, bool keep_dims = false, TL_LOC);
+tensor min(const tensor& x, axis_t axis = std::nullopt, bool keep_dims = false, TL_LOC);
+tensor argmax(const tensor& x, int axis, bool keep_dims = false, TL_LOC);
+tensor argmin(const tensor& x, int axis, bool keep_dims = false, TL_LOC);
+tensor xor_sum(const tensor& x, axis_t axis = std::nullopt, bool keep_dims = false, TL_LOC);
+// A combine function receives scalars (lhs, rhs) and returns their combination.
+using combine1_t = std::function<tensor(tensor, tensor)>;
+using combineN_t = std::function<std::vector<tensor>(std::span<const tensor> lhs, std::span<const tensor> rhs)>;
+tensor reduce(const tensor& x, axis_t axis, const combine1_t& combine, bool keep_dims = false, TL_LOC);
+std::vector<tensor> reduce(const std::vector<tensor>& xs, axis_t axis, const combineN_t& combine,
+                           bool keep_dims = false, TL_LOC);
+tensor cumsum(const tensor& x, int axis = 0, bool reverse = false, TL_LOC);
+tensor cumprod(const tensor& x, int axis = 0, bool reverse = false, TL_LOC);
+tensor associative_scan(const tensor& x, int axis, const combine1_t& combine, bool reverse = false, TL_LOC);
+std::vector<tensor> associative_scan(const std::vector<tensor>& xs, int axis, const combineN_t& combine,
+                                     bool reverse = false, TL_LOC);
+
+// ---- dot ------------------------------------------------------------------------------------
+// a [M,K] @ b [K,N] (+ acc [M,N]); fp32 accumulation for float inputs, i32 for int8.
+tensor dot(const tensor& a, const tensor& b, std::optional<tensor> acc = std::nullopt,
+           std::optional<DType> out_dtype = std::nullopt, TL_LOC);
+
+// ---- hints and debugging ----------------------------------------------------------------------
+tensor multiple_of(const tensor& x, std::vector<int64_t> values, TL_LOC);
+tensor max_contiguous(const tensor& x, std::vector<int64_t> values, TL_LOC);
+inline tensor multiple_of(const tensor& x, int64_t v, TL_LOC) { return multiple_of(x, std::vector<int64_t>{v}, loc); }
+inline tensor max_contiguous(const tensor& x, int64_t v, TL_LOC) { return max_contiguous(x, std::vector<int64_t>{v}, loc); }
+// Trace-time check of a condition on meta-parameters (Triton's tl.static_assert).
+void static_assert_(bool condition, const std::string& message = "", TL_LOC);
+// Prints `prefix` and every element of the values, per program (Triton's tl.device_print).
+void device_print(const std::string& prefix, std::vector<tensor> values, TL_LOC);
+void device_print(const std::string& prefix, const tensor& value, TL_LOC);
+// Run-time check; a failed assertion stops the launch with an error naming the message.
+void device_assert(operand condition, const std::string& message = "", TL_LOC);
+
+// ---- operators -------------------------------------------------------------------------------
+// `/` on two integers is C division (truncation), as Triton's `//`; `%` is C's remainder
+// (sign of the dividend) on integers and fmod on floats. fp16/bf16 `/` and `%` compute in fp32.
+tensor operator+(const operand& a, const operand& b);
+tensor operator-(const operand& a, const operand& b);
+tensor operator*(const operand& a, const operand& b);
+tensor operator/(const operand& a, const operand& b);
+tensor operator%(const operand& a, const operand& b);
+tensor operator&(const operand& a, const operand& b);
+tensor operator|(const operand& a, const operand& b);
+tensor operator^(const operand& a, const operand& b);
+tensor operator<<(const operand& a, const operand& b);
+tensor operator>>(const operand& a, const operand& b);
+tensor operator==(const operand& a, const operand& b);
+tensor operator!=(const operand& a, const operand& b);
+tensor operator<(const operand& a, const operand& b);
+tensor operator<=(const operand& a, const operand& b);
+tensor operator>(const operand& a, const operand& b);
+tensor operator>=(const operand& a, const operand& b);
+tensor operator&&(const operand& a, const operand& b);  // on i1 (both sides evaluated)
+tensor operator||(const operand& a, const operand& b);
+tensor operator-(const operand& a);
+tensor operator~(const operand& a);
+tensor operator!(const operand& a);
+tensor& operator+=(tensor& a, const operand& b);
+tensor& operator-=(tensor& a, const operand& b);
+tensor& operator*=(tensor& a, const operand& b);
+tensor& operator/=(tensor& a, const operand& b);
+tensor& operator%=(tensor& a, const operand& b);
+tensor& operator&=(tensor& a, const operand& b);
+tensor& operator|=(tensor& a, const operand& b);
+tensor& operator^=(tensor& a, const operand& b);
+tensor& operator<<=(tensor& a, const operand& b);
+tensor& operator>>=(tensor& a, const operand& b);
+
+#undef TL_LOC
+}  // namespace tritium::tl

@@ -1,0 +1,192 @@
+#include "ir/ir.h"
+
+#include <algorithm>
+
+#include "ir/builder.h"
+
+namespace tritium::ir {
+
+const char* op_name(OpKind k) {
+  switch (k) {
+    case OpKind::Constant: return "constant";
+    case OpKind::ProgramId: return "program_id";
+    case OpKind::NumPrograms: return "num_programs";
+    case OpKind::Arange: return "arange";
+    case OpKind::Splat: return "splat";
+    case OpKind::Broadcast: return "broadcast";
+    case OpKind::ExpandDims: return "expand_dims";
+    case OpKind::Reshape: return "reshape";
+    case OpKind::Permute: return "permute";
+    case OpKind::Add: return "add";
+    case OpKind::Sub: return "sub";
+    case OpKind::Mul: return "mul";
+    case OpKind::Div: return "div";
+    case OpKind::Rem: return "rem";
+    case OpKind::Neg: return "neg";
+    case OpKind::And: return "and";
+    case OpKind::Or: return "or";
+    case OpKind::Xor: return "xor";
+    case OpKind::Not: return "not";
+    case OpKind::Shl: return "shl";
+    case OpKind::Shr: return "shr";
+    case OpKind::Min: return "min";
+    case OpKind::Max: return "max";
+    case OpKind::Umulhi: return "umulhi";
+    case OpKind::Fma: return "fma";
+    case OpKind::CmpEq: return "cmp_eq";
+    case OpKind::CmpNe: return "cmp_ne";
+    case OpKind::CmpLt: return "cmp_lt";
+    case OpKind::CmpLe: return "cmp_le";
+    case OpKind::CmpGt: return "cmp_gt";
+    case OpKind::CmpGe: return "cmp_ge";
+    case OpKind::Select: return "select";
+    case OpKind::Exp: return "exp";
+    case OpKind::Exp2: return "exp2";
+    case OpKind::Log: return "log";
+    case OpKind::Log2: return "log2";
+    case OpKind::Sqrt: return "sqrt";
+    case OpKind::Rsqrt: return "rsqrt";
+    case OpKind::Abs: return "abs";
+    case OpKind::Floor: return "floor";
+    case OpKind::Ceil: return "ceil";
+    case OpKind::Sin: return "sin";
+    case OpKind::Cos: return "cos";
+    case OpKind::Tanh: return "tanh";
+    case OpKind::Erf: return "erf";
+    case OpKind::Sigmoid: return "sigmoid";
+    case OpKind::Cast: return "cast";
+    case OpKind::Bitcast: return "bitcast";
+    case OpKind::AddPtr: return "addptr";
+    case OpKind::Load: return "load";
+    case OpKind::Store: return "store";
+    case OpKind::AtomicAdd: return "atomic_add";
+    case OpKind::AtomicMax: return "atomic_max";
+    case OpKind::AtomicMin: return "atomic_min";
+    case OpKind::AtomicAnd: return "atomic_and";
+    case OpKind::AtomicOr: return "atomic_or";
+    case OpKind::AtomicXor: return "atomic_xor";
+    case OpKind::AtomicXchg: return "atomic_xchg";
+    case OpKind::AtomicCas: return "atomic_cas";
+    case OpKind::Reduce: return "reduce";
+    case OpKind::Scan: return "scan";
+    case OpKind::Dot: return "dot";
+    case OpKind::For: return "for";
+    case OpKind::If: return "if";
+    case OpKind::Yield: return "yield";
+    case OpKind::Print: return "print";
+    case OpKind::Assert: return "assert";
+    case OpKind::MultipleOf: return "multiple_of";
+    case OpKind::MaxContiguous: return "max_contiguous";
+  }
+  return "?";
+}
+
+bool is_elementwise(OpKind k) {
+  return (k >= OpKind::Add && k <= OpKind::AddPtr);
+}
+
+bool has_side_effects(OpKind k) {
+  return k == OpKind::Store || (k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas) || k == OpKind::Print ||
+         k == OpKind::Assert;
+}
+
+Function::Function(std::string n) : name(std::move(n)) { body = new_block(nullptr); }
+
+Block* Function::new_block(Op* parent) {
+  blocks_.emplace_back();
+  blocks_.back().parent = parent;
+  return &blocks_.back();
+}
+
+Value* Function::new_value(const Type& t) {
+  values_.emplace_back();
+  values_.back().type = t;
+  return &values_.back();
+}
+
+Op* Function::new_op(OpKind kind, SourceLoc loc) {
+  ops_.emplace_back();
+  ops_.back().kind = kind;
+  ops_.back().loc = loc;
+  return &ops_.back();
+}
+
+Value* Function::add_block_arg(Block* b, const Type& t) {
+  Value* v = new_value(t);
+  v->owner = b;
+  v->index = static_cast<int>(b->args.size());
+  b->args.push_back(v);
+  return v;
+}
+
+void Function::erase_block_arg(Block* b, int index) {
+  b->args.erase(b->args.begin() + index);
+  for (size_t i = 0; i < b->args.size(); ++i) b->args[i]->index = static_cast<int>(i);
+}
+
+Value* Function::add_result(Op* op, const Type& t) {
+  Value* v = new_value(t);
+  v->def = op;
+  v->index = static_cast<int>(op->results.size());
+  op->results.push_back(v);
+  return v;
+}
+
+void Function::replace_all_uses(Value* from, Value* to) {
+  walk([&](Op* op) {
+    for (auto& o : op->operands)
+      if (o == from) o = to;
+  });
+}
+
+void Function::renumber() {
+  int next = 0;
+  auto number_block = [&](auto& self, Block* b) -> void {
+    for (Value* a : b->args) a->id = next++;
+    for (Op* op : b->ops) {
+      for (Value* r : op->results) r->id = next++;
+      for (Block* r : op->regions) self(self, r);
+    }
+  };
+  number_block(number_block, body);
+}
+
+void Builder::set_insertion_before(Op* op) {
+  block_ = op->parent;
+  auto it = std::find(block_->ops.begin(), block_->ops.end(), op);
+  pos_ = it - block_->ops.begin();
+}
+
+Op* Builder::create(OpKind kind, std::vector<Value*> operands, std::vector<Type> result_types, Attrs attrs) {
+  Op* op = f_.new_op(kind, loc);
+  op->operands = std::move(operands);
+  op->attrs = std::move(attrs);
+  for (size_t i = 0; i < result_types.size(); ++i) {
+    Value* v = f_.new_value(result_types[i]);
+    v->def = op;
+    v->index = static_cast<int>(i);
+    op->results.push_back(v);
+  }
+  op->parent = block_;
+  if (pos_ < 0) {
+    block_->ops.push_back(op);
+  } else {
+    block_->ops.insert(block_->ops.begin() + pos_, op);
+    ++pos_;
+  }
+  return op;
+}
+
+Value* Builder::constant_int(int64_t v, const Type& t) {
+  Attrs a;
+  a.ival = v;
+  return create1(OpKind::Constant, {}, t, a);
+}
+
+Value* Builder::constant_float(double v, const Type& t) {
+  Attrs a;
+  a.fval = v;
+  return create1(OpKind::Constant, {}, t, a);
+}
+
+}  // namespace tritium::ir

@@ -1,0 +1,152 @@
+// The Tritium IR: SSA values of scalar and block types, ops with attributes and nested regions
+// (loops, branches, reduction/scan combine functions), grouped in a Function. A Function owns
+// every op, value and block it contains; blocks keep their ops in program order.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "ir/types.h"
+
+namespace tritium::ir {
+
+enum class OpKind : uint8_t {
+  // Values from nothing.
+  Constant,     // scalar or splat block; attr: ival (ints, bool) or fval (floats)
+  ProgramId,    // attr: axis
+  NumPrograms,  // attr: axis
+  Arange,       // attr: ints = {start, end}; result [end-start]i32
+  // Shape manipulation.
+  Splat,        // scalar -> block
+  Broadcast,    // block -> block of the same rank, size-1 dims stretched
+  ExpandDims,   // attr: axis
+  Reshape,      // attr: result shape (row-major order kept)
+  Permute,      // attr: ints = permutation (result dim i = operand dim ints[i])
+  // Elementwise arithmetic (operands share the result's shape and dtype, except Cmp*/Select).
+  Add, Sub, Mul, Div, Rem,  // Div/Rem: C semantics on ints (truncation), IEEE / fmod on floats
+  Neg, And, Or, Xor, Not, Shl, Shr,  // Shr: arithmetic for signed, logical for unsigned
+  Min, Max,                 // float: a NaN operand yields the other (maxnum), Triton's default
+  Umulhi, Fma,
+  CmpEq, CmpNe, CmpLt, CmpLe, CmpGt, CmpGe,  // result i1; signedness from operand dtype
+  Select,       // (cond i1, a, b)
+  Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs, Floor, Ceil, Sin, Cos, Tanh, Erf, Sigmoid,
+  Cast,         // value conversion to the result dtype (int<->float, widths, ptr<->int)
+  Bitcast,      // same bit width reinterpretation
+  AddPtr,       // (ptr, int offset in elements)
+  // Memory.
+  Load,         // (ptr [, mask [, other]]); attr: ints[0] = has_mask, ints[1] = has_other
+  Store,        // (ptr, value [, mask]); no result
+  AtomicAdd, AtomicMax, AtomicMin, AtomicAnd, AtomicOr, AtomicXor, AtomicXchg,  // (ptr, val [, mask]) -> old
+  AtomicCas,    // (ptr, cmp, val) -> old
+  // Block-level computations with regions.
+  Reduce,       // operands: N blocks; region(0): combine(lhs_0..lhs_N-1, rhs_0..rhs_N-1) -> yield N
+                // attr: axis, flags = keep_dims
+  Scan,         // operands: N blocks; region(0): combine; attr: axis, flags = reverse
+  Dot,          // (a [M,K], b [K,N], acc [M,N]) -> [M,N]
+  // Control flow.
+  For,          // (lb, ub, step, init_0..init_n); region(0) args: (iv, carried_0..n) -> yield n
+  If,           // (cond); region(0) then, region(1) else; each yields the results
+  Yield,        // terminator of a region: its operands are the region's results
+  // Debugging and hints.
+  Print,        // operands printed; attr: str = prefix
+  Assert,       // (cond); attr: str = message; device-side check
+  MultipleOf,   // identity; attr: ints = divisor per dim (hint for axis info)
+  MaxContiguous,// identity; attr: ints = contiguity per dim (hint)
+};
+
+const char* op_name(OpKind k);  // "add", "load", ...
+bool is_elementwise(OpKind k);  // same-shape pointwise ops (arith, math, cmp, select, casts, addptr)
+bool has_side_effects(OpKind k);  // stores, atomics, print, assert
+
+class Op;
+class Block;
+
+class Value {
+ public:
+  Type type;
+  Op* def = nullptr;        // defining op, or nullptr for a block argument
+  Block* owner = nullptr;   // for block arguments: the block
+  int index = 0;            // result index in def, or argument index in owner
+  int id = -1;              // stable numbering, assigned by Function::renumber
+
+  bool is_block_arg() const { return def == nullptr; }
+};
+
+struct Attrs {
+  int64_t ival = 0;            // integer/bool constants
+  double fval = 0.0;           // float constants
+  int axis = 0;                // program_id / reduce / scan / expand_dims axis
+  bool flag = false;           // keep_dims (reduce), reverse (scan)
+  std::vector<int64_t> ints;   // arange bounds, permutation, reshape shape, hints, load flags
+  std::string str;             // print prefix, assert message
+
+  bool operator==(const Attrs&) const = default;
+};
+
+class Block {
+ public:
+  std::vector<Value*> args;
+  std::vector<Op*> ops;  // program order; a region's last op is its Yield (if it yields)
+  Op* parent = nullptr;  // the op owning this region; nullptr for the function body
+};
+
+class Op {
+ public:
+  OpKind kind;
+  std::vector<Value*> operands;
+  std::vector<Value*> results;
+  std::vector<Block*> regions;
+  Attrs attrs;
+  SourceLoc loc;
+  Block* parent = nullptr;
+
+  Value* result() const { return results.at(0); }
+  Value* operand(size_t i) const { return operands.at(i); }
+};
+
+// A kernel parameter after specialisation.
+struct Param {
+  std::string name;
+  Type type;               // scalar (pointer or number)
+  int divisibility = 1;    // known divisor (16 when specialised), for pointers in bytes
+};
+
+class Function {
+ public:
+  explicit Function(std::string name);
+  Function(const Function&) = delete;
+  Function& operator=(const Function&) = delete;
+
+  std::string name;
+  std::vector<Param> params;
+  Block* body;  // args = one Value per param
+
+  // Creation (the Function owns everything).
+  Block* new_block(Op* parent);
+  Value* new_value(const Type& t);
+  Op* new_op(OpKind kind, SourceLoc loc);
+  Value* add_block_arg(Block* b, const Type& t);
+  void erase_block_arg(Block* b, int index);  // the argument must be unused
+  Value* add_result(Op* op, const Type& t);
+
+  // Walk every op, nested regions included, in program order (pre-order).
+  template <class F> void walk(F&& f) { walk_block(body, f); }
+  template <class F> static void walk_block(Block* b, F& f) {
+    for (Op* op : b->ops) {
+      f(op);
+      for (Block* r : op->regions) walk_block(r, f);
+    }
+  }
+  void replace_all_uses(Value* from, Value* to);
+  void renumber();  // ids in program order, used by the printer
+
+ private:
+  std::deque<Value> values_;
+  std::deque<Op> ops_;
+  std::deque<Block> blocks_;
+};
+
+}  // namespace tritium::ir

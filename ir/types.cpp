@@ -1,0 +1,63 @@
+#include "ir/types.h"
+
+#include <fmt/format.h>
+
+namespace tritium {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::invalid: return "invalid";
+    case DType::i1: return "i1";
+    case DType::i8: return "i8";
+    case DType::i16: return "i16";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::u8: return "u8";
+    case DType::u16: return "u16";
+    case DType::u32: return "u32";
+    case DType::u64: return "u64";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::ptr: return "ptr";
+  }
+  return "?";
+}
+
+DType dtype_from_name(const std::string& name) {
+  for (int i = 1; i <= static_cast<int>(DType::ptr); ++i)
+    if (name == dtype_name(static_cast<DType>(i))) return static_cast<DType>(i);
+  return DType::invalid;
+}
+
+int dtype_bits(DType t) {
+  switch (t) {
+    case DType::i1: return 1;
+    case DType::i8: case DType::u8: return 8;
+    case DType::i16: case DType::u16: case DType::f16: case DType::bf16: return 16;
+    case DType::i32: case DType::u32: case DType::f32: return 32;
+    case DType::i64: case DType::u64: case DType::f64: case DType::ptr: return 64;
+    case DType::invalid: return 0;
+  }
+  return 0;
+}
+
+namespace ir {
+
+int64_t Type::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+std::string Type::str() const {
+  std::string elem = is_ptr() ? fmt::format("ptr<{}>", dtype_name(pointee)) : dtype_name(dtype);
+  if (shape.empty()) return elem;
+  return fmt::format("[{}]{}", fmt::join(shape, ","), elem);
+}
+
+}  // namespace ir
+}  // namespace tritium

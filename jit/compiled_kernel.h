@@ -1,0 +1,41 @@
+// What a backend hands back: a loaded kernel that can be launched over a grid, and the
+// compile entry point that runs the passes, consults the caches and calls the backend.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/hash.h"
+#include "ir/ir.h"
+#include "runtime/device.h"
+
+namespace tritium::jit {
+
+struct LaunchGrid {
+  int64_t x = 1, y = 1, z = 1;
+  int64_t total() const { return x * y * z; }
+};
+
+struct CompileOptions {
+  int num_warps = 4;   // GPU only; part of the key everywhere so a config maps to one binary
+  int num_stages = 3;  // GPU pipelining depth
+};
+
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  // args: one 64-bit slot per kernel parameter, in order (pointers, integers sign- or
+  // zero-extended, f32 bits in the low half, f64 bits). Returns when the grid has finished.
+  virtual void launch(const uint64_t* args, const LaunchGrid& grid) = 0;
+
+  std::string name;     // kernel name
+  Hash128 hash;         // content hash (IR after passes, backend, target, toolchain, options)
+  std::string ir_text;  // IR after the passes, for inspection and tests
+  bool from_disk = false;
+};
+
+// Traces are done by the caller; this optimises `f` (in place), then loads the kernel from the
+// disk cache or compiles it. Thread-safe.
+std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& device, const CompileOptions& opts);
+
+}  // namespace tritium::jit

@@ -1,0 +1,82 @@
+// The compile driver: passes, content hash, disk cache, backend. One function, `compile`, so the
+// order of the steps is visible in one place.
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "ir/printer.h"
+#include "jit/backend.h"
+#include "jit/disk_cache.h"
+#include "jit/passes/pipeline.h"
+
+namespace tritium::jit {
+
+// Bumped whenever code generation changes what a given IR compiles to.
+static constexpr const char* kCodegenVersion = "tritium-codegen-1";
+
+Backend& backend_for(const runtime::Device& device) {
+  if (device.is_cpu()) {
+#if TRITIUM_HAS_CPU_BACKEND
+    return cpu_backend();
+#else
+    fail("the CPU backend is unavailable: Tritium was built without LLVM 19 (install llvm-19-dev and reconfigure)");
+#endif
+  }
+  fail("device {} is unavailable: {}", device.str(), runtime::device_unavailable_reason(device));
+}
+
+std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& device, const CompileOptions& opts) {
+  auto start = std::chrono::steady_clock::now();
+  Backend& backend = backend_for(device);
+  run_passes(f, env().dump_dir);
+  std::string text = ir::print(f);
+  Hash128 key = Hasher()
+                    .add(text)
+                    .add(backend.name())
+                    .add(backend.target_id())
+                    .add(kCodegenVersion)
+                    .add(static_cast<uint64_t>(opts.num_warps))
+                    .add(static_cast<uint64_t>(opts.num_stages))
+                    .finish();
+
+  // Specialisations whose optimised IR is identical share one loaded binary.
+  static std::mutex mutex;
+  static std::unordered_map<Hash128, std::weak_ptr<CompiledKernel>> loaded;
+  {
+    std::lock_guard lock(mutex);
+    auto it = loaded.find(key);
+    if (it != loaded.end())
+      if (auto k = it->second.lock()) return k;
+  }
+
+  auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  DiskCache* disk = DiskCache::global();
+  std::shared_ptr<CompiledKernel> kernel;
+  bool hit = false;
+  if (disk) {
+    if (auto binary = disk->load(key, backend.binary_kind())) {
+      kernel = backend.load(*binary, f);
+      hit = true;
+    }
+  }
+  if (!kernel) {
+    AxisInfoMap axis = analyze_axis_info(f);
+    std::vector<char> binary = backend.generate(f, axis, opts);
+    if (disk) disk->store(key, backend.binary_kind(), binary);
+    kernel = backend.load(binary, f);
+  }
+  kernel->name = f.name;
+  kernel->hash = key;
+  kernel->ir_text = std::move(text);
+  kernel->from_disk = hit;
+  log_compile_event(f.name, backend.name(), hit, elapsed_ms());
+  std::lock_guard lock(mutex);
+  loaded[key] = kernel;
+  return kernel;
+}
+
+}  // namespace tritium::jit

@@ -1,0 +1,1250 @@
+// IR -> LLVM IR for the CPU backend.
+//
+// Scalars are SSA values. A block value is either *inline* (evaluated inside the loop nest of the
+// op that consumes it: that is how chains of elementwise ops, broadcasts and single-use loads
+// fuse into one loop) or *materialised* in a stack buffer (values used several times, results
+// of reductions/scans/dots/atomics, loop-carried blocks). Loop nests run over a block's shape
+// with the last dim in chunks of up to kLanes lanes, as LLVM vectors; a load or store whose
+// pointer is contiguous along the chunk (axis info) becomes one llvm.masked.load/store, any
+// other becomes a gather/scatter.
+#include "jit/cpu/codegen.h"
+
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace tritium::jit::cpu {
+namespace {
+
+using ir::OpKind;
+using ir::Shape;
+using llvm::Value;
+
+constexpr int kLanes = 16;  // lanes per chunk: one 512-bit register of f32
+
+// One dim of an index into a block, for the W lanes of a chunk: base + lane * stride, or an
+// arbitrary per-lane vector when not affine. `align` is a power of two known to divide base.
+struct VIdx {
+  Value* base = nullptr;
+  int64_t stride = 0;
+  Value* vec = nullptr;
+  int64_t align = 1;
+};
+using Index = std::vector<VIdx>;
+
+bool is_side_effect(const ir::Op* op) { return ir::has_side_effects(op->kind); }
+
+bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
+
+class Codegen {
+ public:
+  Codegen(ir::Function& f, const AxisInfoMap& axis, llvm::LLVMContext& ctx)
+      : f_(f), axis_(axis), ctx_(ctx), b_(ctx), module_(std::make_unique<llvm::Module>("tritium_" + f.name, ctx)) {}
+
+  std::unique_ptr<llvm::Module> run() {
+    plan();
+    emit_entry();
+    std::string err;
+    llvm::raw_string_ostream os(err);
+    if (llvm::verifyModule(*module_, &os))
+      fail("internal error: the CPU code generator produced invalid LLVM IR for kernel {}: {}", f_.name, os.str());
+    return std::move(module_);
+  }
+
+ private:
+  ir::Function& f_;
+  const AxisInfoMap& axis_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  std::unique_ptr<llvm::Module> module_;
+  llvm::Function* fn_ = nullptr;
+  llvm::BasicBlock* alloca_block_ = nullptr;
+
+  std::unordered_map<const ir::Value*, Value*> scalars_;   // scalar SSA values
+  std::unordered_map<const ir::Value*, Value*> buffers_;   // materialised block values
+  std::unordered_map<const ir::Value*, bool> materialize_;
+  std::unordered_map<const ir::Value*, std::vector<ir::Op*>> users_;
+  std::unordered_map<const ir::Value*, int> cheap_size_;   // memo: tree size if cheap, -1 if not
+  Value* pid_[3] = {};
+  Value* nprog_[3] = {};
+  Value* launch_ = nullptr;
+
+  // ---- planning: which block values get a buffer ------------------------------------------
+
+  void plan() {
+    f_.walk([&](ir::Op* op) {
+      for (ir::Value* o : op->operands) users_[o].push_back(op);
+    });
+    f_.walk([&](ir::Op* op) {
+      for (ir::Value* r : op->results)
+        if (r->type.is_block()) materialize_[r] = decide(op, r);
+      if (op->kind == OpKind::Dot)  // dot reads its operands M*N*K times
+        for (int i = 0; i < 2; ++i)
+          if (ir::Value* v = op->operands[i]; v->def && v->type.is_block()) materialize_[v] = true;
+    });
+  }
+
+  bool used_elsewhere(const ir::Value* v, const ir::Block* home) {
+    for (ir::Op* u : users_[v])
+      if (u->parent != home) return true;
+    return false;
+  }
+
+  bool decide(ir::Op* op, ir::Value* r) {
+    switch (op->kind) {
+      case OpKind::Reduce: case OpKind::Scan: case OpKind::Dot: case OpKind::For: case OpKind::If:
+        return true;
+      default: break;
+    }
+    if (is_atomic(op->kind)) return true;
+    auto& us = users_[r];
+    if (op->kind == OpKind::Load) {
+      if (us.size() != 1 || used_elsewhere(r, op->parent)) return true;
+      return load_hazard(op);
+    }
+    if (us.size() > 1 || used_elsewhere(r, op->parent)) return cheap(r) < 0;
+    return false;
+  }
+
+  // An inline load is evaluated where its single chain of users ends; a side effect between the
+  // two (a store to the same memory, maybe) forces the load to happen at its own place.
+  bool load_hazard(ir::Op* load) {
+    const ir::Block* block = load->parent;
+    ir::Value* v = load->result();
+    ir::Op* root = nullptr;
+    while (true) {
+      auto& us = users_[v];
+      if (us.size() != 1) return true;
+      ir::Op* u = us[0];
+      if (u->parent != block) return true;
+      bool chains = (ir::is_elementwise(u->kind) || u->kind == OpKind::Broadcast || u->kind == OpKind::ExpandDims ||
+                     u->kind == OpKind::Permute || u->kind == OpKind::Reshape || u->kind == OpKind::MultipleOf ||
+                     u->kind == OpKind::MaxContiguous) &&
+                    u->results.size() == 1 && u->result()->type.is_block();
+      if (!chains) {
+        root = u;
+        break;
+      }
+      v = u->result();
+      if (users_[v].size() != 1) {  // materialised here (it holds a load, so it is not cheap)
+        root = u;
+        break;
+      }
+    }
+    if (root->kind == OpKind::Dot) return true;
+    bool between = false;
+    for (ir::Op* op : block->ops) {
+      if (op == load) between = true;
+      else if (op == root) return false;
+      else if (between && (is_side_effect(op) || op->kind == OpKind::For || op->kind == OpKind::If)) return true;
+    }
+    return true;
+  }
+
+  // Tree size of a value cheap enough to recompute at every use, or -1.
+  int cheap(const ir::Value* v) {
+    if (v->type.is_scalar() || v->is_block_arg()) return 0;
+    if (auto it = materialize_.find(v); it != materialize_.end() && it->second) return 0;
+    if (auto it = cheap_size_.find(v); it != cheap_size_.end()) return it->second;
+    const ir::Op* op = v->def;
+    int size = -1;
+    switch (op->kind) {
+      case OpKind::Constant: case OpKind::Arange: case OpKind::Splat: size = 1; break;
+      case OpKind::Broadcast: case OpKind::ExpandDims: case OpKind::Permute: case OpKind::Reshape:
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: case OpKind::Add: case OpKind::Sub: case OpKind::Mul:
+      case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr:
+      case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
+      case OpKind::CmpGe: case OpKind::Select: case OpKind::AddPtr: case OpKind::Cast: case OpKind::Bitcast:
+      case OpKind::Min: case OpKind::Max: case OpKind::Neg: case OpKind::Not: {
+        size = 1;
+        for (ir::Value* o : op->operands) {
+          int s = cheap(o);
+          if (s < 0) {
+            size = -1;
+            break;
+          }
+          size += s;
+        }
+        if (size > 24) size = -1;
+        break;
+      }
+      default: size = -1;
+    }
+    cheap_size_[v] = size;
+    return size;
+  }
+
+  // ---- types ------------------------------------------------------------------------------
+
+  llvm::Type* reg_type(DType d) {
+    switch (d) {
+      case DType::i1: return b_.getInt1Ty();
+      case DType::i8: case DType::u8: return b_.getInt8Ty();
+      case DType::i16: case DType::u16: case DType::bf16: return b_.getInt16Ty();  // bf16: raw bits
+      case DType::i32: case DType::u32: return b_.getInt32Ty();
+      case DType::i64: case DType::u64: return b_.getInt64Ty();
+      case DType::f16: return b_.getHalfTy();
+      case DType::f32: return b_.getFloatTy();
+      case DType::f64: return b_.getDoubleTy();
+      case DType::ptr: return b_.getPtrTy();
+      case DType::invalid: break;
+    }
+    fail("internal error: no LLVM type for {}", dtype_name(d));
+  }
+  llvm::Type* mem_type(DType d) { return d == DType::i1 ? b_.getInt8Ty() : reg_type(d); }
+  llvm::Type* vec_of(llvm::Type* t, int w) { return llvm::FixedVectorType::get(t, w); }
+  // `t` shaped like `like` (a vector of the same width, or a scalar).
+  llvm::Type* shaped(llvm::Type* t, Value* like) {
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like->getType())) return vec_of(t, vt->getNumElements());
+    return t;
+  }
+  int width_of(Value* v) {
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) return static_cast<int>(vt->getNumElements());
+    return 0;
+  }
+  Value* splat(Value* s, int w) { return w == 0 ? s : b_.CreateVectorSplat(w, s); }
+  Value* i32(int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
+
+  // f16/bf16 compute in f32.
+  bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+  Value* to_f32(Value* v, DType d) {
+    if (d == DType::f16) return b_.CreateFPExt(v, shaped(b_.getFloatTy(), v));
+    if (d == DType::bf16) {
+      Value* w = b_.CreateZExt(v, shaped(b_.getInt32Ty(), v));
+      w = b_.CreateShl(w, llvm::ConstantInt::get(w->getType(), 16));
+      return b_.CreateBitCast(w, shaped(b_.getFloatTy(), v));
+    }
+    return v;
+  }
+  Value* from_f32(Value* v, DType d) {
+    if (d == DType::f16) return b_.CreateFPTrunc(v, shaped(b_.getHalfTy(), v));
+    if (d == DType::bf16) {  // round to nearest even; NaN stays a quiet NaN
+      llvm::Type* it = shaped(b_.getInt32Ty(), v);
+      Value* u = b_.CreateBitCast(v, it);
+      Value* lsb = b_.CreateAnd(b_.CreateLShr(u, llvm::ConstantInt::get(it, 16)), llvm::ConstantInt::get(it, 1));
+      Value* r = b_.CreateAdd(u, b_.CreateAdd(lsb, llvm::ConstantInt::get(it, 0x7fff)));
+      r = b_.CreateTrunc(b_.CreateLShr(r, llvm::ConstantInt::get(it, 16)), shaped(b_.getInt16Ty(), v));
+      Value* nan = b_.CreateFCmpUNO(v, v);
+      return b_.CreateSelect(nan, llvm::ConstantInt::get(r->getType(), 0x7fc0), r);
+    }
+    return v;
+  }
+
+  // ---- constants --------------------------------------------------------------------------
+
+  Value* constant(DType d, int64_t ival, double fval, bool is_fp) {
+    if (is_float(d)) {
+      double x = is_fp ? fval : static_cast<double>(ival);
+      if (d == DType::bf16) {
+        float f = static_cast<float>(x);
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        uint16_t bits = std::isnan(f) ? 0x7fc0 : static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+        return b_.getInt16(bits);
+      }
+      return llvm::ConstantFP::get(reg_type(d), x);
+    }
+    if (d == DType::ptr) return llvm::ConstantExpr::getIntToPtr(b_.getInt64(ival), b_.getPtrTy());
+    return llvm::ConstantInt::get(reg_type(d), static_cast<uint64_t>(ival), is_signed_int(d));
+  }
+  Value* constant_of(const ir::Op* op, int w) {
+    DType d = op->result()->type.dtype;
+    return splat(constant(d, op->attrs.ival, op->attrs.fval, is_float(d)), w);
+  }
+
+  // ---- loops ------------------------------------------------------------------------------
+
+  // for (iv = begin; iv < end; iv += step) with loop-carried values; returns their final values.
+  std::vector<Value*> emit_loop(Value* begin, Value* end, Value* step, std::vector<Value*> inits,
+                                const std::function<std::vector<Value*>(Value*, std::vector<Value*>)>& body) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+    auto* body_bb = llvm::BasicBlock::Create(ctx_, "body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(begin->getType(), 2);
+    iv->addIncoming(begin, pre);
+    std::vector<llvm::PHINode*> phis;
+    std::vector<Value*> carried;
+    for (Value* v : inits) {
+      llvm::PHINode* p = b_.CreatePHI(v->getType(), 2);
+      p->addIncoming(v, pre);
+      phis.push_back(p);
+      carried.push_back(p);
+    }
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), body_bb, exit);
+    b_.SetInsertPoint(body_bb);
+    std::vector<Value*> next = body(iv, carried);
+    Value* iv_next = b_.CreateAdd(iv, step);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    iv->addIncoming(iv_next, latch);
+    for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    return carried;
+  }
+
+  void emit_loop(int64_t begin, int64_t end, int64_t step, const std::function<void(Value*)>& body) {
+    if (end - begin == step) {  // one trip: no loop
+      body(i32(begin));
+      return;
+    }
+    emit_loop(i32(begin), i32(end), i32(step), {}, [&](Value* iv, std::vector<Value*>) {
+      body(iv);
+      return std::vector<Value*>{};
+    });
+  }
+
+  // Runs body over `shape`, the last dim in chunks of w lanes (w divides the last dim).
+  void loop_nest(const Shape& shape, int w, const std::function<void(const Index&)>& body) {
+    Index idx(shape.size());
+    std::function<void(size_t)> rec = [&](size_t d) {
+      if (d == shape.size()) {
+        body(idx);
+        return;
+      }
+      bool last = d + 1 == shape.size();
+      int64_t step = last ? w : 1;
+      if (shape[d] == step) {
+        idx[d] = {i32(0), last ? 1 : 0, nullptr, int64_t(1) << 30};
+        rec(d + 1);
+        return;
+      }
+      emit_loop(0, shape[d], step, [&](Value* iv) {
+        idx[d] = {iv, last ? 1 : 0, nullptr, step};
+        rec(d + 1);
+      });
+    };
+    rec(0);
+  }
+
+  int lanes_for(const Shape& shape) { return shape.empty() ? 1 : static_cast<int>(std::min<int64_t>(kLanes, shape.back())); }
+
+  // ---- indices ----------------------------------------------------------------------------
+
+  Value* lane_vector(const VIdx& x, int w) {
+    if (x.vec) return x.vec;
+    Value* base = splat(x.base, w);
+    if (x.stride == 0) return base;
+    std::vector<llvm::Constant*> steps;
+    for (int i = 0; i < w; ++i) steps.push_back(b_.getInt32(static_cast<uint32_t>(i * x.stride)));
+    return b_.CreateAdd(base, llvm::ConstantVector::get(steps));
+  }
+
+  static std::vector<int64_t> strides_of(const Shape& s) {
+    std::vector<int64_t> st(s.size(), 1);
+    for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+    return st;
+  }
+
+  // Row-major flat index of idx in shape.
+  VIdx flatten(const Index& idx, const Shape& shape, int w) {
+    auto st = strides_of(shape);
+    bool affine = true;
+    for (auto& x : idx) affine &= x.vec == nullptr;
+    if (affine) {
+      VIdx out{i32(0), 0, nullptr, int64_t(1) << 30};
+      for (size_t d = 0; d < idx.size(); ++d) {
+        if (shape[d] == 1) continue;
+        out.base = b_.CreateAdd(out.base, b_.CreateMul(idx[d].base, i32(st[d])));
+        out.stride += idx[d].stride * st[d];
+        out.align = std::min(out.align, idx[d].align * st[d]);
+      }
+      return out;
+    }
+    Value* v = splat(i32(0), w);
+    for (size_t d = 0; d < idx.size(); ++d)
+      v = b_.CreateAdd(v, b_.CreateMul(lane_vector(idx[d], w), splat(i32(st[d]), w)));
+    return {nullptr, 0, v, 1};
+  }
+
+  // The index into `to` (same number of elements) of element `idx` of `from` (row-major reshape).
+  Index reshape_index(const Index& idx, const Shape& from, const Shape& to, int w) {
+    VIdx flat = flatten(idx, from, w);
+    auto st = strides_of(to);
+    Index out(to.size());
+    bool affine_ok = !flat.vec && (flat.stride == 0 || (flat.stride == 1 && flat.align >= w));
+    if (affine_ok && flat.stride == 1)
+      for (size_t e = 0; e < to.size(); ++e)
+        if (!(st[e] >= w || (st[e] == 1 && to[e] % w == 0))) affine_ok = false;
+    for (size_t e = 0; e < to.size(); ++e) {
+      if (affine_ok) {
+        Value* q = b_.CreateURem(b_.CreateUDiv(flat.base, i32(st[e])), i32(to[e]));
+        bool moves = flat.stride == 1 && st[e] == 1;
+        out[e] = {q, moves ? 1 : 0, nullptr, moves ? w : 1};
+      } else {
+        Value* v = lane_vector(flat, w);
+        out[e] = {nullptr, 0, b_.CreateURem(b_.CreateUDiv(v, splat(i32(st[e]), w)), splat(i32(to[e]), w)), 1};
+      }
+    }
+    return out;
+  }
+
+  // ---- buffers ----------------------------------------------------------------------------
+
+  Value* alloc_buffer(const ir::Type& t) {
+    llvm::IRBuilder<> ab(alloca_block_, alloca_block_->begin());
+    auto* a = ab.CreateAlloca(mem_type(t.dtype), i32(t.numel()));
+    a->setAlignment(llvm::Align(64));
+    return a;
+  }
+
+  Value* mem_to_reg(Value* v, DType d) {
+    if (d == DType::i1) return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    return v;
+  }
+  Value* reg_to_mem(Value* v, DType d) {
+    if (d == DType::i1) return b_.CreateZExt(v, shaped(b_.getInt8Ty(), v));
+    return v;
+  }
+
+  Value* read_buffer(Value* buf, const ir::Type& t, const Index& idx, int w) {
+    llvm::Type* mt = mem_type(t.dtype);
+    VIdx flat = flatten(idx, t.shape, w);
+    Value* v;
+    if (!flat.vec && flat.stride == 1) {
+      v = b_.CreateAlignedLoad(vec_of(mt, w), b_.CreateGEP(mt, buf, flat.base), llvm::Align(dtype_bytes(t.dtype)));
+    } else if (!flat.vec && flat.stride == 0) {
+      v = splat(b_.CreateLoad(mt, b_.CreateGEP(mt, buf, flat.base)), w);
+    } else {
+      Value* ptrs = b_.CreateGEP(mt, buf, lane_vector(flat, w));
+      v = b_.CreateMaskedGather(vec_of(mt, w), ptrs, llvm::Align(dtype_bytes(t.dtype)));
+    }
+    return mem_to_reg(v, t.dtype);
+  }
+
+  void write_buffer(Value* buf, const ir::Type& t, const Index& idx, int w, Value* v) {
+    llvm::Type* mt = mem_type(t.dtype);
+    v = reg_to_mem(v, t.dtype);
+    VIdx flat = flatten(idx, t.shape, w);
+    if (!flat.vec && flat.stride == 1) {
+      b_.CreateAlignedStore(v, b_.CreateGEP(mt, buf, flat.base), llvm::Align(dtype_bytes(t.dtype)));
+    } else {
+      Value* ptrs = b_.CreateGEP(mt, buf, lane_vector(flat, w));
+      b_.CreateMaskedScatter(v, ptrs, llvm::Align(dtype_bytes(t.dtype)));
+    }
+  }
+
+  // Evaluates `v` over its whole shape into a new buffer.
+  Value* materialize_into(const ir::Value* v, Value* buf = nullptr) {
+    if (!buf) buf = alloc_buffer(v->type);
+    int w = lanes_for(v->type.shape);
+    loop_nest(v->type.shape, w, [&](const Index& idx) { write_buffer(buf, v->type, idx, w, eval(v, idx, w)); });
+    return buf;
+  }
+
+  void copy_buffer(Value* from, Value* to, const ir::Type& t) {
+    b_.CreateMemCpy(to, llvm::MaybeAlign(64), from, llvm::MaybeAlign(64),
+                    b_.getInt64(static_cast<uint64_t>(t.numel() * dtype_bytes(t.dtype))));
+  }
+
+  // ---- evaluation of block values at an index ---------------------------------------------
+
+  Value* scalar(const ir::Value* v) {
+    auto it = scalars_.find(v);
+    if (it == scalars_.end()) fail("internal error: scalar %{} of kernel {} was not emitted", v->id, f_.name);
+    return it->second;
+  }
+
+  Value* eval(const ir::Value* v, const Index& idx, int w) {
+    if (v->type.is_scalar()) return splat(scalar(v), w);
+    if (auto it = buffers_.find(v); it != buffers_.end()) return read_buffer(it->second, v->type, idx, w);
+    return eval_op(v->def, idx, w);
+  }
+
+  Value* eval_op(const ir::Op* op, const Index& idx, int w) {
+    const ir::Type& t = op->result()->type;
+    switch (op->kind) {
+      case OpKind::Constant: return constant_of(op, w);
+      case OpKind::Arange: return b_.CreateAdd(lane_vector(idx[0], w), splat(i32(op->attrs.ints[0]), w));
+      case OpKind::Splat: return splat(scalar(op->operand(0)), w);
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: return eval(op->operand(0), idx, w);
+      case OpKind::Broadcast: {
+        const Shape& s = op->operand(0)->type.shape;
+        Index in(idx);
+        for (size_t d = 0; d < s.size(); ++d)
+          if (s[d] == 1 && t.shape[d] != 1) in[d] = {i32(0), 0, nullptr, int64_t(1) << 30};
+        return eval(op->operand(0), in, w);
+      }
+      case OpKind::ExpandDims: {
+        Index in(idx);
+        in.erase(in.begin() + op->attrs.axis);
+        return eval(op->operand(0), in, w);
+      }
+      case OpKind::Permute: {
+        Index in(idx.size());
+        for (size_t i = 0; i < idx.size(); ++i) in[op->attrs.ints[i]] = idx[i];
+        return eval(op->operand(0), in, w);
+      }
+      case OpKind::Reshape:
+        return eval(op->operand(0), reshape_index(idx, t.shape, op->operand(0)->type.shape, w), w);
+      case OpKind::Load: return eval_load(op, idx, w);
+      default: break;
+    }
+    if (ir::is_elementwise(op->kind)) {
+      std::vector<Value*> xs;
+      for (ir::Value* o : op->operands) xs.push_back(eval(o, idx, w));
+      return elementwise(op, xs);
+    }
+    fail("internal error: CPU codegen cannot evaluate {} inline", ir::op_name(op->kind));
+  }
+
+  // ---- elementwise arithmetic -------------------------------------------------------------
+
+  Value* call_per_lane(const char* name32, const char* name64, Value* x, DType d) {
+    bool dbl = d == DType::f64;
+    llvm::Type* st = dbl ? b_.getDoubleTy() : b_.getFloatTy();
+    llvm::FunctionCallee fnc = module_->getOrInsertFunction(dbl ? name64 : name32, st, st);
+    int w = width_of(x);
+    if (w == 0) return b_.CreateCall(fnc, {x});
+    Value* out = llvm::UndefValue::get(x->getType());
+    for (int i = 0; i < w; ++i) out = b_.CreateInsertElement(out, b_.CreateCall(fnc, {b_.CreateExtractElement(x, i)}), i);
+    return out;
+  }
+
+  Value* float_op(OpKind k, std::vector<Value*> x, DType d) {
+    bool half = is_half(d);
+    if (half)
+      for (auto& v : x) v = to_f32(v, d);
+    Value* r = nullptr;
+    auto un = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, x[0]); };
+    switch (k) {
+      case OpKind::Add: r = b_.CreateFAdd(x[0], x[1]); break;
+      case OpKind::Sub: r = b_.CreateFSub(x[0], x[1]); break;
+      case OpKind::Mul: r = b_.CreateFMul(x[0], x[1]); break;
+      case OpKind::Div: r = b_.CreateFDiv(x[0], x[1]); break;
+      case OpKind::Rem: r = b_.CreateFRem(x[0], x[1]); break;
+      case OpKind::Neg: r = b_.CreateFNeg(x[0]); break;
+      case OpKind::Min: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x[0], x[1]); break;
+      case OpKind::Max: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x[0], x[1]); break;
+      case OpKind::Fma: r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {x[0]->getType()}, {x[0], x[1], x[2]}); break;
+      case OpKind::Exp: r = un(llvm::Intrinsic::exp); break;
+      case OpKind::Exp2: r = un(llvm::Intrinsic::exp2); break;
+      case OpKind::Log: r = un(llvm::Intrinsic::log); break;
+      case OpKind::Log2: r = un(llvm::Intrinsic::log2); break;
+      case OpKind::Sqrt: r = un(llvm::Intrinsic::sqrt); break;
+      case OpKind::Rsqrt: r = b_.CreateFDiv(llvm::ConstantFP::get(x[0]->getType(), 1.0), un(llvm::Intrinsic::sqrt)); break;
+      case OpKind::Abs: r = un(llvm::Intrinsic::fabs); break;
+      case OpKind::Floor: r = un(llvm::Intrinsic::floor); break;
+      case OpKind::Ceil: r = un(llvm::Intrinsic::ceil); break;
+      case OpKind::Sin: r = un(llvm::Intrinsic::sin); break;
+      case OpKind::Cos: r = un(llvm::Intrinsic::cos); break;
+      case OpKind::Tanh: r = call_per_lane("tanhf", "tanh", x[0], half ? DType::f32 : d); break;
+      case OpKind::Erf: r = call_per_lane("erff", "erf", x[0], half ? DType::f32 : d); break;
+      case OpKind::Sigmoid: {
+        Value* one = llvm::ConstantFP::get(x[0]->getType(), 1.0);
+        Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x[0]));
+        r = b_.CreateFDiv(one, b_.CreateFAdd(one, e));
+        break;
+      }
+      default: fail("internal error: {} is not a float op", ir::op_name(k));
+    }
+    return half ? from_f32(r, d) : r;
+  }
+
+  Value* int_op(OpKind k, std::vector<Value*> x, DType d) {
+    bool sgn = is_signed_int(d);
+    llvm::Type* t = x[0]->getType();
+    auto c = [&](int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); };
+    int bits = dtype_bits(d);
+    switch (k) {
+      case OpKind::Add: return b_.CreateAdd(x[0], x[1]);
+      case OpKind::Sub: return b_.CreateSub(x[0], x[1]);
+      case OpKind::Mul: return b_.CreateMul(x[0], x[1]);
+      case OpKind::Div: case OpKind::Rem: {
+        // Division by zero (and INT_MIN / -1) would trap on x86: such lanes get an unspecified
+        // value instead, as on a GPU, rather than killing the process.
+        Value* zero = b_.CreateICmpEQ(x[1], c(0));
+        Value* d1 = b_.CreateSelect(zero, c(1), x[1]);
+        if (!sgn) return k == OpKind::Div ? b_.CreateUDiv(x[0], d1) : b_.CreateURem(x[0], d1);
+        Value* minus1 = b_.CreateICmpEQ(d1, c(-1));
+        Value* d2 = b_.CreateSelect(minus1, c(1), d1);
+        if (k == OpKind::Div) return b_.CreateSelect(minus1, b_.CreateNeg(x[0]), b_.CreateSDiv(x[0], d2));
+        return b_.CreateSelect(minus1, c(0), b_.CreateSRem(x[0], d2));
+      }
+      case OpKind::Neg: return b_.CreateNeg(x[0]);
+      case OpKind::Abs: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x[0], b_.getFalse());
+      case OpKind::Min: return b_.CreateBinaryIntrinsic(sgn ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, x[0], x[1]);
+      case OpKind::Max: return b_.CreateBinaryIntrinsic(sgn ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, x[0], x[1]);
+      case OpKind::And: return b_.CreateAnd(x[0], x[1]);
+      case OpKind::Or: return b_.CreateOr(x[0], x[1]);
+      case OpKind::Xor: return b_.CreateXor(x[0], x[1]);
+      case OpKind::Not: return b_.CreateNot(x[0]);
+      case OpKind::Shl: case OpKind::Shr: {
+        Value* big = b_.CreateICmpUGE(x[1], c(bits));
+        if (k == OpKind::Shl) return b_.CreateSelect(big, c(0), b_.CreateShl(x[0], x[1]));
+        if (!sgn) return b_.CreateSelect(big, c(0), b_.CreateLShr(x[0], x[1]));
+        return b_.CreateAShr(x[0], b_.CreateSelect(big, c(bits - 1), x[1]));
+      }
+      case OpKind::Umulhi: {
+        llvm::Type* wide = shaped(b_.getIntNTy(bits * 2), x[0]);
+        Value* p = b_.CreateMul(b_.CreateZExt(x[0], wide), b_.CreateZExt(x[1], wide));
+        return b_.CreateTrunc(b_.CreateLShr(p, llvm::ConstantInt::get(wide, bits)), t);
+      }
+      default: fail("internal error: {} is not an integer op", ir::op_name(k));
+    }
+  }
+
+  Value* compare(OpKind k, Value* a, Value* bv, DType d) {
+    if (is_float(d)) {
+      a = to_f32(a, d), bv = to_f32(bv, d);
+      switch (k) {
+        case OpKind::CmpEq: return b_.CreateFCmpOEQ(a, bv);
+        case OpKind::CmpNe: return b_.CreateFCmpUNE(a, bv);
+        case OpKind::CmpLt: return b_.CreateFCmpOLT(a, bv);
+        case OpKind::CmpLe: return b_.CreateFCmpOLE(a, bv);
+        case OpKind::CmpGt: return b_.CreateFCmpOGT(a, bv);
+        default: return b_.CreateFCmpOGE(a, bv);
+      }
+    }
+    bool sgn = is_signed_int(d);
+    switch (k) {
+      case OpKind::CmpEq: return b_.CreateICmpEQ(a, bv);
+      case OpKind::CmpNe: return b_.CreateICmpNE(a, bv);
+      case OpKind::CmpLt: return sgn ? b_.CreateICmpSLT(a, bv) : b_.CreateICmpULT(a, bv);
+      case OpKind::CmpLe: return sgn ? b_.CreateICmpSLE(a, bv) : b_.CreateICmpULE(a, bv);
+      case OpKind::CmpGt: return sgn ? b_.CreateICmpSGT(a, bv) : b_.CreateICmpUGT(a, bv);
+      default: return sgn ? b_.CreateICmpSGE(a, bv) : b_.CreateICmpUGE(a, bv);
+    }
+  }
+
+  Value* cast(Value* v, DType from, DType to) {
+    if (from == to) return v;
+    if (from == DType::ptr) return b_.CreateIntCast(b_.CreatePtrToInt(v, shaped(b_.getInt64Ty(), v)), shaped(reg_type(to), v), false);
+    if (to == DType::ptr) return b_.CreateIntToPtr(b_.CreateIntCast(v, shaped(b_.getInt64Ty(), v), is_signed_int(from)), shaped(b_.getPtrTy(), v));
+    llvm::Type* target = shaped(reg_type(to), v);
+    if (to == DType::i1) {
+      if (is_float(from)) return b_.CreateFCmpUNE(to_f32(v, from), llvm::Constant::getNullValue(shaped(is_half(from) ? b_.getFloatTy() : reg_type(from), v)));
+      return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    }
+    if (is_int(from) && is_int(to)) return b_.CreateIntCast(v, target, is_signed_int(from));
+    if (is_int(from)) {  // int -> float
+      llvm::Type* ft = shaped(is_half(to) ? b_.getFloatTy() : reg_type(to), v);
+      Value* r = is_signed_int(from) ? b_.CreateSIToFP(v, ft) : b_.CreateUIToFP(v, ft);
+      return is_half(to) ? from_f32(r, to) : r;
+    }
+    if (is_int(to)) {  // float -> int, saturating (defined for out-of-range and NaN)
+      Value* x = to_f32(v, from);
+      auto id = is_signed_int(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+      return b_.CreateIntrinsic(id, {target, x->getType()}, {x});
+    }
+    // float -> float
+    Value* x = to_f32(v, from);
+    if (to == DType::f64) return b_.CreateFPExt(x, target);
+    if (from == DType::f64) x = b_.CreateFPTrunc(x, shaped(b_.getFloatTy(), v));
+    return to == DType::f32 ? x : from_f32(x, to);
+  }
+
+  Value* elementwise(const ir::Op* op, const std::vector<Value*>& x) {
+    OpKind k = op->kind;
+    DType d = op->operand(0)->type.dtype;
+    DType rd = op->result()->type.dtype;
+    switch (k) {
+      case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
+      case OpKind::CmpGe:
+        return compare(k, x[0], x[1], d);
+      case OpKind::Select: return b_.CreateSelect(x[0], x[1], x[2]);
+      case OpKind::Cast: return cast(x[0], d, rd);
+      case OpKind::Bitcast: return b_.CreateBitCast(x[0], shaped(reg_type(rd), x[0]));
+      case OpKind::AddPtr: {
+        DType od = op->operand(1)->type.dtype;
+        Value* off = b_.CreateIntCast(x[1], shaped(b_.getInt64Ty(), x[1]), is_signed_int(od));
+        return b_.CreateGEP(mem_type(op->operand(0)->type.pointee), x[0], off);
+      }
+      default: break;
+    }
+    if (is_float(d)) return float_op(k, x, d);
+    return int_op(k, x, d);
+  }
+
+  // ---- memory -----------------------------------------------------------------------------
+
+  // Lanes of this chunk are consecutive elements of `ptr` (so one vector access can move them).
+  bool contiguous(const ir::Value* ptr, const Index& idx, int w) {
+    if (w == 1) return true;
+    for (size_t d = 0; d + 1 < idx.size(); ++d)
+      if (idx[d].vec || idx[d].stride != 0) return false;
+    const VIdx& last = idx.back();
+    if (last.vec || last.stride != 1 || last.align % w != 0) return false;
+    const AxisInfo& info = axis_.get(ptr);
+    return info.contiguity.back() >= w;
+  }
+
+  Value* eval_load(const ir::Op* op, const Index& idx, int w) {
+    const ir::Value* p = op->operand(0);
+    DType d = p->type.pointee;
+    llvm::Type* mt = mem_type(d);
+    bool has_mask = op->operands.size() > 1, has_other = op->operands.size() > 2;
+    Value* ptrs = eval(p, idx, w);
+    Value* mask = has_mask ? eval(op->operand(1), idx, w) : nullptr;
+    Value* other = has_other ? reg_to_mem(eval(op->operand(2), idx, w), d) : llvm::Constant::getNullValue(vec_of(mt, w));
+    llvm::Align align(dtype_bytes(d));
+    Value* v;
+    if (contiguous(p, idx, w)) {
+      Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
+      if (mask) v = b_.CreateMaskedLoad(vec_of(mt, w), p0, align, mask, other);
+      else v = b_.CreateAlignedLoad(vec_of(mt, w), p0, align);
+    } else {
+      v = b_.CreateMaskedGather(vec_of(mt, w), ptrs, align, mask, other);
+    }
+    return mem_to_reg(v, d);
+  }
+
+  void emit_store(const ir::Op* op) {
+    const ir::Value* p = op->operand(0);
+    DType d = p->type.pointee;
+    llvm::Align align(dtype_bytes(d));
+    bool has_mask = op->operands.size() > 2;
+    if (p->type.is_scalar()) {
+      Value* v = reg_to_mem(scalar(op->operand(1)), d);
+      guarded(has_mask ? scalar(op->operand(2)) : nullptr, [&] { b_.CreateAlignedStore(v, scalar(p), align); });
+      return;
+    }
+    int w = lanes_for(p->type.shape);
+    loop_nest(p->type.shape, w, [&](const Index& idx) {
+      Value* ptrs = eval(p, idx, w);
+      Value* v = reg_to_mem(eval(op->operand(1), idx, w), d);
+      Value* mask = has_mask ? eval(op->operand(2), idx, w) : nullptr;
+      if (contiguous(p, idx, w)) {
+        Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
+        if (mask) b_.CreateMaskedStore(v, p0, align, mask);
+        else b_.CreateAlignedStore(v, p0, align);
+      } else {
+        b_.CreateMaskedScatter(v, ptrs, align, mask);
+      }
+    });
+  }
+
+  // if (cond) body(); cond may be null (always).
+  void guarded(Value* cond, const std::function<void()>& body) {
+    if (!cond) {
+      body();
+      return;
+    }
+    auto* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
+    auto* cont = llvm::BasicBlock::Create(ctx_, "cont", fn_);
+    b_.CreateCondBr(cond, then_bb, cont);
+    b_.SetInsertPoint(then_bb);
+    body();
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+  }
+
+  Value* scalar_load(const ir::Op* op) {
+    const ir::Value* p = op->operand(0);
+    DType d = p->type.pointee;
+    llvm::Type* mt = mem_type(d);
+    llvm::Align align(dtype_bytes(d));
+    if (op->operands.size() < 2) return mem_to_reg(b_.CreateAlignedLoad(mt, scalar(p), align), d);
+    Value* other = op->operands.size() > 2 ? reg_to_mem(scalar(op->operand(2)), d) : llvm::Constant::getNullValue(mt);
+    llvm::BasicBlock* before = b_.GetInsertBlock();
+    auto* then_bb = llvm::BasicBlock::Create(ctx_, "load", fn_);
+    auto* cont = llvm::BasicBlock::Create(ctx_, "loaded", fn_);
+    b_.CreateCondBr(scalar(op->operand(1)), then_bb, cont);
+    b_.SetInsertPoint(then_bb);
+    Value* v = b_.CreateAlignedLoad(mt, scalar(p), align);
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    llvm::PHINode* phi = b_.CreatePHI(mt, 2);
+    phi->addIncoming(v, then_bb);
+    phi->addIncoming(other, before);
+    return mem_to_reg(phi, d);
+  }
+
+  // One atomic on one element; returns the old value (register type).
+  Value* atomic_one(OpKind k, Value* ptr, Value* val, Value* cmp, DType d) {
+    llvm::Type* it = b_.getIntNTy(dtype_bits(d));
+    llvm::Align align(dtype_bytes(d));
+    auto order = llvm::AtomicOrdering::SequentiallyConsistent;
+    if (k == OpKind::AtomicCas) {
+      Value* c = b_.CreateBitCast(cmp, it), *n = b_.CreateBitCast(val, it);
+      auto* x = b_.CreateAtomicCmpXchg(ptr, c, n, align, order, order);
+      return b_.CreateBitCast(b_.CreateExtractValue(x, 0), reg_type(d));
+    }
+    if (k == OpKind::AtomicXchg)
+      return b_.CreateBitCast(b_.CreateAtomicRMW(llvm::AtomicRMWInst::Xchg, ptr, b_.CreateBitCast(val, it), align, order), reg_type(d));
+    if (is_float(d)) {  // compare-exchange loop, computing in f32/f64 (covers f16 and bf16 too)
+      llvm::BasicBlock* pre = b_.GetInsertBlock();
+      Value* init = b_.CreateAlignedLoad(it, ptr, align);
+      auto* loop = llvm::BasicBlock::Create(ctx_, "cas", fn_);
+      auto* done = llvm::BasicBlock::Create(ctx_, "cas.done", fn_);
+      b_.CreateBr(loop);
+      b_.SetInsertPoint(loop);
+      llvm::PHINode* old_bits = b_.CreatePHI(it, 2);
+      old_bits->addIncoming(init, pre);
+      Value* old_v = b_.CreateBitCast(old_bits, reg_type(d));
+      OpKind ak = k == OpKind::AtomicAdd ? OpKind::Add : k == OpKind::AtomicMax ? OpKind::Max : OpKind::Min;
+      Value* new_v = float_op(ak, {old_v, val}, d);
+      auto* x = b_.CreateAtomicCmpXchg(ptr, old_bits, b_.CreateBitCast(new_v, it), align, order, order);
+      Value* seen = b_.CreateExtractValue(x, 0);
+      old_bits->addIncoming(seen, b_.GetInsertBlock());
+      b_.CreateCondBr(b_.CreateExtractValue(x, 1), done, loop);
+      b_.SetInsertPoint(done);
+      return b_.CreateBitCast(seen, reg_type(d));
+    }
+    bool sgn = is_signed_int(d);
+    llvm::AtomicRMWInst::BinOp bop;
+    switch (k) {
+      case OpKind::AtomicAdd: bop = llvm::AtomicRMWInst::Add; break;
+      case OpKind::AtomicMax: bop = sgn ? llvm::AtomicRMWInst::Max : llvm::AtomicRMWInst::UMax; break;
+      case OpKind::AtomicMin: bop = sgn ? llvm::AtomicRMWInst::Min : llvm::AtomicRMWInst::UMin; break;
+      case OpKind::AtomicAnd: bop = llvm::AtomicRMWInst::And; break;
+      case OpKind::AtomicOr: bop = llvm::AtomicRMWInst::Or; break;
+      default: bop = llvm::AtomicRMWInst::Xor; break;
+    }
+    return b_.CreateAtomicRMW(bop, ptr, val, align, order);
+  }
+
+  void emit_atomic(const ir::Op* op) {
+    OpKind k = op->kind;
+    const ir::Value* p = op->operand(0);
+    DType d = p->type.pointee;
+    bool cas = k == OpKind::AtomicCas;
+    bool has_mask = !cas && op->operands.size() > 2;
+    // Element j: (pointer, value, compare, mask) -> old value, under the mask.
+    auto one = [&](Value* ptr, Value* val, Value* cmp, Value* mask) -> Value* {
+      if (!mask) return atomic_one(k, ptr, val, cmp, d);
+      llvm::BasicBlock* before = b_.GetInsertBlock();
+      auto* then_bb = llvm::BasicBlock::Create(ctx_, "atomic", fn_);
+      auto* cont = llvm::BasicBlock::Create(ctx_, "atomic.cont", fn_);
+      b_.CreateCondBr(mask, then_bb, cont);
+      b_.SetInsertPoint(then_bb);
+      Value* old = atomic_one(k, ptr, val, cmp, d);
+      llvm::BasicBlock* end = b_.GetInsertBlock();
+      b_.CreateBr(cont);
+      b_.SetInsertPoint(cont);
+      llvm::PHINode* phi = b_.CreatePHI(old->getType(), 2);
+      phi->addIncoming(old, end);
+      phi->addIncoming(llvm::Constant::getNullValue(old->getType()), before);
+      return phi;
+    };
+    if (p->type.is_scalar()) {
+      Value* old = one(scalar(p), scalar(op->operand(cas ? 2 : 1)), cas ? scalar(op->operand(1)) : nullptr,
+                       has_mask ? scalar(op->operand(2)) : nullptr);
+      scalars_[op->result()] = old;
+      return;
+    }
+    Value* out = users_[op->result()].empty() ? nullptr : alloc_buffer(op->result()->type);
+    if (out) buffers_[op->result()] = out;
+    int w = lanes_for(p->type.shape);
+    loop_nest(p->type.shape, w, [&](const Index& idx) {
+      Value* ptrs = eval(p, idx, w);
+      Value* vals = eval(op->operand(cas ? 2 : 1), idx, w);
+      Value* cmps = cas ? eval(op->operand(1), idx, w) : nullptr;
+      Value* mask = has_mask ? eval(op->operand(2), idx, w) : nullptr;
+      Value* olds = llvm::UndefValue::get(vec_of(reg_type(d), w));
+      for (int j = 0; j < w; ++j) {
+        Value* old = one(b_.CreateExtractElement(ptrs, j), b_.CreateExtractElement(vals, j),
+                         cmps ? b_.CreateExtractElement(cmps, j) : nullptr,
+                         mask ? b_.CreateExtractElement(mask, j) : nullptr);
+        olds = b_.CreateInsertElement(olds, old, j);
+      }
+      if (out) write_buffer(out, op->result()->type, idx, w, olds);
+    });
+  }
+
+  // ---- reductions, scans, dot ---------------------------------------------------------------
+
+  // Emits a combine region on vectors (or scalars): args lhs..., rhs... -> yielded values.
+  std::vector<Value*> combine(const ir::Block* region, const std::vector<Value*>& lhs, const std::vector<Value*>& rhs) {
+    std::unordered_map<const ir::Value*, Value*> local;
+    int w = width_of(lhs[0]);
+    for (size_t i = 0; i < lhs.size(); ++i) local[region->args[i]] = lhs[i];
+    for (size_t i = 0; i < rhs.size(); ++i) local[region->args[lhs.size() + i]] = rhs[i];
+    auto get = [&](const ir::Value* v) -> Value* {
+      if (auto it = local.find(v); it != local.end()) return it->second;
+      return splat(scalar(v), w);  // a scalar from outside the region
+    };
+    for (const ir::Op* op : region->ops) {
+      if (op->kind == OpKind::Yield) {
+        std::vector<Value*> out;
+        for (ir::Value* v : op->operands) out.push_back(get(v));
+        return out;
+      }
+      Value* r;
+      if (op->kind == OpKind::Constant) r = constant_of(op, w);
+      else if (op->kind == OpKind::MultipleOf || op->kind == OpKind::MaxContiguous) r = get(op->operand(0));
+      else if (ir::is_elementwise(op->kind)) {
+        std::vector<Value*> xs;
+        for (ir::Value* v : op->operands) xs.push_back(get(v));
+        r = elementwise(op, xs);
+      } else {
+        fail(op->loc, "a reduce/scan combine function may only use elementwise operations; {} is not supported",
+             ir::op_name(op->kind));
+      }
+      local[op->result()] = r;
+    }
+    fail("internal error: combine region without yield");
+  }
+
+  Value* shuffle_half(Value* v, int from, int n) {
+    std::vector<int> m;
+    for (int i = 0; i < n; ++i) m.push_back(from + i);
+    return b_.CreateShuffleVector(v, m);
+  }
+
+  void emit_reduce(const ir::Op* op) {
+    const Shape& s = op->operand(0)->type.shape;
+    int axis = op->attrs.axis, r = static_cast<int>(s.size());
+    size_t n = op->operands.size();
+    const ir::Block* region = op->regions[0];
+    bool scalar_out = op->result()->type.is_scalar();
+    std::vector<Value*> outs;
+    if (!scalar_out)
+      for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
+    Shape out_shape = op->result()->type.shape;
+
+    auto eval_inputs = [&](const Index& idx, int w) {
+      std::vector<Value*> xs;
+      for (ir::Value* x : op->operands) xs.push_back(eval(x, idx, w));
+      return xs;
+    };
+    auto with_axis = [&](const Index& out_idx, VIdx k) {
+      Index in(out_idx);
+      in.insert(in.begin() + axis, k);
+      return in;
+    };
+
+    if (axis == r - 1) {
+      // Along the contiguous axis: lanes accumulate strided partial results, then a tree.
+      int wk = lanes_for(s);
+      auto body = [&](const Index& out_idx) {
+        std::vector<Value*> acc = eval_inputs(with_axis(out_idx, {i32(0), 1, nullptr, wk}), wk);
+        if (s[axis] > wk)
+          acc = emit_loop(i32(wk), i32(s[axis]), i32(wk), acc, [&](Value* k, std::vector<Value*> cur) {
+            return combine(region, cur, eval_inputs(with_axis(out_idx, {k, 1, nullptr, wk}), wk));
+          });
+        for (int half = wk / 2; half >= 1; half /= 2) {
+          std::vector<Value*> lo, hi;
+          for (Value* v : acc) lo.push_back(shuffle_half(v, 0, half)), hi.push_back(shuffle_half(v, half, half));
+          acc = combine(region, lo, hi);
+        }
+        for (size_t i = 0; i < n; ++i) {
+          if (scalar_out) scalars_[op->results[i]] = b_.CreateExtractElement(acc[i], uint64_t(0));
+          else write_buffer(outs[i], op->results[i]->type, out_idx, 1, acc[i]);
+        }
+      };
+      if (scalar_out) body({});
+      else loop_nest(out_shape, 1, body);
+      return;
+    }
+    // Along an outer axis: vectorise across the last dim, combine one slice at a time.
+    int w = lanes_for(out_shape);
+    loop_nest(out_shape, w, [&](const Index& out_idx) {
+      std::vector<Value*> acc = eval_inputs(with_axis(out_idx, {i32(0), 0, nullptr, int64_t(1) << 30}), w);
+      if (s[axis] > 1)
+        acc = emit_loop(i32(1), i32(s[axis]), i32(1), acc, [&](Value* k, std::vector<Value*> cur) {
+          return combine(region, cur, eval_inputs(with_axis(out_idx, {k, 0, nullptr, 1}), w));
+        });
+      for (size_t i = 0; i < n; ++i) write_buffer(outs[i], op->results[i]->type, out_idx, w, acc[i]);
+    });
+  }
+
+  void emit_scan(const ir::Op* op) {
+    const Shape& s = op->operand(0)->type.shape;
+    int axis = op->attrs.axis, r = static_cast<int>(s.size());
+    bool reverse = op->attrs.flag;
+    const ir::Block* region = op->regions[0];
+    std::vector<Value*> outs;
+    for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
+    Shape outer = s;
+    outer.erase(outer.begin() + axis);
+    int w = axis == r - 1 ? 1 : lanes_for(outer);
+    int64_t len = s[axis];
+    auto step = [&](const Index& o, Value* k, std::vector<Value*>* acc) {
+      Index idx(o);
+      Value* pos = reverse ? b_.CreateSub(i32(len - 1), k) : k;
+      idx.insert(idx.begin() + axis, VIdx{pos, 0, nullptr, 1});
+      std::vector<Value*> xs;
+      for (ir::Value* x : op->operands) xs.push_back(eval(x, idx, w));
+      std::vector<Value*> next = acc ? combine(region, *acc, xs) : xs;
+      for (size_t i = 0; i < outs.size(); ++i) write_buffer(outs[i], op->results[i]->type, idx, w, next[i]);
+      return next;
+    };
+    auto body = [&](const Index& o) {
+      std::vector<Value*> acc = step(o, i32(0), nullptr);
+      if (len > 1)
+        emit_loop(i32(1), i32(len), i32(1), acc, [&](Value* k, std::vector<Value*> cur) { return step(o, k, &cur); });
+    };
+    if (outer.empty()) body({});
+    else loop_nest(outer, w, body);
+  }
+
+  void emit_dot(const ir::Op* op) {
+    const ir::Value* a = op->operand(0);
+    const ir::Value* bm = op->operand(1);
+    const ir::Value* c = op->operand(2);
+    const ir::Type& rt = op->result()->type;
+    int64_t K = a->type.shape[1];
+    Value* out = buffers_[op->result()] = alloc_buffer(rt);
+    Value* abuf = buffers_.at(a);
+    Value* bbuf = buffers_.at(bm);
+    DType acc_t = rt.dtype;
+    DType compute = is_float(acc_t) ? (acc_t == DType::f64 ? DType::f64 : DType::f32) : DType::i32;
+    int w = lanes_for(rt.shape);
+    loop_nest(rt.shape, w, [&](const Index& idx) {
+      Value* acc = cast(eval(c, idx, w), acc_t, compute);
+      acc = emit_loop(i32(0), i32(K), i32(1), {acc}, [&](Value* k, std::vector<Value*> cur) {
+        Value* av = read_buffer(abuf, a->type, {idx[0], {k, 0, nullptr, 1}}, 1);
+        av = splat(cast(b_.CreateExtractElement(av, uint64_t(0)), a->type.dtype, compute), w);
+        Value* bv = cast(read_buffer(bbuf, bm->type, {{k, 0, nullptr, 1}, idx[1]}, w), bm->type.dtype, compute);
+        if (is_float(compute)) return std::vector<Value*>{b_.CreateIntrinsic(llvm::Intrinsic::fma, {av->getType()}, {av, bv, cur[0]})};
+        return std::vector<Value*>{b_.CreateAdd(cur[0], b_.CreateMul(av, bv))};
+      })[0];
+      write_buffer(out, rt, idx, w, cast(acc, compute, acc_t));
+    });
+  }
+
+  // ---- control flow -----------------------------------------------------------------------
+
+  void emit_for(const ir::Op* op) {
+    const ir::Block* body = op->regions[0];
+    size_t n = op->results.size();
+    std::vector<Value*> scalar_inits;
+    std::vector<size_t> scalar_idx;
+    std::vector<Value*> carried_bufs(n, nullptr);
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* init = op->operands[3 + i];
+      const ir::Value* arg = body->args[1 + i];
+      if (arg->type.is_scalar()) {
+        scalar_inits.push_back(scalar(init));
+        scalar_idx.push_back(i);
+      } else {
+        Value* buf = alloc_buffer(arg->type);
+        if (auto it = buffers_.find(init); it != buffers_.end()) copy_buffer(it->second, buf, arg->type);
+        else materialize_into(init, buf);
+        carried_bufs[i] = buffers_[arg] = buffers_[op->results[i]] = buf;
+      }
+    }
+    Value* lb = scalar(op->operand(0));
+    Value* ub = scalar(op->operand(1));
+    Value* st = scalar(op->operand(2));
+    std::vector<Value*> finals = emit_loop(lb, ub, st, scalar_inits, [&](Value* iv, std::vector<Value*> cur) {
+      scalars_[body->args[0]] = iv;
+      for (size_t j = 0; j < scalar_idx.size(); ++j) scalars_[body->args[1 + scalar_idx[j]]] = cur[j];
+      emit_block(body);
+      const ir::Op* yield = body->ops.back();
+      // Block values: all new values are computed before any carried buffer is overwritten.
+      std::vector<Value*> temps(n, nullptr);
+      for (size_t i = 0; i < n; ++i) {
+        if (!carried_bufs[i]) continue;
+        const ir::Value* y = yield->operands[i];
+        auto it = buffers_.find(y);
+        bool is_carried = it != buffers_.end() && std::find(carried_bufs.begin(), carried_bufs.end(), it->second) != carried_bufs.end();
+        temps[i] = (it != buffers_.end() && !is_carried) ? it->second : materialize_into(y);
+      }
+      for (size_t i = 0; i < n; ++i)
+        if (carried_bufs[i] && temps[i] != carried_bufs[i]) copy_buffer(temps[i], carried_bufs[i], op->results[i]->type);
+      std::vector<Value*> next;
+      for (size_t j : scalar_idx) next.push_back(scalar(yield->operands[j]));
+      return next;
+    });
+    for (size_t j = 0; j < scalar_idx.size(); ++j) scalars_[op->results[scalar_idx[j]]] = finals[j];
+  }
+
+  void emit_if(const ir::Op* op) {
+    size_t n = op->results.size();
+    std::vector<Value*> bufs(n, nullptr);
+    for (size_t i = 0; i < n; ++i)
+      if (op->results[i]->type.is_block()) bufs[i] = buffers_[op->results[i]] = alloc_buffer(op->results[i]->type);
+    auto* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
+    auto* else_bb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
+    auto* cont = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
+    b_.CreateCondBr(scalar(op->operand(0)), then_bb, else_bb);
+    std::vector<std::vector<Value*>> incoming(2);
+    llvm::BasicBlock* ends[2];
+    for (int side = 0; side < 2; ++side) {
+      b_.SetInsertPoint(side == 0 ? then_bb : else_bb);
+      const ir::Block* region = op->regions[side];
+      emit_block(region);
+      const ir::Op* yield = region->ops.back();
+      for (size_t i = 0; i < n; ++i) {
+        const ir::Value* y = yield->operands[i];
+        if (bufs[i]) {
+          if (auto it = buffers_.find(y); it != buffers_.end()) copy_buffer(it->second, bufs[i], y->type);
+          else materialize_into(y, bufs[i]);
+        } else {
+          incoming[side].push_back(scalar(y));
+        }
+      }
+      ends[side] = b_.GetInsertBlock();
+      b_.CreateBr(cont);
+    }
+    b_.SetInsertPoint(cont);
+    size_t j = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (bufs[i]) continue;
+      llvm::PHINode* phi = b_.CreatePHI(incoming[0][j]->getType(), 2);
+      phi->addIncoming(incoming[0][j], ends[0]);
+      phi->addIncoming(incoming[1][j], ends[1]);
+      scalars_[op->results[i]] = phi;
+      ++j;
+    }
+  }
+
+  // ---- debugging ----------------------------------------------------------------------------
+
+  Value* global_string(const std::string& s) { return b_.CreateGlobalStringPtr(s); }
+
+  void emit_print(const ir::Op* op) {
+    llvm::FunctionCallee fnc = module_->getOrInsertFunction(
+        kPrintSymbol, b_.getVoidTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(),
+        b_.getInt32Ty(), b_.getInt64Ty(), b_.getInt32Ty(), b_.getInt64Ty(), b_.getDoubleTy());
+    Value* prefix = global_string(op->attrs.str);
+    if (op->operands.empty()) {
+      b_.CreateCall(fnc, {launch_, prefix, pid_[0], pid_[1], pid_[2], i32(-1), b_.getInt64(-1), i32(-1), b_.getInt64(0),
+                          llvm::ConstantFP::get(b_.getDoubleTy(), 0.0)});
+      return;
+    }
+    for (size_t oi = 0; oi < op->operands.size(); ++oi) {
+      const ir::Value* v = op->operands[oi];
+      DType d = v->type.dtype;
+      int kind = is_float(d) ? 2 : d == DType::ptr ? 3 : d == DType::i1 ? 4 : is_unsigned_int(d) ? 1 : 0;
+      auto print_one = [&](Value* x, Value* linear) {
+        Value* iv = b_.getInt64(0);
+        Value* fv = llvm::ConstantFP::get(b_.getDoubleTy(), 0.0);
+        if (is_float(d)) fv = cast(x, d, DType::f64);
+        else if (d == DType::ptr) iv = b_.CreatePtrToInt(x, b_.getInt64Ty());
+        else iv = b_.CreateIntCast(x, b_.getInt64Ty(), is_signed_int(d));
+        b_.CreateCall(fnc, {launch_, prefix, pid_[0], pid_[1], pid_[2], i32(static_cast<int64_t>(oi)), linear, i32(kind), iv, fv});
+      };
+      if (v->type.is_scalar()) {
+        print_one(scalar(v), b_.getInt64(-1));
+        continue;
+      }
+      loop_nest(v->type.shape, 1, [&](const Index& idx) {
+        Value* x = b_.CreateExtractElement(eval(v, idx, 1), uint64_t(0));
+        VIdx flat = flatten(idx, v->type.shape, 1);
+        print_one(x, b_.CreateSExt(flat.base, b_.getInt64Ty()));
+      });
+    }
+  }
+
+  void emit_assert(const ir::Op* op) {
+    llvm::FunctionCallee fnc = module_->getOrInsertFunction(kAssertSymbol, b_.getVoidTy(), b_.getPtrTy(), b_.getPtrTy(),
+                                                            b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty());
+    const ir::Value* c = op->operand(0);
+    Value* msg = global_string(op->attrs.str);
+    auto check = [&](Value* ok) {
+      guarded(b_.CreateNot(ok), [&] { b_.CreateCall(fnc, {launch_, msg, pid_[0], pid_[1], pid_[2]}); });
+    };
+    if (c->type.is_scalar()) {
+      check(scalar(c));
+      return;
+    }
+    int w = lanes_for(c->type.shape);
+    loop_nest(c->type.shape, w, [&](const Index& idx) { check(b_.CreateAndReduce(eval(c, idx, w))); });
+  }
+
+  // ---- ops in program order -------------------------------------------------------------------
+
+  void emit_block(const ir::Block* block) {
+    for (const ir::Op* op : block->ops) emit_op(op);
+  }
+
+  void emit_op(const ir::Op* op) {
+    switch (op->kind) {
+      case OpKind::Yield: return;  // read by the parent
+      case OpKind::For: return emit_for(op);
+      case OpKind::If: return emit_if(op);
+      case OpKind::Store: return emit_store(op);
+      case OpKind::Reduce: return emit_reduce(op);
+      case OpKind::Scan: return emit_scan(op);
+      case OpKind::Dot: return emit_dot(op);
+      case OpKind::Print: return emit_print(op);
+      case OpKind::Assert: return emit_assert(op);
+      default: break;
+    }
+    if (is_atomic(op->kind)) return emit_atomic(op);
+    const ir::Value* r = op->result();
+    if (r->type.is_block()) {
+      if (materialize_.at(r)) {
+        Value* buf = alloc_buffer(r->type);
+        int w = lanes_for(r->type.shape);
+        loop_nest(r->type.shape, w, [&](const Index& idx) { write_buffer(buf, r->type, idx, w, eval_op(op, idx, w)); });
+        buffers_[r] = buf;
+      }
+      return;  // inline values are evaluated where they are used
+    }
+    scalars_[r] = emit_scalar(op);
+  }
+
+  Value* emit_scalar(const ir::Op* op) {
+    switch (op->kind) {
+      case OpKind::Constant: return constant_of(op, 0);
+      case OpKind::ProgramId: return pid_[op->attrs.axis];
+      case OpKind::NumPrograms: return nprog_[op->attrs.axis];
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: return scalar(op->operand(0));
+      case OpKind::Load: return scalar_load(op);
+      default: break;
+    }
+    if (!ir::is_elementwise(op->kind))
+      fail("internal error: CPU codegen has no scalar form of {}", ir::op_name(op->kind));
+    std::vector<Value*> xs;
+    for (ir::Value* o : op->operands) xs.push_back(scalar(o));
+    return elementwise(op, xs);
+  }
+
+  // ---- the entry function ---------------------------------------------------------------------
+
+  void emit_entry() {
+    auto* i32t = b_.getInt32Ty();
+    auto* i64t = b_.getInt64Ty();
+    auto* ptrt = b_.getPtrTy();
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptrt, i32t, i32t, i32t, i64t, i64t, ptrt}, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, kEntrySymbol, module_.get());
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    auto arg = fn_->arg_begin();
+    Value* args = &*arg++;
+    nprog_[0] = &*arg++;
+    nprog_[1] = &*arg++;
+    nprog_[2] = &*arg++;
+    Value* begin = &*arg++;
+    Value* end = &*arg++;
+    launch_ = &*arg++;
+    alloca_block_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(alloca_block_);
+    // Arguments: one 64-bit slot each.
+    for (size_t i = 0; i < f_.params.size(); ++i) {
+      const ir::Type& t = f_.params[i].type;
+      Value* slot = b_.CreateLoad(i64t, b_.CreateGEP(i64t, args, b_.getInt64(i)));
+      Value* v;
+      DType d = t.dtype;
+      if (t.is_ptr()) v = b_.CreateIntToPtr(slot, ptrt);
+      else if (d == DType::f64) v = b_.CreateBitCast(slot, b_.getDoubleTy());
+      else if (d == DType::f32) v = b_.CreateBitCast(b_.CreateTrunc(slot, i32t), b_.getFloatTy());
+      else v = b_.CreateTrunc(slot, reg_type(d));
+      scalars_[f_.body->args[i]] = v;
+    }
+    // for (id = begin; id < end; ++id): program (id % nx, id / nx % ny, id / (nx * ny))
+    Value* nx = b_.CreateZExt(nprog_[0], i64t);
+    Value* ny = b_.CreateZExt(nprog_[1], i64t);
+    emit_loop(begin, end, b_.getInt64(1), {}, [&](Value* id, std::vector<Value*>) {
+      pid_[0] = b_.CreateTrunc(b_.CreateURem(id, nx), i32t);
+      Value* rest = b_.CreateUDiv(id, nx);
+      pid_[1] = b_.CreateTrunc(b_.CreateURem(rest, ny), i32t);
+      pid_[2] = b_.CreateTrunc(b_.CreateUDiv(rest, ny), i32t);
+      emit_block(f_.body);
+      return std::vector<Value*>{};
+    });
+    b_.CreateRetVoid();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> lower_to_llvm(ir::Function& f, const AxisInfoMap& axis, llvm::LLVMContext& ctx) {
+  f.renumber();
+  return Codegen(f, axis, ctx).run();
+}
+
+}  // namespace tritium::jit::cpu

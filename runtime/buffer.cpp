@@ -1,0 +1,31 @@
+#include "runtime/buffer.h"
+
+#include <cstdlib>
+
+#include "common/error.h"
+
+namespace tritium::runtime {
+
+Buffer::Buffer(void* data, size_t nbytes, Device device, Deleter deleter)
+    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
+
+Buffer::~Buffer() {
+  if (deleter_) deleter_(data_);
+}
+
+std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {
+  if (!device_available(device))
+    fail("Buffer::allocate: cannot allocate {} bytes on {}: {}", nbytes, device.str(), device_unavailable_reason(device));
+  // aligned_alloc wants a multiple of the alignment; never zero, so data() is never null.
+  size_t rounded = nbytes == 0 ? kHostAlignment : (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  if (rounded < nbytes) fail("Buffer::allocate: {} bytes is too large", nbytes);
+  void* data = std::aligned_alloc(kHostAlignment, rounded);
+  if (!data) fail("Buffer::allocate: out of host memory allocating {} bytes", nbytes);
+  return std::shared_ptr<Buffer>(new Buffer(data, nbytes, device, [](void* p) { std::free(p); }));
+}
+
+std::shared_ptr<Buffer> Buffer::adopt(void* data, size_t nbytes, Device device, Deleter deleter) {
+  return std::shared_ptr<Buffer>(new Buffer(data, nbytes, device, std::move(deleter)));
+}
+
+}  // namespace tritium::runtime

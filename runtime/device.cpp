@@ -1,0 +1,45 @@
+#include "runtime/device.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace tritium::runtime {
+
+std::string Device::str() const {
+  if (kind == Kind::cpu) return index == 0 ? "cpu" : fmt::format("cpu:{}", index);
+  return fmt::format("cuda:{}", index);
+}
+
+Device Device::parse(std::string_view text) {
+  auto bad = [&](std::string_view why) -> Device {
+    fail("Device::parse: invalid device '{}': {} (expected \"cpu\", \"cuda\" or \"cuda:N\")", text, why);
+  };
+  std::string_view name = text.substr(0, text.find(':'));
+  Kind kind;
+  if (name == "cpu") kind = Kind::cpu;
+  else if (name == "cuda") kind = Kind::cuda;
+  else return bad("unknown device type");
+
+  int index = 0;
+  if (name.size() < text.size()) {
+    std::string_view digits = text.substr(name.size() + 1);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (digits.empty() || digits[0] == '-' || digits[0] == '+' || ec != std::errc() ||
+        end != digits.data() + digits.size())
+      return bad("the index must be a non-negative integer");
+  }
+  if (kind == Kind::cpu && index != 0) return bad("there is only one CPU device, cpu:0");
+  return {kind, index};
+}
+
+bool device_available(Device device) { return device_unavailable_reason(device).empty(); }
+
+std::string device_unavailable_reason(Device device) {
+  if (device.is_cpu()) return device.index == 0 ? "" : fmt::format("no device {}: the only CPU device is cpu", device.str());
+  return "the CUDA backend is not built yet";
+}
+
+}  // namespace tritium::runtime

@@ -1,0 +1,33 @@
+// Where memory lives and kernels run.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace tritium::runtime {
+
+struct Device {
+  enum class Kind { cpu, cuda };
+  Kind kind = Kind::cpu;
+  int index = 0;
+
+  static Device cpu() { return {Kind::cpu, 0}; }
+  static Device cuda(int index = 0) { return {Kind::cuda, index}; }
+
+  bool is_cpu() const { return kind == Kind::cpu; }
+  bool is_cuda() const { return kind == Kind::cuda; }
+  bool operator==(const Device&) const = default;
+
+  std::string str() const;  // "cpu", "cuda:0"
+  // Accepts "cpu", "cpu:0", "cuda" (= "cuda:0") and "cuda:N"; anything else is a tritium::Error.
+  static Device parse(std::string_view text);
+};
+
+bool device_available(Device device);
+// Why device_available(device) is false; empty when it is available.
+std::string device_unavailable_reason(Device device);
+
+}  // namespace tritium::runtime
+
+namespace tritium {
+using runtime::Device;
+}  // namespace tritium

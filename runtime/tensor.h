@@ -1,0 +1,127 @@
+// A strided view of a device buffer: what ops take and what kernels receive as pointers
+// (the launch code passes raw_data() and checks dtype()).
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/error.h"
+#include "ir/types.h"
+#include "runtime/buffer.h"
+#include "runtime/device.h"
+
+namespace tritium::runtime {
+
+namespace detail {
+// The C++ spelling of T, for error messages ("data_ptr<float>").
+template <class T> constexpr const char* cpp_type_name() { return "T"; }
+template <> constexpr const char* cpp_type_name<bool>() { return "bool"; }
+template <> constexpr const char* cpp_type_name<int8_t>() { return "int8_t"; }
+template <> constexpr const char* cpp_type_name<int16_t>() { return "int16_t"; }
+template <> constexpr const char* cpp_type_name<int32_t>() { return "int32_t"; }
+template <> constexpr const char* cpp_type_name<int64_t>() { return "int64_t"; }
+template <> constexpr const char* cpp_type_name<uint8_t>() { return "uint8_t"; }
+template <> constexpr const char* cpp_type_name<uint16_t>() { return "uint16_t"; }
+template <> constexpr const char* cpp_type_name<uint32_t>() { return "uint32_t"; }
+template <> constexpr const char* cpp_type_name<uint64_t>() { return "uint64_t"; }
+template <> constexpr const char* cpp_type_name<f16_t>() { return "f16_t"; }
+template <> constexpr const char* cpp_type_name<bf16_t>() { return "bf16_t"; }
+template <> constexpr const char* cpp_type_name<float>() { return "float"; }
+template <> constexpr const char* cpp_type_name<double>() { return "double"; }
+}  // namespace detail
+
+class Tensor {
+ public:
+  using Shape = std::vector<int64_t>;
+
+  Tensor() = default;  // undefined: no storage; defined() is false
+
+  // Uninitialised contiguous tensor. Errors: negative sizes, invalid or pointer dtype, an
+  // unavailable device.
+  static Tensor empty(Shape shape, DType dtype, Device device = Device::cpu());
+  static Tensor zeros(Shape shape, DType dtype, Device device = Device::cpu());
+  // A 1-D tensor holding values.
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& values) {
+    return from_vector(values, Shape{static_cast<int64_t>(values.size())});
+  }
+  // values in row-major order; the shape's element count must equal values.size().
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& values, Shape shape) {
+    Tensor t = empty(std::move(shape), dtype_of<T>());
+    if (static_cast<int64_t>(values.size()) != t.numel())
+      fail("Tensor::from_vector: {} values do not fill shape {} ({} elements)", values.size(),
+           shape_str(t.shape_), t.numel());
+    T* out = static_cast<T*>(t.raw_data());
+    for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];  // element-wise: vector<bool> is packed
+    return t;
+  }
+
+  // A view of the same storage; offset in elements from the buffer start. Throws if any
+  // element would lie outside the buffer.
+  Tensor as_strided(Shape shape, Shape strides, int64_t storage_offset) const;
+  Tensor transpose(int dim0, int dim1) const;
+  // This tensor if contiguous, else a contiguous copy.
+  Tensor contiguous() const;
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  const Shape& strides() const { return strides_; }  // in elements
+  int dim() const { return static_cast<int>(shape_.size()); }
+  int64_t size(int d) const;    // negative d counts from the end
+  int64_t stride(int d) const;
+  int64_t storage_offset() const { return offset_; }
+  Device device() const { return device_; }
+  const std::shared_ptr<Buffer>& storage() const { return storage_; }
+  int64_t numel() const;
+  int64_t element_size() const { return dtype_bytes(dtype_); }
+  int64_t nbytes() const { return numel() * element_size(); }
+  bool is_contiguous() const;
+
+  // Address of the first element (storage start + offset).
+  void* raw_data() const;
+  template <class T>
+  T* data_ptr() const {
+    check_dtype(dtype_of<T>(), "data_ptr", detail::cpp_type_name<T>());
+    return static_cast<T*>(raw_data());
+  }
+
+  // The elements in row-major order (a contiguous copy of a host tensor).
+  template <class T>
+  std::vector<T> to_vector() const {
+    check_dtype(dtype_of<T>(), "to_vector", detail::cpp_type_name<T>());
+    std::vector<T> out(static_cast<size_t>(numel()));
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<unsigned char> bytes(out.size());  // vector<bool> has no contiguous storage
+      copy_to_contiguous(bytes.data());
+      for (size_t i = 0; i < out.size(); ++i) out[i] = bytes[i] != 0;
+    } else {
+      copy_to_contiguous(out.data());
+    }
+    return out;
+  }
+
+  std::string str() const;  // "Tensor([4, 8], f32, cpu)"
+
+ private:
+  void check_dtype(DType wanted, const char* method, const char* type_name) const;
+  void copy_to_contiguous(void* dst) const;  // host only
+  static std::string shape_str(const Shape& shape);
+
+  std::shared_ptr<Buffer> storage_;
+  DType dtype_ = DType::invalid;
+  Shape shape_;
+  Shape strides_;
+  int64_t offset_ = 0;
+  Device device_ = Device::cpu();
+};
+
+}  // namespace tritium::runtime
+
+namespace tritium {
+using runtime::Tensor;
+}  // namespace tritium

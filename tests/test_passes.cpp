@@ -1,0 +1,583 @@
+// Folding, CSE, DCE, the pipeline and the axis-info analysis.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include "ir/builder.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "jit/passes/axis_info.h"
+#include "jit/passes/cse.h"
+#include "jit/passes/dce.h"
+#include "jit/passes/fold_constants.h"
+#include "jit/passes/pipeline.h"
+
+// Lets BOOST_TEST print optionals in failure messages.
+namespace boost::test_tools::tt_detail {
+template <class T>
+struct print_log_value<std::optional<T>> {
+  void operator()(std::ostream& os, const std::optional<T>& v) {
+    if (v) os << *v;
+    else os << "nullopt";
+  }
+};
+}  // namespace boost::test_tools::tt_detail
+
+using namespace tritium;
+using namespace tritium::ir;
+using namespace tritium::jit;
+
+namespace {
+
+const Type i1 = Type::scalar(DType::i1);
+const Type i32 = Type::scalar(DType::i32);
+const Type f32 = Type::scalar(DType::f32);
+
+Value* add_param(Function& f, const std::string& name, const Type& t, int divisibility = 1) {
+  f.params.push_back({name, t, divisibility});
+  return f.add_block_arg(f.body, t);
+}
+
+Value* arange(Builder& b, int64_t start, int64_t end) {
+  Attrs a;
+  a.ints = {start, end};
+  return b.create1(OpKind::Arange, {}, Type::block(DType::i32, {end - start}), a);
+}
+
+Value* splat(Builder& b, Value* v, Shape shape) { return b.create1(OpKind::Splat, {v}, v->type.with_shape(std::move(shape))); }
+
+size_t count_ops(Function& f, OpKind kind) {
+  size_t n = 0;
+  f.walk([&](Op* op) { n += op->kind == kind; });
+  return n;
+}
+
+Value* constant(Builder& b, double v, DType d) { return b.constant(v, Type::scalar(d)); }
+
+// A function storing `make(builder)` through a pointer parameter; returns the stored value
+// after folding (nullptr-def values are parameters).
+struct Stored {
+  Function f{"k"};
+  Builder b{f};
+  Value* out = nullptr;
+  Op* store = nullptr;
+
+  void keep(Value* v) {
+    if (!out) out = add_param(f, "out", Type::pointer(v->type.dtype), 16);
+    // A pointer param must come first in the body args, which add_param already ensured.
+    store = b.create(OpKind::Store, {v->type.is_block() ? splat(b, out, v->type.shape) : out, v}, {});
+  }
+  Value* stored() const { return store->operand(1); }
+  const Op* stored_constant() const {
+    const Op* d = stored()->def;
+    return d && d->kind == OpKind::Constant ? d : nullptr;
+  }
+};
+
+// Folds `kind` over two scalar constants of dtype `d`; the folded integer, if folded.
+std::optional<int64_t> fold_ints(OpKind kind, DType d, int64_t a, int64_t b, DType result = DType::invalid) {
+  Stored s;
+  s.out = add_param(s.f, "out", Type::pointer(result == DType::invalid ? d : result), 16);
+  Value* x = s.b.constant_int(a, Type::scalar(d));
+  Value* y = s.b.constant_int(b, Type::scalar(d));
+  s.keep(s.b.create1(kind, {x, y}, Type::scalar(result == DType::invalid ? d : result)));
+  fold_constants(s.f);
+  verify(s.f);
+  if (const Op* c = s.stored_constant()) return c->attrs.ival;
+  return std::nullopt;
+}
+
+
+std::optional<double> fold_cast_to_float(DType from, double v, DType to) {
+  Stored s;
+  s.out = add_param(s.f, "out", Type::pointer(to), 16);
+  s.keep(s.b.create1(OpKind::Cast, {constant(s.b, v, from)}, Type::scalar(to)));
+  fold_constants(s.f);
+  if (const Op* c = s.stored_constant()) return c->attrs.fval;
+  return std::nullopt;
+}
+
+std::optional<int64_t> fold_cast_to_int(DType from, double v, DType to) {
+  Stored s;
+  s.out = add_param(s.f, "out", Type::pointer(to), 16);
+  s.keep(s.b.create1(OpKind::Cast, {constant(s.b, v, from)}, Type::scalar(to)));
+  fold_constants(s.f);
+  if (const Op* c = s.stored_constant()) return c->attrs.ival;
+  return std::nullopt;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_passes)
+
+// ---- fold_constants ---------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(fold_integer_arithmetic_with_wrap_around) {
+  BOOST_TEST(fold_ints(OpKind::Add, DType::i32, 2, 3) == 5);
+  BOOST_TEST(fold_ints(OpKind::Add, DType::i32, 2147483647, 1) == -2147483648LL);
+  BOOST_TEST(fold_ints(OpKind::Add, DType::u8, 200, 100) == 44);
+  BOOST_TEST(fold_ints(OpKind::Sub, DType::u32, 0, 1) == 4294967295LL);
+  BOOST_TEST(fold_ints(OpKind::Mul, DType::i8, 100, 3) == 44);
+  BOOST_TEST(fold_ints(OpKind::Mul, DType::i16, 300, 300) == 24464);  // 90000 - 65536
+  BOOST_TEST(fold_ints(OpKind::Div, DType::i32, -7, 2) == -3);       // C truncation
+  BOOST_TEST(fold_ints(OpKind::Rem, DType::i32, -7, 2) == -1);
+  BOOST_TEST(fold_ints(OpKind::Div, DType::i8, -128, -1) == -128);   // wraps
+  BOOST_TEST(fold_ints(OpKind::Div, DType::u32, 4294967295LL, 2) == 2147483647);
+  BOOST_TEST(fold_ints(OpKind::Shl, DType::i32, 1, 31) == -2147483648LL);
+  BOOST_TEST(fold_ints(OpKind::Shr, DType::i32, -8, 1) == -4);       // arithmetic
+  BOOST_TEST(fold_ints(OpKind::Shr, DType::u8, 128, 7) == 1);        // logical
+  BOOST_TEST(fold_ints(OpKind::And, DType::i32, 12, 10) == 8);
+  BOOST_TEST(fold_ints(OpKind::Xor, DType::i32, 12, 10) == 6);
+  BOOST_TEST(fold_ints(OpKind::Min, DType::i32, -1, 1) == -1);
+  BOOST_TEST(fold_ints(OpKind::Min, DType::u32, 4294967295LL, 1) == 1);
+  BOOST_TEST(fold_ints(OpKind::Add, DType::i64, INT64_MAX, 1) == INT64_MIN);
+}
+
+BOOST_AUTO_TEST_CASE(fold_never_divides_by_zero_or_overshifts) {
+  BOOST_TEST(!fold_ints(OpKind::Div, DType::i32, 7, 0).has_value());
+  BOOST_TEST(!fold_ints(OpKind::Rem, DType::u32, 7, 0).has_value());
+  BOOST_TEST(!fold_ints(OpKind::Shl, DType::i32, 1, 32).has_value());
+  BOOST_TEST(!fold_ints(OpKind::Div, DType::i64, INT64_MIN, -1).has_value());
+  Stored s;
+  s.out = add_param(s.f, "out", Type::pointer(DType::f32), 16);
+  s.keep(s.b.create1(OpKind::Div, {constant(s.b, 1, DType::f32), constant(s.b, 0, DType::f32)}, f32));
+  BOOST_TEST(!fold_constants(s.f));
+}
+
+BOOST_AUTO_TEST_CASE(fold_comparisons) {
+  BOOST_TEST(fold_ints(OpKind::CmpLt, DType::i32, -1, 1, DType::i1) == 1);
+  BOOST_TEST(fold_ints(OpKind::CmpLt, DType::u32, 4294967295LL, 1, DType::i1) == 0);
+  BOOST_TEST(fold_ints(OpKind::CmpEq, DType::i32, 3, 3, DType::i1) == 1);
+  BOOST_TEST(fold_ints(OpKind::CmpGe, DType::i8, -5, 4, DType::i1) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(fold_casts_and_floats) {
+  BOOST_TEST(fold_cast_to_int(DType::i32, -1, DType::u8) == 255);
+  BOOST_TEST(fold_cast_to_int(DType::u8, 255, DType::i8) == -1);
+  BOOST_TEST(fold_cast_to_int(DType::f32, 2.7, DType::i32) == 2);
+  BOOST_TEST(fold_cast_to_int(DType::f32, -2.7, DType::i32) == -2);
+  BOOST_TEST(!fold_cast_to_int(DType::f32, 1e10, DType::i32).has_value());  // out of range: poison
+  BOOST_TEST(fold_cast_to_int(DType::f32, 0.5, DType::i1) == 1);          // bool casts are != 0
+  BOOST_TEST(fold_cast_to_float(DType::i32, 16777217, DType::f32) == 16777216.0);  // rounded to f32
+  BOOST_TEST(fold_cast_to_float(DType::f64, 0.1, DType::f32) == static_cast<double>(0.1f));
+
+  Stored s;
+  s.out = add_param(s.f, "out", Type::pointer(DType::f32), 16);
+  s.keep(s.b.create1(OpKind::Add, {constant(s.b, 0.1, DType::f32), constant(s.b, 0.2, DType::f32)}, f32));
+  BOOST_TEST(fold_constants(s.f));
+  BOOST_REQUIRE(s.stored_constant());
+  BOOST_TEST(s.stored_constant()->attrs.fval == static_cast<double>(0.1f + 0.2f));
+}
+
+BOOST_AUTO_TEST_CASE(fold_identities) {
+  struct Case {
+    OpKind kind;
+    bool param_on_left;
+    double other;
+    DType dtype;
+    bool folds_to_param;
+  };
+  for (Case c : {Case{OpKind::Add, true, 0, DType::i32, true}, Case{OpKind::Add, false, 0, DType::i32, true},
+                 Case{OpKind::Sub, true, 0, DType::i32, true}, Case{OpKind::Sub, false, 0, DType::i32, false},
+                 Case{OpKind::Mul, true, 1, DType::i32, true}, Case{OpKind::Mul, false, 1, DType::i32, true},
+                 Case{OpKind::Div, true, 1, DType::i32, true}, Case{OpKind::Mul, true, 1, DType::f32, true},
+                 Case{OpKind::Add, true, 0, DType::f32, false},  // -0 + +0 is +0
+                 Case{OpKind::Sub, true, 0, DType::f32, true}, Case{OpKind::Add, true, -0.0, DType::f32, true}}) {
+    Function f("k");
+    Value* out = add_param(f, "out", Type::pointer(c.dtype), 16);
+    Value* x = add_param(f, "x", Type::scalar(c.dtype));
+    Builder b(f);
+    Value* k = constant(b, c.other, c.dtype);
+    Value* r = b.create1(c.kind, c.param_on_left ? std::vector{x, k} : std::vector{k, x}, Type::scalar(c.dtype));
+    Op* store = b.create(OpKind::Store, {out, r}, {});
+    fold_constants(f);
+    BOOST_TEST_INFO(op_name(c.kind) << " left=" << c.param_on_left << " " << dtype_name(c.dtype));
+    BOOST_TEST((store->operand(1) == x) == c.folds_to_param);
+  }
+  // x * 0 -> 0 for integers (not for floats: NaN * 0 is NaN).
+  for (DType d : {DType::i32, DType::f32}) {
+    Function f("k");
+    Value* out = add_param(f, "out", Type::pointer(d), 16);
+    Value* x = add_param(f, "x", Type::scalar(d));
+    Builder b(f);
+    Op* store = b.create(OpKind::Store, {out, b.create1(OpKind::Mul, {x, constant(b, 0, d)}, Type::scalar(d))}, {});
+    fold_constants(f);
+    bool zero = store->operand(1)->def->kind == OpKind::Constant;
+    BOOST_TEST(zero == is_int(d));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fold_shapes_select_neg_addptr) {
+  Function f("k");
+  Value* out = add_param(f, "out", Type::pointer(DType::i32), 16);
+  Value* x = add_param(f, "x", i32);
+  Builder b(f);
+  // splat of a constant -> block constant
+  Value* s = splat(b, b.constant_int(7, i32), {16});
+  // broadcast of a splat -> splat
+  Value* col = splat(b, x, {16, 1});
+  Value* wide = b.create1(OpKind::Broadcast, {col}, Type::block(DType::i32, {16, 8}));
+  // select with a constant condition, double negation, addptr of 0
+  Value* picked = b.create1(OpKind::Select, {b.constant_int(0, i1), x, b.constant_int(3, i32)}, i32);
+  Value* back = b.create1(OpKind::Neg, {b.create1(OpKind::Neg, {x}, i32)}, i32);
+  Value* same_ptr = b.create1(OpKind::AddPtr, {out, b.constant_int(0, i32)}, out->type);
+  Op* store_s = b.create(OpKind::Store, {splat(b, out, {16}), s}, {});
+  Op* store_w = b.create(OpKind::Store, {splat(b, out, {16, 8}), wide}, {});
+  Op* store_p = b.create(OpKind::Store, {same_ptr, picked}, {});
+  Op* store_n = b.create(OpKind::Store, {out, back}, {});
+
+  BOOST_TEST(fold_constants(f));
+  verify(f);
+  const Op* c = store_s->operand(1)->def;
+  BOOST_TEST((c->kind == OpKind::Constant && c->attrs.ival == 7 && c->result()->type == Type::block(DType::i32, {16})));
+  const Op* w = store_w->operand(1)->def;
+  BOOST_TEST((w->kind == OpKind::Splat && w->operand(0) == x));
+  BOOST_TEST(store_p->operand(0) == out);
+  BOOST_TEST(store_p->operand(1)->def->attrs.ival == 3);
+  BOOST_TEST(store_n->operand(1) == x);
+  BOOST_TEST(count_ops(f, OpKind::Broadcast) == 0u);
+  BOOST_TEST(count_ops(f, OpKind::Select) == 0u);
+  BOOST_TEST(count_ops(f, OpKind::AddPtr) == 0u);
+  BOOST_TEST(!fold_constants(f));  // nothing left to do
+}
+
+BOOST_AUTO_TEST_CASE(fold_chains_in_one_run) {
+  Stored s;
+  s.out = add_param(s.f, "out", Type::pointer(DType::i32), 16);
+  Value* a = s.b.create1(OpKind::Mul, {s.b.constant_int(6, i32), s.b.constant_int(7, i32)}, i32);
+  Value* c = s.b.create1(OpKind::Sub, {a, s.b.constant_int(2, i32)}, i32);
+  s.keep(splat(s.b, c, {4}));
+  BOOST_TEST(fold_constants(s.f));
+  BOOST_REQUIRE(s.stored_constant());
+  BOOST_TEST(s.stored_constant()->attrs.ival == 40);
+  BOOST_TEST((s.stored()->type == Type::block(DType::i32, {4})));
+}
+
+// ---- CSE --------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(cse_merges_equal_pure_ops) {
+  Function f("k");
+  Value* out = add_param(f, "out", Type::pointer(DType::i32), 16);
+  Value* x = add_param(f, "x", i32);
+  Value* y = add_param(f, "y", i32);
+  Builder b(f);
+  Value* a1 = b.create1(OpKind::Add, {x, y}, i32);
+  Value* a2 = b.create1(OpKind::Add, {y, x}, i32);  // commutative
+  Value* s1 = b.create1(OpKind::Sub, {x, y}, i32);
+  Value* s2 = b.create1(OpKind::Sub, {y, x}, i32);  // not commutative
+  Op* st1 = b.create(OpKind::Store, {out, a1}, {});
+  Op* st2 = b.create(OpKind::Store, {out, a2}, {});
+  b.create(OpKind::Store, {out, s1}, {});
+  b.create(OpKind::Store, {out, s2}, {});
+  BOOST_TEST(eliminate_common_subexpressions(f));
+  BOOST_TEST(st2->operand(1) == a1);
+  BOOST_TEST(st1->operand(1) == a1);
+  BOOST_TEST(count_ops(f, OpKind::Add) == 1u);
+  BOOST_TEST(count_ops(f, OpKind::Sub) == 2u);
+  BOOST_TEST(count_ops(f, OpKind::Store) == 4u);  // side effects never merge
+  verify(f);
+  BOOST_TEST(!eliminate_common_subexpressions(f));
+}
+
+BOOST_AUTO_TEST_CASE(cse_keeps_loads_and_distinct_constants) {
+  Function f("k");
+  Value* p = add_param(f, "p", Type::pointer(DType::f32), 16);
+  Builder b(f);
+  Value* l1 = b.create1(OpKind::Load, {p}, f32);
+  Value* l2 = b.create1(OpKind::Load, {p}, f32);
+  b.create(OpKind::Store, {p, l1}, {});
+  b.create(OpKind::Store, {p, l2}, {});
+  b.create(OpKind::Store, {p, b.constant_float(0.0, f32)}, {});
+  b.create(OpKind::Store, {p, b.constant_float(-0.0, f32)}, {});
+  b.create(OpKind::Store, {p, b.constant_float(0.0, f32)}, {});
+  BOOST_TEST(eliminate_common_subexpressions(f));
+  BOOST_TEST(count_ops(f, OpKind::Load) == 2u);
+  BOOST_TEST(count_ops(f, OpKind::Constant) == 2u);  // +0 and -0 stay apart
+}
+
+BOOST_AUTO_TEST_CASE(cse_is_scoped) {
+  Function f("k");
+  Value* out = add_param(f, "out", Type::pointer(DType::i32), 16);
+  Value* n = add_param(f, "n", i32);
+  Builder b(f);
+  Value* outer = b.create1(OpKind::Mul, {n, n}, i32);
+  Value* zero = b.constant_int(0, i32);
+  Op* loop = b.create(OpKind::For, {zero, n, n}, {});
+  Block* body = f.new_block(loop);
+  loop->regions.push_back(body);
+  f.add_block_arg(body, i32);
+  b.set_insertion_end(body);
+  Value* inner_same = b.create1(OpKind::Mul, {n, n}, i32);  // -> outer
+  Value* inner_only = b.create1(OpKind::Add, {n, n}, i32);
+  Op* inner_store = b.create(OpKind::Store, {out, b.create1(OpKind::Add, {inner_same, inner_only}, i32)}, {});
+  b.create(OpKind::Yield, {}, {});
+  b.set_insertion_end(f.body);
+  Value* after = b.create1(OpKind::Add, {n, n}, i32);  // must not become the loop's inner_only
+  Op* after_store = b.create(OpKind::Store, {out, after}, {});
+
+  BOOST_TEST(eliminate_common_subexpressions(f));
+  verify(f);
+  BOOST_TEST(inner_store->operand(1)->def->operand(0) == outer);
+  BOOST_TEST(after_store->operand(1) == after);
+  BOOST_TEST(count_ops(f, OpKind::Mul) == 1u);
+  BOOST_TEST(count_ops(f, OpKind::Add) == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(cse_does_not_merge_across_if_branches) {
+  Function f("k");
+  Value* out = add_param(f, "out", Type::pointer(DType::i32), 16);
+  Value* n = add_param(f, "n", i32);
+  Builder b(f);
+  Value* c = b.create1(OpKind::CmpGt, {n, b.constant_int(0, i32)}, i1);
+  Op* branch = b.create(OpKind::If, {c}, {i32});
+  for (int r = 0; r < 2; ++r) {
+    Block* blk = f.new_block(branch);
+    branch->regions.push_back(blk);
+    b.set_insertion_end(blk);
+    b.create(OpKind::Yield, {b.create1(OpKind::Mul, {n, n}, i32)}, {});
+  }
+  b.set_insertion_end(f.body);
+  b.create(OpKind::Store, {out, branch->result()}, {});
+  BOOST_TEST(!eliminate_common_subexpressions(f));
+  BOOST_TEST(count_ops(f, OpKind::Mul) == 2u);
+}
+
+// ---- DCE --------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(dce_removes_dead_chains_and_keeps_effects) {
+  Function f("k");
+  Value* out = add_param(f, "out", Type::pointer(DType::i32), 16);
+  Value* n = add_param(f, "n", i32);
+  Builder b(f);
+  Value* d1 = b.create1(OpKind::Mul, {n, n}, i32);
+  Value* d2 = b.create1(OpKind::Add, {d1, b.constant_int(3, i32)}, i32);
+  b.create1(OpKind::Neg, {d2}, i32);                // dead chain
+  b.create1(OpKind::Load, {out}, i32);              // unused load
+  Value* live = b.create1(OpKind::Sub, {n, n}, i32);
+  b.create(OpKind::Store, {out, live}, {});
+  b.create1(OpKind::AtomicAdd, {out, n}, i32);      // unused, but has side effects
+
+  // A loop whose results nobody uses and that has no effects goes; one with a store stays.
+  Value* zero = b.constant_int(0, i32);
+  for (bool with_store : {false, true}) {
+    Op* loop = b.create(OpKind::For, {zero, n, n, zero}, {i32});
+    Block* body = f.new_block(loop);
+    loop->regions.push_back(body);
+    f.add_block_arg(body, i32);
+    Value* acc = f.add_block_arg(body, i32);
+    b.set_insertion_end(body);
+    Value* next = b.create1(OpKind::Add, {acc, n}, i32);
+    if (with_store) b.create(OpKind::Store, {out, next}, {});
+    b.create(OpKind::Yield, {next}, {});
+    b.set_insertion_end(f.body);
+  }
+  BOOST_TEST(eliminate_dead_code(f));
+  verify(f);
+  BOOST_TEST(count_ops(f, OpKind::Mul) == 0u);
+  BOOST_TEST(count_ops(f, OpKind::Neg) == 0u);
+  BOOST_TEST(count_ops(f, OpKind::Load) == 0u);
+  BOOST_TEST(count_ops(f, OpKind::Sub) == 1u);
+  BOOST_TEST(count_ops(f, OpKind::AtomicAdd) == 1u);
+  BOOST_TEST(count_ops(f, OpKind::For) == 1u);
+  BOOST_TEST(count_ops(f, OpKind::Store) == 2u);
+  BOOST_TEST(count_ops(f, OpKind::Constant) == 1u);  // 3 went with its user; 0 feeds the loop
+  BOOST_TEST(!eliminate_dead_code(f));
+}
+
+// ---- pipeline ---------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(pipeline_reaches_a_fixed_point_and_dumps) {
+  Function f("pipe");
+  Value* out = add_param(f, "out", Type::pointer(DType::i32), 16);
+  Value* n = add_param(f, "n", i32);
+  Builder b(f);
+  Value* two = b.create1(OpKind::Add, {b.constant_int(1, i32), b.constant_int(1, i32)}, i32);
+  Value* a = b.create1(OpKind::Mul, {n, two}, i32);
+  Value* a_again = b.create1(OpKind::Mul, {n, b.constant_int(2, i32)}, i32);
+  b.create1(OpKind::Neg, {a}, i32);  // dead
+  b.create(OpKind::Store, {out, b.create1(OpKind::Add, {a, a_again}, i32)}, {});
+
+  auto dir = std::filesystem::temp_directory_path() / "tritium_test_pipeline_dump";
+  std::filesystem::remove_all(dir);
+  run_passes(f, dir.string());
+  const std::string expected =
+      "func @pipe(%0: ptr<i32> {div=16}, %1: i32) {\n"
+      "  %2 = constant 2 : i32\n"
+      "  %3 = mul %1, %2 : i32\n"
+      "  %4 = add %3, %3 : i32\n"
+      "  store %0, %4\n"
+      "}\n";
+  BOOST_TEST(print(f) == expected);
+  BOOST_TEST(std::filesystem::exists(dir / "pipe.00-input.ir"));
+  BOOST_TEST(std::filesystem::exists(dir / "pipe.01-fold_constants.ir"));
+  size_t files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  BOOST_TEST(files >= 3u);
+  std::filesystem::remove_all(dir);
+}
+
+// ---- axis info --------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(axis_info_arange_and_constants) {
+  Function f("k");
+  Builder b(f);
+  Value* r0 = arange(b, 0, 1024);
+  Value* r16 = arange(b, 16, 48);
+  Value* c48 = b.constant_int(48, Type::block(DType::i32, {8, 4}));
+  AxisInfoMap info = analyze_axis_info(f);
+  BOOST_TEST(info.get(r0).contiguity == std::vector<int64_t>{1024});
+  BOOST_TEST(info.get(r0).divisibility == std::vector<int64_t>{AxisInfo::kMaxDivisor});
+  BOOST_TEST(info.get(r0).constancy == std::vector<int64_t>{1});
+  BOOST_TEST(info.get(r16).contiguity == std::vector<int64_t>{32});
+  BOOST_TEST(info.get(r16).divisibility == std::vector<int64_t>{16});
+  BOOST_TEST(info.get(c48).divisibility == (std::vector<int64_t>{16, 16}));
+  BOOST_TEST(info.get(c48).constancy == (std::vector<int64_t>{8, 4}));
+  BOOST_TEST(info.get(c48).constant == 48);
+  BOOST_CHECK_THROW(info.get(nullptr), Error);
+}
+
+BOOST_AUTO_TEST_CASE(axis_info_vector_add_offsets_and_pointers) {
+  Function f("add");
+  Value* x = add_param(f, "x", Type::pointer(DType::f32), 16);
+  Value* n = add_param(f, "n", i32, 16);
+  Builder b(f);
+  Value* pid = b.create1(OpKind::ProgramId, {}, i32);
+  Value* start = b.create1(OpKind::Mul, {pid, b.constant_int(1024, i32)}, i32);
+  Value* offs = b.create1(OpKind::Add, {splat(b, start, {1024}), arange(b, 0, 1024)}, Type::block(DType::i32, {1024}));
+  Value* mask = b.create1(OpKind::CmpLt, {offs, splat(b, n, {1024})}, Type::block(DType::i1, {1024}));
+  Type ptrs_t = x->type.with_shape({1024});
+  Value* ptrs = b.create1(OpKind::AddPtr, {splat(b, x, {1024}), offs}, ptrs_t);
+  Op* load = b.create(OpKind::Load, {ptrs, mask}, {Type::block(DType::f32, {1024})});
+  Op* unmasked = b.create(OpKind::Load, {ptrs}, {Type::block(DType::f32, {1024})});
+  AxisInfoMap info = analyze_axis_info(f);
+
+  BOOST_TEST(info.get(start).divisibility == std::vector<int64_t>{1024});
+  BOOST_TEST(info.get(offs).contiguity == std::vector<int64_t>{1024});
+  BOOST_TEST(info.get(offs).divisibility == std::vector<int64_t>{1024});
+  // Pointer divisibility is in bytes: a 16-byte aligned base plus 1024-element (4096-byte) steps.
+  BOOST_TEST(info.get(ptrs).contiguity == std::vector<int64_t>{1024});
+  BOOST_TEST(info.get(ptrs).divisibility == std::vector<int64_t>{16});
+  // offs < n flips only at multiples of 16 elements.
+  BOOST_TEST(info.get(mask).constancy == std::vector<int64_t>{16});
+  BOOST_TEST(vector_width(info, *load) == 4);       // 16-byte alignment / 4-byte floats
+  BOOST_TEST(vector_width(info, *unmasked) == 4);
+
+  // A 64-byte aligned base allows one 16-float vector (64 bytes), if the mask allows it too.
+  f.params[0].divisibility = 64;
+  f.params[1].divisibility = 32;
+  info = analyze_axis_info(f);
+  BOOST_TEST(info.get(ptrs).divisibility == std::vector<int64_t>{64});
+  BOOST_TEST(vector_width(info, *unmasked) == 16);
+  BOOST_TEST(vector_width(info, *load) == 16);
+}
+
+BOOST_AUTO_TEST_CASE(axis_info_hints) {
+  Function f("k");
+  Value* n = add_param(f, "n", i32, 16);
+  Builder b(f);
+  Type row = Type::block(DType::i32, {128});
+  Value* pid = b.create1(OpKind::ProgramId, {}, i32);
+  Value* offs = b.create1(OpKind::Add, {splat(b, b.create1(OpKind::Mul, {pid, b.constant_int(128, i32)}, i32), {128}),
+                                        arange(b, 0, 128)}, row);
+  Value* wrapped = b.create1(OpKind::Rem, {offs, splat(b, n, {128})}, row);  // like offs_am % M in matmul
+  Attrs div_hint, contig_hint;
+  div_hint.ints = {128};
+  contig_hint.ints = {128};
+  Value* hinted = b.create1(OpKind::MultipleOf, {wrapped, }, row, div_hint);
+  Value* both = b.create1(OpKind::MaxContiguous, {hinted}, row, contig_hint);
+  AxisInfoMap info = analyze_axis_info(f);
+  BOOST_TEST(info.get(wrapped).contiguity == std::vector<int64_t>{16});  // wraps at multiples of 16 at worst
+  BOOST_TEST(info.get(wrapped).divisibility == std::vector<int64_t>{16});
+  BOOST_TEST(info.get(hinted).divisibility == std::vector<int64_t>{128});
+  BOOST_TEST(info.get(both).contiguity == std::vector<int64_t>{128});
+  BOOST_TEST(info.get(both).divisibility == std::vector<int64_t>{128});
+}
+
+BOOST_AUTO_TEST_CASE(axis_info_broadcast_2d) {
+  // offs = rm[:, None] * stride + rn[None, :] with rm = arange(32), rn = arange(64)
+  Function f("k");
+  Value* a = add_param(f, "a", Type::pointer(DType::f32), 16);
+  Value* stride = add_param(f, "stride", i32, 16);
+  Builder b(f);
+  Attrs axis0, axis1;
+  axis1.axis = 1;
+  Type col_t = Type::block(DType::i32, {32, 1});
+  Type tile_t = Type::block(DType::i32, {32, 64});
+  Value* rm = b.create1(OpKind::ExpandDims, {arange(b, 0, 32)}, col_t, axis1);
+  Value* rows = b.create1(OpKind::Mul, {rm, splat(b, stride, {32, 1})}, col_t);
+  Value* rows_b = b.create1(OpKind::Broadcast, {rows}, tile_t);
+  Value* rn = b.create1(OpKind::ExpandDims, {arange(b, 0, 64)}, Type::block(DType::i32, {1, 64}), axis0);
+  Value* cols_b = b.create1(OpKind::Broadcast, {rn}, tile_t);
+  Value* offs = b.create1(OpKind::Add, {rows_b, cols_b}, tile_t);
+  Value* ptrs = b.create1(OpKind::AddPtr, {splat(b, a, {32, 64}), offs}, a->type.with_shape({32, 64}));
+  Op* load = b.create(OpKind::Load, {ptrs}, {Type::block(DType::f32, {32, 64})});
+  AxisInfoMap info = analyze_axis_info(f);
+
+  BOOST_TEST(info.get(rm).contiguity == (std::vector<int64_t>{32, 1}));
+  BOOST_TEST(info.get(rows).contiguity == (std::vector<int64_t>{1, 1}));
+  BOOST_TEST(info.get(rows).divisibility == (std::vector<int64_t>{16, 16}));
+  BOOST_TEST(info.get(rows_b).constancy == (std::vector<int64_t>{1, 64}));
+  BOOST_TEST(info.get(cols_b).constancy == (std::vector<int64_t>{32, 1}));
+  BOOST_TEST(info.get(offs).contiguity == (std::vector<int64_t>{1, 64}));
+  // Along dim 0, i*stride + j is a multiple of nothing in general.
+  BOOST_TEST(info.get(offs).divisibility == (std::vector<int64_t>{1, 16}));
+  BOOST_TEST(info.get(offs).constancy == (std::vector<int64_t>{1, 1}));
+  BOOST_TEST(info.get(ptrs).contiguity == (std::vector<int64_t>{1, 64}));
+  BOOST_TEST(info.get(ptrs).divisibility == (std::vector<int64_t>{4, 16}));  // bytes
+  BOOST_TEST(vector_width(info, *load) == 4);
+}
+
+BOOST_AUTO_TEST_CASE(axis_info_division_remainder_and_runs_that_split) {
+  Function f("k");
+  Builder b(f);
+  Type row = Type::block(DType::i32, {128});
+  Value* r = arange(b, 0, 128);
+  Value* q = b.create1(OpKind::Div, {r, b.constant_int(4, row)}, row);
+  Value* m = b.create1(OpKind::Rem, {r, b.constant_int(64, row)}, row);
+  Value* m48 = b.create1(OpKind::Rem, {r, b.constant_int(48, row)}, row);
+  // [0..7] + [0,0,0,0,16,16,16,16] = [0,1,2,3,20,21,22,23]: runs of 4 starting at multiples of 4.
+  Type eight = Type::block(DType::i32, {8});
+  Value* step = b.create1(OpKind::Mul, {b.create1(OpKind::Div, {arange(b, 0, 8), b.constant_int(4, eight)}, eight),
+                                        b.constant_int(16, eight)}, eight);
+  Value* sum = b.create1(OpKind::Add, {arange(b, 0, 8), step}, eight);
+  AxisInfoMap info = analyze_axis_info(f);
+  BOOST_TEST(info.get(q).constancy == std::vector<int64_t>{4});
+  BOOST_TEST(info.get(q).contiguity == std::vector<int64_t>{1});
+  BOOST_TEST(info.get(m).contiguity == std::vector<int64_t>{64});
+  BOOST_TEST(info.get(m48).contiguity == std::vector<int64_t>{16});
+  BOOST_TEST(info.get(step).constancy == std::vector<int64_t>{4});
+  BOOST_TEST(info.get(step).divisibility == std::vector<int64_t>{16});
+  BOOST_TEST(info.get(sum).contiguity == std::vector<int64_t>{4});
+  BOOST_TEST(info.get(sum).divisibility == std::vector<int64_t>{4});  // 20 is not a multiple of 16
+}
+
+BOOST_AUTO_TEST_CASE(axis_info_loops) {
+  Function f("k");
+  Value* n = add_param(f, "n", i32, 16);
+  Builder b(f);
+  Type row = Type::block(DType::i32, {256});
+  Value* offs = arange(b, 0, 256);
+  Value* lb = b.constant_int(0, i32);
+  Value* step = b.constant_int(32, i32);
+  Op* loop = b.create(OpKind::For, {lb, n, step, offs, b.constant_int(5, i32)}, {row, i32});
+  Block* body = f.new_block(loop);
+  loop->regions.push_back(body);
+  Value* iv = f.add_block_arg(body, i32);
+  Value* cur = f.add_block_arg(body, row);
+  Value* k = f.add_block_arg(body, i32);
+  b.set_insertion_end(body);
+  Value* next = b.create1(OpKind::Add, {cur, splat(b, b.constant_int(256, i32), {256})}, row);
+  b.create(OpKind::Yield, {next, b.create1(OpKind::Add, {k, b.constant_int(1, i32)}, i32)}, {});
+  AxisInfoMap info = analyze_axis_info(f);
+  BOOST_TEST(info.get(iv).divisibility == std::vector<int64_t>{32});
+  BOOST_TEST(info.get(iv).contiguity == std::vector<int64_t>{1});
+  BOOST_TEST(info.get(cur).contiguity == std::vector<int64_t>{256});
+  BOOST_TEST(info.get(cur).divisibility == std::vector<int64_t>{256});
+  BOOST_TEST(info.get(loop->results[0]).contiguity == std::vector<int64_t>{256});
+  BOOST_TEST(!info.get(k).constant.has_value());  // 5, then 6, ...
+  BOOST_TEST(info.get(loop->results[1]).divisibility == std::vector<int64_t>{1});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
