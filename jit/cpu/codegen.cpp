@@ -691,8 +691,21 @@ class Codegen {
     Value* v;
     if (contiguous(p, idx, w)) {
       Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
-      if (mask) v = b_.CreateMaskedLoad(vec_of(mt, w), p0, align, mask, other);
-      else v = b_.CreateAlignedLoad(vec_of(mt, w), p0, align);
+      if (mask) {
+        // Masked accesses are slow on some CPUs (AMD Zen 4): most chunks are fully on.
+        llvm::Type* vt = vec_of(mt, w);
+        Value* whole = nullptr;
+        Value* part = nullptr;
+        llvm::BasicBlock *whole_bb = nullptr, *part_bb = nullptr;
+        branch_on_all(mask, [&] { whole = b_.CreateAlignedLoad(vt, p0, align); whole_bb = b_.GetInsertBlock(); },
+                      [&] { part = b_.CreateMaskedLoad(vt, p0, align, mask, other); part_bb = b_.GetInsertBlock(); });
+        llvm::PHINode* phi = b_.CreatePHI(vt, 2);
+        phi->addIncoming(whole, whole_bb);
+        phi->addIncoming(part, part_bb);
+        v = phi;
+      } else {
+        v = b_.CreateAlignedLoad(vec_of(mt, w), p0, align);
+      }
     } else {
       v = b_.CreateMaskedGather(vec_of(mt, w), ptrs, align, mask, other);
     }
@@ -716,12 +729,30 @@ class Codegen {
       Value* mask = has_mask ? eval(op->operand(2), idx, w) : nullptr;
       if (contiguous(p, idx, w)) {
         Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
-        if (mask) b_.CreateMaskedStore(v, p0, align, mask);
-        else b_.CreateAlignedStore(v, p0, align);
+        if (mask)
+          branch_on_all(mask, [&] { b_.CreateAlignedStore(v, p0, align); },
+                        [&] { b_.CreateMaskedStore(v, p0, align, mask); });
+        else
+          b_.CreateAlignedStore(v, p0, align);
       } else {
         b_.CreateMaskedScatter(v, ptrs, align, mask);
       }
     });
+  }
+
+  // if (all lanes of mask) all(); else some(); then continues after both.
+  void branch_on_all(Value* mask, const std::function<void()>& all, const std::function<void()>& some) {
+    auto* all_bb = llvm::BasicBlock::Create(ctx_, "mask.all", fn_);
+    auto* some_bb = llvm::BasicBlock::Create(ctx_, "mask.some", fn_);
+    auto* cont = llvm::BasicBlock::Create(ctx_, "mask.end", fn_);
+    b_.CreateCondBr(b_.CreateAndReduce(mask), all_bb, some_bb);
+    b_.SetInsertPoint(all_bb);
+    all();
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(some_bb);
+    some();
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
   }
 
   // if (cond) body(); cond may be null (always).
