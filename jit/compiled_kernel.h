@@ -34,6 +34,14 @@ class CompiledKernel {
   bool from_disk = false;
 };
 
+// Process-wide counters, for tests and tools that need to see what the caches did.
+struct CompileStats {
+  uint64_t compiled = 0;     // binaries generated (cache misses)
+  uint64_t disk_hits = 0;    // binaries loaded from the disk cache
+  uint64_t shared_hits = 0;  // specialisations that reused an already loaded binary (same IR)
+};
+CompileStats compile_stats();
+
 // Traces are done by the caller; this optimises `f` (in place), then loads the kernel from the
 // disk cache or compiles it. Thread-safe.
 std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& device, const CompileOptions& opts);

@@ -1,5 +1,6 @@
 // The compile driver: passes, content hash, disk cache, backend. One function, `compile`, so the
 // order of the steps is visible in one place.
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -15,6 +16,12 @@ namespace tritium::jit {
 
 // Bumped whenever code generation changes what a given IR compiles to.
 static constexpr const char* kCodegenVersion = "tritium-codegen-1";
+
+namespace {
+std::atomic<uint64_t> g_compiled{0}, g_disk_hits{0}, g_shared_hits{0};
+}  // namespace
+
+CompileStats compile_stats() { return {g_compiled.load(), g_disk_hits.load(), g_shared_hits.load()}; }
 
 Backend& backend_for(const runtime::Device& device) {
   if (device.is_cpu()) {
@@ -48,7 +55,10 @@ std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& 
     std::lock_guard lock(mutex);
     auto it = loaded.find(key);
     if (it != loaded.end())
-      if (auto k = it->second.lock()) return k;
+      if (auto k = it->second.lock()) {
+        ++g_shared_hits;
+        return k;
+      }
   }
 
   auto elapsed_ms = [&] {
@@ -59,13 +69,21 @@ std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& 
   bool hit = false;
   if (disk) {
     if (auto binary = disk->load(key, backend.binary_kind())) {
-      kernel = backend.load(*binary, f);
-      hit = true;
+      // The entry passed its checksum; if the backend still cannot load it, compile anew.
+      try {
+        kernel = backend.load(*binary, f);
+        hit = true;
+        ++g_disk_hits;
+      } catch (const Error& e) {
+        log_line(fmt::format("disk cache entry {} of kernel {} could not be loaded ({}); recompiling", key.hex(),
+                             f.name, e.what()));
+      }
     }
   }
   if (!kernel) {
     AxisInfoMap axis = analyze_axis_info(f);
     std::vector<char> binary = backend.generate(f, axis, opts);
+    ++g_compiled;
     if (disk) disk->store(key, backend.binary_kind(), binary);
     kernel = backend.load(binary, f);
   }

@@ -104,19 +104,31 @@ inline float bf16_bits_to_float(uint16_t b) { return std::bit_cast<float>(static
 
 inline f16_t to_f16(float f) { return f16_t{float_to_f16_bits(f)}; }
 inline bf16_t to_bf16(float f) { return bf16_t{float_to_bf16_bits(f)}; }
+
+// long double (exact for every double and every 64-bit integer on x86-64) -> float with round
+// to odd; then float -> f16/bf16 with round to nearest even is correctly rounded (24 >= 2*11+2),
+// with no double-rounding error.
+inline float round_to_odd_float(long double x) {
+  float f = static_cast<float>(x);
+  if (!std::isfinite(f) || static_cast<long double>(f) == x) return f;
+  if (std::fabs(static_cast<long double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+}
+inline f16_t to_f16_exact(long double x) { return f16_t{float_to_f16_bits(round_to_odd_float(x))}; }
+inline bf16_t to_bf16_exact(long double x) { return bf16_t{float_to_bf16_bits(round_to_odd_float(x))}; }
 inline float to_float(f16_t h) { return f16_bits_to_float(h.bits); }
 inline float to_float(bf16_t b) { return bf16_bits_to_float(b.bits); }
 
 // Any element (including storage_t<bool> bytes and f16/bf16) -> double, and back (values are
-// rounded like a C++ conversion; for f16/bf16 through float, which double-rounds only in
-// cases the tests' tolerances cover).
+// rounded like a C++ conversion: to nearest even for floats, correctly for f16/bf16;
+// truncated toward zero for integers, which must be in range).
 template <class T> double to_double(T v) {
   if constexpr (is_half_v<T>) return to_float(v);
   else return static_cast<double>(v);
 }
 template <class T> T from_double(double d) {
-  if constexpr (std::is_same_v<T, f16_t>) return to_f16(static_cast<float>(d));
-  else if constexpr (std::is_same_v<T, bf16_t>) return to_bf16(static_cast<float>(d));
+  if constexpr (std::is_same_v<T, f16_t>) return to_f16_exact(d);
+  else if constexpr (std::is_same_v<T, bf16_t>) return to_bf16_exact(d);
   else return static_cast<T>(d);
 }
 // Rounds a double to what T can hold (the reference for a float result stored as T).
