@@ -223,12 +223,8 @@ class Kernel {
   Kernel& arg_names(std::vector<std::string> names);
 
   template <class... A> void launch(const GridSpec& grid, const A&... args) {
-    std::array<detail::ArgValue, count_args<A...>()> values{};
-    const Meta* named = nullptr;
-    Options options;
-    size_t n = 0;
-    (collect(values, n, named, options, args), ...);
-    launch_impl(grid, values.data(), n, named, options);
+    Collected<count_args<A...>()> c(args...);
+    launch_impl(grid, c.values.data(), c.n, c.named, c.options);
   }
 
   // add[grid](args...)
@@ -241,21 +237,13 @@ class Kernel {
 
   // Trace without compiling or launching: the IR text for the given arguments (tests, debugging).
   template <class... A> std::string ir(const A&... args) {
-    std::array<detail::ArgValue, count_args<A...>()> values{};
-    const Meta* named = nullptr;
-    Options options;
-    size_t n = 0;
-    (collect(values, n, named, options, args), ...);
-    return ir_impl(values.data(), n, named, options, false);
+    Collected<count_args<A...>()> c(args...);
+    return ir_impl(c.values.data(), c.n, c.named, c.options, false);
   }
   // IR after the optimisation passes (what the backend compiles).
   template <class... A> std::string optimized_ir(const A&... args) {
-    std::array<detail::ArgValue, count_args<A...>()> values{};
-    const Meta* named = nullptr;
-    Options options;
-    size_t n = 0;
-    (collect(values, n, named, options, args), ...);
-    return ir_impl(values.data(), n, named, options, true);
+    Collected<count_args<A...>()> c(args...);
+    return ir_impl(c.values.data(), c.n, c.named, c.options, true);
   }
 
   size_t num_specializations() const;  // compiled specialisations held in memory
@@ -264,12 +252,19 @@ class Kernel {
   template <class... A> static constexpr size_t count_args() {
     return (size_t(0) + ... + (std::is_same_v<std::remove_cvref_t<A>, Meta> || std::is_same_v<std::remove_cvref_t<A>, Options> ? 0 : 1));
   }
-  template <size_t N, class T>
-  static void collect(std::array<detail::ArgValue, N>& values, size_t& n, const Meta*& named, Options& options, const T& v) {
-    if constexpr (std::is_same_v<T, Meta>) named = &v;
-    else if constexpr (std::is_same_v<T, Options>) options = v;
-    else values[n++] = detail::to_arg(v);
-  }
+  // Launch arguments sorted out: positional values, named meta-parameters, options.
+  template <size_t N> struct Collected {
+    std::array<detail::ArgValue, N> values{};
+    size_t n = 0;
+    const Meta* named = nullptr;
+    Options options;
+    template <class... A> explicit Collected(const A&... args) { (add(args), ...); }
+    template <class T> void add(const T& v) {
+      if constexpr (std::is_same_v<T, Meta>) named = &v;
+      else if constexpr (std::is_same_v<T, Options>) options = v;
+      else values[n++] = detail::to_arg(v);
+    }
+  };
   void launch_impl(const GridSpec& grid, const detail::ArgValue* args, size_t n, const Meta* named, const Options& options);
   std::string ir_impl(const detail::ArgValue* args, size_t n, const Meta* named, const Options& options, bool optimized);
 
