@@ -1,0 +1,134 @@
+// The launch API: grids (fixed, 3-D, empty, from the meta-parameters), named meta-parameters,
+// Tensor and void* arguments, argument names in errors, and concurrent launches.
+#include <thread>
+
+#include "test_support.h"
+
+namespace tl = tritium::tl;
+namespace tt = tritium::test;
+
+namespace {
+
+// out[pid linear] = pid_x + 1000 * pid_y + 1000000 * pid_z, and the grid size in the first slots.
+auto grid_ids = tritium::kernel("grid_ids", [](tl::ptr<int32_t> out, tl::ptr<int32_t> dims) {
+  auto x = tl::program_id(0), y = tl::program_id(1), z = tl::program_id(2);
+  auto nx = tl::num_programs(0), ny = tl::num_programs(1), nz = tl::num_programs(2);
+  tl::store(out + (x + nx * (y + ny * z)), x + 1000 * y + 1000000 * z);
+  tl::if_((x == 0) && (y == 0) && (z == 0), [&] {
+    tl::store(dims, nx);
+    tl::store(dims + 1, ny);
+    tl::store(dims + 2, nz);
+  });
+});
+
+auto scale = tritium::kernel(
+    "scale",
+    [](tl::ptr<float> x, tl::ptr<float> out, tl::f32 factor, tl::i32 n, int BLOCK) {
+      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+      auto mask = offs < n;
+      tl::store(out + offs, tl::load(x + offs, mask) * factor, mask);
+    },
+    {"x", "out", "factor", "n", "BLOCK"});
+
+void check_scaled(const tt::host_vector<float>& x, const tt::host_vector<float>& out, double factor) {
+  std::vector<double> ref(x.size());
+  for (size_t i = 0; i < x.size(); ++i) ref[i] = double(x[i]) * factor;
+  tt::check_close<float>(out, ref, 1e-6);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_launch)
+
+BOOST_AUTO_TEST_CASE(three_dimensional_grid) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int nx = 5, ny = 3, nz = 2;
+    auto out = be.alloc_poisoned<int32_t>(nx * ny * nz);
+    auto dims = be.alloc_poisoned<int32_t>(3);
+    grid_ids[{nx, ny, nz}](out.ptr(), dims.ptr(), be.options());
+    tt::host_vector<int32_t> ref;
+    for (int z = 0; z < nz; ++z)
+      for (int y = 0; y < ny; ++y)
+        for (int x = 0; x < nx; ++x) ref.push_back(x + 1000 * y + 1000000 * z);
+    tt::check_equal<int32_t>(out.download(), ref);
+    tt::check_equal<int32_t>(dims.download(), tt::host_vector<int32_t>{nx, ny, nz});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(grid_from_meta_parameters_and_named_meta) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    int n = 1000;
+    auto x = tt::random_vector<float>(n, 3);
+    auto dx = be.upload<float>(x);
+    auto dout = be.alloc_poisoned<float>(n);
+    auto grid = [n](const tritium::Meta& m) { return tritium::Grid(tritium::cdiv(n, m["BLOCK"])); };
+    scale[grid](dx.ptr(), dout.ptr(), 2.5f, n, tritium::Meta{{"BLOCK", 64}}, be.options());
+    check_scaled(x, dout.download(), 2.5);
+    // The same through launch() and a positional meta-parameter.
+    auto dout2 = be.alloc_poisoned<float>(n);
+    scale.launch(grid, dx.ptr(), dout2.ptr(), -1.0, n, 128, be.options());
+    check_scaled(x, dout2.download(), -1.0);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(empty_grid_is_a_no_op) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    auto out = be.alloc_poisoned<float>(16);
+    auto x = be.upload<float>(tt::random_vector<float>(16, 4));
+    scale[{0}](x.ptr(), out.ptr(), 1.0f, 16, 16, be.options());
+    for (float v : out.download()) BOOST_TEST(std::isnan(v));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(tensor_arguments) {
+  int n = 300;
+  auto x = tritium::Tensor::empty({n}, tritium::DType::f32);
+  auto host = tt::random_vector<float>(n, 5);
+  std::copy(host.begin(), host.end(), x.data_ptr<float>());
+  auto out = tritium::Tensor::empty({n}, tritium::DType::f32);
+  std::fill(out.data_ptr<float>(), out.data_ptr<float>() + n, NAN);
+  scale[{tritium::cdiv(n, 128)}](x, out, 3.0f, n, 128);
+  check_scaled(host, out.to_vector<float>(), 3.0);
+  auto wrong = tritium::Tensor::empty({n}, tritium::DType::f64);
+  tt::check_throws([&] { scale[{1}](wrong, out, 3.0f, n, 128); }, {"scale", "argument 0 (x)", "f32", "f64"});
+}
+
+BOOST_AUTO_TEST_CASE(void_pointer_arguments) {
+  int n = 64;
+  auto x = tt::random_vector<float>(n, 6);
+  auto out = tt::poisoned<float>(n);
+  scale[{1}](static_cast<void*>(x.data()), static_cast<void*>(out.data()), 0.5f, n, 64);
+  check_scaled(x, out, 0.5);
+}
+
+BOOST_AUTO_TEST_CASE(named_parameters_in_errors) {
+  float x = 0, out = 0;
+  tt::check_throws([&] { scale[{1}](&x, &out, 1.0f, 4); }, {"scale", "BLOCK", "missing"});
+  tt::check_throws([&] { scale[{1}](&x, &out, 1.0f, int64_t(1) << 40, 16); }, {"argument 3 (n)", "does not fit", "i32"});
+  tt::check_throws([&] { scale[{-1}](&x, &out, 1.0f, 4, 16); }, {"scale", "invalid grid"});
+  tt::check_throws([&] { scale[{1, 70000}](&x, &out, 1.0f, 4, 16); }, {"scale", "invalid grid"});
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_launches_from_many_threads) {
+  // Threads race to trace and compile the same new specialisations, then launch them.
+  auto k = tritium::kernel("scale_concurrent", [](tl::ptr<float> x, tl::ptr<float> out, tl::f32 f, tl::i32 n, int BLOCK) {
+    auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+    auto mask = offs < n;
+    tl::store(out + offs, tl::load(x + offs, mask) * f, mask);
+  });
+  const int n = 999;
+  auto x = tt::random_vector<float>(n, 7);
+  std::vector<tt::host_vector<float>> outs(8, tt::poisoned<float>(n));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      int block = t % 2 ? 64 : 128;
+      for (int rep = 0; rep < 20; ++rep)
+        k[{tritium::cdiv(n, block)}](x.data(), outs[t].data(), float(t + 1), n, block);
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) check_scaled(x, outs[t], t + 1);
+  BOOST_TEST(k.num_specializations() == 2u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
