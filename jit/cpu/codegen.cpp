@@ -67,6 +67,7 @@ class Codegen {
   std::unique_ptr<llvm::Module> module_;
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* alloca_block_ = nullptr;
+  std::vector<std::pair<llvm::AllocaInst*, uint64_t>> buffer_allocas_;
 
   std::unordered_map<const ir::Value*, Value*> scalars_;   // scalar SSA values
   std::unordered_map<const ir::Value*, Value*> buffers_;   // materialised block values
@@ -395,7 +396,30 @@ class Codegen {
     llvm::IRBuilder<> ab(alloca_block_, alloca_block_->begin());
     auto* a = ab.CreateAlloca(mem_type(t.dtype), i32(t.numel()));
     a->setAlignment(llvm::Align(64));
+    buffer_allocas_.push_back({a, static_cast<uint64_t>(t.numel() * dtype_bytes(t.dtype))});
     return a;
+  }
+
+  // Blocks of up to 2^20 elements would overflow a thread's stack: past kMaxStackBytes in all,
+  // the buffers move to one heap block allocated per call of the entry (per chunk of programs).
+  static constexpr uint64_t kMaxStackBytes = 256 * 1024;
+  void move_large_buffers_to_heap() {
+    uint64_t total = 0;
+    for (auto& [a, bytes] : buffer_allocas_) total += (bytes + 63) / 64 * 64;
+    if (total <= kMaxStackBytes) return;
+    llvm::IRBuilder<> ab(alloca_block_, alloca_block_->begin());
+    llvm::FunctionCallee malloc_fn = module_->getOrInsertFunction("aligned_alloc", b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty());
+    llvm::FunctionCallee free_fn = module_->getOrInsertFunction("free", b_.getVoidTy(), b_.getPtrTy());
+    Value* scratch = ab.CreateCall(malloc_fn, {ab.getInt64(64), ab.getInt64(total)});
+    uint64_t offset = 0;
+    for (auto& [a, bytes] : buffer_allocas_) {
+      llvm::IRBuilder<> at(a);
+      a->replaceAllUsesWith(at.CreateGEP(at.getInt8Ty(), scratch, at.getInt64(offset)));
+      a->eraseFromParent();
+      offset += (bytes + 63) / 64 * 64;
+    }
+    for (llvm::BasicBlock& bb : *fn_)
+      if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(bb.getTerminator())) llvm::CallInst::Create(free_fn, {scratch}, "", ret);
   }
 
   Value* mem_to_reg(Value* v, DType d) {
@@ -948,7 +972,11 @@ class Codegen {
     if (axis == r - 1) {
       // Along the contiguous axis: lanes accumulate strided partial results, then a tree.
       int wk = lanes_for(s);
-      auto body = [&](const Index& out_idx) {
+      auto body = [&](const Index& out_index) {
+        // out_index comes from a 1-lane loop nest: its last dim has stride 1, which would move
+        // along the wk lanes here; the lanes move along the reduced axis only.
+        Index out_idx(out_index);
+        for (VIdx& x : out_idx) x.stride = 0;
         std::vector<Value*> acc = eval_inputs(with_axis(out_idx, {i32(0), 1, nullptr, wk}), wk);
         if (s[axis] > wk)
           acc = emit_loop(i32(wk), i32(s[axis]), i32(wk), acc, [&](Value* k, std::vector<Value*> cur) {
@@ -1268,6 +1296,7 @@ class Codegen {
       return std::vector<Value*>{};
     });
     b_.CreateRetVoid();
+    move_large_buffers_to_heap();
   }
 };
 
