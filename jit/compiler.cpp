@@ -28,7 +28,7 @@ Backend& backend_for(const runtime::Device& device) {
 #if TRITIUM_HAS_CPU_BACKEND
     return cpu_backend();
 #else
-    fail("the CPU backend is unavailable: Tritium was built without LLVM 19 (install llvm-19-dev and reconfigure)");
+    fail("the CPU backend is unavailable: {}", runtime::device_unavailable_reason(device));
 #endif
   }
   fail("device {} is unavailable: {}", device.str(), runtime::device_unavailable_reason(device));

@@ -38,7 +38,15 @@ Device Device::parse(std::string_view text) {
 bool device_available(Device device) { return device_unavailable_reason(device).empty(); }
 
 std::string device_unavailable_reason(Device device) {
-  if (device.is_cpu()) return device.index == 0 ? "" : fmt::format("no device {}: the only CPU device is cpu", device.str());
+  if (device.is_cpu()) {
+    if (device.index != 0) return fmt::format("no device {}: the only CPU device is cpu", device.str());
+#if TRITIUM_HAS_CPU_BACKEND
+    return "";
+#else
+    return "Tritium was built without its CPU backend (LLVM 19 was not found at configure time; apt-get install "
+           "llvm-19-dev and reconfigure)";
+#endif
+  }
   return "the CUDA backend is not built yet";
 }
 

@@ -35,6 +35,8 @@ void add(const float* x, const float* y, float* output, int n, const tutorial::A
   add_kernel[grid](x, y, output, n, 1024, tritium::Options{.device = args.device});
 }
 
+int run_tutorial(const tutorial::Args& args);
+
 // The reference for --bench: the same computation as a plain loop, compiled -O3 -march=native,
 // spread over the same thread pool.
 void add_plain(const float* x, const float* y, float* out, int64_t n) {
@@ -44,8 +46,7 @@ void add_plain(const float* x, const float* y, float* out, int64_t n) {
   });
 }
 
-int main(int argc, char** argv) {
-  tutorial::Args args = tutorial::parse_args(argc, argv);
+int run_tutorial(const tutorial::Args& args) {
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> u(-1, 1);
 
@@ -75,3 +76,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return tutorial::run(argc, argv, run_tutorial); }

@@ -1092,22 +1092,47 @@ class Codegen {
       for (size_t j = 0; j < scalar_idx.size(); ++j) scalars_[body->args[1 + scalar_idx[j]]] = cur[j];
       emit_block(body);
       const ir::Op* yield = body->ops.back();
-      // Block values: all new values are computed before any carried buffer is overwritten.
+      // Block values: every new value is computed from the old ones before any carried buffer
+      // is overwritten, through a temporary, except values that can be updated in place.
       std::vector<Value*> temps(n, nullptr);
+      std::vector<bool> in_place(n, false);
       for (size_t i = 0; i < n; ++i) {
         if (!carried_bufs[i]) continue;
         const ir::Value* y = yield->operands[i];
         auto it = buffers_.find(y);
+        if (it == buffers_.end() && updatable_in_place(y, body, 1 + i, true)) {
+          in_place[i] = true;
+          continue;
+        }
         bool is_carried = it != buffers_.end() && std::find(carried_bufs.begin(), carried_bufs.end(), it->second) != carried_bufs.end();
         temps[i] = (it != buffers_.end() && !is_carried) ? it->second : materialize_into(y);
       }
       for (size_t i = 0; i < n; ++i)
-        if (carried_bufs[i] && temps[i] != carried_bufs[i]) copy_buffer(temps[i], carried_bufs[i], op->results[i]->type);
+        if (in_place[i]) materialize_into(yield->operands[i], carried_bufs[i]);
+      for (size_t i = 0; i < n; ++i)
+        if (carried_bufs[i] && !in_place[i] && temps[i] != carried_bufs[i])
+          copy_buffer(temps[i], carried_bufs[i], op->results[i]->type);
       std::vector<Value*> next;
       for (size_t j : scalar_idx) next.push_back(scalar(yield->operands[j]));
       return next;
     });
     for (size_t j = 0; j < scalar_idx.size(); ++j) scalars_[op->results[scalar_idx[j]]] = finals[j];
+  }
+
+  // Whether inline value v can be written straight into the buffer of loop argument `self`:
+  // it reads no other loop-carried block, and reads `self` only at the element it writes (through
+  // elementwise ops, `same_index`), so each element is read before it is overwritten.
+  bool updatable_in_place(const ir::Value* v, const ir::Block* body, size_t self, bool same_index) {
+    if (v->type.is_scalar()) return true;
+    for (size_t j = 1; j < body->args.size(); ++j)
+      if (v == body->args[j]) return j == self ? same_index : !v->type.is_block();
+    if (buffers_.count(v) || !v->def) return true;  // another materialised value: a plain read
+    const ir::Op* op = v->def;
+    bool keeps_index = ir::is_elementwise(op->kind) || op->kind == OpKind::Load || op->kind == OpKind::MultipleOf ||
+                       op->kind == OpKind::MaxContiguous;
+    for (const ir::Value* o : op->operands)
+      if (!updatable_in_place(o, body, self, same_index && keeps_index)) return false;
+    return true;
   }
 
   void emit_if(const ir::Op* op) {
