@@ -117,6 +117,8 @@ void device_assert(operand condition, const std::string& message = "", TL_LOC);
 // ---- operators -------------------------------------------------------------------------------
 // `/` on two integers is C division (truncation), as Triton's `//`; `%` is C's remainder
 // (sign of the dividend) on integers and fmod on floats. fp16/bf16 `/` and `%` compute in fp32.
+// Integer division by zero gives an unspecified value (no trap, as on a GPU); INT_MIN / -1 wraps.
+// Shifts by the bit width or more give 0 (`>>` of a negative signed value gives -1).
 tensor operator+(const operand& a, const operand& b);
 tensor operator-(const operand& a, const operand& b);
 tensor operator*(const operand& a, const operand& b);

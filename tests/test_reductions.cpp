@@ -161,12 +161,12 @@ void run_reduce_case(const tt::Backend& be, int op, const std::vector<int64_t>& 
     auto r = ref_reduce(part, shape, axis, op);
     ref.insert(ref.end(), r.begin(), r.end());
   }
-  auto dx = be.upload(x);
+  auto dx = be.template upload<T>(x);
   auto dout = be.template alloc_poisoned<O>(ref.size());
   int d[3] = {0, 0, 0};
   for (size_t i = 0; i < shape.size(); ++i) d[i] = static_cast<int>(shape[i]);
   std::string what = std::string(op_name(op)) + " of " + tritium::dtype_name(tritium::dtype_of<T>()) + " " +
-                     tritium::shape_str(shape) + " axis " + (axis < 0 ? std::string("None") : std::to_string(axis)) +
+                     tritium::ir::shape_str(shape) + " axis " + (axis < 0 ? std::string("None") : std::to_string(axis)) +
                      (keep ? " keep_dims" : "");
   BOOST_TEST_CONTEXT(what) {
     reduce_kernel<T, O>()[{kPrograms}](dx.ptr(), dout.ptr(), op, axis, keep, d[0], d[1], d[2], be.options());
@@ -222,6 +222,11 @@ BOOST_AUTO_TEST_CASE(reduce_tall_block) {
     run_all_ops<float>(be, {64, 4}, {0, 1}, {false}, 7);
     run_all_ops<int32_t>(be, {32, 2}, {0, 1}, {false}, 8);
     run_all_ops<float>(be, {2, 4, 64}, {0, 1, 2}, {false}, 9);
+    // Size-1 dims, and a long outer axis.
+    run_all_ops<float>(be, {1, 32}, {0, 1, -1}, {false, true}, 10);
+    run_all_ops<int32_t>(be, {32, 1}, {0, 1}, {false, true}, 11);
+    run_all_ops<float>(be, {1}, {0}, {false, true}, 12);
+    run_all_ops<float>(be, {128, 64}, {0, 1}, {false}, 13);
   });
 }
 
@@ -259,7 +264,7 @@ BOOST_AUTO_TEST_CASE(long_rows) {
         std::vector<double> ref_sum(rows, 0.0), ref_max(rows, -INFINITY);
         for (int r = 0; r < rows; ++r)
           for (int i = 0; i < c.n; ++i) ref_sum[r] += x[size_t(r) * c.n + i], ref_max[r] = std::max<double>(ref_max[r], x[size_t(r) * c.n + i]);
-        auto dx = be.upload(x);
+        auto dx = be.upload<float>(x);
         auto sums = be.alloc_poisoned<float>(rows), maxs = be.alloc_poisoned<float>(rows);
         one_block[{rows}](dx.ptr(), sums.ptr(), maxs.ptr(), c.n, c.block, be.options());
         tt::check_close<float>(sums.download(), ref_sum, 1e-5, "one-block sum");
@@ -321,7 +326,7 @@ template <class T> void masked_rows_case(const tt::Backend& be, int rows, int n_
     ramax[r] = ref_reduce(row, {n_cols}, 0, ARGMAX)[0];
     ramin[r] = ref_reduce(row, {n_cols}, 0, ARGMIN)[0];
   }
-  auto dx = be.upload(x);
+  auto dx = be.template upload<T>(x);
   auto s = be.alloc_poisoned<sum_t<T>>(rows);
   auto mx = be.alloc_poisoned<minmax_t<T>>(rows), mn = be.alloc_poisoned<minmax_t<T>>(rows);
   auto ax = be.alloc_poisoned<int32_t>(rows), an = be.alloc_poisoned<int32_t>(rows);
@@ -368,11 +373,11 @@ BOOST_AUTO_TEST_CASE(arg_reduce_ties) {
           reff.insert(reff.end(), rf.begin(), rf.end());
         }
         BOOST_TEST_CONTEXT(op_name(op) << " axis " << axis) {
-          auto di = be.upload(xi);
+          auto di = be.upload<int32_t>(xi);
           auto oi = be.alloc_poisoned<int32_t>(refi.size());
           reduce_kernel<int32_t, int32_t>()[{3}](di.ptr(), oi.ptr(), op, axis, false, 8, 32, 0, be.options());
           tt::check_equal<int32_t>(oi.download(), from_doubles<int32_t>(refi), "i32 ties");
-          auto df = be.upload(xf);
+          auto df = be.upload<float>(xf);
           auto of = be.alloc_poisoned<int32_t>(reff.size());
           reduce_kernel<float, int32_t>()[{3}](df.ptr(), of.ptr(), op, axis, false, 8, 32, 0, be.options());
           tt::check_equal<int32_t>(of.download(), from_doubles<int32_t>(reff), "f32 ties");
@@ -412,7 +417,7 @@ BOOST_AUTO_TEST_CASE(reduce_two_operands) {
           if (at(k) <= at(best)) best = k;
         rv[o] = at(best), ri[o] = best;
       }
-      auto dx = be.upload(x);
+      auto dx = be.upload<int32_t>(x);
       auto dv = be.alloc_poisoned<int32_t>(n_out), di = be.alloc_poisoned<int32_t>(n_out);
       k[{1}](dx.ptr(), dv.ptr(), di.ptr(), axis, BM, BN, be.options());
       tt::check_equal<int32_t>(dv.download(), rv, "values axis " + std::to_string(axis));
@@ -438,7 +443,7 @@ BOOST_AUTO_TEST_CASE(reduce_combine_uses_argument) {
         for (int i = 0; i < BLOCK; ++i) s += x[p * BLOCK + i];
         ref[p] = static_cast<int32_t>(std::min<int64_t>(s, cap));
       }
-      auto dx = be.upload(x);
+      auto dx = be.upload<int32_t>(x);
       auto out = be.alloc_poisoned<int32_t>(P);
       k[{P}](dx.ptr(), out.ptr(), cap, BLOCK, be.options());
       tt::check_equal<int32_t>(out.download(), ref, "cap " + std::to_string(cap));
@@ -453,9 +458,9 @@ enum ScanOp { CUMSUM, CUMPROD, CUMMAX };
 template <class T, class O>
 tritium::Kernel& scan_kernel() {
   static tritium::Kernel k = tritium::kernel(
-      "scan_nd", [](tl::ptr<T> x, tl::ptr<O> out, int OP, int AXIS, bool REVERSE, int D0, int D1) {
+      "scan_nd", [](tl::ptr<T> x, tl::ptr<O> out, int OP, int AXIS, bool REVERSE, int D0, int D1, int D2) {
         std::vector<int64_t> shape;
-        for (int d : {D0, D1})
+        for (int d : {D0, D1, D2})
           if (d > 0) shape.push_back(d);
         int n = static_cast<int>(product(shape));
         auto offs = tl::program_id(0) * n + offsets_for(shape);
@@ -503,7 +508,8 @@ std::vector<double> ref_scan(const tt::host_vector<T>& x, size_t base, const std
 template <class T>
 void scan_cases(const tt::Backend& be, uint32_t seed) {
   using S = sum_t<T>;
-  for (auto shape : {std::vector<int64_t>{64}, std::vector<int64_t>{8, 32}, std::vector<int64_t>{32, 4}})
+  for (auto shape : {std::vector<int64_t>{64}, std::vector<int64_t>{8, 32}, std::vector<int64_t>{32, 4},
+                     std::vector<int64_t>{4, 8, 16}})
     for (int axis = 0; axis < static_cast<int>(shape.size()); ++axis)
       for (bool reverse : {false, true})
         for (int op : {CUMSUM, CUMPROD, CUMMAX}) {
@@ -524,18 +530,19 @@ void scan_cases(const tt::Backend& be, uint32_t seed) {
             ref.insert(ref.end(), r.begin(), r.end());
           }
           std::string what = std::string(op == CUMSUM ? "cumsum" : op == CUMPROD ? "cumprod" : "associative_scan(max)") +
-                             " of " + tritium::dtype_name(tritium::dtype_of<T>()) + " " + tritium::shape_str(shape) +
+                             " of " + tritium::dtype_name(tritium::dtype_of<T>()) + " " + tritium::ir::shape_str(shape) +
                              " axis " + std::to_string(axis) + (reverse ? " reverse" : "");
           int d0 = static_cast<int>(shape[0]), d1 = shape.size() > 1 ? static_cast<int>(shape[1]) : 0;
-          auto dx = be.upload(x);
+          int d2 = shape.size() > 2 ? static_cast<int>(shape[2]) : 0;
+          auto dx = be.template upload<T>(x);
           BOOST_TEST_CONTEXT(what) {
             if (op == CUMMAX) {
               auto out = be.template alloc_poisoned<T>(ref.size());
-              scan_kernel<T, T>()[{P}](dx.ptr(), out.ptr(), op, axis, reverse, d0, d1, be.options());
+              scan_kernel<T, T>()[{P}](dx.ptr(), out.ptr(), op, axis, reverse, d0, d1, d2, be.options());
               tt::check_equal<T>(out.download(), from_doubles<T>(ref), what);
             } else {
               auto out = be.template alloc_poisoned<S>(ref.size());
-              scan_kernel<T, S>()[{P}](dx.ptr(), out.ptr(), op, axis, reverse, d0, d1, be.options());
+              scan_kernel<T, S>()[{P}](dx.ptr(), out.ptr(), op, axis, reverse, d0, d1, d2, be.options());
               if constexpr (tt::is_float_v<T>) tt::check_close<S>(out.download(), ref, std::is_same_v<T, double> ? 1e-12 : 1e-5, what);
               else tt::check_equal<S>(out.download(), from_doubles<S>(ref), what);
             }
@@ -583,11 +590,85 @@ BOOST_AUTO_TEST_CASE(scan_two_operands_recurrence) {
             ref[at] = hv;
           }
         }
-        auto da = be.upload(a), db = be.upload(b);
+        auto da = be.upload<float>(a), db = be.upload<float>(b);
         auto dh = be.alloc_poisoned<float>(BM * BN);
         k[{1}](da.ptr(), db.ptr(), dh.ptr(), axis, reverse, BM, BN, be.options());
         tt::check_close<float>(dh.download(), ref, 1e-5, "axis " + std::to_string(axis) + (reverse ? " reverse" : ""));
       }
+  });
+}
+
+// ---- reductions of fused expressions, broadcasts, reshapes, transposes, bools, scans -----------
+
+BOOST_AUTO_TEST_CASE(reduce_of_expressions) {
+  auto k = tritium::kernel("reduce_exprs", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> x, tl::ptr<float> outer0,
+                                              tl::ptr<float> outer1, tl::ptr<float> centered, tl::ptr<float> flat8,
+                                              tl::ptr<float> trans1, tl::ptr<int32_t> positives, tl::ptr<int32_t> running,
+                                              tl::ptr<float> scan_sum, int BM, int BN) {
+    auto rm = tl::arange(0, BM), rn = tl::arange(0, BN);
+    auto av = tl::load(a + rm), bv = tl::load(b + rn);
+    auto prod = av(tl::_, tl::None) * bv(tl::None, tl::_);  // an inline [BM, BN] expression
+    tl::store(outer0 + rn, tl::sum(prod, 0));
+    tl::store(outer1 + rm, tl::sum(prod, 1));
+    tl::store(outer1 + BM, tl::sum(prod));            // axis None of an inline broadcast expression
+    tl::store(outer1 + BM + 1, tl::max(tl::trans(prod)));
+    auto offs = rm(tl::_, tl::None) * BN + rn(tl::None, tl::_);
+    auto xv = tl::load(x + offs);
+    auto m = tl::max(xv, 1, true);  // [BM, 1], broadcast back
+    auto e = xv - m;
+    tl::store(centered + offs, e / tl::sum(tl::abs(e), 1, true));
+    auto flat = tl::reshape(xv, {BM * BN / 8, 8});
+    tl::store(flat8 + tl::arange(0, BM * BN / 8), tl::sum(flat, 1));
+    tl::store(trans1 + rn, tl::sum(tl::trans(xv), 1));
+    tl::store(positives + rm, tl::sum(xv > 0, 1));
+    tl::store(running + offs, tl::cumsum(xv > 0.25f, 1));
+    tl::store(scan_sum + rm, tl::sum(tl::cumsum(xv, 1), 1));
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int BM = 16, BN = 32;
+    auto a = tt::random_vector<float>(BM, 81), b = tt::random_vector<float>(BN, 82), x = tt::random_vector<float>(BM * BN, 83);
+    std::vector<double> r_outer0(BN, 0.0), r_outer1(BM, 0.0), r_centered(BM * BN), r_flat8(BM * BN / 8, 0.0), r_trans1(BN, 0.0),
+        r_scan(BM, 0.0);
+    tt::host_vector<int32_t> r_pos(BM, 0), r_running(BM * BN);
+    for (int i = 0; i < BM; ++i)
+      for (int j = 0; j < BN; ++j) r_outer0[j] += double(a[i]) * b[j], r_outer1[i] += double(a[i]) * b[j];
+    for (int i = 0; i < BM; ++i) {
+      double m = -INFINITY, s = 0, run = 0;
+      int cnt = 0;
+      for (int j = 0; j < BN; ++j) m = std::max<double>(m, x[i * BN + j]);
+      for (int j = 0; j < BN; ++j) s += std::abs(x[i * BN + j] - m);
+      for (int j = 0; j < BN; ++j) {
+        double v = x[i * BN + j];
+        r_centered[i * BN + j] = (v - m) / s;
+        r_trans1[j] += v;
+        r_pos[i] += v > 0;
+        cnt += v > 0.25;
+        r_running[i * BN + j] = cnt;
+        run += v;
+        r_scan[i] += run;
+      }
+    }
+    for (int i = 0; i < BM * BN; ++i) r_flat8[i / 8] += x[i];
+    double all_sum = 0, all_max = -INFINITY;
+    for (int i = 0; i < BM; ++i)
+      for (int j = 0; j < BN; ++j) all_sum += double(a[i]) * b[j], all_max = std::max<double>(all_max, a[i] * b[j]);
+    r_outer1.push_back(all_sum);
+    r_outer1.push_back(all_max);
+    auto da = be.upload<float>(a), db = be.upload<float>(b), dx = be.upload<float>(x);
+    auto o0 = be.alloc_poisoned<float>(BN), o1 = be.alloc_poisoned<float>(BM + 2), c = be.alloc_poisoned<float>(BM * BN);
+    auto f8 = be.alloc_poisoned<float>(BM * BN / 8), t1 = be.alloc_poisoned<float>(BN);
+    auto pos = be.alloc_poisoned<int32_t>(BM), run = be.alloc_poisoned<int32_t>(BM * BN);
+    auto ss = be.alloc_poisoned<float>(BM);
+    k[{1}](da.ptr(), db.ptr(), dx.ptr(), o0.ptr(), o1.ptr(), c.ptr(), f8.ptr(), t1.ptr(), pos.ptr(), run.ptr(), ss.ptr(), BM,
+           BN, be.options());
+    tt::check_close<float>(o0.download(), r_outer0, 1e-6, "sum(a[:, None] * b[None, :], 0)");
+    tt::check_close<float>(o1.download(), r_outer1, 1e-6, "sum(a[:, None] * b[None, :], 1), then over all, then max of its transpose");
+    tt::check_close<float>(c.download(), r_centered, 1e-6, "(x - max(x, 1, keep_dims)) / sum(|.|, 1, keep_dims)");
+    tt::check_close<float>(f8.download(), r_flat8, 1e-6, "sum(reshape(x, [BM*BN/8, 8]), 1)");
+    tt::check_close<float>(t1.download(), r_trans1, 1e-6, "sum(trans(x), 1)");
+    tt::check_equal<int32_t>(pos.download(), r_pos, "sum(x > 0, 1) (bools count as i32)");
+    tt::check_equal<int32_t>(run.download(), r_running, "cumsum(x > 0.25, 1)");
+    tt::check_close<float>(ss.download(), r_scan, 1e-6, "sum(cumsum(x, 1), 1)");
   });
 }
 
@@ -625,7 +706,7 @@ BOOST_AUTO_TEST_CASE(row_softmax) {
         for (int i = 0; i < c.cols; ++i) s += std::exp(double(x[size_t(r) * in_stride + i]) - m);
         for (int i = 0; i < c.cols; ++i) ref[size_t(r) * c.cols + i] = std::exp(double(x[size_t(r) * in_stride + i]) - m) / s;
       }
-      auto dx = be.upload(x);
+      auto dx = be.upload<float>(x);
       auto dout = be.alloc_poisoned<float>(size_t(c.rows) * out_stride);
       softmax[{c.programs}](dout.ptr(), dx.ptr(), in_stride, out_stride, c.rows, c.cols,
                             static_cast<int>(tritium::next_power_of_2(c.cols)), be.options());

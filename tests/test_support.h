@@ -366,9 +366,10 @@ std::string check_throws(F&& f, std::initializer_list<std::string_view> substrin
 inline std::string file_line(const char* file, unsigned line) { return std::string(file) + ":" + std::to_string(line); }
 
 // As check_throws, and the message must name file:line (the user's line of the offending call).
+// `line` is read after f ran, so a kernel body may set it: `line = __LINE__; auto c = a + b;`.
 template <class F>
-std::string check_throws_at(F&& f, const char* file, unsigned line, std::initializer_list<std::string_view> substrings,
-                            const std::string& what = "") {
+std::string check_throws_at(F&& f, const char* file, const unsigned& line,
+                            std::initializer_list<std::string_view> substrings, const std::string& what = "") {
   std::string msg = check_throws(std::forward<F>(f), substrings, what);
   std::string where = file_line(file, line);
   BOOST_TEST(msg.find(where) != std::string::npos, what << ": error message does not name " << where << ": " << msg);

@@ -270,7 +270,13 @@ class Folder {
       if (t.is_ptr()) return nullptr;
       return make_constant(op, t, Scalar{c->attrs.ival, c->attrs.fval});
     }
-    if (x->type == t && op->kind != OpKind::Splat) return x;  // broadcast/reshape/permute to itself
+    // broadcast/reshape to itself, or the identity permutation (a square transpose keeps the type)
+    if (x->type == t && op->kind != OpKind::Splat) {
+      bool identity = true;
+      if (op->kind == OpKind::Permute)
+        for (size_t i = 0; i < op->attrs.ints.size(); ++i) identity &= op->attrs.ints[i] == static_cast<int64_t>(i);
+      if (identity) return x;
+    }
     if (op->kind == OpKind::Broadcast && x->def && x->def->kind == OpKind::Splat)
       return make_splat(op, x->def->operand(0), t);
     return nullptr;

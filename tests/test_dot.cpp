@@ -1,0 +1,249 @@
+// tl::dot: every operand type (f32, f16, bf16 -> f32; i8 -> i32; f64), with and without an
+// accumulator, transposed operands, and a tiled matmul (Triton's tutorial 03 without autotuning)
+// whose sizes are not multiples of the blocks. References are float64 (exact int64 for i8).
+#include "test_support.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tl = tritium::tl;
+namespace tt = tritium::test;
+using tritium::bf16_t;
+using tritium::f16_t;
+
+namespace {
+
+template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, int32_t, std::conditional_t<std::is_same_v<T, double>, double, float>>;
+
+// a [M, K] (or [K, M] when TRANS_A, used through .T()), b [K, N] (or [N, K] when TRANS_B, used
+// through tl::trans); out = a @ b (+ c). Program p works on the p-th set of matrices.
+template <class T>
+tritium::Kernel& dot_kernel() {
+  using A = acc_t<T>;
+  static tritium::Kernel k = tritium::kernel(
+      "dot_block", [](tl::ptr<T> a, tl::ptr<T> b, tl::ptr<A> c, tl::ptr<A> out, int M, int N, int K, bool HAS_ACC,
+                      bool TRANS_A, bool TRANS_B) {
+        auto pid = tl::program_id(0);
+        auto rm = tl::arange(0, M), rn = tl::arange(0, N), rk = tl::arange(0, K);
+        a = a + pid * (M * K);
+        b = b + pid * (K * N);
+        tl::tensor av, bv;
+        if (TRANS_A) av = tl::load(a + rk(tl::_, tl::None) * M + rm(tl::None, tl::_)).T();
+        else av = tl::load(a + rm(tl::_, tl::None) * K + rk(tl::None, tl::_));
+        if (TRANS_B) bv = tl::trans(tl::load(b + rn(tl::_, tl::None) * K + rk(tl::None, tl::_)));
+        else bv = tl::load(b + rk(tl::_, tl::None) * N + rn(tl::None, tl::_));
+        auto offs_c = pid * (M * N) + rm(tl::_, tl::None) * N + rn(tl::None, tl::_);
+        tl::tensor r = HAS_ACC ? tl::dot(av, bv, tl::load(c + offs_c)) : tl::dot(av, bv);
+        tl::static_assert_(r.dtype() == tritium::dtype_of<A>(), std::string("dot result dtype is ") + tritium::dtype_name(r.dtype()));
+        tl::store(out + offs_c, r);
+      });
+  return k;
+}
+
+template <class T> double dot_tol(const tt::Backend& be) {
+  if constexpr (std::is_same_v<T, double>) return 1e-12;
+  else if constexpr (std::is_same_v<T, float>) return be.name == "cpu" ? 1e-5 : 1e-3;  // tf32 on GPUs
+  else if constexpr (std::is_same_v<T, f16_t>) return 1e-3;
+  else return 1e-2;
+}
+
+template <class T>
+void dot_cases(const tt::Backend& be, uint32_t seed) {
+  using A = acc_t<T>;
+  struct Shape { int m, n, k; };
+  const int P = 2;
+  for (Shape s : {Shape{16, 16, 16}, Shape{32, 64, 16}, Shape{64, 32, 128}})
+    for (bool has_acc : {false, true})
+      for (int trans : {0, 1, 2}) {  // 0: none, 1: a transposed, 2: b transposed
+        if (trans && !(s.m == 32 && s.n == 64) && !(s.m == 16)) continue;  // transposes on two shapes
+        double lo = std::is_integral_v<T> ? -128 : -1, hi = std::is_integral_v<T> ? 127 : 1;
+        auto a = tt::random_vector<T>(size_t(P) * s.m * s.k, ++seed, lo, hi);
+        auto b = tt::random_vector<T>(size_t(P) * s.k * s.n, ++seed, lo, hi);
+        auto c = tt::random_vector<A>(size_t(P) * s.m * s.n, ++seed, std::is_integral_v<T> ? -100000 : -1,
+                                      std::is_integral_v<T> ? 100000 : 1);
+        std::vector<double> ref(size_t(P) * s.m * s.n);
+        for (int p = 0; p < P; ++p)
+          for (int i = 0; i < s.m; ++i)
+            for (int j = 0; j < s.n; ++j) {
+              double acc = has_acc ? tt::to_double(c[(size_t(p) * s.m + i) * s.n + j]) : 0.0;
+              for (int kk = 0; kk < s.k; ++kk) {
+                // a is [m, k] row-major per program; b is [k, n]. Transposed layouts are
+                // generated from the same logical matrices below.
+                acc += tt::to_double(a[(size_t(p) * s.m + i) * s.k + kk]) * tt::to_double(b[(size_t(p) * s.k + kk) * s.n + j]);
+              }
+              ref[(size_t(p) * s.m + i) * s.n + j] = acc;
+            }
+        // Physical layouts for the transposed variants.
+        tt::host_vector<T> a_mem = a, b_mem = b;
+        if (trans == 1)
+          for (int p = 0; p < P; ++p)
+            for (int i = 0; i < s.m; ++i)
+              for (int kk = 0; kk < s.k; ++kk)
+                a_mem[(size_t(p) * s.k + kk) * s.m + i] = a[(size_t(p) * s.m + i) * s.k + kk];
+        if (trans == 2)
+          for (int p = 0; p < P; ++p)
+            for (int kk = 0; kk < s.k; ++kk)
+              for (int j = 0; j < s.n; ++j)
+                b_mem[(size_t(p) * s.n + j) * s.k + kk] = b[(size_t(p) * s.k + kk) * s.n + j];
+        std::string what = std::string(tritium::dtype_name(tritium::dtype_of<T>())) + " " + std::to_string(s.m) + "x" +
+                           std::to_string(s.n) + "x" + std::to_string(s.k) + (has_acc ? " +acc" : "") +
+                           (trans == 1 ? " a.T()" : trans == 2 ? " trans(b)" : "");
+        BOOST_TEST_CONTEXT(what) {
+          auto da = be.template upload<T>(a_mem), db = be.template upload<T>(b_mem);
+          auto dc = be.template upload<A>(c);
+          auto dout = be.template alloc_poisoned<A>(ref.size());
+          dot_kernel<T>()[{P}](da.ptr(), db.ptr(), dc.ptr(), dout.ptr(), s.m, s.n, s.k, has_acc, trans == 1, trans == 2,
+                               be.options());
+          auto out = dout.download();
+          if constexpr (std::is_integral_v<T>) {
+            tt::host_vector<A> r(ref.size());
+            for (size_t i = 0; i < ref.size(); ++i) r[i] = static_cast<A>(ref[i]);
+            tt::check_equal<A>(out, r, what);
+          } else {
+            tt::check_close<A>(out, ref, dot_tol<T>(be), what);
+          }
+        }
+      }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_dot)
+
+BOOST_AUTO_TEST_CASE(dot_f32) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<float>(be, 100); }); }
+BOOST_AUTO_TEST_CASE(dot_f16) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<f16_t>(be, 200); }); }
+BOOST_AUTO_TEST_CASE(dot_bf16) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<bf16_t>(be, 300); }); }
+BOOST_AUTO_TEST_CASE(dot_i8) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<int8_t>(be, 400); }); }
+BOOST_AUTO_TEST_CASE(dot_f64) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<double>(be, 500); }); }
+
+// Elementwise work on dot operands and results: (2a) @ b + c, relu, in one kernel.
+BOOST_AUTO_TEST_CASE(dot_fused_with_elementwise) {
+  auto k = tritium::kernel("dot_epilogue", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> bias, tl::ptr<float> out,
+                                              int M, int N, int K) {
+    auto rm = tl::arange(0, M), rn = tl::arange(0, N), rk = tl::arange(0, K);
+    auto av = tl::load(a + rm(tl::_, tl::None) * K + rk(tl::None, tl::_)) * 2.0f;
+    auto bv = tl::load(b + rk(tl::_, tl::None) * N + rn(tl::None, tl::_));
+    auto r = tl::dot(av, bv) + tl::load(bias + rn)(tl::None, tl::_);
+    tl::store(out + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), tl::maximum(r, 0.0f));
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int M = 32, N = 16, K = 64;
+    auto a = tt::random_vector<float>(M * K, 1), b = tt::random_vector<float>(K * N, 2), bias = tt::random_vector<float>(N, 3);
+    std::vector<double> ref(M * N);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = bias[j];
+        for (int kk = 0; kk < K; ++kk) s += 2.0 * a[i * K + kk] * b[kk * N + j];
+        ref[i * N + j] = std::max(s, 0.0);
+      }
+    auto da = be.upload<float>(a), db = be.upload<float>(b), dbias = be.upload<float>(bias);
+    auto dout = be.alloc_poisoned<float>(M * N);
+    k[{1}](da.ptr(), db.ptr(), dbias.ptr(), dout.ptr(), M, N, K, be.options());
+    tt::check_close<float>(dout.download(), ref, dot_tol<float>(be), "relu(2a @ b + bias)");
+  });
+}
+
+// ---- tiled matmul: Triton's tutorial 03 (grouped program ids, masks, a run-time K loop) --------
+
+template <class T>
+tritium::Kernel& matmul_kernel() {
+  static tritium::Kernel k = tritium::kernel(
+      "matmul_kernel",
+      [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K, tl::i32 stride_am,
+         tl::i32 stride_ak, tl::i32 stride_bk, tl::i32 stride_bn, tl::i32 stride_cm, tl::i32 stride_cn, int BLOCK_SIZE_M,
+         int BLOCK_SIZE_N, int BLOCK_SIZE_K, int GROUP_SIZE_M) {
+        auto pid = tl::program_id(0);
+        auto num_pid_m = tl::cdiv(M, BLOCK_SIZE_M);
+        auto num_pid_n = tl::cdiv(N, BLOCK_SIZE_N);
+        auto num_pid_in_group = GROUP_SIZE_M * num_pid_n;
+        auto group_id = pid / num_pid_in_group;
+        auto first_pid_m = group_id * GROUP_SIZE_M;
+        auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_SIZE_M);
+        auto pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m);
+        auto pid_n = (pid % num_pid_in_group) / group_size_m;
+
+        auto offs_am = (pid_m * BLOCK_SIZE_M + tl::arange(0, BLOCK_SIZE_M)) % M;
+        auto offs_bn = (pid_n * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N)) % N;
+        auto offs_k = tl::arange(0, BLOCK_SIZE_K);
+        auto a_ptrs = a_ptr + (offs_am(tl::_, tl::None) * stride_am + offs_k(tl::None, tl::_) * stride_ak);
+        auto b_ptrs = b_ptr + (offs_k(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn);
+
+        auto accumulator = tl::zeros({BLOCK_SIZE_M, BLOCK_SIZE_N}, tl::float32);
+        for (auto k : tl::range(0, tl::cdiv(K, BLOCK_SIZE_K))) {
+          auto a = tl::load(a_ptrs, offs_k(tl::None, tl::_) < K - k * BLOCK_SIZE_K, 0.0);
+          auto b = tl::load(b_ptrs, offs_k(tl::_, tl::None) < K - k * BLOCK_SIZE_K, 0.0);
+          accumulator = tl::dot(a, b, accumulator);
+          a_ptrs += BLOCK_SIZE_K * stride_ak;
+          b_ptrs += BLOCK_SIZE_K * stride_bk;
+        }
+        auto c = accumulator.to(tritium::dtype_of<T>());
+
+        auto offs_cm = pid_m * BLOCK_SIZE_M + tl::arange(0, BLOCK_SIZE_M);
+        auto offs_cn = pid_n * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N);
+        auto c_ptrs = c_ptr + stride_cm * offs_cm(tl::_, tl::None) + stride_cn * offs_cn(tl::None, tl::_);
+        auto c_mask = (offs_cm(tl::_, tl::None) < M) & (offs_cn(tl::None, tl::_) < N);
+        tl::store(c_ptrs, c, c_mask);
+      });
+  return k;
+}
+
+template <class T>
+void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int bk, int group, bool b_transposed,
+                 uint32_t seed) {
+  auto a = tt::random_vector<T>(size_t(M) * K, seed);
+  auto b_logical = tt::random_vector<T>(size_t(K) * N, seed + 1);
+  // B is either K x N row-major, or stored as N x K (B^T row-major) and read through strides.
+  tt::host_vector<T> b_mem = b_logical;
+  int stride_bk = N, stride_bn = 1;
+  if (b_transposed) {
+    for (int kk = 0; kk < K; ++kk)
+      for (int j = 0; j < N; ++j) b_mem[size_t(j) * K + kk] = b_logical[size_t(kk) * N + j];
+    stride_bk = 1, stride_bn = K;
+  }
+  const int ldc = N + 3;  // C has padding columns that must stay untouched
+  std::vector<double> ref(size_t(M) * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double s = 0;
+      for (int kk = 0; kk < K; ++kk) s += tt::to_double(a[size_t(i) * K + kk]) * tt::to_double(b_logical[size_t(kk) * N + j]);
+      ref[size_t(i) * N + j] = s;
+    }
+  std::string what = std::string(tritium::dtype_name(tritium::dtype_of<T>())) + " " + std::to_string(M) + "x" +
+                     std::to_string(N) + "x" + std::to_string(K) + " blocks " + std::to_string(bm) + "x" +
+                     std::to_string(bn) + "x" + std::to_string(bk) + " group " + std::to_string(group) +
+                     (b_transposed ? " B^T strides" : "");
+  BOOST_TEST_CONTEXT(what) {
+    auto da = be.template upload<T>(a), db = be.template upload<T>(b_mem);
+    auto dc = be.template alloc_poisoned<T>(size_t(M) * ldc);
+    int64_t grid = tritium::cdiv(M, bm) * tritium::cdiv(N, bn);
+    matmul_kernel<T>()[{grid}](da.ptr(), db.ptr(), dc.ptr(), M, N, K, K, 1, stride_bk, stride_bn, ldc, 1, bm, bn, bk, group,
+                               be.options());
+    auto c = dc.download();
+    tt::host_vector<T> got(size_t(M) * N);
+    size_t padding_written = 0;
+    for (int i = 0; i < M; ++i) {
+      for (int j = 0; j < N; ++j) got[size_t(i) * N + j] = c[size_t(i) * ldc + j];
+      for (int j = N; j < ldc; ++j) padding_written += !tt::is_poison<T>(c[size_t(i) * ldc + j]);
+    }
+    // f16/bf16: the output is rounded to the input type.
+    double tol = std::is_same_v<T, float> ? dot_tol<float>(be) : std::is_same_v<T, f16_t> ? 2e-3 : 1e-2;
+    tt::check_close<T>(got, ref, tol, what);
+    BOOST_TEST(padding_written == 0u, what << ": the store mask let " << padding_written << " padding elements be written");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tiled_matmul) {
+  tt::for_each_backend([](const tt::Backend& be) {
+    matmul_case<float>(be, 100, 77, 130, 32, 32, 32, 4, false, 1);
+    matmul_case<float>(be, 100, 77, 130, 32, 32, 32, 4, true, 2);
+    matmul_case<float>(be, 128, 128, 128, 64, 32, 32, 2, false, 3);
+    matmul_case<float>(be, 17, 16, 16, 16, 16, 16, 8, false, 4);   // one K step, masked M
+    matmul_case<float>(be, 33, 40, 5, 16, 32, 16, 1, false, 5);    // K smaller than one block
+    matmul_case<f16_t>(be, 100, 77, 130, 32, 32, 32, 4, false, 6);
+    matmul_case<bf16_t>(be, 64, 48, 96, 32, 16, 32, 2, false, 7);
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
