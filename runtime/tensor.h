@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -12,6 +13,10 @@
 #include "ir/types.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
+
+namespace tritium::nn {
+struct AutogradMeta;
+}
 
 namespace tritium::runtime {
 
@@ -61,11 +66,40 @@ class Tensor {
   }
 
   // A view of the same storage; offset in elements from the buffer start. Throws if any
-  // element would lie outside the buffer.
+  // element would lie outside the buffer. Raw: records no autograd (the op library's tool).
   Tensor as_strided(Shape shape, Shape strides, int64_t storage_offset) const;
+
+  // ---- PyTorch-style methods; differentiable (recorded by autograd), defined in nn/ ----------
+  // Views share storage. view() needs compatible strides (PyTorch's rule) and errors otherwise;
+  // reshape() copies only when a view is impossible. -1 in a shape is inferred.
+  Tensor view(Shape shape) const;
+  Tensor reshape(Shape shape) const;
+  Tensor permute(std::vector<int> dims) const;
   Tensor transpose(int dim0, int dim1) const;
-  // This tensor if contiguous, else a contiguous copy.
-  Tensor contiguous() const;
+  Tensor t() const;  // 2-D transpose (1-D and 0-D: itself)
+  Tensor squeeze(std::optional<int> dim = std::nullopt) const;
+  Tensor unsqueeze(int dim) const;
+  Tensor expand(Shape shape) const;  // -1 keeps a dim; size-1 dims stretch with stride 0
+  // x[start:end:step] along dim (negative start/end count from the end, clamped like Python).
+  Tensor slice(int dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int dim, int64_t index) const;  // x[..., index, ...], removes dim
+  Tensor contiguous() const;  // this tensor if contiguous, else a copy (a Tritium kernel)
+  Tensor clone() const;
+  Tensor to(Device device) const;  // a copy on another device (this tensor if already there)
+  Tensor to(DType dtype) const;
+
+  // ---- autograd (nn/autograd.cpp) --------------------------------------------------------------
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool on = true);  // only on leaves
+  bool is_leaf() const;
+  Tensor grad() const;          // undefined until a backward reaches this leaf
+  void zero_grad();             // drops the accumulated gradient
+  // From a scalar (one-element) tensor, or with an explicit gradient of the same shape.
+  void backward() const;
+  void backward(const Tensor& gradient, bool retain_graph = false) const;
+  Tensor detach() const;        // same storage, no autograd history
+  const std::shared_ptr<nn::AutogradMeta>& autograd() const { return autograd_; }
+  void set_autograd(std::shared_ptr<nn::AutogradMeta> meta) { autograd_ = std::move(meta); }
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
@@ -118,6 +152,7 @@ class Tensor {
   Shape strides_;
   int64_t offset_ = 0;
   Device device_ = Device::cpu();
+  std::shared_ptr<nn::AutogradMeta> autograd_;
 };
 
 }  // namespace tritium::runtime

@@ -1,0 +1,73 @@
+// The differentiable tensor API (what a PyTorch user writes): ops from ops/ops.h that record
+// autograd nodes when an input requires grad. Namespace tritium, so `tritium::relu(x)`, plus the
+// arithmetic operators on tensors.
+#pragma once
+#include "ops/ops.h"
+
+namespace tritium {
+
+using ops::Generator;
+using ops::Scalar;
+using runtime::Tensor;
+
+// Creation (leaves; pass requires_grad with .requires_grad_()).
+using ops::arange;
+using ops::full;
+using ops::ones;
+using ops::ones_like;
+using ops::rand;
+using ops::randint;
+using ops::randn;
+using ops::zeros;
+using ops::zeros_like;
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor pow(const Tensor& x, Scalar exponent);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // differentiable in a and b
+Tensor sum(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);  // gradient to the (first) max
+Tensor amin(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor softmax(const Tensor& x, int dim);
+Tensor log_softmax(const Tensor& x, int dim);
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+Tensor dropout(const Tensor& x, double p, bool training = true, Generator& gen = ops::default_generator());
+// Not differentiable (integer/bool results).
+using ops::argmax;
+using ops::argmin;
+using ops::eq;
+using ops::ge;
+using ops::gt;
+using ops::le;
+using ops::lt;
+using ops::ne;
+
+namespace runtime {
+// Operators on tensors, found by argument-dependent lookup.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, ops::Scalar b);
+Tensor operator-(const Tensor& a, ops::Scalar b);
+Tensor operator*(const Tensor& a, ops::Scalar b);
+Tensor operator/(const Tensor& a, ops::Scalar b);
+Tensor operator+(ops::Scalar a, const Tensor& b);
+Tensor operator-(ops::Scalar a, const Tensor& b);
+Tensor operator*(ops::Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+}  // namespace runtime
+
+}  // namespace tritium

@@ -1,0 +1,140 @@
+// The op library: tensor operations, each one a Tritium kernel (no BLAS anywhere). These are
+// the raw, non-differentiable ops; nn/functional.h wraps them with autograd.
+//
+// Conventions (as PyTorch):
+// - Elementwise binary ops broadcast (numpy rules) and promote dtypes with PyTorch's rules
+//   (docs/ops.md): bool < integers < floats; a Scalar (C++ number) only raises the category.
+// - Inputs may be strided (views); ops that need contiguous data copy them first with
+//   ops::contiguous (a Tritium kernel), which is documented per op in docs/ops.md.
+// - Reductions take a list of dims (negative counts from the end; empty = all) and keepdim.
+// - Errors (shape, dtype, device, argument) are tritium::Error naming the op and the values.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace tritium::ops {
+
+using runtime::Tensor;
+using Shape = std::vector<int64_t>;
+
+// A C++ number standing for a tensor operand (a 0-dim "wrapped number" in PyTorch terms).
+struct Scalar {
+  std::variant<int64_t, double, bool> value;
+  Scalar(bool v) : value(v) {}
+  template <class T>
+    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
+  Scalar(T v) : value(static_cast<int64_t>(v)) {}
+  template <class T>
+    requires std::is_floating_point_v<T>
+  Scalar(T v) : value(static_cast<double>(v)) {}
+  double to_double() const;
+};
+
+// ---- copies and creation ---------------------------------------------------------------------
+Tensor contiguous(const Tensor& x);                 // x itself if already contiguous
+Tensor clone(const Tensor& x);                      // always a new contiguous tensor
+void copy_(Tensor& dst, const Tensor& src);         // broadcasting src into dst (any strides)
+Tensor to_dtype(const Tensor& x, DType dtype);      // value conversion
+Tensor full(const Shape& shape, Scalar value, DType dtype, Device device = Device::cpu());
+Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+Tensor ones(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+Tensor zeros_like(const Tensor& x);
+Tensor ones_like(const Tensor& x);
+Tensor arange(int64_t start, int64_t end, int64_t step = 1, DType dtype = DType::i64, Device device = Device::cpu());
+void fill_(Tensor& x, Scalar value);
+
+// ---- random (Philox-4x32-10; the same seed gives the same numbers on every backend) ---------
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = 0) : seed_(seed) {}
+  void manual_seed(uint64_t seed) { seed_ = seed, offset_ = 0; }
+  uint64_t seed() const { return seed_; }
+  // Reserves n counter values and returns the first; successive calls never overlap.
+  uint64_t advance(uint64_t n);
+
+ private:
+  uint64_t seed_;
+  uint64_t offset_ = 0;
+};
+Generator& default_generator();
+Tensor rand(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::f32, Device device = Device::cpu());   // U[0, 1)
+Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::f32, Device device = Device::cpu());  // N(0, 1)
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::i64, Device device = Device::cpu());
+void uniform_(Tensor& x, double low, double high, Generator& gen = default_generator());
+
+// ---- elementwise ---------------------------------------------------------------------------
+DType result_type(const Tensor& a, const Tensor& b);  // PyTorch's promotion of two tensors
+DType result_type(const Tensor& a, Scalar b);
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give f32
+Tensor add(const Tensor& a, Scalar b);
+Tensor sub(const Tensor& a, Scalar b);
+Tensor rsub(const Tensor& a, Scalar b);        // b - a
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, Scalar b);
+Tensor pow(const Tensor& a, Scalar exponent);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // exact (erf) form, PyTorch's default
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, Scalar b);
+Tensor gt(const Tensor& a, Scalar b);
+Tensor lt(const Tensor& a, Scalar b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// Backward helpers (elementwise, same shapes): grad * f'(x) or grad * f'(y) from the output.
+Tensor relu_backward(const Tensor& grad, const Tensor& x);
+Tensor gelu_backward(const Tensor& grad, const Tensor& x);
+Tensor tanh_backward(const Tensor& grad, const Tensor& y);     // grad * (1 - y^2)
+Tensor sigmoid_backward(const Tensor& grad, const Tensor& y);  // grad * y * (1 - y)
+
+// ---- reductions -----------------------------------------------------------------------------
+Tensor sum(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, int dim, bool keepdim = false);  // i64, first index on ties
+Tensor argmin(const Tensor& x, int dim, bool keepdim = false);
+// Sums `grad` down to `shape` (the reverse of broadcasting), for the backward of broadcasting ops.
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+// ---- linear algebra -------------------------------------------------------------------------
+// 1-D/2-D/batched with broadcasting batch dims, as torch.matmul; through tl::dot.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- softmax and losses ---------------------------------------------------------------------
+Tensor softmax(const Tensor& x, int dim);
+Tensor log_softmax(const Tensor& x, int dim);
+Tensor softmax_backward(const Tensor& grad, const Tensor& y, int dim);       // y = softmax(x)
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& y, int dim);   // y = log_softmax(x)
+// Mean over the batch of -log_softmax(logits)[i, target[i]]; logits [N, C], targets [N] integers
+// in [0, C) (checked: a clear error names the first bad label).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets);
+
+// ---- dropout ----------------------------------------------------------------------------------
+// Zeroes each element with probability p and scales the rest by 1/(1-p). The keep mask is a
+// function of (seed, offset, element index) and is regenerated in the backward, never stored.
+struct DropoutState {
+  uint64_t seed = 0, offset = 0;
+  double p = 0;
+};
+Tensor dropout(const Tensor& x, double p, Generator& gen, DropoutState* state = nullptr);
+Tensor dropout_backward(const Tensor& grad, const DropoutState& state);
+
+}  // namespace tritium::ops
