@@ -5,6 +5,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "codegen_hash.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "ir/printer.h"
@@ -14,8 +15,9 @@
 
 namespace tritium::jit {
 
-// Bumped whenever code generation changes what a given IR compiles to.
-static constexpr const char* kCodegenVersion = "tritium-codegen-1";
+// Any change to the code generators' sources changes this hash (cmake/source_hash.cmake), so a
+// new build never runs binaries cached by an older one.
+static constexpr const char* kCodegenVersion = TRITIUM_CODEGEN_HASH;
 
 namespace {
 std::atomic<uint64_t> g_compiled{0}, g_disk_hits{0}, g_shared_hits{0};
