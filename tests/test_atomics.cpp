@@ -379,4 +379,42 @@ BOOST_AUTO_TEST_CASE(atomic_cas_block) {
   });
 }
 
+// Split-K matmul: programs (tile, k-slice) atomically add [BM, BN] partial products into C under a
+// 2-D mask. Inputs are small integers, so every order of the float additions is exact.
+BOOST_AUTO_TEST_CASE(split_k_matmul_atomic_add) {
+  auto k = tritium::kernel("split_k", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::i32 M, tl::i32 N, tl::i32 K,
+                                         int BM, int BN, int BK, int SPLIT_K) {
+    auto tiles_n = tl::cdiv(N, BN);
+    auto pid = tl::program_id(0), ks = tl::program_id(1);
+    auto rm = (pid / tiles_n) * BM + tl::arange(0, BM), rn = (pid % tiles_n) * BN + tl::arange(0, BN);
+    auto rk = tl::arange(0, BK);
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto k0 : tl::range(ks * BK, K, BK * SPLIT_K)) {
+      auto kk = k0 + rk;
+      auto av = tl::load(a + rm(tl::_, tl::None) * K + kk(tl::None, tl::_), (rm(tl::_, tl::None) < M) & (kk(tl::None, tl::_) < K), 0.0f);
+      auto bv = tl::load(b + kk(tl::_, tl::None) * N + rn(tl::None, tl::_), (kk(tl::_, tl::None) < K) & (rn(tl::None, tl::_) < N), 0.0f);
+      acc = tl::dot(av, bv, acc);
+    }
+    auto mask = (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N);
+    tl::atomic_add(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc, mask);
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int M = 50, N = 40, K = 300, BM = 16, BN = 32, BK = 16, SPLIT_K = 4;
+    auto ai = tt::random_vector<int32_t>(M * K, 71, -4, 4), bi = tt::random_vector<int32_t>(K * N, 72, -4, 4);
+    tt::host_vector<float> a(ai.begin(), ai.end()), b(bi.begin(), bi.end());
+    tt::host_vector<float> ref(M * N, 0.0f);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        int64_t s = 0;
+        for (int kk = 0; kk < K; ++kk) s += int64_t(ai[i * K + kk]) * bi[kk * N + j];
+        ref[i * N + j] = float(s);
+      }
+    auto da = be.upload<float>(a), db = be.upload<float>(b);
+    auto dc = be.upload<float>(tt::host_vector<float>(M * N, 0.0f));
+    tritium::Grid grid(tritium::cdiv(M, BM) * tritium::cdiv(N, BN), SPLIT_K);
+    k[grid](da.ptr(), db.ptr(), dc.ptr(), M, N, K, BM, BN, BK, SPLIT_K, be.options());
+    tt::check_equal<float>(dc.download(), ref, "split-K C");
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

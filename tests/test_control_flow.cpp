@@ -279,6 +279,58 @@ BOOST_AUTO_TEST_CASE(swap_carried_values) {
   });
 }
 
+// Carried blocks whose new value reads the old one at other elements (a square transpose, a
+// reshape) or reads another carried block: updating them in place would be wrong.
+BOOST_AUTO_TEST_CASE(carried_blocks_reading_other_elements) {
+  auto k = tritium::kernel("permuted_carry", [](tl::ptr<float> x, tl::ptr<float> out_t, tl::ptr<float> out_r,
+                                                tl::ptr<float> out_a, tl::ptr<float> out_b, tl::i32 n, int B) {
+    auto offs = tl::arange(0, B)(tl::_, tl::None) * B + tl::arange(0, B)(tl::None, tl::_);
+    auto t = tl::load(x + offs);
+    auto r = tl::load(x + tl::arange(0, B * B));
+    auto a = tl::load(x + offs), b = tl::load(x + offs) * 0.5f;
+    for (auto i : tl::range(0, n)) {
+      (void)i;
+      t = tl::trans(t) * 2.0f + 1.0f;
+      r = tl::reshape(tl::trans(tl::reshape(r, {B, B})), {B * B}) - 0.25f;
+      auto a_old = a;
+      a = a + tl::trans(b);  // reads the other carried block at other elements
+      b = b - a_old;
+    }
+    tl::store(out_t + offs, t);
+    tl::store(out_r + tl::arange(0, B * B), r);
+    tl::store(out_a + offs, a);
+    tl::store(out_b + offs, b);
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int B = 8;
+    auto x = tt::random_vector<float>(B * B, 1000);
+    for (int n : {1, 2, 5}) {
+      std::vector<double> t(x.begin(), x.end()), r = t, a = t, b(B * B);
+      for (int e = 0; e < B * B; ++e) b[e] = 0.5 * x[e];
+      for (int it = 0; it < n; ++it) {
+        std::vector<double> t2(B * B), r2(B * B), a2(B * B), b2(B * B);
+        for (int i = 0; i < B; ++i)
+          for (int j = 0; j < B; ++j) {
+            t2[i * B + j] = t[j * B + i] * 2 + 1;
+            r2[i * B + j] = r[j * B + i] - 0.25;
+            a2[i * B + j] = a[i * B + j] + b[j * B + i];
+            b2[i * B + j] = b[i * B + j] - a[i * B + j];
+          }
+        t = t2, r = r2, a = a2, b = b2;
+      }
+      auto dx = be.upload<float>(x);
+      auto ot = be.alloc_poisoned<float>(B * B), orr = be.alloc_poisoned<float>(B * B);
+      auto oa = be.alloc_poisoned<float>(B * B), ob = be.alloc_poisoned<float>(B * B);
+      k[{1}](dx.ptr(), ot.ptr(), orr.ptr(), oa.ptr(), ob.ptr(), n, B, be.options());
+      std::string what = " after " + std::to_string(n) + " iterations";
+      tt::check_close<float>(ot.download(), t, 1e-6, "t = trans(t) * 2 + 1" + what);
+      tt::check_close<float>(orr.download(), r, 1e-6, "r = reshape(trans(reshape(r))) - 0.25" + what);
+      tt::check_close<float>(oa.download(), a, 1e-6, "a = a + trans(b)" + what);
+      tt::check_close<float>(ob.download(), b, 1e-6, "b = b - a_old" + what);
+    }
+  });
+}
+
 // ---- branches ----------------------------------------------------------------------------------------
 
 // tl::if_ on program_id and on an argument, with block and scalar results; one if_ has no else.

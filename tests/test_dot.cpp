@@ -145,6 +145,43 @@ BOOST_AUTO_TEST_CASE(dot_fused_with_elementwise) {
   });
 }
 
+// Chained dots (the attention pattern): o = softmax_rows(q @ k^T) @ v, the first result feeding the second.
+BOOST_AUTO_TEST_CASE(chained_dots) {
+  auto kern = tritium::kernel("attention_block", [](tl::ptr<float> q, tl::ptr<float> k, tl::ptr<float> v, tl::ptr<float> o,
+                                                   int M, int N, int D) {
+    auto rm = tl::arange(0, M), rn = tl::arange(0, N), rd = tl::arange(0, D);
+    auto qv = tl::load(q + rm(tl::_, tl::None) * D + rd(tl::None, tl::_));
+    auto kv = tl::load(k + rn(tl::_, tl::None) * D + rd(tl::None, tl::_));
+    auto vv = tl::load(v + rn(tl::_, tl::None) * D + rd(tl::None, tl::_));
+    auto s = tl::dot(qv, tl::trans(kv)) * 0.125f;
+    auto p = tl::exp(s - tl::max(s, 1, true));
+    p = p / tl::sum(p, 1, true);
+    tl::store(o + rm(tl::_, tl::None) * D + rd(tl::None, tl::_), tl::dot(p, vv));
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int M = 32, N = 64, D = 16;
+    auto q = tt::random_vector<float>(M * D, 11), k = tt::random_vector<float>(N * D, 12), v = tt::random_vector<float>(N * D, 13);
+    std::vector<double> ref(M * D, 0.0);
+    for (int i = 0; i < M; ++i) {
+      std::vector<double> s(N);
+      double m = -INFINITY, sum = 0;
+      for (int j = 0; j < N; ++j) {
+        s[j] = 0;
+        for (int d = 0; d < D; ++d) s[j] += double(q[i * D + d]) * k[j * D + d];
+        s[j] *= 0.125;
+        m = std::max(m, s[j]);
+      }
+      for (int j = 0; j < N; ++j) sum += s[j] = std::exp(s[j] - m);
+      for (int j = 0; j < N; ++j)
+        for (int d = 0; d < D; ++d) ref[i * D + d] += s[j] / sum * v[j * D + d];
+    }
+    auto dq = be.upload<float>(q), dk = be.upload<float>(k), dv = be.upload<float>(v);
+    auto dout = be.alloc_poisoned<float>(M * D);
+    kern[{1}](dq.ptr(), dk.ptr(), dv.ptr(), dout.ptr(), M, N, D, be.options());
+    tt::check_close<float>(dout.download(), ref, dot_tol<float>(be), "softmax(q k^T / 8) v");
+  });
+}
+
 // ---- tiled matmul: Triton's tutorial 03 (grouped program ids, masks, a run-time K loop) --------
 
 template <class T>
