@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -192,6 +194,73 @@ BOOST_AUTO_TEST_CASE(garbage_entry_is_recompiled) {
     std::ofstream f(p, std::ios::binary | std::ios::trunc);
     f << "not an object file";
   }, 9.0f);
+}
+
+// Captures what the process writes to file descriptor `fd` while f runs.
+template <class F> std::string capture_fd(int fd, F&& f) {
+  fflush(nullptr);
+  char path[] = "/tmp/tritium-capture-XXXXXX";
+  int tmp = mkstemp(path);
+  int saved = dup(fd);
+  dup2(tmp, fd);
+  try {
+    f();
+  } catch (...) {
+    dup2(saved, fd);
+    throw;
+  }
+  fflush(nullptr);
+  dup2(saved, fd);
+  close(saved);
+  close(tmp);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove(path);
+  return text;
+}
+
+BOOST_AUTO_TEST_CASE(log_compile_lines) {
+  FreshCache cache;
+  setenv("TRITIUM_LOG", "compile", 1);
+  tritium::reload_env_for_tests();
+  std::string miss = capture_fd(2, [] {
+    auto k = make_saxpy(12.0f);
+    run_and_check(k, 12.0f);
+  });
+  std::string hit = capture_fd(2, [] {
+    auto k = make_saxpy(12.0f);
+    run_and_check(k, 12.0f);
+  });
+  unsetenv("TRITIUM_LOG");
+  tritium::reload_env_for_tests();
+  std::regex miss_line("\\[tritium\\] compile saxpy_cache_test cpu miss [0-9.]+ ms\n");
+  std::regex hit_line("\\[tritium\\] compile saxpy_cache_test cpu hit [0-9.]+ ms\n");
+  BOOST_TEST(std::regex_search(miss, miss_line), miss);
+  BOOST_TEST(std::regex_search(hit, hit_line), hit);
+}
+
+BOOST_AUTO_TEST_CASE(dump_writes_ir_and_llvm) {
+  FreshCache cache;
+  fs::path dir = cache.dir / "dump";
+  setenv("TRITIUM_DUMP", dir.c_str(), 1);
+  tritium::reload_env_for_tests();
+  auto k = make_saxpy(13.0f);
+  run_and_check(k, 13.0f);
+  unsetenv("TRITIUM_DUMP");
+  tritium::reload_env_for_tests();
+  std::vector<std::string> names;
+  for (auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  auto has = [&](const std::string& suffix) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+      return n.rfind("saxpy_cache_test", 0) == 0 && n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+    });
+  };
+  BOOST_TEST(has("00-input.ir"));  // the traced IR, then one file per pass that changed it
+  BOOST_TEST(has(".ll"));          // LLVM IR as generated
+  BOOST_TEST(has(".opt.ll"));      // after O3
+  std::ifstream in(dir / "saxpy_cache_test.00-input.ir");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_TEST(text.find("func @saxpy_cache_test") != std::string::npos, text);
 }
 
 // Run only when named explicitly: the child side of two_processes_compile_at_once.

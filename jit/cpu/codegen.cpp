@@ -1050,6 +1050,44 @@ class Codegen {
     DType acc_t = rt.dtype;
     DType compute = is_float(acc_t) ? (acc_t == DType::f64 ? DType::f64 : DType::f32) : DType::i32;
     int w = lanes_for(rt.shape);
+    // Register-blocked micro-kernel: RM rows x RN chunks of w lanes of C stay in registers
+    // across the K loop; each k loads RN vectors of B and broadcasts RM elements of A, for
+    // RM*RN FMAs (instead of one FMA per vector load).
+    const int64_t M = rt.shape[0], N = rt.shape[1];
+    const int64_t chunks = N / w;
+    const int64_t lane_bytes = int64_t(w) * dtype_bytes(compute);  // bytes of one chunk
+    int64_t RN = std::min<int64_t>(chunks, lane_bytes > 64 ? 2 : 4);
+    int64_t RM = RN >= 4 ? 4 : 8;
+    if (rt.shape.size() == 2 && N % w == 0 && chunks % RN == 0 && M % RM == 0) {
+      emit_loop(0, M, RM, [&](Value* i0) {
+        emit_loop(0, N, RN * w, [&](Value* j0) {
+          auto at = [&](int64_t r, int64_t cc) {
+            return Index{{b_.CreateAdd(i0, i32(r)), 0, nullptr, 1}, {b_.CreateAdd(j0, i32(cc * w)), 1, nullptr, w}};
+          };
+          std::vector<Value*> init;
+          for (int64_t r = 0; r < RM; ++r)
+            for (int64_t cc = 0; cc < RN; ++cc) init.push_back(cast(eval(c, at(r, cc), w), acc_t, compute));
+          std::vector<Value*> accs = emit_loop(i32(0), i32(K), i32(1), init, [&](Value* k, std::vector<Value*> cur) {
+            std::vector<Value*> bv(RN);
+            for (int64_t cc = 0; cc < RN; ++cc)
+              bv[cc] = cast(read_buffer(bbuf, bm->type, {{k, 0, nullptr, 1}, at(0, cc)[1]}, w), bm->type.dtype, compute);
+            for (int64_t r = 0; r < RM; ++r) {
+              Value* av = read_buffer(abuf, a->type, {at(r, 0)[0], {k, 0, nullptr, 1}}, 1);
+              av = splat(cast(b_.CreateExtractElement(av, uint64_t(0)), a->type.dtype, compute), w);
+              for (int64_t cc = 0; cc < RN; ++cc) {
+                Value*& acc = cur[r * RN + cc];
+                if (is_float(compute)) acc = b_.CreateIntrinsic(llvm::Intrinsic::fma, {av->getType()}, {av, bv[cc], acc});
+                else acc = b_.CreateAdd(acc, b_.CreateMul(av, bv[cc]));
+              }
+            }
+            return cur;
+          });
+          for (int64_t r = 0; r < RM; ++r)
+            for (int64_t cc = 0; cc < RN; ++cc) write_buffer(out, rt, at(r, cc), w, cast(accs[r * RN + cc], compute, acc_t));
+        });
+      });
+      return;
+    }
     loop_nest(rt.shape, w, [&](const Index& idx) {
       Value* acc = cast(eval(c, idx, w), acc_t, compute);
       acc = emit_loop(i32(0), i32(K), i32(1), {acc}, [&](Value* k, std::vector<Value*> cur) {

@@ -1,0 +1,210 @@
+// ops::matmul with torch.matmul semantics, through one Tritium kernel modelled on Triton's
+// tutorial 03: a tile of C per program (grouped program ids for L2 reuse), tl::dot in a
+// tl::range loop over K with masks at the edges, and a batch program axis. Operands are read
+// through their strides (a transposed view costs no copy); C is a new contiguous tensor.
+//
+// Shapes: 1-D x 1-D is a dot product (0-dim result); a 1-D first operand is treated as [1, K]
+// and a 1-D second operand as [K, 1], the added dim removed from the result; dims before the
+// last two are batch dims and broadcast (numpy rules).
+// Dtypes: f16/bf16/f32 accumulate in f32, f64 in f64; both operands must have the same dtype.
+#include <algorithm>
+#include <cstdint>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <tritium/tritium.h>
+
+#include "ops/ops.h"
+#include "runtime/views.h"
+
+namespace tritium::ops {
+namespace {
+
+namespace tl = tritium::tl;
+using runtime::Tensor;
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// C[b] = A[b] @ B[b] for the batch index b = program_id(1), split into (b1, b2) with b2 < NB2.
+template <class T> Kernel& matmul_kernel() {
+  static Kernel k = kernel(
+      "matmul",
+      [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K, tl::i64 stride_am,
+         tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm, tl::i64 stride_cn, tl::i64 NB2,
+         tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2, int BLOCK_M, int BLOCK_N,
+         int BLOCK_K, int GROUP_M) {
+        // Grouped ordering: GROUP_M rows of tiles are visited column by column, so the tiles of
+        // B stay in cache while A's rows are reused.
+        auto pid = tl::program_id(0);
+        auto num_pid_m = tl::cdiv(M, BLOCK_M);
+        auto num_pid_n = tl::cdiv(N, BLOCK_N);
+        auto num_pid_in_group = GROUP_M * num_pid_n;
+        auto group_id = pid / num_pid_in_group;
+        auto first_pid_m = group_id * GROUP_M;
+        auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_M);
+        auto pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m);
+        auto pid_n = (pid % num_pid_in_group) / group_size_m;
+
+        auto batch = tl::program_id(1).to(tl::int64);
+        auto b1 = batch / NB2, b2 = batch % NB2;
+        auto a_base = a_ptr + (b1 * sa1 + b2 * sa2);
+        auto b_base = b_ptr + (b1 * sb1 + b2 * sb2);
+        auto c_base = c_ptr + (b1 * sc1 + b2 * sc2);
+
+        // Rows/columns past the edge wrap around (% M, % N): their loads stay in bounds and
+        // their results are masked off at the store.
+        auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
+        auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
+        auto offs_k = tl::arange(0, BLOCK_K);
+        constexpr DType acc_t = dtype_of<T>() == DType::f64 ? DType::f64 : DType::f32;
+        auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
+        // The K part of the addresses is added inside the loop: they stay affine (vector
+        // loads when a stride is 1) and no block of pointers is carried through the loop.
+        auto a_rows = a_base + offs_am(tl::_, tl::None) * stride_am;
+        auto b_cols = b_base + offs_bn(tl::None, tl::_) * stride_bn;
+        for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
+          auto ks = (kk * BLOCK_K + offs_k).to(tl::int64);
+          auto k_in = ks < K;
+          auto a = tl::load(a_rows + ks(tl::None, tl::_) * stride_ak, k_in(tl::None, tl::_), 0.0);
+          auto b = tl::load(b_cols + ks(tl::_, tl::None) * stride_bk, k_in(tl::_, tl::None), 0.0);
+          acc = tl::dot(a, b, acc);
+        }
+
+        auto offs_cm = pid_m * BLOCK_M + tl::arange(0, BLOCK_M);
+        auto offs_cn = pid_n * BLOCK_N + tl::arange(0, BLOCK_N);
+        auto c_ptrs = c_base + (offs_cm.to(tl::int64)(tl::_, tl::None) * stride_cm +
+                                offs_cn.to(tl::int64)(tl::None, tl::_) * stride_cn);
+        auto c_mask = (offs_cm(tl::_, tl::None) < M) & (offs_cn(tl::None, tl::_) < N);
+        tl::store(c_ptrs, acc.to(dtype_of<T>()), c_mask);
+      },
+      {"a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
+       "stride_cn", "NB2", "sa1", "sa2", "sb1", "sb2", "sc1", "sc2", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"});
+  return k;
+}
+
+struct Blocks {
+  int m, n, k, group;
+};
+
+int pow2_at_least(int64_t v, int lo, int hi) {
+  int p = lo;
+  while (p < v && p < hi) p *= 2;
+  return p;
+}
+
+// Block sizes per shape (measured on the 2-core AMD EPYC, see docs/tensors.md). dot needs
+// every block dim >= 16.
+Blocks pick_blocks(int64_t M, int64_t N, int64_t K) {
+  Blocks b{};
+  b.n = pow2_at_least(N, 16, 64);
+  b.m = pow2_at_least(M, 16, 64);
+  b.k = pow2_at_least(K, 16, 32);
+  b.group = 8;
+  return b;
+}
+
+template <class F> void dispatch(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f16: return f(f16_t{});
+    case DType::bf16: return f(bf16_t{});
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    default: fail("matmul: dtype {} is not supported (expected f16, bf16, f32 or f64)", dtype_name(dtype));
+  }
+}
+
+// A [Bt..., M, K], B [Bt..., K, N], C [Bt..., M, N], all with the same batch shape Bt (strides
+// of broadcast batch dims are 0).
+void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const int r = a.dim();
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  if (M == 0 || N == 0 || c.numel() == 0) return;
+  // Collapse the batch dims: drop size-1 dims, merge dims that are contiguous with each other
+  // in all three operands.
+  struct Dim {
+    int64_t size, sa, sb, sc;
+  };
+  std::vector<Dim> dims;
+  for (int d = 0; d < r - 2; ++d) {
+    Dim x{a.shape()[d], a.strides()[d], b.strides()[d], c.strides()[d]};
+    if (x.size == 1) continue;
+    if (!dims.empty()) {
+      Dim& p = dims.back();
+      if (p.sa == x.size * x.sa && p.sb == x.size * x.sb && p.sc == x.size * x.sc) {
+        p.size *= x.size, p.sa = x.sa, p.sb = x.sb, p.sc = x.sc;
+        continue;
+      }
+    }
+    dims.push_back(x);
+  }
+  if (dims.size() > 2) {  // one launch per index of the first batch dim
+    for (int64_t i = 0; i < a.shape()[0]; ++i)
+      launch(runtime::select_of(a, 0, i), runtime::select_of(b, 0, i), runtime::select_of(c, 0, i));
+    return;
+  }
+  while (dims.size() < 2) dims.insert(dims.begin(), Dim{1, 0, 0, 0});
+  const int64_t nbatch = dims[0].size * dims[1].size;
+  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail("matmul: dimensions above 2^31 are not supported");
+  Blocks bl = pick_blocks(M, N, K);
+  int64_t tiles = cdiv(M, bl.m) * cdiv(N, bl.n);
+  dispatch(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    matmul_kernel<T>()[{tiles, nbatch}](
+        a, b, c, static_cast<int32_t>(M), static_cast<int32_t>(N), static_cast<int32_t>(K), a.stride(-2),
+        a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2), c.stride(-1), dims[1].size, dims[0].sa, dims[1].sa,
+        dims[0].sb, dims[1].sb, dims[0].sc, dims[1].sc, bl.m, bl.n, bl.k, bl.group, Options{.device = a.device()});
+  });
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  if (!a_in.defined() || !b_in.defined()) fail("matmul: an operand is undefined");
+  if (a_in.dim() == 0 || b_in.dim() == 0)
+    fail("matmul: both arguments need to be at least 1D, but they are {}D and {}D", a_in.dim(), b_in.dim());
+  if (a_in.dtype() != b_in.dtype())
+    fail("matmul: expected both operands to have the same dtype, but got {} and {} (shapes {} and {})",
+         dtype_name(a_in.dtype()), dtype_name(b_in.dtype()), shape_str(a_in.shape()), shape_str(b_in.shape()));
+  dispatch(a_in.dtype(), [](auto) {});
+  if (a_in.device() != b_in.device())
+    fail("matmul: operands are on different devices ({} and {})", a_in.device().str(), b_in.device().str());
+  const int64_t ka = a_in.size(-1);
+  const int64_t kb = b_in.dim() == 1 ? b_in.size(0) : b_in.size(-2);
+  if (ka != kb)
+    fail("matmul: shapes {} and {} cannot be multiplied ({} vs {})", shape_str(a_in.shape()), shape_str(b_in.shape()),
+         ka, kb);
+
+  // Promote 1-D operands to matrices.
+  Tensor a = a_in.dim() == 1 ? runtime::unsqueeze_of(a_in, 0) : a_in;
+  Tensor b = b_in.dim() == 1 ? runtime::unsqueeze_of(b_in, 1) : b_in;
+  const int64_t M = a.size(-2), N = b.size(-1), K = ka;
+
+  // Broadcast the batch dims.
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  size_t nb = std::max(ba.size(), bb.size());
+  Shape batch(nb);
+  for (size_t i = 0; i < nb; ++i) {
+    int64_t x = i + ba.size() >= nb ? ba[i + ba.size() - nb] : 1;
+    int64_t y = i + bb.size() >= nb ? bb[i + bb.size() - nb] : 1;
+    if (x != y && x != 1 && y != 1)
+      fail("matmul: the batch dimensions of shapes {} and {} cannot be broadcast (dimension {}: {} vs {})",
+           shape_str(a_in.shape()), shape_str(b_in.shape()), i, x, y);
+    batch[i] = x == 1 ? y : x;
+  }
+  Shape sa = batch, sb = batch, sc = batch;
+  sa.insert(sa.end(), {M, K});
+  sb.insert(sb.end(), {K, N});
+  sc.insert(sc.end(), {M, N});
+  Tensor ae = runtime::expand_of(a, sa), be = runtime::expand_of(b, sb);
+
+  Tensor c = K == 0 ? zeros(sc, a.dtype(), a.device()) : Tensor::empty(sc, a.dtype(), a.device());
+  if (K > 0) launch(ae, be, c);
+
+  // Remove the dims added for 1-D operands.
+  Shape out = batch;
+  if (a_in.dim() > 1) out.push_back(M);
+  if (b_in.dim() > 1) out.push_back(N);
+  return out == sc ? c : runtime::view_of(c, out);
+}
+
+}  // namespace tritium::ops

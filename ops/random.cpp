@@ -1,0 +1,330 @@
+// Random tensors from Philox-4x32-10 (ops/random.h), computed inside Tritium kernels with tl::
+// integer ops on u32 (umulhi, *, ^, +). Element i of a draw uses counter (gen offset + i) and key
+// seed; a Generator reserves numel counters per draw, so draws never overlap.
+#include "ops/random.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <tritium/tritium.h>
+
+#include "ops/ops.h"
+#include "runtime/views.h"
+
+namespace tritium::ops {
+
+// ---- Philox on traced values ------------------------------------------------------------------
+
+namespace philox {
+
+std::array<tl::tensor, 4> philox4x32(tl::tensor c0, tl::tensor c1, tl::tensor c2, tl::tensor c3, tl::tensor k0,
+                                     tl::tensor k1, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    tl::tensor p0 = c0, p2 = c2;
+    c0 = tl::umulhi(kRoundB, p2) ^ c1 ^ k0;
+    c2 = tl::umulhi(kRoundA, p0) ^ c3 ^ k1;
+    c1 = p2 * kRoundB;
+    c3 = p0 * kRoundA;
+    if (r + 1 < rounds) {  // bump the key between rounds (Random123); Triton bumps once more, unused
+      k0 = k0 + kKeyA;
+      k1 = k1 + kKeyB;
+    }
+  }
+  return {c0, c1, c2, c3};
+}
+
+std::array<tl::tensor, 4> random_words(const tl::tensor& seed, const tl::tensor& offset) {
+  tl::tensor s = seed.to(tl::uint64, seed.dtype() == DType::i64);
+  tl::tensor o = offset.to(tl::uint64, offset.dtype() == DType::i64);
+  tl::tensor k0 = s.to(tl::uint32), k1 = (s >> 32).to(tl::uint32);
+  tl::tensor c0 = o.to(tl::uint32), c1 = (o >> 32).to(tl::uint32);
+  tl::tensor zero = tl::zeros(o.shape(), tl::uint32);
+  return philox4x32(c0, c1, zero, zero, k0, k1);
+}
+
+tl::tensor uint_to_uniform_float(const tl::tensor& word) {
+  tl::tensor x = word.to(tl::int32, true);
+  x = tl::where(x < 0, -x - 1, x);
+  return x * 4.6566127342e-10f;  // the largest scale with INT32_MAX * scale < 1 in f32
+}
+
+tl::tensor uniform_pair_to_normal(const tl::tensor& u1, const tl::tensor& u2) {
+  tl::tensor v1 = tl::maximum(1.0e-7f, u1);
+  tl::tensor th = 6.283185307179586 * u2;
+  tl::tensor r = tl::sqrt(-2.0 * tl::log(v1));
+  return r * tl::cos(th);
+}
+
+namespace {
+Kernel& raw_kernel() {
+  static Kernel k = kernel(
+      "philox4x32_10",
+      [](tl::ptr<uint32_t> ctr, tl::ptr<uint32_t> out, tl::i64 n, tl::u32 k0, tl::u32 k1, int BLOCK) {
+        auto offs = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK);
+        auto mask = offs < n;
+        auto base = offs * 4;
+        auto w = philox4x32(tl::load(ctr + base, mask, 0u), tl::load(ctr + base + 1, mask, 0u),
+                            tl::load(ctr + base + 2, mask, 0u), tl::load(ctr + base + 3, mask, 0u), k0, k1);
+        for (int j = 0; j < 4; ++j) tl::store(out + base + j, w[j], mask);
+      },
+      {"ctr", "out", "n", "k0", "k1", "BLOCK"});
+  return k;
+}
+}  // namespace
+
+runtime::Tensor philox4x32_10(const runtime::Tensor& counters, uint32_t k0, uint32_t k1) {
+  if (!counters.defined() || counters.dtype() != DType::u32 || counters.dim() != 2 || counters.size(1) != 4)
+    fail("philox4x32_10: counters must be a [N, 4] u32 tensor, got {}", counters.str());
+  if (!counters.is_contiguous()) fail("philox4x32_10: counters must be contiguous");
+  const runtime::Tensor& c = counters;
+  runtime::Tensor out = runtime::Tensor::empty(c.shape(), DType::u32, c.device());
+  int64_t n = c.size(0);
+  if (n > 0) raw_kernel()[{cdiv(n, 256)}](c, out, n, k0, k1, 256, Options{.device = c.device()});
+  return out;
+}
+
+}  // namespace philox
+
+// ---- generators ------------------------------------------------------------------------------
+
+uint64_t Generator::advance(uint64_t n) {
+  uint64_t first = offset_;
+  if (n > std::numeric_limits<uint64_t>::max() - offset_)
+    fail("Generator::advance: the counter space of seed {} is exhausted", seed_);
+  offset_ += n;
+  return first;
+}
+
+Generator& default_generator() {
+  static Generator g(67280421310721ull);  // PyTorch's default seed
+  return g;
+}
+
+namespace {
+
+namespace tl = tritium::tl;
+using runtime::Tensor;
+
+constexpr int kBlock = 1024;
+
+template <class F> void dispatch_float(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::f16: return f(f16_t{});
+    case DType::bf16: return f(bf16_t{});
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    default: fail("{}: expects a floating-point dtype, got {}", op, dtype_name(dtype));
+  }
+}
+
+template <class F> void dispatch_all(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::i1: return f(bool{});
+    case DType::i8: return f(int8_t{});
+    case DType::i16: return f(int16_t{});
+    case DType::i32: return f(int32_t{});
+    case DType::i64: return f(int64_t{});
+    case DType::u8: return f(uint8_t{});
+    case DType::u16: return f(uint16_t{});
+    case DType::u32: return f(uint32_t{});
+    case DType::u64: return f(uint64_t{});
+    default: return dispatch_float(dtype, op, f);
+  }
+}
+
+// The largest value below 1 in dtype d, as f32 (f16: 1 - 2^-11, bf16: 1 - 2^-8): uniforms are
+// clamped to it before rounding so that they stay in [0, 1).
+float below_one(DType d) { return d == DType::f16 ? 0.99951171875f : d == DType::bf16 ? 0.99609375f : 1.0f; }
+
+// A uniform in [0, 1) in dtype T: f32 as Triton (one word), f64 from 53 bits of words 0 and 1.
+template <class T> tl::tensor uniform01(const std::array<tl::tensor, 4>& w) {
+  constexpr DType d = dtype_of<T>();
+  if constexpr (d == DType::f64) {
+    auto bits = ((w[0].to(tl::uint64) << 32) | w[1].to(tl::uint64)) >> 11;
+    return bits.to(tl::float64) * 1.1102230246251565e-16;  // 2^-53
+  } else {
+    auto u = philox::uint_to_uniform_float(w[0]);
+    if constexpr (d != DType::f32) u = tl::minimum(u, below_one(d));
+    return u;
+  }
+}
+
+// A standard normal in dtype T (f32 arithmetic for f16/bf16/f32, as Triton's randn; f64 uses
+// 53-bit uniforms from all four words, u1 in (0, 1]).
+template <class T> tl::tensor normal(const std::array<tl::tensor, 4>& w) {
+  constexpr DType d = dtype_of<T>();
+  if constexpr (d == DType::f64) {
+    auto b1 = ((w[0].to(tl::uint64) << 32) | w[1].to(tl::uint64)) >> 11;
+    auto b2 = ((w[2].to(tl::uint64) << 32) | w[3].to(tl::uint64)) >> 11;
+    auto u1 = (b1 + 1).to(tl::float64) * 1.1102230246251565e-16;
+    auto u2 = b2.to(tl::float64) * 1.1102230246251565e-16;
+    return tl::sqrt(-2.0 * tl::log(u1)) * tl::cos(6.283185307179586 * u2);
+  } else {
+    return philox::uniform_pair_to_normal(philox::uint_to_uniform_float(w[0]), philox::uint_to_uniform_float(w[1]));
+  }
+}
+
+// Counters for the elements of a program: base + linear index.
+tl::tensor element_offsets(int BLOCK) { return tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK); }
+
+template <class T> Kernel& rand_kernel() {
+  static Kernel k = kernel(
+      "rand",
+      [](tl::ptr<T> out, tl::i64 n, tl::u64 seed, tl::u64 base, int BLOCK) {
+        auto offs = element_offsets(BLOCK);
+        auto w = philox::random_words(seed, base + offs.to(tl::uint64, true));
+        tl::store(out + offs, uniform01<T>(w).to(dtype_of<T>()), offs < n);
+      },
+      {"out", "n", "seed", "base", "BLOCK"});
+  return k;
+}
+
+template <class T> Kernel& randn_kernel() {
+  static Kernel k = kernel(
+      "randn",
+      [](tl::ptr<T> out, tl::i64 n, tl::u64 seed, tl::u64 base, int BLOCK) {
+        auto offs = element_offsets(BLOCK);
+        auto w = philox::random_words(seed, base + offs.to(tl::uint64, true));
+        tl::store(out + offs, normal<T>(w).to(dtype_of<T>()), offs < n);
+      },
+      {"out", "n", "seed", "base", "BLOCK"});
+  return k;
+}
+
+// low + (random % range): 32 random bits when range <= 2^32 (WIDE = false), else 64.
+template <class T> Kernel& randint_kernel() {
+  static Kernel k = kernel(
+      "randint",
+      [](tl::ptr<T> out, tl::i64 n, tl::u64 seed, tl::u64 base, tl::i64 low, tl::u64 range, int BLOCK, bool WIDE) {
+        auto offs = element_offsets(BLOCK);
+        auto w = philox::random_words(seed, base + offs.to(tl::uint64, true));
+        tl::tensor bits = w[0].to(tl::uint64);
+        if (WIDE) bits = (bits << 32) | w[1].to(tl::uint64);
+        auto v = low + (bits % range).to(tl::int64, true);
+        tl::store(out + offs, v.to(dtype_of<T>()), offs < n);
+      },
+      {"out", "n", "seed", "base", "low", "range", "BLOCK", "WIDE"});
+  return k;
+}
+
+// x = low + (high - low) * U[0, 1) on any strides (rank <= 4 after collapsing; sizes s0..s3,
+// strides t0..t3). The counter is base + the row-major logical index, whatever the strides.
+template <class T> Kernel& uniform_kernel() {
+  static Kernel k = kernel(
+      "uniform",
+      [](tl::ptr<T> out, tl::i64 n, tl::u64 seed, tl::u64 base, tl::f64 low, tl::f64 high, tl::i64 s1, tl::i64 s2,
+         tl::i64 s3, tl::i64 t0, tl::i64 t1, tl::i64 t2, tl::i64 t3, int BLOCK) {
+        auto offs = element_offsets(BLOCK);
+        auto w = philox::random_words(seed, base + offs.to(tl::uint64, true));
+        constexpr DType d = dtype_of<T>();
+        constexpr DType compute = d == DType::f64 ? DType::f64 : DType::f32;
+        auto u = uniform01<T>(w).to(compute);
+        auto v = low.to(compute) + (high - low).to(compute) * u;
+        auto i3 = offs % s3;
+        auto r = offs / s3;
+        auto i2 = r % s2;
+        r = r / s2;
+        auto i1 = r % s1;
+        auto i0 = r / s1;
+        tl::store(out + (i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3), v.to(d), offs < n);
+      },
+      {"out", "n", "seed", "base", "low", "high", "s1", "s2", "s3", "t0", "t1", "t2", "t3", "BLOCK"});
+  return k;
+}
+
+Options on(const Tensor& x) { return Options{.device = x.device()}; }
+
+void uniform_impl(const Tensor& x, double low, double high, uint64_t seed, uint64_t base) {
+  int64_t n = x.numel();
+  if (n == 0) return;
+  Shape sizes, strides;
+  for (int d = 0; d < x.dim(); ++d) {  // drop size-1 dims, merge contiguous runs
+    int64_t s = x.shape()[d], t = x.strides()[d];
+    if (s == 1) continue;
+    if (!sizes.empty() && strides.back() == s * t) {
+      sizes.back() *= s;
+      strides.back() = t;
+    } else {
+      sizes.push_back(s);
+      strides.push_back(t);
+    }
+  }
+  if (sizes.size() > 4) {
+    int64_t inner = n / x.shape()[0];
+    for (int64_t i = 0; i < x.shape()[0]; ++i)
+      uniform_impl(runtime::select_of(x, 0, i), low, high, seed, base + static_cast<uint64_t>(i * inner));
+    return;
+  }
+  while (sizes.size() < 4) sizes.insert(sizes.begin(), 1), strides.insert(strides.begin(), 0);
+  dispatch_float(x.dtype(), "uniform_", [&](auto tag) {
+    using T = decltype(tag);
+    uniform_kernel<T>()[{cdiv(n, kBlock)}](x, n, seed, base, low, high, sizes[1], sizes[2], sizes[3], strides[0],
+                                           strides[1], strides[2], strides[3], kBlock, on(x));
+  });
+}
+
+}  // namespace
+
+Tensor rand(const Shape& shape, Generator& gen, DType dtype, Device device) {
+  dispatch_float(dtype, "rand", [](auto) {});
+  Tensor t = Tensor::empty(shape, dtype, device);
+  int64_t n = t.numel();
+  if (n == 0) return t;
+  uint64_t base = gen.advance(static_cast<uint64_t>(n));
+  dispatch_float(dtype, "rand", [&](auto tag) {
+    using T = decltype(tag);
+    rand_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, on(t));
+  });
+  return t;
+}
+
+Tensor randn(const Shape& shape, Generator& gen, DType dtype, Device device) {
+  dispatch_float(dtype, "randn", [](auto) {});
+  Tensor t = Tensor::empty(shape, dtype, device);
+  int64_t n = t.numel();
+  if (n == 0) return t;
+  uint64_t base = gen.advance(static_cast<uint64_t>(n));
+  dispatch_float(dtype, "randn", [&](auto tag) {
+    using T = decltype(tag);
+    randn_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, on(t));
+  });
+  return t;
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen, DType dtype, Device device) {
+  if (low >= high) fail("randint: expects 'low' to be less than 'high', but got low={} >= high={}", low, high);
+  if (is_int(dtype)) {
+    // Both low and high - 1 must be values of dtype.
+    __int128 lo, hi;
+    if (is_bool(dtype)) lo = 0, hi = 1;
+    else if (is_signed_int(dtype)) hi = (static_cast<__int128>(1) << (dtype_bits(dtype) - 1)) - 1, lo = -hi - 1;
+    else lo = 0, hi = (static_cast<__int128>(1) << dtype_bits(dtype)) - 1;
+    if (low < lo || static_cast<__int128>(high) - 1 > hi)
+      fail("randint: the range [{}, {}) does not fit dtype {}", low, high, dtype_name(dtype));
+  }
+  dispatch_all(dtype, "randint", [](auto) {});
+  Tensor t = Tensor::empty(shape, dtype, device);
+  int64_t n = t.numel();
+  if (n == 0) return t;
+  uint64_t range = static_cast<uint64_t>(static_cast<__int128>(high) - low);
+  bool wide = range > (uint64_t(1) << 32);
+  uint64_t base = gen.advance(static_cast<uint64_t>(n));
+  dispatch_all(dtype, "randint", [&](auto tag) {
+    using T = decltype(tag);
+    randint_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, low, range, kBlock, wide, on(t));
+  });
+  return t;
+}
+
+void uniform_(Tensor& x, double low, double high, Generator& gen) {
+  if (!x.defined()) fail("uniform_: tensor is undefined");
+  dispatch_float(x.dtype(), "uniform_", [](auto) {});
+  if (!(low <= high) || !std::isfinite(low) || !std::isfinite(high))
+    fail("uniform_: expects low <= high (finite), but got low={}, high={}", low, high);
+  int64_t n = x.numel();
+  if (n == 0) return;
+  uniform_impl(x, low, high, gen.seed(), gen.advance(static_cast<uint64_t>(n)));
+}
+
+}  // namespace tritium::ops

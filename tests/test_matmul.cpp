@@ -1,0 +1,182 @@
+// ops::matmul: torch.matmul semantics against a float64 host reference; odd sizes, strided and
+// transposed operands (read in place), batched with broadcasting, 1-D operands, f16/bf16/f64,
+// errors.
+#include "test_support.h"
+
+#include "ops/ops.h"
+#include "runtime/views.h"
+
+namespace tt = tritium::test;
+namespace ops = tritium::ops;
+using tritium::bf16_t;
+using tritium::DType;
+using tritium::f16_t;
+using tritium::Tensor;
+using Shape = std::vector<int64_t>;
+using namespace tritium::runtime;
+
+namespace {
+
+template <class T> Tensor random_tensor(const Shape& shape, uint32_t seed) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  auto v = tt::random_vector<T>(static_cast<size_t>(n), seed);
+  return Tensor::from_vector<T>(std::vector<T>(v.begin(), v.end()), shape);
+}
+
+template <class T> std::vector<double> logical(const Tensor& t) {
+  std::vector<double> out;
+  for (auto x : t.to_vector<T>()) out.push_back(tt::to_double(x));
+  return out;
+}
+
+// torch.matmul in float64 on the host: 1-D promotion, batch broadcasting (through expand).
+template <class T> std::pair<Shape, std::vector<double>> reference(const Tensor& a_in, const Tensor& b_in) {
+  Tensor a = a_in.dim() == 1 ? unsqueeze_of(a_in, 0) : a_in;
+  Tensor b = b_in.dim() == 1 ? unsqueeze_of(b_in, 1) : b_in;
+  int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  size_t nb = std::max(ba.size(), bb.size());
+  Shape batch(nb, 1);
+  for (size_t i = 0; i < nb; ++i) {
+    if (i + ba.size() >= nb) batch[i] = std::max(batch[i], ba[i + ba.size() - nb]);
+    if (i + bb.size() >= nb) batch[i] = std::max(batch[i], bb[i + bb.size() - nb]);
+  }
+  Shape sa = batch, sb = batch;
+  sa.insert(sa.end(), {M, K});
+  sb.insert(sb.end(), {K, N});
+  auto av = logical<T>(expand_of(a, sa)), bv = logical<T>(expand_of(b, sb));
+  int64_t nbatch = 1;
+  for (int64_t d : batch) nbatch *= d;
+  std::vector<double> c(static_cast<size_t>(nbatch * M * N));
+  for (int64_t p = 0; p < nbatch; ++p)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += av[(p * M + i) * K + k] * bv[(p * K + k) * N + j];
+        c[(p * M + i) * N + j] = s;
+      }
+  Shape out = batch;
+  if (a_in.dim() > 1) out.push_back(M);
+  if (b_in.dim() > 1) out.push_back(N);
+  return {out, c};
+}
+
+template <class T> double tol() {
+  if constexpr (std::is_same_v<T, double>) return 1e-12;
+  else if constexpr (std::is_same_v<T, float>) return 1e-5;
+  else if constexpr (std::is_same_v<T, f16_t>) return 1e-3;
+  else return 1e-2;
+}
+
+template <class T> void check(const Tensor& a, const Tensor& b, const std::string& what) {
+  BOOST_TEST_CONTEXT(what << " " << a.str() << " @ " << b.str()) {
+    auto [shape, ref] = reference<T>(a, b);
+    Tensor c = ops::matmul(a, b);
+    BOOST_TEST(c.shape() == shape);
+    BOOST_TEST((c.dtype() == a.dtype()));
+    BOOST_TEST(c.is_contiguous());
+    auto out = c.to_vector<T>();
+    tt::check_close<T>(tt::host_vector<T>(out.begin(), out.end()), ref, tol<T>(), what);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_matmul)
+
+BOOST_AUTO_TEST_CASE(two_d_odd_sizes) {
+  const int sizes[][3] = {{100, 77, 130}, {1, 1, 1}, {17, 1, 33}, {3, 200, 5}, {64, 64, 64}, {65, 31, 129}, {128, 512, 10}};
+  uint32_t seed = 1;
+  for (auto& s : sizes) {
+    Tensor a = random_tensor<float>({s[0], s[1]}, seed++), b = random_tensor<float>({s[1], s[2]}, seed++);
+    check<float>(a, b, fmt::format("{}x{}x{}", s[0], s[1], s[2]));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(training_shapes_with_transposed_views) {
+  // The MLP's matmuls: x @ W^T (W^T a view), g @ W, x^T @ g.
+  Tensor x = random_tensor<float>({128, 784}, 11), w1 = random_tensor<float>({512, 784}, 12);
+  Tensor w3 = random_tensor<float>({10, 512}, 13), h = random_tensor<float>({128, 512}, 14);
+  Tensor g = random_tensor<float>({128, 512}, 15), g3 = random_tensor<float>({128, 10}, 16);
+  check<float>(x, t_of(w1), "x @ W1^T");
+  check<float>(h, t_of(w3), "h @ W3^T");
+  check<float>(g3, w3, "g3 @ W3");
+  check<float>(t_of(x), g, "x^T @ g");
+  check<float>(t_of(h), g3, "h^T @ g3");
+  // The transposed operand is read in place: the result does not depend on a copy.
+  BOOST_TEST(!t_of(w1).is_contiguous());
+}
+
+BOOST_AUTO_TEST_CASE(strided_operands) {
+  Tensor big = random_tensor<float>({60, 90}, 21);
+  Tensor a = slice_of(slice_of(big, 0, 3, 50), 1, 1, 90, 2);  // [47, 45], strides [90, 2], offset
+  Tensor b = slice_of(random_tensor<float>({45, 70}, 22), 1, 5, 70, 3);  // [45, 22], strides [70, 3]
+  check<float>(a, b, "sliced with steps");
+  check<float>(t_of(random_tensor<float>({90, 47}, 24)), t_of(slice_of(big, 0, 0, 33)), "both transposed");  // [47,90]@[90,33]
+  Tensor e = expand_of(random_tensor<float>({1, 45}, 23), {30, 45});  // stride-0 rows
+  check<float>(e, b, "expanded rows");
+}
+
+BOOST_AUTO_TEST_CASE(batched_and_broadcast) {
+  check<float>(random_tensor<float>({2, 3, 20, 17}, 31), random_tensor<float>({17, 19}, 32), "[2,3,M,K] @ [K,N]");
+  check<float>(random_tensor<float>({20, 17}, 33), random_tensor<float>({5, 17, 19}, 34), "[M,K] @ [5,K,N]");
+  check<float>(random_tensor<float>({3, 1, 20, 17}, 35), random_tensor<float>({1, 4, 17, 19}, 36), "[3,1] x [1,4] batch");
+  check<float>(random_tensor<float>({4, 33, 40}, 37), random_tensor<float>({4, 40, 18}, 38), "same batch");
+  // Non-collapsible batch strides: permuted batch dims, and three of them (host loop + kernel).
+  Tensor p = permute_of(random_tensor<float>({3, 2, 4, 16, 9}, 39), {2, 0, 1, 3, 4});  // [4,3,2,16,9]
+  check<float>(p, random_tensor<float>({2, 9, 7}, 40), "permuted 3 batch dims");
+  Tensor q = transpose_of(random_tensor<float>({5, 6, 16, 9}, 41), 0, 1);  // [6,5,16,9]
+  check<float>(q, t_of(random_tensor<float>({7, 9}, 42)), "transposed batch dims, B^T");
+  tt::check_throws([] { ops::matmul(random_tensor<float>({2, 4, 3}, 1), random_tensor<float>({3, 3, 5}, 2)); },
+                   {"matmul", "batch dimensions", "[2, 4, 3]", "[3, 3, 5]"}, "batch mismatch");
+}
+
+BOOST_AUTO_TEST_CASE(one_d_operands) {
+  Tensor v = random_tensor<float>({37}, 51), w = random_tensor<float>({37}, 52);
+  Tensor m = random_tensor<float>({23, 37}, 53), n = random_tensor<float>({37, 29}, 54);
+  check<float>(v, w, "dot product");
+  BOOST_TEST(ops::matmul(v, w).dim() == 0);
+  check<float>(m, v, "matrix @ vector");
+  check<float>(v, n, "vector @ matrix");
+  check<float>(v, random_tensor<float>({3, 37, 8}, 55), "vector @ batch");
+  check<float>(random_tensor<float>({3, 5, 37}, 56), v, "batch @ vector");
+  check<float>(slice_of(random_tensor<float>({74}, 57), 0, 0, 74, 2), w, "strided vector");
+}
+
+BOOST_AUTO_TEST_CASE(dtypes) {
+  check<double>(random_tensor<double>({50, 70}, 61), random_tensor<double>({70, 33}, 62), "f64");
+  check<double>(random_tensor<double>({2, 50, 70}, 63), t_of(random_tensor<double>({33, 70}, 64)), "f64 batched B^T");
+  check<f16_t>(random_tensor<f16_t>({100, 77}, 65), random_tensor<f16_t>({77, 130}, 66), "f16");
+  check<f16_t>(t_of(random_tensor<f16_t>({77, 100}, 67)), random_tensor<f16_t>({77, 30}, 68), "f16 A^T");
+  check<bf16_t>(random_tensor<bf16_t>({100, 77}, 69), random_tensor<bf16_t>({77, 130}, 70), "bf16");
+  check<bf16_t>(random_tensor<bf16_t>({3, 40, 64}, 71), random_tensor<bf16_t>({64, 24}, 72), "bf16 batched");
+  // f16 accumulates in f32: a long K does not lose the small terms.
+  check<f16_t>(random_tensor<f16_t>({16, 2048}, 73), random_tensor<f16_t>({2048, 16}, 74), "f16 long K");
+}
+
+BOOST_AUTO_TEST_CASE(empty_sizes) {
+  Tensor z = ops::matmul(random_tensor<float>({4, 0}, 81), random_tensor<float>({0, 3}, 82));
+  BOOST_TEST(z.shape() == (Shape{4, 3}));
+  auto zv = z.to_vector<float>();
+  BOOST_TEST(std::all_of(zv.begin(), zv.end(), [](float f) { return f == 0; }));  // K = 0: zeros
+  BOOST_TEST(ops::matmul(random_tensor<float>({0, 5}, 83), random_tensor<float>({5, 3}, 84)).shape() == (Shape{0, 3}));
+  BOOST_TEST(ops::matmul(random_tensor<float>({2, 0, 5}, 85), random_tensor<float>({5, 3}, 86)).numel() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(errors) {
+  Tensor a = random_tensor<float>({128, 784}, 91), b = random_tensor<float>({512, 10}, 92);
+  tt::check_throws([&] { ops::matmul(a, b); }, {"matmul: shapes [128, 784] and [512, 10] cannot be multiplied (784 vs 512)"},
+                   "inner dim");
+  tt::check_throws([&] { ops::matmul(random_tensor<float>({5}, 1), random_tensor<float>({6}, 2)); },
+                   {"shapes [5] and [6] cannot be multiplied (5 vs 6)"}, "1-D mismatch");
+  tt::check_throws([&] { ops::matmul(a, random_tensor<double>({784, 3}, 3)); }, {"matmul", "same dtype", "f32", "f64"},
+                   "dtype mismatch");
+  Tensor s = select_of(random_tensor<float>({3}, 4), 0, 1);  // 0-dim
+  tt::check_throws([&] { ops::matmul(s, a); }, {"at least 1D", "0D and 2D"}, "0-dim operand");
+  tt::check_throws([&] { ops::matmul(random_tensor<int32_t>({2, 2}, 5), random_tensor<int32_t>({2, 2}, 6)); },
+                   {"matmul", "i32", "not supported"}, "integer dtype");
+  tt::check_throws([&] { ops::matmul(Tensor(), a); }, {"undefined"}, "undefined operand");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
