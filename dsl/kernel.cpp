@@ -162,9 +162,13 @@ class KernelImpl {
       const ArgValue& a = args[i];
       uint64_t& s = out.slots[slot++];
       if (p.kind == ParamKind::pointer) {
+        const bool any = p.dtype == DType::invalid;  // tl::ptr<tl::any>
         if (a.kind != ArgValue::Kind::pointer)
-          bad_arg(i, fmt::format("must be a pointer to {}, got {}", dtype_name(p.dtype), arg_kind_name(a)));
-        if (a.dtype != DType::invalid && a.dtype != p.dtype)
+          bad_arg(i, fmt::format("must be a pointer to {}, got {}", any ? "any type" : dtype_name(p.dtype), arg_kind_name(a)));
+        if (any && a.dtype == DType::invalid)
+          bad_arg(i, "is a tl::ptr<tl::any> and needs a typed pointer or a Tensor (its element type is taken from the "
+                     "argument), got void*");
+        if (!any && a.dtype != DType::invalid && a.dtype != p.dtype)
           bad_arg(i, fmt::format("must point to {}, got a pointer to {}", dtype_name(p.dtype), dtype_name(a.dtype)));
         if (a.tensor) {
           if (device_from_tensor && a.tensor->device() != out.device)
@@ -174,7 +178,8 @@ class KernelImpl {
           device_from_tensor = true;
         }
         s = a.bits;
-        out.key.push_back(a.bits % 16 == 0 ? 1 : 0);  // divisibility of the address by 16 bytes
+        // Divisibility of the address by 16 bytes; the element type for tl::ptr<tl::any>.
+        out.key.push_back((a.bits % 16 == 0 ? 1 : 0) | (any ? static_cast<uint64_t>(a.dtype) << 8 : 0));
       } else {  // run-time scalar
         DType d = p.dtype;
         if (a.kind == ArgValue::Kind::pointer || a.kind == ArgValue::Kind::meta)
@@ -215,7 +220,7 @@ class KernelImpl {
     TraceArgs t;
     t.handles.resize(params.size());
     t.metas = b.metas;
-    size_t slot = 0, key_at = 0;
+    size_t key_at = 0;
     for (size_t i = 0; i < params.size(); ++i) {
       const ParamInfo& p = params[i];
       if (p.kind == ParamKind::meta) {
@@ -225,12 +230,11 @@ class KernelImpl {
       uint64_t spec = b.key[key_at++];
       ir::Param param;
       param.name = p.name;
-      param.type = p.kind == ParamKind::pointer ? ir::Type::pointer(p.dtype) : ir::Type::scalar(p.dtype);
+      DType pointee = p.dtype != DType::invalid ? p.dtype : static_cast<DType>((spec >> 8) & 0xff);
+      param.type = p.kind == ParamKind::pointer ? ir::Type::pointer(pointee) : ir::Type::scalar(p.dtype);
       if (spec & 1) param.divisibility = 16;
       f.params.push_back(param);
       ir::Value* arg = f.add_block_arg(f.body, param.type);
-      (void)slot;
-      ++slot;
       if (p.kind == ParamKind::scalar && (spec & 2)) {
         ctx.builder.loc = SourceLoc{};
         t.handles[i] = tl::tensor(ctx.builder.constant_int(1, param.type));  // specialised: equal to 1

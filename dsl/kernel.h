@@ -125,7 +125,10 @@ template <class T> struct param_traits {
 };
 template <class E> struct param_traits<tl::ptr<E>> {
   static constexpr ParamKind kind = ParamKind::pointer;
-  static DType dtype() { return dtype_of<std::remove_cv_t<E>>(); }
+  static DType dtype() {  // invalid for tl::ptr<tl::any>: taken from the argument
+    if constexpr (std::is_same_v<std::remove_cv_t<E>, tl::any>) return DType::invalid;
+    else return dtype_of<std::remove_cv_t<E>>();
+  }
   static tl::ptr<E> make(TraceArgs& t, size_t i) { return tl::ptr<E>(t.handles[i]); }
 };
 template <DType D> struct param_traits<tl::scalar<D>> {

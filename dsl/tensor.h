@@ -72,6 +72,9 @@ class tensor {
 };
 
 // Kernel parameter types. tl::ptr<float> is a pointer argument, tl::i32 a run-time scalar.
+// tl::ptr<tl::any> takes a pointer of any element type: the pointee is the argument's dtype (a
+// Tensor or a typed pointer; void* is refused), part of the specialisation key, as in Triton.
+struct any {};
 template <class Elem> struct ptr : tensor {
   using element_type = Elem;
   using tensor::tensor;

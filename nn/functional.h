@@ -37,7 +37,9 @@ Tensor gelu(const Tensor& x);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // differentiable in a and b
 Tensor sum(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
-Tensor amax(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);  // gradient to the (first) max
+// Gradient of amax/amin: shared evenly by the elements equal to the extremum (PyTorch's amax rule;
+// with distinct values it all goes to the one max).
+Tensor amax(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x, int dim);

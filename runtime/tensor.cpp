@@ -90,23 +90,6 @@ Tensor Tensor::as_strided(Shape shape, Shape strides, int64_t storage_offset) co
   return t;
 }
 
-Tensor Tensor::transpose(int dim0, int dim1) const {
-  int a = normalize_dim(dim0, dim(), "Tensor::transpose");
-  int b = normalize_dim(dim1, dim(), "Tensor::transpose");
-  Tensor t = *this;
-  std::swap(t.shape_[a], t.shape_[b]);
-  std::swap(t.strides_[a], t.strides_[b]);
-  return t;
-}
-
-Tensor Tensor::contiguous() const {
-  if (!defined()) fail("Tensor::contiguous: tensor is undefined");
-  if (is_contiguous()) return *this;
-  Tensor out = empty(shape_, dtype_, device_);
-  copy_to_contiguous(out.raw_data());
-  return out;
-}
-
 int64_t Tensor::size(int d) const { return shape_[normalize_dim(d, dim(), "Tensor::size")]; }
 int64_t Tensor::stride(int d) const { return strides_[normalize_dim(d, dim(), "Tensor::stride")]; }
 

@@ -1,0 +1,134 @@
+// Tensor's PyTorch-style methods (declared in runtime/tensor.h): the metadata views of
+// runtime/views.h plus their autograd nodes. Backward functions run under no_grad and are built
+// from the same views and the op library (ops::sum_to, ops::zeros, ops::copy_, ops::to_dtype).
+#include <numeric>
+#include <utility>
+
+#include "nn/autograd.h"
+#include "ops/ops.h"
+#include "runtime/views.h"
+
+namespace tritium::runtime {
+namespace {
+
+using nn::record;
+
+// A raw view never carries the autograd state of the tensor it was taken from (as_strided copies
+// the handle); record() gives it its own.
+Tensor fresh(Tensor view) {
+  view.set_autograd(nullptr);
+  return view;
+}
+
+// reshape without autograd: a view when the strides allow one, else a contiguous copy.
+Tensor reshape_raw(const Tensor& x, Shape shape) {
+  Shape s = infer_shape(std::move(shape), x.numel());
+  if (view_strides(x.shape(), x.strides(), s)) return view_of(x, std::move(s));
+  return view_of(ops::contiguous(x), std::move(s));
+}
+
+}  // namespace
+
+Tensor Tensor::view(Shape shape) const {
+  Shape in = shape_;
+  return record(fresh(view_of(*this, std::move(shape))), {*this}, "ViewBackward",
+                [in](const Tensor& g) { return std::vector<Tensor>{reshape_raw(g, in)}; });
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  if (!defined()) fail("reshape: tensor is undefined");
+  Shape in = shape_;
+  return record(fresh(reshape_raw(*this, std::move(shape))), {*this}, "ReshapeBackward",
+                [in](const Tensor& g) { return std::vector<Tensor>{reshape_raw(g, in)}; });
+}
+
+Tensor Tensor::permute(std::vector<int> dims) const {
+  Tensor out = fresh(permute_of(*this, dims));
+  // The inverse permutation: out dim i is input dim dims[i].
+  std::vector<int> inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inverse[static_cast<size_t>(wrap_dim(dims[i], dim(), "permute"))] = static_cast<int>(i);
+  return record(std::move(out), {*this}, "PermuteBackward",
+                [inverse](const Tensor& g) { return std::vector<Tensor>{permute_of(g, inverse)}; });
+}
+
+Tensor Tensor::transpose(int dim0, int dim1) const {
+  return record(fresh(transpose_of(*this, dim0, dim1)), {*this}, "TransposeBackward",
+                [dim0, dim1](const Tensor& g) { return std::vector<Tensor>{transpose_of(g, dim0, dim1)}; });
+}
+
+Tensor Tensor::t() const {
+  return record(fresh(t_of(*this)), {*this}, "TBackward",
+                [](const Tensor& g) { return std::vector<Tensor>{t_of(g)}; });
+}
+
+Tensor Tensor::squeeze(std::optional<int> d) const {
+  Shape in = shape_;
+  return record(fresh(squeeze_of(*this, d)), {*this}, "SqueezeBackward",
+                [in](const Tensor& g) { return std::vector<Tensor>{reshape_raw(g, in)}; });
+}
+
+Tensor Tensor::unsqueeze(int d) const {
+  Tensor out = fresh(unsqueeze_of(*this, d));
+  int wrapped = wrap_dim(d, dim() + 1, "unsqueeze");
+  return record(std::move(out), {*this}, "UnsqueezeBackward",
+                [wrapped](const Tensor& g) { return std::vector<Tensor>{squeeze_of(g, wrapped)}; });
+}
+
+Tensor Tensor::expand(Shape shape) const {
+  Shape in = shape_;
+  return record(fresh(expand_of(*this, shape)), {*this}, "ExpandBackward",
+                [in](const Tensor& g) { return std::vector<Tensor>{ops::sum_to(g, in)}; });
+}
+
+Tensor Tensor::slice(int d, int64_t start, int64_t end, int64_t step) const {
+  Shape in = shape_;
+  return record(fresh(slice_of(*this, d, start, end, step)), {*this}, "SliceBackward",
+                [in, d, start, end, step](const Tensor& g) {
+                  Tensor z = ops::zeros(in, g.dtype(), g.device());
+                  Tensor part = slice_of(z, d, start, end, step);
+                  ops::copy_(part, g);
+                  return std::vector<Tensor>{z};
+                });
+}
+
+Tensor Tensor::select(int d, int64_t index) const {
+  Shape in = shape_;
+  return record(fresh(select_of(*this, d, index)), {*this}, "SelectBackward", [in, d, index](const Tensor& g) {
+    Tensor z = ops::zeros(in, g.dtype(), g.device());
+    Tensor part = select_of(z, d, index);
+    ops::copy_(part, g);
+    return std::vector<Tensor>{z};
+  });
+}
+
+Tensor Tensor::contiguous() const {
+  if (!defined()) fail("contiguous: tensor is undefined");
+  if (is_contiguous()) return *this;  // the same tensor, autograd state included (as PyTorch)
+  return record(ops::contiguous(*this), {*this}, "ContiguousBackward",
+                [](const Tensor& g) { return std::vector<Tensor>{g}; });
+}
+
+Tensor Tensor::clone() const {
+  if (!defined()) fail("clone: tensor is undefined");
+  return record(ops::clone(*this), {*this}, "CloneBackward", [](const Tensor& g) { return std::vector<Tensor>{g}; });
+}
+
+Tensor Tensor::to(Device device) const {
+  if (!defined()) fail("to: tensor is undefined");
+  if (device == device_) return *this;
+  // Only the CPU exists so far; a copy to another device arrives with the CUDA backend.
+  fail("to: copies from {} to {} are not supported yet ({})", device_.str(), device.str(), str());
+}
+
+Tensor Tensor::to(DType dtype) const {
+  if (!defined()) fail("to: tensor is undefined");
+  if (dtype == dtype_) return *this;
+  DType in = dtype_;
+  // A conversion to a non-float dtype ends the graph (its result cannot require grad).
+  std::vector<Tensor> inputs;
+  if (is_float(dtype)) inputs.push_back(*this);
+  return record(ops::to_dtype(*this, dtype), inputs, "ToCopyBackward",
+                [in](const Tensor& g) { return std::vector<Tensor>{ops::to_dtype(g, in)}; });
+}
+
+}  // namespace tritium::runtime

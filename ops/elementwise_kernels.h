@@ -1,0 +1,62 @@
+// Private to ops/: the generic elementwise machinery (ops/elementwise.cpp) and helpers shared
+// by the op library's files (argument checks, dims, type promotion). See docs/ops.md.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace tritium::ops::detail {
+
+// Elementwise operations of the generic kernels. Operands are x, y, z (y may be a Scalar).
+enum class Ew : int {
+  copy,      // x (with a dtype conversion)
+  add, sub, mul, div, rsub,
+  logical_or, logical_and,  // bool add / mul
+  pow_int,   // x ** param (integer exponent, traced as multiplications)
+  pow_float, // x ** y (y a Scalar), computed in f64
+  neg, exp, log, sqrt, tanh, sigmoid, relu, gelu,
+  eq, ne, lt, le, gt, ge,
+  where,     // x ? y : z (x bool)
+  relu_bw, gelu_bw, tanh_bw, sigmoid_bw,  // x = grad, y = input or output
+};
+
+// One elementwise launch: out = f(inputs..., scalar) with out's shape; inputs broadcast to it.
+struct EwCall {
+  const char* name = "";            // the op, for errors
+  Ew op = Ew::copy;
+  DType compute = DType::f32;       // inputs are converted to this type before `op`
+  int param = 0;                    // Ew::pow_int's exponent
+  std::optional<Scalar> scalar;     // operand y when it is a C++ number
+};
+
+inline EwCall ew_call(const char* name, Ew op, DType compute, int param = 0, std::optional<Scalar> scalar = {}) {
+  EwCall c;
+  c.name = name, c.op = op, c.compute = compute, c.param = param, c.scalar = std::move(scalar);
+  return c;
+}
+
+// Runs `call` over `inputs` (1 to 3 tensors; with a scalar, inputs are x and optionally z),
+// writing into `out` (any strides; its shape is the broadcast shape). Collapses dims, picks the
+// contiguous fast path or the strided kernel.
+void run_elementwise(const EwCall& call, Tensor& out, const std::vector<const Tensor*>& inputs);
+
+// Allocates a contiguous output of the broadcast shape and runs `call`.
+Tensor elementwise(const EwCall& call, DType out_dtype, const std::vector<const Tensor*>& inputs);
+
+// ---- helpers ---------------------------------------------------------------------------------
+std::string shape_str(const Shape& s);  // "[2, 3]"
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
+// Every tensor defined and on one device; returns it.
+Device check_tensors(const char* op, const std::vector<const Tensor*>& ts);
+int normalize_dim(const char* op, int dim, int rank);
+// The compute type of a float result: f32 for f16/bf16 (math in fp32, rounded once on store).
+inline DType math_type(DType d) { return d == DType::f16 || d == DType::bf16 ? DType::f32 : d; }
+int kind_of(DType d);  // 0 bool, 1 integer, 2 float
+DType promote_types(const char* op, DType a, DType b);
+DType scalar_dtype(const Scalar& s);  // bool, i64 or (for promotion) f32 as PyTorch wraps numbers
+// The default launch block for n elements: enough programs for every thread of the pool.
+int64_t default_block(int64_t n);
+
+}  // namespace tritium::ops::detail

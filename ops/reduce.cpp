@@ -1,0 +1,386 @@
+// Reductions: sum mean amax amin argmax argmin sum_to (docs/ops.md).
+//
+// Every reduction is brought to one 3-D problem on the input's own strides:
+//     out[o * I + i] = reduce over r of x[o * so + r * sr + i * si]
+// The reduced dims (size-1 dims dropped, sorted by stride) must merge into one dim r; the kept
+// dims before them into o, those after into i. When that is impossible (reduced dims
+// interleaved with kept ones, or not mergeable) the input is first permuted (kept dims first,
+// reduced last) and copied contiguous (ops::contiguous, a kernel), which always merges.
+// Two variants of one kernel:
+//  - I == 1 ("rows"): a program reduces BO rows, looping over r in blocks of BR, accumulating a
+//    [BO, BR] block that is reduced along axis 1 at the end (vector loads when sr == 1).
+//    Few long rows (a full reduction) are split into chunks of r: a first launch writes partial
+//    results [O, S] in the accumulation type, a second reduces them (both threads busy, and
+//    shorter sequential sums).
+//  - I > 1 ("columns"): a program reduces a [BR, BI] block along axis 0, vectorised across i.
+// Accumulation: sum/mean of f16/bf16/f32 in f32, f64 in f64, integers and bool in i64 (the
+// output of sum of integers is i64, as PyTorch). amax/amin propagate NaN; argmax/argmin return
+// the first index of the extreme value (NaN counts as the extreme, as PyTorch).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "dsl/control_flow.h"
+#include "dsl/kernel.h"
+#include "dsl/ops.h"
+#include "ops/elementwise_kernels.h"
+
+namespace tritium::ops {
+
+namespace tl = tritium::tl;
+
+namespace {
+
+using P = tl::ptr<tl::any>;
+using detail::shape_str;
+
+enum class Red : int { sum, mean, max, min, argmax, argmin };
+
+const char* red_name(Red r) {
+  switch (r) {
+    case Red::sum: return "sum";
+    case Red::mean: return "mean";
+    case Red::max: return "amax";
+    case Red::min: return "amin";
+    case Red::argmax: return "argmax";
+    case Red::argmin: return "argmin";
+  }
+  return "?";
+}
+
+bool is_arg(Red r) { return r == Red::argmax || r == Red::argmin; }
+bool is_max(Red r) { return r == Red::max || r == Red::argmax; }
+
+// The identity of max (lowest value) or min (highest value) in dtype d.
+tl::tensor extreme(const ir::Shape& shape, DType d, bool lowest) {
+  double inf = std::numeric_limits<double>::infinity();
+  if (is_float(d)) return tl::full(shape, lowest ? -inf : inf, d);
+  switch (d) {
+    case DType::i8: return tl::full(shape, lowest ? INT8_MIN : INT8_MAX, d);
+    case DType::i16: return tl::full(shape, lowest ? INT16_MIN : INT16_MAX, d);
+    case DType::i32: return tl::full(shape, lowest ? INT32_MIN : INT32_MAX, d);
+    case DType::i64: return tl::full(shape, lowest ? INT64_MIN : INT64_MAX, d);
+    case DType::u8: return tl::full(shape, lowest ? 0 : UINT8_MAX, d);
+    case DType::u16: return tl::full(shape, lowest ? 0 : UINT16_MAX, d);
+    case DType::u32: return tl::full(shape, lowest ? 0u : UINT32_MAX, d);
+    case DType::u64: return tl::full(shape, lowest ? uint64_t(0) : UINT64_MAX, d);
+    default: fail("reduce: no extreme value for {}", dtype_name(d));
+  }
+}
+
+// Whether (a, ai) wins over (b, bi) for a max (or min) reduction: the larger value; NaN beats
+// everything; ties go to the lower index.
+tl::tensor prefer(bool max, bool flt, const tl::tensor& a, const tl::tensor& ai, const tl::tensor& b,
+                  const tl::tensor& bi) {
+  tl::tensor better = max ? a > b : a < b;
+  tl::tensor same = a == b;
+  if (flt) {
+    tl::tensor an = a != a, bn = b != b;
+    better = better || (an && !bn);
+    same = same || (an && bn);
+  }
+  if (!ai.defined()) return better;
+  return better || (same && ai < bi);
+}
+
+// The reduction of a [T0, T1] block along AXIS into `out` (see the file comment).
+Kernel& reduce_kernel() {
+  static Kernel k = tritium::kernel(
+      "reduce",
+      [](P x, P out, tl::i64 O, tl::i64 R, tl::i64 I, tl::i64 so, tl::i64 sr, tl::i64 si, tl::i64 chunk, tl::f64 scale,
+         int KIND, int ACC, bool INNER, int T0, int T1) {
+        const Red kind = static_cast<Red>(KIND);
+        const DType acc_t = static_cast<DType>(ACC);
+        const bool flt = is_float(acc_t);
+        const int axis = INNER ? 0 : 1;
+        const ir::Shape tile{T0, T1};
+        auto pid = tl::program_id(0).to(tl::int64);
+
+        // Offsets of the block's elements besides r (broadcastable to the tile), the mask of the
+        // kept index (likewise), the output offsets and their mask.
+        tl::tensor xoff, kmask, outoff, omask, rbeg, rend;
+        if (!INNER) {
+          auto S = tl::cdiv(tl::maximum(R, 1), chunk);
+          auto s = pid % S;
+          auto o = (pid / S) * T0 + tl::arange(0, T0);
+          omask = o < O;
+          kmask = omask(tl::_, tl::None);
+          xoff = (o * so)(tl::_, tl::None);
+          outoff = o * S + s;
+          rbeg = s * chunk;
+          rend = tl::minimum(rbeg + chunk, R);
+        } else {
+          auto nib = tl::cdiv(I, T1);
+          auto o = pid / nib;
+          auto i = (pid % nib) * T1 + tl::arange(0, T1);
+          omask = i < I;
+          kmask = omask(tl::None, tl::_);
+          xoff = o * so + (i * si)(tl::None, tl::_);
+          outoff = o * I + i;
+          rbeg = tl::zeros({}, tl::int64);
+          rend = R + tl::zeros({}, tl::int64);
+        }
+        const int RB = INNER ? T0 : T1;  // block along r
+
+        tl::tensor acc, acc_i;
+        if (kind == Red::sum || kind == Red::mean) acc = tl::zeros(tile, acc_t);
+        else acc = extreme(tile, acc_t, is_max(kind));
+        if (is_arg(kind)) acc_i = tl::full(tile, INT64_MAX, tl::int64);
+
+        for (auto r0 : tl::range(rbeg, rend, RB)) {
+          auto r = r0 + tl::arange(0, RB);
+          auto r2 = INNER ? r(tl::_, tl::None) : r(tl::None, tl::_);
+          auto m = kmask && (r2 < rend);
+          auto v = tl::load(x + (xoff + r2 * sr), m, 0);
+          if (v.dtype() != acc_t) v = v.to(acc_t);
+          if (kind == Red::sum || kind == Red::mean) {
+            acc = acc + v;
+          } else {
+            v = tl::where(m, v, acc);  // masked lanes keep the accumulator
+            if (is_arg(kind)) {
+              auto vi = tl::broadcast_to(r2, tile);
+              auto take = m && prefer(is_max(kind), flt, v, vi, acc, acc_i);
+              acc = tl::where(take, v, acc);
+              acc_i = tl::where(take, vi, acc_i);
+            } else {
+              acc = tl::where(prefer(is_max(kind), flt, v, tl::tensor(), acc, tl::tensor()), v, acc);
+            }
+          }
+        }
+
+        tl::tensor result;
+        if (kind == Red::sum || kind == Red::mean) {
+          result = tl::sum(acc, axis);
+          if (kind == Red::mean) result = result * scale.to(acc_t);
+        } else if (is_arg(kind)) {
+          const bool mx = is_max(kind);
+          auto rs = tl::reduce({acc, acc_i}, axis, [mx, flt](std::span<const tl::tensor> a, std::span<const tl::tensor> b) {
+            auto take = prefer(mx, flt, a[0], a[1], b[0], b[1]);
+            return std::vector<tl::tensor>{tl::where(take, a[0], b[0]), tl::where(take, a[1], b[1])};
+          });
+          result = rs[1];
+        } else if (!flt) {
+          result = is_max(kind) ? tl::max(acc, axis) : tl::min(acc, axis);
+        } else {
+          const bool mx = is_max(kind);
+          result = tl::reduce(acc, axis, [mx](tl::tensor a, tl::tensor b) {
+            return tl::where(prefer(mx, true, a, tl::tensor(), b, tl::tensor()), a, b);
+          });
+        }
+        tl::store(out + outoff, result, omask);
+      });
+  return k;
+}
+
+int64_t pow4_ceil(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 4;
+  return p;
+}
+
+DType accumulate_type(Red kind, DType d) {
+  if (kind == Red::sum || kind == Red::mean) {
+    if (is_float(d)) return d == DType::f64 ? DType::f64 : DType::f32;
+    return DType::i64;
+  }
+  if (d == DType::i1) return DType::i32;
+  return detail::math_type(d);
+}
+
+struct Problem {
+  int64_t O = 1, R = 1, I = 1, so = 0, sr = 0, si = 0;
+};
+
+// Launches the kernel on x viewed as (O, R, I) into `out` (contiguous, O * I elements).
+void launch_reduce(Red kind, const Tensor& x, Tensor& out, Problem p) {
+  const DType acc = accumulate_type(kind, x.dtype());
+  const double scale = p.R > 0 ? 1.0 / static_cast<double>(p.R) : std::numeric_limits<double>::quiet_NaN();
+  if (p.I == 1) {
+    const int64_t br = std::clamp<int64_t>(pow4_ceil(p.R), 16, 1024);
+    const int64_t bo = br >= 1024 ? 1 : std::clamp<int64_t>(4096 / br, 1, std::max<int64_t>(1, pow4_ceil(p.O)));
+    const int64_t programs = cdiv(p.O, bo);
+    // Few long rows: split r into chunks, reduce partials in a second launch.
+    if (!is_arg(kind) && programs < 8 && p.R >= 65536) {
+      const int64_t chunk = std::max<int64_t>(16384, cdiv(p.R, 64) / br * br + br);
+      const int64_t S = cdiv(p.R, chunk);
+      Tensor partial = Tensor::empty({p.O, S}, acc, x.device());
+      Red first = kind == Red::mean ? Red::sum : kind;
+      reduce_kernel()[{programs * S}](x, partial, p.O, p.R, int64_t(1), p.so, p.sr, int64_t(0), chunk, 1.0,
+                                      static_cast<int>(first), static_cast<int>(acc), false, static_cast<int>(bo),
+                                      static_cast<int>(br));
+      const int64_t br2 = std::clamp<int64_t>(pow4_ceil(S), 16, 1024);
+      const int64_t bo2 = std::clamp<int64_t>(4096 / br2, 1, std::max<int64_t>(1, pow4_ceil(p.O)));
+      reduce_kernel()[{cdiv(p.O, bo2)}](partial, out, p.O, S, int64_t(1), S, int64_t(1), int64_t(0), S, scale,
+                                        static_cast<int>(kind), static_cast<int>(acc), false, static_cast<int>(bo2),
+                                        static_cast<int>(br2));
+      return;
+    }
+    reduce_kernel()[{programs}](x, out, p.O, p.R, int64_t(1), p.so, p.sr, int64_t(0), std::max<int64_t>(p.R, 1), scale,
+                                static_cast<int>(kind), static_cast<int>(acc), false, static_cast<int>(bo),
+                                static_cast<int>(br));
+    return;
+  }
+  const int64_t bi = std::clamp<int64_t>(pow4_ceil(p.I), 16, 1024);
+  const int64_t br = std::clamp<int64_t>(4096 / bi, 1, std::max<int64_t>(1, pow4_ceil(p.R)));
+  reduce_kernel()[{p.O * cdiv(p.I, bi)}](x, out, p.O, p.R, p.I, p.so, p.sr, p.si, std::max<int64_t>(p.R, 1), scale,
+                                         static_cast<int>(kind), static_cast<int>(acc), true, static_cast<int>(br),
+                                         static_cast<int>(bi));
+}
+
+struct Dim {
+  int64_t size, stride;
+};
+
+// Merges dims (outermost first) into one; nullopt if their strides do not allow it.
+std::optional<Dim> merge(const std::vector<Dim>& dims) {
+  if (dims.empty()) return Dim{1, 0};
+  Dim m = dims.back();
+  for (size_t k = dims.size() - 1; k-- > 0;) {
+    if (dims[k].stride != m.stride * m.size) return std::nullopt;
+    m.size *= dims[k].size;
+  }
+  return m;
+}
+
+// Normalised, sorted, duplicate-free dims; empty input means all.
+std::vector<int> reduce_dims(const char* op, const Tensor& x, const std::vector<int>& dims) {
+  std::vector<int> out;
+  if (dims.empty()) {
+    for (int d = 0; d < x.dim(); ++d) out.push_back(d);
+    return out;
+  }
+  std::vector<bool> seen(std::max(x.dim(), 1), false);
+  for (int d : dims) {
+    int n = detail::normalize_dim(op, d, x.dim());
+    if (seen[n]) fail("{}: dimension {} appears more than once in the list of dims [{}]", op, d, fmt::join(dims, ", "));
+    seen[n] = true;
+    if (x.dim() > 0) out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Reduces x over `dims` (normalised) into a new tensor of shape `out_shape` and dtype `out_dtype`.
+Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Shape& out_shape, DType out_dtype) {
+  const char* op = red_name(kind);
+  Tensor out = Tensor::empty(out_shape, out_dtype, x.device());
+  if (out.numel() == 0) return out;
+  std::vector<bool> red(x.dim(), false);
+  for (int d : dims) red[d] = true;
+  int64_t R = 1;
+  for (int d : dims) R *= x.size(d);
+  if (R == 0 && kind != Red::sum && kind != Red::mean)
+    fail("{}: cannot reduce over an empty dimension (input shape {}, dims [{}]) because the operation has no identity",
+         op, shape_str(x.shape()), fmt::join(dims, ", "));
+  if (R == 0) {  // sum of nothing: 0 (mean: 0 * NaN = NaN, via the kernel's scale)
+    Problem p;
+    p.O = out.numel(), p.R = 0;
+    p.so = 0;
+    launch_reduce(kind, x, out, p);
+    return out;
+  }
+
+  // Classify the non-trivial dims.
+  std::vector<Dim> before, reduced, after;
+  bool seen_reduced = false, interleaved = false;
+  for (int d = 0; d < x.dim(); ++d) {
+    if (x.size(d) == 1) continue;
+    Dim dm{x.size(d), x.stride(d)};
+    if (red[d]) {
+      if (!after.empty()) interleaved = true;
+      reduced.push_back(dm);
+      seen_reduced = true;
+    } else {
+      (seen_reduced ? after : before).push_back(dm);
+    }
+  }
+  std::stable_sort(reduced.begin(), reduced.end(), [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
+  auto mo = merge(before), mr = merge(reduced), mi = merge(after);
+  Problem p;
+  if (!interleaved && mo && mr && mi) {
+    p.O = mo->size, p.so = mo->stride, p.R = mr->size, p.sr = mr->stride, p.I = mi->size, p.si = mi->stride;
+    if (p.I == 1 && p.O > 1 && p.so == 1 && p.sr != 1) {  // the kept dim is the contiguous one
+      p.I = p.O, p.si = 1, p.O = 1, p.so = 0;
+    }
+    launch_reduce(kind, x, out, p);
+    return out;
+  }
+  // Permute (kept dims, reduced dims) and copy contiguous; then it is (O, R, 1).
+  Shape shape, strides;
+  for (int d = 0; d < x.dim(); ++d)
+    if (!red[d]) shape.push_back(x.size(d)), strides.push_back(x.stride(d));
+  for (int d = 0; d < x.dim(); ++d)
+    if (red[d]) shape.push_back(x.size(d)), strides.push_back(x.stride(d));
+  Tensor y = contiguous(x.as_strided(shape, strides, x.storage_offset()));
+  p.O = out.numel(), p.R = R, p.I = 1, p.so = R, p.sr = 1, p.si = 0;
+  launch_reduce(kind, y, out, p);
+  return out;
+}
+
+Shape reduced_shape(const Tensor& x, const std::vector<int>& dims, bool keepdim) {
+  Shape s;
+  for (int d = 0; d < x.dim(); ++d) {
+    bool r = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!r) s.push_back(x.size(d));
+    else if (keepdim) s.push_back(1);
+  }
+  return s;
+}
+
+Tensor reduce_op(Red kind, const Tensor& x, const std::vector<int>& dims_in, bool keepdim) {
+  const char* op = red_name(kind);
+  detail::check_tensors(op, {&x});
+  if (!x.device().is_cpu()) fail("{}: device {} is not supported by the op library yet", op, x.device().str());
+  DType out_dtype = x.dtype();
+  if (kind == Red::sum && !is_float(x.dtype())) out_dtype = DType::i64;
+  if (kind == Red::mean && !is_float(x.dtype()))
+    fail("mean: could not infer the output dtype: the input dtype must be a floating-point type, got {} "
+         "(convert with to_dtype first)",
+         dtype_name(x.dtype()));
+  std::vector<int> dims = reduce_dims(op, x, dims_in);
+  return reduce(kind, x, dims, reduced_shape(x, dims, keepdim), out_dtype);
+}
+
+Tensor arg_op(Red kind, const Tensor& x, int dim, bool keepdim) {
+  const char* op = red_name(kind);
+  detail::check_tensors(op, {&x});
+  if (x.dtype() == DType::i1) fail("{}: not implemented for bool tensors", op);
+  std::vector<int> dims = reduce_dims(op, x, {dim});
+  if (x.numel() == 0) fail("{}: expected a non-empty tensor, got shape {}", op, shape_str(x.shape()));
+  return reduce(kind, x, dims, reduced_shape(x, dims, keepdim), DType::i64);
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::sum, x, dims, keepdim); }
+Tensor mean(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::mean, x, dims, keepdim); }
+Tensor amax(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::max, x, dims, keepdim); }
+Tensor amin(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::min, x, dims, keepdim); }
+Tensor argmax(const Tensor& x, int dim, bool keepdim) { return arg_op(Red::argmax, x, dim, keepdim); }
+Tensor argmin(const Tensor& x, int dim, bool keepdim) { return arg_op(Red::argmin, x, dim, keepdim); }
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+  detail::check_tensors("sum_to", {&grad});
+  const int gr = grad.dim(), sr = static_cast<int>(shape.size());
+  bool ok = sr <= gr;
+  std::vector<int> dims;
+  for (int d = 0; d < gr && ok; ++d) {
+    int k = d - (gr - sr);
+    if (k < 0) dims.push_back(d);
+    else if (shape[k] == 1 && grad.size(d) != 1) dims.push_back(d);
+    else if (shape[k] != grad.size(d)) ok = false;
+  }
+  if (!ok)
+    fail("sum_to: shape {} does not broadcast to the gradient's shape {}", shape_str(shape), shape_str(grad.shape()));
+  if (dims.empty()) {
+    if (grad.shape() == shape) return grad;
+  }
+  DType out_dtype = is_float(grad.dtype()) ? grad.dtype() : DType::i64;
+  return reduce(Red::sum, grad, dims, shape, out_dtype);
+}
+
+}  // namespace tritium::ops
