@@ -1,0 +1,216 @@
+// train-mnist: a multilayer perceptron (784-512-512-10, ReLU) trained on Fashion-MNIST with
+// AdamW and cross-entropy. Every operation of the forward pass, the backward pass and the
+// optimiser step is a Tritium kernel. Run with --help for the options.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <tritium/tritium.h>
+
+#include "nn/autograd.h"
+#include "nn/data.h"
+#include "nn/functional.h"
+#include "nn/module.h"
+#include "nn/optim.h"
+
+using namespace tritium;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Config {
+  int epochs = 5;
+  int64_t batch_size = 128;
+  double lr = 1e-3, weight_decay = 1e-2;
+  uint64_t seed = 0;
+  std::string data = nn::FashionMNIST::default_root();
+  std::string backend = "cpu";
+  int64_t limit_batches = -1;  // all
+};
+
+const char* kUsage =
+    "usage: train-mnist [options]\n"
+    "Trains a 784-512-512-10 MLP on Fashion-MNIST with AdamW; every op is a Tritium kernel.\n"
+    "  --epochs N          epochs (default 5)\n"
+    "  --batch-size B      batch size (default 128)\n"
+    "  --lr LR             AdamW learning rate (default 1e-3)\n"
+    "  --weight-decay WD   AdamW weight decay (default 1e-2)\n"
+    "  --seed S            seed of the initialisation and the shuffling (default 0)\n"
+    "  --data DIR          the IDX files (default /usr/share/datasets/fashion-mnist, from\n"
+    "                      Debian's dataset-fashion-mnist package)\n"
+    "  --backend cpu|cuda  where to run (default cpu; cuda is not available yet)\n"
+    "  --limit-batches K   train on at most K batches per epoch (quick runs)\n"
+    "  --help              this text\n";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "train-mnist: %s\n%s", msg.c_str(), kUsage);
+  std::exit(2);
+}
+
+Config parse(int argc, char** argv) {
+  Config c;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) usage_error("unknown option or missing value: " + a);
+    std::string v = argv[++i];
+    try {
+      // The whole value must be a number ("12x" is an error).
+      auto number = [&](auto parse) {
+        size_t used = 0;
+        auto value = parse(v, &used);
+        if (used != v.size()) throw std::invalid_argument(v);
+        return value;
+      };
+      auto to_ll = [](const std::string& s, size_t* n) { return std::stoll(s, n); };
+      auto to_ull = [](const std::string& s, size_t* n) {
+        if (s.empty() || s[0] == '-') throw std::invalid_argument(s);
+        return std::stoull(s, n);
+      };
+      auto to_d = [](const std::string& s, size_t* n) { return std::stod(s, n); };
+      if (a == "--epochs") c.epochs = static_cast<int>(number(to_ll));
+      else if (a == "--batch-size") c.batch_size = number(to_ll);
+      else if (a == "--lr") c.lr = number(to_d);
+      else if (a == "--weight-decay") c.weight_decay = number(to_d);
+      else if (a == "--seed") c.seed = number(to_ull);
+      else if (a == "--limit-batches") c.limit_batches = number(to_ll);
+      else if (a == "--data") c.data = v;
+      else if (a == "--backend") c.backend = v;
+      else usage_error("unknown option " + a);
+    } catch (const std::logic_error&) {
+      usage_error("bad value for " + a + ": " + v);
+    }
+  }
+  if (c.epochs < 0 || c.batch_size <= 0 || c.limit_batches == 0 || c.limit_batches < -1)
+    usage_error("--epochs must be >= 0, --batch-size and --limit-batches > 0");
+  if (c.backend != "cpu" && c.backend != "cuda") usage_error("--backend must be cpu or cuda");
+  return c;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// One line on stderr, redrawn with '\r' at most 10 times a second (and at the end).
+class ProgressBar {
+ public:
+  ProgressBar(int epoch, int epochs, int64_t total) : epoch_(epoch), epochs_(epochs), total_(total) {}
+  void update(int64_t done, double loss, double samples_per_s, bool force = false) {
+    auto now = Clock::now();
+    if (!force && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    constexpr int kWidth = 30;
+    int filled = total_ ? static_cast<int>(kWidth * done / total_) : kWidth;
+    std::string bar(filled, '=');
+    if (filled < kWidth) bar += '>' + std::string(kWidth - filled - 1, ' ');
+    std::fprintf(stderr, "\repoch %d/%d [%s] %lld/%lld  loss %.4f  %.0f samples/s ", epoch_, epochs_, bar.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total_), loss, samples_per_s);
+    std::fflush(stderr);
+  }
+  void finish() { std::fputc('\n', stderr); }
+
+ private:
+  int epoch_, epochs_;
+  int64_t total_;
+  Clock::time_point last_{};
+};
+
+// Fraction of the test set classified correctly (eval mode, no autograd).
+double evaluate(nn::Module& model, nn::DataLoader& loader) {
+  nn::NoGradGuard no_grad;
+  model.eval();
+  int64_t correct = 0, seen = 0;
+  for (auto& [x, y] : loader) {
+    auto pred = argmax(model(x), 1).to_vector<int64_t>();
+    auto labels = y.to_vector<int64_t>();
+    for (size_t i = 0; i < pred.size(); ++i) correct += pred[i] == labels[i];
+    seen += static_cast<int64_t>(labels.size());
+  }
+  model.train();
+  return seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
+}
+
+int run(const Config& cfg) {
+  Generator gen(cfg.seed);
+  auto load = [&](bool train) {
+    try {
+      return nn::FashionMNIST(cfg.data, train);
+    } catch (const Error& e) {
+      fail("{}\n(the data set comes from Debian's dataset-fashion-mnist package; --data DIR reads another directory)",
+           e.what());
+    }
+  };
+  nn::FashionMNIST train_set = load(/*train=*/true), test_set = load(/*train=*/false);
+  nn::DataLoader train_loader(train_set, cfg.batch_size, /*shuffle=*/true, cfg.seed);
+  nn::DataLoader test_loader(test_set, 1000);
+
+  nn::Sequential model(nn::Linear(784, 512, true, gen), nn::ReLU(), nn::Linear(512, 512, true, gen), nn::ReLU(),
+                       nn::Linear(512, 10, true, gen));
+  nn::AdamW optimizer(model.parameters(), cfg.lr, {0.9, 0.999}, 1e-8, cfg.weight_decay);
+
+  int64_t batches = train_loader.size();
+  if (cfg.limit_batches > 0) batches = std::min(batches, cfg.limit_batches);
+  std::printf("train-mnist: %lld training and %lld test samples, %lld batches of %lld per epoch, seed %llu\n",
+              static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()),
+              static_cast<long long>(batches), static_cast<long long>(cfg.batch_size),
+              static_cast<unsigned long long>(cfg.seed));
+  std::fflush(stdout);
+
+  double train_seconds = 0, accuracy = 0;
+  int64_t train_samples = 0;
+  for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
+    ProgressBar bar(epoch, cfg.epochs, batches);
+    auto start = Clock::now();
+    int64_t done = 0, samples = 0;
+    double loss_sum = 0;
+    for (auto& [x, y] : train_loader) {
+      Tensor loss = cross_entropy(model(x), y);
+      optimizer.zero_grad();
+      loss.backward();
+      optimizer.step();
+
+      loss_sum += loss.to_vector<float>()[0];
+      samples += x.size(0);
+      ++done;
+      bar.update(done, loss_sum / done, samples / seconds_since(start), done == batches);
+      if (done == batches) break;
+    }
+    double seconds = seconds_since(start);
+    bar.finish();
+    train_seconds += seconds, train_samples += samples;
+    accuracy = evaluate(model, test_loader);
+    std::printf("epoch %d: train loss %.4f, test accuracy %.2f%%, %.1f s (%.0f samples/s)\n", epoch,
+                done ? loss_sum / done : 0.0, 100 * accuracy, seconds, samples / seconds);
+    std::fflush(stdout);
+  }
+  std::printf("final: test accuracy %.2f%%, mean throughput %.0f samples/s\n", 100 * accuracy,
+              train_seconds > 0 ? train_samples / train_seconds : 0.0);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg = parse(argc, argv);
+  Device device = Device::parse(cfg.backend);
+  if (device.is_cuda()) {
+    std::string why = runtime::device_available(device) ? "the op library runs on the CPU only for now"
+                                                        : runtime::device_unavailable_reason(device);
+    std::fprintf(stderr, "train-mnist: the CUDA backend is unavailable: %s\n", why.c_str());
+    return 2;
+  }
+  if (!runtime::device_available(device)) {
+    std::fprintf(stderr, "train-mnist: skipped: the CPU backend is unavailable: %s\n",
+                 runtime::device_unavailable_reason(device).c_str());
+    return 77;
+  }
+  try {
+    return run(cfg);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "\ntrain-mnist: error: %s\n", e.what());
+    return 1;
+  }
+}
