@@ -3,7 +3,9 @@
 //   host overhead of launching a cached kernel
 //   cold compile and disk-cache load (in a new process) of tutorial 01's kernel
 //
-//   tritium-bench [--json FILE] [--quick]
+//   tritium-bench [--json FILE] [--quick] [--device cpu|cuda]
+// On cuda the plain-loop column is absent (bench/compare_gpu.py sets Triton and PyTorch beside
+// these figures) and a bare cuLaunchKernel of an empty kernel is timed as the launch baseline.
 #include <unistd.h>
 
 #include <chrono>
@@ -18,12 +20,27 @@
 
 #include "autotune/do_bench.h"
 #include "common/env.h"
+#include "jit/cuda/nvrtc.h"
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/thread_pool.h"
 
 namespace tl = tritium::tl;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
+
+tritium::Device g_device = tritium::Device::cpu();
+tritium::Options on_device() { return tritium::Options{.device = g_device}; }
+
+// Host data copied to the benchmark's device.
+tritium::Tensor on_device_tensor(const std::vector<float>& host) {
+  return tritium::Tensor::from_vector(host).to(g_device);
+}
+
+void wait_for_device() {
+  if (g_device.is_cuda()) tritium::runtime::cuda::synchronize(g_device.index);
+}
 
 double ms_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
@@ -55,17 +72,22 @@ void plain_add(const float* x, const float* y, float* out, int64_t n) {
 
 // Child mode: time the first launch (trace + disk-cache load) of the named kernels.
 int probe(int argc, char** argv) {
-  std::vector<float> x(4096, 1.0f), y(4096, 2.0f), out(4096);
-  for (int i = 2; i < argc; ++i) {
+  int first = 2;
+  if (argc > 3 && !std::strcmp(argv[2], "--device")) g_device = tritium::Device::parse(argv[3]), first = 4;
+  auto x = on_device_tensor(std::vector<float>(4096, 1.0f)), y = on_device_tensor(std::vector<float>(4096, 2.0f));
+  auto out = on_device_tensor(std::vector<float>(4096, 0.0f));
+  wait_for_device();
+  for (int i = first; i < argc; ++i) {
     std::string what = argv[i];
     auto t0 = clock_type::now();
     if (what == "add") {
       auto k = make_add_kernel();
-      k[{4}](x.data(), y.data(), out.data(), 4096, 1024);
+      k[{4}](x, y, out, 4096, 1024, on_device());
     } else {
       auto k = make_scale_kernel(std::atoi(what.c_str()));
-      k[{4}](x.data(), out.data(), 4096, 1024);
+      k[{4}](x, out, 4096, 1024, on_device());
     }
+    wait_for_device();
     std::printf("%s %.4f\n", what.c_str(), ms_since(t0));
   }
   return 0;
@@ -73,7 +95,8 @@ int probe(int argc, char** argv) {
 
 // Runs this program in probe mode in a new process; returns the milliseconds it reported.
 std::vector<double> probe_in_new_process(const std::string& cache_dir, const std::vector<std::string>& names) {
-  std::string cmd = "TRITIUM_CACHE_DIR='" + cache_dir + "' /proc/" + std::to_string(getpid()) + "/exe --probe";
+  std::string cmd = "TRITIUM_CACHE_DIR='" + cache_dir + "' /proc/" + std::to_string(getpid()) + "/exe --probe --device " +
+                    g_device.str();
   for (auto& n : names) cmd += " " + n;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) throw tritium::Error("cannot start the probe process");
@@ -99,8 +122,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) g_device = tritium::Device::parse(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--json FILE] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json FILE] [--quick] [--device cpu|cuda]\n", argv[0]);
       return 2;
     }
   }
@@ -111,21 +135,33 @@ int main(int argc, char** argv) {
   setenv("TRITIUM_CACHE", "1", 1);
   tritium::reload_env_for_tests();
   std::string json = "{\n";
+  if (!tritium::runtime::device_available(g_device)) {
+    std::fprintf(stderr, "device %s is unavailable: %s\n", g_device.str().c_str(),
+                 tritium::runtime::device_unavailable_reason(g_device).c_str());
+    return 2;
+  }
+  bool cuda = g_device.is_cuda();
   int threads = tritium::runtime::ThreadPool::global().size();
-  std::printf("Tritium CPU benchmarks (%d threads)\n\n", threads);
+  if (cuda) std::printf("Tritium benchmarks on %s (%s)\n\n", g_device.str().c_str(), tritium::runtime::cuda::properties(g_device.index).name.c_str());
+  else std::printf("Tritium CPU benchmarks (%d threads)\n\n", threads);
+  json += fmt::format("  \"device\": \"{}\",\n", g_device.str());
 
   // 1. Cold compile, then disk-cache loads in new processes.
-  std::vector<float> small_x(4096, 1.0f), small_y(4096, 2.0f), small_out(4096);
+  auto small_x = on_device_tensor(std::vector<float>(4096, 1.0f)), small_y = on_device_tensor(std::vector<float>(4096, 2.0f));
+  auto small_out = on_device_tensor(std::vector<float>(4096, 0.0f));
+  wait_for_device();
   auto t0 = clock_type::now();
   auto add = make_add_kernel();
-  add[{4}](small_x.data(), small_y.data(), small_out.data(), 4096, 1024);
+  add[{4}](small_x, small_y, small_out, 4096, 1024, on_device());
+  wait_for_device();
   double cold_add = ms_since(t0);
   std::vector<double> cold_family;
   std::vector<std::string> family_names;
   for (int c = 1; c <= 20; ++c) {
     auto t = clock_type::now();
     auto k = make_scale_kernel(c);
-    k[{4}](small_x.data(), small_out.data(), 4096, 1024);
+    k[{4}](small_x, small_out, 4096, 1024, on_device());
+    wait_for_device();
     cold_family.push_back(ms_since(t));
     family_names.push_back(std::to_string(c));
   }
@@ -140,32 +176,74 @@ int main(int argc, char** argv) {
   json += fmt::format("  \"cold_compile_20_median_ms\": {:.3f},\n  \"disk_load_20_median_ms\": {:.3f},\n",
                       median(cold_family), median(warm_family));
 
-  // 2. Host overhead of a cached launch (an empty program, 4 arguments).
+  // 2. Host overhead of a cached launch (an empty program, 4 arguments). On CUDA launches are
+  // asynchronous: the host time per launch is measured, the queue drained after each batch.
   auto empty = tritium::kernel("empty", [](tl::ptr<float>, tl::ptr<float>, tl::ptr<float>, tl::i32) {});
   int n = 4096;
-  empty[{1}](small_x.data(), small_y.data(), small_out.data(), n);
+  empty[{1}](small_x, small_y, small_out, n, on_device());
+  wait_for_device();
   const int launches = quick ? 20000 : 200000;
-  auto one = tritium::do_bench([&] {
-    for (int i = 0; i < 1000; ++i) empty[{1}](small_x.data(), small_y.data(), small_out.data(), n);
-  }, 2, launches / 1000, 0);
-  auto all = tritium::do_bench([&] {
-    for (int i = 0; i < 100; ++i) empty[{threads * 4}](small_x.data(), small_y.data(), small_out.data(), n);
-  }, 2, launches / 1000, 0);
-  double us_one = one.median_ms, us_all = all.median_ms * 10;  // per launch, in microseconds
+  auto host_us_per_launch = [&](int grid) {
+    std::vector<double> per;
+    for (int rep = 0; rep < launches / 1000; ++rep) {
+      auto t = clock_type::now();
+      for (int i = 0; i < 1000; ++i) empty[{grid}](small_x, small_y, small_out, n, on_device());
+      per.push_back(ms_since(t));  // ms per 1000 launches = us per launch
+      wait_for_device();
+    }
+    return median(per);
+  };
+  double us_one = host_us_per_launch(1), us_all = host_us_per_launch(threads * 4);
   std::printf("%-60s %10.3f us\n", "launch overhead, cached kernel, grid 1", us_one);
-  std::printf("%-60s %10.3f us\n", fmt::format("launch overhead, cached kernel, grid {} (all cores)", threads * 4).c_str(), us_all);
+  std::printf("%-60s %10.3f us\n", fmt::format("launch overhead, cached kernel, grid {}", threads * 4).c_str(), us_all);
   json += fmt::format("  \"launch_overhead_grid1_us\": {:.4f},\n  \"launch_overhead_all_cores_us\": {:.4f},\n", us_one, us_all);
+  if (cuda) {
+    // The floor: cuLaunchKernel of an empty 4-argument kernel built directly with NVRTC.
+    namespace cu = tritium::runtime::cuda;
+    const auto& d = cu::driver();
+    auto cubin = tritium::jit::cuda::compile_to_cubin(
+        "extern \"C\" __global__ void empty4(float*, float*, float*, int) {}", "empty4",
+        cu::properties(g_device.index).arch() + "a");
+    cu::CUmodule module;
+    cu::CUfunction fn;
+    cu::check(d.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData", "empty4");
+    cu::check(d.cuModuleGetFunction(&fn, module, "empty4"), "cuModuleGetFunction", "empty4");
+    void* px = small_x.raw_data();
+    void* py = small_y.raw_data();
+    void* po = small_out.raw_data();
+    void* params[] = {&px, &py, &po, &n};
+    std::vector<double> per;
+    for (int rep = 0; rep < launches / 1000; ++rep) {
+      auto t = clock_type::now();
+      for (int i = 0; i < 1000; ++i) cu::check(d.cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel", "empty4");
+      per.push_back(ms_since(t));
+      wait_for_device();
+    }
+    double bare = median(per);
+    std::printf("%-60s %10.3f us   (Tritium / bare = %.2f)\n", "bare cuLaunchKernel, same empty kernel", bare, us_one / bare);
+    json += fmt::format("  \"bare_launch_us\": {:.4f},\n", bare);
+  }
 
-  // 3. Vector add bandwidth against the plain loop.
-  std::printf("\n%12s %14s %14s %8s\n", "elements", "Tritium GB/s", "plain GB/s", "ratio");
+  // 3. Vector add bandwidth (beside the plain loop on the CPU).
+  if (cuda) std::printf("\n%12s %14s\n", "elements", "Tritium GB/s");
+  else std::printf("\n%12s %14s %14s %8s\n", "elements", "Tritium GB/s", "plain GB/s", "ratio");
   json += "  \"vector_add\": [\n";
-  std::vector<int> exps = quick ? std::vector<int>{20, 24} : std::vector<int>{16, 18, 20, 22, 24, 26};
+  std::vector<int> exps = cuda ? std::vector<int>{20, 24, 27}
+                         : quick ? std::vector<int>{20, 24} : std::vector<int>{16, 18, 20, 22, 24, 26};
   for (size_t i = 0; i < exps.size(); ++i) {
     int64_t size = int64_t(1) << exps[i];
-    std::vector<float> x(size, 1.0f), y(size, 2.0f), out(size);
-    auto t = tritium::do_bench([&] { add[{tritium::cdiv(size, 1024)}](x.data(), y.data(), out.data(), static_cast<int>(size), 1024); });
-    auto p = tritium::do_bench([&] { plain_add(x.data(), y.data(), out.data(), size); });
-    double bytes = 12.0 * size, gt = bytes / (t.median_ms * 1e6), gp = bytes / (p.median_ms * 1e6);
+    std::vector<float> hx(size, 1.0f), hy(size, 2.0f), hout(size);
+    auto x = on_device_tensor(hx), y = on_device_tensor(hy), out = on_device_tensor(hout);
+    auto t = tritium::do_bench([&] { add[{tritium::cdiv(size, 1024)}](x, y, out, static_cast<int>(size), 1024, on_device()); },
+                               g_device);
+    double bytes = 12.0 * size, gt = bytes / (t.median_ms * 1e6);
+    if (cuda) {
+      std::printf("%12lld %14.1f\n", static_cast<long long>(size), gt);
+      json += fmt::format("    {{\"elements\": {}, \"tritium_gbs\": {:.2f}}}{}\n", size, gt, i + 1 < exps.size() ? "," : "");
+      continue;
+    }
+    auto p = tritium::do_bench([&] { plain_add(hx.data(), hy.data(), hout.data(), size); });
+    double gp = bytes / (p.median_ms * 1e6);
     std::printf("%12lld %14.1f %14.1f %8.2f\n", static_cast<long long>(size), gt, gp, gt / gp);
     json += fmt::format("    {{\"elements\": {}, \"tritium_gbs\": {:.2f}, \"plain_gbs\": {:.2f}, \"ratio\": {:.3f}}}{}\n", size, gt,
                         gp, gt / gp, i + 1 < exps.size() ? "," : "");

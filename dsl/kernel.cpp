@@ -332,4 +332,15 @@ std::string Kernel::ir_impl(const detail::ArgValue* args, size_t n, const Meta* 
   return ir::print(f);
 }
 
+std::unique_ptr<ir::Function> Kernel::function_impl(const detail::ArgValue* args, size_t n, const Meta* named,
+                                                    const Options& options) {
+  if (!impl_) fail("trace of an empty tritium::Kernel");
+  detail::KernelImpl::Bound b;
+  impl_->bind(args, n, named, options, b);
+  auto f = std::make_unique<ir::Function>(impl_->name);
+  impl_->trace(*f, b);
+  jit::run_passes(*f, "");
+  return f;
+}
+
 }  // namespace tritium

@@ -249,6 +249,12 @@ class Kernel {
     return ir_impl(c.values.data(), c.n, c.named, c.options, true);
   }
 
+  // The traced and optimised function itself, without compiling it (backend tests, tools).
+  template <class... A> std::unique_ptr<ir::Function> optimized_function(const A&... args) {
+    Collected<count_args<A...>()> c(args...);
+    return function_impl(c.values.data(), c.n, c.named, c.options);
+  }
+
   size_t num_specializations() const;  // compiled specialisations held in memory
 
  private:
@@ -270,6 +276,8 @@ class Kernel {
   };
   void launch_impl(const GridSpec& grid, const detail::ArgValue* args, size_t n, const Meta* named, const Options& options);
   std::string ir_impl(const detail::ArgValue* args, size_t n, const Meta* named, const Options& options, bool optimized);
+  std::unique_ptr<ir::Function> function_impl(const detail::ArgValue* args, size_t n, const Meta* named,
+                                              const Options& options);
 
   std::shared_ptr<detail::KernelImpl> impl_;
 };

@@ -28,5 +28,8 @@ Backend& backend_for(const runtime::Device& device);
 #if TRITIUM_HAS_CPU_BACKEND
 Backend& cpu_backend();
 #endif
+// The CUDA backend of device index `device` (always built: libcuda and libnvrtc are opened at
+// run time; backend_for checks that the driver is available).
+Backend& cuda_backend(int device = 0);
 
 }  // namespace tritium::jit

@@ -6,6 +6,8 @@
 
 #include "nn/autograd.h"
 #include "ops/ops.h"
+#include "runtime/cuda_allocator.h"
+#include "runtime/cuda_device.h"
 #include "runtime/views.h"
 
 namespace tritium::runtime {
@@ -116,8 +118,25 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(Device device) const {
   if (!defined()) fail("to: tensor is undefined");
   if (device == device_) return *this;
-  // Only the CPU exists so far; a copy to another device arrives with the CUDA backend.
-  fail("to: copies from {} to {} are not supported yet ({})", device_.str(), device.str(), str());
+  if (!device_available(device))
+    fail("to: cannot copy {} to {}: {}", str(), device.str(), device_unavailable_reason(device));
+  // A contiguous copy on `device`: host -> cuda by H2D from a contiguous host tensor, cuda -> host
+  // by copy_to_contiguous (D2H), cuda:i -> cuda:j through the host.
+  Tensor out;
+  if (device_.is_cpu()) {
+    Tensor src = is_contiguous() ? *this : ops::contiguous(*this);
+    out = Tensor::empty(shape_, dtype_, device);
+    cuda::copy_h2d(cuda::to_deviceptr(out.raw_data()), src.raw_data(), static_cast<size_t>(nbytes()), device.index,
+                   cuda::default_stream(device.index));
+  } else if (device.is_cpu()) {
+    out = Tensor::empty(shape_, dtype_, device);
+    copy_to_contiguous(out.raw_data());
+  } else {
+    out = detach().to(Device::cpu()).to(device);
+  }
+  Device from = device_;
+  return record(std::move(out), {*this}, "ToCopyBackward",
+                [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
 }
 
 Tensor Tensor::to(DType dtype) const {

@@ -3,6 +3,8 @@
 #include <cstdlib>
 
 #include "common/error.h"
+#include "runtime/cuda_allocator.h"
+#include "runtime/cuda_device.h"
 
 namespace tritium::runtime {
 
@@ -16,6 +18,13 @@ Buffer::~Buffer() {
 std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {
   if (!device_available(device))
     fail("Buffer::allocate: cannot allocate {} bytes on {}: {}", nbytes, device.str(), device_unavailable_reason(device));
+  if (device.is_cuda()) {
+    // The caching allocator: at least 512 bytes (never a null pointer), 256-byte aligned or better
+    // (cuMemAlloc), freed back to the cache of the default stream.
+    cuda::CUdeviceptr p = cuda::allocate(nbytes, device.index, cuda::default_stream(device.index));
+    return std::shared_ptr<Buffer>(
+        new Buffer(cuda::from_deviceptr(p), nbytes, device, [](void* q) { cuda::free(cuda::to_deviceptr(q)); }));
+  }
   // aligned_alloc wants a multiple of the alignment; never zero, so data() is never null.
   size_t rounded = nbytes == 0 ? kHostAlignment : (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   if (rounded < nbytes) fail("Buffer::allocate: {} bytes is too large", nbytes);

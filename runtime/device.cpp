@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "runtime/cuda_driver.h"
 
 namespace tritium::runtime {
 
@@ -47,7 +48,12 @@ std::string device_unavailable_reason(Device device) {
            "llvm-19-dev and reconfigure)";
 #endif
   }
-  return "the CUDA backend is not built yet";
+  if (!cuda::available()) return cuda::unavailable_reason();
+  int count = cuda::driver().device_count;
+  if (device.index < 0 || device.index >= count)
+    return fmt::format("no device {}: this machine has {} CUDA device{} (cuda:0 to cuda:{})", device.str(), count,
+                       count == 1 ? "" : "s", count - 1);
+  return "";
 }
 
 }  // namespace tritium::runtime

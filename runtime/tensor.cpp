@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runtime/cuda_allocator.h"
+#include "runtime/cuda_device.h"
+
 namespace tritium::runtime {
 namespace {
 
@@ -61,7 +64,12 @@ Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
 
 Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
   Tensor t = empty(std::move(shape), dtype, device);
-  std::memset(t.raw_data(), 0, static_cast<size_t>(t.nbytes()));  // all-zero bytes are 0 in every dtype
+  // All-zero bytes are 0 in every dtype.
+  if (device.is_cuda())
+    cuda::memset_d8(cuda::to_deviceptr(t.raw_data()), 0, static_cast<size_t>(t.nbytes()), device.index,
+                    cuda::default_stream(device.index));
+  else
+    std::memset(t.raw_data(), 0, static_cast<size_t>(t.nbytes()));
   return t;
 }
 
@@ -121,12 +129,33 @@ void Tensor::check_dtype(DType wanted, const char* method, const char* type_name
 }
 
 void Tensor::copy_to_contiguous(void* dst) const {
-  if (!device_.is_cpu()) fail("{}: copying to the host from {} is not supported yet", str(), device_.str());
   const int64_t n = numel();
   const int64_t element = element_size();
-  const char* src = static_cast<const char*>(raw_data());
   char* out = static_cast<char*>(dst);
   if (n == 0) return;
+  if (device_.is_cuda()) {
+    const int dev = device_.index;
+    const cuda::CUstream stream = cuda::default_stream(dev);
+    if (is_contiguous()) {  // D2H into pageable memory: returns once the data is here
+      cuda::copy_d2h(out, cuda::to_deviceptr(raw_data()), static_cast<size_t>(n * element), dev, stream);
+      return;
+    }
+    // Strided: bring the span of elements the view touches to the host, then gather there (no
+    // kernel needed; costs at most the span, which as_strided keeps inside the buffer).
+    int64_t lo = offset_, hi = offset_;
+    for (int d = 0; d < dim(); ++d) (strides_[d] < 0 ? lo : hi) += (shape_[d] - 1) * strides_[d];
+    std::vector<char> span(static_cast<size_t>((hi - lo + 1) * element));
+    cuda::copy_d2h(span.data(), cuda::to_deviceptr(storage_->data()) + static_cast<uint64_t>(lo * element),
+                   span.size(), dev, stream);
+    Tensor host = *this;
+    host.storage_ = Buffer::adopt(span.data(), span.size(), Device::cpu(), nullptr);
+    host.device_ = Device::cpu();
+    host.offset_ = offset_ - lo;
+    host.autograd_ = nullptr;
+    host.copy_to_contiguous(dst);
+    return;
+  }
+  const char* src = static_cast<const char*>(raw_data());
   if (is_contiguous()) {
     std::memcpy(out, src, static_cast<size_t>(n * element));
     return;

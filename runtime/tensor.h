@@ -124,7 +124,7 @@ class Tensor {
     return static_cast<T*>(raw_data());
   }
 
-  // The elements in row-major order (a contiguous copy of a host tensor).
+  // The elements in row-major order (a contiguous copy on the host; from cuda through D2H).
   template <class T>
   std::vector<T> to_vector() const {
     check_dtype(dtype_of<T>(), "to_vector", detail::cpp_type_name<T>());
@@ -143,7 +143,7 @@ class Tensor {
 
  private:
   void check_dtype(DType wanted, const char* method, const char* type_name) const;
-  void copy_to_contiguous(void* dst) const;  // host only
+  void copy_to_contiguous(void* dst) const;  // dst: host memory; the tensor on cpu or cuda
   static std::string shape_str(const Shape& shape);
 
   std::shared_ptr<Buffer> storage_;

@@ -26,6 +26,9 @@
 #include <boost/test/unit_test.hpp>
 #include <tritium/tritium.h>
 
+#include "runtime/buffer.h"
+#include "runtime/cuda_allocator.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -34,6 +37,7 @@
 #include <functional>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <random>
 #include <span>
 #include <sstream>
@@ -291,19 +295,33 @@ void check_equal(const host_vector<T>& out, const host_vector<T>& ref, const std
 // ---- backends ------------------------------------------------------------------------------------------
 
 // Memory on a backend's device holding a copy of host data. On the CPU it is host memory and
-// ptr() is the data itself.
+// ptr() is the data itself; on CUDA it is a buffer of the caching allocator filled by H2D, ptr()
+// is the device address and download() copies back with D2H (synchronous).
 template <class T> class DeviceArray {
  public:
-  DeviceArray(Device device, host_vector<T> host) : device_(device), host_(std::move(host)) {
-    if (!device_.is_cpu()) BOOST_FAIL("DeviceArray: copies to " << device_.str() << " are not implemented yet");
+  DeviceArray(Device device, host_vector<T> host) : device_(device), size_(host.size()), host_(std::move(host)) {
+    if (device_.is_cuda()) {
+      const size_t bytes = size_ * sizeof(storage_t<T>);
+      buffer_ = runtime::Buffer::allocate(bytes, device_);
+      runtime::cuda::copy_h2d(runtime::cuda::to_deviceptr(buffer_->data()), host_.data(), bytes, device_.index);
+      host_ = {};  // staged by the driver before copy_h2d returned
+    }
   }
-  T* ptr() { return data_as<T>(host_); }
-  size_t size() const { return host_.size(); }
-  host_vector<T> download() const { return host_; }
+  T* ptr() { return buffer_ ? static_cast<T*>(buffer_->data()) : data_as<T>(host_); }
+  size_t size() const { return size_; }
+  host_vector<T> download() const {
+    if (!buffer_) return host_;
+    host_vector<T> out(size_);
+    runtime::cuda::copy_d2h(out.data(), runtime::cuda::to_deviceptr(buffer_->data()), out.size() * sizeof(storage_t<T>),
+                            device_.index);
+    return out;
+  }
 
  private:
   Device device_;
-  host_vector<T> host_;
+  size_t size_;
+  host_vector<T> host_;                      // the data on the CPU; empty on CUDA
+  std::shared_ptr<runtime::Buffer> buffer_;  // set on CUDA
 };
 
 struct Backend {

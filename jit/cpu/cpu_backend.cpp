@@ -43,7 +43,10 @@ const HostTarget& host() {
     std::vector<std::string> on;
     for (auto& f : feats) on.push_back((f.second ? "+" : "-") + f.first().str());
     std::sort(on.begin(), on.end());
-    for (auto& f : on) t.features += (t.features.empty() ? "" : ",") + f;
+    for (auto& f : on) {
+      if (!t.features.empty()) t.features += ',';
+      t.features += f;
+    }
     return t;
   }();
   return h;

@@ -1,0 +1,1408 @@
+// IR -> CUDA C++ for the CUDA backend (docs/cuda-backend.md).
+//
+// One program is one CTA of num_warps * 32 threads. Scalars are C++ variables computed
+// uniformly by every thread. A block value is either *inline* (evaluated inside the loop nest of
+// the op that consumes it, like the CPU backend: elementwise chains, broadcasts and single-use
+// loads fuse into one loop) or *materialised* into shared memory (or, past the shared-memory
+// budget, a per-CTA slice of a global scratch buffer). A loop nest over a block's elements is
+// distributed over the threads: element e = (k * nthreads + tid) * V + lane, where V lets each
+// thread move 16 bytes when the axis info says the pointer is contiguous and aligned along the
+// last dim; those loads and stores become one 16-byte access (coalesced across the warp) when
+// all V lanes are in the mask, element accesses under the mask otherwise. __syncthreads()
+// separates a loop that writes a buffer from its readers (and from earlier readers).
+#include "jit/cuda/codegen.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <unordered_map>
+
+#include "jit/cuda/device_header.h"
+
+namespace tritium::jit::cuda {
+namespace {
+
+using ir::OpKind;
+using ir::Shape;
+using Index = std::vector<std::string>;  // one C++ int expression per dim
+
+bool is_side_effect(const ir::Op* op) { return ir::has_side_effects(op->kind); }
+bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
+bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+std::string ctype(DType d) {
+  switch (d) {
+    case DType::i1: return "bool";
+    case DType::i8: return "int8_t";
+    case DType::i16: return "int16_t";
+    case DType::i32: return "int32_t";
+    case DType::i64: return "int64_t";
+    case DType::u8: return "uint8_t";
+    case DType::u16: return "uint16_t";
+    case DType::u32: return "uint32_t";
+    case DType::u64: return "uint64_t";
+    case DType::f16: return "tt_f16";
+    case DType::bf16: return "tt_bf16";
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::ptr: return "uint8_t*";
+    case DType::invalid: break;
+  }
+  fail("internal error: no CUDA type for {}", dtype_name(d));
+}
+std::string ctype(const ir::Type& t) {
+  if (t.is_ptr()) return (t.pointee == DType::invalid ? std::string("uint8_t") : ctype(t.pointee)) + "*";
+  return ctype(t.dtype);
+}
+int64_t mem_bytes(const ir::Type& t) { return t.is_ptr() ? 8 : dtype_bytes(t.dtype); }
+
+int64_t pow2_divisor(int64_t v) {
+  if (v <= 0) return int64_t(1) << 30;
+  int64_t p = 1;
+  while (p < (int64_t(1) << 30) && v % (p * 2) == 0) p *= 2;
+  return p;
+}
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t x : s) n *= x;
+  return n;
+}
+
+// A C string literal.
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
+    else if (c == '\n') out += "\\n";
+    else if (c < 32 || c >= 127) out += fmt::format("\\{:03o}", c);
+    else out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
+std::string identifier(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "k_" + out;
+  return out;
+}
+
+class Codegen {
+ public:
+  Codegen(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts)
+      : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32) {}
+
+  KernelSource run() {
+    plan();
+    KernelSource ks;
+    ks.entry = identifier(f_.name);
+    ks.num_threads = nt_;
+    std::string params;
+    for (size_t i = 0; i < f_.params.size(); ++i) {
+      const ir::Param& p = f_.params[i];
+      std::string name = fmt::format("a{}_{}", i, identifier(p.name.empty() ? "arg" : p.name));
+      params += fmt::format("{}{}{}", p.type.is_ptr() ? "" : "const ", ctype(p.type), p.type.is_ptr() ? " " : " ") + name + ",\n    ";
+      scalars_[f_.body->args[i]] = name;
+    }
+    emit_block(f_.body);
+    ks.smem_bytes = smem_;
+    ks.scratch_bytes = scratch_;
+    ks.num_asserts = num_asserts_;
+    ks.has_print = has_print_;
+    std::string src = device_header();
+    src += fmt::format("\n// Kernel {}: {} threads ({} warps), {} bytes of shared memory, {} bytes of scratch per program.\n",
+                       f_.name, nt_, nwarps_, smem_, scratch_);
+    src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert) {{\n",
+                       nt_, ks.entry, params);
+    src += "  extern __shared__ __align__(16) uint8_t tt_smem[];\n";
+    src += "  const int tid = (int)threadIdx.x;\n";
+    src += "  const int32_t tt_pid0 = (int32_t)blockIdx.x, tt_pid1 = (int32_t)blockIdx.y, tt_pid2 = (int32_t)blockIdx.z;\n";
+    src += "  const int32_t tt_npid0 = (int32_t)gridDim.x, tt_npid1 = (int32_t)gridDim.y, tt_npid2 = (int32_t)gridDim.z;\n";
+    src += "  (void)tid; (void)tt_pid0; (void)tt_pid1; (void)tt_pid2; (void)tt_npid0; (void)tt_npid1; (void)tt_npid2;\n";
+    src += "  (void)tt_smem; (void)tt_scratch; (void)tt_assert;\n";
+    if (scratch_ > 0)
+      src += fmt::format(
+          "  uint8_t* const tt_scratch_cta = tt_scratch + (uint64_t)(blockIdx.x + gridDim.x * (blockIdx.y + "
+          "(uint64_t)gridDim.y * blockIdx.z)) * {}ull;\n",
+          scratch_);
+    src += decls_;
+    src += body_;
+    src += "}\n";
+    ks.source = std::move(src);
+    return ks;
+  }
+
+ private:
+  ir::Function& f_;
+  const AxisInfoMap& axis_;
+  int nwarps_, nt_;
+  std::string body_, decls_;
+  int indent_ = 1;
+  bool synced_ = true;
+  bool global_dirty_ = false;  // global stores/atomics emitted since the last barrier
+  int counter_ = 0;
+  int64_t smem_ = 0, scratch_ = 0;
+  int num_asserts_ = 0;
+  bool has_print_ = false;
+  std::string lane_ = "0";
+
+  std::unordered_map<const ir::Value*, std::string> scalars_;
+  std::unordered_map<const ir::Value*, std::string> buffers_;
+  std::unordered_map<const ir::Value*, bool> materialize_;
+  std::unordered_map<const ir::Value*, std::vector<ir::Op*>> users_;
+  std::unordered_map<const ir::Value*, int> cheap_size_;
+  std::unordered_map<const ir::Op*, std::string> vec_loads_;  // inline loads moved by a vector access
+
+  // ---- output -------------------------------------------------------------------------------
+
+  void line(const std::string& s) {
+    body_ += std::string(static_cast<size_t>(indent_) * 2, ' ') + s + "\n";
+    synced_ = false;
+  }
+  void open(const std::string& s) {
+    line(s + " {");
+    ++indent_;
+  }
+  void close() {
+    --indent_;
+    line("}");
+  }
+  std::string fresh(const char* prefix) { return fmt::format("{}{}", prefix, counter_++); }
+  std::string tmp(const std::string& type, const std::string& expr) {
+    std::string n = fresh("t");
+    line(fmt::format("{} const {} = {};", type, n, expr));  // east const: pointers stay writable
+    return n;
+  }
+  void sync() {
+    if (!synced_) line("__syncthreads();");
+    synced_ = true;
+    global_dirty_ = false;
+  }
+  // Whether evaluating these values inline reads global memory (a load not yet materialised).
+  bool reads_global(const std::vector<const ir::Value*>& vs) {
+    for (const ir::Value* v : vs) {
+      if (v->type.is_scalar() || buffers_.count(v) || !v->def) continue;
+      if (v->def->kind == OpKind::Load) return true;
+      std::vector<const ir::Value*> ops(v->def->operands.begin(), v->def->operands.end());
+      if (reads_global(ops)) return true;
+    }
+    return false;
+  }
+  void sync_if_reading(const std::vector<const ir::Value*>& vs) {
+    if (global_dirty_ && reads_global(vs)) sync_after_global_writes();
+  }
+  // Global memory this CTA wrote (stores, atomics) may be read back by other threads of the CTA:
+  // a barrier before the next loop nest or scalar load keeps program order within the program.
+  void sync_after_global_writes() {
+    if (global_dirty_) line("__syncthreads();  // the global writes above are visible below");
+    synced_ = true;
+    global_dirty_ = false;
+  }
+
+  // ---- planning (as the CPU backend: jit/cpu/codegen.cpp) ------------------------------------
+
+  void plan() {
+    f_.walk([&](ir::Op* op) {
+      for (ir::Value* o : op->operands) users_[o].push_back(op);
+    });
+    f_.walk([&](ir::Op* op) {
+      for (ir::Value* r : op->results)
+        if (r->type.is_block()) materialize_[r] = decide(op, r);
+      if (op->kind == OpKind::Dot)
+        for (int i = 0; i < 2; ++i)
+          if (ir::Value* v = op->operands[i]; v->def && v->type.is_block()) materialize_[v] = true;
+    });
+  }
+
+  bool used_elsewhere(const ir::Value* v, const ir::Block* home) {
+    for (ir::Op* u : users_[v])
+      if (u->parent != home) return true;
+    return false;
+  }
+
+  bool decide(ir::Op* op, ir::Value* r) {
+    switch (op->kind) {
+      case OpKind::Reduce: case OpKind::Scan: case OpKind::Dot: case OpKind::For: case OpKind::If: return true;
+      default: break;
+    }
+    if (is_atomic(op->kind)) return true;
+    auto& us = users_[r];
+    if (op->kind == OpKind::Load) {
+      if (us.size() != 1 || used_elsewhere(r, op->parent)) return true;
+      return load_hazard(op);
+    }
+    if (us.size() > 1 || used_elsewhere(r, op->parent)) return cheap(r) < 0;
+    return false;
+  }
+
+  bool load_hazard(ir::Op* load) {
+    const ir::Block* block = load->parent;
+    ir::Value* v = load->result();
+    ir::Op* root = nullptr;
+    while (true) {
+      auto& us = users_[v];
+      if (us.size() != 1) return true;
+      ir::Op* u = us[0];
+      if (u->parent != block) return true;
+      bool chains = (ir::is_elementwise(u->kind) || u->kind == OpKind::Broadcast || u->kind == OpKind::ExpandDims ||
+                     u->kind == OpKind::Permute || u->kind == OpKind::Reshape || u->kind == OpKind::MultipleOf ||
+                     u->kind == OpKind::MaxContiguous) &&
+                    u->results.size() == 1 && u->result()->type.is_block();
+      if (!chains) {
+        root = u;
+        break;
+      }
+      v = u->result();
+      if (users_[v].size() != 1) {
+        root = u;
+        break;
+      }
+    }
+    if (root->kind == OpKind::Dot) return true;
+    bool between = false;
+    for (ir::Op* op : block->ops) {
+      if (op == load) between = true;
+      else if (op == root) return false;
+      else if (between && (is_side_effect(op) || op->kind == OpKind::For || op->kind == OpKind::If)) return true;
+    }
+    return true;
+  }
+
+  int cheap(const ir::Value* v) {
+    if (v->type.is_scalar() || v->is_block_arg()) return 0;
+    if (auto it = materialize_.find(v); it != materialize_.end() && it->second) return 0;
+    if (auto it = cheap_size_.find(v); it != cheap_size_.end()) return it->second;
+    const ir::Op* op = v->def;
+    int size = -1;
+    switch (op->kind) {
+      case OpKind::Constant: case OpKind::Arange: case OpKind::Splat: size = 1; break;
+      case OpKind::Broadcast: case OpKind::ExpandDims: case OpKind::Permute: case OpKind::Reshape:
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: case OpKind::Add: case OpKind::Sub: case OpKind::Mul:
+      case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr:
+      case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
+      case OpKind::CmpGe: case OpKind::Select: case OpKind::AddPtr: case OpKind::Cast: case OpKind::Bitcast:
+      case OpKind::Min: case OpKind::Max: case OpKind::Neg: case OpKind::Not: {
+        size = 1;
+        for (ir::Value* o : op->operands) {
+          int s = cheap(o);
+          if (s < 0) {
+            size = -1;
+            break;
+          }
+          size += s;
+        }
+        if (size > 24) size = -1;
+        break;
+      }
+      default: size = -1;
+    }
+    cheap_size_[v] = size;
+    return size;
+  }
+
+  // ---- buffers ----------------------------------------------------------------------------
+
+  // Shared memory while the budget lasts, else this CTA's slice of the global scratch.
+  std::string alloc_buffer(const ir::Type& t) {
+    int64_t bytes = (t.numel() * mem_bytes(t) + 15) / 16 * 16;
+    std::string name = fresh("buf");
+    std::string ct = ctype(t.element());
+    if (smem_ + bytes <= kSharedMemoryBudget) {
+      decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_smem + {});  // {} (shared)\n", ct, name, ct,
+                            smem_, t.str());
+      smem_ += bytes;
+    } else {
+      decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_scratch_cta + {});  // {} (global scratch)\n",
+                            ct, name, ct, scratch_, t.str());
+      scratch_ += bytes;
+    }
+    return name;
+  }
+  // A small shared array (reduction partials, broadcast slots): always in shared memory.
+  std::string alloc_shared(const std::string& ct, int64_t count, int64_t elem_bytes) {
+    std::string name = fresh("sh");
+    decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_smem + {});\n", ct, name, ct, smem_);
+    smem_ += (count * elem_bytes + 15) / 16 * 16;
+    return name;
+  }
+
+  // ---- indices ------------------------------------------------------------------------------
+
+  Index index_of(const Shape& s, const std::string& e) {
+    auto st = strides_of(s);
+    Index idx(s.size());
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d] == 1) {
+        idx[d] = "0";
+        continue;
+      }
+      std::string expr;
+      if (d == 0) expr = st[d] == 1 ? e : fmt::format("{} / {}", e, st[d]);
+      else expr = st[d] == 1 ? fmt::format("{} % {}", e, s[d]) : fmt::format("{} / {} % {}", e, st[d], s[d]);
+      if (d == 0 && st[d] == 1) {
+        idx[d] = e;
+        continue;
+      }
+      idx[d] = fresh("i");
+      line(fmt::format("const int {} = {};", idx[d], expr));
+    }
+    return idx;
+  }
+
+  std::string flatten(const Index& idx, const Shape& s) {
+    auto st = strides_of(s);
+    std::string out;
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d] == 1 || idx[d] == "0") continue;
+      std::string term = st[d] == 1 ? idx[d] : fmt::format("({}) * {}", idx[d], st[d]);
+      out += (out.empty() ? "" : " + ") + term;
+    }
+    return out.empty() ? "0" : out;
+  }
+
+  // for each element of `shape`, distributed over the threads, V consecutive elements (of the
+  // last dim) per thread and step: pre(base index), body(index of lane) for each lane, post(base).
+  void thread_loop(const Shape& shape, int V, const std::function<void(const Index&)>& pre,
+                   const std::function<void(const Index&)>& body, const std::function<void(const Index&)>& post) {
+    int64_t n = numel(shape);
+    std::string eb = fresh("e");
+    open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", eb, V, n, int64_t(nt_) * V));
+    Index base = index_of(shape, eb);
+    if (pre) pre(base);
+    if (V == 1) {
+      lane_ = "0";
+      body(base);
+    } else {
+      std::string l = fresh("l");
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+      lane_ = l;
+      Index idx(base);
+      idx.back() = fmt::format("({} + {})", base.back(), l);
+      body(idx);
+      close();
+    }
+    lane_ = "0";
+    if (post) post(base);
+    close();
+  }
+
+  // ---- vector accesses --------------------------------------------------------------------
+
+  // Elements one 16-byte access of `op`'s pointer may move (ignoring the mask: the code checks
+  // at run time whether all lanes are on).
+  int access_width(const ir::Op* op) {
+    const ir::Value* p = op->operand(0);
+    if (!p->type.is_ptr() || p->type.is_scalar() || !axis_.contains(p)) return 1;
+    const AxisInfo& info = axis_.get(p);
+    int64_t elem = std::max<int64_t>(1, dtype_bytes(p->type.pointee));
+    int64_t w = pow2_divisor(info.contiguity.back());
+    w = std::min(w, std::max<int64_t>(1, info.divisibility.back() / elem));
+    w = std::min(w, std::max<int64_t>(1, 16 / elem));
+    w = std::min<int64_t>(w, p->type.shape.back());
+    return static_cast<int>(w);
+  }
+
+  // Inline loads reached from v through ops that keep the last index (elementwise, hints,
+  // broadcasts and expand_dims that leave the last dim alone), with their index.
+  void collect_loads(const ir::Value* v, const Index& idx, std::vector<std::pair<const ir::Op*, Index>>& out) {
+    if (v->type.is_scalar() || buffers_.count(v) || !v->def) return;
+    const ir::Op* op = v->def;
+    const Shape& t = v->type.shape;
+    switch (op->kind) {
+      case OpKind::Load:
+        if (access_width(op) > 1) out.push_back({op, idx});
+        return;
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: return collect_loads(op->operand(0), idx, out);
+      case OpKind::Broadcast: {
+        const Shape& s = op->operand(0)->type.shape;
+        if (s.back() != t.back()) return;
+        Index in(idx);
+        for (size_t d = 0; d < s.size(); ++d)
+          if (s[d] == 1 && t[d] != 1) in[d] = "0";
+        return collect_loads(op->operand(0), in, out);
+      }
+      case OpKind::ExpandDims: {
+        if (op->attrs.axis == static_cast<int>(t.size()) - 1) return;
+        Index in(idx);
+        in.erase(in.begin() + op->attrs.axis);
+        return collect_loads(op->operand(0), in, out);
+      }
+      default: break;
+    }
+    if (ir::is_elementwise(op->kind))
+      for (const ir::Value* o : op->operands) collect_loads(o, idx, out);
+  }
+
+  // The lanes per thread of a loop nest over `shape` evaluating `roots` (and storing through
+  // `store`, when given): the narrowest vector access among them, 1 when there is none.
+  int choose_width(const Shape& shape, const std::vector<const ir::Value*>& roots, const ir::Op* store) {
+    if (shape.empty()) return 1;
+    std::vector<std::pair<const ir::Op*, Index>> loads;
+    Index dummy(shape.size(), "0");
+    for (const ir::Value* r : roots) collect_loads(r, dummy, loads);
+    int V = 0;
+    for (auto& [op, _] : loads) V = V == 0 ? access_width(op) : std::min(V, access_width(op));
+    if (store) {
+      int w = access_width(store);
+      if (w > 1) V = V == 0 ? w : std::min(V, w);
+    }
+    if (V <= 1) return 1;
+    while (V > 1 && shape.back() % V != 0) V /= 2;
+    // Small blocks: keep every thread busy rather than move 16 bytes with a quarter of them.
+    while (V > 1 && numel(shape) / V < nt_) V /= 2;
+    return V;
+  }
+
+  static const char* vector_type(int64_t bytes) {
+    switch (bytes) {
+      case 16: return "uint4";
+      case 8: return "uint2";
+      case 4: return "uint32_t";
+      case 2: return "uint16_t";
+      default: return "uint8_t";
+    }
+  }
+
+  // Before the lanes of a loop step: the inline loads of `roots` that move V contiguous elements
+  // become one vector load into a per-thread array (element loads under the mask when some lane
+  // is off); the lanes read the array.
+  void emit_vector_loads(const std::vector<const ir::Value*>& roots, const Index& base, int V) {
+    if (V == 1) return;
+    std::vector<std::pair<const ir::Op*, Index>> loads;
+    for (const ir::Value* r : roots) collect_loads(r, base, loads);
+    for (auto& [op, idx] : loads) {
+      if (access_width(op) < V) continue;
+      DType d = op->operand(0)->type.pointee;
+      std::string ct = ctype(d);
+      std::string arr = fresh("ld");
+      int64_t bytes = int64_t(V) * dtype_bytes(d);
+      line(fmt::format("__align__(16) {} {}[{}];", ct, arr, V));
+      open("");
+      std::string p = tmp("const " + ct + "*", eval(op->operand(0), idx));
+      std::string vec = fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
+                                    vector_type(bytes), arr, p);
+      if (op->operands.size() < 2) {
+        line(vec);
+      } else {
+        std::string m = fresh("m"), all = fresh("all"), l = fresh("l");
+        line(fmt::format("bool {}[{}];", m, V));
+        line(fmt::format("bool {} = true;", all));
+        auto lane_index = [&] {
+          Index li(idx);
+          li.back() = fmt::format("({} + {})", idx.back(), l);
+          return li;
+        };
+        line("#pragma unroll");
+        open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+        line(fmt::format("{}[{}] = {};", m, l, eval(op->operand(1), lane_index())));
+        line(fmt::format("{} = {} && {}[{}];", all, all, m, l));
+        close();
+        open(fmt::format("if ({})", all));
+        line(vec);
+        close();
+        open("else");
+        line("#pragma unroll");
+        open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+        std::string other = op->operands.size() > 2 ? eval(op->operand(2), lane_index()) : ct + "{}";
+        line(fmt::format("{}[{}] = {}[{}] ? {}[{}] : {};", arr, l, m, l, p, l, other));
+        close();
+        close();
+      }
+      close();
+      vec_loads_[op] = arr;
+    }
+  }
+
+  // ---- evaluation of block values at an index ---------------------------------------------
+
+  std::string scalar(const ir::Value* v) {
+    auto it = scalars_.find(v);
+    if (it == scalars_.end()) fail("internal error: scalar %{} of kernel {} was not emitted", v->id, f_.name);
+    return it->second;
+  }
+
+  std::string eval(const ir::Value* v, const Index& idx) {
+    if (v->type.is_scalar()) return scalar(v);
+    if (auto it = buffers_.find(v); it != buffers_.end()) return fmt::format("{}[{}]", it->second, flatten(idx, v->type.shape));
+    return eval_op(v->def, idx);
+  }
+
+  std::string eval_op(const ir::Op* op, const Index& idx) {
+    const ir::Type& t = op->result()->type;
+    switch (op->kind) {
+      case OpKind::Constant: return constant_of(op);
+      case OpKind::Arange: return fmt::format("((int32_t)({}) + {})", idx[0], op->attrs.ints[0]);
+      case OpKind::Splat: return scalar(op->operand(0));
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: return eval(op->operand(0), idx);
+      case OpKind::Broadcast: {
+        const Shape& s = op->operand(0)->type.shape;
+        Index in(idx);
+        for (size_t d = 0; d < s.size(); ++d)
+          if (s[d] == 1 && t.shape[d] != 1) in[d] = "0";
+        return eval(op->operand(0), in);
+      }
+      case OpKind::ExpandDims: {
+        Index in(idx);
+        in.erase(in.begin() + op->attrs.axis);
+        return eval(op->operand(0), in);
+      }
+      case OpKind::Permute: {
+        Index in(idx.size());
+        for (size_t i = 0; i < idx.size(); ++i) in[static_cast<size_t>(op->attrs.ints[i])] = idx[i];
+        return eval(op->operand(0), in);
+      }
+      case OpKind::Reshape: {
+        const Shape& to = op->operand(0)->type.shape;
+        std::string flat = tmp("int", flatten(idx, t.shape));
+        auto st = strides_of(to);
+        Index in(to.size());
+        for (size_t d = 0; d < to.size(); ++d)
+          in[d] = to[d] == 1 ? "0" : fmt::format("({} / {} % {})", flat, st[d], to[d]);
+        return eval(op->operand(0), in);
+      }
+      case OpKind::Load: {
+        if (auto it = vec_loads_.find(op); it != vec_loads_.end()) return fmt::format("{}[{}]", it->second, lane_);
+        const ir::Value* p = op->operand(0);
+        std::string ct = ctype(p->type.pointee);
+        std::string ptr = eval(p, idx);
+        if (op->operands.size() < 2) return tmp(ct, "*" + ptr);
+        std::string mask = eval(op->operand(1), idx);
+        std::string other = op->operands.size() > 2 ? eval(op->operand(2), idx) : ct + "{}";
+        return tmp(ct, fmt::format("{} ? *{} : {}", mask, ptr, other));
+      }
+      default: break;
+    }
+    if (ir::is_elementwise(op->kind)) {
+      std::vector<std::string> xs;
+      for (ir::Value* o : op->operands) xs.push_back(eval(o, idx));
+      return tmp(ctype(t.element()), elementwise(op, xs));
+    }
+    fail("internal error: CUDA codegen cannot evaluate {} inline", ir::op_name(op->kind));
+  }
+
+  // ---- constants and arithmetic -------------------------------------------------------------
+
+  static std::string float_literal(double x, bool f32) {
+    if (f32) {
+      float v = static_cast<float>(x);
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      if (!std::isfinite(v)) return fmt::format("__int_as_float(0x{:08x})", u);
+      std::string s = fmt::format("{}", v);
+      if (s.find_first_of(".en") == std::string::npos) s += ".0";
+      return s + "f";
+    }
+    uint64_t u;
+    std::memcpy(&u, &x, 8);
+    if (!std::isfinite(x)) return fmt::format("__longlong_as_double(0x{:016x}ll)", u);
+    std::string s = fmt::format("{}", x);
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    return s;
+  }
+
+  static std::string constant(DType d, int64_t ival, double fval, bool is_fp) {
+    if (is_float(d)) {
+      double x = is_fp ? fval : static_cast<double>(ival);
+      if (d == DType::f16) return fmt::format("tt_f16_from({})", float_literal(x, true));
+      if (d == DType::bf16) return fmt::format("tt_bf16_from({})", float_literal(x, true));
+      return float_literal(x, d == DType::f32);
+    }
+    switch (d) {
+      case DType::i1: return ival ? "true" : "false";
+      case DType::i64: return ival == INT64_MIN ? "(int64_t)(-9223372036854775807ll - 1)" : fmt::format("(int64_t){}ll", ival);
+      case DType::u64: return fmt::format("(uint64_t){}ull", static_cast<uint64_t>(ival));
+      case DType::u32: return fmt::format("(uint32_t){}u", static_cast<uint32_t>(ival));
+      case DType::i32: return static_cast<int32_t>(ival) == INT32_MIN ? "(int32_t)(-2147483647 - 1)" : fmt::format("(int32_t){}", static_cast<int32_t>(ival));
+      case DType::ptr: return fmt::format("(uint8_t*){}ull", static_cast<uint64_t>(ival));
+      default: return fmt::format("({}){}", ctype(d), ival);
+    }
+  }
+  std::string constant_of(const ir::Op* op) {
+    const ir::Type& t = op->result()->type;
+    if (t.is_ptr()) return fmt::format("({}){}ull", ctype(t.element()), static_cast<uint64_t>(op->attrs.ival));
+    return constant(t.dtype, op->attrs.ival, op->attrs.fval, is_float(t.dtype));
+  }
+
+  static std::string to_f32(const std::string& x, DType d) { return is_half(d) ? "tt_to_f32(" + x + ")" : x; }
+  static std::string from_f32(const std::string& x, DType d) {
+    if (d == DType::f16) return "tt_f16_from(" + x + ")";
+    if (d == DType::bf16) return "tt_bf16_from(" + x + ")";
+    return x;
+  }
+
+  std::string float_op(OpKind k, std::vector<std::string> x, DType d) {
+    bool half = is_half(d);
+    bool dbl = d == DType::f64;
+    if (half)
+      for (auto& v : x) v = to_f32(v, d);
+    auto fn = [&](const char* name) { return fmt::format("{}{}({})", name, dbl ? "" : "f", x[0]); };
+    std::string one = dbl ? "1.0" : "1.0f";
+    std::string r;
+    switch (k) {
+      case OpKind::Add: r = fmt::format("{} + {}", x[0], x[1]); break;
+      case OpKind::Sub: r = fmt::format("{} - {}", x[0], x[1]); break;
+      case OpKind::Mul: r = fmt::format("{} * {}", x[0], x[1]); break;
+      case OpKind::Div: r = fmt::format("{} / {}", x[0], x[1]); break;
+      case OpKind::Rem: r = fmt::format("fmod{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
+      case OpKind::Neg: r = fmt::format("-{}", x[0]); break;
+      case OpKind::Min: r = fmt::format("fmin{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
+      case OpKind::Max: r = fmt::format("fmax{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
+      case OpKind::Fma: r = fmt::format("fma{}({}, {}, {})", dbl ? "" : "f", x[0], x[1], x[2]); break;
+      case OpKind::Exp: r = fn("exp"); break;
+      case OpKind::Exp2: r = fn("exp2"); break;
+      case OpKind::Log: r = fn("log"); break;
+      case OpKind::Log2: r = fn("log2"); break;
+      case OpKind::Sqrt: r = fn("sqrt"); break;
+      case OpKind::Rsqrt: r = fmt::format("{} / {}", one, fn("sqrt")); break;
+      case OpKind::Abs: r = fn("fabs"); break;
+      case OpKind::Floor: r = fn("floor"); break;
+      case OpKind::Ceil: r = fn("ceil"); break;
+      case OpKind::Sin: r = fn("sin"); break;
+      case OpKind::Cos: r = fn("cos"); break;
+      case OpKind::Tanh: r = fn("tanh"); break;
+      case OpKind::Erf: r = fn("erf"); break;
+      case OpKind::Sigmoid: r = fmt::format("tt_sigmoid({})", x[0]); break;
+      default: fail("internal error: {} is not a float op", ir::op_name(k));
+    }
+    return half ? from_f32(r, d) : r;
+  }
+
+  std::string int_op(OpKind k, const std::vector<std::string>& x, DType d) {
+    std::string t = ctype(d);
+    if (d == DType::i1) {
+      switch (k) {
+        case OpKind::And: case OpKind::Min: case OpKind::Mul: return fmt::format("{} && {}", x[0], x[1]);
+        case OpKind::Or: case OpKind::Max: return fmt::format("{} || {}", x[0], x[1]);
+        case OpKind::Xor: case OpKind::Add: case OpKind::Sub: return fmt::format("{} != {}", x[0], x[1]);
+        case OpKind::Not: return fmt::format("!{}", x[0]);
+        case OpKind::Neg: case OpKind::Abs: return x[0];
+        default: break;
+      }
+    }
+    // Wrapping arithmetic: computed in the unsigned type of the same width.
+    std::string u = d == DType::i1 ? "uint8_t" : ctype(is_signed_int(d) ? static_cast<DType>(static_cast<int>(d) + 4) : d);
+    switch (k) {
+      case OpKind::Add: return fmt::format("({})({})((uint64_t){} + (uint64_t){})", t, u, x[0], x[1]);
+      case OpKind::Sub: return fmt::format("({})({})((uint64_t){} - (uint64_t){})", t, u, x[0], x[1]);
+      case OpKind::Mul: return fmt::format("({})({})((uint64_t){} * (uint64_t){})", t, u, x[0], x[1]);
+      case OpKind::Neg: return fmt::format("({})({})(0ull - (uint64_t){})", t, u, x[0]);
+      case OpKind::Div: return fmt::format("tt_div<{}>({}, {})", t, x[0], x[1]);
+      case OpKind::Rem: return fmt::format("tt_rem<{}>({}, {})", t, x[0], x[1]);
+      case OpKind::Abs: return fmt::format("tt_abs<{}>({})", t, x[0]);
+      case OpKind::Min: return fmt::format("tt_min<{}>({}, {})", t, x[0], x[1]);
+      case OpKind::Max: return fmt::format("tt_max<{}>({}, {})", t, x[0], x[1]);
+      case OpKind::And: return fmt::format("({})({} & {})", t, x[0], x[1]);
+      case OpKind::Or: return fmt::format("({})({} | {})", t, x[0], x[1]);
+      case OpKind::Xor: return fmt::format("({})({} ^ {})", t, x[0], x[1]);
+      case OpKind::Not: return fmt::format("({})(~{})", t, x[0]);
+      case OpKind::Shl: return fmt::format("tt_shl<{}>({}, {})", t, x[0], x[1]);
+      case OpKind::Shr: return fmt::format("tt_shr<{}>({}, {})", t, x[0], x[1]);
+      case OpKind::Umulhi: return fmt::format("tt_umulhi<{}>({}, {})", t, x[0], x[1]);
+      default: fail("internal error: {} is not an integer op", ir::op_name(k));
+    }
+  }
+
+  std::string compare(OpKind k, std::string a, std::string b, DType d) {
+    a = to_f32(a, d), b = to_f32(b, d);
+    const char* o = k == OpKind::CmpEq ? "==" : k == OpKind::CmpNe ? "!=" : k == OpKind::CmpLt ? "<"
+                  : k == OpKind::CmpLe ? "<=" : k == OpKind::CmpGt ? ">" : ">=";
+    return fmt::format("{} {} {}", a, o, b);
+  }
+
+  std::string cast(const std::string& v, const ir::Type& from_t, const ir::Type& to_t) {
+    DType from = from_t.dtype, to = to_t.dtype;
+    if (from == DType::ptr && to == DType::ptr) return fmt::format("({})({})", ctype(to_t.element()), v);
+    if (from == to) return v;
+    if (from == DType::ptr) return fmt::format("({})(uint64_t)({})", ctype(to), v);
+    if (to == DType::ptr) return fmt::format("({})(uint64_t)(int64_t)({})", ctype(to_t.element()), v);
+    if (to == DType::i1) return is_float(from) ? fmt::format("({} != 0)", to_f32(v, from)) : fmt::format("({} != 0)", v);
+    if (is_int(from) && is_int(to)) return fmt::format("({})({})", ctype(to), v);
+    if (is_int(from)) {
+      if (is_half(to)) return from_f32(fmt::format("(float)({})", v), to);
+      return fmt::format("({})({})", ctype(to), v);
+    }
+    if (is_int(to)) {  // saturating, NaN -> 0 (as cvt.rzi.sat)
+      std::string x = to_f32(v, from);
+      return fmt::format("({})({})", ctype(to), x);
+    }
+    std::string x = to_f32(v, from);
+    if (to == DType::f64) return fmt::format("(double)({})", x);
+    if (from == DType::f64) x = fmt::format("(float)({})", x);
+    return to == DType::f32 ? x : from_f32(x, to);
+  }
+  std::string cast(const std::string& v, DType from, DType to) { return cast(v, ir::Type::scalar(from), ir::Type::scalar(to)); }
+
+  std::string elementwise(const ir::Op* op, const std::vector<std::string>& x) {
+    OpKind k = op->kind;
+    DType d = op->operand(0)->type.dtype;
+    switch (k) {
+      case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
+      case OpKind::CmpGe:
+        return compare(k, x[0], x[1], d);
+      case OpKind::Select: return fmt::format("{} ? {} : {}", x[0], x[1], x[2]);
+      case OpKind::Cast: return cast(x[0], op->operand(0)->type.element(), op->result()->type.element());
+      case OpKind::Bitcast: return fmt::format("tt_bitcast<{}>({})", ctype(op->result()->type.element()), x[0]);
+      case OpKind::AddPtr: return fmt::format("{} + (int64_t)({})", x[0], x[1]);
+      default: break;
+    }
+    if (is_float(d)) return float_op(k, x, d);
+    return int_op(k, x, d);
+  }
+
+  // ---- memory -----------------------------------------------------------------------------
+
+  std::string scalar_load(const ir::Op* op) {
+    if (global_dirty_) sync_after_global_writes();
+    const ir::Value* p = op->operand(0);
+    std::string ct = ctype(p->type.pointee);
+    if (op->operands.size() < 2) return "*" + scalar(p);
+    std::string other = op->operands.size() > 2 ? scalar(op->operand(2)) : ct + "{}";
+    return fmt::format("{} ? *{} : {}", scalar(op->operand(1)), scalar(p), other);
+  }
+
+  void emit_store(const ir::Op* op) {
+    const ir::Value* p = op->operand(0);
+    const ir::Value* val = op->operand(1);
+    DType d = p->type.pointee;
+    std::string ct = ctype(d);
+    bool has_mask = op->operands.size() > 2;
+    if (p->type.is_scalar()) {  // one thread stores
+      std::string cond = has_mask ? fmt::format("tid == 0 && {}", scalar(op->operand(2))) : "tid == 0";
+      line(fmt::format("if ({}) *{} = {};", cond, scalar(p), scalar(val)));
+      global_dirty_ = true;
+      return;
+    }
+    const Shape& shape = p->type.shape;
+    std::vector<const ir::Value*> roots = {val};
+    if (has_mask) roots.push_back(op->operand(2));
+    sync_if_reading({p, val, has_mask ? op->operand(2) : p});
+    int V = choose_width(shape, roots, op);
+    bool vector_store = V > 1 && access_width(op) >= V;
+    std::string sv, sm;
+    thread_loop(
+        shape, V,
+        [&](const Index& base) {
+          emit_vector_loads(roots, base, V);
+          if (vector_store) {
+            sv = fresh("sv"), sm = fresh("sm");
+            line(fmt::format("__align__(16) {} {}[{}];", ct, sv, V));
+            if (has_mask) line(fmt::format("bool {}[{}];", sm, V));
+          }
+        },
+        [&](const Index& idx) {
+          std::string v = eval(val, idx);
+          std::string m = has_mask ? eval(op->operand(2), idx) : "";
+          if (vector_store) {
+            line(fmt::format("{}[{}] = {};", sv, lane_, v));
+            if (has_mask) line(fmt::format("{}[{}] = {};", sm, lane_, m));
+          } else {
+            std::string ptr = eval(p, idx);
+            line(has_mask ? fmt::format("if ({}) *{} = {};", m, ptr, v) : fmt::format("*{} = {};", ptr, v));
+          }
+        },
+        [&](const Index& base) {
+          if (!vector_store) return;
+          std::string ptr = tmp(ct + "*", eval(p, base));
+          std::string vec = fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
+                                        vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv);
+          if (!has_mask) {
+            line(vec);
+            return;
+          }
+          std::string all = fresh("all"), l = fresh("l");
+          line(fmt::format("bool {} = true;", all));
+          line("#pragma unroll");
+          line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {2} && {3}[{0}];", l, V, all, sm));
+          open(fmt::format("if ({})", all));
+          line(vec);
+          close();
+          open("else");
+          line("#pragma unroll");
+          line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) if ({2}[{0}]) {3}[{0}] = {4}[{0}];", l, V, sm, ptr, sv));
+          close();
+        });
+    vec_loads_.clear();
+    global_dirty_ = true;
+  }
+
+  // Evaluates `v` over its whole shape into buffer `buf`.
+  void materialize_into(const ir::Value* v, const std::string& buf, const ir::Op* op = nullptr) {
+    sync();
+    int V = choose_width(v->type.shape, {v}, nullptr);
+    thread_loop(
+        v->type.shape, V, [&](const Index& base) { emit_vector_loads({v}, base, V); },
+        [&](const Index& idx) {
+          std::string x = op ? eval_op(op, idx) : eval(v, idx);
+          line(fmt::format("{}[{}] = {};", buf, flatten(idx, v->type.shape), x));
+        },
+        nullptr);
+    vec_loads_.clear();
+    sync();
+  }
+
+  void copy_buffer(const std::string& from, const std::string& to, const ir::Type& t) {
+    sync();
+    std::string e = fresh("e");
+    line(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2}) {3}[{0}] = {4}[{0}];", e, t.numel(), nt_, to, from));
+    sync();
+  }
+
+  // ---- atomics --------------------------------------------------------------------------------
+
+  std::string atomic_call(OpKind k, DType d, const std::string& p, const std::string& v, const std::string& cmp) {
+    std::string ct = ctype(d);
+    int bytes = dtype_bytes(d);
+    bool i32 = d == DType::i32 || d == DType::u32;
+    bool i64 = d == DType::i64 || d == DType::u64;
+    switch (k) {
+      case OpKind::AtomicCas: return fmt::format("tt_atomic_cas<{}>({}, {}, {})", ct, p, cmp, v);
+      case OpKind::AtomicAdd:
+        if (i32 || d == DType::f32 || d == DType::f64) return fmt::format("atomicAdd({}, {})", p, v);
+        if (i64) return fmt::format("({})atomicAdd((unsigned long long*){}, (unsigned long long){})", ct, p, v);
+        break;
+      case OpKind::AtomicMax: case OpKind::AtomicMin: {
+        const char* fn = k == OpKind::AtomicMax ? "atomicMax" : "atomicMin";
+        if (i32) return fmt::format("{}({}, {})", fn, p, v);
+        if (d == DType::i64) return fmt::format("(int64_t){}((long long*){}, (long long){})", fn, p, v);
+        if (d == DType::u64) return fmt::format("(uint64_t){}((unsigned long long*){}, (unsigned long long){})", fn, p, v);
+        break;
+      }
+      case OpKind::AtomicAnd: case OpKind::AtomicOr: case OpKind::AtomicXor: {
+        const char* fn = k == OpKind::AtomicAnd ? "atomicAnd" : k == OpKind::AtomicOr ? "atomicOr" : "atomicXor";
+        if (i32) return fmt::format("{}({}, {})", fn, p, v);
+        if (i64) return fmt::format("({}){}((unsigned long long*){}, (unsigned long long){})", ct, fn, p, v);
+        break;
+      }
+      case OpKind::AtomicXchg:
+        if (bytes == 4) return fmt::format("tt_bitcast<{}>(atomicExch((unsigned int*){}, tt_bitcast<unsigned int>({})))", ct, p, v);
+        if (bytes == 8)
+          return fmt::format("tt_bitcast<{}>(atomicExch((unsigned long long*){}, tt_bitcast<unsigned long long>({})))", ct, p, v);
+        break;
+      default: break;
+    }
+    const char* opn = k == OpKind::AtomicAdd ? "TT_ADD" : k == OpKind::AtomicMax ? "TT_MAX" : k == OpKind::AtomicMin ? "TT_MIN"
+                    : k == OpKind::AtomicAnd ? "TT_AND" : k == OpKind::AtomicOr ? "TT_OR" : k == OpKind::AtomicXor ? "TT_XOR" : "TT_XCHG";
+    return fmt::format("tt_atomic_rmw<{}, {}>({}, {})", opn, ct, p, v);
+  }
+
+  void emit_atomic(const ir::Op* op) {
+    OpKind k = op->kind;
+    const ir::Value* p = op->operand(0);
+    DType d = p->type.pointee;
+    std::string ct = ctype(d);
+    bool cas = k == OpKind::AtomicCas;
+    bool has_mask = !cas && op->operands.size() > 2;
+    if (p->type.is_scalar()) {  // one thread; the old value reaches the others through shared memory
+      std::string slot = alloc_shared(ct, 1, std::max(8, dtype_bytes(d)));
+      std::string call = atomic_call(k, d, scalar(p), scalar(op->operand(cas ? 2 : 1)), cas ? scalar(op->operand(1)) : "");
+      sync();
+      if (has_mask) line(fmt::format("if (tid == 0) {}[0] = {} ? {} : {}{{}};", slot, scalar(op->operand(2)), call, ct));
+      else line(fmt::format("if (tid == 0) {}[0] = {};", slot, call));
+      sync();
+      scalars_[op->result()] = tmp(ct, slot + "[0]");
+      return;
+    }
+    std::string out = users_[op->result()].empty() ? "" : alloc_buffer(op->result()->type);
+    if (!out.empty()) buffers_[op->result()] = out;
+    if (!out.empty()) sync();
+    else sync_if_reading({p, op->operand(1), op->operands.back()});
+    thread_loop(p->type.shape, 1, nullptr, [&](const Index& idx) {
+      std::string ptr = eval(p, idx);
+      std::string val = eval(op->operand(cas ? 2 : 1), idx);
+      std::string cmp = cas ? eval(op->operand(1), idx) : "";
+      std::string call = atomic_call(k, d, ptr, val, cmp);
+      if (out.empty()) {  // the old value is unused
+        std::string m = has_mask ? eval(op->operand(2), idx) : "true";
+        line(fmt::format("if ({}) (void){};", m, call));
+        return;
+      }
+      std::string old;
+      if (has_mask) {
+        old = fresh("old");
+        line(fmt::format("{} {}{{}};", ct, old));
+        line(fmt::format("if ({}) {} = {};", eval(op->operand(2), idx), old, call));
+      } else {
+        old = tmp(ct, call);
+      }
+      line(fmt::format("{}[{}] = {};", out, flatten(idx, p->type.shape), old));
+    }, nullptr);
+    if (!out.empty()) sync();
+    else global_dirty_ = true;
+  }
+
+  // ---- reductions, scans, dot ---------------------------------------------------------------
+
+  // Emits a combine region on scalars: args lhs..., rhs... -> the yielded values.
+  std::vector<std::string> combine(const ir::Block* region, const std::vector<std::string>& lhs,
+                                   const std::vector<std::string>& rhs) {
+    std::unordered_map<const ir::Value*, std::string> local;
+    for (size_t i = 0; i < lhs.size(); ++i) local[region->args[i]] = lhs[i];
+    for (size_t i = 0; i < rhs.size(); ++i) local[region->args[lhs.size() + i]] = rhs[i];
+    auto get = [&](const ir::Value* v) -> std::string {
+      if (auto it = local.find(v); it != local.end()) return it->second;
+      return scalar(v);
+    };
+    for (const ir::Op* op : region->ops) {
+      if (op->kind == OpKind::Yield) {
+        std::vector<std::string> out;
+        for (ir::Value* v : op->operands) out.push_back(get(v));
+        return out;
+      }
+      std::string r;
+      if (op->kind == OpKind::Constant) r = constant_of(op);
+      else if (op->kind == OpKind::MultipleOf || op->kind == OpKind::MaxContiguous) r = get(op->operand(0));
+      else if (ir::is_elementwise(op->kind)) {
+        std::vector<std::string> xs;
+        for (ir::Value* v : op->operands) xs.push_back(get(v));
+        r = tmp(ctype(op->result()->type.element()), elementwise(op, xs));
+      } else {
+        fail(op->loc, "a reduce/scan combine function may only use elementwise operations; {} is not supported",
+             ir::op_name(op->kind));
+      }
+      local[op->result()] = r;
+    }
+    fail("internal error: combine region without yield");
+  }
+
+  // acc = have ? combine(acc, x) : x; have = true.
+  void accumulate(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
+                  const std::vector<std::string>& x) {
+    open(fmt::format("if ({})", have));
+    std::vector<std::string> r = combine(region, acc, x);
+    for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], r[i]));
+    close();
+    open("else");
+    for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], x[i]));
+    line(fmt::format("{} = true;", have));
+    close();
+  }
+
+  // Combines (acc, have) across the 32 lanes of each warp; every lane gets the result.
+  void warp_reduce(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
+                   const std::vector<std::string>& types) {
+    std::string off = fresh("off");
+    open(fmt::format("for (int {0} = 16; {0} > 0; {0} >>= 1)", off));
+    std::vector<std::string> other;
+    for (size_t i = 0; i < acc.size(); ++i) other.push_back(tmp(types[i], fmt::format("tt_shfl_xor({}, {})", acc[i], off)));
+    std::string oh = tmp("bool", fmt::format("tt_shfl_xor({}, {})", have, off));
+    open(fmt::format("if ({})", oh));
+    accumulate(region, have, acc, other);
+    close();
+    close();
+  }
+
+  void emit_reduce(const ir::Op* op) {
+    const Shape& s = op->operand(0)->type.shape;
+    int axis = op->attrs.axis;
+    int64_t K = s[static_cast<size_t>(axis)];
+    size_t n = op->operands.size();
+    const ir::Block* region = op->regions[0];
+    bool scalar_out = op->result()->type.is_scalar();
+    Shape outer = s;
+    outer.erase(outer.begin() + axis);
+    int64_t OUT = numel(outer);
+    std::vector<std::string> outs, types;
+    for (ir::Value* x : op->operands) types.push_back(ctype(x->type.element()));
+    if (!scalar_out)
+      for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
+    // Output element o (an index into `outer`; keep_dims outputs have the same row-major order).
+    auto in_index = [&](const Index& o, const std::string& k) {
+      Index in(o);
+      in.insert(in.begin() + axis, k);
+      return in;
+    };
+    auto eval_inputs = [&](const Index& idx) {
+      std::vector<std::string> xs;
+      for (ir::Value* x : op->operands) xs.push_back(eval(x, idx));
+      return xs;
+    };
+    auto decl_acc = [&](std::vector<std::string>& acc, std::string& have) {
+      for (size_t i = 0; i < n; ++i) {
+        acc.push_back(fresh("acc"));
+        line(fmt::format("{} {}{{}};", types[i], acc.back()));
+      }
+      have = fresh("have");
+      line(fmt::format("bool {} = false;", have));
+    };
+    sync();
+    if (OUT == 1) {
+      // The whole CTA: strided over the threads, then warp shuffles, then across warps.
+      open("");
+      std::vector<std::string> acc;
+      std::string have;
+      decl_acc(acc, have);
+      std::string k = fresh("k");
+      open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", k, K, nt_));
+      Index zero(outer.size(), "0");
+      accumulate(region, have, acc, eval_inputs(in_index(zero, k)));
+      close();
+      warp_reduce(region, have, acc, types);
+      std::vector<std::string> part;
+      for (size_t i = 0; i < n; ++i) part.push_back(alloc_shared(types[i], nwarps_, 8));
+      std::string part_have = alloc_shared("bool", nwarps_, 1);
+      open("if ((tid & 31) == 0)");
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{}[tid >> 5] = {};", part[i], acc[i]));
+      line(fmt::format("{}[tid >> 5] = {};", part_have, have));
+      close();
+      sync();
+      close();
+      std::vector<std::string> res;
+      std::string rh;
+      decl_acc(res, rh);
+      std::string w = fresh("w");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", w, nwarps_));
+      open(fmt::format("if ({}[{}])", part_have, w));
+      std::vector<std::string> xs;
+      for (size_t i = 0; i < n; ++i) xs.push_back(fmt::format("{}[{}]", part[i], w));
+      accumulate(region, rh, res, xs);
+      close();
+      close();
+      if (scalar_out) {
+        for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = res[i];
+      } else {
+        open("if (tid == 0)");
+        for (size_t i = 0; i < n; ++i) line(fmt::format("{}[0] = {};", outs[i], res[i]));
+        close();
+      }
+      sync();
+      return;
+    }
+    std::string o = fresh("o");
+    if (axis == static_cast<int>(s.size()) - 1 && K >= 32) {
+      // One warp per output element: lanes strided along the row, then shuffles.
+      open(fmt::format("for (int {0} = tid >> 5; {0} < {1}; {0} += {2})", o, OUT, nwarps_));
+      Index oi = index_of(outer, o);
+      std::vector<std::string> acc;
+      std::string have;
+      decl_acc(acc, have);
+      std::string k = fresh("k");
+      open(fmt::format("for (int {0} = tid & 31; {0} < {1}; {0} += 32)", k, K));
+      accumulate(region, have, acc, eval_inputs(in_index(oi, k)));
+      close();
+      warp_reduce(region, have, acc, types);
+      open("if ((tid & 31) == 0)");
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
+      close();
+      close();
+    } else {
+      // One thread per output element, serial along the axis.
+      open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", o, OUT, nt_));
+      Index oi = index_of(outer, o);
+      std::vector<std::string> x0 = eval_inputs(in_index(oi, "0"));
+      std::vector<std::string> acc;
+      for (size_t i = 0; i < n; ++i) {
+        acc.push_back(fresh("acc"));
+        line(fmt::format("{} {} = {};", types[i], acc.back(), x0[i]));
+      }
+      std::string k = fresh("k");
+      open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", k, K));
+      std::vector<std::string> r = combine(region, acc, eval_inputs(in_index(oi, k)));
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", acc[i], r[i]));
+      close();
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
+      close();
+    }
+    sync();
+  }
+
+  void emit_scan(const ir::Op* op) {
+    const Shape& s = op->operand(0)->type.shape;
+    int axis = op->attrs.axis;
+    bool reverse = op->attrs.flag;
+    int64_t len = s[static_cast<size_t>(axis)];
+    const ir::Block* region = op->regions[0];
+    size_t n = op->operands.size();
+    std::vector<std::string> outs, types;
+    for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
+    for (ir::Value* x : op->operands) types.push_back(ctype(x->type.element()));
+    Shape outer = s;
+    outer.erase(outer.begin() + axis);
+    sync();
+    // One thread per row along the axis, serial (simple and correct; a parallel scan comes later).
+    std::string o = fresh("o");
+    open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", o, numel(outer), nt_));
+    Index oi = index_of(outer, o);
+    auto at = [&](const std::string& pos) {
+      Index idx(oi);
+      idx.insert(idx.begin() + axis, pos);
+      return idx;
+    };
+    std::string p0 = reverse ? std::to_string(len - 1) : "0";
+    std::vector<std::string> acc;
+    for (size_t i = 0; i < n; ++i) {
+      acc.push_back(fresh("acc"));
+      line(fmt::format("{} {} = {};", types[i], acc.back(), eval(op->operands[i], at(p0))));
+      line(fmt::format("{}[{}] = {};", outs[i], flatten(at(p0), s), acc.back()));
+    }
+    std::string k = fresh("k");
+    open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", k, len));
+    std::string pos = tmp("int", reverse ? fmt::format("{} - {}", len - 1, k) : k);
+    std::vector<std::string> xs;
+    for (ir::Value* x : op->operands) xs.push_back(eval(x, at(pos)));
+    std::vector<std::string> r = combine(region, acc, xs);
+    for (size_t i = 0; i < n; ++i) {
+      line(fmt::format("{} = {};", acc[i], r[i]));
+      line(fmt::format("{}[{}] = {};", outs[i], flatten(at(pos), s), acc[i]));
+    }
+    close();
+    close();
+    sync();
+  }
+
+  void emit_dot(const ir::Op* op) {
+    const ir::Value* a = op->operand(0);
+    const ir::Value* bm = op->operand(1);
+    const ir::Value* c = op->operand(2);
+    const ir::Type& rt = op->result()->type;
+    if (rt.rank() != 2) fail(op->loc, "the CUDA backend supports dot on 2-D blocks only (got {})", rt.str());
+    int64_t K = a->type.shape[1], N = rt.shape[1];
+    std::string out = buffers_[op->result()] = alloc_buffer(rt);
+    std::string abuf = buffers_.at(a), bbuf = buffers_.at(bm);
+    DType acc_t = rt.dtype;
+    DType compute = is_float(acc_t) ? (acc_t == DType::f64 ? DType::f64 : DType::f32) : DType::i32;
+    if (is_int(acc_t) && dtype_bits(acc_t) == 64) compute = DType::i64;
+    sync();
+    // Each thread computes its output elements from the operands in shared memory (tensor
+    // cores come later).
+    thread_loop(rt.shape, 1, nullptr, [&](const Index& idx) {
+      std::string acc = fresh("acc");
+      line(fmt::format("{} {} = {};", ctype(compute), acc, cast(eval(c, idx), acc_t, compute)));
+      std::string k = fresh("k");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, K));
+      std::string av = cast(fmt::format("{}[({}) * {} + {}]", abuf, idx[0], K, k), a->type.dtype, compute);
+      std::string bv = cast(fmt::format("{}[{} * {} + {}]", bbuf, k, N, idx[1]), bm->type.dtype, compute);
+      if (compute == DType::f32) line(fmt::format("{0} = fmaf({1}, {2}, {0});", acc, av, bv));
+      else if (compute == DType::f64) line(fmt::format("{0} = fma({1}, {2}, {0});", acc, av, bv));
+      else line(fmt::format("{0} = ({1})({0} + {2} * {3});", acc, ctype(compute), av, bv));
+      close();
+      line(fmt::format("{}[{}] = {};", out, flatten(idx, rt.shape), cast(acc, compute, acc_t)));
+    }, nullptr);
+    sync();
+  }
+
+  // ---- control flow -----------------------------------------------------------------------
+
+  void emit_for(const ir::Op* op) {
+    const ir::Block* body = op->regions[0];
+    size_t n = op->results.size();
+    std::vector<std::string> vars(n), carried_bufs(n);
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* init = op->operands[3 + i];
+      const ir::Value* arg = body->args[1 + i];
+      if (arg->type.is_scalar()) {
+        vars[i] = fresh("c");
+        line(fmt::format("{} {} = {};", ctype(arg->type), vars[i], scalar(init)));
+      } else {
+        std::string buf = alloc_buffer(arg->type);
+        if (auto it = buffers_.find(init); it != buffers_.end()) copy_buffer(it->second, buf, arg->type);
+        else materialize_into(init, buf);
+        carried_bufs[i] = buffers_[arg] = buffers_[op->results[i]] = buf;
+      }
+    }
+    std::string iv = fresh("iv");
+    open(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} += {4})", ctype(op->operand(0)->type), iv,
+                     scalar(op->operand(0)), scalar(op->operand(1)), scalar(op->operand(2))));
+    scalars_[body->args[0]] = iv;
+    for (size_t i = 0; i < n; ++i)
+      if (!vars[i].empty()) scalars_[body->args[1 + i]] = vars[i];
+    emit_block(body);
+    const ir::Op* yield = body->ops.back();
+    std::vector<std::string> temps(n);
+    std::vector<bool> in_place(n, false);
+    for (size_t i = 0; i < n; ++i) {
+      if (carried_bufs[i].empty()) continue;
+      const ir::Value* y = yield->operands[i];
+      auto it = buffers_.find(y);
+      if (it == buffers_.end() && updatable_in_place(y, body, 1 + i, true)) {
+        in_place[i] = true;
+        continue;
+      }
+      bool is_carried = it != buffers_.end() &&
+                        std::find(carried_bufs.begin(), carried_bufs.end(), it->second) != carried_bufs.end();
+      if (it != buffers_.end() && !is_carried) {
+        temps[i] = it->second;
+      } else {
+        temps[i] = alloc_buffer(y->type);
+        materialize_into(y, temps[i]);
+      }
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (in_place[i]) materialize_into(yield->operands[i], carried_bufs[i]);
+    for (size_t i = 0; i < n; ++i)
+      if (!carried_bufs[i].empty() && !in_place[i] && temps[i] != carried_bufs[i])
+        copy_buffer(temps[i], carried_bufs[i], op->results[i]->type);
+    std::vector<std::string> next(n);
+    for (size_t i = 0; i < n; ++i)
+      if (!vars[i].empty()) next[i] = tmp(ctype(op->results[i]->type), scalar(yield->operands[i]));
+    for (size_t i = 0; i < n; ++i)
+      if (!vars[i].empty()) line(fmt::format("{} = {};", vars[i], next[i]));
+    sync();  // the next iteration may overwrite what this one read
+    close();
+    for (size_t i = 0; i < n; ++i)
+      if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
+  }
+
+  bool updatable_in_place(const ir::Value* v, const ir::Block* body, size_t self, bool same_index) {
+    if (v->type.is_scalar()) return true;
+    for (size_t j = 1; j < body->args.size(); ++j)
+      if (v == body->args[j]) return j == self ? same_index : !v->type.is_block();
+    if (buffers_.count(v) || !v->def) return true;
+    const ir::Op* op = v->def;
+    bool keeps_index = ir::is_elementwise(op->kind) || op->kind == OpKind::Load || op->kind == OpKind::MultipleOf ||
+                       op->kind == OpKind::MaxContiguous;
+    for (const ir::Value* o : op->operands)
+      if (!updatable_in_place(o, body, self, same_index && keeps_index)) return false;
+    return true;
+  }
+
+  void emit_if(const ir::Op* op) {
+    size_t n = op->results.size();
+    std::vector<std::string> bufs(n), vars(n);
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* r = op->results[i];
+      if (r->type.is_block()) {
+        bufs[i] = buffers_[r] = alloc_buffer(r->type);
+      } else {
+        vars[i] = fresh("r");
+        line(fmt::format("{} {}{{}};", ctype(r->type), vars[i]));
+      }
+    }
+    open(fmt::format("if ({})", scalar(op->operand(0))));
+    for (int side = 0; side < 2; ++side) {
+      if (side == 1) {
+        close();
+        open("else");
+      }
+      const ir::Block* region = op->regions[static_cast<size_t>(side)];
+      emit_block(region);
+      const ir::Op* yield = region->ops.back();
+      for (size_t i = 0; i < n; ++i) {
+        const ir::Value* y = yield->operands[i];
+        if (!bufs[i].empty()) {
+          if (auto it = buffers_.find(y); it != buffers_.end()) copy_buffer(it->second, bufs[i], y->type);
+          else materialize_into(y, bufs[i]);
+        } else {
+          line(fmt::format("{} = {};", vars[i], scalar(y)));
+        }
+      }
+    }
+    close();
+    sync();
+    for (size_t i = 0; i < n; ++i)
+      if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
+  }
+
+  // ---- debugging ----------------------------------------------------------------------------
+
+  // printf arguments of one value: (format, argument).
+  std::pair<std::string, std::string> print_value(const std::string& x, const ir::Type& t) {
+    DType d = t.dtype;
+    if (is_float(d)) return {"%.9g", fmt::format("(double)({})", to_f32(x, d))};
+    if (d == DType::ptr) return {"%p", fmt::format("(const void*)({})", x)};
+    if (d == DType::i1) return {"%s", fmt::format("({}) ? \"true\" : \"false\"", x)};
+    if (is_unsigned_int(d)) return {"%llu", fmt::format("(unsigned long long)({})", x)};
+    return {"%lld", fmt::format("(long long)({})", x)};
+  }
+
+  void emit_print(const ir::Op* op) {
+    has_print_ = true;
+    std::string prefix = quote(op->attrs.str);
+    if (op->operands.empty()) {
+      line(fmt::format("if (tid == 0) printf(\"pid (%d, %d, %d) %s\\n\", tt_pid0, tt_pid1, tt_pid2, {});", prefix));
+      return;
+    }
+    for (size_t oi = 0; oi < op->operands.size(); ++oi) {
+      const ir::Value* v = op->operands[oi];
+      std::string operand = oi > 0 ? fmt::format(" (operand {})", oi) : "";
+      if (v->type.is_scalar()) {
+        auto [f, a] = print_value(scalar(v), v->type);
+        line(fmt::format("if (tid == 0) printf(\"pid (%d, %d, %d) %s{} {}\\n\", tt_pid0, tt_pid1, tt_pid2, {}, {});",
+                         operand, f, prefix, a));
+        continue;
+      }
+      sync_if_reading({v});
+      thread_loop(v->type.shape, 1, nullptr, [&](const Index& idx) {
+        auto [f, a] = print_value(eval(v, idx), v->type);
+        line(fmt::format("printf(\"pid (%d, %d, %d) idx (%d) %s{} {}\\n\", tt_pid0, tt_pid1, tt_pid2, {}, {}, {});",
+                         operand, f, flatten(idx, v->type.shape), prefix, a));
+      }, nullptr);
+    }
+  }
+
+  void emit_assert(const ir::Op* op) {
+    const ir::Value* c = op->operand(0);
+    int id = num_asserts_++;
+    line(fmt::format("// device_assert {}: {}", id, op->attrs.str.substr(0, op->attrs.str.find('\n'))));
+    if (c->type.is_scalar()) {
+      line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", scalar(c), id));
+      return;
+    }
+    sync_if_reading({c});
+    thread_loop(c->type.shape, 1, nullptr, [&](const Index& idx) {
+      line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", eval(c, idx), id));
+    }, nullptr);
+  }
+
+  // ---- ops in program order -------------------------------------------------------------------
+
+  void emit_block(const ir::Block* block) {
+    for (const ir::Op* op : block->ops) emit_op(op);
+  }
+
+  void emit_op(const ir::Op* op) {
+    switch (op->kind) {
+      case OpKind::Yield: return;
+      case OpKind::For: return emit_for(op);
+      case OpKind::If: return emit_if(op);
+      case OpKind::Store: return emit_store(op);
+      case OpKind::Reduce: return emit_reduce(op);
+      case OpKind::Scan: return emit_scan(op);
+      case OpKind::Dot: return emit_dot(op);
+      case OpKind::Print: return emit_print(op);
+      case OpKind::Assert: return emit_assert(op);
+      default: break;
+    }
+    if (is_atomic(op->kind)) return emit_atomic(op);
+    const ir::Value* r = op->result();
+    if (r->type.is_block()) {
+      if (materialize_.at(r)) {
+        std::string buf = alloc_buffer(r->type);
+        materialize_into(r, buf, op);
+        buffers_[r] = buf;
+      }
+      return;
+    }
+    scalars_[r] = tmp(ctype(r->type), emit_scalar(op));
+  }
+
+  std::string emit_scalar(const ir::Op* op) {
+    switch (op->kind) {
+      case OpKind::Constant: return constant_of(op);
+      case OpKind::ProgramId: return fmt::format("tt_pid{}", op->attrs.axis);
+      case OpKind::NumPrograms: return fmt::format("tt_npid{}", op->attrs.axis);
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: return scalar(op->operand(0));
+      case OpKind::Load: return scalar_load(op);
+      default: break;
+    }
+    if (!ir::is_elementwise(op->kind)) fail("internal error: CUDA codegen has no scalar form of {}", ir::op_name(op->kind));
+    std::vector<std::string> xs;
+    for (ir::Value* o : op->operands) xs.push_back(scalar(o));
+    return elementwise(op, xs);
+  }
+};
+
+}  // namespace
+
+KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts) {
+  f.renumber();
+  return Codegen(f, axis, opts).run();
+}
+
+}  // namespace tritium::jit::cuda

@@ -1,0 +1,33 @@
+// IR -> CUDA C++ for the CUDA backend. One program is one CTA of num_warps * 32 threads; block
+// values are fused into thread-distributed loop nests or materialised in shared memory (or a
+// per-CTA slice of a global scratch buffer). docs/cuda-backend.md describes the scheme.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/ir.h"
+#include "jit/compiled_kernel.h"
+#include "jit/passes/axis_info.h"
+
+namespace tritium::jit::cuda {
+
+// What the generated kernel needs at launch, besides its parameters.
+struct KernelSource {
+  std::string source;           // the .cu text (device header included)
+  std::string entry;            // the __global__ function's name
+  int num_threads = 128;        // block size: num_warps * 32
+  int64_t smem_bytes = 0;       // dynamic shared memory
+  int64_t scratch_bytes = 0;    // global scratch per program (CTA); 0: none
+  int num_asserts = 0;          // device_assert sites (the host checks the flag only when > 0)
+  bool has_print = false;       // device_print: the host waits for the kernel so the output is flushed
+};
+
+// The generated kernel's signature is
+//   extern "C" __global__ void <entry>(params..., unsigned char* tt_scratch, int* tt_assert)
+// launched over grid (x, y, z) with num_threads threads and smem_bytes of dynamic shared memory.
+KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts);
+
+// Shared memory the code generator uses per CTA before moving buffers to the global scratch.
+inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;
+
+}  // namespace tritium::jit::cuda

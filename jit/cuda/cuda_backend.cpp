@@ -1,0 +1,197 @@
+// The CUDA backend: IR -> CUDA C++ (codegen.cpp) -> cubin (NVRTC) -> cuModuleLoadData, launched
+// on the device's default stream. libcuda and libnvrtc are both opened at run time, so this file
+// builds everywhere.
+//
+// The binary the disk cache stores is a small header (what the launch needs besides the cubin:
+// block size, dynamic shared memory, scratch bytes per program, number of device_assert sites,
+// the entry name) followed by the cubin.
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <unordered_map>
+
+#include "common/env.h"
+#include "jit/backend.h"
+#include "jit/cuda/codegen.h"
+#include "jit/cuda/nvrtc.h"
+#include "runtime/cuda_allocator.h"
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_driver.h"
+
+namespace tritium::jit {
+namespace {
+
+namespace cu = runtime::cuda;
+
+constexpr int32_t kHasPrint = 1;
+constexpr char kMagic[8] = {'T', 'R', 'T', 'C', 'U', 'D', 'A', '1'};
+
+struct BinaryHeader {
+  char magic[8];
+  int32_t num_threads;
+  int32_t num_asserts;
+  int64_t smem_bytes;
+  int64_t scratch_bytes;
+  int32_t entry_length;
+  int32_t flags;  // kHasPrint
+};
+
+std::vector<char> pack(const cuda::KernelSource& ks, const std::vector<char>& cubin) {
+  BinaryHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.num_threads = ks.num_threads;
+  h.num_asserts = ks.num_asserts;
+  h.smem_bytes = ks.smem_bytes;
+  h.scratch_bytes = ks.scratch_bytes;
+  h.entry_length = static_cast<int32_t>(ks.entry.size());
+  h.flags = ks.has_print ? kHasPrint : 0;
+  std::vector<char> out(sizeof h + ks.entry.size() + cubin.size());
+  std::memcpy(out.data(), &h, sizeof h);
+  std::memcpy(out.data() + sizeof h, ks.entry.data(), ks.entry.size());
+  std::memcpy(out.data() + sizeof h + ks.entry.size(), cubin.data(), cubin.size());
+  return out;
+}
+
+// The messages of the kernel's device_assert sites, in the order the code generator numbers them.
+std::vector<std::string> assert_messages(const ir::Function& f) {
+  std::vector<std::string> out;
+  const_cast<ir::Function&>(f).walk([&](ir::Op* op) {
+    if (op->kind == ir::OpKind::Assert) out.push_back(op->attrs.str);
+  });
+  return out;
+}
+
+class CudaKernel : public CompiledKernel {
+ public:
+  CudaKernel(int device, const BinaryHeader& h, std::string entry, const std::vector<char>& binary, size_t offset,
+             std::vector<std::string> asserts, size_t num_params)
+      : device_(device), header_(h), entry_(std::move(entry)), asserts_(std::move(asserts)), num_params_(num_params) {
+    const cu::Driver& d = cu::driver();
+    cu::ensure_context(device_);
+    // cuModuleLoadData wants the image suitably aligned: copy it.
+    image_.assign(binary.begin() + static_cast<std::ptrdiff_t>(offset), binary.end());
+    std::string ctx = "kernel " + entry_;
+    cu::check(d.cuModuleLoadData(&module_, image_.data()), "cuModuleLoadData", ctx);
+    cu::check(d.cuModuleGetFunction(&function_, module_, entry_.c_str()), "cuModuleGetFunction", ctx);
+    if (header_.smem_bytes > 48 * 1024) {
+      const cu::DeviceProperties& p = cu::properties(device_);
+      if (header_.smem_bytes > p.max_shared_memory_per_block_optin)
+        fail("kernel {} needs {} bytes of shared memory; device {} allows {}", entry_, header_.smem_bytes, p.name,
+             p.max_shared_memory_per_block_optin);
+      cu::check(d.cuFuncSetAttribute(function_, cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     static_cast<int>(header_.smem_bytes)),
+                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", ctx);
+    }
+  }
+  ~CudaKernel() override {
+    if (!module_) return;
+    try {
+      cu::ensure_context(device_);
+      cu::driver().cuModuleUnload(module_);
+    } catch (const Error&) {  // never throw from a destructor; the module dies with the context
+    }
+  }
+
+  void launch(const uint64_t* args, const LaunchGrid& grid) override {
+    const cu::Driver& d = cu::driver();
+    cu::ensure_context(device_);
+    cu::CUstream stream = cu::default_stream(device_);
+    // Every parameter is at most 8 bytes and little-endian in its 64-bit slot: a pointer to the
+    // slot is a pointer to the parameter (i32 in the low 4 bytes, f32 bits in the low half, ...).
+    std::vector<void*> params(num_params_ + 2);
+    for (size_t i = 0; i < num_params_; ++i) params[i] = const_cast<uint64_t*>(args + i);
+    cu::CUdeviceptr scratch = 0, flag = 0;
+    if (header_.scratch_bytes > 0)
+      scratch = cu::allocate(static_cast<size_t>(header_.scratch_bytes) * static_cast<size_t>(grid.total()), device_,
+                             stream);
+    if (header_.num_asserts > 0) {
+      flag = cu::allocate(16, device_, stream);
+      cu::memset_d8(flag, 0, 16, device_, stream);
+    }
+    params[num_params_] = &scratch;
+    params[num_params_ + 1] = &flag;
+    cu::CUresult r = d.cuLaunchKernel(function_, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y),
+                                      static_cast<unsigned>(grid.z), static_cast<unsigned>(header_.num_threads), 1, 1,
+                                      static_cast<unsigned>(header_.smem_bytes), stream, params.data(), nullptr);
+    // The allocator reuses a freed block only for later work on the same stream.
+    if (scratch) cu::free(scratch);
+    if (r != cu::CUDA_SUCCESS) {
+      if (flag) cu::free(flag);
+      cu::check(r, "cuLaunchKernel", "kernel " + name);
+    }
+    // device_print output reaches stdout when the host synchronises: before launch returns.
+    if (header_.flags & kHasPrint) cu::check(d.cuStreamSynchronize(stream), "cuStreamSynchronize", "kernel " + name);
+    if (flag) {
+      int32_t state[4] = {};
+      cu::copy_d2h(state, flag, sizeof state, device_, stream);  // waits for the kernel
+      cu::free(flag);
+      if (state[0] > 0) {
+        size_t id = static_cast<size_t>(state[0] - 1);
+        std::string msg = id < asserts_.size() ? asserts_[id] : "?";
+        fail("kernel {}: device assertion failed: {} (program ({}, {}, {}))", name, msg, state[1], state[2], state[3]);
+      }
+    }
+  }
+
+ private:
+  int device_;
+  BinaryHeader header_;
+  std::string entry_;
+  std::vector<std::string> asserts_;
+  size_t num_params_;
+  std::vector<char> image_;
+  cu::CUmodule module_ = nullptr;
+  cu::CUfunction function_ = nullptr;
+};
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(int device) : device_(device) {}
+
+  const char* name() const override { return "cuda"; }
+  std::string binary_kind() const override { return "cubin"; }
+
+  // "sm_90a" on Hopper (wgmma, setmaxnreg), "sm_XY" elsewhere.
+  std::string arch() const {
+    const cu::DeviceProperties& p = cu::properties(device_);
+    return p.cc_major == 9 && p.cc_minor == 0 ? "sm_90a" : p.arch();
+  }
+  std::string target_id() const override {
+    return fmt::format("{};nvrtc-{};driver-{}", arch(), cuda::nvrtc_version(), cu::driver().driver_version);
+  }
+
+  std::vector<char> generate(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts) override {
+    cuda::KernelSource ks = cuda::generate_cuda(f, axis, opts);
+    if (const std::string& dir = env().dump_dir; !dir.empty()) std::ofstream(dir + "/" + f.name + ".cu") << ks.source;
+    std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch());
+    return pack(ks, cubin);
+  }
+
+  std::shared_ptr<CompiledKernel> load(const std::vector<char>& binary, const ir::Function& f) override {
+    BinaryHeader h{};
+    if (binary.size() < sizeof h) fail("CUDA backend: the binary of kernel {} is truncated", f.name);
+    std::memcpy(&h, binary.data(), sizeof h);
+    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.entry_length < 0 ||
+        sizeof h + static_cast<size_t>(h.entry_length) > binary.size())
+      fail("CUDA backend: the binary of kernel {} is not a Tritium cubin", f.name);
+    std::string entry(binary.data() + sizeof h, static_cast<size_t>(h.entry_length));
+    return std::make_shared<CudaKernel>(device_, h, entry, binary, sizeof h + entry.size(), assert_messages(f),
+                                        f.params.size());
+  }
+
+ private:
+  int device_;
+};
+
+}  // namespace
+
+Backend& cuda_backend(int device) {
+  static std::mutex mutex;
+  static std::unordered_map<int, std::unique_ptr<CudaBackend>> backends;
+  std::lock_guard lock(mutex);
+  auto& b = backends[device];
+  if (!b) b = std::make_unique<CudaBackend>(device);
+  return *b;
+}
+
+}  // namespace tritium::jit

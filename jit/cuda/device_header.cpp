@@ -1,0 +1,216 @@
+#include "jit/cuda/device_header.h"
+
+namespace tritium::jit::cuda {
+
+const char* device_header() {
+  return R"TTHDR(// ---- tritium device header ----
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+
+#define TT_INLINE __device__ __forceinline__
+
+// f16 / bf16: bit containers; arithmetic happens in f32 and rounds back after every op.
+struct tt_f16 { uint16_t bits; };
+struct tt_bf16 { uint16_t bits; };
+TT_INLINE float tt_to_f32(float x) { return x; }
+TT_INLINE float tt_to_f32(tt_f16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits)); return f; }
+TT_INLINE float tt_to_f32(tt_bf16 h) { return __uint_as_float(((uint32_t)h.bits) << 16); }
+TT_INLINE tt_f16 tt_f16_from(float f) { uint16_t b; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(f)); return tt_f16{b}; }
+TT_INLINE tt_bf16 tt_bf16_from(float f) {  // round to nearest even; NaN stays a quiet NaN
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return tt_bf16{(uint16_t)0x7fc0};
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return tt_bf16{(uint16_t)(u >> 16)};
+}
+
+template <class T> struct tt_unsigned_of;
+template <> struct tt_unsigned_of<bool> { typedef uint8_t type; };
+template <> struct tt_unsigned_of<int8_t> { typedef uint8_t type; };
+template <> struct tt_unsigned_of<uint8_t> { typedef uint8_t type; };
+template <> struct tt_unsigned_of<int16_t> { typedef uint16_t type; };
+template <> struct tt_unsigned_of<uint16_t> { typedef uint16_t type; };
+template <> struct tt_unsigned_of<int32_t> { typedef uint32_t type; };
+template <> struct tt_unsigned_of<uint32_t> { typedef uint32_t type; };
+template <> struct tt_unsigned_of<int64_t> { typedef uint64_t type; };
+template <> struct tt_unsigned_of<uint64_t> { typedef uint64_t type; };
+
+template <class To, class From> TT_INLINE To tt_bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast between types of different widths");
+  union { From f; To t; } u;
+  u.f = x;
+  return u.t;
+}
+
+// Integer helpers, as the CPU backend defines them: division by zero yields the dividend (rem 0)
+// and INT_MIN / -1 wraps, instead of undefined behaviour; shifts past the width give 0 (or the
+// sign for arithmetic right shifts).
+template <class T> TT_INLINE bool tt_is_signed() { return (T)(-1) < (T)0; }
+template <class T> TT_INLINE T tt_div(T a, T b) {
+  typedef typename tt_unsigned_of<T>::type U;
+  if (b == 0) return a;
+  if (tt_is_signed<T>() && b == (T)(-1)) return (T)(U)(0 - (U)a);
+  return (T)(a / b);
+}
+template <class T> TT_INLINE T tt_rem(T a, T b) {
+  if (b == 0) return 0;
+  if (tt_is_signed<T>() && b == (T)(-1)) return 0;
+  return (T)(a % b);
+}
+template <class T, class S> TT_INLINE T tt_shl(T a, S b) {
+  typedef typename tt_unsigned_of<T>::type U;
+  return (uint64_t)b >= sizeof(T) * 8 ? (T)0 : (T)(U)((U)a << (int)b);
+}
+template <class T, class S> TT_INLINE T tt_shr(T a, S b) {
+  const uint64_t bits = sizeof(T) * 8;
+  if (tt_is_signed<T>()) return (T)(a >> (int)((uint64_t)b >= bits ? bits - 1 : (uint64_t)b));
+  return (uint64_t)b >= bits ? (T)0 : (T)(a >> (int)b);
+}
+template <class T> TT_INLINE T tt_min(T a, T b) { return b < a ? b : a; }
+template <class T> TT_INLINE T tt_max(T a, T b) { return a < b ? b : a; }
+template <class T> TT_INLINE T tt_abs(T a) {
+  typedef typename tt_unsigned_of<T>::type U;
+  return a < (T)0 ? (T)(U)(0 - (U)a) : a;
+}
+template <class T> TT_INLINE T tt_umulhi(T a, T b) {
+  typedef typename tt_unsigned_of<T>::type U;
+  if constexpr (sizeof(T) == 8) return (T)__umul64hi((uint64_t)(U)a, (uint64_t)(U)b);
+  else {
+  uint64_t p = (uint64_t)(U)a * (uint64_t)(U)b;
+  return (T)(U)(p >> (sizeof(T) * 8));
+  }
+}
+TT_INLINE float tt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+TT_INLINE double tt_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+// Warp shuffles of every register type.
+TT_INLINE int32_t tt_shfl_xor(int32_t v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TT_INLINE uint32_t tt_shfl_xor(uint32_t v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TT_INLINE int64_t tt_shfl_xor(int64_t v, int m) { return __shfl_xor_sync(0xffffffffu, (long long)v, m); }
+TT_INLINE uint64_t tt_shfl_xor(uint64_t v, int m) { return __shfl_xor_sync(0xffffffffu, (unsigned long long)v, m); }
+TT_INLINE float tt_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TT_INLINE double tt_shfl_xor(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TT_INLINE bool tt_shfl_xor(bool v, int m) { return __shfl_xor_sync(0xffffffffu, (int)v, m) != 0; }
+TT_INLINE int8_t tt_shfl_xor(int8_t v, int m) { return (int8_t)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+TT_INLINE uint8_t tt_shfl_xor(uint8_t v, int m) { return (uint8_t)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+TT_INLINE int16_t tt_shfl_xor(int16_t v, int m) { return (int16_t)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+TT_INLINE uint16_t tt_shfl_xor(uint16_t v, int m) { return (uint16_t)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+TT_INLINE tt_f16 tt_shfl_xor(tt_f16 v, int m) { return tt_f16{(uint16_t)__shfl_xor_sync(0xffffffffu, (int)v.bits, m)}; }
+TT_INLINE tt_bf16 tt_shfl_xor(tt_bf16 v, int m) { return tt_bf16{(uint16_t)__shfl_xor_sync(0xffffffffu, (int)v.bits, m)}; }
+template <class T> TT_INLINE T* tt_shfl_xor(T* v, int m) {
+  return (T*)__shfl_xor_sync(0xffffffffu, (unsigned long long)v, m);
+}
+
+// Atomics. Native instructions where the hardware has them (the code generator picks those);
+// everything else through a compare-and-swap loop, on the containing 32-bit word for 8- and
+// 16-bit types.
+enum { TT_ADD = 0, TT_MAX = 1, TT_MIN = 2, TT_AND = 3, TT_OR = 4, TT_XOR = 5, TT_XCHG = 6 };
+template <int OP, class T> TT_INLINE T tt_apply(T a, T b) {
+  if (OP == TT_ADD) return (T)(a + b);
+  if (OP == TT_MAX) return tt_max(a, b);
+  if (OP == TT_MIN) return tt_min(a, b);
+  if (OP == TT_AND) return (T)(a & b);
+  if (OP == TT_OR) return (T)(a | b);
+  if (OP == TT_XOR) return (T)(a ^ b);
+  return b;
+}
+template <int OP> TT_INLINE float tt_apply_f(float a, float b) {
+  if (OP == TT_ADD) return a + b;
+  if (OP == TT_MAX) return fmaxf(a, b);
+  if (OP == TT_MIN) return fminf(a, b);
+  return b;
+}
+template <int OP> TT_INLINE float tt_apply(float a, float b) { return tt_apply_f<OP>(a, b); }
+template <int OP> TT_INLINE double tt_apply(double a, double b) {
+  if (OP == TT_ADD) return a + b;
+  if (OP == TT_MAX) return fmax(a, b);
+  if (OP == TT_MIN) return fmin(a, b);
+  return b;
+}
+template <int OP> TT_INLINE tt_f16 tt_apply(tt_f16 a, tt_f16 b) {
+  return OP == TT_XCHG ? b : tt_f16_from(tt_apply_f<OP>(tt_to_f32(a), tt_to_f32(b)));
+}
+template <int OP> TT_INLINE tt_bf16 tt_apply(tt_bf16 a, tt_bf16 b) {
+  return OP == TT_XCHG ? b : tt_bf16_from(tt_apply_f<OP>(tt_to_f32(a), tt_to_f32(b)));
+}
+
+template <int N> struct tt_uint_of_size;
+template <> struct tt_uint_of_size<1> { typedef uint8_t type; };
+template <> struct tt_uint_of_size<2> { typedef uint16_t type; };
+template <> struct tt_uint_of_size<4> { typedef uint32_t type; };
+template <> struct tt_uint_of_size<8> { typedef uint64_t type; };
+template <class T> TT_INLINE bool tt_bitcast_eq(T a, T b) {
+  typedef typename tt_uint_of_size<sizeof(T)>::type B;
+  return tt_bitcast<B>(a) == tt_bitcast<B>(b);
+}
+
+// Compare-and-swap of any 1-, 2-, 4- or 8-byte type; returns the old value.
+template <class T> TT_INLINE T tt_atomic_cas(T* p, T cmp, T val) {
+  if constexpr (sizeof(T) == 8) {
+    return tt_bitcast<T>(atomicCAS((unsigned long long*)p, tt_bitcast<unsigned long long>(cmp),
+                                   tt_bitcast<unsigned long long>(val)));
+  } else if constexpr (sizeof(T) == 4) {
+    return tt_bitcast<T>(atomicCAS((unsigned int*)p, tt_bitcast<unsigned int>(cmp), tt_bitcast<unsigned int>(val)));
+  } else {
+    // The containing aligned 32-bit word.
+    unsigned long long addr = (unsigned long long)p;
+    unsigned int* word = (unsigned int*)(addr & ~3ull);
+    const unsigned int shift = (unsigned int)(addr & 3ull) * 8u;
+    const unsigned int mask = (sizeof(T) == 2 ? 0xffffu : 0xffu) << shift;
+    typedef typename tt_uint_of_size<sizeof(T)>::type B;
+    unsigned int c = (unsigned int)tt_bitcast<B>(cmp);
+    unsigned int v = (unsigned int)tt_bitcast<B>(val);
+    unsigned int old = *(volatile unsigned int*)word;
+    while (true) {
+      unsigned int cur = (old & mask) >> shift;
+      if (cur != c) break;
+      unsigned int seen = atomicCAS(word, old, (old & ~mask) | (v << shift));
+      if (seen == old) break;
+      old = seen;
+    }
+    unsigned int cur = (old & mask) >> shift;
+    return tt_bitcast<T>((B)cur);
+  }
+}
+template <class T> TT_INLINE T tt_load_relaxed(T* p) {
+  typedef typename tt_uint_of_size<sizeof(T)>::type B;
+  return tt_bitcast<T>(*(volatile B*)p);
+}
+template <int OP, class T> TT_INLINE T tt_atomic_rmw(T* p, T v) {
+  T old = tt_load_relaxed(p);
+  while (true) {
+    T seen = tt_atomic_cas(p, old, tt_apply<OP>(old, v));
+    if (tt_bitcast_eq(seen, old)) return seen;
+    old = seen;
+  }
+}
+)TTHDR"
+         R"TTHDR(
+// ---- vector copies (the 16-byte path of loads and stores) ----
+template <int BYTES> TT_INLINE void tt_vcopy(void* dst, const void* src) {
+  if (BYTES == 16) *(uint4*)dst = *(const uint4*)src;
+  else if (BYTES == 8) *(uint2*)dst = *(const uint2*)src;
+  else if (BYTES == 4) *(uint32_t*)dst = *(const uint32_t*)src;
+  else if (BYTES == 2) *(uint16_t*)dst = *(const uint16_t*)src;
+  else *(uint8_t*)dst = *(const uint8_t*)src;
+}
+
+// ---- device_assert: the first failure records (assert id + 1, program id) for the host ----
+TT_INLINE void tt_assert_fail(int* flag, int id) {
+  if (atomicCAS(flag, 0, id + 1) == 0) {
+    flag[1] = (int)blockIdx.x;
+    flag[2] = (int)blockIdx.y;
+    flag[3] = (int)blockIdx.z;
+    __threadfence_system();
+  }
+}
+// ---- end of the tritium device header ----
+)TTHDR";
+}
+
+}  // namespace tritium::jit::cuda

@@ -1,0 +1,156 @@
+// libnvrtc through dlopen, with our own declarations of the few entry points we use.
+#include "jit/cuda/nvrtc.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace tritium::jit::cuda {
+namespace {
+
+using nvrtcResult = int;  // NVRTC_SUCCESS = 0
+using nvrtcProgram = struct _nvrtcProgram*;
+
+struct Nvrtc {
+  void* handle = nullptr;
+  std::string path;
+  std::string reason;  // why it is unavailable
+  const char* (*GetErrorString)(nvrtcResult) = nullptr;
+  nvrtcResult (*Version)(int*, int*) = nullptr;
+  nvrtcResult (*CreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*) = nullptr;
+  nvrtcResult (*DestroyProgram)(nvrtcProgram*) = nullptr;
+  nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char* const*) = nullptr;
+  nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*GetProgramLog)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*GetCUBIN)(nvrtcProgram, char*) = nullptr;
+  int major = 0, minor = 0;
+};
+
+template <class F> bool bind(void* h, const char* name, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(h, name));
+  return fn != nullptr;
+}
+
+const Nvrtc& lib() {
+  static const Nvrtc n = [] {
+    Nvrtc r;
+    std::vector<std::string> candidates;
+    if (const char* e = std::getenv("TRITIUM_LIBNVRTC"); e && *e) {
+      candidates.push_back(e);
+    } else {
+      for (const char* c : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
+                            "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"})
+        candidates.push_back(c);
+    }
+    std::string tried;
+    for (const std::string& c : candidates) {
+      void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        const char* err = dlerror();
+        tried += fmt::format("\n  {}: {}", c, err ? err : "not found");
+        continue;
+      }
+      bool ok = bind(h, "nvrtcGetErrorString", r.GetErrorString) && bind(h, "nvrtcVersion", r.Version) &&
+                bind(h, "nvrtcCreateProgram", r.CreateProgram) && bind(h, "nvrtcDestroyProgram", r.DestroyProgram) &&
+                bind(h, "nvrtcCompileProgram", r.CompileProgram) &&
+                bind(h, "nvrtcGetProgramLogSize", r.GetProgramLogSize) &&
+                bind(h, "nvrtcGetProgramLog", r.GetProgramLog) && bind(h, "nvrtcGetCUBINSize", r.GetCUBINSize) &&
+                bind(h, "nvrtcGetCUBIN", r.GetCUBIN);
+      if (!ok) {
+        tried += fmt::format("\n  {}: missing NVRTC entry points", c);
+        dlclose(h);
+        continue;
+      }
+      r.handle = h;
+      r.path = c;
+      r.Version(&r.major, &r.minor);
+      return r;
+    }
+    r.reason = "libnvrtc could not be opened (set TRITIUM_LIBNVRTC to its path); tried:" + tried;
+    return r;
+  }();
+  return n;
+}
+
+const Nvrtc& require() {
+  const Nvrtc& n = lib();
+  if (!n.handle) fail("{}", n.reason);
+  return n;
+}
+
+void check(const Nvrtc& n, nvrtcResult r, const char* call, const std::string& name) {
+  if (r != 0) fail("NVRTC {} failed for kernel {}: {}", call, name, n.GetErrorString(r));
+}
+
+// The numbered source lines around every "name(LINE): error" of the log.
+std::string excerpts(const std::string& source, const std::string& log) {
+  std::vector<std::string> lines;
+  std::istringstream in(source);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::set<int> errs;
+  std::regex re(R"(\((\d+)\): (error|catastrophic error))");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it)
+    errs.insert(std::stoi((*it)[1].str()));
+  std::string out;
+  int shown = 0;
+  int last = 0;
+  for (int e : errs) {
+    if (++shown > 5) break;
+    int from = std::max({1, e - 4, last + 1}), to = std::min<int>(static_cast<int>(lines.size()), e + 2);
+    if (from > last + 1 && last > 0) out += "  ...\n";
+    for (int i = from; i <= to; ++i)
+      out += fmt::format("{}{:5} | {}\n", i == e ? ">" : " ", i, lines[static_cast<size_t>(i - 1)]);
+    last = to;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool nvrtc_available() { return lib().handle != nullptr; }
+std::string nvrtc_unavailable_reason() { return lib().reason; }
+std::string nvrtc_version() {
+  const Nvrtc& n = require();
+  return fmt::format("{}.{}", n.major, n.minor);
+}
+
+std::vector<char> compile_to_cubin(const std::string& source, const std::string& name, const std::string& arch,
+                                   const std::vector<std::string>& extra_options) {
+  const Nvrtc& n = require();
+  nvrtcProgram prog = nullptr;
+  std::string file = name + ".cu";
+  check(n, n.CreateProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram", name);
+  struct Guard {
+    const Nvrtc& n;
+    nvrtcProgram* p;
+    ~Guard() { n.DestroyProgram(p); }
+  } guard{n, &prog};
+  // Accurate math (no --use_fast_math); functions without qualifiers are device functions.
+  std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "-default-device"};
+  for (const auto& o : extra_options) opts.push_back(o);
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+  nvrtcResult r = n.CompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  n.GetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 1) n.GetProgramLog(prog, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  if (r != 0)
+    fail("NVRTC could not compile kernel {} for {} ({}):\n{}\n\ngenerated source ({}):\n{}", name, arch,
+         n.GetErrorString(r), log, file, excerpts(source, log));
+  size_t size = 0;
+  check(n, n.GetCUBINSize(prog, &size), "nvrtcGetCUBINSize", name);
+  std::vector<char> cubin(size);
+  check(n, n.GetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN", name);
+  return cubin;
+}
+
+}  // namespace tritium::jit::cuda

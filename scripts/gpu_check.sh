@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One run on the GPU machine: configure and build (the CPU backend only where LLVM 19 is
+# installed: the GPU machine has none), run the test suite, the tutorials' CUDA benchmarks and
+# the Triton/PyTorch comparison, and print a short summary table last.
+#   scripts/gpu_check.sh [ctest -R regex]
+# Logs go to $OUT (the device tool's output folder) or build-gpu/out.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$root/build-gpu"
+out="${OUT:-$build/out}"
+mkdir -p "$out"
+filter="${1:-.}"
+
+cpu_backend=ON
+[ -d /usr/lib/llvm-19/lib/cmake/llvm ] || cpu_backend=OFF
+step() { printf '\n== %s\n' "$*"; }
+
+step "configure (CPU backend $cpu_backend)"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRITIUM_CPU_BACKEND=$cpu_backend >"$out/configure.log" 2>&1 \
+  || { tail -30 "$out/configure.log"; exit 1; }
+step "build"
+cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+
+step "tests"
+(cd "$build" && ctest -R "$filter" -j 8 --timeout 900 --output-on-failure) >"$out/ctest.log" 2>&1
+tests_rc=$?
+grep -E "tests passed|tests failed|\*\*\*Failed|Failed|Not Run" "$out/ctest.log" | tail -15
+
+step "tutorial 01 on cuda"
+"$build/tutorials/01-vector-add" --bench --backend cuda >"$out/vector_add.log" 2>&1
+vec_rc=$?
+tail -18 "$out/vector_add.log"
+
+step "comparison with Triton and PyTorch"
+python3 "$root/bench/compare_gpu.py" --build "$build" >"$out/compare.log" 2>&1
+cmp_rc=$?
+tail -25 "$out/compare.log"
+
+printf '\n%-28s %s\n' "check" "result"
+printf '%-28s %s\n' "tests ($filter)" "$([ $tests_rc = 0 ] && echo pass || echo FAIL) ($(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$out/ctest.log" | tail -1))"
+printf '%-28s %s\n' "tutorial 01 --backend cuda" "$([ $vec_rc = 0 ] && echo pass || echo FAIL)"
+printf '%-28s %s\n' "comparison harness" "$([ $cmp_rc = 0 ] && echo ran || echo FAIL)"
+[ $tests_rc = 0 ] && [ $vec_rc = 0 ]

@@ -1,0 +1,509 @@
+// The CUDA code generator without a GPU: kernels covering every DSL op family are traced, turned
+// into CUDA C++ and compiled by NVRTC for sm_90a. Skips (with the reason) when libnvrtc cannot be
+// opened. Running the kernels is the job of the shared suites (for_each_backend) on a GPU machine.
+#include <boost/test/unit_test.hpp>
+#include <tritium/tritium.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "ir/ir.h"
+#include "runtime/cuda_allocator.h"
+#include "runtime/device.h"
+#include "jit/cuda/codegen.h"
+#include "jit/cuda/nvrtc.h"
+#include "jit/passes/axis_info.h"
+
+namespace tl = tritium::tl;
+namespace cuda = tritium::jit::cuda;
+using tritium::bf16_t;
+using tritium::f16_t;
+
+namespace {
+
+// Fake device addresses: 256-byte aligned, never dereferenced.
+template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
+
+bool nvrtc_or_skip() {
+  if (cuda::nvrtc_available()) return true;
+  BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+  return false;
+}
+
+// Traces `k` for `args`, generates CUDA C++ and compiles it for sm_90a; returns the source.
+template <class... A> cuda::KernelSource compile(tritium::Kernel& k, int num_warps, const A&... args) {
+  auto f = k.optimized_function(args...);
+  tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = num_warps;
+  cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts);
+  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)  // to read the generated code
+    std::ofstream(std::string(dir) + "/" + ks.entry + ".cu") << ks.source;
+  std::vector<char> cubin;
+  try {
+    cubin = cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a");
+  } catch (const tritium::Error& e) {
+    BOOST_ERROR("kernel " << ks.entry << " does not compile:\n" << e.what());
+  }
+  BOOST_TEST(!cubin.empty());
+  return ks;
+}
+template <class... A> cuda::KernelSource compile(tritium::Kernel& k, const A&... args) { return compile(k, 4, args...); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_cuda_codegen)
+
+BOOST_AUTO_TEST_CASE(vector_add_uses_16_byte_accesses) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("add", [](tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out, tl::i32 n, int BLOCK) {
+    auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+    auto mask = offs < n;
+    tl::store(out + offs, tl::load(x + offs, mask) + tl::load(y + offs, mask), mask);
+  });
+  auto ks = compile(k, addr<float>(0), addr<float>(1), addr<float>(2), 1000, 1024);
+  BOOST_TEST(ks.source.find("*reinterpret_cast<const uint4*>") != std::string::npos);  // 16-byte loads
+  BOOST_TEST(ks.source.find("*reinterpret_cast<uint4*>") != std::string::npos);        // 16-byte store
+  BOOST_TEST(ks.num_threads == 128);
+  BOOST_TEST(ks.smem_bytes == 0);
+  // Other widths of the CTA.
+  auto ks8 = compile(k, 8, addr<float>(0), addr<float>(1), addr<float>(2), 1000, 4096);
+  BOOST_TEST(ks8.num_threads == 256);
+}
+
+BOOST_AUTO_TEST_CASE(broadcast_2d_and_i64_offsets) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("bcast", [](tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out, tl::i32 M, tl::i32 N,
+                                       tl::i64 stride, int BM, int BN) {
+    auto rm = tl::program_id(0) * BM + tl::arange(0, BM);
+    auto rn = tl::program_id(1) * BN + tl::arange(0, BN);
+    auto mask = (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N);
+    auto a = tl::load(x + rm, rm < M);
+    auto b = tl::load(y + rn, rn < N);
+    auto row = rm.to(tl::int64) * stride;  // 64-bit offsets
+    tl::store(out + row(tl::_, tl::None) + rn(tl::None, tl::_), a(tl::_, tl::None) * b(tl::None, tl::_) + 1.0f, mask);
+    auto t = tl::permute(a(tl::_, tl::None) + b(tl::None, tl::_), {1, 0});
+    tl::store(out + rn(tl::_, tl::None) * M + rm(tl::None, tl::_), tl::reshape(t, {BN, BM}));
+  });
+  auto ks = compile(k, addr<float>(0), addr<float>(1), addr<float>(2), 100, 200, int64_t{1} << 33, 32, 64);
+  BOOST_TEST(ks.source.find("int64_t") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(reductions_on_each_axis) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("reduce", [](tl::ptr<float> x, tl::ptr<float> out, tl::ptr<int32_t> idx, tl::ptr<int32_t> ix,
+                                        int M, int N) {
+    auto rm = tl::arange(0, M), rn = tl::arange(0, N);
+    auto v = tl::load(x + rm(tl::_, tl::None) * N + rn(tl::None, tl::_));
+    tl::store(out + rm, tl::sum(v, 1));                     // along the last axis (warp per row)
+    tl::store(out + M + rn, tl::max(v, 0));                 // along the first axis (thread per column)
+    tl::store(out + M + N, tl::sum(v));                     // everything (CTA-wide)
+    tl::store(out + M + N + 1 + rm, tl::reshape(tl::min(v, 1, true), {M}));
+    tl::store(idx + rm, tl::argmax(v, 1));                  // two operands
+    tl::store(idx + M + rn, tl::argmin(v, 0));
+    auto iv = tl::load(ix + rn);
+    tl::store(idx + M + N, tl::xor_sum(iv, 0));
+    tl::store(out + 2 * M + N + 1,
+              tl::reduce(v, std::nullopt, [](tl::tensor a, tl::tensor b) { return tl::maximum(a, b) * 1.0f; }));
+  });
+  compile(k, addr<float>(0), addr<float>(1), addr<int32_t>(2), addr<int32_t>(3), 32, 64);
+  compile(k, 1, addr<float>(0), addr<float>(1), addr<int32_t>(2), addr<int32_t>(3), 4, 16);
+}
+
+BOOST_AUTO_TEST_CASE(reductions_of_half_and_int64) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("reduce_types", [](tl::ptr<f16_t> h, tl::ptr<bf16_t> b, tl::ptr<int64_t> l, tl::ptr<float> out,
+                                              tl::ptr<int64_t> lout, int N) {
+    auto rn = tl::arange(0, N);
+    tl::store(out, tl::sum(tl::load(h + rn), 0).to(tl::float32));
+    tl::store(out + 1, tl::max(tl::load(b + rn), 0).to(tl::float32));
+    tl::store(lout, tl::sum(tl::load(l + rn), 0));
+    tl::store(lout + 1, tl::argmax(tl::load(l + rn), 0).to(tl::int64));
+  });
+  compile(k, addr<f16_t>(0), addr<bf16_t>(1), addr<int64_t>(2), addr<float>(3), addr<int64_t>(4), 256);
+}
+
+BOOST_AUTO_TEST_CASE(scans) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("scan", [](tl::ptr<float> x, tl::ptr<float> out, tl::ptr<int32_t> iout, int M, int N) {
+    auto rm = tl::arange(0, M), rn = tl::arange(0, N);
+    auto offs = rm(tl::_, tl::None) * N + rn(tl::None, tl::_);
+    auto v = tl::load(x + offs);
+    tl::store(out + offs, tl::cumsum(v, 1));
+    tl::store(out + M * N + offs, tl::cumsum(v, 0, true));
+    tl::store(out + 2 * M * N + offs,
+              tl::associative_scan(v, 1, [](tl::tensor a, tl::tensor b) { return tl::maximum(a, b); }));
+    tl::store(iout + rn, tl::cumsum(rn, 0));
+  });
+  compile(k, addr<float>(0), addr<float>(1), addr<int32_t>(2), 16, 32);
+}
+
+BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
+  if (!nvrtc_or_skip()) return;
+  auto body = [](auto a, auto b, tl::ptr<float> c, tl::i32 M, tl::i32 N, tl::i32 K, int BM, int BN, int BK) {
+    auto rm = tl::program_id(0) * BM + tl::arange(0, BM), rn = tl::program_id(1) * BN + tl::arange(0, BN);
+    auto rk = tl::arange(0, BK);
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto k0 : tl::range(0, K, BK)) {
+      auto kk = k0 + rk;
+      auto av = tl::load(a + rm(tl::_, tl::None) * K + kk(tl::None, tl::_), (rm(tl::_, tl::None) < M) & (kk(tl::None, tl::_) < K), 0.0f);
+      auto bv = tl::load(b + kk(tl::_, tl::None) * N + rn(tl::None, tl::_), (kk(tl::_, tl::None) < K) & (rn(tl::None, tl::_) < N), 0.0f);
+      acc = tl::dot(av, bv, acc);
+    }
+    auto mask = (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N);
+    tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc, mask);
+  };
+  auto k32 = tritium::kernel("matmul_f32", [body](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::i32 M, tl::i32 N,
+                                                  tl::i32 K, int BM, int BN, int BK) { body(a, b, c, M, N, K, BM, BN, BK); });
+  compile(k32, addr<float>(0), addr<float>(1), addr<float>(2), 100, 120, 300, 64, 64, 32);
+  auto k16 = tritium::kernel("matmul_f16", [body](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<float> c, tl::i32 M, tl::i32 N,
+                                                  tl::i32 K, int BM, int BN, int BK) { body(a, b, c, M, N, K, BM, BN, BK); });
+  compile(k16, addr<f16_t>(0), addr<f16_t>(1), addr<float>(2), 100, 120, 300, 32, 32, 32);
+}
+
+BOOST_AUTO_TEST_CASE(atomics) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("atomics", [](tl::ptr<float> f, tl::ptr<int32_t> i, tl::ptr<int64_t> l, tl::ptr<f16_t> h,
+                                         tl::ptr<bf16_t> bh, tl::ptr<uint8_t> u8, tl::ptr<double> d, tl::ptr<int32_t> olds,
+                                         tl::i32 n, int BLOCK) {
+    (void)u8;  // the DSL has no 8-bit atomics
+    auto pid = tl::program_id(0);
+    auto offs = pid * BLOCK + tl::arange(0, BLOCK);
+    auto mask = offs < n;
+    auto fv = tl::load(f + offs, mask, 0.0f);
+    tl::atomic_add(f + BLOCK + offs, fv, mask);
+    tl::atomic_max(f + 2 * BLOCK + offs, fv, mask);
+    tl::atomic_min(f + 3 * BLOCK + offs, fv);
+    tl::store(olds + offs, tl::atomic_add(i + offs, 1, mask), mask);
+    tl::atomic_max(i + BLOCK + offs, offs);
+    tl::atomic_min(i + 2 * BLOCK + offs, offs);
+    tl::atomic_and(i + 3 * BLOCK + offs, offs);
+    tl::atomic_or(i + 4 * BLOCK + offs, offs);
+    tl::atomic_xor(i + 5 * BLOCK + offs, offs);
+    tl::atomic_xchg(i + 6 * BLOCK + offs, offs);
+    tl::atomic_cas(i + 7 * BLOCK + offs, offs, offs + 1);
+    auto lo = offs.to(tl::int64);
+    tl::atomic_add(l + offs, lo);
+    tl::atomic_max(l + BLOCK + offs, lo);
+    tl::atomic_xor(l + 2 * BLOCK + offs, lo);
+    tl::atomic_cas(l + 3 * BLOCK + offs, lo, lo * 1000000007ll);
+    tl::atomic_xchg(f + 4 * BLOCK + offs, fv);
+    tl::atomic_cas(f + 5 * BLOCK + offs, fv, fv * -0.25f);
+    tl::atomic_add(h + offs, fv.to(tl::float16), mask);
+    tl::atomic_max(h + BLOCK + offs, fv.to(tl::float16), mask);
+    tl::atomic_add(bh + offs, fv.to(tl::bfloat16), mask);
+    tl::atomic_add(d + offs, fv.to(tl::float64), mask);
+    tl::atomic_max(d + BLOCK + offs, fv.to(tl::float64), mask);
+    // Scalar atomics: one thread, the old value broadcast to the others.
+    auto ticket = tl::atomic_add(i + 8 * BLOCK, 1);
+    tl::store(olds + n + pid, ticket);
+    tl::atomic_max(f + 6 * BLOCK, tl::sum(fv, 0), pid % 2 == 1);
+    tl::atomic_cas(l + 4 * BLOCK, ticket.to(tl::int64), ticket.to(tl::int64) + 1);
+  });
+  compile(k, addr<float>(0), addr<int32_t>(1), addr<int64_t>(2), addr<f16_t>(3), addr<bf16_t>(4), addr<uint8_t>(5),
+          addr<double>(6), addr<int32_t>(7), 1000, 128);
+}
+
+BOOST_AUTO_TEST_CASE(loops_with_carried_blocks_and_if) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("loops", [](tl::ptr<float> x, tl::ptr<float> out, tl::i32 n, tl::i32 steps, int BLOCK) {
+    auto pid = tl::program_id(0);
+    auto offs = tl::arange(0, BLOCK);
+    auto acc = tl::zeros({BLOCK}, tl::float32);
+    auto other = tl::full({BLOCK}, 1.0f, tl::float32);
+    auto count = tl::full({}, 0, tl::int32);
+    for (auto i : tl::range(0, n, BLOCK)) {
+      auto v = tl::load(x + i + offs, i + offs < n, 0.0f);
+      acc = acc + v;
+      auto swap = acc;  // carried blocks swapped: needs temporaries
+      acc = other;
+      other = swap;
+      count = count + 1;
+    }
+    for (auto s : tl::range(0, steps)) {
+      acc = tl::where(offs == s, acc * 2.0f, acc);  // updated in place
+    }
+    tl::if_(pid == 0, [&] { acc = acc + 1.0f; count = count * 2; }, [&] { acc = tl::exp(acc); });
+    tl::device_assert(count >= 0, "count went negative");
+    tl::device_assert(acc == acc, "acc has a NaN");
+    tl::store(out + pid * BLOCK + offs, acc + other + count.to(tl::float32));
+  });
+  auto ks = compile(k, addr<float>(0), addr<float>(1), 1000, 7, 256);
+  BOOST_TEST(ks.num_asserts == 2);
+}
+
+BOOST_AUTO_TEST_CASE(device_print) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("printer", [](tl::ptr<int32_t> x, tl::ptr<float> y, tl::ptr<f16_t> h, int BLOCK) {
+    auto pid = tl::program_id(0);
+    auto offs = pid * BLOCK + tl::arange(0, BLOCK);
+    tl::device_print("x \"quoted\" %d", tl::load(x + offs));
+    tl::device_print("pid", pid);
+    tl::device_print("pair", {tl::load(y + offs), offs});
+    tl::device_print("half", tl::load(h + offs));
+    tl::device_print("flags", offs < 2);
+  });
+  compile(k, addr<int32_t>(0), addr<float>(1), addr<f16_t>(2), 4);
+}
+
+BOOST_AUTO_TEST_CASE(half_precision_math) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("halves", [](tl::ptr<f16_t> h, tl::ptr<bf16_t> b, tl::ptr<f16_t> ho, tl::ptr<bf16_t> bo,
+                                        tl::ptr<float> fo, tl::ptr<int8_t> io, tl::i32 n, int BLOCK) {
+    auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+    auto mask = offs < n;
+    auto hv = tl::load(h + offs, mask);
+    auto bv = tl::load(b + offs, mask);
+    tl::store(ho + offs, tl::exp(hv) * hv + tl::sqrt(tl::abs(hv)), mask);
+    tl::store(bo + offs, tl::maximum(bv, hv.to(tl::bfloat16)) / (bv + 2.0f) - tl::sigmoid(bv), mask);
+    tl::store(fo + offs, hv.to(tl::float32) + bv.to(tl::float32) + tl::erf(hv).to(tl::float32) + tl::tanh(bv).to(tl::float32), mask);
+    tl::store(io + offs, (hv * 100.0f).to(tl::int8), mask);
+    tl::store(ho + n + offs, hv.to(tl::int16, true).to(tl::float16, true), mask);  // bitcasts
+    tl::store(fo + n + offs, tl::where(hv > bv.to(tl::float16), tl::log(hv.to(tl::float32)), tl::floor(bv.to(tl::float32))), mask);
+  });
+  auto ks = compile(k, addr<f16_t>(0), addr<bf16_t>(1), addr<f16_t>(2), addr<bf16_t>(3), addr<float>(4), addr<int8_t>(5),
+                    1000, 256);
+  BOOST_TEST(ks.source.find("cuda_fp16") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(integer_arithmetic) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("ints", [](tl::ptr<int32_t> x, tl::ptr<uint32_t> u, tl::ptr<int64_t> l, tl::ptr<int8_t> c, int BLOCK) {
+    auto offs = tl::arange(0, BLOCK);
+    auto xv = tl::load(x + offs), uv = tl::load(u + offs);
+    auto lv = tl::load(l + offs);
+    auto cv = tl::load(c + offs);
+    tl::store(x + offs, xv / (xv % 7) + (xv << 3) - (xv >> 2) + tl::umulhi(xv, xv) + (xv ^ 5) + tl::abs(xv));
+    tl::store(u + offs, uv / 3u + (uv >> 31) + tl::minimum(uv, 7u) + (~uv));
+    tl::store(l + offs, lv * lv - lv / 3 + tl::maximum(lv, (int64_t)-5) + (lv << 40));
+    tl::store(c + offs, cv * cv + (cv & 3) + cv.to(tl::float32).to(tl::int8));
+    tl::store(x + BLOCK + offs, (xv.to(tl::float64) * 0.5).to(tl::int32));
+  });
+  compile(k, addr<int32_t>(0), addr<uint32_t>(1), addr<int64_t>(2), addr<int8_t>(3), 128);
+}
+
+BOOST_AUTO_TEST_CASE(large_blocks_use_the_global_scratch) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("big", [](tl::ptr<float> x, tl::ptr<float> out, int M, int N) {
+    auto rm = tl::arange(0, M), rn = tl::arange(0, N);
+    auto offs = rm(tl::_, tl::None) * N + rn(tl::None, tl::_);
+    auto v = tl::load(x + offs);
+    auto e = tl::exp(v - tl::max(v, 1, true));
+    tl::store(out + offs, e / tl::sum(e, 1, true));
+  });
+  auto ks = compile(k, addr<float>(0), addr<float>(1), 256, 256);
+  BOOST_TEST(ks.scratch_bytes > 0);
+  BOOST_TEST(ks.smem_bytes <= cuda::kSharedMemoryBudget + 4096);
+}
+
+BOOST_AUTO_TEST_CASE(compile_errors_show_the_source) {
+  if (!nvrtc_or_skip()) return;
+  std::string src = "extern \"C\" __global__ void broken(float* x) {\n  x[0] = 1.0f;\n  this is not C++;\n}\n";
+  try {
+    cuda::compile_to_cubin(src, "broken", "sm_90a");
+    BOOST_ERROR("NVRTC accepted broken code");
+  } catch (const tritium::Error& e) {
+    std::string m = e.what();
+    BOOST_TEST(m.find("broken") != std::string::npos);
+    BOOST_TEST(m.find(">    3 |   this is not C++;") != std::string::npos, m);
+  }
+}
+
+// ---- on a GPU: run a few kernels through the whole backend (skipped without a CUDA device) ---------
+
+namespace {
+
+namespace cu = tritium::runtime::cuda;
+
+bool gpu_or_skip() {
+  if (tritium::runtime::device_available(tritium::Device::cuda(0))) return true;
+  BOOST_TEST_MESSAGE("skipped: no CUDA device: " << tritium::runtime::device_unavailable_reason(tritium::Device::cuda(0)));
+  return false;
+}
+
+tritium::Options on_gpu(int num_warps = 4) {
+  tritium::Options o;
+  o.device = tritium::Device::cuda(0);
+  o.num_warps = num_warps;
+  return o;
+}
+
+// Device memory holding a copy of a host vector; freed at scope exit.
+template <class T> struct DeviceVec {
+  cu::CUdeviceptr p = 0;
+  size_t n = 0;
+  explicit DeviceVec(const std::vector<T>& v) : n(v.size()) {
+    p = cu::allocate(std::max<size_t>(1, n) * sizeof(T), 0);
+    cu::copy_h2d(p, v.data(), n * sizeof(T), 0);
+  }
+  ~DeviceVec() { cu::free(p); }
+  T* ptr() const { return reinterpret_cast<T*>(p); }
+  std::vector<T> get() const {
+    std::vector<T> v(n);
+    cu::copy_d2h(v.data(), p, n * sizeof(T), 0);
+    return v;
+  }
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
+  }
+  return v;
+}
+
+double rel_error(const std::vector<float>& out, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    double d = static_cast<double>(out[i]) - ref[i];
+    if (!std::isfinite(static_cast<double>(out[i]))) return INFINITY;
+    num += d * d, den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(gpu_vector_add) {
+  auto k = tritium::kernel("add", [](tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out, tl::i32 n, int BLOCK) {
+    auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+    auto mask = offs < n;
+    tl::store(out + offs, tl::load(x + offs, mask) + tl::load(y + offs, mask), mask);
+  });
+  if (!gpu_or_skip()) {  // still check that it compiles
+    if (cuda::nvrtc_available()) compile(k, addr<float>(0), addr<float>(1), addr<float>(2), 100003, 1024);
+    return;
+  }
+  const int n = 100003, BLOCK = 1024;
+  auto x = random_floats(n, 1), y = random_floats(n, 2);
+  DeviceVec<float> dx(x), dy(y), dout(std::vector<float>(n, NAN));
+  k[{(n + BLOCK - 1) / BLOCK}](dx.ptr(), dy.ptr(), dout.ptr(), n, BLOCK, on_gpu());
+  auto out = dout.get();
+  size_t bad = 0;
+  for (int i = 0; i < n; ++i) bad += out[i] != x[i] + y[i];
+  BOOST_TEST(bad == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(gpu_softmax_and_reductions) {
+  auto k = tritium::kernel("softmax", [](tl::ptr<float> x, tl::ptr<float> out, tl::ptr<int32_t> amax, tl::ptr<float> total,
+                                         tl::i32 n, int BLOCK) {
+    auto row = tl::program_id(0);
+    auto offs = tl::arange(0, BLOCK);
+    auto mask = offs < n;
+    auto v = tl::load(x + row * n + offs, mask, -INFINITY);
+    auto e = tl::exp(v - tl::max(v, 0));
+    tl::store(out + row * n + offs, e / tl::sum(e, 0), mask);
+    tl::store(amax + row, tl::argmax(v, 0));
+    tl::atomic_add(total, tl::sum(tl::where(mask, v, 0.0f), 0));
+  });
+  if (!gpu_or_skip()) {  // still check that it compiles
+    if (cuda::nvrtc_available()) compile(k, 8, addr<float>(0), addr<float>(1), addr<int32_t>(2), addr<float>(3), 781, 1024);
+    return;
+  }
+  const int rows = 37, n = 781, BLOCK = 1024;
+  auto x = random_floats(size_t(rows) * n, 3);
+  DeviceVec<float> dx(x), dout(std::vector<float>(x.size(), NAN)), dtotal(std::vector<float>{0.0f});
+  DeviceVec<int32_t> damax(std::vector<int32_t>(rows, -1));
+  k[{rows}](dx.ptr(), dout.ptr(), damax.ptr(), dtotal.ptr(), n, BLOCK, on_gpu(8));
+  std::vector<double> ref(x.size());
+  double total = 0;
+  for (int r = 0; r < rows; ++r) {
+    double m = -INFINITY, s = 0;
+    int am = 0;
+    for (int j = 0; j < n; ++j)
+      if (x[r * n + j] > m) m = x[r * n + j], am = j;
+    for (int j = 0; j < n; ++j) s += std::exp(x[r * n + j] - m), total += x[r * n + j];
+    for (int j = 0; j < n; ++j) ref[r * n + j] = std::exp(x[r * n + j] - m) / s;
+    BOOST_TEST(damax.get()[r] == am);
+  }
+  BOOST_TEST(rel_error(dout.get(), ref) < 1e-5);
+  BOOST_TEST(std::abs(dtotal.get()[0] - total) < 1e-2);
+}
+
+BOOST_AUTO_TEST_CASE(gpu_matmul_and_scan) {
+  auto k = tritium::kernel("matmul", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::i32 M, tl::i32 N, tl::i32 K,
+                                        int BM, int BN, int BK) {
+    auto rm = tl::program_id(0) * BM + tl::arange(0, BM), rn = tl::program_id(1) * BN + tl::arange(0, BN);
+    auto rk = tl::arange(0, BK);
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto k0 : tl::range(0, K, BK)) {
+      auto kk = k0 + rk;
+      auto av = tl::load(a + rm(tl::_, tl::None) * K + kk(tl::None, tl::_), (rm(tl::_, tl::None) < M) & (kk(tl::None, tl::_) < K), 0.0f);
+      auto bv = tl::load(b + kk(tl::_, tl::None) * N + rn(tl::None, tl::_), (kk(tl::_, tl::None) < K) & (rn(tl::None, tl::_) < N), 0.0f);
+      acc = tl::dot(av, bv, acc);
+    }
+    auto mask = (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N);
+    tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), tl::cumsum(acc, 1), mask);
+  });
+  if (!gpu_or_skip()) {  // still check that it compiles
+    if (cuda::nvrtc_available()) compile(k, addr<float>(0), addr<float>(1), addr<float>(2), 100, 120, 300, 32, 32, 32);
+    return;
+  }
+  const int M = 100, N = 120, K = 300, BM = 32, BN = 32, BK = 32;
+  auto a = random_floats(size_t(M) * K, 4), b = random_floats(size_t(K) * N, 5);
+  DeviceVec<float> da(a), db(b), dc(std::vector<float>(size_t(M) * N, NAN));
+  k[{(M + BM - 1) / BM, (N + BN - 1) / BN}](da.ptr(), db.ptr(), dc.ptr(), M, N, K, BM, BN, BK, on_gpu());
+  std::vector<double> ref(size_t(M) * N);
+  for (int i = 0; i < M; ++i) {
+    double run = 0;
+    for (int j = 0; j < N; ++j) {
+      if (j % BN == 0) run = 0;  // the scan runs within each BN-wide tile
+      double s = 0;
+      for (int q = 0; q < K; ++q) s += double(a[i * K + q]) * b[q * N + j];
+      run += s;
+      ref[i * N + j] = run;
+    }
+  }
+  BOOST_TEST(rel_error(dc.get(), ref) < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(gpu_histogram_loop_if_and_assert) {
+  auto k = tritium::kernel("hist", [](tl::ptr<int32_t> keys, tl::ptr<int32_t> bins, tl::ptr<float> fmax, tl::i32 n, int BLOCK) {
+    auto pid = tl::program_id(0);
+    auto offs = tl::arange(0, BLOCK);
+    auto count = tl::full({}, 0, tl::int32);
+    for (auto i : tl::range(pid * BLOCK * 4, tl::minimum(n, (pid + 1) * BLOCK * 4), BLOCK)) {
+      auto o = i + offs;
+      auto key = tl::load(keys + o, o < n, 0);
+      tl::atomic_add(bins + key, 1, o < n);
+      tl::atomic_max(fmax + key, o.to(tl::float32), o < n);
+      count = count + 1;
+    }
+    tl::if_(count > 4, [&] { tl::store(bins + 64, 12345); });
+    tl::device_assert(count <= 4, "too many steps");
+  });
+  if (!gpu_or_skip()) {  // still check that it compiles
+    if (cuda::nvrtc_available()) compile(k, addr<int32_t>(0), addr<int32_t>(1), addr<float>(2), 50000, 512);
+    return;
+  }
+  const int n = 50000, BLOCK = 512, NB = 64;
+  std::vector<int32_t> keys(n);
+  for (int i = 0; i < n; ++i) keys[i] = (i * 7919) % NB;
+  DeviceVec<int32_t> dkeys(keys), dbins(std::vector<int32_t>(NB + 1, 0));
+  DeviceVec<float> dmax(std::vector<float>(NB, -1.0f));
+  int programs = (n + BLOCK * 4 - 1) / (BLOCK * 4);
+  k[{programs}](dkeys.ptr(), dbins.ptr(), dmax.ptr(), n, BLOCK, on_gpu());
+  auto bins = dbins.get();
+  auto mx = dmax.get();
+  std::vector<int32_t> ref(NB + 1, 0);
+  std::vector<float> ref_max(NB, -1.0f);
+  for (int i = 0; i < n; ++i) ++ref[keys[i]], ref_max[keys[i]] = std::max(ref_max[keys[i]], float(i));
+  BOOST_TEST(bins == ref, boost::test_tools::per_element());
+  BOOST_TEST(mx == ref_max, boost::test_tools::per_element());
+  auto bad = tritium::kernel("bad", [](tl::ptr<int32_t> x, int BLOCK) {
+    auto v = tl::load(x + tl::arange(0, BLOCK));
+    tl::device_assert(v < 3, "v must stay below 3");
+  });
+  DeviceVec<int32_t> dv(std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  BOOST_CHECK_EXCEPTION(bad[{2}](dv.ptr(), 8, on_gpu()), tritium::Error, [](const tritium::Error& e) {
+    return std::string(e.what()).find("v must stay below 3") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
