@@ -118,17 +118,12 @@ Value* to_bool(const char* op, const SourceLoc& loc, Value* v) {
 }
 
 Shape broadcast_shapes(const char* op, const SourceLoc& loc, const Shape& a, const Shape& b) {
+  int bad = 0;
+  if (auto s = ir::broadcast_shape(a, b, &bad)) return *s;
   size_t r = std::max(a.size(), b.size());
-  Shape out(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da != db && da != 1 && db != 1)
-      fail(loc, "tl::{}: shapes {} and {} are not compatible for broadcasting (dimension {}: {} vs {})", op,
-           ir::shape_str(a), ir::shape_str(b), i, da, db);
-    out[i] = std::max(da, db);
-  }
-  return out;
+  auto dim = [&](const Shape& s) { return size_t(bad) < r - s.size() ? int64_t(1) : s[bad - (r - s.size())]; };
+  fail(loc, "tl::{}: shapes {} and {} are not compatible for broadcasting (dimension {}: {} vs {})", op,
+       ir::shape_str(a), ir::shape_str(b), bad, dim(a), dim(b));
 }
 
 Value* broadcast_to(const char* op, const SourceLoc& loc, Value* v, const Shape& shape) {

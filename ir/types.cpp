@@ -1,5 +1,7 @@
 #include "ir/types.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace tritium {
@@ -49,6 +51,21 @@ int64_t Type::numel() const {
   int64_t n = 1;
   for (auto d : shape) n *= d;
   return n;
+}
+
+std::optional<Shape> broadcast_shape(const Shape& a, const Shape& b, int* bad_dim) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      if (bad_dim) *bad_dim = static_cast<int>(i);
+      return std::nullopt;
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
 }
 
 std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }

@@ -2,6 +2,7 @@
 // pointer to one) plus a shape; an empty shape is a scalar, a non-empty one a block.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,10 @@ struct Type {
 };
 
 std::string shape_str(const Shape& s);  // "[64, 32]"
+
+// numpy broadcasting of two shapes (missing leading dims are 1, size-1 dims stretch). When a dim
+// differs and neither side is 1: std::nullopt, and that dim (of the result) in *bad_dim.
+std::optional<Shape> broadcast_shape(const Shape& a, const Shape& b, int* bad_dim = nullptr);
 
 }  // namespace ir
 }  // namespace tritium

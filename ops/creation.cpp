@@ -9,6 +9,7 @@
 #include <tritium/tritium.h>
 
 #include "ops/ops.h"
+#include "runtime/dtype_dispatch.h"
 #include "runtime/views.h"
 
 namespace tritium::ops {
@@ -18,26 +19,6 @@ namespace tl = tritium::tl;
 using runtime::Tensor;
 
 constexpr int kBlock = 1024;
-
-// Calls f(T{}) with the C++ element type of dtype.
-template <class F> void dispatch(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::i1: return f(bool{});
-    case DType::i8: return f(int8_t{});
-    case DType::i16: return f(int16_t{});
-    case DType::i32: return f(int32_t{});
-    case DType::i64: return f(int64_t{});
-    case DType::u8: return f(uint8_t{});
-    case DType::u16: return f(uint16_t{});
-    case DType::u32: return f(uint32_t{});
-    case DType::u64: return f(uint64_t{});
-    case DType::f16: return f(f16_t{});
-    case DType::bf16: return f(bf16_t{});
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-    default: fail("{}: unsupported dtype {}", op, dtype_name(dtype));
-  }
-}
 
 // The scalar value of a fill in dtype T, from the two run-time scalars every fill kernel takes:
 // fv (used by float dtypes) and iv (integers, as 64-bit patterns; bool: iv != 0).
@@ -147,7 +128,7 @@ void collapse(const Tensor& x, Shape& sizes, Shape& strides) {
 void fill_impl(const Tensor& x, const FillScalars& v) {
   int64_t n = x.numel();
   if (n == 0) return;
-  dispatch(x.dtype(), "fill_", [&](auto tag) {
+  runtime::dispatch_dtype(x.dtype(), "fill_", [&](auto tag) {
     using T = decltype(tag);
     if (x.is_contiguous()) {
       fill_kernel<T>()[{cdiv(n, kBlock)}](x, n, v.f, v.i, kBlock, on(x));
@@ -201,7 +182,7 @@ Tensor arange(int64_t start, int64_t end, int64_t step, DType dtype, Device devi
   int64_t n = static_cast<int64_t>(n128);
   Tensor t = Tensor::empty({n}, dtype, device);
   if (n == 0) return t;
-  dispatch(dtype, "arange", [&](auto tag) {
+  runtime::dispatch_dtype(dtype, "arange", [&](auto tag) {
     using T = decltype(tag);
     arange_kernel<T>()[{cdiv(n, kBlock)}](t, n, start, step, kBlock, on(t));
   });

@@ -36,17 +36,12 @@ namespace detail {
 std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
+  int bad = 0;
+  if (auto s = ir::broadcast_shape(a, b, &bad)) return *s;
   size_t r = std::max(a.size(), b.size());
-  Shape out(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da != db && da != 1 && db != 1)
-      fail("{}: shapes {} and {} cannot be broadcast together (dimension {}: {} vs {})", op, shape_str(a),
-           shape_str(b), i, da, db);
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
+  auto dim = [&](const Shape& s) { return size_t(bad) < r - s.size() ? int64_t(1) : s[bad - (r - s.size())]; };
+  fail("{}: shapes {} and {} cannot be broadcast together (dimension {}: {} vs {})", op, shape_str(a), shape_str(b),
+       bad, dim(a), dim(b));
 }
 
 Device check_tensors(const char* op, const std::vector<const Tensor*>& ts) {

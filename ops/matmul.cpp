@@ -15,6 +15,7 @@
 #include <tritium/tritium.h>
 
 #include "ops/ops.h"
+#include "runtime/dtype_dispatch.h"
 #include "runtime/views.h"
 
 namespace tritium::ops {
@@ -103,16 +104,6 @@ Blocks pick_blocks(int64_t M, int64_t N, int64_t K) {
   return b;
 }
 
-template <class F> void dispatch(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::f16: return f(f16_t{});
-    case DType::bf16: return f(bf16_t{});
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-    default: fail("matmul: dtype {} is not supported (expected f16, bf16, f32 or f64)", dtype_name(dtype));
-  }
-}
-
 // A [Bt..., M, K], B [Bt..., K, N], C [Bt..., M, N], all with the same batch shape Bt (strides
 // of broadcast batch dims are 0).
 void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
@@ -147,7 +138,7 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail("matmul: dimensions above 2^31 are not supported");
   Blocks bl = pick_blocks(M, N, K);
   int64_t tiles = cdiv(M, bl.m) * cdiv(N, bl.n);
-  dispatch(a.dtype(), [&](auto tag) {
+  runtime::dispatch_float(a.dtype(), "matmul", [&](auto tag) {
     using T = decltype(tag);
     matmul_kernel<T>()[{tiles, nbatch}](
         a, b, c, static_cast<int32_t>(M), static_cast<int32_t>(N), static_cast<int32_t>(K), a.stride(-2),
@@ -165,7 +156,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (a_in.dtype() != b_in.dtype())
     fail("matmul: expected both operands to have the same dtype, but got {} and {} (shapes {} and {})",
          dtype_name(a_in.dtype()), dtype_name(b_in.dtype()), shape_str(a_in.shape()), shape_str(b_in.shape()));
-  dispatch(a_in.dtype(), [](auto) {});
+  runtime::dispatch_float(a_in.dtype(), "matmul", [](auto) {});
   if (a_in.device() != b_in.device())
     fail("matmul: operands are on different devices ({} and {})", a_in.device().str(), b_in.device().str());
   const int64_t ka = a_in.size(-1);

@@ -10,6 +10,7 @@
 #include <tritium/tritium.h>
 
 #include "ops/ops.h"
+#include "runtime/dtype_dispatch.h"
 #include "runtime/views.h"
 
 namespace tritium::ops {
@@ -107,31 +108,6 @@ namespace tl = tritium::tl;
 using runtime::Tensor;
 
 constexpr int kBlock = 1024;
-
-template <class F> void dispatch_float(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::f16: return f(f16_t{});
-    case DType::bf16: return f(bf16_t{});
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-    default: fail("{}: expects a floating-point dtype, got {}", op, dtype_name(dtype));
-  }
-}
-
-template <class F> void dispatch_all(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::i1: return f(bool{});
-    case DType::i8: return f(int8_t{});
-    case DType::i16: return f(int16_t{});
-    case DType::i32: return f(int32_t{});
-    case DType::i64: return f(int64_t{});
-    case DType::u8: return f(uint8_t{});
-    case DType::u16: return f(uint16_t{});
-    case DType::u32: return f(uint32_t{});
-    case DType::u64: return f(uint64_t{});
-    default: return dispatch_float(dtype, op, f);
-  }
-}
 
 // The largest value below 1 in dtype d, as f32 (f16: 1 - 2^-11, bf16: 1 - 2^-8): uniforms are
 // clamped to it before rounding so that they stay in [0, 1).
@@ -257,7 +233,7 @@ void uniform_impl(const Tensor& x, double low, double high, uint64_t seed, uint6
     return;
   }
   while (sizes.size() < 4) sizes.insert(sizes.begin(), 1), strides.insert(strides.begin(), 0);
-  dispatch_float(x.dtype(), "uniform_", [&](auto tag) {
+  runtime::dispatch_float(x.dtype(), "uniform_", [&](auto tag) {
     using T = decltype(tag);
     uniform_kernel<T>()[{cdiv(n, kBlock)}](x, n, seed, base, low, high, sizes[1], sizes[2], sizes[3], strides[0],
                                            strides[1], strides[2], strides[3], kBlock, on(x));
@@ -267,12 +243,12 @@ void uniform_impl(const Tensor& x, double low, double high, uint64_t seed, uint6
 }  // namespace
 
 Tensor rand(const Shape& shape, Generator& gen, DType dtype, Device device) {
-  dispatch_float(dtype, "rand", [](auto) {});
+  runtime::dispatch_float(dtype, "rand", [](auto) {});
   Tensor t = Tensor::empty(shape, dtype, device);
   int64_t n = t.numel();
   if (n == 0) return t;
   uint64_t base = gen.advance(static_cast<uint64_t>(n));
-  dispatch_float(dtype, "rand", [&](auto tag) {
+  runtime::dispatch_float(dtype, "rand", [&](auto tag) {
     using T = decltype(tag);
     rand_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, on(t));
   });
@@ -280,12 +256,12 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype, Device device) {
 }
 
 Tensor randn(const Shape& shape, Generator& gen, DType dtype, Device device) {
-  dispatch_float(dtype, "randn", [](auto) {});
+  runtime::dispatch_float(dtype, "randn", [](auto) {});
   Tensor t = Tensor::empty(shape, dtype, device);
   int64_t n = t.numel();
   if (n == 0) return t;
   uint64_t base = gen.advance(static_cast<uint64_t>(n));
-  dispatch_float(dtype, "randn", [&](auto tag) {
+  runtime::dispatch_float(dtype, "randn", [&](auto tag) {
     using T = decltype(tag);
     randn_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, on(t));
   });
@@ -303,14 +279,14 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen, DT
     if (low < lo || static_cast<__int128>(high) - 1 > hi)
       fail("randint: the range [{}, {}) does not fit dtype {}", low, high, dtype_name(dtype));
   }
-  dispatch_all(dtype, "randint", [](auto) {});
+  runtime::dispatch_dtype(dtype, "randint", [](auto) {});
   Tensor t = Tensor::empty(shape, dtype, device);
   int64_t n = t.numel();
   if (n == 0) return t;
   uint64_t range = static_cast<uint64_t>(static_cast<__int128>(high) - low);
   bool wide = range > (uint64_t(1) << 32);
   uint64_t base = gen.advance(static_cast<uint64_t>(n));
-  dispatch_all(dtype, "randint", [&](auto tag) {
+  runtime::dispatch_dtype(dtype, "randint", [&](auto tag) {
     using T = decltype(tag);
     randint_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, low, range, kBlock, wide, on(t));
   });
@@ -319,7 +295,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen, DT
 
 void uniform_(Tensor& x, double low, double high, Generator& gen) {
   if (!x.defined()) fail("uniform_: tensor is undefined");
-  dispatch_float(x.dtype(), "uniform_", [](auto) {});
+  runtime::dispatch_float(x.dtype(), "uniform_", [](auto) {});
   if (!(low <= high) || !std::isfinite(low) || !std::isfinite(high))
     fail("uniform_: expects low <= high (finite), but got low={}, high={}", low, high);
   int64_t n = x.numel();
