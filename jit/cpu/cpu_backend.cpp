@@ -41,7 +41,7 @@ const HostTarget& host() {
     t.cpu = llvm::sys::getHostCPUName().str();
     llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
     std::vector<std::string> on;
-    for (auto& f : feats) on.push_back((f.second ? "+" : "-") + f.first().str());
+    for (auto& f : feats) on.push_back(std::string(f.second ? "+" : "-").append(f.first().str()));
     std::sort(on.begin(), on.end());
     for (auto& f : on) {
       if (!t.features.empty()) t.features += ',';
