@@ -118,8 +118,8 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(Device device) const {
   if (!defined()) fail("to: tensor is undefined");
   if (device == device_) return *this;
-  if (!device_available(device))
-    fail("to: cannot copy {} to {}: {}", str(), device.str(), device_unavailable_reason(device));
+  if (!runtime::memory_available(device))
+    fail("to: cannot copy {} to {}: {}", str(), device.str(), runtime::memory_unavailable_reason(device));
   // A contiguous copy on `device`: host -> cuda by H2D from a contiguous host tensor, cuda -> host
   // by copy_to_contiguous (D2H), cuda:i -> cuda:j through the host.
   Tensor out;

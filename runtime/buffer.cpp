@@ -16,8 +16,8 @@ Buffer::~Buffer() {
 }
 
 std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {
-  if (!device_available(device))
-    fail("Buffer::allocate: cannot allocate {} bytes on {}: {}", nbytes, device.str(), device_unavailable_reason(device));
+  if (!memory_available(device))
+    fail("Buffer::allocate: cannot allocate {} bytes on {}: {}", nbytes, device.str(), memory_unavailable_reason(device));
   if (device.is_cuda()) {
     // The caching allocator: at least 512 bytes (never a null pointer), 256-byte aligned or better
     // (cuMemAlloc), freed back to the cache of the default stream.

@@ -38,6 +38,13 @@ Device Device::parse(std::string_view text) {
 
 bool device_available(Device device) { return device_unavailable_reason(device).empty(); }
 
+std::string memory_unavailable_reason(Device device) {
+  if (device.is_cpu()) return device.index == 0 ? "" : fmt::format("no device {}: the only CPU device is cpu", device.str());
+  return device_unavailable_reason(device);
+}
+
+bool memory_available(Device device) { return memory_unavailable_reason(device).empty(); }
+
 std::string device_unavailable_reason(Device device) {
   if (device.is_cpu()) {
     if (device.index != 0) return fmt::format("no device {}: the only CPU device is cpu", device.str());

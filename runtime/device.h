@@ -22,7 +22,12 @@ struct Device {
   static Device parse(std::string_view text);
 };
 
+// Whether kernels can run on device (cpu: the LLVM backend was built; cuda:N: driver and device).
 bool device_available(Device device);
+// Whether memory (tensors, buffers) can live on device. Host memory always can, even in a build
+// without the CPU kernel backend (the GPU machine's), since copies to and from GPUs go through it.
+bool memory_available(Device device);
+std::string memory_unavailable_reason(Device device);
 // Why device_available(device) is false; empty when it is available.
 std::string device_unavailable_reason(Device device);
 

@@ -48,8 +48,8 @@ std::string Tensor::shape_str(const Shape& shape) { return fmt::format("[{}]", f
 Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
   if (dtype == DType::invalid || dtype == DType::ptr)
     fail("Tensor::empty: a tensor cannot have dtype {}", dtype_name(dtype));
-  if (!device_available(device))
-    fail("Tensor::empty: device {} is not available: {}", device.str(), device_unavailable_reason(device));
+  if (!memory_available(device))
+    fail("Tensor::empty: device {} is not available: {}", device.str(), memory_unavailable_reason(device));
   int64_t n = checked_numel(shape, "Tensor::empty");
   int64_t element = dtype_bytes(dtype);
   if (n > kMaxInt64 / element) fail("Tensor::empty: shape {} of {} is too large", shape_str(shape), dtype_name(dtype));

@@ -3,6 +3,7 @@
 //
 //   ./01-vector-add            checks the kernel against a plain loop
 //   ./01-vector-add --bench    prints GB/s for 2^12 ... 2^26 elements beside a plain C++ loop
+//                              (on --backend cuda: 2^12 ... 2^27; bench/compare_gpu.py adds Triton)
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -29,13 +30,12 @@ auto add_kernel = tritium::kernel(
     },
     {"x_ptr", "y_ptr", "output_ptr", "n_elements", "BLOCK_SIZE"});
 
-// The host side: allocate the output, pick the grid from the meta-parameters, launch.
-void add(const float* x, const float* y, float* output, int n, const tutorial::Args& args) {
+// The host side: pick the grid from the meta-parameters and launch on the tensors' device.
+void add(const tritium::Tensor& x, const tritium::Tensor& y, tritium::Tensor& output) {
+  int n = static_cast<int>(x.numel());
   auto grid = [n](const tritium::Meta& meta) { return tritium::Grid(tritium::cdiv(n, meta["BLOCK_SIZE"])); };
-  add_kernel[grid](x, y, output, n, 1024, tritium::Options{.device = args.device});
+  add_kernel[grid](x, y, output, n, 1024);
 }
-
-int run_tutorial(const tutorial::Args& args);
 
 // The reference for --bench: the same computation as a plain loop, compiled -O3 -march=native,
 // spread over the same thread pool.
@@ -51,11 +51,14 @@ int run_tutorial(const tutorial::Args& args) {
   std::uniform_real_distribution<float> u(-1, 1);
 
   int n = 98432;  // not a multiple of the block: the last program is masked
-  std::vector<float> x(n), y(n), out(n, NAN);
-  for (int i = 0; i < n; ++i) x[i] = u(rng), y[i] = u(rng);
-  add(x.data(), y.data(), out.data(), n, args);
+  std::vector<float> hx(n), hy(n);
+  for (int i = 0; i < n; ++i) hx[i] = u(rng), hy[i] = u(rng);
+  auto x = tritium::Tensor::from_vector(hx).to(args.device), y = tritium::Tensor::from_vector(hy).to(args.device);
+  auto out = tritium::Tensor::from_vector(std::vector<float>(n, NAN)).to(args.device);  // poisoned
+  add(x, y, out);
+  std::vector<float> result = out.to_vector<float>();
   double max_diff = 0;
-  for (int i = 0; i < n; ++i) max_diff = std::max(max_diff, std::abs(double(out[i]) - (double(x[i]) + double(y[i]))));
+  for (int i = 0; i < n; ++i) max_diff = std::max(max_diff, std::abs(double(result[i]) - (double(hx[i]) + double(hy[i]))));
   // x + y in float32 is the correctly rounded sum: the difference to the float64 sum is at most
   // half an ulp; NaN (an element never written) fails the comparison below.
   bool ok = max_diff <= 1.2e-7;
@@ -64,14 +67,21 @@ int run_tutorial(const tutorial::Args& args) {
   if (!ok) return 1;
   if (!args.bench) return 0;
 
-  std::printf("\n%12s %14s %14s %8s\n", "size", "Tritium GB/s", "plain GB/s", "ratio");
-  for (int e = 12; e <= 26; ++e) {
+  bool cpu = args.device.is_cpu();
+  if (cpu) std::printf("\n%12s %14s %14s %8s\n", "size", "Tritium GB/s", "plain GB/s", "ratio");
+  else std::printf("\n%12s %14s\n", "size", "Tritium GB/s");
+  for (int e = 12; e <= (cpu ? 26 : 27); ++e) {
     int64_t size = int64_t(1) << e;
     std::vector<float> bx(size, 1.0f), by(size, 2.0f), bo(size);
+    auto tx = tritium::Tensor::from_vector(bx).to(args.device), ty = tritium::Tensor::from_vector(by).to(args.device);
+    auto to = tritium::Tensor::from_vector(bo).to(args.device);
     double bytes = 3.0 * 4 * size;
-    auto t = tritium::do_bench([&] { add(bx.data(), by.data(), bo.data(), static_cast<int>(size), args); });
-    auto p = tritium::do_bench([&] { add_plain(bx.data(), by.data(), bo.data(), size); });
-    double gt = bytes / (t.median_ms * 1e6), gp = bytes / (p.median_ms * 1e6);
+    double gt = bytes / (tritium::do_bench([&] { add(tx, ty, to); }, args.device).median_ms * 1e6);
+    if (!cpu) {
+      std::printf("%12lld %14.1f\n", static_cast<long long>(size), gt);
+      continue;
+    }
+    double gp = bytes / (tritium::do_bench([&] { add_plain(bx.data(), by.data(), bo.data(), size); }).median_ms * 1e6);
     std::printf("%12lld %14.1f %14.1f %8.2f\n", static_cast<long long>(size), gt, gp, gt / gp);
   }
   return 0;
