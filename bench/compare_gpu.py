@@ -60,8 +60,7 @@ def measure_reference():
     return ref
 
 
-def measure_tritium(build):
-    exe = os.path.join(build, "bench", "tritium-bench")
+def measure_tritium(exe):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "tritium.json")
         r = subprocess.run([exe, "--device", "cuda", "--json", path], capture_output=True, text=True)
@@ -75,9 +74,10 @@ def measure_tritium(build):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default="build-gpu")
+    p.add_argument("--bench-exe", help="tritium-bench to run (default: BUILD/bench/tritium-bench)")
     args = p.parse_args()
     ref = measure_reference()
-    ours = measure_tritium(args.build)
+    ours = measure_tritium(args.bench_exe or os.path.join(args.build, "bench", "tritium-bench"))
 
     def ours_vadd(e):
         if not ours:

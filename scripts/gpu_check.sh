@@ -3,6 +3,9 @@
 # installed: the GPU machine has none), run the test suite, the tutorials' CUDA benchmarks and
 # the Triton/PyTorch comparison, and print a short summary table last.
 #   scripts/gpu_check.sh [ctest -R regex]
+#   scripts/gpu_check.sh --portable   the build made here by scripts/portable_build.sh (carried as
+#                                     .carry/portable.tar.xz, with LLVM inside: both backends), and
+#                                     the data set carried in .carry/fashion-mnist
 # Logs go to $OUT (the device tool's output folder) or build-gpu/out.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -10,6 +13,33 @@ build="$root/build-gpu"
 out="${OUT:-$build/out}"
 mkdir -p "$out"
 filter="${1:-.}"
+
+if [ "$filter" = "--portable" ]; then
+  dist=/tmp/tritium-portable
+  rm -rf "$dist" && mkdir -p "$dist" && tar -C "$dist" -xJf "$root/.carry/portable.tar.xz" || exit 1
+  export LD_LIBRARY_PATH="$dist${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TRITIUM_CACHE_DIR=/tmp/tritium-cache
+  printf '\n== all suites, both backends\n'
+  (cd "$dist" && ./tritium-tests --log_level=test_suite --report_level=short) >"$out/tests.log" 2>&1
+  tests_rc=$?
+  grep -E "Leaving test suite|error|failure|skipped" "$out/tests.log" | grep -vE "^\s*$" | tail -40
+  tail -5 "$out/tests.log"
+  printf '\n== tutorial 01 on cuda\n'
+  "$dist/01-vector-add" --bench --backend cuda >"$out/vector_add.log" 2>&1; vec_rc=$?
+  tail -6 "$out/vector_add.log"
+  printf '\n== tritium-bench --device cuda\n'
+  "$dist/tritium-bench" --device cuda >"$out/bench_cuda.log" 2>&1; tail -14 "$out/bench_cuda.log"
+  printf '\n== comparison with Triton and PyTorch\n'
+  python3 "$root/bench/compare_gpu.py" --bench-exe "$dist/tritium-bench" >"$out/compare.log" 2>&1; cmp_rc=$?
+  tail -8 "$out/compare.log"
+  printf '\n== train-mnist --backend cpu (1 epoch, 16 CPU cores)\n'
+  "$dist/train-mnist" --epochs 1 --data "$root/.carry/fashion-mnist" 2>/dev/null | tail -3
+  printf '\n%-28s %s\n' "check" "result"
+  printf '%-28s %s\n' "all suites, both backends" "$([ $tests_rc = 0 ] && echo pass || echo FAIL)"
+  printf '%-28s %s\n' "tutorial 01 --backend cuda" "$([ $vec_rc = 0 ] && echo pass || echo FAIL)"
+  printf '%-28s %s\n' "comparison harness" "$([ $cmp_rc = 0 ] && echo ran || echo FAIL)"
+  [ $tests_rc = 0 ] && [ $vec_rc = 0 ]
+  exit
+fi
 
 cpu_backend=ON
 [ -d /usr/lib/llvm-19/lib/cmake/llvm ] || cpu_backend=OFF

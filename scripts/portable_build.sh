@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds Tritium with LLVM linked statically (so the CPU backend runs on a machine without LLVM,
+# such as the GPU machine) and Boost.Test header-only, then packs the library and the programs,
+# stripped, into .carry/portable.tar.xz for the device tool's `carry`.
+#   scripts/portable_build.sh            then, on the GPU machine: scripts/gpu_check.sh --portable
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$root/build-portable"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRITIUM_STATIC_LLVM=ON \
+  -DTRITIUM_BOOST_TEST_HEADER_ONLY=ON >/dev/null
+cmake --build "$build" -j "${TRITIUM_BUILD_JOBS:-2}"
+stage="$(mktemp -d)"
+cp "$build/libtritium.so" "$build/tests/tritium-tests" "$build/tutorials/01-vector-add" \
+   "$build/bench/tritium-bench" "$build/tools/train-mnist" "$stage/"
+strip --strip-unneeded "$stage"/*
+mkdir -p "$root/.carry"
+grep -qx '/.carry/' "$root/.git/info/exclude" 2>/dev/null || echo '/.carry/' >>"$root/.git/info/exclude"
+tar -C "$stage" -cJf "$root/.carry/portable.tar.xz" .
+rm -rf "$stage"
+ls -la "$root/.carry/portable.tar.xz"
