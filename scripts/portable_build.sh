@@ -14,7 +14,6 @@ cp "$build/libtritium.so" "$build/tests/tritium-tests" "$build/tutorials/01-vect
    "$build/bench/tritium-bench" "$build/tools/train-mnist" "$stage/"
 strip --strip-unneeded "$stage"/*
 mkdir -p "$root/.carry"
-grep -qx '/.carry/' "$root/.git/info/exclude" 2>/dev/null || echo '/.carry/' >>"$root/.git/info/exclude"
 tar -C "$stage" -cJf "$root/.carry/portable.tar.xz" .
 rm -rf "$stage"
 ls -la "$root/.carry/portable.tar.xz"
