@@ -23,6 +23,25 @@ void Module::check_new_name(const std::string& name, const char* what) const {
     if (n == name) fail("{}::{}: \"{}\" is already a child module", type_name(), what, name);
 }
 
+Module& Module::to(Device device) {
+  for (auto& [name, p] : parameters_) {
+    if (p.device() == device) continue;
+    bool requires_grad = p.requires_grad();
+    Tensor moved = p.detach().to(device);
+    if (requires_grad) moved.requires_grad_(true);
+    p = moved;
+  }
+  for (auto& [name, child] : children_) child->to(device);
+  parameters_moved();
+  return *this;
+}
+
+Tensor Module::parameter(const std::string& name) const {
+  for (const auto& [n, p] : parameters_)
+    if (n == name) return p;
+  fail("{}: no parameter named \"{}\"", type_name(), name);
+}
+
 Tensor Module::register_parameter(const std::string& name, Tensor tensor) {
   check_new_name(name, "register_parameter");
   if (!tensor.defined()) fail("{}::register_parameter: \"{}\" is an undefined tensor", type_name(), name);
@@ -88,6 +107,11 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen) : in_fea
     ops::uniform_(b, -bound, bound, gen);
     bias = register_parameter("bias", b);
   }
+}
+
+void Linear::parameters_moved() {
+  weight = parameter("weight");
+  if (bias.defined()) bias = parameter("bias");
 }
 
 Tensor Linear::forward(const Tensor& x) {

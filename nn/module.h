@@ -56,7 +56,17 @@ class Module {
   // Drops the accumulated .grad of every parameter.
   void zero_grad();
 
+  // Moves every parameter (and those of the descendants) to `device`: each becomes a new leaf
+  // there with the same requires_grad. Build optimisers after moving: they hold the tensors.
+  Module& to(Device device);
+
  protected:
+  // The registered parameter `name` of this module (after to(), the moved tensor).
+  Tensor parameter(const std::string& name) const;
+  // Called by to() once this module's parameters moved: subclasses holding parameter handles
+  // refresh them here.
+  virtual void parameters_moved() {}
+
   // Registers a parameter and returns it; the tensor is made a leaf that requires grad.
   // Errors: an empty or dotted name, a name already used, an undefined tensor.
   Tensor register_parameter(const std::string& name, Tensor tensor);
@@ -88,6 +98,7 @@ class Linear : public Module {
 
  protected:
   std::string type_name() const override { return "Linear"; }
+  void parameters_moved() override;
 };
 
 class ReLU : public Module {

@@ -37,12 +37,11 @@ Kernel& dropout_kernel() {
   return k;
 }
 
-Tensor apply(const char* op, const Tensor& x_in, const DropoutState& s) {
+Tensor apply(const Tensor& x_in, const DropoutState& s) {
   Tensor x = contiguous(x_in);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   const int64_t n = x.numel();
   if (n == 0) return out;
-  if (!x.device().is_cpu()) fail("{}: device {} is not supported by the op library yet", op, x.device().str());
   double t = std::round(s.p * 4294967296.0);
   uint32_t threshold = t >= 4294967295.0 ? 4294967295u : static_cast<uint32_t>(t);
   double scale = 1.0 / (1.0 - s.p);  // p < 1 here
@@ -67,7 +66,7 @@ Tensor dropout(const Tensor& x, double p, Generator& gen, DropoutState* state) {
   if (state) *state = s;
   if (p == 0) return clone(x);
   if (p == 1) return zeros(x.shape(), x.dtype(), x.device());
-  return apply("dropout", x, s);
+  return apply(x, s);
 }
 
 Tensor dropout_backward(const Tensor& grad, const DropoutState& state) {
@@ -75,7 +74,7 @@ Tensor dropout_backward(const Tensor& grad, const DropoutState& state) {
   if (!(state.p >= 0 && state.p <= 1)) fail("dropout_backward: probability has to be between 0 and 1, but got {}", state.p);
   if (state.p == 0) return clone(grad);
   if (state.p == 1) return zeros(grad.shape(), grad.dtype(), grad.device());
-  return apply("dropout_backward", grad, state);
+  return apply(grad, state);
 }
 
 }  // namespace tritium::ops

@@ -112,7 +112,6 @@ struct Prepared {
 
 Prepared prepare(const char* op, const Tensor& logits, const Tensor& targets) {
   detail::check_tensors(op, {&logits, &targets});
-  if (!logits.device().is_cpu()) fail("{}: device {} is not supported by the op library yet", op, logits.device().str());
   if (logits.dim() != 2)
     fail("{}: logits must be 2-D [N, C], got shape {}", op, shape_str(logits.shape()));
   if (targets.dim() != 1 || targets.size(0) != logits.size(0))

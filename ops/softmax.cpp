@@ -128,7 +128,6 @@ Tensor run(const char* op, Mode mode, const Tensor& a_in, const Tensor* b_in, in
   std::vector<const Tensor*> ts{&a_in};
   if (b_in) ts.push_back(b_in);
   detail::check_tensors(op, ts);
-  if (!a_in.device().is_cpu()) fail("{}: device {} is not supported by the op library yet", op, a_in.device().str());
   if (b_in && b_in->shape() != a_in.shape())
     fail("{}: grad shape {} differs from output shape {}", op, shape_str(a_in.shape()), shape_str(b_in->shape()));
   DType dt = a_in.dtype();
