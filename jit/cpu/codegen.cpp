@@ -9,6 +9,8 @@
 // other becomes a gather/scatter.
 #include "jit/cpu/codegen.h"
 
+#include "jit/passes/block_plan.h"
+
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -40,8 +42,6 @@ struct VIdx {
 };
 using Index = std::vector<VIdx>;
 
-bool is_side_effect(const ir::Op* op) { return ir::has_side_effects(op->kind); }
-
 bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
 
 class Codegen {
@@ -50,7 +50,7 @@ class Codegen {
       : f_(f), axis_(axis), ctx_(ctx), b_(ctx), module_(std::make_unique<llvm::Module>("tritium_" + f.name, ctx)) {}
 
   std::unique_ptr<llvm::Module> run() {
-    plan();
+    plan_ = plan_blocks(f_);
     emit_entry();
     std::string err;
     llvm::raw_string_ostream os(err);
@@ -71,117 +71,10 @@ class Codegen {
 
   std::unordered_map<const ir::Value*, Value*> scalars_;   // scalar SSA values
   std::unordered_map<const ir::Value*, Value*> buffers_;   // materialised block values
-  std::unordered_map<const ir::Value*, bool> materialize_;
-  std::unordered_map<const ir::Value*, std::vector<ir::Op*>> users_;
-  std::unordered_map<const ir::Value*, int> cheap_size_;   // memo: tree size if cheap, -1 if not
+  BlockPlan plan_;  // which block values get a buffer
   Value* pid_[3] = {};
   Value* nprog_[3] = {};
   Value* launch_ = nullptr;
-
-  // ---- planning: which block values get a buffer ------------------------------------------
-
-  void plan() {
-    f_.walk([&](ir::Op* op) {
-      for (ir::Value* o : op->operands) users_[o].push_back(op);
-    });
-    f_.walk([&](ir::Op* op) {
-      for (ir::Value* r : op->results)
-        if (r->type.is_block()) materialize_[r] = decide(op, r);
-      if (op->kind == OpKind::Dot)  // dot reads its operands M*N*K times
-        for (int i = 0; i < 2; ++i)
-          if (ir::Value* v = op->operands[i]; v->def && v->type.is_block()) materialize_[v] = true;
-    });
-  }
-
-  bool used_elsewhere(const ir::Value* v, const ir::Block* home) {
-    for (ir::Op* u : users_[v])
-      if (u->parent != home) return true;
-    return false;
-  }
-
-  bool decide(ir::Op* op, ir::Value* r) {
-    switch (op->kind) {
-      case OpKind::Reduce: case OpKind::Scan: case OpKind::Dot: case OpKind::For: case OpKind::If:
-        return true;
-      default: break;
-    }
-    if (is_atomic(op->kind)) return true;
-    auto& us = users_[r];
-    if (op->kind == OpKind::Load) {
-      if (us.size() != 1 || used_elsewhere(r, op->parent)) return true;
-      return load_hazard(op);
-    }
-    if (us.size() > 1 || used_elsewhere(r, op->parent)) return cheap(r) < 0;
-    return false;
-  }
-
-  // An inline load is evaluated where its single chain of users ends; a side effect between the
-  // two (a store to the same memory, maybe) forces the load to happen at its own place.
-  bool load_hazard(ir::Op* load) {
-    const ir::Block* block = load->parent;
-    ir::Value* v = load->result();
-    ir::Op* root = nullptr;
-    while (true) {
-      auto& us = users_[v];
-      if (us.size() != 1) return true;
-      ir::Op* u = us[0];
-      if (u->parent != block) return true;
-      bool chains = (ir::is_elementwise(u->kind) || u->kind == OpKind::Broadcast || u->kind == OpKind::ExpandDims ||
-                     u->kind == OpKind::Permute || u->kind == OpKind::Reshape || u->kind == OpKind::MultipleOf ||
-                     u->kind == OpKind::MaxContiguous) &&
-                    u->results.size() == 1 && u->result()->type.is_block();
-      if (!chains) {
-        root = u;
-        break;
-      }
-      v = u->result();
-      if (users_[v].size() != 1) {  // materialised here (it holds a load, so it is not cheap)
-        root = u;
-        break;
-      }
-    }
-    if (root->kind == OpKind::Dot) return true;
-    bool between = false;
-    for (ir::Op* op : block->ops) {
-      if (op == load) between = true;
-      else if (op == root) return false;
-      else if (between && (is_side_effect(op) || op->kind == OpKind::For || op->kind == OpKind::If)) return true;
-    }
-    return true;
-  }
-
-  // Tree size of a value cheap enough to recompute at every use, or -1.
-  int cheap(const ir::Value* v) {
-    if (v->type.is_scalar() || v->is_block_arg()) return 0;
-    if (auto it = materialize_.find(v); it != materialize_.end() && it->second) return 0;
-    if (auto it = cheap_size_.find(v); it != cheap_size_.end()) return it->second;
-    const ir::Op* op = v->def;
-    int size = -1;
-    switch (op->kind) {
-      case OpKind::Constant: case OpKind::Arange: case OpKind::Splat: size = 1; break;
-      case OpKind::Broadcast: case OpKind::ExpandDims: case OpKind::Permute: case OpKind::Reshape:
-      case OpKind::MultipleOf: case OpKind::MaxContiguous: case OpKind::Add: case OpKind::Sub: case OpKind::Mul:
-      case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr:
-      case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
-      case OpKind::CmpGe: case OpKind::Select: case OpKind::AddPtr: case OpKind::Cast: case OpKind::Bitcast:
-      case OpKind::Min: case OpKind::Max: case OpKind::Neg: case OpKind::Not: {
-        size = 1;
-        for (ir::Value* o : op->operands) {
-          int s = cheap(o);
-          if (s < 0) {
-            size = -1;
-            break;
-          }
-          size += s;
-        }
-        if (size > 24) size = -1;
-        break;
-      }
-      default: size = -1;
-    }
-    cheap_size_[v] = size;
-    return size;
-  }
 
   // ---- types ------------------------------------------------------------------------------
 
@@ -888,7 +781,7 @@ class Codegen {
       scalars_[op->result()] = old;
       return;
     }
-    Value* out = users_[op->result()].empty() ? nullptr : alloc_buffer(op->result()->type);
+    Value* out = plan_.users(op->result()).empty() ? nullptr : alloc_buffer(op->result()->type);
     if (out) buffers_[op->result()] = out;
     int w = lanes_for(p->type.shape);
     loop_nest(p->type.shape, w, [&](const Index& idx) {
@@ -1289,7 +1182,7 @@ class Codegen {
     if (is_atomic(op->kind)) return emit_atomic(op);
     const ir::Value* r = op->result();
     if (r->type.is_block()) {
-      if (materialize_.at(r)) {
+      if (plan_.materialized(r)) {
         Value* buf = alloc_buffer(r->type);
         int w = lanes_for(r->type.shape);
         loop_nest(r->type.shape, w, [&](const Index& idx) { write_buffer(buf, r->type, idx, w, eval_op(op, idx, w)); });

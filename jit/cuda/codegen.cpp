@@ -12,6 +12,8 @@
 // separates a loop that writes a buffer from its readers (and from earlier readers).
 #include "jit/cuda/codegen.h"
 
+#include "jit/passes/block_plan.h"
+
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -26,7 +28,6 @@ using ir::OpKind;
 using ir::Shape;
 using Index = std::vector<std::string>;  // one C++ int expression per dim
 
-bool is_side_effect(const ir::Op* op) { return ir::has_side_effects(op->kind); }
 bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
 bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
@@ -99,7 +100,7 @@ class Codegen {
       : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32) {}
 
   KernelSource run() {
-    plan();
+    plan_ = plan_blocks(f_);
     KernelSource ks;
     ks.entry = identifier(f_.name);
     ks.num_threads = nt_;
@@ -154,9 +155,7 @@ class Codegen {
 
   std::unordered_map<const ir::Value*, std::string> scalars_;
   std::unordered_map<const ir::Value*, std::string> buffers_;
-  std::unordered_map<const ir::Value*, bool> materialize_;
-  std::unordered_map<const ir::Value*, std::vector<ir::Op*>> users_;
-  std::unordered_map<const ir::Value*, int> cheap_size_;
+  BlockPlan plan_;  // which block values get a buffer (shared with the CPU backend)
   std::unordered_map<const ir::Op*, std::string> vec_loads_;  // inline loads moved by a vector access
 
   // ---- output -------------------------------------------------------------------------------
@@ -203,107 +202,6 @@ class Codegen {
     if (global_dirty_) line("__syncthreads();  // the global writes above are visible below");
     synced_ = true;
     global_dirty_ = false;
-  }
-
-  // ---- planning (as the CPU backend: jit/cpu/codegen.cpp) ------------------------------------
-
-  void plan() {
-    f_.walk([&](ir::Op* op) {
-      for (ir::Value* o : op->operands) users_[o].push_back(op);
-    });
-    f_.walk([&](ir::Op* op) {
-      for (ir::Value* r : op->results)
-        if (r->type.is_block()) materialize_[r] = decide(op, r);
-      if (op->kind == OpKind::Dot)
-        for (int i = 0; i < 2; ++i)
-          if (ir::Value* v = op->operands[i]; v->def && v->type.is_block()) materialize_[v] = true;
-    });
-  }
-
-  bool used_elsewhere(const ir::Value* v, const ir::Block* home) {
-    for (ir::Op* u : users_[v])
-      if (u->parent != home) return true;
-    return false;
-  }
-
-  bool decide(ir::Op* op, ir::Value* r) {
-    switch (op->kind) {
-      case OpKind::Reduce: case OpKind::Scan: case OpKind::Dot: case OpKind::For: case OpKind::If: return true;
-      default: break;
-    }
-    if (is_atomic(op->kind)) return true;
-    auto& us = users_[r];
-    if (op->kind == OpKind::Load) {
-      if (us.size() != 1 || used_elsewhere(r, op->parent)) return true;
-      return load_hazard(op);
-    }
-    if (us.size() > 1 || used_elsewhere(r, op->parent)) return cheap(r) < 0;
-    return false;
-  }
-
-  bool load_hazard(ir::Op* load) {
-    const ir::Block* block = load->parent;
-    ir::Value* v = load->result();
-    ir::Op* root = nullptr;
-    while (true) {
-      auto& us = users_[v];
-      if (us.size() != 1) return true;
-      ir::Op* u = us[0];
-      if (u->parent != block) return true;
-      bool chains = (ir::is_elementwise(u->kind) || u->kind == OpKind::Broadcast || u->kind == OpKind::ExpandDims ||
-                     u->kind == OpKind::Permute || u->kind == OpKind::Reshape || u->kind == OpKind::MultipleOf ||
-                     u->kind == OpKind::MaxContiguous) &&
-                    u->results.size() == 1 && u->result()->type.is_block();
-      if (!chains) {
-        root = u;
-        break;
-      }
-      v = u->result();
-      if (users_[v].size() != 1) {
-        root = u;
-        break;
-      }
-    }
-    if (root->kind == OpKind::Dot) return true;
-    bool between = false;
-    for (ir::Op* op : block->ops) {
-      if (op == load) between = true;
-      else if (op == root) return false;
-      else if (between && (is_side_effect(op) || op->kind == OpKind::For || op->kind == OpKind::If)) return true;
-    }
-    return true;
-  }
-
-  int cheap(const ir::Value* v) {
-    if (v->type.is_scalar() || v->is_block_arg()) return 0;
-    if (auto it = materialize_.find(v); it != materialize_.end() && it->second) return 0;
-    if (auto it = cheap_size_.find(v); it != cheap_size_.end()) return it->second;
-    const ir::Op* op = v->def;
-    int size = -1;
-    switch (op->kind) {
-      case OpKind::Constant: case OpKind::Arange: case OpKind::Splat: size = 1; break;
-      case OpKind::Broadcast: case OpKind::ExpandDims: case OpKind::Permute: case OpKind::Reshape:
-      case OpKind::MultipleOf: case OpKind::MaxContiguous: case OpKind::Add: case OpKind::Sub: case OpKind::Mul:
-      case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr:
-      case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
-      case OpKind::CmpGe: case OpKind::Select: case OpKind::AddPtr: case OpKind::Cast: case OpKind::Bitcast:
-      case OpKind::Min: case OpKind::Max: case OpKind::Neg: case OpKind::Not: {
-        size = 1;
-        for (ir::Value* o : op->operands) {
-          int s = cheap(o);
-          if (s < 0) {
-            size = -1;
-            break;
-          }
-          size += s;
-        }
-        if (size > 24) size = -1;
-        break;
-      }
-      default: size = -1;
-    }
-    cheap_size_[v] = size;
-    return size;
   }
 
   // ---- buffers ----------------------------------------------------------------------------
@@ -909,7 +807,7 @@ class Codegen {
       scalars_[op->result()] = tmp(ct, slot + "[0]");
       return;
     }
-    std::string out = users_[op->result()].empty() ? "" : alloc_buffer(op->result()->type);
+    std::string out = plan_.users(op->result()).empty() ? "" : alloc_buffer(op->result()->type);
     if (!out.empty()) buffers_[op->result()] = out;
     if (!out.empty()) sync();
     else sync_if_reading({p, op->operand(1), op->operands.back()});
@@ -1372,7 +1270,7 @@ class Codegen {
     if (is_atomic(op->kind)) return emit_atomic(op);
     const ir::Value* r = op->result();
     if (r->type.is_block()) {
-      if (materialize_.at(r)) {
+      if (plan_.materialized(r)) {
         std::string buf = alloc_buffer(r->type);
         materialize_into(r, buf, op);
         buffers_[r] = buf;
