@@ -109,22 +109,6 @@ FillScalars fill_scalars(const Scalar& value, DType dtype) {
 
 Options on(const Tensor& x) { return Options{.device = x.device()}; }
 
-// Drops size-1 dims and merges dims that are contiguous with each other.
-void collapse(const Tensor& x, Shape& sizes, Shape& strides) {
-  sizes.clear(), strides.clear();
-  for (int d = 0; d < x.dim(); ++d) {
-    int64_t s = x.shape()[d], t = x.strides()[d];
-    if (s == 1) continue;
-    if (!sizes.empty() && strides.back() == s * t) {
-      sizes.back() *= s;
-      strides.back() = t;
-    } else {
-      sizes.push_back(s);
-      strides.push_back(t);
-    }
-  }
-}
-
 void fill_impl(const Tensor& x, const FillScalars& v) {
   int64_t n = x.numel();
   if (n == 0) return;
@@ -135,7 +119,7 @@ void fill_impl(const Tensor& x, const FillScalars& v) {
       return;
     }
     Shape sizes, strides;
-    collapse(x, sizes, strides);
+    runtime::collapse_dims(x, sizes, strides);
     if (sizes.size() > 4) {  // one launch per index of the leading dim
       for (int64_t i = 0; i < x.shape()[0]; ++i) fill_impl(runtime::select_of(x, 0, i), v);
       return;

@@ -215,17 +215,7 @@ void uniform_impl(const Tensor& x, double low, double high, uint64_t seed, uint6
   int64_t n = x.numel();
   if (n == 0) return;
   Shape sizes, strides;
-  for (int d = 0; d < x.dim(); ++d) {  // drop size-1 dims, merge contiguous runs
-    int64_t s = x.shape()[d], t = x.strides()[d];
-    if (s == 1) continue;
-    if (!sizes.empty() && strides.back() == s * t) {
-      sizes.back() *= s;
-      strides.back() = t;
-    } else {
-      sizes.push_back(s);
-      strides.push_back(t);
-    }
-  }
+  runtime::collapse_dims(x, sizes, strides);
   if (sizes.size() > 4) {
     int64_t inner = n / x.shape()[0];
     for (int64_t i = 0; i < x.shape()[0]; ++i)

@@ -252,4 +252,19 @@ Tensor select_of(const Tensor& x, int dim, int64_t index) {
   return x.as_strided(std::move(shape), std::move(strides), offset);
 }
 
+void collapse_dims(const Tensor& x, Shape& sizes, Shape& strides) {
+  sizes.clear(), strides.clear();
+  for (int d = 0; d < x.dim(); ++d) {
+    int64_t s = x.shape()[d], t = x.strides()[d];
+    if (s == 1) continue;
+    if (!sizes.empty() && strides.back() == s * t) {
+      sizes.back() *= s;
+      strides.back() = t;
+    } else {
+      sizes.push_back(s);
+      strides.push_back(t);
+    }
+  }
+}
+
 }  // namespace tritium::runtime

@@ -45,4 +45,8 @@ Tensor select_of(const Tensor& x, int dim, int64_t index);  // removes dim; inde
 // does. Error: "op: dimension 3 is out of range (expected to be in range of [-2, 1])".
 int wrap_dim(int dim, int rank, const char* op);
 
+// The same elements as x, described with fewer dims: size-1 dims dropped and dims that are
+// contiguous with each other merged (outermost first). Kernels over one strided tensor use it.
+void collapse_dims(const Tensor& x, Shape& sizes, Shape& strides);
+
 }  // namespace tritium::runtime
