@@ -5,6 +5,7 @@
 // The binary the disk cache stores is a small header (what the launch needs besides the cubin:
 // block size, dynamic shared memory, scratch bytes per program, number of device_assert sites,
 // the entry name) followed by the cubin.
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -98,7 +99,8 @@ class CudaKernel : public CompiledKernel {
     cu::CUstream stream = cu::default_stream(device_);
     // Every parameter is at most 8 bytes and little-endian in its 64-bit slot: a pointer to the
     // slot is a pointer to the parameter (i32 in the low 4 bytes, f32 bits in the low half, ...).
-    std::vector<void*> params(num_params_ + 2);
+    // Kernels have at most 64 run-time parameters (dsl/kernel.cpp), plus scratch and flag here.
+    std::array<void*, 66> params;
     for (size_t i = 0; i < num_params_; ++i) params[i] = const_cast<uint64_t*>(args + i);
     cu::CUdeviceptr scratch = 0, flag = 0;
     if (header_.scratch_bytes > 0)
