@@ -147,13 +147,14 @@ FashionMNIST::FashionMNIST(const std::string& root, bool train) {
     if (labels[i] >= 10) fail("FashionMNIST: {}: label {} of sample {} is not in [0, 10)", labels_path, labels[i], i);
 
   int64_t n = images.count, features = images.rows * images.cols;
-  Tensor raw = Tensor::from_vector(images.pixels, {n, features});
-  data = Tensor::empty({n, features}, DType::f32);
+  // The data set lives in host memory whatever the default device; batches move (DataLoader).
+  Tensor raw = Tensor::from_vector(images.pixels, {n, features}, Device::cpu());
+  data = Tensor::empty({n, features}, DType::f32, Device::cpu());
   int64_t total = n * features;
   constexpr int kBlock = 4096;
   normalize_kernel[tritium::Grid(std::max<int64_t>(1, tritium::cdiv(total, kBlock)))](
       raw, data, total, static_cast<float>(kMean), static_cast<float>(kStd), kBlock);
-  targets = Tensor::from_vector(std::vector<int64_t>(labels.begin(), labels.end()));
+  targets = Tensor::from_vector(std::vector<int64_t>(labels.begin(), labels.end()), {n}, Device::cpu());
 }
 
 const char* FashionMNIST::class_name(int64_t label) {

@@ -39,12 +39,12 @@ Tensor contiguous(const Tensor& x);                 // x itself if already conti
 Tensor clone(const Tensor& x);                      // always a new contiguous tensor
 void copy_(Tensor& dst, const Tensor& src);         // broadcasting src into dst (any strides)
 Tensor to_dtype(const Tensor& x, DType dtype);      // value conversion
-Tensor full(const Shape& shape, Scalar value, DType dtype, Device device = Device::cpu());
-Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-Tensor ones(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+Tensor full(const Shape& shape, Scalar value, DType dtype, Device device = default_device());
+Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = default_device());
+Tensor ones(const Shape& shape, DType dtype = DType::f32, Device device = default_device());
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
-Tensor arange(int64_t start, int64_t end, int64_t step = 1, DType dtype = DType::i64, Device device = Device::cpu());
+Tensor arange(int64_t start, int64_t end, int64_t step = 1, DType dtype = DType::i64, Device device = default_device());
 void fill_(Tensor& x, Scalar value);
 
 // ---- random (Philox-4x32-10; the same seed gives the same numbers on every backend) ---------
@@ -61,9 +61,9 @@ class Generator {
   uint64_t offset_ = 0;
 };
 Generator& default_generator();
-Tensor rand(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::f32, Device device = Device::cpu());   // U[0, 1)
-Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::f32, Device device = Device::cpu());  // N(0, 1)
-Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::i64, Device device = Device::cpu());
+Tensor rand(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::f32, Device device = default_device());   // U[0, 1)
+Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::f32, Device device = default_device());  // N(0, 1)
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::i64, Device device = default_device());
 void uniform_(Tensor& x, double low, double high, Generator& gen = default_generator());
 
 // ---- elementwise ---------------------------------------------------------------------------

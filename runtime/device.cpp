@@ -36,6 +36,13 @@ Device Device::parse(std::string_view text) {
   return {kind, index};
 }
 
+namespace {
+thread_local Device t_default_device = Device::cpu();
+}  // namespace
+
+Device default_device() { return t_default_device; }
+void set_default_device(Device device) { t_default_device = device; }
+
 bool device_available(Device device) { return device_unavailable_reason(device).empty(); }
 
 std::string memory_unavailable_reason(Device device) {

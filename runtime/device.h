@@ -22,6 +22,24 @@ struct Device {
   static Device parse(std::string_view text);
 };
 
+// The device that tensor factories (empty, zeros, from_vector, rand, ...) use when the caller
+// names none, like PyTorch's torch.set_default_device. Per thread (a data-loading thread keeps
+// cpu), cpu until set. set_default_device does not check availability: creating a tensor does.
+Device default_device();
+void set_default_device(Device device);
+
+// Makes `device` the default for a scope, restoring the previous default on exit.
+class DefaultDeviceGuard {
+ public:
+  explicit DefaultDeviceGuard(Device device) : previous_(default_device()) { set_default_device(device); }
+  ~DefaultDeviceGuard() { set_default_device(previous_); }
+  DefaultDeviceGuard(const DefaultDeviceGuard&) = delete;
+  DefaultDeviceGuard& operator=(const DefaultDeviceGuard&) = delete;
+
+ private:
+  Device previous_;
+};
+
 // Whether kernels can run on device (cpu: the LLVM backend was built; cuda:N: driver and device).
 bool device_available(Device device);
 // Whether memory (tensors, buffers) can live on device. Host memory always can, even in a build
@@ -34,5 +52,8 @@ std::string device_unavailable_reason(Device device);
 }  // namespace tritium::runtime
 
 namespace tritium {
+using runtime::default_device;
+using runtime::DefaultDeviceGuard;
 using runtime::Device;
+using runtime::set_default_device;
 }  // namespace tritium

@@ -46,23 +46,25 @@ class Tensor {
 
   // Uninitialised contiguous tensor. Errors: negative sizes, invalid or pointer dtype, an
   // unavailable device.
-  static Tensor empty(Shape shape, DType dtype, Device device = Device::cpu());
-  static Tensor zeros(Shape shape, DType dtype, Device device = Device::cpu());
+  // `device` defaults to default_device() (cpu unless set), evaluated at each call.
+  static Tensor empty(Shape shape, DType dtype, Device device = default_device());
+  static Tensor zeros(Shape shape, DType dtype, Device device = default_device());
   // A 1-D tensor holding values.
   template <class T>
   static Tensor from_vector(const std::vector<T>& values) {
     return from_vector(values, Shape{static_cast<int64_t>(values.size())});
   }
-  // values in row-major order; the shape's element count must equal values.size().
+  // values in row-major order; the shape's element count must equal values.size(). Filled on the
+  // host, then copied to `device`.
   template <class T>
-  static Tensor from_vector(const std::vector<T>& values, Shape shape) {
-    Tensor t = empty(std::move(shape), dtype_of<T>());
+  static Tensor from_vector(const std::vector<T>& values, Shape shape, Device device = default_device()) {
+    Tensor t = empty(std::move(shape), dtype_of<T>(), Device::cpu());
     if (static_cast<int64_t>(values.size()) != t.numel())
       fail("Tensor::from_vector: {} values do not fill shape {} ({} elements)", values.size(),
            shape_str(t.shape_), t.numel());
     T* out = static_cast<T*>(t.raw_data());
     for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];  // element-wise: vector<bool> is packed
-    return t;
+    return device.is_cpu() ? t : t.to(device);
   }
 
   // A view of the same storage; offset in elements from the buffer start. Throws if any
