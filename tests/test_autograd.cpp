@@ -1,6 +1,7 @@
 // Autograd mechanics: .grad accumulation, tensors used twice, no_grad, detach, retain_graph, the
 // errors (backward twice, non-scalar root, requires_grad_ on an integer tensor or a non-leaf), and
-// the graph's saved tensors being freed by backward.
+// the graph's saved tensors being freed by backward. Every test runs on every backend
+// (tt::for_each_backend: the tensors it creates live on that backend's device).
 #include "test_support.h"
 
 #include "nn/autograd.h"
@@ -34,237 +35,279 @@ std::vector<double> map(const std::vector<double>& v, double (*f)(double)) {
 BOOST_AUTO_TEST_SUITE(test_autograd)
 
 BOOST_AUTO_TEST_CASE(leaf_state) {
-  Tensor x = leaf({3}, 1);
-  BOOST_TEST(x.requires_grad());
-  BOOST_TEST(x.is_leaf());
-  BOOST_TEST(!x.grad().defined());
-  Tensor y = tritium::mul(x, x);
-  BOOST_TEST(y.requires_grad());
-  BOOST_TEST(!y.is_leaf());
-  BOOST_TEST(y.autograd()->grad_fn->name() == "MulBackward");
-  Tensor c = tritium::ops::ones({3}, DType::f64);
-  BOOST_TEST(!c.requires_grad());
-  BOOST_TEST(c.is_leaf());
-  BOOST_TEST(!tritium::mul(c, c).requires_grad());
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor x = leaf({3}, 1);
+    BOOST_TEST(x.requires_grad());
+    BOOST_TEST(x.is_leaf());
+    BOOST_TEST(!x.grad().defined());
+    Tensor y = tritium::mul(x, x);
+    BOOST_TEST(y.requires_grad());
+    BOOST_TEST(!y.is_leaf());
+    BOOST_TEST(y.autograd()->grad_fn->name() == "MulBackward");
+    BOOST_TEST((x.device() == be.device));
+    BOOST_TEST((y.device() == be.device));
+    Tensor c = tritium::ops::ones({3}, DType::f64);
+    BOOST_TEST(!c.requires_grad());
+    BOOST_TEST(c.is_leaf());
+    BOOST_TEST(!tritium::mul(c, c).requires_grad());
+  });
 }
 
 BOOST_AUTO_TEST_CASE(gradients_accumulate_over_two_backwards) {
-  Tensor x = leaf({5}, 2);
-  auto xv = values(x);
-  tritium::sum(tritium::mul(x, x)).backward();
-  tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * v; }), 1e-12, "first backward");
-  tritium::sum(tritium::mul(x, x)).backward();
-  tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 4 * v; }), 1e-12, "accumulated");
-  x.zero_grad();
-  BOOST_TEST(!x.grad().defined());
-  tritium::sum(x).backward();
-  tt::check_close<double>(values(x.grad()), std::vector<double>(5, 1.0), 0, "after zero_grad");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor x = leaf({5}, 2);
+    auto xv = values(x);
+    tritium::sum(tritium::mul(x, x)).backward();
+    tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * v; }), 1e-12, "first backward");
+    BOOST_TEST((x.grad().device() == be.device));
+    tritium::sum(tritium::mul(x, x)).backward();
+    tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 4 * v; }), 1e-12, "accumulated");
+    x.zero_grad();
+    BOOST_TEST(!x.grad().defined());
+    tritium::sum(x).backward();
+    tt::check_close<double>(values(x.grad()), std::vector<double>(5, 1.0), 0, "after zero_grad");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(tensor_used_twice) {
-  Tensor x = leaf({4}, 3);
-  auto xv = values(x);
-  // y = x*x + x: dy/dx = 2x + 1 (two paths into x, and two into the node x*x).
-  tritium::sum(tritium::mul(x, x) + x).backward();
-  tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * v + 1; }), 1e-12, "x*x + x");
-  x.zero_grad();
-  // A non-leaf used twice: h = exp(x); y = h * h -> dy/dx = 2 exp(2x).
-  Tensor h = tritium::exp(x);
-  tritium::sum(h * h).backward();
-  tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * std::exp(2 * v); }), 1e-12, "h*h");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor x = leaf({4}, 3);
+    auto xv = values(x);
+    // y = x*x + x: dy/dx = 2x + 1 (two paths into x, and two into the node x*x).
+    tritium::sum(tritium::mul(x, x) + x).backward();
+    tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * v + 1; }), 1e-12, "x*x + x");
+    x.zero_grad();
+    // A non-leaf used twice: h = exp(x); y = h * h -> dy/dx = 2 exp(2x).
+    Tensor h = tritium::exp(x);
+    tritium::sum(h * h).backward();
+    tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * std::exp(2 * v); }), 1e-12, "h*h");
+    BOOST_TEST((x.grad().device() == be.device));
+  });
 }
 
 BOOST_AUTO_TEST_CASE(broadcast_and_mixed_dtype_gradients) {
-  Tensor a = leaf({3, 1}, 4), b = leaf({1, 4}, 5);
-  tritium::sum(a + b).backward();
-  BOOST_TEST(a.grad().shape() == Shape({3, 1}));
-  BOOST_TEST(b.grad().shape() == Shape({1, 4}));
-  tt::check_close<double>(values(a.grad()), std::vector<double>(3, 4.0), 0, "a");
-  tt::check_close<double>(values(b.grad()), std::vector<double>(4, 3.0), 0, "b");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor a = leaf({3, 1}, 4), b = leaf({1, 4}, 5);
+    tritium::sum(a + b).backward();
+    BOOST_TEST(a.grad().shape() == Shape({3, 1}));
+    BOOST_TEST(b.grad().shape() == Shape({1, 4}));
+    tt::check_close<double>(values(a.grad()), std::vector<double>(3, 4.0), 0, "a");
+    tt::check_close<double>(values(b.grad()), std::vector<double>(4, 3.0), 0, "b");
 
-  Tensor f = Tensor::from_vector(std::vector<float>{1, 2, 3});
-  f.requires_grad_();
-  Tensor d = leaf({3}, 6);
-  tritium::sum(f * d).backward();  // f64 result: f's gradient comes back as f32
-  BOOST_TEST((f.grad().dtype() == DType::f32));
-  BOOST_TEST((d.grad().dtype() == DType::f64));
-  auto dv = values(d);
-  auto fg = f.grad().to_vector<float>();
-  for (size_t i = 0; i < 3; ++i) BOOST_TEST(fg[i] == static_cast<float>(dv[i]));
+    Tensor f = Tensor::from_vector(std::vector<float>{1, 2, 3});
+    f.requires_grad_();
+    Tensor d = leaf({3}, 6);
+    tritium::sum(f * d).backward();  // f64 result: f's gradient comes back as f32
+    BOOST_TEST((f.grad().dtype() == DType::f32));
+    BOOST_TEST((d.grad().dtype() == DType::f64));
+    BOOST_TEST((f.grad().device() == be.device));
+    BOOST_TEST((a.grad().device() == be.device));
+    auto dv = values(d);
+    auto fg = f.grad().to_vector<float>();
+    for (size_t i = 0; i < 3; ++i) BOOST_TEST(fg[i] == static_cast<float>(dv[i]));
+  });
 }
 
 BOOST_AUTO_TEST_CASE(no_grad_guard_records_nothing) {
-  Tensor x = leaf({3}, 7);
-  BOOST_TEST(tritium::nn::grad_enabled());
-  {
-    tritium::nn::NoGradGuard guard;
-    BOOST_TEST(!tritium::nn::grad_enabled());
-    Tensor y = tritium::exp(x) * 2.0;
-    BOOST_TEST(!y.requires_grad());
-    BOOST_TEST(y.is_leaf());
-    Tensor v = x.view({3, 1});
-    BOOST_TEST(!v.requires_grad());
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({3}, 7);
+    BOOST_TEST(tritium::nn::grad_enabled());
     {
-      tritium::nn::NoGradGuard nested;
+      tritium::nn::NoGradGuard guard;
       BOOST_TEST(!tritium::nn::grad_enabled());
+      Tensor y = tritium::exp(x) * 2.0;
+      BOOST_TEST(!y.requires_grad());
+      BOOST_TEST(y.is_leaf());
+      Tensor v = x.view({3, 1});
+      BOOST_TEST(!v.requires_grad());
+      {
+        tritium::nn::NoGradGuard nested;
+        BOOST_TEST(!tritium::nn::grad_enabled());
+      }
+      BOOST_TEST(!tritium::nn::grad_enabled());
+      tt::check_throws([&] { y.backward(); }, {"does not require grad"}, "backward of a no_grad result");
     }
-    BOOST_TEST(!tritium::nn::grad_enabled());
-    tt::check_throws([&] { y.backward(); }, {"does not require grad"}, "backward of a no_grad result");
-  }
-  BOOST_TEST(tritium::nn::grad_enabled());
-  BOOST_TEST(tritium::exp(x).requires_grad());
+    BOOST_TEST(tritium::nn::grad_enabled());
+    BOOST_TEST(tritium::exp(x).requires_grad());
+  });
 }
 
 BOOST_AUTO_TEST_CASE(detach_shares_storage_without_history) {
-  Tensor x = leaf({4}, 8);
-  Tensor h = tritium::exp(x);
-  Tensor d = h.detach();
-  BOOST_TEST(!d.requires_grad());
-  BOOST_TEST(d.is_leaf());
-  BOOST_TEST(d.storage() == h.storage());
-  BOOST_TEST(h.requires_grad());  // the original keeps its history
-  // Gradient flows through x only, not through the detached factor: d(sum(d * x))/dx = d.
-  tritium::sum(d * x).backward();
-  tt::check_close<double>(values(x.grad()), values(d), 0, "detached factor is a constant");
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({4}, 8);
+    Tensor h = tritium::exp(x);
+    Tensor d = h.detach();
+    BOOST_TEST(!d.requires_grad());
+    BOOST_TEST(d.is_leaf());
+    BOOST_TEST(d.storage() == h.storage());
+    BOOST_TEST(h.requires_grad());  // the original keeps its history
+    // Gradient flows through x only, not through the detached factor: d(sum(d * x))/dx = d.
+    tritium::sum(d * x).backward();
+    tt::check_close<double>(values(x.grad()), values(d), 0, "detached factor is a constant");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(retain_graph_allows_a_second_backward) {
-  Tensor x = leaf({3}, 9);
-  auto xv = values(x);
-  Tensor y = tritium::sum(tritium::exp(x));
-  y.backward(tritium::ops::ones(Shape{}, DType::f64), /*retain_graph=*/true);
-  tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return std::exp(v); }), 1e-12, "first");
-  y.backward();  // the graph was retained: works, and accumulates
-  tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * std::exp(v); }), 1e-12, "second");
-  // That one did not retain it.
-  tt::check_throws([&] { y.backward(); }, {"backward through the graph a second time", "retain_graph=true"},
-                   "third backward");
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({3}, 9);
+    auto xv = values(x);
+    Tensor y = tritium::sum(tritium::exp(x));
+    y.backward(tritium::ops::ones(Shape{}, DType::f64), /*retain_graph=*/true);
+    tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return std::exp(v); }), 1e-12, "first");
+    y.backward();  // the graph was retained: works, and accumulates
+    tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * std::exp(v); }), 1e-12, "second");
+    // That one did not retain it.
+    tt::check_throws([&] { y.backward(); }, {"backward through the graph a second time", "retain_graph=true"},
+                     "third backward");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(backward_twice_without_retain_graph_fails) {
-  Tensor x = leaf({3}, 10);
-  Tensor y = tritium::sum(tritium::tanh(x) * x);
-  y.backward();
-  auto first = values(x.grad());
-  tt::check_throws([&] { y.backward(); },
-                   {"Trying to backward through the graph a second time",
-                    "(or directly access saved tensors after they have already been freed)", "retain_graph=true"},
-                   "second backward");
-  tt::check_close<double>(values(x.grad()), first, 0, "grad unchanged by the failed backward");
-  // A new graph from the same leaf is fine.
-  tritium::sum(tritium::tanh(x) * x).backward();
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({3}, 10);
+    Tensor y = tritium::sum(tritium::tanh(x) * x);
+    y.backward();
+    auto first = values(x.grad());
+    tt::check_throws([&] { y.backward(); },
+                     {"Trying to backward through the graph a second time",
+                      "(or directly access saved tensors after they have already been freed)", "retain_graph=true"},
+                     "second backward");
+    tt::check_close<double>(values(x.grad()), first, 0, "grad unchanged by the failed backward");
+    // A new graph from the same leaf is fine.
+    tritium::sum(tritium::tanh(x) * x).backward();
+  });
 }
 
 BOOST_AUTO_TEST_CASE(backward_errors) {
-  Tensor x = leaf({2, 3}, 11);
-  Tensor y = x * x;
-  tt::check_throws([&] { y.backward(); }, {"grad can be implicitly created only for scalar outputs", "[2, 3]"},
-                   "non-scalar root");
-  tt::check_throws([&] { y.backward(tritium::ops::ones({3, 2}, DType::f64)); }, {"gradient has shape [3, 2]", "[2, 3]"},
-                   "gradient of the wrong shape");
-  Tensor c = tritium::ops::ones({1}, DType::f64);
-  tt::check_throws([&] { c.backward(); }, {"does not require grad"}, "tensor without grad");
-  // With an explicit gradient a non-scalar root works.
-  y.backward(tritium::ops::ones({2, 3}, DType::f64));
-  auto xv = values(x);
-  tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * v; }), 1e-12, "explicit gradient");
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({2, 3}, 11);
+    Tensor y = x * x;
+    tt::check_throws([&] { y.backward(); }, {"grad can be implicitly created only for scalar outputs", "[2, 3]"},
+                     "non-scalar root");
+    tt::check_throws([&] { y.backward(tritium::ops::ones({3, 2}, DType::f64)); },
+                     {"gradient has shape [3, 2]", "[2, 3]"}, "gradient of the wrong shape");
+    Tensor c = tritium::ops::ones({1}, DType::f64);
+    tt::check_throws([&] { c.backward(); }, {"does not require grad"}, "tensor without grad");
+    // With an explicit gradient a non-scalar root works.
+    y.backward(tritium::ops::ones({2, 3}, DType::f64));
+    auto xv = values(x);
+    tt::check_close<double>(values(x.grad()), map(xv, [](double v) { return 2 * v; }), 1e-12, "explicit gradient");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(requires_grad_errors) {
-  Tensor i = Tensor::from_vector(std::vector<int64_t>{1, 2, 3});
-  tt::check_throws([&] { i.requires_grad_(); }, {"requires_grad_", "floating point", "i64"}, "integer tensor");
-  BOOST_TEST(!i.requires_grad());
-  i.requires_grad_(false);  // switching it off is always fine
-  Tensor x = leaf({3}, 12);
-  Tensor y = tritium::exp(x);
-  tt::check_throws([&] { y.requires_grad_(); }, {"only leaf tensors", "ExpBackward"}, "non-leaf");
-  x.requires_grad_(false);
-  BOOST_TEST(!x.requires_grad());
-  BOOST_TEST(!tritium::exp(x).requires_grad());
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor i = Tensor::from_vector(std::vector<int64_t>{1, 2, 3});
+    tt::check_throws([&] { i.requires_grad_(); }, {"requires_grad_", "floating point", "i64"}, "integer tensor");
+    BOOST_TEST(!i.requires_grad());
+    i.requires_grad_(false);  // switching it off is always fine
+    Tensor x = leaf({3}, 12);
+    Tensor y = tritium::exp(x);
+    tt::check_throws([&] { y.requires_grad_(); }, {"only leaf tensors", "ExpBackward"}, "non-leaf");
+    x.requires_grad_(false);
+    BOOST_TEST(!x.requires_grad());
+    BOOST_TEST(!tritium::exp(x).requires_grad());
+  });
 }
 
 BOOST_AUTO_TEST_CASE(leaf_root_and_leaf_grad_is_owned) {
-  Tensor x = leaf({2, 3}, 13);
-  Tensor g = tritium::ops::ones({2, 3}, DType::f64);
-  x.backward(g);
-  x.backward(g);
-  tt::check_close<double>(values(x.grad()), std::vector<double>(6, 2.0), 0, "leaf root accumulates");
-  BOOST_TEST(x.grad().storage() != g.storage());
-  // A gradient arriving through a transpose is stored contiguous.
-  Tensor w = leaf({3, 4}, 14);
-  Tensor s = Tensor::from_vector(tt::random_vector<double>(12, 15), {4, 3});
-  tritium::sum(w.t() * s).backward();
-  BOOST_TEST(w.grad().is_contiguous());
-  BOOST_TEST(w.grad().shape() == Shape({3, 4}));
-  tt::check_close<double>(values(w.grad()), values(s.t().contiguous()), 0, "w.grad = s^T");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor x = leaf({2, 3}, 13);
+    Tensor g = tritium::ops::ones({2, 3}, DType::f64);
+    x.backward(g);
+    x.backward(g);
+    tt::check_close<double>(values(x.grad()), std::vector<double>(6, 2.0), 0, "leaf root accumulates");
+    BOOST_TEST(x.grad().storage() != g.storage());
+    // A gradient arriving through a transpose is stored contiguous.
+    Tensor w = leaf({3, 4}, 14);
+    Tensor s = Tensor::from_vector(tt::random_vector<double>(12, 15), {4, 3});
+    tritium::sum(w.t() * s).backward();
+    BOOST_TEST(w.grad().is_contiguous());
+    BOOST_TEST(w.grad().shape() == Shape({3, 4}));
+    tt::check_close<double>(values(w.grad()), values(s.t().contiguous()), 0, "w.grad = s^T");
+    BOOST_TEST((w.grad().device() == be.device));
+  });
 }
 
 BOOST_AUTO_TEST_CASE(graph_freed_after_backward) {
-  const int64_t n = 1 << 20;  // 8 MiB of f64
-  Tensor big = Tensor::from_vector(tt::random_vector<double>(n, 16), {n});
-  Tensor w = leaf({n}, 17);
-  BOOST_TEST(big.storage().use_count() == 1);
-  Tensor y = tritium::sum(big * w);  // MulBackward saves `big` for w's gradient
-  BOOST_TEST(big.storage().use_count() == 2);
-  y.backward();
-  BOOST_TEST(big.storage().use_count() == 1);  // released by the backward
-  // With retain_graph the saved tensor stays until the graph is dropped.
-  w.zero_grad();
-  Tensor y2 = tritium::sum(big * w);
-  y2.backward(Tensor(), /*retain_graph=*/true);
-  BOOST_TEST(big.storage().use_count() == 2);
-  y2 = Tensor();
-  BOOST_TEST(big.storage().use_count() == 1);
-  // A node never keeps its own output alive (saved outputs are detached: no reference cycle).
-  Tensor h = tritium::exp(w);
-  std::weak_ptr<tritium::nn::AutogradMeta> meta = h.autograd();
-  std::weak_ptr<tritium::runtime::Buffer> storage = h.storage();
-  h = Tensor();
-  BOOST_TEST(meta.expired());
-  BOOST_TEST(storage.expired());
+  tt::for_each_backend([&](const tt::Backend&) {
+    const int64_t n = 1 << 20;  // 8 MiB of f64
+    Tensor big = Tensor::from_vector(tt::random_vector<double>(n, 16), {n});
+    Tensor w = leaf({n}, 17);
+    BOOST_TEST(big.storage().use_count() == 1);
+    Tensor y = tritium::sum(big * w);  // MulBackward saves `big` for w's gradient
+    BOOST_TEST(big.storage().use_count() == 2);
+    y.backward();
+    BOOST_TEST(big.storage().use_count() == 1);  // released by the backward
+    // With retain_graph the saved tensor stays until the graph is dropped.
+    w.zero_grad();
+    Tensor y2 = tritium::sum(big * w);
+    y2.backward(Tensor(), /*retain_graph=*/true);
+    BOOST_TEST(big.storage().use_count() == 2);
+    y2 = Tensor();
+    BOOST_TEST(big.storage().use_count() == 1);
+    // A node never keeps its own output alive (saved outputs are detached: no reference cycle).
+    Tensor h = tritium::exp(w);
+    std::weak_ptr<tritium::nn::AutogradMeta> meta = h.autograd();
+    std::weak_ptr<tritium::runtime::Buffer> storage = h.storage();
+    h = Tensor();
+    BOOST_TEST(meta.expired());
+    BOOST_TEST(storage.expired());
+  });
 }
 
 BOOST_AUTO_TEST_CASE(dropout_eval_returns_input) {
-  Tensor x = leaf({8}, 18);
-  Tensor y = tritium::dropout(x, 0.5, /*training=*/false);
-  BOOST_TEST(y.storage() == x.storage());
-  tritium::Generator gen(5);
-  Tensor z = tritium::dropout(x, 0.5, true, gen);
-  BOOST_TEST(z.requires_grad());
-  tritium::sum(z).backward();
-  // The gradient is the mask scaled by 1/(1-p): exactly where z is non-zero.
-  auto zv = values(z), gv = values(x.grad());
-  for (size_t i = 0; i < zv.size(); ++i) BOOST_TEST(gv[i] == (zv[i] != 0 ? 2.0 : 0.0));
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor x = leaf({8}, 18);
+    Tensor y = tritium::dropout(x, 0.5, /*training=*/false);
+    BOOST_TEST(y.storage() == x.storage());
+    tritium::Generator gen(5);
+    Tensor z = tritium::dropout(x, 0.5, true, gen);
+    BOOST_TEST(z.requires_grad());
+    tritium::sum(z).backward();
+    // The gradient is the mask scaled by 1/(1-p): exactly where z is non-zero.
+    auto zv = values(z), gv = values(x.grad());
+    for (size_t i = 0; i < zv.size(); ++i) BOOST_TEST(gv[i] == (zv[i] != 0 ? 2.0 : 0.0));
+    BOOST_TEST((z.device() == be.device));
+    BOOST_TEST((x.grad().device() == be.device));
+  });
 }
 
 BOOST_AUTO_TEST_CASE(views_share_storage_and_track_grad) {
-  Tensor x = leaf({2, 3}, 19);
-  Tensor v = x.view({3, 2});
-  BOOST_TEST(v.storage() == x.storage());
-  BOOST_TEST(v.requires_grad());
-  BOOST_TEST(!v.is_leaf());
-  BOOST_TEST(v.autograd() != x.autograd());
-  BOOST_TEST(x.is_leaf());
-  tt::check_throws([&] { x.t().view({6}); }, {"view size is not compatible", "reshape"}, "view of a transpose");
-  Tensor r = x.t().reshape({6});  // a copy
-  BOOST_TEST(r.storage() != x.storage());
-  Tensor c = x.contiguous();
-  BOOST_TEST(c.storage() == x.storage());
-  BOOST_TEST(c.is_leaf());  // the same tensor
-  Tensor f = x.to(DType::f32);
-  BOOST_TEST(f.requires_grad());
-  BOOST_TEST(!x.to(DType::i32).requires_grad());
-  BOOST_TEST(x.to(tritium::runtime::Device::cpu()).storage() == x.storage());
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor x = leaf({2, 3}, 19);
+    Tensor v = x.view({3, 2});
+    BOOST_TEST(v.storage() == x.storage());
+    BOOST_TEST(v.requires_grad());
+    BOOST_TEST(!v.is_leaf());
+    BOOST_TEST(v.autograd() != x.autograd());
+    BOOST_TEST(x.is_leaf());
+    tt::check_throws([&] { x.t().view({6}); }, {"view size is not compatible", "reshape"}, "view of a transpose");
+    Tensor r = x.t().reshape({6});  // a copy
+    BOOST_TEST(r.storage() != x.storage());
+    BOOST_TEST((r.device() == be.device));
+    Tensor c = x.contiguous();
+    BOOST_TEST(c.storage() == x.storage());
+    BOOST_TEST(c.is_leaf());  // the same tensor
+    Tensor f = x.to(DType::f32);
+    BOOST_TEST(f.requires_grad());
+    BOOST_TEST((f.device() == be.device));
+    BOOST_TEST(!x.to(DType::i32).requires_grad());
+    BOOST_TEST(x.to(be.device).storage() == x.storage());  // already there: the same tensor
+  });
 }
 
 BOOST_AUTO_TEST_CASE(to_dtype_backward_converts_the_gradient) {
-  Tensor x = leaf({4}, 20);
-  Tensor y = x.to(DType::f32);
-  BOOST_TEST((y.dtype() == DType::f32));
-  Tensor g = Tensor::from_vector(std::vector<float>{0.5f, -1.25f, 2.0f, 3.0f});
-  y.backward(g);
-  BOOST_TEST((x.grad().dtype() == DType::f64));
-  tt::check_close<double>(values(x.grad()), {0.5, -1.25, 2.0, 3.0}, 0, "to(f32) backward");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor x = leaf({4}, 20);
+    Tensor y = x.to(DType::f32);
+    BOOST_TEST((y.dtype() == DType::f32));
+    Tensor g = Tensor::from_vector(std::vector<float>{0.5f, -1.25f, 2.0f, 3.0f});
+    y.backward(g);
+    BOOST_TEST((x.grad().dtype() == DType::f64));
+    BOOST_TEST((x.grad().device() == be.device));
+    tt::check_close<double>(values(x.grad()), {0.5, -1.25, 2.0, 3.0}, 0, "to(f32) backward");
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -299,6 +299,18 @@ BOOST_AUTO_TEST_CASE(large_blocks_use_the_global_scratch) {
   BOOST_TEST(ks.smem_bytes <= cuda::kSharedMemoryBudget + 4096);
 }
 
+BOOST_AUTO_TEST_CASE(bad_nvrtc_options_are_named) {
+  if (!nvrtc_or_skip()) return;
+  try {
+    cuda::compile_to_cubin("extern \"C\" __global__ void k() {}", "k", "sm_90a", {"--no-such-option"});
+    BOOST_ERROR("NVRTC accepted an unknown option");
+  } catch (const tritium::Error& e) {
+    std::string m = e.what();
+    BOOST_TEST(m.find("kernel k") != std::string::npos, m);
+    BOOST_TEST(m.find("--no-such-option") != std::string::npos, m);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(compile_errors_show_the_source) {
   if (!nvrtc_or_skip()) return;
   std::string src = "extern \"C\" __global__ void broken(float* x) {\n  x[0] = 1.0f;\n  this is not C++;\n}\n";

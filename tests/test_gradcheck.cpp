@@ -2,7 +2,9 @@
 // checked against central finite differences in float64: each input element is perturbed by
 // ±1e-6, the scalar L = sum(w * f(x)) (fixed random weights w, so that no gradient is trivially
 // symmetric) is evaluated without autograd, and (L+ - L-) / 2e-6 is compared with the gradient
-// that backward(w) accumulated into the input's .grad.
+// that backward(w) accumulated into the input's .grad. Every test runs on every backend
+// (tt::for_each_backend): inputs live on the backend's device and are perturbed there by a fill
+// kernel, never through a host pointer.
 #include "test_support.h"
 
 #include <functional>
@@ -13,6 +15,7 @@
 
 #include "nn/autograd.h"
 #include "nn/functional.h"
+#include "ops/ops.h"
 
 namespace tt = tritium::test;
 namespace T = tritium;
@@ -49,15 +52,18 @@ Tensor strided_input(Shape shape, uint32_t seed, double lo = -1, double hi = 1) 
   return t;
 }
 
-// The element at row-major position i of a (possibly strided) f64 tensor.
-double* element(const Tensor& t, int64_t i) {
-  int64_t offset = 0;
+// Sets the element at row-major position i of a (possibly strided) f64 tensor to `value`, in
+// place on the tensor's device: a 0-d view of that element (as_strided of a detached handle, so
+// no autograd) written by ops::fill_. The tensor may be in device memory: no host pointer is used.
+void set_element(const Tensor& t, int64_t i, double value) {
+  int64_t offset = t.storage_offset();
   for (int d = t.dim() - 1; d >= 0; --d) {
     int64_t size = t.shape()[static_cast<size_t>(d)];
     offset += (i % size) * t.strides()[static_cast<size_t>(d)];
     i /= size;
   }
-  return static_cast<double*>(t.raw_data()) + offset;
+  Tensor e = t.detach().as_strided({}, {}, offset);
+  T::ops::fill_(e, value);
 }
 
 double weighted_sum(const Tensor& out, const std::vector<double>& w) {
@@ -73,6 +79,7 @@ void gradcheck(const std::string& what, const Fn& f, Inputs inputs, double tol =
     Tensor out = f(inputs);
     BOOST_TEST_REQUIRE(out.requires_grad());
     BOOST_TEST_REQUIRE((out.dtype() == DType::f64));
+    BOOST_TEST_REQUIRE((out.device() == inputs.at(0).device()), "output on " << out.device().str());
     auto w = tt::random_vector<double>(static_cast<size_t>(out.numel()), 4242, 0.5, 1.5);
     out.backward(Tensor::from_vector(w, out.shape()));
     out = Tensor();
@@ -83,19 +90,22 @@ void gradcheck(const std::string& what, const Fn& f, Inputs inputs, double tol =
       BOOST_TEST_REQUIRE(g.defined(), "input " << k << " got no gradient");
       BOOST_TEST_REQUIRE(g.shape() == x.shape(), "input " << k << " gradient shape");
       BOOST_TEST_REQUIRE((g.dtype() == DType::f64));
+      BOOST_TEST_REQUIRE((g.device() == x.device()), "input " << k << " gradient on " << g.device().str());
       std::vector<double> numeric(static_cast<size_t>(x.numel()));
       {
         T::nn::NoGradGuard no_grad;
+        const std::vector<double> original = x.to_vector<double>();  // row-major, read on the host
         for (int64_t i = 0; i < x.numel(); ++i) {
-          double* p = element(x, i);
-          const double old = *p;
-          *p = old + eps;
+          const double old = original[static_cast<size_t>(i)];
+          set_element(x, i, old + eps);
           double plus = weighted_sum(f(inputs), w);
-          *p = old - eps;
+          set_element(x, i, old - eps);
           double minus = weighted_sum(f(inputs), w);
-          *p = old;
+          set_element(x, i, old);
           numeric[static_cast<size_t>(i)] = (plus - minus) / (2 * eps);
         }
+        // The perturbations were undone exactly.
+        BOOST_TEST_REQUIRE(x.to_vector<double>() == original, "input " << k << " not restored");
       }
       tt::check_close<double>(g.to_vector<double>(), numeric, tol, what + ": gradient of input " + std::to_string(k));
     }
@@ -110,8 +120,10 @@ void gradcheck_unary(const std::string& what, const std::function<Tensor(const T
   Tensor s = strided_input({4, 3}, 12, lo, hi);
   if (min_abs > 0) {  // reuse the contiguous draw's property by rejecting small values
     T::nn::NoGradGuard ng;
+    const std::vector<double> v = s.to_vector<double>();
     for (int64_t i = 0; i < s.numel(); ++i)
-      if (std::abs(*element(s, i)) < min_abs) *element(s, i) = *element(s, i) < 0 ? -min_abs - 0.1 : min_abs + 0.1;
+      if (double e = v[static_cast<size_t>(i)]; std::abs(e) < min_abs)
+        set_element(s, i, e < 0 ? -min_abs - 0.1 : min_abs + 0.1);
   }
   gradcheck(what + " (strided input)", fn, {s}, tol);
 }
@@ -123,227 +135,261 @@ BOOST_AUTO_TEST_SUITE(test_gradcheck)
 // ---- elementwise ----------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(binary_arithmetic) {
-  Fn add = [](const Inputs& in) { return T::add(in[0], in[1]); };
-  Fn sub = [](const Inputs& in) { return T::sub(in[0], in[1]); };
-  Fn mul = [](const Inputs& in) { return T::mul(in[0], in[1]); };
-  Fn div = [](const Inputs& in) { return T::div(in[0], in[1]); };
-  for (auto& [name, f] : std::vector<std::pair<std::string, Fn>>{{"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}}) {
-    gradcheck(name + " same shape", f, {input({2, 3}, 1), input({2, 3}, 2, 0.5, 2)});
-    gradcheck(name + " [3,1] op [1,4]", f, {input({3, 1}, 3), input({1, 4}, 4, 0.5, 2)});
-    gradcheck(name + " [2,3,4] op [4]", f, {input({2, 3, 4}, 5), input({4}, 6, 0.5, 2)});
-    gradcheck(name + " [4] op [2,3,4]", f, {input({4}, 7), input({2, 3, 4}, 8, 0.5, 2)});
-    gradcheck(name + " 0-d op [3]", f, {input({}, 9), input({3}, 10, 0.5, 2)});
-    gradcheck(name + " strided", f, {strided_input({3, 4}, 11), strided_input({3, 4}, 12, 0.5, 2)});
-    gradcheck(name + " strided op broadcast", f, {strided_input({3, 4}, 13), input({3, 1}, 14, 0.5, 2)});
-    // Only one input requires grad.
-    Tensor c = input({3, 4}, 15, 0.5, 2);
-    c.requires_grad_(false);
-    gradcheck(name + " constant rhs", f, {input({3, 4}, 16), c});
-  }
-  // The same tensor on both sides.
-  Tensor x = input({5}, 17, 0.5, 2);
-  gradcheck("mul(x, x)", [](const Inputs& in) { return T::mul(in[0], in[0]); }, {x});
-  gradcheck("div(x, x + x*x)", [](const Inputs& in) { return T::div(in[0], in[0] + in[0] * in[0]); }, {x});
+  tt::for_each_backend([&](const tt::Backend&) {
+    Fn add = [](const Inputs& in) { return T::add(in[0], in[1]); };
+    Fn sub = [](const Inputs& in) { return T::sub(in[0], in[1]); };
+    Fn mul = [](const Inputs& in) { return T::mul(in[0], in[1]); };
+    Fn div = [](const Inputs& in) { return T::div(in[0], in[1]); };
+    for (auto& [name, f] :
+         std::vector<std::pair<std::string, Fn>>{{"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}}) {
+      gradcheck(name + " same shape", f, {input({2, 3}, 1), input({2, 3}, 2, 0.5, 2)});
+      gradcheck(name + " [3,1] op [1,4]", f, {input({3, 1}, 3), input({1, 4}, 4, 0.5, 2)});
+      gradcheck(name + " [2,3,4] op [4]", f, {input({2, 3, 4}, 5), input({4}, 6, 0.5, 2)});
+      gradcheck(name + " [4] op [2,3,4]", f, {input({4}, 7), input({2, 3, 4}, 8, 0.5, 2)});
+      gradcheck(name + " 0-d op [3]", f, {input({}, 9), input({3}, 10, 0.5, 2)});
+      gradcheck(name + " strided", f, {strided_input({3, 4}, 11), strided_input({3, 4}, 12, 0.5, 2)});
+      gradcheck(name + " strided op broadcast", f, {strided_input({3, 4}, 13), input({3, 1}, 14, 0.5, 2)});
+      // Only one input requires grad.
+      Tensor c = input({3, 4}, 15, 0.5, 2);
+      c.requires_grad_(false);
+      gradcheck(name + " constant rhs", f, {input({3, 4}, 16), c});
+    }
+    // The same tensor on both sides.
+    Tensor x = input({5}, 17, 0.5, 2);
+    gradcheck("mul(x, x)", [](const Inputs& in) { return T::mul(in[0], in[0]); }, {x});
+    gradcheck("div(x, x + x*x)", [](const Inputs& in) { return T::div(in[0], in[0] + in[0] * in[0]); }, {x});
+  });
 }
 
 BOOST_AUTO_TEST_CASE(operators) {
-  Inputs ab = {input({2, 3}, 21), input({2, 3}, 22, 0.5, 2)};
-  gradcheck("a + b", [](const Inputs& in) { return in[0] + in[1]; }, ab);
-  gradcheck("a - b", [](const Inputs& in) { return in[0] - in[1]; }, ab);
-  gradcheck("a * b", [](const Inputs& in) { return in[0] * in[1]; }, ab);
-  gradcheck("a / b", [](const Inputs& in) { return in[0] / in[1]; }, ab);
-  Inputs x = {input({2, 3}, 23, 0.5, 2)};
-  gradcheck("x + 2.5", [](const Inputs& in) { return in[0] + 2.5; }, x);
-  gradcheck("x - 3", [](const Inputs& in) { return in[0] - 3; }, x);
-  gradcheck("x * -1.5", [](const Inputs& in) { return in[0] * -1.5; }, x);
-  gradcheck("x / 4", [](const Inputs& in) { return in[0] / 4; }, x);
-  gradcheck("2 + x", [](const Inputs& in) { return 2 + in[0]; }, x);
-  gradcheck("2 - x", [](const Inputs& in) { return 2.0 - in[0]; }, x);
-  gradcheck("3 * x", [](const Inputs& in) { return 3 * in[0]; }, x);
-  gradcheck("-x", [](const Inputs& in) { return -in[0]; }, x);
-  gradcheck("neg", [](const Inputs& in) { return T::neg(in[0]); }, x);
-  gradcheck("chain", [](const Inputs& in) { return (in[0] * 2 - 1) / (in[0] + 3) * in[0]; }, x);
+  tt::for_each_backend([&](const tt::Backend&) {
+    Inputs ab = {input({2, 3}, 21), input({2, 3}, 22, 0.5, 2)};
+    gradcheck("a + b", [](const Inputs& in) { return in[0] + in[1]; }, ab);
+    gradcheck("a - b", [](const Inputs& in) { return in[0] - in[1]; }, ab);
+    gradcheck("a * b", [](const Inputs& in) { return in[0] * in[1]; }, ab);
+    gradcheck("a / b", [](const Inputs& in) { return in[0] / in[1]; }, ab);
+    Inputs x = {input({2, 3}, 23, 0.5, 2)};
+    gradcheck("x + 2.5", [](const Inputs& in) { return in[0] + 2.5; }, x);
+    gradcheck("x - 3", [](const Inputs& in) { return in[0] - 3; }, x);
+    gradcheck("x * -1.5", [](const Inputs& in) { return in[0] * -1.5; }, x);
+    gradcheck("x / 4", [](const Inputs& in) { return in[0] / 4; }, x);
+    gradcheck("2 + x", [](const Inputs& in) { return 2 + in[0]; }, x);
+    gradcheck("2 - x", [](const Inputs& in) { return 2.0 - in[0]; }, x);
+    gradcheck("3 * x", [](const Inputs& in) { return 3 * in[0]; }, x);
+    gradcheck("-x", [](const Inputs& in) { return -in[0]; }, x);
+    gradcheck("neg", [](const Inputs& in) { return T::neg(in[0]); }, x);
+    gradcheck("chain", [](const Inputs& in) { return (in[0] * 2 - 1) / (in[0] + 3) * in[0]; }, x);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(unary_math) {
-  gradcheck_unary("exp", [](const Tensor& x) { return T::exp(x); });
-  gradcheck_unary("log", [](const Tensor& x) { return T::log(x); }, 0.2, 3);
-  gradcheck_unary("sqrt", [](const Tensor& x) { return T::sqrt(x); }, 0.2, 3);
-  gradcheck_unary("tanh", [](const Tensor& x) { return T::tanh(x); }, -2, 2);
-  gradcheck_unary("sigmoid", [](const Tensor& x) { return T::sigmoid(x); }, -3, 3);
-  gradcheck_unary("relu", [](const Tensor& x) { return T::relu(x); }, -1, 1, 0.05);
-  gradcheck_unary("gelu", [](const Tensor& x) { return T::gelu(x); }, -3, 3);
+  tt::for_each_backend([&](const tt::Backend&) {
+    gradcheck_unary("exp", [](const Tensor& x) { return T::exp(x); });
+    gradcheck_unary("log", [](const Tensor& x) { return T::log(x); }, 0.2, 3);
+    gradcheck_unary("sqrt", [](const Tensor& x) { return T::sqrt(x); }, 0.2, 3);
+    gradcheck_unary("tanh", [](const Tensor& x) { return T::tanh(x); }, -2, 2);
+    gradcheck_unary("sigmoid", [](const Tensor& x) { return T::sigmoid(x); }, -3, 3);
+    gradcheck_unary("relu", [](const Tensor& x) { return T::relu(x); }, -1, 1, 0.05);
+    gradcheck_unary("gelu", [](const Tensor& x) { return T::gelu(x); }, -3, 3);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(pow_exponents) {
-  gradcheck_unary("pow 2", [](const Tensor& x) { return T::pow(x, 2); });
-  gradcheck_unary("pow 3", [](const Tensor& x) { return T::pow(x, 3); });
-  gradcheck_unary("pow 1", [](const Tensor& x) { return T::pow(x, 1); });
-  gradcheck_unary("pow 0", [](const Tensor& x) { return T::pow(x, 0); });
-  gradcheck_unary("pow -2", [](const Tensor& x) { return T::pow(x, -2); }, -2, 2, 0.3);
-  gradcheck_unary("pow 1.5", [](const Tensor& x) { return T::pow(x, 1.5); }, 0.2, 2);
-  gradcheck_unary("pow -0.5", [](const Tensor& x) { return T::pow(x, -0.5); }, 0.2, 2);
+  tt::for_each_backend([&](const tt::Backend&) {
+    gradcheck_unary("pow 2", [](const Tensor& x) { return T::pow(x, 2); });
+    gradcheck_unary("pow 3", [](const Tensor& x) { return T::pow(x, 3); });
+    gradcheck_unary("pow 1", [](const Tensor& x) { return T::pow(x, 1); });
+    gradcheck_unary("pow 0", [](const Tensor& x) { return T::pow(x, 0); });
+    gradcheck_unary("pow -2", [](const Tensor& x) { return T::pow(x, -2); }, -2, 2, 0.3);
+    gradcheck_unary("pow 1.5", [](const Tensor& x) { return T::pow(x, 1.5); }, 0.2, 2);
+    gradcheck_unary("pow -0.5", [](const Tensor& x) { return T::pow(x, -0.5); }, 0.2, 2);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(where_) {
-  Tensor cond = T::ops::gt(Tensor::from_vector(tt::random_vector<double>(12, 31), {3, 4}), 0.0);
-  Fn f = [cond](const Inputs& in) { return T::where(cond, in[0], in[1]); };
-  gradcheck("where same shape", f, {input({3, 4}, 32), input({3, 4}, 33)});
-  gradcheck("where broadcast a/b", f, {input({3, 1}, 34), input({1, 4}, 35)});
-  gradcheck("where strided", f, {strided_input({3, 4}, 36), input({4}, 37)});
-  Tensor col = T::ops::gt(Tensor::from_vector(tt::random_vector<double>(3, 38), {3, 1}), 0.0);
-  gradcheck("where broadcast cond", [col](const Inputs& in) { return T::where(col, in[0], in[1]); },
-            {input({3, 4}, 39), input({4}, 40)});
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor cond = T::ops::gt(Tensor::from_vector(tt::random_vector<double>(12, 31), {3, 4}), 0.0);
+    Fn f = [cond](const Inputs& in) { return T::where(cond, in[0], in[1]); };
+    gradcheck("where same shape", f, {input({3, 4}, 32), input({3, 4}, 33)});
+    gradcheck("where broadcast a/b", f, {input({3, 1}, 34), input({1, 4}, 35)});
+    gradcheck("where strided", f, {strided_input({3, 4}, 36), input({4}, 37)});
+    Tensor col = T::ops::gt(Tensor::from_vector(tt::random_vector<double>(3, 38), {3, 1}), 0.0);
+    gradcheck("where broadcast cond", [col](const Inputs& in) { return T::where(col, in[0], in[1]); },
+              {input({3, 4}, 39), input({4}, 40)});
+  });
 }
 
 // ---- reductions -----------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(sum_and_mean) {
-  using Dims = std::vector<int>;
-  for (bool keepdim : {false, true}) {
-    for (const Dims& dims : {Dims{}, Dims{0}, Dims{1}, Dims{-1}, Dims{0, 2}, Dims{2, 0, 1}}) {
-      std::string tag = fmt::format(" dims [{}] keepdim {}", fmt::join(dims, ", "), keepdim);
-      gradcheck("sum" + tag, [=](const Inputs& in) { return T::sum(in[0], dims, keepdim); }, {input({2, 3, 4}, 41)});
-      gradcheck("mean" + tag, [=](const Inputs& in) { return T::mean(in[0], dims, keepdim); }, {input({2, 3, 4}, 42)});
+  tt::for_each_backend([&](const tt::Backend&) {
+    using Dims = std::vector<int>;
+    for (bool keepdim : {false, true}) {
+      for (const Dims& dims : {Dims{}, Dims{0}, Dims{1}, Dims{-1}, Dims{0, 2}, Dims{2, 0, 1}}) {
+        std::string tag = fmt::format(" dims [{}] keepdim {}", fmt::join(dims, ", "), keepdim);
+        gradcheck("sum" + tag, [=](const Inputs& in) { return T::sum(in[0], dims, keepdim); }, {input({2, 3, 4}, 41)});
+        gradcheck("mean" + tag, [=](const Inputs& in) { return T::mean(in[0], dims, keepdim); },
+                  {input({2, 3, 4}, 42)});
+      }
+      gradcheck("sum strided", [=](const Inputs& in) { return T::sum(in[0], {0}, keepdim); },
+                {strided_input({3, 5}, 43)});
+      gradcheck("mean strided", [=](const Inputs& in) { return T::mean(in[0], {1}, keepdim); },
+                {strided_input({3, 5}, 44)});
     }
-    gradcheck("sum strided", [=](const Inputs& in) { return T::sum(in[0], {0}, keepdim); }, {strided_input({3, 5}, 43)});
-    gradcheck("mean strided", [=](const Inputs& in) { return T::mean(in[0], {1}, keepdim); }, {strided_input({3, 5}, 44)});
-  }
-  gradcheck("sum of 0-d", [](const Inputs& in) { return T::sum(in[0]); }, {input({}, 45)});
-  gradcheck("sum of sum", [](const Inputs& in) { return T::sum(T::sum(in[0], {1})); }, {input({3, 4}, 46)});
+    gradcheck("sum of 0-d", [](const Inputs& in) { return T::sum(in[0]); }, {input({}, 45)});
+    gradcheck("sum of sum", [](const Inputs& in) { return T::sum(T::sum(in[0], {1})); }, {input({3, 4}, 46)});
+  });
 }
 
 BOOST_AUTO_TEST_CASE(amax_and_amin) {
-  using Dims = std::vector<int>;
-  for (bool keepdim : {false, true}) {
-    for (const Dims& dims : {Dims{}, Dims{0}, Dims{-1}, Dims{0, 2}}) {
-      std::string tag = fmt::format(" dims [{}] keepdim {}", fmt::join(dims, ", "), keepdim);
-      gradcheck("amax" + tag, [=](const Inputs& in) { return T::amax(in[0], dims, keepdim); }, {input({2, 3, 4}, 51)});
-      gradcheck("amin" + tag, [=](const Inputs& in) { return T::amin(in[0], dims, keepdim); }, {input({2, 3, 4}, 52)});
+  tt::for_each_backend([&](const tt::Backend&) {
+    using Dims = std::vector<int>;
+    for (bool keepdim : {false, true}) {
+      for (const Dims& dims : {Dims{}, Dims{0}, Dims{-1}, Dims{0, 2}}) {
+        std::string tag = fmt::format(" dims [{}] keepdim {}", fmt::join(dims, ", "), keepdim);
+        gradcheck("amax" + tag, [=](const Inputs& in) { return T::amax(in[0], dims, keepdim); },
+                  {input({2, 3, 4}, 51)});
+        gradcheck("amin" + tag, [=](const Inputs& in) { return T::amin(in[0], dims, keepdim); },
+                  {input({2, 3, 4}, 52)});
+      }
+      gradcheck("amax strided", [=](const Inputs& in) { return T::amax(in[0], {1}, keepdim); },
+                {strided_input({3, 5}, 53)});
     }
-    gradcheck("amax strided", [=](const Inputs& in) { return T::amax(in[0], {1}, keepdim); }, {strided_input({3, 5}, 53)});
-  }
-  // Ties share the gradient evenly (PyTorch's amax rule).
-  Tensor x = Tensor::from_vector(std::vector<double>{1, 3, 3, 2}, {4});
-  x.requires_grad_();
-  T::amax(x).backward();
-  tt::check_close<double>(x.grad().to_vector<double>(), {0, 0.5, 0.5, 0}, 0, "amax ties");
+    // Ties share the gradient evenly (PyTorch's amax rule).
+    Tensor x = Tensor::from_vector(std::vector<double>{1, 3, 3, 2}, {4});
+    x.requires_grad_();
+    T::amax(x).backward();
+    tt::check_close<double>(x.grad().to_vector<double>(), {0, 0.5, 0.5, 0}, 0, "amax ties");
+  });
 }
 
 // ---- matmul ---------------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(matmul_) {
-  Fn mm = [](const Inputs& in) { return T::matmul(in[0], in[1]); };
-  gradcheck("matmul 2-D", mm, {input({3, 5}, 61), input({5, 4}, 62)});
-  gradcheck("matmul 2-D larger", mm, {input({17, 20}, 63), input({20, 18}, 64)});
-  gradcheck("matmul transposed a", mm, {strided_input({3, 5}, 65), input({5, 4}, 66)});
-  gradcheck("matmul transposed b", mm, {input({3, 5}, 67), strided_input({5, 4}, 68)});
-  gradcheck("matmul batched", mm, {input({2, 3, 5}, 69), input({2, 5, 4}, 70)});
-  gradcheck("matmul batched x 2-D", mm, {input({2, 3, 5}, 71), input({5, 4}, 72)});
-  gradcheck("matmul 2-D x batched", mm, {input({3, 5}, 73), input({2, 5, 4}, 74)});
-  gradcheck("matmul broadcast batch", mm, {input({2, 1, 3, 5}, 75), input({3, 5, 4}, 76)});
-  gradcheck("matmul 1-D x 2-D", mm, {input({5}, 77), input({5, 4}, 78)});
-  gradcheck("matmul 2-D x 1-D", mm, {input({3, 5}, 79), input({5}, 80)});
-  gradcheck("matmul 1-D x 1-D", mm, {input({5}, 81), input({5}, 82)});
-  gradcheck("matmul 1-D x batched", mm, {input({5}, 83), input({2, 5, 4}, 84)});
-  gradcheck("matmul batched x 1-D", mm, {input({2, 3, 5}, 85), input({5}, 86)});
-  Tensor w = input({5, 4}, 87);
-  w.requires_grad_(false);
-  gradcheck("matmul constant b", mm, {input({3, 5}, 88), w});
-  gradcheck("linear layer", [](const Inputs& in) { return T::matmul(in[0], in[1].t()) + in[2]; },
-            {input({4, 6}, 89), input({3, 6}, 90), input({3}, 91)});
+  tt::for_each_backend([&](const tt::Backend&) {
+    Fn mm = [](const Inputs& in) { return T::matmul(in[0], in[1]); };
+    gradcheck("matmul 2-D", mm, {input({3, 5}, 61), input({5, 4}, 62)});
+    gradcheck("matmul 2-D larger", mm, {input({17, 20}, 63), input({20, 18}, 64)});
+    gradcheck("matmul transposed a", mm, {strided_input({3, 5}, 65), input({5, 4}, 66)});
+    gradcheck("matmul transposed b", mm, {input({3, 5}, 67), strided_input({5, 4}, 68)});
+    gradcheck("matmul batched", mm, {input({2, 3, 5}, 69), input({2, 5, 4}, 70)});
+    gradcheck("matmul batched x 2-D", mm, {input({2, 3, 5}, 71), input({5, 4}, 72)});
+    gradcheck("matmul 2-D x batched", mm, {input({3, 5}, 73), input({2, 5, 4}, 74)});
+    gradcheck("matmul broadcast batch", mm, {input({2, 1, 3, 5}, 75), input({3, 5, 4}, 76)});
+    gradcheck("matmul 1-D x 2-D", mm, {input({5}, 77), input({5, 4}, 78)});
+    gradcheck("matmul 2-D x 1-D", mm, {input({3, 5}, 79), input({5}, 80)});
+    gradcheck("matmul 1-D x 1-D", mm, {input({5}, 81), input({5}, 82)});
+    gradcheck("matmul 1-D x batched", mm, {input({5}, 83), input({2, 5, 4}, 84)});
+    gradcheck("matmul batched x 1-D", mm, {input({2, 3, 5}, 85), input({5}, 86)});
+    Tensor w = input({5, 4}, 87);
+    w.requires_grad_(false);
+    gradcheck("matmul constant b", mm, {input({3, 5}, 88), w});
+    gradcheck("linear layer", [](const Inputs& in) { return T::matmul(in[0], in[1].t()) + in[2]; },
+              {input({4, 6}, 89), input({3, 6}, 90), input({3}, 91)});
+  });
 }
 
 // ---- softmax, losses, dropout ---------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(softmax_and_log_softmax) {
-  for (int dim : {0, 1, -1}) {
-    gradcheck(fmt::format("softmax dim {}", dim), [dim](const Inputs& in) { return T::softmax(in[0], dim); },
-              {input({3, 5}, 101, -2, 2)});
-    gradcheck(fmt::format("log_softmax dim {}", dim), [dim](const Inputs& in) { return T::log_softmax(in[0], dim); },
-              {input({3, 5}, 102, -2, 2)});
-  }
-  gradcheck("softmax 3-D dim 1", [](const Inputs& in) { return T::softmax(in[0], 1); }, {input({2, 3, 4}, 103, -2, 2)});
-  gradcheck("log_softmax strided", [](const Inputs& in) { return T::log_softmax(in[0], -1); },
-            {strided_input({4, 6}, 104, -2, 2)});
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (int dim : {0, 1, -1}) {
+      gradcheck(fmt::format("softmax dim {}", dim), [dim](const Inputs& in) { return T::softmax(in[0], dim); },
+                {input({3, 5}, 101, -2, 2)});
+      gradcheck(fmt::format("log_softmax dim {}", dim), [dim](const Inputs& in) { return T::log_softmax(in[0], dim); },
+                {input({3, 5}, 102, -2, 2)});
+    }
+    gradcheck("softmax 3-D dim 1", [](const Inputs& in) { return T::softmax(in[0], 1); },
+              {input({2, 3, 4}, 103, -2, 2)});
+    gradcheck("log_softmax strided", [](const Inputs& in) { return T::log_softmax(in[0], -1); },
+              {strided_input({4, 6}, 104, -2, 2)});
+  });
 }
 
 BOOST_AUTO_TEST_CASE(cross_entropy_) {
-  std::mt19937 rng(7);
-  for (auto [n, c] : std::vector<std::pair<int64_t, int64_t>>{{5, 4}, {8, 10}, {1, 3}}) {
-    std::vector<int64_t> labels(static_cast<size_t>(n));
-    for (auto& l : labels) l = std::uniform_int_distribution<int64_t>(0, c - 1)(rng);
+  tt::for_each_backend([&](const tt::Backend&) {
+    std::mt19937 rng(7);
+    for (auto [n, c] : std::vector<std::pair<int64_t, int64_t>>{{5, 4}, {8, 10}, {1, 3}}) {
+      std::vector<int64_t> labels(static_cast<size_t>(n));
+      for (auto& l : labels) l = std::uniform_int_distribution<int64_t>(0, c - 1)(rng);
+      Tensor targets = Tensor::from_vector(labels);
+      gradcheck(fmt::format("cross_entropy [{}, {}]", n, c),
+                [targets](const Inputs& in) { return T::cross_entropy(in[0], targets); }, {input({n, c}, 111, -3, 3)});
+    }
+    std::vector<int64_t> labels{2, 0, 3};
     Tensor targets = Tensor::from_vector(labels);
-    gradcheck(fmt::format("cross_entropy [{}, {}]", n, c),
-              [targets](const Inputs& in) { return T::cross_entropy(in[0], targets); }, {input({n, c}, 111, -3, 3)});
-  }
-  std::vector<int64_t> labels{2, 0, 3};
-  Tensor targets = Tensor::from_vector(labels);
-  gradcheck("cross_entropy strided logits", [targets](const Inputs& in) { return T::cross_entropy(in[0], targets); },
-            {strided_input({3, 4}, 112, -3, 3)});
-  gradcheck("cross_entropy of a linear layer",
-            [targets](const Inputs& in) { return T::cross_entropy(T::matmul(in[0], in[1]), targets); },
-            {input({3, 6}, 113), input({6, 4}, 114)});
+    gradcheck("cross_entropy strided logits", [targets](const Inputs& in) { return T::cross_entropy(in[0], targets); },
+              {strided_input({3, 4}, 112, -3, 3)});
+    gradcheck("cross_entropy of a linear layer",
+              [targets](const Inputs& in) { return T::cross_entropy(T::matmul(in[0], in[1]), targets); },
+              {input({3, 6}, 113), input({6, 4}, 114)});
+  });
 }
 
 BOOST_AUTO_TEST_CASE(dropout_) {
-  for (double p : {0.0, 0.3, 0.7}) {
-    // A fresh generator with the same seed in every evaluation: the same mask each time.
-    gradcheck(fmt::format("dropout p {}", p),
-              [p](const Inputs& in) {
-                T::Generator gen(1234);
-                return T::dropout(in[0], p, true, gen);
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (double p : {0.0, 0.3, 0.7}) {
+      // A fresh generator with the same seed in every evaluation: the same mask each time.
+      gradcheck(fmt::format("dropout p {}", p),
+                [p](const Inputs& in) {
+                  T::Generator gen(1234);
+                  return T::dropout(in[0], p, true, gen);
+                },
+                {input({4, 7}, 121)});
+    }
+    gradcheck("dropout strided",
+              [](const Inputs& in) {
+                T::Generator gen(99);
+                return T::dropout(in[0], 0.5, true, gen);
               },
-              {input({4, 7}, 121)});
-  }
-  gradcheck("dropout strided",
-            [](const Inputs& in) {
-              T::Generator gen(99);
-              return T::dropout(in[0], 0.5, true, gen);
-            },
-            {strided_input({5, 6}, 122)});
-  gradcheck("dropout eval", [](const Inputs& in) { return T::dropout(in[0], 0.5, false) * 1.0; }, {input({4, 7}, 123)});
+              {strided_input({5, 6}, 122)});
+    gradcheck("dropout eval", [](const Inputs& in) { return T::dropout(in[0], 0.5, false) * 1.0; },
+              {input({4, 7}, 123)});
+  });
 }
 
 // ---- view methods ---------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(view_methods) {
-  // Each view is followed by a multiplication with a fixed pattern so that a gradient routed to
-  // the wrong element shows (the weights of L already differ per element, this makes two paths).
-  auto x = [](uint32_t seed) { return Inputs{input({2, 3, 4}, seed)}; };
-  gradcheck("view", [](const Inputs& in) { return in[0].view({6, 4}); }, x(131));
-  gradcheck("view -1", [](const Inputs& in) { return in[0].view({4, -1}); }, x(132));
-  gradcheck("reshape (a view)", [](const Inputs& in) { return in[0].reshape({-1}); }, x(133));
-  gradcheck("reshape (a copy)", [](const Inputs& in) { return in[0].transpose(0, 2).reshape({4, 6}); }, x(134));
-  gradcheck("reshape of strided leaf", [](const Inputs& in) { return in[0].reshape({12}); }, {strided_input({3, 4}, 135)});
-  gradcheck("permute", [](const Inputs& in) { return in[0].permute({2, 0, 1}); }, x(136));
-  gradcheck("permute negative", [](const Inputs& in) { return in[0].permute({-1, -3, -2}) * 2.0; }, x(137));
-  gradcheck("transpose", [](const Inputs& in) { return in[0].transpose(0, -1); }, x(138));
-  gradcheck("t", [](const Inputs& in) { return in[0].t(); }, {input({3, 5}, 139)});
-  gradcheck("t 1-D", [](const Inputs& in) { return in[0].t() * 1.0; }, {input({5}, 140)});
-  gradcheck("squeeze", [](const Inputs& in) { return in[0].squeeze(); }, {input({3, 1, 4, 1}, 141)});
-  gradcheck("squeeze dim", [](const Inputs& in) { return in[0].squeeze(-1); }, {input({3, 1, 4, 1}, 142)});
-  gradcheck("squeeze non-1 dim", [](const Inputs& in) { return in[0].squeeze(0) * 1.0; }, {input({3, 1, 4, 1}, 143)});
-  gradcheck("unsqueeze", [](const Inputs& in) { return in[0].unsqueeze(1); }, {input({3, 4}, 144)});
-  gradcheck("unsqueeze end", [](const Inputs& in) { return in[0].unsqueeze(-1); }, {input({3, 4}, 145)});
-  gradcheck("expand", [](const Inputs& in) { return in[0].expand({2, 3, 4}); }, {input({3, 1}, 146)});
-  gradcheck("expand -1", [](const Inputs& in) { return in[0].expand({5, -1}); }, {input({1, 4}, 147)});
-  gradcheck("slice", [](const Inputs& in) { return in[0].slice(1, 1, 3); }, x(148));
-  gradcheck("slice step", [](const Inputs& in) { return in[0].slice(-1, 0, 4, 2); }, x(149));
-  gradcheck("slice negative", [](const Inputs& in) { return in[0].slice(0, -1, 100); }, x(150));
-  gradcheck("select", [](const Inputs& in) { return in[0].select(1, 2); }, x(151));
-  gradcheck("select negative", [](const Inputs& in) { return in[0].select(-1, -1); }, x(152));
-  gradcheck("contiguous", [](const Inputs& in) { return in[0].transpose(0, 1).contiguous(); }, x(153));
-  gradcheck("contiguous of contiguous", [](const Inputs& in) { return in[0].contiguous() * 1.0; }, x(154));
-  gradcheck("clone", [](const Inputs& in) { return in[0].clone(); }, x(155));
-  gradcheck("to(f64) of f64", [](const Inputs& in) { return in[0].to(DType::f64) * 1.0; }, x(156));
-  // Views composed with ops (gradients through strided views of intermediate results).
-  gradcheck("ops on views", [](const Inputs& in) {
-    Tensor h = T::exp(in[0]);
-    return T::sum(h.transpose(0, 1).slice(0, 0, 2) * h.select(1, 1).unsqueeze(0).expand({2, 2, 4}), {2});
-  }, x(157));
-  gradcheck("slice twice overlapping", [](const Inputs& in) { return in[0].slice(0, 0, 2) + in[0].slice(0, 1, 3); },
-            {input({3, 4}, 158)});
+  tt::for_each_backend([&](const tt::Backend&) {
+    // Each view is followed by a multiplication with a fixed pattern so that a gradient routed to
+    // the wrong element shows (the weights of L already differ per element, this makes two paths).
+    auto x = [](uint32_t seed) { return Inputs{input({2, 3, 4}, seed)}; };
+    gradcheck("view", [](const Inputs& in) { return in[0].view({6, 4}); }, x(131));
+    gradcheck("view -1", [](const Inputs& in) { return in[0].view({4, -1}); }, x(132));
+    gradcheck("reshape (a view)", [](const Inputs& in) { return in[0].reshape({-1}); }, x(133));
+    gradcheck("reshape (a copy)", [](const Inputs& in) { return in[0].transpose(0, 2).reshape({4, 6}); }, x(134));
+    gradcheck("reshape of strided leaf", [](const Inputs& in) { return in[0].reshape({12}); },
+              {strided_input({3, 4}, 135)});
+    gradcheck("permute", [](const Inputs& in) { return in[0].permute({2, 0, 1}); }, x(136));
+    gradcheck("permute negative", [](const Inputs& in) { return in[0].permute({-1, -3, -2}) * 2.0; }, x(137));
+    gradcheck("transpose", [](const Inputs& in) { return in[0].transpose(0, -1); }, x(138));
+    gradcheck("t", [](const Inputs& in) { return in[0].t(); }, {input({3, 5}, 139)});
+    gradcheck("t 1-D", [](const Inputs& in) { return in[0].t() * 1.0; }, {input({5}, 140)});
+    gradcheck("squeeze", [](const Inputs& in) { return in[0].squeeze(); }, {input({3, 1, 4, 1}, 141)});
+    gradcheck("squeeze dim", [](const Inputs& in) { return in[0].squeeze(-1); }, {input({3, 1, 4, 1}, 142)});
+    gradcheck("squeeze non-1 dim", [](const Inputs& in) { return in[0].squeeze(0) * 1.0; }, {input({3, 1, 4, 1}, 143)});
+    gradcheck("unsqueeze", [](const Inputs& in) { return in[0].unsqueeze(1); }, {input({3, 4}, 144)});
+    gradcheck("unsqueeze end", [](const Inputs& in) { return in[0].unsqueeze(-1); }, {input({3, 4}, 145)});
+    gradcheck("expand", [](const Inputs& in) { return in[0].expand({2, 3, 4}); }, {input({3, 1}, 146)});
+    gradcheck("expand -1", [](const Inputs& in) { return in[0].expand({5, -1}); }, {input({1, 4}, 147)});
+    gradcheck("slice", [](const Inputs& in) { return in[0].slice(1, 1, 3); }, x(148));
+    gradcheck("slice step", [](const Inputs& in) { return in[0].slice(-1, 0, 4, 2); }, x(149));
+    gradcheck("slice negative", [](const Inputs& in) { return in[0].slice(0, -1, 100); }, x(150));
+    gradcheck("select", [](const Inputs& in) { return in[0].select(1, 2); }, x(151));
+    gradcheck("select negative", [](const Inputs& in) { return in[0].select(-1, -1); }, x(152));
+    gradcheck("contiguous", [](const Inputs& in) { return in[0].transpose(0, 1).contiguous(); }, x(153));
+    gradcheck("contiguous of contiguous", [](const Inputs& in) { return in[0].contiguous() * 1.0; }, x(154));
+    gradcheck("clone", [](const Inputs& in) { return in[0].clone(); }, x(155));
+    gradcheck("to(f64) of f64", [](const Inputs& in) { return in[0].to(DType::f64) * 1.0; }, x(156));
+    // Views composed with ops (gradients through strided views of intermediate results).
+    gradcheck("ops on views", [](const Inputs& in) {
+      Tensor h = T::exp(in[0]);
+      return T::sum(h.transpose(0, 1).slice(0, 0, 2) * h.select(1, 1).unsqueeze(0).expand({2, 2, 4}), {2});
+    }, x(157));
+    gradcheck("slice twice overlapping", [](const Inputs& in) { return in[0].slice(0, 0, 2) + in[0].slice(0, 1, 3); },
+              {input({3, 4}, 158)});
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

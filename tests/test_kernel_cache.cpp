@@ -233,7 +233,9 @@ BOOST_AUTO_TEST_CASE(log_compile_lines) {
   });
   unsetenv("TRITIUM_LOG");
   tritium::reload_env_for_tests();
-  std::regex miss_line("\\[tritium\\] compile saxpy_cache_test cpu miss [0-9.]+ ms\n");
+  std::regex miss_line(
+      "\\[tritium\\] compile saxpy_cache_test cpu miss [0-9.]+ ms "
+      "\\(passes [0-9.]+, generate [0-9.]+, load [0-9.]+ ms\\)\n");
   std::regex hit_line("\\[tritium\\] compile saxpy_cache_test cpu hit [0-9.]+ ms\n");
   BOOST_TEST(std::regex_search(miss, miss_line), miss);
   BOOST_TEST(std::regex_search(hit, hit_line), hit);

@@ -59,10 +59,15 @@ void check_exact(const Tensor& out, const std::vector<double>& ref, const std::s
   BOOST_TEST(bad == 0u, what << ": " << bad << " elements differ");
 }
 
+// A reduction's result lives on the backend's device (the input's device).
+void check_on(const Tensor& t, const tt::Backend& be, const std::string& what) {
+  BOOST_TEST((t.device() == be.device), what << ": result on " << t.device().str() << ", expected " << be.device.str());
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(dims_and_keepdim) {
-  tt::for_each_backend([&](const tt::Backend&) {
+  tt::for_each_backend([&](const tt::Backend& be) {
     const ou::Shape shape{7, 33, 130};
     Tensor x = ou::random_tensor<float>(shape, 1);
     auto v = ou::values(x);
@@ -74,6 +79,7 @@ BOOST_AUTO_TEST_CASE(dims_and_keepdim) {
       for (int d : nd) kshape[d] = 1;
       Tensor s = ops::sum(x, dims, true);
       BOOST_TEST(s.shape() == kshape, what);
+      check_on(s, be, "sum " + what);
       ou::check_values(s, reduce_ref(v, shape, nd, K::sum), 1e-6, "sum " + what);
       ou::check_values(ops::mean(x, dims), reduce_ref(v, shape, nd, K::mean), 1e-6, "mean " + what);
       ou::check_values(ops::amax(x, dims), reduce_ref(v, shape, nd, K::max), 0, "amax " + what);
@@ -88,141 +94,162 @@ BOOST_AUTO_TEST_CASE(dims_and_keepdim) {
       check_exact(am, reduce_ref(v, shape, {d}, K::argmax), "argmax dim " + std::to_string(d));
       check_exact(an, reduce_ref(v, shape, {d}, K::argmin), "argmin dim " + std::to_string(d));
       BOOST_TEST(an.dim() == 3);
+      check_on(am, be, "argmax");
     }
   });
 }
 
 BOOST_AUTO_TEST_CASE(strided_inputs) {
-  // Transposed [N, M] -> [M, N]; a stepped slice; an expanded tensor.
-  Tensor base = ou::random_tensor<float>({150, 90}, 2);
-  auto vb = ou::values(base);
-  Tensor t = base.as_strided({90, 150}, {1, 90}, 0);
-  std::vector<double> vt(90 * 150);
-  for (int i = 0; i < 90; ++i)
-    for (int j = 0; j < 150; ++j) vt[i * 150 + j] = vb[j * 90 + i];
-  for (int d : {0, 1}) {
-    ou::check_values(ops::sum(t, {d}), reduce_ref(vt, {90, 150}, {d}, K::sum), 1e-6, "sum transposed");
-    ou::check_values(ops::amax(t, {d}), reduce_ref(vt, {90, 150}, {d}, K::max), 0, "amax transposed");
-    check_exact(ops::argmax(t, d), reduce_ref(vt, {90, 150}, {d}, K::argmax), "argmax transposed");
-  }
-  ou::check_values(ops::sum(t), reduce_ref(vt, {90, 150}, {0, 1}, K::sum), 1e-6, "sum all transposed");
-  Tensor s = base.as_strided({40, 30}, {180, 3}, 7);
-  std::vector<double> vs(40 * 30);
-  for (int i = 0; i < 40; ++i)
-    for (int j = 0; j < 30; ++j) vs[i * 30 + j] = vb[7 + i * 180 + j * 3];
-  ou::check_values(ops::sum(s, {1}), reduce_ref(vs, {40, 30}, {1}, K::sum), 1e-6, "sum slice dim 1");
-  ou::check_values(ops::mean(s, {0}), reduce_ref(vs, {40, 30}, {0}, K::mean), 1e-6, "mean slice dim 0");
-  Tensor row = ou::random_tensor<float>({50}, 3);
-  Tensor e = row.as_strided({20, 50}, {0, 1}, 0);
-  auto vr = ou::values(row);
-  std::vector<double> ve(20 * 50);
-  for (int i = 0; i < 20; ++i)
-    for (int j = 0; j < 50; ++j) ve[i * 50 + j] = vr[j];
-  ou::check_values(ops::sum(e, {0}), reduce_ref(ve, {20, 50}, {0}, K::sum), 1e-6, "sum expanded dim 0");
-  // A 4-d permuted view reduced over non-adjacent dims (the permute-and-copy path).
-  Tensor b4 = ou::random_tensor<float>({4, 5, 6, 7}, 4);
-  auto v4 = ou::values(b4);
-  Tensor p4 = b4.as_strided({7, 5, 6, 4}, {1, 42, 7, 210}, 0);
-  std::vector<double> vp(v4.size());
-  for (int64_t i = 0; i < 840; ++i) {
-    auto idx = ou::unravel(i, {7, 5, 6, 4});
-    vp[i] = v4[idx[0] * 1 + idx[1] * 42 + idx[2] * 7 + idx[3] * 210];
-  }
-  ou::check_values(ops::sum(p4, {0, 2}), reduce_ref(vp, {7, 5, 6, 4}, {0, 2}, K::sum), 1e-6, "sum permuted 0,2");
-  ou::check_values(ops::amin(p4, {1, 3}, true), reduce_ref(vp, {7, 5, 6, 4}, {1, 3}, K::min), 0, "amin permuted 1,3");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    // Transposed [N, M] -> [M, N]; a stepped slice; an expanded tensor.
+    Tensor base = ou::random_tensor<float>({150, 90}, 2);
+    auto vb = ou::values(base);
+    Tensor t = base.as_strided({90, 150}, {1, 90}, 0);
+    std::vector<double> vt(90 * 150);
+    for (int i = 0; i < 90; ++i)
+      for (int j = 0; j < 150; ++j) vt[i * 150 + j] = vb[j * 90 + i];
+    for (int d : {0, 1}) {
+      ou::check_values(ops::sum(t, {d}), reduce_ref(vt, {90, 150}, {d}, K::sum), 1e-6, "sum transposed");
+      ou::check_values(ops::amax(t, {d}), reduce_ref(vt, {90, 150}, {d}, K::max), 0, "amax transposed");
+      check_exact(ops::argmax(t, d), reduce_ref(vt, {90, 150}, {d}, K::argmax), "argmax transposed");
+    }
+    ou::check_values(ops::sum(t), reduce_ref(vt, {90, 150}, {0, 1}, K::sum), 1e-6, "sum all transposed");
+    check_on(ops::sum(t), be, "sum all transposed");
+    check_on(ops::sum(t, {0}), be, "sum transposed");
+    Tensor s = base.as_strided({40, 30}, {180, 3}, 7);
+    std::vector<double> vs(40 * 30);
+    for (int i = 0; i < 40; ++i)
+      for (int j = 0; j < 30; ++j) vs[i * 30 + j] = vb[7 + i * 180 + j * 3];
+    ou::check_values(ops::sum(s, {1}), reduce_ref(vs, {40, 30}, {1}, K::sum), 1e-6, "sum slice dim 1");
+    ou::check_values(ops::mean(s, {0}), reduce_ref(vs, {40, 30}, {0}, K::mean), 1e-6, "mean slice dim 0");
+    Tensor row = ou::random_tensor<float>({50}, 3);
+    Tensor e = row.as_strided({20, 50}, {0, 1}, 0);
+    auto vr = ou::values(row);
+    std::vector<double> ve(20 * 50);
+    for (int i = 0; i < 20; ++i)
+      for (int j = 0; j < 50; ++j) ve[i * 50 + j] = vr[j];
+    ou::check_values(ops::sum(e, {0}), reduce_ref(ve, {20, 50}, {0}, K::sum), 1e-6, "sum expanded dim 0");
+    // A 4-d permuted view reduced over non-adjacent dims (the permute-and-copy path).
+    Tensor b4 = ou::random_tensor<float>({4, 5, 6, 7}, 4);
+    auto v4 = ou::values(b4);
+    Tensor p4 = b4.as_strided({7, 5, 6, 4}, {1, 42, 7, 210}, 0);
+    std::vector<double> vp(v4.size());
+    for (int64_t i = 0; i < 840; ++i) {
+      auto idx = ou::unravel(i, {7, 5, 6, 4});
+      vp[i] = v4[idx[0] * 1 + idx[1] * 42 + idx[2] * 7 + idx[3] * 210];
+    }
+    ou::check_values(ops::sum(p4, {0, 2}), reduce_ref(vp, {7, 5, 6, 4}, {0, 2}, K::sum), 1e-6, "sum permuted 0,2");
+    ou::check_values(ops::amin(p4, {1, 3}, true), reduce_ref(vp, {7, 5, 6, 4}, {1, 3}, K::min), 0, "amin permuted 1,3");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(long_rows_are_accurate) {
-  // Positive values so that there is no cancellation: the error is the summation's.
-  for (int64_t n : {int64_t(16384), int64_t(100003), int64_t(1) << 22}) {
-    Tensor x = ou::random_tensor<float>({n}, 5, 0, 1);
+  tt::for_each_backend([&](const tt::Backend& be) {
+    // Positive values so that there is no cancellation: the error is the summation's.
+    for (int64_t n : {int64_t(16384), int64_t(100003), int64_t(1) << 22}) {
+      Tensor x = ou::random_tensor<float>({n}, 5, 0, 1);
+      auto v = ou::values(x);
+      ou::check_values(ops::sum(x), reduce_ref(v, {n}, {0}, K::sum), 1e-6, "sum of " + std::to_string(n));
+      ou::check_values(ops::mean(x), reduce_ref(v, {n}, {0}, K::mean), 1e-6, "mean of " + std::to_string(n));
+      ou::check_values(ops::amax(x), reduce_ref(v, {n}, {0}, K::max), 0, "amax of " + std::to_string(n));
+      check_on(ops::sum(x), be, "sum of " + std::to_string(n));
+    }
+    Tensor x = ou::random_tensor<float>({3, 40000}, 6, 0, 1);
     auto v = ou::values(x);
-    ou::check_values(ops::sum(x), reduce_ref(v, {n}, {0}, K::sum), 1e-6, "sum of " + std::to_string(n));
-    ou::check_values(ops::mean(x), reduce_ref(v, {n}, {0}, K::mean), 1e-6, "mean of " + std::to_string(n));
-    ou::check_values(ops::amax(x), reduce_ref(v, {n}, {0}, K::max), 0, "amax of " + std::to_string(n));
-  }
-  Tensor x = ou::random_tensor<float>({3, 40000}, 6, 0, 1);
-  auto v = ou::values(x);
-  ou::check_values(ops::sum(x, {1}), reduce_ref(v, {3, 40000}, {1}, K::sum), 1e-6, "3 long rows");
-  check_exact(ops::argmax(x, 1), reduce_ref(v, {3, 40000}, {1}, K::argmax), "argmax of long rows");
-  Tensor y = ou::random_tensor<float>({30000, 3}, 7, 0, 1);
-  auto vy = ou::values(y);
-  ou::check_values(ops::sum(y, {0}), reduce_ref(vy, {30000, 3}, {0}, K::sum), 1e-6, "long columns");
+    ou::check_values(ops::sum(x, {1}), reduce_ref(v, {3, 40000}, {1}, K::sum), 1e-6, "3 long rows");
+    check_exact(ops::argmax(x, 1), reduce_ref(v, {3, 40000}, {1}, K::argmax), "argmax of long rows");
+    Tensor y = ou::random_tensor<float>({30000, 3}, 7, 0, 1);
+    auto vy = ou::values(y);
+    ou::check_values(ops::sum(y, {0}), reduce_ref(vy, {30000, 3}, {0}, K::sum), 1e-6, "long columns");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(dtypes) {
-  Tensor i = ou::random_tensor<int32_t>({1000, 3}, 8, -1000000, 1000000);
-  auto vi = ou::values(i);
-  Tensor si = ops::sum(i, {0});
-  BOOST_TEST((si.dtype() == DType::i64));
-  check_exact(si, reduce_ref(vi, {1000, 3}, {0}, K::sum), "sum of i32 in i64");
-  Tensor am = ops::amax(i, {1});
-  BOOST_TEST((am.dtype() == DType::i32));
-  check_exact(am, reduce_ref(vi, {1000, 3}, {1}, K::max), "amax i32");
-  Tensor u = ou::random_tensor<uint8_t>({300}, 9, 0, 255);
-  check_exact(ops::sum(u), reduce_ref(ou::values(u), {300}, {0}, K::sum), "sum of u8 in i64");
-  check_exact(ops::amin(u), reduce_ref(ou::values(u), {300}, {0}, K::min), "amin u8");
-  Tensor b = ou::random_tensor<bool>({77}, 10);
-  Tensor sb = ops::sum(b);
-  BOOST_TEST((sb.dtype() == DType::i64));
-  check_exact(sb, reduce_ref(ou::values(b), {77}, {0}, K::sum), "sum of bool");
-  Tensor d = ou::random_tensor<double>({500, 7}, 11);
-  Tensor sd = ops::sum(d, {0});
-  BOOST_TEST((sd.dtype() == DType::f64));
-  ou::check_values(sd, reduce_ref(ou::values(d), {500, 7}, {0}, K::sum), 1e-14, "sum f64");
-  Tensor h = ops::to_dtype(ou::random_tensor<float>({1000}, 12, 0, 1), DType::f16);
-  Tensor sh = ops::sum(h);
-  BOOST_TEST((sh.dtype() == DType::f16));
-  ou::check_values(sh, reduce_ref(ou::values(h), {1000}, {0}, K::sum), 1e-3, "sum f16 (accumulated in f32)");
-  tt::check_throws([&] { ops::mean(i); }, {"mean", "i32", "floating"}, "mean of integers");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor i = ou::random_tensor<int32_t>({1000, 3}, 8, -1000000, 1000000);
+    auto vi = ou::values(i);
+    Tensor si = ops::sum(i, {0});
+    BOOST_TEST((si.dtype() == DType::i64));
+    check_on(si, be, "sum of i32");
+    check_exact(si, reduce_ref(vi, {1000, 3}, {0}, K::sum), "sum of i32 in i64");
+    Tensor am = ops::amax(i, {1});
+    BOOST_TEST((am.dtype() == DType::i32));
+    check_exact(am, reduce_ref(vi, {1000, 3}, {1}, K::max), "amax i32");
+    Tensor u = ou::random_tensor<uint8_t>({300}, 9, 0, 255);
+    check_exact(ops::sum(u), reduce_ref(ou::values(u), {300}, {0}, K::sum), "sum of u8 in i64");
+    check_exact(ops::amin(u), reduce_ref(ou::values(u), {300}, {0}, K::min), "amin u8");
+    Tensor b = ou::random_tensor<bool>({77}, 10);
+    Tensor sb = ops::sum(b);
+    BOOST_TEST((sb.dtype() == DType::i64));
+    check_exact(sb, reduce_ref(ou::values(b), {77}, {0}, K::sum), "sum of bool");
+    Tensor d = ou::random_tensor<double>({500, 7}, 11);
+    Tensor sd = ops::sum(d, {0});
+    BOOST_TEST((sd.dtype() == DType::f64));
+    ou::check_values(sd, reduce_ref(ou::values(d), {500, 7}, {0}, K::sum), 1e-14, "sum f64");
+    Tensor h = ops::to_dtype(ou::random_tensor<float>({1000}, 12, 0, 1), DType::f16);
+    Tensor sh = ops::sum(h);
+    BOOST_TEST((sh.dtype() == DType::f16));
+    check_on(sh, be, "sum f16");
+    ou::check_values(sh, reduce_ref(ou::values(h), {1000}, {0}, K::sum), 1e-3, "sum f16 (accumulated in f32)");
+    tt::check_throws([&] { ops::mean(i); }, {"mean", "i32", "floating"}, "mean of integers");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(nan_ties_and_empty) {
-  Tensor x = Tensor::from_vector<float>({1, 3, 3, NAN, 2, -1, 5, 5}, {2, 4});
-  auto am = ou::values(ops::amax(x, {1}));
-  BOOST_TEST(std::isnan(am[0]));
-  BOOST_TEST(am[1] == 5.0);
-  check_exact(ops::argmax(x, 1), {3, 2}, "argmax with NaN, ties -> first");
-  Tensor y = Tensor::from_vector<float>({2, 1, 1, 4, 0, 0}, {2, 3});
-  check_exact(ops::argmin(y, 1), {1, 1}, "argmin ties -> first");
-  Tensor ninf = Tensor::from_vector<float>({-INFINITY, -INFINITY, -INFINITY});
-  check_exact(ops::argmax(ninf, 0), {0}, "argmax of all -inf");
-  Tensor e = Tensor::empty({3, 0}, DType::f32);
-  check_exact(ops::sum(e, {1}), {0, 0, 0}, "sum over an empty dim");
-  BOOST_TEST(std::isnan(ou::values(ops::mean(e, {1}))[0]));
-  BOOST_TEST(ops::sum(e, {0}).shape() == (ou::Shape{0}));
-  tt::check_throws([&] { ops::amax(e, {1}); }, {"amax", "empty"}, "amax over an empty dim");
-  tt::check_throws([&] { ops::argmax(e, 0); }, {"argmax", "non-empty"}, "argmax of an empty tensor");
-  Tensor s = Tensor::from_vector<float>({4.5f}, {});
-  check_exact(ops::sum(s), {4.5}, "sum of a 0-dim tensor");
-  check_exact(ops::sum(s, {0}), {4.5}, "sum of a 0-dim tensor over dim 0");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor x = Tensor::from_vector<float>({1, 3, 3, NAN, 2, -1, 5, 5}, {2, 4});
+    auto am = ou::values(ops::amax(x, {1}));
+    BOOST_TEST(std::isnan(am[0]));
+    BOOST_TEST(am[1] == 5.0);
+    check_exact(ops::argmax(x, 1), {3, 2}, "argmax with NaN, ties -> first");
+    Tensor y = Tensor::from_vector<float>({2, 1, 1, 4, 0, 0}, {2, 3});
+    check_exact(ops::argmin(y, 1), {1, 1}, "argmin ties -> first");
+    Tensor ninf = Tensor::from_vector<float>({-INFINITY, -INFINITY, -INFINITY});
+    check_exact(ops::argmax(ninf, 0), {0}, "argmax of all -inf");
+    Tensor e = Tensor::empty({3, 0}, DType::f32);
+    check_exact(ops::sum(e, {1}), {0, 0, 0}, "sum over an empty dim");
+    BOOST_TEST(std::isnan(ou::values(ops::mean(e, {1}))[0]));
+    BOOST_TEST(ops::sum(e, {0}).shape() == (ou::Shape{0}));
+    check_on(ops::sum(e, {1}), be, "sum over an empty dim");
+    check_on(ops::sum(e, {0}), be, "sum of an empty tensor");
+    tt::check_throws([&] { ops::amax(e, {1}); }, {"amax", "empty"}, "amax over an empty dim");
+    tt::check_throws([&] { ops::argmax(e, 0); }, {"argmax", "non-empty"}, "argmax of an empty tensor");
+    Tensor s = Tensor::from_vector<float>({4.5f}, {});
+    check_exact(ops::sum(s), {4.5}, "sum of a 0-dim tensor");
+    check_exact(ops::sum(s, {0}), {4.5}, "sum of a 0-dim tensor over dim 0");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(sum_to_op) {
-  Tensor g = ou::random_tensor<float>({4, 3, 5}, 13);
-  auto v = ou::values(g);
-  Tensor r = ops::sum_to(g, {3, 1});
-  BOOST_TEST(r.shape() == (ou::Shape{3, 1}));
-  ou::check_values(r, reduce_ref(v, {4, 3, 5}, {0, 2}, K::sum), 1e-6, "sum_to [3, 1]");
-  ou::check_values(ops::sum_to(g, {5}), reduce_ref(v, {4, 3, 5}, {0, 1}, K::sum), 1e-6, "sum_to [5]");
-  ou::check_values(ops::sum_to(g, {1, 1, 1}), reduce_ref(v, {4, 3, 5}, {0, 1, 2}, K::sum), 1e-6, "sum_to [1,1,1]");
-  ou::check_values(ops::sum_to(g, {}), reduce_ref(v, {4, 3, 5}, {0, 1, 2}, K::sum), 1e-6, "sum_to []");
-  BOOST_TEST(ops::sum_to(g, {4, 3, 5}).storage() == g.storage());
-  Tensor bias = ou::random_tensor<float>({128, 512}, 14);
-  ou::check_values(ops::sum_to(bias, {512}), reduce_ref(ou::values(bias), {128, 512}, {0}, K::sum), 1e-6,
-                   "bias gradient");
-  tt::check_throws([&] { ops::sum_to(g, {2, 5}); }, {"sum_to", "[2, 5]", "[4, 3, 5]"}, "sum_to incompatible");
-  tt::check_throws([&] { ops::sum_to(g, {1, 4, 3, 5}); }, {"sum_to"}, "sum_to higher rank");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor g = ou::random_tensor<float>({4, 3, 5}, 13);
+    auto v = ou::values(g);
+    Tensor r = ops::sum_to(g, {3, 1});
+    BOOST_TEST(r.shape() == (ou::Shape{3, 1}));
+    check_on(r, be, "sum_to [3, 1]");
+    ou::check_values(r, reduce_ref(v, {4, 3, 5}, {0, 2}, K::sum), 1e-6, "sum_to [3, 1]");
+    ou::check_values(ops::sum_to(g, {5}), reduce_ref(v, {4, 3, 5}, {0, 1}, K::sum), 1e-6, "sum_to [5]");
+    ou::check_values(ops::sum_to(g, {1, 1, 1}), reduce_ref(v, {4, 3, 5}, {0, 1, 2}, K::sum), 1e-6, "sum_to [1,1,1]");
+    ou::check_values(ops::sum_to(g, {}), reduce_ref(v, {4, 3, 5}, {0, 1, 2}, K::sum), 1e-6, "sum_to []");
+    BOOST_TEST(ops::sum_to(g, {4, 3, 5}).storage() == g.storage());
+    Tensor bias = ou::random_tensor<float>({128, 512}, 14);
+    ou::check_values(ops::sum_to(bias, {512}), reduce_ref(ou::values(bias), {128, 512}, {0}, K::sum), 1e-6,
+                     "bias gradient");
+    tt::check_throws([&] { ops::sum_to(g, {2, 5}); }, {"sum_to", "[2, 5]", "[4, 3, 5]"}, "sum_to incompatible");
+    tt::check_throws([&] { ops::sum_to(g, {1, 4, 3, 5}); }, {"sum_to"}, "sum_to higher rank");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(errors) {
-  Tensor x = Tensor::zeros({3, 4}, DType::f32);
-  tt::check_throws([&] { ops::sum(x, {2}); }, {"sum", "dimension 2", "rank 2"}, "dim out of range");
-  tt::check_throws([&] { ops::amax(x, {-3}); }, {"amax", "-3"}, "negative dim out of range");
-  tt::check_throws([&] { ops::sum(x, {1, -1}); }, {"sum", "more than once"}, "duplicate dims");
-  tt::check_throws([&] { ops::argmax(x, 5); }, {"argmax", "5"}, "argmax bad dim");
-  tt::check_throws([&] { ops::sum(Tensor()); }, {"sum", "undefined"}, "undefined");
-  tt::check_throws([&] { ops::argmax(Tensor::zeros({3}, DType::i1), 0); }, {"argmax", "bool"}, "argmax bool");
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = Tensor::zeros({3, 4}, DType::f32);
+    tt::check_throws([&] { ops::sum(x, {2}); }, {"sum", "dimension 2", "rank 2"}, "dim out of range");
+    tt::check_throws([&] { ops::amax(x, {-3}); }, {"amax", "-3"}, "negative dim out of range");
+    tt::check_throws([&] { ops::sum(x, {1, -1}); }, {"sum", "more than once"}, "duplicate dims");
+    tt::check_throws([&] { ops::argmax(x, 5); }, {"argmax", "5"}, "argmax bad dim");
+    tt::check_throws([&] { ops::sum(Tensor()); }, {"sum", "undefined"}, "undefined");
+    tt::check_throws([&] { ops::argmax(Tensor::zeros({3}, DType::i1), 0); }, {"argmax", "bool"}, "argmax bool");
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -343,13 +343,17 @@ inline const std::vector<Backend>& all_backends() {
   return backends;
 }
 
-// Runs body(backend) on every available backend, inside a BOOST_TEST_CONTEXT naming it.
+// Runs body(backend) on every available backend, inside a BOOST_TEST_CONTEXT naming it, with the
+// backend's device as the default device: tensors the body creates without naming a device
+// (Tensor::from_vector, ops::zeros, ops::rand, modules' parameters...) live there, so op-library
+// and autograd tests run on every backend from the same source.
 template <class F> void for_each_backend(F&& body) {
   for (const Backend& be : all_backends()) {
     if (!runtime::device_available(be.device)) {
       BOOST_TEST_MESSAGE("skipping backend " << be.name << ": " << runtime::device_unavailable_reason(be.device));
       continue;
     }
+    DefaultDeviceGuard on_backend(be.device);
     BOOST_TEST_CONTEXT("backend " << be.name) { body(be); }
   }
 }
