@@ -19,6 +19,7 @@
 #include <tritium/tritium.h>
 
 #include "autotune/do_bench.h"
+#include "jit/compiled_kernel.h"
 #include "common/env.h"
 #include "jit/cuda/nvrtc.h"
 #include "runtime/cuda_device.h"
@@ -116,6 +117,9 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // NVRTC (12.9+) also caches compiles, in the driver's compute cache: a second run of this
+  // program would time those hits, not cold compiles. Off for this process (and its probes).
+  setenv("CUDA_CACHE_DISABLE", "1", 0);
   if (argc > 1 && !std::strcmp(argv[1], "--probe")) return probe(argc, argv);
   std::string json_path;
   bool quick = false;
@@ -157,6 +161,7 @@ int main(int argc, char** argv) {
   double cold_add = ms_since(t0);
   std::vector<double> cold_family;
   std::vector<std::string> family_names;
+  auto stats_before = tritium::jit::compile_stats();
   for (int c = 1; c <= 20; ++c) {
     auto t = clock_type::now();
     auto k = make_scale_kernel(c);
@@ -165,6 +170,12 @@ int main(int argc, char** argv) {
     cold_family.push_back(ms_since(t));
     family_names.push_back(std::to_string(c));
   }
+  auto stats_after = tritium::jit::compile_stats();
+  double mean_total = 0;
+  for (double t : cold_family) mean_total += t / 20;
+  double passes = (stats_after.passes_ms - stats_before.passes_ms) / 20;
+  double generate = (stats_after.generate_ms - stats_before.generate_ms) / 20;
+  double load = (stats_after.load_ms - stats_before.load_ms) / 20;
   std::vector<double> warm_add;
   for (int r = 0; r < 5; ++r) warm_add.push_back(probe_in_new_process(cache_dir, {"add"})[0]);
   std::vector<double> warm_family = probe_in_new_process(cache_dir, family_names);
@@ -172,9 +183,13 @@ int main(int argc, char** argv) {
   std::printf("%-60s %10.2f ms\n", "disk-cache load in a new process, tutorial 01 (median of 5)", median(warm_add));
   std::printf("%-60s %10.2f ms\n", "cold compile, 20 distinct small kernels (median)", median(cold_family));
   std::printf("%-60s %10.2f ms\n", "disk-cache load, 20 distinct kernels, new process (median)", median(warm_family));
+  std::printf("  cold compile phases, mean per kernel: trace+launch %.2f, passes %.2f, generate (%s) %.2f, load %.2f ms\n",
+              mean_total - passes - generate - load, passes, cuda ? "NVRTC" : "LLVM", generate, load);
   json += fmt::format("  \"cold_compile_add_ms\": {:.3f},\n  \"disk_load_add_ms\": {:.3f},\n", cold_add, median(warm_add));
   json += fmt::format("  \"cold_compile_20_median_ms\": {:.3f},\n  \"disk_load_20_median_ms\": {:.3f},\n",
                       median(cold_family), median(warm_family));
+  json += fmt::format("  \"cold_compile_phases_ms\": {{\"passes\": {:.3f}, \"generate\": {:.3f}, \"load\": {:.3f}}},\n",
+                      passes, generate, load);
 
   // 2. Host overhead of a cached launch (an empty program, 4 arguments). On CUDA launches are
   // asynchronous: the host time per launch is measured, the queue drained after each batch.

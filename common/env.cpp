@@ -73,6 +73,7 @@ Env read_env() {
   e.dump_dir = get("TRITIUM_DUMP");
   e.log_compile = list_contains(get("TRITIUM_LOG"), "compile");
   e.num_threads = parse_num_threads(get("TRITIUM_NUM_THREADS"));
+  e.nvrtc_options = get("TRITIUM_NVRTC_OPTIONS");
   return e;
 }
 

@@ -14,6 +14,9 @@ struct Env {
   std::string dump_dir;
   // TRITIUM_LOG is a comma-separated list of topics; "compile" logs every kernel compile.
   bool log_compile = false;
+  // TRITIUM_NVRTC_OPTIONS: extra NVRTC options, separated by spaces (e.g. "-lineinfo"); part of
+  // the cache key.
+  std::string nvrtc_options;
   // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
   int num_threads = 1;
 };

@@ -28,9 +28,10 @@ void log_line(std::string_view message) {
   }
 }
 
-void log_compile_event(std::string_view kernel, std::string_view backend, bool hit, double ms) {
+void log_compile_event(std::string_view kernel, std::string_view backend, bool hit, double ms,
+                       std::string_view detail) {
   if (!env().log_compile) return;
-  log_line(fmt::format("compile {} {} {} {:.2f} ms", kernel, backend, hit ? "hit" : "miss", ms));
+  log_line(fmt::format("compile {} {} {} {:.2f} ms{}", kernel, backend, hit ? "hit" : "miss", ms, detail));
 }
 
 }  // namespace tritium

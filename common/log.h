@@ -9,6 +9,8 @@ namespace tritium {
 void log_line(std::string_view message);
 
 // "[tritium] compile add cpu hit 0.41 ms" when TRITIUM_LOG contains "compile"; else nothing.
-void log_compile_event(std::string_view kernel, std::string_view backend, bool hit, double ms);
+// `detail` is appended (a miss's phases).
+void log_compile_event(std::string_view kernel, std::string_view backend, bool hit, double ms,
+                       std::string_view detail = {});
 
 }  // namespace tritium

@@ -39,6 +39,9 @@ struct CompileStats {
   uint64_t compiled = 0;     // binaries generated (cache misses)
   uint64_t disk_hits = 0;    // binaries loaded from the disk cache
   uint64_t shared_hits = 0;  // specialisations that reused an already loaded binary (same IR)
+  // Where compile time goes, summed over all compiles (ms): optimisation passes and hashing,
+  // code generation including the backend's compiler (LLVM or NVRTC), loading the binary.
+  double passes_ms = 0, generate_ms = 0, load_ms = 0;
 };
 CompileStats compile_stats();
 

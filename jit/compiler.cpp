@@ -21,9 +21,19 @@ static constexpr const char* kCodegenVersion = TRITIUM_CODEGEN_HASH;
 
 namespace {
 std::atomic<uint64_t> g_compiled{0}, g_disk_hits{0}, g_shared_hits{0};
+std::mutex g_phase_mutex;
+double g_passes_ms = 0, g_generate_ms = 0, g_load_ms = 0;
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 }  // namespace
 
-CompileStats compile_stats() { return {g_compiled.load(), g_disk_hits.load(), g_shared_hits.load()}; }
+CompileStats compile_stats() {
+  std::lock_guard lock(g_phase_mutex);
+  return {g_compiled.load(), g_disk_hits.load(), g_shared_hits.load(), g_passes_ms, g_generate_ms, g_load_ms};
+}
 
 Backend& backend_for(const runtime::Device& device) {
   if (device.is_cpu()) {
@@ -38,7 +48,7 @@ Backend& backend_for(const runtime::Device& device) {
 }
 
 std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& device, const CompileOptions& opts) {
-  auto start = std::chrono::steady_clock::now();
+  auto start = Clock::now();
   Backend& backend = backend_for(device);
   run_passes(f, env().dump_dir);
   std::string text = ir::print(f);
@@ -50,6 +60,7 @@ std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& 
                     .add(static_cast<uint64_t>(opts.num_warps))
                     .add(static_cast<uint64_t>(opts.num_stages))
                     .finish();
+  auto passes_done = Clock::now();
 
   // Specialisations whose optimised IR is identical share one loaded binary.
   static std::mutex mutex;
@@ -64,9 +75,6 @@ std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& 
       }
   }
 
-  auto elapsed_ms = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
   DiskCache* disk = DiskCache::global();
   std::shared_ptr<CompiledKernel> kernel;
   bool hit = false;
@@ -83,18 +91,32 @@ std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& 
       }
     }
   }
+  auto generate_start = Clock::now(), generate_done = generate_start;
   if (!kernel) {
     AxisInfoMap axis = analyze_axis_info(f);
     std::vector<char> binary = backend.generate(f, axis, opts);
     ++g_compiled;
     if (disk) disk->store(key, backend.binary_kind(), binary);
+    generate_done = Clock::now();
     kernel = backend.load(binary, f);
+  }
+  auto done = Clock::now();
+  {
+    std::lock_guard lock(g_phase_mutex);
+    g_passes_ms += ms_between(start, passes_done);
+    g_generate_ms += ms_between(generate_start, generate_done);
+    g_load_ms += hit ? ms_between(passes_done, done) : ms_between(generate_done, done);
   }
   kernel->name = f.name;
   kernel->hash = key;
   kernel->ir_text = std::move(text);
   kernel->from_disk = hit;
-  log_compile_event(f.name, backend.name(), hit, elapsed_ms());
+  if (hit)
+    log_compile_event(f.name, backend.name(), true, ms_between(start, done));
+  else
+    log_compile_event(f.name, backend.name(), false, ms_between(start, done),
+                      fmt::format(" (passes {:.2f}, generate {:.2f}, load {:.2f} ms)", ms_between(start, passes_done),
+                                  ms_between(generate_start, generate_done), ms_between(generate_done, done)));
   std::lock_guard lock(mutex);
   loaded[key] = kernel;
   return kernel;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 
 #include "common/env.h"
@@ -59,6 +60,13 @@ std::vector<std::string> assert_messages(const ir::Function& f) {
   const_cast<ir::Function&>(f).walk([&](ir::Op* op) {
     if (op->kind == ir::OpKind::Assert) out.push_back(op->attrs.str);
   });
+  return out;
+}
+
+std::vector<std::string> split_options(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string o; in >> o;) out.push_back(o);
   return out;
 }
 
@@ -159,13 +167,14 @@ class CudaBackend : public Backend {
     return p.cc_major == 9 && p.cc_minor == 0 ? "sm_90a" : p.arch();
   }
   std::string target_id() const override {
-    return fmt::format("{};nvrtc-{};driver-{}", arch(), cuda::nvrtc_version(), cu::driver().driver_version);
+    return fmt::format("{};nvrtc-{};driver-{};options {}", arch(), cuda::nvrtc_version(), cu::driver().driver_version,
+                       env().nvrtc_options);
   }
 
   std::vector<char> generate(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts) override {
     cuda::KernelSource ks = cuda::generate_cuda(f, axis, opts);
     if (const std::string& dir = env().dump_dir; !dir.empty()) std::ofstream(dir + "/" + f.name + ".cu") << ks.source;
-    std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch());
+    std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch(), split_options(env().nvrtc_options));
     return pack(ks, cubin);
   }
 

@@ -133,7 +133,7 @@ std::vector<char> compile_to_cubin(const std::string& source, const std::string&
     ~Guard() { n.DestroyProgram(p); }
   } guard{n, &prog};
   // Accurate math (no --use_fast_math); functions without qualifiers are device functions.
-  std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "-default-device"};
+  std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "-default-device", "-minimal"};
   for (const auto& o : extra_options) opts.push_back(o);
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
