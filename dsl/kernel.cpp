@@ -125,7 +125,8 @@ class KernelImpl {
     out.key.clear();
     out.key.reserve(params.size() + 3);
     out.metas.assign(params.size(), MetaValue{});
-    out.device = options.device.value_or(runtime::Device{});
+    // Explicit device, else the tensors' device, else the default device (raw pointers).
+    out.device = options.device.value_or(runtime::default_device());
     bool device_from_tensor = false;
     size_t slot = 0;
     for (size_t i = 0; i < params.size(); ++i) {
@@ -171,6 +172,9 @@ class KernelImpl {
         if (!any && a.dtype != DType::invalid && a.dtype != p.dtype)
           bad_arg(i, fmt::format("must point to {}, got a pointer to {}", dtype_name(p.dtype), dtype_name(a.dtype)));
         if (a.tensor) {
+          if (options.device && a.tensor->device() != *options.device)
+            bad_arg(i, fmt::format("is on {} but the launch options ask for {}", a.tensor->device().str(),
+                                   options.device->str()));
           if (device_from_tensor && a.tensor->device() != out.device)
             bad_arg(i, fmt::format("is on {} but earlier tensor arguments are on {}", a.tensor->device().str(),
                                    out.device.str()));
@@ -320,6 +324,38 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
          g.z);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;
   spec->compiled->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
+}
+
+void Kernel::precompile(const LaunchArgs& args) {
+  if (!impl_) fail("compile of an empty tritium::Kernel");
+  detail::KernelImpl::Bound b;
+  impl_->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
+  uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
+  if (!impl_->lookup(b.key, h)) impl_->specialize(b, h, args.options);
+}
+
+Hash128 Kernel::specialization_hash(const LaunchArgs& args) {
+  if (!impl_) fail("trace of an empty tritium::Kernel");
+  detail::KernelImpl::Bound b;
+  impl_->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
+  uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
+  if (detail::Specialization* spec = impl_->lookup(b.key, h)) return spec->compiled->hash;
+  ir::Function f(impl_->name);
+  impl_->trace(f, b);
+  jit::CompileOptions co;
+  co.num_warps = args.options.num_warps;
+  co.num_stages = args.options.num_stages;
+  return jit::content_hash(f, b.device, co);
+}
+
+Meta Kernel::meta_values(const LaunchArgs& args) {
+  if (!impl_) fail("trace of an empty tritium::Kernel");
+  detail::KernelImpl::Bound b;
+  impl_->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
+  Meta m;
+  for (size_t i = 0; i < impl_->params.size(); ++i)
+    if (impl_->params[i].kind == detail::ParamKind::meta) m.set(impl_->params[i].name, b.metas[i]);
+  return m;
 }
 
 std::string Kernel::ir_impl(const detail::ArgValue* args, size_t n, const Meta* named, const Options& options,

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/hash.h"
 #include "dsl/tensor.h"
 #include "runtime/device.h"
 #include "runtime/tensor.h"
@@ -88,7 +89,8 @@ struct GridSpec {
 struct Options {
   int num_warps = 4;
   int num_stages = 3;
-  std::optional<runtime::Device> device;  // default: where the pointer arguments live (cpu)
+  // Default: where the Tensor arguments live; with raw pointers only, default_device().
+  std::optional<runtime::Device> device;
 };
 
 namespace detail {
@@ -215,6 +217,34 @@ template <class T> ArgValue to_arg(const T& v) {
 
 }  // namespace detail
 
+// Launch arguments already sorted out (what Kernel::launch builds from a C++ argument list):
+// positional values, named meta-parameters and options. Autotuners and heuristics hold these to
+// launch one kernel with several configs. Tensor arguments are referenced, not copied: a
+// LaunchArgs is valid while the tensors it was collected from are.
+struct LaunchArgs {
+  std::vector<detail::ArgValue> values;
+  Meta named;
+  Options options;
+
+  template <class... A> static LaunchArgs collect(const A&... args) {
+    LaunchArgs l;
+    l.values.reserve(sizeof...(A));
+    (l.add(args), ...);
+    return l;
+  }
+
+ private:
+  template <class T> void add(const T& v) {
+    if constexpr (std::is_same_v<T, Meta>) {
+      for (const auto& [k, m] : v.items()) named.set(k, m);
+    } else if constexpr (std::is_same_v<T, Options>) {
+      options = v;
+    } else {
+      values.push_back(detail::to_arg(v));
+    }
+  }
+};
+
 class Kernel {
  public:
   Kernel() = default;
@@ -256,6 +286,19 @@ class Kernel {
   }
 
   size_t num_specializations() const;  // compiled specialisations held in memory
+
+  // The same on collected arguments (autotuners, heuristics, tools).
+  void launch(const GridSpec& grid, const LaunchArgs& args) {
+    launch_impl(grid, args.values.data(), args.values.size(), &args.named, args.options);
+  }
+  // Compiles (or loads from the disk cache) the specialisation `args` select, without launching
+  // it: candidates of an autotuner compile ahead, in parallel. Thread-safe.
+  void precompile(const LaunchArgs& args);
+  // The content hash of that specialisation (its optimised IR, backend, target, toolchain and
+  // options: the disk cache's key) without compiling it.
+  Hash128 specialization_hash(const LaunchArgs& args);
+  // The meta-parameter values a launch with `args` would use, by name (positional and named).
+  Meta meta_values(const LaunchArgs& args);
 
  private:
   template <class... A> static constexpr size_t count_args() {

@@ -45,6 +45,13 @@ struct CompileStats {
 };
 CompileStats compile_stats();
 
+// The content hash `compile` would key `f` by: optimises `f` in place (the passes), then hashes
+// its IR with the backend, target, toolchain and options. Compiles nothing.
+Hash128 content_hash(ir::Function& f, const runtime::Device& device, const CompileOptions& opts);
+
+// "cuda sm_90a;nvrtc-13.0;..." / "cpu <host cpu and features>": what compiled code depends on.
+std::string toolchain_id(const runtime::Device& device);
+
 // Traces are done by the caller; this optimises `f` (in place), then loads the kernel from the
 // disk cache or compiles it. Thread-safe.
 std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& device, const CompileOptions& opts);

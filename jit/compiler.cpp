@@ -47,19 +47,36 @@ Backend& backend_for(const runtime::Device& device) {
   fail("device {} is unavailable: {}", device.str(), runtime::device_unavailable_reason(device));
 }
 
+namespace {
+Hash128 key_of(const std::string& ir_text, Backend& backend, const CompileOptions& opts) {
+  return Hasher()
+      .add(ir_text)
+      .add(backend.name())
+      .add(backend.target_id())
+      .add(kCodegenVersion)
+      .add(static_cast<uint64_t>(opts.num_warps))
+      .add(static_cast<uint64_t>(opts.num_stages))
+      .finish();
+}
+}  // namespace
+
+Hash128 content_hash(ir::Function& f, const runtime::Device& device, const CompileOptions& opts) {
+  Backend& backend = backend_for(device);
+  run_passes(f, "");
+  return key_of(ir::print(f), backend, opts);
+}
+
+std::string toolchain_id(const runtime::Device& device) {
+  Backend& backend = backend_for(device);
+  return fmt::format("{} {} {}", backend.name(), backend.target_id(), kCodegenVersion);
+}
+
 std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& device, const CompileOptions& opts) {
   auto start = Clock::now();
   Backend& backend = backend_for(device);
   run_passes(f, env().dump_dir);
   std::string text = ir::print(f);
-  Hash128 key = Hasher()
-                    .add(text)
-                    .add(backend.name())
-                    .add(backend.target_id())
-                    .add(kCodegenVersion)
-                    .add(static_cast<uint64_t>(opts.num_warps))
-                    .add(static_cast<uint64_t>(opts.num_stages))
-                    .finish();
+  Hash128 key = key_of(text, backend, opts);
   auto passes_done = Clock::now();
 
   // Specialisations whose optimised IR is identical share one loaded binary.

@@ -149,6 +149,12 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
 
 }  // namespace
 
+Kernel& matmul_kernel(DType dtype) {
+  Kernel* k = nullptr;
+  runtime::dispatch_float(dtype, "matmul_kernel", [&](auto tag) { k = &matmul_kernel<decltype(tag)>(); });
+  return *k;
+}
+
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (!a_in.defined() || !b_in.defined()) fail("matmul: an operand is undefined");
   if (a_in.dim() == 0 || b_in.dim() == 0)

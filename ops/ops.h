@@ -16,6 +16,10 @@
 
 #include "runtime/tensor.h"
 
+namespace tritium {
+class Kernel;
+}
+
 namespace tritium::ops {
 
 using runtime::Tensor;
@@ -116,6 +120,10 @@ Tensor sum_to(const Tensor& grad, const Shape& shape);
 // ---- linear algebra -------------------------------------------------------------------------
 // 1-D/2-D/batched with broadcasting batch dims, as torch.matmul; through tl::dot.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// The kernel behind matmul for a float dtype, for tools that tune it (tritium-tune). Arguments:
+// a, b, c, M, N, K, the six strides of A/B/C, NB2, sa1, sa2, sb1, sb2, sc1, sc2 (batch split and
+// strides; 1, 0... for one matrix) and the meta-parameters BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M.
+Kernel& matmul_kernel(DType dtype);
 
 // ---- softmax and losses ---------------------------------------------------------------------
 Tensor softmax(const Tensor& x, int dim);

@@ -1,26 +1,29 @@
-// The kernel caches: the in-memory specialisation map (no re-trace on a hit), the disk cache
-// (miss, hit, corrupted and truncated entries recompiled), and two processes compiling the same
-// kernel at once.
+// The kernel caches, on every backend: the in-memory specialisation map (no re-trace on a hit),
+// the disk cache (miss, hit, corrupted, truncated, garbage and unloadable entries recompiled;
+// the CPU stores object files, CUDA a small header and the cubin), TRITIUM_LOG and TRITIUM_DUMP,
+// and two processes compiling the same kernel at once.
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <regex>
 
-#include <boost/test/unit_test.hpp>
-#include <tritium/tritium.h>
+#include "test_support.h"
 
 #include "common/env.h"
 #include "jit/compiled_kernel.h"
 #include "jit/disk_cache.h"
 
 namespace tl = tritium::tl;
+namespace tt = tritium::test;
 namespace fs = std::filesystem;
 
 namespace {
@@ -39,138 +42,196 @@ tritium::Kernel make_saxpy(float salt) {
   });
 }
 
-// Runs the kernel on fresh random data and checks every element against a float64 reference.
-void run_and_check(tritium::Kernel& k, float salt, int n = 1000, int stride = 1, int block = 256) {
+// Runs the kernel on the backend on fresh random data (output poisoned) and checks every element
+// against a float64 reference.
+void run_and_check(const tt::Backend& be, tritium::Kernel& k, float salt, int n = 1000, int stride = 1,
+                   int block = 256) {
   std::mt19937 rng(n + stride);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> x(n * stride + 1), y(n), out(n, NAN);
+  tt::host_vector<float> x(size_t(n) * stride + 1), y(n);
   for (auto& v : x) v = u(rng);
   for (auto& v : y) v = u(rng);
-  k[{tritium::cdiv(n, block)}](x.data(), y.data(), out.data(), n, stride, block);
+  auto dx = be.upload<float>(x);
+  auto dy = be.upload<float>(y);
+  auto dout = be.alloc_poisoned<float>(n);
+  k[{tritium::cdiv(n, block)}](dx.ptr(), dy.ptr(), dout.ptr(), n, stride, block, be.options());
+  auto out = dout.download();
   for (int i = 0; i < n; ++i) {
-    double ref = double(x[i * stride]) * salt + double(y[i]);
-    BOOST_REQUIRE_MESSAGE(std::abs(out[i] - ref) <= 1e-6 * (1 + std::abs(ref)), "element " << i << ": " << out[i] << " vs " << ref);
+    double ref = double(x[size_t(i) * stride]) * salt + double(y[i]);
+    BOOST_REQUIRE_MESSAGE(std::abs(out[i] - ref) <= 1e-6 * (1 + std::abs(ref)),
+                          be.name << ": element " << i << ": " << out[i] << " vs " << ref);
   }
 }
 
-// Points the process at an empty cache directory for the duration of a test.
+// The extension of the backend's disk cache entries: object files on the CPU, cubins (a small
+// header, then the cubin) on CUDA.
+std::string entry_extension(const tt::Backend& be) { return be.device.is_cuda() ? ".cubin" : ".o"; }
+
+// Points the process at an empty, enabled cache directory for one backend's part of a test
+// (restoring the previous settings afterwards, even when a check throws).
 struct FreshCache {
   fs::path dir;
-  FreshCache() {
-    dir = fs::temp_directory_path() / ("tritium-cache-test-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
+  std::string extension;  // of this backend's entries
+  std::optional<tt::ScopedEnv> dir_env, enabled_env;
+  explicit FreshCache(const tt::Backend& be) : extension(entry_extension(be)) {
+    dir = fs::temp_directory_path() /
+          ("tritium-cache-test-" + std::to_string(getpid()) + "-" + be.name + "-" + std::to_string(counter()++));
     fs::remove_all(dir);
-    setenv("TRITIUM_CACHE_DIR", dir.c_str(), 1);
-    setenv("TRITIUM_CACHE", "1", 1);
-    tritium::reload_env_for_tests();
+    dir_env.emplace("TRITIUM_CACHE_DIR", dir.c_str());
+    enabled_env.emplace("TRITIUM_CACHE", "1");
   }
-  ~FreshCache() { fs::remove_all(dir); }
+  ~FreshCache() {
+    enabled_env.reset();
+    dir_env.reset();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
   static int& counter() {
     static int c = 0;
     return c;
   }
+  // The backend's entries.
   std::vector<fs::path> entries() const {
     std::vector<fs::path> out;
     if (!fs::exists(dir)) return out;
     for (auto& e : fs::recursive_directory_iterator(dir))
-      if (e.is_regular_file() && e.path().extension() == ".o") out.push_back(e.path());
+      if (e.is_regular_file() && e.path().extension() == extension) out.push_back(e.path());
     return out;
   }
+  // Every regular file (entries of any kind, temporaries, dumps).
+  size_t files() const {
+    size_t n = 0;
+    if (!fs::exists(dir)) return n;
+    for (auto& e : fs::recursive_directory_iterator(dir)) n += e.is_regular_file();
+    return n;
+  }
 };
+
+std::vector<char> read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+uint64_t get_u64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
 
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_kernel_cache)
 
 BOOST_AUTO_TEST_CASE(cached_launch_does_not_retrace) {
-  FreshCache cache;
-  auto k = make_saxpy(2.0f);
-  int before = g_traces;
-  run_and_check(k, 2.0f);
-  BOOST_TEST(g_traces - before == 1);
-  run_and_check(k, 2.0f);
-  run_and_check(k, 2.0f, 777);  // n = 777 is, like 1000, neither divisible by 16 nor 1: same specialisation
-  BOOST_TEST(g_traces - before == 1);
-  run_and_check(k, 2.0f, 1024);  // divisible by 16: a new specialisation
-  BOOST_TEST(g_traces - before == 2);
-  run_and_check(k, 2.0f, 4096);
-  BOOST_TEST(g_traces - before == 2);
-  BOOST_TEST(k.num_specializations() == 2u);
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache(be);
+    auto k = make_saxpy(2.0f);
+    int before = g_traces;
+    run_and_check(be, k, 2.0f);
+    BOOST_TEST(g_traces - before == 1);
+    run_and_check(be, k, 2.0f);
+    run_and_check(be, k, 2.0f, 777);  // n = 777 is, like 1000, neither divisible by 16 nor 1: same specialisation
+    BOOST_TEST(g_traces - before == 1);
+    run_and_check(be, k, 2.0f, 1024);  // divisible by 16: a new specialisation
+    BOOST_TEST(g_traces - before == 2);
+    run_and_check(be, k, 2.0f, 4096);
+    BOOST_TEST(g_traces - before == 2);
+    BOOST_TEST(k.num_specializations() == 2u);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(specialisation_key) {
-  FreshCache cache;
-  auto k = make_saxpy(3.0f);
-  int t0 = g_traces;
-  run_and_check(k, 3.0f, 1024, 1, 256);  // stride == 1: specialised to the constant 1
-  run_and_check(k, 3.0f, 1024, 3, 256);  // stride 3: another specialisation
-  run_and_check(k, 3.0f, 1024, 32, 256); // stride divisible by 16: another one
-  run_and_check(k, 3.0f, 1024, 3, 128);  // another meta-parameter value
-  BOOST_TEST(g_traces - t0 == 4);
-  BOOST_TEST(k.num_specializations() == 4u);
-  // The stride-1 specialisation really folded the stride away.
-  std::vector<float> x(4), y(4), out(4);
-  std::string ir = k.optimized_ir(x.data(), y.data(), out.data(), 4, 1, 256);
-  // Parameters print as %0..%4; stride (%4) appears in the signature only: its uses became 1.
-  std::regex stride_use("%4\\b");
-  auto uses = std::distance(std::sregex_iterator(ir.begin(), ir.end(), stride_use), std::sregex_iterator());
-  BOOST_TEST(uses == 1, ir);
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache(be);
+    auto k = make_saxpy(3.0f);
+    int t0 = g_traces;
+    run_and_check(be, k, 3.0f, 1024, 1, 256);   // stride == 1: specialised to the constant 1
+    run_and_check(be, k, 3.0f, 1024, 3, 256);   // stride 3: another specialisation
+    run_and_check(be, k, 3.0f, 1024, 32, 256);  // stride divisible by 16: another one
+    run_and_check(be, k, 3.0f, 1024, 3, 128);   // another meta-parameter value
+    BOOST_TEST(g_traces - t0 == 4);
+    BOOST_TEST(k.num_specializations() == 4u);
+    // The stride-1 specialisation really folded the stride away.
+    auto x = be.alloc_poisoned<float>(4), y = be.alloc_poisoned<float>(4), out = be.alloc_poisoned<float>(4);
+    std::string ir = k.optimized_ir(x.ptr(), y.ptr(), out.ptr(), 4, 1, 256, be.options());
+    // Parameters print as %0..%4; stride (%4) appears in the signature only: its uses became 1.
+    std::regex stride_use("%4\\b");
+    auto uses = std::distance(std::sregex_iterator(ir.begin(), ir.end(), stride_use), std::sregex_iterator());
+    BOOST_TEST(uses == 1, ir);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(disk_miss_then_hit) {
-  FreshCache cache;
-  auto s0 = tritium::jit::compile_stats();
-  {
-    auto k = make_saxpy(5.0f);
-    run_and_check(k, 5.0f);
-  }
-  auto s1 = tritium::jit::compile_stats();
-  BOOST_TEST(s1.compiled - s0.compiled == 1u);
-  BOOST_TEST(cache.entries().size() == 1u);
-  {
-    auto k = make_saxpy(5.0f);  // a new kernel object: traces again, loads the binary from disk
-    run_and_check(k, 5.0f);
-  }
-  auto s2 = tritium::jit::compile_stats();
-  BOOST_TEST(s2.compiled == s1.compiled);
-  BOOST_TEST(s2.disk_hits - s1.disk_hits == 1u);
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache(be);
+    auto s0 = tritium::jit::compile_stats();
+    {
+      auto k = make_saxpy(5.0f);
+      run_and_check(be, k, 5.0f);
+    }
+    auto s1 = tritium::jit::compile_stats();
+    BOOST_TEST(s1.compiled - s0.compiled == 1u);
+    BOOST_TEST(cache.entries().size() == 1u);  // one entry of this backend's kind
+    BOOST_TEST(cache.files() == 1u);           // and nothing else
+    {
+      auto k = make_saxpy(5.0f);  // a new kernel object: traces again, loads the binary from disk
+      run_and_check(be, k, 5.0f);
+    }
+    auto s2 = tritium::jit::compile_stats();
+    BOOST_TEST(s2.compiled == s1.compiled);
+    BOOST_TEST(s2.disk_hits - s1.disk_hits == 1u);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(cache_disabled) {
-  FreshCache cache;
-  setenv("TRITIUM_CACHE", "0", 1);
-  tritium::reload_env_for_tests();
-  {
-    auto k = make_saxpy(6.0f);
-    run_and_check(k, 6.0f);
-  }
-  BOOST_TEST(cache.entries().empty());
-  setenv("TRITIUM_CACHE", "1", 1);
-  tritium::reload_env_for_tests();
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache(be);
+    tt::ScopedEnv disabled("TRITIUM_CACHE", "0");
+    auto s0 = tritium::jit::compile_stats();
+    {
+      auto k = make_saxpy(6.0f);
+      run_and_check(be, k, 6.0f);
+    }
+    {
+      auto k = make_saxpy(6.0f);  // nothing on disk to load: compiled again
+      run_and_check(be, k, 6.0f);
+    }
+    auto s1 = tritium::jit::compile_stats();
+    BOOST_TEST(s1.compiled - s0.compiled == 2u);
+    BOOST_TEST(s1.disk_hits == s0.disk_hits);
+    BOOST_TEST(cache.files() == 0u);
+  });
 }
 
-// Damages the one entry of the cache with `damage`, then checks the kernel is recompiled.
+// Damages the one entry of the backend's cache with `damage`, then checks the kernel is
+// recompiled (never loaded from the damaged entry, never a crash) and the entry rewritten.
 void check_recompiled_after(void (*damage)(const fs::path&), float salt) {
-  FreshCache cache;
-  {
-    auto k = make_saxpy(salt);
-    run_and_check(k, salt);
-  }
-  auto entries = cache.entries();
-  BOOST_REQUIRE(entries.size() == 1u);
-  damage(entries[0]);
-  auto s0 = tritium::jit::compile_stats();
-  {
-    auto k = make_saxpy(salt);
-    run_and_check(k, salt);
-  }
-  auto s1 = tritium::jit::compile_stats();
-  BOOST_TEST(s1.compiled - s0.compiled == 1u);  // recompiled, never executed the damaged entry
-  BOOST_TEST(s1.disk_hits == s0.disk_hits);
-  {
-    auto k = make_saxpy(salt);  // and the rewritten entry is good again
-    run_and_check(k, salt);
-  }
-  BOOST_TEST(tritium::jit::compile_stats().disk_hits - s1.disk_hits == 1u);
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache(be);
+    {
+      auto k = make_saxpy(salt);
+      run_and_check(be, k, salt);
+    }
+    auto entries = cache.entries();
+    BOOST_REQUIRE(entries.size() == 1u);
+    damage(entries[0]);
+    auto s0 = tritium::jit::compile_stats();
+    {
+      auto k = make_saxpy(salt);
+      run_and_check(be, k, salt);
+    }
+    auto s1 = tritium::jit::compile_stats();
+    BOOST_TEST(s1.compiled - s0.compiled == 1u);  // recompiled, never executed the damaged entry
+    BOOST_TEST(s1.disk_hits == s0.disk_hits);
+    BOOST_TEST(cache.entries().size() == 1u);
+    {
+      auto k = make_saxpy(salt);  // and the rewritten entry is good again
+      run_and_check(be, k, salt);
+    }
+    auto s2 = tritium::jit::compile_stats();
+    BOOST_TEST(s2.disk_hits - s1.disk_hits == 1u);
+    BOOST_TEST(s2.compiled == s1.compiled);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(corrupted_entry_is_recompiled) {
@@ -196,107 +257,191 @@ BOOST_AUTO_TEST_CASE(garbage_entry_is_recompiled) {
   }, 9.0f);
 }
 
-// Captures what the process writes to file descriptor `fd` while f runs.
-template <class F> std::string capture_fd(int fd, F&& f) {
-  fflush(nullptr);
-  char path[] = "/tmp/tritium-capture-XXXXXX";
-  int tmp = mkstemp(path);
-  int saved = dup(fd);
-  dup2(tmp, fd);
-  try {
-    f();
-  } catch (...) {
-    dup2(saved, fd);
-    throw;
-  }
-  fflush(nullptr);
-  dup2(saved, fd);
-  close(saved);
-  close(tmp);
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  fs::remove(path);
-  return text;
+// An entry that passes the disk cache's checks (header, size, checksum, key) but whose payload
+// the backend cannot load: the backend's error is caught and the kernel recompiled.
+BOOST_AUTO_TEST_CASE(unloadable_entry_with_valid_checksum_is_recompiled) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const std::string kind = entry_extension(be).substr(1);
+    // The payload's own header is kept and the rest replaced: the CPU's ELF header (64 bytes),
+    // or CUDA's binary header (40 bytes: magic, launch sizes, the entry name's length at offset
+    // 32) and the entry name, then text that is neither a cubin nor valid PTX (NUL-terminated, as
+    // the driver reads a non-ELF image as a PTX string). Then the whole payload is garbage.
+    auto keep_header = [&](const std::vector<char>& payload) {
+      size_t keep = 64;
+      if (be.device.is_cuda()) {
+        BOOST_REQUIRE(payload.size() >= 40u);
+        BOOST_REQUIRE(std::memcmp(payload.data(), "TRTCUDA1", 8) == 0);
+        int32_t entry_length;
+        std::memcpy(&entry_length, payload.data() + 32, 4);
+        BOOST_REQUIRE(entry_length >= 0);
+        keep = 40 + static_cast<size_t>(entry_length);
+      } else {
+        BOOST_REQUIRE(payload.size() >= 64u);
+        BOOST_REQUIRE(std::memcmp(payload.data(), "\x7f" "ELF", 4) == 0);
+      }
+      BOOST_REQUIRE(keep < payload.size());
+      std::vector<char> out(payload.begin(), payload.begin() + static_cast<std::ptrdiff_t>(keep));
+      const char text[] = "this is not machine code";
+      out.insert(out.end(), text, text + sizeof text);  // with the NUL
+      return out;
+    };
+    auto whole_garbage = [](const std::vector<char>&) {
+      const std::string text = "not an object file, not a cubin";
+      return std::vector<char>(text.begin(), text.end());
+    };
+    using MakePayload = std::function<std::vector<char>(const std::vector<char>&)>;
+    const std::vector<std::pair<const char*, MakePayload>> variants = {{"backend header kept", keep_header},
+                                                                       {"whole payload garbage", whole_garbage}};
+    for (size_t v = 0; v < variants.size(); ++v) {
+      BOOST_TEST_CONTEXT(variants[v].first) {
+        const float salt = 14.0f + static_cast<float>(v);
+        FreshCache cache(be);
+        {
+          auto k = make_saxpy(salt);
+          run_and_check(be, k, salt);
+        }
+        auto entries = cache.entries();
+        BOOST_REQUIRE(entries.size() == 1u);
+        auto bytes = read_bytes(entries[0]);
+        BOOST_REQUIRE(bytes.size() > tritium::jit::kDiskCacheHeaderSize);
+        tritium::Hash128 key{get_u64(bytes.data() + 40), get_u64(bytes.data() + 48)};
+        std::vector<char> payload(bytes.begin() + tritium::jit::kDiskCacheHeaderSize, bytes.end());
+        tritium::jit::DiskCache disk(cache.dir);
+        BOOST_REQUIRE(disk.path_for(key, kind) == entries[0]);
+        disk.store(key, kind, variants[v].second(payload));
+        BOOST_REQUIRE(disk.load(key, kind).has_value());  // the disk cache accepts it
+        auto s0 = tritium::jit::compile_stats();
+        {
+          auto k = make_saxpy(salt);
+          run_and_check(be, k, salt);
+        }
+        auto s1 = tritium::jit::compile_stats();
+        BOOST_TEST(s1.compiled - s0.compiled == 1u);
+        BOOST_TEST(s1.disk_hits == s0.disk_hits);
+        {
+          auto k = make_saxpy(salt);  // the rewritten entry loads
+          run_and_check(be, k, salt);
+        }
+        BOOST_TEST(tritium::jit::compile_stats().disk_hits - s1.disk_hits == 1u);
+      }
+    }
+  });
 }
+
+// Captures what the process writes to file descriptor `fd` while f runs.
 
 BOOST_AUTO_TEST_CASE(log_compile_lines) {
-  FreshCache cache;
-  setenv("TRITIUM_LOG", "compile", 1);
-  tritium::reload_env_for_tests();
-  std::string miss = capture_fd(2, [] {
-    auto k = make_saxpy(12.0f);
-    run_and_check(k, 12.0f);
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache(be);
+    std::string miss, hit;
+    {
+      tt::ScopedEnv log("TRITIUM_LOG", "compile");
+      miss = tt::capture_fd(2, [&] {
+        auto k = make_saxpy(12.0f);
+        run_and_check(be, k, 12.0f);
+      });
+      hit = tt::capture_fd(2, [&] {
+        auto k = make_saxpy(12.0f);
+        run_and_check(be, k, 12.0f);
+      });
+    }
+    std::regex miss_line("\\[tritium\\] compile saxpy_cache_test " + be.name +
+                         " miss [0-9.]+ ms "
+                         "\\(passes [0-9.]+, generate [0-9.]+, load [0-9.]+ ms\\)\n");
+    std::regex hit_line("\\[tritium\\] compile saxpy_cache_test " + be.name + " hit [0-9.]+ ms\n");
+    BOOST_TEST(std::regex_search(miss, miss_line), miss);
+    BOOST_TEST(std::regex_search(hit, hit_line), hit);
+    BOOST_TEST(!std::regex_search(miss, hit_line), miss);
+    BOOST_TEST(!std::regex_search(hit, miss_line), hit);
   });
-  std::string hit = capture_fd(2, [] {
-    auto k = make_saxpy(12.0f);
-    run_and_check(k, 12.0f);
-  });
-  unsetenv("TRITIUM_LOG");
-  tritium::reload_env_for_tests();
-  std::regex miss_line(
-      "\\[tritium\\] compile saxpy_cache_test cpu miss [0-9.]+ ms "
-      "\\(passes [0-9.]+, generate [0-9.]+, load [0-9.]+ ms\\)\n");
-  std::regex hit_line("\\[tritium\\] compile saxpy_cache_test cpu hit [0-9.]+ ms\n");
-  BOOST_TEST(std::regex_search(miss, miss_line), miss);
-  BOOST_TEST(std::regex_search(hit, hit_line), hit);
 }
 
-BOOST_AUTO_TEST_CASE(dump_writes_ir_and_llvm) {
-  FreshCache cache;
-  fs::path dir = cache.dir / "dump";
-  setenv("TRITIUM_DUMP", dir.c_str(), 1);
-  tritium::reload_env_for_tests();
-  auto k = make_saxpy(13.0f);
-  run_and_check(k, 13.0f);
-  unsetenv("TRITIUM_DUMP");
-  tritium::reload_env_for_tests();
-  std::vector<std::string> names;
-  for (auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
-  auto has = [&](const std::string& suffix) {
-    return std::any_of(names.begin(), names.end(), [&](const std::string& n) {
-      return n.rfind("saxpy_cache_test", 0) == 0 && n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
-    });
-  };
-  BOOST_TEST(has("00-input.ir"));  // the traced IR, then one file per pass that changed it
-  BOOST_TEST(has(".ll"));          // LLVM IR as generated
-  BOOST_TEST(has(".opt.ll"));      // after O3
-  std::ifstream in(dir / "saxpy_cache_test.00-input.ir");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  BOOST_TEST(text.find("func @saxpy_cache_test") != std::string::npos, text);
+// TRITIUM_DUMP: the IR after every pass on every backend, then what the backend generates: the
+// LLVM IR as generated and after O3 on the CPU, the CUDA C++ source on CUDA.
+BOOST_AUTO_TEST_CASE(dump_writes_ir_and_backend_code) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache(be);
+    fs::path dir = cache.dir / "dump";
+    {
+      tt::ScopedEnv dump("TRITIUM_DUMP", dir.c_str());
+      auto k = make_saxpy(13.0f);
+      run_and_check(be, k, 13.0f);
+    }
+    std::vector<std::string> names;
+    for (auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+    auto has = [&](const std::string& suffix) {
+      return std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+        return n.rfind("saxpy_cache_test", 0) == 0 && n.size() >= suffix.size() &&
+               n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+      });
+    };
+    auto read_text = [&](const std::string& name) {
+      std::ifstream in(dir / name);
+      return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    std::string listing;
+    for (auto& n : names) listing += n + " ";
+    BOOST_TEST(has("00-input.ir"), listing);  // the traced IR, then one file per pass that changed it
+    std::string ir = read_text("saxpy_cache_test.00-input.ir");
+    BOOST_TEST(ir.find("func @saxpy_cache_test") != std::string::npos, ir);
+    if (be.device.is_cuda()) {
+      BOOST_TEST(has(".cu"), listing);  // the generated CUDA C++
+      std::string source = read_text("saxpy_cache_test.cu");
+      BOOST_TEST(source.find("__global__") != std::string::npos, source);
+      BOOST_TEST(source.find("saxpy_cache_test(") != std::string::npos, source);
+    } else {
+      BOOST_TEST(has(".ll"), listing);      // LLVM IR as generated
+      BOOST_TEST(has(".opt.ll"), listing);  // after O3
+      std::string ll = read_text("saxpy_cache_test.ll");
+      BOOST_TEST(ll.find("define ") != std::string::npos, ll);
+    }
+  });
 }
 
-// Run only when named explicitly: the child side of two_processes_compile_at_once.
+// Run only when named explicitly: the child side of two_processes_compile_at_once. The backend
+// comes after "--" on the command line: --backend=<name> (default cpu).
 BOOST_AUTO_TEST_CASE(child_compile, *boost::unit_test::disabled()) {
+  std::string name = "cpu";
+  auto& suite = boost::unit_test::framework::master_test_suite();
+  for (int i = 1; i < suite.argc; ++i)
+    if (std::string_view arg = suite.argv[i]; arg.rfind("--backend=", 0) == 0) name = arg.substr(10);
+  const auto& all = tt::all_backends();
+  auto it = std::find_if(all.begin(), all.end(), [&](const tt::Backend& b) { return b.name == name; });
+  BOOST_REQUIRE_MESSAGE(it != all.end(), "unknown backend " << name);
+  tritium::DefaultDeviceGuard on_backend(it->device);
   auto k = make_saxpy(11.0f);
-  run_and_check(k, 11.0f);
+  run_and_check(*it, k, 11.0f);
 }
 
 BOOST_AUTO_TEST_CASE(two_processes_compile_at_once) {
-  FreshCache cache;
-  std::string self = fs::read_symlink("/proc/self/exe");
-  pid_t children[2];
-  for (pid_t& c : children) {
-    c = fork();
-    BOOST_REQUIRE(c >= 0);
-    if (c == 0) {
-      execl(self.c_str(), self.c_str(), "--run_test=test_kernel_cache/child_compile", "--log_level=nothing",
-            "--report_level=no", static_cast<char*>(nullptr));
-      _exit(127);
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache(be);
+    std::string self = fs::read_symlink("/proc/self/exe");
+    std::string backend_arg = "--backend=" + be.name;
+    pid_t children[2];
+    for (pid_t& c : children) {
+      c = fork();
+      BOOST_REQUIRE(c >= 0);
+      if (c == 0) {
+        execl(self.c_str(), self.c_str(), "--run_test=test_kernel_cache/child_compile", "--log_level=nothing",
+              "--report_level=no", "--", backend_arg.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+      }
     }
-  }
-  for (pid_t c : children) {
-    int status = 0;
-    BOOST_REQUIRE(waitpid(c, &status, 0) == c);
-    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "child exit status " << status);
-  }
-  BOOST_TEST(cache.entries().size() == 1u);  // one entry, no temporary files left behind
-  size_t files = 0;
-  for (auto& e : fs::recursive_directory_iterator(cache.dir)) files += e.is_regular_file();
-  BOOST_TEST(files == 1u);
-  auto s0 = tritium::jit::compile_stats();
-  auto k = make_saxpy(11.0f);
-  run_and_check(k, 11.0f);
-  BOOST_TEST(tritium::jit::compile_stats().disk_hits - s0.disk_hits == 1u);
+    for (pid_t c : children) {
+      int status = 0;
+      BOOST_REQUIRE(waitpid(c, &status, 0) == c);
+      BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "child exit status " << status);
+    }
+    BOOST_TEST(cache.entries().size() == 1u);  // one entry of this backend's kind,
+    BOOST_TEST(cache.files() == 1u);           // no temporary files left behind
+    auto s0 = tritium::jit::compile_stats();
+    auto k = make_saxpy(11.0f);
+    run_and_check(be, k, 11.0f);
+    auto s1 = tritium::jit::compile_stats();
+    BOOST_TEST(s1.disk_hits - s0.disk_hits == 1u);
+    BOOST_TEST(s1.compiled == s0.compiled);
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

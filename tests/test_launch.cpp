@@ -1,6 +1,8 @@
 // The launch API: grids (fixed, 3-D, empty, from the meta-parameters), named meta-parameters,
 // Tensor and void* arguments, argument names in errors, and concurrent launches.
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "test_support.h"
 
@@ -81,54 +83,80 @@ BOOST_AUTO_TEST_CASE(empty_grid_is_a_no_op) {
 }
 
 BOOST_AUTO_TEST_CASE(tensor_arguments) {
-  int n = 300;
-  auto x = tritium::Tensor::empty({n}, tritium::DType::f32);
-  auto host = tt::random_vector<float>(n, 5);
-  std::copy(host.begin(), host.end(), x.data_ptr<float>());
-  auto out = tritium::Tensor::empty({n}, tritium::DType::f32);
-  std::fill(out.data_ptr<float>(), out.data_ptr<float>() + n, NAN);
-  scale[{tritium::cdiv(n, 128)}](x, out, 3.0f, n, 128);
-  check_scaled(host, out.to_vector<float>(), 3.0);
-  auto wrong = tritium::Tensor::empty({n}, tritium::DType::f64);
-  tt::check_throws([&] { scale[{1}](wrong, out, 3.0f, n, 128); }, {"scale", "argument 0 (x)", "f32", "f64"});
+  tt::for_each_backend([&](const tt::Backend& be) {
+    int n = 300;
+    auto host = tt::random_vector<float>(n, 5);
+    auto x = tritium::Tensor::from_vector<float>(host, {n});
+    auto out = tritium::Tensor::from_vector<float>(tt::poisoned<float>(n), {n});
+    BOOST_TEST((x.device() == be.device));
+    BOOST_TEST((out.device() == be.device));
+    // No options: the kernel runs where its tensor arguments live.
+    scale[{tritium::cdiv(n, 128)}](x, out, 3.0f, n, 128);
+    check_scaled(host, out.to_vector<float>(), 3.0);
+    BOOST_TEST((out.device() == be.device));
+    // The same with the device named explicitly.
+    auto out2 = tritium::Tensor::from_vector<float>(tt::poisoned<float>(n), {n});
+    scale[{tritium::cdiv(n, 64)}](x, out2, -2.0f, n, 64, be.options());
+    check_scaled(host, out2.to_vector<float>(), -2.0);
+    auto wrong = tritium::Tensor::empty({n}, tritium::DType::f64);
+    tt::check_throws([&] { scale[{1}](wrong, out, 3.0f, n, 128); }, {"scale", "argument 0 (x)", "f32", "f64"});
+  });
 }
 
 BOOST_AUTO_TEST_CASE(void_pointer_arguments) {
-  int n = 64;
-  auto x = tt::random_vector<float>(n, 6);
-  auto out = tt::poisoned<float>(n);
-  scale[{1}](static_cast<void*>(x.data()), static_cast<void*>(out.data()), 0.5f, n, 64);
-  check_scaled(x, out, 0.5);
+  tt::for_each_backend([&](const tt::Backend& be) {
+    int n = 64;
+    auto x = tt::random_vector<float>(n, 6);
+    auto dx = be.upload<float>(x);
+    auto dout = be.alloc_poisoned<float>(n);
+    scale[{1}](static_cast<void*>(dx.ptr()), static_cast<void*>(dout.ptr()), 0.5f, n, 64, be.options());
+    check_scaled(x, dout.download(), 0.5);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(named_parameters_in_errors) {
-  float x = 0, out = 0;
-  tt::check_throws([&] { scale[{1}](&x, &out, 1.0f, 4); }, {"scale", "BLOCK", "missing"});
-  tt::check_throws([&] { scale[{1}](&x, &out, 1.0f, int64_t(1) << 40, 16); }, {"argument 3 (n)", "does not fit", "i32"});
-  tt::check_throws([&] { scale[{-1}](&x, &out, 1.0f, 4, 16); }, {"scale", "invalid grid"});
-  tt::check_throws([&] { scale[{1, 70000}](&x, &out, 1.0f, 4, 16); }, {"scale", "invalid grid"});
+  tt::for_each_backend([&](const tt::Backend& be) {
+    auto x = be.alloc_poisoned<float>(4), out = be.alloc_poisoned<float>(4);
+    tt::check_throws([&] { scale[{1}](x.ptr(), out.ptr(), 1.0f, 4, be.options()); }, {"scale", "BLOCK", "missing"});
+    tt::check_throws([&] { scale[{1}](x.ptr(), out.ptr(), 1.0f, int64_t(1) << 40, 16, be.options()); },
+                     {"argument 3 (n)", "does not fit", "i32"});
+    tt::check_throws([&] { scale[{-1}](x.ptr(), out.ptr(), 1.0f, 4, 16, be.options()); }, {"scale", "invalid grid"});
+    tt::check_throws([&] { scale[{1, 70000}](x.ptr(), out.ptr(), 1.0f, 4, 16, be.options()); },
+                     {"scale", "invalid grid"});
+    for (float v : out.download()) BOOST_TEST(std::isnan(v));  // nothing ran
+  });
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_launches_from_many_threads) {
-  // Threads race to trace and compile the same new specialisations, then launch them.
-  auto k = tritium::kernel("scale_concurrent", [](tl::ptr<float> x, tl::ptr<float> out, tl::f32 f, tl::i32 n, int BLOCK) {
-    auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-    auto mask = offs < n;
-    tl::store(out + offs, tl::load(x + offs, mask) * f, mask);
-  });
-  const int n = 999;
-  auto x = tt::random_vector<float>(n, 7);
-  std::vector<tt::host_vector<float>> outs(8, tt::poisoned<float>(n));
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t)
-    threads.emplace_back([&, t] {
-      int block = t % 2 ? 64 : 128;
-      for (int rep = 0; rep < 20; ++rep)
-        k[{tritium::cdiv(n, block)}](x.data(), outs[t].data(), float(t + 1), n, block);
+  tt::for_each_backend([&](const tt::Backend& be) {
+    // Threads race to trace and compile the same new specialisations, then launch them.
+    auto k = tritium::kernel("scale_concurrent", [](tl::ptr<float> x, tl::ptr<float> out, tl::f32 f, tl::i32 n, int BLOCK) {
+      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+      auto mask = offs < n;
+      tl::store(out + offs, tl::load(x + offs, mask) * f, mask);
     });
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < 8; ++t) check_scaled(x, outs[t], t + 1);
-  BOOST_TEST(k.num_specializations() == 2u);
+    const int n = 999;
+    auto x = tt::random_vector<float>(n, 7);
+    auto dx = be.upload<float>(x);
+    std::vector<tt::DeviceArray<float>> outs;
+    for (int t = 0; t < 8; ++t) outs.push_back(be.alloc_poisoned<float>(n));
+    std::vector<std::string> errors(8);  // what a thread threw (a throw out of a thread would terminate)
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          int block = t % 2 ? 64 : 128;
+          for (int rep = 0; rep < 20; ++rep)
+            k[{tritium::cdiv(n, block)}](dx.ptr(), outs[t].ptr(), float(t + 1), n, block, be.options());
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < 8; ++t) BOOST_TEST(errors[t].empty(), "thread " << t << ": " << errors[t]);
+    for (int t = 0; t < 8; ++t) check_scaled(x, outs[t].download(), t + 1);
+    BOOST_TEST(k.num_specializations() == 2u);
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -27,17 +27,23 @@
 #include <tritium/tritium.h>
 
 #include "runtime/buffer.h"
+#include "common/env.h"
 #include "runtime/cuda_allocator.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <sstream>
@@ -356,6 +362,57 @@ template <class F> void for_each_backend(F&& body) {
     DefaultDeviceGuard on_backend(be.device);
     BOOST_TEST_CONTEXT("backend " << be.name) { body(be); }
   }
+}
+
+// ---- process environment and output ---------------------------------------------------------------------
+
+// Sets (or, with nullptr, unsets) an environment variable for one scope and re-reads env().
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(const char* n, const char* value) : name(n) {
+    if (const char* v = std::getenv(n)) old = v;
+    if (value) ::setenv(n, value, 1);
+    else ::unsetenv(n);
+    reload_env_for_tests();
+  }
+  ~ScopedEnv() {
+    if (old) ::setenv(name.c_str(), old->c_str(), 1);
+    else ::unsetenv(name.c_str());
+    reload_env_for_tests();
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
+// What f writes to file descriptor fd (1: stdout, 2: stderr), through a temporary file.
+template <class F> std::string capture_fd(int fd, F&& f) {
+  std::fflush(nullptr);
+  char path[] = "/tmp/tritium-capture-XXXXXX";
+  int tmp = ::mkstemp(path);
+  int saved = ::dup(fd);
+  ::dup2(tmp, fd);
+  auto undo = [&] {
+    std::fflush(nullptr);
+    ::dup2(saved, fd);
+    ::close(saved);
+  };
+  try {
+    f();
+  } catch (...) {
+    undo();
+    ::close(tmp);
+    ::unlink(path);
+    throw;
+  }
+  undo();
+  std::string text;
+  ::lseek(tmp, 0, SEEK_SET);
+  char buf[4096];
+  for (ssize_t got; (got = ::read(tmp, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(got));
+  ::close(tmp);
+  ::unlink(path);
+  return text;
 }
 
 // ---- errors ---------------------------------------------------------------------------------------------

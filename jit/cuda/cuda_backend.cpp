@@ -79,6 +79,7 @@ class CudaKernel : public CompiledKernel {
     cu::ensure_context(device_);
     // cuModuleLoadData wants the image suitably aligned: copy it.
     image_.assign(binary.begin() + static_cast<std::ptrdiff_t>(offset), binary.end());
+    image_.push_back('\0');  // an image that is not ELF is read as PTX text: never past the end
     std::string ctx = "kernel " + entry_;
     cu::check(d.cuModuleLoadData(&module_, image_.data()), "cuModuleLoadData", ctx);
     cu::check(d.cuModuleGetFunction(&function_, module_, entry_.c_str()), "cuModuleGetFunction", ctx);

@@ -1,0 +1,538 @@
+#include "autotune/autotuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "autotune/do_bench.h"
+#include "common/env.h"
+#include "common/error.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "jit/compiled_kernel.h"
+#include "jit/disk_cache.h"
+#include "ops/ops.h"
+#include "runtime/cuda_device.h"
+#include "runtime/thread_pool.h"
+
+namespace tritium {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+constexpr std::string_view kRecordMagic = "tritium-autotune 1";
+
+// Index of the parameter called `name`, or -1.
+int param_index(const Kernel& k, std::string_view name) {
+  const auto& ps = k.params();
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (ps[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::string param_names(const Kernel& k) {
+  std::string s;
+  for (const auto& p : k.params()) s += (s.empty() ? "" : ", ") + p.name;
+  return s;
+}
+
+double arg_number(const detail::ArgValue& a) {
+  switch (a.kind) {
+    case detail::ArgValue::Kind::integer:
+      return a.is_unsigned ? static_cast<double>(a.bits) : static_cast<double>(static_cast<int64_t>(a.bits));
+    case detail::ArgValue::Kind::boolean: return a.bits ? 1 : 0;
+    case detail::ArgValue::Kind::floating: {
+      double d;
+      std::memcpy(&d, &a.bits, 8);
+      return d;
+    }
+    case detail::ArgValue::Kind::meta:
+      return a.meta.kind == MetaValue::Kind::floating ? a.meta.f : static_cast<double>(a.meta.i);
+    default: return std::nan("");
+  }
+}
+
+// The device a launch runs on: the options' device, else the first Tensor's, else cpu.
+runtime::Device launch_device(const LaunchArgs& args) {
+  if (args.options.device) return *args.options.device;
+  for (const auto& a : args.values)
+    if (a.tensor) return a.tensor->device();
+  return runtime::Device::cpu();
+}
+
+std::string device_description(const runtime::Device& d) {
+  if (d.is_cuda()) return fmt::format("{} ({})", d.str(), runtime::cuda::properties(d.index).name);
+  return fmt::format("cpu ({} threads)", runtime::ThreadPool::global().size());
+}
+
+}  // namespace
+
+// ---- ArgView ------------------------------------------------------------------------------------
+
+bool ArgView::has(std::string_view name) const {
+  int i = param_index(*kernel_, name);
+  if (i < 0) return false;
+  if (static_cast<size_t>(i) < args_->values.size()) return true;
+  return args_->named.find(std::string(name)) != nullptr;
+}
+
+double ArgView::number(std::string_view name) const {
+  int i = param_index(*kernel_, name);
+  if (i < 0) fail("kernel {}: no argument named '{}' (arguments: {})", kernel_->name(), name, param_names(*kernel_));
+  if (static_cast<size_t>(i) < args_->values.size()) {
+    const auto& a = args_->values[static_cast<size_t>(i)];
+    if (a.kind == detail::ArgValue::Kind::pointer)
+      fail("kernel {}: argument '{}' is a pointer, not a number", kernel_->name(), name);
+    return arg_number(a);
+  }
+  if (const MetaValue* m = args_->named.find(std::string(name)))
+    return m->kind == MetaValue::Kind::floating ? m->f : static_cast<double>(m->i);
+  fail("kernel {}: argument '{}' was not passed", kernel_->name(), name);
+}
+
+int64_t ArgView::integer(std::string_view name) const {
+  int i = param_index(*kernel_, name);
+  if (i >= 0 && static_cast<size_t>(i) < args_->values.size()) {
+    const auto& a = args_->values[static_cast<size_t>(i)];
+    if (a.kind == detail::ArgValue::Kind::integer || a.kind == detail::ArgValue::Kind::boolean)
+      return static_cast<int64_t>(a.bits);
+    if (a.kind == detail::ArgValue::Kind::meta && a.meta.kind != MetaValue::Kind::floating) return a.meta.i;
+  } else if (i >= 0) {
+    if (const MetaValue* m = args_->named.find(std::string(name)); m && m->kind != MetaValue::Kind::floating)
+      return m->i;
+  }
+  double d = number(name);  // errors for unknown names and pointers
+  if (d != std::floor(d)) fail("kernel {}: argument '{}' is {}, not an integer", kernel_->name(), name, d);
+  return static_cast<int64_t>(d);
+}
+
+const runtime::Tensor& ArgView::tensor(std::string_view name) const {
+  int i = param_index(*kernel_, name);
+  if (i < 0) fail("kernel {}: no argument named '{}' (arguments: {})", kernel_->name(), name, param_names(*kernel_));
+  if (static_cast<size_t>(i) >= args_->values.size() || !args_->values[static_cast<size_t>(i)].tensor)
+    fail("kernel {}: argument '{}' must be a tritium::Tensor here (a raw pointer has no size to zero, save or "
+         "restore)",
+         kernel_->name(), name);
+  return *args_->values[static_cast<size_t>(i)].tensor;
+}
+
+DType ArgView::dtype(std::string_view name) const {
+  int i = param_index(*kernel_, name);
+  if (i < 0 || static_cast<size_t>(i) >= args_->values.size())
+    fail("kernel {}: no positional argument named '{}' (arguments: {})", kernel_->name(), name, param_names(*kernel_));
+  return args_->values[static_cast<size_t>(i)].dtype;
+}
+
+// ---- Config -------------------------------------------------------------------------------------
+
+std::string Config::str() const {
+  std::string s;
+  for (const auto& [k, v] : meta.items()) s += fmt::format("{}={} ", k, v.str());
+  return s + fmt::format("num_warps={} num_stages={}", num_warps, num_stages);
+}
+
+namespace {
+
+void apply_heuristics(const Kernel& k, LaunchArgs& la, const std::vector<std::pair<std::string, Heuristic>>& hs) {
+  for (const auto& [name, fn] : hs) {
+    int i = param_index(k, name);
+    if (i < 0) fail("heuristic for '{}': kernel {} has no such meta-parameter (arguments: {})", name, k.name(), param_names(k));
+    if (static_cast<size_t>(i) < la.values.size())
+      fail("heuristic for '{}': kernel {} got that argument by position; leave it out of the launch", name, k.name());
+    MetaValue v = fn(ArgView(k, la));
+    la.named.set(name, v);
+  }
+}
+
+// The arguments of a launch with `c`: its meta-parameters added by name, its warps and stages.
+LaunchArgs with_config(const Kernel& k, const LaunchArgs& args, const Config& c,
+                       const std::vector<std::pair<std::string, Heuristic>>& hs) {
+  LaunchArgs la = args;
+  for (const auto& [name, v] : c.meta.items()) {
+    int i = param_index(k, name);
+    if (i < 0 || k.params()[static_cast<size_t>(i)].kind != detail::ParamKind::meta)
+      fail("autotune: config {} sets '{}', which is not a meta-parameter of kernel {} (arguments: {})", c.str(), name,
+           k.name(), param_names(k));
+    if (static_cast<size_t>(i) < args.values.size())
+      fail("autotune: kernel {} got '{}' by position, but the configs choose it; leave it out of the launch", k.name(),
+           name);
+    la.named.set(name, v);
+  }
+  la.options.num_warps = c.num_warps;
+  la.options.num_stages = c.num_stages;
+  apply_heuristics(k, la, hs);
+  return la;
+}
+
+// One line per measured config: "<content hash> <status> <ms> <config>\t<reason>".
+struct Record {
+  struct Entry {
+    std::string status;  // ok, early-stopped, failed
+    double ms = 0;
+    std::string reason;
+  };
+  std::map<std::string, Entry> by_hash;
+
+  static Record parse(const std::vector<char>& bytes) {
+    Record r;
+    std::istringstream in(std::string(bytes.begin(), bytes.end()));
+    std::string line;
+    if (!std::getline(in, line) || line != kRecordMagic) return r;
+    while (std::getline(in, line)) {
+      std::istringstream l(line);
+      std::string hash, status, ms;
+      if (!(l >> hash >> status >> ms)) continue;
+      Entry e;
+      e.status = status;
+      e.ms = ms == "nan" ? std::nan("") : std::strtod(ms.c_str(), nullptr);
+      if (auto tab = line.find('\t'); tab != std::string::npos) e.reason = line.substr(tab + 1);
+      r.by_hash[hash] = e;
+    }
+    return r;
+  }
+  std::string text(const std::map<std::string, std::string>& config_of) const {
+    std::string s = std::string(kRecordMagic) + "\n";
+    for (const auto& [hash, e] : by_hash) {
+      auto c = config_of.find(hash);
+      s += fmt::format("{} {} {} {}\t{}\n", hash, e.status, std::isnan(e.ms) ? std::string("nan") : fmt::format("{:.6g}", e.ms),
+                       c == config_of.end() ? std::string("-") : c->second, e.reason);
+    }
+    return s;
+  }
+};
+
+std::string first_line(const std::string& s) {
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+}  // namespace
+
+// ---- Autotuner ------------------------------------------------------------------------------------
+
+struct Autotuner::Impl {
+  Kernel kernel;
+  std::vector<Config> configs;
+  AutotuneOptions options;
+  std::mutex tune_mutex;  // one tuning at a time
+  std::mutex map_mutex;
+  std::unordered_map<uint64_t, std::unique_ptr<TuningResult>> tuned;
+
+  // The tuning key: key argument values, every argument's dtype, the device.
+  uint64_t key_hash(const LaunchArgs& args) const {
+    Hasher h;
+    for (const std::string& name : options.key) {
+      int i = param_index(kernel, name);
+      if (static_cast<size_t>(i) < args.values.size()) h.add(args.values[static_cast<size_t>(i)].bits);
+      else if (const MetaValue* m = args.named.find(name)) h.add(static_cast<uint64_t>(m->i)).add(static_cast<uint64_t>(std::bit_cast<uint64_t>(m->f)));
+    }
+    for (const auto& a : args.values) h.add(static_cast<uint64_t>(a.dtype));
+    runtime::Device d = launch_device(args);
+    h.add(static_cast<uint64_t>(d.kind) << 32 | static_cast<uint32_t>(d.index));
+    Hash128 r = h.finish();
+    return r.lo ^ r.hi;
+  }
+
+  std::string key_text(const LaunchArgs& args) const {
+    ArgView view(kernel, args);
+    std::string s;
+    for (const std::string& name : options.key) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", name, view.number(name));
+    std::string types;
+    for (const auto& a : args.values) types += fmt::format("{}{}", types.empty() ? "" : ",", dtype_name(a.dtype));
+    return fmt::format("{}; {}; {}", s, types, launch_device(args).str());
+  }
+
+  void validate() const {
+    for (const std::string& name : options.key)
+      if (param_index(kernel, name) < 0)
+        fail("autotune: key '{}' is not an argument of kernel {} (arguments: {})", name, kernel.name(), param_names(kernel));
+    for (const auto* list : {&options.reset_to_zero, &options.restore_value})
+      for (const std::string& name : *list) {
+        int i = param_index(kernel, name);
+        if (i < 0 || kernel.params()[static_cast<size_t>(i)].kind != detail::ParamKind::pointer)
+          fail("autotune: '{}' in reset_to_zero/restore_value is not a pointer argument of kernel {} (arguments: {})",
+               name, kernel.name(), param_names(kernel));
+      }
+    if (configs.empty()) fail("autotune: kernel {} was given no configs", kernel.name());
+  }
+
+  const TuningResult* find(uint64_t h) {
+    std::lock_guard lock(map_mutex);
+    auto it = tuned.find(h);
+    return it == tuned.end() ? nullptr : it->second.get();
+  }
+
+  const TuningResult& tune(const GridSpec& grid, const LaunchArgs& args, uint64_t h);
+};
+
+const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs& args, uint64_t h) {
+  std::lock_guard tune_lock(tune_mutex);
+  if (const TuningResult* r = find(h)) return *r;  // another thread tuned it meanwhile
+  auto start = Clock::now();
+  auto result = std::make_unique<TuningResult>();
+  result->key = key_text(args);
+  ArgView view(kernel, args);
+  const runtime::Device device = launch_device(args);
+
+  // Candidates: pruned, then the perf model's top k.
+  std::vector<Config> candidates = configs;
+  if (options.prune_configs_by.early_config_prune) {
+    candidates = options.prune_configs_by.early_config_prune(candidates, view);
+    if (candidates.empty()) fail("autotune: early_config_prune left no config for kernel {} ({})", kernel.name(), result->key);
+  }
+  if (options.prune_configs_by.perf_model && options.prune_configs_by.top_k > 0 &&
+      static_cast<size_t>(options.prune_configs_by.top_k) < candidates.size()) {
+    std::vector<std::pair<double, size_t>> est;
+    for (size_t i = 0; i < candidates.size(); ++i) est.emplace_back(options.prune_configs_by.perf_model(candidates[i], view), i);
+    std::stable_sort(est.begin(), est.end());
+    std::vector<size_t> keep;
+    for (int i = 0; i < options.prune_configs_by.top_k; ++i) keep.push_back(est[static_cast<size_t>(i)].second);
+    std::sort(keep.begin(), keep.end());  // keep config order
+    std::vector<Config> top;
+    for (size_t i : keep) top.push_back(candidates[i]);
+    candidates = std::move(top);
+  }
+
+  const size_t n = candidates.size();
+  std::vector<LaunchArgs> cargs(n);
+  std::vector<std::string> hash(n);
+  result->results.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    ConfigResult& r = result->results[i];
+    r.config = candidates[i];
+    r.ms = std::nan("");
+    try {
+      cargs[i] = with_config(kernel, args, candidates[i], options.heuristics);
+    } catch (const Error&) {
+      throw;  // a config that names a wrong parameter is the user's mistake, not a failed candidate
+    }
+    try {
+      hash[i] = kernel.specialization_hash(cargs[i]).hex();
+    } catch (const Error& e) {  // the kernel cannot be traced with this config (e.g. a static_assert_)
+      r.status = "failed: " + first_line(e.what());
+    }
+  }
+
+  // Earlier measurements of the same compiled code on this device, from the disk.
+  jit::DiskCache* disk = options.cache_results ? jit::DiskCache::global() : nullptr;
+  Hash128 record_key = Hasher()
+                           .add("autotune")
+                           .add(kernel.name())
+                           .add(result->key)
+                           .add(device_description(device))
+                           .add(jit::toolchain_id(device))
+                           .finish();
+  Record record;
+  if (disk)
+    if (auto bytes = disk->load(record_key, "tune")) record = Record::parse(*bytes);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < n; ++i) {
+    ConfigResult& r = result->results[i];
+    if (!r.status.empty()) continue;
+    auto it = record.by_hash.find(hash[i]);
+    if (it != record.by_hash.end()) {
+      r.from_disk = true;
+      r.ms = it->second.ms;
+      r.status = it->second.status == "failed" ? "failed: " + it->second.reason : it->second.status;
+    } else {
+      todo.push_back(i);
+    }
+  }
+
+  // Compile the candidates in parallel; a failure is that candidate's result.
+  auto compile_start = Clock::now();
+  if (!todo.empty()) {
+    std::vector<std::string> errors(todo.size());
+    size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t t; (t = next++) < todo.size();) {
+        try {
+          kernel.precompile(cargs[todo[t]]);
+        } catch (const Error& e) {
+          errors[t] = first_line(e.what());
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+    work();
+    for (auto& t : threads) t.join();
+    for (size_t t = 0; t < todo.size(); ++t)
+      if (!errors[t].empty()) result->results[todo[t]].status = "failed: " + errors[t];
+  }
+  result->compile_ms = ms_since(compile_start);
+
+  // Benchmark what compiled, stopping early on a candidate clearly slower than the best so far.
+  // restore_value tensors are restored after every run; those and the reset_to_zero ones are
+  // restored once more after tuning, so the launch that follows sees what the caller passed.
+  std::vector<std::pair<std::string, runtime::Tensor>> saved;
+  if (!todo.empty()) {
+    for (const auto* list : {&options.restore_value, &options.reset_to_zero})
+      for (const std::string& name : *list) saved.emplace_back(name, ops::clone(view.tensor(name)));
+  }
+  auto restore = [&](bool all) {
+    for (size_t i = 0; i < saved.size(); ++i) {
+      if (!all && i >= options.restore_value.size()) break;
+      runtime::Tensor t = view.tensor(saved[i].first);
+      ops::copy_(t, saved[i].second);
+    }
+  };
+  double best_ms = std::numeric_limits<double>::infinity();
+  for (const auto& r : result->results)
+    if (r.status == "ok") best_ms = std::min(best_ms, r.ms);
+  for (size_t i : todo) {
+    ConfigResult& r = result->results[i];
+    if (!r.status.empty()) continue;
+    const LaunchArgs& la = cargs[i];
+    ArgView cview(kernel, la);
+    BenchOptions bo;
+    bo.warmup_ms = options.warmup_ms;
+    bo.rep_ms = options.rep_ms;
+    bo.give_up_above_ms = best_ms * options.early_stop_factor;
+    bo.before_each = [&] {
+      restore(false);
+      for (const std::string& name : options.reset_to_zero) {
+        runtime::Tensor t = view.tensor(name);
+        ops::fill_(t, ops::Scalar(int64_t{0}));
+      }
+      if (options.pre_hook) options.pre_hook(cview);
+      if (r.config.pre_hook) r.config.pre_hook(cview);
+    };
+    try {
+      BenchResult b = do_bench(
+          [&] {
+            kernel.launch(grid, la);
+            if (options.post_hook) options.post_hook(cview);
+          },
+          device, bo);
+      r.ms = b.median_ms;
+      r.status = b.stopped_early ? "early-stopped" : "ok";
+      if (!b.stopped_early) best_ms = std::min(best_ms, r.ms);
+    } catch (const Error& e) {
+      r.status = "failed: " + first_line(e.what());
+    }
+    ++result->benchmarked;
+  }
+  restore(true);
+
+  // The fastest fully measured config (an early-stopped one only if nothing else ran).
+  bool found = false;
+  for (size_t i = 0; i < n; ++i) {
+    const ConfigResult& r = result->results[i];
+    if (r.status != "ok") continue;
+    if (!found || r.ms < result->results[result->best].ms) result->best = i, found = true;
+  }
+  for (size_t i = 0; i < n && !found; ++i)
+    if (result->results[i].ok()) result->best = i, found = true;
+  if (!found) {
+    std::string why;
+    for (const auto& r : result->results) why += fmt::format("\n  {}: {}", r.config.str(), r.status);
+    fail("autotune: no config of kernel {} works for {}:{}", kernel.name(), result->key, why);
+  }
+
+  if (disk && result->benchmarked + (todo.size() - static_cast<size_t>(result->benchmarked)) > 0) {
+    std::map<std::string, std::string> config_of;
+    for (size_t i = 0; i < n; ++i) {
+      if (hash[i].empty()) continue;
+      const ConfigResult& r = result->results[i];
+      config_of[hash[i]] = r.config.str();
+      if (r.from_disk) continue;
+      Record::Entry e;
+      bool failed = r.status.rfind("failed", 0) == 0;
+      e.status = failed ? "failed" : r.status;
+      e.ms = r.ms;
+      if (failed) e.reason = r.status.substr(std::strlen("failed: "));
+      record.by_hash[hash[i]] = e;
+    }
+    std::string text = record.text(config_of);
+    disk->store(record_key, "tune", std::span<const char>(text.data(), text.size()));
+  }
+  result->tuning_ms = ms_since(start);
+
+  if (env().print_autotuning) {
+    int failed = 0, early = 0, cached = 0;
+    for (const auto& r : result->results) {
+      failed += r.status.rfind("failed", 0) == 0;
+      early += r.status == "early-stopped";
+      cached += r.from_disk;
+    }
+    log_line(fmt::format("autotuning {} for {}: best {} ({:.4f} ms) of {} configs ({} measured, {} from disk, {} "
+                         "stopped early, {} failed); took {:.1f} ms (compiling {:.1f} ms)",
+                         kernel.name(), result->key, result->best_config().str(), result->results[result->best].ms, n,
+                         result->benchmarked, cached, early, failed, result->tuning_ms, result->compile_ms));
+  }
+  std::lock_guard lock(map_mutex);
+  auto& slot = tuned[h];
+  slot = std::move(result);
+  return *slot;
+}
+
+Autotuner::Autotuner(Kernel kernel, std::vector<Config> configs, AutotuneOptions options)
+    : impl_(std::make_shared<Impl>()) {
+  impl_->kernel = std::move(kernel);
+  impl_->configs = std::move(configs);
+  impl_->options = std::move(options);
+  impl_->validate();
+}
+
+const TuningResult& Autotuner::tune(const GridSpec& grid, const LaunchArgs& args) {
+  uint64_t h = impl_->key_hash(args);
+  if (const TuningResult* r = impl_->find(h)) return *r;
+  return impl_->tune(grid, args, h);
+}
+
+void Autotuner::launch(const GridSpec& grid, const LaunchArgs& args) {
+  const TuningResult& r = tune(grid, args);
+  const Config& c = r.best_config();
+  LaunchArgs la = with_config(impl_->kernel, args, c, impl_->options.heuristics);
+  if (c.pre_hook) c.pre_hook(ArgView(impl_->kernel, la));
+  impl_->kernel.launch(grid, la);
+}
+
+Kernel& Autotuner::kernel() { return impl_->kernel; }
+const std::vector<Config>& Autotuner::configs() const { return impl_->configs; }
+void Autotuner::clear_memory() {
+  std::lock_guard lock(impl_->map_mutex);
+  impl_->tuned.clear();
+}
+
+Autotuner autotune(Kernel kernel, std::vector<Config> configs, AutotuneOptions options) {
+  return Autotuner(std::move(kernel), std::move(configs), std::move(options));
+}
+
+// ---- Heuristics -----------------------------------------------------------------------------------
+
+Heuristics::Heuristics(Kernel kernel, std::vector<std::pair<std::string, Heuristic>> hs)
+    : kernel_(std::move(kernel)), heuristics_(std::move(hs)) {
+  for (const auto& [name, fn] : heuristics_) {
+    int i = param_index(kernel_, name);
+    if (i < 0 || kernel_.params()[static_cast<size_t>(i)].kind != detail::ParamKind::meta)
+      fail("heuristics: '{}' is not a meta-parameter of kernel {} (arguments: {})", name, kernel_.name(),
+           param_names(kernel_));
+    if (!fn) fail("heuristics: the function for '{}' is empty", name);
+  }
+}
+
+void Heuristics::launch(const GridSpec& grid, const LaunchArgs& args) {
+  LaunchArgs la = args;
+  apply_heuristics(kernel_, la, heuristics_);
+  kernel_.launch(grid, la);
+}
+
+Heuristics heuristics(Kernel kernel, std::vector<std::pair<std::string, Heuristic>> hs) {
+  return Heuristics(std::move(kernel), std::move(hs));
+}
+
+}  // namespace tritium

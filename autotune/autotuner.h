@@ -1,0 +1,159 @@
+// The autotuner, after triton.autotune and triton.heuristics.
+//
+//   auto matmul = tritium::autotune(matmul_kernel,
+//       {tritium::Config({{"BLOCK_M", 128}, {"BLOCK_N", 64}, {"BLOCK_K", 32}}, /*num_warps=*/4, /*num_stages=*/3),
+//        tritium::Config({{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}}, 4, 4)},
+//       {.key = {"M", "N", "K"}});
+//   matmul[grid](a, b, c, M, N, K, ...);   // the config's meta-parameters are not passed
+//
+// The first launch with a new key (the values of the `key` arguments, the dtypes of all
+// arguments and the device) compiles every candidate in parallel, benchmarks them (do_bench:
+// events and an L2 flush on the GPU, a steady clock on the CPU; a candidate clearly slower than
+// the best so far stops early; one that fails to compile or run is skipped with its reason),
+// keeps the fastest and launches it. Later launches with that key cost one hash lookup more than
+// a plain launch. Results persist in the disk cache's directory (autotune/), per key, device and
+// toolchain, one line per config keyed by the config's compiled content hash: another process
+// benchmarks nothing, and adding a config measures only the new one. TRITIUM_PRINT_AUTOTUNING=1
+// prints each tuning.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dsl/kernel.h"
+#include "runtime/tensor.h"
+
+namespace tritium {
+
+// Named access to launch arguments, for keys, hooks, heuristics and performance models.
+class ArgView {
+ public:
+  ArgView(const Kernel& kernel, const LaunchArgs& args) : kernel_(&kernel), args_(&args) {}
+  bool has(std::string_view name) const;
+  int64_t integer(std::string_view name) const;  // an integer scalar or meta-parameter
+  double number(std::string_view name) const;    // any scalar or meta-parameter
+  const runtime::Tensor& tensor(std::string_view name) const;  // a Tensor argument
+  DType dtype(std::string_view name) const;      // pointee of a pointer, type of a scalar
+  const Kernel& kernel() const { return *kernel_; }
+  const LaunchArgs& args() const { return *args_; }
+
+ private:
+  const Kernel* kernel_;
+  const LaunchArgs* args_;
+};
+
+// One candidate: meta-parameter values and launch options.
+struct Config {
+  Meta meta;
+  int num_warps = 4;
+  int num_stages = 3;
+  std::function<void(const ArgView&)> pre_hook;  // before every launch with this config
+
+  Config(Meta m = {}, int warps = 4, int stages = 3) : meta(std::move(m)), num_warps(warps), num_stages(stages) {}
+  std::string str() const;  // "BLOCK_M=128 BLOCK_N=64 num_warps=4 num_stages=3"
+};
+
+using Heuristic = std::function<MetaValue(const ArgView&)>;
+
+struct PruneConfigsBy {
+  // Estimated cost of a config for the arguments (any unit); with top_k > 0 only the top_k
+  // cheapest configs are benchmarked.
+  std::function<double(const Config&, const ArgView&)> perf_model;
+  int top_k = 0;
+  // Drops configs before anything else (e.g. those whose tiles exceed the problem).
+  std::function<std::vector<Config>(const std::vector<Config>&, const ArgView&)> early_config_prune;
+};
+
+struct AutotuneOptions {
+  std::vector<std::string> key;            // argument names whose values select a tuning entry
+  PruneConfigsBy prune_configs_by;
+  std::vector<std::string> reset_to_zero;  // Tensor arguments zeroed before every benchmarked run
+  std::vector<std::string> restore_value;  // Tensor arguments restored after every benchmarked run
+  std::function<void(const ArgView&)> pre_hook, post_hook;  // around every benchmarked run
+  // Meta-parameters computed from the arguments (and the config's values) at every launch.
+  std::vector<std::pair<std::string, Heuristic>> heuristics;
+  double warmup_ms = 25, rep_ms = 100;  // per candidate, as triton.testing.do_bench
+  // A candidate whose fastest estimate run is this many times slower than the best so far is
+  // not measured further.
+  double early_stop_factor = 1.5;
+  bool cache_results = true;  // persist results on disk (also needs the disk cache enabled)
+};
+
+struct ConfigResult {
+  Config config;
+  double ms = 0;       // median; NaN when failed
+  std::string status;  // "ok", "early-stopped", "failed: <reason>"
+  bool from_disk = false;
+  bool ok() const { return status == "ok" || status == "early-stopped"; }
+};
+
+struct TuningResult {
+  std::string key;                    // "M=1024, N=1024, K=1024; f16, f16, f16, ...; cuda:0"
+  std::vector<ConfigResult> results;  // the candidates after pruning, in config order
+  size_t best = 0;                    // index into results
+  double tuning_ms = 0, compile_ms = 0;
+  int benchmarked = 0;                // candidates measured in this process
+  const Config& best_config() const { return results[best].config; }
+};
+
+class Autotuner {
+ public:
+  Autotuner(Kernel kernel, std::vector<Config> configs, AutotuneOptions options = {});
+
+  template <class... A> void launch(const GridSpec& grid, const A&... args) {
+    launch(grid, LaunchArgs::collect(args...));
+  }
+  void launch(const GridSpec& grid, const LaunchArgs& args);
+
+  struct Launcher {
+    Autotuner& tuner;
+    GridSpec grid;
+    template <class... A> void operator()(const A&... args) { tuner.launch(grid, args...); }
+  };
+  Launcher operator[](GridSpec grid) { return Launcher{*this, std::move(grid)}; }
+
+  // Tunes for these arguments (or finds the earlier result) without the final launch.
+  template <class... A> const TuningResult& tune(const GridSpec& grid, const A&... args) {
+    return tune(grid, LaunchArgs::collect(args...));
+  }
+  const TuningResult& tune(const GridSpec& grid, const LaunchArgs& args);
+
+  Kernel& kernel();
+  const std::vector<Config>& configs() const;
+  // Forgets in-memory results (the disk keeps its own): the next launch per key looks again.
+  void clear_memory();
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+Autotuner autotune(Kernel kernel, std::vector<Config> configs, AutotuneOptions options = {});
+
+// triton.heuristics without autotuning: meta-parameters computed from the arguments.
+class Heuristics {
+ public:
+  Heuristics(Kernel kernel, std::vector<std::pair<std::string, Heuristic>> heuristics);
+  template <class... A> void launch(const GridSpec& grid, const A&... args) {
+    launch(grid, LaunchArgs::collect(args...));
+  }
+  void launch(const GridSpec& grid, const LaunchArgs& args);
+  struct Launcher {
+    Heuristics& h;
+    GridSpec grid;
+    template <class... A> void operator()(const A&... args) { h.launch(grid, args...); }
+  };
+  Launcher operator[](GridSpec grid) { return Launcher{*this, std::move(grid)}; }
+  Kernel& kernel() { return kernel_; }
+
+ private:
+  Kernel kernel_;
+  std::vector<std::pair<std::string, Heuristic>> heuristics_;
+};
+
+Heuristics heuristics(Kernel kernel, std::vector<std::pair<std::string, Heuristic>> heuristics);
+
+}  // namespace tritium

@@ -1,0 +1,104 @@
+#include "autotune/do_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <vector>
+
+#include "runtime/cuda_allocator.h"
+#include "runtime/cuda_device.h"
+
+namespace tritium {
+namespace {
+
+namespace cu = runtime::cuda;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kFlushBytes = size_t{256} << 20;  // larger than any L2 (H100: 50 MB)
+
+// One flush buffer per device, kept for the life of the process.
+cu::CUdeviceptr flush_buffer(int device) {
+  static std::mutex mutex;
+  static std::vector<cu::CUdeviceptr> buffers;
+  std::lock_guard lock(mutex);
+  if (buffers.size() <= static_cast<size_t>(device)) buffers.resize(static_cast<size_t>(device) + 1, 0);
+  auto& b = buffers[static_cast<size_t>(device)];
+  if (!b) b = cu::allocate(kFlushBytes, device);
+  return b;
+}
+
+BenchResult summarize(std::vector<double> times, bool stopped_early) {
+  std::sort(times.begin(), times.end());
+  BenchResult r;
+  r.median_ms = times[times.size() / 2];
+  r.min_ms = times.front();
+  r.max_ms = times.back();
+  r.reps = static_cast<int>(times.size());
+  r.stopped_early = stopped_early;
+  return r;
+}
+
+// Times `n` calls, each preceded by the untimed preparation; returns milliseconds per call.
+std::vector<double> time_calls(const std::function<void()>& fn, const runtime::Device& device,
+                               const BenchOptions& o, int n) {
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(n));
+  if (!device.is_cuda()) {
+    for (int i = 0; i < n; ++i) {
+      if (o.before_each) o.before_each();
+      auto t0 = Clock::now();
+      fn();
+      times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    return times;
+  }
+  int dev = device.index;
+  cu::CUdeviceptr flush = o.flush_l2 ? flush_buffer(dev) : 0;
+  std::vector<cu::Event> starts, ends;
+  starts.reserve(static_cast<size_t>(n));
+  ends.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    if (o.before_each) o.before_each();
+    if (flush) cu::memset_d8(flush, static_cast<unsigned char>(i), kFlushBytes, dev);
+    starts.emplace_back(dev);
+    ends.emplace_back(dev);
+    starts.back().record();
+    fn();
+    ends.back().record();
+  }
+  for (int i = 0; i < n; ++i) times.push_back(cu::Event::elapsed_ms(starts[static_cast<size_t>(i)], ends[static_cast<size_t>(i)]));
+  return times;
+}
+
+}  // namespace
+
+BenchResult do_bench(const std::function<void()>& fn, const runtime::Device& device, const BenchOptions& o) {
+  if (device.is_cuda()) cu::ensure_context(device.index);
+  auto sync = [&] {
+    if (device.is_cuda()) cu::synchronize(device.index);
+  };
+  // First call: compiles on a cold cache, never timed.
+  if (o.before_each) o.before_each();
+  fn();
+  sync();
+  // Estimate from five calls (Triton does the same), then decide how many to run.
+  std::vector<double> estimate = time_calls(fn, device, o, 5);
+  sync();
+  double est = std::max(1e-6, *std::min_element(estimate.begin(), estimate.end()));
+  if (est > o.give_up_above_ms) return summarize(estimate, true);
+  double mean = 0;
+  for (double t : estimate) mean += t / static_cast<double>(estimate.size());
+  int n_warmup = std::max(1, static_cast<int>(o.warmup_ms / std::max(mean, 1e-6)));
+  int n_rep = std::clamp(static_cast<int>(o.rep_ms / std::max(mean, 1e-6)), std::max(1, o.min_reps), o.max_reps);
+  for (int i = 0; i < std::min(n_warmup, o.max_reps); ++i) {
+    if (o.before_each) o.before_each();
+    fn();
+  }
+  sync();
+  std::vector<double> times = time_calls(fn, device, o, n_rep);
+  sync();
+  return summarize(std::move(times), false);
+}
+
+}  // namespace tritium

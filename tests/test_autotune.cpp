@@ -1,0 +1,354 @@
+// The autotuner (autotune/autotuner.h) and do_bench on every backend: the chosen config is the
+// fastest measured one, results persist across tuners and processes, adding a config measures
+// only that one, restore_value / reset_to_zero keep benchmarking from changing the outputs, a
+// failing config is skipped with its reason, pruning, heuristics, and the errors.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autotune/autotuner.h"
+#include "autotune/do_bench.h"
+#include "ops/ops.h"
+#include "test_support.h"
+
+namespace tt = tritium::test;
+namespace tl = tritium::tl;
+namespace fs = std::filesystem;
+using tritium::Config;
+using tritium::Meta;
+using tritium::Tensor;
+
+namespace {
+
+// A fresh, enabled disk cache for one test (restored afterwards).
+struct FreshCache {
+  fs::path dir;
+  std::optional<tt::ScopedEnv> dir_env, enabled_env;
+  FreshCache() {
+    static int counter = 0;
+    dir = fs::temp_directory_path() / ("tritium-autotune-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(dir);
+    dir_env.emplace("TRITIUM_CACHE_DIR", dir.c_str());
+    enabled_env.emplace("TRITIUM_CACHE", "1");
+  }
+  ~FreshCache() {
+    enabled_env.reset();
+    dir_env.reset();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+// out = x * 2, but each program recomputes its block REPS times: REPS sets the cost, so the
+// fastest config is known (REPS = 1) while every config computes the same values.
+tritium::Kernel make_costly_scale() {
+  return tritium::kernel(
+      "costly_scale",
+      [](tl::ptr<float> x, tl::ptr<float> out, tl::i32 n, int BLOCK, int REPS) {
+        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+        auto mask = offs < n;
+        auto acc = tl::zeros({BLOCK}, tl::float32);
+        for (auto r : tl::range(0, REPS)) {
+          (void)r;
+          acc = acc + tl::load(x + offs, mask) * 2.0f;
+        }
+        tl::store(out + offs, acc, mask);
+      },
+      {"x", "out", "n", "BLOCK", "REPS"});
+}
+
+tritium::AutotuneOptions quick(std::vector<std::string> key) {
+  tritium::AutotuneOptions o;
+  o.key = std::move(key);
+  o.warmup_ms = 1;
+  o.rep_ms = 5;
+  return o;
+}
+
+auto grid_of(int64_t n) {
+  return [n](const Meta& m) { return tritium::Grid(tritium::cdiv(n, m["BLOCK"])); };
+}
+
+void check_scaled(const Tensor& out, const std::vector<float>& x, int reps, const std::string& what) {
+  auto got = out.to_vector<float>();
+  BOOST_TEST_REQUIRE(got.size() == x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    if (got[i] != x[i] * 2.0f * static_cast<float>(reps)) {
+      BOOST_ERROR(what << ": element " << i << " = " << got[i] << ", expected " << x[i] * 2.0f * reps);
+      return;
+    }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_autotune)
+
+BOOST_AUTO_TEST_CASE(do_bench_measures_and_gives_up) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int n = 1 << 16;
+    auto k = make_costly_scale();
+    auto hx = tt::random_vector<float>(n, 1);
+    Tensor x = Tensor::from_vector(std::vector<float>(hx.begin(), hx.end())), out = tritium::ops::zeros({n});
+    tritium::BenchOptions o;
+    o.warmup_ms = 1;
+    o.rep_ms = 5;
+    int calls = 0, prepared = 0;
+    o.before_each = [&] { ++prepared; };
+    auto r = tritium::do_bench([&] { ++calls, k[{n / 1024}](x, out, n, 1024, 1); }, be.device, o);
+    BOOST_TEST(r.reps >= o.min_reps);
+    BOOST_TEST(r.min_ms > 0);
+    BOOST_TEST(r.min_ms <= r.median_ms);
+    BOOST_TEST(r.median_ms <= r.max_ms);
+    BOOST_TEST(!r.stopped_early);
+    BOOST_TEST(prepared == calls);  // every call, timed or not, was prepared
+    o.give_up_above_ms = 0;         // anything is slower than that
+    auto g = tritium::do_bench([&] { k[{n / 1024}](x, out, n, 1024, 1); }, be.device, o);
+    BOOST_TEST(g.stopped_early);
+    BOOST_TEST(g.reps == 5);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(picks_the_fastest_measured_config) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache;
+    const int n = 1 << 18;
+    auto hx = tt::random_vector<float>(n, 2);
+    std::vector<float> vx(hx.begin(), hx.end());
+    Tensor x = Tensor::from_vector(vx), out = Tensor::from_vector(std::vector<float>(n, -1.0f));
+    // REPS is a meta-parameter of the configs here, and every config computes x * 2 * REPS:
+    // the check below uses the chosen config's REPS.
+    auto tuner = tritium::autotune(make_costly_scale(),
+                                   {Config({{"BLOCK", 1024}, {"REPS", 64}}), Config({{"BLOCK", 1024}, {"REPS", 1}}),
+                                    Config({{"BLOCK", 256}, {"REPS", 32}}, 2)},
+                                   quick({"n"}));
+    const auto& r = tuner.tune(grid_of(n), x, out, n);
+    BOOST_TEST_REQUIRE(r.results.size() == 3u);
+    double fastest = INFINITY;
+    for (const auto& c : r.results)
+      if (c.status == "ok") fastest = std::min(fastest, c.ms);
+    BOOST_TEST(r.results[r.best].ms == fastest);
+    BOOST_TEST(r.best_config().meta["REPS"] == 1, "chose " << r.best_config().str());  // 32-64x less work
+    BOOST_TEST(r.benchmarked == 3);
+    tuner[grid_of(n)](x, out, n);
+    check_scaled(out, vx, 1, "launch with the best config");
+    BOOST_TEST((out.device() == be.device));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(results_persist_and_new_configs_add_to_them) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    FreshCache cache;
+    const int n = 5000;
+    Tensor x = tritium::ops::ones({n}), out = tritium::ops::zeros({n});
+    std::vector<Config> two = {Config({{"BLOCK", 512}, {"REPS", 1}}), Config({{"BLOCK", 128}, {"REPS", 1}})};
+    auto first = tritium::autotune(make_costly_scale(), two, quick({"n"}));
+    const auto& a = first.tune(grid_of(n), x, out, n);
+    BOOST_TEST(a.benchmarked == 2);
+    // A new tuner (as in a new process) measures nothing and picks the same config.
+    auto second = tritium::autotune(make_costly_scale(), two, quick({"n"}));
+    const auto& b = second.tune(grid_of(n), x, out, n);
+    BOOST_TEST(b.benchmarked == 0);
+    for (const auto& c : b.results) BOOST_TEST(c.from_disk);
+    BOOST_TEST(b.best_config().str() == a.best_config().str());
+    // A third config: only it is measured, the other two come from the disk.
+    auto three = two;
+    three.push_back(Config({{"BLOCK", 2048}, {"REPS", 1}}, 8));
+    auto third = tritium::autotune(make_costly_scale(), three, quick({"n"}));
+    const auto& c = third.tune(grid_of(n), x, out, n);
+    BOOST_TEST(c.benchmarked == 1);
+    BOOST_TEST(c.results[0].from_disk);
+    BOOST_TEST(c.results[1].from_disk);
+    BOOST_TEST(!c.results[2].from_disk);
+    // Another key value is another entry.
+    const auto& d = third.tune(grid_of(n - 904), x, out, n - 904);
+    BOOST_TEST(d.benchmarked == 3);
+    // The same in a child process: nothing benchmarked there.
+    std::string cmd = "/proc/" + std::to_string(getpid()) +
+                      "/exe --run_test=test_autotune/child_tunes_from_disk --log_level=nothing -- " +
+                      tritium::default_device().str() + " from-disk > /dev/null 2>&1";
+    int rc = std::system(cmd.c_str());
+    BOOST_TEST((WIFEXITED(rc) && WEXITSTATUS(rc) == 0), "child exited with " << rc);
+  });
+}
+
+// Run by results_persist_and_new_configs_add_to_them in a child process with "-- <device>
+// from-disk": tunes the same kernel and key (TRITIUM_CACHE_DIR inherited) and expects only disk
+// hits. Run on its own (a whole-suite run enables it), it tunes from scratch on cpu.
+BOOST_AUTO_TEST_CASE(child_tunes_from_disk, *boost::unit_test::disabled()) {
+  auto& suite = boost::unit_test::framework::master_test_suite();
+  std::vector<std::string> extra(suite.argv + 1, suite.argv + suite.argc);
+  bool from_disk = !extra.empty() && extra.back() == "from-disk";
+  tritium::DefaultDeviceGuard on(from_disk && extra.size() >= 2 ? tritium::Device::parse(extra[extra.size() - 2])
+                                                               : tritium::Device::cpu());
+  std::optional<FreshCache> own;
+  if (!from_disk) own.emplace();
+  const int n = 5000;
+  Tensor x = tritium::ops::ones({n}), out = tritium::ops::zeros({n});
+  auto tuner = tritium::autotune(make_costly_scale(),
+                                 {Config({{"BLOCK", 512}, {"REPS", 1}}), Config({{"BLOCK", 128}, {"REPS", 1}}),
+                                  Config({{"BLOCK", 2048}, {"REPS", 1}}, 8)},
+                                 quick({"n"}));
+  const auto& r = tuner.tune(grid_of(n), x, out, n);
+  BOOST_TEST_REQUIRE(r.benchmarked == (from_disk ? 0 : 3));
+  for (const auto& c : r.results) BOOST_TEST_REQUIRE(c.from_disk == from_disk);
+  tuner[grid_of(n)](x, out, n);
+  check_scaled(out, std::vector<float>(n, 1.0f), 1, "child launch");
+}
+
+BOOST_AUTO_TEST_CASE(restore_value_and_reset_to_zero) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    FreshCache cache;
+    const int n = 3000;
+    // In place: x += 1. Benchmarking runs it many times; restore_value undoes every run.
+    auto inc = tritium::kernel(
+        "increment",
+        [](tl::ptr<float> x, tl::i32 n, int BLOCK) {
+          auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+          tl::store(x + offs, tl::load(x + offs, offs < n) + 1.0f, offs < n);
+        },
+        {"x", "n", "BLOCK"});
+    auto hx = tt::random_vector<float>(n, 3);
+    std::vector<float> vx(hx.begin(), hx.end());
+    Tensor x = Tensor::from_vector(vx);
+    auto o = quick({"n"});
+    o.restore_value = {"x"};
+    auto tuner = tritium::autotune(inc, {Config({{"BLOCK", 256}}), Config({{"BLOCK", 1024}})}, o);
+    tuner.tune(grid_of(n), x, n);
+    BOOST_TEST(x.to_vector<float>() == vx);  // unchanged by tuning
+    tuner[grid_of(n)](x, n);
+    auto once = x.to_vector<float>();
+    for (size_t i = 0; i < vx.size(); ++i)
+      if (once[i] != vx[i] + 1.0f) {
+        BOOST_ERROR("restore_value: element " << i << " = " << once[i] << ", expected " << vx[i] + 1.0f);
+        break;
+      }
+
+    // Accumulating: sum[0] += x over the grid. reset_to_zero makes each run start from 0, and the
+    // launch after tuning sees what the caller passed (zeros).
+    auto sum = tritium::kernel(
+        "accumulate",
+        [](tl::ptr<float> x, tl::ptr<float> total, tl::i32 n, int BLOCK) {
+          auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+          tl::atomic_add(total, tl::sum(tl::load(x + offs, offs < n, 0.0f), 0));
+        },
+        {"x", "total", "n", "BLOCK"});
+    Tensor ones = tritium::ops::ones({n}), total = tritium::ops::zeros({1});
+    auto o2 = quick({"n"});
+    o2.reset_to_zero = {"total"};
+    auto acc = tritium::autotune(sum, {Config({{"BLOCK", 128}}), Config({{"BLOCK", 512}})}, o2);
+    acc[grid_of(n)](ones, total, n);
+    BOOST_TEST(total.to_vector<float>()[0] == static_cast<float>(n));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(failing_configs_are_skipped_with_their_reason) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    FreshCache cache;
+    const int n = 4096;
+    Tensor x = tritium::ops::ones({n}), out = tritium::ops::zeros({n});
+    // BLOCK = 1000 is not a power of two: tl::arange refuses it while tracing.
+    auto tuner = tritium::autotune(make_costly_scale(),
+                                   {Config({{"BLOCK", 1000}, {"REPS", 1}}), Config({{"BLOCK", 512}, {"REPS", 1}})},
+                                   quick({"n"}));
+    const auto& r = tuner.tune(grid_of(n), x, out, n);
+    BOOST_TEST(r.results[0].status.rfind("failed: ", 0) == 0u, r.results[0].status);
+    BOOST_TEST(r.results[0].status.find("power of two") != std::string::npos, r.results[0].status);
+    BOOST_TEST(r.best == 1u);
+    tuner[grid_of(n)](x, out, n);
+    check_scaled(out, std::vector<float>(n, 1.0f), 1, "after a failed config");
+    // The failure is remembered on disk too: a new tuner does not retry it.
+    auto again = tritium::autotune(make_costly_scale(),
+                                   {Config({{"BLOCK", 1000}, {"REPS", 1}}), Config({{"BLOCK", 512}, {"REPS", 1}})},
+                                   quick({"n"}));
+    const auto& r2 = again.tune(grid_of(n), x, out, n);
+    BOOST_TEST(r2.benchmarked == 0);
+    // When every config fails, the error lists each one's reason.
+    auto none = tritium::autotune(make_costly_scale(), {Config({{"BLOCK", 1000}, {"REPS", 1}}), Config({{"BLOCK", 3}, {"REPS", 1}})},
+                                  quick({"n"}));
+    tt::check_throws([&] { none[grid_of(n)](x, out, n); },
+                     {"no config of kernel costly_scale works", "BLOCK=1000", "BLOCK=3", "power of two"}, "all fail");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(pruning_and_heuristics) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    FreshCache cache;
+    const int n = 2000;
+    Tensor x = tritium::ops::ones({n}), out = tritium::ops::zeros({n});
+    std::vector<Config> configs = {Config({{"BLOCK", 128}}), Config({{"BLOCK", 256}}), Config({{"BLOCK", 512}}),
+                                   Config({{"BLOCK", 4096}})};
+    auto o = quick({"n"});
+    // Heuristic: REPS from n (here 1); early prune: no block larger than n rounded up.
+    o.heuristics = {{"REPS", [](const tritium::ArgView& a) { return tritium::MetaValue(a.integer("n") > 0 ? 1 : 2); }}};
+    o.prune_configs_by.early_config_prune = [](const std::vector<Config>& cs, const tritium::ArgView& a) {
+      std::vector<Config> keep;
+      for (const auto& c : cs)
+        if (c.meta["BLOCK"] <= tritium::next_power_of_2(a.integer("n"))) keep.push_back(c);
+      return keep;
+    };
+    o.prune_configs_by.perf_model = [](const Config& c, const tritium::ArgView&) { return -double(c.meta["BLOCK"]); };
+    o.prune_configs_by.top_k = 2;
+    auto tuner = tritium::autotune(make_costly_scale(), configs, o);
+    const auto& r = tuner.tune(grid_of(n), x, out, n);
+    BOOST_TEST_REQUIRE(r.results.size() == 2u);  // 4096 pruned, then the two largest blocks kept
+    BOOST_TEST(r.results[0].config.meta["BLOCK"] == 256);
+    BOOST_TEST(r.results[1].config.meta["BLOCK"] == 512);
+    tuner[grid_of(n)](x, out, n);
+    check_scaled(out, std::vector<float>(n, 1.0f), 1, "with a REPS heuristic");
+
+    // triton.heuristics on its own.
+    auto h = tritium::heuristics(make_costly_scale(),
+                                 {{"BLOCK", [](const tritium::ArgView& a) { return tritium::MetaValue(tritium::next_power_of_2(a.integer("n"))); }},
+                                  {"REPS", [](const tritium::ArgView&) { return tritium::MetaValue(3); }}});
+    Tensor out2 = tritium::ops::zeros({n});
+    h[1](x, out2, n);
+    check_scaled(out2, std::vector<float>(n, 1.0f), 3, "heuristics");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(print_autotuning) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    FreshCache cache;
+    tt::ScopedEnv print("TRITIUM_PRINT_AUTOTUNING", "1");
+    const int n = 1000;
+    Tensor x = tritium::ops::ones({n}), out = tritium::ops::zeros({n});
+    auto tuner = tritium::autotune(make_costly_scale(), {Config({{"BLOCK", 128}, {"REPS", 1}})}, quick({"n"}));
+    std::string text = tt::capture_fd(2, [&] { tuner[grid_of(n)](x, out, n); });
+    BOOST_TEST(text.find("autotuning costly_scale for n=1000") != std::string::npos, text);
+    BOOST_TEST(text.find("best BLOCK=128 REPS=1 num_warps=4 num_stages=3") != std::string::npos, text);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(errors) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    FreshCache cache;
+    const int n = 1000;
+    Tensor x = tritium::ops::ones({n}), out = tritium::ops::zeros({n});
+    tt::check_throws([&] { tritium::autotune(make_costly_scale(), {Config({{"BLOCK", 128}})}, quick({"m"})); },
+                     {"key 'm' is not an argument of kernel costly_scale", "x, out, n, BLOCK, REPS"}, "bad key");
+    tt::check_throws([&] { tritium::autotune(make_costly_scale(), {}, quick({"n"})); }, {"no configs"}, "no configs");
+    auto o = quick({"n"});
+    o.reset_to_zero = {"n"};
+    tt::check_throws([&] { tritium::autotune(make_costly_scale(), {Config({{"BLOCK", 128}})}, o); },
+                     {"'n'", "not a pointer argument"}, "reset_to_zero of a scalar");
+    auto bad_meta = tritium::autotune(make_costly_scale(), {Config({{"BLOK", 128}, {"REPS", 1}})}, quick({"n"}));
+    tt::check_throws([&] { bad_meta[grid_of(n)](x, out, n); }, {"sets 'BLOK'", "not a meta-parameter"}, "unknown meta");
+    auto positional = tritium::autotune(make_costly_scale(), {Config({{"BLOCK", 128}, {"REPS", 1}})}, quick({"n"}));
+    tt::check_throws([&] { positional[grid_of(n)](x, out, n, 128); }, {"got 'BLOCK' by position"}, "positional meta");
+    // restore_value needs a Tensor (a raw pointer has no size).
+    auto o2 = quick({"n"});
+    o2.restore_value = {"out"};
+    auto raw = tritium::autotune(make_costly_scale(), {Config({{"BLOCK", 128}, {"REPS", 1}})}, o2);
+    tt::DeviceArray<float> dx(tritium::default_device(), tt::host_vector<float>(n, 1.0f));
+    tt::DeviceArray<float> dout(tritium::default_device(), tt::host_vector<float>(n, 0.0f));
+    tt::check_throws([&] { raw[grid_of(n)](dx.ptr(), dout.ptr(), n, tritium::Options{.device = tritium::default_device()}); },
+                     {"'out' must be a tritium::Tensor"}, "raw pointer restore");
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()

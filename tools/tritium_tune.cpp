@@ -1,0 +1,226 @@
+// tritium-tune: an autotuning sweep of a kernel over a grid of shapes and configs, like
+// triton.testing.perf_report over triton.autotune. Prints a table (best config per shape, time,
+// throughput, speed-up over the worst and over the default config) and writes CSV, JSON and an
+// SVG plot. Results persist in the disk cache: a second run measures nothing.
+//
+//   tritium-tune [--kernel matmul|add] [--device cpu|cuda] [--dtype f32|f16|bf16]
+//                [--sizes 128,256,...] [--quick] [--out DIR] [--warmup-ms X] [--rep-ms X]
+//
+// matmul: the op library's matmul kernel (ops::matmul_kernel) on square N x N x N problems,
+// 16 configs (BLOCK_M, BLOCK_N in {32, 64}, BLOCK_K in {16, 32}, num_warps in {4, 8}); the
+// default is what ops::matmul picks. add: tutorial 01's vector add over 2^12 ... 2^26 elements,
+// BLOCK in {256 ... 8192} x num_warps in {2, 4, 8}.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <tritium/tritium.h>
+
+#include "autotune/autotuner.h"
+#include "autotune/report.h"
+#include "ops/ops.h"
+#include "runtime/cuda_device.h"
+#include "runtime/thread_pool.h"
+
+namespace tl = tritium::tl;
+namespace at = tritium::sweep;
+using tritium::Config;
+using tritium::Meta;
+using tritium::Tensor;
+
+namespace {
+
+struct Args {
+  std::string kernel = "matmul";
+  tritium::Device device = tritium::Device::cpu();
+  tritium::DType dtype = tritium::DType::f32;
+  std::vector<int64_t> sizes;
+  bool quick = false;
+  std::string out = ".";
+  double warmup_ms = 25, rep_ms = 100;
+};
+
+[[noreturn]] void usage(const char* argv0, const std::string& why) {
+  std::fprintf(stderr,
+               "%s: %s\nusage: %s [--kernel matmul|add] [--device cpu|cuda] [--dtype f32|f16|bf16] "
+               "[--sizes N,N,...] [--quick] [--out DIR] [--warmup-ms X] [--rep-ms X]\n",
+               argv0, why.c_str(), argv0);
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(argv[0], s + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (s == "--kernel") a.kernel = value();
+      else if (s == "--device") a.device = tritium::Device::parse(value());
+      else if (s == "--dtype") {
+        std::string d = value();
+        if (d == "f32") a.dtype = tritium::DType::f32;
+        else if (d == "f16") a.dtype = tritium::DType::f16;
+        else if (d == "bf16") a.dtype = tritium::DType::bf16;
+        else usage(argv[0], "unknown dtype " + d);
+      } else if (s == "--sizes") {
+        std::string list = value();
+        for (size_t p = 0; p < list.size();) {
+          size_t q = list.find(',', p);
+          a.sizes.push_back(std::stoll(list.substr(p, q - p)));
+          p = q == std::string::npos ? list.size() : q + 1;
+        }
+      } else if (s == "--quick") a.quick = true;
+      else if (s == "--out") a.out = value();
+      else if (s == "--warmup-ms") a.warmup_ms = std::stod(value());
+      else if (s == "--rep-ms") a.rep_ms = std::stod(value());
+      else usage(argv[0], "unknown option " + s);
+    } catch (const std::logic_error&) {
+      usage(argv[0], "bad value for " + s);
+    }
+  }
+  if (a.kernel != "matmul" && a.kernel != "add") usage(argv[0], "unknown kernel " + a.kernel);
+  return a;
+}
+
+std::string device_name(const tritium::Device& d) {
+  if (d.is_cuda()) return d.str() + " (" + tritium::runtime::cuda::properties(d.index).name + ")";
+  return "cpu (" + std::to_string(tritium::runtime::ThreadPool::global().size()) + " threads)";
+}
+
+// Tutorial 01's kernel, with BLOCK and num_warps left to the tuner.
+tritium::Kernel add_kernel() {
+  return tritium::kernel(
+      "add",
+      [](tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out, tl::i32 n, int BLOCK) {
+        auto offsets = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+        auto mask = offsets < n;
+        tl::store(out + offsets, tl::load(x + offsets, mask) + tl::load(y + offsets, mask), mask);
+      },
+      {"x", "y", "out", "n", "BLOCK"});
+}
+
+void add_rows(at::SweepReport& report, const std::string& shape, double x, double work,
+              const tritium::TuningResult& r, const std::string& default_config) {
+  for (const auto& c : r.results) {
+    at::SweepRow row;
+    row.shape = shape;
+    row.x = x;
+    row.config = c.config.str();
+    row.family = row.config;
+    row.ms = c.ms;
+    row.status = c.status;
+    row.work = work;
+    row.is_default = row.config == default_config;
+    report.rows.push_back(row);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args = parse(argc, argv);
+  if (!tritium::runtime::device_available(args.device)) {
+    std::fprintf(stderr, "device %s is unavailable: %s\n", args.device.str().c_str(),
+                 tritium::runtime::device_unavailable_reason(args.device).c_str());
+    return 2;
+  }
+  tritium::DefaultDeviceGuard on(args.device);
+  auto start = std::chrono::steady_clock::now();
+  at::SweepReport report;
+  report.device = device_name(args.device);
+  tritium::AutotuneOptions options;
+  options.warmup_ms = args.warmup_ms;
+  options.rep_ms = args.rep_ms;
+  int measured = 0, from_disk = 0;
+  auto count = [&](const tritium::TuningResult& r) {
+    measured += r.benchmarked;
+    for (const auto& c : r.results) from_disk += c.from_disk;
+  };
+
+  try {
+    if (args.kernel == "matmul") {
+      if (args.sizes.empty())
+        args.sizes = args.device.is_cuda() ? std::vector<int64_t>{256, 512, 768, 1024, 1536, 2048, 3072, 4096}
+                                           : std::vector<int64_t>{64, 96, 128, 192, 256, 384, 512, 768};
+      if (args.quick) args.sizes.resize(std::min<size_t>(args.sizes.size(), 3));
+      report.kernel = std::string("matmul ") + tritium::dtype_name(args.dtype);
+      report.metric = args.device.is_cuda() ? "TFLOP/s" : "GFLOP/s";
+      report.x_label = "N (M = N = K)";
+      std::vector<Config> configs;
+      for (int bm : {32, 64})
+        for (int bn : {32, 64})
+          for (int bk : {16, 32})
+            for (int warps : {4, 8}) configs.emplace_back(Meta{{"BLOCK_M", bm}, {"BLOCK_N", bn}, {"BLOCK_K", bk}, {"GROUP_M", 8}}, warps, 3);
+      const std::string default_config = Config(Meta{{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"GROUP_M", 8}}, 4, 3).str();
+      options.key = {"M", "N", "K"};
+      auto tuner = tritium::autotune(tritium::ops::matmul_kernel(args.dtype), configs, options);
+      at::ProgressBar bar(static_cast<int>(args.sizes.size()), "matmul shapes");
+      for (int64_t n : args.sizes) {
+        Tensor a = tritium::ops::randn({n, n}).to(args.dtype), b = tritium::ops::randn({n, n}).to(args.dtype);
+        Tensor c = tritium::ops::zeros({n, n}, args.dtype);
+        auto grid = [n](const Meta& m) {
+          return tritium::Grid(tritium::cdiv(n, m["BLOCK_M"]) * tritium::cdiv(n, m["BLOCK_N"]), 1);
+        };
+        int32_t n32 = static_cast<int32_t>(n);
+        const auto& r = tuner.tune(grid, a, b, c, n32, n32, n32, n, int64_t{1}, n, int64_t{1}, n, int64_t{1}, int64_t{1},
+                                   int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0});
+        count(r);
+        add_rows(report, "N=" + std::to_string(n), static_cast<double>(n), 2.0 * n * n * n, r, default_config);
+        bar.tick("N=" + std::to_string(n));
+      }
+      bar.finish();
+    } else {
+      if (args.sizes.empty())
+        for (int p = 12; p <= 26; p += 2) args.sizes.push_back(int64_t{1} << p);
+      if (args.quick) args.sizes.resize(std::min<size_t>(args.sizes.size(), 3));
+      report.kernel = "vector add f32";
+      report.metric = "GB/s";
+      report.x_label = "elements";
+      std::vector<Config> configs;
+      for (int block : {256, 512, 1024, 2048, 4096, 8192})
+        for (int warps : {2, 4, 8}) configs.emplace_back(Meta{{"BLOCK", block}}, warps, 3);
+      const std::string default_config = Config(Meta{{"BLOCK", 1024}}, 4, 3).str();
+      options.key = {"n"};
+      auto tuner = tritium::autotune(add_kernel(), configs, options);
+      at::ProgressBar bar(static_cast<int>(args.sizes.size()), "vector add sizes");
+      for (int64_t n : args.sizes) {
+        Tensor x = tritium::ops::rand({n}), y = tritium::ops::rand({n}), out = tritium::ops::zeros({n});
+        auto grid = [n](const Meta& m) { return tritium::Grid(tritium::cdiv(n, m["BLOCK"])); };
+        const auto& r = tuner.tune(grid, x, y, out, static_cast<int32_t>(n));
+        count(r);
+        add_rows(report, "n=" + std::to_string(n), static_cast<double>(n), 12.0 * static_cast<double>(n), r,
+                 default_config);
+        bar.tick("n=" + std::to_string(n));
+      }
+      bar.finish();
+    }
+  } catch (const tritium::Error& e) {
+    std::fprintf(stderr, "tritium-tune: %s\n", e.what());
+    return 1;
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::printf("%s\n", at::format_table(report).c_str());
+  std::string base = args.out + "/tune-" + args.kernel + "-" + (args.device.is_cuda() ? "cuda" : "cpu");
+  try {
+    std::filesystem::create_directories(args.out);
+    at::write_csv(report, base + ".csv");
+    at::write_json(report, base + ".json");
+    at::write_svg(report, base + ".svg");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tritium-tune: %s\n", e.what());
+    return 1;
+  }
+  std::printf("sweep: %zu configs x %zu shapes in %.2f s (%d benchmarked, %d results from the disk cache)\n",
+              report.rows.size() / std::max<size_t>(1, args.sizes.size()), args.sizes.size(), report.seconds,
+              measured, from_disk);
+  std::printf("wrote %s.csv, %s.json, %s.svg\n", base.c_str(), base.c_str(), base.c_str());
+  return 0;
+}
