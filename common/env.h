@@ -17,6 +17,8 @@ struct Env {
   // TRITIUM_NVRTC_OPTIONS: extra NVRTC options, separated by spaces (e.g. "-lineinfo"); part of
   // the cache key.
   std::string nvrtc_options;
+  // TRITIUM_PRINT_AUTOTUNING=1: the autotuner prints each tuning's chosen config and time.
+  bool print_autotuning = false;
   // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
   int num_threads = 1;
 };
