@@ -11,7 +11,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRITIUM_STATI
 cmake --build "$build" -j "${TRITIUM_BUILD_JOBS:-2}"
 stage="$(mktemp -d)"
 cp "$build/libtritium.so" "$build/tests/tritium-tests" "$build/tutorials/01-vector-add" \
-   "$build/bench/tritium-bench" "$build/tools/train-mnist" "$stage/"
+   "$build/bench/tritium-bench" "$build/tools/train-mnist" "$build/tools/tritium-tune" "$stage/"
 strip --strip-unneeded "$stage"/*
 mkdir -p "$root/.carry"
 tar -C "$stage" -cJf "$root/.carry/portable.tar.xz" .
