@@ -19,42 +19,12 @@ namespace tritium::ops {
 
 namespace philox {
 
-std::array<tl::tensor, 4> philox4x32(tl::tensor c0, tl::tensor c1, tl::tensor c2, tl::tensor c3, tl::tensor k0,
-                                     tl::tensor k1, int rounds) {
-  for (int r = 0; r < rounds; ++r) {
-    tl::tensor p0 = c0, p2 = c2;
-    c0 = tl::umulhi(kRoundB, p2) ^ c1 ^ k0;
-    c2 = tl::umulhi(kRoundA, p0) ^ c3 ^ k1;
-    c1 = p2 * kRoundB;
-    c3 = p0 * kRoundA;
-    if (r + 1 < rounds) {  // bump the key between rounds (Random123); Triton bumps once more, unused
-      k0 = k0 + kKeyA;
-      k1 = k1 + kKeyB;
-    }
-  }
-  return {c0, c1, c2, c3};
-}
-
 std::array<tl::tensor, 4> random_words(const tl::tensor& seed, const tl::tensor& offset) {
-  tl::tensor s = seed.to(tl::uint64, seed.dtype() == DType::i64);
   tl::tensor o = offset.to(tl::uint64, offset.dtype() == DType::i64);
-  tl::tensor k0 = s.to(tl::uint32), k1 = (s >> 32).to(tl::uint32);
-  tl::tensor c0 = o.to(tl::uint32), c1 = (o >> 32).to(tl::uint32);
   tl::tensor zero = tl::zeros(o.shape(), tl::uint32);
-  return philox4x32(c0, c1, zero, zero, k0, k1);
-}
-
-tl::tensor uint_to_uniform_float(const tl::tensor& word) {
-  tl::tensor x = word.to(tl::int32, true);
-  x = tl::where(x < 0, -x - 1, x);
-  return x * 4.6566127342e-10f;  // the largest scale with INT32_MAX * scale < 1 in f32
-}
-
-tl::tensor uniform_pair_to_normal(const tl::tensor& u1, const tl::tensor& u2) {
-  tl::tensor v1 = tl::maximum(1.0e-7f, u1);
-  tl::tensor th = 6.283185307179586 * u2;
-  tl::tensor r = tl::sqrt(-2.0 * tl::log(v1));
-  return r * tl::cos(th);
+  // Key (seed lo, seed hi), as tl::philox with 32-bit counters; the counter's high word carries
+  // the offset's high half, so streams past 2^32 elements do not repeat.
+  return tl::philox(seed, o.to(tl::uint32), (o >> 32).to(tl::uint32), zero, zero);
 }
 
 namespace {
@@ -65,8 +35,9 @@ Kernel& raw_kernel() {
         auto offs = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK);
         auto mask = offs < n;
         auto base = offs * 4;
-        auto w = philox4x32(tl::load(ctr + base, mask, 0u), tl::load(ctr + base + 1, mask, 0u),
-                            tl::load(ctr + base + 2, mask, 0u), tl::load(ctr + base + 3, mask, 0u), k0, k1);
+        auto seed = k0.to(tl::uint64) | (k1.to(tl::uint64) << 32);  // key (k0, k1)
+        auto w = tl::philox(seed, tl::load(ctr + base, mask, 0u), tl::load(ctr + base + 1, mask, 0u),
+                            tl::load(ctr + base + 2, mask, 0u), tl::load(ctr + base + 3, mask, 0u));
         for (int j = 0; j < 4; ++j) tl::store(out + base + j, w[j], mask);
       },
       {"ctr", "out", "n", "k0", "k1", "BLOCK"});
@@ -120,7 +91,7 @@ template <class T> tl::tensor uniform01(const std::array<tl::tensor, 4>& w) {
     auto bits = ((w[0].to(tl::uint64) << 32) | w[1].to(tl::uint64)) >> 11;
     return bits.to(tl::float64) * 1.1102230246251565e-16;  // 2^-53
   } else {
-    auto u = philox::uint_to_uniform_float(w[0]);
+    auto u = tl::uint_to_uniform_float(w[0]);
     if constexpr (d != DType::f32) u = tl::minimum(u, below_one(d));
     return u;
   }
@@ -137,7 +108,7 @@ template <class T> tl::tensor normal(const std::array<tl::tensor, 4>& w) {
     auto u2 = b2.to(tl::float64) * 1.1102230246251565e-16;
     return tl::sqrt(-2.0 * tl::log(u1)) * tl::cos(6.283185307179586 * u2);
   } else {
-    return philox::uniform_pair_to_normal(philox::uint_to_uniform_float(w[0]), philox::uint_to_uniform_float(w[1]));
+    return tl::pair_uniform_to_normal(tl::uint_to_uniform_float(w[0]), tl::uint_to_uniform_float(w[1]))[0];
   }
 }
 

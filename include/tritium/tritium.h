@@ -4,6 +4,7 @@
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
+#include "dsl/random.h"
 #include "dsl/tensor.h"
 #include "runtime/device.h"
 #include "runtime/tensor.h"
