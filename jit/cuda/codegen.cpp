@@ -797,12 +797,18 @@ class Codegen {
     std::string ct = ctype(d);
     bool cas = k == OpKind::AtomicCas;
     bool has_mask = !cas && op->operands.size() > 2;
+    // Triton's atomics are acq_rel at GPU scope: every thread's earlier writes are released (a
+    // fence before), and what the atomic observed is acquired (a fence after), so a lock taken
+    // with atomic_cas and released with atomic_xchg protects plain loads and stores.
     if (p->type.is_scalar()) {  // one thread; the old value reaches the others through shared memory
       std::string slot = alloc_shared(ct, 1, std::max(8, dtype_bytes(d)));
       std::string call = atomic_call(k, d, scalar(p), scalar(op->operand(cas ? 2 : 1)), cas ? scalar(op->operand(1)) : "");
+      line("__threadfence();");
       sync();
-      if (has_mask) line(fmt::format("if (tid == 0) {}[0] = {} ? {} : {}{{}};", slot, scalar(op->operand(2)), call, ct));
-      else line(fmt::format("if (tid == 0) {}[0] = {};", slot, call));
+      if (has_mask)
+        line(fmt::format("if (tid == 0) {{ {}[0] = {} ? {} : {}{{}}; __threadfence(); }}", slot, scalar(op->operand(2)),
+                         call, ct));
+      else line(fmt::format("if (tid == 0) {{ {}[0] = {}; __threadfence(); }}", slot, call));
       sync();
       scalars_[op->result()] = tmp(ct, slot + "[0]");
       return;
@@ -811,6 +817,7 @@ class Codegen {
     if (!out.empty()) buffers_[op->result()] = out;
     if (!out.empty()) sync();
     else sync_if_reading({p, op->operand(1), op->operands.back()});
+    line("__threadfence();");
     thread_loop(p->type.shape, 1, nullptr, [&](const Index& idx) {
       std::string ptr = eval(p, idx);
       std::string val = eval(op->operand(cas ? 2 : 1), idx);
@@ -831,6 +838,7 @@ class Codegen {
       }
       line(fmt::format("{}[{}] = {};", out, flatten(idx, p->type.shape), old));
     }, nullptr);
+    line("__threadfence();");
     if (!out.empty()) sync();
     else global_dirty_ = true;
   }
