@@ -1,0 +1,469 @@
+// Tutorial 05: layer normalization, ported from Triton's fifth tutorial.
+//
+// A fused LayerNorm forward kernel (one program per row: mean and variance in two masked passes
+// over BLOCK_SIZE chunks, then y = (x - mean) * rstd * w + b), and a backward in two stages:
+//  1. _layer_norm_bwd_dx_fused: dx per row, and partial sums of dW/dB accumulated into
+//     GROUP_SIZE_M row-group buffers. Rows r, r + GROUP_SIZE_M, ... share a buffer; each buffer is
+//     guarded by a spin lock taken with tl::atomic_cas and released with tl::atomic_xchg, and a
+//     Count word tells the first writer to store instead of accumulating.
+//  2. _layer_norm_bwd_dwdb: sums the GROUP_SIZE_M partial rows into the final dW and dB.
+// Forward and backward are tied together as a differentiable function with nn::record (the
+// equivalent of torch.autograd.Function), so y.backward(dy) runs the two backward kernels.
+//
+//   ./05-layer-norm            checks y, dx, dw, db (f32 and f16) against a float64 host reference
+//   ./05-layer-norm --bench    forward/backward GB/s; on the CPU beside plain C++ loops doing the
+//                              same passes, on --backend cuda M = 4096 in f16
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "autotune/do_bench.h"
+#include "nn/autograd.h"
+#include "ops/ops.h"
+#include "runtime/thread_pool.h"
+#include "tutorial.h"
+
+namespace tl = tritium::tl;
+using tritium::DType;
+using tritium::Tensor;
+
+// The kernels take pointers of any element type (f32 or f16 data); math is done in f32.
+using P = tl::ptr<tl::any>;
+
+// ---- forward ---------------------------------------------------------------------------------
+
+auto _layer_norm_fwd_fused = tritium::kernel(
+    "_layer_norm_fwd_fused",
+    [](P X, P Y, P W, P B, tl::ptr<float> Mean, tl::ptr<float> Rstd, tl::i32 stride, tl::i32 N, tl::f32 eps,
+       int BLOCK_SIZE) {
+      // One program normalises one row: move X and Y to its start.
+      auto row = tl::program_id(0);
+      Y += row * stride;
+      X += row * stride;
+      // First pass: the mean, accumulated lane-wise over the row's chunks and reduced once.
+      auto _mean = tl::zeros({BLOCK_SIZE}, tl::float32);
+      for (auto off : tl::range(0, N, BLOCK_SIZE)) {
+        auto cols = off + tl::arange(0, BLOCK_SIZE);
+        auto a = tl::load(X + cols, cols < N, 0.0f).to(tl::float32);
+        _mean += a;
+      }
+      auto mean = tl::sum(_mean, 0) / N;
+      // Second pass: the (biased) variance; lanes past the end must not contribute (0 - mean)^2.
+      auto _var = tl::zeros({BLOCK_SIZE}, tl::float32);
+      for (auto off : tl::range(0, N, BLOCK_SIZE)) {
+        auto cols = off + tl::arange(0, BLOCK_SIZE);
+        auto x = tl::load(X + cols, cols < N, 0.0f).to(tl::float32);
+        x = tl::where(cols < N, x - mean, 0.0f);
+        _var += x * x;
+      }
+      auto var = tl::sum(_var, 0) / N;
+      auto rstd = 1 / tl::sqrt(var + eps);
+      // The backward pass needs both statistics.
+      tl::store(Mean + row, mean);
+      tl::store(Rstd + row, rstd);
+      // Third pass: normalise, scale and shift (the store converts to Y's dtype).
+      for (auto off : tl::range(0, N, BLOCK_SIZE)) {
+        auto cols = off + tl::arange(0, BLOCK_SIZE);
+        auto mask = cols < N;
+        auto w = tl::load(W + cols, mask);
+        auto b = tl::load(B + cols, mask);
+        auto x = tl::load(X + cols, mask, 0.0f).to(tl::float32);
+        auto x_hat = (x - mean) * rstd;
+        auto y = x_hat * w + b;
+        tl::store(Y + cols, y, mask);
+      }
+    },
+    {"X", "Y", "W", "B", "Mean", "Rstd", "stride", "N", "eps", "BLOCK_SIZE"});
+
+// ---- backward, stage 1: dx and the partial dw/db of each row group --------------------------
+
+// Triton takes the lock with `while tl.atomic_cas(Lock, 0, 1) == 1: pass`. Tritium has no
+// run-time while loop (only tl::range, whose trip count is fixed on entry, and tl::if_), so the
+// retry loop is SPIN_DEPTH nested tl::range loops of SPIN_FANOUT trips, each body guarded by
+// `if (!acquired)`: up to SPIN_FANOUT^SPIN_DEPTH (2^30) attempts, and once the lock is held the
+// loops still running end after at most (SPIN_FANOUT - 1) * SPIN_DEPTH skipped trips. The first
+// attempt is made before any loop, so an uncontended lock costs one compare-and-swap.
+constexpr int SPIN_FANOUT = 4, SPIN_DEPTH = 15;
+
+void spin_until_acquired(const tl::tensor& Lock, tl::tensor& acquired, int depth) {
+  for (auto attempt : tl::range(0, SPIN_FANOUT)) {
+    (void)attempt;
+    tl::if_(!acquired, [&] {
+      if (depth == 1) acquired = tl::atomic_cas(Lock, 0, 1) == 0;
+      else spin_until_acquired(Lock, acquired, depth - 1);
+    });
+  }
+}
+
+auto _layer_norm_bwd_dx_fused = tritium::kernel(
+    "_layer_norm_bwd_dx_fused",
+    [](P DX, P DY, P DW, P DB, P X, P W, tl::ptr<float> Mean, tl::ptr<float> Rstd, tl::ptr<int32_t> Lock,
+       tl::i32 stride, tl::i32 N, int GROUP_SIZE_M, int BLOCK_SIZE_N) {
+      // One program per row; the whole row fits one block here.
+      auto row = tl::program_id(0);
+      auto cols = tl::arange(0, BLOCK_SIZE_N);
+      auto mask = cols < N;
+      X += row * stride;
+      DY += row * stride;
+      DX += row * stride;
+      // Rows are dealt round-robin to GROUP_SIZE_M groups; each group has a lock, a Count word
+      // (the GROUP_SIZE_M words after the locks) and one row of the partial DW/DB buffers.
+      auto lock_id = row % GROUP_SIZE_M;
+      Lock += lock_id;
+      auto Count = Lock + GROUP_SIZE_M;
+      DW = DW + lock_id * N + cols;
+      DB = DB + lock_id * N + cols;
+      // Load the row and its statistics.
+      auto x = tl::load(X + cols, mask, 0.0f).to(tl::float32);
+      auto dy = tl::load(DY + cols, mask, 0.0f).to(tl::float32);
+      auto w = tl::load(W + cols, mask).to(tl::float32);
+      auto mean = tl::load(Mean + row);
+      auto rstd = tl::load(Rstd + row);
+      // dx = rstd * (w*dy - (xhat * mean(xhat * w*dy) + mean(w*dy))), masked lanes excluded.
+      auto xhat = (x - mean) * rstd;
+      auto wdy = w * dy;
+      xhat = tl::where(mask, xhat, 0.0f);
+      wdy = tl::where(mask, wdy, 0.0f);
+      auto c1 = tl::sum(xhat * wdy, 0) / N;
+      auto c2 = tl::sum(wdy, 0) / N;
+      auto dx = (wdy - (xhat * c1 + c2)) * rstd;
+      tl::store(DX + cols, dx, mask);
+      // This row's contributions to dw and db, added into the group's buffer under its lock.
+      auto partial_dw = (dy * xhat).to(w.dtype());
+      auto partial_db = dy.to(w.dtype());
+      auto acquired = tl::atomic_cas(Lock, 0, 1) == 0;
+      tl::if_(!acquired, [&] { spin_until_acquired(Lock, acquired, SPIN_DEPTH); });
+      tl::device_assert(acquired, "layer norm backward: a row-group lock was never released");
+      auto count = tl::load(Count);
+      // The group's first writer stores (the buffers are not initialised); later ones accumulate.
+      tl::if_(
+          count == 0, [&] { tl::atomic_xchg(Count, 1); },
+          [&] {
+            partial_dw += tl::load(DW, mask);
+            partial_db += tl::load(DB, mask);
+          });
+      tl::store(DW, partial_dw, mask);
+      tl::store(DB, partial_db, mask);
+      // Release the lock.
+      tl::atomic_xchg(Lock, 0);
+    },
+    {"DX", "DY", "DW", "DB", "X", "W", "Mean", "Rstd", "Lock", "stride", "N", "GROUP_SIZE_M", "BLOCK_SIZE_N"});
+
+// ---- backward, stage 2: sum the partial rows --------------------------------------------------
+
+auto _layer_norm_bwd_dwdb = tritium::kernel(
+    "_layer_norm_bwd_dwdb",
+    [](P DW, P DB, P FINAL_DW, P FINAL_DB, tl::i32 M, tl::i32 N, int BLOCK_SIZE_M, int BLOCK_SIZE_N) {
+      // Each program owns BLOCK_SIZE_N columns and walks down the M partial rows.
+      auto pid = tl::program_id(0);
+      auto cols = pid * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N);
+      auto dw = tl::zeros({BLOCK_SIZE_M, BLOCK_SIZE_N}, tl::float32);
+      auto db = tl::zeros({BLOCK_SIZE_M, BLOCK_SIZE_N}, tl::float32);
+      for (auto i : tl::range(0, M, BLOCK_SIZE_M)) {
+        auto rows = i + tl::arange(0, BLOCK_SIZE_M);
+        auto mask = (rows(tl::_, tl::None) < M) & (cols(tl::None, tl::_) < N);
+        auto offs = rows(tl::_, tl::None) * N + cols(tl::None, tl::_);
+        dw += tl::load(DW + offs, mask, 0.0f);
+        db += tl::load(DB + offs, mask, 0.0f);
+      }
+      auto sum_dw = tl::sum(dw, 0);
+      auto sum_db = tl::sum(db, 0);
+      tl::store(FINAL_DW + cols, sum_dw, cols < N);
+      tl::store(FINAL_DB + cols, sum_db, cols < N);
+    },
+    {"DW", "DB", "FINAL_DW", "FINAL_DB", "M", "N", "BLOCK_SIZE_M", "BLOCK_SIZE_N"});
+
+// ---- host side --------------------------------------------------------------------------------
+
+// While the check runs, every buffer that the functions below allocate without initialising
+// (outputs, statistics, partial sums) is filled with NaN, so an element that is never written, or
+// a partial buffer read before its first store, shows up in the results.
+bool g_poison = false;
+
+Tensor empty(const std::vector<int64_t>& shape, DType dtype, tritium::Device device) {
+  if (g_poison) return tritium::ops::full(shape, NAN, dtype, device);
+  return Tensor::empty(shape, dtype, device);
+}
+
+int64_t next_power_of_2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// The backward as a plain function: dx, dw, db from dy and what the forward saved.
+// group_size_m = 0 picks Triton's heuristic; the check also forces a small value so that many
+// rows contend for each lock.
+std::array<Tensor, 3> layer_norm_backward(const Tensor& dy_in, const Tensor& x, const Tensor& w, const Tensor& mean,
+                                          const Tensor& rstd, int BLOCK_SIZE, int num_warps, int group_size_m = 0) {
+  Tensor dy = dy_in.contiguous();
+  const int64_t N = w.size(0), M = x.numel() / N;
+  // How many partial buffers (parallel reduction streams) for dW/dB.
+  int GROUP_SIZE_M = 64;
+  if (N <= 8192) GROUP_SIZE_M = 96;
+  if (N <= 4096) GROUP_SIZE_M = 128;
+  if (N <= 1024) GROUP_SIZE_M = 256;
+  if (group_size_m > 0) GROUP_SIZE_M = group_size_m;
+  auto dev = x.device();
+  Tensor locks = Tensor::zeros({2 * GROUP_SIZE_M}, DType::i32, dev);  // the locks, then the counts
+  Tensor _dw = empty({GROUP_SIZE_M, N}, x.dtype(), dev), _db = empty({GROUP_SIZE_M, N}, x.dtype(), dev);
+  Tensor dw = empty({N}, w.dtype(), dev), db = empty({N}, w.dtype(), dev);
+  Tensor dx = empty(dy.shape(), dy.dtype(), dev);
+  tritium::Options options;
+  options.num_warps = num_warps;
+  _layer_norm_bwd_dx_fused[{static_cast<int>(M)}](dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N, GROUP_SIZE_M,
+                                                  BLOCK_SIZE, options);
+  auto grid = [N](const tritium::Meta& meta) { return tritium::Grid(tritium::cdiv(N, meta["BLOCK_SIZE_N"])); };
+  const int64_t rows = std::min<int64_t>(GROUP_SIZE_M, M);  // groups that received at least one row
+  _layer_norm_bwd_dwdb[grid](_dw, _db, dw, db, rows, N, tritium::Meta{{"BLOCK_SIZE_M", 32}, {"BLOCK_SIZE_N", 128}});
+  return {dx, dw, db};
+}
+
+// The differentiable function (Triton's LayerNorm.apply): normalises over the last dim of a
+// contiguous x; the recorded backward runs layer_norm_backward.
+Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, float eps, int group_size_m = 0) {
+  Tensor x = x_in.contiguous();
+  const int64_t N = x.size(-1), M = x.numel() / N;
+  auto dev = x.device();
+  Tensor y = empty(x.shape(), x.dtype(), dev);
+  Tensor mean = empty({M}, DType::f32, dev), rstd = empty({M}, DType::f32, dev);
+  // Less than 64 KB per feature row: the backward keeps a whole row in one block.
+  const int64_t MAX_FUSED_SIZE = 65536 / x.element_size();
+  const int BLOCK_SIZE = static_cast<int>(std::min(MAX_FUSED_SIZE, next_power_of_2(N)));
+  if (N > BLOCK_SIZE) throw tritium::Error("this layer norm does not support feature dims of 64 KB or more");
+  const int num_warps = std::min(std::max(BLOCK_SIZE / 256, 1), 8);
+  tritium::Options options;
+  options.num_warps = num_warps;
+  _layer_norm_fwd_fused[{static_cast<int>(M)}](x, y, weight, bias, mean, rstd, N, N, eps, BLOCK_SIZE, options);
+  // Saved tensors are detached handles, as nn/functional.cpp does.
+  Tensor sx = x.detach(), sw = weight.detach();
+  return tritium::nn::record(y, {x_in, weight, bias}, "LayerNormBackward",
+                             [sx, sw, mean, rstd, BLOCK_SIZE, num_warps, group_size_m](const Tensor& dy) {
+                               auto [dx, dw, db] = layer_norm_backward(dy, sx, sw, mean, rstd, BLOCK_SIZE, num_warps,
+                                                                       group_size_m);
+                               return std::vector<Tensor>{dx, dw, db};
+                             });
+}
+
+// ---- the check --------------------------------------------------------------------------------
+
+struct Errors {
+  double y = 0, dx = 0, dw = 0, db = 0;
+};
+
+// Largest |got - ref| relative to the largest |ref| (NaN, an unwritten element, gives NaN).
+double rel_err(const std::vector<float>& got, const std::vector<double>& ref) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double d = std::abs(double(got[i]) - ref[i]);
+    if (std::isnan(d)) return NAN;
+    diff = std::max(diff, d), scale = std::max(scale, std::abs(ref[i]));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+std::vector<float> host(const Tensor& t) { return t.to(DType::f32).to_vector<float>(); }
+
+Errors check_case(const tutorial::Args& args, int M, int N, DType dtype, int group_size_m, uint32_t seed) {
+  const float eps = 1e-5f;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::normal_distribution<float> g(0, 1);
+  // As in Triton's test: w, b ~ U(0, 1), x ~ -2.3 + 0.5 N(0, 1), dy ~ 0.1 N(0, 1).
+  std::vector<float> hw(N), hb(N), hx(size_t(M) * N), hdy(size_t(M) * N);
+  for (auto& v : hw) v = u(rng);
+  for (auto& v : hb) v = u(rng);
+  for (auto& v : hx) v = -2.3f + 0.5f * g(rng);
+  for (auto& v : hdy) v = 0.1f * g(rng);
+  auto make = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
+    return Tensor::from_vector(v, shape, args.device).to(dtype);
+  };
+  Tensor x = make(hx, {M, N}), w = make(hw, {N}), b = make(hb, {N}), dy = make(hdy, {M, N});
+  x.requires_grad_(), w.requires_grad_(), b.requires_grad_();
+  // The reference starts from the values the kernels see (rounded to f16 for f16).
+  hx = host(x), hw = host(w), hb = host(b), hdy = host(dy);
+
+  g_poison = true;
+  Tensor y = layer_norm(x, w, b, eps, group_size_m);
+  y.backward(dy, /*retain_graph=*/false);
+  g_poison = false;
+
+  std::vector<double> ry(hx.size()), rdx(hx.size()), rdw(N, 0.0), rdb(N, 0.0);
+  std::vector<double> xhat(N);
+  for (int r = 0; r < M; ++r) {
+    const float* xr = &hx[size_t(r) * N];
+    const float* dyr = &hdy[size_t(r) * N];
+    double mean = 0, var = 0;
+    for (int c = 0; c < N; ++c) mean += xr[c];
+    mean /= N;
+    for (int c = 0; c < N; ++c) var += (xr[c] - mean) * (xr[c] - mean);
+    var /= N;
+    double rstd = 1 / std::sqrt(var + double(eps));
+    double c1 = 0, c2 = 0;
+    for (int c = 0; c < N; ++c) {
+      xhat[c] = (xr[c] - mean) * rstd;
+      ry[size_t(r) * N + c] = xhat[c] * hw[c] + hb[c];
+      double wdy = double(hw[c]) * dyr[c];
+      c1 += xhat[c] * wdy, c2 += wdy;
+      rdw[c] += dyr[c] * xhat[c], rdb[c] += dyr[c];
+    }
+    c1 /= N, c2 /= N;
+    for (int c = 0; c < N; ++c) rdx[size_t(r) * N + c] = (double(hw[c]) * dyr[c] - (xhat[c] * c1 + c2)) * rstd;
+  }
+  return {rel_err(host(y), ry), rel_err(host(x.grad()), rdx), rel_err(host(w.grad()), rdw), rel_err(host(b.grad()), rdb)};
+}
+
+// ---- plain C++ loops for --bench (f32, CPU): the same passes, spread over the thread pool -------
+
+// Sum of f(c) for c in [0, N) kept in 16 lane-wise partial sums, as the kernels accumulate a
+// block lane by lane, so the compiler vectorises the row reductions (a single scalar accumulator
+// would not be, without -ffast-math).
+template <class F> inline float lane_sum(int64_t N, F f) {
+  float acc[16] = {};
+  int64_t c = 0;
+  for (; c + 16 <= N; c += 16)
+    for (int l = 0; l < 16; ++l) acc[l] += f(c + l);
+  for (; c < N; ++c) acc[c % 16] += f(c);
+  float s = 0;
+  for (float a : acc) s += a;
+  return s;
+}
+
+void layer_norm_fwd_plain(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t M,
+                          int64_t N, float eps) {
+  tritium::runtime::ThreadPool::global().parallel_for(M, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * N;
+      float* yr = y + r * N;
+      const float m = lane_sum(N, [&](int64_t c) { return xr[c]; }) / N;
+      const float v = lane_sum(N, [&](int64_t c) { return (xr[c] - m) * (xr[c] - m); }) / N;
+      const float rs = 1 / std::sqrt(v + eps);
+      mean[r] = m, rstd[r] = rs;
+      for (int64_t c = 0; c < N; ++c) yr[c] = (xr[c] - m) * rs * w[c] + b[c];
+    }
+  });
+}
+
+// dx per row, dw/db partial sums per row group (rows g, g + G, ... in group g: one task per group,
+// so no lock), then the column sums of the G partial rows.
+void layer_norm_bwd_plain(const float* dy, const float* x, const float* w, const float* mean, const float* rstd,
+                          float* dx, float* dw, float* db, int64_t M, int64_t N, int64_t G) {
+  auto& pool = tritium::runtime::ThreadPool::global();
+  G = std::min(G, M);
+  std::vector<float> pdw(size_t(G * N)), pdb(size_t(G * N));
+  pool.parallel_for(G, [&](int64_t g) {
+    float* gw = &pdw[size_t(g * N)];
+    float* gb = &pdb[size_t(g * N)];
+    for (int64_t r = g; r < M; r += G) {
+      const float* xr = x + r * N;
+      const float* dyr = dy + r * N;
+      const float m = mean[r], rs = rstd[r];
+      const float c1 = lane_sum(N, [&](int64_t c) { return (xr[c] - m) * rs * (w[c] * dyr[c]); }) / N;
+      const float c2 = lane_sum(N, [&](int64_t c) { return w[c] * dyr[c]; }) / N;
+      float* dxr = dx + r * N;
+      if (r == g) {  // the group's first row stores
+        for (int64_t c = 0; c < N; ++c) {
+          float xh = (xr[c] - m) * rs;
+          dxr[c] = (w[c] * dyr[c] - (xh * c1 + c2)) * rs;
+          gw[c] = dyr[c] * xh, gb[c] = dyr[c];
+        }
+      } else {
+        for (int64_t c = 0; c < N; ++c) {
+          float xh = (xr[c] - m) * rs;
+          dxr[c] = (w[c] * dyr[c] - (xh * c1 + c2)) * rs;
+          gw[c] += dyr[c] * xh, gb[c] += dyr[c];
+        }
+      }
+    }
+  });
+  pool.parallel_for(tritium::cdiv(N, int64_t(128)), [&](int64_t c0, int64_t c1) {
+    const int64_t lo = c0 * 128, hi = std::min(N, c1 * 128);
+    for (int64_t c = lo; c < hi; ++c) dw[c] = pdw[size_t(c)], db[c] = pdb[size_t(c)];
+    for (int64_t g = 1; g < G; ++g)
+      for (int64_t c = lo; c < hi; ++c) dw[c] += pdw[size_t(g * N + c)], db[c] += pdb[size_t(g * N + c)];
+  });
+}
+
+int run_tutorial(const tutorial::Args& args) {
+  struct Case {
+    int M, N, group_size_m;
+  };
+  // Sizes that are not multiples of the blocks; the last case forces 3 row groups, so ~86 rows
+  // contend for each lock and most accumulate onto another row's partial sums.
+  const Case cases[] = {{257, 1000, 0}, {64, 4096, 0}, {1151, 8192, 0}, {257, 1000, 3}};
+  bool ok = true;
+  uint32_t seed = 0;
+  for (DType dtype : {DType::f32, DType::f16}) {
+    const bool f16 = dtype == DType::f16;
+    // f32: rounding of f32 sums (rows of up to 8192 elements, dw/db over up to 1151 rows).
+    // f16: y and dx are rounded to f16 (2^-11 relative), and the partial dw/db sums are kept in f16
+    // buffers, as in Triton's tutorial (which compares them to one decimal).
+    const double tol_out = f16 ? 2e-3 : 1e-5, tol_wb = f16 ? 1e-2 : 1e-5;
+    for (const Case& c : cases) {
+      Errors e = check_case(args, c.M, c.N, dtype, c.group_size_m, ++seed);
+      bool good = e.y <= tol_out && e.dx <= tol_out && e.dw <= tol_wb && e.db <= tol_wb;
+      std::printf("layer norm %5d x %-5d %s%s on %s: rel err y %.2e  dx %.2e  dw %.2e  db %.2e  %s\n", c.M, c.N,
+                  f16 ? "f16" : "f32", c.group_size_m ? " (3 groups)" : "", args.device.str().c_str(), e.y, e.dx,
+                  e.dw, e.db, good ? "OK" : "FAILED");
+      ok = ok && good;
+    }
+  }
+  if (!ok) return 1;
+  if (!args.bench) return 0;
+
+  const bool cpu = args.device.is_cpu();
+  const int64_t M = cpu ? 1024 : 4096;
+  const DType dtype = cpu ? DType::f32 : DType::f16;
+  const std::vector<int64_t> Ns = cpu ? std::vector<int64_t>{1024, 4096} : std::vector<int64_t>{1024, 4096, 8192};
+  std::printf("\nM = %lld, %s; forward counts 2*M*N elements, backward 3*M*N\n", static_cast<long long>(M),
+              cpu ? "f32" : "f16");
+  if (cpu)
+    std::printf("%8s %14s %14s %8s %14s %14s %8s\n", "N", "fwd Tritium", "fwd plain", "ratio", "bwd Tritium",
+                "bwd plain", "ratio");
+  else std::printf("%8s %18s %18s\n", "N", "fwd Tritium GB/s", "bwd Tritium GB/s");
+  for (int64_t N : Ns) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(0, 1);
+    std::normal_distribution<float> g(0, 1);
+    std::vector<float> hw(N), hb(N), hx(size_t(M * N)), hdy(size_t(M * N));
+    for (auto& v : hw) v = u(rng);
+    for (auto& v : hb) v = u(rng);
+    for (auto& v : hx) v = -2.3f + 0.5f * g(rng);
+    for (auto& v : hdy) v = 0.1f * g(rng);
+    auto make = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
+      return Tensor::from_vector(v, shape, args.device).to(dtype);
+    };
+    Tensor x = make(hx, {M, N}), w = make(hw, {N}), b = make(hb, {N}), dy = make(hdy, {M, N});
+    x.requires_grad_(), w.requires_grad_(), b.requires_grad_();
+    const double elem = double(M * N) * x.element_size();
+    auto gbps = [](double bytes, double ms) { return bytes / (ms * 1e6); };
+
+    double fwd = gbps(2 * elem, tritium::do_bench([&] { layer_norm(x, w, b, 1e-5f); }, args.device).median_ms);
+    Tensor y = layer_norm(x, w, b, 1e-5f);
+    tritium::BenchOptions opt;
+    opt.before_each = [&] { x.zero_grad(), w.zero_grad(), b.zero_grad(); };  // Triton's grad_to_none
+    double bwd = gbps(3 * elem, tritium::do_bench([&] { y.backward(dy, /*retain_graph=*/true); }, args.device, opt).median_ms);
+    if (!cpu) {
+      std::printf("%8lld %18.1f %18.1f\n", static_cast<long long>(N), fwd, bwd);
+      continue;
+    }
+    std::vector<float> py(size_t(M * N)), pm(M), pr(M), pdx(size_t(M * N)), pdw(N), pdb(N);
+    double fwd_plain = gbps(2 * elem, tritium::do_bench([&] {
+                                        layer_norm_fwd_plain(hx.data(), hw.data(), hb.data(), py.data(), pm.data(),
+                                                             pr.data(), M, N, 1e-5f);
+                                      }).median_ms);
+    const int64_t G = N <= 1024 ? 256 : N <= 4096 ? 128 : N <= 8192 ? 96 : 64;  // the same row groups
+    double bwd_plain = gbps(3 * elem, tritium::do_bench([&] {
+                                        layer_norm_bwd_plain(hdy.data(), hx.data(), hw.data(), pm.data(), pr.data(),
+                                                             pdx.data(), pdw.data(), pdb.data(), M, N, G);
+                                      }).median_ms);
+    std::printf("%8lld %14.1f %14.1f %8.2f %14.1f %14.1f %8.2f\n", static_cast<long long>(N), fwd, fwd_plain,
+                fwd / fwd_plain, bwd, bwd_plain, bwd / bwd_plain);
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) { return tutorial::run(argc, argv, run_tutorial); }
