@@ -35,6 +35,9 @@ if [ "$filter" = "--portable" ]; then
   printf '\n== comparison with Triton and PyTorch\n'
   python3 "$root/bench/compare_gpu.py" --bench-exe "$dist/tritium-bench" >"$out/compare.log" 2>&1; cmp_rc=$?
   tail -8 "$out/compare.log"
+  printf '\n== tutorials 02, 04, 05 on cuda (checks, then --bench) beside Triton and PyTorch\n'
+  python3 "$root/bench/compare_reductions.py" --bin "$dist" >"$out/compare_reductions.log" 2>&1; red_rc=$?
+  tail -16 "$out/compare_reductions.log"
   printf '\n== tritium-tune matmul on cuda: cold, then again in a new process\n'
   rm -rf /tmp/tritium-tune-cache
   TRITIUM_CACHE_DIR=/tmp/tritium-tune-cache "$dist/tritium-tune" --kernel matmul --device cuda --out "$out" \
@@ -50,9 +53,10 @@ if [ "$filter" = "--portable" ]; then
   printf '%-28s %s\n' "all suites, both backends" "$([ $tests_rc = 0 ] && echo pass || echo FAIL)"
   printf '%-28s %s\n' "tutorial 01 --backend cuda" "$([ $vec_rc = 0 ] && echo pass || echo FAIL)"
   printf '%-28s %s\n' "comparison harness" "$([ $cmp_rc = 0 ] && echo ran || echo FAIL)"
+  printf '%-28s %s\n' "tutorials 02/04/05 cuda" "$([ $red_rc = 0 ] && echo pass || echo FAIL)"
   printf '%-28s %s\n' "tritium-tune matmul cuda" "$([ $tune_rc = 0 ] && echo pass || echo FAIL)"
   printf '%-28s %s\n' "train-mnist --backend cuda" "$([ $train_rc = 0 ] && echo pass || echo FAIL)"
-  [ $tests_rc = 0 ] && [ $vec_rc = 0 ] && [ $tune_rc = 0 ] && [ $train_rc = 0 ]
+  [ $tests_rc = 0 ] && [ $vec_rc = 0 ] && [ $tune_rc = 0 ] && [ $train_rc = 0 ] && [ $red_rc = 0 ]
   exit
 fi
 

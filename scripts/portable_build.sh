@@ -10,7 +10,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRITIUM_STATI
   -DTRITIUM_BOOST_TEST_HEADER_ONLY=ON >/dev/null
 cmake --build "$build" -j "${TRITIUM_BUILD_JOBS:-2}"
 stage="$(mktemp -d)"
-cp "$build/libtritium.so" "$build/tests/tritium-tests" "$build/tutorials/01-vector-add" \
+cp "$build/libtritium.so" "$build/tests/tritium-tests" "$build"/tutorials/[0-9][0-9]-* \
    "$build/bench/tritium-bench" "$build/tools/train-mnist" "$build/tools/tritium-tune" "$stage/"
 strip --strip-unneeded "$stage"/*
 mkdir -p "$root/.carry"

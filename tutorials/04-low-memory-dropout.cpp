@@ -257,6 +257,15 @@ int run_tutorial(const tutorial::Args& args) {
     std::printf("tl::rand(seed = %d, offsets 0..%d) on %s: %lld of %d uniforms differ from the host's bits, "
                 "range [%.3g, %.9g]  %s\n",
                 seed, n - 1, dev.str().c_str(), static_cast<long long>(differ), n, lo, hi, pass ? "OK" : "FAILED");
+    // A fingerprint of all the bits (FNV-1a, 64-bit, over the floats' little-endian bytes), which
+    // bench/compare_reductions.py compares with Triton's tl.rand for the same seed and offsets.
+    uint64_t fnv = 0xcbf29ce484222325ull;
+    for (float v : r) {
+      uint32_t b;
+      std::memcpy(&b, &v, 4);
+      for (int k = 0; k < 4; ++k) fnv = (fnv ^ ((b >> (8 * k)) & 0xffu)) * 0x100000001b3ull;
+    }
+    std::printf("rand bits fingerprint: seed %d n %d fnv1a64 %016llx\n", seed, n, static_cast<unsigned long long>(fnv));
     ok &= pass;
   }
 

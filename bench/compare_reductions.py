@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Tutorials 02, 04 and 05 beside Triton and PyTorch on the GPU machine, in one run, with ratios.
+
+Workloads (as issue 6 counts them):
+  softmax f32, 4096 x {1024, 4096, 16384}: GB/s = 2 * M * N * 4 bytes
+  layer norm f16 forward, 4096 x {1024, 4096, 8192}: GB/s = 2 * M * N * 2
+  layer norm f16 backward (dx, dw, db), same shapes: GB/s = 3 * M * N * 2
+  seeded dropout f32, 2^24 elements: GB/s = 2 * n * 4; and Triton's tl.rand bits for seeds 123
+  and -7 over 1000003 offsets against Tritium's (a fingerprint the tutorial prints).
+Tritium's figures come from the tutorials' `--bench --backend cuda` tables; Triton's kernels
+below follow Triton's tutorials and are timed with triton.testing.do_bench (median), as is
+PyTorch.
+
+    python3 bench/compare_reductions.py --bin DIR   (DIR holds 02-fused-softmax, 04-..., 05-...)
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+# ---- Triton kernels (after Triton's tutorials) ---------------------------------------------------
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols, BLOCK: tl.constexpr,
+                   STAGES: tl.constexpr):
+    start = tl.program_id(0)
+    step = tl.num_programs(0)
+    for row in tl.range(start, n_rows, step, num_stages=STAGES):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(in_ptr + row * in_stride + cols, mask=cols < n_cols, other=-float("inf"))
+        x = x - tl.max(x, axis=0)
+        num = tl.exp(x)
+        tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
+
+
+def triton_softmax(x):
+    M, N = x.shape
+    BLOCK = triton.next_power_of_2(N)
+    warps = 16 if BLOCK >= 4096 else 8 if BLOCK >= 2048 else 4
+    y = torch.empty_like(x)
+    # A persistent grid as the tutorial sizes it (occupancy from the compiled kernel).
+    kernel = softmax_kernel.warmup(y, x, x.stride(0), y.stride(0), M, N, BLOCK=BLOCK, STAGES=4,
+                                   num_warps=warps, grid=(1,))
+    kernel._init_handles()
+    props = torch.cuda.get_device_properties(0)
+    regs_per_sm = props.regs_per_multiprocessor if hasattr(props, "regs_per_multiprocessor") else 65536
+    occupancy = max(1, regs_per_sm // max(1, kernel.n_regs * 32 * warps))
+    occupancy = min(occupancy, (228 * 1024) // max(1, kernel.metadata.shared))
+    programs = min(props.multi_processor_count * occupancy, M)
+    return lambda: kernel[(programs, 1, 1)](y, x, x.stride(0), y.stride(0), M, N, BLOCK, 4), y
+
+
+@triton.jit
+def seeded_dropout_kernel(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    keep = tl.rand(seed, offs) > p
+    tl.store(out_ptr + offs, tl.where(keep, x / (1 - p), 0.0), mask=mask)
+
+
+@triton.jit
+def rand_kernel(out_ptr, n, seed, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.rand(seed, offs), mask=offs < n)
+
+
+@triton.jit
+def ln_fwd(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    Y += row * stride
+    X += row * stride
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+    mean = tl.sum(acc, axis=0) / N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+        d = tl.where(cols < N, x - mean, 0.)
+        acc += d * d
+    rstd = 1 / tl.sqrt(tl.sum(acc, axis=0) / N + eps)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        m = cols < N
+        w = tl.load(W + cols, mask=m)
+        b = tl.load(B + cols, mask=m)
+        x = tl.load(X + cols, mask=m, other=0.).to(tl.float32)
+        tl.store(Y + cols, (x - mean) * rstd * w + b, mask=m)
+
+
+@triton.jit
+def ln_bwd_dx(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N, GROUP: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < N
+    X += row * stride
+    DY += row * stride
+    DX += row * stride
+    lock_id = row % GROUP
+    Lock += lock_id
+    Count = Lock + GROUP
+    DW = DW + lock_id * N + cols
+    DB = DB + lock_id * N + cols
+    x = tl.load(X + cols, mask=m, other=0).to(tl.float32)
+    dy = tl.load(DY + cols, mask=m, other=0).to(tl.float32)
+    w = tl.load(W + cols, mask=m).to(tl.float32)
+    mean = tl.load(Mean + row)
+    rstd = tl.load(Rstd + row)
+    xhat = tl.where(m, (x - mean) * rstd, 0.)
+    wdy = tl.where(m, w * dy, 0.)
+    c1 = tl.sum(xhat * wdy, axis=0) / N
+    c2 = tl.sum(wdy, axis=0) / N
+    tl.store(DX + cols, (wdy - (xhat * c1 + c2)) * rstd, mask=m)
+    pdw = (dy * xhat).to(w.dtype)
+    pdb = dy.to(w.dtype)
+    while tl.atomic_cas(Lock, 0, 1) == 1:
+        pass
+    count = tl.load(Count)
+    if count == 0:
+        tl.atomic_xchg(Count, 1)
+    else:
+        pdw += tl.load(DW, mask=m)
+        pdb += tl.load(DB, mask=m)
+    tl.store(DW, pdw, mask=m)
+    tl.store(DB, pdb, mask=m)
+    tl.debug_barrier()
+    tl.atomic_xchg(Lock, 0)
+
+
+@triton.jit
+def ln_bwd_dwdb(DW, DB, FINAL_DW, FINAL_DB, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    dw = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    db = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i in range(0, M, BLOCK_M):
+        rows = i + tl.arange(0, BLOCK_M)
+        m = (rows[:, None] < M) & (cols[None, :] < N)
+        offs = rows[:, None] * N + cols[None, :]
+        dw += tl.load(DW + offs, mask=m, other=0.)
+        db += tl.load(DB + offs, mask=m, other=0.)
+    tl.store(FINAL_DW + cols, tl.sum(dw, axis=0), mask=cols < N)
+    tl.store(FINAL_DB + cols, tl.sum(db, axis=0), mask=cols < N)
+
+
+def triton_ln_forward(x, w, b, eps=1e-5):
+    M, N = x.shape
+    y = torch.empty_like(x)
+    mean = torch.empty(M, dtype=torch.float32, device=x.device)
+    rstd = torch.empty(M, dtype=torch.float32, device=x.device)
+    BLOCK = min(65536 // x.element_size(), triton.next_power_of_2(N))
+    warps = min(max(BLOCK // 256, 1), 8)
+    run = lambda: ln_fwd[(M,)](x, y, w, b, mean, rstd, x.stride(0), N, eps, BLOCK=BLOCK, num_warps=warps)
+    return run, (y, mean, rstd, BLOCK, warps)
+
+
+def triton_ln_backward(dy, x, w, mean, rstd, BLOCK, warps):
+    M, N = x.shape
+    GROUP = 64
+    if N <= 8192: GROUP = 96
+    if N <= 4096: GROUP = 128
+    if N <= 1024: GROUP = 256
+
+    def run():  # buffers allocated inside, as the tutorial does
+        locks = torch.zeros(2 * GROUP, dtype=torch.int32, device=x.device)
+        pdw = torch.zeros((GROUP, N), dtype=x.dtype, device=x.device)
+        pdb = torch.zeros((GROUP, N), dtype=x.dtype, device=x.device)
+        dw = torch.empty((N,), dtype=w.dtype, device=w.device)
+        db = torch.empty((N,), dtype=w.dtype, device=w.device)
+        dx = torch.empty_like(dy)
+        ln_bwd_dx[(M,)](dx, dy, pdw, pdb, x, w, mean, rstd, locks, x.stride(0), N, GROUP=GROUP, BLOCK=BLOCK,
+                        num_warps=warps)
+        grid = lambda meta: [triton.cdiv(N, meta["BLOCK_N"])]
+        ln_bwd_dwdb[grid](pdw, pdb, dw, db, min(GROUP, M), N, BLOCK_M=32, BLOCK_N=128)
+        return dx, dw, db
+    return run
+
+
+# ---- Tritium's tables ------------------------------------------------------------------------------
+
+def run_tutorial(path):
+    r = subprocess.run([path, "--bench", "--backend", "cuda"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"{os.path.basename(path)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r.returncode, r.stdout
+
+
+def table_rows(text, ncols):
+    rows = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == ncols and all(re.fullmatch(r"[0-9.]+", p) for p in parts):
+            rows.append([float(p) for p in parts])
+    return rows
+
+
+def gbs(nbytes, ms):
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True, help="directory holding the tutorials' binaries")
+    args = ap.parse_args()
+    ok = True
+    bench = lambda f: triton.testing.do_bench(f, return_mode="median")
+    print(f"{'workload':44s} {'Tritium':>9s} {'Triton':>9s} {'PyTorch':>9s} {'vs Triton':>10s} {'vs torch':>9s}")
+
+    def row(name, ours, tri, tor):
+        r1 = f"{ours / tri:10.3f}" if ours and tri else f"{'-':>10s}"
+        r2 = f"{ours / tor:9.3f}" if ours and tor else f"{'-':>9s}"
+        o = f"{ours:9.1f}" if ours else f"{'-':>9s}"
+        print(f"{name:44s} {o} {tri:9.1f} {tor:9.1f} {r1} {r2}")
+
+    # Softmax.
+    rc, out = run_tutorial(os.path.join(args.bin, "02-fused-softmax"))
+    ok &= rc == 0
+    ours = {int(r[1]): r[2] for r in table_rows(out, 3)}
+    for N in (1024, 4096, 16384):
+        M = 4096
+        x = torch.randn(M, N, device="cuda")
+        run, y = triton_softmax(x)
+        run()
+        assert torch.allclose(y, torch.softmax(x, dim=1), atol=1e-6)
+        nb = 2 * M * N * 4
+        row(f"softmax f32 {M}x{N} (GB/s)", ours.get(N), gbs(nb, bench(run)), gbs(nb, bench(lambda: torch.softmax(x, dim=1))))
+
+    # Layer norm.
+    rc, out = run_tutorial(os.path.join(args.bin, "05-layer-norm"))
+    ok &= rc == 0
+    ours = {int(r[0]): (r[1], r[2]) for r in table_rows(out, 3)}
+    for N in (1024, 4096, 8192):
+        M = 4096
+        x = -2.3 + 0.5 * torch.randn(M, N, device="cuda", dtype=torch.float16)
+        w = torch.rand(N, device="cuda", dtype=torch.float16)
+        b = torch.rand(N, device="cuda", dtype=torch.float16)
+        dy = 0.1 * torch.randn_like(x)
+        fwd, (y, mean, rstd, BLOCK, warps) = triton_ln_forward(x, w, b)
+        fwd()
+        ref = torch.nn.functional.layer_norm(x, (N,), w, b, 1e-5)
+        assert torch.allclose(y, ref, atol=1e-2), "triton layer norm forward"
+        bwd = triton_ln_backward(dy, x, w, mean, rstd, BLOCK, warps)
+        dx, dw, db = bwd()
+        xr = x.clone().requires_grad_(True)
+        wr = w.clone().requires_grad_(True)
+        br = b.clone().requires_grad_(True)
+        yr = torch.nn.functional.layer_norm(xr, (N,), wr, br, 1e-5)
+        yr.backward(dy, retain_graph=True)  # the graph is kept for the timed backwards below
+        assert torch.allclose(dx, xr.grad, atol=1e-2), "triton layer norm dx"
+        torch_fwd = lambda: torch.nn.functional.layer_norm(x, (N,), w, b, 1e-5)
+        torch_bwd = lambda: yr.backward(dy, retain_graph=True)
+        o = ours.get(N, (None, None))
+        row(f"layer norm fwd f16 {M}x{N} (GB/s)", o[0], gbs(2 * M * N * 2, bench(fwd)), gbs(2 * M * N * 2, bench(torch_fwd)))
+        row(f"layer norm bwd f16 {M}x{N} (GB/s)", o[1], gbs(3 * M * N * 2, bench(bwd)), gbs(3 * M * N * 2, bench(torch_bwd)))
+
+    # Dropout, and the random bits.
+    rc, out = run_tutorial(os.path.join(args.bin, "04-low-memory-dropout"))
+    ok &= rc == 0
+    ours = {int(r[0]): r[1] for r in table_rows(out, 2)}
+    n = 1 << 24
+    x = torch.randn(n, device="cuda")
+    y = torch.empty_like(x)
+    drop = lambda: seeded_dropout_kernel[(triton.cdiv(n, 1024),)](x, y, n, 0.5, 123, BLOCK=1024)
+    torch_drop = lambda: torch.nn.functional.dropout(x, 0.5, True)
+    row("seeded dropout f32 2^24 (GB/s)", ours.get(n), gbs(2 * n * 4, bench(drop)), gbs(2 * n * 4, bench(torch_drop)))
+    prints = dict(re.findall(r"rand bits fingerprint: seed (-?\d+) n \d+ fnv1a64 ([0-9a-f]+)", out))
+    for seed in (123, -7):
+        nn_ = 1000003
+        u = torch.empty(nn_, device="cuda", dtype=torch.float32)
+        rand_kernel[(triton.cdiv(nn_, 1024),)](u, nn_, seed, BLOCK=1024)
+        data = u.cpu().numpy().tobytes()
+        h = 0xcbf29ce484222325
+        for byte in data:
+            h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        same = prints.get(str(seed)) == f"{h:016x}"
+        ok &= same
+        print(f"tl.rand bits, seed {seed}, {nn_} offsets: Triton {h:016x}, Tritium {prints.get(str(seed), '-')}: "
+              f"{'equal' if same else 'DIFFERENT'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
