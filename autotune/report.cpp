@@ -1,5 +1,7 @@
 #include "autotune/report.h"
 
+#include "common/log.h"
+
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -670,17 +672,6 @@ void write_svg(const SweepReport& report, const std::string& path) { write_text_
 
 namespace {
 
-void write_stderr(const std::string& text) {
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // nowhere to report a failing stderr
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-}
 
 size_t terminal_width() {
   struct winsize ws {};

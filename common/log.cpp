@@ -12,13 +12,9 @@
 
 namespace tritium {
 
-void log_line(std::string_view message) {
-  std::string line = fmt::format("[tritium] {}\n", message);
-  // The mutex keeps lines whole even if a write is split; a short write is finished off.
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  const char* p = line.data();
-  size_t left = line.size();
+void write_stderr(std::string_view text) {
+  const char* p = text.data();
+  size_t left = text.size();
   while (left > 0) {
     ssize_t n = ::write(STDERR_FILENO, p, left);
     if (n < 0 && errno == EINTR) continue;
@@ -26,6 +22,14 @@ void log_line(std::string_view message) {
     p += n;
     left -= static_cast<size_t>(n);
   }
+}
+
+void log_line(std::string_view message) {
+  std::string line = fmt::format("[tritium] {}\n", message);
+  // The mutex keeps lines whole even if a write is split.
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  write_stderr(line);
 }
 
 void log_compile_event(std::string_view kernel, std::string_view backend, bool hit, double ms,

@@ -5,6 +5,9 @@
 
 namespace tritium {
 
+// Writes all of `text` to stderr with write(2) (a short write is finished off), unbuffered.
+void write_stderr(std::string_view text);
+
 // Writes "[tritium] <message>\n" to stderr, unconditionally.
 void log_line(std::string_view message);
 

@@ -26,22 +26,8 @@ using tritium::Tensor;
 namespace {
 
 // A fresh, enabled disk cache for one test (restored afterwards).
-struct FreshCache {
-  fs::path dir;
-  std::optional<tt::ScopedEnv> dir_env, enabled_env;
-  FreshCache() {
-    static int counter = 0;
-    dir = fs::temp_directory_path() / ("tritium-autotune-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(dir);
-    dir_env.emplace("TRITIUM_CACHE_DIR", dir.c_str());
-    enabled_env.emplace("TRITIUM_CACHE", "1");
-  }
-  ~FreshCache() {
-    enabled_env.reset();
-    dir_env.reset();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+struct FreshCache : tt::FreshCacheDir {
+  FreshCache() : tt::FreshCacheDir("autotune-test") {}
 };
 
 // out = x * 2, but each program recomputes its block REPS times: REPS sets the cost, so the

@@ -1,4 +1,4 @@
-#include <boost/test/unit_test.hpp>
+#include "test_support.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +17,7 @@
 #include "common/hash.h"
 #include "jit/disk_cache.h"
 
+namespace tt = tritium::test;
 namespace fs = std::filesystem;
 using tritium::Hash128;
 using tritium::jit::DiskCache;
@@ -37,22 +38,6 @@ struct TempDir {
   }
 };
 
-// Sets (or, with nullptr, unsets) an environment variable for one scope and re-reads env().
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const char* n, const char* value) : name(n) {
-    if (const char* v = std::getenv(n)) old = v;
-    if (value) ::setenv(n, value, 1);
-    else ::unsetenv(n);
-    tritium::reload_env_for_tests();
-  }
-  ~ScopedEnv() {
-    if (old) ::setenv(name.c_str(), old->c_str(), 1);
-    else ::unsetenv(name.c_str());
-    tritium::reload_env_for_tests();
-  }
-};
 
 std::vector<char> bytes_of(const std::string& s) { return std::vector<char>(s.begin(), s.end()); }
 
@@ -213,13 +198,13 @@ BOOST_AUTO_TEST_CASE(unwritable_directory_is_not_fatal) {
 
 BOOST_AUTO_TEST_CASE(global_follows_the_environment) {
   TempDir dir;
-  ScopedEnv cache_dir("TRITIUM_CACHE_DIR", dir.path.c_str());
+  tt::ScopedEnv cache_dir("TRITIUM_CACHE_DIR", dir.path.c_str());
   {
-    ScopedEnv disabled("TRITIUM_CACHE", "0");
+    tt::ScopedEnv disabled("TRITIUM_CACHE", "0");
     BOOST_TEST(!tritium::env().cache_enabled);
     BOOST_TEST(DiskCache::global() == nullptr);
   }
-  ScopedEnv enabled("TRITIUM_CACHE", nullptr);
+  tt::ScopedEnv enabled("TRITIUM_CACHE", nullptr);
   BOOST_TEST(tritium::env().cache_enabled);
   DiskCache* cache = DiskCache::global();
   BOOST_REQUIRE(cache != nullptr);
@@ -230,25 +215,25 @@ BOOST_AUTO_TEST_CASE(global_follows_the_environment) {
 }
 
 BOOST_AUTO_TEST_CASE(env_defaults_and_lists) {
-  ScopedEnv no_dir("TRITIUM_CACHE_DIR", nullptr);
+  tt::ScopedEnv no_dir("TRITIUM_CACHE_DIR", nullptr);
   {
-    ScopedEnv home("HOME", "/home/someone");
+    tt::ScopedEnv home("HOME", "/home/someone");
     BOOST_TEST(tritium::env().cache_dir == "/home/someone/.cache/tritium");
   }
   {
-    ScopedEnv home("HOME", nullptr);
+    tt::ScopedEnv home("HOME", nullptr);
     BOOST_TEST(tritium::env().cache_dir == "/tmp/tritium-cache-" + std::to_string(::getuid()));
   }
   {
-    ScopedEnv log("TRITIUM_LOG", "passes, compile");
+    tt::ScopedEnv log("TRITIUM_LOG", "passes, compile");
     BOOST_TEST(tritium::env().log_compile);
   }
   {
-    ScopedEnv log("TRITIUM_LOG", "compiler");
+    tt::ScopedEnv log("TRITIUM_LOG", "compiler");
     BOOST_TEST(!tritium::env().log_compile);
   }
   {
-    ScopedEnv dump("TRITIUM_DUMP", "/tmp/dumps");
+    tt::ScopedEnv dump("TRITIUM_DUMP", "/tmp/dumps");
     BOOST_TEST(tritium::env().dump_dir == "/tmp/dumps");
   }
 }

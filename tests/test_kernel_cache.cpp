@@ -69,27 +69,9 @@ std::string entry_extension(const tt::Backend& be) { return be.device.is_cuda() 
 
 // Points the process at an empty, enabled cache directory for one backend's part of a test
 // (restoring the previous settings afterwards, even when a check throws).
-struct FreshCache {
-  fs::path dir;
+struct FreshCache : tt::FreshCacheDir {
   std::string extension;  // of this backend's entries
-  std::optional<tt::ScopedEnv> dir_env, enabled_env;
-  explicit FreshCache(const tt::Backend& be) : extension(entry_extension(be)) {
-    dir = fs::temp_directory_path() /
-          ("tritium-cache-test-" + std::to_string(getpid()) + "-" + be.name + "-" + std::to_string(counter()++));
-    fs::remove_all(dir);
-    dir_env.emplace("TRITIUM_CACHE_DIR", dir.c_str());
-    enabled_env.emplace("TRITIUM_CACHE", "1");
-  }
-  ~FreshCache() {
-    enabled_env.reset();
-    dir_env.reset();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
+  explicit FreshCache(const tt::Backend& be) : tt::FreshCacheDir("cache-test-" + be.name), extension(entry_extension(be)) {}
   // The backend's entries.
   std::vector<fs::path> entries() const {
     std::vector<fs::path> out;

@@ -39,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <initializer_list>
 #include <limits>
@@ -383,6 +384,29 @@ struct ScopedEnv {
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
+// An empty, enabled disk cache in a fresh temporary directory for one scope (TRITIUM_CACHE_DIR
+// and TRITIUM_CACHE restored and the directory removed afterwards, even when a check throws).
+struct FreshCacheDir {
+  std::filesystem::path dir;
+  std::optional<ScopedEnv> dir_env, enabled_env;
+  explicit FreshCacheDir(const std::string& tag) {
+    static int counter = 0;
+    dir = std::filesystem::temp_directory_path() /
+          ("tritium-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(dir);
+    dir_env.emplace("TRITIUM_CACHE_DIR", dir.c_str());
+    enabled_env.emplace("TRITIUM_CACHE", "1");
+  }
+  ~FreshCacheDir() {
+    enabled_env.reset();
+    dir_env.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  FreshCacheDir(const FreshCacheDir&) = delete;
+  FreshCacheDir& operator=(const FreshCacheDir&) = delete;
 };
 
 // What f writes to file descriptor fd (1: stdout, 2: stderr), through a temporary file.
