@@ -11,6 +11,7 @@
 
 #include "jit/passes/block_plan.h"
 
+#include <cmath>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -428,6 +429,37 @@ class Codegen {
     return out;
   }
 
+  // expf for f32 scalars and vectors, inline (LLVM lowers llvm.exp.v16f32 to 16 libm calls):
+  // n = round(x / ln 2), r = x - n ln 2 in two parts (Cody-Waite), exp(r) by Cephes' degree-6
+  // polynomial (~1 ulp), times 2^n built in two halves so subnormal results come out right.
+  // Overflow gives inf, underflow 0, NaN stays NaN.
+  Value* exp_f32(Value* x) {
+    llvm::Type* t = x->getType();
+    llvm::Type* it = t->isVectorTy()
+                         ? static_cast<llvm::Type*>(llvm::VectorType::get(b_.getInt32Ty(), llvm::cast<llvm::VectorType>(t)))
+                         : b_.getInt32Ty();
+    auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
+    auto ci = [&](int v) { return llvm::ConstantInt::get(it, static_cast<uint64_t>(v), true); };
+    auto fma = [&](Value* a, Value* m, Value* add) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {a, m, add});
+    };
+    const double hi = 88.72283935546875, lo = -103.97208404541015625;
+    Value* xc = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, c(hi)), c(lo));
+    Value* n = b_.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b_.CreateFMul(xc, c(1.44269504088896341)));
+    Value* r = fma(n, c(-0.693359375), xc);
+    r = fma(n, c(2.12194440e-4), r);
+    Value* p = c(1.9875691500e-4);
+    for (double k : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1}) p = fma(p, r, c(k));
+    Value* y = fma(b_.CreateFMul(p, r), r, b_.CreateFAdd(r, c(1.0)));  // p r^2 + r + 1
+    Value* ni = b_.CreateFPToSI(n, it);
+    Value* n1 = b_.CreateAShr(ni, ci(1)), *n2 = b_.CreateSub(ni, n1);
+    auto pow2 = [&](Value* e) { return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(e, ci(127)), ci(23)), t); };
+    y = b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(n2));
+    y = b_.CreateSelect(b_.CreateFCmpOGT(x, c(hi)), c(INFINITY), y);
+    y = b_.CreateSelect(b_.CreateFCmpOLT(x, c(lo)), c(0.0), y);
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
+  }
+
   Value* float_op(OpKind k, std::vector<Value*> x, DType d) {
     bool half = is_half(d);
     if (half)
@@ -444,7 +476,7 @@ class Codegen {
       case OpKind::Min: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x[0], x[1]); break;
       case OpKind::Max: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x[0], x[1]); break;
       case OpKind::Fma: r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {x[0]->getType()}, {x[0], x[1], x[2]}); break;
-      case OpKind::Exp: r = un(llvm::Intrinsic::exp); break;
+      case OpKind::Exp: r = x[0]->getType()->getScalarType()->isFloatTy() ? exp_f32(x[0]) : un(llvm::Intrinsic::exp); break;
       case OpKind::Exp2: r = un(llvm::Intrinsic::exp2); break;
       case OpKind::Log: r = un(llvm::Intrinsic::log); break;
       case OpKind::Log2: r = un(llvm::Intrinsic::log2); break;
@@ -459,7 +491,8 @@ class Codegen {
       case OpKind::Erf: r = call_per_lane("erff", "erf", x[0], half ? DType::f32 : d); break;
       case OpKind::Sigmoid: {
         Value* one = llvm::ConstantFP::get(x[0]->getType(), 1.0);
-        Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x[0]));
+        Value* neg = b_.CreateFNeg(x[0]);
+        Value* e = neg->getType()->getScalarType()->isFloatTy() ? exp_f32(neg) : b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, neg);
         r = b_.CreateFDiv(one, b_.CreateFAdd(one, e));
         break;
       }
