@@ -317,11 +317,24 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
   impl_->bind(args, n, named, options, b);
   uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
   detail::Specialization* spec = impl_->lookup(b.key, h);
-  if (!spec) spec = &impl_->specialize(b, h, options);
-  Grid g = grid.fn ? grid.fn(spec->meta) : grid.grid;
-  if (g.x < 0 || g.y < 0 || g.z < 0 || g.x > INT32_MAX || g.y > 65535 || g.z > 65535)
-    fail("kernel {}: invalid grid ({}, {}, {}); x must be in [0, 2^31), y and z in [0, 65535]", impl_->name, g.x, g.y,
-         g.z);
+  auto check_grid = [&](const Grid& g) {
+    if (g.x < 0 || g.y < 0 || g.z < 0 || g.x > INT32_MAX || g.y > 65535 || g.z > 65535)
+      fail("kernel {}: invalid grid ({}, {}, {}); x must be in [0, 2^31), y and z in [0, 65535]", impl_->name, g.x,
+           g.y, g.z);
+  };
+  Grid g;
+  if (!spec) {
+    // A bad grid is reported before the specialisation is compiled, not after.
+    Meta m;
+    for (size_t i = 0; i < impl_->params.size(); ++i)
+      if (impl_->params[i].kind == detail::ParamKind::meta) m.set(impl_->params[i].name, b.metas[i]);
+    g = grid.fn ? grid.fn(m) : grid.grid;
+    check_grid(g);
+    spec = &impl_->specialize(b, h, options);
+  } else {
+    g = grid.fn ? grid.fn(spec->meta) : grid.grid;
+    check_grid(g);
+  }
   if (g.x == 0 || g.y == 0 || g.z == 0) return;
   spec->compiled->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
 }

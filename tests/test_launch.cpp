@@ -124,6 +124,10 @@ BOOST_AUTO_TEST_CASE(named_parameters_in_errors) {
     tt::check_throws([&] { scale[{1, 70000}](x.ptr(), out.ptr(), 1.0f, 4, 16, be.options()); },
                      {"scale", "invalid grid"});
     for (float v : out.download()) BOOST_TEST(std::isnan(v));  // nothing ran
+    // A bad grid on the first launch of a specialisation is reported before compiling it.
+    auto fresh = tritium::kernel("bad_grid_first", [](tl::ptr<float> o, int B) { tl::store(o + tl::arange(0, B), 1.0f); });
+    tt::check_throws([&] { fresh[{-2}](out.ptr(), 16, be.options()); }, {"bad_grid_first", "invalid grid (-2, 1, 1)"});
+    BOOST_TEST(fresh.num_specializations() == 0u);
   });
 }
 
