@@ -255,6 +255,17 @@ Tensor log_softmax(const Tensor& x, int dim) {
                 [sy, dim](const Tensor& g) { return Grads{ops::log_softmax_backward(g, sy, dim)}; });
 }
 
+Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  ops::LayerNormResult r = ops::layer_norm(x, normalized_shape, weight, bias, eps);
+  Tensor sx = saved(x), sw = weight.defined() ? saved(weight) : Tensor(), mean = r.mean, rstd = r.rstd;
+  return record(std::move(r.y), {x, weight, bias}, "LayerNormBackward",
+                [sx, sw, mean, rstd, normalized_shape](const Tensor& g) {
+                  ops::LayerNormGrads d = ops::layer_norm_backward(g, sx, normalized_shape, sw, mean, rstd);
+                  return Grads{d.dx, d.dweight, d.dbias};
+                });
+}
+
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   Tensor sl = saved(logits), st = saved(targets);
   return record(ops::cross_entropy(logits, targets), {logits, Tensor()}, "CrossEntropyBackward",

@@ -45,6 +45,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x, int dim);
 Tensor log_softmax(const Tensor& x, int dim);
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+// torch.nn.functional.layer_norm: over the trailing dims normalized_shape; weight and bias both
+// given or both undefined.
+Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
 Tensor dropout(const Tensor& x, double p, bool training = true, Generator& gen = ops::default_generator());
 // Not differentiable (integer/bool results).
 using ops::argmax;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "nn/autograd.h"
 
@@ -124,6 +125,34 @@ Tensor Linear::forward(const Tensor& x) {
 
 std::string Linear::str() const {
   return fmt::format("Linear(in_features={}, out_features={}, bias={})", in_features, out_features, bias.defined());
+}
+
+// ---- LayerNorm ----------------------------------------------------------------------------------
+
+LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool elementwise_affine)
+    : normalized_shape(std::move(shape)), eps(eps_) {
+  if (normalized_shape.empty()) fail("LayerNorm: normalized_shape is empty");
+  for (int64_t d : normalized_shape)
+    if (d <= 0) fail("LayerNorm: normalized_shape must be positive, got {}", fmt::join(normalized_shape, ", "));
+  if (elementwise_affine) {
+    NoGradGuard no_grad;
+    weight = register_parameter("weight", ops::ones(normalized_shape));
+    bias = register_parameter("bias", ops::zeros(normalized_shape));
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  if (!x.defined()) fail("LayerNorm::forward: the input is undefined");
+  return tritium::layer_norm(x, normalized_shape, weight, bias, eps);
+}
+
+std::string LayerNorm::str() const {
+  return fmt::format("LayerNorm(({}), eps={}, elementwise_affine={})", fmt::join(normalized_shape, ", "), eps,
+                     weight.defined());
+}
+
+void LayerNorm::parameters_moved() {
+  if (weight.defined()) weight = parameter("weight"), bias = parameter("bias");
 }
 
 // ---- ReLU, Dropout -----------------------------------------------------------------------------

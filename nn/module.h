@@ -109,6 +109,23 @@ class ReLU : public Module {
   std::string type_name() const override { return "ReLU"; }
 };
 
+// torch.nn.LayerNorm: normalises over the trailing dims normalized_shape; with
+// elementwise_affine, a weight (ones) and a bias (zeros) of that shape.
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string str() const override;
+
+  std::vector<int64_t> normalized_shape;
+  double eps;
+  Tensor weight, bias;  // undefined without elementwise_affine
+
+ protected:
+  std::string type_name() const override { return "LayerNorm"; }
+  void parameters_moved() override;
+};
+
 // Zeroes elements with probability p in training mode (scaling the rest by 1/(1-p)); the
 // identity in eval mode. The mask is drawn from `gen`, which must outlive the module.
 class Dropout : public Module {

@@ -135,6 +135,21 @@ Tensor log_softmax_backward(const Tensor& grad, const Tensor& y, int dim);   // 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets);
 
+// ---- layer norm ---------------------------------------------------------------------------------
+// Over the trailing dims `normalized_shape` (torch.nn.functional.layer_norm); weight and bias
+// both given (of that shape) or both undefined. mean and rstd ([rows], f32; f64 for f64 inputs)
+// are what the backward needs.
+struct LayerNormResult {
+  Tensor y, mean, rstd;
+};
+LayerNormResult layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                           double eps);
+struct LayerNormGrads {
+  Tensor dx, dweight, dbias;  // dweight/dbias undefined without a weight
+};
+LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Shape& normalized_shape,
+                                   const Tensor& weight, const Tensor& mean, const Tensor& rstd);
+
 // ---- dropout ----------------------------------------------------------------------------------
 // Zeroes each element with probability p and scales the rest by 1/(1-p). The keep mask is a
 // function of (seed, offset, element index) and is regenerated in the backward, never stored.
