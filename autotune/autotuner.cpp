@@ -310,11 +310,8 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
     ConfigResult& r = result->results[i];
     r.config = candidates[i];
     r.ms = std::nan("");
-    try {
-      cargs[i] = with_config(kernel, args, candidates[i], options.heuristics);
-    } catch (const Error&) {
-      throw;  // a config that names a wrong parameter is the user's mistake, not a failed candidate
-    }
+    // A config that names a wrong parameter is the user's mistake (an error), not a failed candidate.
+    cargs[i] = with_config(kernel, args, candidates[i], options.heuristics);
     try {
       hash[i] = kernel.specialization_hash(cargs[i]).hex();
     } catch (const Error& e) {  // the kernel cannot be traced with this config (e.g. a static_assert_)
@@ -442,7 +439,7 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
     fail("autotune: no config of kernel {} works for {}:{}", kernel.name(), result->key, why);
   }
 
-  if (disk && result->benchmarked + (todo.size() - static_cast<size_t>(result->benchmarked)) > 0) {
+  if (disk && !todo.empty()) {  // new measurements (or failures) to remember
     std::map<std::string, std::string> config_of;
     for (size_t i = 0; i < n; ++i) {
       if (hash[i].empty()) continue;
