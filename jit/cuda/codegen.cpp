@@ -96,8 +96,8 @@ std::string identifier(const std::string& s) {
 
 class Codegen {
  public:
-  Codegen(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts)
-      : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32) {}
+  Codegen(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts, int64_t smem_budget)
+      : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32), smem_budget_(smem_budget) {}
 
   KernelSource run() {
     plan_ = plan_blocks(f_);
@@ -148,6 +148,7 @@ class Codegen {
   bool synced_ = true;
   bool global_dirty_ = false;  // global stores/atomics emitted since the last barrier
   int counter_ = 0;
+  int64_t smem_budget_;
   int64_t smem_ = 0, scratch_ = 0;
   int num_asserts_ = 0;
   bool has_print_ = false;
@@ -211,7 +212,7 @@ class Codegen {
     int64_t bytes = (t.numel() * mem_bytes(t) + 15) / 16 * 16;
     std::string name = fresh("buf");
     std::string ct = ctype(t.element());
-    if (smem_ + bytes <= kSharedMemoryBudget) {
+    if (smem_ + bytes <= smem_budget_) {
       decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_smem + {});  // {} (shared)\n", ct, name, ct,
                             smem_, t.str());
       smem_ += bytes;
@@ -1306,9 +1307,10 @@ class Codegen {
 
 }  // namespace
 
-KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts) {
+KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
+                           int64_t smem_budget) {
   f.renumber();
-  return Codegen(f, axis, opts).run();
+  return Codegen(f, axis, opts, smem_budget).run();
 }
 
 }  // namespace tritium::jit::cuda

@@ -25,9 +25,11 @@ struct KernelSource {
 // The generated kernel's signature is
 //   extern "C" __global__ void <entry>(params..., unsigned char* tt_scratch, int* tt_assert)
 // launched over grid (x, y, z) with num_threads threads and smem_bytes of dynamic shared memory.
-KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts);
-
-// Shared memory the code generator uses per CTA before moving buffers to the global scratch.
-inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;
+// Materialised block values take shared memory up to `smem_budget` bytes per CTA (the backend
+// passes the device's opt-in limit less a margin for the small reduction buffers), then the
+// global scratch.
+inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (tests, tools)
+KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
+                           int64_t smem_budget = kSharedMemoryBudget);
 
 }  // namespace tritium::jit::cuda

@@ -168,12 +168,17 @@ class CudaBackend : public Backend {
     return p.cc_major == 9 && p.cc_minor == 0 ? "sm_90a" : p.arch();
   }
   std::string target_id() const override {
-    return fmt::format("{};nvrtc-{};driver-{};options {}", arch(), cuda::nvrtc_version(), cu::driver().driver_version,
+    return fmt::format("{};nvrtc-{};driver-{};smem-{};options {}", arch(), cuda::nvrtc_version(),
+                       cu::driver().driver_version, cu::properties(device_).max_shared_memory_per_block_optin,
                        env().nvrtc_options);
   }
 
   std::vector<char> generate(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts) override {
-    cuda::KernelSource ks = cuda::generate_cuda(f, axis, opts);
+    // Buffers may use the device's opt-in shared memory (227 KB on H100) less 8 KB for the
+    // reduction partials and flags allocated after them.
+    const int64_t optin = cu::properties(device_).max_shared_memory_per_block_optin;
+    const int64_t budget = optin > 16 * 1024 ? optin - 8 * 1024 : cuda::kSharedMemoryBudget;
+    cuda::KernelSource ks = cuda::generate_cuda(f, axis, opts, budget);
     if (const std::string& dir = env().dump_dir; !dir.empty()) std::ofstream(dir + "/" + f.name + ".cu") << ks.source;
     std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch(), split_options(env().nvrtc_options));
     return pack(ks, cubin);
