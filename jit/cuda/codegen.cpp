@@ -100,7 +100,7 @@ class Codegen {
       : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32), smem_budget_(smem_budget) {}
 
   KernelSource run() {
-    plan_ = plan_blocks(f_);
+    plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true});
     KernelSource ks;
     ks.entry = identifier(f_.name);
     ks.num_threads = nt_;
@@ -168,10 +168,20 @@ class Codegen {
   void open(const std::string& s) {
     line(s + " {");
     ++indent_;
+    memo_.emplace_back();
   }
   void close() {
     --indent_;
     line("}");
+    memo_.pop_back();
+  }
+  // Inline values already evaluated in the enclosing scopes: (op, index) -> variable. A value
+  // used several times in one loop nest is computed once per element.
+  std::vector<std::unordered_map<std::string, std::string>> memo_ = std::vector<std::unordered_map<std::string, std::string>>(1);
+  const std::string* memo_find(const std::string& key) const {
+    for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
+      if (auto f = it->find(key); f != it->end()) return &f->second;
+    return nullptr;
   }
   std::string fresh(const char* prefix) { return fmt::format("{}{}", prefix, counter_++); }
   std::string tmp(const std::string& type, const std::string& expr) {
@@ -479,9 +489,13 @@ class Codegen {
       default: break;
     }
     if (ir::is_elementwise(op->kind)) {
+      std::string key = fmt::format("{}|{}", static_cast<const void*>(op), fmt::join(idx, ","));
+      if (const std::string* done = memo_find(key)) return *done;
       std::vector<std::string> xs;
       for (ir::Value* o : op->operands) xs.push_back(eval(o, idx));
-      return tmp(ctype(t.element()), elementwise(op, xs));
+      std::string v = tmp(ctype(t.element()), elementwise(op, xs));
+      memo_.back()[key] = v;
+      return v;
     }
     fail("internal error: CUDA codegen cannot evaluate {} inline", ir::op_name(op->kind));
   }

@@ -16,6 +16,9 @@ struct Planner {
   std::unordered_map<const ir::Value*, bool>& materialize_;
   std::unordered_map<const ir::Value*, std::vector<ir::Op*>>& users_;
   std::unordered_map<const ir::Value*, int> cheap_size_;  // memo: tree size if cheap, -1 if not
+  PlanOptions options_;
+  std::unordered_map<const ir::Value*, const ir::Op*> root_;  // memo of single_root
+  std::unordered_map<const ir::Value*, bool> reads_;          // memo of reads_memory
 
   void plan() {
     f_.walk([&](ir::Op* op) {
@@ -48,8 +51,62 @@ struct Planner {
       if (us.size() != 1 || used_elsewhere(r, op->parent)) return true;
       return load_hazard(op);
     }
-    if (us.size() > 1 || used_elsewhere(r, op->parent)) return cheap(r) < 0;
+    if (us.size() > 1 || used_elsewhere(r, op->parent)) {
+      // Only pure computation (no load inside: a buffer's own pass moves 16 bytes per access,
+      // which a consumer's loop may not), and not when the consumer is a reduction, scan or dot.
+      if (options_.fuse_single_root && !used_elsewhere(r, op->parent) && !reads_memory(r))
+        if (const ir::Op* root = single_root(r);
+            root && root->kind != OpKind::Reduce && root->kind != OpKind::Scan && root->kind != OpKind::Dot)
+          return false;
+      return cheap(r) < 0;
+    }
     return false;
+  }
+
+  // Whether evaluating v inline loads from memory (a load not materialised in its tree).
+  bool reads_memory(const ir::Value* v) {
+    if (v->type.is_scalar() || v->is_block_arg()) return false;
+    if (auto it = materialize_.find(v); it != materialize_.end() && it->second) return false;
+    if (auto it = reads_.find(v); it != reads_.end()) return it->second;
+    bool r = v->def->kind == OpKind::Load;
+    if (!r)
+      for (const ir::Value* o : v->def->operands)
+        if (reads_memory(o)) {
+          r = true;
+          break;
+        }
+    reads_[v] = r;
+    return r;
+  }
+
+  static bool is_chain(const ir::Op* u) {
+    return (ir::is_elementwise(u->kind) || u->kind == OpKind::Broadcast || u->kind == OpKind::ExpandDims ||
+            u->kind == OpKind::Permute || u->kind == OpKind::Reshape || u->kind == OpKind::MultipleOf ||
+            u->kind == OpKind::MaxContiguous) &&
+           u->results.size() == 1 && u->result()->type.is_block();
+  }
+
+  // The one op, in v's block, where every chain of inline users of v ends (nullptr: several, or
+  // a use in another block).
+  const ir::Op* single_root(const ir::Value* v) {
+    if (auto it = root_.find(v); it != root_.end()) return it->second;
+    const ir::Op* root = nullptr;
+    bool ok = true;
+    for (ir::Op* u : users_[v]) {
+      if (u->parent != v->def->parent) {
+        ok = false;
+        break;
+      }
+      const ir::Op* r = is_chain(u) ? single_root(u->result()) : u;
+      if (!r || (root && r != root)) {
+        ok = false;
+        break;
+      }
+      root = r;
+    }
+    const ir::Op* out = ok ? root : nullptr;
+    root_[v] = out;
+    return out;
   }
 
   // An inline load is evaluated where its single chain of users ends; a side effect between the
@@ -135,9 +192,9 @@ const std::vector<ir::Op*>& BlockPlan::users(const ir::Value* v) const {
   return it == users_.end() ? none : it->second;
 }
 
-BlockPlan plan_blocks(ir::Function& f) {
+BlockPlan plan_blocks(ir::Function& f, const PlanOptions& options) {
   BlockPlan plan;
-  Planner{f, plan.materialize_, plan.users_, {}}.plan();
+  Planner{f, plan.materialize_, plan.users_, {}, options, {}, {}}.plan();
   return plan;
 }
 

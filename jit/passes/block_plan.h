@@ -9,21 +9,30 @@
 
 namespace tritium::jit {
 
+struct PlanOptions {
+  // A value used several times whose uses all end in one consumer (e.g. the Philox rounds that
+  // feed one store) stays inline: for a generator that evaluates each inline value once per
+  // element and loop nest (the CUDA one memoises), it is then computed once, in registers,
+  // instead of going through a buffer.
+  bool fuse_single_root = false;
+};
+
 class BlockPlan {
  public:
   // Block results that get a buffer: results of reduce/scan/dot/atomics/for/if, dot operands,
   // loads used more than once, after a side effect or in another region, and values used several
-  // times or in another region unless cheap to recompute (index arithmetic without loads).
+  // times or in another region unless cheap to recompute (index arithmetic without loads) or,
+  // with fuse_single_root, all their uses end in one consumer.
   bool materialized(const ir::Value* v) const;
   // The ops that use v (nested regions included).
   const std::vector<ir::Op*>& users(const ir::Value* v) const;
 
  private:
-  friend BlockPlan plan_blocks(ir::Function& f);
+  friend BlockPlan plan_blocks(ir::Function& f, const PlanOptions& options);
   std::unordered_map<const ir::Value*, bool> materialize_;
   std::unordered_map<const ir::Value*, std::vector<ir::Op*>> users_;
 };
 
-BlockPlan plan_blocks(ir::Function& f);
+BlockPlan plan_blocks(ir::Function& f, const PlanOptions& options = {});
 
 }  // namespace tritium::jit
