@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <tritium/tritium.h>
 
+#include "ops/elementwise_kernels.h"
 #include "ops/ops.h"
 #include "runtime/dtype_dispatch.h"
 #include "runtime/views.h"
@@ -49,14 +50,8 @@ template <class T> Kernel& fill_strided_kernel() {
       [](tl::ptr<T> out, tl::i64 n, tl::f64 fv, tl::i64 iv, tl::i64 s1, tl::i64 s2, tl::i64 s3, tl::i64 t0,
          tl::i64 t1, tl::i64 t2, tl::i64 t3, int BLOCK) {
         auto offs = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK);
-        auto i3 = offs % s3;
-        auto r = offs / s3;
-        auto i2 = r % s2;
-        r = r / s2;
-        auto i1 = r % s1;
-        auto i0 = r / s1;
         auto v = tl::broadcast_to(fill_value<T>(fv, iv), {BLOCK});
-        tl::store(out + (i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3), v, offs < n);
+        tl::store(out + detail::strided_offset(offs, s1, s2, s3, t0, t1, t2, t3), v, offs < n);
       },
       {"out", "n", "fv", "iv", "s1", "s2", "s3", "t0", "t1", "t2", "t3", "BLOCK"});
   return k;

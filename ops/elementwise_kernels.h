@@ -5,9 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "dsl/ops.h"
 #include "ops/ops.h"
 
 namespace tritium::ops::detail {
+
+namespace tl = tritium::tl;
 
 // Elementwise operations of the generic kernels. Operands are x, y, z (y may be a Scalar).
 enum class Ew : int {
@@ -46,6 +49,19 @@ void run_elementwise(const EwCall& call, Tensor& out, const std::vector<const Te
 Tensor elementwise(const EwCall& call, DType out_dtype, const std::vector<const Tensor*>& inputs);
 
 // ---- helpers ---------------------------------------------------------------------------------
+// Inside a kernel: the element offset of row-major linear indices `i` (an i64 block) in a
+// rank-4 view with sizes (s0,) s1, s2, s3 and strides t0..t3 in elements (the strided kernels
+// of fill_ and uniform_, after runtime::collapse_dims).
+inline tl::tensor strided_offset(const tl::tensor& i, const tl::tensor& s1, const tl::tensor& s2,
+                                 const tl::tensor& s3, const tl::tensor& t0, const tl::tensor& t1,
+                                 const tl::tensor& t2, const tl::tensor& t3) {
+  auto i3 = i % s3;
+  auto r = i / s3;
+  auto i2 = r % s2;
+  r = r / s2;
+  return (r / s1) * t0 + (r % s1) * t1 + i2 * t2 + i3 * t3;
+}
+
 std::string shape_str(const Shape& s);  // "[2, 3]"
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 // Every tensor defined and on one device; returns it.

@@ -98,11 +98,6 @@ Kernel& ce_kernel() {
   return k;
 }
 
-int64_t pow2_ceil(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
 
 struct Prepared {
   Tensor x, t;
@@ -126,8 +121,8 @@ Prepared prepare(const char* op, const Tensor& logits, const Tensor& targets) {
 
 void launch(const Prepared& p, Tensor& out, const Tensor& aux, double scale, bool backward) {
   bool one = p.C <= kMaxBlock;
-  int64_t t1 = one ? std::max<int64_t>(16, pow2_ceil(p.C)) : kMaxBlock;
-  int64_t t0 = one ? std::clamp<int64_t>(kMaxBlock / t1, 1, pow2_ceil(p.N)) : 1;
+  int64_t t1 = one ? std::max<int64_t>(16, next_power_of_2(p.C)) : kMaxBlock;
+  int64_t t0 = one ? std::clamp<int64_t>(kMaxBlock / t1, 1, next_power_of_2(p.N)) : 1;
   // Two programs at least when there are rows enough, so both threads work.
   while (t0 > 16 && cdiv(p.N, t0) < 2) t0 /= 2;
   ce_kernel()[{cdiv(p.N, t0)}](p.x, p.t, out, aux, p.N, p.C, scale, backward, static_cast<int>(p.acc), one,

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <tritium/tritium.h>
 
+#include "ops/elementwise_kernels.h"
 #include "ops/ops.h"
 #include "runtime/dtype_dispatch.h"
 #include "runtime/views.h"
@@ -115,27 +116,16 @@ template <class T> tl::tensor normal(const std::array<tl::tensor, 4>& w) {
 // Counters for the elements of a program: base + linear index.
 tl::tensor element_offsets(int BLOCK) { return tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK); }
 
-template <class T> Kernel& rand_kernel() {
+// Uniform [0, 1) or, with NORMAL, standard normal values in dtype T.
+template <class T> Kernel& random_float_kernel() {
   static Kernel k = kernel(
-      "rand",
-      [](tl::ptr<T> out, tl::i64 n, tl::u64 seed, tl::u64 base, int BLOCK) {
+      "random_float",
+      [](tl::ptr<T> out, tl::i64 n, tl::u64 seed, tl::u64 base, int BLOCK, bool NORMAL) {
         auto offs = element_offsets(BLOCK);
         auto w = philox::random_words(seed, base + offs.to(tl::uint64, true));
-        tl::store(out + offs, uniform01<T>(w).to(dtype_of<T>()), offs < n);
+        tl::store(out + offs, (NORMAL ? normal<T>(w) : uniform01<T>(w)).to(dtype_of<T>()), offs < n);
       },
-      {"out", "n", "seed", "base", "BLOCK"});
-  return k;
-}
-
-template <class T> Kernel& randn_kernel() {
-  static Kernel k = kernel(
-      "randn",
-      [](tl::ptr<T> out, tl::i64 n, tl::u64 seed, tl::u64 base, int BLOCK) {
-        auto offs = element_offsets(BLOCK);
-        auto w = philox::random_words(seed, base + offs.to(tl::uint64, true));
-        tl::store(out + offs, normal<T>(w).to(dtype_of<T>()), offs < n);
-      },
-      {"out", "n", "seed", "base", "BLOCK"});
+      {"out", "n", "seed", "base", "BLOCK", "NORMAL"});
   return k;
 }
 
@@ -168,13 +158,7 @@ template <class T> Kernel& uniform_kernel() {
         constexpr DType compute = d == DType::f64 ? DType::f64 : DType::f32;
         auto u = uniform01<T>(w).to(compute);
         auto v = low.to(compute) + (high - low).to(compute) * u;
-        auto i3 = offs % s3;
-        auto r = offs / s3;
-        auto i2 = r % s2;
-        r = r / s2;
-        auto i1 = r % s1;
-        auto i0 = r / s1;
-        tl::store(out + (i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3), v.to(d), offs < n);
+        tl::store(out + detail::strided_offset(offs, s1, s2, s3, t0, t1, t2, t3), v.to(d), offs < n);
       },
       {"out", "n", "seed", "base", "low", "high", "s1", "s2", "s3", "t0", "t1", "t2", "t3", "BLOCK"});
   return k;
@@ -211,7 +195,7 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype, Device device) {
   uint64_t base = gen.advance(static_cast<uint64_t>(n));
   runtime::dispatch_float(dtype, "rand", [&](auto tag) {
     using T = decltype(tag);
-    rand_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, on(t));
+    random_float_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, false, on(t));
   });
   return t;
 }
@@ -224,7 +208,7 @@ Tensor randn(const Shape& shape, Generator& gen, DType dtype, Device device) {
   uint64_t base = gen.advance(static_cast<uint64_t>(n));
   runtime::dispatch_float(dtype, "randn", [&](auto tag) {
     using T = decltype(tag);
-    randn_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, on(t));
+    random_float_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, true, on(t));
   });
   return t;
 }

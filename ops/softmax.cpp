@@ -118,11 +118,6 @@ Kernel& softmax_kernel() {
   return k;
 }
 
-int64_t pow2_ceil(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
 
 Tensor run(const char* op, Mode mode, const Tensor& a_in, const Tensor* b_in, int dim) {
   std::vector<const Tensor*> ts{&a_in};
@@ -144,13 +139,13 @@ Tensor run(const char* op, Mode mode, const Tensor& a_in, const Tensor* b_in, in
   const DType acc = detail::math_type(dt);
   if (I == 1) {
     bool one = R <= kMaxBlock;
-    int64_t t1 = one ? std::max<int64_t>(16, pow2_ceil(R)) : kMaxBlock;
-    int64_t t0 = one ? std::clamp<int64_t>(kMaxBlock / t1, 1, pow2_ceil(O)) : 1;
+    int64_t t1 = one ? std::max<int64_t>(16, next_power_of_2(R)) : kMaxBlock;
+    int64_t t0 = one ? std::clamp<int64_t>(kMaxBlock / t1, 1, next_power_of_2(O)) : 1;
     softmax_kernel()[{cdiv(O, t0)}](a, b, out, O, R, I, static_cast<int>(mode), static_cast<int>(acc), false, one,
                                     static_cast<int>(t0), static_cast<int>(t1));
   } else {
-    int64_t t1 = std::clamp<int64_t>(pow2_ceil(I), 16, 256);
-    int64_t t0 = std::clamp<int64_t>(kMaxBlock / t1, 1, pow2_ceil(R));
+    int64_t t1 = std::clamp<int64_t>(next_power_of_2(I), 16, 256);
+    int64_t t0 = std::clamp<int64_t>(kMaxBlock / t1, 1, next_power_of_2(R));
     bool one = R <= t0;
     softmax_kernel()[{O * cdiv(I, t1)}](a, b, out, O, R, I, static_cast<int>(mode), static_cast<int>(acc), true, one,
                                         static_cast<int>(t0), static_cast<int>(t1));
