@@ -154,15 +154,24 @@ void apply_heuristics(const Kernel& k, LaunchArgs& la, const std::vector<std::pa
 }
 
 // The arguments of a launch with `c`: its meta-parameters added by name, its warps and stages.
-LaunchArgs with_config(const Kernel& k, const LaunchArgs& args, const Config& c,
-                       const std::vector<std::pair<std::string, Heuristic>>& hs) {
-  LaunchArgs la = args;
+// Config meta-parameters must be meta-parameters of the kernel (checked once, when the tuner is
+// made, and for configs a prune function returns).
+void check_config(const Kernel& k, const Config& c) {
   for (const auto& [name, v] : c.meta.items()) {
     int i = param_index(k, name);
     if (i < 0 || k.params()[static_cast<size_t>(i)].kind != detail::ParamKind::meta)
       fail("autotune: config {} sets '{}', which is not a meta-parameter of kernel {} (arguments: {})", c.str(), name,
            k.name(), param_names(k));
-    if (static_cast<size_t>(i) < args.values.size())
+  }
+}
+
+// The arguments of a launch with `c`: its meta-parameters added by name, its warps and stages.
+// `checked`: the same arguments' layout was tuned already (no meta passed by position).
+LaunchArgs with_config(const Kernel& k, const LaunchArgs& args, const Config& c,
+                       const std::vector<std::pair<std::string, Heuristic>>& hs, bool checked = false) {
+  LaunchArgs la = args;
+  for (const auto& [name, v] : c.meta.items()) {
+    if (!checked && static_cast<size_t>(param_index(k, name)) < args.values.size())
       fail("autotune: kernel {} got '{}' by position, but the configs choose it; leave it out of the launch", k.name(),
            name);
     la.named.set(name, v);
@@ -263,6 +272,7 @@ struct Autotuner::Impl {
                name, kernel.name(), param_names(kernel));
       }
     if (configs.empty()) fail("autotune: kernel {} was given no configs", kernel.name());
+    for (const Config& c : configs) check_config(kernel, c);
   }
 
   const TuningResult* find(uint64_t h) {
@@ -287,6 +297,7 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
   std::vector<Config> candidates = configs;
   if (options.prune_configs_by.early_config_prune) {
     candidates = options.prune_configs_by.early_config_prune(candidates, view);
+    for (const Config& c : candidates) check_config(kernel, c);
     if (candidates.empty()) fail("autotune: early_config_prune left no config for kernel {} ({})", kernel.name(), result->key);
   }
   if (options.prune_configs_by.perf_model && options.prune_configs_by.top_k > 0 &&
@@ -493,7 +504,8 @@ const TuningResult& Autotuner::tune(const GridSpec& grid, const LaunchArgs& args
 void Autotuner::launch(const GridSpec& grid, const LaunchArgs& args) {
   const TuningResult& r = tune(grid, args);
   const Config& c = r.best_config();
-  LaunchArgs la = with_config(impl_->kernel, args, c, impl_->options.heuristics);
+  // The key fixes the arguments' layout, which tuning checked: no validation per launch.
+  LaunchArgs la = with_config(impl_->kernel, args, c, impl_->options.heuristics, /*checked=*/true);
   if (c.pre_hook) c.pre_hook(ArgView(impl_->kernel, la));
   impl_->kernel.launch(grid, la);
 }
