@@ -113,6 +113,58 @@ BOOST_AUTO_TEST_CASE(reductions_on_each_axis) {
   compile(k, 1, addr<float>(0), addr<float>(1), addr<int32_t>(2), addr<int32_t>(3), 4, 16);
 }
 
+// A row softmax (tutorial 02's body) keeps its row and numerator in per-thread registers: no
+// shared-memory buffer but the warps' reduction partials, 16-byte loads and stores.
+BOOST_AUTO_TEST_CASE(softmax_row_stays_in_registers) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("softmax_row", [](tl::ptr<float> out, tl::ptr<float> in, tl::i32 n_rows, tl::i32 n_cols,
+                                             int BLOCK) {
+    for (auto row : tl::range(tl::program_id(0), n_rows, tl::num_programs(0))) {
+      auto cols = tl::arange(0, BLOCK);
+      auto mask = cols < n_cols;
+      auto x = tl::load(in + row * n_cols + cols, mask, -INFINITY);
+      auto num = tl::exp(x - tl::max(x, 0));
+      tl::store(out + row * n_cols + cols, num / tl::sum(num, 0), mask);
+    }
+  });
+  for (int block : {1024, 4096}) {
+    auto ks = compile(k, addr<float>(0), addr<float>(1), 4096, block, block);
+    BOOST_TEST(ks.source.find("in registers") != std::string::npos);
+    BOOST_TEST(ks.source.find("(shared)") == std::string::npos);
+    BOOST_TEST(ks.source.find("(global scratch)") == std::string::npos);
+    BOOST_TEST(ks.scratch_bytes == 0);
+    BOOST_TEST(ks.smem_bytes <= 2 * 16 * 8 + 2 * 16);  // two reductions' partials per warp
+    BOOST_TEST(ks.source.find("*reinterpret_cast<const uint4*>") != std::string::npos);
+    BOOST_TEST(ks.source.find("*reinterpret_cast<uint4*>") != std::string::npos);
+  }
+  // Rows too long for registers fall back to buffers.
+  auto big = compile(k, addr<float>(0), addr<float>(1), 4096, 65536, 65536);
+  BOOST_TEST(big.source.find("in registers") == std::string::npos);
+}
+
+// Loop-carried accumulators (tutorial 05's mean and variance) live in registers across the loop;
+// read at other elements after it (a reduction along the first axis), they get a buffer copy.
+BOOST_AUTO_TEST_CASE(carried_accumulators_in_registers) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("acc_rows", [](tl::ptr<f16_t> x, tl::ptr<float> out, tl::i32 N, int BM, int BN) {
+    auto acc = tl::zeros({BN}, tl::float32);
+    auto acc2 = tl::zeros({BM, BN}, tl::float32);
+    auto rm = tl::arange(0, BM);
+    for (auto off : tl::range(0, N, BN)) {
+      auto cols = off + tl::arange(0, BN);
+      auto a = tl::load(x + cols, cols < N, 0.0f).to(tl::float32);
+      acc += a;
+      acc2 += tl::load(x + rm(tl::_, tl::None) * N + cols(tl::None, tl::_), cols(tl::None, tl::_) < N, 0.0f).to(tl::float32);
+    }
+    tl::store(out, tl::sum(acc, 0));
+    tl::store(out + 1 + tl::arange(0, BN), tl::sum(acc2, 0));
+  });
+  auto ks = compile(k, addr<f16_t>(0), addr<float>(1), 1000, 8, 256);
+  BOOST_TEST(ks.source.find("[256]f32 in registers") != std::string::npos);
+  BOOST_TEST(ks.source.find("[8,256]f32 in registers") != std::string::npos);
+  BOOST_TEST(ks.source.find("// [8,256]f32 (shared)") != std::string::npos);  // the spilled copy
+}
+
 BOOST_AUTO_TEST_CASE(reductions_of_half_and_int64) {
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("reduce_types", [](tl::ptr<f16_t> h, tl::ptr<bf16_t> b, tl::ptr<int64_t> l, tl::ptr<float> out,

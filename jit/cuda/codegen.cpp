@@ -10,6 +10,14 @@
 // last dim; those loads and stores become one 16-byte access (coalesced across the warp) when
 // all V lanes are in the mask, element accesses under the mask otherwise. __syncthreads()
 // separates a loop that writes a buffer from its readers (and from earlier readers).
+//
+// Register values: a materialised value (or a loop-carried or `if` result) whose every use reads
+// it at the element the using thread itself owns stays in a per-thread array instead of a buffer
+// (Triton's blocked layout). All loop nests over its shape then use one mapping, fixed per shape:
+// a fully unrolled loop over k < ITER with element (k * nthreads + tid) * V + lane, so that
+// array[k * V + lane] is a register. Reductions of a whole block read their input in that mapping
+// and combine with warp shuffles and one shared-memory pass; no barrier, no shared memory and no
+// layout conversion for elementwise chains between them.
 #include "jit/cuda/codegen.h"
 
 #include "jit/passes/block_plan.h"
@@ -17,7 +25,9 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "jit/cuda/device_header.h"
 
@@ -101,6 +111,7 @@ class Codegen {
 
   KernelSource run() {
     plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true});
+    plan_registers();
     KernelSource ks;
     ks.entry = identifier(f_.name);
     ks.num_threads = nt_;
@@ -159,6 +170,22 @@ class Codegen {
   BlockPlan plan_;  // which block values get a buffer (shared with the CPU backend)
   std::unordered_map<const ir::Op*, std::string> vec_loads_;  // inline loads moved by a vector access
 
+  // Register values (see the top of this file): the per-thread array of each, the shapes whose
+  // loop nests use the register mapping and its width, and the values that also need a buffer
+  // copy after their registers are final (a loop or `if` result read at other elements).
+  std::unordered_map<const ir::Value*, std::string> regs_;
+  std::unordered_set<const ir::Value*> reg_planned_, reg_spill_;
+  std::map<Shape, int> mapped_width_;
+  std::unordered_map<const ir::Value*, bool> reg_ok_;  // memo of only_own_elements
+  // The register-mapped loop nest being emitted: its shape, width, k variable and base index.
+  struct MappedLoop {
+    bool active = false;
+    Shape shape;
+    int V = 1;
+    std::string k;
+    Index base;
+  } loop_;
+
   // ---- output -------------------------------------------------------------------------------
 
   void line(const std::string& s) {
@@ -197,7 +224,7 @@ class Codegen {
   // Whether evaluating these values inline reads global memory (a load not yet materialised).
   bool reads_global(const std::vector<const ir::Value*>& vs) {
     for (const ir::Value* v : vs) {
-      if (v->type.is_scalar() || buffers_.count(v) || !v->def) continue;
+      if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) continue;
       if (v->def->kind == OpKind::Load) return true;
       std::vector<const ir::Value*> ops(v->def->operands.begin(), v->def->operands.end());
       if (reads_global(ops)) return true;
@@ -241,6 +268,162 @@ class Codegen {
     return name;
   }
 
+  // ---- register values ----------------------------------------------------------------------
+
+  // Per-thread registers a register value of type t would take: elements per thread (whole
+  // mapping steps of V) times 32-bit words per element.
+  int64_t register_words(const ir::Type& t, int V) {
+    int64_t step = int64_t(nt_) * V;
+    int64_t per_thread = (t.numel() + step - 1) / step * V;
+    return per_thread * std::max<int64_t>(1, mem_bytes(t) / 4);
+  }
+  static constexpr int64_t kMaxRegisterWords = 64;  // per value; past it the buffer is cheaper than spills
+
+  // Whether every use of v reads it at the element of v the using thread owns in the register
+  // mapping of v's shape: elementwise chains evaluated in a loop nest over that shape, stores
+  // through pointers of that shape, whole-block reductions, loop inits and yields.
+  bool only_own_elements(const ir::Value* v) {
+    if (auto it = reg_ok_.find(v); it != reg_ok_.end()) return it->second;
+    reg_ok_[v] = false;  // cycles (none in SSA) stay conservative
+    bool ok = true;
+    for (const ir::Op* u : plan_.users(v)) {
+      switch (u->kind) {
+        case OpKind::Store: ok = u->operand(0)->type.shape == v->type.shape; break;
+        case OpKind::Reduce: {
+          const Shape& s = u->operand(0)->type.shape;
+          ok = s == v->type.shape && numel(s) == s[static_cast<size_t>(u->attrs.axis)];
+          break;
+        }
+        case OpKind::Yield: ok = u->parent->parent && (u->parent->parent->kind == OpKind::For ||
+                                                      u->parent->parent->kind == OpKind::If);
+          break;
+        case OpKind::For: ok = u->operands.size() > 3 && u->operands[0] != v && u->operands[1] != v && u->operands[2] != v;
+          break;
+        default:
+          if (ir::is_elementwise(u->kind) || u->kind == OpKind::Load || u->kind == OpKind::MultipleOf ||
+              u->kind == OpKind::MaxContiguous) {
+            const ir::Value* r = u->result();
+            ok = r->type.is_block() && r->type.shape == v->type.shape &&
+                 (plan_.materialized(r) || only_own_elements(r));
+          } else {
+            ok = false;
+          }
+      }
+      if (!ok) break;
+    }
+    reg_ok_[v] = ok;
+    return ok;
+  }
+
+  // The width of the register mapping of a shape: the widest vector access of the kernel's loads
+  // and stores of that shape, narrowed as choose_width narrows.
+  int mapped_width(const Shape& s) {
+    if (auto it = mapped_width_.find(s); it != mapped_width_.end()) return it->second;
+    int V = 1;
+    f_.walk([&](ir::Op* op) {
+      if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.is_block() &&
+          op->operand(0)->type.shape == s)
+        V = std::max(V, access_width(op));
+    });
+    while (V > 1 && s.back() % V != 0) V /= 2;
+    while (V > 1 && numel(s) / V < nt_) V /= 2;
+    return V;
+  }
+
+  void plan_registers() {
+    auto fits = [&](const ir::Value* v) {
+      return v->type.is_block() && v->type.rank() > 0 &&
+             register_words(v->type, mapped_width(v->type.shape)) <= kMaxRegisterWords;
+    };
+    auto take = [&](const ir::Value* v) {
+      reg_planned_.insert(v);
+      mapped_width_[v->type.shape] = mapped_width(v->type.shape);
+    };
+    f_.walk([&](ir::Op* op) {
+      switch (op->kind) {
+        case OpKind::Reduce: case OpKind::Scan: case OpKind::Dot: return;
+        case OpKind::For: {
+          const ir::Block* body = op->regions[0];
+          for (size_t i = 0; i < op->results.size(); ++i) {
+            const ir::Value* arg = body->args[1 + i];
+            if (!fits(arg) || !only_own_elements(arg)) continue;
+            take(arg);
+            take(op->results[i]);
+            if (!only_own_elements(op->results[i])) reg_spill_.insert(op->results[i]);
+          }
+          return;
+        }
+        case OpKind::If:
+          for (const ir::Value* r : op->results)
+            if (fits(r)) {
+              take(r);
+              if (!only_own_elements(r)) reg_spill_.insert(r);
+            }
+          return;
+        default: break;
+      }
+      if (is_atomic(op->kind) || op->results.size() != 1) return;
+      const ir::Value* r = op->result();
+      if (!plan_.materialized(r) || !fits(r)) return;
+      for (const ir::Op* u : plan_.users(r))
+        if (u->kind == OpKind::Dot) return;  // dot reads its operands from a buffer
+      if (only_own_elements(r)) take(r);
+    });
+  }
+
+  bool mapped(const Shape& s, int V) const {
+    auto it = mapped_width_.find(s);
+    return it != mapped_width_.end() && it->second == V;
+  }
+
+  // The register of v for index idx inside the mapped loop nest, or "" when idx is not an
+  // element the current thread owns (a lane of the current step).
+  std::string register_at(const std::string& array, const ir::Value* v, const Index& idx) {
+    if (!loop_.active || v->type.shape != loop_.shape || idx.size() != loop_.base.size()) return "";
+    for (size_t d = 0; d + 1 < idx.size(); ++d)
+      if (idx[d] != loop_.base[d]) return "";
+    const std::string& b = loop_.base.back();
+    std::string lane;
+    if (idx.back() == b) lane = "0";
+    else if (std::string pre = "(" + b + " + "; idx.back().rfind(pre, 0) == 0 && idx.back().back() == ')')
+      lane = idx.back().substr(pre.size(), idx.back().size() - pre.size() - 1);
+    else return "";
+    return fmt::format("{}[{} * {} + {}]", array, loop_.k, loop_.V, lane);
+  }
+
+  // Declares the per-thread array of a register value of type t.
+  std::string declare_registers(const ir::Type& t) {
+    int V = mapped_width(t.shape);
+    int64_t step = int64_t(nt_) * V;
+    std::string name = fresh("r");
+    line(fmt::format("{} {}[{}];  // {} in registers", ctype(t.element()), name, (t.numel() + step - 1) / step * V, t.str()));
+    return name;
+  }
+
+  // array[own elements] = v (or op evaluated at them, for v's own definition).
+  void fill_registers(const std::string& array, const ir::Value* v, const ir::Op* op = nullptr) {
+    std::vector<const ir::Value*> reads = {v};
+    if (op) reads.assign(op->operands.begin(), op->operands.end());
+    sync_if_reading(reads);
+    const Shape& s = v->type.shape;
+    int V = mapped_width(s);
+    thread_loop(
+        s, V, [&](const Index& base) { emit_vector_loads({v}, base, V); },
+        [&](const Index& idx) {
+          std::string x = op ? eval_op(op, idx) : eval(v, idx);
+          line(fmt::format("{}[{} * {} + {}] = {};", array, loop_.k, V, lane_, x));
+        },
+        nullptr);
+    vec_loads_.clear();
+  }
+
+  // The buffer copy of a register value read at other elements than its own.
+  void spill_registers(const ir::Value* v) {
+    std::string buf = alloc_buffer(v->type);
+    materialize_into(v, buf);
+    buffers_[v] = buf;
+  }
+
   // ---- indices ------------------------------------------------------------------------------
 
   Index index_of(const Shape& s, const std::string& e) {
@@ -277,12 +460,28 @@ class Codegen {
 
   // for each element of `shape`, distributed over the threads, V consecutive elements (of the
   // last dim) per thread and step: pre(base index), body(index of lane) for each lane, post(base).
+  // A shape with register values uses its mapping: the steps are unrolled (see the top).
   void thread_loop(const Shape& shape, int V, const std::function<void(const Index&)>& pre,
                    const std::function<void(const Index&)>& body, const std::function<void(const Index&)>& post) {
     int64_t n = numel(shape);
-    std::string eb = fresh("e");
-    open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", eb, V, n, int64_t(nt_) * V));
+    int64_t step = int64_t(nt_) * V;
+    bool unrolled = mapped(shape, V);
+    std::string eb, k;
+    bool guard = false;
+    if (unrolled) {
+      k = fresh("k");
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, (n + step - 1) / step));
+      eb = tmp("int", fmt::format("({} * {} + tid) * {}", k, nt_, V));
+      guard = n % step != 0;
+      if (guard) open(fmt::format("if ({} < {})", eb, n));
+    } else {
+      eb = fresh("e");
+      open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", eb, V, n, step));
+    }
     Index base = index_of(shape, eb);
+    MappedLoop saved = loop_;
+    loop_ = unrolled ? MappedLoop{true, shape, V, k, base} : MappedLoop{};
     if (pre) pre(base);
     if (V == 1) {
       lane_ = "0";
@@ -299,6 +498,8 @@ class Codegen {
     }
     lane_ = "0";
     if (post) post(base);
+    loop_ = saved;
+    if (guard) close();
     close();
   }
 
@@ -321,7 +522,7 @@ class Codegen {
   // Inline loads reached from v through ops that keep the last index (elementwise, hints,
   // broadcasts and expand_dims that leave the last dim alone), with their index.
   void collect_loads(const ir::Value* v, const Index& idx, std::vector<std::pair<const ir::Op*, Index>>& out) {
-    if (v->type.is_scalar() || buffers_.count(v) || !v->def) return;
+    if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) return;
     const ir::Op* op = v->def;
     const Shape& t = v->type.shape;
     switch (op->kind) {
@@ -353,6 +554,7 @@ class Codegen {
   // `store`, when given): the narrowest vector access among them, 1 when there is none.
   int choose_width(const Shape& shape, const std::vector<const ir::Value*>& roots, const ir::Op* store) {
     if (shape.empty()) return 1;
+    if (auto it = mapped_width_.find(shape); it != mapped_width_.end()) return it->second;
     std::vector<std::pair<const ir::Op*, Index>> loads;
     Index dummy(shape.size(), "0");
     for (const ir::Value* r : roots) collect_loads(r, dummy, loads);
@@ -439,6 +641,11 @@ class Codegen {
 
   std::string eval(const ir::Value* v, const Index& idx) {
     if (v->type.is_scalar()) return scalar(v);
+    if (auto it = regs_.find(v); it != regs_.end()) {
+      if (std::string r = register_at(it->second, v, idx); !r.empty()) return r;
+      if (!buffers_.count(v))
+        fail("internal error: register value %{} of kernel {} read at an element of another thread", v->id, f_.name);
+    }
     if (auto it = buffers_.find(v); it != buffers_.end()) return fmt::format("{}[{}]", it->second, flatten(idx, v->type.shape));
     return eval_op(v->def, idx);
   }
@@ -952,18 +1159,20 @@ class Codegen {
       have = fresh("have");
       line(fmt::format("bool {} = false;", have));
     };
-    sync();
     if (OUT == 1) {
-      // The whole CTA: strided over the threads, then warp shuffles, then across warps.
+      // The whole CTA: each thread combines the elements it owns (vector loads, registers), then
+      // warp shuffles, then one pass over the warps' partials in shared memory.
+      std::vector<const ir::Value*> roots(op->operands.begin(), op->operands.end());
+      sync_if_reading(roots);
       open("");
       std::vector<std::string> acc;
       std::string have;
       decl_acc(acc, have);
-      std::string k = fresh("k");
-      open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", k, K, nt_));
-      Index zero(outer.size(), "0");
-      accumulate(region, have, acc, eval_inputs(in_index(zero, k)));
-      close();
+      int V = choose_width(s, roots, nullptr);
+      thread_loop(
+          s, V, [&](const Index& base) { emit_vector_loads(roots, base, V); },
+          [&](const Index& idx) { accumulate(region, have, acc, eval_inputs(idx)); }, nullptr);
+      vec_loads_.clear();
       warp_reduce(region, have, acc, types);
       std::vector<std::string> part;
       for (size_t i = 0; i < n; ++i) part.push_back(alloc_shared(types[i], nwarps_, 8));
@@ -978,6 +1187,7 @@ class Codegen {
       std::string rh;
       decl_acc(res, rh);
       std::string w = fresh("w");
+      line("#pragma unroll");
       open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", w, nwarps_));
       open(fmt::format("if ({}[{}])", part_have, w));
       std::vector<std::string> xs;
@@ -986,15 +1196,17 @@ class Codegen {
       close();
       close();
       if (scalar_out) {
+        // No barrier: the partials are this op's own, and a loop around it ends in a barrier.
         for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = res[i];
-      } else {
-        open("if (tid == 0)");
-        for (size_t i = 0; i < n; ++i) line(fmt::format("{}[0] = {};", outs[i], res[i]));
-        close();
+        return;
       }
+      open("if (tid == 0)");
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{}[0] = {};", outs[i], res[i]));
+      close();
       sync();
       return;
     }
+    sync();
     std::string o = fresh("o");
     if (axis == static_cast<int>(s.size()) - 1 && K >= 32) {
       // One warp per output element: lanes strided along the row, then shuffles.
@@ -1113,13 +1325,18 @@ class Codegen {
   void emit_for(const ir::Op* op) {
     const ir::Block* body = op->regions[0];
     size_t n = op->results.size();
-    std::vector<std::string> vars(n), carried_bufs(n);
+    // Each carried value is a scalar variable, a per-thread register array or a buffer.
+    std::vector<std::string> vars(n), carried_regs(n), carried_bufs(n);
     for (size_t i = 0; i < n; ++i) {
       const ir::Value* init = op->operands[3 + i];
       const ir::Value* arg = body->args[1 + i];
       if (arg->type.is_scalar()) {
         vars[i] = fresh("c");
         line(fmt::format("{} {} = {};", ctype(arg->type), vars[i], scalar(init)));
+      } else if (reg_planned_.count(arg)) {
+        carried_regs[i] = declare_registers(arg->type);
+        fill_registers(carried_regs[i], init);
+        regs_[arg] = regs_[op->results[i]] = carried_regs[i];
       } else {
         std::string buf = alloc_buffer(arg->type);
         if (auto it = buffers_.find(init); it != buffers_.end()) copy_buffer(it->second, buf, arg->type);
@@ -1135,6 +1352,14 @@ class Codegen {
       if (!vars[i].empty()) scalars_[body->args[1 + i]] = vars[i];
     emit_block(body);
     const ir::Op* yield = body->ops.back();
+    // The next values are all computed from this iteration's before any is overwritten: register
+    // values into fresh arrays first (the copies back cost nothing once unrolled).
+    std::vector<std::string> next_regs(n);
+    for (size_t i = 0; i < n; ++i)
+      if (!carried_regs[i].empty()) {
+        next_regs[i] = declare_registers(op->results[i]->type);
+        fill_registers(next_regs[i], yield->operands[i]);
+      }
     std::vector<std::string> temps(n);
     std::vector<bool> in_place(n, false);
     for (size_t i = 0; i < n; ++i) {
@@ -1159,6 +1384,13 @@ class Codegen {
     for (size_t i = 0; i < n; ++i)
       if (!carried_bufs[i].empty() && !in_place[i] && temps[i] != carried_bufs[i])
         copy_buffer(temps[i], carried_bufs[i], op->results[i]->type);
+    for (size_t i = 0; i < n; ++i)
+      if (!next_regs[i].empty()) {
+        std::string j = fresh("j");
+        line("#pragma unroll");
+        line(fmt::format("for (int {0} = 0; {0} < (int)(sizeof({1}) / sizeof({1}[0])); ++{0}) {1}[{0}] = {2}[{0}];", j,
+                         carried_regs[i], next_regs[i]));
+      }
     std::vector<std::string> next(n);
     for (size_t i = 0; i < n; ++i)
       if (!vars[i].empty()) next[i] = tmp(ctype(op->results[i]->type), scalar(yield->operands[i]));
@@ -1168,13 +1400,15 @@ class Codegen {
     close();
     for (size_t i = 0; i < n; ++i)
       if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
+    for (const ir::Value* r : op->results)
+      if (reg_spill_.count(r)) spill_registers(r);
   }
 
   bool updatable_in_place(const ir::Value* v, const ir::Block* body, size_t self, bool same_index) {
     if (v->type.is_scalar()) return true;
     for (size_t j = 1; j < body->args.size(); ++j)
       if (v == body->args[j]) return j == self ? same_index : !v->type.is_block();
-    if (buffers_.count(v) || !v->def) return true;
+    if (buffers_.count(v) || regs_.count(v) || !v->def) return true;
     const ir::Op* op = v->def;
     bool keeps_index = ir::is_elementwise(op->kind) || op->kind == OpKind::Load || op->kind == OpKind::MultipleOf ||
                        op->kind == OpKind::MaxContiguous;
@@ -1188,7 +1422,9 @@ class Codegen {
     std::vector<std::string> bufs(n), vars(n);
     for (size_t i = 0; i < n; ++i) {
       const ir::Value* r = op->results[i];
-      if (r->type.is_block()) {
+      if (reg_planned_.count(r)) {
+        regs_[r] = declare_registers(r->type);
+      } else if (r->type.is_block()) {
         bufs[i] = buffers_[r] = alloc_buffer(r->type);
       } else {
         vars[i] = fresh("r");
@@ -1206,7 +1442,9 @@ class Codegen {
       const ir::Op* yield = region->ops.back();
       for (size_t i = 0; i < n; ++i) {
         const ir::Value* y = yield->operands[i];
-        if (!bufs[i].empty()) {
+        if (reg_planned_.count(op->results[i])) {
+          fill_registers(regs_.at(op->results[i]), y);
+        } else if (!bufs[i].empty()) {
           if (auto it = buffers_.find(y); it != buffers_.end()) copy_buffer(it->second, bufs[i], y->type);
           else materialize_into(y, bufs[i]);
         } else {
@@ -1218,6 +1456,8 @@ class Codegen {
     sync();
     for (size_t i = 0; i < n; ++i)
       if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
+    for (const ir::Value* r : op->results)
+      if (reg_spill_.count(r)) spill_registers(r);
   }
 
   // ---- debugging ----------------------------------------------------------------------------
@@ -1293,7 +1533,11 @@ class Codegen {
     if (is_atomic(op->kind)) return emit_atomic(op);
     const ir::Value* r = op->result();
     if (r->type.is_block()) {
-      if (plan_.materialized(r)) {
+      if (reg_planned_.count(r)) {
+        std::string array = declare_registers(r->type);
+        fill_registers(array, r, op);
+        regs_[r] = array;
+      } else if (plan_.materialized(r)) {
         std::string buf = alloc_buffer(r->type);
         materialize_into(r, buf, op);
         buffers_[r] = buf;
