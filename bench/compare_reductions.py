@@ -193,6 +193,9 @@ def run_tutorial(path):
     r = subprocess.run([path, "--bench", "--backend", "cuda"], capture_output=True, text=True)
     if r.returncode != 0:
         print(f"{os.path.basename(path)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    for line in r.stdout.splitlines():  # diagnostics the tutorials print beside their tables
+        if "stages:" in line:
+            print(f"{os.path.basename(path)}: {line.strip()}")
     return r.returncode, r.stdout
 
 

@@ -347,6 +347,17 @@ void Kernel::precompile(const LaunchArgs& args) {
   if (!impl_->lookup(b.key, h)) impl_->specialize(b, h, args.options);
 }
 
+Kernel::Info Kernel::warmup(const LaunchArgs& args) {
+  if (!impl_) fail("compile of an empty tritium::Kernel");
+  detail::KernelImpl::Bound b;
+  impl_->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
+  uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
+  detail::Specialization* spec = impl_->lookup(b.key, h);
+  if (!spec) spec = &impl_->specialize(b, h, args.options);
+  const jit::CompiledKernel& c = *spec->compiled;
+  return Info{c.name, c.hash, c.registers_per_thread, c.threads_per_program, c.shared_bytes};
+}
+
 Hash128 Kernel::specialization_hash(const LaunchArgs& args) {
   if (!impl_) fail("trace of an empty tritium::Kernel");
   detail::KernelImpl::Bound b;

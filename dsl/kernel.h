@@ -294,6 +294,19 @@ class Kernel {
   // Compiles (or loads from the disk cache) the specialisation `args` select, without launching
   // it: candidates of an autotuner compile ahead, in parallel. Thread-safe.
   void precompile(const LaunchArgs& args);
+  // What a compiled specialisation uses per program, as Triton's kernel.warmup(...) gives
+  // (n_regs, metadata.shared): for occupancy calculations such as a persistent grid's size.
+  struct Info {
+    std::string name;
+    Hash128 hash;            // the content hash (disk cache key)
+    int n_regs = 0;          // registers per thread (GPU; 0 on the CPU)
+    int num_threads = 1;     // threads per program (32 * num_warps on a GPU)
+    int64_t shared_bytes = 0;  // shared memory per program (GPU)
+  };
+  // Compiles (or loads from the caches) the specialisation the arguments select, without
+  // launching it, and describes it. Arguments as for a launch (tensors, scalars, Meta, Options).
+  template <class... A> Info warmup(const A&... args) { return warmup(LaunchArgs::collect(args...)); }
+  Info warmup(const LaunchArgs& args);
   // The content hash of that specialisation (its optimised IR, backend, target, toolchain and
   // options: the disk cache's key) without compiling it.
   Hash128 specialization_hash(const LaunchArgs& args);

@@ -32,6 +32,11 @@ class CompiledKernel {
   Hash128 hash;         // content hash (IR after passes, backend, target, toolchain, options)
   std::string ir_text;  // IR after the passes, for inspection and tests
   bool from_disk = false;
+  // What one program uses on the device (GPU backends; 0 on the CPU): occupancy calculations
+  // such as tutorial 02's persistent grid need them.
+  int registers_per_thread = 0;
+  int threads_per_program = 1;
+  int64_t shared_bytes = 0;
 };
 
 // Process-wide counters, for tests and tools that need to see what the caches did.

@@ -1,9 +1,11 @@
 // The launch API: grids (fixed, 3-D, empty, from the meta-parameters), named meta-parameters,
 // Tensor and void* arguments, argument names in errors, and concurrent launches.
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "jit/compiled_kernel.h"
 #include "test_support.h"
 
 namespace tl = tritium::tl;
@@ -100,6 +102,36 @@ BOOST_AUTO_TEST_CASE(tensor_arguments) {
     check_scaled(host, out2.to_vector<float>(), -2.0);
     auto wrong = tritium::Tensor::empty({n}, tritium::DType::f64);
     tt::check_throws([&] { scale[{1}](wrong, out, 3.0f, n, 128); }, {"scale", "argument 0 (x)", "f32", "f64"});
+  });
+}
+
+// warmup compiles without launching and says what a program uses (Triton's kernel.warmup:
+// n_regs, shared memory), for occupancy calculations.
+BOOST_AUTO_TEST_CASE(warmup_describes_without_launching) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    int n = 300;
+    auto x = tritium::Tensor::from_vector<float>(tt::random_vector<float>(n, 6), {n});
+    auto poison = tt::poisoned<float>(n);
+    auto out = tritium::Tensor::from_vector<float>(poison, {n});
+    auto info = scale.warmup(x, out, 3.0f, n, 128, tritium::Options{.num_warps = 2});
+    auto after = out.to_vector<float>();
+    BOOST_TEST(std::memcmp(after.data(), poison.data(), sizeof(float) * poison.size()) == 0);  // not launched
+    BOOST_TEST(info.name == "scale");
+    if (be.device.is_cuda()) {
+      BOOST_TEST(info.n_regs > 0);
+      BOOST_TEST(info.n_regs <= 255);
+      BOOST_TEST(info.num_threads == 64);
+    } else {
+      BOOST_TEST(info.n_regs == 0);
+      BOOST_TEST(info.num_threads == 1);
+    }
+    // The launch that follows uses the same specialisation: nothing compiles again.
+    auto before = tritium::jit::compile_stats().compiled;
+    scale[{tritium::cdiv(n, 128)}](x, out, 3.0f, n, 128, tritium::Options{.num_warps = 2});
+    BOOST_TEST(tritium::jit::compile_stats().compiled == before);
+    BOOST_TEST((scale.warmup(x, out, 3.0f, n, 128, tritium::Options{.num_warps = 2}).hash == info.hash));
+    auto bad = tritium::Tensor::empty({n}, tritium::DType::f64);
+    tt::check_throws([&] { scale.warmup(bad, out, 3.0f, n, 128); }, {"scale", "argument 0 (x)", "f32", "f64"});
   });
 }
 

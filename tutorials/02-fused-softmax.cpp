@@ -59,47 +59,39 @@ auto softmax_kernel = tritium::kernel(
     },
     {"output_ptr", "input_ptr", "input_row_stride", "output_row_stride", "n_rows", "n_cols", "BLOCK_SIZE"});
 
-// How many programs to launch for a persistent grid.
-//
-// CUDA: Triton compiles the kernel first and derives the occupancy from its register count and
-// shared memory. We estimate it instead: a row of BLOCK_SIZE floats is spread over the
-// 32 * num_warps threads of a program, so each thread holds BLOCK_SIZE / (32 * num_warps) values
-// of `row` and as many of `numerator`; we count two registers per held value plus 32 for
-// addresses, indices and loop state. Programs per SM are then bounded by the register file
-// (max_registers_per_block is the whole file of an SM on every architecture since Volta) and by
-// 2048 resident threads per SM.
-// CPU: one program runs on one thread at a time; a few programs per thread of the pool let the
-// pool balance the work when rows do not divide evenly.
-int persistent_programs(const tritium::Device& device, int BLOCK_SIZE, int num_warps, int n_rows) {
-  int num_programs;
-  if (device.is_cuda()) {
-    const auto& props = tritium::runtime::cuda::properties(device.index);
-    int threads = props.warp_size * num_warps;
-    int values_per_thread = std::max(1, BLOCK_SIZE / threads);
-    int regs_per_thread = std::min(255, 32 + 2 * values_per_thread);
-    int by_registers = props.max_registers_per_block / (regs_per_thread * threads);
-    int by_threads = 2048 / threads;
-    int occupancy = std::max(1, std::min(by_registers, by_threads));
-    num_programs = props.multiprocessor_count * occupancy;
-  } else {
-    num_programs = tritium::runtime::ThreadPool::global().size() * 4;
-  }
-  return std::min(num_programs, n_rows);
-}
-
 // The host side: y[i, :] = softmax(x[i, :]) for a 2-D x and y of the same shape (rows may be
 // strided, columns contiguous).
+//
+// As Triton's tutorial: the kernel is compiled first (warmup) so that its register and shared
+// memory use give the occupancy - how many programs fit on one SM at once - and the persistent
+// grid is that many programs per SM. On the CPU one program runs on one thread at a time; a few
+// programs per thread of the pool let the pool balance the work when rows do not divide evenly.
 void softmax(const tritium::Tensor& x, tritium::Tensor& y) {
   int n_rows = static_cast<int>(x.size(0)), n_cols = static_cast<int>(x.size(1));
   // The smallest power of two that holds a row.
   int BLOCK_SIZE = static_cast<int>(tritium::next_power_of_2(n_cols));
-  // Spread long rows over more threads on a GPU (the next tutorial autotunes such choices).
-  int num_warps = 4;
-  if (BLOCK_SIZE >= 2048) num_warps = 8;
-  if (BLOCK_SIZE >= 4096) num_warps = 16;
-  int num_programs = persistent_programs(x.device(), BLOCK_SIZE, num_warps, n_rows);
+  // Triton's choice: 8 warps whatever the row length (the next tutorial autotunes such choices).
+  int num_warps = 8;
+  tritium::Options options{.num_warps = num_warps, .device = x.device()};
+  int num_programs;
+  if (x.device().is_cuda()) {
+    const auto& props = tritium::runtime::cuda::properties(x.device().index);
+    auto kernel = softmax_kernel.warmup(y, x, static_cast<int>(x.stride(0)), static_cast<int>(y.stride(0)), n_rows,
+                                        n_cols, BLOCK_SIZE, options);
+    // Programs per SM by the register file (max_registers_per_block is a whole SM's file on every
+    // architecture since Volta) and by shared memory; Triton's formula, plus the 2048 resident
+    // threads per SM it leaves out (light kernels would otherwise ask for more than fit).
+    int occupancy = props.max_registers_per_block / (std::max(1, kernel.n_regs) * props.warp_size * num_warps);
+    if (kernel.shared_bytes > 0)
+      occupancy = std::min<int64_t>(occupancy, props.max_shared_memory_per_multiprocessor / kernel.shared_bytes);
+    occupancy = std::clamp(occupancy, 1, 2048 / (props.warp_size * num_warps));
+    num_programs = props.multiprocessor_count * occupancy;
+  } else {
+    num_programs = static_cast<int>(tritium::runtime::ThreadPool::global().size()) * 4;
+  }
+  num_programs = std::min(num_programs, n_rows);
   softmax_kernel[{num_programs}](y, x, static_cast<int>(x.stride(0)), static_cast<int>(y.stride(0)), n_rows, n_cols,
-                                 BLOCK_SIZE, tritium::Options{.num_warps = num_warps, .device = x.device()});
+                                 BLOCK_SIZE, options);
 }
 
 // The reference for --bench: the same three passes per row as a plain loop (max; exp and sum;

@@ -316,6 +316,38 @@ Errors check_case(const tutorial::Args& args, int M, int N, DType dtype, int gro
   return {rel_err(host(y), ry), rel_err(host(x.grad()), rdx), rel_err(host(w.grad()), rdw), rel_err(host(b.grad()), rdb)};
 }
 
+// Where the backward's time goes on a GPU: its two kernels alone (stage 1 with the lock words
+// zeroed, as each backward does), and the whole of layer_norm_backward without autograd.
+void print_backward_stages(const Tensor& x, const Tensor& w, const Tensor& dy, tritium::Device dev) {
+  const int64_t N = w.size(0), M = x.numel() / N;
+  const int BLOCK_SIZE = static_cast<int>(std::min<int64_t>(65536 / x.element_size(), next_power_of_2(N)));
+  const int num_warps = std::min(std::max(BLOCK_SIZE / 256, 1), 8);
+  const int G = N <= 1024 ? 256 : N <= 4096 ? 128 : N <= 8192 ? 96 : 64;
+  Tensor mean = Tensor::empty({M}, DType::f32, dev), rstd = Tensor::empty({M}, DType::f32, dev);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
+  tritium::Options options;
+  options.num_warps = num_warps;
+  _layer_norm_fwd_fused[{static_cast<int>(M)}](x, y, w, w, mean, rstd, N, N, 1e-5f, BLOCK_SIZE, options);
+  Tensor locks = Tensor::zeros({2 * G}, DType::i32, dev);
+  Tensor _dw = Tensor::empty({G, N}, x.dtype(), dev), _db = Tensor::empty({G, N}, x.dtype(), dev);
+  Tensor dw = Tensor::empty({N}, w.dtype(), dev), db = Tensor::empty({N}, w.dtype(), dev);
+  Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dev);
+  double stage1 = tritium::do_bench([&] {
+                    tritium::ops::fill_(locks, 0);
+                    _layer_norm_bwd_dx_fused[{static_cast<int>(M)}](dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N,
+                                                                    G, BLOCK_SIZE, options);
+                  }, dev).median_ms;
+  auto grid = [N](const tritium::Meta& meta) { return tritium::Grid(tritium::cdiv(N, meta["BLOCK_SIZE_N"])); };
+  double stage2 = tritium::do_bench([&] {
+                    _layer_norm_bwd_dwdb[grid](_dw, _db, dw, db, std::min<int64_t>(G, M), N,
+                                               tritium::Meta{{"BLOCK_SIZE_M", 32}, {"BLOCK_SIZE_N", 128}});
+                  }, dev).median_ms;
+  double whole = tritium::do_bench([&] { layer_norm_backward(dy, x, w, mean, rstd, BLOCK_SIZE, num_warps); }, dev)
+                     .median_ms;
+  std::printf("%8s backward stages: dx + partial dw/db %.3f ms, dw/db sums %.3f ms, layer_norm_backward %.3f ms\n", "",
+              stage1, stage2, whole);
+}
+
 // ---- plain C++ loops for --bench (f32, CPU): the same passes, spread over the thread pool -------
 
 // Sum of f(c) for c in [0, N) kept in 16 lane-wise partial sums, as the kernels accumulate a
@@ -448,6 +480,7 @@ int run_tutorial(const tutorial::Args& args) {
     double bwd = gbps(3 * elem, tritium::do_bench([&] { y.backward(dy, /*retain_graph=*/true); }, args.device, opt).median_ms);
     if (!cpu) {
       std::printf("%8lld %18.1f %18.1f\n", static_cast<long long>(N), fwd, bwd);
+      print_backward_stages(x, w, dy, args.device);
       continue;
     }
     std::vector<float> py(size_t(M * N)), pm(M), pr(M), pdx(size_t(M * N)), pdw(N), pdb(N);

@@ -107,7 +107,8 @@ std::string identifier(const std::string& s) {
 class Codegen {
  public:
   Codegen(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts, int64_t smem_budget)
-      : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32), smem_budget_(smem_budget) {}
+      : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32), num_stages_(opts.num_stages),
+        smem_budget_(smem_budget) {}
 
   KernelSource run() {
     plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true});
@@ -154,6 +155,7 @@ class Codegen {
   ir::Function& f_;
   const AxisInfoMap& axis_;
   int nwarps_, nt_;
+  int num_stages_;
   std::string body_, decls_;
   int indent_ = 1;
   bool synced_ = true;
@@ -177,6 +179,9 @@ class Codegen {
   std::unordered_set<const ir::Value*> reg_planned_, reg_spill_;
   std::map<Shape, int> mapped_width_;
   std::unordered_map<const ir::Value*, bool> reg_ok_;  // memo of only_own_elements
+  // Loads of a run-time loop issued one iteration ahead (software pipelining): load -> the
+  // registers the current iteration reads.
+  std::unordered_map<const ir::Op*, std::string> prefetched_;
   // The register-mapped loop nest being emitted: its shape, width, k variable and base index.
   struct MappedLoop {
     bool active = false;
@@ -1112,17 +1117,24 @@ class Codegen {
     close();
   }
 
-  // Combines (acc, have) across the 32 lanes of each warp; every lane gets the result.
+  // Combines (acc, have) across the 32 lanes of each warp; every lane gets the result. When every
+  // lane holds a value (all_have), the flags are not exchanged.
   void warp_reduce(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
-                   const std::vector<std::string>& types) {
+                   const std::vector<std::string>& types, bool all_have) {
     std::string off = fresh("off");
+    line("#pragma unroll");
     open(fmt::format("for (int {0} = 16; {0} > 0; {0} >>= 1)", off));
     std::vector<std::string> other;
     for (size_t i = 0; i < acc.size(); ++i) other.push_back(tmp(types[i], fmt::format("tt_shfl_xor({}, {})", acc[i], off)));
-    std::string oh = tmp("bool", fmt::format("tt_shfl_xor({}, {})", have, off));
-    open(fmt::format("if ({})", oh));
-    accumulate(region, have, acc, other);
-    close();
+    if (all_have) {
+      std::vector<std::string> r = combine(region, acc, other);
+      for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], r[i]));
+    } else {
+      std::string oh = tmp("bool", fmt::format("tt_shfl_xor({}, {})", have, off));
+      open(fmt::format("if ({})", oh));
+      accumulate(region, have, acc, other);
+      close();
+    }
     close();
   }
 
@@ -1173,13 +1185,15 @@ class Codegen {
           s, V, [&](const Index& base) { emit_vector_loads(roots, base, V); },
           [&](const Index& idx) { accumulate(region, have, acc, eval_inputs(idx)); }, nullptr);
       vec_loads_.clear();
-      warp_reduce(region, have, acc, types);
+      // Every thread owns an element when the mapping's steps are all full.
+      bool all_have = numel(s) % (int64_t(nt_) * V) == 0;
+      warp_reduce(region, have, acc, types, all_have);
       std::vector<std::string> part;
       for (size_t i = 0; i < n; ++i) part.push_back(alloc_shared(types[i], nwarps_, 8));
-      std::string part_have = alloc_shared("bool", nwarps_, 1);
+      std::string part_have = all_have ? "" : alloc_shared("bool", nwarps_, 1);
       open("if ((tid & 31) == 0)");
       for (size_t i = 0; i < n; ++i) line(fmt::format("{}[tid >> 5] = {};", part[i], acc[i]));
-      line(fmt::format("{}[tid >> 5] = {};", part_have, have));
+      if (!all_have) line(fmt::format("{}[tid >> 5] = {};", part_have, have));
       close();
       sync();
       close();
@@ -1187,14 +1201,23 @@ class Codegen {
       std::string rh;
       decl_acc(res, rh);
       std::string w = fresh("w");
-      line("#pragma unroll");
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", w, nwarps_));
-      open(fmt::format("if ({}[{}])", part_have, w));
       std::vector<std::string> xs;
       for (size_t i = 0; i < n; ++i) xs.push_back(fmt::format("{}[{}]", part[i], w));
-      accumulate(region, rh, res, xs);
-      close();
-      close();
+      if (all_have) {
+        for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {}[0];", res[i], part[i]));
+        line("#pragma unroll");
+        open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", w, nwarps_));
+        std::vector<std::string> r = combine(region, res, xs);
+        for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", res[i], r[i]));
+        close();
+      } else {
+        line("#pragma unroll");
+        open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", w, nwarps_));
+        open(fmt::format("if ({}[{}])", part_have, w));
+        accumulate(region, rh, res, xs);
+        close();
+        close();
+      }
       if (scalar_out) {
         // No barrier: the partials are this op's own, and a loop around it ends in a barrier.
         for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = res[i];
@@ -1219,7 +1242,7 @@ class Codegen {
       open(fmt::format("for (int {0} = tid & 31; {0} < {1}; {0} += 32)", k, K));
       accumulate(region, have, acc, eval_inputs(in_index(oi, k)));
       close();
-      warp_reduce(region, have, acc, types);
+      warp_reduce(region, have, acc, types, false);
       open("if ((tid & 31) == 0)");
       for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
       close();
@@ -1322,6 +1345,92 @@ class Codegen {
 
   // ---- control flow -----------------------------------------------------------------------
 
+  // ---- software pipelining ------------------------------------------------------------------
+
+  // The kernel parameter a pointer value is derived from (nullptr: unknown).
+  static const ir::Value* pointer_root(const ir::Value* v) {
+    while (v) {
+      if (v->is_block_arg()) return v->owner->parent == nullptr ? v : nullptr;
+      const ir::Op* d = v->def;
+      switch (d->kind) {
+        case OpKind::AddPtr: case OpKind::Splat: case OpKind::Broadcast: case OpKind::ExpandDims:
+        case OpKind::MultipleOf: case OpKind::MaxContiguous: case OpKind::Reshape: case OpKind::Permute:
+          v = d->operand(0);
+          break;
+        default: return nullptr;
+      }
+    }
+    return nullptr;
+  }
+
+  // Whether v can be computed for another iteration of `body` from the induction variable and
+  // values defined outside the loop: pure computation, no loads, no carried values, no buffers
+  // or registers of this iteration.
+  bool iteration_invariant_but_iv(const ir::Value* v, const ir::Block* body) {
+    if (v->is_block_arg()) return v->owner != body || v == body->args[0];
+    if (v->def->parent != body) return true;  // defined before the loop, in an enclosing scope
+    const ir::Op* d = v->def;
+    if (v->type.is_block() && (plan_.materialized(v) || reg_planned_.count(v))) return false;
+    bool pure = d->kind == OpKind::Constant || d->kind == OpKind::Arange || d->kind == OpKind::Splat ||
+                d->kind == OpKind::Broadcast || d->kind == OpKind::ExpandDims || d->kind == OpKind::MultipleOf ||
+                d->kind == OpKind::MaxContiguous || (ir::is_elementwise(d->kind) && d->kind != OpKind::Load);
+    if (!pure) return false;
+    for (const ir::Value* o : d->operands)
+      if (!iteration_invariant_but_iv(o, body)) return false;
+    return true;
+  }
+
+  // The loads of a loop body worth issuing one iteration ahead: in registers, at the body's top
+  // level, addresses from the induction variable only, and no store or atomic in the loop that
+  // may write what they read (a different kernel parameter is taken as different memory, as
+  // Triton's pipeliner assumes).
+  std::vector<const ir::Op*> pipelined_loads(const ir::Op* loop) {
+    std::vector<const ir::Op*> out;
+    if (num_stages_ < 2) return out;
+    const ir::Block* body = loop->regions[0];
+    std::vector<const ir::Value*> written;
+    bool unknown_writes = false;
+    auto note_writes = [&](ir::Op* op) {
+      if (op->kind == OpKind::Store || is_atomic(op->kind)) {
+        const ir::Value* r = pointer_root(op->operand(0));
+        if (r) written.push_back(r);
+        else unknown_writes = true;
+      }
+    };
+    ir::Function::walk_block(const_cast<ir::Block*>(body), note_writes);
+    if (unknown_writes) return out;
+    for (const ir::Op* op : body->ops) {
+      if (op->kind != OpKind::Load || !reg_planned_.count(op->result())) continue;
+      const ir::Value* root = pointer_root(op->operand(0));
+      if (!root || std::find(written.begin(), written.end(), root) != written.end()) continue;
+      bool ok = true;
+      for (const ir::Value* o : op->operands) ok = ok && iteration_invariant_but_iv(o, body);
+      if (ok) out.push_back(op);
+    }
+    return out;
+  }
+
+  // Loads `loads` for the iteration whose induction variable is `iv` into `arrays`: the scalars
+  // of the body they depend on are computed again for that iteration.
+  void prefetch(const ir::Op* loop, const std::vector<const ir::Op*>& loads, const std::vector<std::string>& arrays,
+                const std::string& iv) {
+    const ir::Block* body = loop->regions[0];
+    auto saved = scalars_;
+    scalars_[body->args[0]] = iv;
+    std::unordered_set<const ir::Value*> needed;
+    std::function<void(const ir::Value*)> need = [&](const ir::Value* v) {
+      if (v->is_block_arg() || v->def->parent != body || !needed.insert(v).second) return;
+      for (const ir::Value* o : v->def->operands) need(o);
+    };
+    for (const ir::Op* ld : loads)
+      for (const ir::Value* o : ld->operands) need(o);
+    for (const ir::Op* op : body->ops)  // in program order
+      if (op->results.size() == 1 && op->result()->type.is_scalar() && needed.count(op->result()))
+        scalars_[op->result()] = tmp(ctype(op->result()->type), emit_scalar(op));
+    for (size_t i = 0; i < loads.size(); ++i) fill_registers(arrays[i], loads[i]->result(), loads[i]);
+    scalars_ = std::move(saved);
+  }
+
   void emit_for(const ir::Op* op) {
     const ir::Block* body = op->regions[0];
     size_t n = op->results.size();
@@ -1344,10 +1453,36 @@ class Codegen {
         carried_bufs[i] = buffers_[arg] = buffers_[op->results[i]] = buf;
       }
     }
+    // Software pipelining: the loads of iteration i + 1 are issued at the top of iteration i, into
+    // registers the body does not read until the next iteration.
+    std::vector<const ir::Op*> ahead = pipelined_loads(op);
+    std::vector<std::string> ahead_regs;
+    std::string ivt = ctype(op->operand(0)->type);
+    std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), st = scalar(op->operand(2));
+    if (!ahead.empty()) {
+      line(fmt::format("// loads issued one iteration ahead: {}", ahead.size()));
+      for (const ir::Op* ld : ahead) ahead_regs.push_back(declare_registers(ld->result()->type));
+      open(fmt::format("if ({} < {})", lb, ub));
+      prefetch(op, ahead, ahead_regs, lb);
+      close();
+    }
     std::string iv = fresh("iv");
-    open(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} += {4})", ctype(op->operand(0)->type), iv,
-                     scalar(op->operand(0)), scalar(op->operand(1)), scalar(op->operand(2))));
+    open(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} += {4})", ivt, iv, lb, ub, st));
     scalars_[body->args[0]] = iv;
+    if (!ahead.empty()) {
+      for (size_t i = 0; i < ahead.size(); ++i) {
+        std::string cur = declare_registers(ahead[i]->result()->type);
+        std::string j = fresh("j");
+        line("#pragma unroll");
+        line(fmt::format("for (int {0} = 0; {0} < (int)(sizeof({1}) / sizeof({1}[0])); ++{0}) {1}[{0}] = {2}[{0}];", j,
+                         cur, ahead_regs[i]));
+        prefetched_[ahead[i]] = cur;
+      }
+      std::string next = tmp("int64_t", fmt::format("(int64_t){} + (int64_t){}", iv, st));  // no overflow
+      open(fmt::format("if ({} < (int64_t){})", next, ub));
+      prefetch(op, ahead, ahead_regs, fmt::format("(({}){})", ivt, next));
+      close();
+    }
     for (size_t i = 0; i < n; ++i)
       if (!vars[i].empty()) scalars_[body->args[1 + i]] = vars[i];
     emit_block(body);
@@ -1533,7 +1668,9 @@ class Codegen {
     if (is_atomic(op->kind)) return emit_atomic(op);
     const ir::Value* r = op->result();
     if (r->type.is_block()) {
-      if (reg_planned_.count(r)) {
+      if (prefetched_.count(op)) {
+        regs_[r] = prefetched_.at(op);  // loaded one iteration ahead (emit_for)
+      } else if (reg_planned_.count(r)) {
         std::string array = declare_registers(r->type);
         fill_registers(array, r, op);
         regs_[r] = array;

@@ -83,6 +83,10 @@ class CudaKernel : public CompiledKernel {
     std::string ctx = "kernel " + entry_;
     cu::check(d.cuModuleLoadData(&module_, image_.data()), "cuModuleLoadData", ctx);
     cu::check(d.cuModuleGetFunction(&function_, module_, entry_.c_str()), "cuModuleGetFunction", ctx);
+    cu::check(d.cuFuncGetAttribute(&registers_per_thread, cu::CU_FUNC_ATTRIBUTE_NUM_REGS, function_),
+              "cuFuncGetAttribute(NUM_REGS)", ctx);
+    threads_per_program = header_.num_threads;
+    shared_bytes = header_.smem_bytes;
     if (header_.smem_bytes > 48 * 1024) {
       const cu::DeviceProperties& p = cu::properties(device_);
       if (header_.smem_bytes > p.max_shared_memory_per_block_optin)
