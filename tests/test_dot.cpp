@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(dot_micro_tile_edges) {
 
 // The CPU dot may write its result over its accumulator's buffer when that accumulator is dead.
 // These kernels keep it alive: read again after the dot, used by a dot inside a loop that runs
-// it several times, and carried by a loop beside the dot's result.
+// it several times, carried by a loop beside the dot's result, and the dot's own operand.
 BOOST_AUTO_TEST_CASE(dot_accumulator_stays_intact_while_used) {
   auto k = tritium::kernel("dot_acc_reuse", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::ptr<float> out,
                                                int M, int N, int K) {
@@ -161,11 +161,14 @@ BOOST_AUTO_TEST_CASE(dot_accumulator_stays_intact_while_used) {
     }
     tl::store(out + 4 * M * N + offs, acc);
     tl::store(out + 5 * M * N + offs, prev);
+    // 6: x @ x + x, the accumulator also both operands (M = N).
+    auto x = tl::load(c + offs) * 1.0f;
+    tl::store(out + 6 * M * N + offs, tl::dot(x, x, x));
   });
   tt::for_each_backend([&](const tt::Backend& be) {
     const int M = 32, N = 32, K = 16;
     auto a = tt::random_vector<float>(M * K, 21), b = tt::random_vector<float>(K * N, 22), c = tt::random_vector<float>(M * N, 23);
-    std::vector<double> ref(6 * M * N);
+    std::vector<double> ref(7 * M * N);
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < N; ++j) {
         double ab = 0;
@@ -173,6 +176,9 @@ BOOST_AUTO_TEST_CASE(dot_accumulator_stays_intact_while_used) {
         double cv = c[i * N + j];
         const double expect[6] = {cv + ab, cv, cv + ab, cv + ab, cv + 3 * ab, cv + 2 * ab};
         for (int o = 0; o < 6; ++o) ref[o * M * N + i * N + j] = expect[o];
+        double cc = cv;
+        for (int kk = 0; kk < N; ++kk) cc += double(c[i * N + kk]) * c[kk * N + j];
+        ref[6 * M * N + i * N + j] = cc;
       }
     auto da = be.upload<float>(a), db = be.upload<float>(b), dc = be.upload<float>(c);
     auto dout = be.alloc_poisoned<float>(ref.size());

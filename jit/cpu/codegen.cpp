@@ -1005,15 +1005,16 @@ class Codegen {
     return best;
   }
 
-  // The dot writes into c's buffer when c dies here: a materialised value whose only user is
-  // this dot, in the same region (not re-read by a later trip of an inner loop). Each tile reads
-  // its part of c before writing it, so the update is safe, and a loop-carried accumulator is
-  // then neither copied nor given a second buffer.
+  // The dot writes into c's buffer when c dies here: a materialised value whose only use is as
+  // this dot's accumulator (not also an operand), in the same region (not re-read by a later trip
+  // of an inner loop). Each tile reads its part of c before writing it, so the update is safe,
+  // and a loop-carried accumulator is then neither copied nor given a second buffer.
   Value* dot_output_buffer(const ir::Op* op) {
     const ir::Value* c = op->operand(2);
     auto it = buffers_.find(c);
     const ir::Block* home = c->def ? c->def->parent : c->owner;
-    if (it != buffers_.end() && home == op->parent && plan_.users(c).size() == 1 && c->type == op->result()->type)
+    bool only_accumulator = plan_.users(c).size() == 1 && c != op->operand(0) && c != op->operand(1);
+    if (it != buffers_.end() && home == op->parent && only_accumulator && c->type == op->result()->type)
       return it->second;
     return alloc_buffer(op->result()->type);
   }
