@@ -4,6 +4,7 @@
 //   cold compile and disk-cache load (in a new process) of tutorial 01's kernel
 //
 //   tritium-bench [--json FILE] [--quick] [--device cpu|cuda]
+//   tritium-bench --matmul [SIZE]   fp32 matmul beside OpenBLAS (bench/matmul_vs_openblas.cpp)
 // On cuda the plain-loop column is absent (bench/compare_gpu.py sets Triton and PyTorch beside
 // these figures) and a bare cuLaunchKernel of an empty kernel is timed as the launch baseline.
 #include <unistd.h>
@@ -25,6 +26,8 @@
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/thread_pool.h"
+
+int matmul_bench(int argc, char** argv);  // bench/matmul_vs_openblas.cpp
 
 namespace tl = tritium::tl;
 using clock_type = std::chrono::steady_clock;
@@ -121,6 +124,7 @@ int main(int argc, char** argv) {
   // program would time those hits, not cold compiles. Off for this process (and its probes).
   setenv("CUDA_CACHE_DISABLE", "1", 0);
   if (argc > 1 && !std::strcmp(argv[1], "--probe")) return probe(argc, argv);
+  if (argc > 1 && !std::strcmp(argv[1], "--matmul")) return matmul_bench(argc, argv);
   std::string json_path;
   bool quick = false;
   for (int i = 1; i < argc; ++i) {

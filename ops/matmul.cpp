@@ -16,6 +16,7 @@
 
 #include "ops/ops.h"
 #include "runtime/dtype_dispatch.h"
+#include "runtime/thread_pool.h"
 #include "runtime/views.h"
 
 namespace tritium::ops {
@@ -93,14 +94,26 @@ int pow2_at_least(int64_t v, int lo, int hi) {
   return p;
 }
 
-// Block sizes per shape (measured on the 2-core AMD EPYC, see docs/tensors.md). dot needs
-// every block dim >= 16.
-Blocks pick_blocks(int64_t M, int64_t N, int64_t K) {
-  Blocks b{};
-  b.n = pow2_at_least(N, 16, 64);
-  b.m = pow2_at_least(M, 16, 64);
-  b.k = pow2_at_least(K, 16, 32);
-  b.group = 8;
+// A block for a dim of `size`: the next power of two >= 16, up to `cap`, but half the cap when
+// that wastes fewer rows past the edge (192 rows: 3 x 64, not 2 x 128).
+int block_for(int64_t size, int cap) {
+  int b = pow2_at_least(size, 16, cap);
+  auto padding = [&](int blk) { return cdiv(size, blk) * blk - size; };
+  return b == cap && cap > 16 && padding(cap / 2) < padding(cap) ? cap / 2 : b;
+}
+
+// Block sizes per shape and backend; dot needs every block dim >= 16. On the CPU, 128 x 128
+// tiles with K steps of 32 run fp32 1024^3 at ~175 GFLOP/s on one core of the 2-core AMD EPYC
+// (Zen 5), against ~150 with 64 x 64 x 32: the accumulator tile is read and written once per K
+// step and each element of A and B is loaded fewer times (`tritium-bench --matmul`,
+// docs/tensors.md). Tiles shrink back to 64 while there are fewer programs than threads. CUDA
+// keeps 64 x 64 x 32 (its dot is not on tensor cores yet).
+Blocks pick_blocks(int64_t M, int64_t N, int64_t K, int64_t nbatch, const Device& device) {
+  const int k = pow2_at_least(K, 16, 32);
+  if (!device.is_cpu()) return {pow2_at_least(M, 16, 64), pow2_at_least(N, 16, 64), k, 8};
+  Blocks b{block_for(M, 128), block_for(N, 128), k, 8};
+  const int64_t threads = runtime::ThreadPool::global().size();
+  while (cdiv(M, b.m) * cdiv(N, b.n) * nbatch < threads && std::max(b.m, b.n) > 64) (b.m >= b.n ? b.m : b.n) /= 2;
   return b;
 }
 
@@ -136,7 +149,7 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
   while (dims.size() < 2) dims.insert(dims.begin(), Dim{1, 0, 0, 0});
   const int64_t nbatch = dims[0].size * dims[1].size;
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail("matmul: dimensions above 2^31 are not supported");
-  Blocks bl = pick_blocks(M, N, K);
+  Blocks bl = pick_blocks(M, N, K, nbatch, a.device());
   int64_t tiles = cdiv(M, bl.m) * cdiv(N, bl.n);
   runtime::dispatch_float(a.dtype(), "matmul", [&](auto tag) {
     using T = decltype(tag);

@@ -49,15 +49,17 @@ template <class T> double dot_tol(const tt::Backend& be) {
   else return 1e-2;
 }
 
+struct DotShape { int m, n, k; };
+
 template <class T>
-void dot_cases(const tt::Backend& be, uint32_t seed) {
+void dot_cases(const tt::Backend& be, uint32_t seed,
+               std::vector<DotShape> shapes = {{16, 16, 16}, {32, 64, 16}, {64, 32, 128}}, bool all_transposes = false) {
   using A = acc_t<T>;
-  struct Shape { int m, n, k; };
   const int P = 2;
-  for (Shape s : {Shape{16, 16, 16}, Shape{32, 64, 16}, Shape{64, 32, 128}})
+  for (DotShape s : shapes)
     for (bool has_acc : {false, true})
       for (int trans : {0, 1, 2}) {  // 0: none, 1: a transposed, 2: b transposed
-        if (trans && !(s.m == 32 && s.n == 64) && !(s.m == 16)) continue;  // transposes on two shapes
+        if (trans && !all_transposes && !(s.m == 32 && s.n == 64) && !(s.m == 16)) continue;  // transposes on two shapes
         double lo = std::is_integral_v<T> ? -128 : -1, hi = std::is_integral_v<T> ? 127 : 1;
         auto a = tt::random_vector<T>(size_t(P) * s.m * s.k, ++seed, lo, hi);
         auto b = tt::random_vector<T>(size_t(P) * s.k * s.n, ++seed, lo, hi);
@@ -117,6 +119,73 @@ BOOST_AUTO_TEST_CASE(dot_f16) { tt::for_each_backend([](const tt::Backend& be) {
 BOOST_AUTO_TEST_CASE(dot_bf16) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<bf16_t>(be, 300); }); }
 BOOST_AUTO_TEST_CASE(dot_i8) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<int8_t>(be, 400); }); }
 BOOST_AUTO_TEST_CASE(dot_f64) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<double>(be, 500); }); }
+
+// Shapes around the CPU micro-kernel's register tile (6 rows x 4 vectors of 16 lanes for f32 on
+// AVX-512, 6 x 2 for f64): M never a multiple of 6 (edge tiles of 4 and 2 rows), N from one
+// vector to 16, the smallest blocks, long K, in every dtype.
+BOOST_AUTO_TEST_CASE(dot_micro_tile_edges) {
+  const std::vector<DotShape> shapes = {{16, 256, 16}, {128, 16, 32}, {32, 32, 256}, {64, 128, 16}, {128, 128, 32}};
+  tt::for_each_backend([&](const tt::Backend& be) {
+    dot_cases<float>(be, 600, shapes, true);
+    dot_cases<f16_t>(be, 700, shapes);
+    dot_cases<bf16_t>(be, 800, shapes);
+    dot_cases<int8_t>(be, 900, shapes);
+    dot_cases<double>(be, 1000, shapes, true);
+  });
+}
+
+// The CPU dot may write its result over its accumulator's buffer when that accumulator is dead.
+// These kernels keep it alive: read again after the dot, used by a dot inside a loop that runs
+// it several times, carried by a loop beside the dot's result, and the dot's own operand.
+BOOST_AUTO_TEST_CASE(dot_accumulator_stays_intact_while_used) {
+  auto k = tritium::kernel("dot_acc_reuse", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::ptr<float> out,
+                                               int M, int N, int K) {
+    auto rm = tl::arange(0, M), rn = tl::arange(0, N), rk = tl::arange(0, K);
+    auto av = tl::load(a + rm(tl::_, tl::None) * K + rk(tl::None, tl::_));
+    auto bv = tl::load(b + rk(tl::_, tl::None) * N + rn(tl::None, tl::_));
+    auto offs = rm(tl::_, tl::None) * N + rn(tl::None, tl::_);
+    auto cv = tl::load(c + offs) * 1.0f;
+    // 0: c + ab, then c again.
+    auto r = tl::dot(av, bv, cv);
+    tl::store(out + offs, r);
+    tl::store(out + M * N + offs, cv);
+    // 1, 2: c + ab from a dot run twice in a loop, c defined outside it.
+    for (auto i : tl::range(0, 2)) tl::store(out + (2 + i) * M * N + offs, tl::dot(av, bv, cv));
+    // 3, 4: acc = c + 3ab after three trips, prev = c + 2ab (the value acc had before the last).
+    auto acc = cv + 0.0f;
+    auto prev = cv + 0.0f;
+    for (auto i : tl::range(0, 3)) {
+      auto next = tl::dot(av, bv, acc);
+      prev = acc;
+      acc = next;
+    }
+    tl::store(out + 4 * M * N + offs, acc);
+    tl::store(out + 5 * M * N + offs, prev);
+    // 6: x @ x + x, the accumulator also both operands (M = N).
+    auto x = tl::load(c + offs) * 1.0f;
+    tl::store(out + 6 * M * N + offs, tl::dot(x, x, x));
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int M = 32, N = 32, K = 16;
+    auto a = tt::random_vector<float>(M * K, 21), b = tt::random_vector<float>(K * N, 22), c = tt::random_vector<float>(M * N, 23);
+    std::vector<double> ref(7 * M * N);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double ab = 0;
+        for (int kk = 0; kk < K; ++kk) ab += double(a[i * K + kk]) * b[kk * N + j];
+        double cv = c[i * N + j];
+        const double expect[6] = {cv + ab, cv, cv + ab, cv + ab, cv + 3 * ab, cv + 2 * ab};
+        for (int o = 0; o < 6; ++o) ref[o * M * N + i * N + j] = expect[o];
+        double cc = cv;
+        for (int kk = 0; kk < N; ++kk) cc += double(c[i * N + kk]) * c[kk * N + j];
+        ref[6 * M * N + i * N + j] = cc;
+      }
+    auto da = be.upload<float>(a), db = be.upload<float>(b), dc = be.upload<float>(c);
+    auto dout = be.alloc_poisoned<float>(ref.size());
+    k[{1}](da.ptr(), db.ptr(), dc.ptr(), dout.ptr(), M, N, K, be.options());
+    tt::check_close<float>(dout.download(), ref, dot_tol<float>(be), "accumulator reused after the dot");
+  });
+}
 
 // Elementwise work on dot operands and results: (2a) @ b + c, relu, in one kernel.
 BOOST_AUTO_TEST_CASE(dot_fused_with_elementwise) {

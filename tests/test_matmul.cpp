@@ -100,6 +100,23 @@ BOOST_AUTO_TEST_CASE(two_d_odd_sizes) {
   });
 }
 
+// Sizes around the CPU blocks (128, or 64 where that pads less: 192 = 3 x 64) and K around its
+// block of 32, in every dtype.
+BOOST_AUTO_TEST_CASE(sizes_around_the_blocks) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    const int sizes[][3] = {{192, 33, 129}, {200, 1, 257}, {129, 64, 127}, {256, 31, 16}, {16, 65, 300}};
+    uint32_t seed = 200;
+    for (auto& s : sizes) {
+      auto what = fmt::format("{}x{}x{}", s[0], s[1], s[2]);
+      check<float>(random_tensor<float>({s[0], s[1]}, seed), random_tensor<float>({s[1], s[2]}, seed + 1), what);
+      check<double>(random_tensor<double>({s[0], s[1]}, seed + 2), random_tensor<double>({s[1], s[2]}, seed + 3), what);
+      check<f16_t>(random_tensor<f16_t>({s[0], s[1]}, seed + 4), random_tensor<f16_t>({s[1], s[2]}, seed + 5), what);
+      check<bf16_t>(random_tensor<bf16_t>({s[0], s[1]}, seed + 6), random_tensor<bf16_t>({s[1], s[2]}, seed + 7), what);
+      seed += 8;
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(training_shapes_with_transposed_views) {
   tt::for_each_backend([&](const tt::Backend&) {
     // The MLP's matmuls: x @ W^T (W^T a view), g @ W, x^T @ g.

@@ -7,8 +7,8 @@
 //                [--sizes 128,256,...] [--quick] [--out DIR] [--warmup-ms X] [--rep-ms X]
 //
 // matmul: the op library's matmul kernel (ops::matmul_kernel) on square N x N x N problems,
-// 16 configs (BLOCK_M, BLOCK_N in {32, 64}, BLOCK_K in {16, 32}, num_warps in {4, 8}); the
-// default is what ops::matmul picks. add: tutorial 01's vector add over 2^12 ... 2^26 elements,
+// 16 configs (BLOCK_M, BLOCK_N in {32, 64} on CUDA, {64, 128} on the CPU; BLOCK_K in {16, 32};
+// num_warps in {4, 8}); the default is what ops::matmul picks for large shapes. add: tutorial 01's vector add over 2^12 ... 2^26 elements,
 // BLOCK in {256 ... 8192} x num_warps in {2, 4, 8}.
 #include <chrono>
 #include <cstdio>
@@ -154,11 +154,12 @@ int main(int argc, char** argv) {
       report.metric = args.device.is_cuda() ? "TFLOP/s" : "GFLOP/s";
       report.x_label = "N (M = N = K)";
       std::vector<Config> configs;
-      for (int bm : {32, 64})
-        for (int bn : {32, 64})
+      const int small = args.device.is_cuda() ? 32 : 64, large = 2 * small;
+      for (int bm : {small, large})
+        for (int bn : {small, large})
           for (int bk : {16, 32})
             for (int warps : {4, 8}) configs.emplace_back(Meta{{"BLOCK_M", bm}, {"BLOCK_N", bn}, {"BLOCK_K", bk}, {"GROUP_M", 8}}, warps, 3);
-      const std::string default_config = Config(Meta{{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"GROUP_M", 8}}, 4, 3).str();
+      const std::string default_config = Config(Meta{{"BLOCK_M", large}, {"BLOCK_N", large}, {"BLOCK_K", 32}, {"GROUP_M", 8}}, 4, 3).str();
       options.key = {"M", "N", "K"};
       auto tuner = tritium::autotune(tritium::ops::matmul_kernel(args.dtype), configs, options);
       at::ProgressBar bar(static_cast<int>(args.sizes.size()), "matmul shapes");

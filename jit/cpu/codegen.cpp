@@ -47,8 +47,8 @@ bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicC
 
 class Codegen {
  public:
-  Codegen(ir::Function& f, const AxisInfoMap& axis, llvm::LLVMContext& ctx)
-      : f_(f), axis_(axis), ctx_(ctx), b_(ctx), module_(std::make_unique<llvm::Module>("tritium_" + f.name, ctx)) {}
+  Codegen(ir::Function& f, const AxisInfoMap& axis, llvm::LLVMContext& ctx, const VectorRegisters& regs)
+      : f_(f), axis_(axis), ctx_(ctx), regs_(regs), b_(ctx), module_(std::make_unique<llvm::Module>("tritium_" + f.name, ctx)) {}
 
   std::unique_ptr<llvm::Module> run() {
     plan_ = plan_blocks(f_);
@@ -64,6 +64,7 @@ class Codegen {
   ir::Function& f_;
   const AxisInfoMap& axis_;
   llvm::LLVMContext& ctx_;
+  VectorRegisters regs_;
   llvm::IRBuilder<> b_;
   std::unique_ptr<llvm::Module> module_;
   llvm::Function* fn_ = nullptr;
@@ -964,67 +965,121 @@ class Codegen {
     else loop_nest(outer, w, body);
   }
 
-  void emit_dot(const ir::Op* op) {
-    const ir::Value* a = op->operand(0);
-    const ir::Value* bm = op->operand(1);
+  // ---- dot --------------------------------------------------------------------------------
+  //
+  // out = a @ b + c on materialised row-major operands, as a register-blocked FMA micro-kernel:
+  // a tile of `rows` x `chunks` vectors of C stays in registers across the whole K loop, and each
+  // k loads the tile's vectors of B once and broadcasts one element of A per row. The operand
+  // buffers are already packed (contiguous, the transposes resolved when they were materialised),
+  // so no further packing pays. f16/bf16 and i8 operands are widened as they are read; the
+  // accumulation is in f32 (f64 for f64, i32 for integers) and rounded to the result type once.
+
+  struct DotArgs {
+    const ir::Value *a, *b, *c;
+    const ir::Type& result;
+    Value *abuf, *bbuf, *out;
+    DType compute;  // accumulation type
+    int w;          // lanes per vector chunk of a row of C
+  };
+
+  struct MicroTile {
+    int64_t rows, chunks;
+  };
+
+  // Among the tiles whose accumulators, plus the B vectors of one k and a broadcast A element,
+  // fit the vector registers: the most FMAs per load (rows * v / (rows + v) for v registers of B
+  // per k), then the fewest edge tiles, then wider (B is read along rows). AVX-512: 6 x 4 f32,
+  // 6 x 2 f64 (two registers per 16 lanes); AVX2: 6 rows x 1 chunk of 16 f32.
+  MicroTile micro_tile(DType compute, int w, int64_t M, int64_t chunks) {
+    const int64_t regs_per_chunk = std::max<int64_t>(1, int64_t(w) * dtype_bytes(compute) / regs_.bytes);
+    MicroTile best{1, 1};
+    double best_score = -1;
+    for (int64_t cn = 1; cn <= std::min<int64_t>(chunks, 4); ++cn)
+      for (int64_t rm = 1; rm <= std::min<int64_t>(M, 8); ++rm) {
+        const int64_t v = cn * regs_per_chunk;
+        if (rm * v + v + 1 > regs_.count) continue;
+        int edges = (M % rm != 0) + (chunks % cn != 0);
+        double score = double(rm * v) / double(rm + v) - 0.01 * edges + 0.001 * cn;
+        if (score > best_score) best_score = score, best = {rm, cn};
+      }
+    return best;
+  }
+
+  // The dot writes into c's buffer when c dies here: a materialised value whose only use is as
+  // this dot's accumulator (not also an operand), in the same region (not re-read by a later trip
+  // of an inner loop). Each tile reads its part of c before writing it, so the update is safe,
+  // and a loop-carried accumulator is then neither copied nor given a second buffer.
+  Value* dot_output_buffer(const ir::Op* op) {
     const ir::Value* c = op->operand(2);
+    auto it = buffers_.find(c);
+    const ir::Block* home = c->def ? c->def->parent : c->owner;
+    bool only_accumulator = plan_.users(c).size() == 1 && c != op->operand(0) && c != op->operand(1);
+    if (it != buffers_.end() && home == op->parent && only_accumulator && c->type == op->result()->type)
+      return it->second;
+    return alloc_buffer(op->result()->type);
+  }
+
+  void emit_dot(const ir::Op* op) {
     const ir::Type& rt = op->result()->type;
-    int64_t K = a->type.shape[1];
-    Value* out = buffers_[op->result()] = alloc_buffer(rt);
-    Value* abuf = buffers_.at(a);
-    Value* bbuf = buffers_.at(bm);
     DType acc_t = rt.dtype;
     DType compute = is_float(acc_t) ? (acc_t == DType::f64 ? DType::f64 : DType::f32) : DType::i32;
-    int w = lanes_for(rt.shape);
-    // Register-blocked micro-kernel: RM rows x RN chunks of w lanes of C stay in registers
-    // across the K loop; each k loads RN vectors of B and broadcasts RM elements of A, for
-    // RM*RN FMAs (instead of one FMA per vector load).
-    const int64_t M = rt.shape[0], N = rt.shape[1];
-    const int64_t chunks = N / w;
-    const int64_t lane_bytes = int64_t(w) * dtype_bytes(compute);  // bytes of one chunk
-    int64_t RN = std::min<int64_t>(chunks, lane_bytes > 64 ? 2 : 4);
-    int64_t RM = RN >= 4 ? 4 : 8;
-    if (rt.shape.size() == 2 && N % w == 0 && chunks % RN == 0 && M % RM == 0) {
-      emit_loop(0, M, RM, [&](Value* i0) {
-        emit_loop(0, N, RN * w, [&](Value* j0) {
-          auto at = [&](int64_t r, int64_t cc) {
-            return Index{{b_.CreateAdd(i0, i32(r)), 0, nullptr, 1}, {b_.CreateAdd(j0, i32(cc * w)), 1, nullptr, w}};
-          };
-          std::vector<Value*> init;
-          for (int64_t r = 0; r < RM; ++r)
-            for (int64_t cc = 0; cc < RN; ++cc) init.push_back(cast(eval(c, at(r, cc), w), acc_t, compute));
-          std::vector<Value*> accs = emit_loop(i32(0), i32(K), i32(1), init, [&](Value* k, std::vector<Value*> cur) {
-            std::vector<Value*> bv(RN);
-            for (int64_t cc = 0; cc < RN; ++cc)
-              bv[cc] = cast(read_buffer(bbuf, bm->type, {{k, 0, nullptr, 1}, at(0, cc)[1]}, w), bm->type.dtype, compute);
-            for (int64_t r = 0; r < RM; ++r) {
-              Value* av = read_buffer(abuf, a->type, {at(r, 0)[0], {k, 0, nullptr, 1}}, 1);
-              av = splat(cast(b_.CreateExtractElement(av, uint64_t(0)), a->type.dtype, compute), w);
-              for (int64_t cc = 0; cc < RN; ++cc) {
-                Value*& acc = cur[r * RN + cc];
-                if (is_float(compute)) acc = b_.CreateIntrinsic(llvm::Intrinsic::fma, {av->getType()}, {av, bv[cc], acc});
-                else acc = b_.CreateAdd(acc, b_.CreateMul(av, bv[cc]));
-              }
-            }
-            return cur;
-          });
-          for (int64_t r = 0; r < RM; ++r)
-            for (int64_t cc = 0; cc < RN; ++cc) write_buffer(out, rt, at(r, cc), w, cast(accs[r * RN + cc], compute, acc_t));
-        });
-      });
-      return;
+    Value* out = buffers_[op->result()] = dot_output_buffer(op);
+    DotArgs d{op->operand(0), op->operand(1), op->operand(2), rt, buffers_.at(op->operand(0)),
+              buffers_.at(op->operand(1)), out, compute, lanes_for(rt.shape)};
+    const int64_t M = rt.shape[0], chunks = rt.shape[1] / d.w;
+    MicroTile t = micro_tile(compute, d.w, M, chunks);
+    // Full tiles, then the tiles at the bottom and right edges with fewer rows or chunks.
+    const int64_t full_m = M - M % t.rows, full_c = chunks - chunks % t.chunks;
+    emit_dot_tiles(d, {0, full_m, t.rows}, {0, full_c, t.chunks});
+    if (full_c < chunks) emit_dot_tiles(d, {0, full_m, t.rows}, {full_c, chunks, chunks - full_c});
+    if (full_m < M) {
+      emit_dot_tiles(d, {full_m, M, M - full_m}, {0, full_c, t.chunks});
+      if (full_c < chunks) emit_dot_tiles(d, {full_m, M, M - full_m}, {full_c, chunks, chunks - full_c});
     }
-    loop_nest(rt.shape, w, [&](const Index& idx) {
-      Value* acc = cast(eval(c, idx, w), acc_t, compute);
-      acc = emit_loop(i32(0), i32(K), i32(1), {acc}, [&](Value* k, std::vector<Value*> cur) {
-        Value* av = read_buffer(abuf, a->type, {idx[0], {k, 0, nullptr, 1}}, 1);
-        av = splat(cast(b_.CreateExtractElement(av, uint64_t(0)), a->type.dtype, compute), w);
-        Value* bv = cast(read_buffer(bbuf, bm->type, {{k, 0, nullptr, 1}, idx[1]}, w), bm->type.dtype, compute);
-        if (is_float(compute)) return std::vector<Value*>{b_.CreateIntrinsic(llvm::Intrinsic::fma, {av->getType()}, {av, bv, cur[0]})};
-        return std::vector<Value*>{b_.CreateAdd(cur[0], b_.CreateMul(av, bv))};
-      })[0];
-      write_buffer(out, rt, idx, w, cast(acc, compute, acc_t));
+  }
+
+  struct TileRange {
+    int64_t begin, end, step;  // rows (or chunks) [begin, end) in tiles of `step`
+  };
+
+  void emit_dot_tiles(const DotArgs& d, TileRange rows, TileRange chunks) {
+    if (rows.begin >= rows.end || chunks.begin >= chunks.end) return;
+    emit_loop(rows.begin, rows.end, rows.step, [&](Value* i0) {
+      emit_loop(chunks.begin * d.w, chunks.end * d.w, chunks.step * d.w,
+                [&](Value* j0) { emit_dot_tile(d, i0, j0, rows.step, chunks.step); });
     });
+  }
+
+  // One rows x chunks tile of C at row i0, column j0: accumulators in registers over all of K.
+  void emit_dot_tile(const DotArgs& d, Value* i0, Value* j0, int64_t rows, int64_t chunks) {
+    const int w = d.w;
+    auto row = [&](int64_t r) { return VIdx{b_.CreateAdd(i0, i32(r)), 0, nullptr, 1}; };
+    auto col = [&](int64_t cc) { return VIdx{b_.CreateAdd(j0, i32(cc * w)), 1, nullptr, w}; };
+    auto kidx = [&](Value* k) { return VIdx{k, 0, nullptr, 1}; };
+    std::vector<Value*> init;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t cc = 0; cc < chunks; ++cc)
+        init.push_back(cast(eval(d.c, {row(r), col(cc)}, w), d.result.dtype, d.compute));
+    const int64_t K = d.a->type.shape[1];
+    std::vector<Value*> acc = emit_loop(i32(0), i32(K), i32(1), init, [&](Value* k, std::vector<Value*> cur) {
+      std::vector<Value*> bv(chunks);
+      for (int64_t cc = 0; cc < chunks; ++cc)
+        bv[cc] = cast(read_buffer(d.bbuf, d.b->type, {kidx(k), col(cc)}, w), d.b->type.dtype, d.compute);
+      for (int64_t r = 0; r < rows; ++r) {
+        Value* av = read_buffer(d.abuf, d.a->type, {row(r), kidx(k)}, 1);
+        av = splat(cast(b_.CreateExtractElement(av, uint64_t(0)), d.a->type.dtype, d.compute), w);
+        for (int64_t cc = 0; cc < chunks; ++cc) cur[r * chunks + cc] = multiply_add(av, bv[cc], cur[r * chunks + cc], d.compute);
+      }
+      return cur;
+    });
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t cc = 0; cc < chunks; ++cc)
+        write_buffer(d.out, d.result, {row(r), col(cc)}, w, cast(acc[r * chunks + cc], d.compute, d.result.dtype));
+  }
+
+  Value* multiply_add(Value* x, Value* y, Value* acc, DType d) {
+    if (is_float(d)) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, acc});
+    return b_.CreateAdd(acc, b_.CreateMul(x, y));
   }
 
   // ---- control flow -----------------------------------------------------------------------
@@ -1066,6 +1121,10 @@ class Codegen {
         auto it = buffers_.find(y);
         if (it == buffers_.end() && updatable_in_place(y, body, 1 + i, true)) {
           in_place[i] = true;
+          continue;
+        }
+        if (it != buffers_.end() && it->second == carried_bufs[i]) {  // already there (a dot updated it in place)
+          temps[i] = carried_bufs[i];
           continue;
         }
         bool is_carried = it != buffers_.end() && std::find(carried_bufs.begin(), carried_bufs.end(), it->second) != carried_bufs.end();
@@ -1291,9 +1350,10 @@ class Codegen {
 
 }  // namespace
 
-std::unique_ptr<llvm::Module> lower_to_llvm(ir::Function& f, const AxisInfoMap& axis, llvm::LLVMContext& ctx) {
+std::unique_ptr<llvm::Module> lower_to_llvm(ir::Function& f, const AxisInfoMap& axis, llvm::LLVMContext& ctx,
+                                            const VectorRegisters& regs) {
   f.renumber();
-  return Codegen(f, axis, ctx).run();
+  return Codegen(f, axis, ctx, regs).run();
 }
 
 }  // namespace tritium::jit::cpu

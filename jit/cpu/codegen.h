@@ -24,6 +24,13 @@ inline constexpr const char* kEntrySymbol = "tritium_kernel";
 inline constexpr const char* kPrintSymbol = "tritium_cpu_print";
 inline constexpr const char* kAssertSymbol = "tritium_cpu_assert_fail";
 
-std::unique_ptr<llvm::Module> lower_to_llvm(ir::Function& f, const AxisInfoMap& axis, llvm::LLVMContext& ctx);
+// The host's vector register file: the dot micro-tile is sized to fit it.
+struct VectorRegisters {
+  int bytes = 64;  // of one register (AVX-512)
+  int count = 32;
+};
+
+std::unique_ptr<llvm::Module> lower_to_llvm(ir::Function& f, const AxisInfoMap& axis, llvm::LLVMContext& ctx,
+                                            const VectorRegisters& regs = {});
 
 }  // namespace tritium::jit::cpu

@@ -30,6 +30,7 @@ using EntryFn = void (*)(const uint64_t*, int32_t, int32_t, int32_t, int64_t, in
 
 struct HostTarget {
   std::string triple, cpu, features;
+  cpu::VectorRegisters regs;
 };
 
 const HostTarget& host() {
@@ -42,6 +43,8 @@ const HostTarget& host() {
     llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
     std::vector<std::string> on;
     for (auto& f : feats) on.push_back(std::string(f.second ? "+" : "-").append(f.first().str()));
+    auto has = [&](const char* f) { return feats.lookup(f); };
+    t.regs = has("avx512f") ? cpu::VectorRegisters{64, 32} : has("avx") ? cpu::VectorRegisters{32, 16} : cpu::VectorRegisters{16, 16};
     std::sort(on.begin(), on.end());
     for (auto& f : on) {
       if (!t.features.empty()) t.features += ',';
@@ -159,7 +162,7 @@ class CpuBackend : public Backend {
 
   std::vector<char> generate(ir::Function& f, const AxisInfoMap& axis, const CompileOptions&) override {
     llvm::LLVMContext ctx;
-    std::unique_ptr<llvm::Module> m = cpu::lower_to_llvm(f, axis, ctx);
+    std::unique_ptr<llvm::Module> m = cpu::lower_to_llvm(f, axis, ctx, host().regs);
     auto tm = make_target_machine();
     m->setDataLayout(tm->createDataLayout());
     m->setTargetTriple(host().triple);
