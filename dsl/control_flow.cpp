@@ -1,5 +1,6 @@
 #include "dsl/control_flow.h"
 
+#include <algorithm>
 #include <exception>
 #include <unordered_set>
 #include <vector>
@@ -207,6 +208,109 @@ void if_(operand condition, const std::function<void()>& then_body, const std::f
   b.create(OpKind::Yield, else_yields, {});
   b.set_insertion_end(outer);
   for (Record* r : merged) r->handle->rebind(f.add_result(op, r->before->type));
+}
+
+void while_(const std::function<tensor()>& cond, const std::function<void()>& body, std::source_location location) {
+  SourceLoc loc = SourceLoc::from(location);
+  ir::Builder& b = dsl::builder("while_", loc);
+  ir::Function& f = b.function();
+  ir::Block* outer = b.block();
+  ir::Op* op = b.create(OpKind::While, {}, {});
+  ir::Block* before = f.new_block(op);
+  ir::Block* after = f.new_block(op);
+  op->regions = {before, after};
+  // Every live tensor gets an argument in both regions; the ones the body leaves alone are folded
+  // back to their outer value.
+  struct Carried {
+    tensor* handle;
+    Value* init;
+    Value* before_arg;
+    Value* body_arg;
+  };
+  std::vector<Carried> carried;
+  for (tensor* h : live_tensors())
+    carried.push_back({h, h->raw(), f.add_block_arg(before, h->raw()->type), f.add_block_arg(after, h->raw()->type)});
+  auto rebind_all = [&](Value* Carried::*to) {
+    auto alive = live_set();
+    for (auto& c : carried)
+      if (alive.count(c.handle)) c.handle->rebind(c.*to);
+  };
+  auto leave = [&] {
+    rebind_all(&Carried::init);
+    b.set_insertion_end(outer);
+  };
+  rebind_all(&Carried::before_arg);
+  b.set_insertion_end(before);
+  Value* c = nullptr;
+  try {
+    tensor t = cond();
+    c = dsl::to_bool("while_", loc, dsl::operand_value("while_", t));
+  } catch (...) {
+    leave();
+    throw;
+  }
+  auto alive = live_set();
+  for (auto& cv : carried)
+    if (alive.count(cv.handle) && cv.handle->raw() != cv.before_arg) {
+      leave();
+      fail(loc, "tl::while_: the condition reassigns an outer tensor; compute new values in the body");
+    }
+  if (c->type.is_block()) {
+    leave();
+    fail(loc, "tl::while_: the condition must be a scalar, got {}", dsl::describe(c));
+  }
+  b.create(OpKind::Yield, {c}, {});
+
+  rebind_all(&Carried::body_arg);
+  b.set_insertion_end(after);
+  try {
+    body();
+  } catch (...) {
+    leave();
+    throw;
+  }
+  if (b.block() != after) {
+    leave();
+    fail(loc, "tl::while_: the body ended inside another construct");
+  }
+  alive = live_set();
+  std::vector<Value*> yields;
+  std::vector<Carried> kept;
+  for (auto& cv : carried) {
+    bool changed = alive.count(cv.handle) && cv.handle->raw() != cv.body_arg;
+    if (!changed) continue;
+    Value* next = cv.handle->raw();
+    std::string error;
+    if (next->type != cv.init->type)
+      error = fmt::format("a tensor reassigned in the body changes type from {} to {}; loop-carried values must keep "
+                          "their type (cast the new value with .to(...))",
+                          cv.init->type.str(), next->type.str());
+    else if (next->type.is_block())
+      error = fmt::format("a {} block is reassigned in the body; only scalars can be carried by a while loop "
+                          "(use tl::range for blocks)",
+                          next->type.str());
+    if (!error.empty()) {
+      leave();
+      fail(loc, "tl::while_: {}", error);
+    }
+    yields.push_back(next);
+    kept.push_back(cv);
+  }
+  for (auto& cv : carried) {
+    if (std::find_if(kept.begin(), kept.end(), [&](const Carried& k) { return k.handle == cv.handle; }) != kept.end())
+      continue;
+    f.replace_all_uses(cv.before_arg, cv.init);
+    f.replace_all_uses(cv.body_arg, cv.init);
+    f.erase_block_arg(before, cv.before_arg->index);
+    f.erase_block_arg(after, cv.body_arg->index);
+  }
+  b.create(OpKind::Yield, yields, {});
+  b.set_insertion_end(outer);
+  leave();
+  for (auto& cv : kept) {
+    op->operands.push_back(cv.init);
+    cv.handle->rebind(f.add_result(op, cv.init->type));
+  }
 }
 
 }  // namespace tritium::tl

@@ -57,4 +57,13 @@ class range {
 void if_(operand condition, const std::function<void()>& then_body, const std::function<void()>& else_body = nullptr,
          std::source_location loc = std::source_location::current());
 
+// Run-time loop: while (cond()) body(); - Triton's `while cond: ...`, e.g. a spin lock:
+//   tl::while_([&] { return tl::atomic_cas(lock, 0, 1) == 1; }, [] {});
+// cond() returns a scalar and is evaluated before every trip (it may have side effects, such as
+// the atomic above, but may not reassign outer tensors). Outer scalars reassigned in body() carry
+// from one trip to the next and hold the last trip's value after the loop; blocks cannot be
+// carried (use tl::range, whose trip count is known).
+void while_(const std::function<tensor()>& cond, const std::function<void()>& body,
+            std::source_location loc = std::source_location::current());
+
 }  // namespace tritium::tl

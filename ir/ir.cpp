@@ -71,6 +71,7 @@ const char* op_name(OpKind k) {
     case OpKind::Scan: return "scan";
     case OpKind::Dot: return "dot";
     case OpKind::For: return "for";
+    case OpKind::While: return "while";
     case OpKind::If: return "if";
     case OpKind::Yield: return "yield";
     case OpKind::Print: return "print";

@@ -49,6 +49,8 @@ enum class OpKind : uint8_t {
   // Control flow.
   For,          // (lb, ub, step, init_0..init_n); region(0) args: (iv, carried_0..n) -> yield n
   If,           // (cond); region(0) then, region(1) else; each yields the results
+  While,        // (init_0..n); region(0) before(carried_0..n) -> yield (i1 cond);
+                // region(1) body(carried_0..n) -> yield n; runs body while cond; results: the last carried
   Yield,        // terminator of a region: its operands are the region's results
   // Debugging and hints.
   Print,        // operands printed; attr: str = prefix

@@ -155,7 +155,7 @@ class Printer {
     if (!op.regions.empty()) {
       if (!op.results.empty()) out += fmt::format(" -> ({})", types_str(op.results));
       for (size_t r = 0; r < op.regions.size(); ++r) {
-        out += r == 0 ? " {\n" : (op.kind == OpKind::If && r == 1 ? " else {\n" : " {\n");
+        out += r == 0 ? " {\n" : (op.kind == OpKind::If && r == 1 ? " else {\n" : op.kind == OpKind::While ? " do {\n" : " {\n");
         region(*op.regions[r], depth);
         indent(depth);
         out += "}";

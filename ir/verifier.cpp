@@ -333,6 +333,21 @@ void verify_if(const Op& op) {
   }
 }
 
+void verify_while(const Op& op) {
+  expect(op.regions.size() == 2, op, fmt::format("needs before and body regions, got {}", op.regions.size()));
+  std::vector<Type> carried;
+  for (const Value* v : op.operands) carried.push_back(v->type);
+  expect(op.results.size() == carried.size(), op,
+         fmt::format("has {} loop-carried inits but {} results", carried.size(), op.results.size()));
+  for (size_t i = 0; i < carried.size(); ++i)
+    expect(op.results[i]->type == carried[i], op,
+           fmt::format("result {} is {} but its init is {}", i, op.results[i]->type.str(), carried[i].str()));
+  expect_region_args(op, *op.regions[0], carried, "before");
+  expect_yield(op, *op.regions[0], {Type::scalar(DType::i1)}, "before");
+  expect_region_args(op, *op.regions[1], carried, "body");
+  expect_yield(op, *op.regions[1], carried, "body");
+}
+
 // ---- everything else --------------------------------------------------------------------------
 
 void verify_misc(const Op& op) {
@@ -384,7 +399,7 @@ void verify_op(const Op& op) {
   }
   for (const Block* r : op.regions) expect(r->parent == &op, op, "region's parent is not the op");
   OpKind k = op.kind;
-  bool has_regions = k == OpKind::For || k == OpKind::If || k == OpKind::Reduce || k == OpKind::Scan;
+  bool has_regions = k == OpKind::For || k == OpKind::If || k == OpKind::While || k == OpKind::Reduce || k == OpKind::Scan;
   if (!has_regions) expect_no_regions(op);
 
   if (k <= OpKind::Arange) verify_source(op);
@@ -394,6 +409,7 @@ void verify_op(const Op& op) {
   else if (k == OpKind::Reduce || k == OpKind::Scan) verify_combine(op);
   else if (k == OpKind::For) verify_for(op);
   else if (k == OpKind::If) verify_if(op);
+  else if (k == OpKind::While) verify_while(op);
   else verify_misc(op);
 }
 

@@ -580,6 +580,105 @@ BOOST_AUTO_TEST_CASE(loop_carried_type_change_is_an_error) {
   });
 }
 
+// ---- while loops --------------------------------------------------------------------------------
+
+// A data-dependent trip count: Collatz steps of a per-program start value, and a loop whose
+// condition is false at once (the carried values keep their inits).
+BOOST_AUTO_TEST_CASE(while_loop_with_data_dependent_trips) {
+  auto k = tritium::kernel("collatz", [](tl::ptr<int64_t> starts, tl::ptr<int32_t> steps, tl::ptr<int64_t> peaks) {
+    auto pid = tl::program_id(0);
+    auto x = tl::load(starts + pid);
+    auto n = tl::full({}, 0, tl::int32);
+    auto peak = x;
+    auto offs = tl::arange(0, 32);  // a block read (not carried) inside the loop
+    auto ones = tl::full({32}, 1, tl::int64);
+    tl::while_([&] { return x != 1; },
+               [&] {
+                 x = tl::where(x % 2 == 0, x / 2, 3 * x + tl::sum(ones * (offs == 0).to(tl::int64), 0));
+                 peak = tl::maximum(peak, x);
+                 n += 1;
+               });
+    tl::store(steps + pid, n);
+    tl::store(peaks + pid, peak);
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    std::vector<int64_t> starts = {1, 2, 3, 7, 27, 97, 871, 77031};
+    const int P = static_cast<int>(starts.size());
+    tt::DeviceArray<int64_t> in(be.device, starts);
+    auto steps = be.alloc_poisoned<int32_t>(P);
+    auto peaks = be.alloc_poisoned<int64_t>(P);
+    k[{P}](in.ptr(), steps.ptr(), peaks.ptr(), be.options());
+    std::vector<int32_t> want_steps;
+    std::vector<int64_t> want_peaks;
+    for (int64_t x : starts) {
+      int32_t n = 0;
+      int64_t peak = x;
+      while (x != 1) x = x % 2 == 0 ? x / 2 : 3 * x + 1, peak = std::max(peak, x), ++n;
+      want_steps.push_back(n), want_peaks.push_back(peak);
+    }
+    tt::check_equal<int32_t>(steps.download(), want_steps, "Collatz steps");
+    tt::check_equal<int64_t>(peaks.download(), want_peaks, "Collatz peaks");
+  });
+}
+
+// Triton's spin lock: `while tl.atomic_cas(lock, 0, 1) == 1: pass`. Every program adds its id
+// to a counter with a plain load and store under the lock; a lost update would show.
+BOOST_AUTO_TEST_CASE(while_loop_spin_lock) {
+  auto k = tritium::kernel("locked_add", [](tl::ptr<int32_t> lock, tl::ptr<int32_t> total, tl::ptr<int32_t> trips) {
+    auto pid = tl::program_id(0);
+    auto spins = tl::full({}, 0, tl::int32);
+    tl::while_([&] { return tl::atomic_cas(lock, 0, 1) == 1; }, [&] { spins += 1; });
+    tl::store(total, tl::load(total) + pid + 1);
+    tl::atomic_xchg(lock, 0);
+    tl::store(trips + pid, spins);
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int P = 512;
+    tt::DeviceArray<int32_t> lock(be.device, std::vector<int32_t>{0}), total(be.device, std::vector<int32_t>{0});
+    auto trips = be.alloc_poisoned<int32_t>(P);
+    k[{P}](lock.ptr(), total.ptr(), trips.ptr(), be.options());
+    tt::check_equal<int32_t>(total.download(), std::vector<int32_t>{P * (P + 1) / 2}, "sum under the lock");
+    tt::check_equal<int32_t>(lock.download(), std::vector<int32_t>{0}, "lock released");
+    for (int32_t t : trips.download()) BOOST_TEST(t >= 0);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(while_loop_misuse_is_an_error) {
+  auto carries_block = tritium::kernel("while_block", [](tl::ptr<float> out, tl::i32 n) {
+    auto acc = tl::zeros({16}, tl::float32);
+    auto i = tl::full({}, 0, tl::int32);
+    tl::while_([&] { return i < n; }, [&] { acc = acc + 1.0f; i += 1; });
+    tl::store(out + tl::arange(0, 16), acc);
+  });
+  auto changes_type = tritium::kernel("while_type", [](tl::ptr<float> out, tl::i32 n) {
+    auto i = tl::full({}, 0, tl::int32);
+    tl::while_([&] { return i < n; }, [&] { i = i.to(tl::float32) + 1.0f; });
+    tl::store(out, i);
+  });
+  auto assigning_cond = tritium::kernel("while_cond", [](tl::ptr<int32_t> out, tl::i32 n) {
+    auto i = tl::full({}, 0, tl::int32);
+    tl::while_([&] { i += 1; return i < n; }, [] {});
+    tl::store(out, i);
+  });
+  auto block_cond = tritium::kernel("while_block_cond", [](tl::ptr<int32_t> out) {
+    auto offs = tl::arange(0, 16);
+    tl::while_([&] { return offs < 3; }, [] {});
+    tl::store(out, 0);
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    auto f = be.alloc_poisoned<float>(16);
+    auto i = be.alloc_poisoned<int32_t>(1);
+    tt::check_throws([&] { carries_block[{1}](f.ptr(), 3, be.options()); },
+                     {"tl::while_", "[16]f32", "only scalars", "tl::range"}, "carried block");
+    tt::check_throws([&] { changes_type[{1}](f.ptr(), 3, be.options()); }, {"tl::while_", "changes type", "i32", "f32"},
+                     "type change");
+    tt::check_throws([&] { assigning_cond[{1}](i.ptr(), 3, be.options()); },
+                     {"tl::while_", "condition reassigns"}, "condition with an assignment");
+    tt::check_throws([&] { block_cond[{1}](i.ptr(), be.options()); }, {"tl::while_", "must be a scalar"},
+                     "block condition");
+  });
+}
+
 // ---- device_print and device_assert -----------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(device_print_output) {

@@ -287,6 +287,21 @@ BOOST_AUTO_TEST_CASE(loops_with_carried_blocks_and_if) {
   BOOST_TEST(ks.num_asserts == 2);
 }
 
+BOOST_AUTO_TEST_CASE(while_loops) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("spin", [](tl::ptr<int32_t> lock, tl::ptr<float> x, tl::i32 n, int BLOCK) {
+    auto offs = tl::arange(0, BLOCK);
+    auto v = tl::load(x + offs, offs < n) * 2.0f;  // live across the loop, in registers
+    auto tries = tl::full({}, 0, tl::int32);
+    tl::while_([&] { return tl::atomic_cas(lock, 0, 1) == 1; }, [&] { tries += 1; });
+    tl::store(x + offs, v + tl::load(x + offs, offs < n) + tries.to(tl::float32), offs < n);
+    tl::atomic_xchg(lock, 0);
+  });
+  auto ks = compile(k, addr<int32_t>(0), addr<float>(1), 1000, 1024);
+  BOOST_TEST(ks.source.find("while (true)") != std::string::npos);
+  BOOST_TEST(ks.source.find("break;") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(device_print) {
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("printer", [](tl::ptr<int32_t> x, tl::ptr<float> y, tl::ptr<f16_t> h, int BLOCK) {

@@ -80,24 +80,6 @@ auto _layer_norm_fwd_fused = tritium::kernel(
 
 // ---- backward, stage 1: dx and the partial dw/db of each row group --------------------------
 
-// Triton takes the lock with `while tl.atomic_cas(Lock, 0, 1) == 1: pass`. Tritium has no
-// run-time while loop (only tl::range, whose trip count is fixed on entry, and tl::if_), so the
-// retry loop is SPIN_DEPTH nested tl::range loops of SPIN_FANOUT trips, each body guarded by
-// `if (!acquired)`: up to SPIN_FANOUT^SPIN_DEPTH (2^30) attempts, and once the lock is held the
-// loops still running end after at most (SPIN_FANOUT - 1) * SPIN_DEPTH skipped trips. The first
-// attempt is made before any loop, so an uncontended lock costs one compare-and-swap.
-constexpr int SPIN_FANOUT = 4, SPIN_DEPTH = 15;
-
-void spin_until_acquired(const tl::tensor& Lock, tl::tensor& acquired, int depth) {
-  for (auto attempt : tl::range(0, SPIN_FANOUT)) {
-    (void)attempt;
-    tl::if_(!acquired, [&] {
-      if (depth == 1) acquired = tl::atomic_cas(Lock, 0, 1) == 0;
-      else spin_until_acquired(Lock, acquired, depth - 1);
-    });
-  }
-}
-
 auto _layer_norm_bwd_dx_fused = tritium::kernel(
     "_layer_norm_bwd_dx_fused",
     [](P DX, P DY, P DW, P DB, P X, P W, tl::ptr<float> Mean, tl::ptr<float> Rstd, tl::ptr<int32_t> Lock,
@@ -134,9 +116,8 @@ auto _layer_norm_bwd_dx_fused = tritium::kernel(
       // This row's contributions to dw and db, added into the group's buffer under its lock.
       auto partial_dw = (dy * xhat).to(w.dtype());
       auto partial_db = dy.to(w.dtype());
-      auto acquired = tl::atomic_cas(Lock, 0, 1) == 0;
-      tl::if_(!acquired, [&] { spin_until_acquired(Lock, acquired, SPIN_DEPTH); });
-      tl::device_assert(acquired, "layer norm backward: a row-group lock was never released");
+      // Take the group's lock: spin until the compare-and-swap finds it free.
+      tl::while_([&] { return tl::atomic_cas(Lock, 0, 1) == 1; }, [] {});
       auto count = tl::load(Count);
       // The group's first writer stores (the buffers are not initialised); later ones accumulate.
       tl::if_(

@@ -1142,6 +1142,40 @@ class Codegen {
     for (size_t j = 0; j < scalar_idx.size(); ++j) scalars_[op->results[scalar_idx[j]]] = finals[j];
   }
 
+  // while (before(carried)) carried = body(carried), carried values being scalars (the DSL
+  // carries only scalars through a while loop): a header that evaluates the condition with phis.
+  void emit_while(const ir::Op* op) {
+    const ir::Block* before = op->regions[0];
+    const ir::Block* body = op->regions[1];
+    size_t n = op->results.size();
+    for (const ir::Value* r : op->results)
+      if (!r->type.is_scalar())
+        fail(op->loc, "the CPU backend carries only scalars through a while loop (got {})", r->type.str());
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, "while", fn_);
+    auto* body_bb = llvm::BasicBlock::Create(ctx_, "while.body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "while.end", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    std::vector<llvm::PHINode*> phis;
+    for (size_t i = 0; i < n; ++i) {
+      Value* init = scalar(op->operands[i]);
+      llvm::PHINode* p = b_.CreatePHI(init->getType(), 2);
+      p->addIncoming(init, pre);
+      phis.push_back(p);
+      scalars_[before->args[i]] = scalars_[body->args[i]] = scalars_[op->results[i]] = p;
+    }
+    emit_block(before);
+    b_.CreateCondBr(scalar(before->ops.back()->operand(0)), body_bb, exit);
+    b_.SetInsertPoint(body_bb);
+    emit_block(body);
+    const ir::Op* yield = body->ops.back();
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    for (size_t i = 0; i < n; ++i) phis[i]->addIncoming(scalar(yield->operands[i]), latch);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+  }
+
   // Whether inline value v can be written straight into the buffer of loop argument `self`:
   // it reads no other loop-carried block, and reads `self` only at the element it writes (through
   // elementwise ops, `same_index`), so each element is read before it is overwritten.
@@ -1263,6 +1297,7 @@ class Codegen {
       case OpKind::Yield: return;  // read by the parent
       case OpKind::For: return emit_for(op);
       case OpKind::If: return emit_if(op);
+      case OpKind::While: return emit_while(op);
       case OpKind::Store: return emit_store(op);
       case OpKind::Reduce: return emit_reduce(op);
       case OpKind::Scan: return emit_scan(op);

@@ -1539,6 +1539,34 @@ class Codegen {
       if (reg_spill_.count(r)) spill_registers(r);
   }
 
+  // while (before(carried)) carried = body(carried); carried values are scalars (the DSL only
+  // carries scalars), computed uniformly by every thread, so the exit is the same for all of them.
+  void emit_while(const ir::Op* op) {
+    const ir::Block* before = op->regions[0];
+    const ir::Block* body = op->regions[1];
+    size_t n = op->results.size();
+    std::vector<std::string> vars(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!op->results[i]->type.is_scalar())
+        fail(op->loc, "the CUDA backend carries only scalars through a while loop (got {})", op->results[i]->type.str());
+      vars[i] = fresh("w");
+      line(fmt::format("{} {} = {};", ctype(op->results[i]->type), vars[i], scalar(op->operands[i])));
+    }
+    open("while (true)");
+    for (size_t i = 0; i < n; ++i) scalars_[before->args[i]] = scalars_[body->args[i]] = vars[i];
+    emit_block(before);
+    line(fmt::format("if (!({})) break;", scalar(before->ops.back()->operand(0))));
+    emit_block(body);
+    const ir::Op* yield = body->ops.back();
+    std::vector<std::string> next(n);
+    for (size_t i = 0; i < n; ++i) next[i] = tmp(ctype(op->results[i]->type), scalar(yield->operands[i]));
+    for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", vars[i], next[i]));
+    sync();  // the next trip may overwrite what this one read
+    close();
+    sync();  // the exit skips the barrier at the end of the last trip
+    for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = vars[i];
+  }
+
   bool updatable_in_place(const ir::Value* v, const ir::Block* body, size_t self, bool same_index) {
     if (v->type.is_scalar()) return true;
     for (size_t j = 1; j < body->args.size(); ++j)
@@ -1657,6 +1685,7 @@ class Codegen {
       case OpKind::Yield: return;
       case OpKind::For: return emit_for(op);
       case OpKind::If: return emit_if(op);
+      case OpKind::While: return emit_while(op);
       case OpKind::Store: return emit_store(op);
       case OpKind::Reduce: return emit_reduce(op);
       case OpKind::Scan: return emit_scan(op);

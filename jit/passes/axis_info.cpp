@@ -112,6 +112,7 @@ class Analysis {
       case OpKind::If: return if_branch(op);
       case OpKind::Reduce:
       case OpKind::Scan:
+      case OpKind::While:  // carried values may be anything after a trip
         for (const ir::Block* r : op.regions) {
           for (const Value* a : r->args) map_.set(a, AxisInfo::unknown(dims_of(a->type)));
           block(*r);

@@ -41,7 +41,7 @@ struct Planner {
 
   bool decide(ir::Op* op, ir::Value* r) {
     switch (op->kind) {
-      case OpKind::Reduce: case OpKind::Scan: case OpKind::Dot: case OpKind::For: case OpKind::If:
+      case OpKind::Reduce: case OpKind::Scan: case OpKind::Dot: case OpKind::For: case OpKind::If: case OpKind::While:
         return true;
       default: break;
     }
@@ -139,7 +139,9 @@ struct Planner {
     for (ir::Op* op : block->ops) {
       if (op == load) between = true;
       else if (op == root) return false;
-      else if (between && (is_side_effect(op) || op->kind == OpKind::For || op->kind == OpKind::If)) return true;
+      else if (between && (is_side_effect(op) || op->kind == OpKind::For || op->kind == OpKind::If ||
+                           op->kind == OpKind::While))
+        return true;
     }
     return true;
   }
