@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Tutorial 03 (matrix multiplication) beside Triton and cuBLAS on the GPU machine, in one run.
+
+Workload: C = A @ B for square M = N = K in {256, 512, 1024, 2048, 4096, 8192}, A and B random
+normal in f16 (and bf16), C in f16 (Triton's tutorial kernel always writes f16; cuBLAS writes the
+input dtype). TFLOP/s = 2 * M * N * K / time.
+
+  Tritium  the tutorial's own table: `03-matrix-multiplication --bench --backend cuda` (its
+           autotuner over Triton's get_cuda_autotune_config(), tritium::do_bench median).
+  Triton   the tutorial's kernel, written out below with the same @triton.autotune configs and
+           key, through the tutorial's matmul() wrapper; triton.testing.do_bench median.
+  cuBLAS   torch.matmul(a, b), same timer.
+
+Both timers flush the L2 cache between repetitions and time matmul() as a whole (the output is
+allocated inside, as in Triton's tutorial benchmark); autotuning happens before timing.
+
+    python3 bench/compare_matmul.py --bin BUILD/tutorials        (a directory holding the binary)
+    python3 bench/compare_matmul.py --bin BUILD/tutorials/03-matrix-multiplication
+    options: --dtypes f16,bf16  --sizes 256,512,...  --timeout SECONDS
+"""
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+BINARY = "03-matrix-multiplication"
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+# ---- Triton's tutorial kernel (python/tutorials/03-matrix-multiplication.py, Triton 3.6) ----------
+
+def get_cuda_autotune_config():
+    c = lambda bm, bn, bk, stages, warps: triton.Config(
+        {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8},
+        num_stages=stages, num_warps=warps)
+    return [
+        c(128, 256, 64, 3, 8), c(64, 256, 32, 4, 4), c(128, 128, 32, 4, 4), c(128, 64, 32, 4, 4),
+        c(64, 128, 32, 4, 4), c(128, 32, 32, 4, 4), c(64, 32, 32, 5, 2), c(32, 64, 32, 5, 2),
+        # Good config for fp8 inputs.
+        c(128, 256, 128, 3, 8), c(256, 128, 128, 3, 8), c(256, 64, 128, 4, 4), c(64, 256, 128, 4, 4),
+        c(128, 128, 128, 4, 4), c(128, 64, 64, 4, 4), c(64, 128, 64, 4, 4), c(128, 32, 64, 4, 4),
+    ]
+
+
+@triton.autotune(configs=get_cuda_autotune_config(), key=["M", "N", "K"])
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    if ACTIVATION == "leaky_relu":
+        accumulator = leaky_relu(accumulator)
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+def triton_matmul(a, b, activation=""):
+    assert a.shape[1] == b.shape[0], "Incompatible dimensions"
+    assert a.is_contiguous(), "Matrix A must be contiguous"
+    M, K = a.shape
+    K, N = b.shape
+    c = torch.empty((M, N), device=a.device, dtype=torch.float16)
+    grid = lambda META: (triton.cdiv(M, META["BLOCK_SIZE_M"]) * triton.cdiv(N, META["BLOCK_SIZE_N"]), )
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                        c.stride(1), ACTIVATION=activation)
+    return c
+
+
+# ---- Tritium's table --------------------------------------------------------------------------------
+
+# A row of the tutorial's CUDA table: "M N K f16-TFLOP/s bf16-TFLOP/s [tuned config ...]".
+NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|nan|inf)"
+ROW = re.compile(rf"^\s*(\d+)\s+(\d+)\s+(\d+)\s+({NUMBER})\s+({NUMBER})(?:\s+(.*?))?\s*$", re.IGNORECASE)
+
+
+def parse_tritium_table(text):
+    """{(n, dtype): (tflops, config)} from the tutorial's output; other lines are ignored."""
+    rows = {}
+    for line in text.splitlines():
+        m = ROW.match(line)
+        if not m or not (m.group(1) == m.group(2) == m.group(3)):
+            continue
+        n, config = int(m.group(1)), (m.group(6) or "").strip()
+        rows[(n, "f16")] = (float(m.group(4)), config)
+        rows[(n, "bf16")] = (float(m.group(5)), "")
+    return rows
+
+
+def run_tritium(path, timeout):
+    """Runs the tutorial (its self-check, then --bench); returns (ok, rows)."""
+    cmd = [path, "--bench", "--backend", "cuda"]
+    print(f"running {' '.join(cmd)}", flush=True)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        print(f"{BINARY} timed out after {timeout} s; rows printed so far are used\n{out[-3000:]}")
+        return False, parse_tritium_table(out)
+    if r.returncode != 0:
+        print(f"{BINARY} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    else:  # the self-check lines, so the log shows what was verified
+        for line in r.stdout.splitlines():
+            if line.startswith("matmul"):
+                print("  " + line)
+    return r.returncode == 0, parse_tritium_table(r.stdout)
+
+
+# ---- main -------------------------------------------------------------------------------------------
+
+def tflops(n, ms):
+    return 2 * n * n * n * 1e-12 / (ms * 1e-3)
+
+
+def fmt(x, width, digits=1):
+    return f"{x:{width}.{digits}f}" if x is not None and math.isfinite(x) else f"{'-':>{width}s}"
+
+
+def ratio(x, y):
+    return x / y if x is not None and y and math.isfinite(x) and math.isfinite(y) else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True, help=f"the {BINARY} binary, or a directory holding it")
+    ap.add_argument("--dtypes", default="f16,bf16", help="comma-separated: f16, bf16")
+    ap.add_argument("--sizes", default="256,512,1024,2048,4096,8192", help="M = N = K values for Triton and cuBLAS")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to the Tritium binary")
+    args = ap.parse_args()
+    path = os.path.join(args.bin, BINARY) if os.path.isdir(args.bin) else args.bin
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    for d in dtypes:
+        if d not in DTYPES:
+            ap.error(f"unknown dtype {d!r} (use f16 or bf16)")
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+
+    ok, ours = run_tritium(path, args.timeout)
+    if not ours:
+        print("no rows parsed from the Tritium table")
+        ok = False
+
+    print(f"\n{torch.cuda.get_device_name(0)}, torch {torch.__version__}, triton {triton.__version__}")
+    # Triton's unit test: its kernel against cuBLAS at 512^3.
+    torch.manual_seed(0)
+    for d in dtypes:
+        a = torch.randn((512, 512), device="cuda", dtype=DTYPES[d])
+        b = torch.randn((512, 512), device="cuda", dtype=DTYPES[d])
+        out = triton_matmul(a, b).float()
+        if d == "f16":  # the tutorial's test
+            same = torch.allclose(out, torch.matmul(a, b).float(), atol=1e-2, rtol=0)
+        else:  # cuBLAS rounds to bf16, Triton to f16: so compare with an f32 product instead
+            same = torch.allclose(out, torch.matmul(a.float(), b.float()), atol=1e-2, rtol=1e-2)
+        print(f"Triton's kernel vs torch.matmul, 512^3 {d}: {'match' if same else 'DIFFER'}")
+        ok &= same
+
+    quantiles = [0.5, 0.2, 0.8]  # as the tutorial; the median is reported
+    bench = lambda f: triton.testing.do_bench(f, quantiles=quantiles)[0]
+    print(f"\nTFLOP/s, M = N = K; C in f16 for Tritium and Triton, in the input dtype for cuBLAS")
+    print(f"{'dtype':>5s} {'N':>6s} {'Tritium':>9s} {'Triton':>9s} {'cuBLAS':>9s} {'T/Triton':>9s} {'T/cuBLAS':>9s}"
+          f" {'Triton/cuBLAS':>14s}  Tritium config | Triton config")
+    for d in dtypes:
+        for n in sizes:
+            a = torch.randn((n, n), device="cuda", dtype=DTYPES[d])
+            b = torch.randn((n, n), device="cuda", dtype=DTYPES[d])
+            tri = tflops(n, bench(lambda: triton_matmul(a, b)))  # the first call autotunes
+            tri_config = str(matmul_kernel.best_config) if getattr(matmul_kernel, "best_config", None) else "-"
+            cub = tflops(n, bench(lambda: torch.matmul(a, b)))
+            mine, my_config = ours.get((n, d), (None, ""))
+            print(f"{d:>5s} {n:6d} {fmt(mine, 9)} {fmt(tri, 9)} {fmt(cub, 9)} {fmt(ratio(mine, tri), 9, 3)}"
+                  f" {fmt(ratio(mine, cub), 9, 3)} {fmt(ratio(tri, cub), 14, 3)}  {my_config or '-'} | {tri_config}",
+                  flush=True)
+            del a, b
+            torch.cuda.empty_cache()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
