@@ -160,6 +160,12 @@ class Codegen {
   int indent_ = 1;
   bool synced_ = true;
   bool global_dirty_ = false;  // global stores/atomics emitted since the last barrier
+  // The kernel parameters those writes went through (unknown_: some pointer was not traced to
+  // one): a later load through another parameter needs no barrier (distinct arguments are taken
+  // to be distinct memory, as Triton does).
+  std::vector<const ir::Value*> dirty_roots_;
+  bool dirty_unknown_ = false;
+  int64_t shared_writes_ = 0;  // ops emitted that write shared memory (buffers, partials, slots)
   int counter_ = 0;
   int64_t smem_budget_;
   int64_t smem_ = 0, scratch_ = 0;
@@ -224,13 +230,30 @@ class Codegen {
   void sync() {
     if (!synced_) line("__syncthreads();");
     synced_ = true;
+    clean();
+  }
+  void clean() {
     global_dirty_ = false;
+    dirty_roots_.clear();
+    dirty_unknown_ = false;
+  }
+  void mark_global_write(const ir::Value* ptr) {
+    global_dirty_ = true;
+    if (const ir::Value* r = pointer_root(ptr)) dirty_roots_.push_back(r);
+    else dirty_unknown_ = true;
+  }
+  // Whether a load through ptr may read what this program wrote since the last barrier.
+  bool may_read_written(const ir::Value* ptr) const {
+    if (!global_dirty_) return false;
+    if (dirty_unknown_) return true;
+    const ir::Value* r = pointer_root(ptr);
+    return !r || std::find(dirty_roots_.begin(), dirty_roots_.end(), r) != dirty_roots_.end();
   }
   // Whether evaluating these values inline reads global memory (a load not yet materialised).
   bool reads_global(const std::vector<const ir::Value*>& vs) {
     for (const ir::Value* v : vs) {
       if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) continue;
-      if (v->def->kind == OpKind::Load) return true;
+      if (v->def->kind == OpKind::Load && may_read_written(v->def->operand(0))) return true;
       std::vector<const ir::Value*> ops(v->def->operands.begin(), v->def->operands.end());
       if (reads_global(ops)) return true;
     }
@@ -244,7 +267,7 @@ class Codegen {
   void sync_after_global_writes() {
     if (global_dirty_) line("__syncthreads();  // the global writes above are visible below");
     synced_ = true;
-    global_dirty_ = false;
+    clean();
   }
 
   // ---- buffers ----------------------------------------------------------------------------
@@ -884,7 +907,7 @@ class Codegen {
   // ---- memory -----------------------------------------------------------------------------
 
   std::string scalar_load(const ir::Op* op) {
-    if (global_dirty_) sync_after_global_writes();
+    if (may_read_written(op->operand(0))) sync_after_global_writes();
     const ir::Value* p = op->operand(0);
     std::string ct = ctype(p->type.pointee);
     if (op->operands.size() < 2) return "*" + scalar(p);
@@ -901,7 +924,7 @@ class Codegen {
     if (p->type.is_scalar()) {  // one thread stores
       std::string cond = has_mask ? fmt::format("tid == 0 && {}", scalar(op->operand(2))) : "tid == 0";
       line(fmt::format("if ({}) *{} = {};", cond, scalar(p), scalar(val)));
-      global_dirty_ = true;
+      mark_global_write(p);
       return;
     }
     const Shape& shape = p->type.shape;
@@ -954,11 +977,12 @@ class Codegen {
           close();
         });
     vec_loads_.clear();
-    global_dirty_ = true;
+    mark_global_write(p);
   }
 
   // Evaluates `v` over its whole shape into buffer `buf`.
   void materialize_into(const ir::Value* v, const std::string& buf, const ir::Op* op = nullptr) {
+    ++shared_writes_;
     sync();
     int V = choose_width(v->type.shape, {v}, nullptr);
     thread_loop(
@@ -973,6 +997,7 @@ class Codegen {
   }
 
   void copy_buffer(const std::string& from, const std::string& to, const ir::Type& t) {
+    ++shared_writes_;
     sync();
     std::string e = fresh("e");
     line(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2}) {3}[{0}] = {4}[{0}];", e, t.numel(), nt_, to, from));
@@ -1018,6 +1043,7 @@ class Codegen {
   }
 
   void emit_atomic(const ir::Op* op) {
+    ++shared_writes_;  // the old value's slot or buffer
     OpKind k = op->kind;
     const ir::Value* p = op->operand(0);
     DType d = p->type.pointee;
@@ -1067,7 +1093,7 @@ class Codegen {
     }, nullptr);
     line("__threadfence();");
     if (!out.empty()) sync();
-    else global_dirty_ = true;
+    else mark_global_write(p);
   }
 
   // ---- reductions, scans, dot ---------------------------------------------------------------
@@ -1139,6 +1165,7 @@ class Codegen {
   }
 
   void emit_reduce(const ir::Op* op) {
+    ++shared_writes_;  // partials or the output buffer
     const Shape& s = op->operand(0)->type.shape;
     int axis = op->attrs.axis;
     int64_t K = s[static_cast<size_t>(axis)];
@@ -1269,6 +1296,7 @@ class Codegen {
   }
 
   void emit_scan(const ir::Op* op) {
+    ++shared_writes_;
     const Shape& s = op->operand(0)->type.shape;
     int axis = op->attrs.axis;
     bool reverse = op->attrs.flag;
@@ -1313,6 +1341,7 @@ class Codegen {
   }
 
   void emit_dot(const ir::Op* op) {
+    ++shared_writes_;
     const ir::Value* a = op->operand(0);
     const ir::Value* bm = op->operand(1);
     const ir::Value* c = op->operand(2);
@@ -1431,6 +1460,26 @@ class Codegen {
     scalars_ = std::move(saved);
   }
 
+  // Whether a trip of `body` may load global memory an earlier trip stored to (through the same
+  // kernel parameter, or one that cannot be traced): the trips then need a barrier between them.
+  static bool trips_reread_writes(const ir::Block* body) {
+    std::vector<const ir::Value*> written, read;
+    bool unknown_written = false, unknown_read = false;
+    auto note = [&](ir::Op* op) {
+      bool writes = op->kind == OpKind::Store || is_atomic(op->kind);
+      if (!writes && op->kind != OpKind::Load) return;
+      const ir::Value* r = pointer_root(op->operand(0));
+      (writes ? written : read).push_back(r);
+      if (!r) (writes ? unknown_written : unknown_read) = true;
+    };
+    ir::Function::walk_block(const_cast<ir::Block*>(body), note);
+    if (written.empty()) return false;
+    if (unknown_written || unknown_read) return true;
+    for (const ir::Value* w : written)
+      if (std::find(read.begin(), read.end(), w) != read.end()) return true;
+    return false;
+  }
+
   void emit_for(const ir::Op* op) {
     const ir::Block* body = op->regions[0];
     size_t n = op->results.size();
@@ -1466,6 +1515,9 @@ class Codegen {
       prefetch(op, ahead, ahead_regs, lb);
       close();
     }
+    const bool dirty_before = global_dirty_, unknown_before = dirty_unknown_;
+    const std::vector<const ir::Value*> roots_before = dirty_roots_;
+    const int64_t shared_writes_before = shared_writes_;
     std::string iv = fresh("iv");
     open(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} += {4})", ivt, iv, lb, ub, st));
     scalars_[body->args[0]] = iv;
@@ -1531,8 +1583,15 @@ class Codegen {
       if (!vars[i].empty()) next[i] = tmp(ctype(op->results[i]->type), scalar(yield->operands[i]));
     for (size_t i = 0; i < n; ++i)
       if (!vars[i].empty()) line(fmt::format("{} = {};", vars[i], next[i]));
-    sync();  // the next iteration may overwrite what this one read
+    // A barrier between trips when one may overwrite shared memory the previous read, or load
+    // what it stored; trips that only touch registers and disjoint global memory run freely.
+    if (shared_writes_ != shared_writes_before || trips_reread_writes(body)) sync();
     close();
+    // The loop may run no trip: what was unsynchronised before it still is.
+    global_dirty_ = global_dirty_ || dirty_before;
+    dirty_unknown_ = dirty_unknown_ || unknown_before;
+    dirty_roots_.insert(dirty_roots_.end(), roots_before.begin(), roots_before.end());
+    synced_ = false;
     for (size_t i = 0; i < n; ++i)
       if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
     for (const ir::Value* r : op->results)
