@@ -109,8 +109,8 @@ BOOST_AUTO_TEST_CASE(picks_the_fastest_measured_config) {
     // REPS is a meta-parameter of the configs here, and every config computes x * 2 * REPS:
     // the check below uses the chosen config's REPS.
     auto tuner = tritium::autotune(make_costly_scale(),
-                                   {Config({{"BLOCK", 1024}, {"REPS", 64}}), Config({{"BLOCK", 1024}, {"REPS", 1}}),
-                                    Config({{"BLOCK", 256}, {"REPS", 32}}, 2)},
+                                   {Config({{"BLOCK", 1024}, {"REPS", 512}}), Config({{"BLOCK", 1024}, {"REPS", 1}}),
+                                    Config({{"BLOCK", 256}, {"REPS", 256}}, 2)},
                                    quick({"n"}));
     const auto& r = tuner.tune(grid_of(n), x, out, n);
     BOOST_TEST_REQUIRE(r.results.size() == 3u);
@@ -118,7 +118,9 @@ BOOST_AUTO_TEST_CASE(picks_the_fastest_measured_config) {
     for (const auto& c : r.results)
       if (c.status == "ok") fastest = std::min(fastest, c.ms);
     BOOST_TEST(r.results[r.best].ms == fastest);
-    BOOST_TEST(r.best_config().meta["REPS"] == 1, "chose " << r.best_config().str());  // 32-64x less work
+    // 256-512x less work: a margin that launch overhead and timing noise cannot close (trips that
+    // only re-read L1 cost little once the CUDA loop has no barrier between them).
+    BOOST_TEST(r.best_config().meta["REPS"] == 1, "chose " << r.best_config().str());
     BOOST_TEST(r.benchmarked == 3);
     tuner[grid_of(n)](x, out, n);
     check_scaled(out, vx, 1, "launch with the best config");
