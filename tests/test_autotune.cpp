@@ -166,13 +166,16 @@ BOOST_AUTO_TEST_CASE(results_persist_and_new_configs_add_to_them) {
 
 // Run by results_persist_and_new_configs_add_to_them in a child process with "-- <device>
 // from-disk": tunes the same kernel and key (TRITIUM_CACHE_DIR inherited) and expects only disk
-// hits. Run on its own (a whole-suite run enables it), it tunes from scratch on cpu.
+// hits. Run on its own (a whole-suite run enables it), it tunes from scratch on cpu (or cuda).
 BOOST_AUTO_TEST_CASE(child_tunes_from_disk, *boost::unit_test::disabled()) {
   auto& suite = boost::unit_test::framework::master_test_suite();
   std::vector<std::string> extra(suite.argv + 1, suite.argv + suite.argc);
   bool from_disk = !extra.empty() && extra.back() == "from-disk";
+  // On its own: the CPU, or the GPU in a build without the CPU backend.
+  tritium::Device own_device = tritium::runtime::device_available(tritium::Device::cpu()) ? tritium::Device::cpu()
+                                                                                          : tritium::Device::cuda();
   tritium::DefaultDeviceGuard on(from_disk && extra.size() >= 2 ? tritium::Device::parse(extra[extra.size() - 2])
-                                                               : tritium::Device::cpu());
+                                                               : own_device);
   std::optional<FreshCache> own;
   if (!from_disk) own.emplace();
   const int n = 5000;
