@@ -106,9 +106,9 @@ std::string identifier(const std::string& s) {
 
 class Codegen {
  public:
-  Codegen(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts, int64_t smem_budget)
+  Codegen(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts, int64_t smem_budget, int cc)
       : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32), num_stages_(opts.num_stages),
-        smem_budget_(smem_budget) {}
+        cc_(cc), smem_budget_(smem_budget) {}
 
   KernelSource run() {
     plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true});
@@ -156,6 +156,7 @@ class Codegen {
   const AxisInfoMap& axis_;
   int nwarps_, nt_;
   int num_stages_;
+  int cc_;  // compute capability of the target (90 for sm_90a)
   std::string body_, decls_;
   int indent_ = 1;
   bool synced_ = true;
@@ -1340,6 +1341,63 @@ class Codegen {
     sync();
   }
 
+  // Tensor cores (sm_80+): f16 or bf16 operands, f32 accumulation, M % 16, N % 8, K % 16 = 0.
+  // Each warp computes 16 x 8 tiles of the output with mma.sync.m16n8k16, reading its fragments
+  // from the operand buffers (row-major [M, K] and [K, N]) and the accumulator at the fragment's
+  // elements (PTX ISA, "Matrix fragments for mma.m16n8k16": lane = 4 * g + q holds rows g and
+  // g + 8, columns 2q, 2q + 1 (+ 8 for A's second half; B's k rows likewise)).
+  bool emit_dot_mma(const ir::Op* op, const std::string& abuf, const std::string& bbuf, const std::string& out) {
+    const ir::Value* a = op->operand(0);
+    const ir::Value* bm = op->operand(1);
+    const ir::Value* c = op->operand(2);
+    const ir::Type& rt = op->result()->type;
+    DType in = a->type.dtype;
+    if (cc_ < 80 || rt.dtype != DType::f32 || bm->type.dtype != in || (in != DType::f16 && in != DType::bf16)) return false;
+    int64_t M = rt.shape[0], N = rt.shape[1], K = a->type.shape[1];
+    if (M % 16 || N % 8 || K % 16) return false;
+    const char* kind = in == DType::f16 ? "f16" : "bf16";
+    line(fmt::format("// dot on tensor cores: mma.sync.m16n8k16 {} -> f32, {} tiles of 16 x 8 over {} warps", kind,
+                     (M / 16) * (N / 8), nwarps_));
+    open("");
+    line("const int tt_g = (tid & 31) >> 2, tt_q = tid & 3;");
+    std::string t = fresh("tile");
+    open(fmt::format("for (int {0} = tid >> 5; {0} < {1}; {0} += {2})", t, (M / 16) * (N / 8), nwarps_));
+    std::string m0 = tmp("int", fmt::format("({} / {}) * 16", t, N / 8));
+    std::string n0 = tmp("int", fmt::format("({} % {}) * 8", t, N / 8));
+    std::string r0 = tmp("int", m0 + " + tt_g"), r1 = tmp("int", m0 + " + tt_g + 8");
+    std::string c0 = tmp("int", n0 + " + 2 * tt_q"), c1 = tmp("int", n0 + " + 2 * tt_q + 1");
+    std::string acc = fresh("acc");
+    auto at = [&](const std::string& r, const std::string& col) { return cast(eval(c, Index{r, col}), c->type.dtype, DType::f32); };
+    line(fmt::format("float {}[4] = {{{}, {}, {}, {}}};", acc, at(r0, c0), at(r0, c1), at(r1, c0), at(r1, c1)));
+    std::string k0 = fresh("k");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 16)", k0, K));
+    // Two 16-bit elements in one register: the lower index in the low half.
+    auto pair = [&](const std::string& buf, const std::string& i0, const std::string& i1) {
+      return fmt::format("((uint32_t){0}[{1}].bits | ((uint32_t){0}[{2}].bits << 16))", buf, i0, i1);
+    };
+    auto A = [&](const std::string& r, const std::string& col) { return fmt::format("({}) * {} + {}", r, K, col); };
+    auto B = [&](const std::string& k, const std::string& n) { return fmt::format("({}) * {} + {}", k, N, n); };
+    std::string ka = k0 + " + 2 * tt_q", kb = k0 + " + 2 * tt_q + 1", kc = k0 + " + 2 * tt_q + 8", kd = k0 + " + 2 * tt_q + 9";
+    std::string bn = n0 + " + tt_g";
+    std::vector<std::string> fr = {
+        tmp("uint32_t", pair(abuf, A(r0, ka), A(r0, kb))), tmp("uint32_t", pair(abuf, A(r1, ka), A(r1, kb))),
+        tmp("uint32_t", pair(abuf, A(r0, kc), A(r0, kd))), tmp("uint32_t", pair(abuf, A(r1, kc), A(r1, kd))),
+        tmp("uint32_t", pair(bbuf, B(ka, bn), B(kb, bn))), tmp("uint32_t", pair(bbuf, B(kc, bn), B(kd, bn)))};
+    line(fmt::format("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{%0, %1, %2, %3}}, "
+                     "{{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\" : \"+f\"({1}[0]), \"+f\"({1}[1]), "
+                     "\"+f\"({1}[2]), \"+f\"({1}[3]) : \"r\"({2}), \"r\"({3}), \"r\"({4}), \"r\"({5}), \"r\"({6}), "
+                     "\"r\"({7}));",
+                     kind, acc, fr[0], fr[1], fr[2], fr[3], fr[4], fr[5]));
+    close();
+    line(fmt::format("{}[({}) * {} + {}] = {}[0];", out, r0, N, c0, acc));
+    line(fmt::format("{}[({}) * {} + {}] = {}[1];", out, r0, N, c1, acc));
+    line(fmt::format("{}[({}) * {} + {}] = {}[2];", out, r1, N, c0, acc));
+    line(fmt::format("{}[({}) * {} + {}] = {}[3];", out, r1, N, c1, acc));
+    close();
+    close();
+    return true;
+  }
+
   void emit_dot(const ir::Op* op) {
     ++shared_writes_;
     const ir::Value* a = op->operand(0);
@@ -1354,8 +1412,11 @@ class Codegen {
     DType compute = is_float(acc_t) ? (acc_t == DType::f64 ? DType::f64 : DType::f32) : DType::i32;
     if (is_int(acc_t) && dtype_bits(acc_t) == 64) compute = DType::i64;
     sync();
-    // Each thread computes its output elements from the operands in shared memory (tensor
-    // cores come later).
+    if (emit_dot_mma(op, abuf, bbuf, out)) {
+      sync();
+      return;
+    }
+    // Each thread computes its output elements from the operands in shared memory.
     thread_loop(rt.shape, 1, nullptr, [&](const Index& idx) {
       std::string acc = fresh("acc");
       line(fmt::format("{} {} = {};", ctype(compute), acc, cast(eval(c, idx), acc_t, compute)));
@@ -1791,9 +1852,9 @@ class Codegen {
 }  // namespace
 
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
-                           int64_t smem_budget) {
+                           int64_t smem_budget, int compute_capability) {
   f.renumber();
-  return Codegen(f, axis, opts, smem_budget).run();
+  return Codegen(f, axis, opts, smem_budget, compute_capability).run();
 }
 
 }  // namespace tritium::jit::cuda

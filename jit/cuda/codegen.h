@@ -29,7 +29,8 @@ struct KernelSource {
 // passes the device's opt-in limit less a margin for the small reduction buffers), then the
 // global scratch.
 inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (tests, tools)
+// compute_capability (e.g. 90) decides which tensor-core instructions `dot` may use.
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
-                           int64_t smem_budget = kSharedMemoryBudget);
+                           int64_t smem_budget = kSharedMemoryBudget, int compute_capability = 90);
 
 }  // namespace tritium::jit::cuda

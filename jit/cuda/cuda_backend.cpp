@@ -182,7 +182,8 @@ class CudaBackend : public Backend {
     // reduction partials and flags allocated after them.
     const int64_t optin = cu::properties(device_).max_shared_memory_per_block_optin;
     const int64_t budget = optin > 16 * 1024 ? optin - 8 * 1024 : cuda::kSharedMemoryBudget;
-    cuda::KernelSource ks = cuda::generate_cuda(f, axis, opts, budget);
+    cuda::KernelSource ks =
+        cuda::generate_cuda(f, axis, opts, budget, cu::properties(device_).compute_capability());
     if (const std::string& dir = env().dump_dir; !dir.empty()) std::ofstream(dir + "/" + f.name + ".cu") << ks.source;
     std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch(), split_options(env().nvrtc_options));
     return pack(ks, cubin);
