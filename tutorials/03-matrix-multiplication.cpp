@@ -387,21 +387,23 @@ int run_tutorial(const tutorial::Args& args) {
   }
 
   // Mistakes are errors with a message, not crashes.
-  auto expect_error = [&](const char* what, auto&& fn) {
+  auto expect_error = [&](const char* what, const char* expected, auto&& fn) {
     try {
       fn();
       std::printf("%s: no error  FAILED\n", what);
       ok = false;
     } catch (const tritium::Error& err) {
-      std::printf("%s: error \"%s\"  OK\n", what, err.what());
+      bool right = std::strstr(err.what(), expected) != nullptr;
+      std::printf("%s: error \"%s\"  %s\n", what, err.what(), right ? "OK" : "FAILED (not the expected error)");
+      ok = ok && right;
     }
   };
-  expect_error("matmul of 8 x 16 by 8 x 16", [&] {
-    Tensor x = tritium::ops::randn({8, 16}).to(DType::f16).to(args.device);
+  expect_error("matmul of 8 x 16 by 8 x 16", "incompatible dimensions", [&] {
+    Tensor x = tritium::ops::randn({8, 16}, tritium::ops::default_generator(), DType::f32, args.device).to(DType::f16);
     matmul(x, x);
   });
-  expect_error("matmul with a transposed A", [&] {
-    Tensor x = tritium::ops::randn({16, 16}).to(DType::f16).to(args.device);
+  expect_error("matmul with a transposed A", "must be contiguous", [&] {
+    Tensor x = tritium::ops::randn({16, 16}, tritium::ops::default_generator(), DType::f32, args.device).to(DType::f16);
     matmul(x.t(), x);
   });
   if (!ok) return 1;
@@ -422,8 +424,8 @@ int run_tutorial(const tutorial::Args& args) {
     std::vector<double> tflops;
     std::string best;
     for (DType dtype : dtypes) {
-      Tensor a = tritium::ops::randn({n, n}).to(dtype).to(args.device);
-      Tensor b = tritium::ops::randn({n, n}).to(dtype).to(args.device);
+      Tensor a = tritium::ops::randn({n, n}, tritium::ops::default_generator(), DType::f32, args.device).to(dtype);
+      Tensor b = tritium::ops::randn({n, n}, tritium::ops::default_generator(), DType::f32, args.device).to(dtype);
       double ms = tritium::do_bench([&] { matmul(a, b); }, args.device).median_ms;
       tflops.push_back(perf(n, ms));
       if (best.empty()) {  // the config the tuner picked (a lookup: this key is tuned already)
