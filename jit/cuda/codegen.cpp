@@ -307,6 +307,7 @@ class Codegen {
     return per_thread * std::max<int64_t>(1, mem_bytes(t) / 4);
   }
   static constexpr int64_t kMaxRegisterWords = 64;  // per value; past it the buffer is cheaper than spills
+  static constexpr int64_t kMaxPrefetchWords = 32;  // per load issued one loop trip ahead
 
   // Whether every use of v reads it at the element of v the using thread owns in the register
   // mapping of v's shape: elementwise chains evaluated in a loop nest over that shape, stores
@@ -1491,6 +1492,9 @@ class Codegen {
     if (unknown_writes) return out;
     for (const ir::Op* op : body->ops) {
       if (op->kind != OpKind::Load || !reg_planned_.count(op->result())) continue;
+      // A second copy of a long row costs occupancy more than the overlap gains (softmax over
+      // 16384 columns: 222 registers, one CTA per SM); such loads stay in place.
+      if (register_words(op->result()->type, mapped_width(op->result()->type.shape)) > kMaxPrefetchWords) continue;
       const ir::Value* root = pointer_root(op->operand(0));
       if (!root || std::find(written.begin(), written.end(), root) != written.end()) continue;
       bool ok = true;
