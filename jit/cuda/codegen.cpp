@@ -185,6 +185,7 @@ class Codegen {
   std::unordered_map<const ir::Value*, std::string> regs_;
   std::unordered_set<const ir::Value*> reg_planned_, reg_spill_;
   std::map<Shape, int> mapped_width_;
+  std::map<Shape, int> widest_access_;  // per shape: the widest vector access of its loads/stores
   std::unordered_map<const ir::Value*, bool> reg_ok_;  // memo of only_own_elements
   // Loads of a run-time loop issued one iteration ahead (software pipelining): load -> the
   // registers the current iteration reads.
@@ -349,18 +350,20 @@ class Codegen {
   // and stores of that shape, narrowed as choose_width narrows.
   int mapped_width(const Shape& s) {
     if (auto it = mapped_width_.find(s); it != mapped_width_.end()) return it->second;
-    int V = 1;
-    f_.walk([&](ir::Op* op) {
-      if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.is_block() &&
-          op->operand(0)->type.shape == s)
-        V = std::max(V, access_width(op));
-    });
+    auto it = widest_access_.find(s);
+    int V = it == widest_access_.end() ? 1 : it->second;
     while (V > 1 && s.back() % V != 0) V /= 2;
     while (V > 1 && numel(s) / V < nt_) V /= 2;
     return V;
   }
 
   void plan_registers() {
+    f_.walk([&](ir::Op* op) {
+      if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.is_block()) {
+        int& w = widest_access_[op->operand(0)->type.shape];
+        w = std::max(w, access_width(op));
+      }
+    });
     auto fits = [&](const ir::Value* v) {
       return v->type.is_block() && v->type.rank() > 0 &&
              register_words(v->type, mapped_width(v->type.shape)) <= kMaxRegisterWords;
@@ -445,6 +448,14 @@ class Codegen {
         },
         nullptr);
     vec_loads_.clear();
+  }
+
+  // to = from, two register arrays of one value (free once unrolled: register renaming).
+  void copy_registers(const std::string& to, const std::string& from) {
+    std::string j = fresh("j");
+    line("#pragma unroll");
+    line(fmt::format("for (int {0} = 0; {0} < (int)(sizeof({1}) / sizeof({1}[0])); ++{0}) {1}[{0}] = {2}[{0}];", j, to,
+                     from));
   }
 
   // The buffer copy of a register value read at other elements than its own.
@@ -1471,32 +1482,49 @@ class Codegen {
     return true;
   }
 
+  // The global memory a loop body touches, by the kernel parameter each pointer comes from
+  // (unknown_*: some pointer could not be traced to one).
+  struct BodyMemory {
+    std::vector<const ir::Value*> written, read;
+    bool unknown_written = false, unknown_read = false;
+    bool may_write(const ir::Value* root) const {
+      return unknown_written || !root || std::find(written.begin(), written.end(), root) != written.end();
+    }
+    // Whether a trip may load what an earlier trip stored: the trips then need a barrier between them.
+    bool trips_reread_writes() const {
+      if (written.empty() && !unknown_written) return false;
+      if (unknown_written || unknown_read) return true;
+      for (const ir::Value* w : written)
+        if (std::find(read.begin(), read.end(), w) != read.end()) return true;
+      return false;
+    }
+  };
+  static BodyMemory body_memory(const ir::Block* body) {
+    BodyMemory m;
+    auto note = [&](ir::Op* op) {
+      bool writes = op->kind == OpKind::Store || is_atomic(op->kind);
+      if (!writes && op->kind != OpKind::Load) return;
+      const ir::Value* r = pointer_root(op->operand(0));
+      if (r) (writes ? m.written : m.read).push_back(r);
+      else (writes ? m.unknown_written : m.unknown_read) = true;
+    };
+    ir::Function::walk_block(const_cast<ir::Block*>(body), note);
+    return m;
+  }
+
   // The loads of a loop body worth issuing one iteration ahead: in registers, at the body's top
   // level, addresses from the induction variable only, and no store or atomic in the loop that
   // may write what they read (a different kernel parameter is taken as different memory, as
   // Triton's pipeliner assumes).
-  std::vector<const ir::Op*> pipelined_loads(const ir::Op* loop) {
+  std::vector<const ir::Op*> pipelined_loads(const ir::Block* body, const BodyMemory& memory) {
     std::vector<const ir::Op*> out;
     if (num_stages_ < 2) return out;
-    const ir::Block* body = loop->regions[0];
-    std::vector<const ir::Value*> written;
-    bool unknown_writes = false;
-    auto note_writes = [&](ir::Op* op) {
-      if (op->kind == OpKind::Store || is_atomic(op->kind)) {
-        const ir::Value* r = pointer_root(op->operand(0));
-        if (r) written.push_back(r);
-        else unknown_writes = true;
-      }
-    };
-    ir::Function::walk_block(const_cast<ir::Block*>(body), note_writes);
-    if (unknown_writes) return out;
     for (const ir::Op* op : body->ops) {
       if (op->kind != OpKind::Load || !reg_planned_.count(op->result())) continue;
       // A second copy of a long row costs occupancy more than the overlap gains (softmax over
       // 16384 columns: 222 registers, one CTA per SM); such loads stay in place.
       if (register_words(op->result()->type, mapped_width(op->result()->type.shape)) > kMaxPrefetchWords) continue;
-      const ir::Value* root = pointer_root(op->operand(0));
-      if (!root || std::find(written.begin(), written.end(), root) != written.end()) continue;
+      if (memory.may_write(pointer_root(op->operand(0)))) continue;
       bool ok = true;
       for (const ir::Value* o : op->operands) ok = ok && iteration_invariant_but_iv(o, body);
       if (ok) out.push_back(op);
@@ -1525,26 +1553,6 @@ class Codegen {
     scalars_ = std::move(saved);
   }
 
-  // Whether a trip of `body` may load global memory an earlier trip stored to (through the same
-  // kernel parameter, or one that cannot be traced): the trips then need a barrier between them.
-  static bool trips_reread_writes(const ir::Block* body) {
-    std::vector<const ir::Value*> written, read;
-    bool unknown_written = false, unknown_read = false;
-    auto note = [&](ir::Op* op) {
-      bool writes = op->kind == OpKind::Store || is_atomic(op->kind);
-      if (!writes && op->kind != OpKind::Load) return;
-      const ir::Value* r = pointer_root(op->operand(0));
-      (writes ? written : read).push_back(r);
-      if (!r) (writes ? unknown_written : unknown_read) = true;
-    };
-    ir::Function::walk_block(const_cast<ir::Block*>(body), note);
-    if (written.empty()) return false;
-    if (unknown_written || unknown_read) return true;
-    for (const ir::Value* w : written)
-      if (std::find(read.begin(), read.end(), w) != read.end()) return true;
-    return false;
-  }
-
   void emit_for(const ir::Op* op) {
     const ir::Block* body = op->regions[0];
     size_t n = op->results.size();
@@ -1569,7 +1577,8 @@ class Codegen {
     }
     // Software pipelining: the loads of iteration i + 1 are issued at the top of iteration i, into
     // registers the body does not read until the next iteration.
-    std::vector<const ir::Op*> ahead = pipelined_loads(op);
+    const BodyMemory memory = body_memory(body);
+    std::vector<const ir::Op*> ahead = pipelined_loads(body, memory);
     std::vector<std::string> ahead_regs;
     std::string ivt = ctype(op->operand(0)->type);
     std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), st = scalar(op->operand(2));
@@ -1589,10 +1598,7 @@ class Codegen {
     if (!ahead.empty()) {
       for (size_t i = 0; i < ahead.size(); ++i) {
         std::string cur = declare_registers(ahead[i]->result()->type);
-        std::string j = fresh("j");
-        line("#pragma unroll");
-        line(fmt::format("for (int {0} = 0; {0} < (int)(sizeof({1}) / sizeof({1}[0])); ++{0}) {1}[{0}] = {2}[{0}];", j,
-                         cur, ahead_regs[i]));
+        copy_registers(cur, ahead_regs[i]);
         prefetched_[ahead[i]] = cur;
       }
       std::string next = tmp("int64_t", fmt::format("(int64_t){} + (int64_t){}", iv, st));  // no overflow
@@ -1637,12 +1643,7 @@ class Codegen {
       if (!carried_bufs[i].empty() && !in_place[i] && temps[i] != carried_bufs[i])
         copy_buffer(temps[i], carried_bufs[i], op->results[i]->type);
     for (size_t i = 0; i < n; ++i)
-      if (!next_regs[i].empty()) {
-        std::string j = fresh("j");
-        line("#pragma unroll");
-        line(fmt::format("for (int {0} = 0; {0} < (int)(sizeof({1}) / sizeof({1}[0])); ++{0}) {1}[{0}] = {2}[{0}];", j,
-                         carried_regs[i], next_regs[i]));
-      }
+      if (!next_regs[i].empty()) copy_registers(carried_regs[i], next_regs[i]);
     std::vector<std::string> next(n);
     for (size_t i = 0; i < n; ++i)
       if (!vars[i].empty()) next[i] = tmp(ctype(op->results[i]->type), scalar(yield->operands[i]));
@@ -1650,7 +1651,7 @@ class Codegen {
       if (!vars[i].empty()) line(fmt::format("{} = {};", vars[i], next[i]));
     // A barrier between trips when one may overwrite shared memory the previous read, or load
     // what it stored; trips that only touch registers and disjoint global memory run freely.
-    if (shared_writes_ != shared_writes_before || trips_reread_writes(body)) sync();
+    if (shared_writes_ != shared_writes_before || memory.trips_reread_writes()) sync();
     close();
     // The loop may run no trip: what was unsynchronised before it still is.
     global_dirty_ = global_dirty_ || dirty_before;
