@@ -175,32 +175,64 @@ int64_t next_power_of_2(int64_t n) {
   return p;
 }
 
-// The backward as a plain function: dx, dw, db from dy and what the forward saved.
-// group_size_m = 0 picks Triton's heuristic; the check also forces a small value so that many
-// rows contend for each lock.
-std::array<Tensor, 3> layer_norm_backward(const Tensor& dy_in, const Tensor& x, const Tensor& w, const Tensor& mean,
-                                          const Tensor& rstd, int BLOCK_SIZE, int num_warps, int group_size_m = 0) {
-  Tensor dy = dy_in.contiguous();
-  const int64_t N = w.size(0), M = x.numel() / N;
-  // How many partial buffers (parallel reduction streams) for dW/dB.
+// Triton's launch heuristics. How many partial buffers (parallel reduction streams) for dW/dB:
+int default_group_size_m(int64_t N) {
   int GROUP_SIZE_M = 64;
   if (N <= 8192) GROUP_SIZE_M = 96;
   if (N <= 4096) GROUP_SIZE_M = 128;
   if (N <= 1024) GROUP_SIZE_M = 256;
-  if (group_size_m > 0) GROUP_SIZE_M = group_size_m;
+  return GROUP_SIZE_M;
+}
+// One block holds a whole row of less than 64 KB; warps by the row length.
+struct RowLaunch {
+  int BLOCK_SIZE, num_warps;
+};
+RowLaunch row_launch(int64_t N, int64_t element_size) {
+  const int64_t MAX_FUSED_SIZE = 65536 / element_size;
+  const int BLOCK_SIZE = static_cast<int>(std::min(MAX_FUSED_SIZE, next_power_of_2(N)));
+  return {BLOCK_SIZE, std::min(std::max(BLOCK_SIZE / 256, 1), 8)};
+}
+
+// The backward's buffers: lock and count words, the row groups' partial dW/dB, the results.
+struct BackwardWork {
+  int64_t N, M;
+  int GROUP_SIZE_M;
+  Tensor locks, _dw, _db, dw, db, dx;
+};
+BackwardWork backward_work(const Tensor& dy, const Tensor& x, const Tensor& w, int group_size_m) {
+  const int64_t N = w.size(0), M = x.numel() / N;
+  const int G = group_size_m > 0 ? group_size_m : default_group_size_m(N);
   auto dev = x.device();
-  Tensor locks = Tensor::zeros({2 * GROUP_SIZE_M}, DType::i32, dev);  // the locks, then the counts
-  Tensor _dw = empty({GROUP_SIZE_M, N}, x.dtype(), dev), _db = empty({GROUP_SIZE_M, N}, x.dtype(), dev);
-  Tensor dw = empty({N}, w.dtype(), dev), db = empty({N}, w.dtype(), dev);
-  Tensor dx = empty(dy.shape(), dy.dtype(), dev);
-  tritium::Options options;
-  options.num_warps = num_warps;
-  _layer_norm_bwd_dx_fused[{static_cast<int>(M)}](dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N, GROUP_SIZE_M,
-                                                  BLOCK_SIZE, options);
+  return {N, M, G,
+          Tensor::zeros({2 * G}, DType::i32, dev),  // the locks, then the counts
+          empty({G, N}, x.dtype(), dev), empty({G, N}, x.dtype(), dev),
+          empty({N}, w.dtype(), dev), empty({N}, w.dtype(), dev), empty(dy.shape(), dy.dtype(), dev)};
+}
+// Stage 1 (the lock words must be zero).
+void backward_dx(BackwardWork& k, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
+                 const Tensor& rstd, RowLaunch launch) {
+  _layer_norm_bwd_dx_fused[{static_cast<int>(k.M)}](k.dx, dy, k._dw, k._db, x, w, mean, rstd, k.locks, k.N, k.N,
+                                                    k.GROUP_SIZE_M, launch.BLOCK_SIZE,
+                                                    tritium::Options{.num_warps = launch.num_warps});
+}
+// Stage 2: the groups that received at least one row are summed.
+void backward_dwdb(BackwardWork& k) {
+  const int64_t N = k.N;
   auto grid = [N](const tritium::Meta& meta) { return tritium::Grid(tritium::cdiv(N, meta["BLOCK_SIZE_N"])); };
-  const int64_t rows = std::min<int64_t>(GROUP_SIZE_M, M);  // groups that received at least one row
-  _layer_norm_bwd_dwdb[grid](_dw, _db, dw, db, rows, N, tritium::Meta{{"BLOCK_SIZE_M", 32}, {"BLOCK_SIZE_N", 128}});
-  return {dx, dw, db};
+  _layer_norm_bwd_dwdb[grid](k._dw, k._db, k.dw, k.db, std::min<int64_t>(k.GROUP_SIZE_M, k.M), N,
+                             tritium::Meta{{"BLOCK_SIZE_M", 32}, {"BLOCK_SIZE_N", 128}});
+}
+
+// The backward as a plain function: dx, dw, db from dy and what the forward saved.
+// group_size_m = 0 picks Triton's heuristic; the check also forces a small value so that many
+// rows contend for each lock.
+std::array<Tensor, 3> layer_norm_backward(const Tensor& dy_in, const Tensor& x, const Tensor& w, const Tensor& mean,
+                                          const Tensor& rstd, RowLaunch launch, int group_size_m = 0) {
+  Tensor dy = dy_in.contiguous();
+  BackwardWork k = backward_work(dy, x, w, group_size_m);
+  backward_dx(k, dy, x, w, mean, rstd, launch);
+  backward_dwdb(k);
+  return {k.dx, k.dw, k.db};
 }
 
 // The differentiable function (Triton's LayerNorm.apply): normalises over the last dim of a
@@ -212,19 +244,15 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   Tensor y = empty(x.shape(), x.dtype(), dev);
   Tensor mean = empty({M}, DType::f32, dev), rstd = empty({M}, DType::f32, dev);
   // Less than 64 KB per feature row: the backward keeps a whole row in one block.
-  const int64_t MAX_FUSED_SIZE = 65536 / x.element_size();
-  const int BLOCK_SIZE = static_cast<int>(std::min(MAX_FUSED_SIZE, next_power_of_2(N)));
-  if (N > BLOCK_SIZE) throw tritium::Error("this layer norm does not support feature dims of 64 KB or more");
-  const int num_warps = std::min(std::max(BLOCK_SIZE / 256, 1), 8);
-  tritium::Options options;
-  options.num_warps = num_warps;
-  _layer_norm_fwd_fused[{static_cast<int>(M)}](x, y, weight, bias, mean, rstd, N, N, eps, BLOCK_SIZE, options);
+  const RowLaunch launch = row_launch(N, x.element_size());
+  if (N > launch.BLOCK_SIZE) throw tritium::Error("this layer norm does not support feature dims of 64 KB or more");
+  _layer_norm_fwd_fused[{static_cast<int>(M)}](x, y, weight, bias, mean, rstd, N, N, eps, launch.BLOCK_SIZE,
+                                               tritium::Options{.num_warps = launch.num_warps});
   // Saved tensors are detached handles, as nn/functional.cpp does.
   Tensor sx = x.detach(), sw = weight.detach();
   return tritium::nn::record(y, {x_in, weight, bias}, "LayerNormBackward",
-                             [sx, sw, mean, rstd, BLOCK_SIZE, num_warps, group_size_m](const Tensor& dy) {
-                               auto [dx, dw, db] = layer_norm_backward(dy, sx, sw, mean, rstd, BLOCK_SIZE, num_warps,
-                                                                       group_size_m);
+                             [sx, sw, mean, rstd, launch, group_size_m](const Tensor& dy) {
+                               auto [dx, dw, db] = layer_norm_backward(dy, sx, sw, mean, rstd, launch, group_size_m);
                                return std::vector<Tensor>{dx, dw, db};
                              });
 }
@@ -248,22 +276,33 @@ double rel_err(const std::vector<float>& got, const std::vector<double>& ref) {
 
 std::vector<float> host(const Tensor& t) { return t.to(DType::f32).to_vector<float>(); }
 
-Errors check_case(const tutorial::Args& args, int M, int N, DType dtype, int group_size_m, uint32_t seed) {
-  const float eps = 1e-5f;
+// Inputs as in Triton's test: w, b ~ U(0, 1), x ~ -2.3 + 0.5 N(0, 1), dy ~ 0.1 N(0, 1); the host
+// values in f32, the tensors in `dtype` on the device, x, w and b requiring gradients.
+struct Inputs {
+  std::vector<float> hx, hw, hb, hdy;
+  Tensor x, w, b, dy;
+};
+Inputs make_inputs(int64_t M, int64_t N, DType dtype, tritium::Device device, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0, 1);
   std::normal_distribution<float> g(0, 1);
-  // As in Triton's test: w, b ~ U(0, 1), x ~ -2.3 + 0.5 N(0, 1), dy ~ 0.1 N(0, 1).
-  std::vector<float> hw(N), hb(N), hx(size_t(M) * N), hdy(size_t(M) * N);
-  for (auto& v : hw) v = u(rng);
-  for (auto& v : hb) v = u(rng);
-  for (auto& v : hx) v = -2.3f + 0.5f * g(rng);
-  for (auto& v : hdy) v = 0.1f * g(rng);
+  Inputs in{std::vector<float>(size_t(M * N)), std::vector<float>(size_t(N)), std::vector<float>(size_t(N)),
+            std::vector<float>(size_t(M * N)), {}, {}, {}, {}};
+  for (auto& v : in.hw) v = u(rng);
+  for (auto& v : in.hb) v = u(rng);
+  for (auto& v : in.hx) v = -2.3f + 0.5f * g(rng);
+  for (auto& v : in.hdy) v = 0.1f * g(rng);
   auto make = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
-    return Tensor::from_vector(v, shape, args.device).to(dtype);
+    return Tensor::from_vector(v, shape, device).to(dtype);
   };
-  Tensor x = make(hx, {M, N}), w = make(hw, {N}), b = make(hb, {N}), dy = make(hdy, {M, N});
-  x.requires_grad_(), w.requires_grad_(), b.requires_grad_();
+  in.x = make(in.hx, {M, N}), in.w = make(in.hw, {N}), in.b = make(in.hb, {N}), in.dy = make(in.hdy, {M, N});
+  in.x.requires_grad_(), in.w.requires_grad_(), in.b.requires_grad_();
+  return in;
+}
+
+Errors check_case(const tutorial::Args& args, int M, int N, DType dtype, int group_size_m, uint32_t seed) {
+  const float eps = 1e-5f;
+  auto [hx, hw, hb, hdy, x, w, b, dy] = make_inputs(M, N, dtype, args.device, seed);
   // The reference starts from the values the kernels see (rounded to f16 for f16).
   hx = host(x), hw = host(w), hb = host(b), hdy = host(dy);
 
@@ -301,30 +340,18 @@ Errors check_case(const tutorial::Args& args, int M, int N, DType dtype, int gro
 // zeroed, as each backward does), and the whole of layer_norm_backward without autograd.
 void print_backward_stages(const Tensor& x, const Tensor& w, const Tensor& dy, tritium::Device dev) {
   const int64_t N = w.size(0), M = x.numel() / N;
-  const int BLOCK_SIZE = static_cast<int>(std::min<int64_t>(65536 / x.element_size(), next_power_of_2(N)));
-  const int num_warps = std::min(std::max(BLOCK_SIZE / 256, 1), 8);
-  const int G = N <= 1024 ? 256 : N <= 4096 ? 128 : N <= 8192 ? 96 : 64;
+  const RowLaunch launch = row_launch(N, x.element_size());
   Tensor mean = Tensor::empty({M}, DType::f32, dev), rstd = Tensor::empty({M}, DType::f32, dev);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
-  tritium::Options options;
-  options.num_warps = num_warps;
-  _layer_norm_fwd_fused[{static_cast<int>(M)}](x, y, w, w, mean, rstd, N, N, 1e-5f, BLOCK_SIZE, options);
-  Tensor locks = Tensor::zeros({2 * G}, DType::i32, dev);
-  Tensor _dw = Tensor::empty({G, N}, x.dtype(), dev), _db = Tensor::empty({G, N}, x.dtype(), dev);
-  Tensor dw = Tensor::empty({N}, w.dtype(), dev), db = Tensor::empty({N}, w.dtype(), dev);
-  Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dev);
+  _layer_norm_fwd_fused[{static_cast<int>(M)}](x, y, w, w, mean, rstd, N, N, 1e-5f, launch.BLOCK_SIZE,
+                                               tritium::Options{.num_warps = launch.num_warps});
+  BackwardWork k = backward_work(dy, x, w, 0);
   double stage1 = tritium::do_bench([&] {
-                    tritium::ops::fill_(locks, 0);
-                    _layer_norm_bwd_dx_fused[{static_cast<int>(M)}](dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N,
-                                                                    G, BLOCK_SIZE, options);
+                    tritium::ops::fill_(k.locks, 0);
+                    backward_dx(k, dy, x, w, mean, rstd, launch);
                   }, dev).median_ms;
-  auto grid = [N](const tritium::Meta& meta) { return tritium::Grid(tritium::cdiv(N, meta["BLOCK_SIZE_N"])); };
-  double stage2 = tritium::do_bench([&] {
-                    _layer_norm_bwd_dwdb[grid](_dw, _db, dw, db, std::min<int64_t>(G, M), N,
-                                               tritium::Meta{{"BLOCK_SIZE_M", 32}, {"BLOCK_SIZE_N", 128}});
-                  }, dev).median_ms;
-  double whole = tritium::do_bench([&] { layer_norm_backward(dy, x, w, mean, rstd, BLOCK_SIZE, num_warps); }, dev)
-                     .median_ms;
+  double stage2 = tritium::do_bench([&] { backward_dwdb(k); }, dev).median_ms;
+  double whole = tritium::do_bench([&] { layer_norm_backward(dy, x, w, mean, rstd, launch); }, dev).median_ms;
   std::printf("%8s backward stages: dx + partial dw/db %.3f ms, dw/db sums %.3f ms, layer_norm_backward %.3f ms\n", "",
               stage1, stage2, whole);
 }
@@ -438,19 +465,7 @@ int run_tutorial(const tutorial::Args& args) {
                 "bwd plain", "ratio");
   else std::printf("%8s %18s %18s\n", "N", "fwd Tritium GB/s", "bwd Tritium GB/s");
   for (int64_t N : Ns) {
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> u(0, 1);
-    std::normal_distribution<float> g(0, 1);
-    std::vector<float> hw(N), hb(N), hx(size_t(M * N)), hdy(size_t(M * N));
-    for (auto& v : hw) v = u(rng);
-    for (auto& v : hb) v = u(rng);
-    for (auto& v : hx) v = -2.3f + 0.5f * g(rng);
-    for (auto& v : hdy) v = 0.1f * g(rng);
-    auto make = [&](const std::vector<float>& v, std::vector<int64_t> shape) {
-      return Tensor::from_vector(v, shape, args.device).to(dtype);
-    };
-    Tensor x = make(hx, {M, N}), w = make(hw, {N}), b = make(hb, {N}), dy = make(hdy, {M, N});
-    x.requires_grad_(), w.requires_grad_(), b.requires_grad_();
+    auto [hx, hw, hb, hdy, x, w, b, dy] = make_inputs(M, N, dtype, args.device, 7);
     const double elem = double(M * N) * x.element_size();
     auto gbps = [](double bytes, double ms) { return bytes / (ms * 1e6); };
 
@@ -469,7 +484,7 @@ int run_tutorial(const tutorial::Args& args) {
                                         layer_norm_fwd_plain(hx.data(), hw.data(), hb.data(), py.data(), pm.data(),
                                                              pr.data(), M, N, 1e-5f);
                                       }).median_ms);
-    const int64_t G = N <= 1024 ? 256 : N <= 4096 ? 128 : N <= 8192 ? 96 : 64;  // the same row groups
+    const int64_t G = default_group_size_m(N);  // the same row groups
     double bwd_plain = gbps(3 * elem, tritium::do_bench([&] {
                                         layer_norm_bwd_plain(hdy.data(), hx.data(), hw.data(), pm.data(), pr.data(),
                                                              pdx.data(), pdw.data(), pdb.data(), M, N, G);
