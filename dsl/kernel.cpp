@@ -339,13 +339,7 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
   spec->compiled->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
 }
 
-void Kernel::precompile(const LaunchArgs& args) {
-  if (!impl_) fail("compile of an empty tritium::Kernel");
-  detail::KernelImpl::Bound b;
-  impl_->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
-  uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
-  if (!impl_->lookup(b.key, h)) impl_->specialize(b, h, args.options);
-}
+void Kernel::precompile(const LaunchArgs& args) { warmup(args); }
 
 Kernel::Info Kernel::warmup(const LaunchArgs& args) {
   if (!impl_) fail("compile of an empty tritium::Kernel");
