@@ -214,9 +214,13 @@ BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
   auto k16 = tritium::kernel("matmul_f16", [body](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<float> c, tl::i32 M, tl::i32 N,
                                                   tl::i32 K, int BM, int BN, int BK) { body(a, b, c, M, N, K, BM, BN, BK); });
   auto mma = compile(k16, addr<f16_t>(0), addr<f16_t>(1), addr<float>(2), 100, 120, 300, 32, 32, 32);
-  BOOST_TEST(mma.source.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);  // tensor cores
+  // Tensor cores in a pipelined matmul loop: cp.async into shared memory, ldmatrix, mma.sync.
+  BOOST_TEST(mma.source.find("matmul loop on tensor cores") != std::string::npos);
+  BOOST_TEST(mma.source.find("tt_cp_async16(") != std::string::npos);
+  BOOST_TEST(mma.source.find("tt_ldsm_x4_trans(") != std::string::npos);
+  BOOST_TEST(mma.source.find("tt_mma_f16(&") != std::string::npos);
   // f32 operands keep the FMA loop (tf32 and ieee precision on tensor cores come later).
-  BOOST_TEST(compile(k32, addr<float>(0), addr<float>(1), addr<float>(2), 100, 120, 300, 32, 32, 32).source.find("mma.sync") ==
+  BOOST_TEST(compile(k32, addr<float>(0), addr<float>(1), addr<float>(2), 100, 120, 300, 32, 32, 32).source.find("tt_mma_f16(&") ==
              std::string::npos);
 }
 

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -133,7 +134,7 @@ class Codegen {
                        f_.name, nt_, nwarps_, smem_, scratch_);
     src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert) {{\n",
                        nt_, ks.entry, params);
-    src += "  extern __shared__ __align__(16) uint8_t tt_smem[];\n";
+    src += "  extern __shared__ __align__(128) uint8_t tt_smem[];\n";
     src += "  const int tid = (int)threadIdx.x;\n";
     src += "  const int32_t tt_pid0 = (int32_t)blockIdx.x, tt_pid1 = (int32_t)blockIdx.y, tt_pid2 = (int32_t)blockIdx.z;\n";
     src += "  const int32_t tt_npid0 = (int32_t)gridDim.x, tt_npid1 = (int32_t)gridDim.y, tt_npid2 = (int32_t)gridDim.z;\n";
@@ -176,6 +177,7 @@ class Codegen {
 
   std::unordered_map<const ir::Value*, std::string> scalars_;
   std::unordered_map<const ir::Value*, std::string> buffers_;
+  std::unordered_set<std::string> scratch_bufs_;  // buffers in the global scratch, not shared memory
   BlockPlan plan_;  // which block values get a buffer (shared with the CPU backend)
   std::unordered_map<const ir::Op*, std::string> vec_loads_;  // inline loads moved by a vector access
 
@@ -198,6 +200,36 @@ class Codegen {
     std::string k;
     Index base;
   } loop_;
+
+  // Tensor cores (see "tensor cores" below). The warp tiling of the result shape of a dot that
+  // runs on mma.sync: WM x WN warps, each owning a WTM x WTN tile of MT x NT fragments of 16 x 8.
+  // Loop nests over such a shape use the fragment mapping (V = 2, see thread_loop) so that the
+  // accumulators, the loop-carried value and the epilogue are one register array.
+  struct MmaTiling {
+    int WM = 1, WN = 1;
+    int64_t WTM = 16, WTN = 16;
+    int MT = 1, NT = 2;
+  };
+  std::map<Shape, MmaTiling> mma_map_;
+  static constexpr int64_t kMaxMmaWords = 128;  // accumulators per thread (Triton's 128 x 256, 8 warps)
+  // A `tl::range` loop that is a matmul main loop: acc = dot(load(a), load(b), acc) with pointers
+  // advanced by a loop-invariant step; its operand tiles stream through num_stages shared-memory
+  // buffers with cp.async (emit_mma_loop).
+  struct MmaLoop {
+    size_t acc = 0;  // the carried accumulator
+    const ir::Op* dot = nullptr;
+    const ir::Op* load_a = nullptr;
+    const ir::Op* load_b = nullptr;
+    std::vector<std::pair<size_t, const ir::Value*>> pointers;  // carried pointer block -> its step
+  };
+  std::unordered_map<const ir::Op*, MmaLoop> mma_loops_;
+  // Carried pointer blocks of an MMA loop, evaluated as init + trip * step: `at` is the init's
+  // value at the element being evaluated (a hoisted register), `trip` the trip number.
+  struct Affine {
+    const ir::Value* step;
+    std::string at, trip;
+  };
+  std::unordered_map<const ir::Value*, Affine> affine_;
 
   // ---- output -------------------------------------------------------------------------------
 
@@ -287,6 +319,7 @@ class Codegen {
       decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_scratch_cta + {});  // {} (global scratch)\n",
                             ct, name, ct, scratch_, t.str());
       scratch_ += bytes;
+      scratch_bufs_.insert(name);
     }
     return name;
   }
@@ -330,6 +363,9 @@ class Codegen {
           break;
         case OpKind::For: ok = u->operands.size() > 3 && u->operands[0] != v && u->operands[1] != v && u->operands[2] != v;
           break;
+        case OpKind::Dot:  // the accumulator of a tensor-core dot: read at the fragment's own elements
+          ok = u->operand(2) == v && u->operand(0) != v && u->operand(1) != v && mma_tiling(u).has_value();
+          break;
         default:
           if (ir::is_elementwise(u->kind) || u->kind == OpKind::Load || u->kind == OpKind::MultipleOf ||
               u->kind == OpKind::MaxContiguous) {
@@ -364,9 +400,22 @@ class Codegen {
         w = std::max(w, access_width(op));
       }
     });
+    // Tensor-core dots: their result shapes take the fragment mapping, their matmul loops are found.
+    f_.walk([&](ir::Op* op) {
+      if (op->kind != OpKind::Dot) return;
+      if (auto t = mma_tiling(op)) {
+        mma_map_[op->result()->type.shape] = *t;
+        mapped_width_[op->result()->type.shape] = 2;
+      }
+    });
+    f_.walk([&](ir::Op* op) {
+      if (op->kind == OpKind::For)
+        if (auto m = match_mma_loop(op)) mma_loops_[op] = *m;
+    });
     auto fits = [&](const ir::Value* v) {
-      return v->type.is_block() && v->type.rank() > 0 &&
-             register_words(v->type, mapped_width(v->type.shape)) <= kMaxRegisterWords;
+      if (!v->type.is_block() || v->type.rank() == 0) return false;
+      int64_t limit = mma_map_.count(v->type.shape) ? kMaxMmaWords : kMaxRegisterWords;
+      return register_words(v->type, mapped_width(v->type.shape)) <= limit;
     };
     auto take = [&](const ir::Value* v) {
       reg_planned_.insert(v);
@@ -374,9 +423,18 @@ class Codegen {
     };
     f_.walk([&](ir::Op* op) {
       switch (op->kind) {
-        case OpKind::Reduce: case OpKind::Scan: case OpKind::Dot: return;
+        case OpKind::Reduce: case OpKind::Scan: return;
+        case OpKind::Dot:  // tensor-core accumulators are registers in the fragment mapping
+          if (mma_tiling(op) && fits(op->result()) && only_own_elements(op->result())) take(op->result());
+          return;
         case OpKind::For: {
           const ir::Block* body = op->regions[0];
+          if (auto m = mma_loops_.find(op); m != mma_loops_.end()) {  // only the accumulator is carried
+            take(body->args[1 + m->second.acc]);
+            take(op->results[m->second.acc]);
+            if (!only_own_elements(op->results[m->second.acc])) reg_spill_.insert(op->results[m->second.acc]);
+            return;
+          }
           for (size_t i = 0; i < op->results.size(); ++i) {
             const ir::Value* arg = body->args[1 + i];
             if (!fits(arg) || !only_own_elements(arg)) continue;
@@ -509,7 +567,23 @@ class Codegen {
     bool unrolled = mapped(shape, V);
     std::string eb, k;
     bool guard = false;
-    if (unrolled) {
+    Index base;
+    auto mma = unrolled ? mma_map_.find(shape) : mma_map_.end();
+    if (mma != mma_map_.end()) {
+      // The mma.sync accumulator fragments (PTX ISA, "Matrix fragments for mma.m16n8k16"): in
+      // tile (mi, ni) of its warp, lane 4 * g + q owns rows g and g + 8, columns 2q and 2q + 1;
+      // step k = (mi * NT + ni) * 2 + h is row g + 8h, and array[k * 2 + lane] is c[2h + lane].
+      const MmaTiling& t = mma->second;
+      open("");
+      std::string w = tmp("int", "tid >> 5");
+      std::string r0 = tmp("int", fmt::format("({} / {}) * {} + ((tid & 31) >> 2)", w, t.WN, t.WTM));
+      std::string c0 = tmp("int", fmt::format("({} % {}) * {} + 2 * (tid & 3)", w, t.WN, t.WTN));
+      k = fresh("k");
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, t.MT * t.NT * 2));
+      base = {tmp("int", fmt::format("{} + ({} / {}) * 16 + 8 * ({} & 1)", r0, k, t.NT * 2, k)),
+              tmp("int", fmt::format("{} + (({} >> 1) % {}) * 8", c0, k, t.NT))};
+    } else if (unrolled) {
       k = fresh("k");
       line("#pragma unroll");
       open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, (n + step - 1) / step));
@@ -520,7 +594,7 @@ class Codegen {
       eb = fresh("e");
       open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", eb, V, n, step));
     }
-    Index base = index_of(shape, eb);
+    if (mma == mma_map_.end()) base = index_of(shape, eb);
     MappedLoop saved = loop_;
     loop_ = unrolled ? MappedLoop{true, shape, V, k, base} : MappedLoop{};
     if (pre) pre(base);
@@ -542,6 +616,7 @@ class Codegen {
     loop_ = saved;
     if (guard) close();
     close();
+    if (mma != mma_map_.end()) close();
   }
 
   // ---- vector accesses --------------------------------------------------------------------
@@ -682,6 +757,9 @@ class Codegen {
 
   std::string eval(const ir::Value* v, const Index& idx) {
     if (v->type.is_scalar()) return scalar(v);
+    if (auto it = affine_.find(v); it != affine_.end())  // a carried pointer of an MMA loop
+      return fmt::format("({} + (int64_t)({}) * (int64_t)({}))", it->second.at, it->second.trip,
+                         eval(it->second.step, idx));
     if (auto it = regs_.find(v); it != regs_.end()) {
       if (std::string r = register_at(it->second, v, idx); !r.empty()) return r;
       if (!buffers_.count(v))
@@ -1353,7 +1431,397 @@ class Codegen {
     sync();
   }
 
-  // Tensor cores (sm_80+): f16 or bf16 operands, f32 accumulation, M % 16, N % 8, K % 16 = 0.
+  // ---- tensor cores -------------------------------------------------------------------------
+
+  // The warp tiling of a dot on mma.sync.m16n8k16: f16 or bf16 operands, an f32 result, M, N and
+  // K multiples of 16, sm_80+, at most kMaxMmaWords accumulators per thread. The warps split
+  // M x N so that each loads the fewest fragments per k step (MT ldmatrix.x4 of A, NT / 2 of B).
+  std::optional<MmaTiling> mma_tiling(const ir::Op* dot) const {
+    const ir::Type& rt = dot->result()->type;
+    const ir::Type& at = dot->operand(0)->type;
+    if (cc_ < 80 || rt.rank() != 2 || rt.dtype != DType::f32 || !is_half(at.dtype) ||
+        dot->operand(1)->type.dtype != at.dtype)
+      return std::nullopt;
+    int64_t M = rt.shape[0], N = rt.shape[1], K = at.shape[1];
+    if (M % 16 || N % 16 || K % 16 || M * N / nt_ > kMaxMmaWords) return std::nullopt;
+    std::optional<MmaTiling> best;
+    for (int wm = 1; wm <= nwarps_; ++wm) {
+      if (nwarps_ % wm) continue;
+      int wn = nwarps_ / wm;
+      if (M % (wm * 16) || N % (wn * 16)) continue;
+      MmaTiling t{wm, wn, M / wm, N / wn, int(M / wm / 16), int(N / wn / 8)};
+      if (!best || t.MT + t.NT / 2 < best->MT + best->NT / 2) best = t;
+    }
+    return best;
+  }
+
+  // The shared address (u32) of the 8 elements at (row, col) of an operand tile, col % 8 == 0.
+  using TileAddress = std::function<std::string(const std::string& row, const std::string& col)>;
+
+  // acc (the fragment mapping of the result) += A[M, K] * B[K, N] for every warp's tiles: per k
+  // step of 16, ldmatrix.x4 loads a 16 x 16 fragment of A per MT and ldmatrix.x4.trans two 16 x 8
+  // fragments of B per NT / 2, then MT x NT mma.sync.
+  void emit_mma_tiles(const MmaTiling& t, int64_t K, DType in, const TileAddress& a_at, const TileAddress& b_at,
+                      const std::string& acc) {
+    open("");
+    std::string w = tmp("int", "tid >> 5"), l = tmp("int", "tid & 31");
+    std::string wm0 = tmp("int", fmt::format("({} / {}) * {}", w, t.WN, t.WTM));
+    std::string wn0 = tmp("int", fmt::format("({} % {}) * {}", w, t.WN, t.WTN));
+    std::string kk = fresh("kk");
+    if (K / 16 <= 8) line("#pragma unroll");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 16)", kk, K));
+    line(fmt::format("uint32_t tt_a[{}][4], tt_b[{}][4];", t.MT, t.NT / 2));
+    line("#pragma unroll");
+    line(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi) tt_ldsm_x4(tt_a[tt_mi], {});", t.MT,
+                     a_at(fmt::format("{} + tt_mi * 16 + ({} & 15)", wm0, l), fmt::format("{} + ({} >> 4) * 8", kk, l))));
+    line("#pragma unroll");
+    line(fmt::format("for (int tt_nj = 0; tt_nj < {}; ++tt_nj) tt_ldsm_x4_trans(tt_b[tt_nj], {});", t.NT / 2,
+                     b_at(fmt::format("{} + ({} & 15)", kk, l), fmt::format("{} + tt_nj * 16 + ({} >> 4) * 8", wn0, l))));
+    line("#pragma unroll");
+    open(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi)", t.MT));
+    line("#pragma unroll");
+    line(fmt::format("for (int tt_ni = 0; tt_ni < {0}; ++tt_ni) tt_mma_{1}(&{2}[(tt_mi * {0} + tt_ni) * 4], tt_a[tt_mi], "
+                     "&tt_b[tt_ni >> 1][(tt_ni & 1) * 2]);",
+                     t.NT, in == DType::f16 ? "f16" : "bf16", acc));
+    close();
+    close();
+    close();
+  }
+
+  // A dot outside a matmul loop (or one that did not match): the operands are buffers in shared
+  // memory (row-major), the accumulator a register array in the fragment mapping.
+  bool emit_dot_mma_tiles(const ir::Op* op) {
+    auto t = mma_tiling(op);
+    const ir::Value* a = op->operand(0);
+    const ir::Value* b = op->operand(1);
+    const std::string &abuf = buffers_.at(a), &bbuf = buffers_.at(b);
+    if (!t || scratch_bufs_.count(abuf) || scratch_bufs_.count(bbuf)) return false;  // ldmatrix reads shared memory
+    int64_t K = a->type.shape[1], N = b->type.shape[1];
+    const ir::Value* res = op->result();
+    sync();  // the operand buffers are complete
+    std::string acc = declare_registers(res->type);
+    fill_registers(acc, op->operand(2));
+    auto at = [](const std::string& buf, int64_t cols) {
+      return [buf, cols](const std::string& r, const std::string& c) {
+        return fmt::format("tt_smem_u32({} + ({}) * {} + ({}))", buf, r, cols, c);
+      };
+    };
+    line(fmt::format("// dot on tensor cores: {} warps of {} x {} (mma.sync.m16n8k16)", nwarps_, t->WTM, t->WTN));
+    emit_mma_tiles(*t, K, a->type.dtype, at(abuf, K), at(bbuf, N), acc);
+    regs_[res] = acc;
+    if (!reg_planned_.count(res)) spill_registers(res);
+    return true;
+  }
+
+  // Scalars and inline values of a loop body computable for any trip from the induction
+  // variable, the carried pointers `carried` and inline values from before the loop.
+  bool trip_computable(const ir::Value* v, const ir::Block* body, const std::vector<const ir::Value*>& carried) {
+    if (v->is_block_arg()) {
+      if (v->owner != body) return v->type.is_scalar();
+      return v == body->args[0] || std::find(carried.begin(), carried.end(), v) != carried.end();
+    }
+    const ir::Op* d = v->def;
+    if (d->parent != body) return outer_inline(v);
+    bool pure = d->kind == OpKind::Constant || d->kind == OpKind::Arange || d->kind == OpKind::Splat ||
+                d->kind == OpKind::Broadcast || d->kind == OpKind::ExpandDims || d->kind == OpKind::Reshape ||
+                d->kind == OpKind::Permute || d->kind == OpKind::MultipleOf || d->kind == OpKind::MaxContiguous ||
+                d->kind == OpKind::ProgramId || d->kind == OpKind::NumPrograms || ir::is_elementwise(d->kind);
+    if (!pure) return false;
+    for (const ir::Value* o : d->operands)
+      if (!trip_computable(o, body, carried)) return false;
+    return true;
+  }
+  // A value from before a loop that can be evaluated at any element anywhere: a scalar, or an
+  // inline block value built from scalars (no buffer, no registers, no carried value).
+  bool outer_inline(const ir::Value* v) {
+    if (v->type.is_scalar()) return true;
+    if (v->is_block_arg() || plan_.materialized(v) || v->def->kind == OpKind::Load) return false;
+    for (const ir::Value* o : v->def->operands)
+      if (!outer_inline(o)) return false;
+    return true;
+  }
+
+  std::optional<MmaLoop> match_mma_loop(const ir::Op* loop) {
+    const ir::Block* body = loop->regions[0];
+    const ir::Op* yield = body->ops.back();
+    MmaLoop m;
+    bool have_acc = false;
+    std::vector<const ir::Value*> carried;
+    for (size_t i = 0; i < loop->results.size(); ++i) {
+      const ir::Value* arg = body->args[1 + i];
+      const ir::Op* d = yield->operands[i]->def;
+      if (!d || d->parent != body) return std::nullopt;
+      if (!have_acc && d->kind == OpKind::Dot && d->operand(2) == arg && mma_tiling(d)) {
+        m.acc = i, m.dot = d, have_acc = true;
+        continue;
+      }
+      if (arg->type.is_block() && arg->type.is_ptr() && d->kind == OpKind::AddPtr && d->operand(0) == arg &&
+          trip_computable(d->operand(1), body, {}) && plan_.users(loop->results[i]).empty() &&
+          outer_inline(loop->operands[3 + i])) {
+        m.pointers.push_back({i, d->operand(1)});
+        carried.push_back(arg);
+        continue;
+      }
+      return std::nullopt;
+    }
+    if (!have_acc || plan_.users(body->args[1 + m.acc]).size() != 1 || plan_.users(m.dot->result()).size() != 1)
+      return std::nullopt;
+    m.load_a = m.dot->operand(0)->def;
+    m.load_b = m.dot->operand(1)->def;
+    for (const ir::Op* ld : {m.load_a, m.load_b}) {
+      if (!ld || ld->kind != OpKind::Load || ld->parent != body || plan_.users(ld->result()).size() != 1 ||
+          !trip_computable(ld->operand(0), body, carried))
+        return std::nullopt;
+      for (size_t o = 1; o < ld->operands.size(); ++o)  // masks and `other` at any lane: no carried pointers
+        if (!trip_computable(ld->operand(o), body, {})) return std::nullopt;
+    }
+    // Nothing else happens in the body: its other ops are pure (they feed the loads or nothing).
+    for (const ir::Op* op : body->ops) {
+      if (op == yield || op == m.dot || op == m.load_a || op == m.load_b) continue;
+      if (!op->regions.empty() || op->kind == OpKind::Load || op->kind == OpKind::Dot || ir::has_side_effects(op->kind))
+        return std::nullopt;
+    }
+    return m;
+  }
+
+  // Binds the body's scalars that `roots` need for the trip whose induction variable is `iv`
+  // (computed again there); returns the bindings to restore.
+  std::unordered_map<const ir::Value*, std::string> bind_trip(const ir::Op* loop, const std::vector<const ir::Value*>& roots,
+                                                             const std::string& iv) {
+    const ir::Block* body = loop->regions[0];
+    auto saved = scalars_;
+    scalars_[body->args[0]] = iv;
+    std::unordered_set<const ir::Value*> needed;
+    std::function<void(const ir::Value*)> need = [&](const ir::Value* v) {
+      if (v->is_block_arg() || v->def->parent != body || !needed.insert(v).second) return;
+      for (const ir::Value* o : v->def->operands) need(o);
+    };
+    for (const ir::Value* r : roots) need(r);
+    for (const ir::Op* op : body->ops)  // in program order
+      if (op->results.size() == 1 && op->result()->type.is_scalar() && needed.count(op->result()))
+        scalars_[op->result()] = tmp(ctype(op->result()->type), emit_scalar(op));
+    return saved;
+  }
+
+  // Swizzled shared-memory layout of an R x C tile of 16-bit elements: row r's 16-byte chunk ch
+  // sits at chunk r * RC + (ch ^ s(r)), RC = C / 8, so that the 8 rows one ldmatrix reads (and
+  // the 8 k rows of B's transposed read) fall in 8 different 16-byte bank groups.
+  static std::string swizzle(const std::string& row, int64_t rc) {
+    if (rc >= 8) return fmt::format("(({}) & 7)", row);
+    if (rc == 1) return "0";
+    int shift = rc == 4 ? 1 : 2;  // rc = 4: two rows per 128 bytes; rc = 2: four
+    return fmt::format("((({}) >> {}) & {})", row, shift, rc - 1);
+  }
+
+  // One operand tile of an MMA loop: its load for trip `trip` into shared memory at `base`
+  // (a u32 address). 16-byte cp.async per chunk when the pointer is contiguous and aligned (the
+  // mask checked per chunk: all lanes on, or all off with a zero `other` = zero fill; element
+  // loads otherwise), element loads and shared stores when it is not.
+  struct TileLoad {
+    const ir::Op* load;
+    int64_t R, C;
+    bool vector;
+    std::vector<std::pair<const ir::Value*, std::string>> hoisted;  // carried pointer -> per-chunk inits
+  };
+  int64_t chunks_per_thread(const TileLoad& tl) const { return (tl.R * tl.C / 8 + nt_ - 1) / nt_; }
+  // The per-thread chunk loop of a vector tile load: fn(row, ch, j).
+  void for_each_chunk(const TileLoad& tl, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn) {
+    int64_t chunks = tl.R * tl.C / 8, rc = tl.C / 8;
+    std::string j = fresh("j");
+    line("#pragma unroll");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", j, chunks_per_thread(tl)));
+    std::string c = tmp("int", fmt::format("tid + {} * {}", j, nt_));
+    if (chunks % nt_) open(fmt::format("if ({} < {})", c, chunks));
+    fn(tmp("int", fmt::format("{} / {}", c, rc)), tmp("int", fmt::format("{} % {}", c, rc)), j);
+    if (chunks % nt_) close();
+    close();
+  }
+  TileLoad plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m) {
+    TileLoad tl{ld, ld->result()->type.shape[0], ld->result()->type.shape[1], access_width(ld) >= 8, {}};
+    if (!tl.vector) return tl;
+    const ir::Block* body = loop->regions[0];
+    // The carried pointers this load's address uses: their inits at each chunk, hoisted out of the loop.
+    std::unordered_set<const ir::Value*> seen;
+    std::function<void(const ir::Value*)> walk = [&](const ir::Value* v) {
+      if (!seen.insert(v).second) return;
+      if (v->is_block_arg()) {
+        for (auto& [i, step] : m.pointers)
+          if (v == body->args[1 + i]) {
+            std::string arr = fresh("p");
+            line(fmt::format("{} {}[{}];", ctype(v->type.element()), arr, chunks_per_thread(tl)));
+            for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
+              line(fmt::format("{}[{}] = {};", arr, j, eval(loop->operands[3 + i], Index{row, ch + " * 8"})));
+            });
+            tl.hoisted.push_back({v, arr});
+          }
+        return;
+      }
+      if (v->def->parent == body)
+        for (const ir::Value* o : v->def->operands) walk(o);
+    };
+    walk(ld->operand(0));
+    return tl;
+  }
+  void emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
+                      const std::string& base) {
+    const ir::Op* ld = tl.load;
+    const ir::Value* p = ld->operand(0);
+    const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
+    const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
+    std::string ct = ctype(p->type.pointee);
+    int64_t rc = tl.C / 8;
+    bool zero_other = !other || (other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
+                                 other->def->attrs.fval == 0.0);
+    auto value = [&](const Index& idx, const std::string& ptr) {
+      if (!mask) return "*" + ptr;
+      return fmt::format("({}) ? *{} : {}", eval(mask, idx), ptr, other ? eval(other, idx) : ct + "{}");
+    };
+    if (!tl.vector) {
+      // Element by element (no contiguity to move 16 bytes): the carried pointers evaluated in full.
+      std::string e = fresh("e");
+      open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", e, tl.R * tl.C, nt_));
+      std::string row = tmp("int", fmt::format("{} / {}", e, tl.C)), col = tmp("int", fmt::format("{} % {}", e, tl.C));
+      Index idx{row, col};
+      for (auto& [i, step] : m.pointers)
+        affine_[loop->regions[0]->args[1 + i]] = Affine{step, eval(loop->operands[3 + i], idx), trip};
+      std::string v = tmp(ct, value(idx, eval(p, idx)));
+      line(fmt::format("tt_st_shared2({} + ((({} * {} + (({} >> 3) ^ {})) << 4) | (({} & 7) << 1)), {}.bits);", base, row,
+                       rc, col, swizzle(row, rc), col, v));
+      affine_.clear();
+      close();
+      return;
+    }
+    for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
+      for (auto& [v, arr] : tl.hoisted) {
+        for (auto& [i, step] : m.pointers)
+          if (v == loop->regions[0]->args[1 + i]) affine_[v] = Affine{step, fmt::format("{}[{}]", arr, j), trip};
+      }
+      std::string dst = tmp("uint32_t", fmt::format("{} + (({} * {} + ({} ^ {})) << 4)", base, row, rc, ch, swizzle(row, rc)));
+      std::string col = tmp("int", ch + " * 8");
+      std::string ptr = tmp("const " + ct + "*", eval(p, Index{row, col}));
+      affine_.clear();
+      if (!mask) {
+        line(fmt::format("tt_cp_async16({}, {}, 16);", dst, ptr));
+        return;
+      }
+      // Each lane's mask (one when the axis info says the mask is constant over the chunk).
+      bool constant = axis_.contains(mask) && axis_.get(mask).constancy.back() >= 8;
+      std::vector<std::string> ms;
+      for (int l = 0; l < (constant ? 1 : 8); ++l)
+        ms.push_back(eval(mask, Index{row, l == 0 ? col : fmt::format("({} + {})", col, l)}));
+      std::string all = tmp("bool", fmt::format("{}", fmt::join(ms, " && ")));
+      std::string any = tmp("bool", fmt::format("{}", fmt::join(ms, " || ")));
+      open(fmt::format("if ({})", zero_other ? fmt::format("{} || !{}", all, any) : all));
+      line(fmt::format("tt_cp_async16({}, {}, {} ? 16 : 0);", dst, ptr, all));
+      close();
+      open("else");  // a chunk across the mask's edge
+      std::string v = fresh("v");
+      line(fmt::format("__align__(16) {} {}[8];", ct, v));
+      for (int l = 0; l < 8; ++l) {
+        Index idx{row, l == 0 ? col : fmt::format("({} + {})", col, l)};
+        std::string ml = constant ? ms[0] : ms[static_cast<size_t>(l)];
+        line(fmt::format("{}[{}] = ({}) ? {}[{}] : {};", v, l, ml, ptr, l, other ? eval(other, idx) : ct + "{}"));
+      }
+      line(fmt::format("tt_st_shared16({}, {});", dst, v));
+      close();
+    });
+  }
+
+  // A matmul main loop (match_mma_loop) with its operand tiles streamed through S = num_stages
+  // shared-memory buffers: the tiles of trips t + 1 .. t + S - 1 are in flight (cp.async groups)
+  // while trip t runs on tensor cores; one barrier per trip (Triton's pipeliner, CUTLASS's
+  // multistage mainloop). False when the buffers do not fit: the loop is then emitted as any other.
+  bool emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
+    const ir::Block* body = loop->regions[0];
+    const ir::Value* res = loop->results[m.acc];
+    const ir::Type& at = m.load_a->result()->type;
+    const ir::Type& bt = m.load_b->result()->type;
+    int64_t BM = at.shape[0], BK = at.shape[1], BN = bt.shape[1];
+    int64_t a_bytes = BM * BK * 2, b_bytes = BK * BN * 2;
+    int64_t off = (smem_ + 127) / 128 * 128;
+    int S = std::max(1, num_stages_);
+    while (S > 1 && off + S * (a_bytes + b_bytes) > smem_budget_) --S;
+    if (off + S * (a_bytes + b_bytes) > smem_budget_) return false;
+    smem_ = off + S * (a_bytes + b_bytes);
+    const MmaTiling& t = mma_map_.at(res->type.shape);
+    for (const ir::Op* ld : {m.load_a, m.load_b})
+      if (may_read_written(ld->operand(0))) sync_after_global_writes();
+    std::string acc = declare_registers(res->type);
+    fill_registers(acc, loop->operands[3 + m.acc]);
+    regs_[body->args[1 + m.acc]] = regs_[res] = acc;
+    line(fmt::format("// matmul loop on tensor cores: {} x {} x {} tiles, {} stages of cp.async, {} warps of {} x {}", BM,
+                     BN, BK, S, nwarps_, t.WTM, t.WTN));
+    open("");
+    std::string sa = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", off));
+    std::string sb = tmp("uint32_t", fmt::format("{} + {}", sa, S * a_bytes));
+    std::string ivt = ctype(loop->operand(0)->type);
+    std::string lb = scalar(loop->operand(0)), ub = scalar(loop->operand(1)), st = scalar(loop->operand(2));
+    std::string trips = tmp("int", fmt::format("{0} < {1} ? (int)(((int64_t){1} - (int64_t){0} + (int64_t){2} - 1) / (int64_t){2}) : 0",
+                                               lb, ub, st));
+    TileLoad ta = plan_tile_load(m.load_a, loop, m), tb = plan_tile_load(m.load_b, loop, m);
+    std::vector<const ir::Value*> roots;
+    for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
+    for (auto& [i, step] : m.pointers) roots.push_back(step);
+    auto issue = [&](const std::string& trip, const std::string& slot) {
+      open("");
+      auto saved = bind_trip(loop, roots, fmt::format("({})((int64_t){} + (int64_t)({}) * (int64_t){})", ivt, lb, trip, st));
+      emit_tile_load(ta, loop, m, trip, fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
+      emit_tile_load(tb, loop, m, trip, fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
+      scalars_ = std::move(saved);
+      close();
+    };
+    auto compute = [&](const std::string& slot) {
+      std::string a0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
+      std::string b0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
+      auto tile = [](const std::string& base, int64_t rc) {
+        return [base, rc](const std::string& r, const std::string& c) {
+          return fmt::format("{} + ((({}) * {} + ((({}) >> 3) ^ {})) << 4)", base, r, rc, c, swizzle(r, rc));
+        };
+      };
+      emit_mma_tiles(t, BK, at.dtype, tile(a0, BK / 8), tile(b0, BN / 8), acc);
+    };
+    std::string trip = fresh("trip");
+    if (S == 1) {
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
+      issue(trip, "0");
+      line("tt_cp_async_commit();");
+      line("tt_cp_async_wait<0>();");
+      line("__syncthreads();");
+      compute("0");
+      line("__syncthreads();  // the next trip overwrites the tiles");
+      close();
+    } else {
+      std::string s = fresh("s");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, S - 1));
+      open(fmt::format("if ({} < {})", s, trips));
+      issue(s, s);
+      close();
+      line("tt_cp_async_commit();  // one group per trip, empty past the end");
+      close();
+      std::string rd = fresh("rd"), wr = fresh("wr");
+      line(fmt::format("int {} = 0, {} = {};", rd, wr, S - 1));
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
+      line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", S - 2));
+      line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
+      open(fmt::format("if ({} + {} < {})", trip, S - 1, trips));
+      issue(fmt::format("{} + {}", trip, S - 1), wr);
+      close();
+      line("tt_cp_async_commit();");
+      compute(rd);
+      line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
+      line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
+      close();
+      line("tt_cp_async_wait<0>();");
+    }
+    close();
+    ++shared_writes_;
+    synced_ = false;
+    if (reg_spill_.count(res)) spill_registers(res);
+    return true;
+  }
+
+  // Tensor cores without the warp tiling (shapes the warps cannot split, operands in the global
+  // scratch): f16 or bf16 operands, f32 accumulation, M % 16, N % 8, K % 16 = 0.
   // Each warp computes 16 x 8 tiles of the output with mma.sync.m16n8k16, reading its fragments
   // from the operand buffers (row-major [M, K] and [K, N]) and the accumulator at the fragment's
   // elements (PTX ISA, "Matrix fragments for mma.m16n8k16": lane = 4 * g + q holds rows g and
@@ -1411,6 +1879,9 @@ class Codegen {
   }
 
   void emit_dot(const ir::Op* op) {
+    if (emit_dot_mma_tiles(op)) return;
+    // The accumulator is read at other elements than its own below: a register value needs its buffer.
+    if (const ir::Value* c = op->operand(2); regs_.count(c) && !buffers_.count(c)) spill_registers(c);
     ++shared_writes_;
     const ir::Value* a = op->operand(0);
     const ir::Value* bm = op->operand(1);
@@ -1424,8 +1895,16 @@ class Codegen {
     DType compute = is_float(acc_t) ? (acc_t == DType::f64 ? DType::f64 : DType::f32) : DType::i32;
     if (is_int(acc_t) && dtype_bits(acc_t) == 64) compute = DType::i64;
     sync();
+    // A result planned as registers (the fragment mapping) is read from the buffer into them.
+    auto to_registers = [&] {
+      if (!reg_planned_.count(op->result())) return;
+      std::string array = declare_registers(rt);
+      fill_registers(array, op->result());
+      regs_[op->result()] = array;
+    };
     if (emit_dot_mma(op, abuf, bbuf, out)) {
       sync();
+      to_registers();
       return;
     }
     // Each thread computes its output elements from the operands in shared memory.
@@ -1443,6 +1922,7 @@ class Codegen {
       line(fmt::format("{}[{}] = {};", out, flatten(idx, rt.shape), cast(acc, compute, acc_t)));
     }, nullptr);
     sync();
+    to_registers();
   }
 
   // ---- control flow -----------------------------------------------------------------------
@@ -1536,24 +2016,15 @@ class Codegen {
   // of the body they depend on are computed again for that iteration.
   void prefetch(const ir::Op* loop, const std::vector<const ir::Op*>& loads, const std::vector<std::string>& arrays,
                 const std::string& iv) {
-    const ir::Block* body = loop->regions[0];
-    auto saved = scalars_;
-    scalars_[body->args[0]] = iv;
-    std::unordered_set<const ir::Value*> needed;
-    std::function<void(const ir::Value*)> need = [&](const ir::Value* v) {
-      if (v->is_block_arg() || v->def->parent != body || !needed.insert(v).second) return;
-      for (const ir::Value* o : v->def->operands) need(o);
-    };
-    for (const ir::Op* ld : loads)
-      for (const ir::Value* o : ld->operands) need(o);
-    for (const ir::Op* op : body->ops)  // in program order
-      if (op->results.size() == 1 && op->result()->type.is_scalar() && needed.count(op->result()))
-        scalars_[op->result()] = tmp(ctype(op->result()->type), emit_scalar(op));
+    std::vector<const ir::Value*> roots;
+    for (const ir::Op* ld : loads) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
+    auto saved = bind_trip(loop, roots, iv);
     for (size_t i = 0; i < loads.size(); ++i) fill_registers(arrays[i], loads[i]->result(), loads[i]);
     scalars_ = std::move(saved);
   }
 
   void emit_for(const ir::Op* op) {
+    if (auto m = mma_loops_.find(op); m != mma_loops_.end() && emit_mma_loop(op, m->second)) return;
     const ir::Block* body = op->regions[0];
     size_t n = op->results.size();
     // Each carried value is a scalar variable, a per-thread register array or a buffer.

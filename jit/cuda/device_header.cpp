@@ -200,6 +200,45 @@ template <int BYTES> TT_INLINE void tt_vcopy(void* dst, const void* src) {
   else *(uint8_t*)dst = *(const uint8_t*)src;
 }
 
+// ---- tensor cores (sm_80+): shared-memory addresses, cp.async, ldmatrix, mma.sync ----
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+TT_INLINE uint32_t tt_smem_u32(const void* p) {
+  uint32_t a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+// 16 bytes global -> shared without registers; bytes < 16 zero-fills the rest (0: all zeros).
+TT_INLINE void tt_cp_async16(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+TT_INLINE void tt_st_shared16(uint32_t dst, const void* src) {
+  const uint4 v = *(const uint4*)src;
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+TT_INLINE void tt_st_shared2(uint32_t dst, uint16_t v) { asm volatile("st.shared.b16 [%0], %1;" ::"r"(dst), "h"(v) : "memory"); }
+TT_INLINE void tt_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> TT_INLINE void tt_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+TT_INLINE void tt_ldsm_x4(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+TT_INLINE void tt_ldsm_x4_trans(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+// c[0..3] += a (16 x 16, row) * b (16 x 8, col) for one warp, f32 accumulators.
+#define TT_MMA_16816(NAME, T)                                                                             \
+  TT_INLINE void NAME(float* c, const uint32_t* a, const uint32_t* b) {                                \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." T "." T ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, " \
+                 "{%8, %9}, {%0, %1, %2, %3};"                                                          \
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                       \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                  \
+  }
+TT_MMA_16816(tt_mma_f16, "f16")
+TT_MMA_16816(tt_mma_bf16, "bf16")
+#undef TT_MMA_16816
+#endif
+
 // ---- device_assert: the first failure records (assert id + 1, program id) for the host ----
 TT_INLINE void tt_assert_fail(int* flag, int id) {
   if (atomicCAS(flag, 0, id + 1) == 0) {
