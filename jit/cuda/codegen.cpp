@@ -715,8 +715,20 @@ class Codegen {
       std::string p = tmp("const " + ct + "*", eval(op->operand(0), idx));
       std::string vec = fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
                                     vector_type(bytes), arr, p);
-      if (op->operands.size() < 2) {
+      const ir::Value* mask = op->operands.size() < 2 ? nullptr : op->operand(1);
+      if (!mask) {
         line(vec);
+      } else if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {
+        // One mask for the V lanes: `other` in the array, then one predicated load (no branch,
+        // so the loads of consecutive steps issue back to back).
+        std::string l = fresh("l");
+        Index li(idx);
+        li.back() = fmt::format("({} + {})", idx.back(), l);
+        line("#pragma unroll");
+        open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+        line(fmt::format("{}[{}] = {};", arr, l, op->operands.size() > 2 ? eval(op->operand(2), li) : ct + "{}"));
+        close();
+        line(fmt::format("tt_ld_pred<{}>({}, {}, {});", bytes, arr, p, eval(mask, idx)));
       } else {
         std::string m = fresh("m"), all = fresh("all"), l = fresh("l");
         line(fmt::format("bool {}[{}];", m, V));
@@ -888,18 +900,20 @@ class Codegen {
       case OpKind::Add: r = fmt::format("{} + {}", x[0], x[1]); break;
       case OpKind::Sub: r = fmt::format("{} - {}", x[0], x[1]); break;
       case OpKind::Mul: r = fmt::format("{} * {}", x[0], x[1]); break;
-      case OpKind::Div: r = fmt::format("{} / {}", x[0], x[1]); break;
+      // f32 (and f16/bf16, computed in f32) division, exp, sqrt and rsqrt are Triton's defaults:
+      // div.full (2 ulp), ex2.approx of x * log2(e), sqrt.approx, rsqrt.approx; f64 is exact.
+      case OpKind::Div: r = dbl ? fmt::format("{} / {}", x[0], x[1]) : fmt::format("tt_fdiv({}, {})", x[0], x[1]); break;
       case OpKind::Rem: r = fmt::format("fmod{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
       case OpKind::Neg: r = fmt::format("-{}", x[0]); break;
       case OpKind::Min: r = fmt::format("fmin{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
       case OpKind::Max: r = fmt::format("fmax{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
       case OpKind::Fma: r = fmt::format("fma{}({}, {}, {})", dbl ? "" : "f", x[0], x[1], x[2]); break;
-      case OpKind::Exp: r = fn("exp"); break;
+      case OpKind::Exp: r = dbl ? fn("exp") : fmt::format("tt_exp({})", x[0]); break;
       case OpKind::Exp2: r = fn("exp2"); break;
       case OpKind::Log: r = fn("log"); break;
       case OpKind::Log2: r = fn("log2"); break;
-      case OpKind::Sqrt: r = fn("sqrt"); break;
-      case OpKind::Rsqrt: r = fmt::format("{} / {}", one, fn("sqrt")); break;
+      case OpKind::Sqrt: r = dbl ? fn("sqrt") : fmt::format("tt_sqrt({})", x[0]); break;
+      case OpKind::Rsqrt: r = dbl ? fmt::format("{} / {}", one, fn("sqrt")) : fmt::format("tt_rsqrt({})", x[0]); break;
       case OpKind::Abs: r = fn("fabs"); break;
       case OpKind::Floor: r = fn("floor"); break;
       case OpKind::Ceil: r = fn("ceil"); break;
@@ -1147,12 +1161,15 @@ class Codegen {
     if (p->type.is_scalar()) {  // one thread; the old value reaches the others through shared memory
       std::string slot = alloc_shared(ct, 1, std::max(8, dtype_bytes(d)));
       std::string call = atomic_call(k, d, scalar(p), scalar(op->operand(cas ? 2 : 1)), cas ? scalar(op->operand(1)) : "");
-      line("__threadfence();");
-      sync();
+      // The barrier orders every thread's earlier writes before thread 0's fence (cumulativity),
+      // so only the thread doing the atomic fences (as Triton's elected thread does).
+      line("__syncthreads();");
+      synced_ = true;
+      clean();
       if (has_mask)
-        line(fmt::format("if (tid == 0) {{ {}[0] = {} ? {} : {}{{}}; __threadfence(); }}", slot, scalar(op->operand(2)),
-                         call, ct));
-      else line(fmt::format("if (tid == 0) {{ {}[0] = {}; __threadfence(); }}", slot, call));
+        line(fmt::format("if (tid == 0) {{ __threadfence(); {}[0] = {} ? {} : {}{{}}; __threadfence(); }}", slot,
+                         scalar(op->operand(2)), call, ct));
+      else line(fmt::format("if (tid == 0) {{ __threadfence(); {}[0] = {}; __threadfence(); }}", slot, call));
       sync();
       scalars_[op->result()] = tmp(ct, slot + "[0]");
       return;

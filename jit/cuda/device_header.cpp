@@ -239,6 +239,47 @@ TT_MMA_16816(tt_mma_bf16, "bf16")
 #undef TT_MMA_16816
 #endif
 
+// ---- masked vector loads: one predicated load, straight-line code the scheduler can hoist ----
+template <int BYTES> TT_INLINE void tt_ld_pred(void* dst, const void* src, bool p) {
+  if (BYTES == 16) {
+    uint4& v = *(uint4*)dst;
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %5, 0; @q ld.global.v4.u32 {%0, %1, %2, %3}, [%4]; }"
+                 : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w) : "l"(src), "r"((int)p) : "memory");
+  } else if (BYTES == 8) {
+    uint2& v = *(uint2*)dst;
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %3, 0; @q ld.global.v2.u32 {%0, %1}, [%2]; }"
+                 : "+r"(v.x), "+r"(v.y) : "l"(src), "r"((int)p) : "memory");
+  } else if (BYTES == 4) {
+    uint32_t& v = *(uint32_t*)dst;
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q ld.global.u32 %0, [%1]; }" : "+r"(v) : "l"(src), "r"((int)p) : "memory");
+  } else {
+    uint16_t& v = *(uint16_t*)dst;
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q ld.global.u16 %0, [%1]; }" : "+h"(v) : "l"(src), "r"((int)p) : "memory");
+  }
+}
+
+// ---- f32 math as Triton's defaults: exp through ex2.approx, div.full, approximate sqrt/rsqrt ----
+TT_INLINE float tt_exp(float x) {
+  float y;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
+TT_INLINE float tt_fdiv(float a, float b) {
+  float y;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+  return y;
+}
+TT_INLINE float tt_sqrt(float x) {
+  float y;
+  asm("sqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+TT_INLINE float tt_rsqrt(float x) {
+  float y;
+  asm("rsqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // ---- device_assert: the first failure records (assert id + 1, program id) for the host ----
 TT_INLINE void tt_assert_fail(int* flag, int id) {
   if (atomicCAS(flag, 0, id + 1) == 0) {
