@@ -134,7 +134,7 @@ class Codegen {
                        f_.name, nt_, nwarps_, smem_, scratch_);
     src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert) {{\n",
                        nt_, ks.entry, params);
-    src += "  extern __shared__ __align__(128) uint8_t tt_smem[];\n";
+    src += "  extern __shared__ __align__(1024) uint8_t tt_smem[];\n";
     src += "  const int tid = (int)threadIdx.x;\n";
     src += "  const int32_t tt_pid0 = (int32_t)blockIdx.x, tt_pid1 = (int32_t)blockIdx.y, tt_pid2 = (int32_t)blockIdx.z;\n";
     src += "  const int32_t tt_npid0 = (int32_t)gridDim.x, tt_npid1 = (int32_t)gridDim.y, tt_npid2 = (int32_t)gridDim.z;\n";
@@ -205,10 +205,21 @@ class Codegen {
   // runs on mma.sync: WM x WN warps, each owning a WTM x WTN tile of MT x NT fragments of 16 x 8.
   // Loop nests over such a shape use the fragment mapping (V = 2, see thread_loop) so that the
   // accumulators, the loop-carried value and the epilogue are one register array.
+  // On Hopper (sm_90a, num_warps % 4 == 0) the units are warpgroups of 4 warps and the tiles
+  // 64 x WTN (wgmma.m64nWTNk16); warp w % 4 of a warpgroup owns rows 16 (w % 4) .. + 15 of each
+  // 64-row tile, the same fragments as mma.sync's, so both instructions can fill this mapping.
   struct MmaTiling {
-    int WM = 1, WN = 1;
-    int64_t WTM = 16, WTN = 16;
-    int MT = 1, NT = 2;
+    int WM = 1, WN = 1;          // units (warps, or warpgroups) along M and N
+    int64_t WTM = 16, WTN = 16;  // a unit's tile
+    int MT = 1, NT = 2;          // its fragments: MT row tiles of row_step rows, NT column tiles of 8
+    int row_step = 16;           // 16 (mma.sync), 64 (wgmma)
+    bool wgmma = false;
+    // C++ expressions of the unit's tile origin for thread `tid`.
+    std::string m0() const {
+      return wgmma ? fmt::format("((tid >> 7) / {}) * {} + ((tid >> 5) & 3) * 16", WN, WTM)
+                   : fmt::format("((tid >> 5) / {}) * {}", WN, WTM);
+    }
+    std::string n0() const { return fmt::format("((tid >> {}) % {}) * {}", wgmma ? 7 : 5, WN, WTN); }
   };
   std::map<Shape, MmaTiling> mma_map_;
   static constexpr int64_t kMaxMmaWords = 128;  // accumulators per thread (Triton's 128 x 256, 8 warps)
@@ -575,13 +586,12 @@ class Codegen {
       // step k = (mi * NT + ni) * 2 + h is row g + 8h, and array[k * 2 + lane] is c[2h + lane].
       const MmaTiling& t = mma->second;
       open("");
-      std::string w = tmp("int", "tid >> 5");
-      std::string r0 = tmp("int", fmt::format("({} / {}) * {} + ((tid & 31) >> 2)", w, t.WN, t.WTM));
-      std::string c0 = tmp("int", fmt::format("({} % {}) * {} + 2 * (tid & 3)", w, t.WN, t.WTN));
+      std::string r0 = tmp("int", fmt::format("{} + ((tid & 31) >> 2)", t.m0()));
+      std::string c0 = tmp("int", fmt::format("{} + 2 * (tid & 3)", t.n0()));
       k = fresh("k");
       line("#pragma unroll");
       open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, t.MT * t.NT * 2));
-      base = {tmp("int", fmt::format("{} + ({} / {}) * 16 + 8 * ({} & 1)", r0, k, t.NT * 2, k)),
+      base = {tmp("int", fmt::format("{} + ({} / {}) * {} + 8 * ({} & 1)", r0, k, t.NT * 2, t.row_step, k)),
               tmp("int", fmt::format("{} + (({} >> 1) % {}) * 8", c0, k, t.NT))};
     } else if (unrolled) {
       k = fresh("k");
@@ -1462,6 +1472,17 @@ class Codegen {
     int64_t M = rt.shape[0], N = rt.shape[1], K = at.shape[1];
     if (M % 16 || N % 16 || K % 16 || M * N / nt_ > kMaxMmaWords) return std::nullopt;
     std::optional<MmaTiling> best;
+    if (cc_ == 90 && nwarps_ % 4 == 0) {  // warpgroups: the fewest wgmma per k step (widest N)
+      int groups = nwarps_ / 4;
+      for (int wm = 1; wm <= groups; ++wm) {
+        if (groups % wm) continue;
+        int wn = groups / wm;
+        if (M % (wm * 64) || N % (wn * 64) || N / wn > 256) continue;
+        MmaTiling t{wm, wn, M / wm, N / wn, int(M / wm / 64), int(N / wn / 8), 64, true};
+        if (!best || t.MT < best->MT) best = t;
+      }
+      if (best) return best;
+    }
     for (int wm = 1; wm <= nwarps_; ++wm) {
       if (nwarps_ % wm) continue;
       int wn = nwarps_ / wm;
@@ -1481,16 +1502,15 @@ class Codegen {
   void emit_mma_tiles(const MmaTiling& t, int64_t K, DType in, const TileAddress& a_at, const TileAddress& b_at,
                       const std::string& acc) {
     open("");
-    std::string w = tmp("int", "tid >> 5"), l = tmp("int", "tid & 31");
-    std::string wm0 = tmp("int", fmt::format("({} / {}) * {}", w, t.WN, t.WTM));
-    std::string wn0 = tmp("int", fmt::format("({} % {}) * {}", w, t.WN, t.WTN));
+    std::string l = tmp("int", "tid & 31");
+    std::string wm0 = tmp("int", t.m0()), wn0 = tmp("int", t.n0());
     std::string kk = fresh("kk");
     if (K / 16 <= 8) line("#pragma unroll");
     open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 16)", kk, K));
     line(fmt::format("uint32_t tt_a[{}][4], tt_b[{}][4];", t.MT, t.NT / 2));
     line("#pragma unroll");
     line(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi) tt_ldsm_x4(tt_a[tt_mi], {});", t.MT,
-                     a_at(fmt::format("{} + tt_mi * 16 + ({} & 15)", wm0, l), fmt::format("{} + ({} >> 4) * 8", kk, l))));
+                     a_at(fmt::format("{} + tt_mi * {} + ({} & 15)", wm0, t.row_step, l), fmt::format("{} + ({} >> 4) * 8", kk, l))));
     line("#pragma unroll");
     line(fmt::format("for (int tt_nj = 0; tt_nj < {}; ++tt_nj) tt_ldsm_x4_trans(tt_b[tt_nj], {});", t.NT / 2,
                      b_at(fmt::format("{} + ({} & 15)", kk, l), fmt::format("{} + tt_nj * 16 + ({} >> 4) * 8", wn0, l))));
@@ -1502,6 +1522,43 @@ class Codegen {
                      t.NT, in == DType::f16 ? "f16" : "bf16", acc));
     close();
     close();
+    close();
+  }
+
+  // acc += A * B on Hopper for a warpgroup tiling: per k step of 16 and 64-row tile, one
+  // wgmma.mma_async.m64nWTNk16 reading both operands from the swizzled stage buffers through
+  // matrix descriptors (A K-major, B N-major: the transposed-B form), accumulators in the
+  // fragment mapping; committed and waited for before the stage is released.
+  void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, const std::string& a0,
+                        const std::string& b0, const std::string& acc) {
+    (void)BN;
+    int64_t rca = BK / 8;
+    int64_t a_row = std::min<int64_t>(rca, 8) * 16;  // bytes of a row within one column block
+    int a_mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;
+    open("");
+    std::string m0 = tmp("int", fmt::format("((tid >> 7) / {}) * {}", t.WN, t.WTM));
+    std::string n0 = tmp("int", fmt::format("((tid >> 7) % {}) * {}", t.WN, t.WTN));
+    std::string da = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + {} * {}, 16, {}, {})", a0, m0, a_row, 8 * a_row, a_mode));
+    std::string db = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + ({} >> 6) * {}, {}, 1024, 1)", b0, n0, BK * 128, BK * 128));
+    line("tt_wgmma_fence();");
+    int64_t nr = t.WTN / 2;  // accumulators of one instruction
+    const char* ty = in == DType::f16 ? "f16" : "bf16";
+    for (int64_t kk = 0; kk < BK; kk += 16) {
+      int64_t koff = rca >= 8 ? (kk / 64) * (BM * 128) + (kk % 64) * 2 : kk * 2;
+      for (int mi = 0; mi < t.MT; ++mi) {
+        int64_t aoff = mi * 64 * a_row + koff;
+        std::string regs, outs;
+        for (int64_t i = 0; i < nr; ++i) {
+          regs += fmt::format("{}%{}", i ? ", " : "", i);
+          outs += fmt::format("{}\"+f\"({}[{}])", i ? ", " : "", acc, mi * t.NT * 4 + i);
+        }
+        line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} "
+                         "{{{3}}}, %{4}, %{5}, p, 1, 1, 0, 1; }}\" : {6} : \"r\"(1), \"l\"({7} + {8}), \"l\"({9} + {10}));",
+                         nr, t.WTN, ty, regs, nr + 1, nr + 2, outs, da, aoff >> 4, db, (kk * 128) >> 4));
+      }
+    }
+    line("tt_wgmma_commit();");
+    line("tt_wgmma_wait0();");
     close();
   }
 
@@ -1620,14 +1677,17 @@ class Codegen {
     return saved;
   }
 
-  // Swizzled shared-memory layout of an R x C tile of 16-bit elements: row r's 16-byte chunk ch
-  // sits at chunk r * RC + (ch ^ s(r)), RC = C / 8, so that the 8 rows one ldmatrix reads (and
-  // the 8 k rows of B's transposed read) fall in 8 different 16-byte bank groups.
-  static std::string swizzle(const std::string& row, int64_t rc) {
-    if (rc >= 8) return fmt::format("(({}) & 7)", row);
-    if (rc == 1) return "0";
+  // Swizzled shared-memory layout of an R x C tile of 16-bit elements, in 16-byte chunks (RC = C / 8
+  // of them a row): rows of 128 bytes (64 columns; wider tiles are stored as C / 64 such column
+  // blocks one after the other) with chunk ch of row r at ch ^ (r % 8); narrower rows of 64 (32)
+  // bytes XOR with (r / 2) % 4 ((r / 4) % 2). These are the 128/64/32-byte swizzles of wgmma's
+  // shared-memory operands (Swizzle<3|2|1,4,3> on the byte address, tiles 1024-byte aligned), and
+  // the 8 rows one ldmatrix reads fall in 8 different 16-byte bank groups.
+  static std::string tile_chunk(const std::string& row, const std::string& ch, int64_t R, int64_t rc) {
+    if (rc >= 8) return fmt::format("((({1}) >> 3) * {2} + ({0}) * 8 + ((({1}) & 7) ^ (({0}) & 7)))", row, ch, R * 8);
+    if (rc == 1) return fmt::format("({})", row);
     int shift = rc == 4 ? 1 : 2;  // rc = 4: two rows per 128 bytes; rc = 2: four
-    return fmt::format("((({}) >> {}) & {})", row, shift, rc - 1);
+    return fmt::format("(({0}) * {1} + (({2}) ^ ((({0}) >> {3}) & {4})))", row, rc, ch, shift, rc - 1);
   }
 
   // One operand tile of an MMA loop: its load for trip `trip` into shared memory at `base`
@@ -1702,8 +1762,8 @@ class Codegen {
       for (auto& [i, step] : m.pointers)
         affine_[loop->regions[0]->args[1 + i]] = Affine{step, eval(loop->operands[3 + i], idx), trip};
       std::string v = tmp(ct, value(idx, eval(p, idx)));
-      line(fmt::format("tt_st_shared2({} + ((({} * {} + (({} >> 3) ^ {})) << 4) | (({} & 7) << 1)), {}.bits);", base, row,
-                       rc, col, swizzle(row, rc), col, v));
+      line(fmt::format("tt_st_shared2({} + ({} << 4) + (({} & 7) << 1), {}.bits);", base,
+                       tile_chunk(row, col + " >> 3", tl.R, rc), col, v));
       affine_.clear();
       close();
       return;
@@ -1713,7 +1773,7 @@ class Codegen {
         for (auto& [i, step] : m.pointers)
           if (v == loop->regions[0]->args[1 + i]) affine_[v] = Affine{step, fmt::format("{}[{}]", arr, j), trip};
       }
-      std::string dst = tmp("uint32_t", fmt::format("{} + (({} * {} + ({} ^ {})) << 4)", base, row, rc, ch, swizzle(row, rc)));
+      std::string dst = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(row, ch, tl.R, rc)));
       std::string col = tmp("int", ch + " * 8");
       std::string ptr = tmp("const " + ct + "*", eval(p, Index{row, col}));
       affine_.clear();
@@ -1755,7 +1815,7 @@ class Codegen {
     const ir::Type& bt = m.load_b->result()->type;
     int64_t BM = at.shape[0], BK = at.shape[1], BN = bt.shape[1];
     int64_t a_bytes = BM * BK * 2, b_bytes = BK * BN * 2;
-    int64_t off = (smem_ + 127) / 128 * 128;
+    int64_t off = (smem_ + 1023) / 1024 * 1024;  // the swizzle atoms are 1024-byte aligned
     int S = std::max(1, num_stages_);
     while (S > 1 && off + S * (a_bytes + b_bytes) > smem_budget_) --S;
     if (off + S * (a_bytes + b_bytes) > smem_budget_) return false;
@@ -1790,12 +1850,13 @@ class Codegen {
     auto compute = [&](const std::string& slot) {
       std::string a0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
       std::string b0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
-      auto tile = [](const std::string& base, int64_t rc) {
-        return [base, rc](const std::string& r, const std::string& c) {
-          return fmt::format("{} + ((({}) * {} + ((({}) >> 3) ^ {})) << 4)", base, r, rc, c, swizzle(r, rc));
+      auto tile = [](const std::string& base, int64_t R, int64_t rc) {
+        return [base, R, rc](const std::string& r, const std::string& c) {
+          return fmt::format("{} + ({} << 4)", base, tile_chunk(r, "(" + c + ") >> 3", R, rc));
         };
       };
-      emit_mma_tiles(t, BK, at.dtype, tile(a0, BK / 8), tile(b0, BN / 8), acc);
+      if (t.wgmma) emit_wgmma_tiles(t, BM, BN, BK, at.dtype, a0, b0, acc);
+      else emit_mma_tiles(t, BK, at.dtype, tile(a0, BM, BK / 8), tile(b0, BK, BN / 8), acc);
     };
     std::string trip = fresh("trip");
     if (S == 1) {
@@ -1803,6 +1864,7 @@ class Codegen {
       issue(trip, "0");
       line("tt_cp_async_commit();");
       line("tt_cp_async_wait<0>();");
+      if (t.wgmma) line("tt_fence_async_shared();");
       line("__syncthreads();");
       compute("0");
       line("__syncthreads();  // the next trip overwrites the tiles");
@@ -1819,6 +1881,7 @@ class Codegen {
       line(fmt::format("int {} = 0, {} = {};", rd, wr, S - 1));
       open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
       line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", S - 2));
+      if (t.wgmma) line("tt_fence_async_shared();");
       line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
       open(fmt::format("if ({} + {} < {})", trip, S - 1, trips));
       issue(fmt::format("{} + {}", trip, S - 1), wr);
@@ -2067,15 +2130,27 @@ class Codegen {
     // registers the body does not read until the next iteration.
     const BodyMemory memory = body_memory(body);
     std::vector<const ir::Op*> ahead = pipelined_loads(body, memory);
-    std::vector<std::string> ahead_regs;
+    // Small loads go num_stages - 1 trips ahead (softmax over 1024 columns: 4 registers a row)
+    // within 16 registers; the others one trip (more copies cost occupancy: softmax over 4096
+    // columns went from 59 to 80 registers with two).
+    int64_t words = 0;
+    for (const ir::Op* ld : ahead) words += register_words(ld->result()->type, mapped_width(ld->result()->type.shape));
+    const int depth = ahead.empty() ? 0 : static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_stages_ - 1, 16 / words)));
+    std::vector<std::vector<std::string>> ahead_regs(static_cast<size_t>(depth));  // [trips ahead - 1][load]
     std::string ivt = ctype(op->operand(0)->type);
     std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), st = scalar(op->operand(2));
+    auto trip_iv = [&](const std::string& from, int d) {  // int64: no overflow past ub
+      return tmp("int64_t", fmt::format("(int64_t){} + {} * (int64_t){}", from, d, st));
+    };
     if (!ahead.empty()) {
-      line(fmt::format("// loads issued one iteration ahead: {}", ahead.size()));
-      for (const ir::Op* ld : ahead) ahead_regs.push_back(declare_registers(ld->result()->type));
-      open(fmt::format("if ({} < {})", lb, ub));
-      prefetch(op, ahead, ahead_regs, lb);
-      close();
+      line(fmt::format("// loads issued ahead: {}, {} trip(s)", ahead.size(), depth));
+      for (int d = 0; d < depth; ++d) {
+        for (const ir::Op* ld : ahead) ahead_regs[size_t(d)].push_back(declare_registers(ld->result()->type));
+        std::string at = trip_iv(lb, d);
+        open(fmt::format("if ({} < (int64_t){})", at, ub));
+        prefetch(op, ahead, ahead_regs[size_t(d)], fmt::format("(({}){})", ivt, at));
+        close();
+      }
     }
     const bool dirty_before = global_dirty_, unknown_before = dirty_unknown_;
     const std::vector<const ir::Value*> roots_before = dirty_roots_;
@@ -2086,12 +2161,14 @@ class Codegen {
     if (!ahead.empty()) {
       for (size_t i = 0; i < ahead.size(); ++i) {
         std::string cur = declare_registers(ahead[i]->result()->type);
-        copy_registers(cur, ahead_regs[i]);
+        copy_registers(cur, ahead_regs[0][i]);
         prefetched_[ahead[i]] = cur;
       }
-      std::string next = tmp("int64_t", fmt::format("(int64_t){} + (int64_t){}", iv, st));  // no overflow
+      for (size_t d = 0; d + 1 < ahead_regs.size(); ++d)
+        for (size_t i = 0; i < ahead.size(); ++i) copy_registers(ahead_regs[d][i], ahead_regs[d + 1][i]);
+      std::string next = trip_iv(iv, depth);
       open(fmt::format("if ({} < (int64_t){})", next, ub));
-      prefetch(op, ahead, ahead_regs, fmt::format("(({}){})", ivt, next));
+      prefetch(op, ahead, ahead_regs.back(), fmt::format("(({}){})", ivt, next));
       close();
     }
     for (size_t i = 0; i < n; ++i)

@@ -238,6 +238,19 @@ TT_MMA_16816(tt_mma_f16, "f16")
 TT_MMA_16816(tt_mma_bf16, "bf16")
 #undef TT_MMA_16816
 #endif
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+// wgmma's shared-memory matrix descriptor: start address, leading and stride byte offsets (all in
+// 16-byte units), swizzle mode (1: 128 B, 2: 64 B, 3: 32 B).
+TT_INLINE uint64_t tt_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t mode) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
+         ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | ((uint64_t)mode << 62);
+}
+TT_INLINE void tt_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+TT_INLINE void tt_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+TT_INLINE void tt_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+// Shared memory written by threads (cp.async, st.shared) before wgmma reads it (the async proxy).
+TT_INLINE void tt_fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#endif
 
 // ---- masked vector loads: one predicated load, straight-line code the scheduler can hoist ----
 template <int BYTES> TT_INLINE void tt_ld_pred(void* dst, const void* src, bool p) {
