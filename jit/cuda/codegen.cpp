@@ -1528,9 +1528,10 @@ class Codegen {
   // acc += A * B on Hopper for a warpgroup tiling: per k step of 16 and 64-row tile, one
   // wgmma.mma_async.m64nWTNk16 reading both operands from the swizzled stage buffers through
   // matrix descriptors (A K-major, B N-major: the transposed-B form), accumulators in the
-  // fragment mapping; committed and waited for before the stage is released.
+  // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
+  // read stays untouched until a later trip's barrier).
   void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, const std::string& a0,
-                        const std::string& b0, const std::string& acc) {
+                        const std::string& b0, const std::string& acc, int in_flight) {
     (void)BN;
     int64_t rca = BK / 8;
     int64_t a_row = std::min<int64_t>(rca, 8) * 16;  // bytes of a row within one column block
@@ -1558,7 +1559,7 @@ class Codegen {
       }
     }
     line("tt_wgmma_commit();");
-    line("tt_wgmma_wait0();");
+    line(fmt::format("tt_wgmma_wait<{}>();", in_flight));
     close();
   }
 
@@ -1821,6 +1822,7 @@ class Codegen {
     if (off + S * (a_bytes + b_bytes) > smem_budget_) return false;
     smem_ = off + S * (a_bytes + b_bytes);
     const MmaTiling& t = mma_map_.at(res->type.shape);
+    int in_flight = t.wgmma && S >= 3 ? 1 : 0;
     for (const ir::Op* ld : {m.load_a, m.load_b})
       if (may_read_written(ld->operand(0))) sync_after_global_writes();
     std::string acc = declare_registers(res->type);
@@ -1835,6 +1837,9 @@ class Codegen {
     std::string lb = scalar(loop->operand(0)), ub = scalar(loop->operand(1)), st = scalar(loop->operand(2));
     std::string trips = tmp("int", fmt::format("{0} < {1} ? (int)(((int64_t){1} - (int64_t){0} + (int64_t){2} - 1) / (int64_t){2}) : 0",
                                                lb, ub, st));
+    // Inside `if`: without it NVVM merges the no-trip path's accumulators with the loop's exit,
+    // and ptxas then serialises the wgmma kept in flight across trips (C7514).
+    open(fmt::format("if ({} > 0)", trips));
     TileLoad ta = plan_tile_load(m.load_a, loop, m), tb = plan_tile_load(m.load_b, loop, m);
     std::vector<const ir::Value*> roots;
     for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
@@ -1855,7 +1860,7 @@ class Codegen {
           return fmt::format("{} + ({} << 4)", base, tile_chunk(r, "(" + c + ") >> 3", R, rc));
         };
       };
-      if (t.wgmma) emit_wgmma_tiles(t, BM, BN, BK, at.dtype, a0, b0, acc);
+      if (t.wgmma) emit_wgmma_tiles(t, BM, BN, BK, at.dtype, a0, b0, acc, in_flight);
       else emit_mma_tiles(t, BK, at.dtype, tile(a0, BM, BK / 8), tile(b0, BK, BN / 8), acc);
     };
     std::string trip = fresh("trip");
@@ -1870,29 +1875,34 @@ class Codegen {
       line("__syncthreads();  // the next trip overwrites the tiles");
       close();
     } else {
+      // `ahead` trips of tiles in flight while a trip computes; with wgmma and 3+ stages one
+      // trip's wgmma group also stays in flight, and its stage is refilled two trips later.
+      const int ahead = S - 1 - in_flight;
       std::string s = fresh("s");
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, S - 1));
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, ahead));
       open(fmt::format("if ({} < {})", s, trips));
       issue(s, s);
       close();
       line("tt_cp_async_commit();  // one group per trip, empty past the end");
       close();
       std::string rd = fresh("rd"), wr = fresh("wr");
-      line(fmt::format("int {} = 0, {} = {};", rd, wr, S - 1));
+      line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
       open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
-      line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", S - 2));
+      line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", ahead - 1));
       if (t.wgmma) line("tt_fence_async_shared();");
       line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
-      open(fmt::format("if ({} + {} < {})", trip, S - 1, trips));
-      issue(fmt::format("{} + {}", trip, S - 1), wr);
+      open(fmt::format("if ({} + {} < {})", trip, ahead, trips));
+      issue(fmt::format("{} + {}", trip, ahead), wr);
       close();
       line("tt_cp_async_commit();");
       compute(rd);
       line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
       line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
       close();
+      if (in_flight) line("tt_wgmma_wait<0>();");
       line("tt_cp_async_wait<0>();");
     }
+    close();  // if (trips > 0)
     close();
     ++shared_writes_;
     synced_ = false;
