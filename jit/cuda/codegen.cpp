@@ -1079,6 +1079,11 @@ class Codegen {
             line(vec);
             return;
           }
+          const ir::Value* mask = op->operand(2);
+          if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {  // one predicated store
+            line(fmt::format("tt_st_pred<{}>({}, {}, {}[0]);", int64_t(V) * dtype_bytes(d), ptr, sv, sm));
+            return;
+          }
           std::string all = fresh("all"), l = fresh("l");
           line(fmt::format("bool {} = true;", all));
           line("#pragma unroll");
@@ -1875,9 +1880,10 @@ class Codegen {
       line("__syncthreads();  // the next trip overwrites the tiles");
       close();
     } else {
-      // `ahead` trips of tiles in flight while a trip computes; with wgmma and 3+ stages one
-      // trip's wgmma group also stays in flight, and its stage is refilled two trips later.
-      const int ahead = S - 1 - in_flight;
+      // S - 1 trips of tiles in flight while a trip computes. With wgmma and 3+ stages the trip's
+      // wgmma group also stays in flight until the next trip's: the slot refilled after it (the
+      // previous trip's) is free once every warpgroup has retired that group (a second barrier).
+      const int ahead = S - 1;
       std::string s = fresh("s");
       open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, ahead));
       open(fmt::format("if ({} < {})", s, trips));
@@ -1891,11 +1897,15 @@ class Codegen {
       line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", ahead - 1));
       if (t.wgmma) line("tt_fence_async_shared();");
       line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
+      if (in_flight) {
+        compute(rd);
+        line("__syncthreads();  // every warpgroup retired the previous trip's wgmma");
+      }
       open(fmt::format("if ({} + {} < {})", trip, ahead, trips));
       issue(fmt::format("{} + {}", trip, ahead), wr);
       close();
       line("tt_cp_async_commit();");
-      compute(rd);
+      if (!in_flight) compute(rd);
       line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
       line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
       close();

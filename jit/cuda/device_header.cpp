@@ -271,6 +271,24 @@ template <int BYTES> TT_INLINE void tt_ld_pred(void* dst, const void* src, bool 
   }
 }
 
+template <int BYTES> TT_INLINE void tt_st_pred(void* dst, const void* src, bool p) {
+  if (BYTES == 16) {
+    const uint4 v = *(const uint4*)src;
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %5, 0; @q st.global.v4.u32 [%0], {%1, %2, %3, %4}; }"
+                 ::"l"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"((int)p) : "memory");
+  } else if (BYTES == 8) {
+    const uint2 v = *(const uint2*)src;
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %3, 0; @q st.global.v2.u32 [%0], {%1, %2}; }"
+                 ::"l"(dst), "r"(v.x), "r"(v.y), "r"((int)p) : "memory");
+  } else if (BYTES == 4) {
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q st.global.u32 [%0], %1; }"
+                 ::"l"(dst), "r"(*(const uint32_t*)src), "r"((int)p) : "memory");
+  } else {
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q st.global.u16 [%0], %1; }"
+                 ::"l"(dst), "h"(*(const uint16_t*)src), "r"((int)p) : "memory");
+  }
+}
+
 // ---- f32 math as Triton's defaults: exp through ex2.approx, div.full, approximate sqrt/rsqrt ----
 TT_INLINE float tt_exp(float x) {
   float y;
