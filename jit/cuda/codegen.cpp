@@ -1182,9 +1182,9 @@ class Codegen {
       synced_ = true;
       clean();
       if (has_mask)
-        line(fmt::format("if (tid == 0) {{ __threadfence(); {}[0] = {} ? {} : {}{{}}; __threadfence(); }}", slot,
+        line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {} ? {} : {}{{}}; tt_fence_acq_rel(); }}", slot,
                          scalar(op->operand(2)), call, ct));
-      else line(fmt::format("if (tid == 0) {{ __threadfence(); {}[0] = {}; __threadfence(); }}", slot, call));
+      else line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {}; tt_fence_acq_rel(); }}", slot, call));
       sync();
       scalars_[op->result()] = tmp(ct, slot + "[0]");
       return;
@@ -1193,7 +1193,7 @@ class Codegen {
     if (!out.empty()) buffers_[op->result()] = out;
     if (!out.empty()) sync();
     else sync_if_reading({p, op->operand(1), op->operands.back()});
-    line("__threadfence();");
+    line("tt_fence_acq_rel();");
     thread_loop(p->type.shape, 1, nullptr, [&](const Index& idx) {
       std::string ptr = eval(p, idx);
       std::string val = eval(op->operand(cas ? 2 : 1), idx);
@@ -1214,7 +1214,7 @@ class Codegen {
       }
       line(fmt::format("{}[{}] = {};", out, flatten(idx, p->type.shape), old));
     }, nullptr);
-    line("__threadfence();");
+    line("tt_fence_acq_rel();");
     if (!out.empty()) sync();
     else mark_global_write(p);
   }

@@ -191,6 +191,10 @@ template <int OP, class T> TT_INLINE T tt_atomic_rmw(T* p, T v) {
 }
 )TTHDR"
          R"TTHDR(
+// Triton's atomics are acq_rel at GPU scope: a relaxed atomic between two of these fences
+// (fence.acq_rel, lighter than __threadfence's fence.sc).
+TT_INLINE void tt_fence_acq_rel() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
 // ---- vector copies (the 16-byte path of loads and stores) ----
 template <int BYTES> TT_INLINE void tt_vcopy(void* dst, const void* src) {
   if (BYTES == 16) *(uint4*)dst = *(const uint4*)src;
