@@ -1046,6 +1046,7 @@ class Codegen {
     std::vector<const ir::Value*> roots = {val};
     if (has_mask) roots.push_back(op->operand(2));
     sync_if_reading({p, val, has_mask ? op->operand(2) : p});
+    if (store_through_shared(op)) return;
     int V = choose_width(shape, roots, op);
     bool vector_store = V > 1 && access_width(op) >= V;
     std::string sv, sm;
@@ -1098,6 +1099,48 @@ class Codegen {
         });
     vec_loads_.clear();
     mark_global_write(p);
+  }
+
+  // A store of a fragment-mapped value (a matmul's C): the fragments own 2 consecutive elements
+  // (4-byte stores, 8 rows per warp instruction), so the value goes through shared memory - rows
+  // padded by 16 bytes, conflict-free for the fragment writes - and leaves as 16-byte row chunks,
+  // coalesced, as Triton's epilogue does. Needs the pointer contiguous and the mask constant
+  // over the 16 bytes, and the room in shared memory.
+  bool store_through_shared(const ir::Op* op) {
+    const ir::Value* p = op->operand(0);
+    const ir::Value* val = op->operand(1);
+    const ir::Value* mask = op->operands.size() > 2 ? op->operand(2) : nullptr;
+    const Shape& s = p->type.shape;
+    if (s.size() != 2 || !mma_map_.count(s)) return false;
+    DType d = p->type.pointee;
+    int64_t esz = dtype_bytes(d);
+    if (esz != 2 && esz != 4) return false;
+    int V = static_cast<int>(16 / esz);
+    if (access_width(op) < V || s[1] % V) return false;
+    if (mask && !(axis_.contains(mask) && axis_.get(mask).constancy.back() >= V)) return false;
+    int64_t stride = s[1] + V;
+    if (smem_ + s[0] * stride * esz > smem_budget_) return false;
+    std::string ct = ctype(d);
+    std::string buf = alloc_shared(ct, s[0] * stride, esz);
+    ++shared_writes_;
+    sync();  // a loop around: the previous trip's reads are done
+    line("// the store goes through shared memory: fragments in, 16-byte row chunks out");
+    thread_loop(
+        s, 2, [&](const Index& base) { emit_vector_loads({val}, base, 2); },
+        [&](const Index& idx) { line(fmt::format("{}[({}) * {} + {}] = {};", buf, idx[0], stride, idx[1], eval(val, idx))); },
+        nullptr);
+    vec_loads_.clear();
+    sync();
+    std::string e = fresh("e");
+    open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", e, V, numel(s), int64_t(nt_) * V));
+    Index idx{tmp("int", fmt::format("{} / {}", e, s[1])), tmp("int", fmt::format("{} % {}", e, s[1]))};
+    std::string ptr = tmp(ct + "*", eval(p, idx));
+    std::string src = fmt::format("&{}[{} * {} + {}]", buf, idx[0], stride, idx[1]);
+    if (mask) line(fmt::format("tt_st_pred<16>({}, {}, {});", ptr, src, eval(mask, idx)));
+    else line(fmt::format("tt_vcopy<16>({}, {});", ptr, src));
+    close();
+    mark_global_write(p);
+    return true;
   }
 
   // Evaluates `v` over its whole shape into buffer `buf`.
