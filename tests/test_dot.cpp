@@ -297,7 +297,7 @@ tritium::Kernel& matmul_kernel() {
 
 template <class T>
 void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int bk, int group, bool b_transposed,
-                 uint32_t seed) {
+                 uint32_t seed, int warps = 4, int stages = 3, int pad = 3) {
   auto a = tt::random_vector<T>(size_t(M) * K, seed);
   auto b_logical = tt::random_vector<T>(size_t(K) * N, seed + 1);
   // B is either K x N row-major, or stored as N x K (B^T row-major) and read through strides.
@@ -308,7 +308,7 @@ void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int
       for (int j = 0; j < N; ++j) b_mem[size_t(j) * K + kk] = b_logical[size_t(kk) * N + j];
     stride_bk = 1, stride_bn = K;
   }
-  const int ldc = N + 3;  // C has padding columns that must stay untouched
+  const int ldc = N + pad;  // C's padding columns must stay untouched (pad 0: aligned rows, 16-byte stores)
   std::vector<double> ref(size_t(M) * N);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
@@ -318,14 +318,17 @@ void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int
     }
   std::string what = std::string(tritium::dtype_name(tritium::dtype_of<T>())) + " " + std::to_string(M) + "x" +
                      std::to_string(N) + "x" + std::to_string(K) + " blocks " + std::to_string(bm) + "x" +
-                     std::to_string(bn) + "x" + std::to_string(bk) + " group " + std::to_string(group) +
-                     (b_transposed ? " B^T strides" : "");
+                     std::to_string(bn) + "x" + std::to_string(bk) + " group " + std::to_string(group) + " warps " +
+                     std::to_string(warps) + " stages " + std::to_string(stages) + (b_transposed ? " B^T strides" : "");
   BOOST_TEST_CONTEXT(what) {
     auto da = be.template upload<T>(a), db = be.template upload<T>(b_mem);
     auto dc = be.template alloc_poisoned<T>(size_t(M) * ldc);
     int64_t grid = tritium::cdiv(M, bm) * tritium::cdiv(N, bn);
+    auto opts = be.options();
+    opts.num_warps = warps;
+    opts.num_stages = stages;
     matmul_kernel<T>()[{grid}](da.ptr(), db.ptr(), dc.ptr(), M, N, K, K, 1, stride_bk, stride_bn, ldc, 1, bm, bn, bk, group,
-                               be.options());
+                               opts);
     auto c = dc.download();
     tt::host_vector<T> got(size_t(M) * N);
     size_t padding_written = 0;
@@ -349,6 +352,31 @@ BOOST_AUTO_TEST_CASE(tiled_matmul) {
     matmul_case<float>(be, 33, 40, 5, 16, 32, 16, 1, false, 5);    // K smaller than one block
     matmul_case<f16_t>(be, 100, 77, 130, 32, 32, 32, 4, false, 6);
     matmul_case<bf16_t>(be, 64, 48, 96, 32, 16, 32, 2, false, 7);
+  });
+}
+
+// Triton's tutorial-03 autotune configs (BM, BN, BK, stages, warps): on a GPU they pick the
+// tensor-core paths - wgmma warpgroup tiles on Hopper, mma.sync warp tiles elsewhere and for 2
+// warps, stage counts cut to what fits in shared memory, the store of C through shared memory
+// when rows are aligned - with aligned sizes (full 16-byte chunks, constant masks) and odd ones
+// (chunks across the K edge, element loads, wrapped rows, masked stores).
+BOOST_AUTO_TEST_CASE(tiled_matmul_tutorial_configs) {
+  struct Cfg { int bm, bn, bk, stages, warps; };
+  const std::vector<Cfg> configs = {
+      {128, 256, 64, 3, 8}, {64, 256, 32, 4, 4},  {128, 128, 32, 4, 4}, {128, 64, 32, 4, 4},
+      {64, 128, 32, 4, 4},  {128, 32, 32, 4, 4},  {64, 32, 32, 5, 2},   {32, 64, 32, 5, 2},
+      {128, 256, 128, 3, 8}, {256, 128, 128, 3, 8}, {256, 64, 128, 4, 4}, {64, 256, 128, 4, 4},
+      {128, 128, 128, 4, 4}, {128, 64, 64, 4, 4},  {64, 128, 64, 4, 4},  {128, 32, 64, 4, 4}};
+  tt::for_each_backend([&](const tt::Backend& be) {
+    // The CPU compiles every config through LLVM: a quarter of them keeps the suite quick there.
+    for (size_t i = 0; i < configs.size(); i += be.name == "cpu" ? 4 : 1) {
+      const Cfg& c = configs[i];
+      uint32_t seed = 100 + uint32_t(i) * 4;
+      matmul_case<f16_t>(be, 256, 256, 320, c.bm, c.bn, c.bk, 8, false, seed, c.warps, c.stages, 0);
+      matmul_case<bf16_t>(be, 256, 512, 192, c.bm, c.bn, c.bk, 8, false, seed + 1, c.warps, c.stages, 0);
+      matmul_case<f16_t>(be, 130, 200, 100, c.bm, c.bn, c.bk, 8, false, seed + 2, c.warps, c.stages);
+      matmul_case<bf16_t>(be, 77, 300, 150, c.bm, c.bn, c.bk, 4, true, seed + 3, c.warps, c.stages);
+    }
   });
 }
 
