@@ -225,6 +225,45 @@ BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
              std::string::npos);
 }
 
+// Which tensor-core path a matmul loop takes: wgmma for warpgroups on sm_90a, mma.sync with
+// ldmatrix for 2 warps; cp.async stages; C through shared memory when its rows are aligned; and
+// no matmul-loop lowering when a pointer's step changes from trip to trip (init + trip * step
+// would be wrong), which still compiles through the generic loop.
+BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("mm", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N, tl::i32 K,
+                                    int BM, int BN, int BK, bool VARYING_STEP) {
+    auto rm = tl::program_id(0) * BM + tl::arange(0, BM), rn = tl::program_id(1) * BN + tl::arange(0, BN);
+    auto rk = tl::arange(0, BK);
+    auto a_ptrs = a + (rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_);
+    auto b_ptrs = b + rk(tl::_, tl::None) * N + (rn % N)(tl::None, tl::_);
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+      acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - kt * BK, 0.0f),
+                    tl::load(b_ptrs, rk(tl::_, tl::None) < K - kt * BK, 0.0f), acc);
+      if (VARYING_STEP) a_ptrs += BK * (1 + kt / 1000000);
+      else a_ptrs += BK;
+      b_ptrs += BK * N;
+    }
+    tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc.to(tl::float16),
+              (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N));
+  });
+  auto wg = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32, false);
+  BOOST_TEST(wg.source.find("matmul loop on tensor cores") != std::string::npos);
+  BOOST_TEST(wg.source.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
+  BOOST_TEST(wg.source.find("tt_cp_async16(") != std::string::npos);
+  BOOST_TEST(wg.source.find("fragments in, 16-byte row chunks out") != std::string::npos);
+  auto mma = compile(k, 2, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 32, 32, false);
+  BOOST_TEST(mma.source.find("matmul loop on tensor cores") != std::string::npos);
+  BOOST_TEST(mma.source.find("tt_ldsm_x4_trans(") != std::string::npos);
+  BOOST_TEST(mma.source.find("wgmma.mma_async") == std::string::npos);
+  auto varying = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 64, 32, true);
+  BOOST_TEST(varying.source.find("matmul loop on tensor cores") == std::string::npos);
+  // Rows of C that are not 16-byte aligned (N = 500): the fragments store their pairs directly.
+  auto odd = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 500, 500, 500, 64, 128, 32, false);
+  BOOST_TEST(odd.source.find("fragments in, 16-byte row chunks out") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(atomics) {
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("atomics", [](tl::ptr<float> f, tl::ptr<int32_t> i, tl::ptr<int64_t> l, tl::ptr<f16_t> h,

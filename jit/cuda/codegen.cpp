@@ -18,6 +18,11 @@
 // array[k * V + lane] is a register. Reductions of a whole block read their input in that mapping
 // and combine with warp shuffles and one shared-memory pass; no barrier, no shared memory and no
 // layout conversion for elementwise chains between them.
+//
+// Tensor cores: the result shape of an f16/bf16 `dot` uses the mma fragment mapping instead, and
+// a matmul main loop (acc = dot(load, load, acc) with advancing pointers) streams its operand
+// tiles through swizzled shared-memory stages with cp.async into mma.sync or wgmma (see
+// "tensor cores" below and docs/cuda-backend.md).
 #include "jit/cuda/codegen.h"
 
 #include "jit/passes/block_plan.h"
@@ -1578,9 +1583,8 @@ class Codegen {
   // matrix descriptors (A K-major, B N-major: the transposed-B form), accumulators in the
   // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
   // read stays untouched until a later trip's barrier).
-  void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, const std::string& a0,
+  void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BK, DType in, const std::string& a0,
                         const std::string& b0, const std::string& acc, int in_flight) {
-    (void)BN;
     int64_t rca = BK / 8;
     int64_t a_row = std::min<int64_t>(rca, 8) * 16;  // bytes of a row within one column block
     int a_mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;
@@ -1637,11 +1641,13 @@ class Codegen {
   }
 
   // Scalars and inline values of a loop body computable for any trip from the induction
-  // variable, the carried pointers `carried` and inline values from before the loop.
-  bool trip_computable(const ir::Value* v, const ir::Block* body, const std::vector<const ir::Value*>& carried) {
+  // variable (unless `invariant`), the carried pointers `carried` and inline values from before
+  // the loop.
+  bool trip_computable(const ir::Value* v, const ir::Block* body, const std::vector<const ir::Value*>& carried,
+                       bool invariant = false) {
     if (v->is_block_arg()) {
       if (v->owner != body) return v->type.is_scalar();
-      return v == body->args[0] || std::find(carried.begin(), carried.end(), v) != carried.end();
+      return (v == body->args[0] && !invariant) || std::find(carried.begin(), carried.end(), v) != carried.end();
     }
     const ir::Op* d = v->def;
     if (d->parent != body) return outer_inline(v);
@@ -1651,7 +1657,7 @@ class Codegen {
                 d->kind == OpKind::ProgramId || d->kind == OpKind::NumPrograms || ir::is_elementwise(d->kind);
     if (!pure) return false;
     for (const ir::Value* o : d->operands)
-      if (!trip_computable(o, body, carried)) return false;
+      if (!trip_computable(o, body, carried, invariant)) return false;
     return true;
   }
   // A value from before a loop that can be evaluated at any element anywhere: a scalar, or an
@@ -1679,7 +1685,7 @@ class Codegen {
         continue;
       }
       if (arg->type.is_block() && arg->type.is_ptr() && d->kind == OpKind::AddPtr && d->operand(0) == arg &&
-          trip_computable(d->operand(1), body, {}) && plan_.users(loop->results[i]).empty() &&
+          trip_computable(d->operand(1), body, {}, /*invariant=*/true) && plan_.users(loop->results[i]).empty() &&
           outer_inline(loop->operands[3 + i])) {
         m.pointers.push_back({i, d->operand(1)});
         carried.push_back(arg);
@@ -1883,7 +1889,8 @@ class Codegen {
     std::string sb = tmp("uint32_t", fmt::format("{} + {}", sa, S * a_bytes));
     std::string ivt = ctype(loop->operand(0)->type);
     std::string lb = scalar(loop->operand(0)), ub = scalar(loop->operand(1)), st = scalar(loop->operand(2));
-    std::string trips = tmp("int", fmt::format("{0} < {1} ? (int)(((int64_t){1} - (int64_t){0} + (int64_t){2} - 1) / (int64_t){2}) : 0",
+    // (A step <= 0 runs no trip here; the generic loop would not end.)
+    std::string trips = tmp("int", fmt::format("{0} < {1} && {2} > 0 ? (int)(((int64_t){1} - (int64_t){0} + (int64_t){2} - 1) / (int64_t){2}) : 0",
                                                lb, ub, st));
     // Inside `if`: without it NVVM merges the no-trip path's accumulators with the loop's exit,
     // and ptxas then serialises the wgmma kept in flight across trips (C7514).
@@ -1908,7 +1915,7 @@ class Codegen {
           return fmt::format("{} + ({} << 4)", base, tile_chunk(r, "(" + c + ") >> 3", R, rc));
         };
       };
-      if (t.wgmma) emit_wgmma_tiles(t, BM, BN, BK, at.dtype, a0, b0, acc, in_flight);
+      if (t.wgmma) emit_wgmma_tiles(t, BM, BK, at.dtype, a0, b0, acc, in_flight);
       else emit_mma_tiles(t, BK, at.dtype, tile(a0, BM, BK / 8), tile(b0, BK, BN / 8), acc);
     };
     std::string trip = fresh("trip");
