@@ -1,2500 +1,1611 @@
-// IR -> CUDA C++ for the CUDA backend (docs/cuda-backend.md).
-//
-// One program is one CTA of num_warps * 32 threads. Scalars are C++ variables computed
-// uniformly by every thread. A block value is either *inline* (evaluated inside the loop nest of
-// the op that consumes it, like the CPU backend: elementwise chains, broadcasts and single-use
-// loads fuse into one loop) or *materialised* into shared memory (or, past the shared-memory
-// budget, a per-CTA slice of a global scratch buffer). A loop nest over a block's elements is
-// distributed over the threads: element e = (k * nthreads + tid) * V + lane, where V lets each
-// thread move 16 bytes when the axis info says the pointer is contiguous and aligned along the
-// last dim; those loads and stores become one 16-byte access (coalesced across the warp) when
-// all V lanes are in the mask, element accesses under the mask otherwise. __syncthreads()
-// separates a loop that writes a buffer from its readers (and from earlier readers).
-//
-// Register values: a materialised value (or a loop-carried or `if` result) whose every use reads
-// it at the element the using thread itself owns stays in a per-thread array instead of a buffer
-// (Triton's blocked layout). All loop nests over its shape then use one mapping, fixed per shape:
-// a fully unrolled loop over k < ITER with element (k * nthreads + tid) * V + lane, so that
-// array[k * V + lane] is a register. Reductions of a whole block read their input in that mapping
-// and combine with warp shuffles and one shared-memory pass; no barrier, no shared memory and no
-// layout conversion for elementwise chains between them.
-//
-// Tensor cores: the result shape of an f16/bf16 `dot` uses the mma fragment mapping instead, and
-// a matmul main loop (acc = dot(load, load, acc) with advancing pointers) streams its operand
-// tiles through swizzled shared-memory stages with cp.async into mma.sync or wgmma (see
-// "tensor cores" below and docs/cuda-backend.md).
-#include "jit/cuda/codegen.h"
-
-#include "jit/passes/block_plan.h"
+// The CUDA code generator's core (class and design: jit/cuda/codegen_impl.h): kernel assembly,
+// values (scalars, inline, registers, buffers), loop nests and vector accesses, memory, atomics,
+// reductions and scans, control flow with software pipelining, prints and asserts.
+#include "jit/cuda/codegen_impl.h"
 
 #include <cmath>
 #include <cstring>
-#include <functional>
-#include <map>
-#include <optional>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "jit/cuda/device_header.h"
 
-namespace tritium::jit::cuda {
-namespace {
+namespace tritium::jit::cuda::detail {
 
-using ir::OpKind;
-using ir::Shape;
-using Index = std::vector<std::string>;  // one C++ int expression per dim
-
-bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
-bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
-
-std::string ctype(DType d) {
-  switch (d) {
-    case DType::i1: return "bool";
-    case DType::i8: return "int8_t";
-    case DType::i16: return "int16_t";
-    case DType::i32: return "int32_t";
-    case DType::i64: return "int64_t";
-    case DType::u8: return "uint8_t";
-    case DType::u16: return "uint16_t";
-    case DType::u32: return "uint32_t";
-    case DType::u64: return "uint64_t";
-    case DType::f16: return "tt_f16";
-    case DType::bf16: return "tt_bf16";
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-    case DType::ptr: return "uint8_t*";
-    case DType::invalid: break;
+KernelSource Codegen::run() {
+  plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true});
+  plan_registers();
+  KernelSource ks;
+  ks.entry = identifier(f_.name);
+  ks.num_threads = nt_;
+  std::string params;
+  for (size_t i = 0; i < f_.params.size(); ++i) {
+    const ir::Param& p = f_.params[i];
+    std::string name = fmt::format("a{}_{}", i, identifier(p.name.empty() ? "arg" : p.name));
+    params += fmt::format("{}{}{}", p.type.is_ptr() ? "" : "const ", ctype(p.type), p.type.is_ptr() ? " " : " ") + name + ",\n    ";
+    scalars_[f_.body->args[i]] = name;
   }
-  fail("internal error: no CUDA type for {}", dtype_name(d));
+  emit_block(f_.body);
+  ks.smem_bytes = smem_;
+  ks.scratch_bytes = scratch_;
+  ks.num_asserts = num_asserts_;
+  ks.has_print = has_print_;
+  std::string src = device_header();
+  src += fmt::format("\n// Kernel {}: {} threads ({} warps), {} bytes of shared memory, {} bytes of scratch per program.\n",
+                     f_.name, nt_, nwarps_, smem_, scratch_);
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert) {{\n",
+                     nt_, ks.entry, params);
+  src += "  extern __shared__ __align__(1024) uint8_t tt_smem[];\n";
+  src += "  const int tid = (int)threadIdx.x;\n";
+  src += "  const int32_t tt_pid0 = (int32_t)blockIdx.x, tt_pid1 = (int32_t)blockIdx.y, tt_pid2 = (int32_t)blockIdx.z;\n";
+  src += "  const int32_t tt_npid0 = (int32_t)gridDim.x, tt_npid1 = (int32_t)gridDim.y, tt_npid2 = (int32_t)gridDim.z;\n";
+  src += "  (void)tid; (void)tt_pid0; (void)tt_pid1; (void)tt_pid2; (void)tt_npid0; (void)tt_npid1; (void)tt_npid2;\n";
+  src += "  (void)tt_smem; (void)tt_scratch; (void)tt_assert;\n";
+  if (scratch_ > 0)
+    src += fmt::format(
+        "  uint8_t* const tt_scratch_cta = tt_scratch + (uint64_t)(blockIdx.x + gridDim.x * (blockIdx.y + "
+        "(uint64_t)gridDim.y * blockIdx.z)) * {}ull;\n",
+        scratch_);
+  src += decls_;
+  src += body_;
+  src += "}\n";
+  ks.source = std::move(src);
+  return ks;
 }
-std::string ctype(const ir::Type& t) {
-  if (t.is_ptr()) return (t.pointee == DType::invalid ? std::string("uint8_t") : ctype(t.pointee)) + "*";
-  return ctype(t.dtype);
-}
-int64_t mem_bytes(const ir::Type& t) { return t.is_ptr() ? 8 : dtype_bytes(t.dtype); }
 
-int64_t pow2_divisor(int64_t v) {
-  if (v <= 0) return int64_t(1) << 30;
-  int64_t p = 1;
-  while (p < (int64_t(1) << 30) && v % (p * 2) == 0) p *= 2;
-  return p;
+void Codegen::line(const std::string& s) {
+  body_ += std::string(static_cast<size_t>(indent_) * 2, ' ') + s + "\n";
+  synced_ = false;
 }
 
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
-  return st;
+void Codegen::open(const std::string& s) {
+  line(s + " {");
+  ++indent_;
+  memo_.emplace_back();
 }
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t x : s) n *= x;
+
+void Codegen::close() {
+  --indent_;
+  line("}");
+  memo_.pop_back();
+}
+
+const std::string* Codegen::memo_find(const std::string& key) const {
+  for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
+    if (auto f = it->find(key); f != it->end()) return &f->second;
+  return nullptr;
+}
+
+std::string Codegen::tmp(const std::string& type, const std::string& expr) {
+  std::string n = fresh("t");
+  line(fmt::format("{} const {} = {};", type, n, expr));  // east const: pointers stay writable
   return n;
 }
 
-// A C string literal.
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
-    else if (c == '\n') out += "\\n";
-    else if (c < 32 || c >= 127) out += fmt::format("\\{:03o}", c);
-    else out += static_cast<char>(c);
-  }
-  return out + "\"";
+void Codegen::sync() {
+  if (!synced_) line("__syncthreads();");
+  synced_ = true;
+  clean();
 }
 
-std::string identifier(const std::string& s) {
-  std::string out;
-  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "k_" + out;
-  return out;
+void Codegen::clean() {
+  global_dirty_ = false;
+  dirty_roots_.clear();
+  dirty_unknown_ = false;
 }
 
-class Codegen {
- public:
-  Codegen(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts, int64_t smem_budget, int cc)
-      : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32), num_stages_(opts.num_stages),
-        cc_(cc), smem_budget_(smem_budget) {}
+void Codegen::mark_global_write(const ir::Value* ptr) {
+  global_dirty_ = true;
+  if (const ir::Value* r = pointer_root(ptr)) dirty_roots_.push_back(r);
+  else dirty_unknown_ = true;
+}
 
-  KernelSource run() {
-    plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true});
-    plan_registers();
-    KernelSource ks;
-    ks.entry = identifier(f_.name);
-    ks.num_threads = nt_;
-    std::string params;
-    for (size_t i = 0; i < f_.params.size(); ++i) {
-      const ir::Param& p = f_.params[i];
-      std::string name = fmt::format("a{}_{}", i, identifier(p.name.empty() ? "arg" : p.name));
-      params += fmt::format("{}{}{}", p.type.is_ptr() ? "" : "const ", ctype(p.type), p.type.is_ptr() ? " " : " ") + name + ",\n    ";
-      scalars_[f_.body->args[i]] = name;
-    }
-    emit_block(f_.body);
-    ks.smem_bytes = smem_;
-    ks.scratch_bytes = scratch_;
-    ks.num_asserts = num_asserts_;
-    ks.has_print = has_print_;
-    std::string src = device_header();
-    src += fmt::format("\n// Kernel {}: {} threads ({} warps), {} bytes of shared memory, {} bytes of scratch per program.\n",
-                       f_.name, nt_, nwarps_, smem_, scratch_);
-    src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert) {{\n",
-                       nt_, ks.entry, params);
-    src += "  extern __shared__ __align__(1024) uint8_t tt_smem[];\n";
-    src += "  const int tid = (int)threadIdx.x;\n";
-    src += "  const int32_t tt_pid0 = (int32_t)blockIdx.x, tt_pid1 = (int32_t)blockIdx.y, tt_pid2 = (int32_t)blockIdx.z;\n";
-    src += "  const int32_t tt_npid0 = (int32_t)gridDim.x, tt_npid1 = (int32_t)gridDim.y, tt_npid2 = (int32_t)gridDim.z;\n";
-    src += "  (void)tid; (void)tt_pid0; (void)tt_pid1; (void)tt_pid2; (void)tt_npid0; (void)tt_npid1; (void)tt_npid2;\n";
-    src += "  (void)tt_smem; (void)tt_scratch; (void)tt_assert;\n";
-    if (scratch_ > 0)
-      src += fmt::format(
-          "  uint8_t* const tt_scratch_cta = tt_scratch + (uint64_t)(blockIdx.x + gridDim.x * (blockIdx.y + "
-          "(uint64_t)gridDim.y * blockIdx.z)) * {}ull;\n",
-          scratch_);
-    src += decls_;
-    src += body_;
-    src += "}\n";
-    ks.source = std::move(src);
-    return ks;
-  }
+bool Codegen::may_read_written(const ir::Value* ptr) const {
+  if (!global_dirty_) return false;
+  if (dirty_unknown_) return true;
+  const ir::Value* r = pointer_root(ptr);
+  return !r || std::find(dirty_roots_.begin(), dirty_roots_.end(), r) != dirty_roots_.end();
+}
 
- private:
-  ir::Function& f_;
-  const AxisInfoMap& axis_;
-  int nwarps_, nt_;
-  int num_stages_;
-  int cc_;  // compute capability of the target (90 for sm_90a)
-  std::string body_, decls_;
-  int indent_ = 1;
-  bool synced_ = true;
-  bool global_dirty_ = false;  // global stores/atomics emitted since the last barrier
-  // The kernel parameters those writes went through (unknown_: some pointer was not traced to
-  // one): a later load through another parameter needs no barrier (distinct arguments are taken
-  // to be distinct memory, as Triton does).
-  std::vector<const ir::Value*> dirty_roots_;
-  bool dirty_unknown_ = false;
-  int64_t shared_writes_ = 0;  // ops emitted that write shared memory (buffers, partials, slots)
-  int counter_ = 0;
-  int64_t smem_budget_;
-  int64_t smem_ = 0, scratch_ = 0;
-  int num_asserts_ = 0;
-  bool has_print_ = false;
-  std::string lane_ = "0";
+bool Codegen::reads_global(const std::vector<const ir::Value*>& vs) {
+  for (const ir::Value* v : vs) {
+    if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) continue;
+    if (v->def->kind == OpKind::Load && may_read_written(v->def->operand(0))) return true;
+    std::vector<const ir::Value*> ops(v->def->operands.begin(), v->def->operands.end());
+    if (reads_global(ops)) return true;
+  }
+  return false;
+}
 
-  std::unordered_map<const ir::Value*, std::string> scalars_;
-  std::unordered_map<const ir::Value*, std::string> buffers_;
-  std::unordered_set<std::string> scratch_bufs_;  // buffers in the global scratch, not shared memory
-  BlockPlan plan_;  // which block values get a buffer (shared with the CPU backend)
-  std::unordered_map<const ir::Op*, std::string> vec_loads_;  // inline loads moved by a vector access
+void Codegen::sync_if_reading(const std::vector<const ir::Value*>& vs) {
+  if (global_dirty_ && reads_global(vs)) sync_after_global_writes();
+}
 
-  // Register values (see the top of this file): the per-thread array of each, the shapes whose
-  // loop nests use the register mapping and its width, and the values that also need a buffer
-  // copy after their registers are final (a loop or `if` result read at other elements).
-  std::unordered_map<const ir::Value*, std::string> regs_;
-  std::unordered_set<const ir::Value*> reg_planned_, reg_spill_;
-  std::map<Shape, int> mapped_width_;
-  std::map<Shape, int> widest_access_;  // per shape: the widest vector access of its loads/stores
-  std::unordered_map<const ir::Value*, bool> reg_ok_;  // memo of only_own_elements
-  // Loads of a run-time loop issued one iteration ahead (software pipelining): load -> the
-  // registers the current iteration reads.
-  std::unordered_map<const ir::Op*, std::string> prefetched_;
-  // The register-mapped loop nest being emitted: its shape, width, k variable and base index.
-  struct MappedLoop {
-    bool active = false;
-    Shape shape;
-    int V = 1;
-    std::string k;
-    Index base;
-  } loop_;
+void Codegen::sync_after_global_writes() {
+  if (global_dirty_) line("__syncthreads();  // the global writes above are visible below");
+  synced_ = true;
+  clean();
+}
 
-  // Tensor cores (see "tensor cores" below). The warp tiling of the result shape of a dot that
-  // runs on mma.sync: WM x WN warps, each owning a WTM x WTN tile of MT x NT fragments of 16 x 8.
-  // Loop nests over such a shape use the fragment mapping (V = 2, see thread_loop) so that the
-  // accumulators, the loop-carried value and the epilogue are one register array.
-  // On Hopper (sm_90a, num_warps % 4 == 0) the units are warpgroups of 4 warps and the tiles
-  // 64 x WTN (wgmma.m64nWTNk16); warp w % 4 of a warpgroup owns rows 16 (w % 4) .. + 15 of each
-  // 64-row tile, the same fragments as mma.sync's, so both instructions can fill this mapping.
-  struct MmaTiling {
-    int WM = 1, WN = 1;          // units (warps, or warpgroups) along M and N
-    int64_t WTM = 16, WTN = 16;  // a unit's tile
-    int MT = 1, NT = 2;          // its fragments: MT row tiles of row_step rows, NT column tiles of 8
-    int row_step = 16;           // 16 (mma.sync), 64 (wgmma)
-    bool wgmma = false;
-    // C++ expressions of the unit's tile origin for thread `tid`.
-    std::string m0() const {
-      return wgmma ? fmt::format("((tid >> 7) / {}) * {} + ((tid >> 5) & 3) * 16", WN, WTM)
-                   : fmt::format("((tid >> 5) / {}) * {}", WN, WTM);
-    }
-    std::string n0() const { return fmt::format("((tid >> {}) % {}) * {}", wgmma ? 7 : 5, WN, WTN); }
-  };
-  std::map<Shape, MmaTiling> mma_map_;
-  static constexpr int64_t kMaxMmaWords = 128;  // accumulators per thread (Triton's 128 x 256, 8 warps)
-  // A `tl::range` loop that is a matmul main loop: acc = dot(load(a), load(b), acc) with pointers
-  // advanced by a loop-invariant step; its operand tiles stream through num_stages shared-memory
-  // buffers with cp.async (emit_mma_loop).
-  struct MmaLoop {
-    size_t acc = 0;  // the carried accumulator
-    const ir::Op* dot = nullptr;
-    const ir::Op* load_a = nullptr;
-    const ir::Op* load_b = nullptr;
-    std::vector<std::pair<size_t, const ir::Value*>> pointers;  // carried pointer block -> its step
-  };
-  std::unordered_map<const ir::Op*, MmaLoop> mma_loops_;
-  // Carried pointer blocks of an MMA loop, evaluated as init + trip * step: `at` is the init's
-  // value at the element being evaluated (a hoisted register), `trip` the trip number.
-  struct Affine {
-    const ir::Value* step;
-    std::string at, trip;
-  };
-  std::unordered_map<const ir::Value*, Affine> affine_;
+std::string Codegen::alloc_buffer(const ir::Type& t) {
+  int64_t bytes = (t.numel() * mem_bytes(t) + 15) / 16 * 16;
+  std::string name = fresh("buf");
+  std::string ct = ctype(t.element());
+  if (smem_ + bytes <= smem_budget_) {
+    decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_smem + {});  // {} (shared)\n", ct, name, ct,
+                          smem_, t.str());
+    smem_ += bytes;
+  } else {
+    decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_scratch_cta + {});  // {} (global scratch)\n",
+                          ct, name, ct, scratch_, t.str());
+    scratch_ += bytes;
+    scratch_bufs_.insert(name);
+  }
+  return name;
+}
 
-  // ---- output -------------------------------------------------------------------------------
+std::string Codegen::alloc_shared(const std::string& ct, int64_t count, int64_t elem_bytes) {
+  std::string name = fresh("sh");
+  decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_smem + {});\n", ct, name, ct, smem_);
+  smem_ += (count * elem_bytes + 15) / 16 * 16;
+  return name;
+}
 
-  void line(const std::string& s) {
-    body_ += std::string(static_cast<size_t>(indent_) * 2, ' ') + s + "\n";
-    synced_ = false;
-  }
-  void open(const std::string& s) {
-    line(s + " {");
-    ++indent_;
-    memo_.emplace_back();
-  }
-  void close() {
-    --indent_;
-    line("}");
-    memo_.pop_back();
-  }
-  // Inline values already evaluated in the enclosing scopes: (op, index) -> variable. A value
-  // used several times in one loop nest is computed once per element.
-  std::vector<std::unordered_map<std::string, std::string>> memo_ = std::vector<std::unordered_map<std::string, std::string>>(1);
-  const std::string* memo_find(const std::string& key) const {
-    for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
-      if (auto f = it->find(key); f != it->end()) return &f->second;
-    return nullptr;
-  }
-  std::string fresh(const char* prefix) { return fmt::format("{}{}", prefix, counter_++); }
-  std::string tmp(const std::string& type, const std::string& expr) {
-    std::string n = fresh("t");
-    line(fmt::format("{} const {} = {};", type, n, expr));  // east const: pointers stay writable
-    return n;
-  }
-  void sync() {
-    if (!synced_) line("__syncthreads();");
-    synced_ = true;
-    clean();
-  }
-  void clean() {
-    global_dirty_ = false;
-    dirty_roots_.clear();
-    dirty_unknown_ = false;
-  }
-  void mark_global_write(const ir::Value* ptr) {
-    global_dirty_ = true;
-    if (const ir::Value* r = pointer_root(ptr)) dirty_roots_.push_back(r);
-    else dirty_unknown_ = true;
-  }
-  // Whether a load through ptr may read what this program wrote since the last barrier.
-  bool may_read_written(const ir::Value* ptr) const {
-    if (!global_dirty_) return false;
-    if (dirty_unknown_) return true;
-    const ir::Value* r = pointer_root(ptr);
-    return !r || std::find(dirty_roots_.begin(), dirty_roots_.end(), r) != dirty_roots_.end();
-  }
-  // Whether evaluating these values inline reads global memory (a load not yet materialised).
-  bool reads_global(const std::vector<const ir::Value*>& vs) {
-    for (const ir::Value* v : vs) {
-      if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) continue;
-      if (v->def->kind == OpKind::Load && may_read_written(v->def->operand(0))) return true;
-      std::vector<const ir::Value*> ops(v->def->operands.begin(), v->def->operands.end());
-      if (reads_global(ops)) return true;
-    }
-    return false;
-  }
-  void sync_if_reading(const std::vector<const ir::Value*>& vs) {
-    if (global_dirty_ && reads_global(vs)) sync_after_global_writes();
-  }
-  // Global memory this CTA wrote (stores, atomics) may be read back by other threads of the CTA:
-  // a barrier before the next loop nest or scalar load keeps program order within the program.
-  void sync_after_global_writes() {
-    if (global_dirty_) line("__syncthreads();  // the global writes above are visible below");
-    synced_ = true;
-    clean();
-  }
+int64_t Codegen::register_words(const ir::Type& t, int V) {
+  int64_t step = int64_t(nt_) * V;
+  int64_t per_thread = (t.numel() + step - 1) / step * V;
+  return per_thread * std::max<int64_t>(1, mem_bytes(t) / 4);
+}
 
-  // ---- buffers ----------------------------------------------------------------------------
-
-  // Shared memory while the budget lasts, else this CTA's slice of the global scratch.
-  std::string alloc_buffer(const ir::Type& t) {
-    int64_t bytes = (t.numel() * mem_bytes(t) + 15) / 16 * 16;
-    std::string name = fresh("buf");
-    std::string ct = ctype(t.element());
-    if (smem_ + bytes <= smem_budget_) {
-      decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_smem + {});  // {} (shared)\n", ct, name, ct,
-                            smem_, t.str());
-      smem_ += bytes;
-    } else {
-      decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_scratch_cta + {});  // {} (global scratch)\n",
-                            ct, name, ct, scratch_, t.str());
-      scratch_ += bytes;
-      scratch_bufs_.insert(name);
-    }
-    return name;
-  }
-  // A small shared array (reduction partials, broadcast slots): always in shared memory.
-  std::string alloc_shared(const std::string& ct, int64_t count, int64_t elem_bytes) {
-    std::string name = fresh("sh");
-    decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_smem + {});\n", ct, name, ct, smem_);
-    smem_ += (count * elem_bytes + 15) / 16 * 16;
-    return name;
-  }
-
-  // ---- register values ----------------------------------------------------------------------
-
-  // Per-thread registers a register value of type t would take: elements per thread (whole
-  // mapping steps of V) times 32-bit words per element.
-  int64_t register_words(const ir::Type& t, int V) {
-    int64_t step = int64_t(nt_) * V;
-    int64_t per_thread = (t.numel() + step - 1) / step * V;
-    return per_thread * std::max<int64_t>(1, mem_bytes(t) / 4);
-  }
-  static constexpr int64_t kMaxRegisterWords = 64;  // per value; past it the buffer is cheaper than spills
-  static constexpr int64_t kMaxPrefetchWords = 32;  // per load issued one loop trip ahead
-
-  // Whether every use of v reads it at the element of v the using thread owns in the register
-  // mapping of v's shape: elementwise chains evaluated in a loop nest over that shape, stores
-  // through pointers of that shape, whole-block reductions, loop inits and yields.
-  bool only_own_elements(const ir::Value* v) {
-    if (auto it = reg_ok_.find(v); it != reg_ok_.end()) return it->second;
-    reg_ok_[v] = false;  // cycles (none in SSA) stay conservative
-    bool ok = true;
-    for (const ir::Op* u : plan_.users(v)) {
-      switch (u->kind) {
-        case OpKind::Store: ok = u->operand(0)->type.shape == v->type.shape; break;
-        case OpKind::Reduce: {
-          const Shape& s = u->operand(0)->type.shape;
-          ok = s == v->type.shape && numel(s) == s[static_cast<size_t>(u->attrs.axis)];
-          break;
+bool Codegen::only_own_elements(const ir::Value* v) {
+  if (auto it = reg_ok_.find(v); it != reg_ok_.end()) return it->second;
+  reg_ok_[v] = false;  // cycles (none in SSA) stay conservative
+  bool ok = true;
+  for (const ir::Op* u : plan_.users(v)) {
+    switch (u->kind) {
+      case OpKind::Store: ok = u->operand(0)->type.shape == v->type.shape; break;
+      case OpKind::Reduce: {
+        const Shape& s = u->operand(0)->type.shape;
+        ok = s == v->type.shape && numel(s) == s[static_cast<size_t>(u->attrs.axis)];
+        break;
+      }
+      case OpKind::Yield: ok = u->parent->parent && (u->parent->parent->kind == OpKind::For ||
+                                                    u->parent->parent->kind == OpKind::If);
+        break;
+      case OpKind::For: ok = u->operands.size() > 3 && u->operands[0] != v && u->operands[1] != v && u->operands[2] != v;
+        break;
+      case OpKind::Dot:  // the accumulator of a tensor-core dot: read at the fragment's own elements
+        ok = u->operand(2) == v && u->operand(0) != v && u->operand(1) != v && mma_tiling(u).has_value();
+        break;
+      default:
+        if (ir::is_elementwise(u->kind) || u->kind == OpKind::Load || u->kind == OpKind::MultipleOf ||
+            u->kind == OpKind::MaxContiguous) {
+          const ir::Value* r = u->result();
+          ok = r->type.is_block() && r->type.shape == v->type.shape &&
+               (plan_.materialized(r) || only_own_elements(r));
+        } else {
+          ok = false;
         }
-        case OpKind::Yield: ok = u->parent->parent && (u->parent->parent->kind == OpKind::For ||
-                                                      u->parent->parent->kind == OpKind::If);
-          break;
-        case OpKind::For: ok = u->operands.size() > 3 && u->operands[0] != v && u->operands[1] != v && u->operands[2] != v;
-          break;
-        case OpKind::Dot:  // the accumulator of a tensor-core dot: read at the fragment's own elements
-          ok = u->operand(2) == v && u->operand(0) != v && u->operand(1) != v && mma_tiling(u).has_value();
-          break;
-        default:
-          if (ir::is_elementwise(u->kind) || u->kind == OpKind::Load || u->kind == OpKind::MultipleOf ||
-              u->kind == OpKind::MaxContiguous) {
-            const ir::Value* r = u->result();
-            ok = r->type.is_block() && r->type.shape == v->type.shape &&
-                 (plan_.materialized(r) || only_own_elements(r));
-          } else {
-            ok = false;
-          }
-      }
-      if (!ok) break;
     }
-    reg_ok_[v] = ok;
-    return ok;
+    if (!ok) break;
   }
+  reg_ok_[v] = ok;
+  return ok;
+}
 
-  // The width of the register mapping of a shape: the widest vector access of the kernel's loads
-  // and stores of that shape, narrowed as choose_width narrows.
-  int mapped_width(const Shape& s) {
-    if (auto it = mapped_width_.find(s); it != mapped_width_.end()) return it->second;
-    auto it = widest_access_.find(s);
-    int V = it == widest_access_.end() ? 1 : it->second;
-    while (V > 1 && s.back() % V != 0) V /= 2;
-    while (V > 1 && numel(s) / V < nt_) V /= 2;
-    return V;
-  }
+int Codegen::mapped_width(const Shape& s) {
+  if (auto it = mapped_width_.find(s); it != mapped_width_.end()) return it->second;
+  auto it = widest_access_.find(s);
+  int V = it == widest_access_.end() ? 1 : it->second;
+  while (V > 1 && s.back() % V != 0) V /= 2;
+  while (V > 1 && numel(s) / V < nt_) V /= 2;
+  return V;
+}
 
-  void plan_registers() {
-    f_.walk([&](ir::Op* op) {
-      if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.is_block()) {
-        int& w = widest_access_[op->operand(0)->type.shape];
-        w = std::max(w, access_width(op));
-      }
-    });
-    // Tensor-core dots: their result shapes take the fragment mapping, their matmul loops are found.
-    f_.walk([&](ir::Op* op) {
-      if (op->kind != OpKind::Dot) return;
-      if (auto t = mma_tiling(op)) {
-        mma_map_[op->result()->type.shape] = *t;
-        mapped_width_[op->result()->type.shape] = 2;
-      }
-    });
-    f_.walk([&](ir::Op* op) {
-      if (op->kind == OpKind::For)
-        if (auto m = match_mma_loop(op)) mma_loops_[op] = *m;
-    });
-    auto fits = [&](const ir::Value* v) {
-      if (!v->type.is_block() || v->type.rank() == 0) return false;
-      int64_t limit = mma_map_.count(v->type.shape) ? kMaxMmaWords : kMaxRegisterWords;
-      return register_words(v->type, mapped_width(v->type.shape)) <= limit;
-    };
-    auto take = [&](const ir::Value* v) {
-      reg_planned_.insert(v);
-      mapped_width_[v->type.shape] = mapped_width(v->type.shape);
-    };
-    f_.walk([&](ir::Op* op) {
-      switch (op->kind) {
-        case OpKind::Reduce: case OpKind::Scan: return;
-        case OpKind::Dot:  // tensor-core accumulators are registers in the fragment mapping
-          if (mma_tiling(op) && fits(op->result()) && only_own_elements(op->result())) take(op->result());
-          return;
-        case OpKind::For: {
-          const ir::Block* body = op->regions[0];
-          if (auto m = mma_loops_.find(op); m != mma_loops_.end()) {  // only the accumulator is carried
-            take(body->args[1 + m->second.acc]);
-            take(op->results[m->second.acc]);
-            if (!only_own_elements(op->results[m->second.acc])) reg_spill_.insert(op->results[m->second.acc]);
-            return;
-          }
-          for (size_t i = 0; i < op->results.size(); ++i) {
-            const ir::Value* arg = body->args[1 + i];
-            if (!fits(arg) || !only_own_elements(arg)) continue;
-            take(arg);
-            take(op->results[i]);
-            if (!only_own_elements(op->results[i])) reg_spill_.insert(op->results[i]);
-          }
-          return;
-        }
-        case OpKind::If:
-          for (const ir::Value* r : op->results)
-            if (fits(r)) {
-              take(r);
-              if (!only_own_elements(r)) reg_spill_.insert(r);
-            }
-          return;
-        default: break;
-      }
-      if (is_atomic(op->kind) || op->results.size() != 1) return;
-      const ir::Value* r = op->result();
-      if (!plan_.materialized(r) || !fits(r)) return;
-      for (const ir::Op* u : plan_.users(r))
-        if (u->kind == OpKind::Dot) return;  // dot reads its operands from a buffer
-      if (only_own_elements(r)) take(r);
-    });
-  }
-
-  bool mapped(const Shape& s, int V) const {
-    auto it = mapped_width_.find(s);
-    return it != mapped_width_.end() && it->second == V;
-  }
-
-  // The register of v for index idx inside the mapped loop nest, or "" when idx is not an
-  // element the current thread owns (a lane of the current step).
-  std::string register_at(const std::string& array, const ir::Value* v, const Index& idx) {
-    if (!loop_.active || v->type.shape != loop_.shape || idx.size() != loop_.base.size()) return "";
-    for (size_t d = 0; d + 1 < idx.size(); ++d)
-      if (idx[d] != loop_.base[d]) return "";
-    const std::string& b = loop_.base.back();
-    std::string lane;
-    if (idx.back() == b) lane = "0";
-    else if (std::string pre = "(" + b + " + "; idx.back().rfind(pre, 0) == 0 && idx.back().back() == ')')
-      lane = idx.back().substr(pre.size(), idx.back().size() - pre.size() - 1);
-    else return "";
-    return fmt::format("{}[{} * {} + {}]", array, loop_.k, loop_.V, lane);
-  }
-
-  // Declares the per-thread array of a register value of type t.
-  std::string declare_registers(const ir::Type& t) {
-    int V = mapped_width(t.shape);
-    int64_t step = int64_t(nt_) * V;
-    std::string name = fresh("r");
-    line(fmt::format("{} {}[{}];  // {} in registers", ctype(t.element()), name, (t.numel() + step - 1) / step * V, t.str()));
-    return name;
-  }
-
-  // array[own elements] = v (or op evaluated at them, for v's own definition).
-  void fill_registers(const std::string& array, const ir::Value* v, const ir::Op* op = nullptr) {
-    std::vector<const ir::Value*> reads = {v};
-    if (op) reads.assign(op->operands.begin(), op->operands.end());
-    sync_if_reading(reads);
-    const Shape& s = v->type.shape;
-    int V = mapped_width(s);
-    thread_loop(
-        s, V, [&](const Index& base) { emit_vector_loads({v}, base, V); },
-        [&](const Index& idx) {
-          std::string x = op ? eval_op(op, idx) : eval(v, idx);
-          line(fmt::format("{}[{} * {} + {}] = {};", array, loop_.k, V, lane_, x));
-        },
-        nullptr);
-    vec_loads_.clear();
-  }
-
-  // to = from, two register arrays of one value (free once unrolled: register renaming).
-  void copy_registers(const std::string& to, const std::string& from) {
-    std::string j = fresh("j");
-    line("#pragma unroll");
-    line(fmt::format("for (int {0} = 0; {0} < (int)(sizeof({1}) / sizeof({1}[0])); ++{0}) {1}[{0}] = {2}[{0}];", j, to,
-                     from));
-  }
-
-  // The buffer copy of a register value read at other elements than its own.
-  void spill_registers(const ir::Value* v) {
-    std::string buf = alloc_buffer(v->type);
-    materialize_into(v, buf);
-    buffers_[v] = buf;
-  }
-
-  // ---- indices ------------------------------------------------------------------------------
-
-  Index index_of(const Shape& s, const std::string& e) {
-    auto st = strides_of(s);
-    Index idx(s.size());
-    for (size_t d = 0; d < s.size(); ++d) {
-      if (s[d] == 1) {
-        idx[d] = "0";
-        continue;
-      }
-      std::string expr;
-      if (d == 0) expr = st[d] == 1 ? e : fmt::format("{} / {}", e, st[d]);
-      else expr = st[d] == 1 ? fmt::format("{} % {}", e, s[d]) : fmt::format("{} / {} % {}", e, st[d], s[d]);
-      if (d == 0 && st[d] == 1) {
-        idx[d] = e;
-        continue;
-      }
-      idx[d] = fresh("i");
-      line(fmt::format("const int {} = {};", idx[d], expr));
+void Codegen::plan_registers() {
+  f_.walk([&](ir::Op* op) {
+    if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.is_block()) {
+      int& w = widest_access_[op->operand(0)->type.shape];
+      w = std::max(w, access_width(op));
     }
-    return idx;
-  }
-
-  std::string flatten(const Index& idx, const Shape& s) {
-    auto st = strides_of(s);
-    std::string out;
-    for (size_t d = 0; d < s.size(); ++d) {
-      if (s[d] == 1 || idx[d] == "0") continue;
-      std::string term = st[d] == 1 ? idx[d] : fmt::format("({}) * {}", idx[d], st[d]);
-      out += (out.empty() ? "" : " + ") + term;
+  });
+  // Tensor-core dots: their result shapes take the fragment mapping, their matmul loops are found.
+  f_.walk([&](ir::Op* op) {
+    if (op->kind != OpKind::Dot) return;
+    if (auto t = mma_tiling(op)) {
+      mma_map_[op->result()->type.shape] = *t;
+      mapped_width_[op->result()->type.shape] = 2;
     }
-    return out.empty() ? "0" : out;
-  }
-
-  // for each element of `shape`, distributed over the threads, V consecutive elements (of the
-  // last dim) per thread and step: pre(base index), body(index of lane) for each lane, post(base).
-  // A shape with register values uses its mapping: the steps are unrolled (see the top).
-  void thread_loop(const Shape& shape, int V, const std::function<void(const Index&)>& pre,
-                   const std::function<void(const Index&)>& body, const std::function<void(const Index&)>& post) {
-    int64_t n = numel(shape);
-    int64_t step = int64_t(nt_) * V;
-    bool unrolled = mapped(shape, V);
-    std::string eb, k;
-    bool guard = false;
-    Index base;
-    auto mma = unrolled ? mma_map_.find(shape) : mma_map_.end();
-    if (mma != mma_map_.end()) {
-      // The mma.sync accumulator fragments (PTX ISA, "Matrix fragments for mma.m16n8k16"): in
-      // tile (mi, ni) of its warp, lane 4 * g + q owns rows g and g + 8, columns 2q and 2q + 1;
-      // step k = (mi * NT + ni) * 2 + h is row g + 8h, and array[k * 2 + lane] is c[2h + lane].
-      const MmaTiling& t = mma->second;
-      open("");
-      std::string r0 = tmp("int", fmt::format("{} + ((tid & 31) >> 2)", t.m0()));
-      std::string c0 = tmp("int", fmt::format("{} + 2 * (tid & 3)", t.n0()));
-      k = fresh("k");
-      line("#pragma unroll");
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, t.MT * t.NT * 2));
-      base = {tmp("int", fmt::format("{} + ({} / {}) * {} + 8 * ({} & 1)", r0, k, t.NT * 2, t.row_step, k)),
-              tmp("int", fmt::format("{} + (({} >> 1) % {}) * 8", c0, k, t.NT))};
-    } else if (unrolled) {
-      k = fresh("k");
-      line("#pragma unroll");
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, (n + step - 1) / step));
-      eb = tmp("int", fmt::format("({} * {} + tid) * {}", k, nt_, V));
-      guard = n % step != 0;
-      if (guard) open(fmt::format("if ({} < {})", eb, n));
-    } else {
-      eb = fresh("e");
-      open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", eb, V, n, step));
-    }
-    if (mma == mma_map_.end()) base = index_of(shape, eb);
-    MappedLoop saved = loop_;
-    loop_ = unrolled ? MappedLoop{true, shape, V, k, base} : MappedLoop{};
-    if (pre) pre(base);
-    if (V == 1) {
-      lane_ = "0";
-      body(base);
-    } else {
-      std::string l = fresh("l");
-      line("#pragma unroll");
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
-      lane_ = l;
-      Index idx(base);
-      idx.back() = fmt::format("({} + {})", base.back(), l);
-      body(idx);
-      close();
-    }
-    lane_ = "0";
-    if (post) post(base);
-    loop_ = saved;
-    if (guard) close();
-    close();
-    if (mma != mma_map_.end()) close();
-  }
-
-  // ---- vector accesses --------------------------------------------------------------------
-
-  // Elements one 16-byte access of `op`'s pointer may move (ignoring the mask: the code checks
-  // at run time whether all lanes are on).
-  int access_width(const ir::Op* op) {
-    const ir::Value* p = op->operand(0);
-    if (!p->type.is_ptr() || p->type.is_scalar() || !axis_.contains(p)) return 1;
-    const AxisInfo& info = axis_.get(p);
-    int64_t elem = std::max<int64_t>(1, dtype_bytes(p->type.pointee));
-    int64_t w = pow2_divisor(info.contiguity.back());
-    w = std::min(w, std::max<int64_t>(1, info.divisibility.back() / elem));
-    w = std::min(w, std::max<int64_t>(1, 16 / elem));
-    w = std::min<int64_t>(w, p->type.shape.back());
-    return static_cast<int>(w);
-  }
-
-  // Inline loads reached from v through ops that keep the last index (elementwise, hints,
-  // broadcasts and expand_dims that leave the last dim alone), with their index.
-  void collect_loads(const ir::Value* v, const Index& idx, std::vector<std::pair<const ir::Op*, Index>>& out) {
-    if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) return;
-    const ir::Op* op = v->def;
-    const Shape& t = v->type.shape;
+  });
+  f_.walk([&](ir::Op* op) {
+    if (op->kind == OpKind::For)
+      if (auto m = match_mma_loop(op)) mma_loops_[op] = *m;
+  });
+  auto fits = [&](const ir::Value* v) {
+    if (!v->type.is_block() || v->type.rank() == 0) return false;
+    int64_t limit = mma_map_.count(v->type.shape) ? kMaxMmaWords : kMaxRegisterWords;
+    return register_words(v->type, mapped_width(v->type.shape)) <= limit;
+  };
+  auto take = [&](const ir::Value* v) {
+    reg_planned_.insert(v);
+    mapped_width_[v->type.shape] = mapped_width(v->type.shape);
+  };
+  f_.walk([&](ir::Op* op) {
     switch (op->kind) {
-      case OpKind::Load:
-        if (access_width(op) > 1) out.push_back({op, idx});
+      case OpKind::Reduce: case OpKind::Scan: return;
+      case OpKind::Dot:  // tensor-core accumulators are registers in the fragment mapping
+        if (mma_tiling(op) && fits(op->result()) && only_own_elements(op->result())) take(op->result());
         return;
-      case OpKind::MultipleOf: case OpKind::MaxContiguous: return collect_loads(op->operand(0), idx, out);
-      case OpKind::Broadcast: {
-        const Shape& s = op->operand(0)->type.shape;
-        if (s.back() != t.back()) return;
-        Index in(idx);
-        for (size_t d = 0; d < s.size(); ++d)
-          if (s[d] == 1 && t[d] != 1) in[d] = "0";
-        return collect_loads(op->operand(0), in, out);
+      case OpKind::For: {
+        const ir::Block* body = op->regions[0];
+        if (auto m = mma_loops_.find(op); m != mma_loops_.end()) {  // only the accumulator is carried
+          take(body->args[1 + m->second.acc]);
+          take(op->results[m->second.acc]);
+          if (!only_own_elements(op->results[m->second.acc])) reg_spill_.insert(op->results[m->second.acc]);
+          return;
+        }
+        for (size_t i = 0; i < op->results.size(); ++i) {
+          const ir::Value* arg = body->args[1 + i];
+          if (!fits(arg) || !only_own_elements(arg)) continue;
+          take(arg);
+          take(op->results[i]);
+          if (!only_own_elements(op->results[i])) reg_spill_.insert(op->results[i]);
+        }
+        return;
       }
-      case OpKind::ExpandDims: {
-        if (op->attrs.axis == static_cast<int>(t.size()) - 1) return;
-        Index in(idx);
-        in.erase(in.begin() + op->attrs.axis);
-        return collect_loads(op->operand(0), in, out);
-      }
+      case OpKind::If:
+        for (const ir::Value* r : op->results)
+          if (fits(r)) {
+            take(r);
+            if (!only_own_elements(r)) reg_spill_.insert(r);
+          }
+        return;
       default: break;
     }
-    if (ir::is_elementwise(op->kind))
-      for (const ir::Value* o : op->operands) collect_loads(o, idx, out);
-  }
+    if (is_atomic(op->kind) || op->results.size() != 1) return;
+    const ir::Value* r = op->result();
+    if (!plan_.materialized(r) || !fits(r)) return;
+    for (const ir::Op* u : plan_.users(r))
+      if (u->kind == OpKind::Dot) return;  // dot reads its operands from a buffer
+    if (only_own_elements(r)) take(r);
+  });
+}
 
-  // The lanes per thread of a loop nest over `shape` evaluating `roots` (and storing through
-  // `store`, when given): the narrowest vector access among them, 1 when there is none.
-  int choose_width(const Shape& shape, const std::vector<const ir::Value*>& roots, const ir::Op* store) {
-    if (shape.empty()) return 1;
-    if (auto it = mapped_width_.find(shape); it != mapped_width_.end()) return it->second;
-    std::vector<std::pair<const ir::Op*, Index>> loads;
-    Index dummy(shape.size(), "0");
-    for (const ir::Value* r : roots) collect_loads(r, dummy, loads);
-    int V = 0;
-    for (auto& [op, _] : loads) V = V == 0 ? access_width(op) : std::min(V, access_width(op));
-    if (store) {
-      int w = access_width(store);
-      if (w > 1) V = V == 0 ? w : std::min(V, w);
+bool Codegen::mapped(const Shape& s, int V) const {
+  auto it = mapped_width_.find(s);
+  return it != mapped_width_.end() && it->second == V;
+}
+
+std::string Codegen::register_at(const std::string& array, const ir::Value* v, const Index& idx) {
+  if (!loop_.active || v->type.shape != loop_.shape || idx.size() != loop_.base.size()) return "";
+  for (size_t d = 0; d + 1 < idx.size(); ++d)
+    if (idx[d] != loop_.base[d]) return "";
+  const std::string& b = loop_.base.back();
+  std::string lane;
+  if (idx.back() == b) lane = "0";
+  else if (std::string pre = "(" + b + " + "; idx.back().rfind(pre, 0) == 0 && idx.back().back() == ')')
+    lane = idx.back().substr(pre.size(), idx.back().size() - pre.size() - 1);
+  else return "";
+  return fmt::format("{}[{} * {} + {}]", array, loop_.k, loop_.V, lane);
+}
+
+std::string Codegen::declare_registers(const ir::Type& t) {
+  int V = mapped_width(t.shape);
+  int64_t step = int64_t(nt_) * V;
+  std::string name = fresh("r");
+  line(fmt::format("{} {}[{}];  // {} in registers", ctype(t.element()), name, (t.numel() + step - 1) / step * V, t.str()));
+  return name;
+}
+
+void Codegen::fill_registers(const std::string& array, const ir::Value* v, const ir::Op* op) {
+  std::vector<const ir::Value*> reads = {v};
+  if (op) reads.assign(op->operands.begin(), op->operands.end());
+  sync_if_reading(reads);
+  const Shape& s = v->type.shape;
+  int V = mapped_width(s);
+  thread_loop(
+      s, V, [&](const Index& base) { emit_vector_loads({v}, base, V); },
+      [&](const Index& idx) {
+        std::string x = op ? eval_op(op, idx) : eval(v, idx);
+        line(fmt::format("{}[{} * {} + {}] = {};", array, loop_.k, V, lane_, x));
+      },
+      nullptr);
+  vec_loads_.clear();
+}
+
+void Codegen::copy_registers(const std::string& to, const std::string& from) {
+  std::string j = fresh("j");
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < (int)(sizeof({1}) / sizeof({1}[0])); ++{0}) {1}[{0}] = {2}[{0}];", j, to,
+                   from));
+}
+
+void Codegen::spill_registers(const ir::Value* v) {
+  std::string buf = alloc_buffer(v->type);
+  materialize_into(v, buf);
+  buffers_[v] = buf;
+}
+
+Index Codegen::index_of(const Shape& s, const std::string& e) {
+  auto st = strides_of(s);
+  Index idx(s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] == 1) {
+      idx[d] = "0";
+      continue;
     }
-    if (V <= 1) return 1;
-    while (V > 1 && shape.back() % V != 0) V /= 2;
-    // Small blocks: keep every thread busy rather than move 16 bytes with a quarter of them.
-    while (V > 1 && numel(shape) / V < nt_) V /= 2;
-    return V;
-  }
-
-  static const char* vector_type(int64_t bytes) {
-    switch (bytes) {
-      case 16: return "uint4";
-      case 8: return "uint2";
-      case 4: return "uint32_t";
-      case 2: return "uint16_t";
-      default: return "uint8_t";
+    std::string expr;
+    if (d == 0) expr = st[d] == 1 ? e : fmt::format("{} / {}", e, st[d]);
+    else expr = st[d] == 1 ? fmt::format("{} % {}", e, s[d]) : fmt::format("{} / {} % {}", e, st[d], s[d]);
+    if (d == 0 && st[d] == 1) {
+      idx[d] = e;
+      continue;
     }
+    idx[d] = fresh("i");
+    line(fmt::format("const int {} = {};", idx[d], expr));
   }
+  return idx;
+}
 
-  // Before the lanes of a loop step: the inline loads of `roots` that move V contiguous elements
-  // become one vector load into a per-thread array (element loads under the mask when some lane
-  // is off); the lanes read the array.
-  void emit_vector_loads(const std::vector<const ir::Value*>& roots, const Index& base, int V) {
-    if (V == 1) return;
-    std::vector<std::pair<const ir::Op*, Index>> loads;
-    for (const ir::Value* r : roots) collect_loads(r, base, loads);
-    for (auto& [op, idx] : loads) {
-      if (access_width(op) < V) continue;
-      DType d = op->operand(0)->type.pointee;
-      std::string ct = ctype(d);
-      std::string arr = fresh("ld");
-      int64_t bytes = int64_t(V) * dtype_bytes(d);
-      line(fmt::format("__align__(16) {} {}[{}];", ct, arr, V));
-      open("");
-      std::string p = tmp("const " + ct + "*", eval(op->operand(0), idx));
-      std::string vec = fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
-                                    vector_type(bytes), arr, p);
-      const ir::Value* mask = op->operands.size() < 2 ? nullptr : op->operand(1);
-      if (!mask) {
-        line(vec);
-      } else if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {
-        // One mask for the V lanes: `other` in the array, then one predicated load (no branch,
-        // so the loads of consecutive steps issue back to back).
-        std::string l = fresh("l");
+std::string Codegen::flatten(const Index& idx, const Shape& s) {
+  auto st = strides_of(s);
+  std::string out;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] == 1 || idx[d] == "0") continue;
+    std::string term = st[d] == 1 ? idx[d] : fmt::format("({}) * {}", idx[d], st[d]);
+    out += (out.empty() ? "" : " + ") + term;
+  }
+  return out.empty() ? "0" : out;
+}
+
+void Codegen::thread_loop(const Shape& shape, int V, const std::function<void(const Index&)>& pre,
+                          const std::function<void(const Index&)>& body,
+                          const std::function<void(const Index&)>& post) {
+  int64_t n = numel(shape);
+  int64_t step = int64_t(nt_) * V;
+  bool unrolled = mapped(shape, V);
+  std::string eb, k;
+  bool guard = false;
+  Index base;
+  auto mma = unrolled ? mma_map_.find(shape) : mma_map_.end();
+  if (mma != mma_map_.end()) {
+    // The mma.sync accumulator fragments (PTX ISA, "Matrix fragments for mma.m16n8k16"): in
+    // tile (mi, ni) of its warp, lane 4 * g + q owns rows g and g + 8, columns 2q and 2q + 1;
+    // step k = (mi * NT + ni) * 2 + h is row g + 8h, and array[k * 2 + lane] is c[2h + lane].
+    const MmaTiling& t = mma->second;
+    open("");
+    std::string r0 = tmp("int", fmt::format("{} + ((tid & 31) >> 2)", t.m0()));
+    std::string c0 = tmp("int", fmt::format("{} + 2 * (tid & 3)", t.n0()));
+    k = fresh("k");
+    line("#pragma unroll");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, t.MT * t.NT * 2));
+    base = {tmp("int", fmt::format("{} + ({} / {}) * {} + 8 * ({} & 1)", r0, k, t.NT * 2, t.row_step, k)),
+            tmp("int", fmt::format("{} + (({} >> 1) % {}) * 8", c0, k, t.NT))};
+  } else if (unrolled) {
+    k = fresh("k");
+    line("#pragma unroll");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, (n + step - 1) / step));
+    eb = tmp("int", fmt::format("({} * {} + tid) * {}", k, nt_, V));
+    guard = n % step != 0;
+    if (guard) open(fmt::format("if ({} < {})", eb, n));
+  } else {
+    eb = fresh("e");
+    open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", eb, V, n, step));
+  }
+  if (mma == mma_map_.end()) base = index_of(shape, eb);
+  MappedLoop saved = loop_;
+  loop_ = unrolled ? MappedLoop{true, shape, V, k, base} : MappedLoop{};
+  if (pre) pre(base);
+  if (V == 1) {
+    lane_ = "0";
+    body(base);
+  } else {
+    std::string l = fresh("l");
+    line("#pragma unroll");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+    lane_ = l;
+    Index idx(base);
+    idx.back() = fmt::format("({} + {})", base.back(), l);
+    body(idx);
+    close();
+  }
+  lane_ = "0";
+  if (post) post(base);
+  loop_ = saved;
+  if (guard) close();
+  close();
+  if (mma != mma_map_.end()) close();
+}
+
+int Codegen::access_width(const ir::Op* op) {
+  const ir::Value* p = op->operand(0);
+  if (!p->type.is_ptr() || p->type.is_scalar() || !axis_.contains(p)) return 1;
+  const AxisInfo& info = axis_.get(p);
+  int64_t elem = std::max<int64_t>(1, dtype_bytes(p->type.pointee));
+  int64_t w = pow2_divisor(info.contiguity.back());
+  w = std::min(w, std::max<int64_t>(1, info.divisibility.back() / elem));
+  w = std::min(w, std::max<int64_t>(1, 16 / elem));
+  w = std::min<int64_t>(w, p->type.shape.back());
+  return static_cast<int>(w);
+}
+
+void Codegen::collect_loads(const ir::Value* v, const Index& idx, std::vector<std::pair<const ir::Op*, Index>>& out) {
+  if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) return;
+  const ir::Op* op = v->def;
+  const Shape& t = v->type.shape;
+  switch (op->kind) {
+    case OpKind::Load:
+      if (access_width(op) > 1) out.push_back({op, idx});
+      return;
+    case OpKind::MultipleOf: case OpKind::MaxContiguous: return collect_loads(op->operand(0), idx, out);
+    case OpKind::Broadcast: {
+      const Shape& s = op->operand(0)->type.shape;
+      if (s.back() != t.back()) return;
+      Index in(idx);
+      for (size_t d = 0; d < s.size(); ++d)
+        if (s[d] == 1 && t[d] != 1) in[d] = "0";
+      return collect_loads(op->operand(0), in, out);
+    }
+    case OpKind::ExpandDims: {
+      if (op->attrs.axis == static_cast<int>(t.size()) - 1) return;
+      Index in(idx);
+      in.erase(in.begin() + op->attrs.axis);
+      return collect_loads(op->operand(0), in, out);
+    }
+    default: break;
+  }
+  if (ir::is_elementwise(op->kind))
+    for (const ir::Value* o : op->operands) collect_loads(o, idx, out);
+}
+
+int Codegen::choose_width(const Shape& shape, const std::vector<const ir::Value*>& roots, const ir::Op* store) {
+  if (shape.empty()) return 1;
+  if (auto it = mapped_width_.find(shape); it != mapped_width_.end()) return it->second;
+  std::vector<std::pair<const ir::Op*, Index>> loads;
+  Index dummy(shape.size(), "0");
+  for (const ir::Value* r : roots) collect_loads(r, dummy, loads);
+  int V = 0;
+  for (auto& [op, _] : loads) V = V == 0 ? access_width(op) : std::min(V, access_width(op));
+  if (store) {
+    int w = access_width(store);
+    if (w > 1) V = V == 0 ? w : std::min(V, w);
+  }
+  if (V <= 1) return 1;
+  while (V > 1 && shape.back() % V != 0) V /= 2;
+  // Small blocks: keep every thread busy rather than move 16 bytes with a quarter of them.
+  while (V > 1 && numel(shape) / V < nt_) V /= 2;
+  return V;
+}
+
+const char* Codegen::vector_type(int64_t bytes) {
+  switch (bytes) {
+    case 16: return "uint4";
+    case 8: return "uint2";
+    case 4: return "uint32_t";
+    case 2: return "uint16_t";
+    default: return "uint8_t";
+  }
+}
+
+void Codegen::emit_vector_loads(const std::vector<const ir::Value*>& roots, const Index& base, int V) {
+  if (V == 1) return;
+  std::vector<std::pair<const ir::Op*, Index>> loads;
+  for (const ir::Value* r : roots) collect_loads(r, base, loads);
+  for (auto& [op, idx] : loads) {
+    if (access_width(op) < V) continue;
+    DType d = op->operand(0)->type.pointee;
+    std::string ct = ctype(d);
+    std::string arr = fresh("ld");
+    int64_t bytes = int64_t(V) * dtype_bytes(d);
+    line(fmt::format("__align__(16) {} {}[{}];", ct, arr, V));
+    open("");
+    std::string p = tmp("const " + ct + "*", eval(op->operand(0), idx));
+    std::string vec = fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
+                                  vector_type(bytes), arr, p);
+    const ir::Value* mask = op->operands.size() < 2 ? nullptr : op->operand(1);
+    if (!mask) {
+      line(vec);
+    } else if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {
+      // One mask for the V lanes: `other` in the array, then one predicated load (no branch,
+      // so the loads of consecutive steps issue back to back).
+      std::string l = fresh("l");
+      Index li(idx);
+      li.back() = fmt::format("({} + {})", idx.back(), l);
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+      line(fmt::format("{}[{}] = {};", arr, l, op->operands.size() > 2 ? eval(op->operand(2), li) : ct + "{}"));
+      close();
+      line(fmt::format("tt_ld_pred<{}>({}, {}, {});", bytes, arr, p, eval(mask, idx)));
+    } else {
+      std::string m = fresh("m"), all = fresh("all"), l = fresh("l");
+      line(fmt::format("bool {}[{}];", m, V));
+      line(fmt::format("bool {} = true;", all));
+      auto lane_index = [&] {
         Index li(idx);
         li.back() = fmt::format("({} + {})", idx.back(), l);
-        line("#pragma unroll");
-        open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
-        line(fmt::format("{}[{}] = {};", arr, l, op->operands.size() > 2 ? eval(op->operand(2), li) : ct + "{}"));
-        close();
-        line(fmt::format("tt_ld_pred<{}>({}, {}, {});", bytes, arr, p, eval(mask, idx)));
-      } else {
-        std::string m = fresh("m"), all = fresh("all"), l = fresh("l");
-        line(fmt::format("bool {}[{}];", m, V));
+        return li;
+      };
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+      line(fmt::format("{}[{}] = {};", m, l, eval(op->operand(1), lane_index())));
+      line(fmt::format("{} = {} && {}[{}];", all, all, m, l));
+      close();
+      open(fmt::format("if ({})", all));
+      line(vec);
+      close();
+      open("else");
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+      std::string other = op->operands.size() > 2 ? eval(op->operand(2), lane_index()) : ct + "{}";
+      line(fmt::format("{}[{}] = {}[{}] ? {}[{}] : {};", arr, l, m, l, p, l, other));
+      close();
+      close();
+    }
+    close();
+    vec_loads_[op] = arr;
+  }
+}
+
+std::string Codegen::scalar(const ir::Value* v) {
+  auto it = scalars_.find(v);
+  if (it == scalars_.end()) fail("internal error: scalar %{} of kernel {} was not emitted", v->id, f_.name);
+  return it->second;
+}
+
+std::string Codegen::eval(const ir::Value* v, const Index& idx) {
+  if (v->type.is_scalar()) return scalar(v);
+  if (auto it = affine_.find(v); it != affine_.end())  // a carried pointer of an MMA loop
+    return fmt::format("({} + (int64_t)({}) * (int64_t)({}))", it->second.at, it->second.trip,
+                       eval(it->second.step, idx));
+  if (auto it = regs_.find(v); it != regs_.end()) {
+    if (std::string r = register_at(it->second, v, idx); !r.empty()) return r;
+    if (!buffers_.count(v))
+      fail("internal error: register value %{} of kernel {} read at an element of another thread", v->id, f_.name);
+  }
+  if (auto it = buffers_.find(v); it != buffers_.end()) return fmt::format("{}[{}]", it->second, flatten(idx, v->type.shape));
+  return eval_op(v->def, idx);
+}
+
+std::string Codegen::eval_op(const ir::Op* op, const Index& idx) {
+  const ir::Type& t = op->result()->type;
+  switch (op->kind) {
+    case OpKind::Constant: return constant_of(op);
+    case OpKind::Arange: return fmt::format("((int32_t)({}) + {})", idx[0], op->attrs.ints[0]);
+    case OpKind::Splat: return scalar(op->operand(0));
+    case OpKind::MultipleOf: case OpKind::MaxContiguous: return eval(op->operand(0), idx);
+    case OpKind::Broadcast: {
+      const Shape& s = op->operand(0)->type.shape;
+      Index in(idx);
+      for (size_t d = 0; d < s.size(); ++d)
+        if (s[d] == 1 && t.shape[d] != 1) in[d] = "0";
+      return eval(op->operand(0), in);
+    }
+    case OpKind::ExpandDims: {
+      Index in(idx);
+      in.erase(in.begin() + op->attrs.axis);
+      return eval(op->operand(0), in);
+    }
+    case OpKind::Permute: {
+      Index in(idx.size());
+      for (size_t i = 0; i < idx.size(); ++i) in[static_cast<size_t>(op->attrs.ints[i])] = idx[i];
+      return eval(op->operand(0), in);
+    }
+    case OpKind::Reshape: {
+      const Shape& to = op->operand(0)->type.shape;
+      std::string flat = tmp("int", flatten(idx, t.shape));
+      auto st = strides_of(to);
+      Index in(to.size());
+      for (size_t d = 0; d < to.size(); ++d)
+        in[d] = to[d] == 1 ? "0" : fmt::format("({} / {} % {})", flat, st[d], to[d]);
+      return eval(op->operand(0), in);
+    }
+    case OpKind::Load: {
+      if (auto it = vec_loads_.find(op); it != vec_loads_.end()) return fmt::format("{}[{}]", it->second, lane_);
+      const ir::Value* p = op->operand(0);
+      std::string ct = ctype(p->type.pointee);
+      std::string ptr = eval(p, idx);
+      if (op->operands.size() < 2) return tmp(ct, "*" + ptr);
+      std::string mask = eval(op->operand(1), idx);
+      std::string other = op->operands.size() > 2 ? eval(op->operand(2), idx) : ct + "{}";
+      return tmp(ct, fmt::format("{} ? *{} : {}", mask, ptr, other));
+    }
+    default: break;
+  }
+  if (ir::is_elementwise(op->kind)) {
+    std::string key = fmt::format("{}|{}", static_cast<const void*>(op), fmt::join(idx, ","));
+    if (const std::string* done = memo_find(key)) return *done;
+    std::vector<std::string> xs;
+    for (ir::Value* o : op->operands) xs.push_back(eval(o, idx));
+    std::string v = tmp(ctype(t.element()), elementwise(op, xs));
+    memo_.back()[key] = v;
+    return v;
+  }
+  fail("internal error: CUDA codegen cannot evaluate {} inline", ir::op_name(op->kind));
+}
+
+std::string Codegen::float_literal(double x, bool f32) {
+  if (f32) {
+    float v = static_cast<float>(x);
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    if (!std::isfinite(v)) return fmt::format("__int_as_float(0x{:08x})", u);
+    std::string s = fmt::format("{}", v);
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    return s + "f";
+  }
+  uint64_t u;
+  std::memcpy(&u, &x, 8);
+  if (!std::isfinite(x)) return fmt::format("__longlong_as_double(0x{:016x}ll)", u);
+  std::string s = fmt::format("{}", x);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string Codegen::constant(DType d, int64_t ival, double fval, bool is_fp) {
+  if (is_float(d)) {
+    double x = is_fp ? fval : static_cast<double>(ival);
+    if (d == DType::f16) return fmt::format("tt_f16_from({})", float_literal(x, true));
+    if (d == DType::bf16) return fmt::format("tt_bf16_from({})", float_literal(x, true));
+    return float_literal(x, d == DType::f32);
+  }
+  switch (d) {
+    case DType::i1: return ival ? "true" : "false";
+    case DType::i64: return ival == INT64_MIN ? "(int64_t)(-9223372036854775807ll - 1)" : fmt::format("(int64_t){}ll", ival);
+    case DType::u64: return fmt::format("(uint64_t){}ull", static_cast<uint64_t>(ival));
+    case DType::u32: return fmt::format("(uint32_t){}u", static_cast<uint32_t>(ival));
+    case DType::i32: return static_cast<int32_t>(ival) == INT32_MIN ? "(int32_t)(-2147483647 - 1)" : fmt::format("(int32_t){}", static_cast<int32_t>(ival));
+    case DType::ptr: return fmt::format("(uint8_t*){}ull", static_cast<uint64_t>(ival));
+    default: return fmt::format("({}){}", ctype(d), ival);
+  }
+}
+
+std::string Codegen::constant_of(const ir::Op* op) {
+  const ir::Type& t = op->result()->type;
+  if (t.is_ptr()) return fmt::format("({}){}ull", ctype(t.element()), static_cast<uint64_t>(op->attrs.ival));
+  return constant(t.dtype, op->attrs.ival, op->attrs.fval, is_float(t.dtype));
+}
+
+std::string Codegen::from_f32(const std::string& x, DType d) {
+  if (d == DType::f16) return "tt_f16_from(" + x + ")";
+  if (d == DType::bf16) return "tt_bf16_from(" + x + ")";
+  return x;
+}
+
+std::string Codegen::float_op(OpKind k, std::vector<std::string> x, DType d) {
+  bool half = is_half(d);
+  bool dbl = d == DType::f64;
+  if (half)
+    for (auto& v : x) v = to_f32(v, d);
+  auto fn = [&](const char* name) { return fmt::format("{}{}({})", name, dbl ? "" : "f", x[0]); };
+  std::string one = dbl ? "1.0" : "1.0f";
+  std::string r;
+  switch (k) {
+    case OpKind::Add: r = fmt::format("{} + {}", x[0], x[1]); break;
+    case OpKind::Sub: r = fmt::format("{} - {}", x[0], x[1]); break;
+    case OpKind::Mul: r = fmt::format("{} * {}", x[0], x[1]); break;
+    // f32 (and f16/bf16, computed in f32) division, exp, sqrt and rsqrt are Triton's defaults:
+    // div.full (2 ulp), ex2.approx of x * log2(e), sqrt.approx, rsqrt.approx; f64 is exact.
+    case OpKind::Div: r = dbl ? fmt::format("{} / {}", x[0], x[1]) : fmt::format("tt_fdiv({}, {})", x[0], x[1]); break;
+    case OpKind::Rem: r = fmt::format("fmod{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
+    case OpKind::Neg: r = fmt::format("-{}", x[0]); break;
+    case OpKind::Min: r = fmt::format("fmin{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
+    case OpKind::Max: r = fmt::format("fmax{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
+    case OpKind::Fma: r = fmt::format("fma{}({}, {}, {})", dbl ? "" : "f", x[0], x[1], x[2]); break;
+    case OpKind::Exp: r = dbl ? fn("exp") : fmt::format("tt_exp({})", x[0]); break;
+    case OpKind::Exp2: r = fn("exp2"); break;
+    case OpKind::Log: r = fn("log"); break;
+    case OpKind::Log2: r = fn("log2"); break;
+    case OpKind::Sqrt: r = dbl ? fn("sqrt") : fmt::format("tt_sqrt({})", x[0]); break;
+    case OpKind::Rsqrt: r = dbl ? fmt::format("{} / {}", one, fn("sqrt")) : fmt::format("tt_rsqrt({})", x[0]); break;
+    case OpKind::Abs: r = fn("fabs"); break;
+    case OpKind::Floor: r = fn("floor"); break;
+    case OpKind::Ceil: r = fn("ceil"); break;
+    case OpKind::Sin: r = fn("sin"); break;
+    case OpKind::Cos: r = fn("cos"); break;
+    case OpKind::Tanh: r = fn("tanh"); break;
+    case OpKind::Erf: r = fn("erf"); break;
+    case OpKind::Sigmoid: r = fmt::format("tt_sigmoid({})", x[0]); break;
+    default: fail("internal error: {} is not a float op", ir::op_name(k));
+  }
+  return half ? from_f32(r, d) : r;
+}
+
+std::string Codegen::int_op(OpKind k, const std::vector<std::string>& x, DType d) {
+  std::string t = ctype(d);
+  if (d == DType::i1) {
+    switch (k) {
+      case OpKind::And: case OpKind::Min: case OpKind::Mul: return fmt::format("{} && {}", x[0], x[1]);
+      case OpKind::Or: case OpKind::Max: return fmt::format("{} || {}", x[0], x[1]);
+      case OpKind::Xor: case OpKind::Add: case OpKind::Sub: return fmt::format("{} != {}", x[0], x[1]);
+      case OpKind::Not: return fmt::format("!{}", x[0]);
+      case OpKind::Neg: case OpKind::Abs: return x[0];
+      default: break;
+    }
+  }
+  // Wrapping arithmetic: computed in the unsigned type of the same width.
+  std::string u = d == DType::i1 ? "uint8_t" : ctype(is_signed_int(d) ? static_cast<DType>(static_cast<int>(d) + 4) : d);
+  switch (k) {
+    case OpKind::Add: return fmt::format("({})({})((uint64_t){} + (uint64_t){})", t, u, x[0], x[1]);
+    case OpKind::Sub: return fmt::format("({})({})((uint64_t){} - (uint64_t){})", t, u, x[0], x[1]);
+    case OpKind::Mul: return fmt::format("({})({})((uint64_t){} * (uint64_t){})", t, u, x[0], x[1]);
+    case OpKind::Neg: return fmt::format("({})({})(0ull - (uint64_t){})", t, u, x[0]);
+    case OpKind::Div: return fmt::format("tt_div<{}>({}, {})", t, x[0], x[1]);
+    case OpKind::Rem: return fmt::format("tt_rem<{}>({}, {})", t, x[0], x[1]);
+    case OpKind::Abs: return fmt::format("tt_abs<{}>({})", t, x[0]);
+    case OpKind::Min: return fmt::format("tt_min<{}>({}, {})", t, x[0], x[1]);
+    case OpKind::Max: return fmt::format("tt_max<{}>({}, {})", t, x[0], x[1]);
+    case OpKind::And: return fmt::format("({})({} & {})", t, x[0], x[1]);
+    case OpKind::Or: return fmt::format("({})({} | {})", t, x[0], x[1]);
+    case OpKind::Xor: return fmt::format("({})({} ^ {})", t, x[0], x[1]);
+    case OpKind::Not: return fmt::format("({})(~{})", t, x[0]);
+    case OpKind::Shl: return fmt::format("tt_shl<{}>({}, {})", t, x[0], x[1]);
+    case OpKind::Shr: return fmt::format("tt_shr<{}>({}, {})", t, x[0], x[1]);
+    case OpKind::Umulhi: return fmt::format("tt_umulhi<{}>({}, {})", t, x[0], x[1]);
+    default: fail("internal error: {} is not an integer op", ir::op_name(k));
+  }
+}
+
+std::string Codegen::compare(OpKind k, std::string a, std::string b, DType d) {
+  a = to_f32(a, d), b = to_f32(b, d);
+  const char* o = k == OpKind::CmpEq ? "==" : k == OpKind::CmpNe ? "!=" : k == OpKind::CmpLt ? "<"
+                : k == OpKind::CmpLe ? "<=" : k == OpKind::CmpGt ? ">" : ">=";
+  return fmt::format("{} {} {}", a, o, b);
+}
+
+std::string Codegen::cast(const std::string& v, const ir::Type& from_t, const ir::Type& to_t) {
+  DType from = from_t.dtype, to = to_t.dtype;
+  if (from == DType::ptr && to == DType::ptr) return fmt::format("({})({})", ctype(to_t.element()), v);
+  if (from == to) return v;
+  if (from == DType::ptr) return fmt::format("({})(uint64_t)({})", ctype(to), v);
+  if (to == DType::ptr) return fmt::format("({})(uint64_t)(int64_t)({})", ctype(to_t.element()), v);
+  if (to == DType::i1) return is_float(from) ? fmt::format("({} != 0)", to_f32(v, from)) : fmt::format("({} != 0)", v);
+  if (is_int(from) && is_int(to)) return fmt::format("({})({})", ctype(to), v);
+  if (is_int(from)) {
+    if (is_half(to)) return from_f32(fmt::format("(float)({})", v), to);
+    return fmt::format("({})({})", ctype(to), v);
+  }
+  if (is_int(to)) {  // saturating, NaN -> 0 (as cvt.rzi.sat)
+    std::string x = to_f32(v, from);
+    return fmt::format("({})({})", ctype(to), x);
+  }
+  std::string x = to_f32(v, from);
+  if (to == DType::f64) return fmt::format("(double)({})", x);
+  if (from == DType::f64) x = fmt::format("(float)({})", x);
+  return to == DType::f32 ? x : from_f32(x, to);
+}
+
+std::string Codegen::elementwise(const ir::Op* op, const std::vector<std::string>& x) {
+  OpKind k = op->kind;
+  DType d = op->operand(0)->type.dtype;
+  switch (k) {
+    case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
+    case OpKind::CmpGe:
+      return compare(k, x[0], x[1], d);
+    case OpKind::Select: return fmt::format("{} ? {} : {}", x[0], x[1], x[2]);
+    case OpKind::Cast: return cast(x[0], op->operand(0)->type.element(), op->result()->type.element());
+    case OpKind::Bitcast: return fmt::format("tt_bitcast<{}>({})", ctype(op->result()->type.element()), x[0]);
+    case OpKind::AddPtr: return fmt::format("{} + (int64_t)({})", x[0], x[1]);
+    default: break;
+  }
+  if (is_float(d)) return float_op(k, x, d);
+  return int_op(k, x, d);
+}
+
+std::string Codegen::scalar_load(const ir::Op* op) {
+  if (may_read_written(op->operand(0))) sync_after_global_writes();
+  const ir::Value* p = op->operand(0);
+  std::string ct = ctype(p->type.pointee);
+  if (op->operands.size() < 2) return "*" + scalar(p);
+  std::string other = op->operands.size() > 2 ? scalar(op->operand(2)) : ct + "{}";
+  return fmt::format("{} ? *{} : {}", scalar(op->operand(1)), scalar(p), other);
+}
+
+void Codegen::emit_store(const ir::Op* op) {
+  const ir::Value* p = op->operand(0);
+  const ir::Value* val = op->operand(1);
+  DType d = p->type.pointee;
+  std::string ct = ctype(d);
+  bool has_mask = op->operands.size() > 2;
+  if (p->type.is_scalar()) {  // one thread stores
+    std::string cond = has_mask ? fmt::format("tid == 0 && {}", scalar(op->operand(2))) : "tid == 0";
+    line(fmt::format("if ({}) *{} = {};", cond, scalar(p), scalar(val)));
+    mark_global_write(p);
+    return;
+  }
+  const Shape& shape = p->type.shape;
+  std::vector<const ir::Value*> roots = {val};
+  if (has_mask) roots.push_back(op->operand(2));
+  sync_if_reading({p, val, has_mask ? op->operand(2) : p});
+  if (store_through_shared(op)) return;
+  int V = choose_width(shape, roots, op);
+  bool vector_store = V > 1 && access_width(op) >= V;
+  std::string sv, sm;
+  thread_loop(
+      shape, V,
+      [&](const Index& base) {
+        emit_vector_loads(roots, base, V);
+        if (vector_store) {
+          sv = fresh("sv"), sm = fresh("sm");
+          line(fmt::format("__align__(16) {} {}[{}];", ct, sv, V));
+          if (has_mask) line(fmt::format("bool {}[{}];", sm, V));
+        }
+      },
+      [&](const Index& idx) {
+        std::string v = eval(val, idx);
+        std::string m = has_mask ? eval(op->operand(2), idx) : "";
+        if (vector_store) {
+          line(fmt::format("{}[{}] = {};", sv, lane_, v));
+          if (has_mask) line(fmt::format("{}[{}] = {};", sm, lane_, m));
+        } else {
+          std::string ptr = eval(p, idx);
+          line(has_mask ? fmt::format("if ({}) *{} = {};", m, ptr, v) : fmt::format("*{} = {};", ptr, v));
+        }
+      },
+      [&](const Index& base) {
+        if (!vector_store) return;
+        std::string ptr = tmp(ct + "*", eval(p, base));
+        std::string vec = fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
+                                      vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv);
+        if (!has_mask) {
+          line(vec);
+          return;
+        }
+        const ir::Value* mask = op->operand(2);
+        if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {  // one predicated store
+          line(fmt::format("tt_st_pred<{}>({}, {}, {}[0]);", int64_t(V) * dtype_bytes(d), ptr, sv, sm));
+          return;
+        }
+        std::string all = fresh("all"), l = fresh("l");
         line(fmt::format("bool {} = true;", all));
-        auto lane_index = [&] {
-          Index li(idx);
-          li.back() = fmt::format("({} + {})", idx.back(), l);
-          return li;
-        };
         line("#pragma unroll");
-        open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
-        line(fmt::format("{}[{}] = {};", m, l, eval(op->operand(1), lane_index())));
-        line(fmt::format("{} = {} && {}[{}];", all, all, m, l));
-        close();
+        line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {2} && {3}[{0}];", l, V, all, sm));
         open(fmt::format("if ({})", all));
         line(vec);
         close();
         open("else");
         line("#pragma unroll");
-        open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
-        std::string other = op->operands.size() > 2 ? eval(op->operand(2), lane_index()) : ct + "{}";
-        line(fmt::format("{}[{}] = {}[{}] ? {}[{}] : {};", arr, l, m, l, p, l, other));
+        line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) if ({2}[{0}]) {3}[{0}] = {4}[{0}];", l, V, sm, ptr, sv));
         close();
-        close();
-      }
-      close();
-      vec_loads_[op] = arr;
+      });
+  vec_loads_.clear();
+  mark_global_write(p);
+}
+
+void Codegen::materialize_into(const ir::Value* v, const std::string& buf, const ir::Op* op) {
+  ++shared_writes_;
+  sync();
+  int V = choose_width(v->type.shape, {v}, nullptr);
+  thread_loop(
+      v->type.shape, V, [&](const Index& base) { emit_vector_loads({v}, base, V); },
+      [&](const Index& idx) {
+        std::string x = op ? eval_op(op, idx) : eval(v, idx);
+        line(fmt::format("{}[{}] = {};", buf, flatten(idx, v->type.shape), x));
+      },
+      nullptr);
+  vec_loads_.clear();
+  sync();
+}
+
+void Codegen::copy_buffer(const std::string& from, const std::string& to, const ir::Type& t) {
+  ++shared_writes_;
+  sync();
+  std::string e = fresh("e");
+  line(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2}) {3}[{0}] = {4}[{0}];", e, t.numel(), nt_, to, from));
+  sync();
+}
+
+std::string Codegen::atomic_call(OpKind k, DType d, const std::string& p, const std::string& v,
+                                 const std::string& cmp) {
+  std::string ct = ctype(d);
+  int bytes = dtype_bytes(d);
+  bool i32 = d == DType::i32 || d == DType::u32;
+  bool i64 = d == DType::i64 || d == DType::u64;
+  switch (k) {
+    case OpKind::AtomicCas: return fmt::format("tt_atomic_cas<{}>({}, {}, {})", ct, p, cmp, v);
+    case OpKind::AtomicAdd:
+      if (i32 || d == DType::f32 || d == DType::f64) return fmt::format("atomicAdd({}, {})", p, v);
+      if (i64) return fmt::format("({})atomicAdd((unsigned long long*){}, (unsigned long long){})", ct, p, v);
+      break;
+    case OpKind::AtomicMax: case OpKind::AtomicMin: {
+      const char* fn = k == OpKind::AtomicMax ? "atomicMax" : "atomicMin";
+      if (i32) return fmt::format("{}({}, {})", fn, p, v);
+      if (d == DType::i64) return fmt::format("(int64_t){}((long long*){}, (long long){})", fn, p, v);
+      if (d == DType::u64) return fmt::format("(uint64_t){}((unsigned long long*){}, (unsigned long long){})", fn, p, v);
+      break;
     }
-  }
-
-  // ---- evaluation of block values at an index ---------------------------------------------
-
-  std::string scalar(const ir::Value* v) {
-    auto it = scalars_.find(v);
-    if (it == scalars_.end()) fail("internal error: scalar %{} of kernel {} was not emitted", v->id, f_.name);
-    return it->second;
-  }
-
-  std::string eval(const ir::Value* v, const Index& idx) {
-    if (v->type.is_scalar()) return scalar(v);
-    if (auto it = affine_.find(v); it != affine_.end())  // a carried pointer of an MMA loop
-      return fmt::format("({} + (int64_t)({}) * (int64_t)({}))", it->second.at, it->second.trip,
-                         eval(it->second.step, idx));
-    if (auto it = regs_.find(v); it != regs_.end()) {
-      if (std::string r = register_at(it->second, v, idx); !r.empty()) return r;
-      if (!buffers_.count(v))
-        fail("internal error: register value %{} of kernel {} read at an element of another thread", v->id, f_.name);
+    case OpKind::AtomicAnd: case OpKind::AtomicOr: case OpKind::AtomicXor: {
+      const char* fn = k == OpKind::AtomicAnd ? "atomicAnd" : k == OpKind::AtomicOr ? "atomicOr" : "atomicXor";
+      if (i32) return fmt::format("{}({}, {})", fn, p, v);
+      if (i64) return fmt::format("({}){}((unsigned long long*){}, (unsigned long long){})", ct, fn, p, v);
+      break;
     }
-    if (auto it = buffers_.find(v); it != buffers_.end()) return fmt::format("{}[{}]", it->second, flatten(idx, v->type.shape));
-    return eval_op(v->def, idx);
+    case OpKind::AtomicXchg:
+      if (bytes == 4) return fmt::format("tt_bitcast<{}>(atomicExch((unsigned int*){}, tt_bitcast<unsigned int>({})))", ct, p, v);
+      if (bytes == 8)
+        return fmt::format("tt_bitcast<{}>(atomicExch((unsigned long long*){}, tt_bitcast<unsigned long long>({})))", ct, p, v);
+      break;
+    default: break;
   }
+  const char* opn = k == OpKind::AtomicAdd ? "TT_ADD" : k == OpKind::AtomicMax ? "TT_MAX" : k == OpKind::AtomicMin ? "TT_MIN"
+                  : k == OpKind::AtomicAnd ? "TT_AND" : k == OpKind::AtomicOr ? "TT_OR" : k == OpKind::AtomicXor ? "TT_XOR" : "TT_XCHG";
+  return fmt::format("tt_atomic_rmw<{}, {}>({}, {})", opn, ct, p, v);
+}
 
-  std::string eval_op(const ir::Op* op, const Index& idx) {
-    const ir::Type& t = op->result()->type;
-    switch (op->kind) {
-      case OpKind::Constant: return constant_of(op);
-      case OpKind::Arange: return fmt::format("((int32_t)({}) + {})", idx[0], op->attrs.ints[0]);
-      case OpKind::Splat: return scalar(op->operand(0));
-      case OpKind::MultipleOf: case OpKind::MaxContiguous: return eval(op->operand(0), idx);
-      case OpKind::Broadcast: {
-        const Shape& s = op->operand(0)->type.shape;
-        Index in(idx);
-        for (size_t d = 0; d < s.size(); ++d)
-          if (s[d] == 1 && t.shape[d] != 1) in[d] = "0";
-        return eval(op->operand(0), in);
-      }
-      case OpKind::ExpandDims: {
-        Index in(idx);
-        in.erase(in.begin() + op->attrs.axis);
-        return eval(op->operand(0), in);
-      }
-      case OpKind::Permute: {
-        Index in(idx.size());
-        for (size_t i = 0; i < idx.size(); ++i) in[static_cast<size_t>(op->attrs.ints[i])] = idx[i];
-        return eval(op->operand(0), in);
-      }
-      case OpKind::Reshape: {
-        const Shape& to = op->operand(0)->type.shape;
-        std::string flat = tmp("int", flatten(idx, t.shape));
-        auto st = strides_of(to);
-        Index in(to.size());
-        for (size_t d = 0; d < to.size(); ++d)
-          in[d] = to[d] == 1 ? "0" : fmt::format("({} / {} % {})", flat, st[d], to[d]);
-        return eval(op->operand(0), in);
-      }
-      case OpKind::Load: {
-        if (auto it = vec_loads_.find(op); it != vec_loads_.end()) return fmt::format("{}[{}]", it->second, lane_);
-        const ir::Value* p = op->operand(0);
-        std::string ct = ctype(p->type.pointee);
-        std::string ptr = eval(p, idx);
-        if (op->operands.size() < 2) return tmp(ct, "*" + ptr);
-        std::string mask = eval(op->operand(1), idx);
-        std::string other = op->operands.size() > 2 ? eval(op->operand(2), idx) : ct + "{}";
-        return tmp(ct, fmt::format("{} ? *{} : {}", mask, ptr, other));
-      }
-      default: break;
+void Codegen::emit_atomic(const ir::Op* op) {
+  ++shared_writes_;  // the old value's slot or buffer
+  OpKind k = op->kind;
+  const ir::Value* p = op->operand(0);
+  DType d = p->type.pointee;
+  std::string ct = ctype(d);
+  bool cas = k == OpKind::AtomicCas;
+  bool has_mask = !cas && op->operands.size() > 2;
+  // Triton's atomics are acq_rel at GPU scope: every thread's earlier writes are released (a
+  // fence before), and what the atomic observed is acquired (a fence after), so a lock taken
+  // with atomic_cas and released with atomic_xchg protects plain loads and stores.
+  if (p->type.is_scalar()) {  // one thread; the old value reaches the others through shared memory
+    std::string slot = alloc_shared(ct, 1, std::max(8, dtype_bytes(d)));
+    std::string call = atomic_call(k, d, scalar(p), scalar(op->operand(cas ? 2 : 1)), cas ? scalar(op->operand(1)) : "");
+    // The barrier orders every thread's earlier writes before thread 0's fence (cumulativity),
+    // so only the thread doing the atomic fences (as Triton's elected thread does).
+    line("__syncthreads();");
+    synced_ = true;
+    clean();
+    if (has_mask)
+      line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {} ? {} : {}{{}}; tt_fence_acq_rel(); }}", slot,
+                       scalar(op->operand(2)), call, ct));
+    else line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {}; tt_fence_acq_rel(); }}", slot, call));
+    sync();
+    scalars_[op->result()] = tmp(ct, slot + "[0]");
+    return;
+  }
+  std::string out = plan_.users(op->result()).empty() ? "" : alloc_buffer(op->result()->type);
+  if (!out.empty()) buffers_[op->result()] = out;
+  if (!out.empty()) sync();
+  else sync_if_reading({p, op->operand(1), op->operands.back()});
+  line("tt_fence_acq_rel();");
+  thread_loop(p->type.shape, 1, nullptr, [&](const Index& idx) {
+    std::string ptr = eval(p, idx);
+    std::string val = eval(op->operand(cas ? 2 : 1), idx);
+    std::string cmp = cas ? eval(op->operand(1), idx) : "";
+    std::string call = atomic_call(k, d, ptr, val, cmp);
+    if (out.empty()) {  // the old value is unused
+      std::string m = has_mask ? eval(op->operand(2), idx) : "true";
+      line(fmt::format("if ({}) (void){};", m, call));
+      return;
     }
-    if (ir::is_elementwise(op->kind)) {
-      std::string key = fmt::format("{}|{}", static_cast<const void*>(op), fmt::join(idx, ","));
-      if (const std::string* done = memo_find(key)) return *done;
-      std::vector<std::string> xs;
-      for (ir::Value* o : op->operands) xs.push_back(eval(o, idx));
-      std::string v = tmp(ctype(t.element()), elementwise(op, xs));
-      memo_.back()[key] = v;
-      return v;
+    std::string old;
+    if (has_mask) {
+      old = fresh("old");
+      line(fmt::format("{} {}{{}};", ct, old));
+      line(fmt::format("if ({}) {} = {};", eval(op->operand(2), idx), old, call));
+    } else {
+      old = tmp(ct, call);
     }
-    fail("internal error: CUDA codegen cannot evaluate {} inline", ir::op_name(op->kind));
-  }
+    line(fmt::format("{}[{}] = {};", out, flatten(idx, p->type.shape), old));
+  }, nullptr);
+  line("tt_fence_acq_rel();");
+  if (!out.empty()) sync();
+  else mark_global_write(p);
+}
 
-  // ---- constants and arithmetic -------------------------------------------------------------
-
-  static std::string float_literal(double x, bool f32) {
-    if (f32) {
-      float v = static_cast<float>(x);
-      uint32_t u;
-      std::memcpy(&u, &v, 4);
-      if (!std::isfinite(v)) return fmt::format("__int_as_float(0x{:08x})", u);
-      std::string s = fmt::format("{}", v);
-      if (s.find_first_of(".en") == std::string::npos) s += ".0";
-      return s + "f";
+std::vector<std::string> Codegen::combine(const ir::Block* region, const std::vector<std::string>& lhs,
+                                          const std::vector<std::string>& rhs) {
+  std::unordered_map<const ir::Value*, std::string> local;
+  for (size_t i = 0; i < lhs.size(); ++i) local[region->args[i]] = lhs[i];
+  for (size_t i = 0; i < rhs.size(); ++i) local[region->args[lhs.size() + i]] = rhs[i];
+  auto get = [&](const ir::Value* v) -> std::string {
+    if (auto it = local.find(v); it != local.end()) return it->second;
+    return scalar(v);
+  };
+  for (const ir::Op* op : region->ops) {
+    if (op->kind == OpKind::Yield) {
+      std::vector<std::string> out;
+      for (ir::Value* v : op->operands) out.push_back(get(v));
+      return out;
     }
-    uint64_t u;
-    std::memcpy(&u, &x, 8);
-    if (!std::isfinite(x)) return fmt::format("__longlong_as_double(0x{:016x}ll)", u);
-    std::string s = fmt::format("{}", x);
-    if (s.find_first_of(".en") == std::string::npos) s += ".0";
-    return s;
-  }
-
-  static std::string constant(DType d, int64_t ival, double fval, bool is_fp) {
-    if (is_float(d)) {
-      double x = is_fp ? fval : static_cast<double>(ival);
-      if (d == DType::f16) return fmt::format("tt_f16_from({})", float_literal(x, true));
-      if (d == DType::bf16) return fmt::format("tt_bf16_from({})", float_literal(x, true));
-      return float_literal(x, d == DType::f32);
-    }
-    switch (d) {
-      case DType::i1: return ival ? "true" : "false";
-      case DType::i64: return ival == INT64_MIN ? "(int64_t)(-9223372036854775807ll - 1)" : fmt::format("(int64_t){}ll", ival);
-      case DType::u64: return fmt::format("(uint64_t){}ull", static_cast<uint64_t>(ival));
-      case DType::u32: return fmt::format("(uint32_t){}u", static_cast<uint32_t>(ival));
-      case DType::i32: return static_cast<int32_t>(ival) == INT32_MIN ? "(int32_t)(-2147483647 - 1)" : fmt::format("(int32_t){}", static_cast<int32_t>(ival));
-      case DType::ptr: return fmt::format("(uint8_t*){}ull", static_cast<uint64_t>(ival));
-      default: return fmt::format("({}){}", ctype(d), ival);
-    }
-  }
-  std::string constant_of(const ir::Op* op) {
-    const ir::Type& t = op->result()->type;
-    if (t.is_ptr()) return fmt::format("({}){}ull", ctype(t.element()), static_cast<uint64_t>(op->attrs.ival));
-    return constant(t.dtype, op->attrs.ival, op->attrs.fval, is_float(t.dtype));
-  }
-
-  static std::string to_f32(const std::string& x, DType d) { return is_half(d) ? "tt_to_f32(" + x + ")" : x; }
-  static std::string from_f32(const std::string& x, DType d) {
-    if (d == DType::f16) return "tt_f16_from(" + x + ")";
-    if (d == DType::bf16) return "tt_bf16_from(" + x + ")";
-    return x;
-  }
-
-  std::string float_op(OpKind k, std::vector<std::string> x, DType d) {
-    bool half = is_half(d);
-    bool dbl = d == DType::f64;
-    if (half)
-      for (auto& v : x) v = to_f32(v, d);
-    auto fn = [&](const char* name) { return fmt::format("{}{}({})", name, dbl ? "" : "f", x[0]); };
-    std::string one = dbl ? "1.0" : "1.0f";
     std::string r;
-    switch (k) {
-      case OpKind::Add: r = fmt::format("{} + {}", x[0], x[1]); break;
-      case OpKind::Sub: r = fmt::format("{} - {}", x[0], x[1]); break;
-      case OpKind::Mul: r = fmt::format("{} * {}", x[0], x[1]); break;
-      // f32 (and f16/bf16, computed in f32) division, exp, sqrt and rsqrt are Triton's defaults:
-      // div.full (2 ulp), ex2.approx of x * log2(e), sqrt.approx, rsqrt.approx; f64 is exact.
-      case OpKind::Div: r = dbl ? fmt::format("{} / {}", x[0], x[1]) : fmt::format("tt_fdiv({}, {})", x[0], x[1]); break;
-      case OpKind::Rem: r = fmt::format("fmod{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
-      case OpKind::Neg: r = fmt::format("-{}", x[0]); break;
-      case OpKind::Min: r = fmt::format("fmin{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
-      case OpKind::Max: r = fmt::format("fmax{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
-      case OpKind::Fma: r = fmt::format("fma{}({}, {}, {})", dbl ? "" : "f", x[0], x[1], x[2]); break;
-      case OpKind::Exp: r = dbl ? fn("exp") : fmt::format("tt_exp({})", x[0]); break;
-      case OpKind::Exp2: r = fn("exp2"); break;
-      case OpKind::Log: r = fn("log"); break;
-      case OpKind::Log2: r = fn("log2"); break;
-      case OpKind::Sqrt: r = dbl ? fn("sqrt") : fmt::format("tt_sqrt({})", x[0]); break;
-      case OpKind::Rsqrt: r = dbl ? fmt::format("{} / {}", one, fn("sqrt")) : fmt::format("tt_rsqrt({})", x[0]); break;
-      case OpKind::Abs: r = fn("fabs"); break;
-      case OpKind::Floor: r = fn("floor"); break;
-      case OpKind::Ceil: r = fn("ceil"); break;
-      case OpKind::Sin: r = fn("sin"); break;
-      case OpKind::Cos: r = fn("cos"); break;
-      case OpKind::Tanh: r = fn("tanh"); break;
-      case OpKind::Erf: r = fn("erf"); break;
-      case OpKind::Sigmoid: r = fmt::format("tt_sigmoid({})", x[0]); break;
-      default: fail("internal error: {} is not a float op", ir::op_name(k));
+    if (op->kind == OpKind::Constant) r = constant_of(op);
+    else if (op->kind == OpKind::MultipleOf || op->kind == OpKind::MaxContiguous) r = get(op->operand(0));
+    else if (ir::is_elementwise(op->kind)) {
+      std::vector<std::string> xs;
+      for (ir::Value* v : op->operands) xs.push_back(get(v));
+      r = tmp(ctype(op->result()->type.element()), elementwise(op, xs));
+    } else {
+      fail(op->loc, "a reduce/scan combine function may only use elementwise operations; {} is not supported",
+           ir::op_name(op->kind));
     }
-    return half ? from_f32(r, d) : r;
+    local[op->result()] = r;
   }
+  fail("internal error: combine region without yield");
+}
 
-  std::string int_op(OpKind k, const std::vector<std::string>& x, DType d) {
-    std::string t = ctype(d);
-    if (d == DType::i1) {
-      switch (k) {
-        case OpKind::And: case OpKind::Min: case OpKind::Mul: return fmt::format("{} && {}", x[0], x[1]);
-        case OpKind::Or: case OpKind::Max: return fmt::format("{} || {}", x[0], x[1]);
-        case OpKind::Xor: case OpKind::Add: case OpKind::Sub: return fmt::format("{} != {}", x[0], x[1]);
-        case OpKind::Not: return fmt::format("!{}", x[0]);
-        case OpKind::Neg: case OpKind::Abs: return x[0];
-        default: break;
-      }
-    }
-    // Wrapping arithmetic: computed in the unsigned type of the same width.
-    std::string u = d == DType::i1 ? "uint8_t" : ctype(is_signed_int(d) ? static_cast<DType>(static_cast<int>(d) + 4) : d);
-    switch (k) {
-      case OpKind::Add: return fmt::format("({})({})((uint64_t){} + (uint64_t){})", t, u, x[0], x[1]);
-      case OpKind::Sub: return fmt::format("({})({})((uint64_t){} - (uint64_t){})", t, u, x[0], x[1]);
-      case OpKind::Mul: return fmt::format("({})({})((uint64_t){} * (uint64_t){})", t, u, x[0], x[1]);
-      case OpKind::Neg: return fmt::format("({})({})(0ull - (uint64_t){})", t, u, x[0]);
-      case OpKind::Div: return fmt::format("tt_div<{}>({}, {})", t, x[0], x[1]);
-      case OpKind::Rem: return fmt::format("tt_rem<{}>({}, {})", t, x[0], x[1]);
-      case OpKind::Abs: return fmt::format("tt_abs<{}>({})", t, x[0]);
-      case OpKind::Min: return fmt::format("tt_min<{}>({}, {})", t, x[0], x[1]);
-      case OpKind::Max: return fmt::format("tt_max<{}>({}, {})", t, x[0], x[1]);
-      case OpKind::And: return fmt::format("({})({} & {})", t, x[0], x[1]);
-      case OpKind::Or: return fmt::format("({})({} | {})", t, x[0], x[1]);
-      case OpKind::Xor: return fmt::format("({})({} ^ {})", t, x[0], x[1]);
-      case OpKind::Not: return fmt::format("({})(~{})", t, x[0]);
-      case OpKind::Shl: return fmt::format("tt_shl<{}>({}, {})", t, x[0], x[1]);
-      case OpKind::Shr: return fmt::format("tt_shr<{}>({}, {})", t, x[0], x[1]);
-      case OpKind::Umulhi: return fmt::format("tt_umulhi<{}>({}, {})", t, x[0], x[1]);
-      default: fail("internal error: {} is not an integer op", ir::op_name(k));
-    }
-  }
+void Codegen::accumulate(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
+                         const std::vector<std::string>& x) {
+  open(fmt::format("if ({})", have));
+  std::vector<std::string> r = combine(region, acc, x);
+  for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], r[i]));
+  close();
+  open("else");
+  for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], x[i]));
+  line(fmt::format("{} = true;", have));
+  close();
+}
 
-  std::string compare(OpKind k, std::string a, std::string b, DType d) {
-    a = to_f32(a, d), b = to_f32(b, d);
-    const char* o = k == OpKind::CmpEq ? "==" : k == OpKind::CmpNe ? "!=" : k == OpKind::CmpLt ? "<"
-                  : k == OpKind::CmpLe ? "<=" : k == OpKind::CmpGt ? ">" : ">=";
-    return fmt::format("{} {} {}", a, o, b);
-  }
-
-  std::string cast(const std::string& v, const ir::Type& from_t, const ir::Type& to_t) {
-    DType from = from_t.dtype, to = to_t.dtype;
-    if (from == DType::ptr && to == DType::ptr) return fmt::format("({})({})", ctype(to_t.element()), v);
-    if (from == to) return v;
-    if (from == DType::ptr) return fmt::format("({})(uint64_t)({})", ctype(to), v);
-    if (to == DType::ptr) return fmt::format("({})(uint64_t)(int64_t)({})", ctype(to_t.element()), v);
-    if (to == DType::i1) return is_float(from) ? fmt::format("({} != 0)", to_f32(v, from)) : fmt::format("({} != 0)", v);
-    if (is_int(from) && is_int(to)) return fmt::format("({})({})", ctype(to), v);
-    if (is_int(from)) {
-      if (is_half(to)) return from_f32(fmt::format("(float)({})", v), to);
-      return fmt::format("({})({})", ctype(to), v);
-    }
-    if (is_int(to)) {  // saturating, NaN -> 0 (as cvt.rzi.sat)
-      std::string x = to_f32(v, from);
-      return fmt::format("({})({})", ctype(to), x);
-    }
-    std::string x = to_f32(v, from);
-    if (to == DType::f64) return fmt::format("(double)({})", x);
-    if (from == DType::f64) x = fmt::format("(float)({})", x);
-    return to == DType::f32 ? x : from_f32(x, to);
-  }
-  std::string cast(const std::string& v, DType from, DType to) { return cast(v, ir::Type::scalar(from), ir::Type::scalar(to)); }
-
-  std::string elementwise(const ir::Op* op, const std::vector<std::string>& x) {
-    OpKind k = op->kind;
-    DType d = op->operand(0)->type.dtype;
-    switch (k) {
-      case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
-      case OpKind::CmpGe:
-        return compare(k, x[0], x[1], d);
-      case OpKind::Select: return fmt::format("{} ? {} : {}", x[0], x[1], x[2]);
-      case OpKind::Cast: return cast(x[0], op->operand(0)->type.element(), op->result()->type.element());
-      case OpKind::Bitcast: return fmt::format("tt_bitcast<{}>({})", ctype(op->result()->type.element()), x[0]);
-      case OpKind::AddPtr: return fmt::format("{} + (int64_t)({})", x[0], x[1]);
-      default: break;
-    }
-    if (is_float(d)) return float_op(k, x, d);
-    return int_op(k, x, d);
-  }
-
-  // ---- memory -----------------------------------------------------------------------------
-
-  std::string scalar_load(const ir::Op* op) {
-    if (may_read_written(op->operand(0))) sync_after_global_writes();
-    const ir::Value* p = op->operand(0);
-    std::string ct = ctype(p->type.pointee);
-    if (op->operands.size() < 2) return "*" + scalar(p);
-    std::string other = op->operands.size() > 2 ? scalar(op->operand(2)) : ct + "{}";
-    return fmt::format("{} ? *{} : {}", scalar(op->operand(1)), scalar(p), other);
-  }
-
-  void emit_store(const ir::Op* op) {
-    const ir::Value* p = op->operand(0);
-    const ir::Value* val = op->operand(1);
-    DType d = p->type.pointee;
-    std::string ct = ctype(d);
-    bool has_mask = op->operands.size() > 2;
-    if (p->type.is_scalar()) {  // one thread stores
-      std::string cond = has_mask ? fmt::format("tid == 0 && {}", scalar(op->operand(2))) : "tid == 0";
-      line(fmt::format("if ({}) *{} = {};", cond, scalar(p), scalar(val)));
-      mark_global_write(p);
-      return;
-    }
-    const Shape& shape = p->type.shape;
-    std::vector<const ir::Value*> roots = {val};
-    if (has_mask) roots.push_back(op->operand(2));
-    sync_if_reading({p, val, has_mask ? op->operand(2) : p});
-    if (store_through_shared(op)) return;
-    int V = choose_width(shape, roots, op);
-    bool vector_store = V > 1 && access_width(op) >= V;
-    std::string sv, sm;
-    thread_loop(
-        shape, V,
-        [&](const Index& base) {
-          emit_vector_loads(roots, base, V);
-          if (vector_store) {
-            sv = fresh("sv"), sm = fresh("sm");
-            line(fmt::format("__align__(16) {} {}[{}];", ct, sv, V));
-            if (has_mask) line(fmt::format("bool {}[{}];", sm, V));
-          }
-        },
-        [&](const Index& idx) {
-          std::string v = eval(val, idx);
-          std::string m = has_mask ? eval(op->operand(2), idx) : "";
-          if (vector_store) {
-            line(fmt::format("{}[{}] = {};", sv, lane_, v));
-            if (has_mask) line(fmt::format("{}[{}] = {};", sm, lane_, m));
-          } else {
-            std::string ptr = eval(p, idx);
-            line(has_mask ? fmt::format("if ({}) *{} = {};", m, ptr, v) : fmt::format("*{} = {};", ptr, v));
-          }
-        },
-        [&](const Index& base) {
-          if (!vector_store) return;
-          std::string ptr = tmp(ct + "*", eval(p, base));
-          std::string vec = fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
-                                        vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv);
-          if (!has_mask) {
-            line(vec);
-            return;
-          }
-          const ir::Value* mask = op->operand(2);
-          if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {  // one predicated store
-            line(fmt::format("tt_st_pred<{}>({}, {}, {}[0]);", int64_t(V) * dtype_bytes(d), ptr, sv, sm));
-            return;
-          }
-          std::string all = fresh("all"), l = fresh("l");
-          line(fmt::format("bool {} = true;", all));
-          line("#pragma unroll");
-          line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {2} && {3}[{0}];", l, V, all, sm));
-          open(fmt::format("if ({})", all));
-          line(vec);
-          close();
-          open("else");
-          line("#pragma unroll");
-          line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) if ({2}[{0}]) {3}[{0}] = {4}[{0}];", l, V, sm, ptr, sv));
-          close();
-        });
-    vec_loads_.clear();
-    mark_global_write(p);
-  }
-
-  // A store of a fragment-mapped value (a matmul's C): the fragments own 2 consecutive elements
-  // (4-byte stores, 8 rows per warp instruction), so the value goes through shared memory - rows
-  // padded by 16 bytes, conflict-free for the fragment writes - and leaves as 16-byte row chunks,
-  // coalesced, as Triton's epilogue does. Needs the pointer contiguous and the mask constant
-  // over the 16 bytes, and the room in shared memory.
-  bool store_through_shared(const ir::Op* op) {
-    const ir::Value* p = op->operand(0);
-    const ir::Value* val = op->operand(1);
-    const ir::Value* mask = op->operands.size() > 2 ? op->operand(2) : nullptr;
-    const Shape& s = p->type.shape;
-    if (s.size() != 2 || !mma_map_.count(s)) return false;
-    DType d = p->type.pointee;
-    int64_t esz = dtype_bytes(d);
-    if (esz != 2 && esz != 4) return false;
-    int V = static_cast<int>(16 / esz);
-    if (access_width(op) < V || s[1] % V) return false;
-    if (mask && !(axis_.contains(mask) && axis_.get(mask).constancy.back() >= V)) return false;
-    int64_t stride = s[1] + V;
-    if (smem_ + s[0] * stride * esz > smem_budget_) return false;
-    std::string ct = ctype(d);
-    std::string buf = alloc_shared(ct, s[0] * stride, esz);
-    ++shared_writes_;
-    sync();  // a loop around: the previous trip's reads are done
-    line("// the store goes through shared memory: fragments in, 16-byte row chunks out");
-    thread_loop(
-        s, 2, [&](const Index& base) { emit_vector_loads({val}, base, 2); },
-        [&](const Index& idx) { line(fmt::format("{}[({}) * {} + {}] = {};", buf, idx[0], stride, idx[1], eval(val, idx))); },
-        nullptr);
-    vec_loads_.clear();
-    sync();
-    std::string e = fresh("e");
-    open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", e, V, numel(s), int64_t(nt_) * V));
-    Index idx{tmp("int", fmt::format("{} / {}", e, s[1])), tmp("int", fmt::format("{} % {}", e, s[1]))};
-    std::string ptr = tmp(ct + "*", eval(p, idx));
-    std::string src = fmt::format("&{}[{} * {} + {}]", buf, idx[0], stride, idx[1]);
-    if (mask) line(fmt::format("tt_st_pred<16>({}, {}, {});", ptr, src, eval(mask, idx)));
-    else line(fmt::format("tt_vcopy<16>({}, {});", ptr, src));
-    close();
-    mark_global_write(p);
-    return true;
-  }
-
-  // Evaluates `v` over its whole shape into buffer `buf`.
-  void materialize_into(const ir::Value* v, const std::string& buf, const ir::Op* op = nullptr) {
-    ++shared_writes_;
-    sync();
-    int V = choose_width(v->type.shape, {v}, nullptr);
-    thread_loop(
-        v->type.shape, V, [&](const Index& base) { emit_vector_loads({v}, base, V); },
-        [&](const Index& idx) {
-          std::string x = op ? eval_op(op, idx) : eval(v, idx);
-          line(fmt::format("{}[{}] = {};", buf, flatten(idx, v->type.shape), x));
-        },
-        nullptr);
-    vec_loads_.clear();
-    sync();
-  }
-
-  void copy_buffer(const std::string& from, const std::string& to, const ir::Type& t) {
-    ++shared_writes_;
-    sync();
-    std::string e = fresh("e");
-    line(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2}) {3}[{0}] = {4}[{0}];", e, t.numel(), nt_, to, from));
-    sync();
-  }
-
-  // ---- atomics --------------------------------------------------------------------------------
-
-  std::string atomic_call(OpKind k, DType d, const std::string& p, const std::string& v, const std::string& cmp) {
-    std::string ct = ctype(d);
-    int bytes = dtype_bytes(d);
-    bool i32 = d == DType::i32 || d == DType::u32;
-    bool i64 = d == DType::i64 || d == DType::u64;
-    switch (k) {
-      case OpKind::AtomicCas: return fmt::format("tt_atomic_cas<{}>({}, {}, {})", ct, p, cmp, v);
-      case OpKind::AtomicAdd:
-        if (i32 || d == DType::f32 || d == DType::f64) return fmt::format("atomicAdd({}, {})", p, v);
-        if (i64) return fmt::format("({})atomicAdd((unsigned long long*){}, (unsigned long long){})", ct, p, v);
-        break;
-      case OpKind::AtomicMax: case OpKind::AtomicMin: {
-        const char* fn = k == OpKind::AtomicMax ? "atomicMax" : "atomicMin";
-        if (i32) return fmt::format("{}({}, {})", fn, p, v);
-        if (d == DType::i64) return fmt::format("(int64_t){}((long long*){}, (long long){})", fn, p, v);
-        if (d == DType::u64) return fmt::format("(uint64_t){}((unsigned long long*){}, (unsigned long long){})", fn, p, v);
-        break;
-      }
-      case OpKind::AtomicAnd: case OpKind::AtomicOr: case OpKind::AtomicXor: {
-        const char* fn = k == OpKind::AtomicAnd ? "atomicAnd" : k == OpKind::AtomicOr ? "atomicOr" : "atomicXor";
-        if (i32) return fmt::format("{}({}, {})", fn, p, v);
-        if (i64) return fmt::format("({}){}((unsigned long long*){}, (unsigned long long){})", ct, fn, p, v);
-        break;
-      }
-      case OpKind::AtomicXchg:
-        if (bytes == 4) return fmt::format("tt_bitcast<{}>(atomicExch((unsigned int*){}, tt_bitcast<unsigned int>({})))", ct, p, v);
-        if (bytes == 8)
-          return fmt::format("tt_bitcast<{}>(atomicExch((unsigned long long*){}, tt_bitcast<unsigned long long>({})))", ct, p, v);
-        break;
-      default: break;
-    }
-    const char* opn = k == OpKind::AtomicAdd ? "TT_ADD" : k == OpKind::AtomicMax ? "TT_MAX" : k == OpKind::AtomicMin ? "TT_MIN"
-                    : k == OpKind::AtomicAnd ? "TT_AND" : k == OpKind::AtomicOr ? "TT_OR" : k == OpKind::AtomicXor ? "TT_XOR" : "TT_XCHG";
-    return fmt::format("tt_atomic_rmw<{}, {}>({}, {})", opn, ct, p, v);
-  }
-
-  void emit_atomic(const ir::Op* op) {
-    ++shared_writes_;  // the old value's slot or buffer
-    OpKind k = op->kind;
-    const ir::Value* p = op->operand(0);
-    DType d = p->type.pointee;
-    std::string ct = ctype(d);
-    bool cas = k == OpKind::AtomicCas;
-    bool has_mask = !cas && op->operands.size() > 2;
-    // Triton's atomics are acq_rel at GPU scope: every thread's earlier writes are released (a
-    // fence before), and what the atomic observed is acquired (a fence after), so a lock taken
-    // with atomic_cas and released with atomic_xchg protects plain loads and stores.
-    if (p->type.is_scalar()) {  // one thread; the old value reaches the others through shared memory
-      std::string slot = alloc_shared(ct, 1, std::max(8, dtype_bytes(d)));
-      std::string call = atomic_call(k, d, scalar(p), scalar(op->operand(cas ? 2 : 1)), cas ? scalar(op->operand(1)) : "");
-      // The barrier orders every thread's earlier writes before thread 0's fence (cumulativity),
-      // so only the thread doing the atomic fences (as Triton's elected thread does).
-      line("__syncthreads();");
-      synced_ = true;
-      clean();
-      if (has_mask)
-        line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {} ? {} : {}{{}}; tt_fence_acq_rel(); }}", slot,
-                         scalar(op->operand(2)), call, ct));
-      else line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {}; tt_fence_acq_rel(); }}", slot, call));
-      sync();
-      scalars_[op->result()] = tmp(ct, slot + "[0]");
-      return;
-    }
-    std::string out = plan_.users(op->result()).empty() ? "" : alloc_buffer(op->result()->type);
-    if (!out.empty()) buffers_[op->result()] = out;
-    if (!out.empty()) sync();
-    else sync_if_reading({p, op->operand(1), op->operands.back()});
-    line("tt_fence_acq_rel();");
-    thread_loop(p->type.shape, 1, nullptr, [&](const Index& idx) {
-      std::string ptr = eval(p, idx);
-      std::string val = eval(op->operand(cas ? 2 : 1), idx);
-      std::string cmp = cas ? eval(op->operand(1), idx) : "";
-      std::string call = atomic_call(k, d, ptr, val, cmp);
-      if (out.empty()) {  // the old value is unused
-        std::string m = has_mask ? eval(op->operand(2), idx) : "true";
-        line(fmt::format("if ({}) (void){};", m, call));
-        return;
-      }
-      std::string old;
-      if (has_mask) {
-        old = fresh("old");
-        line(fmt::format("{} {}{{}};", ct, old));
-        line(fmt::format("if ({}) {} = {};", eval(op->operand(2), idx), old, call));
-      } else {
-        old = tmp(ct, call);
-      }
-      line(fmt::format("{}[{}] = {};", out, flatten(idx, p->type.shape), old));
-    }, nullptr);
-    line("tt_fence_acq_rel();");
-    if (!out.empty()) sync();
-    else mark_global_write(p);
-  }
-
-  // ---- reductions, scans, dot ---------------------------------------------------------------
-
-  // Emits a combine region on scalars: args lhs..., rhs... -> the yielded values.
-  std::vector<std::string> combine(const ir::Block* region, const std::vector<std::string>& lhs,
-                                   const std::vector<std::string>& rhs) {
-    std::unordered_map<const ir::Value*, std::string> local;
-    for (size_t i = 0; i < lhs.size(); ++i) local[region->args[i]] = lhs[i];
-    for (size_t i = 0; i < rhs.size(); ++i) local[region->args[lhs.size() + i]] = rhs[i];
-    auto get = [&](const ir::Value* v) -> std::string {
-      if (auto it = local.find(v); it != local.end()) return it->second;
-      return scalar(v);
-    };
-    for (const ir::Op* op : region->ops) {
-      if (op->kind == OpKind::Yield) {
-        std::vector<std::string> out;
-        for (ir::Value* v : op->operands) out.push_back(get(v));
-        return out;
-      }
-      std::string r;
-      if (op->kind == OpKind::Constant) r = constant_of(op);
-      else if (op->kind == OpKind::MultipleOf || op->kind == OpKind::MaxContiguous) r = get(op->operand(0));
-      else if (ir::is_elementwise(op->kind)) {
-        std::vector<std::string> xs;
-        for (ir::Value* v : op->operands) xs.push_back(get(v));
-        r = tmp(ctype(op->result()->type.element()), elementwise(op, xs));
-      } else {
-        fail(op->loc, "a reduce/scan combine function may only use elementwise operations; {} is not supported",
-             ir::op_name(op->kind));
-      }
-      local[op->result()] = r;
-    }
-    fail("internal error: combine region without yield");
-  }
-
-  // acc = have ? combine(acc, x) : x; have = true.
-  void accumulate(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
-                  const std::vector<std::string>& x) {
-    open(fmt::format("if ({})", have));
-    std::vector<std::string> r = combine(region, acc, x);
+void Codegen::warp_reduce(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
+                          const std::vector<std::string>& types, bool all_have) {
+  std::string off = fresh("off");
+  line("#pragma unroll");
+  open(fmt::format("for (int {0} = 16; {0} > 0; {0} >>= 1)", off));
+  std::vector<std::string> other;
+  for (size_t i = 0; i < acc.size(); ++i) other.push_back(tmp(types[i], fmt::format("tt_shfl_xor({}, {})", acc[i], off)));
+  if (all_have) {
+    std::vector<std::string> r = combine(region, acc, other);
     for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], r[i]));
-    close();
-    open("else");
-    for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], x[i]));
-    line(fmt::format("{} = true;", have));
+  } else {
+    std::string oh = tmp("bool", fmt::format("tt_shfl_xor({}, {})", have, off));
+    open(fmt::format("if ({})", oh));
+    accumulate(region, have, acc, other);
     close();
   }
+  close();
+}
 
-  // Combines (acc, have) across the 32 lanes of each warp; every lane gets the result. When every
-  // lane holds a value (all_have), the flags are not exchanged.
-  void warp_reduce(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
-                   const std::vector<std::string>& types, bool all_have) {
-    std::string off = fresh("off");
-    line("#pragma unroll");
-    open(fmt::format("for (int {0} = 16; {0} > 0; {0} >>= 1)", off));
-    std::vector<std::string> other;
-    for (size_t i = 0; i < acc.size(); ++i) other.push_back(tmp(types[i], fmt::format("tt_shfl_xor({}, {})", acc[i], off)));
+void Codegen::emit_reduce(const ir::Op* op) {
+  ++shared_writes_;  // partials or the output buffer
+  const Shape& s = op->operand(0)->type.shape;
+  int axis = op->attrs.axis;
+  int64_t K = s[static_cast<size_t>(axis)];
+  size_t n = op->operands.size();
+  const ir::Block* region = op->regions[0];
+  bool scalar_out = op->result()->type.is_scalar();
+  Shape outer = s;
+  outer.erase(outer.begin() + axis);
+  int64_t OUT = numel(outer);
+  std::vector<std::string> outs, types;
+  for (ir::Value* x : op->operands) types.push_back(ctype(x->type.element()));
+  if (!scalar_out)
+    for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
+  // Output element o (an index into `outer`; keep_dims outputs have the same row-major order).
+  auto in_index = [&](const Index& o, const std::string& k) {
+    Index in(o);
+    in.insert(in.begin() + axis, k);
+    return in;
+  };
+  auto eval_inputs = [&](const Index& idx) {
+    std::vector<std::string> xs;
+    for (ir::Value* x : op->operands) xs.push_back(eval(x, idx));
+    return xs;
+  };
+  auto decl_acc = [&](std::vector<std::string>& acc, std::string& have) {
+    for (size_t i = 0; i < n; ++i) {
+      acc.push_back(fresh("acc"));
+      line(fmt::format("{} {}{{}};", types[i], acc.back()));
+    }
+    have = fresh("have");
+    line(fmt::format("bool {} = false;", have));
+  };
+  if (OUT == 1) {
+    // The whole CTA: each thread combines the elements it owns (vector loads, registers), then
+    // warp shuffles, then one pass over the warps' partials in shared memory.
+    std::vector<const ir::Value*> roots(op->operands.begin(), op->operands.end());
+    sync_if_reading(roots);
+    open("");
+    std::vector<std::string> acc;
+    std::string have;
+    decl_acc(acc, have);
+    int V = choose_width(s, roots, nullptr);
+    thread_loop(
+        s, V, [&](const Index& base) { emit_vector_loads(roots, base, V); },
+        [&](const Index& idx) { accumulate(region, have, acc, eval_inputs(idx)); }, nullptr);
+    vec_loads_.clear();
+    // Every thread owns an element when the mapping's steps are all full.
+    bool all_have = numel(s) % (int64_t(nt_) * V) == 0;
+    warp_reduce(region, have, acc, types, all_have);
+    std::vector<std::string> part;
+    for (size_t i = 0; i < n; ++i) part.push_back(alloc_shared(types[i], nwarps_, 8));
+    std::string part_have = all_have ? "" : alloc_shared("bool", nwarps_, 1);
+    open("if ((tid & 31) == 0)");
+    for (size_t i = 0; i < n; ++i) line(fmt::format("{}[tid >> 5] = {};", part[i], acc[i]));
+    if (!all_have) line(fmt::format("{}[tid >> 5] = {};", part_have, have));
+    close();
+    sync();
+    close();
+    std::vector<std::string> res;
+    std::string rh;
+    decl_acc(res, rh);
+    std::string w = fresh("w");
+    std::vector<std::string> xs;
+    for (size_t i = 0; i < n; ++i) xs.push_back(fmt::format("{}[{}]", part[i], w));
     if (all_have) {
-      std::vector<std::string> r = combine(region, acc, other);
-      for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], r[i]));
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {}[0];", res[i], part[i]));
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", w, nwarps_));
+      std::vector<std::string> r = combine(region, res, xs);
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", res[i], r[i]));
+      close();
     } else {
-      std::string oh = tmp("bool", fmt::format("tt_shfl_xor({}, {})", have, off));
-      open(fmt::format("if ({})", oh));
-      accumulate(region, have, acc, other);
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", w, nwarps_));
+      open(fmt::format("if ({}[{}])", part_have, w));
+      accumulate(region, rh, res, xs);
+      close();
       close();
     }
-    close();
-  }
-
-  void emit_reduce(const ir::Op* op) {
-    ++shared_writes_;  // partials or the output buffer
-    const Shape& s = op->operand(0)->type.shape;
-    int axis = op->attrs.axis;
-    int64_t K = s[static_cast<size_t>(axis)];
-    size_t n = op->operands.size();
-    const ir::Block* region = op->regions[0];
-    bool scalar_out = op->result()->type.is_scalar();
-    Shape outer = s;
-    outer.erase(outer.begin() + axis);
-    int64_t OUT = numel(outer);
-    std::vector<std::string> outs, types;
-    for (ir::Value* x : op->operands) types.push_back(ctype(x->type.element()));
-    if (!scalar_out)
-      for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
-    // Output element o (an index into `outer`; keep_dims outputs have the same row-major order).
-    auto in_index = [&](const Index& o, const std::string& k) {
-      Index in(o);
-      in.insert(in.begin() + axis, k);
-      return in;
-    };
-    auto eval_inputs = [&](const Index& idx) {
-      std::vector<std::string> xs;
-      for (ir::Value* x : op->operands) xs.push_back(eval(x, idx));
-      return xs;
-    };
-    auto decl_acc = [&](std::vector<std::string>& acc, std::string& have) {
-      for (size_t i = 0; i < n; ++i) {
-        acc.push_back(fresh("acc"));
-        line(fmt::format("{} {}{{}};", types[i], acc.back()));
-      }
-      have = fresh("have");
-      line(fmt::format("bool {} = false;", have));
-    };
-    if (OUT == 1) {
-      // The whole CTA: each thread combines the elements it owns (vector loads, registers), then
-      // warp shuffles, then one pass over the warps' partials in shared memory.
-      std::vector<const ir::Value*> roots(op->operands.begin(), op->operands.end());
-      sync_if_reading(roots);
-      open("");
-      std::vector<std::string> acc;
-      std::string have;
-      decl_acc(acc, have);
-      int V = choose_width(s, roots, nullptr);
-      thread_loop(
-          s, V, [&](const Index& base) { emit_vector_loads(roots, base, V); },
-          [&](const Index& idx) { accumulate(region, have, acc, eval_inputs(idx)); }, nullptr);
-      vec_loads_.clear();
-      // Every thread owns an element when the mapping's steps are all full.
-      bool all_have = numel(s) % (int64_t(nt_) * V) == 0;
-      warp_reduce(region, have, acc, types, all_have);
-      std::vector<std::string> part;
-      for (size_t i = 0; i < n; ++i) part.push_back(alloc_shared(types[i], nwarps_, 8));
-      std::string part_have = all_have ? "" : alloc_shared("bool", nwarps_, 1);
-      open("if ((tid & 31) == 0)");
-      for (size_t i = 0; i < n; ++i) line(fmt::format("{}[tid >> 5] = {};", part[i], acc[i]));
-      if (!all_have) line(fmt::format("{}[tid >> 5] = {};", part_have, have));
-      close();
-      sync();
-      close();
-      std::vector<std::string> res;
-      std::string rh;
-      decl_acc(res, rh);
-      std::string w = fresh("w");
-      std::vector<std::string> xs;
-      for (size_t i = 0; i < n; ++i) xs.push_back(fmt::format("{}[{}]", part[i], w));
-      if (all_have) {
-        for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {}[0];", res[i], part[i]));
-        line("#pragma unroll");
-        open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", w, nwarps_));
-        std::vector<std::string> r = combine(region, res, xs);
-        for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", res[i], r[i]));
-        close();
-      } else {
-        line("#pragma unroll");
-        open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", w, nwarps_));
-        open(fmt::format("if ({}[{}])", part_have, w));
-        accumulate(region, rh, res, xs);
-        close();
-        close();
-      }
-      if (scalar_out) {
-        // No barrier: the partials are this op's own, and a loop around it ends in a barrier.
-        for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = res[i];
-        return;
-      }
-      open("if (tid == 0)");
-      for (size_t i = 0; i < n; ++i) line(fmt::format("{}[0] = {};", outs[i], res[i]));
-      close();
-      sync();
+    if (scalar_out) {
+      // No barrier: the partials are this op's own, and a loop around it ends in a barrier.
+      for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = res[i];
       return;
     }
+    open("if (tid == 0)");
+    for (size_t i = 0; i < n; ++i) line(fmt::format("{}[0] = {};", outs[i], res[i]));
+    close();
     sync();
-    std::string o = fresh("o");
-    if (axis == static_cast<int>(s.size()) - 1 && K >= 32) {
-      // One warp per output element: lanes strided along the row, then shuffles.
-      open(fmt::format("for (int {0} = tid >> 5; {0} < {1}; {0} += {2})", o, OUT, nwarps_));
-      Index oi = index_of(outer, o);
-      std::vector<std::string> acc;
-      std::string have;
-      decl_acc(acc, have);
-      std::string k = fresh("k");
-      open(fmt::format("for (int {0} = tid & 31; {0} < {1}; {0} += 32)", k, K));
-      accumulate(region, have, acc, eval_inputs(in_index(oi, k)));
-      close();
-      warp_reduce(region, have, acc, types, false);
-      open("if ((tid & 31) == 0)");
-      for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
-      close();
-      close();
-    } else {
-      // One thread per output element, serial along the axis.
-      open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", o, OUT, nt_));
-      Index oi = index_of(outer, o);
-      std::vector<std::string> x0 = eval_inputs(in_index(oi, "0"));
-      std::vector<std::string> acc;
-      for (size_t i = 0; i < n; ++i) {
-        acc.push_back(fresh("acc"));
-        line(fmt::format("{} {} = {};", types[i], acc.back(), x0[i]));
-      }
-      std::string k = fresh("k");
-      open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", k, K));
-      std::vector<std::string> r = combine(region, acc, eval_inputs(in_index(oi, k)));
-      for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", acc[i], r[i]));
-      close();
-      for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
-      close();
-    }
-    sync();
+    return;
   }
-
-  void emit_scan(const ir::Op* op) {
-    ++shared_writes_;
-    const Shape& s = op->operand(0)->type.shape;
-    int axis = op->attrs.axis;
-    bool reverse = op->attrs.flag;
-    int64_t len = s[static_cast<size_t>(axis)];
-    const ir::Block* region = op->regions[0];
-    size_t n = op->operands.size();
-    std::vector<std::string> outs, types;
-    for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
-    for (ir::Value* x : op->operands) types.push_back(ctype(x->type.element()));
-    Shape outer = s;
-    outer.erase(outer.begin() + axis);
-    sync();
-    // One thread per row along the axis, serial (simple and correct; a parallel scan comes later).
-    std::string o = fresh("o");
-    open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", o, numel(outer), nt_));
+  sync();
+  std::string o = fresh("o");
+  if (axis == static_cast<int>(s.size()) - 1 && K >= 32) {
+    // One warp per output element: lanes strided along the row, then shuffles.
+    open(fmt::format("for (int {0} = tid >> 5; {0} < {1}; {0} += {2})", o, OUT, nwarps_));
     Index oi = index_of(outer, o);
-    auto at = [&](const std::string& pos) {
-      Index idx(oi);
-      idx.insert(idx.begin() + axis, pos);
-      return idx;
-    };
-    std::string p0 = reverse ? std::to_string(len - 1) : "0";
+    std::vector<std::string> acc;
+    std::string have;
+    decl_acc(acc, have);
+    std::string k = fresh("k");
+    open(fmt::format("for (int {0} = tid & 31; {0} < {1}; {0} += 32)", k, K));
+    accumulate(region, have, acc, eval_inputs(in_index(oi, k)));
+    close();
+    warp_reduce(region, have, acc, types, false);
+    open("if ((tid & 31) == 0)");
+    for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
+    close();
+    close();
+  } else {
+    // One thread per output element, serial along the axis.
+    open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", o, OUT, nt_));
+    Index oi = index_of(outer, o);
+    std::vector<std::string> x0 = eval_inputs(in_index(oi, "0"));
     std::vector<std::string> acc;
     for (size_t i = 0; i < n; ++i) {
       acc.push_back(fresh("acc"));
-      line(fmt::format("{} {} = {};", types[i], acc.back(), eval(op->operands[i], at(p0))));
-      line(fmt::format("{}[{}] = {};", outs[i], flatten(at(p0), s), acc.back()));
+      line(fmt::format("{} {} = {};", types[i], acc.back(), x0[i]));
     }
     std::string k = fresh("k");
-    open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", k, len));
-    std::string pos = tmp("int", reverse ? fmt::format("{} - {}", len - 1, k) : k);
-    std::vector<std::string> xs;
-    for (ir::Value* x : op->operands) xs.push_back(eval(x, at(pos)));
-    std::vector<std::string> r = combine(region, acc, xs);
-    for (size_t i = 0; i < n; ++i) {
-      line(fmt::format("{} = {};", acc[i], r[i]));
-      line(fmt::format("{}[{}] = {};", outs[i], flatten(at(pos), s), acc[i]));
-    }
+    open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", k, K));
+    std::vector<std::string> r = combine(region, acc, eval_inputs(in_index(oi, k)));
+    for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", acc[i], r[i]));
     close();
-    close();
-    sync();
-  }
-
-  // ---- tensor cores -------------------------------------------------------------------------
-
-  // The warp tiling of a dot on mma.sync.m16n8k16: f16 or bf16 operands, an f32 result, M, N and
-  // K multiples of 16, sm_80+, at most kMaxMmaWords accumulators per thread. The warps split
-  // M x N so that each loads the fewest fragments per k step (MT ldmatrix.x4 of A, NT / 2 of B).
-  std::optional<MmaTiling> mma_tiling(const ir::Op* dot) const {
-    const ir::Type& rt = dot->result()->type;
-    const ir::Type& at = dot->operand(0)->type;
-    if (cc_ < 80 || rt.rank() != 2 || rt.dtype != DType::f32 || !is_half(at.dtype) ||
-        dot->operand(1)->type.dtype != at.dtype)
-      return std::nullopt;
-    int64_t M = rt.shape[0], N = rt.shape[1], K = at.shape[1];
-    if (M % 16 || N % 16 || K % 16 || M * N / nt_ > kMaxMmaWords) return std::nullopt;
-    std::optional<MmaTiling> best;
-    if (cc_ == 90 && nwarps_ % 4 == 0) {  // warpgroups: the fewest wgmma per k step (widest N)
-      int groups = nwarps_ / 4;
-      for (int wm = 1; wm <= groups; ++wm) {
-        if (groups % wm) continue;
-        int wn = groups / wm;
-        if (M % (wm * 64) || N % (wn * 64) || N / wn > 256) continue;
-        MmaTiling t{wm, wn, M / wm, N / wn, int(M / wm / 64), int(N / wn / 8), 64, true};
-        if (!best || t.MT < best->MT) best = t;
-      }
-      if (best) return best;
-    }
-    for (int wm = 1; wm <= nwarps_; ++wm) {
-      if (nwarps_ % wm) continue;
-      int wn = nwarps_ / wm;
-      if (M % (wm * 16) || N % (wn * 16)) continue;
-      MmaTiling t{wm, wn, M / wm, N / wn, int(M / wm / 16), int(N / wn / 8)};
-      if (!best || t.MT + t.NT / 2 < best->MT + best->NT / 2) best = t;
-    }
-    return best;
-  }
-
-  // The shared address (u32) of the 8 elements at (row, col) of an operand tile, col % 8 == 0.
-  using TileAddress = std::function<std::string(const std::string& row, const std::string& col)>;
-
-  // acc (the fragment mapping of the result) += A[M, K] * B[K, N] for every warp's tiles: per k
-  // step of 16, ldmatrix.x4 loads a 16 x 16 fragment of A per MT and ldmatrix.x4.trans two 16 x 8
-  // fragments of B per NT / 2, then MT x NT mma.sync.
-  void emit_mma_tiles(const MmaTiling& t, int64_t K, DType in, const TileAddress& a_at, const TileAddress& b_at,
-                      const std::string& acc) {
-    open("");
-    std::string l = tmp("int", "tid & 31");
-    std::string wm0 = tmp("int", t.m0()), wn0 = tmp("int", t.n0());
-    std::string kk = fresh("kk");
-    if (K / 16 <= 8) line("#pragma unroll");
-    open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 16)", kk, K));
-    line(fmt::format("uint32_t tt_a[{}][4], tt_b[{}][4];", t.MT, t.NT / 2));
-    line("#pragma unroll");
-    line(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi) tt_ldsm_x4(tt_a[tt_mi], {});", t.MT,
-                     a_at(fmt::format("{} + tt_mi * {} + ({} & 15)", wm0, t.row_step, l), fmt::format("{} + ({} >> 4) * 8", kk, l))));
-    line("#pragma unroll");
-    line(fmt::format("for (int tt_nj = 0; tt_nj < {}; ++tt_nj) tt_ldsm_x4_trans(tt_b[tt_nj], {});", t.NT / 2,
-                     b_at(fmt::format("{} + ({} & 15)", kk, l), fmt::format("{} + tt_nj * 16 + ({} >> 4) * 8", wn0, l))));
-    line("#pragma unroll");
-    open(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi)", t.MT));
-    line("#pragma unroll");
-    line(fmt::format("for (int tt_ni = 0; tt_ni < {0}; ++tt_ni) tt_mma_{1}(&{2}[(tt_mi * {0} + tt_ni) * 4], tt_a[tt_mi], "
-                     "&tt_b[tt_ni >> 1][(tt_ni & 1) * 2]);",
-                     t.NT, in == DType::f16 ? "f16" : "bf16", acc));
-    close();
-    close();
+    for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
     close();
   }
+  sync();
+}
 
-  // acc += A * B on Hopper for a warpgroup tiling: per k step of 16 and 64-row tile, one
-  // wgmma.mma_async.m64nWTNk16 reading both operands from the swizzled stage buffers through
-  // matrix descriptors (A K-major, B N-major: the transposed-B form), accumulators in the
-  // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
-  // read stays untouched until a later trip's barrier).
-  void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BK, DType in, const std::string& a0,
-                        const std::string& b0, const std::string& acc, int in_flight) {
-    int64_t rca = BK / 8;
-    int64_t a_row = std::min<int64_t>(rca, 8) * 16;  // bytes of a row within one column block
-    int a_mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;
-    open("");
-    std::string m0 = tmp("int", fmt::format("((tid >> 7) / {}) * {}", t.WN, t.WTM));
-    std::string n0 = tmp("int", fmt::format("((tid >> 7) % {}) * {}", t.WN, t.WTN));
-    std::string da = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + {} * {}, 16, {}, {})", a0, m0, a_row, 8 * a_row, a_mode));
-    std::string db = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + ({} >> 6) * {}, {}, 1024, 1)", b0, n0, BK * 128, BK * 128));
-    line("tt_wgmma_fence();");
-    int64_t nr = t.WTN / 2;  // accumulators of one instruction
-    const char* ty = in == DType::f16 ? "f16" : "bf16";
-    for (int64_t kk = 0; kk < BK; kk += 16) {
-      int64_t koff = rca >= 8 ? (kk / 64) * (BM * 128) + (kk % 64) * 2 : kk * 2;
-      for (int mi = 0; mi < t.MT; ++mi) {
-        int64_t aoff = mi * 64 * a_row + koff;
-        std::string regs, outs;
-        for (int64_t i = 0; i < nr; ++i) {
-          regs += fmt::format("{}%{}", i ? ", " : "", i);
-          outs += fmt::format("{}\"+f\"({}[{}])", i ? ", " : "", acc, mi * t.NT * 4 + i);
-        }
-        line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} "
-                         "{{{3}}}, %{4}, %{5}, p, 1, 1, 0, 1; }}\" : {6} : \"r\"(1), \"l\"({7} + {8}), \"l\"({9} + {10}));",
-                         nr, t.WTN, ty, regs, nr + 1, nr + 2, outs, da, aoff >> 4, db, (kk * 128) >> 4));
-      }
-    }
-    line("tt_wgmma_commit();");
-    line(fmt::format("tt_wgmma_wait<{}>();", in_flight));
-    close();
-  }
-
-  // A dot outside a matmul loop (or one that did not match): the operands are buffers in shared
-  // memory (row-major), the accumulator a register array in the fragment mapping.
-  bool emit_dot_mma_tiles(const ir::Op* op) {
-    auto t = mma_tiling(op);
-    const ir::Value* a = op->operand(0);
-    const ir::Value* b = op->operand(1);
-    const std::string &abuf = buffers_.at(a), &bbuf = buffers_.at(b);
-    if (!t || scratch_bufs_.count(abuf) || scratch_bufs_.count(bbuf)) return false;  // ldmatrix reads shared memory
-    int64_t K = a->type.shape[1], N = b->type.shape[1];
-    const ir::Value* res = op->result();
-    sync();  // the operand buffers are complete
-    std::string acc = declare_registers(res->type);
-    fill_registers(acc, op->operand(2));
-    auto at = [](const std::string& buf, int64_t cols) {
-      return [buf, cols](const std::string& r, const std::string& c) {
-        return fmt::format("tt_smem_u32({} + ({}) * {} + ({}))", buf, r, cols, c);
-      };
-    };
-    line(fmt::format("// dot on tensor cores: {} warps of {} x {} (mma.sync.m16n8k16)", nwarps_, t->WTM, t->WTN));
-    emit_mma_tiles(*t, K, a->type.dtype, at(abuf, K), at(bbuf, N), acc);
-    regs_[res] = acc;
-    if (!reg_planned_.count(res)) spill_registers(res);
-    return true;
-  }
-
-  // Scalars and inline values of a loop body computable for any trip from the induction
-  // variable (unless `invariant`), the carried pointers `carried` and inline values from before
-  // the loop.
-  bool trip_computable(const ir::Value* v, const ir::Block* body, const std::vector<const ir::Value*>& carried,
-                       bool invariant = false) {
-    if (v->is_block_arg()) {
-      if (v->owner != body) return v->type.is_scalar();
-      return (v == body->args[0] && !invariant) || std::find(carried.begin(), carried.end(), v) != carried.end();
-    }
-    const ir::Op* d = v->def;
-    if (d->parent != body) return outer_inline(v);
-    bool pure = d->kind == OpKind::Constant || d->kind == OpKind::Arange || d->kind == OpKind::Splat ||
-                d->kind == OpKind::Broadcast || d->kind == OpKind::ExpandDims || d->kind == OpKind::Reshape ||
-                d->kind == OpKind::Permute || d->kind == OpKind::MultipleOf || d->kind == OpKind::MaxContiguous ||
-                d->kind == OpKind::ProgramId || d->kind == OpKind::NumPrograms || ir::is_elementwise(d->kind);
-    if (!pure) return false;
-    for (const ir::Value* o : d->operands)
-      if (!trip_computable(o, body, carried, invariant)) return false;
-    return true;
-  }
-  // A value from before a loop that can be evaluated at any element anywhere: a scalar, or an
-  // inline block value built from scalars (no buffer, no registers, no carried value).
-  bool outer_inline(const ir::Value* v) {
-    if (v->type.is_scalar()) return true;
-    if (v->is_block_arg() || plan_.materialized(v) || v->def->kind == OpKind::Load) return false;
-    for (const ir::Value* o : v->def->operands)
-      if (!outer_inline(o)) return false;
-    return true;
-  }
-
-  std::optional<MmaLoop> match_mma_loop(const ir::Op* loop) {
-    const ir::Block* body = loop->regions[0];
-    const ir::Op* yield = body->ops.back();
-    MmaLoop m;
-    bool have_acc = false;
-    std::vector<const ir::Value*> carried;
-    for (size_t i = 0; i < loop->results.size(); ++i) {
-      const ir::Value* arg = body->args[1 + i];
-      const ir::Op* d = yield->operands[i]->def;
-      if (!d || d->parent != body) return std::nullopt;
-      if (!have_acc && d->kind == OpKind::Dot && d->operand(2) == arg && mma_tiling(d)) {
-        m.acc = i, m.dot = d, have_acc = true;
-        continue;
-      }
-      if (arg->type.is_block() && arg->type.is_ptr() && d->kind == OpKind::AddPtr && d->operand(0) == arg &&
-          trip_computable(d->operand(1), body, {}, /*invariant=*/true) && plan_.users(loop->results[i]).empty() &&
-          outer_inline(loop->operands[3 + i])) {
-        m.pointers.push_back({i, d->operand(1)});
-        carried.push_back(arg);
-        continue;
-      }
-      return std::nullopt;
-    }
-    if (!have_acc || plan_.users(body->args[1 + m.acc]).size() != 1 || plan_.users(m.dot->result()).size() != 1)
-      return std::nullopt;
-    m.load_a = m.dot->operand(0)->def;
-    m.load_b = m.dot->operand(1)->def;
-    for (const ir::Op* ld : {m.load_a, m.load_b}) {
-      if (!ld || ld->kind != OpKind::Load || ld->parent != body || plan_.users(ld->result()).size() != 1 ||
-          !trip_computable(ld->operand(0), body, carried))
-        return std::nullopt;
-      for (size_t o = 1; o < ld->operands.size(); ++o)  // masks and `other` at any lane: no carried pointers
-        if (!trip_computable(ld->operand(o), body, {})) return std::nullopt;
-    }
-    // Nothing else happens in the body: its other ops are pure (they feed the loads or nothing).
-    for (const ir::Op* op : body->ops) {
-      if (op == yield || op == m.dot || op == m.load_a || op == m.load_b) continue;
-      if (!op->regions.empty() || op->kind == OpKind::Load || op->kind == OpKind::Dot || ir::has_side_effects(op->kind))
-        return std::nullopt;
-    }
-    return m;
-  }
-
-  // Binds the body's scalars that `roots` need for the trip whose induction variable is `iv`
-  // (computed again there); returns the bindings to restore.
-  std::unordered_map<const ir::Value*, std::string> bind_trip(const ir::Op* loop, const std::vector<const ir::Value*>& roots,
-                                                             const std::string& iv) {
-    const ir::Block* body = loop->regions[0];
-    auto saved = scalars_;
-    scalars_[body->args[0]] = iv;
-    std::unordered_set<const ir::Value*> needed;
-    std::function<void(const ir::Value*)> need = [&](const ir::Value* v) {
-      if (v->is_block_arg() || v->def->parent != body || !needed.insert(v).second) return;
-      for (const ir::Value* o : v->def->operands) need(o);
-    };
-    for (const ir::Value* r : roots) need(r);
-    for (const ir::Op* op : body->ops)  // in program order
-      if (op->results.size() == 1 && op->result()->type.is_scalar() && needed.count(op->result()))
-        scalars_[op->result()] = tmp(ctype(op->result()->type), emit_scalar(op));
-    return saved;
-  }
-
-  // Swizzled shared-memory layout of an R x C tile of 16-bit elements, in 16-byte chunks (RC = C / 8
-  // of them a row): rows of 128 bytes (64 columns; wider tiles are stored as C / 64 such column
-  // blocks one after the other) with chunk ch of row r at ch ^ (r % 8); narrower rows of 64 (32)
-  // bytes XOR with (r / 2) % 4 ((r / 4) % 2). These are the 128/64/32-byte swizzles of wgmma's
-  // shared-memory operands (Swizzle<3|2|1,4,3> on the byte address, tiles 1024-byte aligned), and
-  // the 8 rows one ldmatrix reads fall in 8 different 16-byte bank groups.
-  static std::string tile_chunk(const std::string& row, const std::string& ch, int64_t R, int64_t rc) {
-    if (rc >= 8) return fmt::format("((({1}) >> 3) * {2} + ({0}) * 8 + ((({1}) & 7) ^ (({0}) & 7)))", row, ch, R * 8);
-    if (rc == 1) return fmt::format("({})", row);
-    int shift = rc == 4 ? 1 : 2;  // rc = 4: two rows per 128 bytes; rc = 2: four
-    return fmt::format("(({0}) * {1} + (({2}) ^ ((({0}) >> {3}) & {4})))", row, rc, ch, shift, rc - 1);
-  }
-
-  // One operand tile of an MMA loop: its load for trip `trip` into shared memory at `base`
-  // (a u32 address). 16-byte cp.async per chunk when the pointer is contiguous and aligned (the
-  // mask checked per chunk: all lanes on, or all off with a zero `other` = zero fill; element
-  // loads otherwise), element loads and shared stores when it is not.
-  struct TileLoad {
-    const ir::Op* load;
-    int64_t R, C;
-    bool vector;
-    std::vector<std::pair<const ir::Value*, std::string>> hoisted;  // carried pointer -> per-chunk inits
+void Codegen::emit_scan(const ir::Op* op) {
+  ++shared_writes_;
+  const Shape& s = op->operand(0)->type.shape;
+  int axis = op->attrs.axis;
+  bool reverse = op->attrs.flag;
+  int64_t len = s[static_cast<size_t>(axis)];
+  const ir::Block* region = op->regions[0];
+  size_t n = op->operands.size();
+  std::vector<std::string> outs, types;
+  for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
+  for (ir::Value* x : op->operands) types.push_back(ctype(x->type.element()));
+  Shape outer = s;
+  outer.erase(outer.begin() + axis);
+  sync();
+  // One thread per row along the axis, serial (simple and correct; a parallel scan comes later).
+  std::string o = fresh("o");
+  open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", o, numel(outer), nt_));
+  Index oi = index_of(outer, o);
+  auto at = [&](const std::string& pos) {
+    Index idx(oi);
+    idx.insert(idx.begin() + axis, pos);
+    return idx;
   };
-  int64_t chunks_per_thread(const TileLoad& tl) const { return (tl.R * tl.C / 8 + nt_ - 1) / nt_; }
-  // The per-thread chunk loop of a vector tile load: fn(row, ch, j).
-  void for_each_chunk(const TileLoad& tl, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn) {
-    int64_t chunks = tl.R * tl.C / 8, rc = tl.C / 8;
-    std::string j = fresh("j");
-    line("#pragma unroll");
-    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", j, chunks_per_thread(tl)));
-    std::string c = tmp("int", fmt::format("tid + {} * {}", j, nt_));
-    if (chunks % nt_) open(fmt::format("if ({} < {})", c, chunks));
-    fn(tmp("int", fmt::format("{} / {}", c, rc)), tmp("int", fmt::format("{} % {}", c, rc)), j);
-    if (chunks % nt_) close();
-    close();
+  std::string p0 = reverse ? std::to_string(len - 1) : "0";
+  std::vector<std::string> acc;
+  for (size_t i = 0; i < n; ++i) {
+    acc.push_back(fresh("acc"));
+    line(fmt::format("{} {} = {};", types[i], acc.back(), eval(op->operands[i], at(p0))));
+    line(fmt::format("{}[{}] = {};", outs[i], flatten(at(p0), s), acc.back()));
   }
-  TileLoad plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m) {
-    TileLoad tl{ld, ld->result()->type.shape[0], ld->result()->type.shape[1], access_width(ld) >= 8, {}};
-    if (!tl.vector) return tl;
-    const ir::Block* body = loop->regions[0];
-    // The carried pointers this load's address uses: their inits at each chunk, hoisted out of the loop.
-    std::unordered_set<const ir::Value*> seen;
-    std::function<void(const ir::Value*)> walk = [&](const ir::Value* v) {
-      if (!seen.insert(v).second) return;
-      if (v->is_block_arg()) {
-        for (auto& [i, step] : m.pointers)
-          if (v == body->args[1 + i]) {
-            std::string arr = fresh("p");
-            line(fmt::format("{} {}[{}];", ctype(v->type.element()), arr, chunks_per_thread(tl)));
-            for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
-              line(fmt::format("{}[{}] = {};", arr, j, eval(loop->operands[3 + i], Index{row, ch + " * 8"})));
-            });
-            tl.hoisted.push_back({v, arr});
-          }
-        return;
-      }
-      if (v->def->parent == body)
-        for (const ir::Value* o : v->def->operands) walk(o);
-    };
-    walk(ld->operand(0));
-    return tl;
+  std::string k = fresh("k");
+  open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", k, len));
+  std::string pos = tmp("int", reverse ? fmt::format("{} - {}", len - 1, k) : k);
+  std::vector<std::string> xs;
+  for (ir::Value* x : op->operands) xs.push_back(eval(x, at(pos)));
+  std::vector<std::string> r = combine(region, acc, xs);
+  for (size_t i = 0; i < n; ++i) {
+    line(fmt::format("{} = {};", acc[i], r[i]));
+    line(fmt::format("{}[{}] = {};", outs[i], flatten(at(pos), s), acc[i]));
   }
-  void emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
-                      const std::string& base) {
-    const ir::Op* ld = tl.load;
-    const ir::Value* p = ld->operand(0);
-    const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
-    const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
-    std::string ct = ctype(p->type.pointee);
-    int64_t rc = tl.C / 8;
-    bool zero_other = !other || (other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
-                                 other->def->attrs.fval == 0.0);
-    auto value = [&](const Index& idx, const std::string& ptr) {
-      if (!mask) return "*" + ptr;
-      return fmt::format("({}) ? *{} : {}", eval(mask, idx), ptr, other ? eval(other, idx) : ct + "{}");
-    };
-    if (!tl.vector) {
-      // Element by element (no contiguity to move 16 bytes): the carried pointers evaluated in full.
-      std::string e = fresh("e");
-      open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", e, tl.R * tl.C, nt_));
-      std::string row = tmp("int", fmt::format("{} / {}", e, tl.C)), col = tmp("int", fmt::format("{} % {}", e, tl.C));
-      Index idx{row, col};
-      for (auto& [i, step] : m.pointers)
-        affine_[loop->regions[0]->args[1 + i]] = Affine{step, eval(loop->operands[3 + i], idx), trip};
-      std::string v = tmp(ct, value(idx, eval(p, idx)));
-      line(fmt::format("tt_st_shared2({} + ({} << 4) + (({} & 7) << 1), {}.bits);", base,
-                       tile_chunk(row, col + " >> 3", tl.R, rc), col, v));
-      affine_.clear();
-      close();
-      return;
-    }
-    for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
-      for (auto& [v, arr] : tl.hoisted) {
-        for (auto& [i, step] : m.pointers)
-          if (v == loop->regions[0]->args[1 + i]) affine_[v] = Affine{step, fmt::format("{}[{}]", arr, j), trip};
-      }
-      std::string dst = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(row, ch, tl.R, rc)));
-      std::string col = tmp("int", ch + " * 8");
-      std::string ptr = tmp("const " + ct + "*", eval(p, Index{row, col}));
-      affine_.clear();
-      if (!mask) {
-        line(fmt::format("tt_cp_async16({}, {}, 16);", dst, ptr));
-        return;
-      }
-      // Each lane's mask (one when the axis info says the mask is constant over the chunk).
-      bool constant = axis_.contains(mask) && axis_.get(mask).constancy.back() >= 8;
-      std::vector<std::string> ms;
-      for (int l = 0; l < (constant ? 1 : 8); ++l)
-        ms.push_back(eval(mask, Index{row, l == 0 ? col : fmt::format("({} + {})", col, l)}));
-      std::string all = tmp("bool", fmt::format("{}", fmt::join(ms, " && ")));
-      std::string any = tmp("bool", fmt::format("{}", fmt::join(ms, " || ")));
-      open(fmt::format("if ({})", zero_other ? fmt::format("{} || !{}", all, any) : all));
-      line(fmt::format("tt_cp_async16({}, {}, {} ? 16 : 0);", dst, ptr, all));
-      close();
-      open("else");  // a chunk across the mask's edge
-      std::string v = fresh("v");
-      line(fmt::format("__align__(16) {} {}[8];", ct, v));
-      for (int l = 0; l < 8; ++l) {
-        Index idx{row, l == 0 ? col : fmt::format("({} + {})", col, l)};
-        std::string ml = constant ? ms[0] : ms[static_cast<size_t>(l)];
-        line(fmt::format("{}[{}] = ({}) ? {}[{}] : {};", v, l, ml, ptr, l, other ? eval(other, idx) : ct + "{}"));
-      }
-      line(fmt::format("tt_st_shared16({}, {});", dst, v));
-      close();
-    });
-  }
+  close();
+  close();
+  sync();
+}
 
-  // A matmul main loop (match_mma_loop) with its operand tiles streamed through S = num_stages
-  // shared-memory buffers: the tiles of trips t + 1 .. t + S - 1 are in flight (cp.async groups)
-  // while trip t runs on tensor cores; one barrier per trip (Triton's pipeliner, CUTLASS's
-  // multistage mainloop). False when the buffers do not fit: the loop is then emitted as any other.
-  bool emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
-    const ir::Block* body = loop->regions[0];
-    const ir::Value* res = loop->results[m.acc];
-    const ir::Type& at = m.load_a->result()->type;
-    const ir::Type& bt = m.load_b->result()->type;
-    int64_t BM = at.shape[0], BK = at.shape[1], BN = bt.shape[1];
-    int64_t a_bytes = BM * BK * 2, b_bytes = BK * BN * 2;
-    int64_t off = (smem_ + 1023) / 1024 * 1024;  // the swizzle atoms are 1024-byte aligned
-    int S = std::max(1, num_stages_);
-    while (S > 1 && off + S * (a_bytes + b_bytes) > smem_budget_) --S;
-    if (off + S * (a_bytes + b_bytes) > smem_budget_) return false;
-    smem_ = off + S * (a_bytes + b_bytes);
-    const MmaTiling& t = mma_map_.at(res->type.shape);
-    int in_flight = t.wgmma && S >= 3 ? 1 : 0;
-    for (const ir::Op* ld : {m.load_a, m.load_b})
-      if (may_read_written(ld->operand(0))) sync_after_global_writes();
-    std::string acc = declare_registers(res->type);
-    fill_registers(acc, loop->operands[3 + m.acc]);
-    regs_[body->args[1 + m.acc]] = regs_[res] = acc;
-    line(fmt::format("// matmul loop on tensor cores: {} x {} x {} tiles, {} stages of cp.async, {} warps of {} x {}", BM,
-                     BN, BK, S, nwarps_, t.WTM, t.WTN));
-    open("");
-    std::string sa = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", off));
-    std::string sb = tmp("uint32_t", fmt::format("{} + {}", sa, S * a_bytes));
-    std::string ivt = ctype(loop->operand(0)->type);
-    std::string lb = scalar(loop->operand(0)), ub = scalar(loop->operand(1)), st = scalar(loop->operand(2));
-    // (A step <= 0 runs no trip here; the generic loop would not end.)
-    std::string trips = tmp("int", fmt::format("{0} < {1} && {2} > 0 ? (int)(((int64_t){1} - (int64_t){0} + (int64_t){2} - 1) / (int64_t){2}) : 0",
-                                               lb, ub, st));
-    // Inside `if`: without it NVVM merges the no-trip path's accumulators with the loop's exit,
-    // and ptxas then serialises the wgmma kept in flight across trips (C7514).
-    open(fmt::format("if ({} > 0)", trips));
-    TileLoad ta = plan_tile_load(m.load_a, loop, m), tb = plan_tile_load(m.load_b, loop, m);
-    std::vector<const ir::Value*> roots;
-    for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
-    for (auto& [i, step] : m.pointers) roots.push_back(step);
-    auto issue = [&](const std::string& trip, const std::string& slot) {
-      open("");
-      auto saved = bind_trip(loop, roots, fmt::format("({})((int64_t){} + (int64_t)({}) * (int64_t){})", ivt, lb, trip, st));
-      emit_tile_load(ta, loop, m, trip, fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
-      emit_tile_load(tb, loop, m, trip, fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
-      scalars_ = std::move(saved);
-      close();
-    };
-    auto compute = [&](const std::string& slot) {
-      std::string a0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
-      std::string b0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
-      auto tile = [](const std::string& base, int64_t R, int64_t rc) {
-        return [base, R, rc](const std::string& r, const std::string& c) {
-          return fmt::format("{} + ({} << 4)", base, tile_chunk(r, "(" + c + ") >> 3", R, rc));
-        };
-      };
-      if (t.wgmma) emit_wgmma_tiles(t, BM, BK, at.dtype, a0, b0, acc, in_flight);
-      else emit_mma_tiles(t, BK, at.dtype, tile(a0, BM, BK / 8), tile(b0, BK, BN / 8), acc);
-    };
-    std::string trip = fresh("trip");
-    if (S == 1) {
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
-      issue(trip, "0");
-      line("tt_cp_async_commit();");
-      line("tt_cp_async_wait<0>();");
-      if (t.wgmma) line("tt_fence_async_shared();");
-      line("__syncthreads();");
-      compute("0");
-      line("__syncthreads();  // the next trip overwrites the tiles");
-      close();
+const ir::Value* Codegen::pointer_root(const ir::Value* v) {
+  while (v) {
+    if (v->is_block_arg()) return v->owner->parent == nullptr ? v : nullptr;
+    const ir::Op* d = v->def;
+    switch (d->kind) {
+      case OpKind::AddPtr: case OpKind::Splat: case OpKind::Broadcast: case OpKind::ExpandDims:
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: case OpKind::Reshape: case OpKind::Permute:
+        v = d->operand(0);
+        break;
+      default: return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+bool Codegen::iteration_invariant_but_iv(const ir::Value* v, const ir::Block* body) {
+  if (v->is_block_arg()) return v->owner != body || v == body->args[0];
+  if (v->def->parent != body) return true;  // defined before the loop, in an enclosing scope
+  const ir::Op* d = v->def;
+  if (v->type.is_block() && (plan_.materialized(v) || reg_planned_.count(v))) return false;
+  bool pure = d->kind == OpKind::Constant || d->kind == OpKind::Arange || d->kind == OpKind::Splat ||
+              d->kind == OpKind::Broadcast || d->kind == OpKind::ExpandDims || d->kind == OpKind::MultipleOf ||
+              d->kind == OpKind::MaxContiguous || (ir::is_elementwise(d->kind) && d->kind != OpKind::Load);
+  if (!pure) return false;
+  for (const ir::Value* o : d->operands)
+    if (!iteration_invariant_but_iv(o, body)) return false;
+  return true;
+}
+
+Codegen::BodyMemory Codegen::body_memory(const ir::Block* body) {
+  BodyMemory m;
+  auto note = [&](ir::Op* op) {
+    bool writes = op->kind == OpKind::Store || is_atomic(op->kind);
+    if (!writes && op->kind != OpKind::Load) return;
+    const ir::Value* r = pointer_root(op->operand(0));
+    if (r) (writes ? m.written : m.read).push_back(r);
+    else (writes ? m.unknown_written : m.unknown_read) = true;
+  };
+  ir::Function::walk_block(const_cast<ir::Block*>(body), note);
+  return m;
+}
+
+std::vector<const ir::Op*> Codegen::pipelined_loads(const ir::Block* body, const BodyMemory& memory) {
+  std::vector<const ir::Op*> out;
+  if (num_stages_ < 2) return out;
+  for (const ir::Op* op : body->ops) {
+    if (op->kind != OpKind::Load || !reg_planned_.count(op->result())) continue;
+    // A second copy of a long row costs occupancy more than the overlap gains (softmax over
+    // 16384 columns: 222 registers, one CTA per SM); such loads stay in place.
+    if (register_words(op->result()->type, mapped_width(op->result()->type.shape)) > kMaxPrefetchWords) continue;
+    if (memory.may_write(pointer_root(op->operand(0)))) continue;
+    bool ok = true;
+    for (const ir::Value* o : op->operands) ok = ok && iteration_invariant_but_iv(o, body);
+    if (ok) out.push_back(op);
+  }
+  return out;
+}
+
+void Codegen::prefetch(const ir::Op* loop, const std::vector<const ir::Op*>& loads,
+                       const std::vector<std::string>& arrays, const std::string& iv) {
+  std::vector<const ir::Value*> roots;
+  for (const ir::Op* ld : loads) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
+  auto saved = bind_trip(loop, roots, iv);
+  for (size_t i = 0; i < loads.size(); ++i) fill_registers(arrays[i], loads[i]->result(), loads[i]);
+  scalars_ = std::move(saved);
+}
+
+void Codegen::emit_for(const ir::Op* op) {
+  if (auto m = mma_loops_.find(op); m != mma_loops_.end() && emit_mma_loop(op, m->second)) return;
+  const ir::Block* body = op->regions[0];
+  size_t n = op->results.size();
+  // Each carried value is a scalar variable, a per-thread register array or a buffer.
+  std::vector<std::string> vars(n), carried_regs(n), carried_bufs(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* init = op->operands[3 + i];
+    const ir::Value* arg = body->args[1 + i];
+    if (arg->type.is_scalar()) {
+      vars[i] = fresh("c");
+      line(fmt::format("{} {} = {};", ctype(arg->type), vars[i], scalar(init)));
+    } else if (reg_planned_.count(arg)) {
+      carried_regs[i] = declare_registers(arg->type);
+      fill_registers(carried_regs[i], init);
+      regs_[arg] = regs_[op->results[i]] = carried_regs[i];
     } else {
-      // S - 1 trips of tiles in flight while a trip computes. With wgmma and 3+ stages the trip's
-      // wgmma group also stays in flight until the next trip's: the slot refilled after it (the
-      // previous trip's) is free once every warpgroup has retired that group (a second barrier).
-      const int ahead = S - 1;
-      std::string s = fresh("s");
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, ahead));
-      open(fmt::format("if ({} < {})", s, trips));
-      issue(s, s);
-      close();
-      line("tt_cp_async_commit();  // one group per trip, empty past the end");
-      close();
-      std::string rd = fresh("rd"), wr = fresh("wr");
-      line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
-      line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", ahead - 1));
-      if (t.wgmma) line("tt_fence_async_shared();");
-      line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
-      if (in_flight) {
-        compute(rd);
-        line("__syncthreads();  // every warpgroup retired the previous trip's wgmma");
-      }
-      open(fmt::format("if ({} + {} < {})", trip, ahead, trips));
-      issue(fmt::format("{} + {}", trip, ahead), wr);
-      close();
-      line("tt_cp_async_commit();");
-      if (!in_flight) compute(rd);
-      line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
-      line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
-      close();
-      if (in_flight) line("tt_wgmma_wait<0>();");
-      line("tt_cp_async_wait<0>();");
+      std::string buf = alloc_buffer(arg->type);
+      if (auto it = buffers_.find(init); it != buffers_.end()) copy_buffer(it->second, buf, arg->type);
+      else materialize_into(init, buf);
+      carried_bufs[i] = buffers_[arg] = buffers_[op->results[i]] = buf;
     }
-    close();  // if (trips > 0)
-    close();
-    ++shared_writes_;
-    synced_ = false;
-    if (reg_spill_.count(res)) spill_registers(res);
-    return true;
   }
-
-  // Tensor cores without the warp tiling (shapes the warps cannot split, operands in the global
-  // scratch): f16 or bf16 operands, f32 accumulation, M % 16, N % 8, K % 16 = 0.
-  // Each warp computes 16 x 8 tiles of the output with mma.sync.m16n8k16, reading its fragments
-  // from the operand buffers (row-major [M, K] and [K, N]) and the accumulator at the fragment's
-  // elements (PTX ISA, "Matrix fragments for mma.m16n8k16": lane = 4 * g + q holds rows g and
-  // g + 8, columns 2q, 2q + 1 (+ 8 for A's second half; B's k rows likewise)).
-  bool emit_dot_mma(const ir::Op* op, const std::string& abuf, const std::string& bbuf, const std::string& out) {
-    const ir::Value* a = op->operand(0);
-    const ir::Value* bm = op->operand(1);
-    const ir::Value* c = op->operand(2);
-    const ir::Type& rt = op->result()->type;
-    DType in = a->type.dtype;
-    if (cc_ < 80 || rt.dtype != DType::f32 || bm->type.dtype != in || (in != DType::f16 && in != DType::bf16)) return false;
-    int64_t M = rt.shape[0], N = rt.shape[1], K = a->type.shape[1];
-    if (M % 16 || N % 8 || K % 16) return false;
-    const char* kind = in == DType::f16 ? "f16" : "bf16";
-    line(fmt::format("// dot on tensor cores: mma.sync.m16n8k16 {} -> f32, {} tiles of 16 x 8 over {} warps", kind,
-                     (M / 16) * (N / 8), nwarps_));
-    open("");
-    line("const int tt_g = (tid & 31) >> 2, tt_q = tid & 3;");
-    std::string t = fresh("tile");
-    open(fmt::format("for (int {0} = tid >> 5; {0} < {1}; {0} += {2})", t, (M / 16) * (N / 8), nwarps_));
-    std::string m0 = tmp("int", fmt::format("({} / {}) * 16", t, N / 8));
-    std::string n0 = tmp("int", fmt::format("({} % {}) * 8", t, N / 8));
-    std::string r0 = tmp("int", m0 + " + tt_g"), r1 = tmp("int", m0 + " + tt_g + 8");
-    std::string c0 = tmp("int", n0 + " + 2 * tt_q"), c1 = tmp("int", n0 + " + 2 * tt_q + 1");
-    std::string acc = fresh("acc");
-    auto at = [&](const std::string& r, const std::string& col) { return cast(eval(c, Index{r, col}), c->type.dtype, DType::f32); };
-    line(fmt::format("float {}[4] = {{{}, {}, {}, {}}};", acc, at(r0, c0), at(r0, c1), at(r1, c0), at(r1, c1)));
-    std::string k0 = fresh("k");
-    open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 16)", k0, K));
-    // Two 16-bit elements in one register: the lower index in the low half.
-    auto pair = [&](const std::string& buf, const std::string& i0, const std::string& i1) {
-      return fmt::format("((uint32_t){0}[{1}].bits | ((uint32_t){0}[{2}].bits << 16))", buf, i0, i1);
-    };
-    auto A = [&](const std::string& r, const std::string& col) { return fmt::format("({}) * {} + {}", r, K, col); };
-    auto B = [&](const std::string& k, const std::string& n) { return fmt::format("({}) * {} + {}", k, N, n); };
-    std::string ka = k0 + " + 2 * tt_q", kb = k0 + " + 2 * tt_q + 1", kc = k0 + " + 2 * tt_q + 8", kd = k0 + " + 2 * tt_q + 9";
-    std::string bn = n0 + " + tt_g";
-    std::vector<std::string> fr = {
-        tmp("uint32_t", pair(abuf, A(r0, ka), A(r0, kb))), tmp("uint32_t", pair(abuf, A(r1, ka), A(r1, kb))),
-        tmp("uint32_t", pair(abuf, A(r0, kc), A(r0, kd))), tmp("uint32_t", pair(abuf, A(r1, kc), A(r1, kd))),
-        tmp("uint32_t", pair(bbuf, B(ka, bn), B(kb, bn))), tmp("uint32_t", pair(bbuf, B(kc, bn), B(kd, bn)))};
-    line(fmt::format("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{%0, %1, %2, %3}}, "
-                     "{{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\" : \"+f\"({1}[0]), \"+f\"({1}[1]), "
-                     "\"+f\"({1}[2]), \"+f\"({1}[3]) : \"r\"({2}), \"r\"({3}), \"r\"({4}), \"r\"({5}), \"r\"({6}), "
-                     "\"r\"({7}));",
-                     kind, acc, fr[0], fr[1], fr[2], fr[3], fr[4], fr[5]));
-    close();
-    line(fmt::format("{}[({}) * {} + {}] = {}[0];", out, r0, N, c0, acc));
-    line(fmt::format("{}[({}) * {} + {}] = {}[1];", out, r0, N, c1, acc));
-    line(fmt::format("{}[({}) * {} + {}] = {}[2];", out, r1, N, c0, acc));
-    line(fmt::format("{}[({}) * {} + {}] = {}[3];", out, r1, N, c1, acc));
-    close();
-    close();
-    return true;
-  }
-
-  void emit_dot(const ir::Op* op) {
-    if (emit_dot_mma_tiles(op)) return;
-    // The accumulator is read at other elements than its own below: a register value needs its buffer.
-    if (const ir::Value* c = op->operand(2); regs_.count(c) && !buffers_.count(c)) spill_registers(c);
-    ++shared_writes_;
-    const ir::Value* a = op->operand(0);
-    const ir::Value* bm = op->operand(1);
-    const ir::Value* c = op->operand(2);
-    const ir::Type& rt = op->result()->type;
-    if (rt.rank() != 2) fail(op->loc, "the CUDA backend supports dot on 2-D blocks only (got {})", rt.str());
-    int64_t K = a->type.shape[1], N = rt.shape[1];
-    std::string out = buffers_[op->result()] = alloc_buffer(rt);
-    std::string abuf = buffers_.at(a), bbuf = buffers_.at(bm);
-    DType acc_t = rt.dtype;
-    DType compute = is_float(acc_t) ? (acc_t == DType::f64 ? DType::f64 : DType::f32) : DType::i32;
-    if (is_int(acc_t) && dtype_bits(acc_t) == 64) compute = DType::i64;
-    sync();
-    // A result planned as registers (the fragment mapping) is read from the buffer into them.
-    auto to_registers = [&] {
-      if (!reg_planned_.count(op->result())) return;
-      std::string array = declare_registers(rt);
-      fill_registers(array, op->result());
-      regs_[op->result()] = array;
-    };
-    if (emit_dot_mma(op, abuf, bbuf, out)) {
-      sync();
-      to_registers();
-      return;
-    }
-    // Each thread computes its output elements from the operands in shared memory.
-    thread_loop(rt.shape, 1, nullptr, [&](const Index& idx) {
-      std::string acc = fresh("acc");
-      line(fmt::format("{} {} = {};", ctype(compute), acc, cast(eval(c, idx), acc_t, compute)));
-      std::string k = fresh("k");
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, K));
-      std::string av = cast(fmt::format("{}[({}) * {} + {}]", abuf, idx[0], K, k), a->type.dtype, compute);
-      std::string bv = cast(fmt::format("{}[{} * {} + {}]", bbuf, k, N, idx[1]), bm->type.dtype, compute);
-      if (compute == DType::f32) line(fmt::format("{0} = fmaf({1}, {2}, {0});", acc, av, bv));
-      else if (compute == DType::f64) line(fmt::format("{0} = fma({1}, {2}, {0});", acc, av, bv));
-      else line(fmt::format("{0} = ({1})({0} + {2} * {3});", acc, ctype(compute), av, bv));
-      close();
-      line(fmt::format("{}[{}] = {};", out, flatten(idx, rt.shape), cast(acc, compute, acc_t)));
-    }, nullptr);
-    sync();
-    to_registers();
-  }
-
-  // ---- control flow -----------------------------------------------------------------------
-
-  // ---- software pipelining ------------------------------------------------------------------
-
-  // The kernel parameter a pointer value is derived from (nullptr: unknown).
-  static const ir::Value* pointer_root(const ir::Value* v) {
-    while (v) {
-      if (v->is_block_arg()) return v->owner->parent == nullptr ? v : nullptr;
-      const ir::Op* d = v->def;
-      switch (d->kind) {
-        case OpKind::AddPtr: case OpKind::Splat: case OpKind::Broadcast: case OpKind::ExpandDims:
-        case OpKind::MultipleOf: case OpKind::MaxContiguous: case OpKind::Reshape: case OpKind::Permute:
-          v = d->operand(0);
-          break;
-        default: return nullptr;
-      }
-    }
-    return nullptr;
-  }
-
-  // Whether v can be computed for another iteration of `body` from the induction variable and
-  // values defined outside the loop: pure computation, no loads, no carried values, no buffers
-  // or registers of this iteration.
-  bool iteration_invariant_but_iv(const ir::Value* v, const ir::Block* body) {
-    if (v->is_block_arg()) return v->owner != body || v == body->args[0];
-    if (v->def->parent != body) return true;  // defined before the loop, in an enclosing scope
-    const ir::Op* d = v->def;
-    if (v->type.is_block() && (plan_.materialized(v) || reg_planned_.count(v))) return false;
-    bool pure = d->kind == OpKind::Constant || d->kind == OpKind::Arange || d->kind == OpKind::Splat ||
-                d->kind == OpKind::Broadcast || d->kind == OpKind::ExpandDims || d->kind == OpKind::MultipleOf ||
-                d->kind == OpKind::MaxContiguous || (ir::is_elementwise(d->kind) && d->kind != OpKind::Load);
-    if (!pure) return false;
-    for (const ir::Value* o : d->operands)
-      if (!iteration_invariant_but_iv(o, body)) return false;
-    return true;
-  }
-
-  // The global memory a loop body touches, by the kernel parameter each pointer comes from
-  // (unknown_*: some pointer could not be traced to one).
-  struct BodyMemory {
-    std::vector<const ir::Value*> written, read;
-    bool unknown_written = false, unknown_read = false;
-    bool may_write(const ir::Value* root) const {
-      return unknown_written || !root || std::find(written.begin(), written.end(), root) != written.end();
-    }
-    // Whether a trip may load what an earlier trip stored: the trips then need a barrier between them.
-    bool trips_reread_writes() const {
-      if (written.empty() && !unknown_written) return false;
-      if (unknown_written || unknown_read) return true;
-      for (const ir::Value* w : written)
-        if (std::find(read.begin(), read.end(), w) != read.end()) return true;
-      return false;
-    }
+  // Software pipelining: the loads of iteration i + 1 are issued at the top of iteration i, into
+  // registers the body does not read until the next iteration.
+  const BodyMemory memory = body_memory(body);
+  std::vector<const ir::Op*> ahead = pipelined_loads(body, memory);
+  // Small loads go num_stages - 1 trips ahead (softmax over 1024 columns: 4 registers a row)
+  // within 16 registers; the others one trip (more copies cost occupancy: softmax over 4096
+  // columns went from 59 to 80 registers with two).
+  int64_t words = 0;
+  for (const ir::Op* ld : ahead) words += register_words(ld->result()->type, mapped_width(ld->result()->type.shape));
+  const int depth = ahead.empty() ? 0 : static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_stages_ - 1, 16 / words)));
+  std::vector<std::vector<std::string>> ahead_regs(static_cast<size_t>(depth));  // [trips ahead - 1][load]
+  std::string ivt = ctype(op->operand(0)->type);
+  std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), st = scalar(op->operand(2));
+  auto trip_iv = [&](const std::string& from, int d) {  // int64: no overflow past ub
+    return tmp("int64_t", fmt::format("(int64_t){} + {} * (int64_t){}", from, d, st));
   };
-  static BodyMemory body_memory(const ir::Block* body) {
-    BodyMemory m;
-    auto note = [&](ir::Op* op) {
-      bool writes = op->kind == OpKind::Store || is_atomic(op->kind);
-      if (!writes && op->kind != OpKind::Load) return;
-      const ir::Value* r = pointer_root(op->operand(0));
-      if (r) (writes ? m.written : m.read).push_back(r);
-      else (writes ? m.unknown_written : m.unknown_read) = true;
-    };
-    ir::Function::walk_block(const_cast<ir::Block*>(body), note);
-    return m;
-  }
-
-  // The loads of a loop body worth issuing one iteration ahead: in registers, at the body's top
-  // level, addresses from the induction variable only, and no store or atomic in the loop that
-  // may write what they read (a different kernel parameter is taken as different memory, as
-  // Triton's pipeliner assumes).
-  std::vector<const ir::Op*> pipelined_loads(const ir::Block* body, const BodyMemory& memory) {
-    std::vector<const ir::Op*> out;
-    if (num_stages_ < 2) return out;
-    for (const ir::Op* op : body->ops) {
-      if (op->kind != OpKind::Load || !reg_planned_.count(op->result())) continue;
-      // A second copy of a long row costs occupancy more than the overlap gains (softmax over
-      // 16384 columns: 222 registers, one CTA per SM); such loads stay in place.
-      if (register_words(op->result()->type, mapped_width(op->result()->type.shape)) > kMaxPrefetchWords) continue;
-      if (memory.may_write(pointer_root(op->operand(0)))) continue;
-      bool ok = true;
-      for (const ir::Value* o : op->operands) ok = ok && iteration_invariant_but_iv(o, body);
-      if (ok) out.push_back(op);
-    }
-    return out;
-  }
-
-  // Loads `loads` for the iteration whose induction variable is `iv` into `arrays`: the scalars
-  // of the body they depend on are computed again for that iteration.
-  void prefetch(const ir::Op* loop, const std::vector<const ir::Op*>& loads, const std::vector<std::string>& arrays,
-                const std::string& iv) {
-    std::vector<const ir::Value*> roots;
-    for (const ir::Op* ld : loads) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
-    auto saved = bind_trip(loop, roots, iv);
-    for (size_t i = 0; i < loads.size(); ++i) fill_registers(arrays[i], loads[i]->result(), loads[i]);
-    scalars_ = std::move(saved);
-  }
-
-  void emit_for(const ir::Op* op) {
-    if (auto m = mma_loops_.find(op); m != mma_loops_.end() && emit_mma_loop(op, m->second)) return;
-    const ir::Block* body = op->regions[0];
-    size_t n = op->results.size();
-    // Each carried value is a scalar variable, a per-thread register array or a buffer.
-    std::vector<std::string> vars(n), carried_regs(n), carried_bufs(n);
-    for (size_t i = 0; i < n; ++i) {
-      const ir::Value* init = op->operands[3 + i];
-      const ir::Value* arg = body->args[1 + i];
-      if (arg->type.is_scalar()) {
-        vars[i] = fresh("c");
-        line(fmt::format("{} {} = {};", ctype(arg->type), vars[i], scalar(init)));
-      } else if (reg_planned_.count(arg)) {
-        carried_regs[i] = declare_registers(arg->type);
-        fill_registers(carried_regs[i], init);
-        regs_[arg] = regs_[op->results[i]] = carried_regs[i];
-      } else {
-        std::string buf = alloc_buffer(arg->type);
-        if (auto it = buffers_.find(init); it != buffers_.end()) copy_buffer(it->second, buf, arg->type);
-        else materialize_into(init, buf);
-        carried_bufs[i] = buffers_[arg] = buffers_[op->results[i]] = buf;
-      }
-    }
-    // Software pipelining: the loads of iteration i + 1 are issued at the top of iteration i, into
-    // registers the body does not read until the next iteration.
-    const BodyMemory memory = body_memory(body);
-    std::vector<const ir::Op*> ahead = pipelined_loads(body, memory);
-    // Small loads go num_stages - 1 trips ahead (softmax over 1024 columns: 4 registers a row)
-    // within 16 registers; the others one trip (more copies cost occupancy: softmax over 4096
-    // columns went from 59 to 80 registers with two).
-    int64_t words = 0;
-    for (const ir::Op* ld : ahead) words += register_words(ld->result()->type, mapped_width(ld->result()->type.shape));
-    const int depth = ahead.empty() ? 0 : static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_stages_ - 1, 16 / words)));
-    std::vector<std::vector<std::string>> ahead_regs(static_cast<size_t>(depth));  // [trips ahead - 1][load]
-    std::string ivt = ctype(op->operand(0)->type);
-    std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), st = scalar(op->operand(2));
-    auto trip_iv = [&](const std::string& from, int d) {  // int64: no overflow past ub
-      return tmp("int64_t", fmt::format("(int64_t){} + {} * (int64_t){}", from, d, st));
-    };
-    if (!ahead.empty()) {
-      line(fmt::format("// loads issued ahead: {}, {} trip(s)", ahead.size(), depth));
-      for (int d = 0; d < depth; ++d) {
-        for (const ir::Op* ld : ahead) ahead_regs[size_t(d)].push_back(declare_registers(ld->result()->type));
-        std::string at = trip_iv(lb, d);
-        open(fmt::format("if ({} < (int64_t){})", at, ub));
-        prefetch(op, ahead, ahead_regs[size_t(d)], fmt::format("(({}){})", ivt, at));
-        close();
-      }
-    }
-    const bool dirty_before = global_dirty_, unknown_before = dirty_unknown_;
-    const std::vector<const ir::Value*> roots_before = dirty_roots_;
-    const int64_t shared_writes_before = shared_writes_;
-    std::string iv = fresh("iv");
-    open(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} += {4})", ivt, iv, lb, ub, st));
-    scalars_[body->args[0]] = iv;
-    if (!ahead.empty()) {
-      for (size_t i = 0; i < ahead.size(); ++i) {
-        std::string cur = declare_registers(ahead[i]->result()->type);
-        copy_registers(cur, ahead_regs[0][i]);
-        prefetched_[ahead[i]] = cur;
-      }
-      for (size_t d = 0; d + 1 < ahead_regs.size(); ++d)
-        for (size_t i = 0; i < ahead.size(); ++i) copy_registers(ahead_regs[d][i], ahead_regs[d + 1][i]);
-      std::string next = trip_iv(iv, depth);
-      open(fmt::format("if ({} < (int64_t){})", next, ub));
-      prefetch(op, ahead, ahead_regs.back(), fmt::format("(({}){})", ivt, next));
+  if (!ahead.empty()) {
+    line(fmt::format("// loads issued ahead: {}, {} trip(s)", ahead.size(), depth));
+    for (int d = 0; d < depth; ++d) {
+      for (const ir::Op* ld : ahead) ahead_regs[size_t(d)].push_back(declare_registers(ld->result()->type));
+      std::string at = trip_iv(lb, d);
+      open(fmt::format("if ({} < (int64_t){})", at, ub));
+      prefetch(op, ahead, ahead_regs[size_t(d)], fmt::format("(({}){})", ivt, at));
       close();
     }
-    for (size_t i = 0; i < n; ++i)
-      if (!vars[i].empty()) scalars_[body->args[1 + i]] = vars[i];
-    emit_block(body);
-    const ir::Op* yield = body->ops.back();
-    // The next values are all computed from this iteration's before any is overwritten: register
-    // values into fresh arrays first (the copies back cost nothing once unrolled).
-    std::vector<std::string> next_regs(n);
-    for (size_t i = 0; i < n; ++i)
-      if (!carried_regs[i].empty()) {
-        next_regs[i] = declare_registers(op->results[i]->type);
-        fill_registers(next_regs[i], yield->operands[i]);
-      }
-    std::vector<std::string> temps(n);
-    std::vector<bool> in_place(n, false);
+  }
+  const bool dirty_before = global_dirty_, unknown_before = dirty_unknown_;
+  const std::vector<const ir::Value*> roots_before = dirty_roots_;
+  const int64_t shared_writes_before = shared_writes_;
+  std::string iv = fresh("iv");
+  open(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} += {4})", ivt, iv, lb, ub, st));
+  scalars_[body->args[0]] = iv;
+  if (!ahead.empty()) {
+    for (size_t i = 0; i < ahead.size(); ++i) {
+      std::string cur = declare_registers(ahead[i]->result()->type);
+      copy_registers(cur, ahead_regs[0][i]);
+      prefetched_[ahead[i]] = cur;
+    }
+    for (size_t d = 0; d + 1 < ahead_regs.size(); ++d)
+      for (size_t i = 0; i < ahead.size(); ++i) copy_registers(ahead_regs[d][i], ahead_regs[d + 1][i]);
+    std::string next = trip_iv(iv, depth);
+    open(fmt::format("if ({} < (int64_t){})", next, ub));
+    prefetch(op, ahead, ahead_regs.back(), fmt::format("(({}){})", ivt, next));
+    close();
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!vars[i].empty()) scalars_[body->args[1 + i]] = vars[i];
+  emit_block(body);
+  const ir::Op* yield = body->ops.back();
+  // The next values are all computed from this iteration's before any is overwritten: register
+  // values into fresh arrays first (the copies back cost nothing once unrolled).
+  std::vector<std::string> next_regs(n);
+  for (size_t i = 0; i < n; ++i)
+    if (!carried_regs[i].empty()) {
+      next_regs[i] = declare_registers(op->results[i]->type);
+      fill_registers(next_regs[i], yield->operands[i]);
+    }
+  std::vector<std::string> temps(n);
+  std::vector<bool> in_place(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (carried_bufs[i].empty()) continue;
+    const ir::Value* y = yield->operands[i];
+    auto it = buffers_.find(y);
+    if (it == buffers_.end() && updatable_in_place(y, body, 1 + i, true)) {
+      in_place[i] = true;
+      continue;
+    }
+    bool is_carried = it != buffers_.end() &&
+                      std::find(carried_bufs.begin(), carried_bufs.end(), it->second) != carried_bufs.end();
+    if (it != buffers_.end() && !is_carried) {
+      temps[i] = it->second;
+    } else {
+      temps[i] = alloc_buffer(y->type);
+      materialize_into(y, temps[i]);
+    }
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (in_place[i]) materialize_into(yield->operands[i], carried_bufs[i]);
+  for (size_t i = 0; i < n; ++i)
+    if (!carried_bufs[i].empty() && !in_place[i] && temps[i] != carried_bufs[i])
+      copy_buffer(temps[i], carried_bufs[i], op->results[i]->type);
+  for (size_t i = 0; i < n; ++i)
+    if (!next_regs[i].empty()) copy_registers(carried_regs[i], next_regs[i]);
+  std::vector<std::string> next(n);
+  for (size_t i = 0; i < n; ++i)
+    if (!vars[i].empty()) next[i] = tmp(ctype(op->results[i]->type), scalar(yield->operands[i]));
+  for (size_t i = 0; i < n; ++i)
+    if (!vars[i].empty()) line(fmt::format("{} = {};", vars[i], next[i]));
+  // A barrier between trips when one may overwrite shared memory the previous read, or load
+  // what it stored; trips that only touch registers and disjoint global memory run freely.
+  if (shared_writes_ != shared_writes_before || memory.trips_reread_writes()) sync();
+  close();
+  // The loop may run no trip: what was unsynchronised before it still is.
+  global_dirty_ = global_dirty_ || dirty_before;
+  dirty_unknown_ = dirty_unknown_ || unknown_before;
+  dirty_roots_.insert(dirty_roots_.end(), roots_before.begin(), roots_before.end());
+  synced_ = false;
+  for (size_t i = 0; i < n; ++i)
+    if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
+  for (const ir::Value* r : op->results)
+    if (reg_spill_.count(r)) spill_registers(r);
+}
+
+void Codegen::emit_while(const ir::Op* op) {
+  const ir::Block* before = op->regions[0];
+  const ir::Block* body = op->regions[1];
+  size_t n = op->results.size();
+  std::vector<std::string> vars(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!op->results[i]->type.is_scalar())
+      fail(op->loc, "the CUDA backend carries only scalars through a while loop (got {})", op->results[i]->type.str());
+    vars[i] = fresh("w");
+    line(fmt::format("{} {} = {};", ctype(op->results[i]->type), vars[i], scalar(op->operands[i])));
+  }
+  open("while (true)");
+  for (size_t i = 0; i < n; ++i) scalars_[before->args[i]] = scalars_[body->args[i]] = vars[i];
+  emit_block(before);
+  line(fmt::format("if (!({})) break;", scalar(before->ops.back()->operand(0))));
+  emit_block(body);
+  const ir::Op* yield = body->ops.back();
+  std::vector<std::string> next(n);
+  for (size_t i = 0; i < n; ++i) next[i] = tmp(ctype(op->results[i]->type), scalar(yield->operands[i]));
+  for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", vars[i], next[i]));
+  sync();  // the next trip may overwrite what this one read
+  close();
+  sync();  // the exit skips the barrier at the end of the last trip
+  for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = vars[i];
+}
+
+bool Codegen::updatable_in_place(const ir::Value* v, const ir::Block* body, size_t self, bool same_index) {
+  if (v->type.is_scalar()) return true;
+  for (size_t j = 1; j < body->args.size(); ++j)
+    if (v == body->args[j]) return j == self ? same_index : !v->type.is_block();
+  if (buffers_.count(v) || regs_.count(v) || !v->def) return true;
+  const ir::Op* op = v->def;
+  bool keeps_index = ir::is_elementwise(op->kind) || op->kind == OpKind::Load || op->kind == OpKind::MultipleOf ||
+                     op->kind == OpKind::MaxContiguous;
+  for (const ir::Value* o : op->operands)
+    if (!updatable_in_place(o, body, self, same_index && keeps_index)) return false;
+  return true;
+}
+
+void Codegen::emit_if(const ir::Op* op) {
+  size_t n = op->results.size();
+  std::vector<std::string> bufs(n), vars(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* r = op->results[i];
+    if (reg_planned_.count(r)) {
+      regs_[r] = declare_registers(r->type);
+    } else if (r->type.is_block()) {
+      bufs[i] = buffers_[r] = alloc_buffer(r->type);
+    } else {
+      vars[i] = fresh("r");
+      line(fmt::format("{} {}{{}};", ctype(r->type), vars[i]));
+    }
+  }
+  open(fmt::format("if ({})", scalar(op->operand(0))));
+  for (int side = 0; side < 2; ++side) {
+    if (side == 1) {
+      close();
+      open("else");
+    }
+    const ir::Block* region = op->regions[static_cast<size_t>(side)];
+    emit_block(region);
+    const ir::Op* yield = region->ops.back();
     for (size_t i = 0; i < n; ++i) {
-      if (carried_bufs[i].empty()) continue;
       const ir::Value* y = yield->operands[i];
-      auto it = buffers_.find(y);
-      if (it == buffers_.end() && updatable_in_place(y, body, 1 + i, true)) {
-        in_place[i] = true;
-        continue;
-      }
-      bool is_carried = it != buffers_.end() &&
-                        std::find(carried_bufs.begin(), carried_bufs.end(), it->second) != carried_bufs.end();
-      if (it != buffers_.end() && !is_carried) {
-        temps[i] = it->second;
+      if (reg_planned_.count(op->results[i])) {
+        fill_registers(regs_.at(op->results[i]), y);
+      } else if (!bufs[i].empty()) {
+        if (auto it = buffers_.find(y); it != buffers_.end()) copy_buffer(it->second, bufs[i], y->type);
+        else materialize_into(y, bufs[i]);
       } else {
-        temps[i] = alloc_buffer(y->type);
-        materialize_into(y, temps[i]);
+        line(fmt::format("{} = {};", vars[i], scalar(y)));
       }
     }
-    for (size_t i = 0; i < n; ++i)
-      if (in_place[i]) materialize_into(yield->operands[i], carried_bufs[i]);
-    for (size_t i = 0; i < n; ++i)
-      if (!carried_bufs[i].empty() && !in_place[i] && temps[i] != carried_bufs[i])
-        copy_buffer(temps[i], carried_bufs[i], op->results[i]->type);
-    for (size_t i = 0; i < n; ++i)
-      if (!next_regs[i].empty()) copy_registers(carried_regs[i], next_regs[i]);
-    std::vector<std::string> next(n);
-    for (size_t i = 0; i < n; ++i)
-      if (!vars[i].empty()) next[i] = tmp(ctype(op->results[i]->type), scalar(yield->operands[i]));
-    for (size_t i = 0; i < n; ++i)
-      if (!vars[i].empty()) line(fmt::format("{} = {};", vars[i], next[i]));
-    // A barrier between trips when one may overwrite shared memory the previous read, or load
-    // what it stored; trips that only touch registers and disjoint global memory run freely.
-    if (shared_writes_ != shared_writes_before || memory.trips_reread_writes()) sync();
-    close();
-    // The loop may run no trip: what was unsynchronised before it still is.
-    global_dirty_ = global_dirty_ || dirty_before;
-    dirty_unknown_ = dirty_unknown_ || unknown_before;
-    dirty_roots_.insert(dirty_roots_.end(), roots_before.begin(), roots_before.end());
-    synced_ = false;
-    for (size_t i = 0; i < n; ++i)
-      if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
-    for (const ir::Value* r : op->results)
-      if (reg_spill_.count(r)) spill_registers(r);
   }
+  close();
+  sync();
+  for (size_t i = 0; i < n; ++i)
+    if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
+  for (const ir::Value* r : op->results)
+    if (reg_spill_.count(r)) spill_registers(r);
+}
 
-  // while (before(carried)) carried = body(carried); carried values are scalars (the DSL only
-  // carries scalars), computed uniformly by every thread, so the exit is the same for all of them.
-  void emit_while(const ir::Op* op) {
-    const ir::Block* before = op->regions[0];
-    const ir::Block* body = op->regions[1];
-    size_t n = op->results.size();
-    std::vector<std::string> vars(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (!op->results[i]->type.is_scalar())
-        fail(op->loc, "the CUDA backend carries only scalars through a while loop (got {})", op->results[i]->type.str());
-      vars[i] = fresh("w");
-      line(fmt::format("{} {} = {};", ctype(op->results[i]->type), vars[i], scalar(op->operands[i])));
-    }
-    open("while (true)");
-    for (size_t i = 0; i < n; ++i) scalars_[before->args[i]] = scalars_[body->args[i]] = vars[i];
-    emit_block(before);
-    line(fmt::format("if (!({})) break;", scalar(before->ops.back()->operand(0))));
-    emit_block(body);
-    const ir::Op* yield = body->ops.back();
-    std::vector<std::string> next(n);
-    for (size_t i = 0; i < n; ++i) next[i] = tmp(ctype(op->results[i]->type), scalar(yield->operands[i]));
-    for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", vars[i], next[i]));
-    sync();  // the next trip may overwrite what this one read
-    close();
-    sync();  // the exit skips the barrier at the end of the last trip
-    for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = vars[i];
+std::pair<std::string, std::string> Codegen::print_value(const std::string& x, const ir::Type& t) {
+  DType d = t.dtype;
+  if (is_float(d)) return {"%.9g", fmt::format("(double)({})", to_f32(x, d))};
+  if (d == DType::ptr) return {"%p", fmt::format("(const void*)({})", x)};
+  if (d == DType::i1) return {"%s", fmt::format("({}) ? \"true\" : \"false\"", x)};
+  if (is_unsigned_int(d)) return {"%llu", fmt::format("(unsigned long long)({})", x)};
+  return {"%lld", fmt::format("(long long)({})", x)};
+}
+
+void Codegen::emit_print(const ir::Op* op) {
+  has_print_ = true;
+  std::string prefix = quote(op->attrs.str);
+  if (op->operands.empty()) {
+    line(fmt::format("if (tid == 0) printf(\"pid (%d, %d, %d) %s\\n\", tt_pid0, tt_pid1, tt_pid2, {});", prefix));
+    return;
   }
-
-  bool updatable_in_place(const ir::Value* v, const ir::Block* body, size_t self, bool same_index) {
-    if (v->type.is_scalar()) return true;
-    for (size_t j = 1; j < body->args.size(); ++j)
-      if (v == body->args[j]) return j == self ? same_index : !v->type.is_block();
-    if (buffers_.count(v) || regs_.count(v) || !v->def) return true;
-    const ir::Op* op = v->def;
-    bool keeps_index = ir::is_elementwise(op->kind) || op->kind == OpKind::Load || op->kind == OpKind::MultipleOf ||
-                       op->kind == OpKind::MaxContiguous;
-    for (const ir::Value* o : op->operands)
-      if (!updatable_in_place(o, body, self, same_index && keeps_index)) return false;
-    return true;
-  }
-
-  void emit_if(const ir::Op* op) {
-    size_t n = op->results.size();
-    std::vector<std::string> bufs(n), vars(n);
-    for (size_t i = 0; i < n; ++i) {
-      const ir::Value* r = op->results[i];
-      if (reg_planned_.count(r)) {
-        regs_[r] = declare_registers(r->type);
-      } else if (r->type.is_block()) {
-        bufs[i] = buffers_[r] = alloc_buffer(r->type);
-      } else {
-        vars[i] = fresh("r");
-        line(fmt::format("{} {}{{}};", ctype(r->type), vars[i]));
-      }
+  for (size_t oi = 0; oi < op->operands.size(); ++oi) {
+    const ir::Value* v = op->operands[oi];
+    std::string operand = oi > 0 ? fmt::format(" (operand {})", oi) : "";
+    if (v->type.is_scalar()) {
+      auto [f, a] = print_value(scalar(v), v->type);
+      line(fmt::format("if (tid == 0) printf(\"pid (%d, %d, %d) %s{} {}\\n\", tt_pid0, tt_pid1, tt_pid2, {}, {});",
+                       operand, f, prefix, a));
+      continue;
     }
-    open(fmt::format("if ({})", scalar(op->operand(0))));
-    for (int side = 0; side < 2; ++side) {
-      if (side == 1) {
-        close();
-        open("else");
-      }
-      const ir::Block* region = op->regions[static_cast<size_t>(side)];
-      emit_block(region);
-      const ir::Op* yield = region->ops.back();
-      for (size_t i = 0; i < n; ++i) {
-        const ir::Value* y = yield->operands[i];
-        if (reg_planned_.count(op->results[i])) {
-          fill_registers(regs_.at(op->results[i]), y);
-        } else if (!bufs[i].empty()) {
-          if (auto it = buffers_.find(y); it != buffers_.end()) copy_buffer(it->second, bufs[i], y->type);
-          else materialize_into(y, bufs[i]);
-        } else {
-          line(fmt::format("{} = {};", vars[i], scalar(y)));
-        }
-      }
-    }
-    close();
-    sync();
-    for (size_t i = 0; i < n; ++i)
-      if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
-    for (const ir::Value* r : op->results)
-      if (reg_spill_.count(r)) spill_registers(r);
-  }
-
-  // ---- debugging ----------------------------------------------------------------------------
-
-  // printf arguments of one value: (format, argument).
-  std::pair<std::string, std::string> print_value(const std::string& x, const ir::Type& t) {
-    DType d = t.dtype;
-    if (is_float(d)) return {"%.9g", fmt::format("(double)({})", to_f32(x, d))};
-    if (d == DType::ptr) return {"%p", fmt::format("(const void*)({})", x)};
-    if (d == DType::i1) return {"%s", fmt::format("({}) ? \"true\" : \"false\"", x)};
-    if (is_unsigned_int(d)) return {"%llu", fmt::format("(unsigned long long)({})", x)};
-    return {"%lld", fmt::format("(long long)({})", x)};
-  }
-
-  void emit_print(const ir::Op* op) {
-    has_print_ = true;
-    std::string prefix = quote(op->attrs.str);
-    if (op->operands.empty()) {
-      line(fmt::format("if (tid == 0) printf(\"pid (%d, %d, %d) %s\\n\", tt_pid0, tt_pid1, tt_pid2, {});", prefix));
-      return;
-    }
-    for (size_t oi = 0; oi < op->operands.size(); ++oi) {
-      const ir::Value* v = op->operands[oi];
-      std::string operand = oi > 0 ? fmt::format(" (operand {})", oi) : "";
-      if (v->type.is_scalar()) {
-        auto [f, a] = print_value(scalar(v), v->type);
-        line(fmt::format("if (tid == 0) printf(\"pid (%d, %d, %d) %s{} {}\\n\", tt_pid0, tt_pid1, tt_pid2, {}, {});",
-                         operand, f, prefix, a));
-        continue;
-      }
-      sync_if_reading({v});
-      thread_loop(v->type.shape, 1, nullptr, [&](const Index& idx) {
-        auto [f, a] = print_value(eval(v, idx), v->type);
-        line(fmt::format("printf(\"pid (%d, %d, %d) idx (%d) %s{} {}\\n\", tt_pid0, tt_pid1, tt_pid2, {}, {}, {});",
-                         operand, f, flatten(idx, v->type.shape), prefix, a));
-      }, nullptr);
-    }
-  }
-
-  void emit_assert(const ir::Op* op) {
-    const ir::Value* c = op->operand(0);
-    int id = num_asserts_++;
-    line(fmt::format("// device_assert {}: {}", id, op->attrs.str.substr(0, op->attrs.str.find('\n'))));
-    if (c->type.is_scalar()) {
-      line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", scalar(c), id));
-      return;
-    }
-    sync_if_reading({c});
-    thread_loop(c->type.shape, 1, nullptr, [&](const Index& idx) {
-      line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", eval(c, idx), id));
+    sync_if_reading({v});
+    thread_loop(v->type.shape, 1, nullptr, [&](const Index& idx) {
+      auto [f, a] = print_value(eval(v, idx), v->type);
+      line(fmt::format("printf(\"pid (%d, %d, %d) idx (%d) %s{} {}\\n\", tt_pid0, tt_pid1, tt_pid2, {}, {}, {});",
+                       operand, f, flatten(idx, v->type.shape), prefix, a));
     }, nullptr);
   }
+}
 
-  // ---- ops in program order -------------------------------------------------------------------
-
-  void emit_block(const ir::Block* block) {
-    for (const ir::Op* op : block->ops) emit_op(op);
+void Codegen::emit_assert(const ir::Op* op) {
+  const ir::Value* c = op->operand(0);
+  int id = num_asserts_++;
+  line(fmt::format("// device_assert {}: {}", id, op->attrs.str.substr(0, op->attrs.str.find('\n'))));
+  if (c->type.is_scalar()) {
+    line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", scalar(c), id));
+    return;
   }
+  sync_if_reading({c});
+  thread_loop(c->type.shape, 1, nullptr, [&](const Index& idx) {
+    line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", eval(c, idx), id));
+  }, nullptr);
+}
 
-  void emit_op(const ir::Op* op) {
-    switch (op->kind) {
-      case OpKind::Yield: return;
-      case OpKind::For: return emit_for(op);
-      case OpKind::If: return emit_if(op);
-      case OpKind::While: return emit_while(op);
-      case OpKind::Store: return emit_store(op);
-      case OpKind::Reduce: return emit_reduce(op);
-      case OpKind::Scan: return emit_scan(op);
-      case OpKind::Dot: return emit_dot(op);
-      case OpKind::Print: return emit_print(op);
-      case OpKind::Assert: return emit_assert(op);
-      default: break;
-    }
-    if (is_atomic(op->kind)) return emit_atomic(op);
-    const ir::Value* r = op->result();
-    if (r->type.is_block()) {
-      if (prefetched_.count(op)) {
-        regs_[r] = prefetched_.at(op);  // loaded one iteration ahead (emit_for)
-      } else if (reg_planned_.count(r)) {
-        std::string array = declare_registers(r->type);
-        fill_registers(array, r, op);
-        regs_[r] = array;
-      } else if (plan_.materialized(r)) {
-        std::string buf = alloc_buffer(r->type);
-        materialize_into(r, buf, op);
-        buffers_[r] = buf;
-      }
-      return;
-    }
-    scalars_[r] = tmp(ctype(r->type), emit_scalar(op));
+void Codegen::emit_block(const ir::Block* block) {
+  for (const ir::Op* op : block->ops) emit_op(op);
+}
+
+void Codegen::emit_op(const ir::Op* op) {
+  switch (op->kind) {
+    case OpKind::Yield: return;
+    case OpKind::For: return emit_for(op);
+    case OpKind::If: return emit_if(op);
+    case OpKind::While: return emit_while(op);
+    case OpKind::Store: return emit_store(op);
+    case OpKind::Reduce: return emit_reduce(op);
+    case OpKind::Scan: return emit_scan(op);
+    case OpKind::Dot: return emit_dot(op);
+    case OpKind::Print: return emit_print(op);
+    case OpKind::Assert: return emit_assert(op);
+    default: break;
   }
-
-  std::string emit_scalar(const ir::Op* op) {
-    switch (op->kind) {
-      case OpKind::Constant: return constant_of(op);
-      case OpKind::ProgramId: return fmt::format("tt_pid{}", op->attrs.axis);
-      case OpKind::NumPrograms: return fmt::format("tt_npid{}", op->attrs.axis);
-      case OpKind::MultipleOf: case OpKind::MaxContiguous: return scalar(op->operand(0));
-      case OpKind::Load: return scalar_load(op);
-      default: break;
+  if (is_atomic(op->kind)) return emit_atomic(op);
+  const ir::Value* r = op->result();
+  if (r->type.is_block()) {
+    if (prefetched_.count(op)) {
+      regs_[r] = prefetched_.at(op);  // loaded one iteration ahead (emit_for)
+    } else if (reg_planned_.count(r)) {
+      std::string array = declare_registers(r->type);
+      fill_registers(array, r, op);
+      regs_[r] = array;
+    } else if (plan_.materialized(r)) {
+      std::string buf = alloc_buffer(r->type);
+      materialize_into(r, buf, op);
+      buffers_[r] = buf;
     }
-    if (!ir::is_elementwise(op->kind)) fail("internal error: CUDA codegen has no scalar form of {}", ir::op_name(op->kind));
-    std::vector<std::string> xs;
-    for (ir::Value* o : op->operands) xs.push_back(scalar(o));
-    return elementwise(op, xs);
+    return;
   }
-};
+  scalars_[r] = tmp(ctype(r->type), emit_scalar(op));
+}
 
-}  // namespace
+std::string Codegen::emit_scalar(const ir::Op* op) {
+  switch (op->kind) {
+    case OpKind::Constant: return constant_of(op);
+    case OpKind::ProgramId: return fmt::format("tt_pid{}", op->attrs.axis);
+    case OpKind::NumPrograms: return fmt::format("tt_npid{}", op->attrs.axis);
+    case OpKind::MultipleOf: case OpKind::MaxContiguous: return scalar(op->operand(0));
+    case OpKind::Load: return scalar_load(op);
+    default: break;
+  }
+  if (!ir::is_elementwise(op->kind)) fail("internal error: CUDA codegen has no scalar form of {}", ir::op_name(op->kind));
+  std::vector<std::string> xs;
+  for (ir::Value* o : op->operands) xs.push_back(scalar(o));
+  return elementwise(op, xs);
+}
 
+}  // namespace tritium::jit::cuda::detail
+
+namespace tritium::jit::cuda {
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget, int compute_capability) {
   f.renumber();
-  return Codegen(f, axis, opts, smem_budget, compute_capability).run();
+  return detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
 }
 
 }  // namespace tritium::jit::cuda

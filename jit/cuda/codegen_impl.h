@@ -1,0 +1,538 @@
+// The CUDA code generator (IR -> CUDA C++, docs/cuda-backend.md): its class, private to jit/cuda.
+// Definitions: jit/cuda/codegen.cpp (values, loop nests, memory, reductions, control flow) and
+// jit/cuda/tensor_cores.cpp (dot, matmul loops, mma.sync/wgmma, the store of C).
+//
+// One program is one CTA of num_warps * 32 threads. Scalars are C++ variables computed
+// uniformly by every thread. A block value is either *inline* (evaluated inside the loop nest of
+// the op that consumes it, like the CPU backend: elementwise chains, broadcasts and single-use
+// loads fuse into one loop) or *materialised* into shared memory (or, past the shared-memory
+// budget, a per-CTA slice of a global scratch buffer). A loop nest over a block's elements is
+// distributed over the threads: element e = (k * nthreads + tid) * V + lane, where V lets each
+// thread move 16 bytes when the axis info says the pointer is contiguous and aligned along the
+// last dim; those loads and stores become one 16-byte access (coalesced across the warp) when
+// all V lanes are in the mask, element accesses under the mask otherwise. __syncthreads()
+// separates a loop that writes a buffer from its readers (and from earlier readers).
+//
+// Register values: a materialised value (or a loop-carried or `if` result) whose every use reads
+// it at the element the using thread itself owns stays in a per-thread array instead of a buffer
+// (Triton's blocked layout). All loop nests over its shape then use one mapping, fixed per shape:
+// a fully unrolled loop over k < ITER with element (k * nthreads + tid) * V + lane, so that
+// array[k * V + lane] is a register. Reductions of a whole block read their input in that mapping
+// and combine with warp shuffles and one shared-memory pass; no barrier, no shared memory and no
+// layout conversion for elementwise chains between them.
+//
+// Tensor cores: the result shape of an f16/bf16 `dot` uses the mma fragment mapping instead, and
+// a matmul main loop (acc = dot(load, load, acc) with advancing pointers) streams its operand
+// tiles through swizzled shared-memory stages with cp.async into mma.sync or wgmma (see
+// jit/cuda/tensor_cores.cpp and docs/cuda-backend.md).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "jit/cuda/codegen.h"
+#include "jit/passes/block_plan.h"
+
+namespace tritium::jit::cuda::detail {
+using ir::OpKind;
+using ir::Shape;
+using Index = std::vector<std::string>;  // one C++ int expression per dim
+
+inline bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
+inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+inline std::string ctype(DType d) {
+  switch (d) {
+    case DType::i1: return "bool";
+    case DType::i8: return "int8_t";
+    case DType::i16: return "int16_t";
+    case DType::i32: return "int32_t";
+    case DType::i64: return "int64_t";
+    case DType::u8: return "uint8_t";
+    case DType::u16: return "uint16_t";
+    case DType::u32: return "uint32_t";
+    case DType::u64: return "uint64_t";
+    case DType::f16: return "tt_f16";
+    case DType::bf16: return "tt_bf16";
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::ptr: return "uint8_t*";
+    case DType::invalid: break;
+  }
+  fail("internal error: no CUDA type for {}", dtype_name(d));
+}
+inline std::string ctype(const ir::Type& t) {
+  if (t.is_ptr()) return (t.pointee == DType::invalid ? std::string("uint8_t") : ctype(t.pointee)) + "*";
+  return ctype(t.dtype);
+}
+inline int64_t mem_bytes(const ir::Type& t) { return t.is_ptr() ? 8 : dtype_bytes(t.dtype); }
+
+inline int64_t pow2_divisor(int64_t v) {
+  if (v <= 0) return int64_t(1) << 30;
+  int64_t p = 1;
+  while (p < (int64_t(1) << 30) && v % (p * 2) == 0) p *= 2;
+  return p;
+}
+
+inline std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+inline int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t x : s) n *= x;
+  return n;
+}
+
+// A C string literal.
+inline std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
+    else if (c == '\n') out += "\\n";
+    else if (c < 32 || c >= 127) out += fmt::format("\\{:03o}", c);
+    else out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
+inline std::string identifier(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "k_" + out;
+  return out;
+}
+
+class Codegen {
+ public:
+  Codegen(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts, int64_t smem_budget, int cc)
+      : f_(f), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32), num_stages_(opts.num_stages),
+        cc_(cc), smem_budget_(smem_budget) {}
+
+  KernelSource run();
+
+ private:
+  ir::Function& f_;
+  const AxisInfoMap& axis_;
+  int nwarps_, nt_;
+  int num_stages_;
+  int cc_;  // compute capability of the target (90 for sm_90a)
+  std::string body_, decls_;
+  int indent_ = 1;
+  bool synced_ = true;
+  bool global_dirty_ = false;  // global stores/atomics emitted since the last barrier
+  // The kernel parameters those writes went through (unknown_: some pointer was not traced to
+  // one): a later load through another parameter needs no barrier (distinct arguments are taken
+  // to be distinct memory, as Triton does).
+  std::vector<const ir::Value*> dirty_roots_;
+  bool dirty_unknown_ = false;
+  int64_t shared_writes_ = 0;  // ops emitted that write shared memory (buffers, partials, slots)
+  int counter_ = 0;
+  int64_t smem_budget_;
+  int64_t smem_ = 0, scratch_ = 0;
+  int num_asserts_ = 0;
+  bool has_print_ = false;
+  std::string lane_ = "0";
+
+  std::unordered_map<const ir::Value*, std::string> scalars_;
+  std::unordered_map<const ir::Value*, std::string> buffers_;
+  std::unordered_set<std::string> scratch_bufs_;  // buffers in the global scratch, not shared memory
+  BlockPlan plan_;  // which block values get a buffer (shared with the CPU backend)
+  std::unordered_map<const ir::Op*, std::string> vec_loads_;  // inline loads moved by a vector access
+
+  // Register values (see the top of this file): the per-thread array of each, the shapes whose
+  // loop nests use the register mapping and its width, and the values that also need a buffer
+  // copy after their registers are final (a loop or `if` result read at other elements).
+  std::unordered_map<const ir::Value*, std::string> regs_;
+  std::unordered_set<const ir::Value*> reg_planned_, reg_spill_;
+  std::map<Shape, int> mapped_width_;
+  std::map<Shape, int> widest_access_;  // per shape: the widest vector access of its loads/stores
+  std::unordered_map<const ir::Value*, bool> reg_ok_;  // memo of only_own_elements
+  // Loads of a run-time loop issued one iteration ahead (software pipelining): load -> the
+  // registers the current iteration reads.
+  std::unordered_map<const ir::Op*, std::string> prefetched_;
+  // The register-mapped loop nest being emitted: its shape, width, k variable and base index.
+  struct MappedLoop {
+    bool active = false;
+    Shape shape;
+    int V = 1;
+    std::string k;
+    Index base;
+  } loop_;
+
+  // Tensor cores (jit/cuda/tensor_cores.cpp). The warp tiling of the result shape of a dot that
+  // runs on mma.sync: WM x WN warps, each owning a WTM x WTN tile of MT x NT fragments of 16 x 8.
+  // Loop nests over such a shape use the fragment mapping (V = 2, see thread_loop) so that the
+  // accumulators, the loop-carried value and the epilogue are one register array.
+  // On Hopper (sm_90a, num_warps % 4 == 0) the units are warpgroups of 4 warps and the tiles
+  // 64 x WTN (wgmma.m64nWTNk16); warp w % 4 of a warpgroup owns rows 16 (w % 4) .. + 15 of each
+  // 64-row tile, the same fragments as mma.sync's, so both instructions can fill this mapping.
+  struct MmaTiling {
+    int WM = 1, WN = 1;          // units (warps, or warpgroups) along M and N
+    int64_t WTM = 16, WTN = 16;  // a unit's tile
+    int MT = 1, NT = 2;          // its fragments: MT row tiles of row_step rows, NT column tiles of 8
+    int row_step = 16;           // 16 (mma.sync), 64 (wgmma)
+    bool wgmma = false;
+    // C++ expressions of the unit's tile origin for thread `tid`.
+    std::string m0() const {
+      return wgmma ? fmt::format("((tid >> 7) / {}) * {} + ((tid >> 5) & 3) * 16", WN, WTM)
+                   : fmt::format("((tid >> 5) / {}) * {}", WN, WTM);
+    }
+    std::string n0() const { return fmt::format("((tid >> {}) % {}) * {}", wgmma ? 7 : 5, WN, WTN); }
+  };
+  std::map<Shape, MmaTiling> mma_map_;
+  static constexpr int64_t kMaxMmaWords = 128;  // accumulators per thread (Triton's 128 x 256, 8 warps)
+  // A `tl::range` loop that is a matmul main loop: acc = dot(load(a), load(b), acc) with pointers
+  // advanced by a loop-invariant step; its operand tiles stream through num_stages shared-memory
+  // buffers with cp.async (emit_mma_loop).
+  struct MmaLoop {
+    size_t acc = 0;  // the carried accumulator
+    const ir::Op* dot = nullptr;
+    const ir::Op* load_a = nullptr;
+    const ir::Op* load_b = nullptr;
+    std::vector<std::pair<size_t, const ir::Value*>> pointers;  // carried pointer block -> its step
+  };
+  std::unordered_map<const ir::Op*, MmaLoop> mma_loops_;
+  // Carried pointer blocks of an MMA loop, evaluated as init + trip * step: `at` is the init's
+  // value at the element being evaluated (a hoisted register), `trip` the trip number.
+  struct Affine {
+    const ir::Value* step;
+    std::string at, trip;
+  };
+  std::unordered_map<const ir::Value*, Affine> affine_;
+
+  // ---- output -------------------------------------------------------------------------------
+
+  void line(const std::string& s);
+  void open(const std::string& s);
+  void close();
+  // Inline values already evaluated in the enclosing scopes: (op, index) -> variable. A value
+  // used several times in one loop nest is computed once per element.
+  std::vector<std::unordered_map<std::string, std::string>> memo_ = std::vector<std::unordered_map<std::string, std::string>>(1);
+  const std::string* memo_find(const std::string& key) const;
+  std::string fresh(const char* prefix) { return fmt::format("{}{}", prefix, counter_++); }
+  std::string tmp(const std::string& type, const std::string& expr);
+  void sync();
+  void clean();
+  void mark_global_write(const ir::Value* ptr);
+  // Whether a load through ptr may read what this program wrote since the last barrier.
+  bool may_read_written(const ir::Value* ptr) const;
+  // Whether evaluating these values inline reads global memory (a load not yet materialised).
+  bool reads_global(const std::vector<const ir::Value*>& vs);
+  void sync_if_reading(const std::vector<const ir::Value*>& vs);
+  // Global memory this CTA wrote (stores, atomics) may be read back by other threads of the CTA:
+  // a barrier before the next loop nest or scalar load keeps program order within the program.
+  void sync_after_global_writes();
+
+  // ---- buffers ----------------------------------------------------------------------------
+
+  // Shared memory while the budget lasts, else this CTA's slice of the global scratch.
+  std::string alloc_buffer(const ir::Type& t);
+  // A small shared array (reduction partials, broadcast slots): always in shared memory.
+  std::string alloc_shared(const std::string& ct, int64_t count, int64_t elem_bytes);
+
+  // ---- register values ----------------------------------------------------------------------
+
+  // Per-thread registers a register value of type t would take: elements per thread (whole
+  // mapping steps of V) times 32-bit words per element.
+  int64_t register_words(const ir::Type& t, int V);
+  static constexpr int64_t kMaxRegisterWords = 64;  // per value; past it the buffer is cheaper than spills
+  static constexpr int64_t kMaxPrefetchWords = 32;  // per load issued one loop trip ahead
+
+  // Whether every use of v reads it at the element of v the using thread owns in the register
+  // mapping of v's shape: elementwise chains evaluated in a loop nest over that shape, stores
+  // through pointers of that shape, whole-block reductions, loop inits and yields.
+  bool only_own_elements(const ir::Value* v);
+
+  // The width of the register mapping of a shape: the widest vector access of the kernel's loads
+  // and stores of that shape, narrowed as choose_width narrows.
+  int mapped_width(const Shape& s);
+
+  void plan_registers();
+
+  bool mapped(const Shape& s, int V) const;
+
+  // The register of v for index idx inside the mapped loop nest, or "" when idx is not an
+  // element the current thread owns (a lane of the current step).
+  std::string register_at(const std::string& array, const ir::Value* v, const Index& idx);
+
+  // Declares the per-thread array of a register value of type t.
+  std::string declare_registers(const ir::Type& t);
+
+  // array[own elements] = v (or op evaluated at them, for v's own definition).
+  void fill_registers(const std::string& array, const ir::Value* v, const ir::Op* op = nullptr);
+
+  // to = from, two register arrays of one value (free once unrolled: register renaming).
+  void copy_registers(const std::string& to, const std::string& from);
+
+  // The buffer copy of a register value read at other elements than its own.
+  void spill_registers(const ir::Value* v);
+
+  // ---- indices ------------------------------------------------------------------------------
+
+  Index index_of(const Shape& s, const std::string& e);
+
+  std::string flatten(const Index& idx, const Shape& s);
+
+  // for each element of `shape`, distributed over the threads, V consecutive elements (of the
+  // last dim) per thread and step: pre(base index), body(index of lane) for each lane, post(base).
+  // A shape with register values uses its mapping: the steps are unrolled (see the top).
+  void thread_loop(const Shape& shape, int V, const std::function<void(const Index&)>& pre,
+                   const std::function<void(const Index&)>& body, const std::function<void(const Index&)>& post);
+
+  // ---- vector accesses --------------------------------------------------------------------
+
+  // Elements one 16-byte access of `op`'s pointer may move (ignoring the mask: the code checks
+  // at run time whether all lanes are on).
+  int access_width(const ir::Op* op);
+
+  // Inline loads reached from v through ops that keep the last index (elementwise, hints,
+  // broadcasts and expand_dims that leave the last dim alone), with their index.
+  void collect_loads(const ir::Value* v, const Index& idx, std::vector<std::pair<const ir::Op*, Index>>& out);
+
+  // The lanes per thread of a loop nest over `shape` evaluating `roots` (and storing through
+  // `store`, when given): the narrowest vector access among them, 1 when there is none.
+  int choose_width(const Shape& shape, const std::vector<const ir::Value*>& roots, const ir::Op* store);
+
+  static const char* vector_type(int64_t bytes);
+
+  // Before the lanes of a loop step: the inline loads of `roots` that move V contiguous elements
+  // become one vector load into a per-thread array (element loads under the mask when some lane
+  // is off); the lanes read the array.
+  void emit_vector_loads(const std::vector<const ir::Value*>& roots, const Index& base, int V);
+
+  // ---- evaluation of block values at an index ---------------------------------------------
+
+  std::string scalar(const ir::Value* v);
+
+  std::string eval(const ir::Value* v, const Index& idx);
+
+  std::string eval_op(const ir::Op* op, const Index& idx);
+
+  // ---- constants and arithmetic -------------------------------------------------------------
+
+  static std::string float_literal(double x, bool f32);
+
+  static std::string constant(DType d, int64_t ival, double fval, bool is_fp);
+  std::string constant_of(const ir::Op* op);
+
+  static std::string to_f32(const std::string& x, DType d) { return is_half(d) ? "tt_to_f32(" + x + ")" : x; }
+  static std::string from_f32(const std::string& x, DType d);
+
+  std::string float_op(OpKind k, std::vector<std::string> x, DType d);
+
+  std::string int_op(OpKind k, const std::vector<std::string>& x, DType d);
+
+  std::string compare(OpKind k, std::string a, std::string b, DType d);
+
+  std::string cast(const std::string& v, const ir::Type& from_t, const ir::Type& to_t);
+  std::string cast(const std::string& v, DType from, DType to) { return cast(v, ir::Type::scalar(from), ir::Type::scalar(to)); }
+
+  std::string elementwise(const ir::Op* op, const std::vector<std::string>& x);
+
+  // ---- memory -----------------------------------------------------------------------------
+
+  std::string scalar_load(const ir::Op* op);
+
+  void emit_store(const ir::Op* op);
+
+  // A store of a fragment-mapped value (a matmul's C): the fragments own 2 consecutive elements
+  // (4-byte stores, 8 rows per warp instruction), so the value goes through shared memory - rows
+  // padded by 16 bytes, conflict-free for the fragment writes - and leaves as 16-byte row chunks,
+  // coalesced, as Triton's epilogue does. Needs the pointer contiguous and the mask constant
+  // over the 16 bytes, and the room in shared memory.
+  bool store_through_shared(const ir::Op* op);
+
+  // Evaluates `v` over its whole shape into buffer `buf`.
+  void materialize_into(const ir::Value* v, const std::string& buf, const ir::Op* op = nullptr);
+
+  void copy_buffer(const std::string& from, const std::string& to, const ir::Type& t);
+
+  // ---- atomics --------------------------------------------------------------------------------
+
+  std::string atomic_call(OpKind k, DType d, const std::string& p, const std::string& v, const std::string& cmp);
+
+  void emit_atomic(const ir::Op* op);
+
+  // ---- reductions, scans, dot ---------------------------------------------------------------
+
+  // Emits a combine region on scalars: args lhs..., rhs... -> the yielded values.
+  std::vector<std::string> combine(const ir::Block* region, const std::vector<std::string>& lhs,
+                                   const std::vector<std::string>& rhs);
+
+  // acc = have ? combine(acc, x) : x; have = true.
+  void accumulate(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
+                  const std::vector<std::string>& x);
+
+  // Combines (acc, have) across the 32 lanes of each warp; every lane gets the result. When every
+  // lane holds a value (all_have), the flags are not exchanged.
+  void warp_reduce(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
+                   const std::vector<std::string>& types, bool all_have);
+
+  void emit_reduce(const ir::Op* op);
+
+  void emit_scan(const ir::Op* op);
+
+  // ---- tensor cores -------------------------------------------------------------------------
+
+  // The warp tiling of a dot on mma.sync.m16n8k16: f16 or bf16 operands, an f32 result, M, N and
+  // K multiples of 16, sm_80+, at most kMaxMmaWords accumulators per thread. The warps split
+  // M x N so that each loads the fewest fragments per k step (MT ldmatrix.x4 of A, NT / 2 of B).
+  std::optional<MmaTiling> mma_tiling(const ir::Op* dot) const;
+
+  // The shared address (u32) of the 8 elements at (row, col) of an operand tile, col % 8 == 0.
+  using TileAddress = std::function<std::string(const std::string& row, const std::string& col)>;
+
+  // acc (the fragment mapping of the result) += A[M, K] * B[K, N] for every warp's tiles: per k
+  // step of 16, ldmatrix.x4 loads a 16 x 16 fragment of A per MT and ldmatrix.x4.trans two 16 x 8
+  // fragments of B per NT / 2, then MT x NT mma.sync.
+  void emit_mma_tiles(const MmaTiling& t, int64_t K, DType in, const TileAddress& a_at, const TileAddress& b_at,
+                      const std::string& acc);
+
+  // acc += A * B on Hopper for a warpgroup tiling: per k step of 16 and 64-row tile, one
+  // wgmma.mma_async.m64nWTNk16 reading both operands from the swizzled stage buffers through
+  // matrix descriptors (A K-major, B N-major: the transposed-B form), accumulators in the
+  // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
+  // read stays untouched until a later trip's barrier).
+  void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BK, DType in, const std::string& a0,
+                        const std::string& b0, const std::string& acc, int in_flight);
+
+  // A dot outside a matmul loop (or one that did not match): the operands are buffers in shared
+  // memory (row-major), the accumulator a register array in the fragment mapping.
+  bool emit_dot_mma_tiles(const ir::Op* op);
+
+  // Scalars and inline values of a loop body computable for any trip from the induction
+  // variable (unless `invariant`), the carried pointers `carried` and inline values from before
+  // the loop.
+  bool trip_computable(const ir::Value* v, const ir::Block* body, const std::vector<const ir::Value*>& carried,
+                       bool invariant = false);
+  // A value from before a loop that can be evaluated at any element anywhere: a scalar, or an
+  // inline block value built from scalars (no buffer, no registers, no carried value).
+  bool outer_inline(const ir::Value* v);
+
+  std::optional<MmaLoop> match_mma_loop(const ir::Op* loop);
+
+  // Binds the body's scalars that `roots` need for the trip whose induction variable is `iv`
+  // (computed again there); returns the bindings to restore.
+  std::unordered_map<const ir::Value*, std::string> bind_trip(const ir::Op* loop, const std::vector<const ir::Value*>& roots,
+                                                             const std::string& iv);
+
+  // Swizzled shared-memory layout of an R x C tile of 16-bit elements, in 16-byte chunks (RC = C / 8
+  // of them a row): rows of 128 bytes (64 columns; wider tiles are stored as C / 64 such column
+  // blocks one after the other) with chunk ch of row r at ch ^ (r % 8); narrower rows of 64 (32)
+  // bytes XOR with (r / 2) % 4 ((r / 4) % 2). These are the 128/64/32-byte swizzles of wgmma's
+  // shared-memory operands (Swizzle<3|2|1,4,3> on the byte address, tiles 1024-byte aligned), and
+  // the 8 rows one ldmatrix reads fall in 8 different 16-byte bank groups.
+  static std::string tile_chunk(const std::string& row, const std::string& ch, int64_t R, int64_t rc);
+
+  // One operand tile of an MMA loop: its load for trip `trip` into shared memory at `base`
+  // (a u32 address). 16-byte cp.async per chunk when the pointer is contiguous and aligned (the
+  // mask checked per chunk: all lanes on, or all off with a zero `other` = zero fill; element
+  // loads otherwise), element loads and shared stores when it is not.
+  struct TileLoad {
+    const ir::Op* load;
+    int64_t R, C;
+    bool vector;
+    std::vector<std::pair<const ir::Value*, std::string>> hoisted;  // carried pointer -> per-chunk inits
+  };
+  int64_t chunks_per_thread(const TileLoad& tl) const { return (tl.R * tl.C / 8 + nt_ - 1) / nt_; }
+  // The per-thread chunk loop of a vector tile load: fn(row, ch, j).
+  void for_each_chunk(const TileLoad& tl, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn);
+  TileLoad plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m);
+  void emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
+                      const std::string& base);
+
+  // A matmul main loop (match_mma_loop) with its operand tiles streamed through S = num_stages
+  // shared-memory buffers: the tiles of trips t + 1 .. t + S - 1 are in flight (cp.async groups)
+  // while trip t runs on tensor cores; one barrier per trip (Triton's pipeliner, CUTLASS's
+  // multistage mainloop). False when the buffers do not fit: the loop is then emitted as any other.
+  bool emit_mma_loop(const ir::Op* loop, const MmaLoop& m);
+
+  // Tensor cores without the warp tiling (shapes the warps cannot split, operands in the global
+  // scratch): f16 or bf16 operands, f32 accumulation, M % 16, N % 8, K % 16 = 0.
+  // Each warp computes 16 x 8 tiles of the output with mma.sync.m16n8k16, reading its fragments
+  // from the operand buffers (row-major [M, K] and [K, N]) and the accumulator at the fragment's
+  // elements (PTX ISA, "Matrix fragments for mma.m16n8k16": lane = 4 * g + q holds rows g and
+  // g + 8, columns 2q, 2q + 1 (+ 8 for A's second half; B's k rows likewise)).
+  bool emit_dot_mma(const ir::Op* op, const std::string& abuf, const std::string& bbuf, const std::string& out);
+
+  void emit_dot(const ir::Op* op);
+
+  // ---- control flow -----------------------------------------------------------------------
+
+  // ---- software pipelining ------------------------------------------------------------------
+
+  // The kernel parameter a pointer value is derived from (nullptr: unknown).
+  static const ir::Value* pointer_root(const ir::Value* v);
+
+  // Whether v can be computed for another iteration of `body` from the induction variable and
+  // values defined outside the loop: pure computation, no loads, no carried values, no buffers
+  // or registers of this iteration.
+  bool iteration_invariant_but_iv(const ir::Value* v, const ir::Block* body);
+
+  // The global memory a loop body touches, by the kernel parameter each pointer comes from
+  // (unknown_*: some pointer could not be traced to one).
+  struct BodyMemory {
+    std::vector<const ir::Value*> written, read;
+    bool unknown_written = false, unknown_read = false;
+    bool may_write(const ir::Value* root) const {
+      return unknown_written || !root || std::find(written.begin(), written.end(), root) != written.end();
+    }
+    // Whether a trip may load what an earlier trip stored: the trips then need a barrier between them.
+    bool trips_reread_writes() const {
+      if (written.empty() && !unknown_written) return false;
+      if (unknown_written || unknown_read) return true;
+      for (const ir::Value* w : written)
+        if (std::find(read.begin(), read.end(), w) != read.end()) return true;
+      return false;
+    }
+  };
+  static BodyMemory body_memory(const ir::Block* body);
+
+  // The loads of a loop body worth issuing one iteration ahead: in registers, at the body's top
+  // level, addresses from the induction variable only, and no store or atomic in the loop that
+  // may write what they read (a different kernel parameter is taken as different memory, as
+  // Triton's pipeliner assumes).
+  std::vector<const ir::Op*> pipelined_loads(const ir::Block* body, const BodyMemory& memory);
+
+  // Loads `loads` for the iteration whose induction variable is `iv` into `arrays`: the scalars
+  // of the body they depend on are computed again for that iteration.
+  void prefetch(const ir::Op* loop, const std::vector<const ir::Op*>& loads, const std::vector<std::string>& arrays,
+                const std::string& iv);
+
+  void emit_for(const ir::Op* op);
+
+  // while (before(carried)) carried = body(carried); carried values are scalars (the DSL only
+  // carries scalars), computed uniformly by every thread, so the exit is the same for all of them.
+  void emit_while(const ir::Op* op);
+
+  bool updatable_in_place(const ir::Value* v, const ir::Block* body, size_t self, bool same_index);
+
+  void emit_if(const ir::Op* op);
+
+  // ---- debugging ----------------------------------------------------------------------------
+
+  // printf arguments of one value: (format, argument).
+  std::pair<std::string, std::string> print_value(const std::string& x, const ir::Type& t);
+
+  void emit_print(const ir::Op* op);
+
+  void emit_assert(const ir::Op* op);
+
+  // ---- ops in program order -------------------------------------------------------------------
+
+  void emit_block(const ir::Block* block);
+
+  void emit_op(const ir::Op* op);
+
+  std::string emit_scalar(const ir::Op* op);
+};
+
+}  // namespace tritium::jit::cuda::detail

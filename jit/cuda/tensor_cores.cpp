@@ -1,0 +1,562 @@
+// Tensor cores for the CUDA generator (docs/cuda-backend.md, "Tensor cores"): warp and warpgroup
+// tilings of a dot's result (the fragment mapping), matmul loops recognised and streamed through
+// swizzled shared-memory stages with cp.async, mma.sync + ldmatrix and wgmma emitters, other dots,
+// and the store of a fragment-mapped value through shared memory.
+#include "jit/cuda/codegen_impl.h"
+
+namespace tritium::jit::cuda::detail {
+
+bool Codegen::store_through_shared(const ir::Op* op) {
+  const ir::Value* p = op->operand(0);
+  const ir::Value* val = op->operand(1);
+  const ir::Value* mask = op->operands.size() > 2 ? op->operand(2) : nullptr;
+  const Shape& s = p->type.shape;
+  if (s.size() != 2 || !mma_map_.count(s)) return false;
+  DType d = p->type.pointee;
+  int64_t esz = dtype_bytes(d);
+  if (esz != 2 && esz != 4) return false;
+  int V = static_cast<int>(16 / esz);
+  if (access_width(op) < V || s[1] % V) return false;
+  if (mask && !(axis_.contains(mask) && axis_.get(mask).constancy.back() >= V)) return false;
+  int64_t stride = s[1] + V;
+  if (smem_ + s[0] * stride * esz > smem_budget_) return false;
+  std::string ct = ctype(d);
+  std::string buf = alloc_shared(ct, s[0] * stride, esz);
+  ++shared_writes_;
+  sync();  // a loop around: the previous trip's reads are done
+  line("// the store goes through shared memory: fragments in, 16-byte row chunks out");
+  thread_loop(
+      s, 2, [&](const Index& base) { emit_vector_loads({val}, base, 2); },
+      [&](const Index& idx) { line(fmt::format("{}[({}) * {} + {}] = {};", buf, idx[0], stride, idx[1], eval(val, idx))); },
+      nullptr);
+  vec_loads_.clear();
+  sync();
+  std::string e = fresh("e");
+  open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", e, V, numel(s), int64_t(nt_) * V));
+  Index idx{tmp("int", fmt::format("{} / {}", e, s[1])), tmp("int", fmt::format("{} % {}", e, s[1]))};
+  std::string ptr = tmp(ct + "*", eval(p, idx));
+  std::string src = fmt::format("&{}[{} * {} + {}]", buf, idx[0], stride, idx[1]);
+  if (mask) line(fmt::format("tt_st_pred<16>({}, {}, {});", ptr, src, eval(mask, idx)));
+  else line(fmt::format("tt_vcopy<16>({}, {});", ptr, src));
+  close();
+  mark_global_write(p);
+  return true;
+}
+
+std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
+  const ir::Type& rt = dot->result()->type;
+  const ir::Type& at = dot->operand(0)->type;
+  if (cc_ < 80 || rt.rank() != 2 || rt.dtype != DType::f32 || !is_half(at.dtype) ||
+      dot->operand(1)->type.dtype != at.dtype)
+    return std::nullopt;
+  int64_t M = rt.shape[0], N = rt.shape[1], K = at.shape[1];
+  if (M % 16 || N % 16 || K % 16 || M * N / nt_ > kMaxMmaWords) return std::nullopt;
+  std::optional<MmaTiling> best;
+  if (cc_ == 90 && nwarps_ % 4 == 0) {  // warpgroups: the fewest wgmma per k step (widest N)
+    int groups = nwarps_ / 4;
+    for (int wm = 1; wm <= groups; ++wm) {
+      if (groups % wm) continue;
+      int wn = groups / wm;
+      if (M % (wm * 64) || N % (wn * 64) || N / wn > 256) continue;
+      MmaTiling t{wm, wn, M / wm, N / wn, int(M / wm / 64), int(N / wn / 8), 64, true};
+      if (!best || t.MT < best->MT) best = t;
+    }
+    if (best) return best;
+  }
+  for (int wm = 1; wm <= nwarps_; ++wm) {
+    if (nwarps_ % wm) continue;
+    int wn = nwarps_ / wm;
+    if (M % (wm * 16) || N % (wn * 16)) continue;
+    MmaTiling t{wm, wn, M / wm, N / wn, int(M / wm / 16), int(N / wn / 8)};
+    if (!best || t.MT + t.NT / 2 < best->MT + best->NT / 2) best = t;
+  }
+  return best;
+}
+
+void Codegen::emit_mma_tiles(const MmaTiling& t, int64_t K, DType in, const TileAddress& a_at, const TileAddress& b_at,
+                             const std::string& acc) {
+  open("");
+  std::string l = tmp("int", "tid & 31");
+  std::string wm0 = tmp("int", t.m0()), wn0 = tmp("int", t.n0());
+  std::string kk = fresh("kk");
+  if (K / 16 <= 8) line("#pragma unroll");
+  open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 16)", kk, K));
+  line(fmt::format("uint32_t tt_a[{}][4], tt_b[{}][4];", t.MT, t.NT / 2));
+  line("#pragma unroll");
+  line(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi) tt_ldsm_x4(tt_a[tt_mi], {});", t.MT,
+                   a_at(fmt::format("{} + tt_mi * {} + ({} & 15)", wm0, t.row_step, l), fmt::format("{} + ({} >> 4) * 8", kk, l))));
+  line("#pragma unroll");
+  line(fmt::format("for (int tt_nj = 0; tt_nj < {}; ++tt_nj) tt_ldsm_x4_trans(tt_b[tt_nj], {});", t.NT / 2,
+                   b_at(fmt::format("{} + ({} & 15)", kk, l), fmt::format("{} + tt_nj * 16 + ({} >> 4) * 8", wn0, l))));
+  line("#pragma unroll");
+  open(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi)", t.MT));
+  line("#pragma unroll");
+  line(fmt::format("for (int tt_ni = 0; tt_ni < {0}; ++tt_ni) tt_mma_{1}(&{2}[(tt_mi * {0} + tt_ni) * 4], tt_a[tt_mi], "
+                   "&tt_b[tt_ni >> 1][(tt_ni & 1) * 2]);",
+                   t.NT, in == DType::f16 ? "f16" : "bf16", acc));
+  close();
+  close();
+  close();
+}
+
+void Codegen::emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BK, DType in, const std::string& a0,
+                               const std::string& b0, const std::string& acc, int in_flight) {
+  int64_t rca = BK / 8;
+  int64_t a_row = std::min<int64_t>(rca, 8) * 16;  // bytes of a row within one column block
+  int a_mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;
+  open("");
+  std::string m0 = tmp("int", fmt::format("((tid >> 7) / {}) * {}", t.WN, t.WTM));
+  std::string n0 = tmp("int", fmt::format("((tid >> 7) % {}) * {}", t.WN, t.WTN));
+  std::string da = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + {} * {}, 16, {}, {})", a0, m0, a_row, 8 * a_row, a_mode));
+  std::string db = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + ({} >> 6) * {}, {}, 1024, 1)", b0, n0, BK * 128, BK * 128));
+  line("tt_wgmma_fence();");
+  int64_t nr = t.WTN / 2;  // accumulators of one instruction
+  const char* ty = in == DType::f16 ? "f16" : "bf16";
+  for (int64_t kk = 0; kk < BK; kk += 16) {
+    int64_t koff = rca >= 8 ? (kk / 64) * (BM * 128) + (kk % 64) * 2 : kk * 2;
+    for (int mi = 0; mi < t.MT; ++mi) {
+      int64_t aoff = mi * 64 * a_row + koff;
+      std::string regs, outs;
+      for (int64_t i = 0; i < nr; ++i) {
+        regs += fmt::format("{}%{}", i ? ", " : "", i);
+        outs += fmt::format("{}\"+f\"({}[{}])", i ? ", " : "", acc, mi * t.NT * 4 + i);
+      }
+      line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} "
+                       "{{{3}}}, %{4}, %{5}, p, 1, 1, 0, 1; }}\" : {6} : \"r\"(1), \"l\"({7} + {8}), \"l\"({9} + {10}));",
+                       nr, t.WTN, ty, regs, nr + 1, nr + 2, outs, da, aoff >> 4, db, (kk * 128) >> 4));
+    }
+  }
+  line("tt_wgmma_commit();");
+  line(fmt::format("tt_wgmma_wait<{}>();", in_flight));
+  close();
+}
+
+bool Codegen::emit_dot_mma_tiles(const ir::Op* op) {
+  auto t = mma_tiling(op);
+  const ir::Value* a = op->operand(0);
+  const ir::Value* b = op->operand(1);
+  const std::string &abuf = buffers_.at(a), &bbuf = buffers_.at(b);
+  if (!t || scratch_bufs_.count(abuf) || scratch_bufs_.count(bbuf)) return false;  // ldmatrix reads shared memory
+  int64_t K = a->type.shape[1], N = b->type.shape[1];
+  const ir::Value* res = op->result();
+  sync();  // the operand buffers are complete
+  std::string acc = declare_registers(res->type);
+  fill_registers(acc, op->operand(2));
+  auto at = [](const std::string& buf, int64_t cols) {
+    return [buf, cols](const std::string& r, const std::string& c) {
+      return fmt::format("tt_smem_u32({} + ({}) * {} + ({}))", buf, r, cols, c);
+    };
+  };
+  line(fmt::format("// dot on tensor cores: {} warps of {} x {} (mma.sync.m16n8k16)", nwarps_, t->WTM, t->WTN));
+  emit_mma_tiles(*t, K, a->type.dtype, at(abuf, K), at(bbuf, N), acc);
+  regs_[res] = acc;
+  if (!reg_planned_.count(res)) spill_registers(res);
+  return true;
+}
+
+bool Codegen::trip_computable(const ir::Value* v, const ir::Block* body, const std::vector<const ir::Value*>& carried,
+                              bool invariant) {
+  if (v->is_block_arg()) {
+    if (v->owner != body) return v->type.is_scalar();
+    return (v == body->args[0] && !invariant) || std::find(carried.begin(), carried.end(), v) != carried.end();
+  }
+  const ir::Op* d = v->def;
+  if (d->parent != body) return outer_inline(v);
+  bool pure = d->kind == OpKind::Constant || d->kind == OpKind::Arange || d->kind == OpKind::Splat ||
+              d->kind == OpKind::Broadcast || d->kind == OpKind::ExpandDims || d->kind == OpKind::Reshape ||
+              d->kind == OpKind::Permute || d->kind == OpKind::MultipleOf || d->kind == OpKind::MaxContiguous ||
+              d->kind == OpKind::ProgramId || d->kind == OpKind::NumPrograms || ir::is_elementwise(d->kind);
+  if (!pure) return false;
+  for (const ir::Value* o : d->operands)
+    if (!trip_computable(o, body, carried, invariant)) return false;
+  return true;
+}
+
+bool Codegen::outer_inline(const ir::Value* v) {
+  if (v->type.is_scalar()) return true;
+  if (v->is_block_arg() || plan_.materialized(v) || v->def->kind == OpKind::Load) return false;
+  for (const ir::Value* o : v->def->operands)
+    if (!outer_inline(o)) return false;
+  return true;
+}
+
+std::optional<Codegen::MmaLoop> Codegen::match_mma_loop(const ir::Op* loop) {
+  const ir::Block* body = loop->regions[0];
+  const ir::Op* yield = body->ops.back();
+  MmaLoop m;
+  bool have_acc = false;
+  std::vector<const ir::Value*> carried;
+  for (size_t i = 0; i < loop->results.size(); ++i) {
+    const ir::Value* arg = body->args[1 + i];
+    const ir::Op* d = yield->operands[i]->def;
+    if (!d || d->parent != body) return std::nullopt;
+    if (!have_acc && d->kind == OpKind::Dot && d->operand(2) == arg && mma_tiling(d)) {
+      m.acc = i, m.dot = d, have_acc = true;
+      continue;
+    }
+    if (arg->type.is_block() && arg->type.is_ptr() && d->kind == OpKind::AddPtr && d->operand(0) == arg &&
+        trip_computable(d->operand(1), body, {}, /*invariant=*/true) && plan_.users(loop->results[i]).empty() &&
+        outer_inline(loop->operands[3 + i])) {
+      m.pointers.push_back({i, d->operand(1)});
+      carried.push_back(arg);
+      continue;
+    }
+    return std::nullopt;
+  }
+  if (!have_acc || plan_.users(body->args[1 + m.acc]).size() != 1 || plan_.users(m.dot->result()).size() != 1)
+    return std::nullopt;
+  m.load_a = m.dot->operand(0)->def;
+  m.load_b = m.dot->operand(1)->def;
+  for (const ir::Op* ld : {m.load_a, m.load_b}) {
+    if (!ld || ld->kind != OpKind::Load || ld->parent != body || plan_.users(ld->result()).size() != 1 ||
+        !trip_computable(ld->operand(0), body, carried))
+      return std::nullopt;
+    for (size_t o = 1; o < ld->operands.size(); ++o)  // masks and `other` at any lane: no carried pointers
+      if (!trip_computable(ld->operand(o), body, {})) return std::nullopt;
+  }
+  // Nothing else happens in the body: its other ops are pure (they feed the loads or nothing).
+  for (const ir::Op* op : body->ops) {
+    if (op == yield || op == m.dot || op == m.load_a || op == m.load_b) continue;
+    if (!op->regions.empty() || op->kind == OpKind::Load || op->kind == OpKind::Dot || ir::has_side_effects(op->kind))
+      return std::nullopt;
+  }
+  return m;
+}
+
+std::unordered_map<const ir::Value*, std::string> Codegen::bind_trip(const ir::Op* loop,
+                                                                     const std::vector<const ir::Value*>& roots,
+                                                                     const std::string& iv) {
+  const ir::Block* body = loop->regions[0];
+  auto saved = scalars_;
+  scalars_[body->args[0]] = iv;
+  std::unordered_set<const ir::Value*> needed;
+  std::function<void(const ir::Value*)> need = [&](const ir::Value* v) {
+    if (v->is_block_arg() || v->def->parent != body || !needed.insert(v).second) return;
+    for (const ir::Value* o : v->def->operands) need(o);
+  };
+  for (const ir::Value* r : roots) need(r);
+  for (const ir::Op* op : body->ops)  // in program order
+    if (op->results.size() == 1 && op->result()->type.is_scalar() && needed.count(op->result()))
+      scalars_[op->result()] = tmp(ctype(op->result()->type), emit_scalar(op));
+  return saved;
+}
+
+std::string Codegen::tile_chunk(const std::string& row, const std::string& ch, int64_t R, int64_t rc) {
+  if (rc >= 8) return fmt::format("((({1}) >> 3) * {2} + ({0}) * 8 + ((({1}) & 7) ^ (({0}) & 7)))", row, ch, R * 8);
+  if (rc == 1) return fmt::format("({})", row);
+  int shift = rc == 4 ? 1 : 2;  // rc = 4: two rows per 128 bytes; rc = 2: four
+  return fmt::format("(({0}) * {1} + (({2}) ^ ((({0}) >> {3}) & {4})))", row, rc, ch, shift, rc - 1);
+}
+
+void Codegen::for_each_chunk(const TileLoad& tl,
+                             const std::function<void(const std::string&, const std::string&, const std::string&)>& fn) {
+  int64_t chunks = tl.R * tl.C / 8, rc = tl.C / 8;
+  std::string j = fresh("j");
+  line("#pragma unroll");
+  open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", j, chunks_per_thread(tl)));
+  std::string c = tmp("int", fmt::format("tid + {} * {}", j, nt_));
+  if (chunks % nt_) open(fmt::format("if ({} < {})", c, chunks));
+  fn(tmp("int", fmt::format("{} / {}", c, rc)), tmp("int", fmt::format("{} % {}", c, rc)), j);
+  if (chunks % nt_) close();
+  close();
+}
+
+Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m) {
+  TileLoad tl{ld, ld->result()->type.shape[0], ld->result()->type.shape[1], access_width(ld) >= 8, {}};
+  if (!tl.vector) return tl;
+  const ir::Block* body = loop->regions[0];
+  // The carried pointers this load's address uses: their inits at each chunk, hoisted out of the loop.
+  std::unordered_set<const ir::Value*> seen;
+  std::function<void(const ir::Value*)> walk = [&](const ir::Value* v) {
+    if (!seen.insert(v).second) return;
+    if (v->is_block_arg()) {
+      for (auto& [i, step] : m.pointers)
+        if (v == body->args[1 + i]) {
+          std::string arr = fresh("p");
+          line(fmt::format("{} {}[{}];", ctype(v->type.element()), arr, chunks_per_thread(tl)));
+          for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
+            line(fmt::format("{}[{}] = {};", arr, j, eval(loop->operands[3 + i], Index{row, ch + " * 8"})));
+          });
+          tl.hoisted.push_back({v, arr});
+        }
+      return;
+    }
+    if (v->def->parent == body)
+      for (const ir::Value* o : v->def->operands) walk(o);
+  };
+  walk(ld->operand(0));
+  return tl;
+}
+
+void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
+                             const std::string& base) {
+  const ir::Op* ld = tl.load;
+  const ir::Value* p = ld->operand(0);
+  const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
+  const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
+  std::string ct = ctype(p->type.pointee);
+  int64_t rc = tl.C / 8;
+  bool zero_other = !other || (other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
+                               other->def->attrs.fval == 0.0);
+  auto value = [&](const Index& idx, const std::string& ptr) {
+    if (!mask) return "*" + ptr;
+    return fmt::format("({}) ? *{} : {}", eval(mask, idx), ptr, other ? eval(other, idx) : ct + "{}");
+  };
+  if (!tl.vector) {
+    // Element by element (no contiguity to move 16 bytes): the carried pointers evaluated in full.
+    std::string e = fresh("e");
+    open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", e, tl.R * tl.C, nt_));
+    std::string row = tmp("int", fmt::format("{} / {}", e, tl.C)), col = tmp("int", fmt::format("{} % {}", e, tl.C));
+    Index idx{row, col};
+    for (auto& [i, step] : m.pointers)
+      affine_[loop->regions[0]->args[1 + i]] = Affine{step, eval(loop->operands[3 + i], idx), trip};
+    std::string v = tmp(ct, value(idx, eval(p, idx)));
+    line(fmt::format("tt_st_shared2({} + ({} << 4) + (({} & 7) << 1), {}.bits);", base,
+                     tile_chunk(row, col + " >> 3", tl.R, rc), col, v));
+    affine_.clear();
+    close();
+    return;
+  }
+  for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
+    for (auto& [v, arr] : tl.hoisted) {
+      for (auto& [i, step] : m.pointers)
+        if (v == loop->regions[0]->args[1 + i]) affine_[v] = Affine{step, fmt::format("{}[{}]", arr, j), trip};
+    }
+    std::string dst = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(row, ch, tl.R, rc)));
+    std::string col = tmp("int", ch + " * 8");
+    std::string ptr = tmp("const " + ct + "*", eval(p, Index{row, col}));
+    affine_.clear();
+    if (!mask) {
+      line(fmt::format("tt_cp_async16({}, {}, 16);", dst, ptr));
+      return;
+    }
+    // Each lane's mask (one when the axis info says the mask is constant over the chunk).
+    bool constant = axis_.contains(mask) && axis_.get(mask).constancy.back() >= 8;
+    std::vector<std::string> ms;
+    for (int l = 0; l < (constant ? 1 : 8); ++l)
+      ms.push_back(eval(mask, Index{row, l == 0 ? col : fmt::format("({} + {})", col, l)}));
+    std::string all = tmp("bool", fmt::format("{}", fmt::join(ms, " && ")));
+    std::string any = tmp("bool", fmt::format("{}", fmt::join(ms, " || ")));
+    open(fmt::format("if ({})", zero_other ? fmt::format("{} || !{}", all, any) : all));
+    line(fmt::format("tt_cp_async16({}, {}, {} ? 16 : 0);", dst, ptr, all));
+    close();
+    open("else");  // a chunk across the mask's edge
+    std::string v = fresh("v");
+    line(fmt::format("__align__(16) {} {}[8];", ct, v));
+    for (int l = 0; l < 8; ++l) {
+      Index idx{row, l == 0 ? col : fmt::format("({} + {})", col, l)};
+      std::string ml = constant ? ms[0] : ms[static_cast<size_t>(l)];
+      line(fmt::format("{}[{}] = ({}) ? {}[{}] : {};", v, l, ml, ptr, l, other ? eval(other, idx) : ct + "{}"));
+    }
+    line(fmt::format("tt_st_shared16({}, {});", dst, v));
+    close();
+  });
+}
+
+bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
+  const ir::Block* body = loop->regions[0];
+  const ir::Value* res = loop->results[m.acc];
+  const ir::Type& at = m.load_a->result()->type;
+  const ir::Type& bt = m.load_b->result()->type;
+  int64_t BM = at.shape[0], BK = at.shape[1], BN = bt.shape[1];
+  int64_t a_bytes = BM * BK * 2, b_bytes = BK * BN * 2;
+  int64_t off = (smem_ + 1023) / 1024 * 1024;  // the swizzle atoms are 1024-byte aligned
+  int S = std::max(1, num_stages_);
+  while (S > 1 && off + S * (a_bytes + b_bytes) > smem_budget_) --S;
+  if (off + S * (a_bytes + b_bytes) > smem_budget_) return false;
+  smem_ = off + S * (a_bytes + b_bytes);
+  const MmaTiling& t = mma_map_.at(res->type.shape);
+  int in_flight = t.wgmma && S >= 3 ? 1 : 0;
+  for (const ir::Op* ld : {m.load_a, m.load_b})
+    if (may_read_written(ld->operand(0))) sync_after_global_writes();
+  std::string acc = declare_registers(res->type);
+  fill_registers(acc, loop->operands[3 + m.acc]);
+  regs_[body->args[1 + m.acc]] = regs_[res] = acc;
+  line(fmt::format("// matmul loop on tensor cores: {} x {} x {} tiles, {} stages of cp.async, {} warps of {} x {}", BM,
+                   BN, BK, S, nwarps_, t.WTM, t.WTN));
+  open("");
+  std::string sa = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", off));
+  std::string sb = tmp("uint32_t", fmt::format("{} + {}", sa, S * a_bytes));
+  std::string ivt = ctype(loop->operand(0)->type);
+  std::string lb = scalar(loop->operand(0)), ub = scalar(loop->operand(1)), st = scalar(loop->operand(2));
+  // (A step <= 0 runs no trip here; the generic loop would not end.)
+  std::string trips = tmp("int", fmt::format("{0} < {1} && {2} > 0 ? (int)(((int64_t){1} - (int64_t){0} + (int64_t){2} - 1) / (int64_t){2}) : 0",
+                                             lb, ub, st));
+  // Inside `if`: without it NVVM merges the no-trip path's accumulators with the loop's exit,
+  // and ptxas then serialises the wgmma kept in flight across trips (C7514).
+  open(fmt::format("if ({} > 0)", trips));
+  TileLoad ta = plan_tile_load(m.load_a, loop, m), tb = plan_tile_load(m.load_b, loop, m);
+  std::vector<const ir::Value*> roots;
+  for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
+  for (auto& [i, step] : m.pointers) roots.push_back(step);
+  auto issue = [&](const std::string& trip, const std::string& slot) {
+    open("");
+    auto saved = bind_trip(loop, roots, fmt::format("({})((int64_t){} + (int64_t)({}) * (int64_t){})", ivt, lb, trip, st));
+    emit_tile_load(ta, loop, m, trip, fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
+    emit_tile_load(tb, loop, m, trip, fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
+    scalars_ = std::move(saved);
+    close();
+  };
+  auto compute = [&](const std::string& slot) {
+    std::string a0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
+    std::string b0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
+    auto tile = [](const std::string& base, int64_t R, int64_t rc) {
+      return [base, R, rc](const std::string& r, const std::string& c) {
+        return fmt::format("{} + ({} << 4)", base, tile_chunk(r, "(" + c + ") >> 3", R, rc));
+      };
+    };
+    if (t.wgmma) emit_wgmma_tiles(t, BM, BK, at.dtype, a0, b0, acc, in_flight);
+    else emit_mma_tiles(t, BK, at.dtype, tile(a0, BM, BK / 8), tile(b0, BK, BN / 8), acc);
+  };
+  std::string trip = fresh("trip");
+  if (S == 1) {
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
+    issue(trip, "0");
+    line("tt_cp_async_commit();");
+    line("tt_cp_async_wait<0>();");
+    if (t.wgmma) line("tt_fence_async_shared();");
+    line("__syncthreads();");
+    compute("0");
+    line("__syncthreads();  // the next trip overwrites the tiles");
+    close();
+  } else {
+    // S - 1 trips of tiles in flight while a trip computes. With wgmma and 3+ stages the trip's
+    // wgmma group also stays in flight until the next trip's: the slot refilled after it (the
+    // previous trip's) is free once every warpgroup has retired that group (a second barrier).
+    const int ahead = S - 1;
+    std::string s = fresh("s");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, ahead));
+    open(fmt::format("if ({} < {})", s, trips));
+    issue(s, s);
+    close();
+    line("tt_cp_async_commit();  // one group per trip, empty past the end");
+    close();
+    std::string rd = fresh("rd"), wr = fresh("wr");
+    line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
+    line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", ahead - 1));
+    if (t.wgmma) line("tt_fence_async_shared();");
+    line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
+    if (in_flight) {
+      compute(rd);
+      line("__syncthreads();  // every warpgroup retired the previous trip's wgmma");
+    }
+    open(fmt::format("if ({} + {} < {})", trip, ahead, trips));
+    issue(fmt::format("{} + {}", trip, ahead), wr);
+    close();
+    line("tt_cp_async_commit();");
+    if (!in_flight) compute(rd);
+    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
+    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
+    close();
+    if (in_flight) line("tt_wgmma_wait<0>();");
+    line("tt_cp_async_wait<0>();");
+  }
+  close();  // if (trips > 0)
+  close();
+  ++shared_writes_;
+  synced_ = false;
+  if (reg_spill_.count(res)) spill_registers(res);
+  return true;
+}
+
+bool Codegen::emit_dot_mma(const ir::Op* op, const std::string& abuf, const std::string& bbuf, const std::string& out) {
+  const ir::Value* a = op->operand(0);
+  const ir::Value* bm = op->operand(1);
+  const ir::Value* c = op->operand(2);
+  const ir::Type& rt = op->result()->type;
+  DType in = a->type.dtype;
+  if (cc_ < 80 || rt.dtype != DType::f32 || bm->type.dtype != in || (in != DType::f16 && in != DType::bf16)) return false;
+  int64_t M = rt.shape[0], N = rt.shape[1], K = a->type.shape[1];
+  if (M % 16 || N % 8 || K % 16) return false;
+  const char* kind = in == DType::f16 ? "f16" : "bf16";
+  line(fmt::format("// dot on tensor cores: mma.sync.m16n8k16 {} -> f32, {} tiles of 16 x 8 over {} warps", kind,
+                   (M / 16) * (N / 8), nwarps_));
+  open("");
+  line("const int tt_g = (tid & 31) >> 2, tt_q = tid & 3;");
+  std::string t = fresh("tile");
+  open(fmt::format("for (int {0} = tid >> 5; {0} < {1}; {0} += {2})", t, (M / 16) * (N / 8), nwarps_));
+  std::string m0 = tmp("int", fmt::format("({} / {}) * 16", t, N / 8));
+  std::string n0 = tmp("int", fmt::format("({} % {}) * 8", t, N / 8));
+  std::string r0 = tmp("int", m0 + " + tt_g"), r1 = tmp("int", m0 + " + tt_g + 8");
+  std::string c0 = tmp("int", n0 + " + 2 * tt_q"), c1 = tmp("int", n0 + " + 2 * tt_q + 1");
+  std::string acc = fresh("acc");
+  auto at = [&](const std::string& r, const std::string& col) { return cast(eval(c, Index{r, col}), c->type.dtype, DType::f32); };
+  line(fmt::format("float {}[4] = {{{}, {}, {}, {}}};", acc, at(r0, c0), at(r0, c1), at(r1, c0), at(r1, c1)));
+  std::string k0 = fresh("k");
+  open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 16)", k0, K));
+  // Two 16-bit elements in one register: the lower index in the low half.
+  auto pair = [&](const std::string& buf, const std::string& i0, const std::string& i1) {
+    return fmt::format("((uint32_t){0}[{1}].bits | ((uint32_t){0}[{2}].bits << 16))", buf, i0, i1);
+  };
+  auto A = [&](const std::string& r, const std::string& col) { return fmt::format("({}) * {} + {}", r, K, col); };
+  auto B = [&](const std::string& k, const std::string& n) { return fmt::format("({}) * {} + {}", k, N, n); };
+  std::string ka = k0 + " + 2 * tt_q", kb = k0 + " + 2 * tt_q + 1", kc = k0 + " + 2 * tt_q + 8", kd = k0 + " + 2 * tt_q + 9";
+  std::string bn = n0 + " + tt_g";
+  std::vector<std::string> fr = {
+      tmp("uint32_t", pair(abuf, A(r0, ka), A(r0, kb))), tmp("uint32_t", pair(abuf, A(r1, ka), A(r1, kb))),
+      tmp("uint32_t", pair(abuf, A(r0, kc), A(r0, kd))), tmp("uint32_t", pair(abuf, A(r1, kc), A(r1, kd))),
+      tmp("uint32_t", pair(bbuf, B(ka, bn), B(kb, bn))), tmp("uint32_t", pair(bbuf, B(kc, bn), B(kd, bn)))};
+  line(fmt::format("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{%0, %1, %2, %3}}, "
+                   "{{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\" : \"+f\"({1}[0]), \"+f\"({1}[1]), "
+                   "\"+f\"({1}[2]), \"+f\"({1}[3]) : \"r\"({2}), \"r\"({3}), \"r\"({4}), \"r\"({5}), \"r\"({6}), "
+                   "\"r\"({7}));",
+                   kind, acc, fr[0], fr[1], fr[2], fr[3], fr[4], fr[5]));
+  close();
+  line(fmt::format("{}[({}) * {} + {}] = {}[0];", out, r0, N, c0, acc));
+  line(fmt::format("{}[({}) * {} + {}] = {}[1];", out, r0, N, c1, acc));
+  line(fmt::format("{}[({}) * {} + {}] = {}[2];", out, r1, N, c0, acc));
+  line(fmt::format("{}[({}) * {} + {}] = {}[3];", out, r1, N, c1, acc));
+  close();
+  close();
+  return true;
+}
+
+void Codegen::emit_dot(const ir::Op* op) {
+  if (emit_dot_mma_tiles(op)) return;
+  // The accumulator is read at other elements than its own below: a register value needs its buffer.
+  if (const ir::Value* c = op->operand(2); regs_.count(c) && !buffers_.count(c)) spill_registers(c);
+  ++shared_writes_;
+  const ir::Value* a = op->operand(0);
+  const ir::Value* bm = op->operand(1);
+  const ir::Value* c = op->operand(2);
+  const ir::Type& rt = op->result()->type;
+  if (rt.rank() != 2) fail(op->loc, "the CUDA backend supports dot on 2-D blocks only (got {})", rt.str());
+  int64_t K = a->type.shape[1], N = rt.shape[1];
+  std::string out = buffers_[op->result()] = alloc_buffer(rt);
+  std::string abuf = buffers_.at(a), bbuf = buffers_.at(bm);
+  DType acc_t = rt.dtype;
+  DType compute = is_float(acc_t) ? (acc_t == DType::f64 ? DType::f64 : DType::f32) : DType::i32;
+  if (is_int(acc_t) && dtype_bits(acc_t) == 64) compute = DType::i64;
+  sync();
+  // A result planned as registers (the fragment mapping) is read from the buffer into them.
+  auto to_registers = [&] {
+    if (!reg_planned_.count(op->result())) return;
+    std::string array = declare_registers(rt);
+    fill_registers(array, op->result());
+    regs_[op->result()] = array;
+  };
+  if (emit_dot_mma(op, abuf, bbuf, out)) {
+    sync();
+    to_registers();
+    return;
+  }
+  // Each thread computes its output elements from the operands in shared memory.
+  thread_loop(rt.shape, 1, nullptr, [&](const Index& idx) {
+    std::string acc = fresh("acc");
+    line(fmt::format("{} {} = {};", ctype(compute), acc, cast(eval(c, idx), acc_t, compute)));
+    std::string k = fresh("k");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, K));
+    std::string av = cast(fmt::format("{}[({}) * {} + {}]", abuf, idx[0], K, k), a->type.dtype, compute);
+    std::string bv = cast(fmt::format("{}[{} * {} + {}]", bbuf, k, N, idx[1]), bm->type.dtype, compute);
+    if (compute == DType::f32) line(fmt::format("{0} = fmaf({1}, {2}, {0});", acc, av, bv));
+    else if (compute == DType::f64) line(fmt::format("{0} = fma({1}, {2}, {0});", acc, av, bv));
+    else line(fmt::format("{0} = ({1})({0} + {2} * {3});", acc, ctype(compute), av, bv));
+    close();
+    line(fmt::format("{}[{}] = {};", out, flatten(idx, rt.shape), cast(acc, compute, acc_t)));
+  }, nullptr);
+  sync();
+  to_registers();
+}
+
+}  // namespace tritium::jit::cuda::detail
