@@ -107,7 +107,9 @@ int block_for(int64_t size, int cap) {
 // (Zen 5), against ~150 with 64 x 64 x 32: the accumulator tile is read and written once per K
 // step and each element of A and B is loaded fewer times (`tritium-bench --matmul`,
 // docs/tensors.md). Tiles shrink back to 64 while there are fewer programs than threads. CUDA
-// keeps 64 x 64 x 32 (its dot is not on tensor cores yet).
+// keeps 64 x 64 x 32: f16/bf16 run there on tensor cores through the matmul-loop lowering
+// (docs/cuda-backend.md), but larger tiles per shape (tutorial 03's autotuner picks 128 x 256 x 64
+// on 8 warps from 2048^3) are not chosen here yet, and f32 stays on FMA (no tf32 yet).
 Blocks pick_blocks(int64_t M, int64_t N, int64_t K, int64_t nbatch, const Device& device) {
   const int k = pow2_at_least(K, 16, 32);
   if (!device.is_cpu()) return {pow2_at_least(M, 16, 64), pow2_at_least(N, 16, 64), k, 8};
