@@ -408,6 +408,9 @@ class Codegen {
   // memory (row-major), the accumulator a register array in the fragment mapping.
   bool emit_dot_mma_tiles(const ir::Op* op);
 
+  // Whether evaluating v at an element reads a register value (or a block argument).
+  bool reads_registers(const ir::Value* v);
+
   // Scalars and inline values of a loop body computable for any trip from the induction
   // variable (unless `invariant`), the carried pointers `carried` and inline values from before
   // the loop.

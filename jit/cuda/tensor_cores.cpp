@@ -18,6 +18,9 @@ bool Codegen::store_through_shared(const ir::Op* op) {
   int V = static_cast<int>(16 / esz);
   if (access_width(op) < V || s[1] % V) return false;
   if (mask && !(axis_.contains(mask) && axis_.get(mask).constancy.back() >= V)) return false;
+  // The row-chunk loop evaluates the pointer and mask at elements other threads own in the
+  // fragment mapping: no register value may feed them (e.g. a mask computed from C itself).
+  if (reads_registers(p) || (mask && reads_registers(mask))) return false;
   int64_t stride = s[1] + V;
   if (smem_ + s[0] * stride * esz > smem_budget_) return false;
   std::string ct = ctype(d);
@@ -170,6 +173,14 @@ bool Codegen::trip_computable(const ir::Value* v, const ir::Block* body, const s
   for (const ir::Value* o : d->operands)
     if (!trip_computable(o, body, carried, invariant)) return false;
   return true;
+}
+
+bool Codegen::reads_registers(const ir::Value* v) {
+  if (v->type.is_scalar() || buffers_.count(v)) return false;
+  if (regs_.count(v) || reg_planned_.count(v) || !v->def) return true;
+  for (const ir::Value* o : v->def->operands)
+    if (reads_registers(o)) return true;
+  return false;
 }
 
 bool Codegen::outer_inline(const ir::Value* v) {
