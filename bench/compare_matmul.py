@@ -7,7 +7,7 @@ input dtype). TFLOP/s = 2 * M * N * K / time.
 
   Tritium  the tutorial's own table: `03-matrix-multiplication --bench --backend cuda` (its
            autotuner over Triton's get_cuda_autotune_config(), tritium::do_bench median).
-  Triton   the tutorial's kernel, written out below with the same @triton.autotune configs and
+  Triton   the tutorial's kernel (bench/triton_kernels.py) with the same @triton.autotune configs and
            key, through the tutorial's matmul() wrapper; triton.testing.do_bench median.
   cuBLAS   torch.matmul(a, b), same timer.
 
@@ -27,7 +27,8 @@ import sys
 
 import torch
 import triton
-import triton.language as tl
+
+from triton_kernels import get_cuda_autotune_config, matmul_kernel as tutorial_matmul_kernel
 
 BINARY = "03-matrix-multiplication"
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -35,59 +36,7 @@ DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
 # ---- Triton's tutorial kernel (python/tutorials/03-matrix-multiplication.py, Triton 3.6) ----------
 
-def get_cuda_autotune_config():
-    c = lambda bm, bn, bk, stages, warps: triton.Config(
-        {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8},
-        num_stages=stages, num_warps=warps)
-    return [
-        c(128, 256, 64, 3, 8), c(64, 256, 32, 4, 4), c(128, 128, 32, 4, 4), c(128, 64, 32, 4, 4),
-        c(64, 128, 32, 4, 4), c(128, 32, 32, 4, 4), c(64, 32, 32, 5, 2), c(32, 64, 32, 5, 2),
-        # Good config for fp8 inputs.
-        c(128, 256, 128, 3, 8), c(256, 128, 128, 3, 8), c(256, 64, 128, 4, 4), c(64, 256, 128, 4, 4),
-        c(128, 128, 128, 4, 4), c(128, 64, 64, 4, 4), c(64, 128, 64, 4, 4), c(128, 32, 64, 4, 4),
-    ]
-
-
-@triton.autotune(configs=get_cuda_autotune_config(), key=["M", "N", "K"])
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        accumulator = tl.dot(a, b, accumulator)
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-    if ACTIVATION == "leaky_relu":
-        accumulator = leaky_relu(accumulator)
-    c = accumulator.to(tl.float16)
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
-
-
-@triton.jit
-def leaky_relu(x):
-    return tl.where(x >= 0, x, 0.01 * x)
-
+matmul_kernel = triton.autotune(configs=get_cuda_autotune_config(), key=["M", "N", "K"])(tutorial_matmul_kernel)
 
 def triton_matmul(a, b, activation=""):
     assert a.shape[1] == b.shape[0], "Incompatible dimensions"

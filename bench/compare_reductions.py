@@ -8,7 +8,7 @@ Workloads (as issue 6 counts them):
   seeded dropout f32, 2^24 elements: GB/s = 2 * n * 4; and Triton's tl.rand bits for seeds 123
   and -7 over 1000003 offsets against Tritium's (a fingerprint the tutorial prints).
 Tritium's figures come from the tutorials' `--bench --backend cuda` tables; Triton's kernels
-below follow Triton's tutorials and are timed with triton.testing.do_bench (median), as is
+(bench/triton_kernels.py) follow Triton's tutorials and are timed with triton.testing.do_bench (median), as is
 PyTorch.
 
     python3 bench/compare_reductions.py --bin DIR   (DIR holds 02-fused-softmax, 04-..., 05-...)
@@ -21,22 +21,8 @@ import sys
 
 import torch
 import triton
-import triton.language as tl
 
-
-# ---- Triton kernels (after Triton's tutorials) ---------------------------------------------------
-
-@triton.jit
-def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols, BLOCK: tl.constexpr,
-                   STAGES: tl.constexpr):
-    start = tl.program_id(0)
-    step = tl.num_programs(0)
-    for row in tl.range(start, n_rows, step, num_stages=STAGES):
-        cols = tl.arange(0, BLOCK)
-        x = tl.load(in_ptr + row * in_stride + cols, mask=cols < n_cols, other=-float("inf"))
-        x = x - tl.max(x, axis=0)
-        num = tl.exp(x)
-        tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
+from triton_kernels import ln_bwd_dwdb, ln_bwd_dx, ln_fwd, rand_kernel, seeded_dropout_kernel, softmax_kernel
 
 
 def triton_softmax(x):
@@ -54,104 +40,6 @@ def triton_softmax(x):
     occupancy = min(occupancy, (228 * 1024) // max(1, kernel.metadata.shared))
     programs = min(props.multi_processor_count * occupancy, M)
     return lambda: kernel[(programs, 1, 1)](y, x, x.stride(0), y.stride(0), M, N, BLOCK, 4), y
-
-
-@triton.jit
-def seeded_dropout_kernel(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    keep = tl.rand(seed, offs) > p
-    tl.store(out_ptr + offs, tl.where(keep, x / (1 - p), 0.0), mask=mask)
-
-
-@triton.jit
-def rand_kernel(out_ptr, n, seed, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, tl.rand(seed, offs), mask=offs < n)
-
-
-@triton.jit
-def ln_fwd(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    Y += row * stride
-    X += row * stride
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        acc += tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-    mean = tl.sum(acc, axis=0) / N
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-        d = tl.where(cols < N, x - mean, 0.)
-        acc += d * d
-    rstd = 1 / tl.sqrt(tl.sum(acc, axis=0) / N + eps)
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        m = cols < N
-        w = tl.load(W + cols, mask=m)
-        b = tl.load(B + cols, mask=m)
-        x = tl.load(X + cols, mask=m, other=0.).to(tl.float32)
-        tl.store(Y + cols, (x - mean) * rstd * w + b, mask=m)
-
-
-@triton.jit
-def ln_bwd_dx(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N, GROUP: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    m = cols < N
-    X += row * stride
-    DY += row * stride
-    DX += row * stride
-    lock_id = row % GROUP
-    Lock += lock_id
-    Count = Lock + GROUP
-    DW = DW + lock_id * N + cols
-    DB = DB + lock_id * N + cols
-    x = tl.load(X + cols, mask=m, other=0).to(tl.float32)
-    dy = tl.load(DY + cols, mask=m, other=0).to(tl.float32)
-    w = tl.load(W + cols, mask=m).to(tl.float32)
-    mean = tl.load(Mean + row)
-    rstd = tl.load(Rstd + row)
-    xhat = tl.where(m, (x - mean) * rstd, 0.)
-    wdy = tl.where(m, w * dy, 0.)
-    c1 = tl.sum(xhat * wdy, axis=0) / N
-    c2 = tl.sum(wdy, axis=0) / N
-    tl.store(DX + cols, (wdy - (xhat * c1 + c2)) * rstd, mask=m)
-    pdw = (dy * xhat).to(w.dtype)
-    pdb = dy.to(w.dtype)
-    while tl.atomic_cas(Lock, 0, 1) == 1:
-        pass
-    count = tl.load(Count)
-    if count == 0:
-        tl.atomic_xchg(Count, 1)
-    else:
-        pdw += tl.load(DW, mask=m)
-        pdb += tl.load(DB, mask=m)
-    tl.store(DW, pdw, mask=m)
-    tl.store(DB, pdb, mask=m)
-    tl.debug_barrier()
-    tl.atomic_xchg(Lock, 0)
-
-
-@triton.jit
-def ln_bwd_dwdb(DW, DB, FINAL_DW, FINAL_DB, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    pid = tl.program_id(0)
-    cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    dw = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    db = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i in range(0, M, BLOCK_M):
-        rows = i + tl.arange(0, BLOCK_M)
-        m = (rows[:, None] < M) & (cols[None, :] < N)
-        offs = rows[:, None] * N + cols[None, :]
-        dw += tl.load(DW + offs, mask=m, other=0.)
-        db += tl.load(DB + offs, mask=m, other=0.)
-    tl.store(FINAL_DW + cols, tl.sum(dw, axis=0), mask=cols < N)
-    tl.store(FINAL_DB + cols, tl.sum(db, axis=0), mask=cols < N)
 
 
 def triton_ln_forward(x, w, b, eps=1e-5):

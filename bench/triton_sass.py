@@ -4,7 +4,7 @@
 For each tutorial kernel and launch configuration (the ones Triton's tutorials use on an H100,
 sm_90a) this script
 
-  * compiles Triton's kernel (copied below from Triton 3.6's tutorials) with
+  * compiles Triton's kernel (bench/triton_kernels.py, the ones the comparison scripts time) with
     triton.compile(ASTSource(...), target=GPUTarget("cuda", 90, 32)), specialised the way the
     Triton runtime would (16-byte aligned pointers and integers that are multiples of 16 marked
     tt.divisibility=16, integers equal to 1 turned into constexprs);
@@ -51,186 +51,14 @@ CUDA = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 H100_SMEM_OPTIN = 232448  # cudaDevAttrMaxSharedMemoryPerBlockOptin on H100 (227 KB)
 
 # ------------------------------------------------------------------------------------------------
-# Triton's tutorial kernels (python/tutorials/0{2,3,4,5}-*.py of Triton 3.6), unchanged.
+# Triton's tutorial kernels: bench/triton_kernels.py.
 # ------------------------------------------------------------------------------------------------
 
 try:
     import triton
-    import triton.language as tl
+    import triton_kernels  # the kernels the comparison scripts time (bench/triton_kernels.py)
 except ImportError:  # --skip-triton still works without it
     triton = None
-
-if triton is not None:
-
-    @triton.jit
-    def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                       BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
-        row_start = tl.program_id(0)
-        row_step = tl.num_programs(0)
-        for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
-            row_start_ptr = input_ptr + row_idx * input_row_stride
-            col_offsets = tl.arange(0, BLOCK_SIZE)
-            input_ptrs = row_start_ptr + col_offsets
-            mask = col_offsets < n_cols
-            row = tl.load(input_ptrs, mask=mask, other=-float('inf'))
-            row_minus_max = row - tl.max(row, axis=0)
-            numerator = tl.exp(row_minus_max)
-            denominator = tl.sum(numerator, axis=0)
-            softmax_output = numerator / denominator
-            output_row_start_ptr = output_ptr + row_idx * output_row_stride
-            output_ptrs = output_row_start_ptr + col_offsets
-            tl.store(output_ptrs, softmax_output, mask=mask)
-
-    @triton.jit
-    def leaky_relu(x):
-        return tl.where(x >= 0, x, 0.01 * x)
-
-    @triton.jit
-    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                      stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
-                      BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
-        pid = tl.program_id(axis=0)
-        num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-        num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-        num_pid_in_group = GROUP_SIZE_M * num_pid_n
-        group_id = pid // num_pid_in_group
-        first_pid_m = group_id * GROUP_SIZE_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-        pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-        pid_n = (pid % num_pid_in_group) // group_size_m
-        tl.assume(pid_m >= 0)
-        tl.assume(pid_n >= 0)
-        tl.assume(stride_am > 0)
-        tl.assume(stride_ak > 0)
-        tl.assume(stride_bn > 0)
-        tl.assume(stride_bk > 0)
-        tl.assume(stride_cm > 0)
-        tl.assume(stride_cn > 0)
-        offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-        offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-        offs_k = tl.arange(0, BLOCK_SIZE_K)
-        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-        b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-            accumulator = tl.dot(a, b, accumulator)
-            a_ptrs += BLOCK_SIZE_K * stride_ak
-            b_ptrs += BLOCK_SIZE_K * stride_bk
-        if ACTIVATION == "leaky_relu":
-            accumulator = leaky_relu(accumulator)
-        c = accumulator.to(tl.float16)
-        offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-        offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-        tl.store(c_ptrs, c, mask=c_mask)
-
-    @triton.jit
-    def _seeded_dropout(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
-        pid = tl.program_id(axis=0)
-        block_start = pid * BLOCK_SIZE
-        offsets = block_start + tl.arange(0, BLOCK_SIZE)
-        mask = offsets < n_elements
-        x = tl.load(x_ptr + offsets, mask=mask)
-        random = tl.rand(seed, offsets)
-        x_keep = random > p
-        output = tl.where(x_keep, x / (1 - p), 0.0)
-        tl.store(output_ptr + offsets, output, mask=mask)
-
-    @triton.jit
-    def _layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
-        row = tl.program_id(0)
-        Y += row * stride
-        X += row * stride
-        mean = 0
-        _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-        for off in range(0, N, BLOCK_SIZE):
-            cols = off + tl.arange(0, BLOCK_SIZE)
-            a = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-            _mean += a
-        mean = tl.sum(_mean, axis=0) / N
-        _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-        for off in range(0, N, BLOCK_SIZE):
-            cols = off + tl.arange(0, BLOCK_SIZE)
-            x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-            x = tl.where(cols < N, x - mean, 0.)
-            _var += x * x
-        var = tl.sum(_var, axis=0) / N
-        rstd = 1 / tl.sqrt(var + eps)
-        tl.store(Mean + row, mean)
-        tl.store(Rstd + row, rstd)
-        for off in range(0, N, BLOCK_SIZE):
-            cols = off + tl.arange(0, BLOCK_SIZE)
-            mask = cols < N
-            w = tl.load(W + cols, mask=mask)
-            b = tl.load(B + cols, mask=mask)
-            x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
-            x_hat = (x - mean) * rstd
-            y = x_hat * w + b
-            tl.store(Y + cols, y, mask=mask)
-
-    @triton.jit
-    def _layer_norm_bwd_dx_fused(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N,
-                                 GROUP_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
-        row = tl.program_id(0)
-        cols = tl.arange(0, BLOCK_SIZE_N)
-        mask = cols < N
-        X += row * stride
-        DY += row * stride
-        DX += row * stride
-        lock_id = row % GROUP_SIZE_M
-        Lock += lock_id
-        Count = Lock + GROUP_SIZE_M
-        DW = DW + lock_id * N + cols
-        DB = DB + lock_id * N + cols
-        x = tl.load(X + cols, mask=mask, other=0).to(tl.float32)
-        dy = tl.load(DY + cols, mask=mask, other=0).to(tl.float32)
-        w = tl.load(W + cols, mask=mask).to(tl.float32)
-        mean = tl.load(Mean + row)
-        rstd = tl.load(Rstd + row)
-        xhat = (x - mean) * rstd
-        wdy = w * dy
-        xhat = tl.where(mask, xhat, 0.)
-        wdy = tl.where(mask, wdy, 0.)
-        c1 = tl.sum(xhat * wdy, axis=0) / N
-        c2 = tl.sum(wdy, axis=0) / N
-        dx = (wdy - (xhat * c1 + c2)) * rstd
-        tl.store(DX + cols, dx, mask=mask)
-        partial_dw = (dy * xhat).to(w.dtype)
-        partial_db = (dy).to(w.dtype)
-        while tl.atomic_cas(Lock, 0, 1) == 1:
-            pass
-        count = tl.load(Count)
-        if count == 0:
-            tl.atomic_xchg(Count, 1)
-        else:
-            partial_dw += tl.load(DW, mask=mask)
-            partial_db += tl.load(DB, mask=mask)
-        tl.store(DW, partial_dw, mask=mask)
-        tl.store(DB, partial_db, mask=mask)
-        tl.debug_barrier()
-        tl.atomic_xchg(Lock, 0)
-
-    @triton.jit
-    def _layer_norm_bwd_dwdb(DW, DB, FINAL_DW, FINAL_DB, M, N, BLOCK_SIZE_M: tl.constexpr,
-                             BLOCK_SIZE_N: tl.constexpr):
-        pid = tl.program_id(0)
-        cols = pid * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-        dw = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-        db = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-        for i in range(0, M, BLOCK_SIZE_M):
-            rows = i + tl.arange(0, BLOCK_SIZE_M)
-            mask = (rows[:, None] < M) & (cols[None, :] < N)
-            offs = rows[:, None] * N + cols[None, :]
-            dw += tl.load(DW + offs, mask=mask, other=0.)
-            db += tl.load(DB + offs, mask=mask, other=0.)
-        sum_dw = tl.sum(dw, axis=0)
-        sum_db = tl.sum(db, axis=0)
-        tl.store(FINAL_DW + cols, sum_dw, mask=cols < N)
-        tl.store(FINAL_DB + cols, sum_db, mask=cols < N)
-
 
 # ------------------------------------------------------------------------------------------------
 # The cases: one kernel, its run-time arguments, its launch options, on both sides.
@@ -277,9 +105,9 @@ def make_cases():
         B = next_pow2(N)
         stages = 4 if H100_SMEM_OPTIN > 200000 else 2
         # Tritium's tutorial launches with Options{.num_warps = 8} (num_stages left at 3).
-        args = [("output_ptr", "*fp32", 0), ("input_ptr", "*fp32", 1), ("input_row_stride", "i32", N),
-                ("output_row_stride", "i32", N), ("n_rows", "i32", M_ROWS), ("n_cols", "i32", N),
-                ("BLOCK_SIZE", "constexpr", B), ("num_stages", "constexpr", stages)]
+        args = [("out_ptr", "*fp32", 0), ("in_ptr", "*fp32", 1), ("in_stride", "i32", N), ("out_stride", "i32", N),
+                ("n_rows", "i32", M_ROWS), ("n_cols", "i32", N), ("BLOCK", "constexpr", B),
+                ("STAGES", "constexpr", stages)]
         cases.append(Case(f"softmax_{N}", "softmax_kernel", "02-fused-softmax.cpp", "softmax_kernel", args, 8, stages,
                           N, "per row (one trip of the persistent loop)", tritium_args=args[:-1]))
     for (bm, bn, bk, st, nw) in ((128, 256, 64, 3, 8), (128, 128, 32, 4, 4)):
@@ -294,29 +122,28 @@ def make_cases():
                           args, nw, st, bm * bn, "per output element, one K step (loop body counted once)",
                           tritium_num_stages=st, tritium_args=targs))
     n = 1 << 24
-    args = [("x_ptr", "*fp32", 0), ("output_ptr", "*fp32", 1), ("n_elements", "i32", n), ("p", "fp32", 0.5),
-            ("seed", "i32", 123), ("BLOCK_SIZE", "constexpr", 1024)]
-    cases.append(Case("dropout", "_seeded_dropout", "04-low-memory-dropout.cpp", "_seeded_dropout", args, 4, 3, 1024))
+    args = [("x_ptr", "*fp32", 0), ("out_ptr", "*fp32", 1), ("n", "i32", n), ("p", "fp32", 0.5),
+            ("seed", "i32", 123), ("BLOCK", "constexpr", 1024)]
+    cases.append(Case("dropout", "seeded_dropout_kernel", "04-low-memory-dropout.cpp", "_seeded_dropout", args, 4, 3, 1024))
     for N in (1024, 4096, 8192):
         B, nw = ln_launch(N)
         args = [("X", "*fp16", 0), ("Y", "*fp16", 1), ("W", "*fp16", 2), ("B", "*fp16", 3), ("Mean", "*fp32", 4),
                 ("Rstd", "*fp32", 5), ("stride", "i32", N), ("N", "i32", N), ("eps", "fp32", 1e-5),
-                ("BLOCK_SIZE", "constexpr", B)]
-        cases.append(Case(f"ln_fwd_{N}", "_layer_norm_fwd_fused", "05-layer-norm.cpp", "_layer_norm_fwd_fused", args,
+                ("BLOCK", "constexpr", B)]
+        cases.append(Case(f"ln_fwd_{N}", "ln_fwd", "05-layer-norm.cpp", "_layer_norm_fwd_fused", args,
                           nw, 3, N, "per row"))
     for N in (4096, 8192):
         B, nw = ln_launch(N)
         G = group_size_m(N)
         args = [("DX", "*fp16", 0), ("DY", "*fp16", 1), ("DW", "*fp16", 2), ("DB", "*fp16", 3), ("X", "*fp16", 4),
                 ("W", "*fp16", 5), ("Mean", "*fp32", 6), ("Rstd", "*fp32", 7), ("Lock", "*i32", 8),
-                ("stride", "i32", N), ("N", "i32", N), ("GROUP_SIZE_M", "constexpr", G),
-                ("BLOCK_SIZE_N", "constexpr", B)]
-        cases.append(Case(f"ln_dx_{N}", "_layer_norm_bwd_dx_fused", "05-layer-norm.cpp", "_layer_norm_bwd_dx_fused",
+                ("stride", "i32", N), ("N", "i32", N), ("GROUP", "constexpr", G), ("BLOCK", "constexpr", B)]
+        cases.append(Case(f"ln_dx_{N}", "ln_bwd_dx", "05-layer-norm.cpp", "_layer_norm_bwd_dx_fused",
                           args, nw, 3, N, "per row"))
         args = [("DW", "*fp16", 0), ("DB", "*fp16", 1), ("FINAL_DW", "*fp16", 2), ("FINAL_DB", "*fp16", 3),
-                ("M", "i32", min(G, M_ROWS)), ("N", "i32", N), ("BLOCK_SIZE_M", "constexpr", 32),
-                ("BLOCK_SIZE_N", "constexpr", 128)]
-        cases.append(Case(f"ln_dwdb_{N}", "_layer_norm_bwd_dwdb", "05-layer-norm.cpp", "_layer_norm_bwd_dwdb", args,
+                ("M", "i32", min(G, M_ROWS)), ("N", "i32", N), ("BLOCK_M", "constexpr", 32),
+                ("BLOCK_N", "constexpr", 128)]
+        cases.append(Case(f"ln_dwdb_{N}", "ln_bwd_dwdb", "05-layer-norm.cpp", "_layer_norm_bwd_dwdb", args,
                           4, 3, 32 * 128, "per (row, column) of one 32x128 step (loop body counted once)"))
     return cases
 
@@ -404,7 +231,7 @@ def parse_ptxas(log):
 
 def compile_triton(case, d, ptxas_path):
     from triton.backends.compiler import GPUTarget
-    fn = globals()[case.triton_fn]
+    fn = getattr(triton_kernels, case.triton_fn)
     sig, constexprs, attrs = {}, {}, {}
     for i, (name, kind, v) in enumerate(case.args):
         if kind == "constexpr" or (kind == "i32" and v == 1):  # Triton specialises 1 as a constexpr
