@@ -408,6 +408,10 @@ class Codegen {
   // memory (row-major), the accumulator a register array in the fragment mapping.
   bool emit_dot_mma_tiles(const ir::Op* op);
 
+  // Whether check holds for v and everything its inline computation reads; check(x): 1 holds
+  // (stop there), 0 fails, -1 look at x's operands. Each value is visited once (kernels share
+  // subexpressions, e.g. Philox rounds: a plain recursion would be exponential).
+  bool all_inputs(const ir::Value* v, const std::function<int(const ir::Value*)>& check);
   // Whether evaluating v at an element reads a register value (or a block argument).
   bool reads_registers(const ir::Value* v);
 
@@ -458,14 +462,7 @@ class Codegen {
   // multistage mainloop). False when the buffers do not fit: the loop is then emitted as any other.
   bool emit_mma_loop(const ir::Op* loop, const MmaLoop& m);
 
-  // Tensor cores without the warp tiling (shapes the warps cannot split, operands in the global
-  // scratch): f16 or bf16 operands, f32 accumulation, M % 16, N % 8, K % 16 = 0.
-  // Each warp computes 16 x 8 tiles of the output with mma.sync.m16n8k16, reading its fragments
-  // from the operand buffers (row-major [M, K] and [K, N]) and the accumulator at the fragment's
-  // elements (PTX ISA, "Matrix fragments for mma.m16n8k16": lane = 4 * g + q holds rows g and
-  // g + 8, columns 2q, 2q + 1 (+ 8 for A's second half; B's k rows likewise)).
-  bool emit_dot_mma(const ir::Op* op, const std::string& abuf, const std::string& bbuf, const std::string& out);
-
+  // A dot outside a matmul loop: tensor cores (emit_dot_mma_tiles), else an FMA loop per element.
   void emit_dot(const ir::Op* op);
 
   // ---- control flow -----------------------------------------------------------------------

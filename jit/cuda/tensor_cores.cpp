@@ -157,38 +157,48 @@ bool Codegen::emit_dot_mma_tiles(const ir::Op* op) {
   return true;
 }
 
+bool Codegen::all_inputs(const ir::Value* v, const std::function<int(const ir::Value*)>& check) {
+  std::unordered_set<const ir::Value*> seen;
+  std::function<bool(const ir::Value*)> walk = [&](const ir::Value* x) {
+    if (!seen.insert(x).second) return true;  // verified already, or being verified higher up
+    int c = check(x);
+    if (c >= 0) return c == 1;
+    for (const ir::Value* o : x->def->operands)
+      if (!walk(o)) return false;
+    return true;
+  };
+  return walk(v);
+}
+
 bool Codegen::trip_computable(const ir::Value* v, const ir::Block* body, const std::vector<const ir::Value*>& carried,
                               bool invariant) {
-  if (v->is_block_arg()) {
-    if (v->owner != body) return v->type.is_scalar();
-    return (v == body->args[0] && !invariant) || std::find(carried.begin(), carried.end(), v) != carried.end();
-  }
-  const ir::Op* d = v->def;
-  if (d->parent != body) return outer_inline(v);
-  bool pure = d->kind == OpKind::Constant || d->kind == OpKind::Arange || d->kind == OpKind::Splat ||
-              d->kind == OpKind::Broadcast || d->kind == OpKind::ExpandDims || d->kind == OpKind::Reshape ||
-              d->kind == OpKind::Permute || d->kind == OpKind::MultipleOf || d->kind == OpKind::MaxContiguous ||
-              d->kind == OpKind::ProgramId || d->kind == OpKind::NumPrograms || ir::is_elementwise(d->kind);
-  if (!pure) return false;
-  for (const ir::Value* o : d->operands)
-    if (!trip_computable(o, body, carried, invariant)) return false;
-  return true;
+  return all_inputs(v, [&](const ir::Value* x) {
+    if (x->is_block_arg()) {
+      if (x->owner != body) return x->type.is_scalar() ? 1 : 0;
+      return (x == body->args[0] && !invariant) || std::find(carried.begin(), carried.end(), x) != carried.end() ? 1 : 0;
+    }
+    const ir::Op* d = x->def;
+    if (d->parent != body) return outer_inline(x) ? 1 : 0;
+    bool pure = d->kind == OpKind::Constant || d->kind == OpKind::Arange || d->kind == OpKind::Splat ||
+                d->kind == OpKind::Broadcast || d->kind == OpKind::ExpandDims || d->kind == OpKind::Reshape ||
+                d->kind == OpKind::Permute || d->kind == OpKind::MultipleOf || d->kind == OpKind::MaxContiguous ||
+                d->kind == OpKind::ProgramId || d->kind == OpKind::NumPrograms || ir::is_elementwise(d->kind);
+    return pure ? -1 : 0;
+  });
 }
 
 bool Codegen::reads_registers(const ir::Value* v) {
-  if (v->type.is_scalar() || buffers_.count(v)) return false;
-  if (regs_.count(v) || reg_planned_.count(v) || !v->def) return true;
-  for (const ir::Value* o : v->def->operands)
-    if (reads_registers(o)) return true;
-  return false;
+  return !all_inputs(v, [&](const ir::Value* x) {
+    if (x->type.is_scalar() || buffers_.count(x)) return 1;
+    return regs_.count(x) || reg_planned_.count(x) || !x->def ? 0 : -1;
+  });
 }
 
 bool Codegen::outer_inline(const ir::Value* v) {
-  if (v->type.is_scalar()) return true;
-  if (v->is_block_arg() || plan_.materialized(v) || v->def->kind == OpKind::Load) return false;
-  for (const ir::Value* o : v->def->operands)
-    if (!outer_inline(o)) return false;
-  return true;
+  return all_inputs(v, [&](const ir::Value* x) {
+    if (x->type.is_scalar()) return 1;
+    return x->is_block_arg() || plan_.materialized(x) || x->def->kind == OpKind::Load ? 0 : -1;
+  });
 }
 
 std::optional<Codegen::MmaLoop> Codegen::match_mma_loop(const ir::Op* loop) {
@@ -471,58 +481,6 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   return true;
 }
 
-bool Codegen::emit_dot_mma(const ir::Op* op, const std::string& abuf, const std::string& bbuf, const std::string& out) {
-  const ir::Value* a = op->operand(0);
-  const ir::Value* bm = op->operand(1);
-  const ir::Value* c = op->operand(2);
-  const ir::Type& rt = op->result()->type;
-  DType in = a->type.dtype;
-  if (cc_ < 80 || rt.dtype != DType::f32 || bm->type.dtype != in || (in != DType::f16 && in != DType::bf16)) return false;
-  int64_t M = rt.shape[0], N = rt.shape[1], K = a->type.shape[1];
-  if (M % 16 || N % 8 || K % 16) return false;
-  const char* kind = in == DType::f16 ? "f16" : "bf16";
-  line(fmt::format("// dot on tensor cores: mma.sync.m16n8k16 {} -> f32, {} tiles of 16 x 8 over {} warps", kind,
-                   (M / 16) * (N / 8), nwarps_));
-  open("");
-  line("const int tt_g = (tid & 31) >> 2, tt_q = tid & 3;");
-  std::string t = fresh("tile");
-  open(fmt::format("for (int {0} = tid >> 5; {0} < {1}; {0} += {2})", t, (M / 16) * (N / 8), nwarps_));
-  std::string m0 = tmp("int", fmt::format("({} / {}) * 16", t, N / 8));
-  std::string n0 = tmp("int", fmt::format("({} % {}) * 8", t, N / 8));
-  std::string r0 = tmp("int", m0 + " + tt_g"), r1 = tmp("int", m0 + " + tt_g + 8");
-  std::string c0 = tmp("int", n0 + " + 2 * tt_q"), c1 = tmp("int", n0 + " + 2 * tt_q + 1");
-  std::string acc = fresh("acc");
-  auto at = [&](const std::string& r, const std::string& col) { return cast(eval(c, Index{r, col}), c->type.dtype, DType::f32); };
-  line(fmt::format("float {}[4] = {{{}, {}, {}, {}}};", acc, at(r0, c0), at(r0, c1), at(r1, c0), at(r1, c1)));
-  std::string k0 = fresh("k");
-  open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 16)", k0, K));
-  // Two 16-bit elements in one register: the lower index in the low half.
-  auto pair = [&](const std::string& buf, const std::string& i0, const std::string& i1) {
-    return fmt::format("((uint32_t){0}[{1}].bits | ((uint32_t){0}[{2}].bits << 16))", buf, i0, i1);
-  };
-  auto A = [&](const std::string& r, const std::string& col) { return fmt::format("({}) * {} + {}", r, K, col); };
-  auto B = [&](const std::string& k, const std::string& n) { return fmt::format("({}) * {} + {}", k, N, n); };
-  std::string ka = k0 + " + 2 * tt_q", kb = k0 + " + 2 * tt_q + 1", kc = k0 + " + 2 * tt_q + 8", kd = k0 + " + 2 * tt_q + 9";
-  std::string bn = n0 + " + tt_g";
-  std::vector<std::string> fr = {
-      tmp("uint32_t", pair(abuf, A(r0, ka), A(r0, kb))), tmp("uint32_t", pair(abuf, A(r1, ka), A(r1, kb))),
-      tmp("uint32_t", pair(abuf, A(r0, kc), A(r0, kd))), tmp("uint32_t", pair(abuf, A(r1, kc), A(r1, kd))),
-      tmp("uint32_t", pair(bbuf, B(ka, bn), B(kb, bn))), tmp("uint32_t", pair(bbuf, B(kc, bn), B(kd, bn)))};
-  line(fmt::format("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{%0, %1, %2, %3}}, "
-                   "{{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\" : \"+f\"({1}[0]), \"+f\"({1}[1]), "
-                   "\"+f\"({1}[2]), \"+f\"({1}[3]) : \"r\"({2}), \"r\"({3}), \"r\"({4}), \"r\"({5}), \"r\"({6}), "
-                   "\"r\"({7}));",
-                   kind, acc, fr[0], fr[1], fr[2], fr[3], fr[4], fr[5]));
-  close();
-  line(fmt::format("{}[({}) * {} + {}] = {}[0];", out, r0, N, c0, acc));
-  line(fmt::format("{}[({}) * {} + {}] = {}[1];", out, r0, N, c1, acc));
-  line(fmt::format("{}[({}) * {} + {}] = {}[2];", out, r1, N, c0, acc));
-  line(fmt::format("{}[({}) * {} + {}] = {}[3];", out, r1, N, c1, acc));
-  close();
-  close();
-  return true;
-}
-
 void Codegen::emit_dot(const ir::Op* op) {
   if (emit_dot_mma_tiles(op)) return;
   // The accumulator is read at other elements than its own below: a register value needs its buffer.
@@ -540,19 +498,8 @@ void Codegen::emit_dot(const ir::Op* op) {
   DType compute = is_float(acc_t) ? (acc_t == DType::f64 ? DType::f64 : DType::f32) : DType::i32;
   if (is_int(acc_t) && dtype_bits(acc_t) == 64) compute = DType::i64;
   sync();
-  // A result planned as registers (the fragment mapping) is read from the buffer into them.
-  auto to_registers = [&] {
-    if (!reg_planned_.count(op->result())) return;
-    std::string array = declare_registers(rt);
-    fill_registers(array, op->result());
-    regs_[op->result()] = array;
-  };
-  if (emit_dot_mma(op, abuf, bbuf, out)) {
-    sync();
-    to_registers();
-    return;
-  }
-  // Each thread computes its output elements from the operands in shared memory.
+  // Each thread computes its output elements from the operands in shared memory (f32, f64 and
+  // integer operands; f16/bf16 shapes the warps cannot tile, operands in the global scratch).
   thread_loop(rt.shape, 1, nullptr, [&](const Index& idx) {
     std::string acc = fresh("acc");
     line(fmt::format("{} {} = {};", ctype(compute), acc, cast(eval(c, idx), acc_t, compute)));
@@ -567,7 +514,11 @@ void Codegen::emit_dot(const ir::Op* op) {
     line(fmt::format("{}[{}] = {};", out, flatten(idx, rt.shape), cast(acc, compute, acc_t)));
   }, nullptr);
   sync();
-  to_registers();
+  if (reg_planned_.count(op->result())) {  // the fragment mapping's registers, from the buffer
+    std::string array = declare_registers(rt);
+    fill_registers(array, op->result());
+    regs_[op->result()] = array;
+  }
 }
 
 }  // namespace tritium::jit::cuda::detail
