@@ -1319,11 +1319,13 @@ void Codegen::emit_for(const ir::Op* op) {
   const BodyMemory memory = body_memory(body);
   std::vector<const ir::Op*> ahead = pipelined_loads(body, memory);
   // Small loads go num_stages - 1 trips ahead (softmax over 1024 columns: 4 registers a row)
-  // within 16 registers; the others one trip (more copies cost occupancy: softmax over 4096
+  // within kMaxDeepPrefetchWords registers; the others one trip (more copies cost occupancy: softmax over 4096
   // columns went from 59 to 80 registers with two).
   int64_t words = 0;
   for (const ir::Op* ld : ahead) words += register_words(ld->result()->type, mapped_width(ld->result()->type.shape));
-  const int depth = ahead.empty() ? 0 : static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_stages_ - 1, 16 / words)));
+  const int depth = ahead.empty() ? 0
+                                  : static_cast<int>(std::max<int64_t>(
+                                        1, std::min<int64_t>(num_stages_ - 1, kMaxDeepPrefetchWords / words)));
   std::vector<std::vector<std::string>> ahead_regs(static_cast<size_t>(depth));  // [trips ahead - 1][load]
   std::string ivt = ctype(op->operand(0)->type);
   std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), st = scalar(op->operand(2));

@@ -245,6 +245,7 @@ class Codegen {
   int64_t register_words(const ir::Type& t, int V);
   static constexpr int64_t kMaxRegisterWords = 64;  // per value; past it the buffer is cheaper than spills
   static constexpr int64_t kMaxPrefetchWords = 32;  // per load issued one loop trip ahead
+  static constexpr int64_t kMaxDeepPrefetchWords = 16;  // all loads of a loop, when more than one trip ahead
 
   // Whether every use of v reads it at the element of v the using thread owns in the register
   // mapping of v's shape: elementwise chains evaluated in a loop nest over that shape, stores
