@@ -19,6 +19,10 @@ struct Env {
   std::string nvrtc_options;
   // TRITIUM_PRINT_AUTOTUNING=1: the autotuner prints each tuning's chosen config and time.
   bool print_autotuning = false;
+  // TRITIUM_F32_DEFAULT: the input_precision of tl::dot on fp32 operands when the kernel gives
+  // none ("tf32", "tf32x3" or "ieee"; Triton's TRITON_F32_DEFAULT). Empty: "tf32". Checked
+  // where a dot is traced.
+  std::string f32_default;
   // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
   int num_threads = 1;
 };

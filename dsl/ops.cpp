@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/env.h"
 #include "dsl/semantic.h"
 
 namespace tritium::tl {
@@ -453,8 +454,18 @@ tensor atomic_cas(const tensor& pointer, operand cmp, operand val, loc_t loc) {
 
 // ---- dot ------------------------------------------------------------------------------------
 
-tensor dot(const tensor& a, const tensor& b, std::optional<tensor> acc, std::optional<DType> out_dtype, loc_t loc) {
+tensor dot(const tensor& a, const tensor& b, std::optional<tensor> acc, std::optional<DType> out_dtype,
+           const std::string& input_precision, loc_t loc) {
   SourceLoc l = L(loc);
+  auto known = [](const std::string& p) { return p == "tf32" || p == "tf32x3" || p == "ieee"; };
+  if (!input_precision.empty() && !known(input_precision))
+    fail(l, "tl::dot: input_precision must be \"tf32\", \"tf32x3\" or \"ieee\", got \"{}\"", input_precision);
+  std::string precision = input_precision;
+  if (precision.empty()) {
+    precision = env().f32_default.empty() ? "tf32" : env().f32_default;
+    if (!known(precision))
+      fail(l, "tl::dot: TRITIUM_F32_DEFAULT must be \"tf32\", \"tf32x3\" or \"ieee\", got \"{}\"", precision);
+  }
   Value* x = a.value();
   Value* y = b.value();
   if (x->type.rank() != 2 || y->type.rank() != 2)
@@ -484,7 +495,10 @@ tensor dot(const tensor& a, const tensor& b, std::optional<tensor> acc, std::opt
   } else {
     c = is_float(out) ? builder("dot", l).constant_float(0.0, rt) : builder("dot", l).constant_int(0, rt);
   }
-  return tensor(builder("dot", l).create1(OpKind::Dot, {x, y, c}, rt));
+  // Only fp32 operands have a choice (as in Triton, others ignore it): the IR carries it for them.
+  ir::Attrs attrs;
+  if (dx == DType::f32) attrs.str = precision;
+  return tensor(builder("dot", l).create1(OpKind::Dot, {x, y, c}, rt, attrs));
 }
 
 // ---- hints and debugging ----------------------------------------------------------------------

@@ -98,8 +98,12 @@ std::vector<tensor> associative_scan(const std::vector<tensor>& xs, int axis, co
 
 // ---- dot ------------------------------------------------------------------------------------
 // a [M,K] @ b [K,N] (+ acc [M,N]); fp32 accumulation for float inputs, i32 for int8.
+// input_precision (fp32 operands only, as in Triton): "tf32" rounds the operands to tf32 for the
+// tensor cores (~3e-4 relative error), "tf32x3" splits each into two tf32 parts and runs three
+// products (close to fp32), "ieee" computes in fp32. "" takes TRITIUM_F32_DEFAULT, else "tf32".
+// The CPU backend always computes in fp32 (it has no tf32 arithmetic).
 tensor dot(const tensor& a, const tensor& b, std::optional<tensor> acc = std::nullopt,
-           std::optional<DType> out_dtype = std::nullopt, TL_LOC);
+           std::optional<DType> out_dtype = std::nullopt, const std::string& input_precision = "", TL_LOC);
 
 // ---- hints and debugging ----------------------------------------------------------------------
 tensor multiple_of(const tensor& x, std::vector<int64_t> values, TL_LOC);

@@ -82,6 +82,10 @@ std::string attrs_str(const Op& op) {
       parts.push_back(fmt::format("msg={}", quote(a.str)));
       str_done = true;
       break;
+    case OpKind::Dot:
+      if (!a.str.empty()) parts.push_back(fmt::format("input_precision={}", a.str));
+      str_done = true;
+      break;
     default: break;
   }
   if (!value_done && a.ival != 0) parts.push_back(fmt::format("ival={}", a.ival));

@@ -196,7 +196,8 @@ BOOST_AUTO_TEST_CASE(scans) {
 
 BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
   if (!nvrtc_or_skip()) return;
-  auto body = [](auto a, auto b, tl::ptr<float> c, tl::i32 M, tl::i32 N, tl::i32 K, int BM, int BN, int BK) {
+  auto body = [](auto a, auto b, tl::ptr<float> c, tl::i32 M, tl::i32 N, tl::i32 K, int BM, int BN, int BK,
+                 const std::string& precision) {
     auto rm = tl::program_id(0) * BM + tl::arange(0, BM), rn = tl::program_id(1) * BN + tl::arange(0, BN);
     auto rk = tl::arange(0, BK);
     auto acc = tl::zeros({BM, BN}, tl::float32);
@@ -204,25 +205,40 @@ BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
       auto kk = k0 + rk;
       auto av = tl::load(a + rm(tl::_, tl::None) * K + kk(tl::None, tl::_), (rm(tl::_, tl::None) < M) & (kk(tl::None, tl::_) < K), 0.0f);
       auto bv = tl::load(b + kk(tl::_, tl::None) * N + rn(tl::None, tl::_), (kk(tl::_, tl::None) < K) & (rn(tl::None, tl::_) < N), 0.0f);
-      acc = tl::dot(av, bv, acc);
+      acc = tl::dot(av, bv, acc, std::nullopt, precision);
     }
     auto mask = (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N);
     tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc, mask);
   };
+  static const char* precisions[] = {"", "tf32", "tf32x3", "ieee"};
   auto k32 = tritium::kernel("matmul_f32", [body](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::i32 M, tl::i32 N,
-                                                  tl::i32 K, int BM, int BN, int BK) { body(a, b, c, M, N, K, BM, BN, BK); });
-  compile(k32, addr<float>(0), addr<float>(1), addr<float>(2), 100, 120, 300, 64, 64, 32);
+                                                  tl::i32 K, int BM, int BN, int BK, int PRECISION) {
+    body(a, b, c, M, N, K, BM, BN, BK, precisions[PRECISION]);
+  });
   auto k16 = tritium::kernel("matmul_f16", [body](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<float> c, tl::i32 M, tl::i32 N,
-                                                  tl::i32 K, int BM, int BN, int BK) { body(a, b, c, M, N, K, BM, BN, BK); });
+                                                  tl::i32 K, int BM, int BN, int BK) { body(a, b, c, M, N, K, BM, BN, BK, ""); });
   auto mma = compile(k16, addr<f16_t>(0), addr<f16_t>(1), addr<float>(2), 100, 120, 300, 32, 32, 32);
   // Tensor cores in a pipelined matmul loop: cp.async into shared memory, ldmatrix, mma.sync.
   BOOST_TEST(mma.source.find("matmul loop on tensor cores") != std::string::npos);
   BOOST_TEST(mma.source.find("tt_cp_async16(") != std::string::npos);
   BOOST_TEST(mma.source.find("tt_ldsm_x4_trans(") != std::string::npos);
   BOOST_TEST(mma.source.find("tt_mma_f16(&") != std::string::npos);
-  // f32 operands keep the FMA loop (tf32 and ieee precision on tensor cores come later).
-  BOOST_TEST(compile(k32, addr<float>(0), addr<float>(1), addr<float>(2), 100, 120, 300, 32, 32, 32).source.find("tt_mma_f16(&") ==
-             std::string::npos);
+  // f32 operands: tf32 by default (rounded with cvt.rna), tf32x3 runs three products per
+  // fragment, ieee keeps the FMA loop in fp32.
+  auto f32 = [&](int precision) {
+    return compile(k32, addr<float>(0), addr<float>(1), addr<float>(2), 100, 120, 300, 64, 64, 32, precision).source;
+  };
+  for (int p : {0, 1, 2}) {
+    std::string src = f32(p);
+    BOOST_TEST_CONTEXT("input_precision \"" << precisions[p] << "\"") {
+      BOOST_TEST(src.find(p == 2 ? "matmul loop on tensor cores (tf32x3)" : "matmul loop on tensor cores (tf32)") !=
+                 std::string::npos);
+      BOOST_TEST(src.find("tt_mma_tf32(&") != std::string::npos);
+      BOOST_TEST((src.find("tt_tf32_split(tt_") != std::string::npos) == (p == 2));
+    }
+  }
+  BOOST_TEST(f32(3).find("tt_mma_tf32(&") == std::string::npos);
+  BOOST_TEST(f32(3).find("matmul loop on tensor cores") == std::string::npos);
 }
 
 // Which tensor-core path a matmul loop takes: wgmma for warpgroups on sm_90a, mma.sync with

@@ -256,6 +256,18 @@ BOOST_AUTO_TEST_CASE(hints_and_dot) {
     k.b.create1(OpKind::Dot, {x, x, k.b.constant_float(0, Type::block(DType::f32, {16, 16}))},
                 Type::block(DType::f32, {16, 16}));
   });
+  // input_precision: one of tf32, tf32x3, ieee on fp32 operands; none on others.
+  auto square_dot = [](Kernel& k, DType in, const std::string& precision) {
+    Type t = Type::block(in, {16, 16});
+    Value* x = in == DType::f32 ? k.b.constant_float(1, t) : k.b.constant_int(1, t);
+    Attrs a;
+    a.str = precision;
+    k.b.create1(OpKind::Dot, {x, x, k.b.constant_float(0, Type::block(DType::f32, {16, 16}))},
+                Type::block(DType::f32, {16, 16}), a);
+  };
+  check_rejected("dot", [&](Kernel& k) { square_dot(k, DType::f32, "fast"); });
+  check_rejected("dot", [&](Kernel& k) { square_dot(k, DType::f32, ""); });
+  check_rejected("dot", [&](Kernel& k) { square_dot(k, DType::i8, "tf32"); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -186,6 +186,7 @@ class Codegen {
                    : fmt::format("((tid >> 5) / {}) * {}", WN, WTM);
     }
     std::string n0() const { return fmt::format("((tid >> {}) % {}) * {}", wgmma ? 7 : 5, WN, WTN); }
+    bool operator==(const MmaTiling&) const = default;
   };
   std::map<Shape, MmaTiling> mma_map_;
   static constexpr int64_t kMaxMmaWords = 128;  // accumulators per thread (Triton's 128 x 256, 8 warps)
@@ -383,12 +384,20 @@ class Codegen {
 
   // ---- tensor cores -------------------------------------------------------------------------
 
-  // The warp tiling of a dot on mma.sync.m16n8k16: f16 or bf16 operands, an f32 result, M, N and
-  // K multiples of 16, sm_80+, at most kMaxMmaWords accumulators per thread. The warps split
-  // M x N so that each loads the fewest fragments per k step (MT ldmatrix.x4 of A, NT / 2 of B).
+  // The warp tiling of a dot on tensor cores: f16 or bf16 operands (mma.sync.m16n8k16, wgmma), or
+  // fp32 ones with input_precision tf32 / tf32x3 (mma.sync.m16n8k8: wgmma reads tf32 only
+  // K-major, B is N-major here); an f32 result, M and N multiples of 16, K of 16 (8 for tf32),
+  // sm_80+, at most kMaxMmaWords accumulators per thread. The warps split M x N so that each
+  // loads the fewest fragments per k step (MT ldmatrix.x4 of A, NT / 2 of B, or NT pairs of
+  // 32-bit loads for tf32: the same bytes). One shape has one mapping: a dot whose tiling differs
+  // from the one its result shape already has (another dot's) gets none and takes the FMA loop.
   std::optional<MmaTiling> mma_tiling(const ir::Op* dot) const;
+  static bool is_tf32(const ir::Op* dot) {
+    return dot->operand(0)->type.dtype == DType::f32 && (dot->attrs.str == "tf32" || dot->attrs.str == "tf32x3");
+  }
 
-  // The shared address (u32) of the 8 elements at (row, col) of an operand tile, col % 8 == 0.
+  // The shared address (u32) of element (row, col) of an operand tile; ldmatrix reads 16 bytes
+  // there (col a multiple of 16 bytes' elements).
   using TileAddress = std::function<std::string(const std::string& row, const std::string& col)>;
 
   // acc (the fragment mapping of the result) += A[M, K] * B[K, N] for every warp's tiles: per k
@@ -396,6 +405,15 @@ class Codegen {
   // fragments of B per NT / 2, then MT x NT mma.sync.
   void emit_mma_tiles(const MmaTiling& t, int64_t K, DType in, const TileAddress& a_at, const TileAddress& b_at,
                       const std::string& acc);
+
+  // The same for fp32 operands on mma.sync.m16n8k8.tf32 (any tiling, wgmma's included: its
+  // fragments are mma.sync's): per k step of 8, ldmatrix.x4 reads a 16 x 8 fragment of A (8 rows
+  // of 16 bytes = 4 fp32 per matrix) and two 32-bit loads per thread B's 8 x 8 (N-major, no
+  // ldmatrix for 32-bit transposes). Operands are rounded to tf32 (cvt.rna: unbiased, the hardware
+  // would truncate); `x3` (tf32x3) also runs the products of the rounding rests (big * small +
+  // small * big + big * big), close to fp32.
+  void emit_tf32_tiles(const MmaTiling& t, int64_t K, bool x3, const TileAddress& a_at, const TileAddress& b_at,
+                       const std::string& acc);
 
   // acc += A * B on Hopper for a warpgroup tiling: per k step of 16 and 64-row tile, one
   // wgmma.mma_async.m64nWTNk16 reading both operands from the swizzled stage buffers through
@@ -432,8 +450,8 @@ class Codegen {
   std::unordered_map<const ir::Value*, std::string> bind_trip(const ir::Op* loop, const std::vector<const ir::Value*>& roots,
                                                              const std::string& iv);
 
-  // Swizzled shared-memory layout of an R x C tile of 16-bit elements, in 16-byte chunks (RC = C / 8
-  // of them a row): rows of 128 bytes (64 columns; wider tiles are stored as C / 64 such column
+  // Swizzled shared-memory layout of an R x C tile, in 16-byte chunks (RC = C / 8 of them a row
+  // for 16-bit elements, C / 4 for 32-bit): rows of 128 bytes (64 columns; wider tiles are stored as C / 64 such column
   // blocks one after the other) with chunk ch of row r at ch ^ (r % 8); narrower rows of 64 (32)
   // bytes XOR with (r / 2) % 4 ((r / 4) % 2). These are the 128/64/32-byte swizzles of wgmma's
   // shared-memory operands (Swizzle<3|2|1,4,3> on the byte address, tiles 1024-byte aligned), and
@@ -447,10 +465,11 @@ class Codegen {
   struct TileLoad {
     const ir::Op* load;
     int64_t R, C;
+    int epc;  // elements per 16-byte chunk
     bool vector;
     std::vector<std::pair<const ir::Value*, std::string>> hoisted;  // carried pointer -> per-chunk inits
   };
-  int64_t chunks_per_thread(const TileLoad& tl) const { return (tl.R * tl.C / 8 + nt_ - 1) / nt_; }
+  int64_t chunks_per_thread(const TileLoad& tl) const { return (tl.R * tl.C / tl.epc + nt_ - 1) / nt_; }
   // The per-thread chunk loop of a vector tile load: fn(row, ch, j).
   void for_each_chunk(const TileLoad& tl, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn);
   TileLoad plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m);

@@ -241,6 +241,31 @@ TT_INLINE void tt_ldsm_x4_trans(uint32_t* r, uint32_t addr) {
 TT_MMA_16816(tt_mma_f16, "f16")
 TT_MMA_16816(tt_mma_bf16, "bf16")
 #undef TT_MMA_16816
+TT_INLINE uint32_t tt_ld_shared4(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+TT_INLINE void tt_st_shared4(uint32_t dst, uint32_t v) { asm volatile("st.shared.b32 [%0], %1;" ::"r"(dst), "r"(v) : "memory"); }
+// fp32 bits -> tf32 bits, rounded to nearest (ties away), the low 13 bits zero.
+TT_INLINE uint32_t tt_tf32(uint32_t x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
+}
+// tf32x3: x = big + small, both tf32 (x becomes big).
+TT_INLINE void tt_tf32_split(uint32_t& x, uint32_t& small) {
+  uint32_t big = tt_tf32(x);
+  small = tt_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(big)));
+  x = big;
+}
+// c[0..3] += a (16 x 8, row) * b (8 x 8, col), tf32 operands, f32 accumulators.
+TT_INLINE void tt_mma_tf32(float* c, const uint32_t* a, const uint32_t* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
 #endif
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 // wgmma's shared-memory matrix descriptor: start address, leading and stride byte offsets (all in

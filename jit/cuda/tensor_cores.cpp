@@ -49,13 +49,14 @@ bool Codegen::store_through_shared(const ir::Op* op) {
 std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
   const ir::Type& rt = dot->result()->type;
   const ir::Type& at = dot->operand(0)->type;
-  if (cc_ < 80 || rt.rank() != 2 || rt.dtype != DType::f32 || !is_half(at.dtype) ||
+  bool tf32 = is_tf32(dot);
+  if (cc_ < 80 || rt.rank() != 2 || rt.dtype != DType::f32 || !(is_half(at.dtype) || tf32) ||
       dot->operand(1)->type.dtype != at.dtype)
     return std::nullopt;
   int64_t M = rt.shape[0], N = rt.shape[1], K = at.shape[1];
-  if (M % 16 || N % 16 || K % 16 || M * N / nt_ > kMaxMmaWords) return std::nullopt;
+  if (M % 16 || N % 16 || K % (tf32 ? 8 : 16) || M * N / nt_ > kMaxMmaWords) return std::nullopt;
   std::optional<MmaTiling> best;
-  if (cc_ == 90 && nwarps_ % 4 == 0) {  // warpgroups: the fewest wgmma per k step (widest N)
+  if (cc_ == 90 && nwarps_ % 4 == 0 && !tf32) {  // warpgroups: the fewest wgmma per k step (widest N)
     int groups = nwarps_ / 4;
     for (int wm = 1; wm <= groups; ++wm) {
       if (groups % wm) continue;
@@ -64,15 +65,16 @@ std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
       MmaTiling t{wm, wn, M / wm, N / wn, int(M / wm / 64), int(N / wn / 8), 64, true};
       if (!best || t.MT < best->MT) best = t;
     }
-    if (best) return best;
   }
-  for (int wm = 1; wm <= nwarps_; ++wm) {
+  const bool warpgroups = best.has_value();
+  for (int wm = 1; wm <= nwarps_ && !warpgroups; ++wm) {
     if (nwarps_ % wm) continue;
     int wn = nwarps_ / wm;
     if (M % (wm * 16) || N % (wn * 16)) continue;
     MmaTiling t{wm, wn, M / wm, N / wn, int(M / wm / 16), int(N / wn / 8)};
     if (!best || t.MT + t.NT / 2 < best->MT + best->NT / 2) best = t;
   }
+  if (auto it = mma_map_.find(rt.shape); best && it != mma_map_.end() && !(it->second == *best)) return std::nullopt;
   return best;
 }
 
@@ -97,6 +99,52 @@ void Codegen::emit_mma_tiles(const MmaTiling& t, int64_t K, DType in, const Tile
   line(fmt::format("for (int tt_ni = 0; tt_ni < {0}; ++tt_ni) tt_mma_{1}(&{2}[(tt_mi * {0} + tt_ni) * 4], tt_a[tt_mi], "
                    "&tt_b[tt_ni >> 1][(tt_ni & 1) * 2]);",
                    t.NT, in == DType::f16 ? "f16" : "bf16", acc));
+  close();
+  close();
+  close();
+}
+
+void Codegen::emit_tf32_tiles(const MmaTiling& t, int64_t K, bool x3, const TileAddress& a_at, const TileAddress& b_at,
+                              const std::string& acc) {
+  open("");
+  std::string l = tmp("int", "tid & 31");
+  std::string wm0 = tmp("int", t.m0()), wn0 = tmp("int", t.n0());
+  std::string kk = fresh("kk");
+  if (K / 8 <= 8) line("#pragma unroll");
+  open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 8)", kk, K));
+  line(fmt::format("uint32_t tt_a[{}][4], tt_b[{}][2];", t.MT, t.NT));
+  line("#pragma unroll");
+  line(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi) tt_ldsm_x4(tt_a[tt_mi], {});", t.MT,
+                   a_at(fmt::format("{} + tt_mi * {} + ({} & 15)", wm0, t.row_step, l), fmt::format("{} + ({} >> 4) * 4", kk, l))));
+  line("#pragma unroll");
+  open(fmt::format("for (int tt_ni = 0; tt_ni < {}; ++tt_ni)", t.NT));
+  std::string n = fmt::format("{} + tt_ni * 8 + ({} >> 2)", wn0, l);
+  line(fmt::format("tt_b[tt_ni][0] = tt_ld_shared4({});", b_at(fmt::format("{} + ({} & 3)", kk, l), n)));
+  line(fmt::format("tt_b[tt_ni][1] = tt_ld_shared4({});", b_at(fmt::format("{} + ({} & 3) + 4", kk, l), n)));
+  close();
+  if (x3) {  // big = tf32(x), small = tf32(x - big)
+    line(fmt::format("uint32_t tt_as[{}][4], tt_bs[{}][2];", t.MT, t.NT));
+    line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_tf32_split(tt_a[tt_i / 4][tt_i % 4], tt_as[tt_i / 4][tt_i % 4]);",
+                     t.MT * 4));
+    line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_tf32_split(tt_b[tt_i / 2][tt_i % 2], tt_bs[tt_i / 2][tt_i % 2]);",
+                     t.NT * 2));
+  } else {
+    line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_a[tt_i / 4][tt_i % 4] = tt_tf32(tt_a[tt_i / 4][tt_i % 4]);",
+                     t.MT * 4));
+    line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_b[tt_i / 2][tt_i % 2] = tt_tf32(tt_b[tt_i / 2][tt_i % 2]);",
+                     t.NT * 2));
+  }
+  line("#pragma unroll");
+  open(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi)", t.MT));
+  line("#pragma unroll");
+  open(fmt::format("for (int tt_ni = 0; tt_ni < {}; ++tt_ni)", t.NT));
+  std::string c = fmt::format("&{}[(tt_mi * {} + tt_ni) * 4]", acc, t.NT);
+  if (x3) {  // the small products first: they are added before the big one rounds the sum
+    line(fmt::format("tt_mma_tf32({}, tt_as[tt_mi], tt_b[tt_ni]);", c));
+    line(fmt::format("tt_mma_tf32({}, tt_a[tt_mi], tt_bs[tt_ni]);", c));
+  }
+  line(fmt::format("tt_mma_tf32({}, tt_a[tt_mi], tt_b[tt_ni]);", c));
+  close();
   close();
   close();
   close();
@@ -150,8 +198,10 @@ bool Codegen::emit_dot_mma_tiles(const ir::Op* op) {
       return fmt::format("tt_smem_u32({} + ({}) * {} + ({}))", buf, r, cols, c);
     };
   };
-  line(fmt::format("// dot on tensor cores: {} warps of {} x {} (mma.sync.m16n8k16)", nwarps_, t->WTM, t->WTN));
-  emit_mma_tiles(*t, K, a->type.dtype, at(abuf, K), at(bbuf, N), acc);
+  line(fmt::format("// dot on tensor cores: {} warps of {} x {} (mma.sync.m16n8k{})", nwarps_, t->WTM, t->WTN,
+                   is_tf32(op) ? 8 : 16));
+  if (is_tf32(op)) emit_tf32_tiles(*t, K, op->attrs.str == "tf32x3", at(abuf, K), at(bbuf, N), acc);
+  else emit_mma_tiles(*t, K, a->type.dtype, at(abuf, K), at(bbuf, N), acc);
   regs_[res] = acc;
   if (!reg_planned_.count(res)) spill_registers(res);
   return true;
@@ -271,7 +321,7 @@ std::string Codegen::tile_chunk(const std::string& row, const std::string& ch, i
 
 void Codegen::for_each_chunk(const TileLoad& tl,
                              const std::function<void(const std::string&, const std::string&, const std::string&)>& fn) {
-  int64_t chunks = tl.R * tl.C / 8, rc = tl.C / 8;
+  int64_t chunks = tl.R * tl.C / tl.epc, rc = tl.C / tl.epc;
   std::string j = fresh("j");
   line("#pragma unroll");
   open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", j, chunks_per_thread(tl)));
@@ -283,7 +333,8 @@ void Codegen::for_each_chunk(const TileLoad& tl,
 }
 
 Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m) {
-  TileLoad tl{ld, ld->result()->type.shape[0], ld->result()->type.shape[1], access_width(ld) >= 8, {}};
+  int epc = static_cast<int>(16 / dtype_bytes(ld->result()->type.dtype));
+  TileLoad tl{ld, ld->result()->type.shape[0], ld->result()->type.shape[1], epc, access_width(ld) >= epc, {}};
   if (!tl.vector) return tl;
   const ir::Block* body = loop->regions[0];
   // The carried pointers this load's address uses: their inits at each chunk, hoisted out of the loop.
@@ -296,7 +347,7 @@ Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, 
           std::string arr = fresh("p");
           line(fmt::format("{} {}[{}];", ctype(v->type.element()), arr, chunks_per_thread(tl)));
           for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
-            line(fmt::format("{}[{}] = {};", arr, j, eval(loop->operands[3 + i], Index{row, ch + " * 8"})));
+            line(fmt::format("{}[{}] = {};", arr, j, eval(loop->operands[3 + i], Index{row, fmt::format("{} * {}", ch, tl.epc)})));
           });
           tl.hoisted.push_back({v, arr});
         }
@@ -316,7 +367,8 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
   const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
   const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
   std::string ct = ctype(p->type.pointee);
-  int64_t rc = tl.C / 8;
+  const int epc = tl.epc;
+  int64_t rc = tl.C / epc;
   bool zero_other = !other || (other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
                                other->def->attrs.fval == 0.0);
   auto value = [&](const Index& idx, const std::string& ptr) {
@@ -332,8 +384,12 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
     for (auto& [i, step] : m.pointers)
       affine_[loop->regions[0]->args[1 + i]] = Affine{step, eval(loop->operands[3 + i], idx), trip};
     std::string v = tmp(ct, value(idx, eval(p, idx)));
-    line(fmt::format("tt_st_shared2({} + ({} << 4) + (({} & 7) << 1), {}.bits);", base,
-                     tile_chunk(row, col + " >> 3", tl.R, rc), col, v));
+    if (epc == 8)
+      line(fmt::format("tt_st_shared2({} + ({} << 4) + (({} & 7) << 1), {}.bits);", base,
+                       tile_chunk(row, col + " >> 3", tl.R, rc), col, v));
+    else
+      line(fmt::format("tt_st_shared4({} + ({} << 4) + (({} & 3) << 2), __float_as_uint({}));", base,
+                       tile_chunk(row, col + " >> 2", tl.R, rc), col, v));
     affine_.clear();
     close();
     return;
@@ -344,7 +400,7 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
         if (v == loop->regions[0]->args[1 + i]) affine_[v] = Affine{step, fmt::format("{}[{}]", arr, j), trip};
     }
     std::string dst = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(row, ch, tl.R, rc)));
-    std::string col = tmp("int", ch + " * 8");
+    std::string col = tmp("int", fmt::format("{} * {}", ch, epc));
     std::string ptr = tmp("const " + ct + "*", eval(p, Index{row, col}));
     affine_.clear();
     if (!mask) {
@@ -352,9 +408,9 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
       return;
     }
     // Each lane's mask (one when the axis info says the mask is constant over the chunk).
-    bool constant = axis_.contains(mask) && axis_.get(mask).constancy.back() >= 8;
+    bool constant = axis_.contains(mask) && axis_.get(mask).constancy.back() >= epc;
     std::vector<std::string> ms;
-    for (int l = 0; l < (constant ? 1 : 8); ++l)
+    for (int l = 0; l < (constant ? 1 : epc); ++l)
       ms.push_back(eval(mask, Index{row, l == 0 ? col : fmt::format("({} + {})", col, l)}));
     std::string all = tmp("bool", fmt::format("{}", fmt::join(ms, " && ")));
     std::string any = tmp("bool", fmt::format("{}", fmt::join(ms, " || ")));
@@ -363,8 +419,8 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
     close();
     open("else");  // a chunk across the mask's edge
     std::string v = fresh("v");
-    line(fmt::format("__align__(16) {} {}[8];", ct, v));
-    for (int l = 0; l < 8; ++l) {
+    line(fmt::format("__align__(16) {} {}[{}];", ct, v, epc));
+    for (int l = 0; l < epc; ++l) {
       Index idx{row, l == 0 ? col : fmt::format("({} + {})", col, l)};
       std::string ml = constant ? ms[0] : ms[static_cast<size_t>(l)];
       line(fmt::format("{}[{}] = ({}) ? {}[{}] : {};", v, l, ml, ptr, l, other ? eval(other, idx) : ct + "{}"));
@@ -380,21 +436,23 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   const ir::Type& at = m.load_a->result()->type;
   const ir::Type& bt = m.load_b->result()->type;
   int64_t BM = at.shape[0], BK = at.shape[1], BN = bt.shape[1];
-  int64_t a_bytes = BM * BK * 2, b_bytes = BK * BN * 2;
+  const int64_t esz = dtype_bytes(at.dtype), epc = 16 / esz;
+  int64_t a_bytes = BM * BK * esz, b_bytes = BK * BN * esz;
   int64_t off = (smem_ + 1023) / 1024 * 1024;  // the swizzle atoms are 1024-byte aligned
   int S = std::max(1, num_stages_);
   while (S > 1 && off + S * (a_bytes + b_bytes) > smem_budget_) --S;
   if (off + S * (a_bytes + b_bytes) > smem_budget_) return false;
   smem_ = off + S * (a_bytes + b_bytes);
   const MmaTiling& t = mma_map_.at(res->type.shape);
-  int in_flight = t.wgmma && S >= 3 ? 1 : 0;
+  const bool wgmma = t.wgmma && !is_tf32(m.dot);  // (tf32 never gets a warpgroup tiling)
+  int in_flight = wgmma && S >= 3 ? 1 : 0;
   for (const ir::Op* ld : {m.load_a, m.load_b})
     if (may_read_written(ld->operand(0))) sync_after_global_writes();
   std::string acc = declare_registers(res->type);
   fill_registers(acc, loop->operands[3 + m.acc]);
   regs_[body->args[1 + m.acc]] = regs_[res] = acc;
-  line(fmt::format("// matmul loop on tensor cores: {} x {} x {} tiles, {} stages of cp.async, {} warps of {} x {}", BM,
-                   BN, BK, S, nwarps_, t.WTM, t.WTN));
+  line(fmt::format("// matmul loop on tensor cores{}: {} x {} x {} tiles, {} stages of cp.async, {} warps of {} x {}",
+                   is_tf32(m.dot) ? fmt::format(" ({})", m.dot->attrs.str) : "", BM, BN, BK, S, nwarps_, t.WTM, t.WTN));
   open("");
   std::string sa = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", off));
   std::string sb = tmp("uint32_t", fmt::format("{} + {}", sa, S * a_bytes));
@@ -421,13 +479,16 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   auto compute = [&](const std::string& slot) {
     std::string a0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
     std::string b0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
-    auto tile = [](const std::string& base, int64_t R, int64_t rc) {
-      return [base, R, rc](const std::string& r, const std::string& c) {
-        return fmt::format("{} + ({} << 4)", base, tile_chunk(r, "(" + c + ") >> 3", R, rc));
+    auto tile = [epc](const std::string& base, int64_t R, int64_t rc) {
+      return [base, R, rc, epc](const std::string& r, const std::string& c) {
+        if (epc == 8) return fmt::format("{} + ({} << 4)", base, tile_chunk(r, "(" + c + ") >> 3", R, rc));
+        return fmt::format("{} + ({} << 4) + ((({}) & 3) << 2)", base, tile_chunk(r, "(" + c + ") >> 2", R, rc), c);
       };
     };
-    if (t.wgmma) emit_wgmma_tiles(t, BM, BK, at.dtype, a0, b0, acc, in_flight);
-    else emit_mma_tiles(t, BK, at.dtype, tile(a0, BM, BK / 8), tile(b0, BK, BN / 8), acc);
+    if (wgmma) emit_wgmma_tiles(t, BM, BK, at.dtype, a0, b0, acc, in_flight);
+    else if (is_tf32(m.dot))
+      emit_tf32_tiles(t, BK, m.dot->attrs.str == "tf32x3", tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
+    else emit_mma_tiles(t, BK, at.dtype, tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
   };
   std::string trip = fresh("trip");
   if (S == 1) {
@@ -435,7 +496,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     issue(trip, "0");
     line("tt_cp_async_commit();");
     line("tt_cp_async_wait<0>();");
-    if (t.wgmma) line("tt_fence_async_shared();");
+    if (wgmma) line("tt_fence_async_shared();");
     line("__syncthreads();");
     compute("0");
     line("__syncthreads();  // the next trip overwrites the tiles");
@@ -456,7 +517,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
     line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", ahead - 1));
-    if (t.wgmma) line("tt_fence_async_shared();");
+    if (wgmma) line("tt_fence_async_shared();");
     line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
     if (in_flight) {
       compute(rd);
