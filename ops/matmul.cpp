@@ -7,13 +7,20 @@
 // and a 1-D second operand as [K, 1], the added dim removed from the result; dims before the
 // last two are batch dims and broadcast (numpy rules).
 // Dtypes: f16/bf16/f32 accumulate in f32, f64 in f64; both operands must have the same dtype.
+// fp32 products are exact fp32 unless set_float32_matmul_precision allows tf32 (as in PyTorch).
+//
+// Configs: on a GPU the autotuner picks block sizes, warps and stages per shape and layout from
+// tutorial 03's tensor-core configs (results kept in the disk cache); on the CPU a heuristic picks
+// the blocks (pick_blocks: LLVM compiles are too slow to try several per shape).
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <tritium/tritium.h>
 
+#include "autotune/autotuner.h"
 #include "ops/ops.h"
 #include "runtime/dtype_dispatch.h"
 #include "runtime/thread_pool.h"
@@ -34,7 +41,7 @@ template <class T> Kernel& matmul_kernel() {
       [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K, tl::i64 stride_am,
          tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm, tl::i64 stride_cn, tl::i64 NB2,
          tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2, int BLOCK_M, int BLOCK_N,
-         int BLOCK_K, int GROUP_M) {
+         int BLOCK_K, int GROUP_M, int TF32) {
         // Grouped ordering: GROUP_M rows of tiles are visited column by column, so the tiles of
         // B stay in cache while A's rows are reused.
         auto pid = tl::program_id(0);
@@ -69,7 +76,7 @@ template <class T> Kernel& matmul_kernel() {
           auto k_in = ks < K;
           auto a = tl::load(a_rows + ks(tl::None, tl::_) * stride_ak, k_in(tl::None, tl::_), 0.0);
           auto b = tl::load(b_cols + ks(tl::_, tl::None) * stride_bk, k_in(tl::_, tl::None), 0.0);
-          acc = tl::dot(a, b, acc);
+          acc = tl::dot(a, b, acc, std::nullopt, TF32 ? "tf32" : "ieee");
         }
 
         auto offs_cm = pid_m * BLOCK_M + tl::arange(0, BLOCK_M);
@@ -80,7 +87,7 @@ template <class T> Kernel& matmul_kernel() {
         tl::store(c_ptrs, acc.to(dtype_of<T>()), c_mask);
       },
       {"a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
-       "stride_cn", "NB2", "sa1", "sa2", "sb1", "sb2", "sc1", "sc2", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"});
+       "stride_cn", "NB2", "sa1", "sa2", "sb1", "sb2", "sc1", "sc2", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "TF32"});
   return k;
 }
 
@@ -102,14 +109,12 @@ int block_for(int64_t size, int cap) {
   return b == cap && cap > 16 && padding(cap / 2) < padding(cap) ? cap / 2 : b;
 }
 
-// Block sizes per shape and backend; dot needs every block dim >= 16. On the CPU, 128 x 128
-// tiles with K steps of 32 run fp32 1024^3 at ~175 GFLOP/s on one core of the 2-core AMD EPYC
-// (Zen 5), against ~150 with 64 x 64 x 32: the accumulator tile is read and written once per K
-// step and each element of A and B is loaded fewer times (`tritium-bench --matmul`,
-// docs/tensors.md). Tiles shrink back to 64 while there are fewer programs than threads. CUDA
-// keeps 64 x 64 x 32: f16/bf16 run there on tensor cores through the matmul-loop lowering
-// (docs/cuda-backend.md), but larger tiles per shape (tutorial 03's autotuner picks 128 x 256 x 64
-// on 8 warps from 2048^3) are not chosen here yet, and f32 stays on FMA (no tf32 yet).
+// CPU block sizes per shape; dot needs every block dim >= 16. 128 x 128 tiles with K steps of 32
+// run fp32 1024^3 at ~175 GFLOP/s on one core of the 2-core AMD EPYC (Zen 5), against ~150 with
+// 64 x 64 x 32: the accumulator tile is read and written once per K step and each element of A
+// and B is loaded fewer times (`tritium-bench --matmul`, docs/tensors.md). Tiles shrink back to
+// 64 while there are fewer programs than threads. (f64 on a GPU also uses these blocks, at most
+// 64 x 64: it has no tensor cores to tune for.)
 Blocks pick_blocks(int64_t M, int64_t N, int64_t K, int64_t nbatch, const Device& device) {
   const int k = pow2_at_least(K, 16, 32);
   if (!device.is_cpu()) return {pow2_at_least(M, 16, 64), pow2_at_least(N, 16, 64), k, 8};
@@ -118,6 +123,44 @@ Blocks pick_blocks(int64_t M, int64_t N, int64_t K, int64_t nbatch, const Device
   while (cdiv(M, b.m) * cdiv(N, b.n) * nbatch < threads && std::max(b.m, b.n) > 64) (b.m >= b.n ? b.m : b.n) /= 2;
   return b;
 }
+
+// GPU candidates: tutorial 03's tensor-core configs (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)
+// that cover large and small problems; fp32 tiles take twice the shared memory, the generator
+// cuts stages to what fits.
+std::vector<Config> gpu_configs() {
+  struct C { int m, n, k, warps, stages; };
+  std::vector<Config> out;
+  for (C c : {C{128, 256, 64, 8, 3}, C{128, 128, 32, 4, 4}, C{128, 64, 32, 4, 4}, C{64, 128, 32, 4, 4},
+              C{64, 64, 32, 4, 4}, C{32, 64, 32, 2, 5}, C{32, 32, 32, 2, 4}})
+    out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}, {"GROUP_M", 8}}, c.warps, c.stages);
+  return out;
+}
+
+// Tiles past a problem's size (rounded up to a power of two, at least 32) only compute padding:
+// those configs are not tried; when none is left, the smallest is.
+std::vector<Config> fitting_configs(const std::vector<Config>& configs, const ArgView& args) {
+  auto cap = [](int64_t v) { return std::max(32, pow2_at_least(v, 16, 1 << 30)); };
+  const int64_t M = args.integer("M"), N = args.integer("N"), K = args.integer("K");
+  std::vector<Config> out;
+  for (const Config& c : configs)
+    if (c.meta["BLOCK_M"] <= cap(M) && c.meta["BLOCK_N"] <= cap(N) && c.meta["BLOCK_K"] <= cap(K)) out.push_back(c);
+  if (out.empty()) out.push_back(configs.back());
+  return out;
+}
+
+template <class T> Autotuner& gpu_tuner() {
+  static Autotuner tuner = [] {
+    AutotuneOptions o;
+    // The layout (which strides are 1) changes the loads; NB2 the number of programs.
+    o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2"};
+    o.prune_configs_by.early_config_prune = fitting_configs;
+    o.warmup_ms = 10, o.rep_ms = 40;  // an op's first call waits for this per shape
+    return autotune(matmul_kernel<T>(), gpu_configs(), o);
+  }();
+  return tuner;
+}
+
+std::atomic<bool> g_allow_tf32{false};
 
 // A [Bt..., M, K], B [Bt..., K, N], C [Bt..., M, N], all with the same batch shape Bt (strides
 // of broadcast batch dims are 0).
@@ -151,18 +194,35 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
   while (dims.size() < 2) dims.insert(dims.begin(), Dim{1, 0, 0, 0});
   const int64_t nbatch = dims[0].size * dims[1].size;
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail("matmul: dimensions above 2^31 are not supported");
-  Blocks bl = pick_blocks(M, N, K, nbatch, a.device());
-  int64_t tiles = cdiv(M, bl.m) * cdiv(N, bl.n);
+  const int tf32 = a.dtype() == DType::f32 && g_allow_tf32.load(std::memory_order_relaxed);
   runtime::dispatch_float(a.dtype(), "matmul", [&](auto tag) {
     using T = decltype(tag);
+    const auto m32 = static_cast<int32_t>(M), n32 = static_cast<int32_t>(N), k32 = static_cast<int32_t>(K);
+    if (a.device().is_cuda() && !std::is_same_v<T, double>) {
+      auto grid = [&](const Meta& meta) { return Grid(cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), nbatch); };
+      gpu_tuner<T>()[grid](a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2),
+                           c.stride(-1), dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc,
+                           dims[1].sc, Meta{{"TF32", tf32}});
+      return;
+    }
+    Blocks bl = pick_blocks(M, N, K, nbatch, a.device());
+    int64_t tiles = cdiv(M, bl.m) * cdiv(N, bl.n);
     matmul_kernel<T>()[{tiles, nbatch}](
-        a, b, c, static_cast<int32_t>(M), static_cast<int32_t>(N), static_cast<int32_t>(K), a.stride(-2),
-        a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2), c.stride(-1), dims[1].size, dims[0].sa, dims[1].sa,
-        dims[0].sb, dims[1].sb, dims[0].sc, dims[1].sc, bl.m, bl.n, bl.k, bl.group, Options{.device = a.device()});
+        a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2), c.stride(-1),
+        dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc, dims[1].sc, bl.m, bl.n, bl.k, bl.group,
+        tf32, Options{.device = a.device()});
   });
 }
 
 }  // namespace
+
+void set_float32_matmul_precision(const std::string& precision) {
+  if (precision != "highest" && precision != "high" && precision != "medium")
+    fail("set_float32_matmul_precision: expected \"highest\", \"high\" or \"medium\", got \"{}\"", precision);
+  g_allow_tf32 = precision != "highest";
+}
+
+std::string get_float32_matmul_precision() { return g_allow_tf32 ? "high" : "highest"; }
 
 Kernel& matmul_kernel(DType dtype) {
   Kernel* k = nullptr;

@@ -203,6 +203,33 @@ BOOST_AUTO_TEST_CASE(empty_sizes) {
   });
 }
 
+// set_float32_matmul_precision: "highest" (the default) keeps fp32 exact on every backend (the
+// other tests); "high" puts fp32 matmuls on tf32 tensor cores on a GPU - the error of tf32
+// (~3e-4), well above fp32's - and changes nothing on the CPU.
+BOOST_AUTO_TEST_CASE(float32_matmul_precision) {
+  BOOST_TEST(ops::get_float32_matmul_precision() == "highest");
+  tt::check_throws([] { ops::set_float32_matmul_precision("fast"); },
+                   {"set_float32_matmul_precision", "\"highest\", \"high\" or \"medium\"", "\"fast\""}, "bad value");
+  BOOST_TEST(ops::get_float32_matmul_precision() == "highest");
+  tt::for_each_backend([&](const tt::Backend& be) {
+    Tensor a = random_tensor<float>({300, 517}, 101), b = t_of(random_tensor<float>({260, 517}, 102));
+    auto [shape, ref] = reference<float>(a, b);
+    struct Restore {
+      ~Restore() { ops::set_float32_matmul_precision("highest"); }
+    } restore;
+    for (const char* p : {"high", "medium"}) {
+      ops::set_float32_matmul_precision(p);
+      BOOST_TEST(ops::get_float32_matmul_precision() == "high");
+      auto out = ops::matmul(a, b).to_vector<float>();
+      tt::host_vector<float> got(out.begin(), out.end());
+      BOOST_TEST_CONTEXT("precision " << p) {
+        tt::check_close<float>(got, ref, be.name == "cpu" ? 1e-5 : 1e-3, "A @ B^T");
+        if (be.name != "cpu") BOOST_TEST(tt::rel_error<float>(got, ref) > 3e-5, "tf32 on tensor cores, not fp32");
+      }
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(errors) {
   tt::for_each_backend([&](const tt::Backend&) {
     Tensor a = random_tensor<float>({128, 784}, 91), b = random_tensor<float>({512, 10}, 92);

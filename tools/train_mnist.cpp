@@ -10,6 +10,7 @@
 #include <tritium/tritium.h>
 
 #include "nn/autograd.h"
+#include "ops/ops.h"
 #include "nn/data.h"
 #include "nn/functional.h"
 #include "nn/module.h"
@@ -28,6 +29,7 @@ struct Config {
   std::string data = nn::FashionMNIST::default_root();
   std::string backend = "cpu";
   int64_t limit_batches = -1;  // all
+  bool tf32 = false;
 };
 
 const char* kUsage =
@@ -42,6 +44,8 @@ const char* kUsage =
     "                      Debian's dataset-fashion-mnist package)\n"
     "  --backend cpu|cuda  where to run (default cpu)\n"
     "  --limit-batches K   train on at most K batches per epoch (quick runs)\n"
+    "  --tf32              fp32 matmuls on tf32 tensor cores on a GPU (PyTorch's\n"
+    "                      set_float32_matmul_precision(\"high\"); default: exact fp32)\n"
     "  --help              this text\n";
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -53,6 +57,10 @@ Config parse(int argc, char** argv) {
   Config c;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--tf32") {
+      c.tf32 = true;
+      continue;
+    }
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -151,14 +159,16 @@ int run(const Config& cfg) {
                        nn::Linear(512, 10, true, gen));
   Device device = Device::parse(cfg.backend);
   model.to(device);  // before the optimiser, which holds the parameters
+  if (cfg.tf32) tritium::ops::set_float32_matmul_precision("high");
   nn::AdamW optimizer(model.parameters(), cfg.lr, {0.9, 0.999}, 1e-8, cfg.weight_decay);
 
   int64_t batches = train_loader.size();
   if (cfg.limit_batches > 0) batches = std::min(batches, cfg.limit_batches);
-  std::printf("train-mnist: %lld training and %lld test samples, %lld batches of %lld per epoch, seed %llu\n",
+  std::printf("train-mnist: %lld training and %lld test samples, %lld batches of %lld per epoch, seed %llu, "
+              "fp32 matmuls %s\n",
               static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()),
               static_cast<long long>(batches), static_cast<long long>(cfg.batch_size),
-              static_cast<unsigned long long>(cfg.seed));
+              static_cast<unsigned long long>(cfg.seed), cfg.tf32 ? "as tf32" : "in fp32");
   std::fflush(stdout);
 
   double train_seconds = 0, accuracy = 0;
