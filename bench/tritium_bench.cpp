@@ -5,6 +5,7 @@
 //
 //   tritium-bench [--json FILE] [--quick] [--device cpu|cuda]
 //   tritium-bench --matmul [SIZE]   fp32 matmul beside OpenBLAS (bench/matmul_vs_openblas.cpp)
+//   tritium-bench --ops-matmul ...  ops::matmul TFLOP/s on a GPU (bench/ops_matmul_gpu.cpp)
 // On cuda the plain-loop column is absent (bench/compare_gpu.py sets Triton and PyTorch beside
 // these figures) and a bare cuLaunchKernel of an empty kernel is timed as the launch baseline.
 #include <unistd.h>
@@ -27,7 +28,8 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/thread_pool.h"
 
-int matmul_bench(int argc, char** argv);  // bench/matmul_vs_openblas.cpp
+int matmul_bench(int argc, char** argv);      // bench/matmul_vs_openblas.cpp
+int ops_matmul_bench(int argc, char** argv);  // bench/ops_matmul_gpu.cpp
 
 namespace tl = tritium::tl;
 using clock_type = std::chrono::steady_clock;
@@ -125,6 +127,7 @@ int main(int argc, char** argv) {
   setenv("CUDA_CACHE_DISABLE", "1", 0);
   if (argc > 1 && !std::strcmp(argv[1], "--probe")) return probe(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--matmul")) return matmul_bench(argc, argv);
+  if (argc > 1 && !std::strcmp(argv[1], "--ops-matmul")) return ops_matmul_bench(argc, argv);
   std::string json_path;
   bool quick = false;
   for (int i = 1; i < argc; ++i) {

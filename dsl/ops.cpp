@@ -460,12 +460,7 @@ tensor dot(const tensor& a, const tensor& b, std::optional<tensor> acc, std::opt
   auto known = [](const std::string& p) { return p == "tf32" || p == "tf32x3" || p == "ieee"; };
   if (!input_precision.empty() && !known(input_precision))
     fail(l, "tl::dot: input_precision must be \"tf32\", \"tf32x3\" or \"ieee\", got \"{}\"", input_precision);
-  std::string precision = input_precision;
-  if (precision.empty()) {
-    precision = env().f32_default.empty() ? "tf32" : env().f32_default;
-    if (!known(precision))
-      fail(l, "tl::dot: TRITIUM_F32_DEFAULT must be \"tf32\", \"tf32x3\" or \"ieee\", got \"{}\"", precision);
-  }
+
   Value* x = a.value();
   Value* y = b.value();
   if (x->type.rank() != 2 || y->type.rank() != 2)
@@ -497,7 +492,14 @@ tensor dot(const tensor& a, const tensor& b, std::optional<tensor> acc, std::opt
   }
   // Only fp32 operands have a choice (as in Triton, others ignore it): the IR carries it for them.
   ir::Attrs attrs;
-  if (dx == DType::f32) attrs.str = precision;
+  if (dx == DType::f32) {
+    attrs.str = input_precision;
+    if (attrs.str.empty()) {
+      attrs.str = env().f32_default.empty() ? "tf32" : env().f32_default;
+      if (!known(attrs.str))
+        fail(l, "tl::dot: TRITIUM_F32_DEFAULT must be \"tf32\", \"tf32x3\" or \"ieee\", got \"{}\"", attrs.str);
+    }
+  }
   return tensor(builder("dot", l).create1(OpKind::Dot, {x, y, c}, rt, attrs));
 }
 

@@ -60,22 +60,24 @@ template <class T> Kernel& matmul_kernel() {
         auto b_base = b_ptr + (b1 * sb1 + b2 * sb2);
         auto c_base = c_ptr + (b1 * sc1 + b2 * sc2);
 
-        // Rows/columns past the edge wrap around (% M, % N): their loads stay in bounds and
-        // their results are masked off at the store.
-        auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
-        auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
-        auto offs_k = tl::arange(0, BLOCK_K);
         constexpr DType acc_t = dtype_of<T>() == DType::f64 ? DType::f64 : DType::f32;
         auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
-        // The K part of the addresses is added inside the loop: they stay affine (vector
-        // loads when a stride is 1) and no block of pointers is carried through the loop.
-        auto a_rows = a_base + offs_am(tl::_, tl::None) * stride_am;
-        auto b_cols = b_base + offs_bn(tl::None, tl::_) * stride_bn;
+        // The addresses are computed inside the loop from the trip: they stay affine (vector
+        // loads when a stride is 1), no block of pointers is carried through the loop, and no
+        // block from before the loop is read in it (it would be materialised - `%` is not cheap
+        // to recompute - and the GPU's matmul-loop lowering takes only inline values; the CPU's
+        // LLVM hoists the invariant part out of the loop).
         for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
-          auto ks = (kk * BLOCK_K + offs_k).to(tl::int64);
+          // Rows/columns past the edge wrap around (% M, % N): their loads stay in bounds and
+          // their results are masked off at the store.
+          auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
+          auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
+          auto ks = (kk * BLOCK_K + tl::arange(0, BLOCK_K)).to(tl::int64);
           auto k_in = ks < K;
-          auto a = tl::load(a_rows + ks(tl::None, tl::_) * stride_ak, k_in(tl::None, tl::_), 0.0);
-          auto b = tl::load(b_cols + ks(tl::_, tl::None) * stride_bk, k_in(tl::_, tl::None), 0.0);
+          auto a = tl::load(a_base + (offs_am(tl::_, tl::None) * stride_am + ks(tl::None, tl::_) * stride_ak),
+                            k_in(tl::None, tl::_), 0.0);
+          auto b = tl::load(b_base + (ks(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn),
+                            k_in(tl::_, tl::None), 0.0);
           acc = tl::dot(a, b, acc, std::nullopt, TF32 ? "tf32" : "ieee");
         }
 

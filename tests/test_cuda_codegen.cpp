@@ -603,7 +603,7 @@ BOOST_AUTO_TEST_CASE(gpu_matmul_and_scan) {
       ref[i * N + j] = run;
     }
   }
-  BOOST_TEST(rel_error(dc.get(), ref) < 1e-5);
+  BOOST_TEST(rel_error(dc.get(), ref) < 1e-3);  // tl::dot's default fp32 precision is tf32
 }
 
 BOOST_AUTO_TEST_CASE(gpu_histogram_loop_if_and_assert) {

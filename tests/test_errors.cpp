@@ -2,6 +2,8 @@
 // errors name the user's file and the line of the offending tl:: call, and the op. Nothing crashes.
 #include "test_support.h"
 
+#include <cstdlib>
+
 #include <vector>
 
 namespace tl = tritium::tl;
@@ -222,6 +224,58 @@ BOOST_AUTO_TEST_CASE(dot_shape_errors) {
       (void)c;
     });
   }, __FILE__, line, {"tl::dot", "accumulator", "[16, 32]"}, "accumulator shape");
+  tt::check_throws_at([&] {
+    trace([&](tl::ptr<float> x) {
+      auto a = tile(x, 16, 16);
+      line = __LINE__; auto c = tl::dot(a, a, std::nullopt, std::nullopt, "tf16");
+      (void)c;
+    });
+  }, __FILE__, line, {"tl::dot", "input_precision", "\"tf32\", \"tf32x3\" or \"ieee\"", "\"tf16\""}, "bad input_precision");
+}
+
+// TRITIUM_F32_DEFAULT picks the precision of fp32 dots that name none (visible in the IR); a
+// value that is not one of the three is an error where such a dot is traced. An explicit
+// input_precision wins, and other dtypes carry none.
+BOOST_AUTO_TEST_CASE(f32_default_precision) {
+  const char* old = std::getenv("TRITIUM_F32_DEFAULT");
+  std::string saved = old ? old : "";
+  struct Restore {
+    const char* old;
+    std::string saved;
+    ~Restore() {
+      if (old) ::setenv("TRITIUM_F32_DEFAULT", saved.c_str(), 1);
+      else ::unsetenv("TRITIUM_F32_DEFAULT");
+      tritium::reload_env_for_tests();
+    }
+  } restore{old, saved};
+  auto ir_of = [](const std::string& precision) {
+    auto k = tritium::kernel("dot_precision", [precision](tl::ptr<float> x, tl::ptr<tritium::f16_t> h) {
+      auto offs = tl::arange(0, 16)(tl::_, tl::None) * 16 + tl::arange(0, 16)(tl::None, tl::_);
+      auto a = tl::load(x + offs);
+      tl::store(x + offs, tl::dot(a, a, std::nullopt, std::nullopt, precision));
+      auto b = tl::load(h + offs);
+      tl::store(x + offs, tl::dot(b, b));
+    });
+    return k.ir(static_cast<float*>(nullptr), static_cast<tritium::f16_t*>(nullptr));
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  ::unsetenv("TRITIUM_F32_DEFAULT");
+  tritium::reload_env_for_tests();
+  std::string ir = ir_of("");
+  BOOST_TEST(count(ir, "input_precision=tf32}") == 1u, ir);
+  BOOST_TEST(count(ir, "input_precision") == 1u, ir);  // not on the f16 dot
+  ::setenv("TRITIUM_F32_DEFAULT", "ieee", 1);
+  tritium::reload_env_for_tests();
+  BOOST_TEST(count(ir_of(""), "input_precision=ieee}") == 1u);
+  BOOST_TEST(count(ir_of("tf32x3"), "input_precision=tf32x3}") == 1u);
+  ::setenv("TRITIUM_F32_DEFAULT", "fast", 1);
+  tritium::reload_env_for_tests();
+  tt::check_throws([&] { ir_of(""); }, {"tl::dot", "TRITIUM_F32_DEFAULT", "\"fast\""}, "bad TRITIUM_F32_DEFAULT");
+  BOOST_TEST(count(ir_of("ieee"), "input_precision=ieee}") == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(reduce_axis_out_of_range) {

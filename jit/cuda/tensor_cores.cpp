@@ -124,13 +124,17 @@ void Codegen::emit_tf32_tiles(const MmaTiling& t, int64_t K, bool x3, const Tile
   close();
   if (x3) {  // big = tf32(x), small = tf32(x - big)
     line(fmt::format("uint32_t tt_as[{}][4], tt_bs[{}][2];", t.MT, t.NT));
+    line("#pragma unroll");
     line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_tf32_split(tt_a[tt_i / 4][tt_i % 4], tt_as[tt_i / 4][tt_i % 4]);",
                      t.MT * 4));
+    line("#pragma unroll");
     line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_tf32_split(tt_b[tt_i / 2][tt_i % 2], tt_bs[tt_i / 2][tt_i % 2]);",
                      t.NT * 2));
   } else {
+    line("#pragma unroll");
     line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_a[tt_i / 4][tt_i % 4] = tt_tf32(tt_a[tt_i / 4][tt_i % 4]);",
                      t.MT * 4));
+    line("#pragma unroll");
     line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_b[tt_i / 2][tt_i % 2] = tt_tf32(tt_b[tt_i / 2][tt_i % 2]);",
                      t.NT * 2));
   }

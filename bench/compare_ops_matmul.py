@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""The op library's matmul (ops::matmul, autotuned per shape) beside cuBLAS through torch.matmul,
+in one run, with ratios. Square problems; f16, bf16, f32 (exact: torch with allow_tf32 off,
+Tritium's default "highest") and tf32 (torch allow_tf32 on, Tritium's
+set_float32_matmul_precision("high")). TFLOP/s = 2 N^3 / median time (triton.testing.do_bench
+for torch; Tritium's do_bench, the same method, for ours).
+
+    python3 bench/compare_ops_matmul.py --bench build-gpu/bench/tritium-bench [--sizes 1024,2048,4096]
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+
+def torch_tflops(dtype, n):
+    import torch
+    import triton
+
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "tf32": torch.float32}[dtype]
+    a = torch.randn((n, n), device="cuda", dtype=tdt)
+    b = torch.randn((n, n), device="cuda", dtype=tdt)
+    ms = triton.testing.do_bench(lambda: torch.matmul(a, b), return_mode="median")
+    return 2 * n ** 3 / (ms * 1e-3) / 1e12
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bench", required=True, help="the tritium-bench binary")
+    ap.add_argument("--sizes", default="1024,2048,4096")
+    ap.add_argument("--dtypes", default="f16,bf16,f32,tf32")
+    ap.add_argument("--timeout", type=float, default=400)
+    args = ap.parse_args()
+    if not os.path.exists(args.bench):
+        sys.exit(f"no such binary: {args.bench}")
+    run = subprocess.run([args.bench, "--ops-matmul", "--device", "cuda", "--sizes", args.sizes, "--dtypes", args.dtypes],
+                         capture_output=True, text=True, timeout=args.timeout)
+    ours = {}
+    for line in run.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "ops-matmul":
+            ours[(parts[1], int(parts[2]))] = float(parts[3])
+    if run.returncode != 0:
+        print(run.stdout + run.stderr)
+        sys.exit(f"tritium-bench --ops-matmul failed ({run.returncode})")
+    print(f"{'dtype':>5s} {'N':>6s} {'Tritium':>9s} {'cuBLAS':>9s} {'ratio':>7s}   (TFLOP/s, ops::matmul vs torch.matmul)")
+    for d in args.dtypes.split(","):
+        for n in (int(s) for s in args.sizes.split(",")):
+            t = ours.get((d, n))
+            ref = torch_tflops(d, n)
+            print(f"{d:>5s} {n:6d} {t if t else float('nan'):9.1f} {ref:9.1f} {(t / ref) if t else float('nan'):7.3f}")
+
+
+if __name__ == "__main__":
+    main()
