@@ -41,7 +41,7 @@ template <class T> Kernel& matmul_kernel() {
       [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K, tl::i64 stride_am,
          tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm, tl::i64 stride_cn, tl::i64 NB2,
          tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2, int BLOCK_M, int BLOCK_N,
-         int BLOCK_K, int GROUP_M, int TF32) {
+         int BLOCK_K, int GROUP_M, int TF32, bool CARRY_POINTERS) {
         // Grouped ordering: GROUP_M rows of tiles are visited column by column, so the tiles of
         // B stay in cache while A's rows are reused.
         auto pid = tl::program_id(0);
@@ -62,23 +62,42 @@ template <class T> Kernel& matmul_kernel() {
 
         constexpr DType acc_t = dtype_of<T>() == DType::f64 ? DType::f64 : DType::f32;
         auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
-        // The addresses are computed inside the loop from the trip: they stay affine (vector
-        // loads when a stride is 1), no block of pointers is carried through the loop, and no
-        // block from before the loop is read in it (it would be materialised - `%` is not cheap
-        // to recompute - and the GPU's matmul-loop lowering takes only inline values; the CPU's
-        // LLVM hoists the invariant part out of the loop).
-        for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
+        const char* precision = TF32 ? "tf32" : "ieee";
+        if (CARRY_POINTERS) {
+          // The GPU form (tutorial 03's): blocks of pointers carried through the loop and
+          // advanced by a K step. The matmul-loop lowering computes each chunk's address once
+          // before the loop (init + trip * step), not from the row offsets on every trip.
           // Rows/columns past the edge wrap around (% M, % N): their loads stay in bounds and
           // their results are masked off at the store.
           auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
           auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
-          auto ks = (kk * BLOCK_K + tl::arange(0, BLOCK_K)).to(tl::int64);
-          auto k_in = ks < K;
-          auto a = tl::load(a_base + (offs_am(tl::_, tl::None) * stride_am + ks(tl::None, tl::_) * stride_ak),
-                            k_in(tl::None, tl::_), 0.0);
-          auto b = tl::load(b_base + (ks(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn),
-                            k_in(tl::_, tl::None), 0.0);
-          acc = tl::dot(a, b, acc, std::nullopt, TF32 ? "tf32" : "ieee");
+          auto offs_k = tl::arange(0, BLOCK_K);
+          auto a_ptrs = a_base + (offs_am(tl::_, tl::None) * stride_am + offs_k.to(tl::int64)(tl::None, tl::_) * stride_ak);
+          auto b_ptrs = b_base + (offs_k.to(tl::int64)(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn);
+          for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
+            auto a = tl::load(a_ptrs, offs_k(tl::None, tl::_) < K - kk * BLOCK_K, 0.0);
+            auto b = tl::load(b_ptrs, offs_k(tl::_, tl::None) < K - kk * BLOCK_K, 0.0);
+            acc = tl::dot(a, b, acc, std::nullopt, precision);
+            a_ptrs += BLOCK_K * stride_ak;
+            b_ptrs += BLOCK_K * stride_bk;
+          }
+        } else {
+          // The CPU form: addresses computed inside the loop from the trip. They stay affine
+          // (vector loads when a stride is 1), no block of pointers is carried through the loop
+          // (a buffer of pointers, rewritten every trip, on the CPU), and no block from before
+          // the loop is read in it (it would be materialised: `%` is not cheap to recompute);
+          // LLVM hoists the invariant part out of the loop.
+          for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
+            auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
+            auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
+            auto ks = (kk * BLOCK_K + tl::arange(0, BLOCK_K)).to(tl::int64);
+            auto k_in = ks < K;
+            auto a = tl::load(a_base + (offs_am(tl::_, tl::None) * stride_am + ks(tl::None, tl::_) * stride_ak),
+                              k_in(tl::None, tl::_), 0.0);
+            auto b = tl::load(b_base + (ks(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn),
+                              k_in(tl::_, tl::None), 0.0);
+            acc = tl::dot(a, b, acc, std::nullopt, precision);
+          }
         }
 
         auto offs_cm = pid_m * BLOCK_M + tl::arange(0, BLOCK_M);
@@ -89,7 +108,8 @@ template <class T> Kernel& matmul_kernel() {
         tl::store(c_ptrs, acc.to(dtype_of<T>()), c_mask);
       },
       {"a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
-       "stride_cn", "NB2", "sa1", "sa2", "sb1", "sb2", "sc1", "sc2", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "TF32"});
+       "stride_cn", "NB2", "sa1", "sa2", "sb1", "sb2", "sc1", "sc2", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "TF32",
+       "CARRY_POINTERS"});
   return k;
 }
 
@@ -204,7 +224,7 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
       auto grid = [&](const Meta& meta) { return Grid(cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), nbatch); };
       gpu_tuner<T>()[grid](a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2),
                            c.stride(-1), dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc,
-                           dims[1].sc, Meta{{"TF32", tf32}});
+                           dims[1].sc, Meta{{"TF32", tf32}, {"CARRY_POINTERS", true}});
       return;
     }
     Blocks bl = pick_blocks(M, N, K, nbatch, a.device());
@@ -212,7 +232,7 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
     matmul_kernel<T>()[{tiles, nbatch}](
         a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2), c.stride(-1),
         dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc, dims[1].sc, bl.m, bl.n, bl.k, bl.group,
-        tf32, Options{.device = a.device()});
+        tf32, false, Options{.device = a.device()});
   });
 }
 

@@ -123,7 +123,8 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // The kernel behind matmul for a float dtype, for tools that tune it (tritium-tune). Arguments:
 // a, b, c, M, N, K, the six strides of A/B/C, NB2, sa1, sa2, sb1, sb2, sc1, sc2 (batch split and
 // strides; 1, 0... for one matrix) and the meta-parameters BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-// TF32 (1: fp32 operands as tf32 on tensor cores).
+// TF32 (1: fp32 operands as tf32 on tensor cores), CARRY_POINTERS (the GPU's loop form: pointer
+// blocks advanced per K step; the CPU's computes the addresses from the trip).
 Kernel& matmul_kernel(DType dtype);
 // torch.set_float32_matmul_precision: "highest" (the default) computes fp32 matmuls in fp32,
 // "high" and "medium" let GPUs use tf32 tensor cores (relative error ~3e-4; there is no bf16
