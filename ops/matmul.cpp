@@ -82,20 +82,21 @@ template <class T> Kernel& matmul_kernel() {
             b_ptrs += BLOCK_K * stride_bk;
           }
         } else {
-          // The CPU form: addresses computed inside the loop from the trip. They stay affine
-          // (vector loads when a stride is 1), no block of pointers is carried through the loop
-          // (a buffer of pointers, rewritten every trip, on the CPU), and no block from before
-          // the loop is read in it (it would be materialised: `%` is not cheap to recompute);
-          // LLVM hoists the invariant part out of the loop.
+          // The CPU form: the K part of the addresses is added inside the loop, so they stay
+          // affine (vector loads when a stride is 1) and no block of pointers is carried through
+          // the loop (on the CPU a buffer of pointers rewritten every trip). The row and column
+          // parts are computed once before it (materialised: 1.5x faster at 1024^3 than
+          // recomputing them, `%` included, inside the loop).
+          auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
+          auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
+          auto offs_k = tl::arange(0, BLOCK_K);
+          auto a_rows = a_base + offs_am(tl::_, tl::None) * stride_am;
+          auto b_cols = b_base + offs_bn(tl::None, tl::_) * stride_bn;
           for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
-            auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
-            auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
-            auto ks = (kk * BLOCK_K + tl::arange(0, BLOCK_K)).to(tl::int64);
+            auto ks = (kk * BLOCK_K + offs_k).to(tl::int64);
             auto k_in = ks < K;
-            auto a = tl::load(a_base + (offs_am(tl::_, tl::None) * stride_am + ks(tl::None, tl::_) * stride_ak),
-                              k_in(tl::None, tl::_), 0.0);
-            auto b = tl::load(b_base + (ks(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn),
-                              k_in(tl::_, tl::None), 0.0);
+            auto a = tl::load(a_rows + ks(tl::None, tl::_) * stride_ak, k_in(tl::None, tl::_), 0.0);
+            auto b = tl::load(b_cols + ks(tl::_, tl::None) * stride_bk, k_in(tl::_, tl::None), 0.0);
             acc = tl::dot(a, b, acc, std::nullopt, precision);
           }
         }
