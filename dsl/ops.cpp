@@ -457,8 +457,7 @@ tensor atomic_cas(const tensor& pointer, operand cmp, operand val, loc_t loc) {
 tensor dot(const tensor& a, const tensor& b, std::optional<tensor> acc, std::optional<DType> out_dtype,
            const std::string& input_precision, loc_t loc) {
   SourceLoc l = L(loc);
-  auto known = [](const std::string& p) { return p == "tf32" || p == "tf32x3" || p == "ieee"; };
-  if (!input_precision.empty() && !known(input_precision))
+  if (!input_precision.empty() && !ir::is_input_precision(input_precision))
     fail(l, "tl::dot: input_precision must be \"tf32\", \"tf32x3\" or \"ieee\", got \"{}\"", input_precision);
 
   Value* x = a.value();
@@ -496,7 +495,7 @@ tensor dot(const tensor& a, const tensor& b, std::optional<tensor> acc, std::opt
     attrs.str = input_precision;
     if (attrs.str.empty()) {
       attrs.str = env().f32_default.empty() ? "tf32" : env().f32_default;
-      if (!known(attrs.str))
+      if (!ir::is_input_precision(attrs.str))
         fail(l, "tl::dot: TRITIUM_F32_DEFAULT must be \"tf32\", \"tf32x3\" or \"ieee\", got \"{}\"", attrs.str);
     }
   }

@@ -45,7 +45,7 @@ enum class OpKind : uint8_t {
   Reduce,       // operands: N blocks; region(0): combine(lhs_0..lhs_N-1, rhs_0..rhs_N-1) -> yield N
                 // attr: axis, flags = keep_dims
   Scan,         // operands: N blocks; region(0): combine; attr: axis, flags = reverse
-  Dot,          // (a [M,K], b [K,N], acc [M,N]) -> [M,N]
+  Dot,          // (a [M,K], b [K,N], acc [M,N]) -> [M,N]; attr: str = input_precision (fp32 operands)
   // Control flow.
   For,          // (lb, ub, step, init_0..init_n); region(0) args: (iv, carried_0..n) -> yield n
   If,           // (cond); region(0) then, region(1) else; each yields the results
@@ -62,6 +62,8 @@ enum class OpKind : uint8_t {
 const char* op_name(OpKind k);  // "add", "load", ...
 bool is_elementwise(OpKind k);  // same-shape pointwise ops (arith, math, cmp, select, casts, addptr)
 bool has_side_effects(OpKind k);  // stores, atomics, print, assert
+// The input_precision values of a dot on fp32 operands: "tf32", "tf32x3", "ieee".
+inline bool is_input_precision(const std::string& p) { return p == "tf32" || p == "tf32x3" || p == "ieee"; }
 
 class Op;
 class Block;

@@ -361,8 +361,7 @@ void verify_misc(const Op& op) {
       expect(ok, op, "needs [M,K] x [K,N] + [M,N]: " + types);
       expect(a.dtype == b.dtype, op, "operand dtypes differ: " + types);
       expect(op.result()->type == acc, op, "result must have the accumulator's type: " + types);
-      expect(op.attrs.str.empty() ? a.dtype != DType::f32 : a.dtype == DType::f32 &&
-             (op.attrs.str == "tf32" || op.attrs.str == "tf32x3" || op.attrs.str == "ieee"), op,
+      expect(op.attrs.str.empty() ? a.dtype != DType::f32 : a.dtype == DType::f32 && is_input_precision(op.attrs.str), op,
              "input_precision (tf32, tf32x3 or ieee) is given for fp32 operands only, got \"" + op.attrs.str + "\" for " + types);
       break;
     }

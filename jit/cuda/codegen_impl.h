@@ -400,20 +400,17 @@ class Codegen {
   // there (col a multiple of 16 bytes' elements).
   using TileAddress = std::function<std::string(const std::string& row, const std::string& col)>;
 
-  // acc (the fragment mapping of the result) += A[M, K] * B[K, N] for every warp's tiles: per k
-  // step of 16, ldmatrix.x4 loads a 16 x 16 fragment of A per MT and ldmatrix.x4.trans two 16 x 8
-  // fragments of B per NT / 2, then MT x NT mma.sync.
-  void emit_mma_tiles(const MmaTiling& t, int64_t K, DType in, const TileAddress& a_at, const TileAddress& b_at,
+  // acc (the fragment mapping of the result) += A[M, K] * B[K, N] for every warp's tiles of `dot`
+  // on mma.sync, for any tiling (a warpgroup tiling's fragments are mma.sync's: f16 dots outside
+  // matmul loops on Hopper come here too). f16/bf16 (m16n8k16): per k step of 16, ldmatrix.x4
+  // loads a 16 x 16 fragment of A per MT and ldmatrix.x4.trans two 16 x 8 fragments of B per
+  // NT / 2, then MT x NT mma.sync. fp32 as tf32 (m16n8k8): per k
+  // step of 8, ldmatrix.x4 reads a 16 x 8 fragment of A (8 rows of 16 bytes = 4 fp32 per matrix)
+  // and two 32-bit loads per thread B's 8 x 8 (N-major, no ldmatrix for 32-bit transposes).
+  // Operands are rounded to tf32 (cvt.rna: unbiased, the hardware would truncate); tf32x3 also
+  // runs the products of the rounding rests (small * big + big * small + big * big), close to fp32.
+  void emit_mma_tiles(const MmaTiling& t, int64_t K, const ir::Op* dot, const TileAddress& a_at, const TileAddress& b_at,
                       const std::string& acc);
-
-  // The same for fp32 operands on mma.sync.m16n8k8.tf32 (any tiling, wgmma's included: its
-  // fragments are mma.sync's): per k step of 8, ldmatrix.x4 reads a 16 x 8 fragment of A (8 rows
-  // of 16 bytes = 4 fp32 per matrix) and two 32-bit loads per thread B's 8 x 8 (N-major, no
-  // ldmatrix for 32-bit transposes). Operands are rounded to tf32 (cvt.rna: unbiased, the hardware
-  // would truncate); `x3` (tf32x3) also runs the products of the rounding rests (big * small +
-  // small * big + big * big), close to fp32.
-  void emit_tf32_tiles(const MmaTiling& t, int64_t K, bool x3, const TileAddress& a_at, const TileAddress& b_at,
-                       const std::string& acc);
 
   // acc += A * B on Hopper for a warpgroup tiling: per k step of 16 and 64-row tile, one
   // wgmma.mma_async.m64nWTNk16 reading both operands from the swizzled stage buffers through

@@ -2,6 +2,8 @@
 // tilings of a dot's result (the fragment mapping), matmul loops recognised and streamed through
 // swizzled shared-memory stages with cp.async, mma.sync + ldmatrix and wgmma emitters, other dots,
 // and the store of a fragment-mapped value through shared memory.
+#include <tuple>
+
 #include "jit/cuda/codegen_impl.h"
 
 namespace tritium::jit::cuda::detail {
@@ -78,65 +80,50 @@ std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
   return best;
 }
 
-void Codegen::emit_mma_tiles(const MmaTiling& t, int64_t K, DType in, const TileAddress& a_at, const TileAddress& b_at,
-                             const std::string& acc) {
+void Codegen::emit_mma_tiles(const MmaTiling& t, int64_t K, const ir::Op* dot, const TileAddress& a_at,
+                             const TileAddress& b_at, const std::string& acc) {
+  const bool tf32 = is_tf32(dot), x3 = dot->attrs.str == "tf32x3";
+  const int kstep = tf32 ? 8 : 16, epc = tf32 ? 4 : 8;  // k per instruction, elements per 16 bytes
   open("");
   std::string l = tmp("int", "tid & 31");
   std::string wm0 = tmp("int", t.m0()), wn0 = tmp("int", t.n0());
   std::string kk = fresh("kk");
-  if (K / 16 <= 8) line("#pragma unroll");
-  open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 16)", kk, K));
-  line(fmt::format("uint32_t tt_a[{}][4], tt_b[{}][4];", t.MT, t.NT / 2));
+  if (K / kstep <= 8) line("#pragma unroll");
+  open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += {2})", kk, K, kstep));
+  if (tf32) line(fmt::format("uint32_t tt_a[{}][4], tt_b[{}][2];", t.MT, t.NT));
+  else line(fmt::format("uint32_t tt_a[{}][4], tt_b[{}][4];", t.MT, t.NT / 2));
   line("#pragma unroll");
   line(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi) tt_ldsm_x4(tt_a[tt_mi], {});", t.MT,
-                   a_at(fmt::format("{} + tt_mi * {} + ({} & 15)", wm0, t.row_step, l), fmt::format("{} + ({} >> 4) * 8", kk, l))));
+                   a_at(fmt::format("{} + tt_mi * {} + ({} & 15)", wm0, t.row_step, l),
+                        fmt::format("{} + ({} >> 4) * {}", kk, l, epc))));
   line("#pragma unroll");
-  line(fmt::format("for (int tt_nj = 0; tt_nj < {}; ++tt_nj) tt_ldsm_x4_trans(tt_b[tt_nj], {});", t.NT / 2,
-                   b_at(fmt::format("{} + ({} & 15)", kk, l), fmt::format("{} + tt_nj * 16 + ({} >> 4) * 8", wn0, l))));
-  line("#pragma unroll");
-  open(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi)", t.MT));
-  line("#pragma unroll");
-  line(fmt::format("for (int tt_ni = 0; tt_ni < {0}; ++tt_ni) tt_mma_{1}(&{2}[(tt_mi * {0} + tt_ni) * 4], tt_a[tt_mi], "
-                   "&tt_b[tt_ni >> 1][(tt_ni & 1) * 2]);",
-                   t.NT, in == DType::f16 ? "f16" : "bf16", acc));
-  close();
-  close();
-  close();
-}
-
-void Codegen::emit_tf32_tiles(const MmaTiling& t, int64_t K, bool x3, const TileAddress& a_at, const TileAddress& b_at,
-                              const std::string& acc) {
-  open("");
-  std::string l = tmp("int", "tid & 31");
-  std::string wm0 = tmp("int", t.m0()), wn0 = tmp("int", t.n0());
-  std::string kk = fresh("kk");
-  if (K / 8 <= 8) line("#pragma unroll");
-  open(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 8)", kk, K));
-  line(fmt::format("uint32_t tt_a[{}][4], tt_b[{}][2];", t.MT, t.NT));
-  line("#pragma unroll");
-  line(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi) tt_ldsm_x4(tt_a[tt_mi], {});", t.MT,
-                   a_at(fmt::format("{} + tt_mi * {} + ({} & 15)", wm0, t.row_step, l), fmt::format("{} + ({} >> 4) * 4", kk, l))));
-  line("#pragma unroll");
+  if (!tf32) {
+    line(fmt::format("for (int tt_nj = 0; tt_nj < {}; ++tt_nj) tt_ldsm_x4_trans(tt_b[tt_nj], {});", t.NT / 2,
+                     b_at(fmt::format("{} + ({} & 15)", kk, l), fmt::format("{} + tt_nj * 16 + ({} >> 4) * 8", wn0, l))));
+    line("#pragma unroll");
+    open(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi)", t.MT));
+    line("#pragma unroll");
+    line(fmt::format("for (int tt_ni = 0; tt_ni < {0}; ++tt_ni) tt_mma_{1}(&{2}[(tt_mi * {0} + tt_ni) * 4], tt_a[tt_mi], "
+                     "&tt_b[tt_ni >> 1][(tt_ni & 1) * 2]);",
+                     t.NT, dot->operand(0)->type.dtype == DType::f16 ? "f16" : "bf16", acc));
+    close();
+    close();
+    close();
+    return;
+  }
   open(fmt::format("for (int tt_ni = 0; tt_ni < {}; ++tt_ni)", t.NT));
   std::string n = fmt::format("{} + tt_ni * 8 + ({} >> 2)", wn0, l);
   line(fmt::format("tt_b[tt_ni][0] = tt_ld_shared4({});", b_at(fmt::format("{} + ({} & 3)", kk, l), n)));
   line(fmt::format("tt_b[tt_ni][1] = tt_ld_shared4({});", b_at(fmt::format("{} + ({} & 3) + 4", kk, l), n)));
   close();
-  if (x3) {  // big = tf32(x), small = tf32(x - big)
-    line(fmt::format("uint32_t tt_as[{}][4], tt_bs[{}][2];", t.MT, t.NT));
+  // Each fragment register rounded to tf32 in place, or (tf32x3) split into big (in place) and small.
+  if (x3) line(fmt::format("uint32_t tt_as[{}][4], tt_bs[{}][2];", t.MT, t.NT));
+  for (auto [r, w, n] : {std::tuple{"tt_a", 4, t.MT * 4}, std::tuple{"tt_b", 2, t.NT * 2}}) {
+    std::string x = fmt::format("{}[tt_i / {}][tt_i % {}]", r, w, w);
     line("#pragma unroll");
-    line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_tf32_split(tt_a[tt_i / 4][tt_i % 4], tt_as[tt_i / 4][tt_i % 4]);",
-                     t.MT * 4));
-    line("#pragma unroll");
-    line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_tf32_split(tt_b[tt_i / 2][tt_i % 2], tt_bs[tt_i / 2][tt_i % 2]);",
-                     t.NT * 2));
-  } else {
-    line("#pragma unroll");
-    line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_a[tt_i / 4][tt_i % 4] = tt_tf32(tt_a[tt_i / 4][tt_i % 4]);",
-                     t.MT * 4));
-    line("#pragma unroll");
-    line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) tt_b[tt_i / 2][tt_i % 2] = tt_tf32(tt_b[tt_i / 2][tt_i % 2]);",
-                     t.NT * 2));
+    line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) {};", n,
+                     x3 ? fmt::format("tt_tf32_split({}, {}s[tt_i / {}][tt_i % {}])", x, r, w, w)
+                        : fmt::format("{0} = tt_tf32({0})", x)));
   }
   line("#pragma unroll");
   open(fmt::format("for (int tt_mi = 0; tt_mi < {}; ++tt_mi)", t.MT));
@@ -204,8 +191,7 @@ bool Codegen::emit_dot_mma_tiles(const ir::Op* op) {
   };
   line(fmt::format("// dot on tensor cores: {} warps of {} x {} (mma.sync.m16n8k{})", nwarps_, t->WTM, t->WTN,
                    is_tf32(op) ? 8 : 16));
-  if (is_tf32(op)) emit_tf32_tiles(*t, K, op->attrs.str == "tf32x3", at(abuf, K), at(bbuf, N), acc);
-  else emit_mma_tiles(*t, K, a->type.dtype, at(abuf, K), at(bbuf, N), acc);
+  emit_mma_tiles(*t, K, op, at(abuf, K), at(bbuf, N), acc);
   regs_[res] = acc;
   if (!reg_planned_.count(res)) spill_registers(res);
   return true;
@@ -448,7 +434,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   if (off + S * (a_bytes + b_bytes) > smem_budget_) return false;
   smem_ = off + S * (a_bytes + b_bytes);
   const MmaTiling& t = mma_map_.at(res->type.shape);
-  const bool wgmma = t.wgmma && !is_tf32(m.dot);  // (tf32 never gets a warpgroup tiling)
+  const bool wgmma = t.wgmma;  // (never for tf32: mma_tiling gives it warp tilings)
   int in_flight = wgmma && S >= 3 ? 1 : 0;
   for (const ir::Op* ld : {m.load_a, m.load_b})
     if (may_read_written(ld->operand(0))) sync_after_global_writes();
@@ -490,9 +476,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
       };
     };
     if (wgmma) emit_wgmma_tiles(t, BM, BK, at.dtype, a0, b0, acc, in_flight);
-    else if (is_tf32(m.dot))
-      emit_tf32_tiles(t, BK, m.dot->attrs.str == "tf32x3", tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
-    else emit_mma_tiles(t, BK, at.dtype, tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
+    else emit_mma_tiles(t, BK, m.dot, tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
   };
   std::string trip = fresh("trip");
   if (S == 1) {
