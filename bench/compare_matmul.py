@@ -2,21 +2,22 @@
 """Tutorial 03 (matrix multiplication) beside Triton and cuBLAS on the GPU machine, in one run.
 
 Workload: C = A @ B for square M = N = K in {256, 512, 1024, 2048, 4096, 8192}, A and B random
-normal in f16 (and bf16), C in f16 (Triton's tutorial kernel always writes f16; cuBLAS writes the
-input dtype). TFLOP/s = 2 * M * N * K / time.
+normal in f16 (and bf16, and fp8 e4m3), C in f16 (Triton's tutorial kernel always writes f16;
+cuBLAS writes the input dtype, f16 for fp8). fp8 as in Triton's tutorial: B = B.T before the
+conversion, so B is K-major. TFLOP/s = 2 * M * N * K / time.
 
   Tritium  the tutorial's own table: `03-matrix-multiplication --bench --backend cuda` (its
            autotuner over Triton's get_cuda_autotune_config(), tritium::do_bench median).
   Triton   the tutorial's kernel (bench/triton_kernels.py) with the same @triton.autotune configs and
            key, through the tutorial's matmul() wrapper; triton.testing.do_bench median.
-  cuBLAS   torch.matmul(a, b), same timer.
+  cuBLAS   torch.matmul(a, b), same timer; fp8: torch._scaled_mm(a, b, scale 1, scale 1, out f16).
 
 Both timers flush the L2 cache between repetitions and time matmul() as a whole (the output is
 allocated inside, as in Triton's tutorial benchmark); autotuning happens before timing.
 
     python3 bench/compare_matmul.py --bin BUILD/tutorials        (a directory holding the binary)
     python3 bench/compare_matmul.py --bin BUILD/tutorials/03-matrix-multiplication
-    options: --dtypes f16,bf16  --sizes 256,512,...  --timeout SECONDS
+    options: --dtypes f16,bf16,f8e4m3  --sizes 256,512,...  --timeout SECONDS
 """
 import argparse
 import math
@@ -31,7 +32,23 @@ import triton
 from triton_kernels import get_cuda_autotune_config, matmul_kernel as tutorial_matmul_kernel
 
 BINARY = "03-matrix-multiplication"
-DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f8e4m3": torch.float8_e4m3fn}
+TABLE_COLUMNS = ["f16", "bf16", "f8e4m3"]  # the tutorial's CUDA table, in order
+
+
+def inputs(n, d):
+    """A, B as the benchmarks use them: fp8 B is the transpose of a row-major matrix (K-major)."""
+    a = torch.randn((n, n), device="cuda", dtype=torch.float16).to(DTYPES[d])
+    b = torch.randn((n, n), device="cuda", dtype=torch.float16)
+    b = b.T.to(DTYPES[d]) if d.startswith("f8") else b.to(DTYPES[d])
+    return a, b
+
+
+def cublas(a, b):
+    if a.dtype == torch.float8_e4m3fn:
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+        return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float16)
+    return torch.matmul(a, b)
 
 
 # ---- Triton's tutorial kernel (python/tutorials/03-matrix-multiplication.py, Triton 3.6) ----------
@@ -52,9 +69,9 @@ def triton_matmul(a, b, activation=""):
 
 # ---- Tritium's table --------------------------------------------------------------------------------
 
-# A row of the tutorial's CUDA table: "M N K f16-TFLOP/s bf16-TFLOP/s [tuned config ...]".
+# A row of the tutorial's CUDA table: "M N K f16-TFLOP/s bf16-TFLOP/s e4m3-TFLOP/s [tuned config ...]".
 NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|nan|inf)"
-ROW = re.compile(rf"^\s*(\d+)\s+(\d+)\s+(\d+)\s+({NUMBER})\s+({NUMBER})(?:\s+(.*?))?\s*$", re.IGNORECASE)
+ROW = re.compile(rf"^\s*(\d+)\s+(\d+)\s+(\d+)\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})(?:\s+(.*?))?\s*$", re.IGNORECASE)
 
 
 def parse_tritium_table(text):
@@ -64,9 +81,9 @@ def parse_tritium_table(text):
         m = ROW.match(line)
         if not m or not (m.group(1) == m.group(2) == m.group(3)):
             continue
-        n, config = int(m.group(1)), (m.group(6) or "").strip()
-        rows[(n, "f16")] = (float(m.group(4)), config)
-        rows[(n, "bf16")] = (float(m.group(5)), "")
+        n, config = int(m.group(1)), (m.group(7) or "").strip()
+        for i, d in enumerate(TABLE_COLUMNS):
+            rows[(n, d)] = (float(m.group(4 + i)), config if i == 0 else "")
     return rows
 
 
@@ -106,7 +123,7 @@ def ratio(x, y):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True, help=f"the {BINARY} binary, or a directory holding it")
-    ap.add_argument("--dtypes", default="f16,bf16", help="comma-separated: f16, bf16")
+    ap.add_argument("--dtypes", default="f16,bf16,f8e4m3", help="comma-separated: f16, bf16, f8e4m3")
     ap.add_argument("--sizes", default="256,512,1024,2048,4096,8192", help="M = N = K values for Triton and cuBLAS")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to the Tritium binary")
     args = ap.parse_args()
@@ -114,7 +131,7 @@ def main():
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     for d in dtypes:
         if d not in DTYPES:
-            ap.error(f"unknown dtype {d!r} (use f16 or bf16)")
+            ap.error(f"unknown dtype {d!r} (use f16, bf16 or f8e4m3)")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
     ok, ours = run_tritium(path, args.timeout)
@@ -126,13 +143,14 @@ def main():
     # Triton's unit test: its kernel against cuBLAS at 512^3.
     torch.manual_seed(0)
     for d in dtypes:
-        a = torch.randn((512, 512), device="cuda", dtype=DTYPES[d])
-        b = torch.randn((512, 512), device="cuda", dtype=DTYPES[d])
+        a, b = inputs(512, d)
         out = triton_matmul(a, b).float()
         if d == "f16":  # the tutorial's test
             same = torch.allclose(out, torch.matmul(a, b).float(), atol=1e-2, rtol=0)
         else:  # cuBLAS rounds to bf16, Triton to f16: so compare with an f32 product instead
-            same = torch.allclose(out, torch.matmul(a.float(), b.float()), atol=1e-2, rtol=1e-2)
+            atol = 1e-1 if d.startswith("f8") else 1e-2  # fp8 tensor cores add with ~14 bits
+            same = torch.allclose(out, torch.matmul(a.float(), b.float()), atol=atol, rtol=1e-2)
+            same &= torch.allclose(cublas(a, b).float(), torch.matmul(a.float(), b.float()), atol=atol, rtol=1e-2)
         print(f"Triton's kernel vs torch.matmul, 512^3 {d}: {'match' if same else 'DIFFER'}")
         ok &= same
 
@@ -143,11 +161,10 @@ def main():
           f" {'Triton/cuBLAS':>14s}  Tritium config | Triton config")
     for d in dtypes:
         for n in sizes:
-            a = torch.randn((n, n), device="cuda", dtype=DTYPES[d])
-            b = torch.randn((n, n), device="cuda", dtype=DTYPES[d])
+            a, b = inputs(n, d)
             tri = tflops(n, bench(lambda: triton_matmul(a, b)))  # the first call autotunes
             tri_config = str(matmul_kernel.best_config) if getattr(matmul_kernel, "best_config", None) else "-"
-            cub = tflops(n, bench(lambda: torch.matmul(a, b)))
+            cub = tflops(n, bench(lambda: cublas(a, b)))
             mine, my_config = ours.get((n, d), (None, ""))
             print(f"{d:>5s} {n:6d} {fmt(mine, 9)} {fmt(tri, 9)} {fmt(cub, 9)} {fmt(ratio(mine, tri), 9, 3)}"
                   f" {fmt(ratio(mine, cub), 9, 3)} {fmt(ratio(tri, cub), 14, 3)}  {my_config or '-'} | {tri_config}",

@@ -199,8 +199,8 @@ class KernelImpl {
             std::memcpy(&u, &f, 4);
             s = u;
           }
-          if (d == DType::f16 || d == DType::bf16)
-            bad_arg(i, fmt::format("has type {}; half-precision scalar arguments are not supported, use tl::f32", dtype_name(d)));
+          if (is_narrow_float(d))
+            bad_arg(i, fmt::format("has type {}; f16, bf16 and fp8 scalar arguments are not supported, use tl::f32", dtype_name(d)));
           out.key.push_back(0);
         } else {
           if (a.kind == ArgValue::Kind::floating)

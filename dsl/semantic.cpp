@@ -43,7 +43,7 @@ DType computation_type(const char* op, const SourceLoc& loc, DType a, bool a_lit
   if (a_literal != b_literal) {
     DType lit = a_literal ? a : b, ten = a_literal ? b : a;
     if (dtype_kind(lit) <= dtype_kind(ten)) {
-      if (div_or_mod && (ten == DType::f16 || ten == DType::bf16)) return DType::f32;
+      if (div_or_mod && is_narrow_float(ten)) return DType::f32;
       return ten;
     }
   }
@@ -54,6 +54,7 @@ DType computation_type(const char* op, const SourceLoc& loc, DType a, bool a_lit
     if (div_or_mod) return DType::f32;
     return (a == DType::bf16 && b == DType::bf16) ? DType::bf16 : DType::f32;
   }
+  if (is_fp8(a) || is_fp8(b)) return a == b && !div_or_mod ? a : DType::f32;  // (one fp8 kind with itself)
   if (!is_int(a) || !is_int(b))
     fail(loc, "tl::{}: unsupported operand types {} and {}", op, dtype_name(a), dtype_name(b));
   if (div_or_mod && is_unsigned_int(a) != is_unsigned_int(b) && a != DType::i1 && b != DType::i1)

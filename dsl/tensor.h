@@ -15,7 +15,8 @@ namespace tritium::tl {
 inline constexpr DType int1 = DType::i1, int8 = DType::i8, int16 = DType::i16, int32 = DType::i32,
                        int64 = DType::i64, uint8 = DType::u8, uint16 = DType::u16, uint32 = DType::u32,
                        uint64 = DType::u64, float16 = DType::f16, bfloat16 = DType::bf16,
-                       float32 = DType::f32, float64 = DType::f64;
+                       float32 = DType::f32, float64 = DType::f64,
+                       float8e4nv = DType::f8e4m3, float8e5 = DType::f8e5m2;  // Triton's fp8 names
 
 // Marks the `None` and `:` of Triton's indexing: x(_, None) is x[:, None].
 struct None_t {};
@@ -98,6 +99,8 @@ using f16 = scalar<DType::f16>;
 using bf16 = scalar<DType::bf16>;
 using f32 = scalar<DType::f32>;
 using f64 = scalar<DType::f64>;
+using f8e4m3 = scalar<DType::f8e4m3>;
+using f8e5m2 = scalar<DType::f8e5m2>;
 
 // A compile-time meta-parameter (Triton's tl.constexpr). A plain `int`/`bool`/`float`
 // parameter is a meta-parameter too; constexpr_<T> only makes it explicit.

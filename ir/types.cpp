@@ -1,6 +1,8 @@
 #include "ir/types.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -22,6 +24,8 @@ const char* dtype_name(DType t) {
     case DType::bf16: return "bf16";
     case DType::f32: return "f32";
     case DType::f64: return "f64";
+    case DType::f8e4m3: return "f8e4m3";
+    case DType::f8e5m2: return "f8e5m2";
     case DType::ptr: return "ptr";
   }
   return "?";
@@ -36,13 +40,40 @@ DType dtype_from_name(const std::string& name) {
 int dtype_bits(DType t) {
   switch (t) {
     case DType::i1: return 1;
-    case DType::i8: case DType::u8: return 8;
+    case DType::i8: case DType::u8: case DType::f8e4m3: case DType::f8e5m2: return 8;
     case DType::i16: case DType::u16: case DType::f16: case DType::bf16: return 16;
     case DType::i32: case DType::u32: case DType::f32: return 32;
     case DType::i64: case DType::u64: case DType::f64: case DType::ptr: return 64;
     case DType::invalid: return 0;
   }
   return 0;
+}
+
+float fp8_to_float(uint8_t bits, DType t) {
+  const bool e4 = t == DType::f8e4m3;
+  const int mbits = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+  int e = (bits & 0x7f) >> mbits, m = bits & ((1 << mbits) - 1);
+  float v;
+  if (e4 && (bits & 0x7f) == 0x7f) v = NAN;
+  else if (!e4 && e == 31) v = m ? NAN : INFINITY;
+  else if (e == 0) v = std::ldexp(static_cast<float>(m), 1 - bias - mbits);
+  else v = std::ldexp(static_cast<float>((1 << mbits) | m), e - bias - mbits);
+  return bits & 0x80 ? -v : v;
+}
+
+uint8_t fp8_from_float(float x, DType t) {
+  const bool e4 = t == DType::f8e4m3;
+  const int mbits = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+  if (std::isnan(x)) return 0x7f;
+  uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  float a = std::min(std::fabs(x), e4 ? 448.0f : 57344.0f);
+  if (a < std::ldexp(1.0f, 1 - bias))  // subnormal (a rounding carry gives the smallest normal)
+    return sign | static_cast<uint8_t>(std::nearbyint(std::ldexp(a, bias - 1 + mbits)));
+  uint32_t u;
+  std::memcpy(&u, &a, 4);
+  const int drop = 23 - mbits;
+  u += (1u << (drop - 1)) - 1 + ((u >> drop) & 1);
+  return sign | static_cast<uint8_t>((u >> drop) - (static_cast<uint32_t>(127 - bias) << mbits));
 }
 
 namespace ir {

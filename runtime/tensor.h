@@ -34,6 +34,8 @@ template <> constexpr const char* cpp_type_name<uint32_t>() { return "uint32_t";
 template <> constexpr const char* cpp_type_name<uint64_t>() { return "uint64_t"; }
 template <> constexpr const char* cpp_type_name<f16_t>() { return "f16_t"; }
 template <> constexpr const char* cpp_type_name<bf16_t>() { return "bf16_t"; }
+template <> constexpr const char* cpp_type_name<f8e4m3_t>() { return "f8e4m3_t"; }
+template <> constexpr const char* cpp_type_name<f8e5m2_t>() { return "f8e5m2_t"; }
 template <> constexpr const char* cpp_type_name<float>() { return "float"; }
 template <> constexpr const char* cpp_type_name<double>() { return "double"; }
 }  // namespace detail

@@ -12,6 +12,8 @@ namespace tl = tritium::tl;
 namespace tt = tritium::test;
 using tritium::bf16_t;
 using tritium::f16_t;
+using tritium::f8e4m3_t;
+using tritium::f8e5m2_t;
 
 namespace {
 
@@ -46,6 +48,8 @@ template <class T> double dot_tol(const tt::Backend& be) {
   if constexpr (std::is_same_v<T, double>) return 1e-12;
   else if constexpr (std::is_same_v<T, float>) return be.name == "cpu" ? 1e-5 : 1e-3;  // tf32 on GPUs
   else if constexpr (std::is_same_v<T, f16_t>) return 1e-3;
+  // fp8: the products are exact in f32; Hopper's fp8 tensor cores add with fewer mantissa bits.
+  else if constexpr (tt::is_fp8_v<T>) return be.name == "cpu" ? 1e-5 : 1e-3;
   else return 1e-2;
 }
 
@@ -117,6 +121,12 @@ BOOST_AUTO_TEST_SUITE(test_dot)
 BOOST_AUTO_TEST_CASE(dot_f32) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<float>(be, 100); }); }
 BOOST_AUTO_TEST_CASE(dot_f16) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<f16_t>(be, 200); }); }
 BOOST_AUTO_TEST_CASE(dot_bf16) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<bf16_t>(be, 300); }); }
+BOOST_AUTO_TEST_CASE(dot_fp8) {
+  tt::for_each_backend([](const tt::Backend& be) {
+    dot_cases<f8e4m3_t>(be, 350);
+    dot_cases<f8e5m2_t>(be, 370);
+  });
+}
 BOOST_AUTO_TEST_CASE(dot_i8) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<int8_t>(be, 400); }); }
 BOOST_AUTO_TEST_CASE(dot_f64) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<double>(be, 500); }); }
 
@@ -256,11 +266,11 @@ BOOST_AUTO_TEST_CASE(chained_dots) {
 // tl::dot's input_precision by index ("": the default, tf32).
 const char* const kPrecisions[] = {"", "tf32", "tf32x3", "ieee"};
 
-template <class T>
+template <class T, class C = T>
 tritium::Kernel& matmul_kernel() {
   static tritium::Kernel k = tritium::kernel(
       "matmul_kernel",
-      [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K, tl::i32 stride_am,
+      [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<C> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K, tl::i32 stride_am,
          tl::i32 stride_ak, tl::i32 stride_bk, tl::i32 stride_bn, tl::i32 stride_cm, tl::i32 stride_cn, int BLOCK_SIZE_M,
          int BLOCK_SIZE_N, int BLOCK_SIZE_K, int GROUP_SIZE_M, int PRECISION) {
         auto pid = tl::program_id(0);
@@ -287,7 +297,7 @@ tritium::Kernel& matmul_kernel() {
           a_ptrs += BLOCK_SIZE_K * stride_ak;
           b_ptrs += BLOCK_SIZE_K * stride_bk;
         }
-        auto c = accumulator.to(tritium::dtype_of<T>());
+        auto c = accumulator.to(tritium::dtype_of<C>());
 
         auto offs_cm = pid_m * BLOCK_SIZE_M + tl::arange(0, BLOCK_SIZE_M);
         auto offs_cn = pid_n * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N);
@@ -298,7 +308,7 @@ tritium::Kernel& matmul_kernel() {
   return k;
 }
 
-template <class T>
+template <class T, class C = T>
 void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int bk, int group, bool b_transposed,
                  uint32_t seed, int warps = 4, int stages = 3, int pad = 3, int precision = 0) {
   auto a = tt::random_vector<T>(size_t(M) * K, seed);
@@ -319,32 +329,33 @@ void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int
       const double x = tt::to_double(a[size_t(i) * K + kk]);
       for (int j = 0; j < N; ++j) ref[size_t(i) * N + j] += x * bd[size_t(kk) * N + j];
     }
-  std::string what = std::string(tritium::dtype_name(tritium::dtype_of<T>())) + " " + std::to_string(M) + "x" +
+  std::string what = std::string(tritium::dtype_name(tritium::dtype_of<T>())) + " -> " +
+                     tritium::dtype_name(tritium::dtype_of<C>()) + " " + std::to_string(M) + "x" +
                      std::to_string(N) + "x" + std::to_string(K) + " blocks " + std::to_string(bm) + "x" +
                      std::to_string(bn) + "x" + std::to_string(bk) + " group " + std::to_string(group) + " warps " +
                      std::to_string(warps) + " stages " + std::to_string(stages) + (b_transposed ? " B^T strides" : "") +
                      (precision ? std::string(" input_precision ") + kPrecisions[precision] : "");
   BOOST_TEST_CONTEXT(what) {
     auto da = be.template upload<T>(a), db = be.template upload<T>(b_mem);
-    auto dc = be.template alloc_poisoned<T>(size_t(M) * ldc);
+    auto dc = be.template alloc_poisoned<C>(size_t(M) * ldc);
     int64_t grid = tritium::cdiv(M, bm) * tritium::cdiv(N, bn);
     auto opts = be.options();
     opts.num_warps = warps;
     opts.num_stages = stages;
-    matmul_kernel<T>()[{grid}](da.ptr(), db.ptr(), dc.ptr(), M, N, K, K, 1, stride_bk, stride_bn, ldc, 1, bm, bn, bk, group,
+    matmul_kernel<T, C>()[{grid}](da.ptr(), db.ptr(), dc.ptr(), M, N, K, K, 1, stride_bk, stride_bn, ldc, 1, bm, bn, bk, group,
                                precision, opts);
     auto c = dc.download();
-    tt::host_vector<T> got(size_t(M) * N);
+    tt::host_vector<C> got(size_t(M) * N);
     size_t padding_written = 0;
     for (int i = 0; i < M; ++i) {
       for (int j = 0; j < N; ++j) got[size_t(i) * N + j] = c[size_t(i) * ldc + j];
-      for (int j = N; j < ldc; ++j) padding_written += !tt::is_poison<T>(c[size_t(i) * ldc + j]);
+      for (int j = N; j < ldc; ++j) padding_written += !tt::is_poison<C>(c[size_t(i) * ldc + j]);
     }
     // f16/bf16: the output is rounded to the input type. fp32: tf32 on a GPU unless the precision
     // is tf32x3 or ieee (DESIGN.md's bounds: tf32 1e-3, fp32 1e-5).
     double tol = std::is_same_v<T, float> ? (precision >= 2 ? 1e-5 : dot_tol<float>(be))
-                 : std::is_same_v<T, f16_t> ? 2e-3 : 1e-2;
-    tt::check_close<T>(got, ref, tol, what);
+                 : std::is_same_v<C, f16_t> ? 2e-3 : tt::is_fp8_v<T> ? dot_tol<T>(be) : 1e-2;
+    tt::check_close<C>(got, ref, tol, what);
     BOOST_TEST(padding_written == 0u, what << ": the store mask let " << padding_written << " padding elements be written");
   }
 }
@@ -404,6 +415,26 @@ BOOST_AUTO_TEST_CASE(tiled_matmul_f32_precisions) {
       // tf32 named explicitly, aligned sizes (full 16-byte chunks, C through shared memory).
       if (be.name != "cpu" || i == 0)
         matmul_case<float>(be, 256, 384, 320, c.bm, c.bn, c.bk, 8, false, 60 + uint32_t(i), c.warps, c.stages, 0, 1);
+    }
+  });
+}
+
+// fp8 matmuls (tutorial 03's fp8 form: B handed over as the transpose of an N x K matrix, so
+// its tiles are K-contiguous - what Hopper's fp8 wgmma reads - and as stored, K x N), f32 and f16
+// results, aligned sizes (16-byte chunks) and odd ones (element loads, masked edges).
+BOOST_AUTO_TEST_CASE(tiled_matmul_fp8) {
+  struct Cfg { int bm, bn, bk, stages, warps; };
+  const std::vector<Cfg> configs = {{128, 256, 128, 3, 8}, {128, 128, 128, 4, 4}, {64, 128, 64, 4, 4}, {64, 32, 64, 4, 2}};
+  tt::for_each_backend([&](const tt::Backend& be) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (be.name == "cpu" && i % 2) continue;  // LLVM compiles: half the configs keep the suite quick
+      const Cfg& c = configs[i];
+      uint32_t seed = 200 + uint32_t(i) * 4;
+      matmul_case<f8e4m3_t, float>(be, 256, 384, 512, c.bm, c.bn, c.bk, 8, true, seed, c.warps, c.stages, 0);
+      matmul_case<f8e5m2_t, float>(be, 256, 256, 256, c.bm, c.bn, c.bk, 8, true, seed + 1, c.warps, c.stages, 0);
+      matmul_case<f8e4m3_t, f16_t>(be, 300, 200, 208, c.bm, c.bn, c.bk, 4, true, seed + 2, c.warps, c.stages, 0);
+      matmul_case<f8e4m3_t, float>(be, 333, 197, 250, c.bm, c.bn, c.bk, 4, true, seed + 3, c.warps, c.stages);
+      matmul_case<f8e5m2_t, float>(be, 130, 200, 96, c.bm, c.bn, c.bk, 8, false, seed + 4, c.warps, c.stages);
     }
   });
 }

@@ -64,7 +64,8 @@ template <class T> T* data_as(host_vector<T>& v) { return reinterpret_cast<T*>(v
 template <class T> const T* data_as(const host_vector<T>& v) { return reinterpret_cast<const T*>(v.data()); }
 
 template <class T> inline constexpr bool is_half_v = std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>;
-template <class T> inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
+template <class T> inline constexpr bool is_fp8_v = std::is_same_v<T, f8e4m3_t> || std::is_same_v<T, f8e5m2_t>;
+template <class T> inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T> || is_fp8_v<T>;
 
 // float <-> IEEE half / bfloat16 bits, round to nearest even; NaN stays NaN, overflow gives inf.
 inline uint16_t float_to_f16_bits(float f) {
@@ -127,6 +128,34 @@ inline float round_to_odd_float(long double x) {
 }
 inline f16_t to_f16_exact(long double x) { return f16_t{float_to_f16_bits(round_to_odd_float(x))}; }
 inline bf16_t to_bf16_exact(long double x) { return bf16_t{float_to_bf16_bits(round_to_odd_float(x))}; }
+// fp8 (OCP 8-bit floats) straight from the definition: e4m3 (bias 7, no infinities, S.1111.111
+// is NaN) and e5m2 (bias 15, IEEE-like). Encoding searches every code for the nearest value
+// (ties to the even code), saturating to the largest finite one (cvt.rn.satfinite); NaN -> 0x7f.
+template <class F> double fp8_value(uint8_t code) {
+  const bool e4 = std::is_same_v<F, f8e4m3_t>;
+  const int mbits = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+  const int e = (code >> mbits) & (e4 ? 15 : 31), m = code & ((1 << mbits) - 1);
+  double v;
+  if (e4 && e == 15 && m == 7) v = NAN;
+  else if (!e4 && e == 31) v = m ? NAN : INFINITY;
+  else if (e == 0) v = m * std::pow(2.0, 1 - bias - mbits);
+  else v = (1.0 + m / double(1 << mbits)) * std::pow(2.0, e - bias);
+  return (code & 0x80) ? -v : v;
+}
+template <class F> F fp8_nearest(double x) {
+  if (std::isnan(x)) return F{0x7f};
+  int best = 0;
+  double a = std::min(std::fabs(x), std::is_same_v<F, f8e4m3_t> ? 448.0 : 57344.0);  // (infinities too)
+  for (int c = 1; c < 128; ++c) {
+    double v = fp8_value<F>(static_cast<uint8_t>(c)), bv = fp8_value<F>(static_cast<uint8_t>(best));
+    if (!std::isfinite(v)) continue;
+    double dv = std::fabs(v - a), db = std::fabs(bv - a);
+    if (dv < db || (dv == db && (c & 1) == 0)) best = c;
+  }
+  return F{static_cast<uint8_t>(best | (std::signbit(x) ? 0x80 : 0))};
+}
+inline float to_float(f8e4m3_t h) { return static_cast<float>(fp8_value<f8e4m3_t>(h.bits)); }
+inline float to_float(f8e5m2_t h) { return static_cast<float>(fp8_value<f8e5m2_t>(h.bits)); }
 inline float to_float(f16_t h) { return f16_bits_to_float(h.bits); }
 inline float to_float(bf16_t b) { return bf16_bits_to_float(b.bits); }
 
@@ -134,12 +163,13 @@ inline float to_float(bf16_t b) { return bf16_bits_to_float(b.bits); }
 // rounded like a C++ conversion: to nearest even for floats, correctly for f16/bf16;
 // truncated toward zero for integers, which must be in range).
 template <class T> double to_double(T v) {
-  if constexpr (is_half_v<T>) return to_float(v);
+  if constexpr (is_half_v<T> || is_fp8_v<T>) return to_float(v);
   else return static_cast<double>(v);
 }
 template <class T> T from_double(double d) {
   if constexpr (std::is_same_v<T, f16_t>) return to_f16_exact(d);
   else if constexpr (std::is_same_v<T, bf16_t>) return to_bf16_exact(d);
+  else if constexpr (is_fp8_v<T>) return fp8_nearest<T>(d);
   else return static_cast<T>(d);
 }
 // Rounds a double to what T can hold (the reference for a float result stored as T).
@@ -148,6 +178,7 @@ template <class T> double round_to(double d) { return to_double(from_double<T>(d
 template <class T> std::string value_str(T v) {
   std::ostringstream os;
   if constexpr (is_half_v<T>) os << to_float(v) << " (bits 0x" << std::hex << v.bits << ")";
+  else if constexpr (is_fp8_v<T>) os << to_float(v) << " (bits 0x" << std::hex << int(v.bits) << ")";
   else if constexpr (sizeof(T) == 1 && std::is_integral_v<T>) os << static_cast<int>(v);
   else { os.precision(17); os << v; }
   return os.str();
@@ -159,6 +190,7 @@ template <class T> std::string value_str(T v) {
 template <class T> storage_t<T> poison_value() {
   if constexpr (std::is_same_v<T, f16_t>) return f16_t{0x7e00};
   else if constexpr (std::is_same_v<T, bf16_t>) return bf16_t{0x7fc0};
+  else if constexpr (is_fp8_v<T>) return T{0x7f};
   else if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
   else {
     uint64_t pattern = 0xA5A5A5A5A5A5A5A5ull;

@@ -13,12 +13,15 @@
 //  - a fused epilogue: leaky_relu applied to the fp32 accumulator before the fp16 cast, chosen by
 //    the ACTIVATION meta-parameter.
 //
-//   ./03-matrix-multiplication            checks C (f16 and bf16 inputs, f16 output, with and
-//                                         without leaky_relu) against a float64 product on the
-//                                         host, at sizes that are not multiples of the blocks
+//   ./03-matrix-multiplication            checks C (f16, bf16 and fp8 e4m3 / e5m2 inputs, f16
+//                                         output, with and without leaky_relu) against a float64
+//                                         product on the host, at sizes that are not multiples of
+//                                         the blocks
 //   ./03-matrix-multiplication --bench    TFLOP/s for square problems: on --backend cuda
-//                                         M = N = K in {256, ..., 8192} for f16 and bf16 inputs
-//                                         (bench/compare_matmul.py adds Triton and cuBLAS); on
+//                                         M = N = K in {256, ..., 8192} for f16, bf16 and fp8
+//                                         e4m3 inputs (fp8 with B transposed, as Triton's
+//                                         tutorial; bench/compare_matmul.py adds Triton and
+//                                         cuBLAS); on
 //                                         the CPU {256, 512, 1024} in GFLOP/s beside a plain
 //                                         C++ loop
 #include <algorithm>
@@ -84,7 +87,7 @@ std::vector<Config> get_autotune_config(const tritium::Device& device) {
 // time is its equivalent: it is inlined into the kernel.)
 tl::tensor leaky_relu(const tl::tensor& x) { return tl::where(x >= 0, x, 0.01f * x); }
 
-using P = tl::ptr<tl::any>;  // A and B are f16 or bf16, C is f16
+using P = tl::ptr<tl::any>;  // A and B are f16, bf16 or fp8 (e4m3, e5m2), C is f16
 
 // Kernel for computing the matmul C = A x B. A has shape (M, K), B has shape (K, N) and C has
 // shape (M, N).
@@ -203,9 +206,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, Activation activation = NONE) {
     tritium::fail("matmul: incompatible dimensions: A is {} x {} and B is {} x {} (A's columns must equal B's rows)",
                   a.size(0), a.size(1), b.size(0), b.size(1));
   if (!a.is_contiguous()) tritium::fail("matmul: matrix A must be contiguous, got strides [{}, {}]", a.stride(0), a.stride(1));
-  if (a.dtype() != b.dtype() || (a.dtype() != DType::f16 && a.dtype() != DType::bf16))
-    tritium::fail("matmul: A and B must both be f16 or both bf16, got {} and {}", tritium::dtype_name(a.dtype()),
-                  tritium::dtype_name(b.dtype()));
+  const DType in = a.dtype();
+  if (in != b.dtype() || (in != DType::f16 && in != DType::bf16 && in != DType::f8e4m3 && in != DType::f8e5m2))
+    tritium::fail("matmul: A and B must have one dtype, f16, bf16, f8e4m3 or f8e5m2, got {} and {}",
+                  tritium::dtype_name(in), tritium::dtype_name(b.dtype()));
   if (a.device() != b.device())
     tritium::fail("matmul: A is on {} and B on {}", a.device().str(), b.device().str());
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
@@ -251,7 +255,12 @@ struct Errors {
 // must stay within the sum of these, and ||c - ref|| / ||ref|| within DESIGN.md's bound for f16
 // inputs, 1e-3 (the f16 rounding alone gives about 2^-11 / sqrt(3) = 2.8e-4). bf16 inputs are
 // held to the same bounds: they are exact in f32 too, and the output is f16 for both, as in
-// Triton's tutorial.
+// Triton's tutorial. fp8 products are exact in f32 as well, but Hopper's fp8 tensor cores add
+// with about 14 mantissa bits (DeepSeek-V3's measurement; not documented by NVIDIA): on a GPU the
+// additions are bounded with 2^-13 instead of 2^-24, and the norm-wise bound is DESIGN.md's 5e-2
+// for fp8.
+
+
 Errors check_case(const tutorial::Args& args, int64_t M, int64_t N, int64_t K, DType dtype, Activation act,
                   bool b_transposed, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -262,7 +271,7 @@ Errors check_case(const tutorial::Args& args, int64_t M, int64_t N, int64_t K, D
   Tensor a = Tensor::from_vector(ha, {M, K}, args.device).to(dtype);
   Tensor b = b_transposed ? Tensor::from_vector(hb, {N, K}, args.device).to(dtype).t()  // [K, N], strides [1, K]
                           : Tensor::from_vector(hb, {K, N}, args.device).to(dtype);
-  // The reference starts from the values the kernel sees (rounded to f16 / bf16).
+  // The reference starts from the values the kernel sees (rounded to f16 / bf16 / fp8).
   ha = host(a), hb = host(b);  // row-major [M, K] and [K, N]
 
   g_poison = true;
@@ -270,7 +279,8 @@ Errors check_case(const tutorial::Args& args, int64_t M, int64_t N, int64_t K, D
   g_poison = false;
   const std::vector<float> hc = host(c);
 
-  const double u16 = std::ldexp(1.0, -11), u32 = std::ldexp(1.0, -24), tiny = std::ldexp(1.0, -25);
+  const double u16 = std::ldexp(1.0, -11), tiny = std::ldexp(1.0, -25);
+  const double u32 = std::ldexp(1.0, tritium::is_fp8(dtype) && args.device.is_cuda() ? -13 : -24);
   const double gamma = double(std::max<int64_t>(K - 1, 1)) * u32;
   Errors e;
   std::vector<double> diff2(size_t(M), 0.0), ref2(size_t(M), 0.0), worst(size_t(M), 0.0);
@@ -369,14 +379,18 @@ int run_tutorial(const tutorial::Args& args) {
       {m1, n1, k1, DType::f16, NONE, false},        {m1, n1, k1, DType::f16, LEAKY_RELU, true},
       {13, 7, 5, DType::f16, LEAKY_RELU, false},    {1, 1, 1, DType::f16, NONE, false},
       {m1, n1, k1, DType::bf16, NONE, false},       {97, 130, 61, DType::bf16, LEAKY_RELU, true},
+      // fp8: B transposed as in Triton's tutorial (K-major, what Hopper's fp8 wgmma reads), and as stored.
+      {512, 512, 512, DType::f8e4m3, NONE, true},   {m1, n1, k1, DType::f8e4m3, LEAKY_RELU, true},
+      {m1, n1, k1, DType::f8e5m2, NONE, true},      {97, 130, 64, DType::f8e4m3, NONE, false},
   };
-  const double tolerance = 1e-3;  // DESIGN.md, f16 inputs
+  auto tolerance_of = [](DType d) { return tritium::is_fp8(d) ? 5e-2 : 1e-3; };  // DESIGN.md
   bool ok = true;
   uint32_t seed = 0;
   for (const Case& c : cases) {
     Errors e = check_case(args, c.M, c.N, c.K, c.dtype, c.act, c.b_transposed, ++seed);
+    const double tolerance = tolerance_of(c.dtype);
     const bool good = e.unwritten == 0 && e.rel <= tolerance && e.worst <= 1.0;
-    std::printf("matmul %4lld x %4lld x %4lld %-4s%-11s%-4s on %s: rel err %.2e (bound %.0e), "
+    std::printf("matmul %4lld x %4lld x %4lld %-6s%-11s%-4s on %s: rel err %.2e (bound %.0e), "
                 "max |err| / element bound %.3f  %s",
                 static_cast<long long>(c.M), static_cast<long long>(c.N), static_cast<long long>(c.K),
                 tritium::dtype_name(c.dtype), c.act == LEAKY_RELU ? " leaky_relu" : "", c.b_transposed ? " B^T" : "",
@@ -413,19 +427,22 @@ int run_tutorial(const tutorial::Args& args) {
   // autotuning done by an untimed first call.
   const std::vector<int64_t> sizes =
       cpu ? std::vector<int64_t>{256, 512, 1024} : std::vector<int64_t>{256, 512, 1024, 2048, 4096, 8192};
-  const std::vector<DType> dtypes = cpu ? std::vector<DType>{DType::f16} : std::vector<DType>{DType::f16, DType::bf16};
+  const std::vector<DType> dtypes =
+      cpu ? std::vector<DType>{DType::f16} : std::vector<DType>{DType::f16, DType::bf16, DType::f8e4m3};
   auto perf = [](int64_t n, double ms) { return 2.0 * double(n) * double(n) * double(n) * 1e-12 / (ms * 1e-3); };
   if (cpu)
     std::printf("\n%6s %6s %6s %16s %16s %8s  %s\n", "M", "N", "K", "Tritium GFLOP/s", "plain GFLOP/s", "ratio",
                 "tuned config");
   else
-    std::printf("\n%6s %6s %6s %14s %14s  %s\n", "M", "N", "K", "f16 TFLOP/s", "bf16 TFLOP/s", "tuned config (f16)");
+    std::printf("\n%6s %6s %6s %14s %14s %14s  %s\n", "M", "N", "K", "f16 TFLOP/s", "bf16 TFLOP/s", "e4m3 TFLOP/s",
+                "tuned config (f16)");
   for (int64_t n : sizes) {
     std::vector<double> tflops;
     std::string best;
     for (DType dtype : dtypes) {
       Tensor a = tritium::ops::randn({n, n}, tritium::ops::default_generator(), DType::f32, args.device).to(dtype);
       Tensor b = tritium::ops::randn({n, n}, tritium::ops::default_generator(), DType::f32, args.device).to(dtype);
+      if (tritium::is_fp8(dtype)) b = b.t();  // Triton's tutorial: b = b.T for fp8 inputs
       double ms = tritium::do_bench([&] { matmul(a, b); }, args.device).median_ms;
       tflops.push_back(perf(n, ms));
       if (best.empty()) {  // the config the tuner picked (a lookup: this key is tuned already)
@@ -452,7 +469,7 @@ int run_tutorial(const tutorial::Args& args) {
     if (cpu)
       std::printf("%6lld %6lld %6lld %16.2f %16.2f %8.2f  %s\n", nn, nn, nn, tflops[0] * 1e3, tflops[1] * 1e3,
                   tflops[0] / tflops[1], best.c_str());
-    else std::printf("%6lld %6lld %6lld %14.1f %14.1f  %s\n", nn, nn, nn, tflops[0], tflops[1], best.c_str());
+    else std::printf("%6lld %6lld %6lld %14.1f %14.1f %14.1f  %s\n", nn, nn, nn, tflops[0], tflops[1], tflops[2], best.c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -83,7 +83,7 @@ class Codegen {
   llvm::Type* reg_type(DType d) {
     switch (d) {
       case DType::i1: return b_.getInt1Ty();
-      case DType::i8: case DType::u8: return b_.getInt8Ty();
+      case DType::i8: case DType::u8: case DType::f8e4m3: case DType::f8e5m2: return b_.getInt8Ty();  // fp8: raw bits
       case DType::i16: case DType::u16: case DType::bf16: return b_.getInt16Ty();  // bf16: raw bits
       case DType::i32: case DType::u32: return b_.getInt32Ty();
       case DType::i64: case DType::u64: return b_.getInt64Ty();
@@ -109,14 +109,32 @@ class Codegen {
   Value* splat(Value* s, int w) { return w == 0 ? s : b_.CreateVectorSplat(w, s); }
   Value* i32(int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
 
-  // f16/bf16 compute in f32.
-  bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+  // f16, bf16 and fp8 compute in f32.
+  bool is_half(DType d) { return is_narrow_float(d); }
   Value* to_f32(Value* v, DType d) {
+    auto ci = [&](llvm::Type* t, uint64_t x) { return llvm::ConstantInt::get(t, x); };
     if (d == DType::f16) return b_.CreateFPExt(v, shaped(b_.getFloatTy(), v));
     if (d == DType::bf16) {
       Value* w = b_.CreateZExt(v, shaped(b_.getInt32Ty(), v));
       w = b_.CreateShl(w, llvm::ConstantInt::get(w->getType(), 16));
       return b_.CreateBitCast(w, shaped(b_.getFloatTy(), v));
+    }
+    if (d == DType::f8e5m2) {  // the high byte of an f16 (infinities and NaNs included)
+      Value* h = b_.CreateShl(b_.CreateZExt(v, shaped(b_.getInt16Ty(), v)), ci(shaped(b_.getInt16Ty(), v), 8));
+      return b_.CreateFPExt(b_.CreateBitCast(h, shaped(b_.getHalfTy(), v)), shaped(b_.getFloatTy(), v));
+    }
+    if (d == DType::f8e4m3) {
+      // The magnitude's bits shifted into an f16's exponent and mantissa read 2^-8 of the value
+      // (subnormals too: f16's bias is 8 more); 0x7f is NaN, the sign goes back on last.
+      llvm::Type* i16 = shaped(b_.getInt16Ty(), v);
+      llvm::Type* i32 = shaped(b_.getInt32Ty(), v);
+      llvm::Type* f32 = shaped(b_.getFloatTy(), v);
+      Value* mag = b_.CreateAnd(b_.CreateZExt(v, i16), ci(i16, 0x7f));
+      Value* h = b_.CreateBitCast(b_.CreateShl(mag, ci(i16, 7)), shaped(b_.getHalfTy(), v));
+      Value* f = b_.CreateFMul(b_.CreateFPExt(h, f32), llvm::ConstantFP::get(f32, 256.0));
+      f = b_.CreateSelect(b_.CreateICmpEQ(mag, ci(i16, 0x7f)), llvm::ConstantFP::getNaN(f32), f);
+      Value* sign = b_.CreateShl(b_.CreateAnd(b_.CreateZExt(v, i32), ci(i32, 0x80)), ci(i32, 24));
+      return b_.CreateBitCast(b_.CreateOr(b_.CreateBitCast(f, i32), sign), f32);
     }
     return v;
   }
@@ -131,7 +149,32 @@ class Codegen {
       Value* nan = b_.CreateFCmpUNO(v, v);
       return b_.CreateSelect(nan, llvm::ConstantInt::get(r->getType(), 0x7fc0), r);
     }
+    if (is_fp8(d)) return f32_to_fp8(v, d);
     return v;
+  }
+  // fp8_from_float (ir/types.h) on vectors: saturate, then subnormals by rounding a * 2^(bias-1+m)
+  // to an integer (nearest even), normals by rounding the f32 mantissa (nearest even) and
+  // rebiasing the exponent.
+  Value* f32_to_fp8(Value* v, DType d) {
+    const bool e4 = d == DType::f8e4m3;
+    const int mbits = e4 ? 3 : 2, bias = e4 ? 7 : 15, drop = 23 - mbits;
+    llvm::Type* f32 = shaped(b_.getFloatTy(), v);
+    llvm::Type* i32 = shaped(b_.getInt32Ty(), v);
+    auto ci = [&](uint64_t x) { return llvm::ConstantInt::get(i32, x); };
+    auto cf = [&](double x) { return llvm::ConstantFP::get(f32, x); };
+    Value* u = b_.CreateBitCast(v, i32);
+    Value* sign = b_.CreateLShr(b_.CreateAnd(u, ci(0x80000000u)), ci(24));
+    Value* a = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v);
+    a = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, cf(e4 ? 448.0 : 57344.0));
+    Value* sub = b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b_.CreateFMul(a, cf(std::ldexp(1.0, bias - 1 + mbits))));
+    sub = b_.CreateFPToUI(sub, i32);
+    Value* ua = b_.CreateBitCast(a, i32);
+    Value* r = b_.CreateAdd(ua, b_.CreateAdd(ci((1u << (drop - 1)) - 1), b_.CreateAnd(b_.CreateLShr(ua, ci(drop)), ci(1))));
+    Value* norm = b_.CreateSub(b_.CreateLShr(r, ci(drop)), ci(uint64_t(127 - bias) << mbits));
+    Value* code = b_.CreateSelect(b_.CreateFCmpOLT(a, cf(std::ldexp(1.0, 1 - bias))), sub, norm);
+    code = b_.CreateOr(code, sign);
+    code = b_.CreateSelect(b_.CreateFCmpUNO(v, v), ci(0x7f), code);
+    return b_.CreateTrunc(code, shaped(b_.getInt8Ty(), v));
   }
 
   // ---- constants --------------------------------------------------------------------------
@@ -139,6 +182,7 @@ class Codegen {
   Value* constant(DType d, int64_t ival, double fval, bool is_fp) {
     if (is_float(d)) {
       double x = is_fp ? fval : static_cast<double>(ival);
+      if (is_fp8(d)) return b_.getInt8(fp8_from_float(static_cast<float>(x), d));
       if (d == DType::bf16) {
         float f = static_cast<float>(x);
         uint32_t u;

@@ -415,15 +415,16 @@ void Codegen::thread_loop(const Shape& shape, int V, const std::function<void(co
   if (mma != mma_map_.end()) close();
 }
 
-int Codegen::access_width(const ir::Op* op) {
+int Codegen::access_width(const ir::Op* op, int dim) {
   const ir::Value* p = op->operand(0);
   if (!p->type.is_ptr() || p->type.is_scalar() || !axis_.contains(p)) return 1;
   const AxisInfo& info = axis_.get(p);
+  const size_t d = dim < 0 ? info.dims() - 1 : static_cast<size_t>(dim);
   int64_t elem = std::max<int64_t>(1, dtype_bytes(p->type.pointee));
-  int64_t w = pow2_divisor(info.contiguity.back());
-  w = std::min(w, std::max<int64_t>(1, info.divisibility.back() / elem));
+  int64_t w = pow2_divisor(info.contiguity[d]);
+  w = std::min(w, std::max<int64_t>(1, info.divisibility[d] / elem));
   w = std::min(w, std::max<int64_t>(1, 16 / elem));
-  w = std::min<int64_t>(w, p->type.shape.back());
+  w = std::min<int64_t>(w, p->type.shape[d]);
   return static_cast<int>(w);
 }
 
@@ -644,6 +645,7 @@ std::string Codegen::constant(DType d, int64_t ival, double fval, bool is_fp) {
     double x = is_fp ? fval : static_cast<double>(ival);
     if (d == DType::f16) return fmt::format("tt_f16_from({})", float_literal(x, true));
     if (d == DType::bf16) return fmt::format("tt_bf16_from({})", float_literal(x, true));
+    if (is_fp8(d)) return fmt::format("{}{{(uint8_t)0x{:02x}}}", ctype(d), fp8_from_float(static_cast<float>(x), d));
     return float_literal(x, d == DType::f32);
   }
   switch (d) {
@@ -666,11 +668,12 @@ std::string Codegen::constant_of(const ir::Op* op) {
 std::string Codegen::from_f32(const std::string& x, DType d) {
   if (d == DType::f16) return "tt_f16_from(" + x + ")";
   if (d == DType::bf16) return "tt_bf16_from(" + x + ")";
+  if (is_fp8(d)) return ctype(d) + "_from(" + x + ")";
   return x;
 }
 
 std::string Codegen::float_op(OpKind k, std::vector<std::string> x, DType d) {
-  bool half = is_half(d);
+  bool half = is_narrow_float(d);
   bool dbl = d == DType::f64;
   if (half)
     for (auto& v : x) v = to_f32(v, d);
@@ -759,7 +762,7 @@ std::string Codegen::cast(const std::string& v, const ir::Type& from_t, const ir
   if (to == DType::i1) return is_float(from) ? fmt::format("({} != 0)", to_f32(v, from)) : fmt::format("({} != 0)", v);
   if (is_int(from) && is_int(to)) return fmt::format("({})({})", ctype(to), v);
   if (is_int(from)) {
-    if (is_half(to)) return from_f32(fmt::format("(float)({})", v), to);
+    if (is_narrow_float(to)) return from_f32(fmt::format("(float)({})", v), to);
     return fmt::format("({})({})", ctype(to), v);
   }
   if (is_int(to)) {  // saturating, NaN -> 0 (as cvt.rzi.sat)

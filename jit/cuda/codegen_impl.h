@@ -60,6 +60,8 @@ inline std::string ctype(DType d) {
     case DType::u64: return "uint64_t";
     case DType::f16: return "tt_f16";
     case DType::bf16: return "tt_bf16";
+    case DType::f8e4m3: return "tt_f8e4m3";
+    case DType::f8e5m2: return "tt_f8e5m2";
     case DType::f32: return "float";
     case DType::f64: return "double";
     case DType::ptr: return "uint8_t*";
@@ -293,7 +295,7 @@ class Codegen {
 
   // Elements one 16-byte access of `op`'s pointer may move (ignoring the mask: the code checks
   // at run time whether all lanes are on).
-  int access_width(const ir::Op* op);
+  int access_width(const ir::Op* op, int dim = -1);  // dim -1: the last
 
   // Inline loads reached from v through ops that keep the last index (elementwise, hints,
   // broadcasts and expand_dims that leave the last dim alone), with their index.
@@ -325,7 +327,7 @@ class Codegen {
   static std::string constant(DType d, int64_t ival, double fval, bool is_fp);
   std::string constant_of(const ir::Op* op);
 
-  static std::string to_f32(const std::string& x, DType d) { return is_half(d) ? "tt_to_f32(" + x + ")" : x; }
+  static std::string to_f32(const std::string& x, DType d) { return is_narrow_float(d) ? "tt_to_f32(" + x + ")" : x; }
   static std::string from_f32(const std::string& x, DType d);
 
   std::string float_op(OpKind k, std::vector<std::string> x, DType d);
@@ -417,8 +419,8 @@ class Codegen {
   // matrix descriptors (A K-major, B N-major: the transposed-B form), accumulators in the
   // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
   // read stays untouched until a later trip's barrier).
-  void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BK, DType in, const std::string& a0,
-                        const std::string& b0, const std::string& acc, int in_flight);
+  void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, bool b_kmajor,
+                        const std::string& a0, const std::string& b0, const std::string& acc, int in_flight);
 
   // A dot outside a matmul loop (or one that did not match): the operands are buffers in shared
   // memory (row-major), the accumulator a register array in the fragment mapping.
@@ -464,12 +466,15 @@ class Codegen {
     int64_t R, C;
     int epc;  // elements per 16-byte chunk
     bool vector;
+    bool transposed;  // stored K-major: the tile's rows are the load's dim 1 (B's N), chunks along dim 0
+    // The load's index of tile element (row, col).
+    Index at(const std::string& row, const std::string& col) const { return transposed ? Index{col, row} : Index{row, col}; }
     std::vector<std::pair<const ir::Value*, std::string>> hoisted;  // carried pointer -> per-chunk inits
   };
   int64_t chunks_per_thread(const TileLoad& tl) const { return (tl.R * tl.C / tl.epc + nt_ - 1) / nt_; }
   // The per-thread chunk loop of a vector tile load: fn(row, ch, j).
   void for_each_chunk(const TileLoad& tl, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn);
-  TileLoad plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m);
+  TileLoad plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m, bool transposed);
   void emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
                       const std::string& base);
 

@@ -28,6 +28,47 @@ TT_INLINE tt_bf16 tt_bf16_from(float f) {  // round to nearest even; NaN stays a
   u += 0x7fffu + ((u >> 16) & 1u);
   return tt_bf16{(uint16_t)(u >> 16)};
 }
+// fp8 (e4m3 without infinities, e5m2): decoding is exact; encoding rounds to nearest even and
+// saturates to the largest finite value, NaN -> 0x7f (cvt.rn.satfinite on sm_89+; the same
+// arithmetic as the CPU backend before).
+struct tt_f8e4m3 { uint8_t bits; };
+struct tt_f8e5m2 { uint8_t bits; };
+TT_INLINE float tt_to_f32(tt_f8e5m2 h) { return tt_to_f32(tt_f16{(uint16_t)(h.bits << 8)}); }
+TT_INLINE float tt_to_f32(tt_f8e4m3 h) {  // magnitude bits as an f16 read 2^-8 of the value
+  uint32_t mag = h.bits & 0x7fu;
+  float f = mag == 0x7fu ? __uint_as_float(0x7fc00000u) : tt_to_f32(tt_f16{(uint16_t)(mag << 7)}) * 256.0f;
+  return __uint_as_float(__float_as_uint(f) | ((uint32_t)(h.bits & 0x80u) << 24));
+}
+TT_INLINE uint8_t tt_fp8_soft(float x, int mbits, int bias, float max_finite) {
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7f;
+  uint32_t sign = (u >> 24) & 0x80u;
+  float a = fminf(fabsf(x), max_finite);
+  uint32_t code;
+  if (a < __uint_as_float((uint32_t)(128 - bias) << 23)) {  // subnormal: a * 2^(bias - 1 + mbits), rounded
+    code = (uint32_t)rintf(a * __uint_as_float((uint32_t)(126 + bias + mbits) << 23));
+  } else {
+    int drop = 23 - mbits;
+    uint32_t ua = __float_as_uint(a);
+    ua += (1u << (drop - 1)) - 1u + ((ua >> drop) & 1u);
+    code = (ua >> drop) - ((uint32_t)(127 - bias) << mbits);
+  }
+  return (uint8_t)(code | sign);
+}
+TT_INLINE tt_f8e4m3 tt_f8e4m3_from(float x) {
+#if __CUDA_ARCH__ >= 890
+  uint16_t r; asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x)); return tt_f8e4m3{(uint8_t)r};
+#else
+  return tt_f8e4m3{tt_fp8_soft(x, 3, 7, 448.0f)};
+#endif
+}
+TT_INLINE tt_f8e5m2 tt_f8e5m2_from(float x) {
+#if __CUDA_ARCH__ >= 890
+  uint16_t r; asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x)); return tt_f8e5m2{(uint8_t)r};
+#else
+  return tt_f8e5m2{tt_fp8_soft(x, 2, 15, 57344.0f)};
+#endif
+}
 
 template <class T> struct tt_unsigned_of;
 template <> struct tt_unsigned_of<bool> { typedef uint8_t type; };
@@ -102,6 +143,8 @@ TT_INLINE int16_t tt_shfl_xor(int16_t v, int m) { return (int16_t)__shfl_xor_syn
 TT_INLINE uint16_t tt_shfl_xor(uint16_t v, int m) { return (uint16_t)__shfl_xor_sync(0xffffffffu, (int)v, m); }
 TT_INLINE tt_f16 tt_shfl_xor(tt_f16 v, int m) { return tt_f16{(uint16_t)__shfl_xor_sync(0xffffffffu, (int)v.bits, m)}; }
 TT_INLINE tt_bf16 tt_shfl_xor(tt_bf16 v, int m) { return tt_bf16{(uint16_t)__shfl_xor_sync(0xffffffffu, (int)v.bits, m)}; }
+TT_INLINE tt_f8e4m3 tt_shfl_xor(tt_f8e4m3 v, int m) { return tt_f8e4m3{(uint8_t)__shfl_xor_sync(0xffffffffu, (int)v.bits, m)}; }
+TT_INLINE tt_f8e5m2 tt_shfl_xor(tt_f8e5m2 v, int m) { return tt_f8e5m2{(uint8_t)__shfl_xor_sync(0xffffffffu, (int)v.bits, m)}; }
 template <class T> TT_INLINE T* tt_shfl_xor(T* v, int m) {
   return (T*)__shfl_xor_sync(0xffffffffu, (unsigned long long)v, m);
 }
@@ -220,6 +263,7 @@ TT_INLINE void tt_st_shared16(uint32_t dst, const void* src) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 TT_INLINE void tt_st_shared2(uint32_t dst, uint16_t v) { asm volatile("st.shared.b16 [%0], %1;" ::"r"(dst), "h"(v) : "memory"); }
+TT_INLINE void tt_st_shared1(uint32_t dst, uint8_t v) { asm volatile("st.shared.b8 [%0], %1;" ::"r"(dst), "h"((uint16_t)v) : "memory"); }
 TT_INLINE void tt_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> TT_INLINE void tt_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 TT_INLINE void tt_ldsm_x4(uint32_t* r, uint32_t addr) {

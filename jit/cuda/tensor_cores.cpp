@@ -51,12 +51,12 @@ bool Codegen::store_through_shared(const ir::Op* op) {
 std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
   const ir::Type& rt = dot->result()->type;
   const ir::Type& at = dot->operand(0)->type;
-  bool tf32 = is_tf32(dot);
-  if (cc_ < 80 || rt.rank() != 2 || rt.dtype != DType::f32 || !(is_half(at.dtype) || tf32) ||
+  bool tf32 = is_tf32(dot), fp8 = is_fp8(at.dtype);
+  if (cc_ < 80 || rt.rank() != 2 || rt.dtype != DType::f32 || !(is_half(at.dtype) || tf32 || (fp8 && cc_ == 90)) ||
       dot->operand(1)->type.dtype != at.dtype)
     return std::nullopt;
   int64_t M = rt.shape[0], N = rt.shape[1], K = at.shape[1];
-  if (M % 16 || N % 16 || K % (tf32 ? 8 : 16) || M * N / nt_ > kMaxMmaWords) return std::nullopt;
+  if (M % 16 || N % 16 || K % (tf32 ? 8 : fp8 ? 32 : 16) || M * N / nt_ > kMaxMmaWords) return std::nullopt;
   std::optional<MmaTiling> best;
   if (cc_ == 90 && nwarps_ % 4 == 0 && !tf32) {  // warpgroups: the fewest wgmma per k step (widest N)
     int groups = nwarps_ / 4;
@@ -69,6 +69,7 @@ std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
     }
   }
   const bool warpgroups = best.has_value();
+  if (fp8 && !warpgroups) return std::nullopt;  // fp8 only through wgmma (no mma.sync emitter for it)
   for (int wm = 1; wm <= nwarps_ && !warpgroups; ++wm) {
     if (nwarps_ % wm) continue;
     int wn = nwarps_ / wm;
@@ -141,31 +142,37 @@ void Codegen::emit_mma_tiles(const MmaTiling& t, int64_t K, const ir::Op* dot, c
   close();
 }
 
-void Codegen::emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BK, DType in, const std::string& a0,
-                               const std::string& b0, const std::string& acc, int in_flight) {
-  int64_t rca = BK / 8;
-  int64_t a_row = std::min<int64_t>(rca, 8) * 16;  // bytes of a row within one column block
-  int a_mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;
+void Codegen::emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, bool b_kmajor,
+                               const std::string& a0, const std::string& b0, const std::string& acc, int in_flight) {
+  const int64_t esz = dtype_bytes(in), rca = BK * esz / 16;  // 16-byte chunks of a K row
+  const int64_t a_row = std::min<int64_t>(rca, 8) * 16;       // bytes of a row within one column block
+  const int mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;           // 128-, 64-, 32-byte swizzle
+  const bool fp8 = is_fp8(in);
   open("");
   std::string m0 = tmp("int", fmt::format("((tid >> 7) / {}) * {}", t.WN, t.WTM));
   std::string n0 = tmp("int", fmt::format("((tid >> 7) % {}) * {}", t.WN, t.WTN));
-  std::string da = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + {} * {}, 16, {}, {})", a0, m0, a_row, 8 * a_row, a_mode));
-  std::string db = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + ({} >> 6) * {}, {}, 1024, 1)", b0, n0, BK * 128, BK * 128));
+  std::string da = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + {} * {}, 16, {}, {})", a0, m0, a_row, 8 * a_row, mode));
+  // B K-major: rows of N laid out as A's rows of M; N-major (16-bit only): the transposed form.
+  std::string db = b_kmajor ? tmp("uint64_t", fmt::format("tt_wgmma_desc({} + {} * {}, 16, {}, {})", b0, n0, a_row, 8 * a_row, mode))
+                            : tmp("uint64_t", fmt::format("tt_wgmma_desc({} + ({} >> 6) * {}, {}, 1024, 1)", b0, n0, BK * 128, BK * 128));
   line("tt_wgmma_fence();");
   int64_t nr = t.WTN / 2;  // accumulators of one instruction
-  const char* ty = in == DType::f16 ? "f16" : "bf16";
-  for (int64_t kk = 0; kk < BK; kk += 16) {
-    int64_t koff = rca >= 8 ? (kk / 64) * (BM * 128) + (kk % 64) * 2 : kk * 2;
+  const char* ty = in == DType::f16 ? "f16" : in == DType::bf16 ? "bf16" : in == DType::f8e4m3 ? "e4m3" : "e5m2";
+  // 32 bytes of K per instruction (k16 for 16-bit types, k32 for fp8); fp8 has no transpose bits.
+  const std::string tail = fp8 ? "p, 1, 1" : fmt::format("p, 1, 1, 0, {}", b_kmajor ? 0 : 1);
+  auto k_offset = [&](int64_t kb, int64_t rows) { return rca >= 8 ? (kb / 128) * (rows * 128) + kb % 128 : kb; };
+  for (int64_t kb = 0; kb < BK * esz; kb += 32) {
+    int64_t boff = b_kmajor ? k_offset(kb, BN) : (kb / esz) * 128;
     for (int mi = 0; mi < t.MT; ++mi) {
-      int64_t aoff = mi * 64 * a_row + koff;
+      int64_t aoff = mi * 64 * a_row + k_offset(kb, BM);
       std::string regs, outs;
       for (int64_t i = 0; i < nr; ++i) {
         regs += fmt::format("{}%{}", i ? ", " : "", i);
         outs += fmt::format("{}\"+f\"({}[{}])", i ? ", " : "", acc, mi * t.NT * 4 + i);
       }
-      line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} "
-                       "{{{3}}}, %{4}, %{5}, p, 1, 1, 0, 1; }}\" : {6} : \"r\"(1), \"l\"({7} + {8}), \"l\"({9} + {10}));",
-                       nr, t.WTN, ty, regs, nr + 1, nr + 2, outs, da, aoff >> 4, db, (kk * 128) >> 4));
+      line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k{11}.f32.{2}.{2} "
+                       "{{{3}}}, %{4}, %{5}, {12}; }}\" : {6} : \"r\"(1), \"l\"({7} + {8}), \"l\"({9} + {10}));",
+                       nr, t.WTN, ty, regs, nr + 1, nr + 2, outs, da, aoff >> 4, db, boff >> 4, 32 / esz, tail));
     }
   }
   line("tt_wgmma_commit();");
@@ -179,6 +186,7 @@ bool Codegen::emit_dot_mma_tiles(const ir::Op* op) {
   const ir::Value* b = op->operand(1);
   const std::string &abuf = buffers_.at(a), &bbuf = buffers_.at(b);
   if (!t || scratch_bufs_.count(abuf) || scratch_bufs_.count(bbuf)) return false;  // ldmatrix reads shared memory
+  if (is_fp8(a->type.dtype)) return false;  // wgmma in matmul loops only: the FMA loop here
   int64_t K = a->type.shape[1], N = b->type.shape[1];
   const ir::Value* res = op->result();
   sync();  // the operand buffers are complete
@@ -322,9 +330,10 @@ void Codegen::for_each_chunk(const TileLoad& tl,
   close();
 }
 
-Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m) {
+Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m, bool transposed) {
   int epc = static_cast<int>(16 / dtype_bytes(ld->result()->type.dtype));
-  TileLoad tl{ld, ld->result()->type.shape[0], ld->result()->type.shape[1], epc, access_width(ld) >= epc, {}};
+  const Shape& s = ld->result()->type.shape;
+  TileLoad tl{ld, s[transposed ? 1 : 0], s[transposed ? 0 : 1], epc, access_width(ld, transposed ? 0 : 1) >= epc, transposed, {}};
   if (!tl.vector) return tl;
   const ir::Block* body = loop->regions[0];
   // The carried pointers this load's address uses: their inits at each chunk, hoisted out of the loop.
@@ -337,7 +346,7 @@ Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, 
           std::string arr = fresh("p");
           line(fmt::format("{} {}[{}];", ctype(v->type.element()), arr, chunks_per_thread(tl)));
           for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
-            line(fmt::format("{}[{}] = {};", arr, j, eval(loop->operands[3 + i], Index{row, fmt::format("{} * {}", ch, tl.epc)})));
+            line(fmt::format("{}[{}] = {};", arr, j, eval(loop->operands[3 + i], tl.at(row, fmt::format("{} * {}", ch, tl.epc)))));
           });
           tl.hoisted.push_back({v, arr});
         }
@@ -366,15 +375,23 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
     return fmt::format("({}) ? *{} : {}", eval(mask, idx), ptr, other ? eval(other, idx) : ct + "{}");
   };
   if (!tl.vector) {
-    // Element by element (no contiguity to move 16 bytes): the carried pointers evaluated in full.
+    // Element by element (no contiguity to move 16 bytes): the carried pointers evaluated in full,
+    // consecutive threads at consecutive elements of the load's last dim (coalesced when B is
+    // N-major but stored K-major).
+    const int64_t last = tl.transposed ? tl.R : tl.C;
     std::string e = fresh("e");
     open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", e, tl.R * tl.C, nt_));
-    std::string row = tmp("int", fmt::format("{} / {}", e, tl.C)), col = tmp("int", fmt::format("{} % {}", e, tl.C));
-    Index idx{row, col};
+    std::string d0 = tmp("int", fmt::format("{} / {}", e, last)), d1 = tmp("int", fmt::format("{} % {}", e, last));
+    Index idx{d0, d1};
+    const std::string& row = tl.transposed ? d1 : d0;
+    const std::string& col = tl.transposed ? d0 : d1;
     for (auto& [i, step] : m.pointers)
       affine_[loop->regions[0]->args[1 + i]] = Affine{step, eval(loop->operands[3 + i], idx), trip};
     std::string v = tmp(ct, value(idx, eval(p, idx)));
-    if (epc == 8)
+    if (epc == 16)
+      line(fmt::format("tt_st_shared1({} + ({} << 4) + ({} & 15), tt_bitcast<uint8_t>({}));", base,
+                       tile_chunk(row, col + " >> 4", tl.R, rc), col, v));
+    else if (epc == 8)
       line(fmt::format("tt_st_shared2({} + ({} << 4) + (({} & 7) << 1), {}.bits);", base,
                        tile_chunk(row, col + " >> 3", tl.R, rc), col, v));
     else
@@ -391,17 +408,17 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
     }
     std::string dst = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(row, ch, tl.R, rc)));
     std::string col = tmp("int", fmt::format("{} * {}", ch, epc));
-    std::string ptr = tmp("const " + ct + "*", eval(p, Index{row, col}));
+    std::string ptr = tmp("const " + ct + "*", eval(p, tl.at(row, col)));
     affine_.clear();
     if (!mask) {
       line(fmt::format("tt_cp_async16({}, {}, 16);", dst, ptr));
       return;
     }
     // Each lane's mask (one when the axis info says the mask is constant over the chunk).
-    bool constant = axis_.contains(mask) && axis_.get(mask).constancy.back() >= epc;
+    bool constant = axis_.contains(mask) && axis_.get(mask).constancy[tl.transposed ? 0 : 1] >= epc;
     std::vector<std::string> ms;
     for (int l = 0; l < (constant ? 1 : epc); ++l)
-      ms.push_back(eval(mask, Index{row, l == 0 ? col : fmt::format("({} + {})", col, l)}));
+      ms.push_back(eval(mask, tl.at(row, l == 0 ? col : fmt::format("({} + {})", col, l))));
     std::string all = tmp("bool", fmt::format("{}", fmt::join(ms, " && ")));
     std::string any = tmp("bool", fmt::format("{}", fmt::join(ms, " || ")));
     open(fmt::format("if ({})", zero_other ? fmt::format("{} || !{}", all, any) : all));
@@ -411,7 +428,7 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
     std::string v = fresh("v");
     line(fmt::format("__align__(16) {} {}[{}];", ct, v, epc));
     for (int l = 0; l < epc; ++l) {
-      Index idx{row, l == 0 ? col : fmt::format("({} + {})", col, l)};
+      Index idx = tl.at(row, l == 0 ? col : fmt::format("({} + {})", col, l));
       std::string ml = constant ? ms[0] : ms[static_cast<size_t>(l)];
       line(fmt::format("{}[{}] = ({}) ? {}[{}] : {};", v, l, ml, ptr, l, other ? eval(other, idx) : ct + "{}"));
     }
@@ -435,14 +452,18 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   smem_ = off + S * (a_bytes + b_bytes);
   const MmaTiling& t = mma_map_.at(res->type.shape);
   const bool wgmma = t.wgmma;  // (never for tf32: mma_tiling gives it warp tilings)
+  // B's tile is stored K-major (as A's) where wgmma reads it so: always for fp8 (which has no
+  // transposed form), and for 16-bit types when B's memory runs along K (no N-contiguous chunks).
+  const bool b_kmajor = wgmma && (is_fp8(at.dtype) || (access_width(m.load_b, 0) >= epc && access_width(m.load_b, 1) < epc));
   int in_flight = wgmma && S >= 3 ? 1 : 0;
   for (const ir::Op* ld : {m.load_a, m.load_b})
     if (may_read_written(ld->operand(0))) sync_after_global_writes();
   std::string acc = declare_registers(res->type);
   fill_registers(acc, loop->operands[3 + m.acc]);
   regs_[body->args[1 + m.acc]] = regs_[res] = acc;
-  line(fmt::format("// matmul loop on tensor cores{}: {} x {} x {} tiles, {} stages of cp.async, {} warps of {} x {}",
-                   is_tf32(m.dot) ? fmt::format(" ({})", m.dot->attrs.str) : "", BM, BN, BK, S, nwarps_, t.WTM, t.WTN));
+  line(fmt::format("// matmul loop on tensor cores{}: {} x {} x {} tiles, {} stages of cp.async, {} warps of {} x {}{}",
+                   is_tf32(m.dot) ? fmt::format(" ({})", m.dot->attrs.str) : "", BM, BN, BK, S, nwarps_, t.WTM, t.WTN,
+                   b_kmajor ? ", B K-major" : ""));
   open("");
   std::string sa = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", off));
   std::string sb = tmp("uint32_t", fmt::format("{} + {}", sa, S * a_bytes));
@@ -454,7 +475,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   // Inside `if`: without it NVVM merges the no-trip path's accumulators with the loop's exit,
   // and ptxas then serialises the wgmma kept in flight across trips (C7514).
   open(fmt::format("if ({} > 0)", trips));
-  TileLoad ta = plan_tile_load(m.load_a, loop, m), tb = plan_tile_load(m.load_b, loop, m);
+  TileLoad ta = plan_tile_load(m.load_a, loop, m, false), tb = plan_tile_load(m.load_b, loop, m, b_kmajor);
   std::vector<const ir::Value*> roots;
   for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
   for (auto& [i, step] : m.pointers) roots.push_back(step);
@@ -475,7 +496,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
         return fmt::format("{} + ({} << 4) + ((({}) & 3) << 2)", base, tile_chunk(r, "(" + c + ") >> 2", R, rc), c);
       };
     };
-    if (wgmma) emit_wgmma_tiles(t, BM, BK, at.dtype, a0, b0, acc, in_flight);
+    if (wgmma) emit_wgmma_tiles(t, BM, BN, BK, at.dtype, b_kmajor, a0, b0, acc, in_flight);
     else emit_mma_tiles(t, BK, m.dot, tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
   };
   std::string trip = fresh("trip");
