@@ -280,6 +280,54 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
   BOOST_TEST(odd.source.find("fragments in, 16-byte row chunks out") == std::string::npos);
 }
 
+// 8-bit operands (fp8 e4m3 / e5m2 into f32, int8 into i32) take wgmma with both tiles K-major,
+// whichever way B is stored (K-contiguous B: cp.async chunks along K; N-contiguous: element
+// loads into the K-major layout); 16-bit ones keep the transposed-B form unless B runs along K.
+// Without warpgroups (2 warps) 8-bit dots have no tensor-core path.
+BOOST_AUTO_TEST_CASE(matmul_loop_8bit_and_k_major_b) {
+  if (!nvrtc_or_skip()) return;
+  auto body = [](auto a, auto b, auto c, tl::i32 M, tl::i32 N, tl::i32 K, int BM, int BN, int BK, bool B_KMAJOR,
+                 tritium::DType acc_type) {
+    auto rm = tl::program_id(0) * BM + tl::arange(0, BM), rn = tl::program_id(1) * BN + tl::arange(0, BN);
+    auto rk = tl::arange(0, BK);
+    auto a_ptrs = a + (rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_);
+    auto b_ptrs = B_KMAJOR ? b + rk(tl::_, tl::None) + (rn % N)(tl::None, tl::_) * K : b + rk(tl::_, tl::None) * N + (rn % N)(tl::None, tl::_);
+    auto acc = tl::zeros({BM, BN}, acc_type);
+    for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+      acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - kt * BK, 0), tl::load(b_ptrs, rk(tl::_, tl::None) < K - kt * BK, 0), acc);
+      a_ptrs += BK;
+      if (B_KMAJOR) b_ptrs += BK;
+      else b_ptrs += BK * N;
+    }
+    tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc, (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N));
+  };
+  auto k = tritium::kernel("mm8", [body](tl::ptr<tl::any> a, tl::ptr<tl::any> b, tl::ptr<tl::any> c, tl::i32 M, tl::i32 N,
+                                         tl::i32 K, int BM, int BN, int BK, bool B_KMAJOR) {
+    body(a, b, c, M, N, K, BM, BN, BK, B_KMAJOR, tritium::is_int(c.type().pointee) ? tl::int32 : tl::float32);
+  });
+  auto src = [&](auto in, auto out, int warps, bool kmajor) {
+    using I = decltype(in);
+    using O = decltype(out);
+    return compile(k, warps, addr<I>(0), addr<I>(1), addr<O>(2), 512, 512, 512, 64, 128, 64, kmajor).source;
+  };
+  for (bool kmajor : {true, false}) {
+    BOOST_TEST_CONTEXT("B " << (kmajor ? "K" : "N") << "-contiguous in memory") {
+      std::string e4 = src(tritium::f8e4m3_t{}, float{}, 4, kmajor), e5 = src(tritium::f8e5m2_t{}, float{}, 4, kmajor);
+      std::string s8 = src(int8_t{}, int32_t{}, 4, kmajor), h = src(f16_t{}, float{}, 4, kmajor);
+      BOOST_TEST(e4.find("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") != std::string::npos);
+      BOOST_TEST(e5.find("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2") != std::string::npos);
+      BOOST_TEST(s8.find("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8") != std::string::npos);
+      for (const std::string* s : {&e4, &e5, &s8}) BOOST_TEST(s->find(", B K-major") != std::string::npos);
+      // Element loads into the K-major tile when B's memory runs along N.
+      BOOST_TEST((e4.find("tt_st_shared1(t") != std::string::npos) == !kmajor);
+      BOOST_TEST((h.find(", B K-major") != std::string::npos) == kmajor);
+      BOOST_TEST(h.find(kmajor ? "p, 1, 1, 0, 0;" : "p, 1, 1, 0, 1;") != std::string::npos);
+    }
+  }
+  BOOST_TEST(src(tritium::f8e4m3_t{}, float{}, 2, true).find("matmul loop on tensor cores") == std::string::npos);
+  BOOST_TEST(src(int8_t{}, int32_t{}, 2, true).find("matmul loop on tensor cores") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(atomics) {
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("atomics", [](tl::ptr<float> f, tl::ptr<int32_t> i, tl::ptr<int64_t> l, tl::ptr<f16_t> h,

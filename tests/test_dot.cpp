@@ -289,10 +289,10 @@ tritium::Kernel& matmul_kernel() {
         auto a_ptrs = a_ptr + (offs_am(tl::_, tl::None) * stride_am + offs_k(tl::None, tl::_) * stride_ak);
         auto b_ptrs = b_ptr + (offs_k(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn);
 
-        auto accumulator = tl::zeros({BLOCK_SIZE_M, BLOCK_SIZE_N}, tl::float32);
+        auto accumulator = tl::zeros({BLOCK_SIZE_M, BLOCK_SIZE_N}, std::is_integral_v<T> ? tl::int32 : tl::float32);
         for (auto k : tl::range(0, tl::cdiv(K, BLOCK_SIZE_K))) {
-          auto a = tl::load(a_ptrs, offs_k(tl::None, tl::_) < K - k * BLOCK_SIZE_K, 0.0);
-          auto b = tl::load(b_ptrs, offs_k(tl::_, tl::None) < K - k * BLOCK_SIZE_K, 0.0);
+          auto a = tl::load(a_ptrs, offs_k(tl::None, tl::_) < K - k * BLOCK_SIZE_K, 0);
+          auto b = tl::load(b_ptrs, offs_k(tl::_, tl::None) < K - k * BLOCK_SIZE_K, 0);
           accumulator = tl::dot(a, b, accumulator, std::nullopt, kPrecisions[PRECISION]);
           a_ptrs += BLOCK_SIZE_K * stride_ak;
           b_ptrs += BLOCK_SIZE_K * stride_bk;
@@ -311,8 +311,9 @@ tritium::Kernel& matmul_kernel() {
 template <class T, class C = T>
 void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int bk, int group, bool b_transposed,
                  uint32_t seed, int warps = 4, int stages = 3, int pad = 3, int precision = 0) {
-  auto a = tt::random_vector<T>(size_t(M) * K, seed);
-  auto b_logical = tt::random_vector<T>(size_t(K) * N, seed + 1);
+  const double lo = std::is_integral_v<T> ? -128 : -1, hi = std::is_integral_v<T> ? 127 : 1;
+  auto a = tt::random_vector<T>(size_t(M) * K, seed, lo, hi);
+  auto b_logical = tt::random_vector<T>(size_t(K) * N, seed + 1, lo, hi);
   // B is either K x N row-major, or stored as N x K (B^T row-major) and read through strides.
   tt::host_vector<T> b_mem = b_logical;
   int stride_bk = N, stride_bn = 1;
@@ -354,7 +355,7 @@ void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int
     // f16/bf16: the output is rounded to the input type. fp32: tf32 on a GPU unless the precision
     // is tf32x3 or ieee (DESIGN.md's bounds: tf32 1e-3, fp32 1e-5).
     double tol = std::is_same_v<T, float> ? (precision >= 2 ? 1e-5 : dot_tol<float>(be))
-                 : std::is_same_v<C, f16_t> ? 2e-3 : tt::is_fp8_v<T> ? dot_tol<T>(be) : 1e-2;
+                 : std::is_same_v<C, f16_t> ? 2e-3 : tt::is_fp8_v<T> ? dot_tol<T>(be) : std::is_integral_v<T> ? 0.0 : 1e-2;
     tt::check_close<C>(got, ref, tol, what);
     BOOST_TEST(padding_written == 0u, what << ": the store mask let " << padding_written << " padding elements be written");
   }
@@ -435,6 +436,23 @@ BOOST_AUTO_TEST_CASE(tiled_matmul_fp8) {
       matmul_case<f8e4m3_t, f16_t>(be, 300, 200, 208, c.bm, c.bn, c.bk, 4, true, seed + 2, c.warps, c.stages, 0);
       matmul_case<f8e4m3_t, float>(be, 333, 197, 250, c.bm, c.bn, c.bk, 4, true, seed + 3, c.warps, c.stages);
       matmul_case<f8e5m2_t, float>(be, 130, 200, 96, c.bm, c.bn, c.bk, 8, false, seed + 4, c.warps, c.stages);
+    }
+  });
+}
+
+// int8 matmuls with int32 accumulation (exact): Hopper's s8 wgmma reads both tiles K-major, so B
+// is staged K-major whether its memory is (B^T strides) or not; aligned and odd sizes.
+BOOST_AUTO_TEST_CASE(tiled_matmul_int8) {
+  struct Cfg { int bm, bn, bk, stages, warps; };
+  const std::vector<Cfg> configs = {{128, 256, 128, 3, 8}, {128, 128, 64, 4, 4}, {64, 128, 128, 4, 4}};
+  tt::for_each_backend([&](const tt::Backend& be) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (be.name == "cpu" && i) continue;  // one LLVM compile per shape kind keeps the suite quick
+      const Cfg& c = configs[i];
+      uint32_t seed = 300 + uint32_t(i) * 4;
+      matmul_case<int8_t, int32_t>(be, 256, 384, 512, c.bm, c.bn, c.bk, 8, true, seed, c.warps, c.stages, 0);
+      matmul_case<int8_t, int32_t>(be, 256, 256, 256, c.bm, c.bn, c.bk, 8, false, seed + 1, c.warps, c.stages, 0);
+      matmul_case<int8_t, int32_t>(be, 333, 197, 250, c.bm, c.bn, c.bk, 4, true, seed + 2, c.warps, c.stages);
     }
   });
 }

@@ -46,6 +46,8 @@ using Index = std::vector<std::string>;  // one C++ int expression per dim
 
 inline bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
 inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+// 8-bit dot operands on tensor cores (Hopper's wgmma only): fp8 into f32, int8 into i32.
+inline bool is_byte_mma(DType d) { return is_fp8(d) || d == DType::i8 || d == DType::u8; }
 
 inline std::string ctype(DType d) {
   switch (d) {

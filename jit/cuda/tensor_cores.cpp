@@ -51,12 +51,13 @@ bool Codegen::store_through_shared(const ir::Op* op) {
 std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
   const ir::Type& rt = dot->result()->type;
   const ir::Type& at = dot->operand(0)->type;
-  bool tf32 = is_tf32(dot), fp8 = is_fp8(at.dtype);
-  if (cc_ < 80 || rt.rank() != 2 || rt.dtype != DType::f32 || !(is_half(at.dtype) || tf32 || (fp8 && cc_ == 90)) ||
+  const bool tf32 = is_tf32(dot), byte = is_byte_mma(at.dtype);
+  const DType acc_type = is_fp8(at.dtype) || !byte ? DType::f32 : DType::i32;
+  if (cc_ < 80 || rt.rank() != 2 || rt.dtype != acc_type || !(is_half(at.dtype) || tf32 || (byte && cc_ == 90)) ||
       dot->operand(1)->type.dtype != at.dtype)
     return std::nullopt;
   int64_t M = rt.shape[0], N = rt.shape[1], K = at.shape[1];
-  if (M % 16 || N % 16 || K % (tf32 ? 8 : fp8 ? 32 : 16) || M * N / nt_ > kMaxMmaWords) return std::nullopt;
+  if (M % 16 || N % 16 || K % (tf32 ? 8 : byte ? 32 : 16) || M * N / nt_ > kMaxMmaWords) return std::nullopt;
   std::optional<MmaTiling> best;
   if (cc_ == 90 && nwarps_ % 4 == 0 && !tf32) {  // warpgroups: the fewest wgmma per k step (widest N)
     int groups = nwarps_ / 4;
@@ -69,7 +70,7 @@ std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
     }
   }
   const bool warpgroups = best.has_value();
-  if (fp8 && !warpgroups) return std::nullopt;  // fp8 only through wgmma (no mma.sync emitter for it)
+  if (byte && !warpgroups) return std::nullopt;  // fp8 and int8 only through wgmma (no mma.sync emitter for them)
   for (int wm = 1; wm <= nwarps_ && !warpgroups; ++wm) {
     if (nwarps_ % wm) continue;
     int wn = nwarps_ / wm;
@@ -147,7 +148,7 @@ void Codegen::emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64
   const int64_t esz = dtype_bytes(in), rca = BK * esz / 16;  // 16-byte chunks of a K row
   const int64_t a_row = std::min<int64_t>(rca, 8) * 16;       // bytes of a row within one column block
   const int mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;           // 128-, 64-, 32-byte swizzle
-  const bool fp8 = is_fp8(in);
+  const bool fp8 = is_fp8(in), integer = is_int(in);
   open("");
   std::string m0 = tmp("int", fmt::format("((tid >> 7) / {}) * {}", t.WN, t.WTM));
   std::string n0 = tmp("int", fmt::format("((tid >> 7) % {}) * {}", t.WN, t.WTN));
@@ -157,9 +158,15 @@ void Codegen::emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64
                             : tmp("uint64_t", fmt::format("tt_wgmma_desc({} + ({} >> 6) * {}, {}, 1024, 1)", b0, n0, BK * 128, BK * 128));
   line("tt_wgmma_fence();");
   int64_t nr = t.WTN / 2;  // accumulators of one instruction
-  const char* ty = in == DType::f16 ? "f16" : in == DType::bf16 ? "bf16" : in == DType::f8e4m3 ? "e4m3" : "e5m2";
-  // 32 bytes of K per instruction (k16 for 16-bit types, k32 for fp8); fp8 has no transpose bits.
-  const std::string tail = fp8 ? "p, 1, 1" : fmt::format("p, 1, 1, 0, {}", b_kmajor ? 0 : 1);
+  const char* ty = in == DType::f16    ? "f16"
+                   : in == DType::bf16  ? "bf16"
+                   : in == DType::f8e4m3 ? "e4m3"
+                   : in == DType::f8e5m2 ? "e5m2"
+                   : in == DType::i8    ? "s8"
+                                        : "u8";
+  // 32 bytes of K per instruction (k16 for 16-bit types, k32 for 8-bit ones); 8-bit types have
+  // no transpose bits, integers no input scales either (s32 accumulators).
+  const std::string tail = integer ? "p" : fp8 ? "p, 1, 1" : fmt::format("p, 1, 1, 0, {}", b_kmajor ? 0 : 1);
   auto k_offset = [&](int64_t kb, int64_t rows) { return rca >= 8 ? (kb / 128) * (rows * 128) + kb % 128 : kb; };
   for (int64_t kb = 0; kb < BK * esz; kb += 32) {
     int64_t boff = b_kmajor ? k_offset(kb, BN) : (kb / esz) * 128;
@@ -168,11 +175,12 @@ void Codegen::emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64
       std::string regs, outs;
       for (int64_t i = 0; i < nr; ++i) {
         regs += fmt::format("{}%{}", i ? ", " : "", i);
-        outs += fmt::format("{}\"+f\"({}[{}])", i ? ", " : "", acc, mi * t.NT * 4 + i);
+        outs += fmt::format("{}\"+{}\"({}[{}])", i ? ", " : "", integer ? "r" : "f", acc, mi * t.NT * 4 + i);
       }
-      line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k{11}.f32.{2}.{2} "
+      line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k{11}.{13}.{2}.{2} "
                        "{{{3}}}, %{4}, %{5}, {12}; }}\" : {6} : \"r\"(1), \"l\"({7} + {8}), \"l\"({9} + {10}));",
-                       nr, t.WTN, ty, regs, nr + 1, nr + 2, outs, da, aoff >> 4, db, boff >> 4, 32 / esz, tail));
+                       nr, t.WTN, ty, regs, nr + 1, nr + 2, outs, da, aoff >> 4, db, boff >> 4, 32 / esz, tail,
+                       integer ? "s32" : "f32"));
     }
   }
   line("tt_wgmma_commit();");
@@ -186,7 +194,7 @@ bool Codegen::emit_dot_mma_tiles(const ir::Op* op) {
   const ir::Value* b = op->operand(1);
   const std::string &abuf = buffers_.at(a), &bbuf = buffers_.at(b);
   if (!t || scratch_bufs_.count(abuf) || scratch_bufs_.count(bbuf)) return false;  // ldmatrix reads shared memory
-  if (is_fp8(a->type.dtype)) return false;  // wgmma in matmul loops only: the FMA loop here
+  if (is_byte_mma(a->type.dtype)) return false;  // wgmma in matmul loops only: the FMA loop here
   int64_t K = a->type.shape[1], N = b->type.shape[1];
   const ir::Value* res = op->result();
   sync();  // the operand buffers are complete
@@ -452,9 +460,9 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   smem_ = off + S * (a_bytes + b_bytes);
   const MmaTiling& t = mma_map_.at(res->type.shape);
   const bool wgmma = t.wgmma;  // (never for tf32: mma_tiling gives it warp tilings)
-  // B's tile is stored K-major (as A's) where wgmma reads it so: always for fp8 (which has no
-  // transposed form), and for 16-bit types when B's memory runs along K (no N-contiguous chunks).
-  const bool b_kmajor = wgmma && (is_fp8(at.dtype) || (access_width(m.load_b, 0) >= epc && access_width(m.load_b, 1) < epc));
+  // B's tile is stored K-major (as A's) where wgmma reads it so: always for 8-bit types (which
+  // have no transposed form), and for 16-bit ones when B's memory runs along K (no N-contiguous chunks).
+  const bool b_kmajor = wgmma && (is_byte_mma(at.dtype) || (access_width(m.load_b, 0) >= epc && access_width(m.load_b, 1) < epc));
   int in_flight = wgmma && S >= 3 ? 1 : 0;
   for (const ir::Op* ld : {m.load_a, m.load_b})
     if (may_read_written(ld->operand(0))) sync_after_global_writes();
