@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(idx_errors_name_the_path) {
   tt::check_throws([&] { nn::read_idx_images(dir / "cut.gz"); }, {dir / "cut.gz"}, "truncated gzip");
 }
 
-BOOST_AUTO_TEST_CASE(fashion_mnist_from_small_files) {
+BOOST_AUTO_TEST_CASE(fashion_mnist_from_small_files, *tt::needs_cpu_backend()) {  // (u8 -> f32 on the CPU)
   TempDir dir;
   auto images = idx_images(4, 28, 28);
   std::vector<uint8_t> labels = {3, 9, 0, 1};

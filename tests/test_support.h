@@ -397,6 +397,17 @@ template <class F> void for_each_backend(F&& body) {
   }
 }
 
+// Precondition for cases that need the CPU backend whatever the backend under test (host-side
+// data conversion, references computed by CPU kernels): in a build without it (the CUDA-only
+// build on the GPU machine) Boost reports them as skipped, with the reason.
+inline boost::test_tools::assertion_result cpu_backend_present(boost::unit_test::test_unit_id) {
+  if (runtime::device_available(Device::cpu())) return true;
+  boost::test_tools::assertion_result r(false);
+  r.message() << runtime::device_unavailable_reason(Device::cpu());
+  return r;
+}
+inline auto needs_cpu_backend() { return boost::unit_test::precondition(&cpu_backend_present); }
+
 // ---- process environment and output ---------------------------------------------------------------------
 
 // Sets (or, with nullptr, unsets) an environment variable for one scope and re-reads env().
