@@ -328,6 +328,22 @@ BOOST_AUTO_TEST_CASE(matmul_loop_8bit_and_k_major_b) {
   BOOST_TEST(src(int8_t{}, int32_t{}, 2, true).find("matmul loop on tensor cores") == std::string::npos);
 }
 
+// fp8 conversions both ways compile for sm_90a (cvt.rn.satfinite there; the GPU checks the bits in test_fp8).
+BOOST_AUTO_TEST_CASE(fp8_conversions) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("fp8_casts", [](tl::ptr<float> x, tl::ptr<tritium::f8e4m3_t> e4, tl::ptr<tritium::f8e5m2_t> e5,
+                                           tl::ptr<float> back, int BLOCK) {
+    auto offs = tl::arange(0, BLOCK);
+    auto v = tl::load(x + offs);
+    tl::store(e4 + offs, v.to(tl::float8e4nv));
+    tl::store(e5 + offs, v.to(tl::float8e5));
+    tl::store(back + offs, tl::load(e4 + offs).to(tl::float32) + tl::load(e5 + offs).to(tl::float32));
+  });
+  auto src = compile(k, addr<float>(0), addr<tritium::f8e4m3_t>(1), addr<tritium::f8e5m2_t>(2), addr<float>(3), 256).source;
+  BOOST_TEST(src.find("tt_f8e4m3_from(") != std::string::npos);
+  BOOST_TEST(src.find("tt_f8e5m2_from(") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(atomics) {
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("atomics", [](tl::ptr<float> f, tl::ptr<int32_t> i, tl::ptr<int64_t> l, tl::ptr<f16_t> h,

@@ -55,20 +55,14 @@ TT_INLINE uint8_t tt_fp8_soft(float x, int mbits, int bias, float max_finite) {
   }
   return (uint8_t)(code | sign);
 }
-TT_INLINE tt_f8e4m3 tt_f8e4m3_from(float x) {
 #if __CUDA_ARCH__ >= 890
-  uint16_t r; asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x)); return tt_f8e4m3{(uint8_t)r};
+#define TT_FP8_FROM(T, PTX, MBITS, BIAS, MAX) \
+  TT_INLINE T T##_from(float x) { uint16_t r; asm("cvt.rn.satfinite." PTX "x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x)); return T{(uint8_t)r}; }
 #else
-  return tt_f8e4m3{tt_fp8_soft(x, 3, 7, 448.0f)};
+#define TT_FP8_FROM(T, PTX, MBITS, BIAS, MAX) TT_INLINE T T##_from(float x) { return T{tt_fp8_soft(x, MBITS, BIAS, MAX)}; }
 #endif
-}
-TT_INLINE tt_f8e5m2 tt_f8e5m2_from(float x) {
-#if __CUDA_ARCH__ >= 890
-  uint16_t r; asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x)); return tt_f8e5m2{(uint8_t)r};
-#else
-  return tt_f8e5m2{tt_fp8_soft(x, 2, 15, 57344.0f)};
-#endif
-}
+TT_FP8_FROM(tt_f8e4m3, "e4m3", 3, 7, 448.0f)
+TT_FP8_FROM(tt_f8e5m2, "e5m2", 2, 15, 57344.0f)
 
 template <class T> struct tt_unsigned_of;
 template <> struct tt_unsigned_of<bool> { typedef uint8_t type; };
