@@ -49,18 +49,6 @@ int dtype_bits(DType t) {
   return 0;
 }
 
-float fp8_to_float(uint8_t bits, DType t) {
-  const bool e4 = t == DType::f8e4m3;
-  const int mbits = e4 ? 3 : 2, bias = e4 ? 7 : 15;
-  int e = (bits & 0x7f) >> mbits, m = bits & ((1 << mbits) - 1);
-  float v;
-  if (e4 && (bits & 0x7f) == 0x7f) v = NAN;
-  else if (!e4 && e == 31) v = m ? NAN : INFINITY;
-  else if (e == 0) v = std::ldexp(static_cast<float>(m), 1 - bias - mbits);
-  else v = std::ldexp(static_cast<float>((1 << mbits) | m), e - bias - mbits);
-  return bits & 0x80 ? -v : v;
-}
-
 uint8_t fp8_from_float(float x, DType t) {
   const bool e4 = t == DType::f8e4m3;
   const int mbits = e4 ? 3 : 2, bias = e4 ? 7 : 15;

@@ -35,10 +35,9 @@ inline bool is_unsigned_int(DType t) { return t >= DType::u8 && t <= DType::u64;
 inline bool is_int(DType t) { return t == DType::i1 || is_signed_int(t) || is_unsigned_int(t); }
 inline bool is_ptr(DType t) { return t == DType::ptr; }
 
-// fp8 <-> f32 on the host (constants, tensors): decoding is exact; encoding rounds to nearest
-// even and saturates to the largest finite value (448 for e4m3, 57344 for e5m2; e5m2 infinities
-// too), NaN -> 0x7f, as PTX's cvt.rn.satfinite and the generated code of both backends.
-float fp8_to_float(uint8_t bits, DType t);
+// f32 -> fp8 bits on the host (the code generators' constants): rounds to nearest even and
+// saturates to the largest finite value (448 for e4m3, 57344 for e5m2; e5m2 infinities too),
+// NaN -> 0x7f, as PTX's cvt.rn.satfinite and the generated code of both backends.
 uint8_t fp8_from_float(float x, DType t);
 
 // C++ type -> DType, used by the launch API and the typed handles.

@@ -106,18 +106,11 @@ template <class F> void encode_values(const tt::Backend& be, uint32_t seed) {
   encode_kernel<F>()[{tritium::cdiv(n, 256)}](dx.ptr(), dh.ptr(), dout.ptr(), dout_h.ptr(), n, 256, be.options());
   tt::check_equal<F>(dout.download(), ref, std::string(fp8_name<F>()) + " from f32");
   tt::check_equal<F>(dout_h.download(), ref_h, std::string(fp8_name<F>()) + " from f16");
-  // The host conversions (constants, tensors) agree too.
+  // The host conversion (the code generators' constants) agrees too.
   if (be.name == "cpu") {
     tt::host_vector<F> host(n);
     for (int i = 0; i < n; ++i) host[i] = F{tritium::fp8_from_float(x[i], tritium::dtype_of<F>())};
     tt::check_equal<F>(host, ref, std::string(fp8_name<F>()) + " host fp8_from_float");
-    size_t bad = 0;
-    for (int c = 0; c < 256; ++c) {
-      double r = tt::fp8_value<F>(static_cast<uint8_t>(c));
-      float h = tritium::fp8_to_float(static_cast<uint8_t>(c), tritium::dtype_of<F>());
-      bad += std::isnan(r) ? !std::isnan(h) : (h != r || std::signbit(h) != std::signbit(r));
-    }
-    BOOST_TEST(bad == 0u, fp8_name<F>() << " host fp8_to_float: " << bad << " codes wrong");
   }
 }
 

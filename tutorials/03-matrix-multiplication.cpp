@@ -260,8 +260,6 @@ struct Errors {
 // a GPU each addition is bounded with 2^-16 instead of 2^-24 (the H100 stayed within about
 // 2^-21: the worst element used 0.005 of a 2^-13 bound), and the norm-wise bound is DESIGN.md's
 // 5e-2 for fp8.
-
-
 Errors check_case(const tutorial::Args& args, int64_t M, int64_t N, int64_t K, DType dtype, Activation act,
                   bool b_transposed, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -109,8 +109,7 @@ class Codegen {
   Value* splat(Value* s, int w) { return w == 0 ? s : b_.CreateVectorSplat(w, s); }
   Value* i32(int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
 
-  // f16, bf16 and fp8 compute in f32.
-  bool is_half(DType d) { return is_narrow_float(d); }
+  // f16, bf16 and fp8 (is_narrow_float) compute in f32.
   Value* to_f32(Value* v, DType d) {
     auto ci = [&](llvm::Type* t, uint64_t x) { return llvm::ConstantInt::get(t, x); };
     if (d == DType::f16) return b_.CreateFPExt(v, shaped(b_.getFloatTy(), v));
@@ -506,7 +505,7 @@ class Codegen {
   }
 
   Value* float_op(OpKind k, std::vector<Value*> x, DType d) {
-    bool half = is_half(d);
+    bool half = is_narrow_float(d);
     if (half)
       for (auto& v : x) v = to_f32(v, d);
     Value* r = nullptr;
@@ -618,14 +617,14 @@ class Codegen {
     if (to == DType::ptr) return b_.CreateIntToPtr(b_.CreateIntCast(v, shaped(b_.getInt64Ty(), v), is_signed_int(from)), shaped(b_.getPtrTy(), v));
     llvm::Type* target = shaped(reg_type(to), v);
     if (to == DType::i1) {
-      if (is_float(from)) return b_.CreateFCmpUNE(to_f32(v, from), llvm::Constant::getNullValue(shaped(is_half(from) ? b_.getFloatTy() : reg_type(from), v)));
+      if (is_float(from)) return b_.CreateFCmpUNE(to_f32(v, from), llvm::Constant::getNullValue(shaped(is_narrow_float(from) ? b_.getFloatTy() : reg_type(from), v)));
       return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
     }
     if (is_int(from) && is_int(to)) return b_.CreateIntCast(v, target, is_signed_int(from));
     if (is_int(from)) {  // int -> float
-      llvm::Type* ft = shaped(is_half(to) ? b_.getFloatTy() : reg_type(to), v);
+      llvm::Type* ft = shaped(is_narrow_float(to) ? b_.getFloatTy() : reg_type(to), v);
       Value* r = is_signed_int(from) ? b_.CreateSIToFP(v, ft) : b_.CreateUIToFP(v, ft);
-      return is_half(to) ? from_f32(r, to) : r;
+      return is_narrow_float(to) ? from_f32(r, to) : r;
     }
     if (is_int(to)) {  // float -> int, saturating (defined for out-of-range and NaN)
       Value* x = to_f32(v, from);

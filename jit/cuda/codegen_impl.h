@@ -21,7 +21,7 @@
 // and combine with warp shuffles and one shared-memory pass; no barrier, no shared memory and no
 // layout conversion for elementwise chains between them.
 //
-// Tensor cores: the result shape of an f16/bf16 `dot` uses the mma fragment mapping instead, and
+// Tensor cores: the result shape of a tensor-core `dot` uses the mma fragment mapping instead, and
 // a matmul main loop (acc = dot(load, load, acc) with advancing pointers) streams its operand
 // tiles through swizzled shared-memory stages with cp.async into mma.sync or wgmma (see
 // jit/cuda/tensor_cores.cpp and docs/cuda-backend.md).
@@ -390,8 +390,9 @@ class Codegen {
 
   // The warp tiling of a dot on tensor cores: f16 or bf16 operands (mma.sync.m16n8k16, wgmma), or
   // fp32 ones with input_precision tf32 / tf32x3 (mma.sync.m16n8k8: wgmma reads tf32 only
-  // K-major, B is N-major here); an f32 result, M and N multiples of 16, K of 16 (8 for tf32),
-  // sm_80+, at most kMaxMmaWords accumulators per thread. The warps split M x N so that each
+  // K-major, B is N-major here); on sm_90a with warpgroups also fp8 (f32 result) and int8 (i32
+  // result), K a multiple of 32, through wgmma only; an f32 result otherwise, M and N multiples
+  // of 16, K of 16 (8 for tf32), sm_80+, at most kMaxMmaWords accumulators per thread. The warps split M x N so that each
   // loads the fewest fragments per k step (MT ldmatrix.x4 of A, NT / 2 of B, or NT pairs of
   // 32-bit loads for tf32: the same bytes). One shape has one mapping: a dot whose tiling differs
   // from the one its result shape already has (another dot's) gets none and takes the FMA loop.
@@ -416,9 +417,10 @@ class Codegen {
   void emit_mma_tiles(const MmaTiling& t, int64_t K, const ir::Op* dot, const TileAddress& a_at, const TileAddress& b_at,
                       const std::string& acc);
 
-  // acc += A * B on Hopper for a warpgroup tiling: per k step of 16 and 64-row tile, one
-  // wgmma.mma_async.m64nWTNk16 reading both operands from the swizzled stage buffers through
-  // matrix descriptors (A K-major, B N-major: the transposed-B form), accumulators in the
+  // acc += A * B on Hopper for a warpgroup tiling: per 32 bytes of K and 64-row tile, one
+  // wgmma.mma_async.m64nWTNk{16|32} reading both operands from the swizzled stage buffers through
+  // matrix descriptors (A K-major; B N-major - the transposed-B form, 16-bit types only - or
+  // K-major when b_kmajor), accumulators in the
   // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
   // read stays untouched until a later trip's barrier).
   void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, bool b_kmajor,

@@ -52,7 +52,7 @@ std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
   const ir::Type& rt = dot->result()->type;
   const ir::Type& at = dot->operand(0)->type;
   const bool tf32 = is_tf32(dot), byte = is_byte_mma(at.dtype);
-  const DType acc_type = is_fp8(at.dtype) || !byte ? DType::f32 : DType::i32;
+  const DType acc_type = is_int(at.dtype) ? DType::i32 : DType::f32;
   if (cc_ < 80 || rt.rank() != 2 || rt.dtype != acc_type || !(is_half(at.dtype) || tf32 || (byte && cc_ == 90)) ||
       dot->operand(1)->type.dtype != at.dtype)
     return std::nullopt;
