@@ -74,6 +74,8 @@ Env read_env() {
   e.log_compile = list_contains(get("TRITIUM_LOG"), "compile");
   e.num_threads = parse_num_threads(get("TRITIUM_NUM_THREADS"));
   e.nvrtc_options = get("TRITIUM_NVRTC_OPTIONS");
+  std::string fc = lower_trimmed(get("TRITIUM_FAST_COMPILE"));
+  e.fast_compile = !(fc == "0" || fc == "false" || fc == "off" || fc == "no");
   e.f32_default = lower_trimmed(get("TRITIUM_F32_DEFAULT"));
   std::string pa = lower_trimmed(get("TRITIUM_PRINT_AUTOTUNING"));
   e.print_autotuning = !pa.empty() && pa != "0" && pa != "false" && pa != "off" && pa != "no";

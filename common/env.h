@@ -17,6 +17,10 @@ struct Env {
   // TRITIUM_NVRTC_OPTIONS: extra NVRTC options, separated by spaces (e.g. "-lineinfo"); part of
   // the cache key.
   std::string nvrtc_options;
+  // TRITIUM_FAST_COMPILE: "0", "false", "off" or "no" compiles every CUDA kernel at NVRTC's
+  // default optimisation level; otherwise kernels without loops, reductions, scans or dots get
+  // --Ofast-compile=min (about half the compile time, the same speed). Part of the cache key.
+  bool fast_compile = true;
   // TRITIUM_PRINT_AUTOTUNING=1: the autotuner prints each tuning's chosen config and time.
   bool print_autotuning = false;
   // TRITIUM_F32_DEFAULT: the input_precision of tl::dot on fp32 operands when the kernel gives

@@ -16,9 +16,11 @@
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/passes/axis_info.h"
+#include "test_support.h"
 
 namespace tl = tritium::tl;
 namespace cuda = tritium::jit::cuda;
+namespace tt = tritium::test;
 using tritium::bf16_t;
 using tritium::f16_t;
 
@@ -504,6 +506,42 @@ BOOST_AUTO_TEST_CASE(bad_nvrtc_options_are_named) {
     BOOST_TEST(m.find("kernel k") != std::string::npos, m);
     BOOST_TEST(m.find("--no-such-option") != std::string::npos, m);
   }
+}
+
+BOOST_AUTO_TEST_CASE(short_straight_line_kernels_compile_fast) {
+  auto add = tritium::kernel("fast_add", [](tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out, tl::i32 n, int B) {
+    auto offs = tl::program_id(0) * B + tl::arange(0, B);
+    tl::store(out + offs, tl::load(x + offs, offs < n) + tl::load(y + offs, offs < n), offs < n);
+  });
+  auto softmax = tritium::kernel("fast_softmax", [](tl::ptr<float> x, tl::ptr<float> out, int B) {
+    auto v = tl::load(x + tl::arange(0, B));
+    tl::store(out + tl::arange(0, B), v / tl::sum(v, 0));
+  });
+  auto loop = tritium::kernel("fast_loop", [](tl::ptr<float> x, tl::i32 n, int B) {
+    for (auto i : tl::range(0, n, B)) tl::store(x + i + tl::arange(0, B), tl::zeros({B}, tl::float32));
+  });
+  auto dropout = tritium::kernel("fast_dropout", [](tl::ptr<float> x, tl::ptr<float> out, tl::i32 seed, int B) {
+    auto offs = tl::program_id(0) * B + tl::arange(0, B);
+    tl::store(out + offs, tl::where(tl::rand(seed, offs) > 0.5f, tl::load(x + offs) * 2.0f, 0.0f));
+  });
+  BOOST_TEST(cuda::compiles_fast(*add.optimized_function(addr<float>(0), addr<float>(1), addr<float>(2), 1000, 1024)));
+  BOOST_TEST(!cuda::compiles_fast(*softmax.optimized_function(addr<float>(0), addr<float>(1), 1024)));  // a reduction
+  BOOST_TEST(!cuda::compiles_fast(*loop.optimized_function(addr<float>(0), 4096, 1024)));              // a loop
+  // Philox's ten rounds: long arithmetic, where the fast level's weaker optimisation costs speed.
+  BOOST_TEST(!cuda::compiles_fast(*dropout.optimized_function(addr<float>(0), addr<float>(1), 7, 1024)));
+  if (!nvrtc_or_skip()) return;
+  auto f = add.optimized_function(addr<float>(0), addr<float>(1), addr<float>(2), 1000, 1024);
+  cuda::KernelSource ks = cuda::generate_cuda(*f, tritium::jit::analyze_axis_info(*f), tritium::jit::CompileOptions{});
+  BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a", {cuda::kFastCompileOption}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(fast_compile_can_be_turned_off) {
+  {
+    tt::ScopedEnv off("TRITIUM_FAST_COMPILE", "off");
+    BOOST_TEST(!tritium::env().fast_compile);
+  }
+  tt::ScopedEnv unset("TRITIUM_FAST_COMPILE", nullptr);
+  BOOST_TEST(tritium::env().fast_compile);
 }
 
 BOOST_AUTO_TEST_CASE(compile_errors_show_the_source) {

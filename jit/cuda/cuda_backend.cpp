@@ -70,6 +70,7 @@ std::vector<std::string> split_options(const std::string& text) {
   return out;
 }
 
+
 class CudaKernel : public CompiledKernel {
  public:
   CudaKernel(int device, const BinaryHeader& h, std::string entry, const std::vector<char>& binary, size_t offset,
@@ -172,9 +173,9 @@ class CudaBackend : public Backend {
     return p.cc_major == 9 && p.cc_minor == 0 ? "sm_90a" : p.arch();
   }
   std::string target_id() const override {
-    return fmt::format("{};nvrtc-{};driver-{};smem-{};options {}", arch(), cuda::nvrtc_version(),
+    return fmt::format("{};nvrtc-{};driver-{};smem-{};fast-compile-{};options {}", arch(), cuda::nvrtc_version(),
                        cu::driver().driver_version, cu::properties(device_).max_shared_memory_per_block_optin,
-                       env().nvrtc_options);
+                       env().fast_compile ? cuda::kFastCompileOption : "off", env().nvrtc_options);
   }
 
   std::vector<char> generate(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts) override {
@@ -185,7 +186,10 @@ class CudaBackend : public Backend {
     cuda::KernelSource ks =
         cuda::generate_cuda(f, axis, opts, budget, cu::properties(device_).compute_capability());
     if (const std::string& dir = env().dump_dir; !dir.empty()) std::ofstream(dir + "/" + f.name + ".cu") << ks.source;
-    std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch(), split_options(env().nvrtc_options));
+    std::vector<std::string> options;
+    if (env().fast_compile && cuda::compiles_fast(f)) options.push_back(cuda::kFastCompileOption);
+    for (std::string& o : split_options(env().nvrtc_options)) options.push_back(std::move(o));
+    std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch(), options);
     return pack(ks, cubin);
   }
 
