@@ -7,6 +7,9 @@
 //     guarded by a spin lock taken with tl::atomic_cas and released with tl::atomic_xchg, and a
 //     Count word tells the first writer to store instead of accumulating.
 //  2. _layer_norm_bwd_dwdb: sums the GROUP_SIZE_M partial rows into the final dW and dB.
+// Beyond Triton's tutorial, stage 1 has a second form without locks (_layer_norm_bwd_dx_persistent):
+// a persistent grid whose programs each own a set of rows and keep their dW/dB partial sums in
+// registers. The differentiable function uses it; the check runs both forms.
 // Forward and backward are tied together as a differentiable function with nn::record (the
 // equivalent of torch.autograd.Function), so y.backward(dy) runs the two backward kernels.
 //
@@ -23,6 +26,7 @@
 #include "autotune/do_bench.h"
 #include "nn/autograd.h"
 #include "ops/ops.h"
+#include "runtime/cuda_device.h"
 #include "runtime/thread_pool.h"
 #include "tutorial.h"
 
@@ -133,6 +137,44 @@ auto _layer_norm_bwd_dx_fused = tritium::kernel(
     },
     {"DX", "DY", "DW", "DB", "X", "W", "Mean", "Rstd", "Lock", "stride", "N", "GROUP_SIZE_M", "BLOCK_SIZE_N"});
 
+// ---- backward, stage 1 without locks -----------------------------------------------------------
+
+// Triton's stage 1 gives each program one row, so the programs of a row group take turns on its
+// lock: at 4096 x 1024 every lock is taken 16 times in a row, each turn a chain of L2 round trips
+// (compare-and-swap, load the partial row, store it, release). Here a persistent grid, as in
+// tutorial 02, deals the rows out round-robin (pid, pid + G, ...) to G programs; each keeps its
+// dW/dB partial sums in f32 registers over its rows and writes them once, to its own row of the
+// partial buffers. No lock, no atomics; stage 2 then sums G rows instead of GROUP_SIZE_M.
+auto _layer_norm_bwd_dx_persistent = tritium::kernel(
+    "_layer_norm_bwd_dx_persistent",
+    [](P DX, P DY, tl::ptr<float> DW, tl::ptr<float> DB, P X, P W, tl::ptr<float> Mean, tl::ptr<float> Rstd,
+       tl::i32 stride, tl::i32 N, tl::i32 M, int BLOCK_SIZE_N) {
+      auto pid = tl::program_id(0);
+      auto cols = tl::arange(0, BLOCK_SIZE_N);
+      auto mask = cols < N;
+      // W is the same for every row: loaded once.
+      auto w = tl::load(W + cols, mask, 0.0f).to(tl::float32);
+      auto dw = tl::zeros({BLOCK_SIZE_N}, tl::float32);
+      auto db = tl::zeros({BLOCK_SIZE_N}, tl::float32);
+      for (auto row : tl::range(pid, M, tl::num_programs(0))) {
+        auto x = tl::load(X + row * stride + cols, mask, 0.0f).to(tl::float32);
+        auto dy = tl::load(DY + row * stride + cols, mask, 0.0f).to(tl::float32);
+        auto mean = tl::load(Mean + row);
+        auto rstd = tl::load(Rstd + row);
+        // As in the locked form: masked lanes are 0 in xhat and w*dy, so they add nothing.
+        auto xhat = tl::where(mask, (x - mean) * rstd, 0.0f);
+        auto wdy = w * dy;
+        auto c1 = tl::sum(xhat * wdy, 0) / N;
+        auto c2 = tl::sum(wdy, 0) / N;
+        tl::store(DX + row * stride + cols, (wdy - (xhat * c1 + c2)) * rstd, mask);
+        dw += dy * xhat;
+        db += dy;
+      }
+      tl::store(DW + pid * N + cols, dw, mask);
+      tl::store(DB + pid * N + cols, db, mask);
+    },
+    {"DX", "DY", "DW", "DB", "X", "W", "Mean", "Rstd", "stride", "N", "M", "BLOCK_SIZE_N"});
+
 // ---- backward, stage 2: sum the partial rows --------------------------------------------------
 
 auto _layer_norm_bwd_dwdb = tritium::kernel(
@@ -193,43 +235,91 @@ RowLaunch row_launch(int64_t N, int64_t element_size) {
   return {BLOCK_SIZE, std::min(std::max(BLOCK_SIZE / 256, 1), 8)};
 }
 
-// The backward's buffers: lock and count words, the row groups' partial dW/dB, the results.
+// Which form of stage 1 runs: Triton's (one row per program, locked row groups) or the
+// persistent one (a set of rows per program, no locks).
+enum class Stage1 { locked, persistent };
+
+// Programs of the persistent stage 1: as tutorial 02 sizes its grid - the compiled kernel's
+// registers give how many fit on an SM - but at most kPersistentPerSM per SM, since every program
+// adds a partial row for stage 2 to read (H100, f16 4096 x 1024, whole backward: 669 GB/s with
+// at most 2 per SM, 641 with 4, 488 with 8). On the CPU a few programs per thread of the pool.
+constexpr int kPersistentPerSM = 2;
+int persistent_programs(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                        RowLaunch launch) {
+  const int64_t N = w.size(0), M = x.numel() / N;
+  int64_t programs;
+  if (x.device().is_cuda()) {
+    const auto& props = tritium::runtime::cuda::properties(x.device().index);
+    // The compiled code depends on the arguments' types and alignment, not on their sizes: mean
+    // and rstd (f32, aligned) stand in for the partial buffers, whose size is what this decides.
+    auto info = _layer_norm_bwd_dx_persistent.warmup(dy, dy, mean, rstd, x, w, mean, rstd, N, N, M,
+                                                     launch.BLOCK_SIZE,
+                                                     tritium::Options{.num_warps = launch.num_warps, .device = x.device()});
+    int per_sm = props.max_registers_per_block / (std::max(1, info.n_regs) * props.warp_size * launch.num_warps);
+    per_sm = std::clamp(per_sm, 1, kPersistentPerSM);
+    programs = int64_t(props.multiprocessor_count) * per_sm;
+  } else {
+    programs = int64_t(tritium::runtime::ThreadPool::global().size()) * 4;
+  }
+  return static_cast<int>(std::min(programs, M));
+}
+
+// The backward's buffers: the lock and count words (locked form), the partial dW/dB rows
+// (GROUP_SIZE_M row groups in x's dtype, as Triton's; or one f32 row per persistent program), the
+// results.
 struct BackwardWork {
   int64_t N, M;
-  int GROUP_SIZE_M;
+  Stage1 stage1;
+  int G;  // partial rows
   Tensor locks, _dw, _db, dw, db, dx;
 };
-BackwardWork backward_work(const Tensor& dy, const Tensor& x, const Tensor& w, int group_size_m) {
+// partial_rows = 0 picks GROUP_SIZE_M by Triton's heuristic, or the persistent grid's size.
+BackwardWork backward_work(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                           RowLaunch launch, Stage1 stage1, int partial_rows) {
   const int64_t N = w.size(0), M = x.numel() / N;
-  const int G = group_size_m > 0 ? group_size_m : default_group_size_m(N);
   auto dev = x.device();
-  return {N, M, G,
-          Tensor::zeros({2 * G}, DType::i32, dev),  // the locks, then the counts
-          empty({G, N}, x.dtype(), dev), empty({G, N}, x.dtype(), dev),
+  const bool locked = stage1 == Stage1::locked;
+  const int G = partial_rows > 0 ? partial_rows
+                : locked       ? default_group_size_m(N)
+                               : persistent_programs(dy, x, w, mean, rstd, launch);
+  const DType partial = locked ? x.dtype() : DType::f32;
+  return {N, M, stage1, G,
+          locked ? Tensor::zeros({2 * G}, DType::i32, dev) : Tensor(),  // the locks, then the counts
+          empty({G, N}, partial, dev), empty({G, N}, partial, dev),
           empty({N}, w.dtype(), dev), empty({N}, w.dtype(), dev), empty(dy.shape(), dy.dtype(), dev)};
 }
-// Stage 1 (the lock words must be zero).
+// Stage 1 (the locked form needs its lock words zero).
 void backward_dx(BackwardWork& k, const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
                  const Tensor& rstd, RowLaunch launch) {
-  _layer_norm_bwd_dx_fused[{static_cast<int>(k.M)}](k.dx, dy, k._dw, k._db, x, w, mean, rstd, k.locks, k.N, k.N,
-                                                    k.GROUP_SIZE_M, launch.BLOCK_SIZE,
-                                                    tritium::Options{.num_warps = launch.num_warps});
+  const tritium::Options options{.num_warps = launch.num_warps};
+  if (k.stage1 == Stage1::locked)
+    _layer_norm_bwd_dx_fused[{static_cast<int>(k.M)}](k.dx, dy, k._dw, k._db, x, w, mean, rstd, k.locks, k.N, k.N,
+                                                      k.G, launch.BLOCK_SIZE, options);
+  else
+    _layer_norm_bwd_dx_persistent[{k.G}](k.dx, dy, k._dw, k._db, x, w, mean, rstd, k.N, k.N, k.M, launch.BLOCK_SIZE,
+                                         options);
 }
-// Stage 2: the groups that received at least one row are summed.
+// Stage 2: the partial rows that received at least one row are summed.
 void backward_dwdb(BackwardWork& k) {
   const int64_t N = k.N;
   auto grid = [N](const tritium::Meta& meta) { return tritium::Grid(tritium::cdiv(N, meta["BLOCK_SIZE_N"])); };
-  _layer_norm_bwd_dwdb[grid](k._dw, k._db, k.dw, k.db, std::min<int64_t>(k.GROUP_SIZE_M, k.M), N,
-                             tritium::Meta{{"BLOCK_SIZE_M", 32}, {"BLOCK_SIZE_N", 128}});
+  // Triton's 128 columns per program; after the persistent form (more partial rows, in f32) at
+  // least ~64 programs, so short rows still spread over the SMs (N = 1024: 16 columns, 64
+  // programs; measured on the H100: 0.010 ms instead of 0.012 for the sums of 264 rows).
+  int64_t bn = 128;
+  if (k.stage1 == Stage1::persistent) bn = std::clamp<int64_t>(next_power_of_2(N / 64 + 1) / 2, 16, 128);
+  _layer_norm_bwd_dwdb[grid](k._dw, k._db, k.dw, k.db, std::min<int64_t>(k.G, k.M), N,
+                             tritium::Meta{{"BLOCK_SIZE_M", 32}, {"BLOCK_SIZE_N", bn}});
 }
 
-// The backward as a plain function: dx, dw, db from dy and what the forward saved.
-// group_size_m = 0 picks Triton's heuristic; the check also forces a small value so that many
-// rows contend for each lock.
+// The backward as a plain function: dx, dw, db from dy and what the forward saved. The check also
+// forces a small partial_rows, so that many rows contend for each lock, or each persistent
+// program accumulates many rows.
 std::array<Tensor, 3> layer_norm_backward(const Tensor& dy_in, const Tensor& x, const Tensor& w, const Tensor& mean,
-                                          const Tensor& rstd, RowLaunch launch, int group_size_m = 0) {
+                                          const Tensor& rstd, RowLaunch launch, Stage1 stage1 = Stage1::persistent,
+                                          int partial_rows = 0) {
   Tensor dy = dy_in.contiguous();
-  BackwardWork k = backward_work(dy, x, w, group_size_m);
+  BackwardWork k = backward_work(dy, x, w, mean, rstd, launch, stage1, partial_rows);
   backward_dx(k, dy, x, w, mean, rstd, launch);
   backward_dwdb(k);
   return {k.dx, k.dw, k.db};
@@ -237,7 +327,8 @@ std::array<Tensor, 3> layer_norm_backward(const Tensor& dy_in, const Tensor& x, 
 
 // The differentiable function (Triton's LayerNorm.apply): normalises over the last dim of a
 // contiguous x; the recorded backward runs layer_norm_backward.
-Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, float eps, int group_size_m = 0) {
+Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, float eps,
+                  Stage1 stage1 = Stage1::persistent, int partial_rows = 0) {
   Tensor x = x_in.contiguous();
   const int64_t N = x.size(-1), M = x.numel() / N;
   auto dev = x.device();
@@ -251,8 +342,9 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   // Saved tensors are detached handles, as nn/functional.cpp does.
   Tensor sx = x.detach(), sw = weight.detach();
   return tritium::nn::record(y, {x_in, weight, bias}, "LayerNormBackward",
-                             [sx, sw, mean, rstd, launch, group_size_m](const Tensor& dy) {
-                               auto [dx, dw, db] = layer_norm_backward(dy, sx, sw, mean, rstd, launch, group_size_m);
+                             [sx, sw, mean, rstd, launch, stage1, partial_rows](const Tensor& dy) {
+                               auto [dx, dw, db] = layer_norm_backward(dy, sx, sw, mean, rstd, launch, stage1,
+                                                                       partial_rows);
                                return std::vector<Tensor>{dx, dw, db};
                              });
 }
@@ -300,14 +392,15 @@ Inputs make_inputs(int64_t M, int64_t N, DType dtype, tritium::Device device, ui
   return in;
 }
 
-Errors check_case(const tutorial::Args& args, int M, int N, DType dtype, int group_size_m, uint32_t seed) {
+Errors check_case(const tutorial::Args& args, int M, int N, DType dtype, Stage1 stage1, int partial_rows,
+                  uint32_t seed) {
   const float eps = 1e-5f;
   auto [hx, hw, hb, hdy, x, w, b, dy] = make_inputs(M, N, dtype, args.device, seed);
   // The reference starts from the values the kernels see (rounded to f16 for f16).
   hx = host(x), hw = host(w), hb = host(b), hdy = host(dy);
 
   g_poison = true;
-  Tensor y = layer_norm(x, w, b, eps, group_size_m);
+  Tensor y = layer_norm(x, w, b, eps, stage1, partial_rows);
   y.backward(dy, /*retain_graph=*/false);
   g_poison = false;
 
@@ -345,15 +438,19 @@ void print_backward_stages(const Tensor& x, const Tensor& w, const Tensor& dy, t
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
   _layer_norm_fwd_fused[{static_cast<int>(M)}](x, y, w, w, mean, rstd, N, N, 1e-5f, launch.BLOCK_SIZE,
                                                tritium::Options{.num_warps = launch.num_warps});
-  BackwardWork k = backward_work(dy, x, w, 0);
-  double stage1 = tritium::do_bench([&] {
-                    tritium::ops::fill_(k.locks, 0);
-                    backward_dx(k, dy, x, w, mean, rstd, launch);
-                  }, dev).median_ms;
-  double stage2 = tritium::do_bench([&] { backward_dwdb(k); }, dev).median_ms;
-  double whole = tritium::do_bench([&] { layer_norm_backward(dy, x, w, mean, rstd, launch); }, dev).median_ms;
-  std::printf("%8s backward stages: dx + partial dw/db %.3f ms, dw/db sums %.3f ms, layer_norm_backward %.3f ms\n", "",
-              stage1, stage2, whole);
+  std::printf("%8s backward stages:", "");
+  for (Stage1 s1 : {Stage1::locked, Stage1::persistent}) {
+    BackwardWork k = backward_work(dy, x, w, mean, rstd, launch, s1, 0);
+    double stage1 = tritium::do_bench([&] {
+                      if (s1 == Stage1::locked) tritium::ops::fill_(k.locks, 0);
+                      backward_dx(k, dy, x, w, mean, rstd, launch);
+                    }, dev).median_ms;
+    double stage2 = tritium::do_bench([&] { backward_dwdb(k); }, dev).median_ms;
+    double whole = tritium::do_bench([&] { layer_norm_backward(dy, x, w, mean, rstd, launch, s1); }, dev).median_ms;
+    std::printf(" %s: dx + partials %.3f ms, sums of %d rows %.3f ms, whole %.3f ms;",
+                s1 == Stage1::locked ? "locked" : "persistent", stage1, k.G, stage2, whole);
+  }
+  std::printf("\n");
 }
 
 // ---- plain C++ loops for --bench (f32, CPU): the same passes, spread over the thread pool -------
@@ -429,25 +526,32 @@ void layer_norm_bwd_plain(const float* dy, const float* x, const float* w, const
 
 int run_tutorial(const tutorial::Args& args) {
   struct Case {
-    int M, N, group_size_m;
+    int M, N;
+    Stage1 stage1;
+    int partial_rows;  // 0: the default
   };
-  // Sizes that are not multiples of the blocks; the last case forces 3 row groups, so ~86 rows
-  // contend for each lock and most accumulate onto another row's partial sums.
-  const Case cases[] = {{257, 1000, 0}, {64, 4096, 0}, {1151, 8192, 0}, {257, 1000, 3}};
+  // Sizes that are not multiples of the blocks, with both forms of stage 1. Two cases force 3
+  // partial rows: the locked form then has ~86 rows contending for each lock, most of them
+  // accumulating onto another row's partial sums; the persistent one has 3 programs of ~86 rows.
+  const Case cases[] = {{257, 1000, Stage1::locked, 0},     {64, 4096, Stage1::locked, 0},
+                        {1151, 8192, Stage1::locked, 0},    {257, 1000, Stage1::locked, 3},
+                        {257, 1000, Stage1::persistent, 0}, {64, 4096, Stage1::persistent, 0},
+                        {1151, 8192, Stage1::persistent, 0}, {257, 1000, Stage1::persistent, 3}};
   bool ok = true;
   uint32_t seed = 0;
   for (DType dtype : {DType::f32, DType::f16}) {
     const bool f16 = dtype == DType::f16;
     // f32: rounding of f32 sums (rows of up to 8192 elements, dw/db over up to 1151 rows).
-    // f16: y and dx are rounded to f16 (2^-11 relative), and the partial dw/db sums are kept in f16
-    // buffers, as in Triton's tutorial (which compares them to one decimal).
+    // f16: y and dx are rounded to f16 (2^-11 relative), and the locked form keeps its partial
+    // dw/db sums in f16 buffers, as in Triton's tutorial (which compares them to one decimal).
     const double tol_out = f16 ? 2e-3 : 1e-5, tol_wb = f16 ? 1e-2 : 1e-5;
     for (const Case& c : cases) {
-      Errors e = check_case(args, c.M, c.N, dtype, c.group_size_m, ++seed);
+      Errors e = check_case(args, c.M, c.N, dtype, c.stage1, c.partial_rows, ++seed);
       bool good = e.y <= tol_out && e.dx <= tol_out && e.dw <= tol_wb && e.db <= tol_wb;
-      std::printf("layer norm %5d x %-5d %s%s on %s: rel err y %.2e  dx %.2e  dw %.2e  db %.2e  %s\n", c.M, c.N,
-                  f16 ? "f16" : "f32", c.group_size_m ? " (3 groups)" : "", args.device.str().c_str(), e.y, e.dx,
-                  e.dw, e.db, good ? "OK" : "FAILED");
+      std::printf("layer norm %5d x %-5d %s, %-10s%s on %s: rel err y %.2e  dx %.2e  dw %.2e  db %.2e  %s\n", c.M,
+                  c.N, f16 ? "f16" : "f32", c.stage1 == Stage1::locked ? "locked" : "persistent",
+                  c.partial_rows ? " (3 partial rows)" : "", args.device.str().c_str(), e.y, e.dx, e.dw, e.db,
+                  good ? "OK" : "FAILED");
       ok = ok && good;
     }
   }
