@@ -70,7 +70,6 @@ std::vector<std::string> split_options(const std::string& text) {
   return out;
 }
 
-
 class CudaKernel : public CompiledKernel {
  public:
   CudaKernel(int device, const BinaryHeader& h, std::string entry, const std::vector<char>& binary, size_t offset,

@@ -125,11 +125,12 @@ std::string nvrtc_version() {
 // Short kernels without loops, reductions, scans or dots: a few loads, arithmetic and stores per
 // element, with vector accesses in the generated source already. NVRTC compiles them with
 // --Ofast-compile=min, in 0.44-0.66 of the time on the H100 machine (20 small kernels, medians
-// within one run: 32-58 ms against 50-87 ms, the host's speed varying), and they run as fast: what that level leaves out - partial unrolling of
-// run-time loops, NVVM's merging of scalar accesses into vector ones, part of the scalar
-// optimisation - matters for loops, shared-memory buffers and long arithmetic (dropout's Philox
-// rounds: 368 instructions instead of 312 and 10% less bandwidth, hence the op limit).
-// Measurements: docs/cuda-backend.md, "Cold compile".
+// within one run: 32-58 ms against 50-87 ms, the host's speed varying), and they run as fast.
+// What that level leaves out - partial unrolling of run-time loops, NVVM's merging of scalar
+// accesses into vector ones, part of the scalar optimisation - matters for loops, shared-memory
+// buffers and long arithmetic (dropout's Philox rounds: 368 instructions instead of 312 and 10%
+// less bandwidth, hence the operation limit). Measurements: docs/cuda-backend.md, "Cold compile
+// time".
 bool compiles_fast(const ir::Function& f) {
   bool light = true;
   int ops = 0;
