@@ -63,15 +63,15 @@ template <class T> Kernel& matmul_kernel() {
         constexpr DType acc_t = dtype_of<T>() == DType::f64 ? DType::f64 : DType::f32;
         auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
         const char* precision = TF32 ? "tf32" : "ieee";
+        // Rows/columns past the edge wrap around (% M, % N): their loads stay in bounds and their
+        // results are masked off at the store.
+        auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
+        auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
+        auto offs_k = tl::arange(0, BLOCK_K);
         if (CARRY_POINTERS) {
           // The GPU form (tutorial 03's): blocks of pointers carried through the loop and
           // advanced by a K step. The matmul-loop lowering computes each chunk's address once
           // before the loop (init + trip * step), not from the row offsets on every trip.
-          // Rows/columns past the edge wrap around (% M, % N): their loads stay in bounds and
-          // their results are masked off at the store.
-          auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
-          auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
-          auto offs_k = tl::arange(0, BLOCK_K);
           auto a_ptrs = a_base + (offs_am(tl::_, tl::None) * stride_am + offs_k.to(tl::int64)(tl::None, tl::_) * stride_ak);
           auto b_ptrs = b_base + (offs_k.to(tl::int64)(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn);
           for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
@@ -87,9 +87,6 @@ template <class T> Kernel& matmul_kernel() {
           // the loop (on the CPU a buffer of pointers rewritten every trip). The row and column
           // parts are computed once before it (materialised: 1.5x faster at 1024^3 than
           // recomputing them, `%` included, inside the loop).
-          auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
-          auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
-          auto offs_k = tl::arange(0, BLOCK_K);
           auto a_rows = a_base + offs_am(tl::_, tl::None) * stride_am;
           auto b_cols = b_base + offs_bn(tl::None, tl::_) * stride_bn;
           for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {

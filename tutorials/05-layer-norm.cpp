@@ -241,8 +241,9 @@ enum class Stage1 { locked, persistent };
 
 // Programs of the persistent stage 1: as tutorial 02 sizes its grid - the compiled kernel's
 // registers give how many fit on an SM - but at most kPersistentPerSM per SM, since every program
-// adds a partial row for stage 2 to read (H100, f16 4096 x 1024, whole backward: 669 GB/s with
-// at most 2 per SM, 641 with 4, 488 with 8). On the CPU a few programs per thread of the pool.
+// adds a partial row for stage 2 to read (H100, f16 4096 x 1024, whole backward with stage 2 at
+// 128 columns per program: 669 GB/s with at most 2 per SM, 641 with 4, 488 with 8). On the CPU a
+// few programs per thread of the pool.
 constexpr int kPersistentPerSM = 2;
 int persistent_programs(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                         RowLaunch launch) {
