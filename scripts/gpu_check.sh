@@ -25,6 +25,10 @@ if [ "$filter" = "--portable" ]; then
     tests_rc=$?
     grep -E "Leaving test suite|error|failure|skipped" "$out/tests.log" | grep -vE "^\s*$" | tail -40
     tail -5 "$out/tests.log"
+    printf '\n== elementwise suites through the CUDA C++ generator only (TRITIUM_FAST_COMPILE=0)\n'
+    (cd "$dist" && TRITIUM_FAST_COMPILE=0 ./tritium-tests --run_test=test_elementwise,test_ops_elementwise \
+      --report_level=short) >"$out/tests_nvrtc.log" 2>&1 || tests_rc=1
+    tail -3 "$out/tests_nvrtc.log"
   fi
   [ -n "${GPU_CHECK_TESTS_ONLY:-}" ] && exit $tests_rc
   printf '\n== tutorial 01 on cuda\n'
@@ -75,6 +79,15 @@ step "tests"
 tests_rc=$?
 grep -E "tests passed|tests failed|\*\*\*Failed|Failed|Not Run" "$out/ctest.log" | tail -15
 
+# Short straight-line kernels go through the PTX generator when fast compiles are on (the
+# default); the elementwise suites again with them off check the CUDA C++ generator on the same
+# kernels.
+step "elementwise suites through the CUDA C++ generator only (TRITIUM_FAST_COMPILE=0)"
+(cd "$build" && TRITIUM_FAST_COMPILE=0 ctest -R "test_elementwise|test_ops_elementwise" --timeout 900 \
+  --output-on-failure) >"$out/ctest_nvrtc.log" 2>&1
+nvrtc_rc=$?
+grep -E "tests passed|tests failed|\*\*\*Failed" "$out/ctest_nvrtc.log" | tail -5
+
 step "tutorial 01 on cuda"
 "$build/tutorials/01-vector-add" --bench --backend cuda >"$out/vector_add.log" 2>&1
 vec_rc=$?
@@ -87,6 +100,7 @@ tail -25 "$out/compare.log"
 
 printf '\n%-28s %s\n' "check" "result"
 printf '%-28s %s\n' "tests ($filter)" "$([ $tests_rc = 0 ] && echo pass || echo FAIL) ($(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$out/ctest.log" | tail -1))"
+printf '%-28s %s\n' "elementwise, C++ generator" "$([ $nvrtc_rc = 0 ] && echo pass || echo FAIL)"
 printf '%-28s %s\n' "tutorial 01 --backend cuda" "$([ $vec_rc = 0 ] && echo pass || echo FAIL)"
 printf '%-28s %s\n' "comparison harness" "$([ $cmp_rc = 0 ] && echo ran || echo FAIL)"
-[ $tests_rc = 0 ] && [ $vec_rc = 0 ]
+[ $tests_rc = 0 ] && [ $nvrtc_rc = 0 ] && [ $vec_rc = 0 ]

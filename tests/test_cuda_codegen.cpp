@@ -14,7 +14,9 @@
 #include "runtime/cuda_allocator.h"
 #include "runtime/device.h"
 #include "jit/cuda/codegen.h"
+#include "jit/cuda/nvjitlink.h"
 #include "jit/cuda/nvrtc.h"
+#include "jit/cuda/ptx_codegen.h"
 #include "jit/passes/axis_info.h"
 #include "test_support.h"
 
@@ -544,6 +546,135 @@ BOOST_AUTO_TEST_CASE(fast_compile_can_be_turned_off) {
   BOOST_TEST(tritium::env().fast_compile);
 }
 
+// ---- straight-line kernels as PTX (jit/cuda/ptx_codegen.h) ----------------------------------------
+
+namespace {
+
+bool nvjitlink_or_skip() {
+  if (cuda::nvjitlink_available()) return true;
+  BOOST_TEST_MESSAGE("skipped: nvJitLink is unavailable: " << cuda::nvjitlink_unavailable_reason());
+  return false;
+}
+
+template <class... A>
+std::optional<cuda::KernelSource> ptx_of(tritium::Kernel& k, const std::string& arch, std::string* declined,
+                                         const A&... args) {
+  auto f = k.optimized_function(args...);
+  return cuda::generate_ptx(*f, tritium::jit::analyze_axis_info(*f), tritium::jit::CompileOptions{}, arch, declined);
+}
+
+// Every operation and type the PTX generator covers, in one kernel: it must take all of it and
+// ptxas must accept the result.
+tritium::Kernel ptx_everything_kernel() {
+  return tritium::kernel("ptx_everything", [](tl::ptr<float> xf, tl::ptr<f16_t> xh, tl::ptr<bf16_t> xb,
+                                              tl::ptr<int32_t> xi, tl::ptr<int64_t> xl, tl::ptr<uint32_t> xu,
+                                              tl::ptr<float> of, tl::ptr<f16_t> oh, tl::ptr<bf16_t> ob,
+                                              tl::ptr<int32_t> oi, tl::ptr<int64_t> ol, tl::ptr<uint32_t> ou,
+                                              tl::i32 n, tl::i64 big, tl::f32 scale, bool flag, int B) {
+    auto offs = tl::program_id(0) * B + tl::arange(0, B);
+    auto m = offs < n;
+    auto f = tl::load(xf + offs, m, 0.5f);
+    auto h = tl::load(xh + offs, m).to(tl::float32);
+    auto b = tl::load(xb + offs, m, 2.0f).to(tl::float32);
+    auto i = tl::load(xi + offs, m, -1);
+    auto l = tl::load(xl + offs * 2, m);  // strided: lane by lane
+    auto u = tl::load(xu + offs, m);
+    auto g = tl::load(xf + tl::num_programs(0));  // a scalar load
+    auto fr = tl::fma(f, h, b) / scale - tl::exp(f) + tl::sqrt(tl::abs(h)) * tl::rsqrt(b * b + 1.0f);
+    fr = tl::maximum(tl::minimum(fr, tl::floor(f * 8.0f)), -tl::ceil(h)) + g;
+    auto ir = (i / (i % 5)) + (i << 3) - (i >> 2) * i + tl::abs(i) + tl::maximum(i, -7) - ((i & 12) ^ (~i | 3));
+    auto lr = l / (l - 9) + (l % 7) + (l << 40) + (l >> 63) + big + offs.to(tl::int64) + tl::minimum(l, big);
+    auto ur = tl::umulhi(u, u + 1u) + u / 3u + (u >> 31) + (u % 11u) + (f > 0.0f).to(tl::uint32);
+    auto cond = ((f != h) & ((i < 0) | (u >= 5u))) ^ flag;
+    tl::store(of + offs, tl::where(cond, fr, ir.to(tl::float32) + lr.to(tl::float32)), m);
+    tl::store(oh + offs, tl::where(cond, fr.to(tl::float16), b.to(tl::float16)), m);
+    tl::store(ob + offs, (fr + ur.to(tl::float32)).to(tl::bfloat16), m);
+    tl::store(oi + offs, fr.to(tl::int32) + lr.to(tl::int32) + cond.to(tl::int32), m);
+    tl::store(ol + offs, tl::where(m, lr, (fr.to(tl::int64))), m);
+    tl::store(ou + offs, ur + tl::cast(f, tl::uint32, /*bitcast=*/true), m);
+    tl::store(of + n, g * 2.0f);  // a scalar store: one thread
+  });
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(straight_line_kernels_become_ptx) {
+  auto add = tritium::kernel("ptx_add", [](tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out, tl::i32 n, int B) {
+    auto offs = tl::program_id(0) * B + tl::arange(0, B);
+    tl::store(out + offs, tl::load(x + offs, offs < n) + tl::load(y + offs, offs < n), offs < n);
+  });
+  std::string declined;
+  auto ks = ptx_of(add, "sm_90a", &declined, addr<float>(0), addr<float>(1), addr<float>(2), 1000, 1024);
+  BOOST_TEST_REQUIRE(ks.has_value(), declined);
+  BOOST_TEST(ks->entry == "ptx_add");
+  BOOST_TEST(ks->num_threads == 128);
+  BOOST_TEST(ks->smem_bytes == 0);
+  // 1024 elements, 128 threads: two 16-byte accesses per thread and operand, under the mask.
+  BOOST_TEST(ks->source.find(".target sm_90a") != std::string::npos, ks->source);
+  size_t loads = 0, stores = 0;
+  for (size_t at = 0; (at = ks->source.find("ld.global.v4.b32", at)) != std::string::npos; ++at) ++loads;
+  for (size_t at = 0; (at = ks->source.find("st.global.v4.b32", at)) != std::string::npos; ++at) ++stores;
+  BOOST_TEST(loads == 4u, ks->source);
+  BOOST_TEST(stores == 2u, ks->source);
+  BOOST_TEST(ks->source.find("@%p") != std::string::npos);
+  if (!nvjitlink_or_skip()) return;
+  BOOST_TEST(!cuda::ptx_to_cubin(ks->source, ks->entry, "sm_90a").empty());
+}
+
+BOOST_AUTO_TEST_CASE(every_op_of_the_ptx_subset_assembles) {
+  auto k = ptx_everything_kernel();
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    BOOST_TEST_CONTEXT(arch) {
+      std::string declined;
+      auto ks = ptx_of(k, arch, &declined, addr<float>(0), addr<f16_t>(1), addr<bf16_t>(2), addr<int32_t>(3),
+                       addr<int64_t>(4), addr<uint32_t>(5), addr<float>(6), addr<f16_t>(7), addr<bf16_t>(8),
+                       addr<int32_t>(9), addr<int64_t>(10), addr<uint32_t>(11), 1000, int64_t{1} << 40, 0.5f, true,
+                       512);
+      BOOST_TEST_REQUIRE(ks.has_value(), declined);
+      if (!nvjitlink_or_skip()) return;
+      try {
+        BOOST_TEST(!cuda::ptx_to_cubin(ks->source, ks->entry, arch).empty());
+      } catch (const tritium::Error& e) {
+        BOOST_ERROR(e.what());
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(ptx_path_declines_what_it_does_not_cover) {
+  auto softmax = tritium::kernel("ptx_softmax", [](tl::ptr<float> x, tl::ptr<float> out, int B) {
+    auto v = tl::load(x + tl::arange(0, B));
+    tl::store(out + tl::arange(0, B), v / tl::sum(v, 0));
+  });
+  auto outer = tritium::kernel("ptx_outer", [](tl::ptr<float> x, tl::ptr<float> out, int B) {
+    auto r = tl::arange(0, B);
+    auto v = tl::load(x + r);
+    tl::store(out + r(tl::_, tl::None) * B + r(tl::None, tl::_), v(tl::_, tl::None) * v(tl::None, tl::_));
+  });
+  auto log = tritium::kernel("ptx_log", [](tl::ptr<float> x, int B) {
+    tl::store(x + tl::arange(0, B), tl::log(tl::load(x + tl::arange(0, B))));
+  });
+  auto bytes = tritium::kernel("ptx_bytes", [](tl::ptr<int8_t> x, tl::ptr<float> out, int B) {
+    tl::store(out + tl::arange(0, B), tl::load(x + tl::arange(0, B)).to(tl::float32));
+  });
+  auto reread = tritium::kernel("ptx_reread", [](tl::ptr<float> x, int B) {
+    tl::store(x + tl::arange(0, B), 1.0f);
+    tl::store(x + B + tl::arange(0, B), tl::load(x + B - 1 - tl::arange(0, B)));
+  });
+  auto small = tritium::kernel("ptx_small", [](tl::ptr<float> x, int B) { tl::store(x + tl::arange(0, B), 1.0f); });
+  auto declined = [](auto&& ks, const std::string& why, const std::string& expected) {
+    BOOST_TEST(!ks.has_value());
+    BOOST_TEST(why.find(expected) != std::string::npos, why << " (expected: " << expected << ")");
+  };
+  std::string why;
+  declined(ptx_of(softmax, "sm_90a", &why, addr<float>(0), addr<float>(1), 1024), why, "operation reduce");
+  declined(ptx_of(outer, "sm_90a", &why, addr<float>(0), addr<float>(1), 32), why, "operation expand_dims");
+  declined(ptx_of(log, "sm_90a", &why, addr<float>(0), 1024), why, "operation log");
+  declined(ptx_of(bytes, "sm_90a", &why, addr<int8_t>(0), addr<float>(1), 1024), why, "i8");
+  declined(ptx_of(reread, "sm_90a", &why, addr<float>(0), 1024), why, "a load after a store");
+  declined(ptx_of(small, "sm_90a", &why, addr<float>(0), 64), why, "a block of 64 for 128 threads");
+}
+
 BOOST_AUTO_TEST_CASE(compile_errors_show_the_source) {
   if (!nvrtc_or_skip()) return;
   std::string src = "extern \"C\" __global__ void broken(float* x) {\n  x[0] = 1.0f;\n  this is not C++;\n}\n";
@@ -633,6 +764,69 @@ BOOST_AUTO_TEST_CASE(gpu_vector_add) {
   size_t bad = 0;
   for (int i = 0; i < n; ++i) bad += out[i] != x[i] + y[i];
   BOOST_TEST(bad == 0u);
+}
+
+// The PTX generator against the CUDA C++ one: the same kernel, compiled each way (fast compiles on
+// and off), on the same random inputs (n = 1000: masked tails, per-lane accesses). Integer
+// results must be equal; float ones within rounding (the two compilers may contract a * b + c
+// differently). The op-by-op references are test_elementwise's, which runs through both paths.
+BOOST_AUTO_TEST_CASE(gpu_ptx_and_cuda_paths_agree) {
+  if (!gpu_or_skip()) return;
+  const int n = 1000, B = 512;
+  auto f = random_floats(n + 1, 11), fh = random_floats(n, 12), fb = random_floats(n, 13);
+  std::vector<f16_t> h(n);
+  std::vector<bf16_t> b(n);
+  std::vector<int32_t> i(n);
+  std::vector<int64_t> l(2 * n);
+  std::vector<uint32_t> u(n);
+  uint64_t st = 7;
+  auto next = [&] { return st = st * 6364136223846793005ull + 1442695040888963407ull; };
+  for (int k = 0; k < n; ++k) {
+    h[k] = tt::to_f16(fh[k] * 4), b[k] = tt::to_bf16(fb[k] * 4);
+    i[k] = static_cast<int32_t>(next() >> 32);
+    u[k] = static_cast<uint32_t>(next() >> 32);
+    l[2 * k] = static_cast<int64_t>(next()), l[2 * k + 1] = 0;
+  }
+  i[0] = 0, i[1] = -1, i[2] = INT32_MIN, l[0] = 9, l[2] = INT64_MIN, u[0] = 0, u[1] = UINT32_MAX;  // edge cases
+  struct Out {
+    std::vector<float> of;
+    std::vector<f16_t> oh;
+    std::vector<bf16_t> ob;
+    std::vector<int32_t> oi;
+    std::vector<int64_t> ol;
+    std::vector<uint32_t> ou;
+  };
+  auto run = [&](const char* fast) {
+    tt::ScopedEnv env("TRITIUM_FAST_COMPILE", fast);
+    auto k = ptx_everything_kernel();  // a new kernel object: its own in-memory cache
+    DeviceVec<float> xf(f), of(std::vector<float>(n + 1, NAN));
+    DeviceVec<f16_t> xh(h), oh(std::vector<f16_t>(n, f16_t{0x7e00}));
+    DeviceVec<bf16_t> xb(b), ob(std::vector<bf16_t>(n, bf16_t{0x7fc0}));
+    DeviceVec<int32_t> xi(i), oi(std::vector<int32_t>(n, 0x5a5a5a5a));
+    DeviceVec<int64_t> xl(l), ol(std::vector<int64_t>(n, 0x5a5a5a5a5a5a));
+    DeviceVec<uint32_t> xu(u), ou(std::vector<uint32_t>(n, 0x5a5a5a5a));
+    k[{(n + B - 1) / B}](xf.ptr(), xh.ptr(), xb.ptr(), xi.ptr(), xl.ptr(), xu.ptr(), of.ptr(), oh.ptr(), ob.ptr(),
+                         oi.ptr(), ol.ptr(), ou.ptr(), n, int64_t{1} << 40, 0.5f, true, B, on_gpu());
+    return Out{of.get(), oh.get(), ob.get(), oi.get(), ol.get(), ou.get()};
+  };
+  Out ptx = run("1"), cu = run("0");
+  auto close = [](double a, double c, double tol) { return a == c || std::abs(a - c) <= tol * std::max(1.0, std::abs(c)); };
+  size_t bad_f = 0, bad_h = 0, bad_b = 0, bad_i = 0, bad_l = 0, bad_u = 0;
+  for (int k = 0; k <= n; ++k) bad_f += !close(ptx.of[k], cu.of[k], 1e-6);
+  for (int k = 0; k < n; ++k) {
+    bad_h += !close(tt::to_float(ptx.oh[k]), tt::to_float(cu.oh[k]), 1e-3);
+    bad_b += !close(tt::to_float(ptx.ob[k]), tt::to_float(cu.ob[k]), 1e-2);
+    bad_i += std::abs(int64_t{ptx.oi[k]} - cu.oi[k]) > 1;  // a float truncated: may move by one
+    bad_l += ptx.ol[k] != cu.ol[k];
+    bad_u += ptx.ou[k] != cu.ou[k];
+  }
+  BOOST_TEST(bad_f == 0u);
+  BOOST_TEST(bad_h == 0u);
+  BOOST_TEST(bad_b == 0u);
+  BOOST_TEST(bad_i == 0u);
+  BOOST_TEST(bad_l == 0u);
+  BOOST_TEST(bad_u == 0u);
+  BOOST_TEST(std::isfinite(ptx.of[n]));  // the scalar store happened
 }
 
 BOOST_AUTO_TEST_CASE(gpu_softmax_and_reductions) {

@@ -339,7 +339,7 @@ BOOST_AUTO_TEST_CASE(log_compile_lines) {
 }
 
 // TRITIUM_DUMP: the IR after every pass on every backend, then what the backend generates: the
-// LLVM IR as generated and after O3 on the CPU, the CUDA C++ source on CUDA.
+// LLVM IR as generated and after O3 on the CPU, the PTX or the CUDA C++ source on CUDA.
 BOOST_AUTO_TEST_CASE(dump_writes_ir_and_backend_code) {
   tt::for_each_backend([&](const tt::Backend& be) {
     FreshCache cache(be);
@@ -348,6 +348,11 @@ BOOST_AUTO_TEST_CASE(dump_writes_ir_and_backend_code) {
       tt::ScopedEnv dump("TRITIUM_DUMP", dir.c_str());
       auto k = make_saxpy(13.0f);
       run_and_check(be, k, 13.0f);
+      if (be.device.is_cuda()) {  // saxpy is straight-line code: PTX; the CUDA C++ generator when asked
+        tt::ScopedEnv cxx("TRITIUM_FAST_COMPILE", "0");
+        auto k2 = make_saxpy(14.0f);
+        run_and_check(be, k2, 14.0f);
+      }
     }
     std::vector<std::string> names;
     for (auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
@@ -367,6 +372,9 @@ BOOST_AUTO_TEST_CASE(dump_writes_ir_and_backend_code) {
     std::string ir = read_text("saxpy_cache_test.00-input.ir");
     BOOST_TEST(ir.find("func @saxpy_cache_test") != std::string::npos, ir);
     if (be.device.is_cuda()) {
+      BOOST_TEST(has(".ptx"), listing);  // the generated PTX (jit/cuda/ptx_codegen.h)
+      std::string ptx = read_text("saxpy_cache_test.ptx");
+      BOOST_TEST(ptx.find(".entry saxpy_cache_test(") != std::string::npos, ptx);
       BOOST_TEST(has(".cu"), listing);  // the generated CUDA C++
       std::string source = read_text("saxpy_cache_test.cu");
       BOOST_TEST(source.find("__global__") != std::string::npos, source);

@@ -1,6 +1,7 @@
 // The CUDA backend: IR -> CUDA C++ (codegen.cpp) -> cubin (NVRTC) -> cuModuleLoadData, launched
-// on the device's default stream. libcuda and libnvrtc are both opened at run time, so this file
-// builds everywhere.
+// on the device's default stream. Short straight-line kernels go IR -> PTX (ptx_codegen.cpp) ->
+// cubin (nvJitLink) instead, skipping NVRTC's C++ front end and NVVM. libcuda, libnvrtc and
+// libnvJitLink are all opened at run time, so this file builds everywhere.
 //
 // The binary the disk cache stores is a small header (what the launch needs besides the cubin:
 // block size, dynamic shared memory, scratch bytes per program, number of device_assert sites,
@@ -13,9 +14,12 @@
 #include <unordered_map>
 
 #include "common/env.h"
+#include "common/log.h"
 #include "jit/backend.h"
 #include "jit/cuda/codegen.h"
+#include "jit/cuda/nvjitlink.h"
 #include "jit/cuda/nvrtc.h"
+#include "jit/cuda/ptx_codegen.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
@@ -174,10 +178,20 @@ class CudaBackend : public Backend {
   std::string target_id() const override {
     return fmt::format("{};nvrtc-{};driver-{};smem-{};fast-compile-{};options {}", arch(), cuda::nvrtc_version(),
                        cu::driver().driver_version, cu::properties(device_).max_shared_memory_per_block_optin,
-                       env().fast_compile ? cuda::kFastCompileOption : "off", env().nvrtc_options);
+                       fast_compile_id(), env().nvrtc_options);
   }
 
   std::vector<char> generate(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts) override {
+    // Straight-line kernels of the PTX generator's subset skip NVRTC (any size: ptxas optimises
+    // them fully); the rest of the short ones get NVRTC's fast level.
+    if (env().fast_compile && direct_ptx()) {
+      std::string declined;
+      if (auto ks = cuda::generate_ptx(f, axis, opts, arch(), &declined)) {
+        if (const std::string& dir = env().dump_dir; !dir.empty()) std::ofstream(dir + "/" + f.name + ".ptx") << ks->source;
+        return pack(*ks, cuda::ptx_to_cubin(ks->source, ks->entry, arch()));
+      }
+      if (env().log_compile) log_line(fmt::format("compile {}: through NVRTC, not PTX: {}", f.name, declined));
+    }
     // Buffers may use the device's opt-in shared memory (227 KB on H100) less 8 KB for the
     // reduction partials and flags allocated after them.
     const int64_t optin = cu::properties(device_).max_shared_memory_per_block_optin;
@@ -206,6 +220,15 @@ class CudaBackend : public Backend {
 
  private:
   int device_;
+
+  // Straight to PTX for fast-compiling kernels, unless NVRTC options were asked for (they would
+  // not apply) or nvJitLink is missing.
+  static bool direct_ptx() { return env().nvrtc_options.empty() && cuda::nvjitlink_available(); }
+  static std::string fast_compile_id() {
+    if (!env().fast_compile) return "off";
+    return direct_ptx() ? fmt::format("ptx-nvjitlink-{}+{}", cuda::nvjitlink_version(), cuda::kFastCompileOption)
+                        : cuda::kFastCompileOption;
+  }
 };
 
 }  // namespace

@@ -1,0 +1,124 @@
+// libnvJitLink through dlopen, with our own declarations of the entry points we use (their
+// unversioned names, which the library exports beside the versioned ones).
+#include "jit/cuda/nvjitlink.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+#include "common/error.h"
+
+namespace tritium::jit::cuda {
+namespace {
+
+using nvJitLinkResult = int;  // NVJITLINK_SUCCESS = 0
+using nvJitLinkHandle = struct nvJitLink*;
+constexpr int kInputPtx = 2;  // NVJITLINK_INPUT_PTX
+
+struct NvJitLink {
+  void* handle = nullptr;
+  std::string reason;  // why it is unavailable
+  nvJitLinkResult (*Create)(nvJitLinkHandle*, uint32_t, const char**) = nullptr;
+  nvJitLinkResult (*Destroy)(nvJitLinkHandle*) = nullptr;
+  nvJitLinkResult (*AddData)(nvJitLinkHandle, int, const void*, size_t, const char*) = nullptr;
+  nvJitLinkResult (*Complete)(nvJitLinkHandle) = nullptr;
+  nvJitLinkResult (*GetLinkedCubinSize)(nvJitLinkHandle, size_t*) = nullptr;
+  nvJitLinkResult (*GetLinkedCubin)(nvJitLinkHandle, void*) = nullptr;
+  nvJitLinkResult (*GetErrorLogSize)(nvJitLinkHandle, size_t*) = nullptr;
+  nvJitLinkResult (*GetErrorLog)(nvJitLinkHandle, char*) = nullptr;
+  nvJitLinkResult (*Version)(unsigned*, unsigned*) = nullptr;
+  unsigned major = 0, minor = 0;
+};
+
+template <class F> bool bind(void* h, const char* name, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(h, name));
+  return fn != nullptr;
+}
+
+const NvJitLink& lib() {
+  static const NvJitLink n = [] {
+    NvJitLink r;
+    std::vector<std::string> candidates;
+    if (const char* e = std::getenv("TRITIUM_LIBNVJITLINK"); e && *e) {
+      candidates.push_back(e);
+    } else {
+      for (const char* c : {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so",
+                            "/usr/local/cuda/lib64/libnvJitLink.so.13", "/usr/local/cuda/lib64/libnvJitLink.so.12",
+                            "/usr/local/cuda/lib64/libnvJitLink.so"})
+        candidates.push_back(c);
+    }
+    std::string tried;
+    for (const std::string& c : candidates) {
+      void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        const char* err = dlerror();
+        tried += fmt::format("\n  {}: {}", c, err ? err : "not found");
+        continue;
+      }
+      bool ok = bind(h, "nvJitLinkCreate", r.Create) && bind(h, "nvJitLinkDestroy", r.Destroy) &&
+                bind(h, "nvJitLinkAddData", r.AddData) && bind(h, "nvJitLinkComplete", r.Complete) &&
+                bind(h, "nvJitLinkGetLinkedCubinSize", r.GetLinkedCubinSize) &&
+                bind(h, "nvJitLinkGetLinkedCubin", r.GetLinkedCubin) &&
+                bind(h, "nvJitLinkGetErrorLogSize", r.GetErrorLogSize) &&
+                bind(h, "nvJitLinkGetErrorLog", r.GetErrorLog) && bind(h, "nvJitLinkVersion", r.Version);
+      if (!ok) {
+        tried += fmt::format("\n  {}: missing nvJitLink entry points", c);
+        dlclose(h);
+        continue;
+      }
+      r.handle = h;
+      r.Version(&r.major, &r.minor);
+      return r;
+    }
+    r.reason = "libnvJitLink could not be opened (set TRITIUM_LIBNVJITLINK to its path); tried:" + tried;
+    return r;
+  }();
+  return n;
+}
+
+const NvJitLink& require() {
+  const NvJitLink& n = lib();
+  if (!n.handle) fail("{}", n.reason);
+  return n;
+}
+
+}  // namespace
+
+bool nvjitlink_available() { return lib().handle != nullptr; }
+std::string nvjitlink_unavailable_reason() { return lib().reason; }
+std::string nvjitlink_version() {
+  const NvJitLink& n = require();
+  return fmt::format("{}.{}", n.major, n.minor);
+}
+
+std::vector<char> ptx_to_cubin(const std::string& ptx, const std::string& name, const std::string& arch) {
+  const NvJitLink& n = require();
+  std::string arch_option = "-arch=" + arch;
+  const char* options[] = {arch_option.c_str()};
+  nvJitLinkHandle h = nullptr;
+  if (int r = n.Create(&h, 1, options); r != 0) fail("nvJitLinkCreate failed for kernel {} (error {})", name, r);
+  struct Guard {
+    const NvJitLink& n;
+    nvJitLinkHandle* h;
+    ~Guard() { n.Destroy(h); }
+  } guard{n, &h};
+  std::string file = name + ".ptx";
+  int r = n.AddData(h, kInputPtx, ptx.data(), ptx.size(), file.c_str());
+  if (r == 0) r = n.Complete(h);
+  if (r != 0) {
+    size_t size = 0;
+    n.GetErrorLogSize(h, &size);
+    std::string log(size, '\0');
+    if (size > 1) n.GetErrorLog(h, log.data());
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    fail("nvJitLink could not assemble kernel {} for {} (error {}):\n{}\n\ngenerated PTX ({}):\n{}", name, arch, r, log,
+         file, ptx);
+  }
+  size_t size = 0;
+  if (int e = n.GetLinkedCubinSize(h, &size); e != 0) fail("nvJitLinkGetLinkedCubinSize failed for kernel {} (error {})", name, e);
+  std::vector<char> cubin(size);
+  if (int e = n.GetLinkedCubin(h, cubin.data()); e != 0) fail("nvJitLinkGetLinkedCubin failed for kernel {} (error {})", name, e);
+  return cubin;
+}
+
+}  // namespace tritium::jit::cuda
