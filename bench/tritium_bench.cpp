@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -191,7 +192,7 @@ int main(int argc, char** argv) {
   std::printf("%-60s %10.2f ms\n", "cold compile, 20 distinct small kernels (median)", median(cold_family));
   std::printf("%-60s %10.2f ms\n", "disk-cache load, 20 distinct kernels, new process (median)", median(warm_family));
   std::printf("  cold compile phases, mean per kernel: trace+launch %.2f, passes %.2f, generate (%s) %.2f, load %.2f ms\n",
-              mean_total - passes - generate - load, passes, cuda ? "NVRTC" : "LLVM", generate, load);
+              mean_total - passes - generate - load, passes, cuda ? "PTX or NVRTC" : "LLVM", generate, load);
   json += fmt::format("  \"cold_compile_add_ms\": {:.3f},\n  \"disk_load_add_ms\": {:.3f},\n", cold_add, median(warm_add));
   json += fmt::format("  \"cold_compile_20_median_ms\": {:.3f},\n  \"disk_load_20_median_ms\": {:.3f},\n",
                       median(cold_family), median(warm_family));
@@ -199,51 +200,57 @@ int main(int argc, char** argv) {
                       passes, generate, load);
 
   // 2. Host overhead of a cached launch (an empty program, 4 arguments). On CUDA launches are
-  // asynchronous: the host time per launch is measured, the queue drained after each batch.
+  // asynchronous: the host time per launch is measured, the queue drained after each batch. The
+  // bare cuLaunchKernel baseline runs in batches alternating with ours, so that both see the same
+  // GPU clocks and host load (timed one after the other, the ratio moved 1.05-1.62 between runs).
   auto empty = tritium::kernel("empty", [](tl::ptr<float>, tl::ptr<float>, tl::ptr<float>, tl::i32) {});
   int n = 4096;
   empty[{1}](small_x, small_y, small_out, n, on_device());
   wait_for_device();
-  const int launches = quick ? 20000 : 200000;
-  auto host_us_per_launch = [&](int grid) {
-    std::vector<double> per;
-    for (int rep = 0; rep < launches / 1000; ++rep) {
-      auto t = clock_type::now();
-      for (int i = 0; i < 1000; ++i) empty[{grid}](small_x, small_y, small_out, n, on_device());
-      per.push_back(ms_since(t));  // ms per 1000 launches = us per launch
-      wait_for_device();
-    }
-    return median(per);
+  const int batches = quick ? 20 : 200, per_batch = 1000;
+  auto time_batch = [&](auto&& launch_one) {  // us per launch
+    auto t = clock_type::now();
+    for (int i = 0; i < per_batch; ++i) launch_one();
+    double ms = ms_since(t);
+    wait_for_device();
+    return ms * 1000.0 / per_batch;
   };
-  double us_one = host_us_per_launch(1), us_all = host_us_per_launch(threads * 4);
-  std::printf("%-60s %10.3f us\n", "launch overhead, cached kernel, grid 1", us_one);
-  std::printf("%-60s %10.3f us\n", fmt::format("launch overhead, cached kernel, grid {}", threads * 4).c_str(), us_all);
-  json += fmt::format("  \"launch_overhead_grid1_us\": {:.4f},\n  \"launch_overhead_all_cores_us\": {:.4f},\n", us_one, us_all);
+  std::function<void()> bare_launch;
+  namespace cu = tritium::runtime::cuda;
+  cu::CUmodule bare_module = nullptr;
+  cu::CUfunction bare_fn = nullptr;
+  void* px = small_x.raw_data();
+  void* py = small_y.raw_data();
+  void* po = small_out.raw_data();
+  void* params[] = {&px, &py, &po, &n};
   if (cuda) {
     // The floor: cuLaunchKernel of an empty 4-argument kernel built directly with NVRTC.
-    namespace cu = tritium::runtime::cuda;
     const auto& d = cu::driver();
     auto cubin = tritium::jit::cuda::compile_to_cubin(
         "extern \"C\" __global__ void empty4(float*, float*, float*, int) {}", "empty4",
         cu::properties(g_device.index).arch() + "a");
-    cu::CUmodule module;
-    cu::CUfunction fn;
-    cu::check(d.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData", "empty4");
-    cu::check(d.cuModuleGetFunction(&fn, module, "empty4"), "cuModuleGetFunction", "empty4");
-    void* px = small_x.raw_data();
-    void* py = small_y.raw_data();
-    void* po = small_out.raw_data();
-    void* params[] = {&px, &py, &po, &n};
-    std::vector<double> per;
-    for (int rep = 0; rep < launches / 1000; ++rep) {
-      auto t = clock_type::now();
-      for (int i = 0; i < 1000; ++i) cu::check(d.cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel", "empty4");
-      per.push_back(ms_since(t));
-      wait_for_device();
-    }
-    double bare = median(per);
-    std::printf("%-60s %10.3f us   (Tritium / bare = %.2f)\n", "bare cuLaunchKernel, same empty kernel", bare, us_one / bare);
-    json += fmt::format("  \"bare_launch_us\": {:.4f},\n", bare);
+    cu::check(d.cuModuleLoadData(&bare_module, cubin.data()), "cuModuleLoadData", "empty4");
+    cu::check(d.cuModuleGetFunction(&bare_fn, bare_module, "empty4"), "cuModuleGetFunction", "empty4");
+    bare_launch = [&] {
+      cu::check(d.cuLaunchKernel(bare_fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel", "empty4");
+    };
+  }
+  std::vector<double> ours_one, ours_all, bare;
+  for (int b = 0; b < batches; ++b) {
+    ours_one.push_back(time_batch([&] { empty[{1}](small_x, small_y, small_out, n, on_device()); }));
+    if (cuda) bare.push_back(time_batch(bare_launch));
+    ours_all.push_back(time_batch([&] { empty[{threads * 4}](small_x, small_y, small_out, n, on_device()); }));
+  }
+  double us_one = median(ours_one), us_all = median(ours_all);
+  std::printf("%-60s %10.3f us\n", "launch overhead, cached kernel, grid 1", us_one);
+  std::printf("%-60s %10.3f us\n", fmt::format("launch overhead, cached kernel, grid {}", threads * 4).c_str(), us_all);
+  json += fmt::format("  \"launch_overhead_grid1_us\": {:.4f},\n  \"launch_overhead_all_cores_us\": {:.4f},\n", us_one, us_all);
+  if (cuda) {
+    double bare_us = median(bare);
+    std::printf("%-60s %10.3f us   (Tritium / bare = %.2f)\n", "bare cuLaunchKernel, same empty kernel", bare_us,
+                us_one / bare_us);
+    json += fmt::format("  \"bare_launch_us\": {:.4f},\n", bare_us);
+    cu::driver().cuModuleUnload(bare_module);
   }
 
   // 3. Vector add bandwidth (beside the plain loop on the CPU).
