@@ -6,6 +6,7 @@
 #include "jit/cuda/ptx_codegen.h"
 
 #include <cstring>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -136,6 +137,7 @@ class PtxEmitter {
   std::string body_, tid_, tid_v_;
   int count_[4] = {};
   std::unordered_map<const ir::Value*, std::vector<std::string>> vals_;
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> products_;  // wide_product
 
   // ---- checks and the thread mapping ----
 
@@ -294,6 +296,18 @@ class PtxEmitter {
     return r;
   }
 
+  // The low and high words of a 32-bit product, from one mul.wide.u32 shared by every `*` and
+  // umulhi of the same operands (Philox multiplies each pair both ways: one IMAD.WIDE.U32 instead
+  // of IMAD + IMAD.HI). The low word does not depend on signedness.
+  std::pair<std::string, std::string> wide_product(const std::string& a, const std::string& b) {
+    auto key = a < b ? std::pair{a, b} : std::pair{b, a};
+    if (auto it = products_.find(key); it != products_.end()) return it->second;
+    std::string w = reg(RegClass::b64), lo = reg(RegClass::b32), hi = reg(RegClass::b32);
+    emit("mul.wide.u32 {}, {}, {};", w, a, b);
+    emit("mov.b64 {{{}, {}}}, {};", lo, hi, w);
+    return products_[key] = {lo, hi};
+  }
+
   std::string int_op(OpKind k, const std::vector<std::string>& x, DType d) {
     if (d == DType::i1) return bool_op(k, x);
     const char* s = int_suffix(d);
@@ -303,7 +317,10 @@ class PtxEmitter {
     switch (k) {
       case OpKind::Add: emit("add.{} {}, {}, {};", s, r, x[0], x[1]); break;  // wraps
       case OpKind::Sub: emit("sub.{} {}, {}, {};", s, r, x[0], x[1]); break;
-      case OpKind::Mul: emit("mul.lo.{} {}, {}, {};", s, r, x[0], x[1]); break;
+      case OpKind::Mul:
+        if (wide) emit("mul.lo.{} {}, {}, {};", s, r, x[0], x[1]);
+        else return wide_product(x[0], x[1]).first;
+        break;
       case OpKind::Neg: emit("neg.s{} {}, {};", bits, r, x[0]); break;
       case OpKind::And: emit("and.b{} {}, {}, {};", bits, r, x[0], x[1]); break;
       case OpKind::Or: emit("or.b{} {}, {}, {};", bits, r, x[0], x[1]); break;
@@ -315,7 +332,10 @@ class PtxEmitter {
         if (!is_signed) return x[0];
         emit("abs.{} {}, {};", s, r, x[0]);  // abs(MIN) = MIN, as the header's wrapping negation
         break;
-      case OpKind::Umulhi: emit("mul.hi.u{} {}, {}, {};", bits, r, x[0], x[1]); break;
+      case OpKind::Umulhi:
+        if (wide) emit("mul.hi.u64 {}, {}, {};", r, x[0], x[1]);
+        else return wide_product(x[0], x[1]).second;
+        break;
       case OpKind::Shl: case OpKind::Shr: {
         // ptxas clamps shift amounts to the width: past it, shl gives 0, shr.s the sign and
         // shr.u 0 - the header's rules. The amount is a u32: a 64-bit one is clamped first.
@@ -477,10 +497,12 @@ class PtxEmitter {
       case OpKind::Store: return store(op);
       default: break;
     }
-    // Elementwise: one element at a time.
+    // Elementwise: one element at a time - once when every operand is uniform (splats, scalars).
     std::vector<std::string> regs;
     const DType d = op->operand(0)->type.dtype;
-    for (int i = 0; i < lanes(res); ++i) {
+    bool uniform = true;
+    for (const ir::Value* o : op->operands) uniform = uniform && vals_.at(o).size() == 1;
+    for (int i = 0; i < (uniform ? 1 : lanes(res)); ++i) {
       std::vector<std::string> x;
       for (const ir::Value* o : op->operands) x.push_back(at(o, i));
       switch (op->kind) {
