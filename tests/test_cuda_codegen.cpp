@@ -641,6 +641,19 @@ BOOST_AUTO_TEST_CASE(every_op_of_the_ptx_subset_assembles) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(ptx_assembly_errors_show_the_log_and_the_ptx) {
+  if (!nvjitlink_or_skip()) return;
+  std::string ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry broken()\n{\n  no.such.op;\n}\n";
+  try {
+    cuda::ptx_to_cubin(ptx, "broken", "sm_90a");
+    BOOST_ERROR("nvJitLink accepted broken PTX");
+  } catch (const tritium::Error& e) {
+    std::string m = e.what();
+    BOOST_TEST(m.find("nvJitLink could not assemble kernel broken for sm_90a") != std::string::npos, m);
+    BOOST_TEST(m.find("no.such.op") != std::string::npos, m);  // the PTX is shown
+  }
+}
+
 BOOST_AUTO_TEST_CASE(ptx_path_declines_what_it_does_not_cover) {
   auto softmax = tritium::kernel("ptx_softmax", [](tl::ptr<float> x, tl::ptr<float> out, int B) {
     auto v = tl::load(x + tl::arange(0, B));

@@ -2,11 +2,8 @@
 // unversioned names, which the library exports beside the versioned ones).
 #include "jit/cuda/nvjitlink.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-
 #include "common/error.h"
+#include "common/shared_library.h"
 
 namespace tritium::jit::cuda {
 namespace {
@@ -30,47 +27,24 @@ struct NvJitLink {
   unsigned major = 0, minor = 0;
 };
 
-template <class F> bool bind(void* h, const char* name, F& fn) {
-  fn = reinterpret_cast<F>(dlsym(h, name));
-  return fn != nullptr;
-}
-
 const NvJitLink& lib() {
   static const NvJitLink n = [] {
     NvJitLink r;
-    std::vector<std::string> candidates;
-    if (const char* e = std::getenv("TRITIUM_LIBNVJITLINK"); e && *e) {
-      candidates.push_back(e);
-    } else {
-      for (const char* c : {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so",
-                            "/usr/local/cuda/lib64/libnvJitLink.so.13", "/usr/local/cuda/lib64/libnvJitLink.so.12",
-                            "/usr/local/cuda/lib64/libnvJitLink.so"})
-        candidates.push_back(c);
-    }
-    std::string tried;
-    for (const std::string& c : candidates) {
-      void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!h) {
-        const char* err = dlerror();
-        tried += fmt::format("\n  {}: {}", c, err ? err : "not found");
-        continue;
-      }
-      bool ok = bind(h, "nvJitLinkCreate", r.Create) && bind(h, "nvJitLinkDestroy", r.Destroy) &&
-                bind(h, "nvJitLinkAddData", r.AddData) && bind(h, "nvJitLinkComplete", r.Complete) &&
-                bind(h, "nvJitLinkGetLinkedCubinSize", r.GetLinkedCubinSize) &&
-                bind(h, "nvJitLinkGetLinkedCubin", r.GetLinkedCubin) &&
-                bind(h, "nvJitLinkGetErrorLogSize", r.GetErrorLogSize) &&
-                bind(h, "nvJitLinkGetErrorLog", r.GetErrorLog) && bind(h, "nvJitLinkVersion", r.Version);
-      if (!ok) {
-        tried += fmt::format("\n  {}: missing nvJitLink entry points", c);
-        dlclose(h);
-        continue;
-      }
-      r.handle = h;
-      r.Version(&r.major, &r.minor);
-      return r;
-    }
-    r.reason = "libnvJitLink could not be opened (set TRITIUM_LIBNVJITLINK to its path); tried:" + tried;
+    SharedLibrary l = open_shared_library(
+        "libnvJitLink", "TRITIUM_LIBNVJITLINK",
+        {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so", "/usr/local/cuda/lib64/libnvJitLink.so.13",
+         "/usr/local/cuda/lib64/libnvJitLink.so.12", "/usr/local/cuda/lib64/libnvJitLink.so"},
+        [&](void* h) {
+          return bind_symbol(h, "nvJitLinkCreate", r.Create) && bind_symbol(h, "nvJitLinkDestroy", r.Destroy) &&
+                 bind_symbol(h, "nvJitLinkAddData", r.AddData) && bind_symbol(h, "nvJitLinkComplete", r.Complete) &&
+                 bind_symbol(h, "nvJitLinkGetLinkedCubinSize", r.GetLinkedCubinSize) &&
+                 bind_symbol(h, "nvJitLinkGetLinkedCubin", r.GetLinkedCubin) &&
+                 bind_symbol(h, "nvJitLinkGetErrorLogSize", r.GetErrorLogSize) &&
+                 bind_symbol(h, "nvJitLinkGetErrorLog", r.GetErrorLog) && bind_symbol(h, "nvJitLinkVersion", r.Version);
+        });
+    r.handle = l.handle;
+    r.reason = l.reason;
+    if (r.handle) r.Version(&r.major, &r.minor);
     return r;
   }();
   return n;

@@ -1,8 +1,6 @@
 // libnvrtc through dlopen, with our own declarations of the few entry points we use.
 #include "jit/cuda/nvrtc.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <mutex>
 #include <regex>
@@ -10,6 +8,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/shared_library.h"
 #include "ir/ir.h"
 
 namespace tritium::jit::cuda {
@@ -34,47 +33,26 @@ struct Nvrtc {
   int major = 0, minor = 0;
 };
 
-template <class F> bool bind(void* h, const char* name, F& fn) {
-  fn = reinterpret_cast<F>(dlsym(h, name));
-  return fn != nullptr;
-}
-
 const Nvrtc& lib() {
   static const Nvrtc n = [] {
     Nvrtc r;
-    std::vector<std::string> candidates;
-    if (const char* e = std::getenv("TRITIUM_LIBNVRTC"); e && *e) {
-      candidates.push_back(e);
-    } else {
-      for (const char* c : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
-                            "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"})
-        candidates.push_back(c);
-    }
-    std::string tried;
-    for (const std::string& c : candidates) {
-      void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!h) {
-        const char* err = dlerror();
-        tried += fmt::format("\n  {}: {}", c, err ? err : "not found");
-        continue;
-      }
-      bool ok = bind(h, "nvrtcGetErrorString", r.GetErrorString) && bind(h, "nvrtcVersion", r.Version) &&
-                bind(h, "nvrtcCreateProgram", r.CreateProgram) && bind(h, "nvrtcDestroyProgram", r.DestroyProgram) &&
-                bind(h, "nvrtcCompileProgram", r.CompileProgram) &&
-                bind(h, "nvrtcGetProgramLogSize", r.GetProgramLogSize) &&
-                bind(h, "nvrtcGetProgramLog", r.GetProgramLog) && bind(h, "nvrtcGetCUBINSize", r.GetCUBINSize) &&
-                bind(h, "nvrtcGetCUBIN", r.GetCUBIN);
-      if (!ok) {
-        tried += fmt::format("\n  {}: missing NVRTC entry points", c);
-        dlclose(h);
-        continue;
-      }
-      r.handle = h;
-      r.path = c;
-      r.Version(&r.major, &r.minor);
-      return r;
-    }
-    r.reason = "libnvrtc could not be opened (set TRITIUM_LIBNVRTC to its path); tried:" + tried;
+    SharedLibrary l = open_shared_library(
+        "libnvrtc", "TRITIUM_LIBNVRTC",
+        {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
+         "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"},
+        [&](void* h) {
+          return bind_symbol(h, "nvrtcGetErrorString", r.GetErrorString) && bind_symbol(h, "nvrtcVersion", r.Version) &&
+                 bind_symbol(h, "nvrtcCreateProgram", r.CreateProgram) &&
+                 bind_symbol(h, "nvrtcDestroyProgram", r.DestroyProgram) &&
+                 bind_symbol(h, "nvrtcCompileProgram", r.CompileProgram) &&
+                 bind_symbol(h, "nvrtcGetProgramLogSize", r.GetProgramLogSize) &&
+                 bind_symbol(h, "nvrtcGetProgramLog", r.GetProgramLog) &&
+                 bind_symbol(h, "nvrtcGetCUBINSize", r.GetCUBINSize) && bind_symbol(h, "nvrtcGetCUBIN", r.GetCUBIN);
+        });
+    r.handle = l.handle;
+    r.path = l.path;
+    r.reason = l.reason;
+    if (r.handle) r.Version(&r.major, &r.minor);
     return r;
   }();
   return n;

@@ -208,12 +208,6 @@ class PtxEmitter {
     emit("ld.param.{} {}, [{}];", type, r, name);
     return r;
   }
-  std::string zero(DType d) {
-    std::string r = reg(d);
-    if (d == DType::i1) emit("mov.pred {}, 0;", r);
-    else emit("mov.b{} {}, 0;", reg_bits(reg_class(d)), r);
-    return r;
-  }
 
   // ---- f16 / bf16, computed in f32 as the device header does ----
 
