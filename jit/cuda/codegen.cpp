@@ -402,12 +402,16 @@ void Codegen::thread_loop(const Shape& shape, int V, const std::function<void(co
     line("#pragma unroll");
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
     lane_ = l;
+    lane_width_ = V;
+    lane_base_ = base.back();
     Index idx(base);
     idx.back() = fmt::format("({} + {})", base.back(), l);
     body(idx);
     close();
   }
   lane_ = "0";
+  lane_width_ = 1;
+  lane_base_.clear();
   if (post) post(base);
   loop_ = saved;
   if (guard) close();
@@ -611,10 +615,17 @@ std::string Codegen::eval_op(const ir::Op* op, const Index& idx) {
     default: break;
   }
   if (ir::is_elementwise(op->kind)) {
-    std::string key = fmt::format("{}|{}", static_cast<const void*>(op), fmt::join(idx, ","));
+    // A value equal over each aligned run of V elements (a mask `cols < N` with N a multiple of
+    // 16) is computed at the chunk's first lane: the same expression in every lane, which the
+    // compiler computes once per chunk instead of once per element.
+    Index at(idx);
+    if (lane_width_ > 1 && idx.back() == fmt::format("({} + {})", lane_base_, lane_) && axis_.contains(op->result()) &&
+        axis_.get(op->result()).constancy.back() >= lane_width_)
+      at.back() = lane_base_;
+    std::string key = fmt::format("{}|{}", static_cast<const void*>(op), fmt::join(at, ","));
     if (const std::string* done = memo_find(key)) return *done;
     std::vector<std::string> xs;
-    for (ir::Value* o : op->operands) xs.push_back(eval(o, idx));
+    for (ir::Value* o : op->operands) xs.push_back(eval(o, at));
     std::string v = tmp(ctype(t.element()), elementwise(op, xs));
     memo_.back()[key] = v;
     return v;

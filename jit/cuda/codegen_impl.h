@@ -144,6 +144,10 @@ class Codegen {
   int num_asserts_ = 0;
   bool has_print_ = false;
   std::string lane_ = "0";
+  // Inside a loop nest's lane loop: its width V and the chunk's first element along the last dim
+  // (lane_ is then the lane variable, the last index "(lane_base_ + lane_)").
+  int lane_width_ = 1;
+  std::string lane_base_;
 
   std::unordered_map<const ir::Value*, std::string> scalars_;
   std::unordered_map<const ir::Value*, std::string> buffers_;
