@@ -243,6 +243,42 @@ BOOST_AUTO_TEST_CASE(fold_shapes_select_neg_addptr) {
   BOOST_TEST(!fold_constants(f));  // nothing left to do
 }
 
+// addptr(splat(p), splat(s) + b) -> addptr(splat(addptr(p, s)), b): the uniform part of the
+// offsets joins the scalar pointer (either operand order of the add), with the same axis info.
+BOOST_AUTO_TEST_CASE(fold_moves_uniform_offsets_into_the_pointer) {
+  for (bool splat_first : {true, false}) {
+    BOOST_TEST_CONTEXT("splat operand first: " << splat_first) {
+      Function f("k");
+      Value* x = add_param(f, "x", Type::pointer(DType::f32), 16);
+      Builder b(f);
+      Value* pid = b.create1(OpKind::ProgramId, {}, i32);
+      Value* start = b.create1(OpKind::Mul, {pid, b.constant_int(1024, i32)}, i32);
+      Value* s = splat(b, start, {1024});
+      Value* r = arange(b, 0, 1024);
+      Value* offs = b.create1(OpKind::Add, {splat_first ? s : r, splat_first ? r : s}, Type::block(DType::i32, {1024}));
+      Value* ptrs = b.create1(OpKind::AddPtr, {splat(b, x, {1024}), offs}, x->type.with_shape({1024}));
+      Op* load = b.create(OpKind::Load, {ptrs}, {Type::block(DType::f32, {1024})});
+      b.create(OpKind::Store, {ptrs, load->result()}, {});
+      AxisInfo before = analyze_axis_info(f).get(ptrs);
+
+      run_passes(f, "");
+      const Value* p = load->operand(0);
+      BOOST_REQUIRE(p->def->kind == OpKind::AddPtr);
+      BOOST_TEST((p->def->operand(1)->def && p->def->operand(1)->def->kind == OpKind::Arange));
+      const Op* base_splat = p->def->operand(0)->def;
+      BOOST_REQUIRE(base_splat->kind == OpKind::Splat);
+      const Op* base = base_splat->operand(0)->def;
+      BOOST_REQUIRE(base->kind == OpKind::AddPtr);  // x + pid * 1024, a scalar
+      BOOST_TEST(base->operand(0) == x);
+      BOOST_TEST(base->operand(1) == start);
+      BOOST_TEST(count_ops(f, OpKind::Add) == 0u);  // the block add is dead
+      AxisInfo after = analyze_axis_info(f).get(p);
+      BOOST_TEST(after.contiguity == before.contiguity);
+      BOOST_TEST(after.divisibility == before.divisibility);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fold_chains_in_one_run) {
   Stored s;
   s.out = add_param(s.f, "out", Type::pointer(DType::i32), 16);

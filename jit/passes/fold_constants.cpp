@@ -248,7 +248,7 @@ class Folder {
         return nullptr;
       }
       case OpKind::AddPtr:
-        return is_int_constant(op->operand(1), 0) ? op->operand(0) : nullptr;
+        return is_int_constant(op->operand(1), 0) ? op->operand(0) : hoist_uniform_offset(op);
       case OpKind::Splat:
       case OpKind::Broadcast:
       case OpKind::ExpandDims:
@@ -261,6 +261,28 @@ class Folder {
       default:
         return nullptr;
     }
+  }
+
+  // addptr(splat(p), splat(s) + b) -> addptr(splat(addptr(p, s)), b): the uniform part of a block
+  // of offsets moves into the scalar pointer, as Triton's pointer canonicalisation does, so that
+  // the per-element offsets are small (an arange) and the code generators fold each chunk's
+  // address into an immediate offset of one base. It differs from adding s + b in i32 first only
+  // where that sum overflows, where the address was wrong anyway.
+  Value* hoist_uniform_offset(Op* op) {
+    Value *p = op->operand(0), *o = op->operand(1);
+    if (!p->type.is_block() || !p->def || p->def->kind != OpKind::Splat) return nullptr;
+    if (!o->def || o->def->kind != OpKind::Add) return nullptr;
+    for (size_t side = 0; side < 2; ++side) {
+      Value *s = o->def->operand(side), *b = o->def->operand(1 - side);
+      if (!s->def || s->def->kind != OpKind::Splat) continue;
+      builder_.set_insertion_before(op);
+      builder_.loc = op->loc;
+      Value* scalar_p = p->def->operand(0);
+      Value* base = builder_.create1(OpKind::AddPtr, {scalar_p, s->def->operand(0)}, scalar_p->type);
+      Value* bases = builder_.create1(OpKind::Splat, {base}, p->type);
+      return builder_.create1(OpKind::AddPtr, {bases, b}, op->result()->type);
+    }
+    return nullptr;
   }
 
   Value* simplify_shape(Op* op) {
