@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/shared_library.h"
 #include "ir/ir.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/device.h"
@@ -639,6 +640,35 @@ BOOST_AUTO_TEST_CASE(every_op_of_the_ptx_subset_assembles) {
       }
     }
   }
+}
+
+// NVRTC and nvJitLink are found by common/shared_library: without a usable candidate the reason
+// names every path tried and why, and the environment variable that overrides them.
+BOOST_AUTO_TEST_CASE(shared_library_loader_says_what_it_tried) {
+  tt::ScopedEnv unset("TRITIUM_TEST_LIBRARY", nullptr);
+  void* (*fn)(size_t) = nullptr;
+  auto bind_missing = [&](void* h) { return tritium::bind_symbol(h, "tritium_no_such_entry_point", fn); };
+  tritium::SharedLibrary none =
+      tritium::open_shared_library("libexample", "TRITIUM_TEST_LIBRARY", {"/no/such/libexample.so", "libc.so.6"}, bind_missing);
+  BOOST_TEST(none.handle == nullptr);
+  BOOST_TEST(none.reason.find("libexample could not be opened (set TRITIUM_TEST_LIBRARY to its path)") != std::string::npos,
+             none.reason);
+  BOOST_TEST(none.reason.find("/no/such/libexample.so: ") != std::string::npos, none.reason);
+  BOOST_TEST(none.reason.find("libc.so.6: missing libexample entry points") != std::string::npos, none.reason);
+
+  auto bind_malloc = [&](void* h) { return tritium::bind_symbol(h, "malloc", fn); };
+  tritium::SharedLibrary libc =
+      tritium::open_shared_library("libc", "TRITIUM_TEST_LIBRARY", {"/no/such/libc.so", "libc.so.6"}, bind_malloc);
+  BOOST_TEST(libc.handle != nullptr, libc.reason);
+  BOOST_TEST(libc.path == "libc.so.6");
+  BOOST_TEST(fn != nullptr);
+
+  tt::ScopedEnv only("TRITIUM_TEST_LIBRARY", "/no/such/override.so");  // the override is the only path tried
+  tritium::SharedLibrary overridden =
+      tritium::open_shared_library("libc", "TRITIUM_TEST_LIBRARY", {"libc.so.6"}, bind_malloc);
+  BOOST_TEST(overridden.handle == nullptr);
+  BOOST_TEST(overridden.reason.find("/no/such/override.so") != std::string::npos, overridden.reason);
+  BOOST_TEST(overridden.reason.find("libc.so.6") == std::string::npos, overridden.reason);
 }
 
 BOOST_AUTO_TEST_CASE(ptx_assembly_errors_show_the_log_and_the_ptx) {
