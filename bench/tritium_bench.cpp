@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -215,8 +214,8 @@ int main(int argc, char** argv) {
     wait_for_device();
     return ms * 1000.0 / per_batch;
   };
-  std::function<void()> bare_launch;
   namespace cu = tritium::runtime::cuda;
+  const cu::Driver* driver = nullptr;
   cu::CUmodule bare_module = nullptr;
   cu::CUfunction bare_fn = nullptr;
   void* px = small_x.raw_data();
@@ -225,16 +224,18 @@ int main(int argc, char** argv) {
   void* params[] = {&px, &py, &po, &n};
   if (cuda) {
     // The floor: cuLaunchKernel of an empty 4-argument kernel built directly with NVRTC.
-    const auto& d = cu::driver();
+    driver = &cu::driver();
+    const cu::Driver& d = *driver;
     auto cubin = tritium::jit::cuda::compile_to_cubin(
         "extern \"C\" __global__ void empty4(float*, float*, float*, int) {}", "empty4",
         cu::properties(g_device.index).arch() + "a");
     cu::check(d.cuModuleLoadData(&bare_module, cubin.data()), "cuModuleLoadData", "empty4");
     cu::check(d.cuModuleGetFunction(&bare_fn, bare_module, "empty4"), "cuModuleGetFunction", "empty4");
-    bare_launch = [&] {
-      cu::check(d.cuLaunchKernel(bare_fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel", "empty4");
-    };
   }
+  auto bare_launch = [&] {  // called only on CUDA, where driver is set
+    cu::check(driver->cuLaunchKernel(bare_fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel",
+              "empty4");
+  };
   std::vector<double> ours_one, ours_all, bare;
   for (int b = 0; b < batches; ++b) {
     ours_one.push_back(time_batch([&] { empty[{1}](small_x, small_y, small_out, n, on_device()); }));

@@ -404,13 +404,15 @@ void Codegen::thread_loop(const Shape& shape, int V, const std::function<void(co
     lane_ = l;
     lane_width_ = V;
     lane_base_ = base.back();
+    lane_index_ = fmt::format("({} + {})", base.back(), l);
     Index idx(base);
-    idx.back() = fmt::format("({} + {})", base.back(), l);
+    idx.back() = lane_index_;
     body(idx);
     close();
   }
   lane_ = "0";
   lane_width_ = 1;
+  lane_index_.clear();
   lane_base_.clear();
   if (post) post(base);
   loop_ = saved;
@@ -419,18 +421,7 @@ void Codegen::thread_loop(const Shape& shape, int V, const std::function<void(co
   if (mma != mma_map_.end()) close();
 }
 
-int Codegen::access_width(const ir::Op* op, int dim) {
-  const ir::Value* p = op->operand(0);
-  if (!p->type.is_ptr() || p->type.is_scalar() || !axis_.contains(p)) return 1;
-  const AxisInfo& info = axis_.get(p);
-  const size_t d = dim < 0 ? info.dims() - 1 : static_cast<size_t>(dim);
-  int64_t elem = std::max<int64_t>(1, dtype_bytes(p->type.pointee));
-  int64_t w = pow2_divisor(info.contiguity[d]);
-  w = std::min(w, std::max<int64_t>(1, info.divisibility[d] / elem));
-  w = std::min(w, std::max<int64_t>(1, 16 / elem));
-  w = std::min<int64_t>(w, p->type.shape[d]);
-  return static_cast<int>(w);
-}
+int Codegen::access_width(const ir::Op* op, int dim) { return detail::access_width(op, axis_, dim); }
 
 void Codegen::collect_loads(const ir::Value* v, const Index& idx, std::vector<std::pair<const ir::Op*, Index>>& out) {
   if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) return;
@@ -619,7 +610,7 @@ std::string Codegen::eval_op(const ir::Op* op, const Index& idx) {
     // 16) is computed at the chunk's first lane: the same expression in every lane, which the
     // compiler computes once per chunk instead of once per element.
     Index at(idx);
-    if (lane_width_ > 1 && idx.back() == fmt::format("({} + {})", lane_base_, lane_) && axis_.contains(op->result()) &&
+    if (lane_width_ > 1 && idx.back() == lane_index_ && axis_.contains(op->result()) &&
         axis_.get(op->result()).constancy.back() >= lane_width_)
       at.back() = lane_base_;
     std::string key = fmt::format("{}|{}", static_cast<const void*>(op), fmt::join(at, ","));

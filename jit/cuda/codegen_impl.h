@@ -114,6 +114,21 @@ inline std::string identifier(const std::string& s) {
   return out;
 }
 
+// Lanes one load or store through `op`'s pointer may move at once along `dim` (-1: the last): as
+// many as the axis info proves contiguous and aligned, 16 bytes at most (both generators use it).
+inline int access_width(const ir::Op* op, const AxisInfoMap& axis, int dim = -1) {
+  const ir::Value* p = op->operand(0);
+  if (!p->type.is_ptr() || p->type.is_scalar() || !axis.contains(p)) return 1;
+  const AxisInfo& info = axis.get(p);
+  const size_t d = dim < 0 ? info.dims() - 1 : static_cast<size_t>(dim);
+  int64_t elem = std::max<int64_t>(1, dtype_bytes(p->type.pointee));
+  int64_t w = pow2_divisor(info.contiguity[d]);
+  w = std::min(w, std::max<int64_t>(1, info.divisibility[d] / elem));
+  w = std::min(w, std::max<int64_t>(1, 16 / elem));
+  w = std::min<int64_t>(w, p->type.shape[d]);
+  return static_cast<int>(w);
+}
+
 class Codegen {
  public:
   Codegen(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts, int64_t smem_budget, int cc)
@@ -144,10 +159,10 @@ class Codegen {
   int num_asserts_ = 0;
   bool has_print_ = false;
   std::string lane_ = "0";
-  // Inside a loop nest's lane loop: its width V and the chunk's first element along the last dim
-  // (lane_ is then the lane variable, the last index "(lane_base_ + lane_)").
+  // Inside a loop nest's lane loop: its width V, the last index of the lane's element
+  // "(base + lane_)" and that of the chunk's first element, "base".
   int lane_width_ = 1;
-  std::string lane_base_;
+  std::string lane_index_, lane_base_;
 
   std::unordered_map<const ir::Value*, std::string> scalars_;
   std::unordered_map<const ir::Value*, std::string> buffers_;

@@ -173,17 +173,7 @@ class PtxEmitter {
     if (per_thread_ > 64) throw Declined{fmt::format("{} elements per thread", per_thread_)};
   }
 
-  // As the CUDA generator's Codegen::access_width: lanes one access may move (16 bytes at most).
-  int access_width(const ir::Op* op) const {
-    const ir::Value* p = op->operand(0);
-    if (p->type.is_scalar() || !axis_.contains(p)) return 1;
-    const AxisInfo& info = axis_.get(p);
-    int64_t elem = std::max<int64_t>(1, dtype_bytes(p->type.pointee));
-    int64_t w = detail::pow2_divisor(info.contiguity[0]);
-    w = std::min(w, std::max<int64_t>(1, info.divisibility[0] / elem));
-    w = std::min(w, std::max<int64_t>(1, 16 / elem));
-    return static_cast<int>(std::min<int64_t>(w, p->type.shape[0]));
-  }
+  int access_width(const ir::Op* op) const { return detail::access_width(op, axis_); }
 
   // ---- registers ----
 
@@ -197,10 +187,15 @@ class PtxEmitter {
     body_ += "  " + fmt::format(f, std::forward<A>(a)...) + "\n";
   }
   int lanes(const ir::Value* v) const { return v->type.is_block() ? per_thread_ : 1; }
-  const std::string& at(const ir::Value* v, int i) const {
+  // The registers of v: one (scalars, splats, uniform values) or one per element of the thread.
+  const std::vector<std::string>& regs_of(const ir::Value* v) const {
     auto it = vals_.find(v);
     if (it == vals_.end()) throw Declined{"internal: a value used before its definition"};
-    return it->second.size() == 1 ? it->second[0] : it->second[static_cast<size_t>(i)];
+    return it->second;
+  }
+  const std::string& at(const ir::Value* v, int i) const {
+    const auto& r = regs_of(v);
+    return r.size() == 1 ? r[0] : r[static_cast<size_t>(i)];
   }
   void set(const ir::Value* v, std::string r) { vals_[v] = {std::move(r)}; }
   std::string load_param(RegClass c, const char* type, const std::string& name) {
@@ -307,14 +302,14 @@ class PtxEmitter {
     const char* s = int_suffix(d);
     const bool wide = dtype_bits(d) == 64, is_signed = is_signed_int(d);
     const int bits = wide ? 64 : 32;
+    if (!wide && k == OpKind::Mul) return wide_product(x[0], x[1]).first;
+    if (!wide && k == OpKind::Umulhi) return wide_product(x[0], x[1]).second;
+    if (!is_signed && k == OpKind::Abs) return x[0];
     std::string r = reg(d);
     switch (k) {
       case OpKind::Add: emit("add.{} {}, {}, {};", s, r, x[0], x[1]); break;  // wraps
       case OpKind::Sub: emit("sub.{} {}, {}, {};", s, r, x[0], x[1]); break;
-      case OpKind::Mul:
-        if (wide) emit("mul.lo.{} {}, {}, {};", s, r, x[0], x[1]);
-        else return wide_product(x[0], x[1]).first;
-        break;
+      case OpKind::Mul: emit("mul.lo.{} {}, {}, {};", s, r, x[0], x[1]); break;
       case OpKind::Neg: emit("neg.s{} {}, {};", bits, r, x[0]); break;
       case OpKind::And: emit("and.b{} {}, {}, {};", bits, r, x[0], x[1]); break;
       case OpKind::Or: emit("or.b{} {}, {}, {};", bits, r, x[0], x[1]); break;
@@ -322,14 +317,8 @@ class PtxEmitter {
       case OpKind::Not: emit("not.b{} {}, {};", bits, r, x[0]); break;
       case OpKind::Min: emit("min.{} {}, {}, {};", s, r, x[0], x[1]); break;
       case OpKind::Max: emit("max.{} {}, {}, {};", s, r, x[0], x[1]); break;
-      case OpKind::Abs:
-        if (!is_signed) return x[0];
-        emit("abs.{} {}, {};", s, r, x[0]);  // abs(MIN) = MIN, as the header's wrapping negation
-        break;
-      case OpKind::Umulhi:
-        if (wide) emit("mul.hi.u64 {}, {}, {};", r, x[0], x[1]);
-        else return wide_product(x[0], x[1]).second;
-        break;
+      case OpKind::Abs: emit("abs.{} {}, {};", s, r, x[0]); break;  // abs(MIN) = MIN, as the header's wrapping negation
+      case OpKind::Umulhi: emit("mul.hi.u64 {}, {}, {};", r, x[0], x[1]); break;
       case OpKind::Shl: case OpKind::Shr: {
         // ptxas clamps shift amounts to the width: past it, shl gives 0, shr.s the sign and
         // shr.u 0 - the header's rules. The amount is a u32: a 64-bit one is clamped first.
@@ -485,7 +474,7 @@ class PtxEmitter {
         return;
       }
       case OpKind::Splat: case OpKind::MultipleOf: case OpKind::MaxContiguous: case OpKind::Bitcast:
-        vals_[res] = vals_.at(op->operand(0));
+        vals_[res] = regs_of(op->operand(0));
         return;
       case OpKind::Load: return load(op);
       case OpKind::Store: return store(op);
@@ -495,7 +484,7 @@ class PtxEmitter {
     std::vector<std::string> regs;
     const DType d = op->operand(0)->type.dtype;
     bool uniform = true;
-    for (const ir::Value* o : op->operands) uniform = uniform && vals_.at(o).size() == 1;
+    for (const ir::Value* o : op->operands) uniform = uniform && regs_of(o).size() == 1;
     for (int i = 0; i < (uniform ? 1 : lanes(res)); ++i) {
       std::vector<std::string> x;
       for (const ir::Value* o : op->operands) x.push_back(at(o, i));
