@@ -13,16 +13,19 @@ conversion, so B is K-major. TFLOP/s = 2 * M * N * K / time.
   cuBLAS   torch.matmul(a, b), same timer; fp8: torch._scaled_mm(a, b, scale 1, scale 1, out f16).
 
 Both timers flush the L2 cache between repetitions and time matmul() as a whole (the output is
-allocated inside, as in Triton's tutorial benchmark); autotuning happens before timing.
+allocated inside, as in Triton's tutorial benchmark); autotuning happens before timing. The
+Tritium process and the Triton / cuBLAS timings alternate for --rounds rounds; the table gives
+medians and the spread of the per-round ratios.
 
     python3 bench/compare_matmul.py --bin BUILD/tutorials        (a directory holding the binary)
     python3 bench/compare_matmul.py --bin BUILD/tutorials/03-matrix-multiplication
-    options: --dtypes f16,bf16,f8e4m3  --sizes 256,512,...  --timeout SECONDS
+    options: --dtypes f16,bf16,f8e4m3  --sizes 256,512,...  --rounds 3  --timeout SECONDS
 """
 import argparse
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -87,9 +90,9 @@ def parse_tritium_table(text):
     return rows
 
 
-def run_tritium(path, timeout):
-    """Runs the tutorial (its self-check, then --bench); returns (ok, rows)."""
-    cmd = [path, "--bench", "--backend", "cuda"]
+def run_tritium(path, timeout, sizes, show_checks=True):
+    """Runs the tutorial (its self-check, then --bench over the same sizes); returns (ok, rows)."""
+    cmd = [path, "--bench", "--backend", "cuda", "--sizes", ",".join(str(n) for n in sizes)]
     print(f"running {' '.join(cmd)}", flush=True)
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -99,7 +102,7 @@ def run_tritium(path, timeout):
         return False, parse_tritium_table(out)
     if r.returncode != 0:
         print(f"{BINARY} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    else:  # the self-check lines, so the log shows what was verified
+    elif show_checks:  # the self-check lines, so the log shows what was verified
         for line in r.stdout.splitlines():
             if line.startswith("matmul"):
                 print("  " + line)
@@ -124,8 +127,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True, help=f"the {BINARY} binary, or a directory holding it")
     ap.add_argument("--dtypes", default="f16,bf16,f8e4m3", help="comma-separated: f16, bf16, f8e4m3")
-    ap.add_argument("--sizes", default="256,512,1024,2048,4096,8192", help="M = N = K values for Triton and cuBLAS")
+    ap.add_argument("--sizes", default="256,512,1024,2048,4096,8192", help="M = N = K values (all three: Tritium, Triton, cuBLAS)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to the Tritium binary")
+    ap.add_argument("--rounds", type=int, default=3, help="alternations of the Tritium process and Triton/cuBLAS")
     args = ap.parse_args()
     path = os.path.join(args.bin, BINARY) if os.path.isdir(args.bin) else args.bin
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
@@ -134,13 +138,9 @@ def main():
             ap.error(f"unknown dtype {d!r} (use f16, bf16 or f8e4m3)")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
-    ok, ours = run_tritium(path, args.timeout)
-    if not ours:
-        print("no rows parsed from the Tritium table")
-        ok = False
-
-    print(f"\n{torch.cuda.get_device_name(0)}, torch {torch.__version__}, triton {triton.__version__}")
+    print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, triton {triton.__version__}")
     # Triton's unit test: its kernel against cuBLAS at 512^3.
+    ok = True
     torch.manual_seed(0)
     for d in dtypes:
         a, b = inputs(512, d)
@@ -154,23 +154,49 @@ def main():
         print(f"Triton's kernel vs torch.matmul, 512^3 {d}: {'match' if same else 'DIFFER'}")
         ok &= same
 
+    # Rounds: the Tritium process, then Triton and cuBLAS in this one, again and again, so that
+    # each side sees the same spread of clocks and temperatures (one round apiece moved a ratio by
+    # up to 15 % between runs); the table reports medians over the rounds.
     quantiles = [0.5, 0.2, 0.8]  # as the tutorial; the median is reported
     bench = lambda f: triton.testing.do_bench(f, quantiles=quantiles)[0]
-    print(f"\nTFLOP/s, M = N = K; C in f16 for Tritium and Triton, in the input dtype for cuBLAS")
+    samples = {}  # (d, n) -> {"mine": [...], "tri": [...], "cub": [...]}
+    configs = {}
+    for r in range(args.rounds):
+        print(f"\nround {r + 1} of {args.rounds}", flush=True)
+        good, ours = run_tritium(path, args.timeout, sizes, show_checks=r == 0)
+        ok &= good
+        if not ours:
+            print("no rows parsed from the Tritium table")
+            ok = False
+        for d in dtypes:
+            for n in sizes:
+                a, b = inputs(n, d)
+                tri = tflops(n, bench(lambda: triton_matmul(a, b)))  # the first call autotunes
+                cub = tflops(n, bench(lambda: cublas(a, b)))
+                mine, my_config = ours.get((n, d), (None, ""))
+                tri_config = str(matmul_kernel.best_config) if getattr(matmul_kernel, "best_config", None) else "-"
+                configs[(d, n)] = (my_config or configs.get((d, n), ("-", ""))[0], tri_config)
+                s = samples.setdefault((d, n), {"mine": [], "tri": [], "cub": []})
+                for key, v in (("mine", mine), ("tri", tri), ("cub", cub)):
+                    if v is not None and math.isfinite(v):
+                        s[key].append(v)
+                print(f"  {d:>5s} {n:6d}  Tritium {fmt(mine, 7)}  Triton {fmt(tri, 7)}  cuBLAS {fmt(cub, 7)}", flush=True)
+                del a, b
+                torch.cuda.empty_cache()
+
+    med = lambda v: statistics.median(v) if v else None
+    print(f"\nTFLOP/s, M = N = K, medians of {args.rounds} round(s); C in f16 for Tritium and Triton, in the input"
+          f" dtype for cuBLAS; [lo-hi] = the per-round ratios")
     print(f"{'dtype':>5s} {'N':>6s} {'Tritium':>9s} {'Triton':>9s} {'cuBLAS':>9s} {'T/Triton':>9s} {'T/cuBLAS':>9s}"
-          f" {'Triton/cuBLAS':>14s}  Tritium config | Triton config")
-    for d in dtypes:
-        for n in sizes:
-            a, b = inputs(n, d)
-            tri = tflops(n, bench(lambda: triton_matmul(a, b)))  # the first call autotunes
-            tri_config = str(matmul_kernel.best_config) if getattr(matmul_kernel, "best_config", None) else "-"
-            cub = tflops(n, bench(lambda: cublas(a, b)))
-            mine, my_config = ours.get((n, d), (None, ""))
-            print(f"{d:>5s} {n:6d} {fmt(mine, 9)} {fmt(tri, 9)} {fmt(cub, 9)} {fmt(ratio(mine, tri), 9, 3)}"
-                  f" {fmt(ratio(mine, cub), 9, 3)} {fmt(ratio(tri, cub), 14, 3)}  {my_config or '-'} | {tri_config}",
-                  flush=True)
-            del a, b
-            torch.cuda.empty_cache()
+          f" {'Triton/cuBLAS':>14s}  {'T/Triton per round':>20s} {'T/cuBLAS per round':>20s}  Tritium config | Triton config")
+    for (d, n), s in samples.items():
+        mine, tri, cub = med(s["mine"]), med(s["tri"]), med(s["cub"])
+        def spread(xs, ys):
+            rs = [x / y for x, y in zip(xs, ys) if y]
+            return f"{min(rs):.3f}-{max(rs):.3f}" if rs else "-"
+        print(f"{d:>5s} {n:6d} {fmt(mine, 9)} {fmt(tri, 9)} {fmt(cub, 9)} {fmt(ratio(mine, tri), 9, 3)}"
+              f" {fmt(ratio(mine, cub), 9, 3)} {fmt(ratio(tri, cub), 14, 3)}  {spread(s['mine'], s['tri']):>20s}"
+              f" {spread(s['mine'], s['cub']):>20s}  {configs[(d, n)][0] or '-'} | {configs[(d, n)][1]}", flush=True)
     return 0 if ok else 1
 
 

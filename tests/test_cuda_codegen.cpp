@@ -274,10 +274,26 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
   BOOST_TEST(wg.source.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
   BOOST_TEST(wg.source.find("tt_cp_async16(") != std::string::npos);
   BOOST_TEST(wg.source.find("fragments in, 16-byte row chunks out") != std::string::npos);
+  // wgmma reads the stages through the async proxy: a thread fences after its own st.shared of a
+  // chunk across the mask's edge, never for cp.async (so no fence between the wait and the
+  // barrier of a trip), and the descriptors start from a warp-uniform warpgroup index.
+  const std::string body = wg.source.substr(wg.source.find("__global__"));  // past the device header
+  BOOST_TEST(body.find("tt_st_shared16(") != std::string::npos);
+  for (size_t at = body.find("tt_st_shared16("); at != std::string::npos; at = body.find("tt_st_shared16(", at + 1)) {
+    size_t next_statement = body.find(';', at) + 1;
+    BOOST_TEST(body.find("tt_fence_async_shared();", next_statement) == body.find_first_not_of(" \n", next_statement));
+  }
+  BOOST_TEST(body.find("tt_cp_async_wait<") != std::string::npos);
+  for (size_t at = body.find("tt_cp_async_wait<"); at != std::string::npos; at = body.find("tt_cp_async_wait<", at + 1)) {
+    size_t barrier = body.find("__syncthreads();", at);
+    BOOST_TEST(body.substr(at, barrier - at).find("fence") == std::string::npos);
+  }
+  BOOST_TEST(body.find("__shfl_sync(0xffffffffu, tid >> 7, 0)") != std::string::npos);
   auto mma = compile(k, 2, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 32, 32, false);
   BOOST_TEST(mma.source.find("matmul loop on tensor cores") != std::string::npos);
   BOOST_TEST(mma.source.find("tt_ldsm_x4_trans(") != std::string::npos);
   BOOST_TEST(mma.source.find("wgmma.mma_async") == std::string::npos);
+  BOOST_TEST(mma.source.find("tt_fence_async_shared();") == std::string::npos);  // ldmatrix reads the generic proxy
   auto varying = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 64, 32, true);
   BOOST_TEST(varying.source.find("matmul loop on tensor cores") == std::string::npos);
   // Rows of C that are not 16-byte aligned (N = 500): the fragments store their pairs directly.
@@ -325,6 +341,8 @@ BOOST_AUTO_TEST_CASE(matmul_loop_8bit_and_k_major_b) {
       for (const std::string* s : {&e4, &e5, &s8}) BOOST_TEST(s->find(", B K-major") != std::string::npos);
       // Element loads into the K-major tile when B's memory runs along N.
       BOOST_TEST((e4.find("tt_st_shared1(t") != std::string::npos) == !kmajor);
+      // ... and each thread fences after its element loads, before wgmma reads them.
+      if (!kmajor) BOOST_TEST(e4.find("tt_fence_async_shared();  // the st.shared above", e4.find("tt_st_shared1(t")) != std::string::npos);
       BOOST_TEST((h.find(", B K-major") != std::string::npos) == kmajor);
       BOOST_TEST(h.find(kmajor ? "p, 1, 1, 0, 0;" : "p, 1, 1, 0, 1;") != std::string::npos);
     }

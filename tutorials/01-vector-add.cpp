@@ -70,8 +70,7 @@ int run_tutorial(const tutorial::Args& args) {
   bool cpu = args.device.is_cpu();
   if (cpu) std::printf("\n%12s %14s %14s %8s\n", "size", "Tritium GB/s", "plain GB/s", "ratio");
   else std::printf("\n%12s %14s\n", "size", "Tritium GB/s");
-  for (int e = 12; e <= (cpu ? 26 : 27); ++e) {
-    int64_t size = int64_t(1) << e;
+  for (int64_t size : tutorial::bench_sizes(args, tutorial::powers_of_two(12, cpu ? 26 : 27))) {
     std::vector<float> bx(size, 1.0f), by(size, 2.0f), bo(size);
     auto tx = tritium::Tensor::from_vector(bx).to(args.device), ty = tritium::Tensor::from_vector(by).to(args.device);
     auto to = tritium::Tensor::from_vector(bo).to(args.device);

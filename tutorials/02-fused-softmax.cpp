@@ -166,11 +166,13 @@ int run_tutorial(const tutorial::Args& args) {
 
   bool cpu = args.device.is_cpu();
   const int M = 4096;
-  std::vector<int> columns = cpu ? std::vector<int>{256, 1024, 4096} : std::vector<int>{1024, 4096, 16384};
+  std::vector<int64_t> columns =
+      tutorial::bench_sizes(args, cpu ? std::vector<int64_t>{256, 1024, 4096} : std::vector<int64_t>{1024, 4096, 16384});
   if (cpu) std::printf("\n%6s %6s %14s %14s %8s\n", "M", "N", "Tritium GB/s", "plain GB/s", "ratio");
   else std::printf("\n%6s %6s %14s\n", "M", "N", "Tritium GB/s");
   std::normal_distribution<float> normal(0, 1);
-  for (int N : columns) {
+  for (int64_t n_cols : columns) {
+    const int N = static_cast<int>(n_cols);
     std::vector<float> hx(static_cast<size_t>(M) * N), hy(hx.size());
     for (auto& v : hx) v = normal(rng);
     auto x = tritium::Tensor::from_vector(hx, {M, N}, args.device);

@@ -424,8 +424,8 @@ int run_tutorial(const tutorial::Args& args) {
 
   // ---- benchmark: square matrices, as Triton's perf_report, timed with do_bench (median), the
   // autotuning done by an untimed first call.
-  const std::vector<int64_t> sizes =
-      cpu ? std::vector<int64_t>{256, 512, 1024} : std::vector<int64_t>{256, 512, 1024, 2048, 4096, 8192};
+  const std::vector<int64_t> sizes = tutorial::bench_sizes(
+      args, cpu ? std::vector<int64_t>{256, 512, 1024} : std::vector<int64_t>{256, 512, 1024, 2048, 4096, 8192});
   const std::vector<DType> dtypes =
       cpu ? std::vector<DType>{DType::f16} : std::vector<DType>{DType::f16, DType::bf16, DType::f8e4m3};
   auto perf = [](int64_t n, double ms) { return 2.0 * double(n) * double(n) * double(n) * 1e-12 / (ms * 1e-3); };

@@ -330,8 +330,7 @@ int run_tutorial(const tutorial::Args& args) {
   std::printf("\nseeded dropout, f32, p = %.1f (GB/s counts 2 * n * 4 bytes: x read, output written)\n", p);
   if (cpu) std::printf("%12s %14s %14s %8s\n", "size", "Tritium GB/s", "plain GB/s", "ratio");
   else std::printf("%12s %14s\n", "size", "Tritium GB/s");
-  for (int e = cpu ? 16 : 20; e <= (cpu ? 22 : 24); ++e) {
-    int64_t size = int64_t(1) << e;
+  for (int64_t size : tutorial::bench_sizes(args, tutorial::powers_of_two(cpu ? 16 : 20, cpu ? 22 : 24))) {
     std::vector<float> bx(size, 1.0f), bo(size);
     auto tx = tritium::Tensor::from_vector(bx).to(dev);
     auto to = tritium::Tensor::empty({size}, tritium::DType::f32, dev);

@@ -562,7 +562,8 @@ int run_tutorial(const tutorial::Args& args) {
   const bool cpu = args.device.is_cpu();
   const int64_t M = cpu ? 1024 : 4096;
   const DType dtype = cpu ? DType::f32 : DType::f16;
-  const std::vector<int64_t> Ns = cpu ? std::vector<int64_t>{1024, 4096} : std::vector<int64_t>{1024, 4096, 8192};
+  const std::vector<int64_t> Ns =
+      tutorial::bench_sizes(args, cpu ? std::vector<int64_t>{1024, 4096} : std::vector<int64_t>{1024, 4096, 8192});
   std::printf("\nM = %lld, %s; forward counts 2*M*N elements, backward 3*M*N\n", static_cast<long long>(M),
               cpu ? "f32" : "f16");
   if (cpu)

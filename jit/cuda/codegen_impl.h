@@ -442,8 +442,15 @@ class Codegen {
   // K-major when b_kmajor), accumulators in the
   // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
   // read stays untouched until a later trip's barrier).
+  // The wgmma matrix descriptors of this warpgroup's A and B tiles in the stage at shared
+  // addresses a0 / b0. The warpgroup index comes through a shuffle from lane 0, so the compiler
+  // knows it is warp-uniform and keeps the descriptors in uniform registers (without it every trip
+  // rebuilt them in per-thread registers and moved them over, R2UR, between the wgmma).
+  std::pair<std::string, std::string> wgmma_descriptors(const MmaTiling& t, int64_t BK, DType in, bool b_kmajor,
+                                                        const std::string& a0, const std::string& b0);
+  // da / db: descriptors of the stage read (wgmma_descriptors plus the stage's offset).
   void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, bool b_kmajor,
-                        const std::string& a0, const std::string& b0, const std::string& acc, int in_flight);
+                        const std::string& da, const std::string& db, const std::string& acc, int in_flight);
 
   // A dot outside a matmul loop (or one that did not match): the operands are buffers in shared
   // memory (row-major), the accumulator a register array in the fragment mapping.
@@ -490,6 +497,10 @@ class Codegen {
     int epc;  // elements per 16-byte chunk
     bool vector;
     bool transposed;  // stored K-major: the tile's rows are the load's dim 1 (B's N), chunks along dim 0
+    // wgmma reads the tile (the async proxy): a thread that writes it with st.shared (element loads,
+    // a chunk across the mask's edge) fences after its write. cp.async writes need no fence (as in
+    // Triton's fence insertion and CUTLASS's cp.async wgmma mainloops).
+    bool async_reader = false;
     // The load's index of tile element (row, col).
     Index at(const std::string& row, const std::string& col) const { return transposed ? Index{col, row} : Index{row, col}; }
     std::vector<std::pair<const ir::Value*, std::string>> hoisted;  // carried pointer -> per-chunk inits

@@ -143,19 +143,27 @@ void Codegen::emit_mma_tiles(const MmaTiling& t, int64_t K, const ir::Op* dot, c
   close();
 }
 
-void Codegen::emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, bool b_kmajor,
-                               const std::string& a0, const std::string& b0, const std::string& acc, int in_flight) {
+std::pair<std::string, std::string> Codegen::wgmma_descriptors(const MmaTiling& t, int64_t BK, DType in, bool b_kmajor,
+                                                                const std::string& a0, const std::string& b0) {
   const int64_t esz = dtype_bytes(in), rca = BK * esz / 16;  // 16-byte chunks of a K row
   const int64_t a_row = std::min<int64_t>(rca, 8) * 16;       // bytes of a row within one column block
   const int mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;           // 128-, 64-, 32-byte swizzle
-  const bool fp8 = is_fp8(in), integer = is_int(in);
-  open("");
-  std::string m0 = tmp("int", fmt::format("((tid >> 7) / {}) * {}", t.WN, t.WTM));
-  std::string n0 = tmp("int", fmt::format("((tid >> 7) % {}) * {}", t.WN, t.WTN));
+  std::string wg = tmp("int", "__shfl_sync(0xffffffffu, tid >> 7, 0)");
+  std::string m0 = tmp("int", fmt::format("({} / {}) * {}", wg, t.WN, t.WTM));
+  std::string n0 = tmp("int", fmt::format("({} % {}) * {}", wg, t.WN, t.WTN));
   std::string da = tmp("uint64_t", fmt::format("tt_wgmma_desc({} + {} * {}, 16, {}, {})", a0, m0, a_row, 8 * a_row, mode));
   // B K-major: rows of N laid out as A's rows of M; N-major (16-bit only): the transposed form.
   std::string db = b_kmajor ? tmp("uint64_t", fmt::format("tt_wgmma_desc({} + {} * {}, 16, {}, {})", b0, n0, a_row, 8 * a_row, mode))
                             : tmp("uint64_t", fmt::format("tt_wgmma_desc({} + ({} >> 6) * {}, {}, 1024, 1)", b0, n0, BK * 128, BK * 128));
+  return {da, db};
+}
+
+void Codegen::emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, bool b_kmajor,
+                               const std::string& da, const std::string& db, const std::string& acc, int in_flight) {
+  const int64_t esz = dtype_bytes(in), rca = BK * esz / 16;  // 16-byte chunks of a K row
+  const int64_t a_row = std::min<int64_t>(rca, 8) * 16;       // bytes of a row within one column block
+  const bool fp8 = is_fp8(in), integer = is_int(in);
+  open("");
   line("tt_wgmma_fence();");
   int64_t nr = t.WTN / 2;  // accumulators of one instruction
   const char* ty = in == DType::f16    ? "f16"
@@ -407,6 +415,7 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
                        tile_chunk(row, col + " >> 2", tl.R, rc), col, v));
     affine_.clear();
     close();
+    if (tl.async_reader) line("tt_fence_async_shared();  // the st.shared above, before wgmma reads them");
     return;
   }
   for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
@@ -441,6 +450,7 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
       line(fmt::format("{}[{}] = ({}) ? {}[{}] : {};", v, l, ml, ptr, l, other ? eval(other, idx) : ct + "{}"));
     }
     line(fmt::format("tt_st_shared16({}, {});", dst, v));
+    if (tl.async_reader) line("tt_fence_async_shared();  // before wgmma reads this chunk");
     close();
   });
 }
@@ -484,6 +494,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   // and ptxas then serialises the wgmma kept in flight across trips (C7514).
   open(fmt::format("if ({} > 0)", trips));
   TileLoad ta = plan_tile_load(m.load_a, loop, m, false), tb = plan_tile_load(m.load_b, loop, m, b_kmajor);
+  ta.async_reader = tb.async_reader = wgmma;
   std::vector<const ir::Value*> roots;
   for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
   for (auto& [i, step] : m.pointers) roots.push_back(step);
@@ -495,7 +506,16 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     scalars_ = std::move(saved);
     close();
   };
+  // wgmma: the descriptors of stage 0, a stage's are these plus its offset (addresses / 16).
+  std::pair<std::string, std::string> desc0;
+  if (wgmma) desc0 = wgmma_descriptors(t, BK, at.dtype, b_kmajor, sa, sb);
   auto compute = [&](const std::string& slot) {
+    if (wgmma) {
+      std::string da = tmp("uint64_t", fmt::format("{} + (uint64_t)(({}) * {})", desc0.first, slot, a_bytes / 16));
+      std::string db = tmp("uint64_t", fmt::format("{} + (uint64_t)(({}) * {})", desc0.second, slot, b_bytes / 16));
+      emit_wgmma_tiles(t, BM, BN, BK, at.dtype, b_kmajor, da, db, acc, in_flight);
+      return;
+    }
     std::string a0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
     std::string b0 = tmp("uint32_t", fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
     auto tile = [epc](const std::string& base, int64_t R, int64_t rc) {
@@ -504,8 +524,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
         return fmt::format("{} + ({} << 4) + ((({}) & 3) << 2)", base, tile_chunk(r, "(" + c + ") >> 2", R, rc), c);
       };
     };
-    if (wgmma) emit_wgmma_tiles(t, BM, BN, BK, at.dtype, b_kmajor, a0, b0, acc, in_flight);
-    else emit_mma_tiles(t, BK, m.dot, tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
+    emit_mma_tiles(t, BK, m.dot, tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
   };
   std::string trip = fresh("trip");
   if (S == 1) {
@@ -513,7 +532,6 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     issue(trip, "0");
     line("tt_cp_async_commit();");
     line("tt_cp_async_wait<0>();");
-    if (wgmma) line("tt_fence_async_shared();");
     line("__syncthreads();");
     compute("0");
     line("__syncthreads();  // the next trip overwrites the tiles");
@@ -534,7 +552,6 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
     line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", ahead - 1));
-    if (wgmma) line("tt_fence_async_shared();");
     line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
     if (in_flight) {
       compute(rd);
