@@ -1,7 +1,7 @@
 // Command line shared by the tutorials: --bench runs the benchmark after the check,
 // --backend cpu|cuda picks the device (default: the best available), and --sizes 4096,8192
-// replaces the benchmark's problem sizes (elements, columns or M = N = K, as each table says). A build with no backend
-// at all exits with 77, which CTest reports as skipped.
+// replaces the benchmark's problem sizes (elements, columns or M = N = K, as each table says).
+// A build with no backend at all exits with 77, which CTest reports as skipped.
 #pragma once
 #include <cstdio>
 #include <cstdlib>

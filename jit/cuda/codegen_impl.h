@@ -436,19 +436,20 @@ class Codegen {
   void emit_mma_tiles(const MmaTiling& t, int64_t K, const ir::Op* dot, const TileAddress& a_at, const TileAddress& b_at,
                       const std::string& acc);
 
-  // acc += A * B on Hopper for a warpgroup tiling: per 32 bytes of K and 64-row tile, one
-  // wgmma.mma_async.m64nWTNk{16|32} reading both operands from the swizzled stage buffers through
-  // matrix descriptors (A K-major; B N-major - the transposed-B form, 16-bit types only - or
-  // K-major when b_kmajor), accumulators in the
-  // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
-  // read stays untouched until a later trip's barrier).
   // The wgmma matrix descriptors of this warpgroup's A and B tiles in the stage at shared
   // addresses a0 / b0. The warpgroup index comes through a shuffle from lane 0, so the compiler
   // knows it is warp-uniform and keeps the descriptors in uniform registers (without it every trip
   // rebuilt them in per-thread registers and moved them over, R2UR, between the wgmma).
   std::pair<std::string, std::string> wgmma_descriptors(const MmaTiling& t, int64_t BK, DType in, bool b_kmajor,
                                                         const std::string& a0, const std::string& b0);
-  // da / db: descriptors of the stage read (wgmma_descriptors plus the stage's offset).
+
+  // acc += A * B on Hopper for a warpgroup tiling: per 32 bytes of K and 64-row tile, one
+  // wgmma.mma_async.m64nWTNk{16|32} reading both operands from the swizzled stage buffers through
+  // matrix descriptors (A K-major; B N-major - the transposed-B form, 16-bit types only - or
+  // K-major when b_kmajor), accumulators in the
+  // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
+  // read stays untouched until a later trip's barrier). da / db: the descriptors of the stage read
+  // (wgmma_descriptors plus the stage's offset).
   void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, bool b_kmajor,
                         const std::string& da, const std::string& db, const std::string& acc, int in_flight);
 
