@@ -32,4 +32,11 @@ SharedLibrary open_shared_library(const std::string& what, const char* env, cons
   return lib;
 }
 
+std::vector<std::string> cuda_toolkit_library_paths(const std::string& base) {
+  std::vector<std::string> paths;
+  for (const char* dir : {"", "/usr/local/cuda/lib64/"})
+    for (const char* suffix : {".so.13", ".so.12", ".so"}) paths.push_back(dir + base + suffix);
+  return paths;
+}
+
 }  // namespace tritium

@@ -22,6 +22,10 @@ struct SharedLibrary {
 SharedLibrary open_shared_library(const std::string& what, const char* env, const std::vector<std::string>& defaults,
                                   const std::function<bool(void*)>& bind);
 
+// A CUDA toolkit library's usual places: `base`.so.13, .so.12 and .so on the loader's path, then
+// the same three in /usr/local/cuda/lib64 (base: "libnvrtc").
+std::vector<std::string> cuda_toolkit_library_paths(const std::string& base);
+
 // Looks `name` up in `handle` into the function pointer `fn`; false when it is missing.
 template <class F> bool bind_symbol(void* handle, const char* name, F& fn) {
   fn = reinterpret_cast<F>(dlsym(handle, name));

@@ -32,8 +32,7 @@ const NvJitLink& lib() {
     NvJitLink r;
     SharedLibrary l = open_shared_library(
         "libnvJitLink", "TRITIUM_LIBNVJITLINK",
-        {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so", "/usr/local/cuda/lib64/libnvJitLink.so.13",
-         "/usr/local/cuda/lib64/libnvJitLink.so.12", "/usr/local/cuda/lib64/libnvJitLink.so"},
+        cuda_toolkit_library_paths("libnvJitLink"),
         [&](void* h) {
           return bind_symbol(h, "nvJitLinkCreate", r.Create) && bind_symbol(h, "nvJitLinkDestroy", r.Destroy) &&
                  bind_symbol(h, "nvJitLinkAddData", r.AddData) && bind_symbol(h, "nvJitLinkComplete", r.Complete) &&

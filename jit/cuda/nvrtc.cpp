@@ -38,8 +38,7 @@ const Nvrtc& lib() {
     Nvrtc r;
     SharedLibrary l = open_shared_library(
         "libnvrtc", "TRITIUM_LIBNVRTC",
-        {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
-         "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"},
+        cuda_toolkit_library_paths("libnvrtc"),
         [&](void* h) {
           return bind_symbol(h, "nvrtcGetErrorString", r.GetErrorString) && bind_symbol(h, "nvrtcVersion", r.Version) &&
                  bind_symbol(h, "nvrtcCreateProgram", r.CreateProgram) &&
