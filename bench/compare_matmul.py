@@ -159,7 +159,7 @@ def main():
     # up to 15 % between runs); the table reports medians over the rounds.
     quantiles = [0.5, 0.2, 0.8]  # as the tutorial; the median is reported
     bench = lambda f: triton.testing.do_bench(f, quantiles=quantiles)[0]
-    samples = {}  # (d, n) -> {"mine": [...], "tri": [...], "cub": [...]}
+    samples = {}  # (d, n) -> [(Tritium, Triton, cuBLAS) per round]
     configs = {}
     for r in range(args.rounds):
         print(f"\nround {r + 1} of {args.rounds}", flush=True)
@@ -176,10 +176,8 @@ def main():
                 mine, my_config = ours.get((n, d), (None, ""))
                 tri_config = str(matmul_kernel.best_config) if getattr(matmul_kernel, "best_config", None) else "-"
                 configs[(d, n)] = (my_config or configs.get((d, n), ("-", ""))[0], tri_config)
-                s = samples.setdefault((d, n), {"mine": [], "tri": [], "cub": []})
-                for key, v in (("mine", mine), ("tri", tri), ("cub", cub)):
-                    if v is not None and math.isfinite(v):
-                        s[key].append(v)
+                ok_value = lambda v: v if v is not None and math.isfinite(v) else None
+                samples.setdefault((d, n), []).append((ok_value(mine), ok_value(tri), ok_value(cub)))
                 print(f"  {d:>5s} {n:6d}  Tritium {fmt(mine, 7)}  Triton {fmt(tri, 7)}  cuBLAS {fmt(cub, 7)}", flush=True)
                 del a, b
                 torch.cuda.empty_cache()
@@ -189,14 +187,14 @@ def main():
           f" dtype for cuBLAS; [lo-hi] = the per-round ratios")
     print(f"{'dtype':>5s} {'N':>6s} {'Tritium':>9s} {'Triton':>9s} {'cuBLAS':>9s} {'T/Triton':>9s} {'T/cuBLAS':>9s}"
           f" {'Triton/cuBLAS':>14s}  {'T/Triton per round':>20s} {'T/cuBLAS per round':>20s}  Tritium config | Triton config")
-    for (d, n), s in samples.items():
-        mine, tri, cub = med(s["mine"]), med(s["tri"]), med(s["cub"])
-        def spread(xs, ys):
-            rs = [x / y for x, y in zip(xs, ys) if y]
+    for (d, n), rounds in samples.items():
+        mine, tri, cub = (med([x[i] for x in rounds if x[i]]) for i in range(3))
+        def spread(i, j):  # the ratio within each round, side i over side j
+            rs = [x[i] / x[j] for x in rounds if x[i] and x[j]]
             return f"{min(rs):.3f}-{max(rs):.3f}" if rs else "-"
         print(f"{d:>5s} {n:6d} {fmt(mine, 9)} {fmt(tri, 9)} {fmt(cub, 9)} {fmt(ratio(mine, tri), 9, 3)}"
-              f" {fmt(ratio(mine, cub), 9, 3)} {fmt(ratio(tri, cub), 14, 3)}  {spread(s['mine'], s['tri']):>20s}"
-              f" {spread(s['mine'], s['cub']):>20s}  {configs[(d, n)][0] or '-'} | {configs[(d, n)][1]}", flush=True)
+              f" {fmt(ratio(mine, cub), 9, 3)} {fmt(ratio(tri, cub), 14, 3)}  {spread(0, 1):>20s}"
+              f" {spread(0, 2):>20s}  {configs[(d, n)][0] or '-'} | {configs[(d, n)][1]}", flush=True)
     return 0 if ok else 1
 
 

@@ -131,13 +131,10 @@ def main():
     args = ap.parse_args()
     ok = True
     bench = lambda f, grads=None: triton.testing.do_bench(f, grad_to_none=grads, return_mode="median")
-    samples = {}  # workload -> ([ours], [triton], [torch]), in order of first appearance
+    samples = {}  # workload -> [(ours, triton, torch) per round], in order of first appearance
 
     def row(name, ours, tri, tor):
-        s = samples.setdefault(name, ([], [], []))
-        for lst, v in zip(s, (ours, tri, tor)):
-            if v:
-                lst.append(v)
+        samples.setdefault(name, []).append((ours, tri, tor))  # one tuple per round: ratios pair within it
         o = f"{ours:9.1f}" if ours else f"{'-':>9s}"
         print(f"  {name:44s} {o} {tri:9.1f} {tor:9.1f}", flush=True)
 
@@ -151,11 +148,12 @@ def main():
     print(f"\nmedians of {args.rounds} round(s); [lo-hi] = the per-round ratios to Triton")
     print(f"{'workload':44s} {'Tritium':>9s} {'Triton':>9s} {'PyTorch':>9s} {'vs Triton':>10s} {'vs torch':>9s}"
           f" {'vs Triton per round':>20s}")
-    for name, (ours, tri, tor) in samples.items():
+    for name, rounds in samples.items():
+        ours, tri, tor = ([x[i] for x in rounds if x[i]] for i in range(3))
         o, t, p = med(ours), med(tri), med(tor)
         r1 = f"{o / t:10.3f}" if o and t else f"{'-':>10s}"
         r2 = f"{o / p:9.3f}" if o and p else f"{'-':>9s}"
-        rs = [a / b for a, b in zip(ours, tri) if b]
+        rs = [x[0] / x[1] for x in rounds if x[0] and x[1]]
         spread = f"{min(rs):.3f}-{max(rs):.3f}" if rs else "-"
         print(f"{name:44s} {o if o else float('nan'):9.1f} {t:9.1f} {p:9.1f} {r1} {r2} {spread:>20s}")
     return 0 if ok else 1
