@@ -289,6 +289,19 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
     BOOST_TEST(body.substr(at, barrier - at).find("fence") == std::string::npos);
   }
   BOOST_TEST(body.find("__shfl_sync(0xffffffffu, tid >> 7, 0)") != std::string::npos);
+  // The refill is staged: its addresses and masks are computed before the barrier that retires
+  // the previous trip's wgmma, and after it only cp.async of the staged chunks follow, with no
+  // branch on the trip count (past the end they zero-fill a retired slot).
+  size_t retire = body.find("every warpgroup retired");
+  BOOST_TEST_REQUIRE(retire != std::string::npos);
+  size_t trip_top = body.rfind("tt_cp_async_wait<", retire);
+  const std::string before = body.substr(trip_top, retire - trip_top);
+  BOOST_TEST(before.find("tt_wgmma_commit();") < before.find("uint32_t dst"));
+  const std::string after = body.substr(retire, body.find("tt_cp_async_commit();", retire) - retire);
+  BOOST_TEST(after.find("tt_cp_async16(dst") != std::string::npos);
+  BOOST_TEST(after.find("if (trip") == std::string::npos);
+  for (size_t at = after.find("tt_cp_async16("); at != std::string::npos; at = after.find("tt_cp_async16(", at + 1))
+    BOOST_TEST(after.compare(at, 17, "tt_cp_async16(dst") == 0);
   auto mma = compile(k, 2, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 32, 32, false);
   BOOST_TEST(mma.source.find("matmul loop on tensor cores") != std::string::npos);
   BOOST_TEST(mma.source.find("tt_ldsm_x4_trans(") != std::string::npos);

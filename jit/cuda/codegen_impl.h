@@ -512,6 +512,27 @@ class Codegen {
   TileLoad plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m, bool transposed);
   void emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
                       const std::string& base);
+  // One 16-byte chunk of a vector tile load: where it goes, where it comes from, its lanes' masks.
+  struct ChunkAccess {
+    std::string row, col, dst, ptr;
+    std::vector<std::string> masks;  // one when the mask is constant over the chunk
+    std::string all, whole;          // every lane loads; cp.async can move the chunk (both empty unmasked)
+  };
+  ChunkAccess chunk_access(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
+                           const std::string& base, const std::string& row, const std::string& ch, const std::string& j);
+  // A chunk across the mask's edge, element by element through st.shared.
+  void emit_edge_chunk(const TileLoad& tl, const ChunkAccess& a);
+  // A vector tile load in two halves, so that the addresses and masks are computed before a
+  // barrier and the cp.async issued right after it (Triton's loop does the same): per-thread
+  // arrays of each chunk's shared and global address, whether it is read (not past the last
+  // trip, where it zero-fills a retired slot) and whether cp.async moves it whole.
+  struct StagedLoad {
+    std::string dst, src, load, whole;  // load: cp.async reads (else zero-fills); whole: empty unmasked
+  };
+  StagedLoad stage_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
+                             const std::string& base, const std::string& live);
+  void issue_staged_load(const TileLoad& tl, const StagedLoad& s, const ir::Op* loop, const MmaLoop& m,
+                         const std::string& trip, const std::string& base);
 
   // A matmul main loop (match_mma_loop) with its operand tiles streamed through S = num_stages
   // shared-memory buffers: the tiles of trips t + 1 .. t + S - 1 are in flight (cp.async groups)

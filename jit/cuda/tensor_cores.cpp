@@ -341,7 +341,10 @@ void Codegen::for_each_chunk(const TileLoad& tl,
   open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", j, chunks_per_thread(tl)));
   std::string c = tmp("int", fmt::format("tid + {} * {}", j, nt_));
   if (chunks % nt_) open(fmt::format("if ({} < {})", c, chunks));
-  fn(tmp("int", fmt::format("{} / {}", c, rc)), tmp("int", fmt::format("{} % {}", c, rc)), j);
+  if (nt_ % rc == 0)  // each thread's chunks share a column: rows a constant apart, offsets the compiler folds
+    fn(tmp("int", fmt::format("tid / {} + {} * {}", rc, j, nt_ / rc)), tmp("int", fmt::format("tid % {}", rc)), j);
+  else
+    fn(tmp("int", fmt::format("{} / {}", c, rc)), tmp("int", fmt::format("{} % {}", c, rc)), j);
   if (chunks % nt_) close();
   close();
 }
@@ -349,7 +352,7 @@ void Codegen::for_each_chunk(const TileLoad& tl,
 Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m, bool transposed) {
   int epc = static_cast<int>(16 / dtype_bytes(ld->result()->type.dtype));
   const Shape& s = ld->result()->type.shape;
-  TileLoad tl{ld, s[transposed ? 1 : 0], s[transposed ? 0 : 1], epc, access_width(ld, transposed ? 0 : 1) >= epc, transposed, {}};
+  TileLoad tl{ld, s[transposed ? 1 : 0], s[transposed ? 0 : 1], epc, access_width(ld, transposed ? 0 : 1) >= epc, transposed, false, {}};
   if (!tl.vector) return tl;
   const ir::Block* body = loop->regions[0];
   // The carried pointers this load's address uses: their inits at each chunk, hoisted out of the loop.
@@ -384,8 +387,6 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
   std::string ct = ctype(p->type.pointee);
   const int epc = tl.epc;
   int64_t rc = tl.C / epc;
-  bool zero_other = !other || (other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
-                               other->def->attrs.fval == 0.0);
   auto value = [&](const Index& idx, const std::string& ptr) {
     if (!mask) return "*" + ptr;
     return fmt::format("({}) ? *{} : {}", eval(mask, idx), ptr, other ? eval(other, idx) : ct + "{}");
@@ -419,38 +420,108 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
     return;
   }
   for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
-    for (auto& [v, arr] : tl.hoisted) {
-      for (auto& [i, step] : m.pointers)
-        if (v == loop->regions[0]->args[1 + i]) affine_[v] = Affine{step, fmt::format("{}[{}]", arr, j), trip};
-    }
-    std::string dst = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(row, ch, tl.R, rc)));
-    std::string col = tmp("int", fmt::format("{} * {}", ch, epc));
-    std::string ptr = tmp("const " + ct + "*", eval(p, tl.at(row, col)));
-    affine_.clear();
+    ChunkAccess a = chunk_access(tl, loop, m, trip, base, row, ch, j);
     if (!mask) {
-      line(fmt::format("tt_cp_async16({}, {}, 16);", dst, ptr));
+      line(fmt::format("tt_cp_async16({}, {}, 16);", a.dst, a.ptr));
       return;
     }
-    // Each lane's mask (one when the axis info says the mask is constant over the chunk).
-    bool constant = axis_.contains(mask) && axis_.get(mask).constancy[tl.transposed ? 0 : 1] >= epc;
-    std::vector<std::string> ms;
-    for (int l = 0; l < (constant ? 1 : epc); ++l)
-      ms.push_back(eval(mask, tl.at(row, l == 0 ? col : fmt::format("({} + {})", col, l))));
-    std::string all = tmp("bool", fmt::format("{}", fmt::join(ms, " && ")));
-    std::string any = tmp("bool", fmt::format("{}", fmt::join(ms, " || ")));
-    open(fmt::format("if ({})", zero_other ? fmt::format("{} || !{}", all, any) : all));
-    line(fmt::format("tt_cp_async16({}, {}, {} ? 16 : 0);", dst, ptr, all));
+    open(fmt::format("if ({})", a.whole));
+    line(fmt::format("tt_cp_async16({}, {}, {} ? 16 : 0);", a.dst, a.ptr, a.all));
     close();
-    open("else");  // a chunk across the mask's edge
-    std::string v = fresh("v");
-    line(fmt::format("__align__(16) {} {}[{}];", ct, v, epc));
-    for (int l = 0; l < epc; ++l) {
-      Index idx = tl.at(row, l == 0 ? col : fmt::format("({} + {})", col, l));
-      std::string ml = constant ? ms[0] : ms[static_cast<size_t>(l)];
-      line(fmt::format("{}[{}] = ({}) ? {}[{}] : {};", v, l, ml, ptr, l, other ? eval(other, idx) : ct + "{}"));
+    open("else");
+    emit_edge_chunk(tl, a);
+    close();
+  });
+}
+
+Codegen::ChunkAccess Codegen::chunk_access(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
+                                           const std::string& base, const std::string& row, const std::string& ch,
+                                           const std::string& j) {
+  const ir::Op* ld = tl.load;
+  const ir::Value* p = ld->operand(0);
+  const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
+  const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
+  for (auto& [v, arr] : tl.hoisted) {
+    for (auto& [i, step] : m.pointers)
+      if (v == loop->regions[0]->args[1 + i]) affine_[v] = Affine{step, fmt::format("{}[{}]", arr, j), trip};
+  }
+  ChunkAccess a;
+  a.row = row;
+  const int64_t rc = tl.C / tl.epc;
+  if (nt_ % rc == 0 && (nt_ / rc) % 8 == 0) {
+    // A thread's chunks are rows a multiple of the swizzle's 8-row period apart: one address
+    // plus a constant per chunk (an immediate offset, no register per chunk).
+    const int64_t row_chunks = rc >= 8 ? 8 : rc;  // chunk index per row, outside the swizzle
+    std::string first = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(fmt::format("tid / {}", rc), ch, tl.R, rc)));
+    a.dst = tmp("uint32_t", fmt::format("{} + {} * {}", first, j, nt_ / rc * row_chunks * 16));
+  } else {
+    a.dst = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(row, ch, tl.R, rc)));
+  }
+  a.col = tmp("int", fmt::format("{} * {}", ch, tl.epc));
+  a.ptr = tmp("const " + ctype(p->type.pointee) + "*", eval(p, tl.at(row, a.col)));
+  if (mask) {
+    // Each lane's mask (one when the axis info says the mask is constant over the chunk).
+    bool constant = axis_.contains(mask) && axis_.get(mask).constancy[tl.transposed ? 0 : 1] >= tl.epc;
+    for (int l = 0; l < (constant ? 1 : tl.epc); ++l)
+      a.masks.push_back(eval(mask, tl.at(row, l == 0 ? a.col : fmt::format("({} + {})", a.col, l))));
+    a.all = tmp("bool", fmt::format("{}", fmt::join(a.masks, " && ")));
+    std::string any = tmp("bool", fmt::format("{}", fmt::join(a.masks, " || ")));
+    bool zero_other = !other || (other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
+                                 other->def->attrs.fval == 0.0);
+    // cp.async moves the chunk whole when every lane loads, or (a zero `other`) none does.
+    a.whole = zero_other ? fmt::format("{} || !{}", a.all, any) : a.all;
+  }
+  affine_.clear();
+  return a;
+}
+
+void Codegen::emit_edge_chunk(const TileLoad& tl, const ChunkAccess& a) {
+  const ir::Value* other = tl.load->operands.size() > 2 ? tl.load->operand(2) : nullptr;
+  std::string ct = ctype(tl.load->operand(0)->type.pointee);
+  std::string v = fresh("v");
+  line(fmt::format("__align__(16) {} {}[{}];", ct, v, tl.epc));
+  for (int l = 0; l < tl.epc; ++l) {
+    const std::string& ml = a.masks.size() == 1 ? a.masks[0] : a.masks[static_cast<size_t>(l)];
+    std::string o = other ? eval(other, tl.at(a.row, l == 0 ? a.col : fmt::format("({} + {})", a.col, l))) : ct + "{}";
+    line(fmt::format("{}[{}] = ({}) ? {}[{}] : {};", v, l, ml, a.ptr, l, o));
+  }
+  line(fmt::format("tt_st_shared16({}, {});", a.dst, v));
+  if (tl.async_reader) line("tt_fence_async_shared();  // before wgmma reads this chunk");
+}
+
+Codegen::StagedLoad Codegen::stage_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m,
+                                             const std::string& trip, const std::string& base, const std::string& live) {
+  const bool masked = tl.load->operands.size() > 1;
+  const int64_t n = chunks_per_thread(tl);
+  StagedLoad s{fresh("dst"), fresh("src"), fresh("load"), masked ? fresh("whole") : ""};
+  line(fmt::format("uint32_t {}[{}];", s.dst, n));
+  line(fmt::format("const {}* {}[{}];", ctype(tl.load->operand(0)->type.pointee), s.src, n));
+  line(fmt::format("bool {}[{}];", s.load, n));
+  if (masked) line(fmt::format("bool {}[{}];", s.whole, n));
+  for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
+    ChunkAccess a = chunk_access(tl, loop, m, trip, base, row, ch, j);
+    line(fmt::format("{}[{}] = {};", s.dst, j, a.dst));
+    line(fmt::format("{}[{}] = {};", s.src, j, a.ptr));
+    // Past the last trip the chunk is zero-filled (src-size 0 reads nothing) into a retired slot.
+    line(fmt::format("{}[{}] = {};", s.load, j, masked ? fmt::format("{} & {}", live, a.all) : live));
+    if (masked) line(fmt::format("{}[{}] = !{} | ({});", s.whole, j, live, a.whole));
+  });
+  return s;
+}
+
+void Codegen::issue_staged_load(const TileLoad& tl, const StagedLoad& s, const ir::Op* loop, const MmaLoop& m,
+                                const std::string& trip, const std::string& base) {
+  for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
+    std::string copy = fmt::format("tt_cp_async16({}[{}], {}[{}], {}[{}] ? 16 : 0);", s.dst, j, s.src, j, s.load, j);
+    if (s.whole.empty()) {
+      line(copy);
+      return;
     }
-    line(fmt::format("tt_st_shared16({}, {});", dst, v));
-    if (tl.async_reader) line("tt_fence_async_shared();  // before wgmma reads this chunk");
+    open(fmt::format("if ({}[{}])", s.whole, j));
+    line(copy);
+    close();
+    open("else");  // a chunk across the mask's edge: its masks and addresses again (the rare path)
+    emit_edge_chunk(tl, chunk_access(tl, loop, m, trip, base, row, ch, j));
     close();
   });
 }
@@ -511,8 +582,9 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   if (wgmma) desc0 = wgmma_descriptors(t, BK, at.dtype, b_kmajor, sa, sb);
   auto compute = [&](const std::string& slot) {
     if (wgmma) {
-      std::string da = tmp("uint64_t", fmt::format("{} + (uint64_t)(({}) * {})", desc0.first, slot, a_bytes / 16));
-      std::string db = tmp("uint64_t", fmt::format("{} + (uint64_t)(({}) * {})", desc0.second, slot, b_bytes / 16));
+      // (unsigned: a sign extension would cost the uniform datapath an instruction per trip)
+      std::string da = tmp("uint64_t", fmt::format("{} + (uint64_t)(uint32_t)(({}) * {})", desc0.first, slot, a_bytes / 16));
+      std::string db = tmp("uint64_t", fmt::format("{} + (uint64_t)(uint32_t)(({}) * {})", desc0.second, slot, b_bytes / 16));
       emit_wgmma_tiles(t, BM, BN, BK, at.dtype, b_kmajor, da, db, acc, in_flight);
       return;
     }
@@ -553,13 +625,31 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
     line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", ahead - 1));
     line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
-    if (in_flight) {
+    const std::string next = fmt::format("{} + {}", trip, ahead);
+    if (in_flight && ta.vector && tb.vector) {
       compute(rd);
+      // The refill's addresses and masks before the barrier (as Triton's loop), branch-free (past
+      // the last trip the chunks zero-fill a retired slot): after it only the cp.async are left.
+      std::string live = tmp("bool", fmt::format("{} < {}", next, trips));
+      std::string base_a = fmt::format("{} + ({}) * {}", sa, wr, a_bytes), base_b = fmt::format("{} + ({}) * {}", sb, wr, b_bytes);
+      open("");  // (the trip's scalars bound in a scope of their own, as in issue)
+      auto saved = bind_trip(loop, roots, fmt::format("({})((int64_t){} + (int64_t)({}) * (int64_t){})", ivt, lb, next, st));
+      StagedLoad la = stage_tile_load(ta, loop, m, next, base_a, live);
+      StagedLoad lb_ = stage_tile_load(tb, loop, m, next, base_b, live);
       line("__syncthreads();  // every warpgroup retired the previous trip's wgmma");
+      issue_staged_load(ta, la, loop, m, next, base_a);
+      issue_staged_load(tb, lb_, loop, m, next, base_b);
+      scalars_ = std::move(saved);
+      close();
+    } else {
+      if (in_flight) {
+        compute(rd);
+        line("__syncthreads();  // every warpgroup retired the previous trip's wgmma");
+      }
+      open(fmt::format("if ({} < {})", next, trips));
+      issue(next, wr);
+      close();
     }
-    open(fmt::format("if ({} + {} < {})", trip, ahead, trips));
-    issue(fmt::format("{} + {}", trip, ahead), wr);
-    close();
     line("tt_cp_async_commit();");
     if (!in_flight) compute(rd);
     line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
