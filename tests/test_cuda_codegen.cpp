@@ -296,6 +296,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
   BOOST_TEST_REQUIRE(retire != std::string::npos);
   size_t trip_top = body.rfind("tt_cp_async_wait<", retire);
   const std::string before = body.substr(trip_top, retire - trip_top);
+  BOOST_TEST_REQUIRE(before.find("uint32_t dst") != std::string::npos);
   BOOST_TEST(before.find("tt_wgmma_commit();") < before.find("uint32_t dst"));
   const std::string after = body.substr(retire, body.find("tt_cp_async_commit();", retire) - retire);
   BOOST_TEST(after.find("tt_cp_async16(dst") != std::string::npos);

@@ -507,6 +507,12 @@ class Codegen {
     std::vector<std::pair<const ir::Value*, std::string>> hoisted;  // carried pointer -> per-chunk inits
   };
   int64_t chunks_per_thread(const TileLoad& tl) const { return (tl.R * tl.C / tl.epc + nt_ - 1) / nt_; }
+  // When the threads cover whole rows of chunks (NT a multiple of the chunks per row), thread
+  // tid's j-th chunk is in column tid % rc of row tid / rc + j * step: the step, else 0.
+  int64_t chunk_row_step(const TileLoad& tl) const {
+    int64_t rc = tl.C / tl.epc;
+    return nt_ % rc == 0 ? nt_ / rc : 0;
+  }
   // The per-thread chunk loop of a vector tile load: fn(row, ch, j).
   void for_each_chunk(const TileLoad& tl, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn);
   TileLoad plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m, bool transposed);

@@ -341,8 +341,8 @@ void Codegen::for_each_chunk(const TileLoad& tl,
   open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", j, chunks_per_thread(tl)));
   std::string c = tmp("int", fmt::format("tid + {} * {}", j, nt_));
   if (chunks % nt_) open(fmt::format("if ({} < {})", c, chunks));
-  if (nt_ % rc == 0)  // each thread's chunks share a column: rows a constant apart, offsets the compiler folds
-    fn(tmp("int", fmt::format("tid / {} + {} * {}", rc, j, nt_ / rc)), tmp("int", fmt::format("tid % {}", rc)), j);
+  if (int64_t step = chunk_row_step(tl))  // one column per thread, rows a constant apart: offsets the compiler folds
+    fn(tmp("int", fmt::format("tid / {} + {} * {}", rc, j, step)), tmp("int", fmt::format("tid % {}", rc)), j);
   else
     fn(tmp("int", fmt::format("{} / {}", c, rc)), tmp("int", fmt::format("{} % {}", c, rc)), j);
   if (chunks % nt_) close();
@@ -447,13 +447,13 @@ Codegen::ChunkAccess Codegen::chunk_access(const TileLoad& tl, const ir::Op* loo
   }
   ChunkAccess a;
   a.row = row;
-  const int64_t rc = tl.C / tl.epc;
-  if (nt_ % rc == 0 && (nt_ / rc) % 8 == 0) {
-    // A thread's chunks are rows a multiple of the swizzle's 8-row period apart: one address
-    // plus a constant per chunk (an immediate offset, no register per chunk).
-    const int64_t row_chunks = rc >= 8 ? 8 : rc;  // chunk index per row, outside the swizzle
+  const int64_t rc = tl.C / tl.epc, step = chunk_row_step(tl);
+  if (step && step % 8 == 0) {
+    // The thread's chunks are rows a multiple of the swizzle's 8-row period apart (for_each_chunk's
+    // row tid / rc + j * step): its first chunk's address plus a constant (an immediate offset,
+    // no register per chunk). Past the swizzle, a row adds min(rc, 8) chunks (tile_chunk).
     std::string first = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(fmt::format("tid / {}", rc), ch, tl.R, rc)));
-    a.dst = tmp("uint32_t", fmt::format("{} + {} * {}", first, j, nt_ / rc * row_chunks * 16));
+    a.dst = tmp("uint32_t", fmt::format("{} + {} * {}", first, j, step * std::min<int64_t>(rc, 8) * 16));
   } else {
     a.dst = tmp("uint32_t", fmt::format("{} + ({} << 4)", base, tile_chunk(row, ch, tl.R, rc)));
   }
@@ -569,9 +569,13 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   std::vector<const ir::Value*> roots;
   for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
   for (auto& [i, step] : m.pointers) roots.push_back(step);
+  // The loop variable at a trip, for bind_trip.
+  auto iv_at = [&](const std::string& trip) {
+    return fmt::format("({})((int64_t){} + (int64_t)({}) * (int64_t){})", ivt, lb, trip, st);
+  };
   auto issue = [&](const std::string& trip, const std::string& slot) {
     open("");
-    auto saved = bind_trip(loop, roots, fmt::format("({})((int64_t){} + (int64_t)({}) * (int64_t){})", ivt, lb, trip, st));
+    auto saved = bind_trip(loop, roots, iv_at(trip));
     emit_tile_load(ta, loop, m, trip, fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
     emit_tile_load(tb, loop, m, trip, fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
     scalars_ = std::move(saved);
@@ -633,7 +637,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
       std::string live = tmp("bool", fmt::format("{} < {}", next, trips));
       std::string base_a = fmt::format("{} + ({}) * {}", sa, wr, a_bytes), base_b = fmt::format("{} + ({}) * {}", sb, wr, b_bytes);
       open("");  // (the trip's scalars bound in a scope of their own, as in issue)
-      auto saved = bind_trip(loop, roots, fmt::format("({})((int64_t){} + (int64_t)({}) * (int64_t){})", ivt, lb, next, st));
+      auto saved = bind_trip(loop, roots, iv_at(next));
       StagedLoad la = stage_tile_load(ta, loop, m, next, base_a, live);
       StagedLoad lb_ = stage_tile_load(tb, loop, m, next, base_b, live);
       line("__syncthreads();  // every warpgroup retired the previous trip's wgmma");
