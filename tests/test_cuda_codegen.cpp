@@ -274,6 +274,10 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
   BOOST_TEST(wg.source.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
   BOOST_TEST(wg.source.find("tt_cp_async16(") != std::string::npos);
   BOOST_TEST(wg.source.find("fragments in, 16-byte row chunks out") != std::string::npos);
+  // C's staging buffer (64 rows of 128 + 8 halves) reuses the bytes of the 3 stages (64 x 32 of A
+  // and 32 x 128 of B, f16) once the loop is over: the kernel needs the stages' shared memory alone.
+  BOOST_TEST(wg.smem_bytes == 3 * (64 * 32 + 32 * 128) * 2);
+  BOOST_TEST(wg.source.find("reinterpret_cast<tt_f16*>(tt_smem + 0)") != std::string::npos);
   // wgmma reads the stages through the async proxy: a thread fences after its own st.shared of a
   // chunk across the mask's edge, never for cp.async (so no fence between the wait and the
   // barrier of a trip), and the descriptors start from a warp-uniform warpgroup index.

@@ -24,6 +24,7 @@ KernelSource Codegen::run() {
     scalars_[f_.body->args[i]] = name;
   }
   emit_block(f_.body);
+  smem_ = std::max(smem_, smem_peak_);
   ks.smem_bytes = smem_;
   ks.scratch_bytes = scratch_;
   ks.num_asserts = num_asserts_;

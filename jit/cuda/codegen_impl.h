@@ -156,6 +156,7 @@ class Codegen {
   int counter_ = 0;
   int64_t smem_budget_;
   int64_t smem_ = 0, scratch_ = 0;
+  int64_t smem_peak_ = 0;  // the high-water mark of smem_, which falls back after a matmul loop's stages
   int num_asserts_ = 0;
   bool has_print_ = false;
   std::string lane_ = "0";

@@ -547,6 +547,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   int in_flight = wgmma && S >= 3 ? 1 : 0;
   for (const ir::Op* ld : {m.load_a, m.load_b})
     if (may_read_written(ld->operand(0))) sync_after_global_writes();
+  sync();  // (in an enclosing loop the stages' bytes may still be read as a later buffer's)
   std::string acc = declare_registers(res->type);
   fill_registers(acc, loop->operands[3 + m.acc]);
   regs_[body->args[1 + m.acc]] = regs_[res] = acc;
@@ -665,7 +666,13 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   close();  // if (trips > 0)
   close();
   ++shared_writes_;
+  // The stages are dead past the loop: buffers allocated after it (the epilogue's) reuse their
+  // bytes once every warp is out of the loop. As Triton's, the CTA then needs no more shared
+  // memory than its stages; a larger footprint only shrinks the L1 beside it.
   synced_ = false;
+  sync();
+  smem_peak_ = std::max(smem_peak_, smem_);
+  smem_ = off;
   if (reg_spill_.count(res)) spill_registers(res);
   return true;
 }
