@@ -28,6 +28,7 @@ struct DeviceProperties {
   int max_shared_memory_per_block = 0;        // without opting in (48 KiB)
   int max_shared_memory_per_block_optin = 0;  // with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)
   int max_shared_memory_per_multiprocessor = 0;
+  int max_blocks_per_multiprocessor = 0;      // resident CTAs (32 on Hopper)
   int max_registers_per_block = 0;
   int l2_cache_size = 0;                  // bytes
   size_t total_memory = 0;                // bytes

@@ -129,6 +129,7 @@ BOOST_AUTO_TEST_CASE(device_properties_and_contexts, *needs_gpu()) {
   BOOST_TEST(p.arch() == "sm_" + std::to_string(p.cc_major) + std::to_string(p.cc_minor));
   BOOST_TEST(p.warp_size == 32);
   BOOST_TEST(p.multiprocessor_count > 0);
+  BOOST_TEST(p.max_blocks_per_multiprocessor >= 16);  // 16 (Pascal, Turing) to 32 (Volta, Ampere, Hopper)
   BOOST_TEST(p.max_threads_per_block >= 1024);
   BOOST_TEST(p.max_shared_memory_per_block_optin >= p.max_shared_memory_per_block);
   BOOST_TEST(p.l2_cache_size > 0);

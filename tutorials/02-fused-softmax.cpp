@@ -70,12 +70,12 @@ void softmax(const tritium::Tensor& x, tritium::Tensor& y) {
   int n_rows = static_cast<int>(x.size(0)), n_cols = static_cast<int>(x.size(1));
   // The smallest power of two that holds a row.
   int BLOCK_SIZE = static_cast<int>(tritium::next_power_of_2(n_cols));
-  // Triton's tutorial takes 8 warps whatever the row length. On the GPU, rows of 4096 columns and
-  // more run faster at 32 elements a thread (H100, 4096 x 4096: 4 warps 1.02-1.05 of Triton's
-  // GB/s against 1.01-1.02 with 8; 4096 x 16384: 16 warps 1.00 against 0.99; 4096 x 1024: no
-  // consistent winner, 8 kept). The CPU backend keeps 8.
+  // Triton's tutorial takes 8 warps whatever the row length. On the GPU rows run faster at 32
+  // elements a thread (H100, 4096 x 4096: 4 warps 1.02-1.05 of Triton's GB/s against 1.01-1.02
+  // with 8; 4096 x 16384: 16 warps 1.00 against 0.99; 4096 x 1024: one warp 2052-2158 GB/s
+  // against 1975-2064 with 8, the reductions then shuffles alone). The CPU backend keeps 8.
   int num_warps = 8;
-  if (x.device().is_cuda() && BLOCK_SIZE >= 4096) num_warps = std::min(BLOCK_SIZE / 1024, 32);
+  if (x.device().is_cuda()) num_warps = std::clamp(BLOCK_SIZE / 1024, 1, 32);
   tritium::Options options{.num_warps = num_warps, .device = x.device()};
   int num_programs;
   if (x.device().is_cuda()) {
@@ -84,11 +84,12 @@ void softmax(const tritium::Tensor& x, tritium::Tensor& y) {
                                         n_cols, BLOCK_SIZE, options);
     // Programs per SM by the register file (max_registers_per_block is a whole SM's file on every
     // architecture since Volta) and by shared memory; Triton's formula, plus the 2048 resident
-    // threads per SM it leaves out (light kernels would otherwise ask for more than fit).
+    // threads and resident CTAs per SM it leaves out (light kernels would otherwise ask for more
+    // than fit).
     int occupancy = props.max_registers_per_block / (std::max(1, kernel.n_regs) * props.warp_size * num_warps);
     if (kernel.shared_bytes > 0)
       occupancy = std::min<int64_t>(occupancy, props.max_shared_memory_per_multiprocessor / kernel.shared_bytes);
-    occupancy = std::clamp(occupancy, 1, 2048 / (props.warp_size * num_warps));
+    occupancy = std::clamp(occupancy, 1, std::min(2048 / (props.warp_size * num_warps), props.max_blocks_per_multiprocessor));
     num_programs = props.multiprocessor_count * occupancy;
   } else {
     num_programs = static_cast<int>(tritium::runtime::ThreadPool::global().size()) * 4;
