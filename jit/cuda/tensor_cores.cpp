@@ -547,7 +547,8 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   int in_flight = wgmma && S >= 3 ? 1 : 0;
   for (const ir::Op* ld : {m.load_a, m.load_b})
     if (may_read_written(ld->operand(0))) sync_after_global_writes();
-  sync();  // (in an enclosing loop the stages' bytes may still be read as a later buffer's)
+  // Nested (in a loop): the stages' bytes may still be read as the previous trip's later buffers.
+  if (loop->parent != f_.body) sync();
   std::string acc = declare_registers(res->type);
   fill_registers(acc, loop->operands[3 + m.acc]);
   regs_[body->args[1 + m.acc]] = regs_[res] = acc;
