@@ -543,8 +543,10 @@ class Codegen {
 
   // A matmul main loop (match_mma_loop) with its operand tiles streamed through S = num_stages
   // shared-memory buffers: the tiles of trips t + 1 .. t + S - 1 are in flight (cp.async groups)
-  // while trip t runs on tensor cores; one barrier per trip (Triton's pipeliner, CUTLASS's
-  // multistage mainloop). False when the buffers do not fit: the loop is then emitted as any other.
+  // while trip t runs on tensor cores; one barrier per trip, two when a trip's wgmma group stays
+  // in flight into the next (Triton's pipeliner, CUTLASS's multistage mainloop). After the loop
+  // (and a barrier) the stages' bytes are free for later buffers. False when the buffers do not
+  // fit: the loop is then emitted as any other.
   bool emit_mma_loop(const ir::Op* loop, const MmaLoop& m);
 
   // A dot outside a matmul loop: tensor cores (emit_dot_mma_tiles), else an FMA loop per element.
