@@ -1,6 +1,7 @@
 // The one header a Tritium user includes.
 #pragma once
 #include "common/error.h"
+#include "dsl/block_ptr.h"
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
