@@ -319,6 +319,51 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
   BOOST_TEST(odd.source.find("fragments in, 16-byte row chunks out") == std::string::npos);
 }
 
+// A matmul written with block pointers (Triton's make_block_ptr / advance), or with tensor
+// descriptors, takes the same
+// tensor-core loop as with pointer blocks: the offsets the loop carries are counters (init + trip *
+// step at any trip), and the loads' bounds masks follow them; their 16-byte chunks stay cp.async
+// (the K offset is a multiple of BK, so the axis analysis keeps the alignment).
+BOOST_AUTO_TEST_CASE(matmul_loop_block_pointers) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("mm_bp", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N,
+                                       tl::i32 K, int BM, int BN, int BK) {
+    auto pm = tl::program_id(0), pn = tl::program_id(1);
+    auto a_bp = tl::make_block_ptr(a, {M, K}, {K, 1}, {pm * BM, 0}, {BM, BK}, {1, 0});
+    auto b_bp = tl::make_block_ptr(b, {K, N}, {N, 1}, {0, pn * BN}, {BK, BN}, {1, 0});
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+      (void)kt;
+      acc = tl::dot(tl::load(a_bp, {0, 1}), tl::load(b_bp, {0, 1}), acc);
+      a_bp = tl::advance(a_bp, {0, BK});
+      b_bp = tl::advance(b_bp, {BK, 0});
+    }
+    tl::store(tl::make_block_ptr(c, {M, N}, {N, 1}, {pm * BM, pn * BN}, {BM, BN}, {1, 0}), acc.to(tl::float16), {0, 1});
+  });
+  auto wg = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32);
+  BOOST_TEST(wg.source.find("matmul loop on tensor cores") != std::string::npos);
+  BOOST_TEST(wg.source.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
+  BOOST_TEST(wg.source.find("tt_cp_async16(") != std::string::npos);
+  const std::string body = wg.source.substr(wg.source.find("__global__"));  // past the device header
+  BOOST_TEST(body.find("tt_st_shared2(") == std::string::npos);  // no element-by-element staging
+  auto mma = compile(k, 2, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 32, 32);
+  BOOST_TEST(mma.source.find("matmul loop on tensor cores") != std::string::npos);
+  // Tensor descriptors loaded at offsets of the loop variable: no carried state but the accumulator.
+  auto kd = tritium::kernel("mm_desc", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N,
+                                          tl::i32 K, int BM, int BN, int BK) {
+    auto pm = tl::program_id(0), pn = tl::program_id(1);
+    auto a_d = tl::make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+    auto b_d = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto kt : tl::range(0, tl::cdiv(K, BK)))
+      acc = tl::dot(a_d.load({pm * BM, kt * BK}), b_d.load({kt * BK, pn * BN}), acc);
+    tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN}).store({pm * BM, pn * BN}, acc.to(tl::float16));
+  });
+  auto desc = compile(kd, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32);
+  BOOST_TEST(desc.source.find("matmul loop on tensor cores") != std::string::npos);
+  BOOST_TEST(desc.source.find("tt_cp_async16(") != std::string::npos);
+}
+
 // 8-bit operands (fp8 e4m3 / e5m2 into f32, int8 into i32) take wgmma with both tiles K-major,
 // whichever way B is stored (K-contiguous B: cp.async chunks along K; N-contiguous: element
 // loads into the K-major layout); 16-bit ones keep the transposed-B form unless B runs along K.

@@ -223,6 +223,9 @@ class Codegen {
     const ir::Op* load_a = nullptr;
     const ir::Op* load_b = nullptr;
     std::vector<std::pair<size_t, const ir::Value*>> pointers;  // carried pointer block -> its step
+    // Carried integer scalars advanced by a loop-invariant step (a block pointer's offsets):
+    // init + trip * step at any trip.
+    std::vector<std::pair<size_t, const ir::Value*>> counters;
   };
   std::unordered_map<const ir::Op*, MmaLoop> mma_loops_;
   // Carried pointer blocks of an MMA loop, evaluated as init + trip * step: `at` is the init's
@@ -477,9 +480,11 @@ class Codegen {
   std::optional<MmaLoop> match_mma_loop(const ir::Op* loop);
 
   // Binds the body's scalars that `roots` need for the trip whose induction variable is `iv`
-  // (computed again there); returns the bindings to restore.
+  // (computed again there), and an MMA loop's counters at trip number `trip`; returns the
+  // bindings to restore.
   std::unordered_map<const ir::Value*, std::string> bind_trip(const ir::Op* loop, const std::vector<const ir::Value*>& roots,
-                                                             const std::string& iv);
+                                                             const std::string& iv, const MmaLoop* m = nullptr,
+                                                             const std::string& trip = "");
 
   // Swizzled shared-memory layout of an R x C tile, in 16-byte chunks (RC = C / 8 of them a row
   // for 16-bit elements, C / 4 for 32-bit): rows of 128 bytes (64 columns; wider tiles are stored as C / 64 such column

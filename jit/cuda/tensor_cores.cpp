@@ -286,6 +286,15 @@ std::optional<Codegen::MmaLoop> Codegen::match_mma_loop(const ir::Op* loop) {
       carried.push_back(arg);
       continue;
     }
+    if (arg->type.is_scalar() && is_int(arg->type.dtype) && d->kind == OpKind::Add &&
+        (d->operand(0) == arg || d->operand(1) == arg) && plan_.users(loop->results[i]).empty()) {
+      const ir::Value* step = d->operand(d->operand(0) == arg ? 1 : 0);
+      if (step != arg && trip_computable(step, body, {}, /*invariant=*/true)) {
+        m.counters.push_back({i, step});
+        carried.push_back(arg);
+        continue;
+      }
+    }
     return std::nullopt;
   }
   if (!have_acc || plan_.users(body->args[1 + m.acc]).size() != 1 || plan_.users(m.dot->result()).size() != 1)
@@ -296,8 +305,10 @@ std::optional<Codegen::MmaLoop> Codegen::match_mma_loop(const ir::Op* loop) {
     if (!ld || ld->kind != OpKind::Load || ld->parent != body || plan_.users(ld->result()).size() != 1 ||
         !trip_computable(ld->operand(0), body, carried))
       return std::nullopt;
-    for (size_t o = 1; o < ld->operands.size(); ++o)  // masks and `other` at any lane: no carried pointers
-      if (!trip_computable(ld->operand(o), body, {})) return std::nullopt;
+    std::vector<const ir::Value*> counters;  // masks and `other` at any lane: no carried pointers
+    for (auto& [i, step] : m.counters) counters.push_back(body->args[1 + i]);
+    for (size_t o = 1; o < ld->operands.size(); ++o)
+      if (!trip_computable(ld->operand(o), body, counters)) return std::nullopt;
   }
   // Nothing else happens in the body: its other ops are pure (they feed the loads or nothing).
   for (const ir::Op* op : body->ops) {
@@ -310,7 +321,8 @@ std::optional<Codegen::MmaLoop> Codegen::match_mma_loop(const ir::Op* loop) {
 
 std::unordered_map<const ir::Value*, std::string> Codegen::bind_trip(const ir::Op* loop,
                                                                      const std::vector<const ir::Value*>& roots,
-                                                                     const std::string& iv) {
+                                                                     const std::string& iv, const MmaLoop* m,
+                                                                     const std::string& trip) {
   const ir::Block* body = loop->regions[0];
   auto saved = scalars_;
   scalars_[body->args[0]] = iv;
@@ -320,9 +332,26 @@ std::unordered_map<const ir::Value*, std::string> Codegen::bind_trip(const ir::O
     for (const ir::Value* o : v->def->operands) need(o);
   };
   for (const ir::Value* r : roots) need(r);
-  for (const ir::Op* op : body->ops)  // in program order
-    if (op->results.size() == 1 && op->result()->type.is_scalar() && needed.count(op->result()))
-      scalars_[op->result()] = tmp(ctype(op->result()->type), emit_scalar(op));
+  std::unordered_set<const ir::Value*> bound;  // (bindings from before, e.g. the current trip's, are replaced)
+  auto bind = [&](bool invariant) {
+    for (const ir::Op* op : body->ops)  // in program order
+      if (op->results.size() == 1 && op->result()->type.is_scalar() && needed.count(op->result()) &&
+          !bound.count(op->result()) && (!invariant || trip_computable(op->result(), body, {}, true))) {
+        scalars_[op->result()] = tmp(ctype(op->result()->type), emit_scalar(op));
+        bound.insert(op->result());
+      }
+  };
+  if (m && !m->counters.empty()) {
+    // The counters' steps (invariant, maybe computed in the body) first, then the counters.
+    for (auto& [i, step] : m->counters) need(step);
+    bind(true);
+    for (auto& [i, step] : m->counters) {
+      const ir::Value* arg = body->args[1 + i];
+      scalars_[arg] = tmp(ctype(arg->type), fmt::format("({})((int64_t){} + (int64_t)({}) * (int64_t){})", ctype(arg->type),
+                                                        scalar(loop->operands[3 + i]), trip, scalar(step)));
+    }
+  }
+  bind(false);
   return saved;
 }
 
@@ -571,13 +600,14 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   std::vector<const ir::Value*> roots;
   for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
   for (auto& [i, step] : m.pointers) roots.push_back(step);
+  for (auto& [i, step] : m.counters) roots.push_back(step);
   // The loop variable at a trip, for bind_trip.
   auto iv_at = [&](const std::string& trip) {
     return fmt::format("({})((int64_t){} + (int64_t)({}) * (int64_t){})", ivt, lb, trip, st);
   };
   auto issue = [&](const std::string& trip, const std::string& slot) {
     open("");
-    auto saved = bind_trip(loop, roots, iv_at(trip));
+    auto saved = bind_trip(loop, roots, iv_at(trip), &m, trip);
     emit_tile_load(ta, loop, m, trip, fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
     emit_tile_load(tb, loop, m, trip, fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
     scalars_ = std::move(saved);
@@ -639,7 +669,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
       std::string live = tmp("bool", fmt::format("{} < {}", next, trips));
       std::string base_a = fmt::format("{} + ({}) * {}", sa, wr, a_bytes), base_b = fmt::format("{} + ({}) * {}", sb, wr, b_bytes);
       open("");  // (the trip's scalars bound in a scope of their own, as in issue)
-      auto saved = bind_trip(loop, roots, iv_at(next));
+      auto saved = bind_trip(loop, roots, iv_at(next), &m, next);
       StagedLoad la = stage_tile_load(ta, loop, m, next, base_a, live);
       StagedLoad lb_ = stage_tile_load(tb, loop, m, next, base_b, live);
       line("__syncthreads();  // every warpgroup retired the previous trip's wgmma");
