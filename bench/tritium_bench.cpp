@@ -6,6 +6,7 @@
 //   tritium-bench [--json FILE] [--quick] [--device cpu|cuda]
 //   tritium-bench --matmul [SIZE]   fp32 matmul beside OpenBLAS (bench/matmul_vs_openblas.cpp)
 //   tritium-bench --ops-matmul ...  ops::matmul TFLOP/s on a GPU (bench/ops_matmul_gpu.cpp)
+//   tritium-bench --block-ptr-matmul ...  a matmul with pointer blocks against block pointers
 // On cuda the plain-loop column is absent (bench/compare_gpu.py sets Triton and PyTorch beside
 // these figures) and a bare cuLaunchKernel of an empty kernel is timed as the launch baseline.
 #include <unistd.h>
@@ -30,6 +31,7 @@
 
 int matmul_bench(int argc, char** argv);      // bench/matmul_vs_openblas.cpp
 int ops_matmul_bench(int argc, char** argv);  // bench/ops_matmul_gpu.cpp
+int block_ptr_matmul_bench(int argc, char** argv);  // bench/block_ptr_matmul.cpp
 
 namespace tl = tritium::tl;
 using clock_type = std::chrono::steady_clock;
@@ -128,6 +130,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--probe")) return probe(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--matmul")) return matmul_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--ops-matmul")) return ops_matmul_bench(argc, argv);
+  if (argc > 1 && !std::strcmp(argv[1], "--block-ptr-matmul")) return block_ptr_matmul_bench(argc, argv);
   std::string json_path;
   bool quick = false;
   for (int i = 1; i < argc; ++i) {

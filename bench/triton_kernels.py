@@ -177,5 +177,32 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 
 
 @triton.jit
+def matmul_kernel_block_ptr(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                            BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
+    """The tutorial's kernel written with block pointers (row-major A, B and C), as
+    bench/block_ptr_matmul.cpp writes Tritium's."""
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    a_bp = tl.make_block_ptr(a_ptr, (M, K), (K, 1), (pid_m * BLOCK_SIZE_M, 0), (BLOCK_SIZE_M, BLOCK_SIZE_K), (1, 0))
+    b_bp = tl.make_block_ptr(b_ptr, (K, N), (N, 1), (0, pid_n * BLOCK_SIZE_N), (BLOCK_SIZE_K, BLOCK_SIZE_N), (1, 0))
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_bp, boundary_check=(0, 1), padding_option="zero")
+        b = tl.load(b_bp, boundary_check=(0, 1), padding_option="zero")
+        accumulator = tl.dot(a, b, accumulator)
+        a_bp = tl.advance(a_bp, (0, BLOCK_SIZE_K))
+        b_bp = tl.advance(b_bp, (BLOCK_SIZE_K, 0))
+    c_bp = tl.make_block_ptr(c_ptr, (M, N), (N, 1), (pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N),
+                             (BLOCK_SIZE_M, BLOCK_SIZE_N), (1, 0))
+    tl.store(c_bp, accumulator.to(tl.float16), boundary_check=(0, 1))
+
+
+@triton.jit
 def leaky_relu(x):
     return tl.where(x >= 0, x, 0.01 * x)
