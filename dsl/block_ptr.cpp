@@ -29,7 +29,8 @@ void check_rank(const char* op, const char* what, size_t got, size_t rank, const
     fail(loc, "tl::{}: {} has {} entries but the block pointer has {} dims", op, what, got, rank);
 }
 
-// Indices of dim d of the tile, [1, .., block_shape[d], .., 1], and the elements' pointers.
+// A tile's element pointers (block_shape) and, when a dim is checked, its bounds mask. Dim d's
+// indices, offsets[d] + arange, are laid along axis d of the tile.
 struct Tile {
   tensor pointers;
   std::optional<tensor> mask;
