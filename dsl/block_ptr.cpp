@@ -24,6 +24,15 @@ tensor index_scalar(const char* op, const char* what, size_t d, const operand& o
   return tensor(to == DType::invalid ? v : dsl::cast(op, loc, v, to));
 }
 
+// A kernel parameter ("pN") or an integer constant ("cV"), else "".
+std::string host_value(const operand& o) {
+  if (o.is_literal()) return o.kind == operand::Kind::int_literal ? fmt::format("c{}", o.ival) : "";
+  const Value* v = o.value;
+  if (v->is_block_arg() && v->owner->parent == nullptr) return fmt::format("p{}", v->index);
+  if (v->def && v->def->kind == ir::OpKind::Constant && is_int(v->type.dtype)) return fmt::format("c{}", v->def->attrs.ival);
+  return "";
+}
+
 void check_rank(const char* op, const char* what, size_t got, size_t rank, const SourceLoc& loc) {
   if (got != rank)
     fail(loc, "tl::{}: {} has {} entries but the block pointer has {} dims", op, what, got, rank);
@@ -116,6 +125,11 @@ block_ptr make_block_ptr(const tensor& base, const std::vector<operand>& shape, 
   }
   p.block_shape = block_shape;
   p.order = order;
+  std::vector<std::string> recipe{host_value(operand(base, loc))};
+  for (const auto* list : {&shape, &strides})
+    for (const operand& o : *list) recipe.push_back(host_value(o));
+  if (std::none_of(recipe.begin(), recipe.end(), [](const std::string& t) { return t.empty(); }))
+    p.tensor_recipe = fmt::format("{}", fmt::join(recipe, " "));
   return p;
 }
 
@@ -144,7 +158,12 @@ tensor load(const block_ptr& p, const std::vector<int>& boundary_check, const st
   Tile t = tile("load", p, boundary_check, loc);
   if (!t.mask) return load(t.pointers, std::nullopt, std::nullopt, loc);
   if (padding_option == "nan") return load(t.pointers, *t.mask, operand(NAN, loc), loc);
-  return load(t.pointers, *t.mask, operand(0, loc), loc);
+  tensor v = load(t.pointers, *t.mask, operand(0, loc), loc);
+  // Every dim checked, zero padding: exactly a bulk tensor copy's out-of-bounds fill. The tensor's
+  // recipe lets the CUDA backend copy such tiles with TMA (the mask still holds the offsets).
+  if (!p.tensor_recipe.empty() && boundary_check.size() == static_cast<size_t>(p.rank()))
+    v.value(loc)->def->attrs.str = "tensor " + p.tensor_recipe;
+  return v;
 }
 
 void store(const block_ptr& p, operand value, const std::vector<int>& boundary_check, loc_t loc) {

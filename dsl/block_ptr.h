@@ -33,6 +33,10 @@ struct block_ptr {
   ir::Shape block_shape;
   std::vector<int> order;
 
+  // For the CUDA backend's bulk tensor copies (TMA): "base shape0 .. stride0 .." as `pN` (kernel
+  // parameter N) or `cV` (constant V) when every piece is one, else empty.
+  std::string tensor_recipe;
+
   block_ptr() = default;
   block_ptr(const block_ptr&) = default;
   // Element by element: run-time loops carry the tensor objects alive before them, so the

@@ -164,6 +164,11 @@ struct Driver {
   CUresult (*cuModuleGetFunction)(CUfunction* func, CUmodule module, const char* name);
   CUresult (*cuFuncSetAttribute)(CUfunction func, CUfunction_attribute attrib, int value);
   CUresult (*cuFuncGetAttribute)(int* value, CUfunction_attribute attrib, CUfunction func);
+  // CUtensorMap (128 bytes, 64-byte aligned) for the bulk tensor copies; enums as int.
+  CUresult (*cuTensorMapEncodeTiled)(void* tensor_map, int data_type, uint32_t rank, void* global_address,
+                                     const uint64_t* global_dim, const uint64_t* global_strides,
+                                     const uint32_t* box_dim, const uint32_t* element_strides, int interleave,
+                                     int swizzle, int l2_promotion, int oob_fill);
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
                              unsigned block_y, unsigned block_z, unsigned shared_bytes, CUstream stream,
                              void** kernel_params, void** extra);

@@ -39,12 +39,16 @@ bool nvrtc_or_skip() {
 }
 
 // Traces `k` for `args`, generates CUDA C++ and compiles it for sm_90a; returns the source.
+// (Shared memory: the generator's default budget, or an H100's 227 KB less 8 KB with
+// H100_SHARED_MEMORY, as the backend passes it there.)
+inline int64_t g_smem_budget = cuda::kSharedMemoryBudget;
+constexpr int64_t H100_SHARED_MEMORY = 219 * 1024;
 template <class... A> cuda::KernelSource compile(tritium::Kernel& k, int num_warps, const A&... args) {
   auto f = k.optimized_function(args...);
   tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
   tritium::jit::CompileOptions opts;
   opts.num_warps = num_warps;
-  cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts);
+  cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, g_smem_budget);
   if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)  // to read the generated code
     std::ofstream(std::string(dir) + "/" + ks.entry + ".cu") << ks.source;
   std::vector<char> cubin;
@@ -362,6 +366,49 @@ BOOST_AUTO_TEST_CASE(matmul_loop_block_pointers) {
   auto desc = compile(kd, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32);
   BOOST_TEST(desc.source.find("matmul loop on tensor cores") != std::string::npos);
   BOOST_TEST(desc.source.find("tt_cp_async16(") != std::string::npos);
+}
+
+// On Hopper, tiles of block pointers and tensor descriptors (bounds on every dim, zero padding: a
+// bulk tensor copy's out-of-bounds fill) whose rows are 64-element column blocks of 16-bit values
+// are filled by TMA: thread 0 arms the stage's mbarrier and issues one copy per column block (A
+// 128 x 64: one; B 64 x 256: four), every thread waits on the mbarrier, no cp.async; the kernel
+// takes a tensor map per tile, whose recipe names the base, shape and strides (parameters 0, 3,
+// 5, 5, constant 1 for A). Tiles it cannot take (BK = 32: A's rows of 64 bytes; a run-time stride
+// that is not a multiple of 8 elements; NaN padding) keep cp.async.
+BOOST_AUTO_TEST_CASE(matmul_loop_tma) {
+  if (!nvrtc_or_skip()) return;
+  g_smem_budget = H100_SHARED_MEMORY;
+  auto k = tritium::kernel("mm_tma", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N,
+                                        tl::i32 K, int BM, int BN, int BK, bool NAN_PAD) {
+    auto pm = tl::program_id(0), pn = tl::program_id(1);
+    auto a_bp = tl::make_block_ptr(a, {M, K}, {K, 1}, {pm * BM, 0}, {BM, BK}, {1, 0});
+    auto b_d = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+      acc = tl::dot(tl::load(a_bp, {0, 1}, NAN_PAD ? "nan" : "zero"), b_d.load({kt * BK, pn * BN}), acc);
+      a_bp = tl::advance(a_bp, {0, BK});
+    }
+    tl::make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN}).store({pm * BM, pn * BN}, acc.to(tl::float16));
+  });
+  auto tma = compile(k, 8, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256, 64, false);
+  const std::string body = tma.source.substr(tma.source.find("__global__"));
+  BOOST_TEST(body.find("stages filled by TMA: 1 + 4 bulk tensor copies each") != std::string::npos);
+  BOOST_TEST(body.find("tt_cp_async16(") == std::string::npos);
+  BOOST_TEST(body.find("tt_mbarrier_wait(") != std::string::npos);
+  BOOST_TEST(body.find("const __grid_constant__ tt_tmap_t tt_tmap1") != std::string::npos);
+  BOOST_TEST_REQUIRE(tma.tma_maps.size() == 2u);
+  BOOST_TEST(tma.tma_maps[0] == "p0 p3 p5 p5 c1 2 6 64 128");  // A: base, M, K, stride K, 1; f16; box 64 x 128
+  BOOST_TEST(tma.tma_maps[1] == "p1 p5 p4 p4 c1 2 6 64 64");   // B: K x N, stride N; box 64 x 64 (four a stage)
+  // Three stages of 48 KB and an mbarrier each.
+  BOOST_TEST(tma.smem_bytes == 3 * (128 * 64 + 64 * 256) * 2 + 3 * 8);
+  auto narrow = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 64, 128, 32, false);
+  BOOST_TEST(narrow.source.find("stages filled by TMA") == std::string::npos);
+  BOOST_TEST(narrow.tma_maps.empty());
+  auto odd = compile(k, 8, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4100, 4100, 4100, 128, 256, 64, false);
+  BOOST_TEST(odd.tma_maps.empty());  // 4100 is not a multiple of 16: no divisibility known
+  auto nan = compile(k, 8, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256, 64, true);
+  BOOST_TEST(nan.tma_maps.empty());
+  g_smem_budget = cuda::kSharedMemoryBudget;
 }
 
 // 8-bit operands (fp8 e4m3 / e5m2 into f32, int8 into i32) take wgmma with both tiles K-major,

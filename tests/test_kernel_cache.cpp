@@ -245,18 +245,21 @@ BOOST_AUTO_TEST_CASE(unloadable_entry_with_valid_checksum_is_recompiled) {
   tt::for_each_backend([&](const tt::Backend& be) {
     const std::string kind = entry_extension(be).substr(1);
     // The payload's own header is kept and the rest replaced: the CPU's ELF header (64 bytes),
-    // or CUDA's binary header (40 bytes: magic, launch sizes, the entry name's length at offset
-    // 32) and the entry name, then text that is neither a cubin nor valid PTX (NUL-terminated, as
-    // the driver reads a non-ELF image as a PTX string). Then the whole payload is garbage.
+    // or CUDA's binary header (48 bytes: magic, launch sizes, the entry name's length at offset
+    // 32, the tensor maps' at 40), the entry name and the maps, then text that is neither a cubin
+    // nor valid PTX (NUL-terminated, as the driver reads a non-ELF image as a PTX string). Then
+    // the whole payload is garbage.
     auto keep_header = [&](const std::vector<char>& payload) {
       size_t keep = 64;
       if (be.device.is_cuda()) {
-        BOOST_REQUIRE(payload.size() >= 40u);
-        BOOST_REQUIRE(std::memcmp(payload.data(), "TRTCUDA1", 8) == 0);
-        int32_t entry_length;
+        BOOST_REQUIRE(payload.size() >= 48u);
+        BOOST_REQUIRE(std::memcmp(payload.data(), "TRTCUDA2", 8) == 0);
+        int32_t entry_length, maps_length;
         std::memcpy(&entry_length, payload.data() + 32, 4);
+        std::memcpy(&maps_length, payload.data() + 40, 4);
         BOOST_REQUIRE(entry_length >= 0);
-        keep = 40 + static_cast<size_t>(entry_length);
+        BOOST_REQUIRE(maps_length >= 0);
+        keep = 48 + static_cast<size_t>(entry_length) + static_cast<size_t>(maps_length);
       } else {
         BOOST_REQUIRE(payload.size() >= 64u);
         BOOST_REQUIRE(std::memcmp(payload.data(), "\x7f" "ELF", 4) == 0);

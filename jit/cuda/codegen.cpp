@@ -32,8 +32,12 @@ KernelSource Codegen::run() {
   std::string src = device_header();
   src += fmt::format("\n// Kernel {}: {} threads ({} warps), {} bytes of shared memory, {} bytes of scratch per program.\n",
                      f_.name, nt_, nwarps_, smem_, scratch_);
-  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert) {{\n",
-                     nt_, ks.entry, params);
+  ks.tma_maps = tma_maps_;
+  std::string maps;
+  if (!tma_maps_.empty()) src += "struct __align__(64) tt_tmap_t { unsigned long long v[16]; };  // a CUtensorMap\n";
+  for (size_t i = 0; i < tma_maps_.size(); ++i) maps += fmt::format(", const __grid_constant__ tt_tmap_t tt_tmap{}", i);
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert{}) {{\n",
+                     nt_, ks.entry, params, maps);
   src += "  extern __shared__ __align__(1024) uint8_t tt_smem[];\n";
   src += "  const int tid = (int)threadIdx.x;\n";
   src += "  const int32_t tt_pid0 = (int32_t)blockIdx.x, tt_pid1 = (int32_t)blockIdx.y, tt_pid2 = (int32_t)blockIdx.z;\n";

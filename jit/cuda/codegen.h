@@ -20,10 +20,15 @@ struct KernelSource {
   int64_t scratch_bytes = 0;    // global scratch per program (CTA); 0: none
   int num_asserts = 0;          // device_assert sites (the host checks the flag only when > 0)
   bool has_print = false;       // device_print: the host waits for the kernel so the output is flushed
+  // Tensor maps the kernel takes after tt_assert (`const __grid_constant__ tt_tmap_t tt_tmapI`),
+  // one per tile load copied with TMA, each "BASE SHAPE0 SHAPE1 STRIDE0 STRIDE1 ESIZE DTYPE BOX0
+  // BOX1": the first five `pN` (kernel parameter N) or `cV` (constant V), then the element bytes,
+  // the CUtensorMapDataType and the box (elements of the contiguous dim, rows).
+  std::vector<std::string> tma_maps;
 };
 
 // The generated kernel's signature is
-//   extern "C" __global__ void <entry>(params..., unsigned char* tt_scratch, int* tt_assert)
+//   extern "C" __global__ void <entry>(params..., unsigned char* tt_scratch, int* tt_assert[, tensor maps])
 // launched over grid (x, y, z) with num_threads threads and smem_bytes of dynamic shared memory.
 // Materialised block values take shared memory up to `smem_budget` bytes per CTA (the backend
 // passes the device's opt-in limit less a margin for the small reduction buffers), then the

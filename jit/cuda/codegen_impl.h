@@ -159,6 +159,8 @@ class Codegen {
   int64_t smem_peak_ = 0;  // the high-water mark of smem_, which falls back after a matmul loop's stages
   int num_asserts_ = 0;
   bool has_print_ = false;
+  std::vector<std::string> tma_maps_;  // KernelSource::tma_maps
+  static constexpr size_t kMaxTmaMaps = 8;  // (the launcher's bound)
   std::string lane_ = "0";
   // Inside a loop nest's lane loop: its width V, the last index of the lane's element
   // "(base + lane_)" and that of the chunk's first element, "base".
@@ -522,6 +524,17 @@ class Codegen {
   // The per-thread chunk loop of a vector tile load: fn(row, ch, j).
   void for_each_chunk(const TileLoad& tl, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn);
   TileLoad plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m, bool transposed);
+  // A tile the bulk tensor copy engine (TMA) can fill: a bounds-checked, zero-padded 2-D load
+  // through a block pointer or tensor descriptor (the load's `tensor` recipe) of 16-bit elements,
+  // rows of 64-element column blocks (the stages' 128-byte swizzle is TMA's), aligned base and
+  // row stride. `row` / `col`: the tile's indices along dims 0 / 1 (offset + arange, from the
+  // bounds mask); evaluated at element (0, 0) they are its coordinates.
+  struct TmaTile {
+    std::string map;  // the KernelSource::tma_maps entry
+    const ir::Value* row = nullptr;
+    const ir::Value* col = nullptr;
+  };
+  std::optional<TmaTile> plan_tma(const TileLoad& tl);
   void emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
                       const std::string& base);
   // One 16-byte chunk of a vector tile load: where it goes, where it comes from, its lanes' masks.

@@ -30,7 +30,7 @@ namespace {
 namespace cu = runtime::cuda;
 
 constexpr int32_t kHasPrint = 1;
-constexpr char kMagic[8] = {'T', 'R', 'T', 'C', 'U', 'D', 'A', '1'};
+constexpr char kMagic[8] = {'T', 'R', 'T', 'C', 'U', 'D', 'A', '2'};
 
 struct BinaryHeader {
   char magic[8];
@@ -40,7 +40,10 @@ struct BinaryHeader {
   int64_t scratch_bytes;
   int32_t entry_length;
   int32_t flags;  // kHasPrint
+  int32_t maps_length;  // the tensor maps' recipes (KernelSource::tma_maps, one a line), after the entry
+  int32_t reserved;
 };
+static_assert(sizeof(BinaryHeader) == 48, "the disk cache's CUDA entries (and test_kernel_cache) read this layout");
 
 std::vector<char> pack(const cuda::KernelSource& ks, const std::vector<char>& cubin) {
   BinaryHeader h{};
@@ -51,10 +54,15 @@ std::vector<char> pack(const cuda::KernelSource& ks, const std::vector<char>& cu
   h.scratch_bytes = ks.scratch_bytes;
   h.entry_length = static_cast<int32_t>(ks.entry.size());
   h.flags = ks.has_print ? kHasPrint : 0;
-  std::vector<char> out(sizeof h + ks.entry.size() + cubin.size());
-  std::memcpy(out.data(), &h, sizeof h);
-  std::memcpy(out.data() + sizeof h, ks.entry.data(), ks.entry.size());
-  std::memcpy(out.data() + sizeof h + ks.entry.size(), cubin.data(), cubin.size());
+  std::string maps;
+  for (const std::string& m : ks.tma_maps) maps += m + "\n";
+  h.maps_length = static_cast<int32_t>(maps.size());
+  std::vector<char> out(sizeof h + ks.entry.size() + maps.size() + cubin.size());
+  char* at = out.data();
+  std::memcpy(at, &h, sizeof h);
+  std::memcpy(at += sizeof h, ks.entry.data(), ks.entry.size());
+  std::memcpy(at += ks.entry.size(), maps.data(), maps.size());
+  std::memcpy(at + maps.size(), cubin.data(), cubin.size());
   return out;
 }
 
@@ -76,9 +84,11 @@ std::vector<std::string> split_options(const std::string& text) {
 
 class CudaKernel : public CompiledKernel {
  public:
-  CudaKernel(int device, const BinaryHeader& h, std::string entry, const std::vector<char>& binary, size_t offset,
-             std::vector<std::string> asserts, size_t num_params)
+  CudaKernel(int device, const BinaryHeader& h, std::string entry, const std::string& maps, const std::vector<char>& binary,
+             size_t offset, std::vector<std::string> asserts, size_t num_params)
       : device_(device), header_(h), entry_(std::move(entry)), asserts_(std::move(asserts)), num_params_(num_params) {
+    std::istringstream lines(maps);
+    for (std::string line; std::getline(lines, line);) maps_.push_back(parse_map(line, entry_));
     const cu::Driver& d = cu::driver();
     cu::ensure_context(device_);
     // cuModuleLoadData wants the image suitably aligned: copy it.
@@ -116,8 +126,9 @@ class CudaKernel : public CompiledKernel {
     cu::CUstream stream = cu::default_stream(device_);
     // Every parameter is at most 8 bytes and little-endian in its 64-bit slot: a pointer to the
     // slot is a pointer to the parameter (i32 in the low 4 bytes, f32 bits in the low half, ...).
-    // Kernels have at most 64 run-time parameters (dsl/kernel.cpp), plus scratch and flag here.
-    std::array<void*, 66> params;
+    // Kernels have at most 64 run-time parameters (dsl/kernel.cpp), plus scratch and flag here,
+    // then the tensor maps.
+    std::array<void*, 66 + kMaxTensorMaps> params;
     for (size_t i = 0; i < num_params_; ++i) params[i] = const_cast<uint64_t*>(args + i);
     cu::CUdeviceptr scratch = 0, flag = 0;
     if (header_.scratch_bytes > 0)
@@ -129,6 +140,11 @@ class CudaKernel : public CompiledKernel {
     }
     params[num_params_] = &scratch;
     params[num_params_ + 1] = &flag;
+    std::array<TensorMap, kMaxTensorMaps> tensor_maps;
+    for (size_t i = 0; i < maps_.size(); ++i) {
+      encode(maps_[i], args, tensor_maps[i]);
+      params[num_params_ + 2 + i] = &tensor_maps[i];
+    }
     cu::CUresult r = d.cuLaunchKernel(function_, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y),
                                       static_cast<unsigned>(grid.z), static_cast<unsigned>(header_.num_threads), 1, 1,
                                       static_cast<unsigned>(header_.smem_bytes), stream, params.data(), nullptr);
@@ -153,7 +169,52 @@ class CudaKernel : public CompiledKernel {
   }
 
  private:
+  // A tensor map's recipe (codegen.h, KernelSource::tma_maps) and its encoding for one launch:
+  // a 2-D row-major tensor, 128-byte swizzle (the matmul stages' layout), zero outside it.
+  struct MapRecipe {
+    std::array<std::pair<bool, int64_t>, 5> values;  // base, shape0, shape1, stride0, stride1: (is parameter, index or value)
+    int esize = 2, dtype = 0;
+    uint32_t box[2] = {0, 0};
+  };
+  struct alignas(64) TensorMap {
+    uint64_t words[16];
+  };
+  static constexpr size_t kMaxTensorMaps = 8;
+
+  static MapRecipe parse_map(const std::string& line, const std::string& entry) {
+    std::istringstream in(line);
+    MapRecipe r;
+    for (auto& v : r.values) {
+      std::string tok;
+      in >> tok;
+      if (tok.size() < 2 || (tok[0] != 'p' && tok[0] != 'c')) fail("kernel {}: bad tensor map recipe '{}'", entry, line);
+      v = {tok[0] == 'p', std::stoll(tok.substr(1))};
+    }
+    in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
+    if (!in) fail("kernel {}: bad tensor map recipe '{}'", entry, line);
+    return r;
+  }
+
+  void encode(const MapRecipe& r, const uint64_t* args, TensorMap& out) const {
+    auto value = [&](size_t i) {
+      auto [param, v] = r.values[i];
+      return param ? static_cast<int64_t>(args[v]) : v;
+    };
+    const int64_t shape0 = value(1), shape1 = value(2), stride0 = value(3);
+    uint64_t dims[2] = {static_cast<uint64_t>(shape1), static_cast<uint64_t>(shape0)};
+    uint64_t strides[1] = {static_cast<uint64_t>(stride0) * static_cast<uint64_t>(r.esize)};
+    uint32_t unit[2] = {1, 1};
+    // (The code generator took this path only for a 16-byte aligned base and row stride.)
+    cu::CUresult e = cu::driver().cuTensorMapEncodeTiled(&out, r.dtype, 2, reinterpret_cast<void*>(value(0)), dims, strides,
+                                                         r.box, unit, /*interleave none*/ 0, /*swizzle 128 B*/ 3,
+                                                         /*L2 promotion 128 B*/ 2, /*zero fill*/ 0);
+    if (e != cu::CUDA_SUCCESS)
+      cu::check(e, "cuTensorMapEncodeTiled",
+                fmt::format("kernel {} (a tensor of {} x {} elements, row stride {})", name, shape0, shape1, stride0));
+  }
+
   int device_;
+  std::vector<MapRecipe> maps_;
   BinaryHeader header_;
   std::string entry_;
   std::vector<std::string> asserts_;
@@ -176,7 +237,7 @@ class CudaBackend : public Backend {
     return p.cc_major == 9 && p.cc_minor == 0 ? "sm_90a" : p.arch();
   }
   std::string target_id() const override {
-    return fmt::format("{};nvrtc-{};driver-{};smem-{};fast-compile-{};options {}", arch(), cuda::nvrtc_version(),
+    return fmt::format("{};binary-2;nvrtc-{};driver-{};smem-{};fast-compile-{};options {}", arch(), cuda::nvrtc_version(),
                        cu::driver().driver_version, cu::properties(device_).max_shared_memory_per_block_optin,
                        fast_compile_id(), env().nvrtc_options);
   }
@@ -213,9 +274,12 @@ class CudaBackend : public Backend {
     if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.entry_length < 0 ||
         sizeof h + static_cast<size_t>(h.entry_length) > binary.size())
       fail("CUDA backend: the binary of kernel {} is not a Tritium cubin", f.name);
+    if (h.maps_length < 0 || sizeof h + static_cast<size_t>(h.entry_length) + static_cast<size_t>(h.maps_length) > binary.size())
+      fail("CUDA backend: the binary of kernel {} is not a Tritium cubin", f.name);
     std::string entry(binary.data() + sizeof h, static_cast<size_t>(h.entry_length));
-    return std::make_shared<CudaKernel>(device_, h, entry, binary, sizeof h + entry.size(), assert_messages(f),
-                                        f.params.size());
+    std::string maps(binary.data() + sizeof h + entry.size(), static_cast<size_t>(h.maps_length));
+    return std::make_shared<CudaKernel>(device_, h, entry, maps, binary, sizeof h + entry.size() + maps.size(),
+                                        assert_messages(f), f.params.size());
   }
 
  private:

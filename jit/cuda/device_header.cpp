@@ -317,6 +317,26 @@ TT_INLINE void tt_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned
 template <int N> TT_INLINE void tt_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 // Shared memory written with st.shared before wgmma reads it (the async proxy); cp.async needs none.
 TT_INLINE void tt_fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Stages filled by the bulk tensor copy engine (TMA): one mbarrier per stage, armed by the issuing
+// thread with the stage's byte count; the copies complete the transaction, waiters test the phase.
+TT_INLINE void tt_mbarrier_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+TT_INLINE void tt_fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+TT_INLINE void tt_mbarrier_inval(uint32_t bar) { asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory"); }
+TT_INLINE void tt_mbarrier_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+TT_INLINE void tt_mbarrier_wait(uint32_t bar, uint32_t parity) {
+  asm volatile("{ .reg .pred p; TT_WAIT_%=: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1; @!p bra TT_WAIT_%=; }"
+               ::"r"(bar), "r"(parity) : "memory");
+}
+// A box of a 2-D tensor map at (c0 along the contiguous dim, c1) into shared memory at dst;
+// elements outside the tensor read as zero.
+TT_INLINE void tt_tma_load_2d(uint32_t dst, const void* map, int c0, int c1, uint32_t bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+               ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
 #endif
 
 // ---- masked vector loads: one predicated load, straight-line code the scheduler can hoist ----

@@ -4,6 +4,9 @@
 // and the store of a fragment-mapped value through shared memory.
 #include <tuple>
 
+#include <iterator>
+#include <sstream>
+
 #include "jit/cuda/codegen_impl.h"
 
 namespace tritium::jit::cuda::detail {
@@ -407,6 +410,44 @@ Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, 
   return tl;
 }
 
+std::optional<Codegen::TmaTile> Codegen::plan_tma(const TileLoad& tl) {
+  const ir::Op* ld = tl.load;
+  const std::string& rec = ld->attrs.str;
+  if (cc_ < 90 || rec.rfind("tensor ", 0) != 0 || !tl.vector || tl.transposed || tl.epc != 8 || tl.C % 64 != 0 ||
+      tl.R % 8 != 0 || tl.R > 256 || ld->operands.size() != 3)
+    return std::nullopt;
+  std::istringstream in(rec.substr(7));
+  std::vector<std::string> t{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+  if (t.size() != 5 || t[4] != "c1") return std::nullopt;  // base, shape0, shape1, stride0, stride1 = 1
+  // TMA wants a 16-byte aligned base and row stride (in bytes).
+  auto param_divisibility = [&](const std::string& tok) -> int64_t {
+    size_t i = std::stoul(tok.substr(1));
+    return i < f_.body->args.size() ? axis_.get(f_.body->args[i]).divisibility[0] : 1;
+  };
+  if (t[0][0] != 'p' || param_divisibility(t[0]) % 16 != 0) return std::nullopt;
+  if (t[3][0] == 'p' ? param_divisibility(t[3]) % 8 != 0 : std::stoll(t[3].substr(1)) % 8 != 0) return std::nullopt;
+  // The indices of each dim, from the mask (idx >= 0) && (idx < shape) per dim (block_ptr.cpp).
+  TmaTile r;
+  std::function<void(const ir::Value*)> walk = [&](const ir::Value* v) {
+    const ir::Op* d = v->def;
+    if (!d) return;
+    if (d->kind == OpKind::And || d->kind == OpKind::Broadcast) {
+      for (const ir::Value* o : d->operands) walk(o);
+    } else if (d->kind == OpKind::CmpGe && d->operand(1)->def && d->operand(1)->def->kind == OpKind::Constant &&
+               d->operand(1)->def->attrs.ival == 0) {
+      const ir::Shape& sh = d->operand(0)->type.shape;
+      if (sh.size() == 2 && sh[0] == (tl.transposed ? tl.C : tl.R) && sh[1] == 1) r.row = d->operand(0);
+      if (sh.size() == 2 && sh[0] == 1 && sh[1] == (tl.transposed ? tl.R : tl.C)) r.col = d->operand(0);
+    }
+  };
+  walk(ld->operand(1));
+  if (!r.row || !r.col) return std::nullopt;
+  const int dtype = ld->result()->type.dtype == DType::f16 ? 6 : ld->result()->type.dtype == DType::bf16 ? 9 : -1;
+  if (dtype < 0) return std::nullopt;
+  r.map = fmt::format("{} 2 {} 64 {}", rec.substr(7), dtype, tl.R);
+  return r;
+}
+
 void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
                              const std::string& base) {
   const ir::Op* ld = tl.load;
@@ -635,7 +676,69 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     emit_mma_tiles(t, BK, m.dot, tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
   };
   std::string trip = fresh("trip");
-  if (S == 1) {
+  // Both tiles through TMA where they can (block pointers, tensor descriptors; a top-level loop
+  // whose wgmma stays in flight): thread 0 fills a stage with bulk tensor copies on the stage's
+  // mbarrier, every thread waits on it; no cp.async, and the trip's first barrier goes (the
+  // second one still frees the slot refilled next).
+  std::optional<TmaTile> tma_a, tma_b;
+  if (wgmma && in_flight && S >= 3 && loop->parent == f_.body && tma_maps_.size() + 2 <= kMaxTmaMaps &&
+      (tma_a = plan_tma(ta)))
+    tma_b = plan_tma(tb);
+  if (tma_a && tma_b) {
+    const int map_a = static_cast<int>(tma_maps_.size());
+    tma_maps_.push_back(tma_a->map);
+    tma_maps_.push_back(tma_b->map);
+    const int64_t bars = smem_;  // one 8-byte mbarrier per stage, after the stages
+    smem_ += 8 * S;
+    std::string bar = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", bars));
+    open("if (tid == 0)");
+    for (int s = 0; s < S; ++s) line(fmt::format("tt_mbarrier_init({} + {}, 1);", bar, 8 * s));
+    line("tt_fence_mbarrier_init();");
+    close();
+    line("__syncthreads();");
+    auto issue_tma = [&](const std::string& t, const std::string& slot) {
+      open("");
+      auto saved = bind_trip(loop, roots, iv_at(t), &m, t);
+      std::string ra = tmp("int", eval(tma_a->row, Index{"0", "0"})), ca = tmp("int", eval(tma_a->col, Index{"0", "0"}));
+      std::string rb = tmp("int", eval(tma_b->row, Index{"0", "0"})), cb = tmp("int", eval(tma_b->col, Index{"0", "0"}));
+      scalars_ = std::move(saved);
+      open("if (tid == 0)");
+      std::string bs = tmp("uint32_t", fmt::format("{} + ({}) * 8", bar, slot));
+      line(fmt::format("tt_mbarrier_expect_tx({}, {});", bs, a_bytes + b_bytes));
+      for (int64_t c = 0; c < ta.C / 64; ++c)
+        line(fmt::format("tt_tma_load_2d({} + ({}) * {} + {}, &tt_tmap{}, {} + {}, {}, {});", sa, slot, a_bytes,
+                         c * ta.R * 128, map_a, ca, c * 64, ra, bs));
+      for (int64_t c = 0; c < tb.C / 64; ++c)
+        line(fmt::format("tt_tma_load_2d({} + ({}) * {} + {}, &tt_tmap{}, {} + {}, {}, {});", sb, slot, b_bytes,
+                         c * tb.R * 128, map_a + 1, cb, c * 64, rb, bs));
+      close();
+      close();
+    };
+    line(fmt::format("// stages filled by TMA: {} + {} bulk tensor copies each", ta.C / 64, tb.C / 64));
+    const int ahead = S - 1;
+    for (int s = 0; s < ahead; ++s) {
+      open(fmt::format("if ({} < {})", s, trips));
+      issue_tma(std::to_string(s), std::to_string(s));
+      close();
+    }
+    std::string rd = fresh("rd"), wr = fresh("wr");
+    line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
+    line(fmt::format("tt_mbarrier_wait({} + {} * 8, ({} / {}) & 1);  // this trip's tiles have landed", bar, rd, trip, S));
+    compute(rd);
+    line("__syncthreads();  // every warpgroup retired the previous trip's wgmma: its slot is free");
+    open(fmt::format("if ({} + {} < {})", trip, ahead, trips));
+    issue_tma(fmt::format("{} + {}", trip, ahead), wr);
+    close();
+    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
+    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
+    close();
+    line("tt_wgmma_wait<0>();");
+    line("__syncthreads();  // every thread is past its last wait before the barriers go");
+    open("if (tid == 0)");
+    for (int s = 0; s < S; ++s) line(fmt::format("tt_mbarrier_inval({} + {});", bar, 8 * s));
+    close();
+  } else if (S == 1) {
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
     issue(trip, "0");
     line("tt_cp_async_commit();");
