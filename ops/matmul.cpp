@@ -9,6 +9,9 @@
 // Dtypes: f16/bf16/f32 accumulate in f32, f64 in f64; both operands must have the same dtype.
 // fp32 products are exact fp32 unless set_float32_matmul_precision allows tf32 (as in PyTorch).
 //
+// Hopper, f16/bf16, one matrix each with contiguous rows: the loads go through block pointers,
+// whose tiles the CUDA backend copies with TMA (docs/cuda-backend.md).
+//
 // Configs: on a GPU the autotuner picks block sizes, warps and stages per shape and layout from
 // tutorial 03's tensor-core configs (results kept in the disk cache); on the CPU a heuristic picks
 // the blocks (pick_blocks: LLVM compiles are too slow to try several per shape).
@@ -22,6 +25,7 @@
 
 #include "autotune/autotuner.h"
 #include "ops/ops.h"
+#include "runtime/cuda_device.h"
 #include "runtime/dtype_dispatch.h"
 #include "runtime/thread_pool.h"
 #include "runtime/views.h"
@@ -41,7 +45,7 @@ template <class T> Kernel& matmul_kernel() {
       [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K, tl::i64 stride_am,
          tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm, tl::i64 stride_cn, tl::i64 NB2,
          tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2, int BLOCK_M, int BLOCK_N,
-         int BLOCK_K, int GROUP_M, int TF32, bool CARRY_POINTERS) {
+         int BLOCK_K, int GROUP_M, int TF32, bool CARRY_POINTERS, bool BLOCK_POINTERS) {
         // Grouped ordering: GROUP_M rows of tiles are visited column by column, so the tiles of
         // B stay in cache while A's rows are reused.
         auto pid = tl::program_id(0);
@@ -68,7 +72,19 @@ template <class T> Kernel& matmul_kernel() {
         auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
         auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
         auto offs_k = tl::arange(0, BLOCK_K);
-        if (CARRY_POINTERS) {
+        if (BLOCK_POINTERS) {
+          // Hopper, one matrix of each (no batch offset, so the bases are the arguments): block
+          // pointers, whose bounds-checked tiles the CUDA backend copies with TMA
+          // (docs/cuda-backend.md) when the row strides are multiples of 8 elements.
+          auto a_bp = tl::make_block_ptr(a_ptr, {M, K}, {stride_am, stride_ak}, {pid_m * BLOCK_M, 0}, {BLOCK_M, BLOCK_K}, {1, 0});
+          auto b_bp = tl::make_block_ptr(b_ptr, {K, N}, {stride_bk, stride_bn}, {0, pid_n * BLOCK_N}, {BLOCK_K, BLOCK_N}, {1, 0});
+          for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
+            (void)kk;
+            acc = tl::dot(tl::load(a_bp, {0, 1}), tl::load(b_bp, {0, 1}), acc, std::nullopt, precision);
+            a_bp = tl::advance(a_bp, {0, BLOCK_K});
+            b_bp = tl::advance(b_bp, {BLOCK_K, 0});
+          }
+        } else if (CARRY_POINTERS) {
           // The GPU form (tutorial 03's): blocks of pointers carried through the loop and
           // advanced by a K step. The matmul-loop lowering computes each chunk's address once
           // before the loop (init + trip * step), not from the row offsets on every trip.
@@ -107,7 +123,7 @@ template <class T> Kernel& matmul_kernel() {
       },
       {"a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
        "stride_cn", "NB2", "sa1", "sa2", "sb1", "sb2", "sc1", "sc2", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "TF32",
-       "CARRY_POINTERS"});
+       "CARRY_POINTERS", "BLOCK_POINTERS"});
   return k;
 }
 
@@ -220,9 +236,15 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
     const auto m32 = static_cast<int32_t>(M), n32 = static_cast<int32_t>(N), k32 = static_cast<int32_t>(K);
     if (a.device().is_cuda() && !std::is_same_v<T, double>) {
       auto grid = [&](const Meta& meta) { return Grid(cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), nbatch); };
+      // Block pointers where their tiles can take TMA: Hopper, 16-bit, one matrix each, rows
+      // contiguous with 16-byte aligned strides (else the pointer form, faster without TMA).
+      const bool tma = std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>
+                           ? runtime::cuda::properties(a.device().index).compute_capability() >= 90 && nbatch == 1 &&
+                                 a.stride(-1) == 1 && b.stride(-1) == 1 && a.stride(-2) % 8 == 0 && b.stride(-2) % 8 == 0
+                           : false;
       gpu_tuner<T>()[grid](a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2),
                            c.stride(-1), dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc,
-                           dims[1].sc, Meta{{"TF32", tf32}, {"CARRY_POINTERS", true}});
+                           dims[1].sc, Meta{{"TF32", tf32}, {"CARRY_POINTERS", !tma}, {"BLOCK_POINTERS", tma}});
       return;
     }
     Blocks bl = pick_blocks(M, N, K, nbatch, a.device());
@@ -230,7 +252,7 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
     matmul_kernel<T>()[{tiles, nbatch}](
         a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2), c.stride(-1),
         dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc, dims[1].sc, bl.m, bl.n, bl.k, bl.group,
-        tf32, false, Options{.device = a.device()});
+        tf32, false, false, Options{.device = a.device()});
   });
 }
 

@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
         int32_t n32 = static_cast<int32_t>(n);
         const auto& r = tuner.tune(grid, a, b, c, n32, n32, n32, n, int64_t{1}, n, int64_t{1}, n, int64_t{1}, int64_t{1},
                                    int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0},
-                                   Meta{{"TF32", 0}, {"CARRY_POINTERS", args.device.is_cuda()}});
+                                   Meta{{"TF32", 0}, {"CARRY_POINTERS", args.device.is_cuda()}, {"BLOCK_POINTERS", false}});
         count(r);
         add_rows(report, "N=" + std::to_string(n), static_cast<double>(n), 2.0 * n * n * n, r, default_config);
         bar.tick("N=" + std::to_string(n));
