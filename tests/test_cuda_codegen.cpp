@@ -12,6 +12,7 @@
 
 #include "common/shared_library.h"
 #include "ir/ir.h"
+#include "ops/ops.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/device.h"
 #include "jit/cuda/codegen.h"
@@ -408,6 +409,19 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma) {
   BOOST_TEST(odd.tma_maps.empty());  // 4100 is not a multiple of 16: no divisibility known
   auto nan = compile(k, 8, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256, 64, true);
   BOOST_TEST(nan.tma_maps.empty());
+  // bf16 tiles too (CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9), through the op library's kernel.
+  auto ops = tritium::ops::matmul_kernel(tritium::DType::bf16).optimized_function(
+      addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), addr<tritium::bf16_t>(2), 4096, 4096, 4096, int64_t{4096},
+      int64_t{1}, int64_t{4096}, int64_t{1}, int64_t{4096}, int64_t{1}, int64_t{1}, int64_t{0}, int64_t{0}, int64_t{0},
+      int64_t{0}, int64_t{0}, int64_t{0},
+      tritium::Meta{{"BLOCK_M", 128}, {"BLOCK_N", 256}, {"BLOCK_K", 64}, {"GROUP_M", 8}, {"TF32", 0},
+                    {"CARRY_POINTERS", false}, {"BLOCK_POINTERS", true}});
+  tritium::jit::CompileOptions o8;
+  o8.num_warps = 8;
+  auto bf = cuda::generate_cuda(*ops, tritium::jit::analyze_axis_info(*ops), o8, H100_SHARED_MEMORY);
+  BOOST_TEST_REQUIRE(bf.tma_maps.size() == 2u);
+  BOOST_TEST(bf.tma_maps[0] == "p0 p3 p5 p6 c1 2 9 64 128");
+  BOOST_TEST(bf.tma_maps[1] == "p1 p5 p4 p8 c1 2 9 64 64");
   g_smem_budget = cuda::kSharedMemoryBudget;
 }
 
