@@ -88,7 +88,8 @@ class CudaKernel : public CompiledKernel {
              size_t offset, std::vector<std::string> asserts, size_t num_params)
       : device_(device), header_(h), entry_(std::move(entry)), asserts_(std::move(asserts)), num_params_(num_params) {
     std::istringstream lines(maps);
-    for (std::string line; std::getline(lines, line);) maps_.push_back(parse_map(line, entry_));
+    for (std::string line; std::getline(lines, line);) maps_.push_back(parse_map(line, entry_, num_params_));
+    if (maps_.size() > kMaxTensorMaps) fail("kernel {}: {} tensor maps, at most {}", entry_, maps_.size(), kMaxTensorMaps);
     const cu::Driver& d = cu::driver();
     cu::ensure_context(device_);
     // cuModuleLoadData wants the image suitably aligned: copy it.
@@ -181,17 +182,22 @@ class CudaKernel : public CompiledKernel {
   };
   static constexpr size_t kMaxTensorMaps = 8;
 
-  static MapRecipe parse_map(const std::string& line, const std::string& entry) {
+  // (A recipe read from the disk cache is checked: a bad one is an Error, and the entry recompiled.)
+  static MapRecipe parse_map(const std::string& line, const std::string& entry, size_t num_params) {
     std::istringstream in(line);
     MapRecipe r;
+    auto bad = [&] { fail("kernel {}: bad tensor map recipe '{}'", entry, line); };
     for (auto& v : r.values) {
       std::string tok;
       in >> tok;
-      if (tok.size() < 2 || (tok[0] != 'p' && tok[0] != 'c')) fail("kernel {}: bad tensor map recipe '{}'", entry, line);
-      v = {tok[0] == 'p', std::stoll(tok.substr(1))};
+      char* end = nullptr;
+      const long long x = tok.size() < 2 ? 0 : std::strtoll(tok.c_str() + 1, &end, 10);
+      if (tok.size() < 2 || (tok[0] != 'p' && tok[0] != 'c') || *end != '\0') bad();
+      if (tok[0] == 'p' && (x < 0 || static_cast<size_t>(x) >= num_params)) bad();
+      v = {tok[0] == 'p', x};
     }
     in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
-    if (!in) fail("kernel {}: bad tensor map recipe '{}'", entry, line);
+    if (!in || r.esize <= 0) bad();
     return r;
   }
 
