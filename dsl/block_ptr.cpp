@@ -169,18 +169,10 @@ tensor load(const block_ptr& p, const std::vector<int>& boundary_check, const st
 void store(const block_ptr& p, operand value, const std::vector<int>& boundary_check, loc_t loc) {
   SourceLoc l = L(loc);
   if (p.rank() == 0) fail(l, "tl::store: the block pointer was never made (tl::make_block_ptr)");
-  if (!value.is_literal() && value.value->type.is_block() && value.value->type.shape != p.block_shape) {
-    // Triton broadcasts the value to the block; a shape that does not broadcast is named here.
-    const ir::Shape& s = value.value->type.shape;
-    bool ok = s.size() <= p.block_shape.size();
-    for (size_t i = 0; ok && i < s.size(); ++i) {
-      int64_t want = p.block_shape[p.block_shape.size() - s.size() + i];
-      ok = s[i] == want || s[i] == 1;
-    }
-    if (!ok)
-      fail(l, "tl::store: value shape {} does not match the block pointer's block_shape {}", ir::shape_str(s),
-           ir::shape_str(p.block_shape));
-  }
+  // Triton broadcasts the value to the block; a shape that does not broadcast is named here.
+  if (!value.is_literal() && !dsl::broadcastable_to(value.value->type.shape, p.block_shape))
+    fail(l, "tl::store: value shape {} does not match the block pointer's block_shape {}",
+         ir::shape_str(value.value->type.shape), ir::shape_str(p.block_shape));
   Tile t = tile("store", p, boundary_check, loc);
   if (t.mask) store(t.pointers, value, *t.mask, loc);
   else store(t.pointers, value, std::nullopt, loc);

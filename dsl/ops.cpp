@@ -97,15 +97,6 @@ Value* require_pointer(const char* op, const tensor& p, const SourceLoc& loc) {
   return v;
 }
 
-// Whether `from` broadcasts to exactly `to` (numpy rules, one direction only).
-bool broadcastable_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  size_t off = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i)
-    if (from[i] != to[off + i] && from[i] != 1) return false;
-  return true;
-}
-
 // Mask: boolean, broadcastable to the pointer's shape (never the other way round, as in Triton).
 Value* prepare_mask(const char* op, const std::optional<operand>& mask, Value* ptr, const SourceLoc& loc) {
   if (!mask) return nullptr;
@@ -116,7 +107,7 @@ Value* prepare_mask(const char* op, const std::optional<operand>& mask, Value* p
     fail(loc, "tl::{}: mask {} is a block but the pointer {} is a scalar", op, dsl::describe(m),
          dsl::describe(ptr));
   if (m->type.shape != ptr->type.shape) {
-    if (!broadcastable_to(m->type.shape, ptr->type.shape))
+    if (!dsl::broadcastable_to(m->type.shape, ptr->type.shape))
       fail(loc, "tl::{}: mask shape {} does not match pointer shape {} (the mask must broadcast to the pointer's shape)",
            op, ir::shape_str(m->type.shape), ir::shape_str(ptr->type.shape));
     m = dsl::broadcast_to(op, loc, m, ptr->type.shape);
@@ -134,7 +125,7 @@ Value* prepare_value(const char* op, const operand& val, Value* ptr, const Sourc
          dsl::describe(ptr));
   v = dsl::cast(op, loc, v, elem);
   if (v->type.shape != ptr->type.shape) {
-    if (!broadcastable_to(v->type.shape, ptr->type.shape))
+    if (!dsl::broadcastable_to(v->type.shape, ptr->type.shape))
       fail(loc, "tl::{}: value shape {} does not match pointer shape {} (the value must broadcast to the pointer's shape)",
            op, ir::shape_str(v->type.shape), ir::shape_str(ptr->type.shape));
     v = dsl::broadcast_to(op, loc, v, ptr->type.shape);

@@ -177,4 +177,12 @@ Value* elementwise(const char* op, const SourceLoc& loc, OpKind kind, std::vecto
   return builder(op, loc).create1(kind, std::move(operands), t);
 }
 
+bool broadcastable_to(const ir::Shape& from, const ir::Shape& to) {
+  if (from.size() > to.size()) return false;
+  size_t off = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != to[off + i] && from[i] != 1) return false;
+  return true;
+}
+
 }  // namespace tritium::dsl

@@ -31,6 +31,8 @@ Value* to_bool(const char* op, const SourceLoc& loc, Value* v);          // x !=
 // Broadcasting: numpy rules (leading dims added, size-1 dims stretched).
 ir::Shape broadcast_shapes(const char* op, const SourceLoc& loc, const ir::Shape& a, const ir::Shape& b);
 Value* broadcast_to(const char* op, const SourceLoc& loc, Value* v, const ir::Shape& shape);
+// Whether `from` broadcasts to exactly `to` (numpy rules, one direction only).
+bool broadcastable_to(const ir::Shape& from, const ir::Shape& to);
 std::pair<Value*, Value*> broadcast_pair(const char* op, const SourceLoc& loc, Value* a, Value* b);
 
 // Two operands promoted to their computation type and broadcast together.

@@ -37,7 +37,9 @@ enum class OpKind : uint8_t {
   Bitcast,      // same bit width reinterpretation
   AddPtr,       // (ptr, int offset in elements)
   // Memory.
-  Load,         // (ptr [, mask [, other]]); attr: ints[0] = has_mask, ints[1] = has_other
+  Load,         // (ptr [, mask [, other]]); attr: ints[0] = has_mask, ints[1] = has_other; str:
+                // "tensor BASE SHAPE0 SHAPE1 STRIDE0 STRIDE1" on a bounds-checked block-pointer load
+                // whose tensor is kernel parameters / constants (dsl/block_ptr.cpp; CUDA's TMA)
   Store,        // (ptr, value [, mask]); no result
   AtomicAdd, AtomicMax, AtomicMin, AtomicAnd, AtomicOr, AtomicXor, AtomicXchg,  // (ptr, val [, mask]) -> old
   AtomicCas,    // (ptr, cmp, val) -> old

@@ -402,6 +402,9 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma) {
   BOOST_TEST(tma.tma_maps[1] == "p1 p5 p4 p4 c1 2 6 64 64");   // B: K x N, stride N; box 64 x 64 (four a stage)
   // Three stages of 48 KB and an mbarrier each.
   BOOST_TEST(tma.smem_bytes == 3 * (128 * 64 + 64 * 256) * 2 + 3 * 8);
+  // One warpgroup, 64 x 128 x 64 (test_block_ptr's TMA matmuls on a GPU): one copy for A, two for B.
+  auto small = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 100, 144, 208, 64, 128, 64, false);
+  BOOST_TEST(small.source.find("stages filled by TMA: 1 + 2 bulk tensor copies each") != std::string::npos);
   auto narrow = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 64, 128, 32, false);
   BOOST_TEST(narrow.source.find("stages filled by TMA") == std::string::npos);
   BOOST_TEST(narrow.tma_maps.empty());

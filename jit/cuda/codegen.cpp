@@ -3,7 +3,9 @@
 // reductions and scans, control flow with software pipelining, prints and asserts.
 #include "jit/cuda/codegen_impl.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "jit/cuda/device_header.h"
@@ -1614,6 +1616,15 @@ std::string Codegen::emit_scalar(const ir::Op* op) {
 }  // namespace tritium::jit::cuda::detail
 
 namespace tritium::jit::cuda {
+std::optional<RecipeValue> parse_recipe_value(const std::string& token) {
+  if (token.size() < 2 || (token[0] != 'p' && token[0] != 'c')) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(token.c_str() + 1, &end, 10);
+  if (*end != '\0' || errno != 0 || (token[0] == 'p' && v < 0)) return std::nullopt;
+  return RecipeValue{token[0] == 'p', v};
+}
+
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget, int compute_capability) {
   f.renumber();

@@ -3,6 +3,7 @@
 // per-CTA slice of a global scratch buffer). docs/cuda-backend.md describes the scheme.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ir/ir.h"
@@ -26,6 +27,14 @@ struct KernelSource {
   // the CUtensorMapDataType and the box (elements of the contiguous dim, rows).
   std::vector<std::string> tma_maps;
 };
+inline constexpr size_t kMaxTensorMaps = 8;  // a kernel's tensor maps, at most
+
+// A base, shape or stride of a tensor map's recipe: a kernel parameter ("pN") or a constant ("cV").
+struct RecipeValue {
+  bool param;
+  int64_t value;  // the parameter's index, or the constant
+};
+std::optional<RecipeValue> parse_recipe_value(const std::string& token);
 
 // The generated kernel's signature is
 //   extern "C" __global__ void <entry>(params..., unsigned char* tt_scratch, int* tt_assert[, tensor maps])

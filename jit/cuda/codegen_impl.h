@@ -159,8 +159,7 @@ class Codegen {
   int64_t smem_peak_ = 0;  // the high-water mark of smem_, which falls back after a matmul loop's stages
   int num_asserts_ = 0;
   bool has_print_ = false;
-  std::vector<std::string> tma_maps_;  // KernelSource::tma_maps
-  static constexpr size_t kMaxTmaMaps = 8;  // (the launcher's bound)
+  std::vector<std::string> tma_maps_;  // KernelSource::tma_maps (at most kMaxTensorMaps)
   std::string lane_ = "0";
   // Inside a loop nest's lane loop: its width V, the last index of the lane's element
   // "(base + lane_)" and that of the chunk's first element, "base".
@@ -560,8 +559,9 @@ class Codegen {
                          const std::string& trip, const std::string& base);
 
   // A matmul main loop (match_mma_loop) with its operand tiles streamed through S = num_stages
-  // shared-memory buffers: the tiles of trips t + 1 .. t + S - 1 are in flight (cp.async groups)
-  // while trip t runs on tensor cores; one barrier per trip, two when a trip's wgmma group stays
+  // shared-memory buffers: the tiles of trips t + 1 .. t + S - 1 are in flight (cp.async groups,
+  // or TMA copies on the stages' mbarriers where plan_tma takes both tiles) while trip t runs on
+  // tensor cores; one barrier per trip, two when a trip's wgmma group stays
   // in flight into the next (Triton's pipeliner, CUTLASS's multistage mainloop). After the loop
   // (and a barrier) the stages' bytes are free for later buffers. False when the buffers do not
   // fit: the loop is then emitted as any other.

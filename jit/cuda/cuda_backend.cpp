@@ -89,7 +89,8 @@ class CudaKernel : public CompiledKernel {
       : device_(device), header_(h), entry_(std::move(entry)), asserts_(std::move(asserts)), num_params_(num_params) {
     std::istringstream lines(maps);
     for (std::string line; std::getline(lines, line);) maps_.push_back(parse_map(line, entry_, num_params_));
-    if (maps_.size() > kMaxTensorMaps) fail("kernel {}: {} tensor maps, at most {}", entry_, maps_.size(), kMaxTensorMaps);
+    if (maps_.size() > cuda::kMaxTensorMaps) fail("kernel {}: {} tensor maps, at most {}", entry_, maps_.size(), cuda::kMaxTensorMaps);
+    encoded_.resize(maps_.size());
     const cu::Driver& d = cu::driver();
     cu::ensure_context(device_);
     // cuModuleLoadData wants the image suitably aligned: copy it.
@@ -129,7 +130,7 @@ class CudaKernel : public CompiledKernel {
     // slot is a pointer to the parameter (i32 in the low 4 bytes, f32 bits in the low half, ...).
     // Kernels have at most 64 run-time parameters (dsl/kernel.cpp), plus scratch and flag here,
     // then the tensor maps.
-    std::array<void*, 66 + kMaxTensorMaps> params;
+    std::array<void*, 66 + cuda::kMaxTensorMaps> params;
     for (size_t i = 0; i < num_params_; ++i) params[i] = const_cast<uint64_t*>(args + i);
     cu::CUdeviceptr scratch = 0, flag = 0;
     if (header_.scratch_bytes > 0)
@@ -141,10 +142,13 @@ class CudaKernel : public CompiledKernel {
     }
     params[num_params_] = &scratch;
     params[num_params_ + 1] = &flag;
-    std::array<TensorMap, kMaxTensorMaps> tensor_maps;
-    for (size_t i = 0; i < maps_.size(); ++i) {
-      encode(maps_[i], args, tensor_maps[i]);
-      params[num_params_ + 2 + i] = &tensor_maps[i];
+    std::array<TensorMap, cuda::kMaxTensorMaps> tensor_maps;
+    if (!maps_.empty()) {
+      std::lock_guard<std::mutex> lock(encoded_mutex_);
+      for (size_t i = 0; i < maps_.size(); ++i) {
+        tensor_maps[i] = encoded(i, args);
+        params[num_params_ + 2 + i] = &tensor_maps[i];
+      }
     }
     cu::CUresult r = d.cuLaunchKernel(function_, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y),
                                       static_cast<unsigned>(grid.z), static_cast<unsigned>(header_.num_threads), 1, 1,
@@ -173,15 +177,13 @@ class CudaKernel : public CompiledKernel {
   // A tensor map's recipe (codegen.h, KernelSource::tma_maps) and its encoding for one launch:
   // a 2-D row-major tensor, 128-byte swizzle (the matmul stages' layout), zero outside it.
   struct MapRecipe {
-    std::array<std::pair<bool, int64_t>, 5> values;  // base, shape0, shape1, stride0, stride1: (is parameter, index or value)
+    std::array<cuda::RecipeValue, 5> values;  // base, shape0, shape1, stride0, stride1
     int esize = 2, dtype = 0;
     uint32_t box[2] = {0, 0};
   };
   struct alignas(64) TensorMap {
     uint64_t words[16];
   };
-  static constexpr size_t kMaxTensorMaps = 8;
-
   // (A recipe read from the disk cache is checked: a bad one is an Error, and the entry recompiled.)
   static MapRecipe parse_map(const std::string& line, const std::string& entry, size_t num_params) {
     std::istringstream in(line);
@@ -190,28 +192,40 @@ class CudaKernel : public CompiledKernel {
     for (auto& v : r.values) {
       std::string tok;
       in >> tok;
-      char* end = nullptr;
-      const long long x = tok.size() < 2 ? 0 : std::strtoll(tok.c_str() + 1, &end, 10);
-      if (tok.size() < 2 || (tok[0] != 'p' && tok[0] != 'c') || *end != '\0') bad();
-      if (tok[0] == 'p' && (x < 0 || static_cast<size_t>(x) >= num_params)) bad();
-      v = {tok[0] == 'p', x};
+      std::optional<cuda::RecipeValue> x = cuda::parse_recipe_value(tok);
+      if (!x || (x->param && static_cast<size_t>(x->value) >= num_params)) bad();
+      v = *x;
     }
     in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
     if (!in || r.esize <= 0) bad();
     return r;
   }
 
-  void encode(const MapRecipe& r, const uint64_t* args, TensorMap& out) const {
-    auto value = [&](size_t i) {
-      auto [param, v] = r.values[i];
-      return param ? static_cast<int64_t>(args[v]) : v;
-    };
-    const int64_t shape0 = value(1), shape1 = value(2), stride0 = value(3);
+  // Map i for these arguments: encoded again only when its base, shape or stride changed since
+  // the last launch (a training step launches the same matrices again and again).
+  const TensorMap& encoded(size_t i, const uint64_t* args) {
+    const MapRecipe& r = maps_[i];
+    std::array<int64_t, 4> key;
+    for (size_t k = 0; k < key.size(); ++k) {
+      const cuda::RecipeValue& v = r.values[k];
+      key[k] = v.param ? static_cast<int64_t>(args[v.value]) : v.value;
+    }
+    Encoded& e = encoded_[i];
+    if (!e.valid || e.key != key) {
+      encode(r, key, e.map);
+      e.key = key, e.valid = true;
+    }
+    return e.map;
+  }
+
+  // key: base, shape0, shape1, stride0 (stride1 is 1).
+  void encode(const MapRecipe& r, const std::array<int64_t, 4>& key, TensorMap& out) const {
+    const int64_t shape0 = key[1], shape1 = key[2], stride0 = key[3];
     uint64_t dims[2] = {static_cast<uint64_t>(shape1), static_cast<uint64_t>(shape0)};
     uint64_t strides[1] = {static_cast<uint64_t>(stride0) * static_cast<uint64_t>(r.esize)};
     uint32_t unit[2] = {1, 1};
     // (The code generator took this path only for a 16-byte aligned base and row stride.)
-    cu::CUresult e = cu::driver().cuTensorMapEncodeTiled(&out, r.dtype, 2, reinterpret_cast<void*>(value(0)), dims, strides,
+    cu::CUresult e = cu::driver().cuTensorMapEncodeTiled(&out, r.dtype, 2, reinterpret_cast<void*>(key[0]), dims, strides,
                                                          r.box, unit, /*interleave none*/ 0, /*swizzle 128 B*/ 3,
                                                          /*L2 promotion 128 B*/ 2, /*zero fill*/ 0);
     if (e != cu::CUDA_SUCCESS)
@@ -219,8 +233,16 @@ class CudaKernel : public CompiledKernel {
                 fmt::format("kernel {} (a tensor of {} x {} elements, row stride {})", name, shape0, shape1, stride0));
   }
 
+  struct Encoded {
+    std::array<int64_t, 4> key{};
+    TensorMap map{};
+    bool valid = false;
+  };
+
   int device_;
   std::vector<MapRecipe> maps_;
+  std::vector<Encoded> encoded_;  // per map, its last encoding (under encoded_mutex_: launches may race)
+  std::mutex encoded_mutex_;
   BinaryHeader header_;
   std::string entry_;
   std::vector<std::string> asserts_;

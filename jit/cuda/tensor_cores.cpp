@@ -2,10 +2,9 @@
 // tilings of a dot's result (the fragment mapping), matmul loops recognised and streamed through
 // swizzled shared-memory stages with cp.async, mma.sync + ldmatrix and wgmma emitters, other dots,
 // and the store of a fragment-mapped value through shared memory.
-#include <tuple>
-
 #include <iterator>
 #include <sstream>
+#include <tuple>
 
 #include "jit/cuda/codegen_impl.h"
 
@@ -416,16 +415,18 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma(const TileLoad& tl) {
   if (cc_ < 90 || rec.rfind("tensor ", 0) != 0 || !tl.vector || tl.transposed || tl.epc != 8 || tl.C % 64 != 0 ||
       tl.R % 8 != 0 || tl.R > 256 || ld->operands.size() != 3)
     return std::nullopt;
+  // base, shape0, shape1, stride0, stride1 (block_ptr.cpp); the last stride must be 1.
   std::istringstream in(rec.substr(7));
   std::vector<std::string> t{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
-  if (t.size() != 5 || t[4] != "c1") return std::nullopt;  // base, shape0, shape1, stride0, stride1 = 1
-  // TMA wants a 16-byte aligned base and row stride (in bytes).
-  auto param_divisibility = [&](const std::string& tok) -> int64_t {
-    size_t i = std::stoul(tok.substr(1));
-    return i < f_.body->args.size() ? axis_.get(f_.body->args[i]).divisibility[0] : 1;
+  if (t.size() != 5 || t[4] != "c1") return std::nullopt;
+  std::optional<RecipeValue> base = parse_recipe_value(t[0]), stride = parse_recipe_value(t[3]);
+  if (!base || !stride) return std::nullopt;
+  // TMA wants a 16-byte aligned base and row stride (in bytes; f16/bf16 here).
+  auto divisibility = [&](const RecipeValue& v) -> int64_t {
+    if (!v.param) return v.value;
+    return static_cast<size_t>(v.value) < f_.body->args.size() ? axis_.get(f_.body->args[v.value]).divisibility[0] : 1;
   };
-  if (t[0][0] != 'p' || param_divisibility(t[0]) % 16 != 0) return std::nullopt;
-  if (t[3][0] == 'p' ? param_divisibility(t[3]) % 8 != 0 : std::stoll(t[3].substr(1)) % 8 != 0) return std::nullopt;
+  if (!base->param || divisibility(*base) % 16 != 0 || divisibility(*stride) % 8 != 0) return std::nullopt;
   // The indices of each dim, from the mask (idx >= 0) && (idx < shape) per dim (block_ptr.cpp).
   TmaTile r;
   std::function<void(const ir::Value*)> walk = [&](const ir::Value* v) {
@@ -436,15 +437,16 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma(const TileLoad& tl) {
     } else if (d->kind == OpKind::CmpGe && d->operand(1)->def && d->operand(1)->def->kind == OpKind::Constant &&
                d->operand(1)->def->attrs.ival == 0) {
       const ir::Shape& sh = d->operand(0)->type.shape;
-      if (sh.size() == 2 && sh[0] == (tl.transposed ? tl.C : tl.R) && sh[1] == 1) r.row = d->operand(0);
-      if (sh.size() == 2 && sh[0] == 1 && sh[1] == (tl.transposed ? tl.R : tl.C)) r.col = d->operand(0);
+      if (sh == ir::Shape{tl.R, 1}) r.row = d->operand(0);
+      if (sh == ir::Shape{1, tl.C}) r.col = d->operand(0);
     }
   };
   walk(ld->operand(1));
   if (!r.row || !r.col) return std::nullopt;
-  const int dtype = ld->result()->type.dtype == DType::f16 ? 6 : ld->result()->type.dtype == DType::bf16 ? 9 : -1;
-  if (dtype < 0) return std::nullopt;
-  r.map = fmt::format("{} 2 {} 64 {}", rec.substr(7), dtype, tl.R);
+  const DType dt = ld->result()->type.dtype;
+  if (dt != DType::f16 && dt != DType::bf16) return std::nullopt;
+  // + element bytes, CUtensorMapDataType (FLOAT16 6, BFLOAT16 9), box (a column block, R rows).
+  r.map = fmt::format("{} 2 {} 64 {}", rec.substr(7), dt == DType::f16 ? 6 : 9, tl.R);
   return r;
 }
 
@@ -622,7 +624,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   std::string acc = declare_registers(res->type);
   fill_registers(acc, loop->operands[3 + m.acc]);
   regs_[body->args[1 + m.acc]] = regs_[res] = acc;
-  line(fmt::format("// matmul loop on tensor cores{}: {} x {} x {} tiles, {} stages of cp.async, {} warps of {} x {}{}",
+  line(fmt::format("// matmul loop on tensor cores{}: {} x {} x {} tiles, {} stages, {} warps of {} x {}{}",
                    is_tf32(m.dot) ? fmt::format(" ({})", m.dot->attrs.str) : "", BM, BN, BK, S, nwarps_, t.WTM, t.WTN,
                    b_kmajor ? ", B K-major" : ""));
   open("");
@@ -681,7 +683,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   // mbarrier, every thread waits on it; no cp.async, and the trip's first barrier goes (the
   // second one still frees the slot refilled next).
   std::optional<TmaTile> tma_a, tma_b;
-  if (wgmma && in_flight && S >= 3 && loop->parent == f_.body && tma_maps_.size() + 2 <= kMaxTmaMaps &&
+  if (wgmma && in_flight && S >= 3 && loop->parent == f_.body && tma_maps_.size() + 2 <= kMaxTensorMaps &&
       (tma_a = plan_tma(ta)))
     tma_b = plan_tma(tb);
   if (tma_a && tma_b) {
