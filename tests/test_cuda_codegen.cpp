@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include "common/shared_library.h"
 #include "ir/ir.h"
@@ -394,12 +395,16 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma) {
   auto tma = compile(k, 8, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256, 64, false);
   const std::string body = tma.source.substr(tma.source.find("__global__"));
   BOOST_TEST(body.find("stages filled by TMA: 1 + 4 bulk tensor copies each") != std::string::npos);
-  BOOST_TEST(body.find("tt_cp_async16(") == std::string::npos);
   BOOST_TEST(body.find("tt_mbarrier_wait(") != std::string::npos);
   BOOST_TEST(body.find("const __grid_constant__ tt_tmap_t tt_tmap1") != std::string::npos);
+  // The TMA loop runs where the launcher could encode both maps; the cp.async loop otherwise.
+  const size_t guard = body.find("tt_tensor_map_usable(");
+  BOOST_TEST_REQUIRE(guard != std::string::npos);
+  BOOST_TEST(body.find("tt_cp_async16(") > body.find("stages filled by TMA"));
   BOOST_TEST_REQUIRE(tma.tma_maps.size() == 2u);
-  BOOST_TEST(tma.tma_maps[0] == "p0 p3 p5 p5 c1 2 6 64 128");  // A: base, M, K, stride K, 1; f16; box 64 x 128
-  BOOST_TEST(tma.tma_maps[1] == "p1 p5 p4 p4 c1 2 6 64 64");   // B: K x N, stride N; box 64 x 64 (four a stage)
+  // A: base, M, K, stride K, 1 (i: 32-bit parameters); f16; box 64 x 128.
+  BOOST_TEST(tma.tma_maps[0] == "p0 i3 i5 i5 c1 2 6 64 128");
+  BOOST_TEST(tma.tma_maps[1] == "p1 i5 i4 i4 c1 2 6 64 64");   // B: K x N, stride N; box 64 x 64 (four a stage)
   // Three stages of 48 KB and an mbarrier each.
   BOOST_TEST(tma.smem_bytes == 3 * (128 * 64 + 64 * 256) * 2 + 3 * 8);
   // One warpgroup, 64 x 128 x 64 (test_block_ptr's TMA matmuls on a GPU): one copy for A, two for B.
@@ -423,8 +428,53 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma) {
   o8.num_warps = 8;
   auto bf = cuda::generate_cuda(*ops, tritium::jit::analyze_axis_info(*ops), o8, H100_SHARED_MEMORY);
   BOOST_TEST_REQUIRE(bf.tma_maps.size() == 2u);
-  BOOST_TEST(bf.tma_maps[0] == "p0 p3 p5 p6 c1 2 9 64 128");
-  BOOST_TEST(bf.tma_maps[1] == "p1 p5 p4 p8 c1 2 9 64 64");
+  BOOST_TEST(bf.tma_maps[0] == "p0 i3 i5 p6 c1 2 9 64 128");
+  BOOST_TEST(bf.tma_maps[1] == "p1 i5 i4 p8 c1 2 9 64 64");
+  g_smem_budget = cuda::kSharedMemoryBudget;
+}
+
+// Tutorial 03's pointer blocks (rows `% M`, columns `% N`, masks on K) take TMA too on Hopper: the
+// maps are A (M x K, row stride stride_am) and B (K x N, stride_bk), the coordinates each dim's
+// start plus trip * BK; each program tests once that its rows and columns do not wrap and that the
+// K masks are the tensors' bounds (the cp.async loop otherwise). Tiles whose extent is unknown
+// (rows neither wrapped nor masked) or whose row stride is not a multiple of 8 keep cp.async.
+BOOST_AUTO_TEST_CASE(matmul_loop_tma_pointer_blocks) {
+  if (!nvrtc_or_skip()) return;
+  g_smem_budget = H100_SHARED_MEMORY;
+  auto k = tritium::kernel("mm_ptr_tma", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N,
+                                            tl::i32 K, tl::i32 stride_am, tl::i32 stride_ak, tl::i32 stride_bk,
+                                            tl::i32 stride_bn, int BM, int BN, int BK, bool WRAP) {
+    auto pm = tl::program_id(0), pn = tl::program_id(1);
+    auto rm = pm * BM + tl::arange(0, BM), rn = pn * BN + tl::arange(0, BN);
+    auto am = WRAP ? rm % M : rm;
+    auto rk = tl::arange(0, BK);
+    auto a_ptrs = a + (am(tl::_, tl::None) * stride_am + rk(tl::None, tl::_) * stride_ak);
+    auto b_ptrs = b + (rk(tl::_, tl::None) * stride_bk + (rn % N)(tl::None, tl::_) * stride_bn);
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+      acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - kt * BK, 0.0f),
+                    tl::load(b_ptrs, rk(tl::_, tl::None) < K - kt * BK, 0.0f), acc);
+      a_ptrs += BK * stride_ak;
+      b_ptrs += BK * stride_bk;
+    }
+    tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc.to(tl::float16),
+              (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N));
+  });
+  auto args = [](int K, bool wrap) {
+    return std::make_tuple(addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, K, K, 1, 4096, 1, 128, 256, 64, wrap);
+  };
+  auto tma = std::apply([&](auto... a) { return compile(k, 8, a...); }, args(4096, true));
+  const std::string body = tma.source.substr(tma.source.find("__global__"));
+  BOOST_TEST(body.find("stages filled by TMA: 1 + 4 bulk tensor copies each") != std::string::npos);
+  BOOST_TEST_REQUIRE(tma.tma_maps.size() == 2u);
+  BOOST_TEST(tma.tma_maps[0] == "p0 i3 i5 i6 c1 2 6 64 128");  // A: M x K (% M, mask on K), row stride stride_am
+  BOOST_TEST(tma.tma_maps[1] == "p1 i5 i4 i8 c1 2 6 64 64");   // B: K x N (mask on K, % N), stride_bk
+  BOOST_TEST(body.find("tt_tensor_map_usable(") != std::string::npos);
+  BOOST_TEST(body.find("tt_cp_async16(") > body.find("stages filled by TMA"));  // the fallback, after the TMA loop
+  auto unbounded = std::apply([&](auto... a) { return compile(k, 8, a...); }, args(4096, false));
+  BOOST_TEST(unbounded.tma_maps.empty());  // A's rows: neither `% M` nor a mask
+  auto odd = std::apply([&](auto... a) { return compile(k, 8, a...); }, args(4100, true));
+  BOOST_TEST(odd.tma_maps.empty());  // stride_am 4100: rows not 16-byte aligned
   g_smem_budget = cuda::kSharedMemoryBudget;
 }
 

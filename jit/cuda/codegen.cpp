@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "jit/cuda/device_header.h"
 
@@ -1617,12 +1618,28 @@ std::string Codegen::emit_scalar(const ir::Op* op) {
 
 namespace tritium::jit::cuda {
 std::optional<RecipeValue> parse_recipe_value(const std::string& token) {
-  if (token.size() < 2 || (token[0] != 'p' && token[0] != 'c')) return std::nullopt;
+  if (token.size() < 2 || std::string_view("piuc").find(token[0]) == std::string_view::npos) return std::nullopt;
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(token.c_str() + 1, &end, 10);
-  if (*end != '\0' || errno != 0 || (token[0] == 'p' && v < 0)) return std::nullopt;
-  return RecipeValue{token[0] == 'p', v};
+  if (*end != '\0' || errno != 0 || (token[0] != 'c' && v < 0)) return std::nullopt;
+  return RecipeValue{token[0], v};
+}
+
+int64_t recipe_value(const RecipeValue& v, const uint64_t* args) {
+  switch (v.kind) {
+    case 'c': return v.value;
+    case 'i': return static_cast<int32_t>(static_cast<uint32_t>(args[v.value]));
+    case 'u': return static_cast<uint32_t>(args[v.value]);
+    default: return static_cast<int64_t>(args[v.value]);
+  }
+}
+
+bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esize) {
+  // cuTensorMapEncodeTiled: dims in [1, 2^32], the row stride in bytes a multiple of 16 below 2^40.
+  constexpr int64_t kMaxDim = int64_t{1} << 32;
+  return shape0 >= 1 && shape0 <= kMaxDim && shape1 >= 1 && shape1 <= kMaxDim && stride0 >= 1 &&
+         stride0 < (int64_t{1} << 40) / esize && (stride0 * esize) % 16 == 0;
 }
 
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,

@@ -23,18 +23,26 @@ struct KernelSource {
   bool has_print = false;       // device_print: the host waits for the kernel so the output is flushed
   // Tensor maps the kernel takes after tt_assert (`const __grid_constant__ tt_tmap_t tt_tmapI`),
   // one per tile load copied with TMA, each "BASE SHAPE0 SHAPE1 STRIDE0 STRIDE1 ESIZE DTYPE BOX0
-  // BOX1": the first five `pN` (kernel parameter N) or `cV` (constant V), then the element bytes,
-  // the CUtensorMapDataType and the box (elements of the contiguous dim, rows).
+  // BOX1": the first five RecipeValues (below), then the element bytes, the CUtensorMapDataType
+  // and the box (elements of the contiguous dim, rows).
   std::vector<std::string> tma_maps;
 };
 inline constexpr size_t kMaxTensorMaps = 8;  // a kernel's tensor maps, at most
 
-// A base, shape or stride of a tensor map's recipe: a kernel parameter ("pN") or a constant ("cV").
+// A base, shape or stride of a tensor map's recipe: kernel parameter N read as 64 bits ("pN"), as
+// a signed ("iN") or unsigned ("uN") 32-bit integer, or the constant V ("cV").
 struct RecipeValue {
-  bool param;
+  char kind;      // 'p', 'i', 'u' or 'c'
   int64_t value;  // the parameter's index, or the constant
+  bool param() const { return kind != 'c'; }
 };
 std::optional<RecipeValue> parse_recipe_value(const std::string& token);
+// Its value for a launch's arguments (one little-endian 64-bit slot a parameter).
+int64_t recipe_value(const RecipeValue& v, const uint64_t* args);
+// Whether a 2-D tensor of this shape and row stride (in elements of `esize` bytes) can have a
+// tensor map: the launcher encodes one only then (else it passes zeros), and the kernel's guard
+// (tma.cpp, tensor_map_usable_expr) tests the same before it takes the TMA loop.
+bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esize);
 
 // The generated kernel's signature is
 //   extern "C" __global__ void <entry>(params..., unsigned char* tt_scratch, int* tt_assert[, tensor maps])

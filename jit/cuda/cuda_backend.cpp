@@ -193,7 +193,7 @@ class CudaKernel : public CompiledKernel {
       std::string tok;
       in >> tok;
       std::optional<cuda::RecipeValue> x = cuda::parse_recipe_value(tok);
-      if (!x || (x->param && static_cast<size_t>(x->value) >= num_params)) bad();
+      if (!x || (x->param() && static_cast<size_t>(x->value) >= num_params)) bad();
       v = *x;
     }
     in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
@@ -206,10 +206,7 @@ class CudaKernel : public CompiledKernel {
   const TensorMap& encoded(size_t i, const uint64_t* args) {
     const MapRecipe& r = maps_[i];
     std::array<int64_t, 4> key;
-    for (size_t k = 0; k < key.size(); ++k) {
-      const cuda::RecipeValue& v = r.values[k];
-      key[k] = v.param ? static_cast<int64_t>(args[v.value]) : v.value;
-    }
+    for (size_t k = 0; k < key.size(); ++k) key[k] = cuda::recipe_value(r.values[k], args);
     Encoded& e = encoded_[i];
     if (!e.valid || e.key != key) {
       encode(r, key, e.map);
@@ -218,9 +215,15 @@ class CudaKernel : public CompiledKernel {
     return e.map;
   }
 
-  // key: base, shape0, shape1, stride0 (stride1 is 1).
+  // key: base, shape0, shape1, stride0 (stride1 is 1). A tensor no map can describe (an empty
+  // dim, a row stride that is negative or not 16-byte aligned) gets zeros: the kernel's guard
+  // tests the same and takes its cp.async loop instead.
   void encode(const MapRecipe& r, const std::array<int64_t, 4>& key, TensorMap& out) const {
     const int64_t shape0 = key[1], shape1 = key[2], stride0 = key[3];
+    if (!cuda::tensor_map_usable(shape0, shape1, stride0, r.esize)) {
+      out = TensorMap{};
+      return;
+    }
     uint64_t dims[2] = {static_cast<uint64_t>(shape1), static_cast<uint64_t>(shape0)};
     uint64_t strides[1] = {static_cast<uint64_t>(stride0) * static_cast<uint64_t>(r.esize)};
     uint32_t unit[2] = {1, 1};

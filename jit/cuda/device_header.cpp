@@ -339,6 +339,12 @@ TT_INLINE void tt_mbarrier_wait(uint32_t bar, uint32_t parity) {
   asm volatile("{ .reg .pred p; TT_WAIT_%=: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1; @!p bra TT_WAIT_%=; }"
                ::"r"(bar), "r"(parity) : "memory");
 }
+// Whether the launcher encoded a 2-D tensor map of 2-byte elements with this shape and row
+// stride (tensor_map_usable in codegen.cpp): dims in [1, 2^32], rows 16-byte aligned, < 2^40 bytes.
+TT_INLINE bool tt_tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0) {
+  return shape0 >= 1 && shape0 <= (1ll << 32) && shape1 >= 1 && shape1 <= (1ll << 32) && stride0 >= 1 &&
+         stride0 < (1ll << 39) && stride0 % 8 == 0;
+}
 // A box of a 2-D tensor map at (c0 along the contiguous dim, c1) into shared memory at dst;
 // elements outside the tensor read as zero.
 TT_INLINE void tt_tma_load_2d(uint32_t dst, const void* map, int c0, int c1, uint32_t bar) {

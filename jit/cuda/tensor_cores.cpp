@@ -380,11 +380,15 @@ void Codegen::for_each_chunk(const TileLoad& tl,
   close();
 }
 
-Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, const MmaLoop& m, bool transposed) {
+Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, bool transposed) {
   int epc = static_cast<int>(16 / dtype_bytes(ld->result()->type.dtype));
   const Shape& s = ld->result()->type.shape;
-  TileLoad tl{ld, s[transposed ? 1 : 0], s[transposed ? 0 : 1], epc, access_width(ld, transposed ? 0 : 1) >= epc, transposed, false, {}};
-  if (!tl.vector) return tl;
+  return TileLoad{ld, s[transposed ? 1 : 0], s[transposed ? 0 : 1], epc, access_width(ld, transposed ? 0 : 1) >= epc, transposed, false, {}};
+}
+
+void Codegen::hoist_carried_pointers(TileLoad& tl, const ir::Op* loop, const MmaLoop& m) {
+  if (!tl.vector) return;
+  const ir::Op* ld = tl.load;
   const ir::Block* body = loop->regions[0];
   // The carried pointers this load's address uses: their inits at each chunk, hoisted out of the loop.
   std::unordered_set<const ir::Value*> seen;
@@ -406,48 +410,6 @@ Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, const ir::Op* loop, 
       for (const ir::Value* o : v->def->operands) walk(o);
   };
   walk(ld->operand(0));
-  return tl;
-}
-
-std::optional<Codegen::TmaTile> Codegen::plan_tma(const TileLoad& tl) {
-  const ir::Op* ld = tl.load;
-  const std::string& rec = ld->attrs.str;
-  if (cc_ < 90 || rec.rfind("tensor ", 0) != 0 || !tl.vector || tl.transposed || tl.epc != 8 || tl.C % 64 != 0 ||
-      tl.R % 8 != 0 || tl.R > 256 || ld->operands.size() != 3)
-    return std::nullopt;
-  // base, shape0, shape1, stride0, stride1 (block_ptr.cpp); the last stride must be 1.
-  std::istringstream in(rec.substr(7));
-  std::vector<std::string> t{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
-  if (t.size() != 5 || t[4] != "c1") return std::nullopt;
-  std::optional<RecipeValue> base = parse_recipe_value(t[0]), stride = parse_recipe_value(t[3]);
-  if (!base || !stride) return std::nullopt;
-  // TMA wants a 16-byte aligned base and row stride (in bytes; f16/bf16 here).
-  auto divisibility = [&](const RecipeValue& v) -> int64_t {
-    if (!v.param) return v.value;
-    return static_cast<size_t>(v.value) < f_.body->args.size() ? axis_.get(f_.body->args[v.value]).divisibility[0] : 1;
-  };
-  if (!base->param || divisibility(*base) % 16 != 0 || divisibility(*stride) % 8 != 0) return std::nullopt;
-  // The indices of each dim, from the mask (idx >= 0) && (idx < shape) per dim (block_ptr.cpp).
-  TmaTile r;
-  std::function<void(const ir::Value*)> walk = [&](const ir::Value* v) {
-    const ir::Op* d = v->def;
-    if (!d) return;
-    if (d->kind == OpKind::And || d->kind == OpKind::Broadcast) {
-      for (const ir::Value* o : d->operands) walk(o);
-    } else if (d->kind == OpKind::CmpGe && d->operand(1)->def && d->operand(1)->def->kind == OpKind::Constant &&
-               d->operand(1)->def->attrs.ival == 0) {
-      const ir::Shape& sh = d->operand(0)->type.shape;
-      if (sh == ir::Shape{tl.R, 1}) r.row = d->operand(0);
-      if (sh == ir::Shape{1, tl.C}) r.col = d->operand(0);
-    }
-  };
-  walk(ld->operand(1));
-  if (!r.row || !r.col) return std::nullopt;
-  const DType dt = ld->result()->type.dtype;
-  if (dt != DType::f16 && dt != DType::bf16) return std::nullopt;
-  // + element bytes, CUtensorMapDataType (FLOAT16 6, BFLOAT16 9), box (a column block, R rows).
-  r.map = fmt::format("{} 2 {} 64 {}", rec.substr(7), dt == DType::f16 ? 6 : 9, tl.R);
-  return r;
 }
 
 void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
@@ -638,7 +600,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   // Inside `if`: without it NVVM merges the no-trip path's accumulators with the loop's exit,
   // and ptxas then serialises the wgmma kept in flight across trips (C7514).
   open(fmt::format("if ({} > 0)", trips));
-  TileLoad ta = plan_tile_load(m.load_a, loop, m, false), tb = plan_tile_load(m.load_b, loop, m, b_kmajor);
+  TileLoad ta = plan_tile_load(m.load_a, false), tb = plan_tile_load(m.load_b, b_kmajor);
   ta.async_reader = tb.async_reader = wgmma;
   std::vector<const ir::Value*> roots;
   for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
@@ -678,78 +640,21 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     emit_mma_tiles(t, BK, m.dot, tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
   };
   std::string trip = fresh("trip");
-  // Both tiles through TMA where they can (block pointers, tensor descriptors; a top-level loop
-  // whose wgmma stays in flight): thread 0 fills a stage with bulk tensor copies on the stage's
-  // mbarrier, every thread waits on it; no cp.async, and the trip's first barrier goes (the
-  // second one still frees the slot refilled next).
-  std::optional<TmaTile> tma_a, tma_b;
-  if (wgmma && in_flight && S >= 3 && loop->parent == f_.body && tma_maps_.size() + 2 <= kMaxTensorMaps &&
-      (tma_a = plan_tma(ta)))
-    tma_b = plan_tma(tb);
-  if (tma_a && tma_b) {
-    const int map_a = static_cast<int>(tma_maps_.size());
-    tma_maps_.push_back(tma_a->map);
-    tma_maps_.push_back(tma_b->map);
-    const int64_t bars = smem_;  // one 8-byte mbarrier per stage, after the stages
-    smem_ += 8 * S;
-    std::string bar = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", bars));
-    open("if (tid == 0)");
-    for (int s = 0; s < S; ++s) line(fmt::format("tt_mbarrier_init({} + {}, 1);", bar, 8 * s));
-    line("tt_fence_mbarrier_init();");
-    close();
-    line("__syncthreads();");
-    auto issue_tma = [&](const std::string& t, const std::string& slot) {
-      open("");
-      auto saved = bind_trip(loop, roots, iv_at(t), &m, t);
-      std::string ra = tmp("int", eval(tma_a->row, Index{"0", "0"})), ca = tmp("int", eval(tma_a->col, Index{"0", "0"}));
-      std::string rb = tmp("int", eval(tma_b->row, Index{"0", "0"})), cb = tmp("int", eval(tma_b->col, Index{"0", "0"}));
-      scalars_ = std::move(saved);
-      open("if (tid == 0)");
-      std::string bs = tmp("uint32_t", fmt::format("{} + ({}) * 8", bar, slot));
-      line(fmt::format("tt_mbarrier_expect_tx({}, {});", bs, a_bytes + b_bytes));
-      for (int64_t c = 0; c < ta.C / 64; ++c)
-        line(fmt::format("tt_tma_load_2d({} + ({}) * {} + {}, &tt_tmap{}, {} + {}, {}, {});", sa, slot, a_bytes,
-                         c * ta.R * 128, map_a, ca, c * 64, ra, bs));
-      for (int64_t c = 0; c < tb.C / 64; ++c)
-        line(fmt::format("tt_tma_load_2d({} + ({}) * {} + {}, &tt_tmap{}, {} + {}, {}, {});", sb, slot, b_bytes,
-                         c * tb.R * 128, map_a + 1, cb, c * 64, rb, bs));
+  // The cp.async loop: stages filled by every thread's 16-byte copies.
+  auto cp_async_loop = [&] {
+    hoist_carried_pointers(ta, loop, m);
+    hoist_carried_pointers(tb, loop, m);
+    if (S == 1) {
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
+      issue(trip, "0");
+      line("tt_cp_async_commit();");
+      line("tt_cp_async_wait<0>();");
+      line("__syncthreads();");
+      compute("0");
+      line("__syncthreads();  // the next trip overwrites the tiles");
       close();
-      close();
-    };
-    line(fmt::format("// stages filled by TMA: {} + {} bulk tensor copies each", ta.C / 64, tb.C / 64));
-    const int ahead = S - 1;
-    for (int s = 0; s < ahead; ++s) {
-      open(fmt::format("if ({} < {})", s, trips));
-      issue_tma(std::to_string(s), std::to_string(s));
-      close();
+      return;
     }
-    std::string rd = fresh("rd"), wr = fresh("wr");
-    line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
-    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
-    line(fmt::format("tt_mbarrier_wait({} + {} * 8, ({} / {}) & 1);  // this trip's tiles have landed", bar, rd, trip, S));
-    compute(rd);
-    line("__syncthreads();  // every warpgroup retired the previous trip's wgmma: its slot is free");
-    open(fmt::format("if ({} + {} < {})", trip, ahead, trips));
-    issue_tma(fmt::format("{} + {}", trip, ahead), wr);
-    close();
-    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
-    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
-    close();
-    line("tt_wgmma_wait<0>();");
-    line("__syncthreads();  // every thread is past its last wait before the barriers go");
-    open("if (tid == 0)");
-    for (int s = 0; s < S; ++s) line(fmt::format("tt_mbarrier_inval({} + {});", bar, 8 * s));
-    close();
-  } else if (S == 1) {
-    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
-    issue(trip, "0");
-    line("tt_cp_async_commit();");
-    line("tt_cp_async_wait<0>();");
-    line("__syncthreads();");
-    compute("0");
-    line("__syncthreads();  // the next trip overwrites the tiles");
-    close();
-  } else {
     // S - 1 trips of tiles in flight while a trip computes. With wgmma and 3+ stages the trip's
     // wgmma group also stays in flight until the next trip's: the slot refilled after it (the
     // previous trip's) is free once every warpgroup has retired that group (a second barrier).
@@ -798,6 +703,90 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     close();
     if (in_flight) line("tt_wgmma_wait<0>();");
     line("tt_cp_async_wait<0>();");
+  };
+  // Both tiles through TMA where they can (plan_tma; a top-level loop whose wgmma stays in
+  // flight): thread 0 fills a stage with bulk tensor copies on the stage's mbarrier, every thread
+  // waits on it; no cp.async, and the trip's first barrier goes (the second one still frees the
+  // slot refilled next). Under the tiles' guards, tested once by each program; the cp.async loop
+  // otherwise (a tile that wraps, a tensor no map describes).
+  std::optional<TmaTile> tma_a, tma_b;
+  if (wgmma && in_flight && S >= 3 && loop->parent == f_.body && tma_maps_.size() + 2 <= kMaxTensorMaps &&
+      (tma_a = plan_tma(ta, loop, m)))
+    tma_b = plan_tma(tb, loop, m);
+  if (!tma_a || !tma_b) {
+    cp_async_loop();
+  } else {
+    // (Pointer blocks: each dim's start, before the branch.)
+    for (TmaTile* tile : {&*tma_a, &*tma_b})
+      if (!tile->row)
+        for (std::string& st : tile->start) st = tmp("int", st);
+    std::string use_tma = tmp("bool", fmt::format("{} && {}", tma_a->guard, tma_b->guard));
+    open(fmt::format("if ({})", use_tma));
+    const int map_a = static_cast<int>(tma_maps_.size());
+    tma_maps_.push_back(tma_a->map);
+    tma_maps_.push_back(tma_b->map);
+    const int64_t bars = smem_;  // one 8-byte mbarrier per stage, after the stages
+    smem_ += 8 * S;
+    std::string bar = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", bars));
+    open("if (tid == 0)");
+    for (int s = 0; s < S; ++s) line(fmt::format("tt_mbarrier_init({} + {}, 1);", bar, 8 * s));
+    line("tt_fence_mbarrier_init();");
+    close();
+    line("__syncthreads();");
+    auto issue_tma = [&](const std::string& t, const std::string& slot) {
+      open("");
+      // The tiles' coordinates (column, row) at trip t.
+      auto coords = [&](const TmaTile& tile) {
+        if (!tile.row)
+          return std::make_pair(tmp("int", fmt::format("{} + ({}) * {}", tile.start[1], t, tile.adv[1])),
+                                tmp("int", fmt::format("{} + ({}) * {}", tile.start[0], t, tile.adv[0])));
+        auto saved = bind_trip(loop, roots, iv_at(t), &m, t);
+        auto c = std::make_pair(tmp("int", eval(tile.col, Index{"0", "0"})), tmp("int", eval(tile.row, Index{"0", "0"})));
+        scalars_ = std::move(saved);
+        return c;
+      };
+      auto [ca, ra] = coords(*tma_a);
+      auto [cb, rb] = coords(*tma_b);
+      open("if (tid == 0)");
+      std::string bs = tmp("uint32_t", fmt::format("{} + ({}) * 8", bar, slot));
+      line(fmt::format("tt_mbarrier_expect_tx({}, {});", bs, a_bytes + b_bytes));
+      for (int64_t c = 0; c < ta.C / 64; ++c)
+        line(fmt::format("tt_tma_load_2d({} + ({}) * {} + {}, &tt_tmap{}, {} + {}, {}, {});", sa, slot, a_bytes,
+                         c * ta.R * 128, map_a, ca, c * 64, ra, bs));
+      for (int64_t c = 0; c < tb.C / 64; ++c)
+        line(fmt::format("tt_tma_load_2d({} + ({}) * {} + {}, &tt_tmap{}, {} + {}, {}, {});", sb, slot, b_bytes,
+                         c * tb.R * 128, map_a + 1, cb, c * 64, rb, bs));
+      close();
+      close();
+    };
+    line(fmt::format("// stages filled by TMA: {} + {} bulk tensor copies each", ta.C / 64, tb.C / 64));
+    const int ahead = S - 1;
+    for (int s = 0; s < ahead; ++s) {
+      open(fmt::format("if ({} < {})", s, trips));
+      issue_tma(std::to_string(s), std::to_string(s));
+      close();
+    }
+    std::string rd = fresh("rd"), wr = fresh("wr");
+    line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
+    line(fmt::format("tt_mbarrier_wait({} + {} * 8, ({} / {}) & 1);  // this trip's tiles have landed", bar, rd, trip, S));
+    compute(rd);
+    line("__syncthreads();  // every warpgroup retired the previous trip's wgmma: its slot is free");
+    open(fmt::format("if ({} + {} < {})", trip, ahead, trips));
+    issue_tma(fmt::format("{} + {}", trip, ahead), wr);
+    close();
+    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
+    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
+    close();
+    line("tt_wgmma_wait<0>();");
+    line("__syncthreads();  // every thread is past its last wait before the barriers go");
+    open("if (tid == 0)");
+    for (int s = 0; s < S; ++s) line(fmt::format("tt_mbarrier_inval({} + {});", bar, 8 * s));
+    close();
+    close();
+    open("else");
+    cp_async_loop();
+    close();
   }
   close();  // if (trips > 0)
   close();

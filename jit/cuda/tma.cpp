@@ -1,0 +1,386 @@
+// Which matmul tiles the bulk tensor copy engine (TMA) fills on Hopper, and what it needs: the
+// tensor a tile comes from (base, shape and row stride as kernel parameters or constants, so that
+// the launcher can encode a tensor map), the tile's coordinates at a trip, and the guard under
+// which the copy reads exactly what the load reads. emit_mma_loop (tensor_cores.cpp) emits the TMA
+// loop under the guard and the cp.async loop otherwise, so a guess here can cost speed, never a
+// wrong value.
+#include "jit/cuda/codegen_impl.h"
+
+#include <functional>
+#include <iterator>
+#include <sstream>
+
+namespace tritium::jit::cuda::detail {
+
+namespace {
+
+// Broadcasts and hints keep every element's value along the dims that matter here.
+const ir::Value* peel(const ir::Value* v) {
+  while (v->def && (v->def->kind == OpKind::Broadcast || v->def->kind == OpKind::MultipleOf ||
+                    v->def->kind == OpKind::MaxContiguous))
+    v = v->def->operand(0);
+  return v;
+}
+
+// A value the same at every element: a scalar (v) or an integer constant (c, v null).
+struct Uniform {
+  const ir::Value* v = nullptr;
+  int64_t c = 0;
+};
+std::optional<Uniform> uniform(const ir::Value* v) {
+  v = peel(v);
+  if (v->def && v->def->kind == OpKind::Constant) {
+    if (!is_int(v->type.dtype) || v->type.dtype == DType::i1) return std::nullopt;
+    return Uniform{nullptr, v->def->attrs.ival};
+  }
+  if (v->type.is_scalar()) return Uniform{v, 0};
+  if (v->def && v->def->kind == OpKind::Splat) return uniform(v->def->operand(0));
+  return std::nullopt;
+}
+
+// A 1-D index vector off + arange(a0, a0 + n), maybe `% wrap` (signed integers: C's remainder).
+struct IndexVec {
+  std::optional<Uniform> off;
+  int64_t a0 = 0, n = 0;
+  std::optional<Uniform> wrap;
+};
+std::optional<IndexVec> index_vec(const ir::Value* v, bool allow_wrap) {
+  v = peel(v);
+  if (!v->def || v->type.rank() != 1 || !is_signed_int(v->type.dtype)) return std::nullopt;
+  const ir::Op* d = v->def;
+  if (allow_wrap && d->kind == OpKind::Rem) {
+    std::optional<Uniform> D = uniform(d->operand(1));
+    std::optional<IndexVec> in = index_vec(d->operand(0), false);
+    if (!D || !in) return std::nullopt;
+    in->wrap = D;
+    return in;
+  }
+  IndexVec r;
+  r.n = v->type.shape[0];
+  if (d->kind == OpKind::Arange) {
+    r.a0 = d->attrs.ints[0];
+    return r;
+  }
+  if (d->kind == OpKind::Add)
+    for (int i : {0, 1}) {
+      const ir::Value* x = peel(d->operand(i));
+      if (!x->def || x->def->kind != OpKind::Arange) continue;
+      r.off = uniform(d->operand(1 - i));
+      if (!r.off) return std::nullopt;
+      r.a0 = x->def->attrs.ints[0];
+      return r;
+    }
+  return std::nullopt;
+}
+
+// A 2-D index block expand_dims(vector): the tile dim it runs along and the vector.
+std::optional<std::pair<int, const ir::Value*>> expanded(const ir::Value* v) {
+  v = peel(v);
+  if (!v->def || v->def->kind != OpKind::ExpandDims || v->type.rank() != 2) return std::nullopt;
+  return std::make_pair(v->def->attrs.axis == 1 ? 0 : 1, v->def->operand(0));
+}
+
+bool is_zero_constant(const ir::Value* v) {
+  return v->def && v->def->kind == OpKind::Constant && v->def->attrs.ival == 0 && v->def->attrs.fval == 0.0;
+}
+
+}  // namespace
+
+std::optional<std::string> Codegen::recipe_token(const ir::Value* v) const {
+  if (v->def && v->def->kind == OpKind::Constant && v->type.is_scalar() && is_int(v->type.dtype))
+    return fmt::format("c{}", v->def->attrs.ival);
+  if (!v->is_block_arg() || v->owner != f_.body) return std::nullopt;
+  switch (v->type.dtype) {
+    case DType::ptr: case DType::i64: case DType::u64: return fmt::format("p{}", v->index);
+    case DType::i32: return fmt::format("i{}", v->index);
+    case DType::u32: return fmt::format("u{}", v->index);
+    default: return std::nullopt;
+  }
+}
+
+std::optional<std::string> Codegen::recipe_token(const RecipeValue& v) const {
+  if (!v.param()) return fmt::format("c{}", v.value);
+  if (static_cast<size_t>(v.value) >= f_.body->args.size()) return std::nullopt;
+  return recipe_token(f_.body->args[static_cast<size_t>(v.value)]);
+}
+
+std::string Codegen::tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,
+                             const std::string& stride0, DType dt, int64_t rows) const {
+  // + element bytes, CUtensorMapDataType (FLOAT16 6, BFLOAT16 9), box (a column block, R rows).
+  return fmt::format("{} {} {} {} c1 2 {} 64 {}", base, shape0, shape1, stride0, dt == DType::f16 ? 6 : 9, rows);
+}
+
+std::string Codegen::tensor_map_usable_expr(const std::string& shape0, const std::string& shape1,
+                                            const std::string& stride0) {
+  auto value = [&](const std::string& token) {
+    std::optional<RecipeValue> v = parse_recipe_value(token);
+    if (!v) fail("internal error: bad recipe value '{}'", token);
+    if (!v->param()) return fmt::format("(int64_t){}", v->value);
+    return fmt::format("(int64_t)({})", scalar(f_.body->args[static_cast<size_t>(v->value)]));
+  };
+  // tensor_map_usable (codegen.cpp) for 2-byte elements: the launcher encoded the map.
+  return fmt::format("tt_tensor_map_usable({}, {}, {})", value(shape0), value(shape1), value(stride0));
+}
+
+std::optional<std::pair<std::string, std::string>> Codegen::trip_affine(const ir::Value* v, const ir::Op* loop) {
+  const ir::Block* body = loop->regions[0];
+  if (!v->type.is_scalar() || !is_int(v->type.dtype) || v->type.dtype == DType::i1) return std::nullopt;
+  if (v == body->args[0])
+    return std::make_pair(fmt::format("(int64_t)({})", scalar(loop->operand(0))),
+                          fmt::format("(int64_t)({})", scalar(loop->operand(2))));
+  if (v->def && v->def->kind == OpKind::Constant) return std::make_pair(fmt::format("(int64_t){}", v->def->attrs.ival), std::string());
+  const bool outside = v->is_block_arg() ? v->owner == f_.body : v->def->parent != body;
+  if (outside) {
+    if (!scalars_.count(v)) return std::nullopt;
+    return std::make_pair(fmt::format("(int64_t)({})", scalar(v)), std::string());
+  }
+  if (v->is_block_arg()) return std::nullopt;  // carried by this loop
+  const ir::Op* d = v->def;
+  if (d->kind == OpKind::Cast) {
+    DType from = d->operand(0)->type.dtype;
+    if (!is_int(from) || dtype_bits(from) > dtype_bits(v->type.dtype) || is_signed_int(from) != is_signed_int(v->type.dtype))
+      return std::nullopt;
+    return trip_affine(d->operand(0), loop);
+  }
+  if (d->kind != OpKind::Add && d->kind != OpKind::Sub && d->kind != OpKind::Mul) return std::nullopt;
+  auto a = trip_affine(d->operand(0), loop), b = trip_affine(d->operand(1), loop);
+  if (!a || !b) return std::nullopt;
+  auto sum = [](const std::string& x, const char* op, const std::string& y) {
+    if (y.empty()) return x;
+    if (x.empty()) return *op == '-' ? fmt::format("(-{})", y) : y;
+    return fmt::format("({} {} {})", x, op, y);
+  };
+  if (d->kind == OpKind::Add) return std::make_pair(sum(a->first, "+", b->first), sum(a->second, "+", b->second));
+  if (d->kind == OpKind::Sub) return std::make_pair(sum(a->first, "-", b->first), sum(a->second, "-", b->second));
+  // Mul: one factor must not depend on the trip.
+  if (!a->second.empty() && !b->second.empty()) return std::nullopt;
+  if (!a->second.empty()) std::swap(a, b);
+  return std::make_pair(fmt::format("({} * {})", a->first, b->first),
+                        b->second.empty() ? std::string() : fmt::format("({} * {})", a->first, b->second));
+}
+
+std::optional<Codegen::TmaTile> Codegen::plan_tma(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m) {
+  const ir::Op* ld = tl.load;
+  const DType dt = ld->result()->type.dtype;
+  if (cc_ < 90 || !tl.vector || tl.transposed || tl.epc != 8 || (dt != DType::f16 && dt != DType::bf16) ||
+      tl.C % 64 != 0 || tl.R % 8 != 0 || tl.R > 256)
+    return std::nullopt;
+  if (ld->attrs.str.rfind("tensor ", 0) == 0) return plan_tma_block_ptr(tl);
+  return plan_tma_pointers(tl, loop, m);
+}
+
+std::optional<Codegen::TmaTile> Codegen::plan_tma_block_ptr(const TileLoad& tl) {
+  const ir::Op* ld = tl.load;
+  if (ld->operands.size() != 3) return std::nullopt;
+  // base, shape0, shape1, stride0, stride1 (block_ptr.cpp); the last stride must be 1.
+  std::istringstream in(ld->attrs.str.substr(7));
+  std::vector<std::string> t{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+  if (t.size() != 5 || t[4] != "c1") return std::nullopt;
+  std::vector<std::string> tok;
+  for (size_t i = 0; i < 4; ++i) {
+    std::optional<RecipeValue> v = parse_recipe_value(t[i]);
+    std::optional<std::string> typed = v ? recipe_token(*v) : std::nullopt;
+    if (!typed) return std::nullopt;
+    tok.push_back(*typed);
+  }
+  // TMA wants a 16-byte aligned base and row stride (in bytes; f16/bf16 here).
+  auto divisibility = [&](const std::string& token) -> int64_t {
+    RecipeValue v = *parse_recipe_value(token);
+    return v.param() ? axis_.get(f_.body->args[static_cast<size_t>(v.value)]).divisibility[0] : v.value;
+  };
+  if (tok[0][0] != 'p' || divisibility(tok[0]) % 16 != 0 || divisibility(tok[3]) % 8 != 0) return std::nullopt;
+  // The indices of each dim, from the mask (idx >= 0) && (idx < shape) per dim (block_ptr.cpp).
+  TmaTile r;
+  std::function<void(const ir::Value*)> walk = [&](const ir::Value* v) {
+    const ir::Op* d = v->def;
+    if (!d) return;
+    if (d->kind == OpKind::And || d->kind == OpKind::Broadcast) {
+      for (const ir::Value* o : d->operands) walk(o);
+    } else if (d->kind == OpKind::CmpGe && d->operand(1)->def && d->operand(1)->def->kind == OpKind::Constant &&
+               d->operand(1)->def->attrs.ival == 0) {
+      const ir::Shape& sh = d->operand(0)->type.shape;
+      if (sh == ir::Shape{tl.R, 1}) r.row = d->operand(0);
+      if (sh == ir::Shape{1, tl.C}) r.col = d->operand(0);
+    }
+  };
+  walk(ld->operand(1));
+  if (!r.row || !r.col) return std::nullopt;
+  r.map = tma_map(tok[0], tok[1], tok[2], tok[3], ld->result()->type.dtype, tl.R);
+  r.guard = tensor_map_usable_expr(tok[1], tok[2], tok[3]);
+  return r;
+}
+
+// Tutorial 03's tiles: a carried pointer block whose init is base + rows[:, None] * stride + cols[None, :]
+// (rows, cols: off + arange, maybe % D), advanced by a multiple of one dim's stride, its mask
+// `index < bound` per dim. The copy at coordinates start + trip * adv reads what the load reads when
+// (each program's guard, from values before the loop): no index wraps (off % D + n <= D), none is
+// negative, and each dim's mask at every trip is the tensor's bound (shape - start - trip * adv);
+// a dim without a mask must not advance and its `% D` bounds it.
+std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m) {
+  const ir::Op* ld = tl.load;
+  const ir::Block* body = loop->regions[0];
+  const ir::Value* init = nullptr;
+  const ir::Value* step = nullptr;
+  for (auto& [i, s] : m.pointers)
+    if (ld->operand(0) == body->args[1 + i]) init = loop->operands[3 + i], step = s;
+  if (!init) return std::nullopt;
+  if (ld->operands.size() == 3 && !is_zero_constant(ld->operand(2))) return std::nullopt;
+
+  // The init: base + one index term per dim.
+  struct Term {
+    std::optional<IndexVec> idx;
+    std::optional<Uniform> stride;  // none: 1
+  } dims[2];
+  const ir::Value* base = nullptr;
+  std::function<bool(const ir::Value*)> offsets = [&](const ir::Value* v) {
+    v = peel(v);
+    if (!v->def) return false;
+    const ir::Op* d = v->def;
+    if (d->kind == OpKind::Add) return offsets(d->operand(0)) && offsets(d->operand(1));
+    std::optional<Uniform> stride;
+    if (d->kind == OpKind::Mul) {
+      for (int i : {0, 1})
+        if (!stride && expanded(d->operand(1 - i)) && (stride = uniform(d->operand(i)))) v = d->operand(1 - i);
+      if (!stride) return false;
+    }
+    auto e = expanded(v);
+    if (!e) return false;
+    Term& t = dims[e->first];
+    if (t.idx || !(t.idx = index_vec(e->second, true))) return false;
+    t.stride = stride;
+    return true;
+  };
+  std::function<bool(const ir::Value*)> pointer = [&](const ir::Value* v) {
+    v = peel(v);
+    if (!v->def) return false;
+    if (v->def->kind == OpKind::AddPtr) return pointer(v->def->operand(0)) && offsets(v->def->operand(1));
+    if (v->def->kind != OpKind::Splat || base) return false;
+    base = v->def->operand(0);
+    return base->is_block_arg() && base->owner == f_.body;
+  };
+  if (!pointer(init) || !dims[0].idx || !dims[1].idx) return std::nullopt;
+  // Rows of a row stride, contiguous columns.
+  if (dims[1].stride && (dims[1].stride->v || dims[1].stride->c != 1)) return std::nullopt;
+  if (!dims[0].stride) return std::nullopt;
+  const Uniform& stride0 = *dims[0].stride;
+
+  // The advance a trip: along the columns (a constant, their stride being 1), or c rows (c * stride).
+  int64_t adv[2] = {0, 0};
+  std::optional<Uniform> su = uniform(step);
+  if (!su) return std::nullopt;
+  if (!su->v) {
+    adv[1] = su->c;
+  } else if (stride0.v && su->v == stride0.v) {
+    adv[0] = 1;
+  } else if (stride0.v && su->v->def && su->v->def->kind == OpKind::Mul) {
+    const ir::Op* d = su->v->def;
+    for (int i : {0, 1}) {
+      std::optional<Uniform> c = uniform(d->operand(i));
+      if (c && !c->v && d->operand(1 - i) == stride0.v) adv[0] = c->c;
+    }
+    if (!adv[0]) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  if (adv[0] < 0 || adv[1] < 0) return std::nullopt;
+
+  // The mask: (index < bound) per dim, and-ed.
+  struct Bound {
+    std::optional<IndexVec> idx;
+    Uniform limit;
+  } bounds[2];
+  std::function<bool(const ir::Value*)> mask = [&](const ir::Value* v) {
+    v = peel(v);
+    if (!v->def) return false;
+    const ir::Op* d = v->def;
+    if (d->kind == OpKind::And) return mask(d->operand(0)) && mask(d->operand(1));
+    if (d->kind != OpKind::CmpLt || !is_signed_int(d->operand(0)->type.dtype)) return false;
+    auto e = expanded(d->operand(0));
+    std::optional<Uniform> limit = uniform(d->operand(1));
+    if (!e || !limit || bounds[e->first].idx) return false;
+    bounds[e->first] = Bound{index_vec(e->second, false), *limit};
+    return bounds[e->first].idx.has_value();
+  };
+  if (ld->operands.size() > 1 && !mask(ld->operand(1))) return std::nullopt;
+
+  // Host-known values: the base, the row stride and each dim's extent; 16-byte alignment.
+  auto token = [&](const Uniform& u) -> std::optional<std::string> {
+    return u.v ? recipe_token(u.v) : std::optional<std::string>(fmt::format("c{}", u.c));
+  };
+  auto divisibility = [&](const Uniform& u) -> int64_t {
+    return u.v ? axis_.get(u.v).divisibility[0] : u.c;
+  };
+  std::optional<std::string> base_tok = recipe_token(base), stride_tok = token(stride0);
+  if (!base_tok || !stride_tok || axis_.get(base).divisibility[0] % 16 != 0 || divisibility(stride0) % 8 != 0)
+    return std::nullopt;
+  // Values from before the loop, as the guard reads them.
+  auto expr = [&](const Uniform& u) -> std::optional<std::string> {
+    if (!u.v) return fmt::format("(int64_t){}", u.c);
+    if (!scalars_.count(u.v)) return std::nullopt;
+    return fmt::format("(int64_t)({})", scalar(u.v));
+  };
+  auto affine = [&](const Uniform& u) -> std::optional<std::pair<std::string, std::string>> {
+    if (!u.v) return std::make_pair(fmt::format("(int64_t){}", u.c), std::string());
+    return trip_affine(u.v, loop);
+  };
+
+  TmaTile r;
+  std::vector<std::string> guard, shape(2);
+  for (int d = 0; d < 2; ++d) {
+    const IndexVec& iv = *dims[d].idx;
+    std::string pre = fmt::format("{}", iv.a0);
+    if (iv.off) {
+      std::optional<std::string> o = expr(*iv.off);
+      if (!o) return std::nullopt;
+      pre = fmt::format("({} + {})", *o, iv.a0);
+    }
+    if (iv.wrap) {
+      std::optional<std::string> D = expr(*iv.wrap);
+      if (!D) return std::nullopt;
+      guard.push_back(fmt::format("{1} > 0 && {0} >= 0 && {0} % {1} + {2} <= {1}", pre, *D, iv.n));
+      r.start[d] = fmt::format("({} % {})", pre, *D);
+    } else {
+      guard.push_back(fmt::format("{} >= 0", pre));
+      r.start[d] = pre;
+    }
+    r.adv[d] = adv[d];
+    if (const Bound& b = bounds[d]; b.idx) {
+      // index = a0' + l + w(trip) < limit(trip)  <=>  l < Y(trip) = limit - w - a0'; the copy's
+      // bound is l < shape - start - trip * adv.
+      auto X = affine(b.limit);
+      std::optional<std::pair<std::string, std::string>> w;
+      if (b.idx->off) w = affine(*b.idx->off);
+      if (!X || (b.idx->off && !w)) return std::nullopt;
+      std::string y0 = fmt::format("({} - {})", X->first, b.idx->a0), y1 = X->second.empty() ? "0" : X->second;
+      if (w) {
+        y0 = fmt::format("({} - {})", y0, w->first);
+        if (!w->second.empty()) y1 = fmt::format("({} - {})", y1, w->second);
+      }
+      // The extent: the limit's leading term (K in `K - k * BK`), a parameter or a constant.
+      const ir::Value* lead = b.limit.v;
+      std::optional<std::string> tok = b.limit.v ? std::nullopt : token(b.limit);
+      while (!tok && lead) {
+        tok = recipe_token(lead);
+        lead = lead->def && (lead->def->kind == OpKind::Sub || lead->def->kind == OpKind::Add) ? lead->def->operand(0) : nullptr;
+      }
+      if (!tok) return std::nullopt;
+      shape[d] = *tok;
+      RecipeValue sv = *parse_recipe_value(*tok);
+      std::string extent = sv.param() ? fmt::format("(int64_t)({})", scalar(f_.body->args[static_cast<size_t>(sv.value)]))
+                                      : fmt::format("(int64_t){}", sv.value);
+      guard.push_back(fmt::format("{} == -(int64_t){} && {} + {} == {}", y1, adv[d], y0, r.start[d], extent));
+    } else if (iv.wrap && adv[d] == 0) {
+      std::optional<std::string> tok = token(*iv.wrap);
+      if (!tok) return std::nullopt;
+      shape[d] = *tok;
+    } else {
+      return std::nullopt;
+    }
+  }
+  r.map = tma_map(*base_tok, shape[0], shape[1], *stride_tok, ld->result()->type.dtype, tl.R);
+  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], *stride_tok));
+  r.guard = fmt::format("({})", fmt::join(guard, ") && ("));
+  return r;
+}
+
+}  // namespace tritium::jit::cuda::detail
