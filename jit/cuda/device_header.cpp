@@ -345,6 +345,10 @@ TT_INLINE bool tt_tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stri
   return shape0 >= 1 && shape0 <= (1ll << 32) && shape1 >= 1 && shape1 <= (1ll << 32) && stride0 >= 1 &&
          stride0 < (1ll << 39) && stride0 % 8 == 0;
 }
+// A tensor map's 128 bytes into the TMA unit's cache before the first copy needs them.
+TT_INLINE void tt_prefetch_tensormap(const void* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
 // A box of a 2-D tensor map at (c0 along the contiguous dim, c1) into shared memory at dst;
 // elements outside the tensor read as zero.
 TT_INLINE void tt_tma_load_2d(uint32_t dst, const void* map, int c0, int c1, uint32_t bar) {

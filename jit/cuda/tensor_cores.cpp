@@ -729,10 +729,11 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     smem_ += 8 * S;
     std::string bar = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", bars));
     open("if (tid == 0)");
+    line(fmt::format("tt_prefetch_tensormap(&tt_tmap{});", map_a));
+    line(fmt::format("tt_prefetch_tensormap(&tt_tmap{});", map_a + 1));
     for (int s = 0; s < S; ++s) line(fmt::format("tt_mbarrier_init({} + {}, 1);", bar, 8 * s));
     line("tt_fence_mbarrier_init();");
     close();
-    line("__syncthreads();");
     auto issue_tma = [&](const std::string& t, const std::string& slot) {
       open("");
       // The tiles' coordinates (column, row) at trip t.
@@ -766,6 +767,8 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
       issue_tma(std::to_string(s), std::to_string(s));
       close();
     }
+    // (Thread 0 armed the first stages right after its init; the others wait on them past this.)
+    line("__syncthreads();  // the mbarriers are initialised for every thread");
     std::string rd = fresh("rd"), wr = fresh("wr");
     line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));

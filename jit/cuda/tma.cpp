@@ -6,6 +6,7 @@
 // wrong value.
 #include "jit/cuda/codegen_impl.h"
 
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <sstream>
@@ -43,6 +44,7 @@ struct IndexVec {
   std::optional<Uniform> off;
   int64_t a0 = 0, n = 0;
   std::optional<Uniform> wrap;
+  DType dtype = DType::i32;
 };
 std::optional<IndexVec> index_vec(const ir::Value* v, bool allow_wrap) {
   v = peel(v);
@@ -57,6 +59,7 @@ std::optional<IndexVec> index_vec(const ir::Value* v, bool allow_wrap) {
   }
   IndexVec r;
   r.n = v->type.shape[0];
+  r.dtype = v->type.dtype;
   if (d->kind == OpKind::Arange) {
     r.a0 = d->attrs.ints[0];
     return r;
@@ -328,19 +331,25 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
   std::vector<std::string> guard, shape(2);
   for (int d = 0; d < 2; ++d) {
     const IndexVec& iv = *dims[d].idx;
-    std::string pre = fmt::format("{}", iv.a0);
+    // The first index in the vector's own type (as the kernel computes it: 32-bit arithmetic, a
+    // 32-bit remainder), and no lane past the type's maximum.
+    const std::string ct = ctype(iv.dtype);
+    std::string pre = fmt::format("({}){}", ct, iv.a0);
     if (iv.off) {
       std::optional<std::string> o = expr(*iv.off);
       if (!o) return std::nullopt;
-      pre = fmt::format("({} + {})", *o, iv.a0);
+      pre = fmt::format("({})((uint64_t){} + (uint64_t){})", ct, *o, iv.a0);
     }
+    std::string fits = fmt::format("{} >= 0 && {} <= ({}){}", pre, pre, ct,
+                                   (dtype_bits(iv.dtype) == 64 ? INT64_MAX : INT32_MAX) - (iv.n - 1));
     if (iv.wrap) {
       std::optional<std::string> D = expr(*iv.wrap);
       if (!D) return std::nullopt;
-      guard.push_back(fmt::format("{1} > 0 && {0} >= 0 && {0} % {1} + {2} <= {1}", pre, *D, iv.n));
-      r.start[d] = fmt::format("({} % {})", pre, *D);
+      const std::string d32 = fmt::format("({}){}", ct, *D);
+      guard.push_back(fmt::format("{2} > 0 && {0} && (int64_t)({1} % {2}) + {3} <= {2}", fits, pre, d32, iv.n));
+      r.start[d] = fmt::format("({} % {})", pre, d32);
     } else {
-      guard.push_back(fmt::format("{} >= 0", pre));
+      guard.push_back(fits);
       r.start[d] = pre;
     }
     r.adv[d] = adv[d];
