@@ -194,18 +194,22 @@ BOOST_AUTO_TEST_CASE(copy_3d_checked_dims_only) {
 
 BOOST_AUTO_TEST_CASE(matmul_with_advance) {
   tt::for_each_backend([&](const tt::Backend& be) {
-    struct Case { int M, N, K; bool b_col_major; int BM, BN, BK; };
+    // b_reversed: B's rows stored last to first, read from its last row with a negative row stride
+    // (no tensor map has one: on Hopper the TMA loop's guard fails and the cp.async loop runs).
+    struct Case { int M, N, K; bool b_col_major; int BM, BN, BK; bool b_reversed = false; };
     uint32_t seed = 100;
     for (Case cs : {Case{100, 72, 150, false, 64, 64, 32}, Case{130, 200, 97, true, 64, 128, 32},
-                    Case{64, 128, 256, false, 64, 128, 64}, Case{100, 144, 208, false, 64, 128, 64}})
+                    Case{64, 128, 256, false, 64, 128, 64}, Case{100, 144, 208, false, 64, 128, 64},
+                    Case{100, 144, 208, false, 64, 128, 64, true}})
     for (bool desc : {false, true}) {
       if (desc && cs.b_col_major) continue;  // (a descriptor's last dim is contiguous)
       auto a = tt::random_vector<f16_t>(size_t(cs.M) * cs.K, ++seed);
       auto b = tt::random_vector<f16_t>(size_t(cs.K) * cs.N, ++seed);  // logical K x N
       tt::host_vector<f16_t> b_mem = b;
-      if (cs.b_col_major)
+      if (cs.b_col_major || cs.b_reversed)
         for (int kk = 0; kk < cs.K; ++kk)
-          for (int j = 0; j < cs.N; ++j) b_mem[size_t(j) * cs.K + kk] = b[size_t(kk) * cs.N + j];
+          for (int j = 0; j < cs.N; ++j)
+            b_mem[cs.b_reversed ? size_t(cs.K - 1 - kk) * cs.N + j : size_t(j) * cs.K + kk] = b[size_t(kk) * cs.N + j];
       std::vector<double> ref(size_t(cs.M) * cs.N, 0.0);
       for (int i = 0; i < cs.M; ++i)
         for (int kk = 0; kk < cs.K; ++kk) {
@@ -213,15 +217,17 @@ BOOST_AUTO_TEST_CASE(matmul_with_advance) {
           for (int j = 0; j < cs.N; ++j) ref[size_t(i) * cs.N + j] += av * tt::to_double(b[size_t(kk) * cs.N + j]);
         }
       std::string what = std::to_string(cs.M) + "x" + std::to_string(cs.N) + "x" + std::to_string(cs.K) +
-                         (cs.b_col_major ? " B column-major" : "") + (desc ? " tensor descriptors" : " block pointers");
+                         (cs.b_col_major ? " B column-major" : "") + (cs.b_reversed ? " B rows reversed" : "") +
+                         (desc ? " tensor descriptors" : " block pointers");
       BOOST_TEST_CONTEXT(what) {
         auto da = be.upload<f16_t>(a), db = be.upload<f16_t>(b_mem);
         auto dc = be.alloc_poisoned<float>(ref.size());
-        int sbk = cs.b_col_major ? 1 : cs.N, sbn = cs.b_col_major ? cs.K : 1;
+        int sbk = cs.b_col_major ? 1 : cs.b_reversed ? -cs.N : cs.N, sbn = cs.b_col_major ? cs.K : 1;
+        f16_t* b_ptr = cs.b_reversed ? db.ptr() + size_t(cs.K - 1) * cs.N : db.ptr();
         tritium::Options o = be.options();
         o.num_warps = 4;
         matmul_kernel()[{tritium::cdiv(cs.M, cs.BM), tritium::cdiv(cs.N, cs.BN)}](
-            da.ptr(), db.ptr(), dc.ptr(), cs.M, cs.N, cs.K, sbk, sbn, cs.BM, cs.BN, cs.BK, desc, o);
+            da.ptr(), b_ptr, dc.ptr(), cs.M, cs.N, cs.K, sbk, sbn, cs.BM, cs.BN, cs.BK, desc, o);
         tt::check_close<float>(dc.download(), ref, 1e-3, what);
       }
     }

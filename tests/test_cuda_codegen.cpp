@@ -478,6 +478,26 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma_pointer_blocks) {
   g_smem_budget = cuda::kSharedMemoryBudget;
 }
 
+// The launcher reads a 32-bit recipe parameter as the kernel does (sign- or zero-extended, whatever
+// the slot's upper half holds), and encodes a tensor map only for a tensor TMA can describe - the
+// rule the kernel's guard repeats before it takes the TMA loop.
+BOOST_AUTO_TEST_CASE(tensor_map_recipes) {
+  const uint64_t args[3] = {0xdeadbeefffffffffull, 0xdeadbeefffffffffull, 0x123456789ull};
+  BOOST_TEST(cuda::recipe_value(*cuda::parse_recipe_value("i0"), args) == -1);
+  BOOST_TEST(cuda::recipe_value(*cuda::parse_recipe_value("u1"), args) == int64_t{0xffffffff});
+  BOOST_TEST(cuda::recipe_value(*cuda::parse_recipe_value("p2"), args) == int64_t{0x123456789});
+  BOOST_TEST(cuda::recipe_value(*cuda::parse_recipe_value("c-7"), args) == -7);
+  for (const char* bad : {"x1", "p", "i-1", "c", "p1x", ""}) BOOST_TEST(!cuda::parse_recipe_value(bad), bad);
+  BOOST_TEST(cuda::tensor_map_usable(4096, 4096, 4096, 2));
+  BOOST_TEST(cuda::tensor_map_usable(int64_t{1} << 32, 1, 8, 2));
+  BOOST_TEST(!cuda::tensor_map_usable(0, 4096, 4096, 2));                   // an empty dim
+  BOOST_TEST(!cuda::tensor_map_usable(4096, 0, 4096, 2));
+  BOOST_TEST(!cuda::tensor_map_usable((int64_t{1} << 32) + 1, 16, 16, 2));  // a dim past 2^32
+  BOOST_TEST(!cuda::tensor_map_usable(4096, 4096, -4096, 2));               // rows upside down
+  BOOST_TEST(!cuda::tensor_map_usable(4096, 4096, 4100, 2));                // rows not 16-byte aligned
+  BOOST_TEST(!cuda::tensor_map_usable(16, 16, int64_t{1} << 39, 2));        // a row stride of 2^40 bytes
+}
+
 // 8-bit operands (fp8 e4m3 / e5m2 into f32, int8 into i32) take wgmma with both tiles K-major,
 // whichever way B is stored (K-contiguous B: cp.async chunks along K; N-contiguous: element
 // loads into the K-major layout); 16-bit ones keep the transposed-B form unless B runs along K.
