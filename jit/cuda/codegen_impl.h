@@ -549,6 +549,9 @@ class Codegen {
   // A kernel parameter or constant as a recipe value ("pN", "iN", "uN", "cV"; tma.cpp).
   std::optional<std::string> recipe_token(const ir::Value* v) const;
   std::optional<std::string> recipe_token(const RecipeValue& v) const;
+  // A recipe value as the kernel reads it (an int64 C++ expression), and its known divisor.
+  std::string recipe_expr(const std::string& token);
+  int64_t recipe_divisibility(const std::string& token) const;
   // The map's recipe (base, shape0, shape1, stride0, 1), element type, box; and the kernel's test
   // that the launcher encoded it (tensor_map_usable).
   std::string tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,

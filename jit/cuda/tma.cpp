@@ -113,16 +113,23 @@ std::string Codegen::tma_map(const std::string& base, const std::string& shape0,
   return fmt::format("{} {} {} {} c1 2 {} 64 {}", base, shape0, shape1, stride0, dt == DType::f16 ? 6 : 9, rows);
 }
 
+std::string Codegen::recipe_expr(const std::string& token) {
+  std::optional<RecipeValue> v = parse_recipe_value(token);
+  if (!v) fail("internal error: bad recipe value '{}'", token);
+  if (!v->param()) return fmt::format("(int64_t){}", v->value);
+  return fmt::format("(int64_t)({})", scalar(f_.body->args[static_cast<size_t>(v->value)]));
+}
+
+int64_t Codegen::recipe_divisibility(const std::string& token) const {
+  std::optional<RecipeValue> v = parse_recipe_value(token);
+  if (!v) fail("internal error: bad recipe value '{}'", token);
+  return v->param() ? axis_.get(f_.body->args[static_cast<size_t>(v->value)]).divisibility[0] : v->value;
+}
+
 std::string Codegen::tensor_map_usable_expr(const std::string& shape0, const std::string& shape1,
                                             const std::string& stride0) {
-  auto value = [&](const std::string& token) {
-    std::optional<RecipeValue> v = parse_recipe_value(token);
-    if (!v) fail("internal error: bad recipe value '{}'", token);
-    if (!v->param()) return fmt::format("(int64_t){}", v->value);
-    return fmt::format("(int64_t)({})", scalar(f_.body->args[static_cast<size_t>(v->value)]));
-  };
   // tensor_map_usable (codegen.cpp) for 2-byte elements: the launcher encoded the map.
-  return fmt::format("tt_tensor_map_usable({}, {}, {})", value(shape0), value(shape1), value(stride0));
+  return fmt::format("tt_tensor_map_usable({}, {}, {})", recipe_expr(shape0), recipe_expr(shape1), recipe_expr(stride0));
 }
 
 std::optional<std::pair<std::string, std::string>> Codegen::trip_affine(const ir::Value* v, const ir::Op* loop) {
@@ -187,11 +194,8 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_block_ptr(const TileLoad& tl) 
     tok.push_back(*typed);
   }
   // TMA wants a 16-byte aligned base and row stride (in bytes; f16/bf16 here).
-  auto divisibility = [&](const std::string& token) -> int64_t {
-    RecipeValue v = *parse_recipe_value(token);
-    return v.param() ? axis_.get(f_.body->args[static_cast<size_t>(v.value)]).divisibility[0] : v.value;
-  };
-  if (tok[0][0] != 'p' || divisibility(tok[0]) % 16 != 0 || divisibility(tok[3]) % 8 != 0) return std::nullopt;
+  if (tok[0][0] != 'p' || recipe_divisibility(tok[0]) % 16 != 0 || recipe_divisibility(tok[3]) % 8 != 0)
+    return std::nullopt;
   // The indices of each dim, from the mask (idx >= 0) && (idx < shape) per dim (block_ptr.cpp).
   TmaTile r;
   std::function<void(const ir::Value*)> walk = [&](const ir::Value* v) {
@@ -310,11 +314,8 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
   auto token = [&](const Uniform& u) -> std::optional<std::string> {
     return u.v ? recipe_token(u.v) : std::optional<std::string>(fmt::format("c{}", u.c));
   };
-  auto divisibility = [&](const Uniform& u) -> int64_t {
-    return u.v ? axis_.get(u.v).divisibility[0] : u.c;
-  };
   std::optional<std::string> base_tok = recipe_token(base), stride_tok = token(stride0);
-  if (!base_tok || !stride_tok || axis_.get(base).divisibility[0] % 16 != 0 || divisibility(stride0) % 8 != 0)
+  if (!base_tok || !stride_tok || recipe_divisibility(*base_tok) % 16 != 0 || recipe_divisibility(*stride_tok) % 8 != 0)
     return std::nullopt;
   // Values from before the loop, as the guard reads them.
   auto expr = [&](const Uniform& u) -> std::optional<std::string> {
@@ -374,10 +375,7 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
       }
       if (!tok) return std::nullopt;
       shape[d] = *tok;
-      RecipeValue sv = *parse_recipe_value(*tok);
-      std::string extent = sv.param() ? fmt::format("(int64_t)({})", scalar(f_.body->args[static_cast<size_t>(sv.value)]))
-                                      : fmt::format("(int64_t){}", sv.value);
-      guard.push_back(fmt::format("{} == -(int64_t){} && {} + {} == {}", y1, adv[d], y0, r.start[d], extent));
+      guard.push_back(fmt::format("{} == -(int64_t){} && {} + {} == {}", y1, adv[d], y0, r.start[d], recipe_expr(*tok)));
     } else if (iv.wrap && adv[d] == 0) {
       std::optional<std::string> tok = token(*iv.wrap);
       if (!tok) return std::nullopt;
