@@ -238,10 +238,9 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
       auto grid = [&](const Meta& meta) { return Grid(cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), nbatch); };
       // Block pointers where their tiles can take TMA: Hopper, 16-bit, one matrix each, rows
       // contiguous with 16-byte aligned strides (else the pointer form, faster without TMA).
-      const bool tma = std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>
-                           ? runtime::cuda::properties(a.device().index).compute_capability() >= 90 && nbatch == 1 &&
-                                 a.stride(-1) == 1 && b.stride(-1) == 1 && a.stride(-2) % 8 == 0 && b.stride(-2) % 8 == 0
-                           : false;
+      const bool tma = (std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>) &&
+                       runtime::cuda::properties(a.device().index).compute_capability() >= 90 && nbatch == 1 &&
+                       a.stride(-1) == 1 && b.stride(-1) == 1 && a.stride(-2) % 8 == 0 && b.stride(-2) % 8 == 0;
       gpu_tuner<T>()[grid](a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2),
                            c.stride(-1), dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc,
                            dims[1].sc, Meta{{"TF32", tf32}, {"CARRY_POINTERS", !tma}, {"BLOCK_POINTERS", tma}});

@@ -470,6 +470,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma_pointer_blocks) {
   BOOST_TEST_REQUIRE(tma.tma_maps.size() == 2u);
   BOOST_TEST(tma.tma_maps[0] == "p0 i3 i5 i6 c1 2 6 64 128");  // A: M x K (% M, mask on K), row stride stride_am
   BOOST_TEST(tma.tma_maps[1] == "p1 i5 i4 i8 c1 2 6 64 64");   // B: K x N (mask on K, % N), stride_bk
+  for (const std::string& m : tma.tma_maps) BOOST_TEST(cuda::parse_tensor_map_recipe(m, 10).has_value(), m);
   BOOST_TEST(body.find("tt_tensor_map_usable(") != std::string::npos);
   const size_t fallback = body.find("tt_cp_async16(");  // the fallback, after the TMA loop
   BOOST_TEST((fallback != std::string::npos && fallback > body.find("stages filled by TMA")));
@@ -490,6 +491,19 @@ BOOST_AUTO_TEST_CASE(tensor_map_recipes) {
   BOOST_TEST(cuda::recipe_value(*cuda::parse_recipe_value("p2"), args) == int64_t{0x123456789});
   BOOST_TEST(cuda::recipe_value(*cuda::parse_recipe_value("c-7"), args) == -7);
   for (const char* bad : {"x1", "p", "i-1", "c", "p1x", ""}) BOOST_TEST(!cuda::parse_recipe_value(bad), bad);
+  // A whole recipe as the launcher reads it back from a cache entry (a kernel of 10 parameters).
+  auto r = cuda::parse_tensor_map_recipe("p0 i3 i5 i6 c1 2 6 64 128", 10);
+  BOOST_TEST_REQUIRE(r.has_value());
+  BOOST_TEST((r->values[0].kind == 'p' && r->values[3].kind == 'i' && r->values[3].value == 6));
+  BOOST_TEST((r->esize == 2 && r->dtype == 6 && r->box[0] == 64u && r->box[1] == 128u));
+  for (const char* bad : {"p0 i3 i5 i10 c1 2 6 64 128",    // parameter 10 of 10
+                          "p0 i3 i5 i6 c2 2 6 64 128",     // stride1 not 1
+                          "p0 i3 i5 i6 i7 2 6 64 128",     // stride1 a parameter
+                          "p0 i3 i5 i6 c1 0 6 64 128",     // no element size
+                          "p0 i3 i5 i6 c1 2 6 64",         // a field missing
+                          "p0 i3 i5 i6 c1 2 6 64 128 7",   // one too many
+                          "p0 i3 x5 i6 c1 2 6 64 128", ""})
+    BOOST_TEST(!cuda::parse_tensor_map_recipe(bad, 10), bad);
   BOOST_TEST(cuda::tensor_map_usable(4096, 4096, 4096, 2));
   BOOST_TEST(cuda::tensor_map_usable(int64_t{1} << 32, 1, 8, 2));
   BOOST_TEST(!cuda::tensor_map_usable(0, 4096, 4096, 2));                   // an empty dim

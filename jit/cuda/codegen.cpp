@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string_view>
 
 #include "jit/cuda/device_header.h"
@@ -1633,6 +1634,22 @@ int64_t recipe_value(const RecipeValue& v, const uint64_t* args) {
     case 'u': return static_cast<uint32_t>(args[v.value]);
     default: return static_cast<int64_t>(args[v.value]);
   }
+}
+
+std::optional<TensorMapRecipe> parse_tensor_map_recipe(const std::string& line, size_t num_params) {
+  std::istringstream in(line);
+  TensorMapRecipe r;
+  for (RecipeValue& v : r.values) {
+    std::string tok;
+    in >> tok;
+    std::optional<RecipeValue> x = parse_recipe_value(tok);
+    if (!x || (x->param() && static_cast<size_t>(x->value) >= num_params)) return std::nullopt;
+    v = *x;
+  }
+  in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
+  std::string rest;
+  if (!in || (in >> rest) || r.esize <= 0 || r.values[4].kind != 'c' || r.values[4].value != 1) return std::nullopt;
+  return r;
 }
 
 bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esize) {

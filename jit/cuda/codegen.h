@@ -2,6 +2,7 @@
 // values are fused into thread-distributed loop nests or materialised in shared memory (or a
 // per-CTA slice of a global scratch buffer). docs/cuda-backend.md describes the scheme.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,6 +40,15 @@ struct RecipeValue {
 std::optional<RecipeValue> parse_recipe_value(const std::string& token);
 // Its value for a launch's arguments (one little-endian 64-bit slot a parameter).
 int64_t recipe_value(const RecipeValue& v, const uint64_t* args);
+// One KernelSource::tma_maps entry, read back: nothing when a field is missing or malformed, a
+// parameter index is not below num_params, stride1 is not the constant 1 (the launcher encodes
+// the last dim as contiguous) or the element size is not positive.
+struct TensorMapRecipe {
+  std::array<RecipeValue, 5> values;  // base, shape0, shape1, stride0, stride1
+  int esize = 2, dtype = 0;           // element bytes, CUtensorMapDataType
+  uint32_t box[2] = {0, 0};           // elements of the contiguous dim, rows
+};
+std::optional<TensorMapRecipe> parse_tensor_map_recipe(const std::string& line, size_t num_params);
 // Whether a 2-D tensor of this shape and row stride (in elements of `esize` bytes) can have a
 // tensor map: the launcher encodes one only then (else it passes zeros), and the kernel's guard
 // (tma.cpp, tensor_map_usable_expr) tests the same before it takes the TMA loop.

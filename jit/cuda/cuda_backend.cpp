@@ -88,7 +88,12 @@ class CudaKernel : public CompiledKernel {
              size_t offset, std::vector<std::string> asserts, size_t num_params)
       : device_(device), header_(h), entry_(std::move(entry)), asserts_(std::move(asserts)), num_params_(num_params) {
     std::istringstream lines(maps);
-    for (std::string line; std::getline(lines, line);) maps_.push_back(parse_map(line, entry_, num_params_));
+    // (A recipe read from the disk cache is checked: a bad one is an Error, and the entry recompiled.)
+    for (std::string line; std::getline(lines, line);) {
+      std::optional<cuda::TensorMapRecipe> r = cuda::parse_tensor_map_recipe(line, num_params_);
+      if (!r) fail("kernel {}: bad tensor map recipe '{}'", entry_, line);
+      maps_.push_back(*r);
+    }
     if (maps_.size() > cuda::kMaxTensorMaps) fail("kernel {}: {} tensor maps, at most {}", entry_, maps_.size(), cuda::kMaxTensorMaps);
     encoded_.resize(maps_.size());
     const cu::Driver& d = cu::driver();
@@ -174,37 +179,16 @@ class CudaKernel : public CompiledKernel {
   }
 
  private:
-  // A tensor map's recipe (codegen.h, KernelSource::tma_maps) and its encoding for one launch:
-  // a 2-D row-major tensor, 128-byte swizzle (the matmul stages' layout), zero outside it.
-  struct MapRecipe {
-    std::array<cuda::RecipeValue, 5> values;  // base, shape0, shape1, stride0, stride1
-    int esize = 2, dtype = 0;
-    uint32_t box[2] = {0, 0};
-  };
+  // A tensor map's encoding for one launch (recipe: codegen.h): a 2-D row-major tensor, 128-byte
+  // swizzle (the matmul stages' layout), zero outside it.
   struct alignas(64) TensorMap {
     uint64_t words[16];
   };
-  // (A recipe read from the disk cache is checked: a bad one is an Error, and the entry recompiled.)
-  static MapRecipe parse_map(const std::string& line, const std::string& entry, size_t num_params) {
-    std::istringstream in(line);
-    MapRecipe r;
-    auto bad = [&] { fail("kernel {}: bad tensor map recipe '{}'", entry, line); };
-    for (auto& v : r.values) {
-      std::string tok;
-      in >> tok;
-      std::optional<cuda::RecipeValue> x = cuda::parse_recipe_value(tok);
-      if (!x || (x->param() && static_cast<size_t>(x->value) >= num_params)) bad();
-      v = *x;
-    }
-    in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
-    if (!in || r.esize <= 0) bad();
-    return r;
-  }
 
   // Map i for these arguments: encoded again only when its base, shape or stride changed since
   // the last launch (a training step launches the same matrices again and again).
   const TensorMap& encoded(size_t i, const uint64_t* args) {
-    const MapRecipe& r = maps_[i];
+    const cuda::TensorMapRecipe& r = maps_[i];
     std::array<int64_t, 4> key;
     for (size_t k = 0; k < key.size(); ++k) key[k] = cuda::recipe_value(r.values[k], args);
     Encoded& e = encoded_[i];
@@ -218,7 +202,7 @@ class CudaKernel : public CompiledKernel {
   // key: base, shape0, shape1, stride0 (stride1 is 1). A tensor no map can describe (an empty
   // dim, a row stride that is negative or not 16-byte aligned) gets zeros: the kernel's guard
   // tests the same and takes its cp.async loop instead.
-  void encode(const MapRecipe& r, const std::array<int64_t, 4>& key, TensorMap& out) const {
+  void encode(const cuda::TensorMapRecipe& r, const std::array<int64_t, 4>& key, TensorMap& out) const {
     const int64_t shape0 = key[1], shape1 = key[2], stride0 = key[3];
     if (!cuda::tensor_map_usable(shape0, shape1, stride0, r.esize)) {
       out = TensorMap{};
@@ -243,7 +227,7 @@ class CudaKernel : public CompiledKernel {
   };
 
   int device_;
-  std::vector<MapRecipe> maps_;
+  std::vector<cuda::TensorMapRecipe> maps_;
   std::vector<Encoded> encoded_;  // per map, its last encoding (under encoded_mutex_: launches may race)
   std::mutex encoded_mutex_;
   BinaryHeader header_;

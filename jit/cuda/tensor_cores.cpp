@@ -621,6 +621,10 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   // wgmma: the descriptors of stage 0, a stage's are these plus its offset (addresses / 16).
   std::pair<std::string, std::string> desc0;
   if (wgmma) desc0 = wgmma_descriptors(t, BK, at.dtype, b_kmajor, sa, sb);
+  // The stage read and the stage refilled move on by one each trip (both loops below).
+  auto next_slots = [&](const std::string& rd, const std::string& wr) {
+    for (const std::string& v : {rd, wr}) line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", v, S));
+  };
   auto compute = [&](const std::string& slot) {
     if (wgmma) {
       // (unsigned: a sign extension would cost the uniform datapath an instruction per trip)
@@ -698,8 +702,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     }
     line("tt_cp_async_commit();");
     if (!in_flight) compute(rd);
-    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
-    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
+    next_slots(rd, wr);
     close();
     if (in_flight) line("tt_wgmma_wait<0>();");
     line("tt_cp_async_wait<0>();");
@@ -710,7 +713,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   // slot refilled next). Under the tiles' guards, tested once by each program; the cp.async loop
   // otherwise (a tile that wraps, a tensor no map describes).
   std::optional<TmaTile> tma_a, tma_b;
-  if (wgmma && in_flight && S >= 3 && loop->parent == f_.body && tma_maps_.size() + 2 <= kMaxTensorMaps &&
+  if (in_flight && loop->parent == f_.body && tma_maps_.size() + 2 <= kMaxTensorMaps &&
       (tma_a = plan_tma(ta, loop, m)))
     tma_b = plan_tma(tb, loop, m);
   if (!tma_a || !tma_b) {
@@ -751,12 +754,15 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
       open("if (tid == 0)");
       std::string bs = tmp("uint32_t", fmt::format("{} + ({}) * 8", bar, slot));
       line(fmt::format("tt_mbarrier_expect_tx({}, {});", bs, a_bytes + b_bytes));
-      for (int64_t c = 0; c < ta.C / 64; ++c)
-        line(fmt::format("tt_tma_load_2d({} + ({}) * {} + {}, &tt_tmap{}, {} + {}, {}, {});", sa, slot, a_bytes,
-                         c * ta.R * 128, map_a, ca, c * 64, ra, bs));
-      for (int64_t c = 0; c < tb.C / 64; ++c)
-        line(fmt::format("tt_tma_load_2d({} + ({}) * {} + {}, &tt_tmap{}, {} + {}, {}, {});", sb, slot, b_bytes,
-                         c * tb.R * 128, map_a + 1, cb, c * 64, rb, bs));
+      // One copy per 64-column block of the tile (R rows of 128 bytes each in the stage).
+      auto copies = [&](const TileLoad& tile, const std::string& stage, int64_t bytes, int map, const std::string& col,
+                        const std::string& row) {
+        for (int64_t c = 0; c < tile.C / 64; ++c)
+          line(fmt::format("tt_tma_load_2d({} + ({}) * {} + {}, &tt_tmap{}, {} + {}, {}, {});", stage, slot, bytes,
+                           c * tile.R * 128, map, col, c * 64, row, bs));
+      };
+      copies(ta, sa, a_bytes, map_a, ca, ra);
+      copies(tb, sb, b_bytes, map_a + 1, cb, rb);
       close();
       close();
     };
@@ -778,8 +784,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     open(fmt::format("if ({} + {} < {})", trip, ahead, trips));
     issue_tma(fmt::format("{} + {}", trip, ahead), wr);
     close();
-    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
-    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", wr, S));
+    next_slots(rd, wr);
     close();
     line("tt_wgmma_wait<0>();");
     line("__syncthreads();  // every thread is past its last wait before the barriers go");

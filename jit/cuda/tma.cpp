@@ -6,6 +6,7 @@
 // wrong value.
 #include "jit/cuda/codegen_impl.h"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <iterator>
@@ -83,8 +84,10 @@ std::optional<std::pair<int, const ir::Value*>> expanded(const ir::Value* v) {
   return std::make_pair(v->def->attrs.axis == 1 ? 0 : 1, v->def->operand(0));
 }
 
+// +0 exactly (TMA fills with +0: a load whose `other` is -0.0 differs in the sign bit).
 bool is_zero_constant(const ir::Value* v) {
-  return v->def && v->def->kind == OpKind::Constant && v->def->attrs.ival == 0 && v->def->attrs.fval == 0.0;
+  return v->def && v->def->kind == OpKind::Constant && v->def->attrs.ival == 0 && v->def->attrs.fval == 0.0 &&
+         !std::signbit(v->def->attrs.fval);
 }
 
 }  // namespace
