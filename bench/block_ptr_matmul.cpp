@@ -1,10 +1,12 @@
 // tritium-bench --block-ptr-matmul: the same f16 matmul written twice - with blocks of pointers
 // (tutorial 03's kernel) and with block pointers (tl::make_block_ptr / tl::advance, bounds-checked
-// loads) - at one config (tutorial 03's first: 128 x 256 x 64, 8 warps, 3 stages, groups of 8),
-// alternating, so the cost of writing a kernel with block pointers shows.
+// loads) - by default at one config (tutorial 03's first: 128 x 256 x 64, 8 warps, 3 stages; groups
+// of 8 always), alternating, so the cost of writing a kernel with block pointers shows.
 //   tritium-bench --block-ptr-matmul [--device cuda|cpu] [--sizes 4096,8192] [--rounds 3]
-// One line per measurement: "block-ptr-matmul FORM N RATE UNIT" (FORM: pointers or block_ptr;
-// TFLOP/s on a GPU, GFLOP/s on the CPU).
+//                                    [--configs 128x256x64w8s3,128x128x64w4s4]
+// One line per measurement: "block-ptr-matmul FORM N RATE UNIT CONFIG" (FORM: pointers or
+// block_ptr; TFLOP/s on a GPU, GFLOP/s on the CPU; CONFIG as --configs spells it).
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -74,8 +76,22 @@ int block_ptr_matmul_bench(int argc, char** argv) {
   tritium::Device device = tritium::Device::cuda();
   std::vector<int64_t> sizes = {4096, 8192};
   int rounds = 3;
+  std::vector<std::array<int, 5>> configs;
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device = tritium::Device::parse(argv[++i]);
+    else if (!std::strcmp(argv[i], "--configs") && i + 1 < argc) {
+      for (const char* s = argv[++i]; *s;) {
+        std::array<int, 5> c{};
+        int used = 0;
+        if (std::sscanf(s, "%dx%dx%dw%ds%d%n", &c[0], &c[1], &c[2], &c[3], &c[4], &used) != 5) {
+          std::fprintf(stderr, "block-ptr-matmul: a config reads BMxBNxBKwWARPSsSTAGES, e.g. 128x256x64w8s3\n");
+          return 2;
+        }
+        configs.push_back(c);
+        s += used;
+        if (*s == ',') ++s;
+      }
+    }
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) {
       sizes.clear();
@@ -94,8 +110,7 @@ int block_ptr_matmul_bench(int argc, char** argv) {
     return 2;
   }
   const bool gpu = device.is_cuda();
-  const int BM = gpu ? 128 : 32, BN = gpu ? 256 : 32, BK = gpu ? 64 : 32;
-  tritium::Options o{.num_warps = gpu ? 8 : 4, .num_stages = gpu ? 3 : 1, .device = device};
+  if (configs.empty()) configs.push_back(gpu ? std::array<int, 5>{128, 256, 64, 8, 3} : std::array<int, 5>{32, 32, 32, 4, 1});
   for (int64_t n : sizes) {
     auto& gen = tritium::ops::default_generator();
     tritium::Tensor a = tritium::ops::randn({n, n}, gen, tritium::DType::f32, device).to(tritium::DType::f16);
@@ -103,23 +118,27 @@ int block_ptr_matmul_bench(int argc, char** argv) {
     tritium::Tensor c1 = tritium::Tensor::empty({n, n}, tritium::DType::f16, device);
     tritium::Tensor c2 = tritium::Tensor::empty({n, n}, tritium::DType::f16, device);
     const int32_t N = static_cast<int32_t>(n);
-    tritium::Grid grid(tritium::cdiv(n, BM) * tritium::cdiv(n, BN));
-    auto run_pointers = [&] { pointer_kernel[grid](a, b, c1, N, N, N, BM, BN, BK, 8, o); };
-    auto run_block_ptr = [&] { block_ptr_kernel[grid](a, b, c2, N, N, N, BM, BN, BK, 8, o); };
-    run_pointers();
-    run_block_ptr();
-    // The two forms compute the same sums in the same order: the results agree bit for bit.
-    if (c1.to(tritium::DType::f32).to_vector<float>() != c2.to(tritium::DType::f32).to_vector<float>()) {
-      std::fprintf(stderr, "block-ptr-matmul: the two kernels disagree at %lld\n", static_cast<long long>(n));
-      return 1;
-    }
-    for (int r = 0; r < rounds; ++r)
-      for (auto [name, fn] : {std::pair<const char*, std::function<void()>>{"pointers", run_pointers}, {"block_ptr", run_block_ptr}}) {
-        tritium::BenchResult t = tritium::do_bench(fn, device);
-        std::printf("block-ptr-matmul %s %lld %.1f %s\n", name, static_cast<long long>(n),
-                    2.0 * n * n * n / (t.median_ms * 1e-3) / (gpu ? 1e12 : 1e9), gpu ? "TFLOP/s" : "GFLOP/s");
-        std::fflush(stdout);
+    for (const auto& [BM, BN, BK, warps, stages] : configs) {
+      tritium::Options o{.num_warps = warps, .num_stages = stages, .device = device};
+      tritium::Grid grid(tritium::cdiv(n, BM) * tritium::cdiv(n, BN));
+      auto run_pointers = [&] { pointer_kernel[grid](a, b, c1, N, N, N, BM, BN, BK, 8, o); };
+      auto run_block_ptr = [&] { block_ptr_kernel[grid](a, b, c2, N, N, N, BM, BN, BK, 8, o); };
+      run_pointers();
+      run_block_ptr();
+      // The two forms compute the same sums in the same order: the results agree bit for bit.
+      if (c1.to(tritium::DType::f32).to_vector<float>() != c2.to(tritium::DType::f32).to_vector<float>()) {
+        std::fprintf(stderr, "block-ptr-matmul: the two kernels disagree at %lld\n", static_cast<long long>(n));
+        return 1;
       }
+      for (int r = 0; r < rounds; ++r)
+        for (auto [name, fn] : {std::pair<const char*, std::function<void()>>{"pointers", run_pointers}, {"block_ptr", run_block_ptr}}) {
+          tritium::BenchResult t = tritium::do_bench(fn, device);
+          std::printf("block-ptr-matmul %s %lld %.1f %s %dx%dx%dw%ds%d\n", name, static_cast<long long>(n),
+                      2.0 * n * n * n / (t.median_ms * 1e-3) / (gpu ? 1e12 : 1e9), gpu ? "TFLOP/s" : "GFLOP/s", BM, BN, BK,
+                      warps, stages);
+          std::fflush(stdout);
+        }
+    }
   }
   return 0;
 }

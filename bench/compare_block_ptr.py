@@ -45,7 +45,7 @@ def main():
         out = subprocess.run([args.bench, "--block-ptr-matmul", "--sizes", args.sizes, "--rounds", "1"],
                              capture_output=True, text=True, check=True).stdout
         for line in out.splitlines():
-            _, form, n, rate, _unit = line.split()
+            _, form, n, rate, _unit, _config = line.split()
             samples.setdefault(("tritium", form, int(n)), []).append(float(rate))
         for n in sizes:
             for form, fn in zip(("pointers", "block_ptr"), triton_runs(n)):
