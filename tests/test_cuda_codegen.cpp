@@ -64,6 +64,10 @@ template <class... A> cuda::KernelSource compile(tritium::Kernel& k, int num_war
 }
 template <class... A> cuda::KernelSource compile(tritium::Kernel& k, const A&... args) { return compile(k, 4, args...); }
 
+// The generated kernel past the device header (which defines every tt_ helper: a search for a
+// helper's name must not find its definition).
+std::string kernel_body(const cuda::KernelSource& ks) { return ks.source.substr(ks.source.find("__global__")); }
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_cuda_codegen)
@@ -228,28 +232,48 @@ BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
   });
   auto k16 = tritium::kernel("matmul_f16", [body](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<float> c, tl::i32 M, tl::i32 N,
                                                   tl::i32 K, int BM, int BN, int BK) { body(a, b, c, M, N, K, BM, BN, BK, ""); });
-  auto mma = compile(k16, addr<f16_t>(0), addr<f16_t>(1), addr<float>(2), 100, 120, 300, 32, 32, 32);
-  // Tensor cores in a pipelined matmul loop: cp.async into shared memory, ldmatrix, mma.sync.
-  BOOST_TEST(mma.source.find("matmul loop on tensor cores") != std::string::npos);
-  BOOST_TEST(mma.source.find("tt_cp_async16(") != std::string::npos);
-  BOOST_TEST(mma.source.find("tt_ldsm_x4_trans(") != std::string::npos);
-  BOOST_TEST(mma.source.find("tt_mma_f16(&") != std::string::npos);
+  std::string mma = kernel_body(compile(k16, addr<f16_t>(0), addr<f16_t>(1), addr<float>(2), 100, 120, 300, 32, 32, 32));
+  // Tensor cores in a pipelined matmul loop: stages in shared memory (element loads here: rows of
+  // K = 300 halves are not 16-byte aligned), ldmatrix, mma.sync.
+  BOOST_TEST(mma.find("matmul loop on tensor cores") != std::string::npos);
+  BOOST_TEST(mma.find("tt_st_shared2(") != std::string::npos);
+  BOOST_TEST(mma.find("tt_cp_async16(") == std::string::npos);
+  BOOST_TEST(mma.find("tt_ldsm_x4_trans(") != std::string::npos);
+  BOOST_TEST(mma.find("tt_mma_f16(&") != std::string::npos);
   // f32 operands: tf32 by default (rounded with cvt.rna), tf32x3 runs three products per
-  // fragment, ieee keeps the FMA loop in fp32.
-  auto f32 = [&](int precision) {
-    return compile(k32, addr<float>(0), addr<float>(1), addr<float>(2), 100, 120, 300, 64, 64, 32, precision).source;
+  // fragment, ieee keeps the FMA loop in fp32. With warpgroups (4 warps) tf32 runs on wgmma: both
+  // tiles through element loads rounded on their way to K-major stages; with 2 warps, and always
+  // for tf32x3 (its split operands are fragments in registers), on mma.sync.
+  auto f32 = [&](int precision, int warps) {
+    return kernel_body(compile(k32, warps, addr<float>(0), addr<float>(1), addr<float>(2), 100, 120, 300, 64, 64, 32, precision));
   };
-  for (int p : {0, 1, 2}) {
-    std::string src = f32(p);
-    BOOST_TEST_CONTEXT("input_precision \"" << precisions[p] << "\"") {
-      BOOST_TEST(src.find(p == 2 ? "matmul loop on tensor cores (tf32x3)" : "matmul loop on tensor cores (tf32)") !=
-                 std::string::npos);
-      BOOST_TEST(src.find("tt_mma_tf32(&") != std::string::npos);
-      BOOST_TEST((src.find("tt_tf32_split(tt_") != std::string::npos) == (p == 2));
+  for (int warps : {2, 4})
+    for (int p : {0, 1, 2}) {
+      std::string src = f32(p, warps);
+      const bool wgmma = warps == 4 && p != 2;
+      BOOST_TEST_CONTEXT("input_precision \"" << precisions[p] << "\", " << warps << " warps") {
+        BOOST_TEST(src.find(p == 2 ? "matmul loop on tensor cores (tf32x3)" : "matmul loop on tensor cores (tf32)") !=
+                   std::string::npos);
+        BOOST_TEST((src.find("tt_mma_tf32(&") != std::string::npos) == !wgmma);
+        BOOST_TEST((src.find("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") != std::string::npos) == wgmma);
+        BOOST_TEST((src.find("B K-major") != std::string::npos) == wgmma);
+        BOOST_TEST((src.find("tt_st_shared4(") != std::string::npos && src.find(", tt_tf32(v") != std::string::npos) == wgmma);
+        BOOST_TEST((src.find("tt_tf32_split(tt_") != std::string::npos) == (p == 2));
+      }
     }
-  }
-  BOOST_TEST(f32(3).find("tt_mma_tf32(&") == std::string::npos);
-  BOOST_TEST(f32(3).find("matmul loop on tensor cores") == std::string::npos);
+  BOOST_TEST(f32(3, 4).find("tt_mma_tf32(&") == std::string::npos);
+  BOOST_TEST(f32(3, 4).find("wgmma") == std::string::npos);
+  BOOST_TEST(f32(3, 4).find("matmul loop on tensor cores") == std::string::npos);
+  // Aligned rows (512 x 512 x 512: the axis info proves 16-byte chunks): A's tile moves in 16-byte
+  // chunks along K, B's (N-contiguous, stored K-major) in blocks of 4 x 4 transposed in registers;
+  // both rounded as they are stored, 16 bytes at a time.
+  std::string aligned =
+      kernel_body(compile(k32, 4, addr<float>(0), addr<float>(1), addr<float>(2), 512, 512, 512, 64, 64, 32, 1));
+  BOOST_TEST(aligned.find("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") != std::string::npos);
+  BOOST_TEST(aligned.find("*reinterpret_cast<const uint4*>(") != std::string::npos);
+  BOOST_TEST(aligned.find("tt_st_shared_tf32x4(") != std::string::npos);
+  BOOST_TEST(aligned.find("[3].w);") != std::string::npos);  // a block's fourth K row, lane 3
+  BOOST_TEST(aligned.find("tt_st_shared4(") == std::string::npos);  // nothing element by element
 }
 
 // Which tensor-core path a matmul loop takes: wgmma for warpgroups on sm_90a, mma.sync with
@@ -278,7 +302,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
   auto wg = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32, false);
   BOOST_TEST(wg.source.find("matmul loop on tensor cores") != std::string::npos);
   BOOST_TEST(wg.source.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
-  BOOST_TEST(wg.source.find("tt_cp_async16(") != std::string::npos);
+  BOOST_TEST(kernel_body(wg).find("tt_cp_async16(") != std::string::npos);
   BOOST_TEST(wg.source.find("fragments in, 16-byte row chunks out") != std::string::npos);
   // C's staging buffer (64 rows of 128 + 8 halves) reuses the bytes of the 3 stages (64 x 32 of A
   // and 32 x 128 of B, f16) once the loop is over: the kernel needs the stages' shared memory alone.
@@ -315,7 +339,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
     BOOST_TEST(after.compare(at, 17, "tt_cp_async16(dst") == 0);
   auto mma = compile(k, 2, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 32, 32, false);
   BOOST_TEST(mma.source.find("matmul loop on tensor cores") != std::string::npos);
-  BOOST_TEST(mma.source.find("tt_ldsm_x4_trans(") != std::string::npos);
+  BOOST_TEST(kernel_body(mma).find("tt_ldsm_x4_trans(") != std::string::npos);
   BOOST_TEST(mma.source.find("wgmma.mma_async") == std::string::npos);
   BOOST_TEST(mma.source.find("tt_fence_async_shared();") == std::string::npos);  // ldmatrix reads the generic proxy
   auto varying = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 64, 32, true);
@@ -349,7 +373,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_block_pointers) {
   auto wg = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32);
   BOOST_TEST(wg.source.find("matmul loop on tensor cores") != std::string::npos);
   BOOST_TEST(wg.source.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
-  BOOST_TEST(wg.source.find("tt_cp_async16(") != std::string::npos);
+  BOOST_TEST(kernel_body(wg).find("tt_cp_async16(") != std::string::npos);
   const std::string body = wg.source.substr(wg.source.find("__global__"));  // past the device header
   BOOST_TEST(body.find("tt_st_shared2(") == std::string::npos);  // no element-by-element staging
   auto mma = compile(k, 2, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 32, 32);
@@ -367,7 +391,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_block_pointers) {
   });
   auto desc = compile(kd, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32);
   BOOST_TEST(desc.source.find("matmul loop on tensor cores") != std::string::npos);
-  BOOST_TEST(desc.source.find("tt_cp_async16(") != std::string::npos);
+  BOOST_TEST(kernel_body(desc).find("tt_cp_async16(") != std::string::npos);
 }
 
 // On Hopper, tiles of block pointers and tensor descriptors (bounds on every dim, zero padding: a

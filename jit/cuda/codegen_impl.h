@@ -413,9 +413,9 @@ class Codegen {
   // ---- tensor cores -------------------------------------------------------------------------
 
   // The warp tiling of a dot on tensor cores: f16 or bf16 operands (mma.sync.m16n8k16, wgmma), or
-  // fp32 ones with input_precision tf32 / tf32x3 (mma.sync.m16n8k8: wgmma reads tf32 only
-  // K-major, B is N-major here); on sm_90a with warpgroups also fp8 (f32 result) and int8 (i32
-  // result), K a multiple of 32, through wgmma only; an f32 result otherwise, M and N multiples
+  // fp32 ones with input_precision tf32 / tf32x3 (mma.sync.m16n8k8; tf32 also wgmma, whose matmul
+  // loops store both tiles K-major and rounded, tf32x3 never); on sm_90a with warpgroups also fp8
+  // (f32 result) and int8 (i32 result), K a multiple of 32, through wgmma only; an f32 result otherwise, M and N multiples
   // of 16, K of 16 (8 for tf32), sm_80+, at most kMaxMmaWords accumulators per thread. The warps split M x N so that each
   // loads the fewest fragments per k step (MT ldmatrix.x4 of A, NT / 2 of B, or NT pairs of
   // 32-bit loads for tf32: the same bytes). One shape has one mapping: a dot whose tiling differs
@@ -509,6 +509,9 @@ class Codegen {
     // a chunk across the mask's edge) fences after its write. cp.async writes need no fence (as in
     // Triton's fence insertion and CUTLASS's cp.async wgmma mainloops).
     bool async_reader = false;
+    // fp32 operands of a tf32 wgmma: element loads, each value rounded to tf32 on its way to the
+    // stage (wgmma reads shared memory as it is and would truncate the low mantissa bits).
+    bool round_tf32 = false;
     // The load's index of tile element (row, col).
     Index at(const std::string& row, const std::string& col) const { return transposed ? Index{col, row} : Index{row, col}; }
     std::vector<std::pair<const ir::Value*, std::string>> hoisted;  // carried pointer -> per-chunk inits
@@ -523,6 +526,25 @@ class Codegen {
   // The per-thread chunk loop of a vector tile load: fn(row, ch, j).
   void for_each_chunk(const TileLoad& tl, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn);
   TileLoad plan_tile_load(const ir::Op* ld, bool transposed);
+  // Tiles of TileLoad::round_tf32: a thread's elements go through registers (declared first), all
+  // of its loads before its stores into the stages at `bases`, which round them (the stores'
+  // memory clobbers would otherwise hold each load until the store before it; a matmul loop issues
+  // the loads of a refill before the trip's wgmma and rounds and stores after its barrier, so no
+  // instruction waits for the loads until then).
+  // How: 16-byte chunks along K (K-contiguous memory: A, or B given as its transpose), blocks of
+  // 4 x 4 transposed in registers (B K-major from N-contiguous memory), else element by element.
+  enum class TF32Load { Chunks, Blocks, Elements };
+  TF32Load tf32_load_mode(const TileLoad& tl);
+  void each_tf32_element(const TileLoad& tl,
+                         const std::function<void(const std::string& i, const std::string& row, const std::string& col)>& fn);
+  void each_tf32_block(const TileLoad& tl,
+                       const std::function<void(const std::string& i, const std::string& nb, const std::string& kb)>& fn);
+  std::string tf32_chunk_value(const ir::Op* ld, const Index& at, int dim);
+  std::vector<std::string> declare_tf32_registers(const std::vector<const TileLoad*>& tiles);
+  void load_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals, const ir::Op* loop,
+                       const MmaLoop& m, const std::string& trip);
+  void store_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals,
+                        const std::vector<std::string>& bases);
   // The inits of the carried pointers a vector tile load reads through, at each of the thread's
   // chunks, into registers before the loop (TileLoad::hoisted).
   void hoist_carried_pointers(TileLoad& tl, const ir::Op* loop, const MmaLoop& m);

@@ -299,6 +299,12 @@ TT_INLINE uint32_t tt_tf32(uint32_t x) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
   return r;
 }
+// Four fp32 values rounded to tf32, as one 16-byte chunk of a stage.
+TT_INLINE void tt_st_shared_tf32x4(uint32_t dst, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst), "r"(tt_tf32(a)), "r"(tt_tf32(b)), "r"(tt_tf32(c)),
+               "r"(tt_tf32(d))
+               : "memory");
+}
 // tf32x3: x = big + small, both tf32 (x becomes big).
 TT_INLINE void tt_tf32_split(uint32_t& x, uint32_t& small) {
   uint32_t big = tt_tf32(x);

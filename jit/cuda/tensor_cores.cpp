@@ -61,7 +61,9 @@ std::optional<Codegen::MmaTiling> Codegen::mma_tiling(const ir::Op* dot) const {
   int64_t M = rt.shape[0], N = rt.shape[1], K = at.shape[1];
   if (M % 16 || N % 16 || K % (tf32 ? 8 : byte ? 32 : 16) || M * N / nt_ > kMaxMmaWords) return std::nullopt;
   std::optional<MmaTiling> best;
-  if (cc_ == 90 && nwarps_ % 4 == 0 && !tf32) {  // warpgroups: the fewest wgmma per k step (widest N)
+  // Warpgroups: the fewest wgmma per k step (widest N). Not for tf32x3, whose split operands need
+  // the fragments in registers (mma.sync).
+  if (cc_ == 90 && nwarps_ % 4 == 0 && dot->attrs.str != "tf32x3") {
     int groups = nwarps_ / 4;
     for (int wm = 1; wm <= groups; ++wm) {
       if (groups % wm) continue;
@@ -170,13 +172,14 @@ void Codegen::emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64
   int64_t nr = t.WTN / 2;  // accumulators of one instruction
   const char* ty = in == DType::f16    ? "f16"
                    : in == DType::bf16  ? "bf16"
+                   : in == DType::f32   ? "tf32"
                    : in == DType::f8e4m3 ? "e4m3"
                    : in == DType::f8e5m2 ? "e5m2"
                    : in == DType::i8    ? "s8"
                                         : "u8";
-  // 32 bytes of K per instruction (k16 for 16-bit types, k32 for 8-bit ones); 8-bit types have
-  // no transpose bits, integers no input scales either (s32 accumulators).
-  const std::string tail = integer ? "p" : fp8 ? "p, 1, 1" : fmt::format("p, 1, 1, 0, {}", b_kmajor ? 0 : 1);
+  // 32 bytes of K per instruction (k8 for tf32, k16 for 16-bit types, k32 for 8-bit ones); tf32 and
+  // 8-bit types have no transpose bits, integers no input scales either (s32 accumulators).
+  const std::string tail = integer ? "p" : fp8 || in == DType::f32 ? "p, 1, 1" : fmt::format("p, 1, 1, 0, {}", b_kmajor ? 0 : 1);
   auto k_offset = [&](int64_t kb, int64_t rows) { return rca >= 8 ? (kb / 128) * (rows * 128) + kb % 128 : kb; };
   for (int64_t kb = 0; kb < BK * esz; kb += 32) {
     int64_t boff = b_kmajor ? k_offset(kb, BN) : (kb / esz) * 128;
@@ -383,11 +386,11 @@ void Codegen::for_each_chunk(const TileLoad& tl,
 Codegen::TileLoad Codegen::plan_tile_load(const ir::Op* ld, bool transposed) {
   int epc = static_cast<int>(16 / dtype_bytes(ld->result()->type.dtype));
   const Shape& s = ld->result()->type.shape;
-  return TileLoad{ld, s[transposed ? 1 : 0], s[transposed ? 0 : 1], epc, access_width(ld, transposed ? 0 : 1) >= epc, transposed, false, {}};
+  return TileLoad{ld, s[transposed ? 1 : 0], s[transposed ? 0 : 1], epc, access_width(ld, transposed ? 0 : 1) >= epc, transposed, false, false, {}};
 }
 
 void Codegen::hoist_carried_pointers(TileLoad& tl, const ir::Op* loop, const MmaLoop& m) {
-  if (!tl.vector) return;
+  if (!tl.vector || tl.round_tf32) return;
   const ir::Op* ld = tl.load;
   const ir::Block* body = loop->regions[0];
   // The carried pointers this load's address uses: their inits at each chunk, hoisted out of the loop.
@@ -466,6 +469,172 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
     emit_edge_chunk(tl, a);
     close();
   });
+}
+
+// Thread tid's i-th element of a tile (TF32Load::Elements). B stored K-major but N-contiguous in
+// memory: a warp takes 8 rows (N) of 4 columns (K), so its loads read 4 runs of 32 contiguous
+// bytes and its stores, 8 rows of one 16-byte chunk each (8 swizzle phases), hit 32 different
+// banks; else consecutive threads run along the row (K, contiguous in memory and in the stage).
+void Codegen::each_tf32_element(const TileLoad& tl, const std::function<void(const std::string& i, const std::string& row,
+                                                                             const std::string& col)>& fn) {
+  std::string i = fresh("i");
+  line("#pragma unroll");
+  open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", i, (tl.R * tl.C + nt_ - 1) / nt_));
+  std::string e = tmp("int", fmt::format("tid + {} * {}", i, nt_)), row, col;
+  if (!tl.transposed) {
+    row = tmp("int", fmt::format("{} / {}", e, tl.C));
+    col = tmp("int", fmt::format("{} % {}", e, tl.C));
+  } else {
+    std::string rest = tmp("int", fmt::format("{} >> 5", e));
+    row = tmp("int", fmt::format("({} % {}) * 8 + (({} >> 2) & 7)", rest, tl.R / 8, e));
+    col = tmp("int", fmt::format("({} / {}) * 4 + ({} & 3)", rest, tl.R / 8, e));
+  }
+  const bool partial = (tl.R * tl.C) % nt_ != 0;
+  if (partial) open(fmt::format("if ({} < {})", e, tl.R * tl.C));
+  fn(i, row, col);
+  if (partial) close();
+  close();
+}
+
+// Thread tid's i-th block of 4 x 4 elements of a tile stored K-major from N-contiguous memory
+// (TF32Load::Blocks): n0 = 4 * nb, k0 = 4 * kb. A warp takes 8 blocks along N by 4 along K: each
+// of its four 16-byte loads reads 4 runs of 128 contiguous bytes, and each of its four 16-byte
+// stores (rows n0 + r, the chunk of k0) meets the minimum of 4 shared-memory wavefronts (8
+// distinct chunk positions: kb ^ (row & 7) over 4 kb and 2 row phases).
+void Codegen::each_tf32_block(const TileLoad& tl, const std::function<void(const std::string& i, const std::string& nb,
+                                                                           const std::string& kb)>& fn) {
+  const int64_t NB = tl.R / 4, blocks = NB * (tl.C / 4);
+  std::string i = fresh("i");
+  line("#pragma unroll");
+  open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", i, (blocks + nt_ - 1) / nt_));
+  std::string b = tmp("int", fmt::format("tid + {} * {}", i, nt_)), rest = tmp("int", fmt::format("{} >> 5", b));
+  std::string nb = tmp("int", fmt::format("({} % {}) * 8 + ({} & 7)", rest, NB / 8, b));
+  std::string kb = tmp("int", fmt::format("({} / {}) * 4 + (({} >> 3) & 3)", rest, NB / 8, b));
+  if (blocks % nt_) open(fmt::format("if ({} < {})", b, blocks));
+  fn(i, nb, kb);
+  if (blocks % nt_) close();
+  close();
+}
+
+Codegen::TF32Load Codegen::tf32_load_mode(const TileLoad& tl) {
+  if (tl.vector) return TF32Load::Chunks;
+  if (tl.transposed && access_width(tl.load, 1) >= 4 && tl.R % 32 == 0 && tl.C % 16 == 0) return TF32Load::Blocks;
+  return TF32Load::Elements;
+}
+
+std::vector<std::string> Codegen::declare_tf32_registers(const std::vector<const TileLoad*>& tiles) {
+  std::vector<std::string> vals;
+  for (const TileLoad* tl : tiles) {
+    vals.push_back(fresh("v"));
+    switch (tf32_load_mode(*tl)) {
+      case TF32Load::Chunks: line(fmt::format("uint4 {}[{}];", vals.back(), chunks_per_thread(*tl))); break;
+      case TF32Load::Blocks: line(fmt::format("uint4 {}[{}][4];", vals.back(), (tl->R * tl->C / 16 + nt_ - 1) / nt_)); break;
+      case TF32Load::Elements: line(fmt::format("uint32_t {}[{}];", vals.back(), (tl->R * tl->C + nt_ - 1) / nt_)); break;
+    }
+  }
+  return vals;
+}
+
+// 16 bytes of fp32 from the load at its index `at` (4 lanes along `dim`) as raw bits, masked lanes
+// taking `other` (0 when the load has none).
+std::string Codegen::tf32_chunk_value(const ir::Op* ld, const Index& at, int dim) {
+  const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
+  const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
+  std::string ptr = tmp("const float*", eval(ld->operand(0), at));
+  std::string full = fmt::format("*reinterpret_cast<const uint4*>({})", ptr);
+  if (!mask) return full;
+  auto lane = [&](int l) {
+    Index x = at;
+    if (l) x[dim] = fmt::format("({} + {})", at[dim], l);
+    return x;
+  };
+  auto other_bits = [&](int l) { return other ? fmt::format("__float_as_uint({})", eval(other, lane(l))) : std::string("0u"); };
+  if (axis_.contains(mask) && axis_.get(mask).constancy[dim] >= 4)
+    return fmt::format("({}) ? {} : make_uint4({}, {}, {}, {})", eval(mask, at), full, other_bits(0), other_bits(1),
+                       other_bits(2), other_bits(3));
+  // A chunk across the mask's edge: lane by lane.
+  std::vector<std::string> m, v;
+  for (int l = 0; l < 4; ++l) m.push_back(tmp("bool", eval(mask, lane(l))));
+  for (int l = 0; l < 4; ++l) v.push_back(fmt::format("{} ? __float_as_uint({}[{}]) : {}", m[l], ptr, l, other_bits(l)));
+  return fmt::format("({} && {} && {} && {}) ? {} : make_uint4({}, {}, {}, {})", m[0], m[1], m[2], m[3], full, v[0], v[1], v[2], v[3]);
+}
+
+void Codegen::load_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals,
+                              const ir::Op* loop, const MmaLoop& m, const std::string& trip) {
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    const TileLoad& tl = *tiles[t];
+    const ir::Op* ld = tl.load;
+    auto bind = [&](const Index& idx) {
+      for (auto& [k, step] : m.pointers)
+        affine_[loop->regions[0]->args[1 + k]] = Affine{step, eval(loop->operands[3 + k], idx), trip};
+    };
+    switch (tf32_load_mode(tl)) {
+      case TF32Load::Chunks:  // 4 elements along K, contiguous in memory and in the stage
+        for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
+          Index idx = tl.at(row, tmp("int", fmt::format("{} * 4", ch)));
+          bind(idx);
+          line(fmt::format("{}[{}] = {};", vals[t], j, tf32_chunk_value(ld, idx, tl.transposed ? 0 : 1)));
+          affine_.clear();
+        });
+        break;
+      case TF32Load::Blocks:  // 4 rows of K, each 4 elements along N
+        each_tf32_block(tl, [&](const std::string& i, const std::string& nb, const std::string& kb) {
+          for (int r = 0; r < 4; ++r) {
+            Index idx{tmp("int", fmt::format("{} * 4 + {}", kb, r)), tmp("int", fmt::format("{} * 4", nb))};
+            bind(idx);
+            line(fmt::format("{}[{}][{}] = {};", vals[t], i, r, tf32_chunk_value(ld, idx, 1)));
+            affine_.clear();
+          }
+        });
+        break;
+      case TF32Load::Elements: {
+        const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
+        const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
+        each_tf32_element(tl, [&](const std::string& i, const std::string& row, const std::string& col) {
+          Index idx = tl.at(row, col);
+          bind(idx);
+          std::string ptr = eval(ld->operand(0), idx);
+          std::string v = mask ? fmt::format("({}) ? *{} : {}", eval(mask, idx), ptr, other ? eval(other, idx) : "0.0f") : "*" + ptr;
+          line(fmt::format("{}[{}] = __float_as_uint({});", vals[t], i, v));
+          affine_.clear();
+        });
+        break;
+      }
+    }
+  }
+}
+
+void Codegen::store_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals,
+                               const std::vector<std::string>& bases) {
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    const TileLoad& tl = *tiles[t];
+    const std::string& v = vals[t];
+    auto chunk = [&](const std::string& row, const std::string& ch) {
+      return fmt::format("{} + ({} << 4)", bases[t], tile_chunk(row, ch, tl.R, tl.C / 4));
+    };
+    switch (tf32_load_mode(tl)) {
+      case TF32Load::Chunks:
+        for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
+          line(fmt::format("tt_st_shared_tf32x4({0}, {1}[{2}].x, {1}[{2}].y, {1}[{2}].z, {1}[{2}].w);", chunk(row, ch), v, j));
+        });
+        break;
+      case TF32Load::Blocks:  // transposed in registers: row n0 + r of the stage takes lane r of each K row
+        each_tf32_block(tl, [&](const std::string& i, const std::string& nb, const std::string& kb) {
+          for (int r = 0; r < 4; ++r) {
+            const char c = "xyzw"[r];
+            line(fmt::format("tt_st_shared_tf32x4({0}, {1}[{2}][0].{3}, {1}[{2}][1].{3}, {1}[{2}][2].{3}, {1}[{2}][3].{3});",
+                             chunk(fmt::format("{} * 4 + {}", nb, r), kb), v, i, c));
+          }
+        });
+        break;
+      case TF32Load::Elements:
+        each_tf32_element(tl, [&](const std::string& i, const std::string& row, const std::string& col) {
+          line(fmt::format("tt_st_shared4({} + (({} & 3) << 2), tt_tf32({}[{}]));", chunk(row, col + " >> 2"), col, v, i));
+        });
+        break;
+    }
+  }
+  line("tt_fence_async_shared();  // the st.shared above, before wgmma reads them");
 }
 
 Codegen::ChunkAccess Codegen::chunk_access(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
@@ -574,10 +743,11 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   if (off + S * (a_bytes + b_bytes) > smem_budget_) return false;
   smem_ = off + S * (a_bytes + b_bytes);
   const MmaTiling& t = mma_map_.at(res->type.shape);
-  const bool wgmma = t.wgmma;  // (never for tf32: mma_tiling gives it warp tilings)
-  // B's tile is stored K-major (as A's) where wgmma reads it so: always for 8-bit types (which
-  // have no transposed form), and for 16-bit ones when B's memory runs along K (no N-contiguous chunks).
-  const bool b_kmajor = wgmma && (is_byte_mma(at.dtype) || (access_width(m.load_b, 0) >= epc && access_width(m.load_b, 1) < epc));
+  const bool wgmma = t.wgmma, tf32 = wgmma && is_tf32(m.dot);
+  // B's tile is stored K-major (as A's) where wgmma reads it so: always for tf32 and 8-bit types
+  // (which have no transposed form), and for 16-bit ones when B's memory runs along K (no
+  // N-contiguous chunks).
+  const bool b_kmajor = wgmma && (tf32 || is_byte_mma(at.dtype) || (access_width(m.load_b, 0) >= epc && access_width(m.load_b, 1) < epc));
   int in_flight = wgmma && S >= 3 ? 1 : 0;
   for (const ir::Op* ld : {m.load_a, m.load_b})
     if (may_read_written(ld->operand(0))) sync_after_global_writes();
@@ -602,6 +772,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   open(fmt::format("if ({} > 0)", trips));
   TileLoad ta = plan_tile_load(m.load_a, false), tb = plan_tile_load(m.load_b, b_kmajor);
   ta.async_reader = tb.async_reader = wgmma;
+  ta.round_tf32 = tb.round_tf32 = tf32;
   std::vector<const ir::Value*> roots;
   for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
   for (auto& [i, step] : m.pointers) roots.push_back(step);
@@ -613,8 +784,15 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   auto issue = [&](const std::string& trip, const std::string& slot) {
     open("");
     auto saved = bind_trip(loop, roots, iv_at(trip), &m, trip);
-    emit_tile_load(ta, loop, m, trip, fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
-    emit_tile_load(tb, loop, m, trip, fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
+    std::string base_a = fmt::format("{} + ({}) * {}", sa, slot, a_bytes), base_b = fmt::format("{} + ({}) * {}", sb, slot, b_bytes);
+    if (tf32) {
+      auto vals = declare_tf32_registers({&ta, &tb});
+      load_tf32_tiles({&ta, &tb}, vals, loop, m, trip);
+      store_tf32_tiles({&ta, &tb}, vals, {base_a, base_b});
+    } else {
+      emit_tile_load(ta, loop, m, trip, base_a);
+      emit_tile_load(tb, loop, m, trip, base_b);
+    }
     scalars_ = std::move(saved);
     close();
   };
@@ -676,7 +854,22 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles have landed", ahead - 1));
     line("__syncthreads();  // ... for every thread, and the slot written next is no longer read");
     const std::string next = fmt::format("{} + {}", trip, ahead);
-    if (in_flight && ta.vector && tb.vector) {
+    if (in_flight && tf32) {
+      // The refill's loads into registers before this trip's wgmma (their latency hides behind
+      // it and behind the wait for the previous trip's), the stores after the barrier.
+      std::string live = tmp("bool", fmt::format("{} < {}", next, trips));
+      auto vals = declare_tf32_registers({&ta, &tb});
+      open(fmt::format("if ({})", live));
+      auto saved = bind_trip(loop, roots, iv_at(next), &m, next);
+      load_tf32_tiles({&ta, &tb}, vals, loop, m, next);
+      scalars_ = std::move(saved);
+      close();
+      compute(rd);
+      line("__syncthreads();  // every warpgroup retired the previous trip's wgmma");
+      open(fmt::format("if ({})", live));
+      store_tf32_tiles({&ta, &tb}, vals, {fmt::format("{} + ({}) * {}", sa, wr, a_bytes), fmt::format("{} + ({}) * {}", sb, wr, b_bytes)});
+      close();
+    } else if (in_flight && ta.vector && tb.vector) {
       compute(rd);
       // The refill's addresses and masks before the barrier (as Triton's loop), branch-free (past
       // the last trip the chunks zero-fill a retired slot): after it only the cp.async are left.
