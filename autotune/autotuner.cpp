@@ -480,6 +480,9 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
                          "stopped early, {} failed); took {:.1f} ms (compiling {:.1f} ms)",
                          kernel.name(), result->key, result->best_config().str(), result->results[result->best].ms, n,
                          result->benchmarked, cached, early, failed, result->tuning_ms, result->compile_ms));
+    if (env().print_autotuning_all)
+      for (const auto& r : result->results)
+        log_line(fmt::format("  {}: {:.4f} ms, {}{}", r.config.str(), r.ms, r.status, r.from_disk ? " (from disk)" : ""));
   }
   std::lock_guard lock(map_mutex);
   auto& slot = tuned[h];

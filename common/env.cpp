@@ -79,6 +79,7 @@ Env read_env() {
   e.f32_default = lower_trimmed(get("TRITIUM_F32_DEFAULT"));
   std::string pa = lower_trimmed(get("TRITIUM_PRINT_AUTOTUNING"));
   e.print_autotuning = !pa.empty() && pa != "0" && pa != "false" && pa != "off" && pa != "no";
+  e.print_autotuning_all = pa == "all";
   return e;
 }
 

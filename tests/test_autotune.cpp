@@ -312,6 +312,16 @@ BOOST_AUTO_TEST_CASE(print_autotuning) {
     std::string text = tt::capture_fd(2, [&] { tuner[grid_of(n)](x, out, n); });
     BOOST_TEST(text.find("autotuning costly_scale for n=1000") != std::string::npos, text);
     BOOST_TEST(text.find("best BLOCK=128 REPS=1 num_warps=4 num_stages=3") != std::string::npos, text);
+    BOOST_TEST(text.find("\n  BLOCK=") == std::string::npos, text);  // one line per tuning
+    // "all": also one line per config, with its time and status.
+    tt::ScopedEnv all("TRITIUM_PRINT_AUTOTUNING", "all");
+    auto two = tritium::autotune(make_costly_scale(), {Config({{"BLOCK", 128}, {"REPS", 1}}), Config({{"BLOCK", 256}, {"REPS", 1}})},
+                                 quick({"n"}));
+    text = tt::capture_fd(2, [&] { two[grid_of(n)](x, out, n); });
+    BOOST_TEST(text.find("autotuning costly_scale for n=1000") != std::string::npos, text);
+    for (const char* c : {"  BLOCK=128 REPS=1 num_warps=4 num_stages=3: ", "  BLOCK=256 REPS=1 num_warps=4 num_stages=3: "})
+      BOOST_TEST(text.find(c) != std::string::npos, c << " in " << text);
+    BOOST_TEST(text.find(" ms, ok") != std::string::npos, text);
   });
 }
 
