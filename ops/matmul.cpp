@@ -162,12 +162,15 @@ Blocks pick_blocks(int64_t M, int64_t N, int64_t K, int64_t nbatch, const Device
 
 // GPU candidates: tutorial 03's tensor-core configs (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)
 // that cover large and small problems; fp32 tiles take twice the shared memory, the generator
-// cuts stages to what fits.
-std::vector<Config> gpu_configs() {
+// cuts stages to what fits. fp32 adds tiles of 32 along K in 8 warps (tf32 on Hopper's wgmma:
+// 128-byte rows, three or four stages, and registers left for the tiles on their way to the stages).
+std::vector<Config> gpu_configs(bool f32) {
   struct C { int m, n, k, warps, stages; };
+  std::vector<C> list = {C{128, 256, 64, 8, 3}, C{128, 128, 32, 4, 4}, C{128, 64, 32, 4, 4}, C{64, 128, 32, 4, 4},
+                         C{64, 64, 32, 4, 4},   C{32, 64, 32, 2, 5},   C{32, 32, 32, 2, 4}};
+  if (f32) list.insert(list.begin(), {C{128, 256, 32, 8, 3}, C{256, 128, 32, 8, 3}, C{128, 128, 32, 8, 4}});
   std::vector<Config> out;
-  for (C c : {C{128, 256, 64, 8, 3}, C{128, 128, 32, 4, 4}, C{128, 64, 32, 4, 4}, C{64, 128, 32, 4, 4},
-              C{64, 64, 32, 4, 4}, C{32, 64, 32, 2, 5}, C{32, 32, 32, 2, 4}})
+  for (C c : list)
     out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}, {"GROUP_M", 8}}, c.warps, c.stages);
   return out;
 }
@@ -187,11 +190,12 @@ std::vector<Config> fitting_configs(const std::vector<Config>& configs, const Ar
 template <class T> Autotuner& gpu_tuner() {
   static Autotuner tuner = [] {
     AutotuneOptions o;
-    // The layout (which strides are 1) changes the loads; NB2 the number of programs.
-    o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2"};
+    // The layout (which strides are 1) changes the loads; NB2 the number of programs; TF32 the
+    // kernel (set_float32_matmul_precision may change between calls of one shape).
+    o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2", "TF32"};
     o.prune_configs_by.early_config_prune = fitting_configs;
     o.warmup_ms = 10, o.rep_ms = 40;  // an op's first call waits for this per shape
-    return autotune(matmul_kernel<T>(), gpu_configs(), o);
+    return autotune(matmul_kernel<T>(), gpu_configs(std::is_same_v<T, float>), o);
   }();
   return tuner;
 }
