@@ -509,8 +509,9 @@ class Codegen {
     // a chunk across the mask's edge) fences after its write. cp.async writes need no fence (as in
     // Triton's fence insertion and CUTLASS's cp.async wgmma mainloops).
     bool async_reader = false;
-    // fp32 operands of a tf32 wgmma: element loads, each value rounded to tf32 on its way to the
-    // stage (wgmma reads shared memory as it is and would truncate the low mantissa bits).
+    // fp32 operands of a tf32 wgmma: loaded into registers (load_tf32_tiles; 16-byte chunks where
+    // `vector` says so) and rounded to tf32 on their way to the stage (wgmma reads shared memory as
+    // it is and would truncate the low mantissa bits).
     bool round_tf32 = false;
     // The load's index of tile element (row, col).
     Index at(const std::string& row, const std::string& col) const { return transposed ? Index{col, row} : Index{row, col}; }
