@@ -541,6 +541,14 @@ class Codegen {
   void each_tf32_block(const TileLoad& tl,
                        const std::function<void(const std::string& i, const std::string& nb, const std::string& kb)>& fn);
   std::string tf32_chunk_value(const ir::Op* ld, const Index& at, int dim);
+  // A matmul loop's carried pointers at the load index `idx` of trip `trip` (affine_: init at
+  // idx + trip * step); the caller clears affine_ after its evals.
+  void bind_carried_pointers(const ir::Op* loop, const MmaLoop& m, const Index& idx, const std::string& trip);
+  // A load's value at `idx` through `ptr`: `mask ? *ptr : other` (other defaults to zero).
+  std::string masked_element(const ir::Op* ld, const Index& idx, const std::string& ptr);
+  // The mask of each of `lanes` consecutive lanes along `dim` from `at` - one when the axis info
+  // says it is constant over them.
+  std::vector<std::string> lane_masks(const ir::Value* mask, const Index& at, int dim, int lanes);
   std::vector<std::string> declare_tf32_registers(const std::vector<const TileLoad*>& tiles);
   void load_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals, const ir::Op* loop,
                        const MmaLoop& m, const std::string& trip);

@@ -415,19 +415,37 @@ void Codegen::hoist_carried_pointers(TileLoad& tl, const ir::Op* loop, const Mma
   walk(ld->operand(0));
 }
 
+void Codegen::bind_carried_pointers(const ir::Op* loop, const MmaLoop& m, const Index& idx, const std::string& trip) {
+  for (auto& [i, step] : m.pointers)
+    affine_[loop->regions[0]->args[1 + i]] = Affine{step, eval(loop->operands[3 + i], idx), trip};
+}
+
+std::string Codegen::masked_element(const ir::Op* ld, const Index& idx, const std::string& ptr) {
+  const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
+  const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
+  if (!mask) return "*" + ptr;
+  return fmt::format("({}) ? *{} : {}", eval(mask, idx), ptr, other ? eval(other, idx) : ctype(ld->result()->type.dtype) + "{}");
+}
+
+std::vector<std::string> Codegen::lane_masks(const ir::Value* mask, const Index& at, int dim, int lanes) {
+  const bool constant = axis_.contains(mask) && axis_.get(mask).constancy[static_cast<size_t>(dim)] >= lanes;
+  std::vector<std::string> masks;
+  for (int l = 0; l < (constant ? 1 : lanes); ++l) {
+    Index x = at;
+    if (l) x[static_cast<size_t>(dim)] = fmt::format("({} + {})", at[static_cast<size_t>(dim)], l);
+    masks.push_back(eval(mask, x));
+  }
+  return masks;
+}
+
 void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
                              const std::string& base) {
   const ir::Op* ld = tl.load;
   const ir::Value* p = ld->operand(0);
-  const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
-  const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
+  const bool masked = ld->operands.size() > 1;
   std::string ct = ctype(p->type.pointee);
   const int epc = tl.epc;
   int64_t rc = tl.C / epc;
-  auto value = [&](const Index& idx, const std::string& ptr) {
-    if (!mask) return "*" + ptr;
-    return fmt::format("({}) ? *{} : {}", eval(mask, idx), ptr, other ? eval(other, idx) : ct + "{}");
-  };
   if (!tl.vector) {
     // Element by element (no contiguity to move 16 bytes): the carried pointers evaluated in full,
     // consecutive threads at consecutive elements of the load's last dim (coalesced when B is
@@ -439,9 +457,8 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
     Index idx{d0, d1};
     const std::string& row = tl.transposed ? d1 : d0;
     const std::string& col = tl.transposed ? d0 : d1;
-    for (auto& [i, step] : m.pointers)
-      affine_[loop->regions[0]->args[1 + i]] = Affine{step, eval(loop->operands[3 + i], idx), trip};
-    std::string v = tmp(ct, value(idx, eval(p, idx)));
+    bind_carried_pointers(loop, m, idx, trip);
+    std::string v = tmp(ct, masked_element(ld, idx, eval(p, idx)));
     if (epc == 16)
       line(fmt::format("tt_st_shared1({} + ({} << 4) + ({} & 15), tt_bitcast<uint8_t>({}));", base,
                        tile_chunk(row, col + " >> 4", tl.R, rc), col, v));
@@ -458,7 +475,7 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
   }
   for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
     ChunkAccess a = chunk_access(tl, loop, m, trip, base, row, ch, j);
-    if (!mask) {
+    if (!masked) {
       line(fmt::format("tt_cp_async16({}, {}, 16);", a.dst, a.ptr));
       return;
     }
@@ -549,12 +566,13 @@ std::string Codegen::tf32_chunk_value(const ir::Op* ld, const Index& at, int dim
     return x;
   };
   auto other_bits = [&](int l) { return other ? fmt::format("__float_as_uint({})", eval(other, lane(l))) : std::string("0u"); };
-  if (axis_.contains(mask) && axis_.get(mask).constancy[dim] >= 4)
-    return fmt::format("({}) ? {} : make_uint4({}, {}, {}, {})", eval(mask, at), full, other_bits(0), other_bits(1),
+  std::vector<std::string> m = lane_masks(mask, at, dim, 4);
+  if (m.size() == 1)
+    return fmt::format("({}) ? {} : make_uint4({}, {}, {}, {})", m[0], full, other_bits(0), other_bits(1),
                        other_bits(2), other_bits(3));
   // A chunk across the mask's edge: lane by lane.
-  std::vector<std::string> m, v;
-  for (int l = 0; l < 4; ++l) m.push_back(tmp("bool", eval(mask, lane(l))));
+  std::vector<std::string> v;
+  for (int l = 0; l < 4; ++l) m[l] = tmp("bool", m[l]);
   for (int l = 0; l < 4; ++l) v.push_back(fmt::format("{} ? __float_as_uint({}[{}]) : {}", m[l], ptr, l, other_bits(l)));
   return fmt::format("({} && {} && {} && {}) ? {} : make_uint4({}, {}, {}, {})", m[0], m[1], m[2], m[3], full, v[0], v[1], v[2], v[3]);
 }
@@ -564,10 +582,7 @@ void Codegen::load_tf32_tiles(const std::vector<const TileLoad*>& tiles, const s
   for (size_t t = 0; t < tiles.size(); ++t) {
     const TileLoad& tl = *tiles[t];
     const ir::Op* ld = tl.load;
-    auto bind = [&](const Index& idx) {
-      for (auto& [k, step] : m.pointers)
-        affine_[loop->regions[0]->args[1 + k]] = Affine{step, eval(loop->operands[3 + k], idx), trip};
-    };
+    auto bind = [&](const Index& idx) { bind_carried_pointers(loop, m, idx, trip); };
     switch (tf32_load_mode(tl)) {
       case TF32Load::Chunks:  // 4 elements along K, contiguous in memory and in the stage
         for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
@@ -587,19 +602,14 @@ void Codegen::load_tf32_tiles(const std::vector<const TileLoad*>& tiles, const s
           }
         });
         break;
-      case TF32Load::Elements: {
-        const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
-        const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
+      case TF32Load::Elements:
         each_tf32_element(tl, [&](const std::string& i, const std::string& row, const std::string& col) {
           Index idx = tl.at(row, col);
           bind(idx);
-          std::string ptr = eval(ld->operand(0), idx);
-          std::string v = mask ? fmt::format("({}) ? *{} : {}", eval(mask, idx), ptr, other ? eval(other, idx) : "0.0f") : "*" + ptr;
-          line(fmt::format("{}[{}] = __float_as_uint({});", vals[t], i, v));
+          line(fmt::format("{}[{}] = __float_as_uint({});", vals[t], i, masked_element(ld, idx, eval(ld->operand(0), idx))));
           affine_.clear();
         });
         break;
-      }
     }
   }
 }
@@ -664,9 +674,7 @@ Codegen::ChunkAccess Codegen::chunk_access(const TileLoad& tl, const ir::Op* loo
   a.ptr = tmp("const " + ctype(p->type.pointee) + "*", eval(p, tl.at(row, a.col)));
   if (mask) {
     // Each lane's mask (one when the axis info says the mask is constant over the chunk).
-    bool constant = axis_.contains(mask) && axis_.get(mask).constancy[tl.transposed ? 0 : 1] >= tl.epc;
-    for (int l = 0; l < (constant ? 1 : tl.epc); ++l)
-      a.masks.push_back(eval(mask, tl.at(row, l == 0 ? a.col : fmt::format("({} + {})", a.col, l))));
+    a.masks = lane_masks(mask, tl.at(row, a.col), tl.transposed ? 0 : 1, tl.epc);
     a.all = tmp("bool", fmt::format("{}", fmt::join(a.masks, " && ")));
     std::string any = tmp("bool", fmt::format("{}", fmt::join(a.masks, " || ")));
     bool zero_other = !other || (other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
