@@ -44,12 +44,14 @@ bool nvrtc_or_skip() {
 // (Shared memory: the generator's default budget, or an H100's 227 KB less 8 KB with
 // H100_SHARED_MEMORY, as the backend passes it there.)
 inline int64_t g_smem_budget = cuda::kSharedMemoryBudget;
+inline int g_num_stages = 3;  // CompileOptions::num_stages for the compiles below
 constexpr int64_t H100_SHARED_MEMORY = 219 * 1024;
 template <class... A> cuda::KernelSource compile(tritium::Kernel& k, int num_warps, const A&... args) {
   auto f = k.optimized_function(args...);
   tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
   tritium::jit::CompileOptions opts;
   opts.num_warps = num_warps;
+  opts.num_stages = g_num_stages;
   cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, g_smem_budget);
   if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)  // to read the generated code
     std::ofstream(std::string(dir) + "/" + ks.entry + ".cu") << ks.source;
@@ -266,14 +268,45 @@ BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
   BOOST_TEST(f32(3, 4).find("matmul loop on tensor cores") == std::string::npos);
   // Aligned rows (512 x 512 x 512: the axis info proves 16-byte chunks): A's tile moves in 16-byte
   // chunks along K, B's (N-contiguous, stored K-major) in blocks of 4 x 4 transposed in registers;
-  // both rounded as they are stored, 16 bytes at a time.
-  std::string aligned =
-      kernel_body(compile(k32, 4, addr<float>(0), addr<float>(1), addr<float>(2), 512, 512, 512, 64, 64, 32, 1));
-  BOOST_TEST(aligned.find("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") != std::string::npos);
-  BOOST_TEST(aligned.find("*reinterpret_cast<const uint4*>(") != std::string::npos);
-  BOOST_TEST(aligned.find("tt_st_shared_tf32x4(") != std::string::npos);
-  BOOST_TEST(aligned.find("[3].w);") != std::string::npos);  // a block's fourth K row, lane 3
-  BOOST_TEST(aligned.find("tt_st_shared4(") == std::string::npos);  // nothing element by element
+  // both rounded as they are stored, 16 bytes at a time. With 3+ stages the chunks go raw into
+  // stages by cp.async first and each trip reads them back from there (tf32_tiles.cpp); with 2
+  // they come from global memory straight into registers.
+  for (int stages : {2, 3}) {
+    g_num_stages = stages;
+    std::string aligned =
+        kernel_body(compile(k32, 4, addr<float>(0), addr<float>(1), addr<float>(2), 512, 512, 512, 64, 64, 32, 1));
+    BOOST_TEST_CONTEXT(stages << " stages") {
+      BOOST_TEST(aligned.find("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") != std::string::npos);
+      BOOST_TEST((aligned.find("*reinterpret_cast<const uint4*>(") != std::string::npos) == (stages == 2));
+      BOOST_TEST((aligned.find("raw stages") != std::string::npos) == (stages == 3));
+      BOOST_TEST((aligned.find("tt_cp_async16(") != std::string::npos) == (stages == 3));
+      BOOST_TEST((aligned.find("tt_ld_shared16(") != std::string::npos) == (stages == 3));
+      BOOST_TEST(aligned.find("tt_st_shared_tf32x4(") != std::string::npos);
+      BOOST_TEST(aligned.find("[3].w);") != std::string::npos);  // a block's fourth K row, lane 3
+      BOOST_TEST(aligned.find("tt_st_shared4(") == std::string::npos);  // nothing element by element
+    }
+  }
+  // B given as a transpose (K-contiguous): both tiles are 16-byte chunks along K, raw and rounded.
+  auto kt = tritium::kernel("matmul_f32_bt", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::i32 M, tl::i32 N,
+                                                tl::i32 K, int BM, int BN, int BK) {
+    auto rm = tl::program_id(0) * BM + tl::arange(0, BM), rn = tl::program_id(1) * BN + tl::arange(0, BN);
+    auto rk = tl::arange(0, BK);
+    auto a_ptrs = a + (rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_);
+    auto b_ptrs = b + rk(tl::_, tl::None) + (rn % N)(tl::None, tl::_) * K;
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+      acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - kt * BK, 0.0f),
+                    tl::load(b_ptrs, rk(tl::_, tl::None) < K - kt * BK, 0.0f), acc);
+      a_ptrs += BK;
+      b_ptrs += BK;
+    }
+    tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc, (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N));
+  });
+  std::string bt = kernel_body(compile(kt, 4, addr<float>(0), addr<float>(1), addr<float>(2), 512, 512, 512, 64, 64, 32));
+  BOOST_TEST(bt.find("raw stages") != std::string::npos);
+  BOOST_TEST(bt.find("tt_ld_shared16(") != std::string::npos);
+  BOOST_TEST(bt.find("[3].w);") == std::string::npos);  // no 4 x 4 blocks
+  BOOST_TEST(bt.find("tt_st_shared_tf32x4(") != std::string::npos);
 }
 
 // Which tensor-core path a matmul loop takes: wgmma for warpgroups on sm_90a, mma.sync with

@@ -419,6 +419,14 @@ BOOST_AUTO_TEST_CASE(tiled_matmul_f32_precisions) {
       // tf32 named explicitly, aligned sizes (full 16-byte chunks, C through shared memory).
       if (be.name != "cpu" || i == 0)
         matmul_case<float>(be, 256, 384, 320, c.bm, c.bn, c.bk, 8, false, 60 + uint32_t(i), c.warps, c.stages, 0, 1);
+      // Aligned rows through raw stages on Hopper (3+ stages): B as stored (transposed in 4 x 4
+      // blocks) and as its transpose (K-contiguous chunks), a last trip of K half masked (328 =
+      // 10 x 32 + 8: zero-filled chunks), rows and columns that wrap, and fewer trips than stages.
+      if (be.name != "cpu") {
+        matmul_case<float>(be, 200, 136, 328, c.bm, c.bn, c.bk, 8, false, 70 + uint32_t(i), c.warps, c.stages, 0, 1);
+        matmul_case<float>(be, 200, 136, 328, c.bm, c.bn, c.bk, 8, true, 80 + uint32_t(i), c.warps, c.stages, 0, 1);
+        matmul_case<float>(be, 96, 160, 40, c.bm, c.bn, c.bk, 8, true, 90 + uint32_t(i), c.warps, c.stages, 0, 1);
+      }
     }
   });
 }

@@ -554,6 +554,14 @@ class Codegen {
                        const MmaLoop& m, const std::string& trip);
   void store_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals,
                         const std::vector<std::string>& bases);
+  // The tiles of one trip from raw fp32 stages at `raw_bases` (cp.async'd as raw_tf32_tile plans
+  // them) into registers arranged as load_tf32_tiles arranges them (Chunks and Blocks modes only).
+  void read_tf32_stage(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals,
+                       const std::vector<std::string>& raw_bases);
+  // How a tf32 tile (TileLoad::round_tf32) is copied raw into a stage for read_tf32_stage: as its
+  // K-major buffer when its memory runs along K, as rows of N (a B read as Blocks) otherwise;
+  // nullopt when it has no 16-byte chunks to copy.
+  std::optional<TileLoad> raw_tf32_tile(const TileLoad& tl);
   // The inits of the carried pointers a vector tile load reads through, at each of the thread's
   // chunks, into registers before the loop (TileLoad::hoisted).
   void hoist_carried_pointers(TileLoad& tl, const ir::Op* loop, const MmaLoop& m);

@@ -292,6 +292,11 @@ TT_INLINE uint32_t tt_ld_shared4(uint32_t addr) {
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr));
   return v;
 }
+TT_INLINE uint4 tt_ld_shared16(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
 TT_INLINE void tt_st_shared4(uint32_t dst, uint32_t v) { asm volatile("st.shared.b32 [%0], %1;" ::"r"(dst), "r"(v) : "memory"); }
 // fp32 bits -> tf32 bits, rounded to nearest (ties away), the low 13 bits zero.
 TT_INLINE uint32_t tt_tf32(uint32_t x) {

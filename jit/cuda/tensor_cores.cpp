@@ -488,165 +488,6 @@ void Codegen::emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLo
   });
 }
 
-// Thread tid's i-th element of a tile (TF32Load::Elements). B stored K-major but N-contiguous in
-// memory: a warp takes 8 rows (N) of 4 columns (K), so its loads read 4 runs of 32 contiguous
-// bytes and its stores, 8 rows of one 16-byte chunk each (8 swizzle phases), hit 32 different
-// banks; else consecutive threads run along the row (K, contiguous in memory and in the stage).
-void Codegen::each_tf32_element(const TileLoad& tl, const std::function<void(const std::string& i, const std::string& row,
-                                                                             const std::string& col)>& fn) {
-  std::string i = fresh("i");
-  line("#pragma unroll");
-  open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", i, (tl.R * tl.C + nt_ - 1) / nt_));
-  std::string e = tmp("int", fmt::format("tid + {} * {}", i, nt_)), row, col;
-  if (!tl.transposed) {
-    row = tmp("int", fmt::format("{} / {}", e, tl.C));
-    col = tmp("int", fmt::format("{} % {}", e, tl.C));
-  } else {
-    std::string rest = tmp("int", fmt::format("{} >> 5", e));
-    row = tmp("int", fmt::format("({} % {}) * 8 + (({} >> 2) & 7)", rest, tl.R / 8, e));
-    col = tmp("int", fmt::format("({} / {}) * 4 + ({} & 3)", rest, tl.R / 8, e));
-  }
-  const bool partial = (tl.R * tl.C) % nt_ != 0;
-  if (partial) open(fmt::format("if ({} < {})", e, tl.R * tl.C));
-  fn(i, row, col);
-  if (partial) close();
-  close();
-}
-
-// Thread tid's i-th block of 4 x 4 elements of a tile stored K-major from N-contiguous memory
-// (TF32Load::Blocks): n0 = 4 * nb, k0 = 4 * kb. A warp takes 8 blocks along N by 4 along K: each
-// of its four 16-byte loads reads 4 runs of 128 contiguous bytes, and each of its four 16-byte
-// stores (rows n0 + r, the chunk of k0) meets the minimum of 4 shared-memory wavefronts (8
-// distinct chunk positions: kb ^ (row & 7) over 4 kb and 2 row phases).
-void Codegen::each_tf32_block(const TileLoad& tl, const std::function<void(const std::string& i, const std::string& nb,
-                                                                           const std::string& kb)>& fn) {
-  const int64_t NB = tl.R / 4, blocks = NB * (tl.C / 4);
-  std::string i = fresh("i");
-  line("#pragma unroll");
-  open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", i, (blocks + nt_ - 1) / nt_));
-  std::string b = tmp("int", fmt::format("tid + {} * {}", i, nt_)), rest = tmp("int", fmt::format("{} >> 5", b));
-  std::string nb = tmp("int", fmt::format("({} % {}) * 8 + ({} & 7)", rest, NB / 8, b));
-  std::string kb = tmp("int", fmt::format("({} / {}) * 4 + (({} >> 3) & 3)", rest, NB / 8, b));
-  if (blocks % nt_) open(fmt::format("if ({} < {})", b, blocks));
-  fn(i, nb, kb);
-  if (blocks % nt_) close();
-  close();
-}
-
-Codegen::TF32Load Codegen::tf32_load_mode(const TileLoad& tl) {
-  if (tl.vector) return TF32Load::Chunks;
-  if (tl.transposed && access_width(tl.load, 1) >= 4 && tl.R % 32 == 0 && tl.C % 16 == 0) return TF32Load::Blocks;
-  return TF32Load::Elements;
-}
-
-std::vector<std::string> Codegen::declare_tf32_registers(const std::vector<const TileLoad*>& tiles) {
-  std::vector<std::string> vals;
-  for (const TileLoad* tl : tiles) {
-    vals.push_back(fresh("v"));
-    switch (tf32_load_mode(*tl)) {
-      case TF32Load::Chunks: line(fmt::format("uint4 {}[{}];", vals.back(), chunks_per_thread(*tl))); break;
-      case TF32Load::Blocks: line(fmt::format("uint4 {}[{}][4];", vals.back(), (tl->R * tl->C / 16 + nt_ - 1) / nt_)); break;
-      case TF32Load::Elements: line(fmt::format("uint32_t {}[{}];", vals.back(), (tl->R * tl->C + nt_ - 1) / nt_)); break;
-    }
-  }
-  return vals;
-}
-
-// 16 bytes of fp32 from the load at its index `at` (4 lanes along `dim`) as raw bits, masked lanes
-// taking `other` (0 when the load has none).
-std::string Codegen::tf32_chunk_value(const ir::Op* ld, const Index& at, int dim) {
-  const ir::Value* mask = ld->operands.size() > 1 ? ld->operand(1) : nullptr;
-  const ir::Value* other = ld->operands.size() > 2 ? ld->operand(2) : nullptr;
-  std::string ptr = tmp("const float*", eval(ld->operand(0), at));
-  std::string full = fmt::format("*reinterpret_cast<const uint4*>({})", ptr);
-  if (!mask) return full;
-  auto lane = [&](int l) {
-    Index x = at;
-    if (l) x[dim] = fmt::format("({} + {})", at[dim], l);
-    return x;
-  };
-  auto other_bits = [&](int l) { return other ? fmt::format("__float_as_uint({})", eval(other, lane(l))) : std::string("0u"); };
-  std::vector<std::string> m = lane_masks(mask, at, dim, 4);
-  if (m.size() == 1)
-    return fmt::format("({}) ? {} : make_uint4({}, {}, {}, {})", m[0], full, other_bits(0), other_bits(1),
-                       other_bits(2), other_bits(3));
-  // A chunk across the mask's edge: lane by lane.
-  std::vector<std::string> v;
-  for (int l = 0; l < 4; ++l) m[l] = tmp("bool", m[l]);
-  for (int l = 0; l < 4; ++l) v.push_back(fmt::format("{} ? __float_as_uint({}[{}]) : {}", m[l], ptr, l, other_bits(l)));
-  return fmt::format("({} && {} && {} && {}) ? {} : make_uint4({}, {}, {}, {})", m[0], m[1], m[2], m[3], full, v[0], v[1], v[2], v[3]);
-}
-
-void Codegen::load_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals,
-                              const ir::Op* loop, const MmaLoop& m, const std::string& trip) {
-  for (size_t t = 0; t < tiles.size(); ++t) {
-    const TileLoad& tl = *tiles[t];
-    const ir::Op* ld = tl.load;
-    auto bind = [&](const Index& idx) { bind_carried_pointers(loop, m, idx, trip); };
-    switch (tf32_load_mode(tl)) {
-      case TF32Load::Chunks:  // 4 elements along K, contiguous in memory and in the stage
-        for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
-          Index idx = tl.at(row, tmp("int", fmt::format("{} * 4", ch)));
-          bind(idx);
-          line(fmt::format("{}[{}] = {};", vals[t], j, tf32_chunk_value(ld, idx, tl.transposed ? 0 : 1)));
-          affine_.clear();
-        });
-        break;
-      case TF32Load::Blocks:  // 4 rows of K, each 4 elements along N
-        each_tf32_block(tl, [&](const std::string& i, const std::string& nb, const std::string& kb) {
-          for (int r = 0; r < 4; ++r) {
-            Index idx{tmp("int", fmt::format("{} * 4 + {}", kb, r)), tmp("int", fmt::format("{} * 4", nb))};
-            bind(idx);
-            line(fmt::format("{}[{}][{}] = {};", vals[t], i, r, tf32_chunk_value(ld, idx, 1)));
-            affine_.clear();
-          }
-        });
-        break;
-      case TF32Load::Elements:
-        each_tf32_element(tl, [&](const std::string& i, const std::string& row, const std::string& col) {
-          Index idx = tl.at(row, col);
-          bind(idx);
-          line(fmt::format("{}[{}] = __float_as_uint({});", vals[t], i, masked_element(ld, idx, eval(ld->operand(0), idx))));
-          affine_.clear();
-        });
-        break;
-    }
-  }
-}
-
-void Codegen::store_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals,
-                               const std::vector<std::string>& bases) {
-  for (size_t t = 0; t < tiles.size(); ++t) {
-    const TileLoad& tl = *tiles[t];
-    const std::string& v = vals[t];
-    auto chunk = [&](const std::string& row, const std::string& ch) {
-      return fmt::format("{} + ({} << 4)", bases[t], tile_chunk(row, ch, tl.R, tl.C / 4));
-    };
-    switch (tf32_load_mode(tl)) {
-      case TF32Load::Chunks:
-        for_each_chunk(tl, [&](const std::string& row, const std::string& ch, const std::string& j) {
-          line(fmt::format("tt_st_shared_tf32x4({0}, {1}[{2}].x, {1}[{2}].y, {1}[{2}].z, {1}[{2}].w);", chunk(row, ch), v, j));
-        });
-        break;
-      case TF32Load::Blocks:  // transposed in registers: row n0 + r of the stage takes lane r of each K row
-        each_tf32_block(tl, [&](const std::string& i, const std::string& nb, const std::string& kb) {
-          for (int r = 0; r < 4; ++r) {
-            const char c = "xyzw"[r];
-            line(fmt::format("tt_st_shared_tf32x4({0}, {1}[{2}][0].{3}, {1}[{2}][1].{3}, {1}[{2}][2].{3}, {1}[{2}][3].{3});",
-                             chunk(fmt::format("{} * 4 + {}", nb, r), kb), v, i, c));
-          }
-        });
-        break;
-      case TF32Load::Elements:
-        each_tf32_element(tl, [&](const std::string& i, const std::string& row, const std::string& col) {
-          line(fmt::format("tt_st_shared4({} + (({} & 3) << 2), tt_tf32({}[{}]));", chunk(row, col + " >> 2"), col, v, i));
-        });
-        break;
-    }
-  }
-  line("tt_fence_async_shared();  // the st.shared above, before wgmma reads them");
-}
-
 Codegen::ChunkAccess Codegen::chunk_access(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
                                            const std::string& base, const std::string& row, const std::string& ch,
                                            const std::string& j) {
@@ -746,17 +587,32 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   const int64_t esz = dtype_bytes(at.dtype), epc = 16 / esz;
   int64_t a_bytes = BM * BK * esz, b_bytes = BK * BN * esz;
   int64_t off = (smem_ + 1023) / 1024 * 1024;  // the swizzle atoms are 1024-byte aligned
-  int S = std::max(1, num_stages_);
-  while (S > 1 && off + S * (a_bytes + b_bytes) > smem_budget_) --S;
-  if (off + S * (a_bytes + b_bytes) > smem_budget_) return false;
-  smem_ = off + S * (a_bytes + b_bytes);
   const MmaTiling& t = mma_map_.at(res->type.shape);
   const bool wgmma = t.wgmma, tf32 = wgmma && is_tf32(m.dot);
   // B's tile is stored K-major (as A's) where wgmma reads it so: always for tf32 and 8-bit types
   // (which have no transposed form), and for 16-bit ones when B's memory runs along K (no
   // N-contiguous chunks).
   const bool b_kmajor = wgmma && (tf32 || is_byte_mma(at.dtype) || (access_width(m.load_b, 0) >= epc && access_width(m.load_b, 1) < epc));
-  int in_flight = wgmma && S >= 3 ? 1 : 0;
+  TileLoad ta = plan_tile_load(m.load_a, false), tb = plan_tile_load(m.load_b, b_kmajor);
+  ta.async_reader = tb.async_reader = wgmma;
+  ta.round_tf32 = tb.round_tf32 = tf32;
+  // tf32 tiles with 16-byte chunks go through raw stages (tf32_tiles.cpp): num_stages - 1 raw fp32
+  // stages that cp.async fills, and two rounded K-major buffers that wgmma reads. S counts the raw
+  // stages then.
+  std::optional<TileLoad> raw_a, raw_b;
+  if (tf32 && num_stages_ >= 3 && (raw_a = raw_tf32_tile(ta))) raw_b = raw_tf32_tile(tb);
+  int S = std::max(1, num_stages_);
+  if (raw_b) {
+    S = num_stages_ - 1;
+    while (S > 2 && off + (S + 2) * (a_bytes + b_bytes) > smem_budget_) --S;
+    if (off + (S + 2) * (a_bytes + b_bytes) > smem_budget_) raw_a = raw_b = std::nullopt, S = num_stages_;
+  }
+  const bool staged = raw_b.has_value();
+  while (!staged && S > 1 && off + S * (a_bytes + b_bytes) > smem_budget_) --S;
+  const int buffers = staged ? S + 2 : S;
+  if (off + buffers * (a_bytes + b_bytes) > smem_budget_) return false;
+  smem_ = off + buffers * (a_bytes + b_bytes);
+  int in_flight = wgmma && (staged || S >= 3) ? 1 : 0;
   for (const ir::Op* ld : {m.load_a, m.load_b})
     if (may_read_written(ld->operand(0))) sync_after_global_writes();
   // Nested (in a loop): the stages' bytes may still be read as the previous trip's later buffers.
@@ -764,12 +620,15 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   std::string acc = declare_registers(res->type);
   fill_registers(acc, loop->operands[3 + m.acc]);
   regs_[body->args[1 + m.acc]] = regs_[res] = acc;
-  line(fmt::format("// matmul loop on tensor cores{}: {} x {} x {} tiles, {} stages, {} warps of {} x {}{}",
-                   is_tf32(m.dot) ? fmt::format(" ({})", m.dot->attrs.str) : "", BM, BN, BK, S, nwarps_, t.WTM, t.WTN,
-                   b_kmajor ? ", B K-major" : ""));
+  line(fmt::format("// matmul loop on tensor cores{}: {} x {} x {} tiles, {} {}stages, {} warps of {} x {}{}",
+                   is_tf32(m.dot) ? fmt::format(" ({})", m.dot->attrs.str) : "", BM, BN, BK, S, staged ? "raw " : "",
+                   nwarps_, t.WTM, t.WTN, b_kmajor ? ", B K-major" : ""));
   open("");
   std::string sa = tmp("uint32_t", fmt::format("tt_smem_u32(tt_smem + {})", off));
   std::string sb = tmp("uint32_t", fmt::format("{} + {}", sa, S * a_bytes));
+  // (Raw stages: the two rounded buffers after them, A's then B's.)
+  std::string ra = staged ? tmp("uint32_t", fmt::format("{} + {}", sa, S * (a_bytes + b_bytes))) : "";
+  std::string rb = staged ? tmp("uint32_t", fmt::format("{} + {}", ra, 2 * a_bytes)) : "";
   std::string ivt = ctype(loop->operand(0)->type);
   std::string lb = scalar(loop->operand(0)), ub = scalar(loop->operand(1)), st = scalar(loop->operand(2));
   // (A step <= 0 runs no trip here; the generic loop would not end.)
@@ -778,9 +637,6 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   // Inside `if`: without it NVVM merges the no-trip path's accumulators with the loop's exit,
   // and ptxas then serialises the wgmma kept in flight across trips (C7514).
   open(fmt::format("if ({} > 0)", trips));
-  TileLoad ta = plan_tile_load(m.load_a, false), tb = plan_tile_load(m.load_b, b_kmajor);
-  ta.async_reader = tb.async_reader = wgmma;
-  ta.round_tf32 = tb.round_tf32 = tf32;
   std::vector<const ir::Value*> roots;
   for (const ir::Op* ld : {m.load_a, m.load_b}) roots.insert(roots.end(), ld->operands.begin(), ld->operands.end());
   for (auto& [i, step] : m.pointers) roots.push_back(step);
@@ -806,7 +662,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   };
   // wgmma: the descriptors of stage 0, a stage's are these plus its offset (addresses / 16).
   std::pair<std::string, std::string> desc0;
-  if (wgmma) desc0 = wgmma_descriptors(t, BK, at.dtype, b_kmajor, sa, sb);
+  if (wgmma) desc0 = wgmma_descriptors(t, BK, at.dtype, b_kmajor, staged ? ra : sa, staged ? rb : sb);
   // The stage read and the stage refilled move on by one each trip (both loops below).
   auto next_slots = [&](const std::string& rd, const std::string& wr) {
     for (const std::string& v : {rd, wr}) line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", v, S));
@@ -908,16 +764,61 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     if (in_flight) line("tt_wgmma_wait<0>();");
     line("tt_cp_async_wait<0>();");
   };
+  // tf32 through raw stages: each trip rounds (and, for an N-contiguous B, transposes) its raw
+  // stage into one of the two K-major buffers, then issues its wgmma, which stays in flight while
+  // the next trip converts into the other buffer; the raw stage is refilled S trips ahead.
+  auto staged_tf32_loop = [&] {
+    hoist_carried_pointers(*raw_a, loop, m);
+    hoist_carried_pointers(*raw_b, loop, m);
+    auto fill = [&](const std::string& trip, const std::string& slot) {
+      open("");
+      auto saved = bind_trip(loop, roots, iv_at(trip), &m, trip);
+      emit_tile_load(*raw_a, loop, m, trip, fmt::format("{} + ({}) * {}", sa, slot, a_bytes));
+      emit_tile_load(*raw_b, loop, m, trip, fmt::format("{} + ({}) * {}", sb, slot, b_bytes));
+      scalars_ = std::move(saved);
+      close();
+    };
+    std::string s = fresh("s");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, S));
+    open(fmt::format("if ({} < {})", s, trips));
+    fill(s, s);
+    close();
+    line("tt_cp_async_commit();  // one group per trip, empty past the end");
+    close();
+    std::string rd = fresh("rd"), buf = fresh("buf");
+    line(fmt::format("int {} = 0, {} = 0;", rd, buf));
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
+    line(fmt::format("tt_cp_async_wait<{}>();  // this trip's raw tiles have landed", S - 1));
+    line("__syncthreads();  // ... for every thread; the buffer written next was read by a retired wgmma");
+    open("");
+    auto vals = declare_tf32_registers({&ta, &tb});
+    read_tf32_stage({&ta, &tb}, vals, {fmt::format("{} + {} * {}", sa, rd, a_bytes), fmt::format("{} + {} * {}", sb, rd, b_bytes)});
+    store_tf32_tiles({&ta, &tb}, vals, {fmt::format("{} + {} * {}", ra, buf, a_bytes), fmt::format("{} + {} * {}", rb, buf, b_bytes)});
+    close();
+    line("__syncthreads();  // the buffer is whole, the raw stage read");
+    open(fmt::format("if ({} + {} < {})", trip, S, trips));
+    fill(fmt::format("{} + {}", trip, S), rd);
+    close();
+    line("tt_cp_async_commit();");
+    compute(buf);
+    line(fmt::format("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", rd, S));
+    line(fmt::format("{0} ^= 1;", buf));
+    close();
+    line("tt_wgmma_wait<0>();");
+    line("tt_cp_async_wait<0>();");
+  };
   // Both tiles through TMA where they can (plan_tma; a top-level loop whose wgmma stays in
   // flight): thread 0 fills a stage with bulk tensor copies on the stage's mbarrier, every thread
   // waits on it; no cp.async, and the trip's first barrier goes (the second one still frees the
   // slot refilled next). Under the tiles' guards, tested once by each program; the cp.async loop
   // otherwise (a tile that wraps, a tensor no map describes).
   std::optional<TmaTile> tma_a, tma_b;
-  if (in_flight && loop->parent == f_.body && tma_maps_.size() + 2 <= kMaxTensorMaps &&
+  if (!staged && in_flight && loop->parent == f_.body && tma_maps_.size() + 2 <= kMaxTensorMaps &&
       (tma_a = plan_tma(ta, loop, m)))
     tma_b = plan_tma(tb, loop, m);
-  if (!tma_a || !tma_b) {
+  if (staged) {
+    staged_tf32_loop();
+  } else if (!tma_a || !tma_b) {
     cp_async_loop();
   } else {
     // (Pointer blocks: each dim's start, before the branch.)
