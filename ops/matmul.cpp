@@ -163,7 +163,7 @@ Blocks pick_blocks(int64_t M, int64_t N, int64_t K, int64_t nbatch, const Device
 // GPU candidates: tutorial 03's tensor-core configs (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)
 // that cover large and small problems; fp32 tiles take twice the shared memory, the generator
 // cuts stages to what fits. fp32 adds tiles of 32 along K in 8 warps (tf32 on Hopper's wgmma:
-// 128-byte rows, three or four stages, and registers left for the tiles on their way to the stages).
+// 128-byte rows; with 3 or 4 stages, raw fp32 stages plus two rounded buffers fit beside them).
 std::vector<Config> gpu_configs(bool f32) {
   struct C { int m, n, k, warps, stages; };
   std::vector<C> list = {C{128, 256, 64, 8, 3}, C{128, 128, 32, 4, 4}, C{128, 64, 32, 4, 4}, C{64, 128, 32, 4, 4},

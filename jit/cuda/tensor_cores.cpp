@@ -686,6 +686,16 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     emit_mma_tiles(t, BK, m.dot, tile(a0, BM, BK / epc), tile(b0, BK, BN / epc), acc);
   };
   std::string trip = fresh("trip");
+  // The first `count` trips' cp.async into the slots of the same number, a group each.
+  auto prefill = [&](int count, const std::function<void(const std::string&, const std::string&)>& fill) {
+    std::string s = fresh("s");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, count));
+    open(fmt::format("if ({} < {})", s, trips));
+    fill(s, s);
+    close();
+    line("tt_cp_async_commit();  // one group per trip, empty past the end");
+    close();
+  };
   // The cp.async loop: stages filled by every thread's 16-byte copies.
   auto cp_async_loop = [&] {
     hoist_carried_pointers(ta, loop, m);
@@ -705,13 +715,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
     // wgmma group also stays in flight until the next trip's: the slot refilled after it (the
     // previous trip's) is free once every warpgroup has retired that group (a second barrier).
     const int ahead = S - 1;
-    std::string s = fresh("s");
-    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, ahead));
-    open(fmt::format("if ({} < {})", s, trips));
-    issue(s, s);
-    close();
-    line("tt_cp_async_commit();  // one group per trip, empty past the end");
-    close();
+    prefill(ahead, issue);
     std::string rd = fresh("rd"), wr = fresh("wr");
     line(fmt::format("int {} = 0, {} = {};", rd, wr, ahead));
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
@@ -778,13 +782,7 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
       scalars_ = std::move(saved);
       close();
     };
-    std::string s = fresh("s");
-    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", s, S));
-    open(fmt::format("if ({} < {})", s, trips));
-    fill(s, s);
-    close();
-    line("tt_cp_async_commit();  // one group per trip, empty past the end");
-    close();
+    prefill(S, fill);
     std::string rd = fresh("rd"), buf = fresh("buf");
     line(fmt::format("int {} = 0, {} = 0;", rd, buf));
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", trip, trips));
