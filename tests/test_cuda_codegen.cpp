@@ -286,6 +286,15 @@ BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
       BOOST_TEST(aligned.find("tt_st_shared4(") == std::string::npos);  // nothing element by element
     }
   }
+  g_num_stages = 3;
+  // test_dot's raw-stage sizes: K and N multiples of 16 prove 16-byte rows (raw stages, the last
+  // K trip half masked); 328 and 136 (multiples of 8 only) do not, and keep element loads.
+  BOOST_TEST(kernel_body(compile(k32, 4, addr<float>(0), addr<float>(1), addr<float>(2), 200, 144, 336, 64, 64, 32, 1))
+                 .find("raw stages") != std::string::npos);
+  std::string unproven =
+      kernel_body(compile(k32, 4, addr<float>(0), addr<float>(1), addr<float>(2), 200, 136, 328, 64, 64, 32, 1));
+  BOOST_TEST(unproven.find("raw stages") == std::string::npos);
+  BOOST_TEST(unproven.find("tt_st_shared4(") != std::string::npos);
   // B given as a transpose (K-contiguous): both tiles are 16-byte chunks along K, raw and rounded.
   auto kt = tritium::kernel("matmul_f32_bt", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::i32 M, tl::i32 N,
                                                 tl::i32 K, int BM, int BN, int BK) {

@@ -419,13 +419,15 @@ BOOST_AUTO_TEST_CASE(tiled_matmul_f32_precisions) {
       // tf32 named explicitly, aligned sizes (full 16-byte chunks, C through shared memory).
       if (be.name != "cpu" || i == 0)
         matmul_case<float>(be, 256, 384, 320, c.bm, c.bn, c.bk, 8, false, 60 + uint32_t(i), c.warps, c.stages, 0, 1);
-      // Aligned rows through raw stages on Hopper (3+ stages): B as stored (transposed in 4 x 4
-      // blocks) and as its transpose (K-contiguous chunks), a last trip of K half masked (328 =
-      // 10 x 32 + 8: zero-filled chunks), rows and columns that wrap, and fewer trips than stages.
+      // Aligned rows through raw stages on Hopper (3+ stages; strides K and N multiples of 16, so
+      // the specialisation proves 16-byte rows - test_cuda_codegen checks the path): B as stored
+      // (transposed in 4 x 4 blocks) and as its transpose (K-contiguous chunks), a last trip of K
+      // half masked (336 = 10 x 32 + 16: zero-filled chunks), rows and columns that wrap, and 2
+      // trips (K = 48) against 2 or 3 raw stages.
       if (be.name != "cpu") {
-        matmul_case<float>(be, 200, 136, 328, c.bm, c.bn, c.bk, 8, false, 70 + uint32_t(i), c.warps, c.stages, 0, 1);
-        matmul_case<float>(be, 200, 136, 328, c.bm, c.bn, c.bk, 8, true, 80 + uint32_t(i), c.warps, c.stages, 0, 1);
-        matmul_case<float>(be, 96, 160, 40, c.bm, c.bn, c.bk, 8, true, 90 + uint32_t(i), c.warps, c.stages, 0, 1);
+        matmul_case<float>(be, 200, 144, 336, c.bm, c.bn, c.bk, 8, false, 70 + uint32_t(i), c.warps, c.stages, 0, 1);
+        matmul_case<float>(be, 200, 144, 336, c.bm, c.bn, c.bk, 8, true, 80 + uint32_t(i), c.warps, c.stages, 0, 1);
+        matmul_case<float>(be, 96, 160, 48, c.bm, c.bn, c.bk, 8, true, 90 + uint32_t(i), c.warps, c.stages, 0, 1);
       }
     }
   });

@@ -601,16 +601,17 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
   // stages then.
   std::optional<TileLoad> raw_a, raw_b;
   if (tf32 && num_stages_ >= 3 && (raw_a = raw_tf32_tile(ta))) raw_b = raw_tf32_tile(tb);
-  int S = std::max(1, num_stages_);
-  if (raw_b) {
-    S = num_stages_ - 1;
-    while (S > 2 && off + (S + 2) * (a_bytes + b_bytes) > smem_budget_) --S;
-    if (off + (S + 2) * (a_bytes + b_bytes) > smem_budget_) raw_a = raw_b = std::nullopt, S = num_stages_;
-  }
+  auto fits = [&](int buffers) { return off + buffers * (a_bytes + b_bytes) <= smem_budget_; };
+  int S = num_stages_ - 1;
+  while (raw_b && S > 2 && !fits(S + 2)) --S;
+  if (raw_b && !fits(S + 2)) raw_a = raw_b = std::nullopt;
   const bool staged = raw_b.has_value();
-  while (!staged && S > 1 && off + S * (a_bytes + b_bytes) > smem_budget_) --S;
+  if (!staged) {
+    S = std::max(1, num_stages_);
+    while (S > 1 && !fits(S)) --S;
+  }
   const int buffers = staged ? S + 2 : S;
-  if (off + buffers * (a_bytes + b_bytes) > smem_budget_) return false;
+  if (!fits(buffers)) return false;
   smem_ = off + buffers * (a_bytes + b_bytes);
   int in_flight = wgmma && (staged || S >= 3) ? 1 : 0;
   for (const ir::Op* ld : {m.load_a, m.load_b})
