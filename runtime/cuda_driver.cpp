@@ -130,6 +130,7 @@ Loaded load() {
   TRITIUM_RESOLVE(cuModuleGetFunction);
   TRITIUM_RESOLVE(cuFuncSetAttribute);
   TRITIUM_RESOLVE(cuFuncGetAttribute);
+  TRITIUM_RESOLVE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
   TRITIUM_RESOLVE(cuTensorMapEncodeTiled);
   TRITIUM_RESOLVE(cuLaunchKernel);
 #undef TRITIUM_RESOLVE

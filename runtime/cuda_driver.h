@@ -164,6 +164,8 @@ struct Driver {
   CUresult (*cuModuleGetFunction)(CUfunction* func, CUmodule module, const char* name);
   CUresult (*cuFuncSetAttribute)(CUfunction func, CUfunction_attribute attrib, int value);
   CUresult (*cuFuncGetAttribute)(int* value, CUfunction_attribute attrib, CUfunction func);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int* blocks, CUfunction func, int block_size,
+                                                         size_t dynamic_shared_bytes);
   // CUtensorMap (128 bytes, 64-byte aligned) for the bulk tensor copies; enums as int.
   CUresult (*cuTensorMapEncodeTiled)(void* tensor_map, int data_type, uint32_t rank, void* global_address,
                                      const uint64_t* global_dim, const uint64_t* global_strides,

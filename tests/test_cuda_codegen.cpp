@@ -325,7 +325,7 @@ BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
 BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("mm", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N, tl::i32 K,
-                                    int BM, int BN, int BK, bool VARYING_STEP) {
+                                    int BM, int BN, int BK, bool VARYING_STEP, bool TAIL) {
     auto rm = tl::program_id(0) * BM + tl::arange(0, BM), rn = tl::program_id(1) * BN + tl::arange(0, BN);
     auto rk = tl::arange(0, BK);
     auto a_ptrs = a + (rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_);
@@ -340,16 +340,26 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
     }
     tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc.to(tl::float16),
               (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N));
+    if (TAIL) tl::store(c, tl::load(c + 1));  // a memory access after C's store
   });
-  auto wg = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32, false);
+  auto wg = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32, false, false);
   BOOST_TEST(wg.source.find("matmul loop on tensor cores") != std::string::npos);
   BOOST_TEST(wg.source.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
   BOOST_TEST(kernel_body(wg).find("tt_cp_async16(") != std::string::npos);
-  BOOST_TEST(wg.source.find("fragments in, 16-byte row chunks out") != std::string::npos);
-  // C's staging buffer (64 rows of 128 + 8 halves) reuses the bytes of the 3 stages (64 x 32 of A
-  // and 32 x 128 of B, f16) once the loop is over: the kernel needs the stages' shared memory alone.
-  BOOST_TEST(wg.smem_bytes == 3 * (64 * 32 + 32 * 128) * 2);
-  BOOST_TEST(wg.source.find("reinterpret_cast<tt_f16*>(tt_smem + 0)") != std::string::npos);
+  // C, the kernel's last memory access, leaves through the copy engine (Hopper): the kernel is
+  // persistent, and its staging buffer (64 x 128 halves in swizzled boxes of 64 columns) lies past
+  // the 3 stages (64 x 32 of A and 32 x 128 of B), which the next program fills meanwhile.
+  BOOST_TEST(wg.persistent);
+  BOOST_TEST(wg.source.find("and the bulk tensor copy engine") != std::string::npos);
+  BOOST_TEST(wg.smem_bytes == 3 * (64 * 32 + 32 * 128) * 2 + 64 * 128 * 2);
+  // With an access after it, C goes out as 16-byte row chunks, its staging buffer (64 rows of 128
+  // + 8 halves) reusing the bytes of the stages once the loop is over: the kernel needs the
+  // stages' shared memory alone, and runs one CTA a program.
+  auto tail = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 128, 32, false, true);
+  BOOST_TEST(!tail.persistent);
+  BOOST_TEST(tail.source.find("fragments in, 16-byte row chunks out") != std::string::npos);
+  BOOST_TEST(tail.smem_bytes == 3 * (64 * 32 + 32 * 128) * 2);
+  BOOST_TEST(tail.source.find("reinterpret_cast<tt_f16*>(tt_smem + 0)") != std::string::npos);
   // wgmma reads the stages through the async proxy: a thread fences after its own st.shared of a
   // chunk across the mask's edge, never for cp.async (so no fence between the wait and the
   // barrier of a trip), and the descriptors start from a warp-uniform warpgroup index.
@@ -379,15 +389,15 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
   BOOST_TEST(after.find("if (trip") == std::string::npos);
   for (size_t at = after.find("tt_cp_async16("); at != std::string::npos; at = after.find("tt_cp_async16(", at + 1))
     BOOST_TEST(after.compare(at, 17, "tt_cp_async16(dst") == 0);
-  auto mma = compile(k, 2, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 32, 32, false);
+  auto mma = compile(k, 2, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 32, 32, false, false);
   BOOST_TEST(mma.source.find("matmul loop on tensor cores") != std::string::npos);
   BOOST_TEST(kernel_body(mma).find("tt_ldsm_x4_trans(") != std::string::npos);
   BOOST_TEST(mma.source.find("wgmma.mma_async") == std::string::npos);
   BOOST_TEST(mma.source.find("tt_fence_async_shared();") == std::string::npos);  // ldmatrix reads the generic proxy
-  auto varying = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 64, 32, true);
+  auto varying = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 512, 512, 512, 64, 64, 32, true, false);
   BOOST_TEST(varying.source.find("matmul loop on tensor cores") == std::string::npos);
   // Rows of C that are not 16-byte aligned (N = 500): the fragments store their pairs directly.
-  auto odd = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 500, 500, 500, 64, 128, 32, false);
+  auto odd = compile(k, 4, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 500, 500, 500, 64, 128, 32, false, false);
   BOOST_TEST(odd.source.find("fragments in, 16-byte row chunks out") == std::string::npos);
 }
 
@@ -533,17 +543,89 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma_pointer_blocks) {
   auto tma = std::apply([&](auto... a) { return compile(k, 8, a...); }, args(4096, true));
   const std::string body = tma.source.substr(tma.source.find("__global__"));
   BOOST_TEST(body.find("stages filled by TMA: 1 + 4 bulk tensor copies each") != std::string::npos);
-  BOOST_TEST_REQUIRE(tma.tma_maps.size() == 2u);
+  BOOST_TEST_REQUIRE(tma.tma_maps.size() == 3u);
   BOOST_TEST(tma.tma_maps[0] == "p0 i3 i5 i6 c1 2 6 64 128");  // A: M x K (% M, mask on K), row stride stride_am
   BOOST_TEST(tma.tma_maps[1] == "p1 i5 i4 i8 c1 2 6 64 64");   // B: K x N (mask on K, % N), stride_bk
+  const std::string c_map = "p2 i3 i4 i4 c1 2 6 64 128";       // C, stored: M x N (the masks), row stride N
+  BOOST_TEST(tma.tma_maps[2] == c_map);
   for (const std::string& m : tma.tma_maps) BOOST_TEST(cuda::parse_tensor_map_recipe(m, 10).has_value(), m);
   BOOST_TEST(body.find("tt_tensor_map_usable(") != std::string::npos);
   const size_t fallback = body.find("tt_cp_async16(");  // the fallback, after the TMA loop
   BOOST_TEST((fallback != std::string::npos && fallback > body.find("stages filled by TMA")));
   auto unbounded = std::apply([&](auto... a) { return compile(k, 8, a...); }, args(4096, false));
-  BOOST_TEST(unbounded.tma_maps.empty());  // A's rows: neither `% M` nor a mask
+  BOOST_TEST(kernel_body(unbounded).find("stages filled by TMA") == std::string::npos);  // A's rows: neither `% M` nor a mask
+  BOOST_TEST((unbounded.tma_maps == std::vector<std::string>{c_map}));
   auto odd = std::apply([&](auto... a) { return compile(k, 8, a...); }, args(4100, true));
-  BOOST_TEST(odd.tma_maps.empty());  // stride_am 4100: rows not 16-byte aligned
+  BOOST_TEST(kernel_body(odd).find("stages filled by TMA") == std::string::npos);  // stride_am 4100: rows not 16-byte aligned
+  BOOST_TEST((odd.tma_maps == std::vector<std::string>{c_map}));
+  g_smem_budget = cuda::kSharedMemoryBudget;
+}
+
+// Persistent programs (Hopper): a kernel whose last memory access stores a dot's result with
+// tutorial 03's pointers and bounds masks sends it through the bulk tensor copy engine, and then
+// walks over its programs with as many CTAs as are resident (the grid comes as parameters, a
+// program's ids from its linear index). The copy is issued once the next program's TMA loop has
+// asked for its first tiles (or by the next epilogue, or after the last program), under a guard
+// (starts not negative, each mask's index the pointer's) - row chunks otherwise. Not persistent: a
+// kernel with atomics (programs may wait on each other), a store that is not the last access, an
+// unmasked store (no tensor bound for the copy), a C of f32 (2-byte elements only).
+BOOST_AUTO_TEST_CASE(persistent_programs) {
+  if (!nvrtc_or_skip()) return;
+  g_smem_budget = H100_SHARED_MEMORY;
+  auto k = tritium::kernel("mm_persistent", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c,
+                                               tl::ptr<float> c32, tl::ptr<int32_t> counter, tl::i32 M, tl::i32 N,
+                                               tl::i32 K, int BM, int BN, int BK, int MODE) {
+    auto pid = tl::program_id(0);
+    auto pm = pid / tl::cdiv(N, BN), pn = pid % tl::cdiv(N, BN);
+    auto rm = pm * BM + tl::arange(0, BM), rn = pn * BN + tl::arange(0, BN);
+    auto rk = tl::arange(0, BK);
+    auto a_ptrs = a + ((rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_));
+    auto b_ptrs = b + (rk(tl::_, tl::None) * N + (rn % N)(tl::None, tl::_));
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+      acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - kt * BK, 0.0f),
+                    tl::load(b_ptrs, rk(tl::_, tl::None) < K - kt * BK, 0.0f), acc);
+      a_ptrs += BK;
+      b_ptrs += BK * N;
+    }
+    if (MODE == 1) tl::atomic_add(counter, 1);
+    auto offs = rm(tl::_, tl::None) * N + rn(tl::None, tl::_);
+    auto mask = (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N);
+    if (MODE == 3) tl::store(c + offs, acc.to(tl::float16));
+    else if (MODE == 4) tl::store(c32 + offs, acc, mask);
+    else tl::store(c + offs, acc.to(tl::float16), mask);
+    if (MODE == 2) tl::store(counter, 1);
+  });
+  auto build = [&](int mode) {
+    return compile(k, 8, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), addr<float>(3), addr<int32_t>(4), 4096, 4096,
+                   4096, 128, 256, 64, mode);
+  };
+  auto p = build(0);
+  const std::string body = kernel_body(p);
+  BOOST_TEST(p.persistent);
+  BOOST_TEST(p.source.find("const int32_t tt_grid0, const int32_t tt_grid1, const int32_t tt_grid2") != std::string::npos);
+  BOOST_TEST(body.find("for (int64_t tt_program = blockIdx.x; tt_program < tt_programs; tt_program += gridDim.x)") !=
+             std::string::npos);
+  BOOST_TEST_REQUIRE(p.tma_maps.size() == 3u);
+  BOOST_TEST(p.tma_maps[2] == "p2 i5 i6 i6 c1 2 6 64 128");
+  // 4 boxes of 64 columns (16 KB each), issued by the flush, which the TMA loop calls between its
+  // first tiles' copies and its barrier; the epilogue records the origin under the guard.
+  BOOST_TEST(body.find("tt_tma_store_2d(&tt_tmap2, tt_store_col + 192, tt_store_row, tt_smem_u32(") != std::string::npos);
+  const size_t first_tiles = body.find("stages filled by TMA"), flush = body.find("tt_flush_store();", first_tiles);
+  BOOST_TEST_REQUIRE(flush != std::string::npos);
+  BOOST_TEST(flush < body.find("the mbarriers are initialised", first_tiles));
+  BOOST_TEST(body.find("tt_store_pending = true;") != std::string::npos);
+  BOOST_TEST(body.find("tt_bulk_wait_read0();") < body.find("tt_store_pending = true;"));
+  BOOST_TEST(body.find("tt_st_pred<16>(") != std::string::npos);  // the guard's other side
+  BOOST_TEST(body.find("tt_bulk_wait_all();") > body.rfind("tt_flush_store();"));
+  // Staging past the stages and their mbarriers, at a 1024-byte boundary: 3 x 48 KB + 24, then 64 KB.
+  BOOST_TEST(p.smem_bytes == 148480 + 65536);
+  for (int mode : {1, 2, 3, 4}) {
+    auto q = build(mode);
+    BOOST_TEST(!q.persistent, "mode " << mode);
+    BOOST_TEST(q.source.find("tt_tma_store_2d(&") == std::string::npos, "mode " << mode);
+    BOOST_TEST(q.source.find("tt_grid0") == std::string::npos, "mode " << mode);
+  }
   g_smem_budget = cuda::kSharedMemoryBudget;
 }
 

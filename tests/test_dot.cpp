@@ -401,6 +401,69 @@ BOOST_AUTO_TEST_CASE(tiled_matmul_tutorial_configs) {
   });
 }
 
+// More programs than CTAs fit at once (Hopper: a kernel whose C leaves through the bulk tensor
+// copy engine is persistent - as many CTAs as are resident walk over the programs; the H100 holds
+// 132 of 128 x 256 (143 programs here) and 264 of 64 x 256 (273)): edge tiles the copy clips in
+// both dims, a last K trip half masked (72 = 64 + 8), and C with an aligned row stride wider than
+// N (N + 8) whose padding columns must stay poisoned - the copy's box ends at N, not at the stride.
+BOOST_AUTO_TEST_CASE(tiled_matmul_more_programs_than_ctas) {
+  tt::for_each_backend([](const tt::Backend& be) {
+    if (be.name == "cpu") {  // the same kernel, at a size the CPU's LLVM compile keeps quick
+      matmul_case<f16_t>(be, 130, 264, 72, 64, 64, 32, 8, false, 900, 4, 3, 8);
+      return;
+    }
+    matmul_case<f16_t>(be, 1300, 3080, 72, 128, 256, 64, 8, false, 901, 8, 3, 8);
+    matmul_case<bf16_t>(be, 1300, 3080, 72, 64, 256, 32, 8, false, 902, 4, 4, 8);
+    matmul_case<f16_t>(be, 1300, 3080, 72, 128, 256, 64, 8, true, 903, 8, 3, 0);
+  });
+}
+
+// A 2-D grid of programs (program_id(1) and num_programs(1) for the columns): a persistent CTA
+// splits its linear program index into both ids, x fastest. 9 x 12 programs of 128 x 64 on
+// wrapped rows and columns (some programs take the cp.async loop), C clipped at both edges.
+BOOST_AUTO_TEST_CASE(matmul_on_a_2d_grid) {
+  static tritium::Kernel k = tritium::kernel(
+      "mm_2d", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::ptr<int32_t> seen, tl::i32 M, tl::i32 N,
+                  tl::i32 K, int BM, int BN, int BK) {
+        auto pm = tl::program_id(0), pn = tl::program_id(1);
+        auto rm = pm * BM + tl::arange(0, BM), rn = pn * BN + tl::arange(0, BN);
+        auto rk = tl::arange(0, BK);
+        auto a_ptrs = a + (rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_);
+        auto b_ptrs = b + rk(tl::_, tl::None) * N + (rn % N)(tl::None, tl::_);
+        auto acc = tl::zeros({BM, BN}, tl::float32);
+        for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+          acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - kt * BK, 0.0f),
+                        tl::load(b_ptrs, rk(tl::_, tl::None) < K - kt * BK, 0.0f), acc);
+          a_ptrs += BK;
+          b_ptrs += BK * N;
+        }
+        tl::store(seen + pm * tl::num_programs(1) + pn, pm * 1000 + pn);
+        tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc.to(tl::float16),
+                  (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N));
+      });
+  tt::for_each_backend([](const tt::Backend& be) {
+    const int M = 1100, N = 760, K = 136, BM = 128, BN = 64, BK = 64;
+    const int gm = tritium::cdiv(M, BM), gn = tritium::cdiv(N, BN);
+    auto a = tt::random_vector<f16_t>(size_t(M) * K, 910), b = tt::random_vector<f16_t>(size_t(K) * N, 911);
+    std::vector<double> ref(size_t(M) * N);
+    for (int i = 0; i < M; ++i)
+      for (int kk = 0; kk < K; ++kk)
+        for (int j = 0; j < N; ++j)
+          ref[size_t(i) * N + j] += tt::to_double(a[size_t(i) * K + kk]) * tt::to_double(b[size_t(kk) * N + j]);
+    auto da = be.upload<f16_t>(a), db = be.upload<f16_t>(b);
+    auto dc = be.alloc_poisoned<f16_t>(size_t(M) * N);
+    auto dseen = be.alloc_poisoned<int32_t>(size_t(gm) * gn);
+    auto opts = be.options();
+    opts.num_warps = 4;
+    k[{gm, gn}](da.ptr(), db.ptr(), dc.ptr(), dseen.ptr(), M, N, K, BM, BN, BK, opts);
+    tt::check_close<f16_t>(dc.download(), ref, 2e-3, "mm_2d 1100 x 760 x 136");
+    auto seen = dseen.download();
+    for (int pm = 0; pm < gm; ++pm)
+      for (int pn = 0; pn < gn; ++pn)
+        BOOST_TEST(seen[size_t(pm) * gn + pn] == pm * 1000 + pn, "program (" << pm << ", " << pn << ")");
+  });
+}
+
 // fp32 matmuls in every input_precision at odd sizes (1000 x 1037 x 999: masked edges in M, N
 // and K, unaligned rows, element loads), with B as stored and transposed, on several tilings:
 // tf32 (the default) within 1e-3 of float64, tf32x3 and ieee within 1e-5. On the CPU all three

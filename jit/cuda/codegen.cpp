@@ -17,6 +17,13 @@ namespace tritium::jit::cuda::detail {
 KernelSource Codegen::run() {
   plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true});
   plan_registers();
+  // Persistent programs need Hopper's asynchronous store and programs that never wait on each
+  // other: no atomics (a lock spun on by a later program of the same CTA would never open).
+  may_persist_ = cc_ >= 90;
+  f_.walk([&](ir::Op* op) {
+    if (op->kind == OpKind::Load || op->kind == OpKind::Store || is_atomic(op->kind)) last_memory_op_ = op;
+    if (is_atomic(op->kind)) may_persist_ = false;
+  });
   KernelSource ks;
   ks.entry = identifier(f_.name);
   ks.num_threads = nt_;
@@ -40,21 +47,50 @@ KernelSource Codegen::run() {
   std::string maps;
   if (!tma_maps_.empty()) src += "struct __align__(64) tt_tmap_t { unsigned long long v[16]; };  // a CUtensorMap\n";
   for (size_t i = 0; i < tma_maps_.size(); ++i) maps += fmt::format(", const __grid_constant__ tt_tmap_t tt_tmap{}", i);
-  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert{}) {{\n",
-                     nt_, ks.entry, params, maps);
+  ks.persistent = persistent_;
+  // A persistent kernel takes the program grid as parameters; its CTAs (as many as are resident,
+  // a 1-D grid) walk over the programs, x fastest, as the hardware would hand them out.
+  const char* grid = persistent_ ? ", const int32_t tt_grid0, const int32_t tt_grid1, const int32_t tt_grid2" : "";
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert{}{}) {{\n",
+                     nt_, ks.entry, params, grid, maps);
   src += "  extern __shared__ __align__(1024) uint8_t tt_smem[];\n";
   src += "  const int tid = (int)threadIdx.x;\n";
-  src += "  const int32_t tt_pid0 = (int32_t)blockIdx.x, tt_pid1 = (int32_t)blockIdx.y, tt_pid2 = (int32_t)blockIdx.z;\n";
-  src += "  const int32_t tt_npid0 = (int32_t)gridDim.x, tt_npid1 = (int32_t)gridDim.y, tt_npid2 = (int32_t)gridDim.z;\n";
-  src += "  (void)tid; (void)tt_pid0; (void)tt_pid1; (void)tt_pid2; (void)tt_npid0; (void)tt_npid1; (void)tt_npid2;\n";
-  src += "  (void)tt_smem; (void)tt_scratch; (void)tt_assert;\n";
+  src += "  (void)tid; (void)tt_smem; (void)tt_scratch; (void)tt_assert;\n";
   if (scratch_ > 0)
     src += fmt::format(
         "  uint8_t* const tt_scratch_cta = tt_scratch + (uint64_t)(blockIdx.x + gridDim.x * (blockIdx.y + "
         "(uint64_t)gridDim.y * blockIdx.z)) * {}ull;\n",
         scratch_);
   src += decls_;
+  // C's deferred copy (store_through_tma): issued by thread 0 where the next program's TMA loop
+  // has asked for its first tiles, by that program's epilogue otherwise, and after the last.
+  if (persistent_ || flush_calls_) {
+    src += "  int tt_store_col = 0, tt_store_row = 0;\n  bool tt_store_pending = false;\n";
+    src += "  (void)tt_store_col; (void)tt_store_row; (void)tt_store_pending;\n";
+    src += "  auto tt_flush_store = [&]() {\n";
+    if (persistent_)
+      src += "    if (tid == 0 && tt_store_pending) {\n" + store_flush_ +
+             "      tt_bulk_commit();\n      tt_store_pending = false;\n    }\n";
+    src += "  };\n";
+  }
+  if (persistent_) {
+    src += "  const int64_t tt_programs = (int64_t)tt_grid0 * tt_grid1 * tt_grid2;\n";
+    src += "  for (int64_t tt_program = blockIdx.x; tt_program < tt_programs; tt_program += gridDim.x) {\n";
+    src += "  const int32_t tt_pid0 = (int32_t)(tt_program % tt_grid0), tt_pid1 = (int32_t)(tt_program / tt_grid0 % tt_grid1),\n";
+    src += "                tt_pid2 = (int32_t)(tt_program / ((int64_t)tt_grid0 * tt_grid1));\n";
+    src += "  const int32_t tt_npid0 = tt_grid0, tt_npid1 = tt_grid1, tt_npid2 = tt_grid2;\n";
+  } else {
+    src += "  const int32_t tt_pid0 = (int32_t)blockIdx.x, tt_pid1 = (int32_t)blockIdx.y, tt_pid2 = (int32_t)blockIdx.z;\n";
+    src += "  const int32_t tt_npid0 = (int32_t)gridDim.x, tt_npid1 = (int32_t)gridDim.y, tt_npid2 = (int32_t)gridDim.z;\n";
+  }
+  src += "  (void)tt_pid0; (void)tt_pid1; (void)tt_pid2; (void)tt_npid0; (void)tt_npid1; (void)tt_npid2;\n";
   src += body_;
+  if (persistent_) {
+    src += "  __syncthreads();  // the next program reuses the shared buffers\n";
+    src += "  }\n";
+    src += "  tt_flush_store();\n";
+    src += "  if (tid == 0) tt_bulk_wait_all();  // the last copies are done before the CTA's shared memory goes\n";
+  }
   src += "}\n";
   ks.source = std::move(src);
   return ks;

@@ -22,6 +22,9 @@ struct KernelSource {
   int64_t scratch_bytes = 0;    // global scratch per program (CTA); 0: none
   int num_asserts = 0;          // device_assert sites (the host checks the flag only when > 0)
   bool has_print = false;       // device_print: the host waits for the kernel so the output is flushed
+  // Persistent programs: the kernel takes the grid (tt_grid0..2, ints after tt_assert) and is
+  // launched with as many CTAs as are resident (at most one per program), which walk over them.
+  bool persistent = false;
   // Tensor maps the kernel takes after tt_assert (`const __grid_constant__ tt_tmap_t tt_tmapI`),
   // one per tile load copied with TMA, each "BASE SHAPE0 SHAPE1 STRIDE0 STRIDE1 ESIZE DTYPE BOX0
   // BOX1": the first five RecipeValues (below), then the element bytes, the CUtensorMapDataType

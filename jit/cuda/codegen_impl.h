@@ -159,6 +159,13 @@ class Codegen {
   int64_t smem_peak_ = 0;  // the high-water mark of smem_, which falls back after a matmul loop's stages
   int num_asserts_ = 0;
   bool has_print_ = false;
+  // Persistent programs (codegen.cpp, run): allowed for this kernel (Hopper, no atomics), and taken
+  // (a store went through the copy engine): resident CTAs then walk over the programs.
+  bool may_persist_ = false, persistent_ = false;
+  const ir::Op* last_memory_op_ = nullptr;  // the last load, store or atomic in program order
+  // The deferred C copy (store_through_tma): its statements, and whether a TMA loop calls it.
+  std::string store_flush_;
+  bool flush_calls_ = false;
   std::vector<std::string> tma_maps_;  // KernelSource::tma_maps (at most kMaxTensorMaps)
   std::string lane_ = "0";
   // Inside a loop nest's lane loop: its width V, the last index of the lane's element
@@ -379,6 +386,11 @@ class Codegen {
   // coalesced, as Triton's epilogue does. Needs the pointer contiguous and the mask constant
   // over the 16 bytes, and the room in shared memory.
   bool store_through_shared(const ir::Op* op);
+  // Its two halves over a buffer in the layout `at` gives (row, column -> element index): the
+  // fragments written in, then 16-byte row chunks out to the store's pointers (and mask).
+  using BufferIndex = std::function<std::string(const std::string&, const std::string&)>;
+  void write_fragments(const ir::Value* val, const std::string& buf, const BufferIndex& at);
+  void store_row_chunks(const ir::Op* op, const std::string& buf, const BufferIndex& at);
 
   // Evaluates `v` over its whole shape into buffer `buf`.
   void materialize_into(const ir::Value* v, const std::string& buf, const ir::Op* op = nullptr);
@@ -585,6 +597,10 @@ class Codegen {
   std::optional<TmaTile> plan_tma(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m);
   std::optional<TmaTile> plan_tma_block_ptr(const TileLoad& tl);
   std::optional<TmaTile> plan_tma_pointers(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m);
+  // A store's tile through the copy engine (start, map and guard; tma.cpp), and the store that
+  // takes it (tensor_cores.cpp): the fragments into a swizzled buffer the copy reads.
+  std::optional<TmaTile> plan_tma_store(const ir::Op* st);
+  bool store_through_tma(const ir::Op* op, const TmaTile& tile);
   // A kernel parameter or constant as a recipe value ("pN", "iN", "uN", "cV"; tma.cpp).
   std::optional<std::string> recipe_token(const ir::Value* v) const;
   std::optional<std::string> recipe_token(const RecipeValue& v) const;

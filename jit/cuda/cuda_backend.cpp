@@ -30,6 +30,7 @@ namespace {
 namespace cu = runtime::cuda;
 
 constexpr int32_t kHasPrint = 1;
+constexpr int32_t kPersistent = 2;  // KernelSource::persistent
 constexpr char kMagic[8] = {'T', 'R', 'T', 'C', 'U', 'D', 'A', '2'};
 
 struct BinaryHeader {
@@ -39,7 +40,7 @@ struct BinaryHeader {
   int64_t smem_bytes;
   int64_t scratch_bytes;
   int32_t entry_length;
-  int32_t flags;  // kHasPrint
+  int32_t flags;  // kHasPrint, kPersistent
   int32_t maps_length;  // the tensor maps' recipes (KernelSource::tma_maps, one a line), after the entry
   int32_t reserved;
 };
@@ -53,7 +54,7 @@ std::vector<char> pack(const cuda::KernelSource& ks, const std::vector<char>& cu
   h.smem_bytes = ks.smem_bytes;
   h.scratch_bytes = ks.scratch_bytes;
   h.entry_length = static_cast<int32_t>(ks.entry.size());
-  h.flags = ks.has_print ? kHasPrint : 0;
+  h.flags = (ks.has_print ? kHasPrint : 0) | (ks.persistent ? kPersistent : 0);
   std::string maps;
   for (const std::string& m : ks.tma_maps) maps += m + "\n";
   h.maps_length = static_cast<int32_t>(maps.size());
@@ -117,6 +118,13 @@ class CudaKernel : public CompiledKernel {
                                      static_cast<int>(header_.smem_bytes)),
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", ctx);
     }
+    if (header_.flags & kPersistent) {
+      int per_sm = 0;
+      cu::check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function_, header_.num_threads,
+                                                              static_cast<size_t>(header_.smem_bytes)),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor", ctx);
+      resident_ctas_ = static_cast<int64_t>(std::max(per_sm, 1)) * cu::properties(device_).multiprocessor_count;
+    }
   }
   ~CudaKernel() override {
     if (!module_) return;
@@ -135,28 +143,36 @@ class CudaKernel : public CompiledKernel {
     // slot is a pointer to the parameter (i32 in the low 4 bytes, f32 bits in the low half, ...).
     // Kernels have at most 64 run-time parameters (dsl/kernel.cpp), plus scratch and flag here,
     // then the tensor maps.
-    std::array<void*, 66 + cuda::kMaxTensorMaps> params;
+    // (A persistent kernel takes the program grid after them, and runs on at most the resident CTAs.)
+    std::array<void*, 69 + cuda::kMaxTensorMaps> params;
     for (size_t i = 0; i < num_params_; ++i) params[i] = const_cast<uint64_t*>(args + i);
+    const bool persistent = header_.flags & kPersistent;
+    const int64_t ctas = persistent ? std::min<int64_t>(grid.total(), resident_ctas_) : grid.total();
+    if (persistent && ctas <= 0) return;  // an empty grid: no program to run
     cu::CUdeviceptr scratch = 0, flag = 0;
     if (header_.scratch_bytes > 0)
-      scratch = cu::allocate(static_cast<size_t>(header_.scratch_bytes) * static_cast<size_t>(grid.total()), device_,
-                             stream);
+      scratch = cu::allocate(static_cast<size_t>(header_.scratch_bytes) * static_cast<size_t>(ctas), device_, stream);
     if (header_.num_asserts > 0) {
       flag = cu::allocate(16, device_, stream);
       cu::memset_d8(flag, 0, 16, device_, stream);
     }
     params[num_params_] = &scratch;
     params[num_params_ + 1] = &flag;
+    size_t next = num_params_ + 2;
+    int32_t grid_params[3] = {static_cast<int32_t>(grid.x), static_cast<int32_t>(grid.y), static_cast<int32_t>(grid.z)};
+    if (persistent)
+      for (int32_t& g : grid_params) params[next++] = &g;
     std::array<TensorMap, cuda::kMaxTensorMaps> tensor_maps;
     if (!maps_.empty()) {
       std::lock_guard<std::mutex> lock(encoded_mutex_);
       for (size_t i = 0; i < maps_.size(); ++i) {
         tensor_maps[i] = encoded(i, args);
-        params[num_params_ + 2 + i] = &tensor_maps[i];
+        params[next++] = &tensor_maps[i];
       }
     }
-    cu::CUresult r = d.cuLaunchKernel(function_, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y),
-                                      static_cast<unsigned>(grid.z), static_cast<unsigned>(header_.num_threads), 1, 1,
+    const unsigned gx = persistent ? static_cast<unsigned>(ctas) : static_cast<unsigned>(grid.x);
+    const unsigned gy = persistent ? 1u : static_cast<unsigned>(grid.y), gz = persistent ? 1u : static_cast<unsigned>(grid.z);
+    cu::CUresult r = d.cuLaunchKernel(function_, gx, gy, gz, static_cast<unsigned>(header_.num_threads), 1, 1,
                                       static_cast<unsigned>(header_.smem_bytes), stream, params.data(), nullptr);
     // The allocator reuses a freed block only for later work on the same stream.
     if (scratch) cu::free(scratch);
@@ -234,6 +250,7 @@ class CudaKernel : public CompiledKernel {
   std::string entry_;
   std::vector<std::string> asserts_;
   size_t num_params_;
+  int64_t resident_ctas_ = 0;  // a persistent kernel's CTAs: as many as the device holds at once
   std::vector<char> image_;
   cu::CUmodule module_ = nullptr;
   cu::CUfunction function_ = nullptr;

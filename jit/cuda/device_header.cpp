@@ -366,6 +366,16 @@ TT_INLINE void tt_tma_load_2d(uint32_t dst, const void* map, int c0, int c1, uin
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+// The other way: a box of shared memory at src into the tensor at (c0, c1); elements outside the
+// tensor are not written. The copies a thread issued form bulk groups (commit); wait_read<N> returns
+// once all but N groups finished reading shared memory, wait_all once they are done.
+TT_INLINE void tt_tma_store_2d(const void* map, int c0, int c1, uint32_t src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+               ::"l"(map), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+TT_INLINE void tt_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+TT_INLINE void tt_bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+TT_INLINE void tt_bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 #endif
 
 // ---- masked vector loads: one predicated load, straight-line code the scheduler can hoist ----

@@ -25,28 +25,89 @@ bool Codegen::store_through_shared(const ir::Op* op) {
   // The row-chunk loop evaluates the pointer and mask at elements other threads own in the
   // fragment mapping: no register value may feed them (e.g. a mask computed from C itself).
   if (reads_registers(p) || (mask && reads_registers(mask))) return false;
+  // The kernel's last memory access, at the top level, leaves through the copy engine where it
+  // can (nothing later may touch what the copy writes while it drains); the kernel then persists.
+  if (may_persist_ && op == last_memory_op_ && op->parent == f_.body && tma_maps_.size() < kMaxTensorMaps)
+    if (std::optional<TmaTile> tile = plan_tma_store(op); tile && store_through_tma(op, *tile)) return true;
   int64_t stride = s[1] + V;
   if (smem_ + s[0] * stride * esz > smem_budget_) return false;
-  std::string ct = ctype(d);
-  std::string buf = alloc_shared(ct, s[0] * stride, esz);
+  std::string buf = alloc_shared(ctype(d), s[0] * stride, esz);
+  auto at = [&](const std::string& row, const std::string& col) { return fmt::format("({}) * {} + {}", row, stride, col); };
   ++shared_writes_;
   sync();  // a loop around: the previous trip's reads are done
   line("// the store goes through shared memory: fragments in, 16-byte row chunks out");
-  thread_loop(
-      s, 2, [&](const Index& base) { emit_vector_loads({val}, base, 2); },
-      [&](const Index& idx) { line(fmt::format("{}[({}) * {} + {}] = {};", buf, idx[0], stride, idx[1], eval(val, idx))); },
-      nullptr);
-  vec_loads_.clear();
+  write_fragments(val, buf, at);
   sync();
+  store_row_chunks(op, buf, at);
+  return true;
+}
+
+void Codegen::write_fragments(const ir::Value* val, const std::string& buf, const BufferIndex& at) {
+  thread_loop(
+      val->type.shape, 2, [&](const Index& base) { emit_vector_loads({val}, base, 2); },
+      [&](const Index& idx) { line(fmt::format("{}[{}] = {};", buf, at(idx[0], idx[1]), eval(val, idx))); }, nullptr);
+  vec_loads_.clear();
+}
+
+void Codegen::store_row_chunks(const ir::Op* op, const std::string& buf, const BufferIndex& at) {
+  const ir::Value* p = op->operand(0);
+  const ir::Value* mask = op->operands.size() > 2 ? op->operand(2) : nullptr;
+  const Shape& s = p->type.shape;
+  const int64_t V = 16 / dtype_bytes(p->type.pointee);
   std::string e = fresh("e");
   open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", e, V, numel(s), int64_t(nt_) * V));
   Index idx{tmp("int", fmt::format("{} / {}", e, s[1])), tmp("int", fmt::format("{} % {}", e, s[1]))};
-  std::string ptr = tmp(ct + "*", eval(p, idx));
-  std::string src = fmt::format("&{}[{} * {} + {}]", buf, idx[0], stride, idx[1]);
+  std::string ptr = tmp(ctype(p->type.pointee) + "*", eval(p, idx));
+  std::string src = fmt::format("&{}[{}]", buf, at(idx[0], idx[1]));
   if (mask) line(fmt::format("tt_st_pred<16>({}, {}, {});", ptr, src, eval(mask, idx)));
   else line(fmt::format("tt_vcopy<16>({}, {});", ptr, src));
   close();
   mark_global_write(p);
+}
+
+// C through the copy engine (docs/cuda-backend.md, "Persistent programs"): the fragments go into
+// boxes of 64 columns with the 128-byte swizzle (a warp's 4-byte writes cover 8 rows' chunks, all
+// in distinct banks after the swizzle), and thread 0 copies the boxes out with one bulk copy each
+// - not now but once the next program has asked for its first tiles (tt_flush_store, called by its
+// TMA loop; the copy engine serves requests in order, and a copy issued first would delay them),
+// so that the copy drains while that program's loop runs. The buffer lies past every other (the
+// stages included); the next program's epilogue waits for the copy to have read it before writing
+// it again. A program whose guard fails stores it as row chunks.
+bool Codegen::store_through_tma(const ir::Op* op, const TmaTile& tile) {
+  const ir::Value* p = op->operand(0);
+  const Shape& s = p->type.shape;
+  const int64_t R = s[0], C = s[1];
+  const int64_t offset = (std::max(smem_, smem_peak_) + 1023) / 1024 * 1024;  // the swizzle's period
+  if (offset + R * C * 2 > smem_budget_) return false;
+  smem_ = offset;
+  std::string buf = alloc_shared(ctype(p->type.pointee), R * C, 2);
+  smem_peak_ = std::max(smem_peak_, smem_);
+  const size_t map = tma_maps_.size();
+  tma_maps_.push_back(tile.map);
+  persistent_ = true;
+  // The copy, as run() defines tt_flush_store: the box origin kept from the program that wrote it.
+  store_flush_.clear();
+  for (int64_t b = 0; b < C / 64; ++b)
+    store_flush_ += fmt::format("      tt_tma_store_2d(&tt_tmap{}, tt_store_col + {}, tt_store_row, tt_smem_u32({}) + {});\n",
+                                map, b * 64, buf, b * R * 128);
+  auto at = [&](const std::string& row, const std::string& col) {
+    return fmt::format("(({1}) >> 6) * {2} + ({0}) * 64 + ((((({1}) >> 3) & 7) ^ (({0}) & 7)) << 3) + (({1}) & 7)", row,
+                       col, R * 64);
+  };
+  ++shared_writes_;
+  line("// the store goes through shared memory (swizzled boxes of 64 columns) and the bulk tensor copy engine");
+  line("tt_flush_store();  // the previous program's copy, if its loop did not issue it");
+  line("if (tid == 0) tt_bulk_wait_read0();  // ... has read the buffer");
+  sync();
+  write_fragments(op->operand(1), buf, at);
+  line("tt_fence_async_shared();  // the writes above, before the copy engine reads them");
+  sync();
+  open(fmt::format("if ({})", tile.guard));
+  line(fmt::format("tt_store_col = {}, tt_store_row = {}, tt_store_pending = true;", tile.start[1], tile.start[0]));
+  close();
+  open("else");
+  store_row_chunks(op, buf, at);
+  close();
   return true;
 }
 
@@ -873,6 +934,11 @@ bool Codegen::emit_mma_loop(const ir::Op* loop, const MmaLoop& m) {
       open(fmt::format("if ({} < {})", s, trips));
       issue_tma(std::to_string(s), std::to_string(s));
       close();
+    }
+    // A persistent kernel's previous C copy queues behind these tiles' (store_through_tma).
+    if (may_persist_) {
+      line("tt_flush_store();");
+      flush_calls_ = true;
     }
     // (Thread 0 armed the first stages right after its init; the others wait on them past this.)
     line("__syncthreads();  // the mbarriers are initialised for every thread");

@@ -6,6 +6,7 @@
 // wrong value.
 #include "jit/cuda/codegen_impl.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -82,6 +83,95 @@ std::optional<std::pair<int, const ir::Value*>> expanded(const ir::Value* v) {
   v = peel(v);
   if (!v->def || v->def->kind != OpKind::ExpandDims || v->type.rank() != 2) return std::nullopt;
   return std::make_pair(v->def->attrs.axis == 1 ? 0 : 1, v->def->operand(0));
+}
+
+// A pointer block base + rows[:, None] * stride + cols[None, :] (each index an IndexVec, maybe
+// `% D`; a dim's stride none when 1), base a pointer parameter of the kernel (`body`'s argument).
+struct PointerBlock {
+  const ir::Value* base = nullptr;
+  struct Term {
+    std::optional<IndexVec> idx;
+    std::optional<Uniform> stride;  // none: 1
+  } dims[2];
+};
+std::optional<PointerBlock> pointer_block(const ir::Value* ptr, const ir::Block* body) {
+  PointerBlock r;
+  std::function<bool(const ir::Value*)> offsets = [&](const ir::Value* v) {
+    v = peel(v);
+    if (!v->def) return false;
+    const ir::Op* d = v->def;
+    if (d->kind == OpKind::Add) return offsets(d->operand(0)) && offsets(d->operand(1));
+    std::optional<Uniform> stride;
+    if (d->kind == OpKind::Mul) {
+      for (int i : {0, 1})
+        if (!stride && expanded(d->operand(1 - i)) && (stride = uniform(d->operand(i)))) v = d->operand(1 - i);
+      if (!stride) return false;
+    }
+    auto e = expanded(v);
+    if (!e) return false;
+    PointerBlock::Term& t = r.dims[e->first];
+    if (t.idx || !(t.idx = index_vec(e->second, true))) return false;
+    t.stride = stride;
+    return true;
+  };
+  std::function<bool(const ir::Value*)> pointer = [&](const ir::Value* v) {
+    v = peel(v);
+    if (!v->def) return false;
+    if (v->def->kind == OpKind::AddPtr) return pointer(v->def->operand(0)) && offsets(v->def->operand(1));
+    if (v->def->kind != OpKind::Splat || r.base) return false;
+    r.base = v->def->operand(0);
+    return r.base->is_block_arg() && r.base->owner == body;
+  };
+  if (!pointer(ptr) || !r.dims[0].idx || !r.dims[1].idx) return std::nullopt;
+  return r;
+}
+
+// A mask (index < limit) per dim, and-ed (a dim without one: idx empty).
+struct Bound {
+  std::optional<IndexVec> idx;
+  Uniform limit;
+};
+std::optional<std::array<Bound, 2>> bound_mask(const ir::Value* m) {
+  std::array<Bound, 2> bounds;
+  std::function<bool(const ir::Value*)> mask = [&](const ir::Value* v) {
+    v = peel(v);
+    if (!v->def) return false;
+    const ir::Op* d = v->def;
+    if (d->kind == OpKind::And) return mask(d->operand(0)) && mask(d->operand(1));
+    if (d->kind != OpKind::CmpLt || !is_signed_int(d->operand(0)->type.dtype)) return false;
+    auto e = expanded(d->operand(0));
+    std::optional<Uniform> limit = uniform(d->operand(1));
+    if (!e || !limit || bounds[e->first].idx) return false;
+    bounds[e->first] = Bound{index_vec(e->second, false), *limit};
+    return bounds[e->first].idx.has_value();
+  };
+  if (!mask(m)) return std::nullopt;
+  return bounds;
+}
+
+// Scalars the guards read (values from before the loop or the store): a scalar's C++ name, if any.
+using Known = std::function<std::optional<std::string>(const ir::Value*)>;
+
+std::optional<std::string> uniform_expr(const Uniform& u, const Known& known) {
+  if (!u.v) return fmt::format("(int64_t){}", u.c);
+  std::optional<std::string> name = known(u.v);
+  if (!name) return std::nullopt;
+  return fmt::format("(int64_t)({})", *name);
+}
+
+// The first index of iv in its own type (as the kernel computes it: 32-bit arithmetic), and the
+// test that no lane is negative or past the type's maximum.
+std::optional<std::pair<std::string, std::string>> first_index(const IndexVec& iv, const Known& known) {
+  const std::string ct = ctype(iv.dtype);
+  std::string pre = fmt::format("({}){}", ct, iv.a0);
+  if (iv.off) {
+    std::optional<std::string> o = uniform_expr(*iv.off, known);
+    if (!o) return std::nullopt;
+    pre = fmt::format("({})((uint64_t){} + (uint64_t){})", ct, *o, iv.a0);
+  }
+  std::string fits = fmt::format("{} >= 0 && {} <= ({}){}", pre, pre, ct,
+                                 (dtype_bits(iv.dtype) == 64 ? INT64_MAX : INT32_MAX) - (iv.n - 1));
+  return std::make_pair(pre, fits);
 }
 
 // +0 exactly (TMA fills with +0: a load whose `other` is -0.0 differs in the sign bit).
@@ -237,38 +327,10 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
   if (ld->operands.size() == 3 && !is_zero_constant(ld->operand(2))) return std::nullopt;
 
   // The init: base + one index term per dim.
-  struct Term {
-    std::optional<IndexVec> idx;
-    std::optional<Uniform> stride;  // none: 1
-  } dims[2];
-  const ir::Value* base = nullptr;
-  std::function<bool(const ir::Value*)> offsets = [&](const ir::Value* v) {
-    v = peel(v);
-    if (!v->def) return false;
-    const ir::Op* d = v->def;
-    if (d->kind == OpKind::Add) return offsets(d->operand(0)) && offsets(d->operand(1));
-    std::optional<Uniform> stride;
-    if (d->kind == OpKind::Mul) {
-      for (int i : {0, 1})
-        if (!stride && expanded(d->operand(1 - i)) && (stride = uniform(d->operand(i)))) v = d->operand(1 - i);
-      if (!stride) return false;
-    }
-    auto e = expanded(v);
-    if (!e) return false;
-    Term& t = dims[e->first];
-    if (t.idx || !(t.idx = index_vec(e->second, true))) return false;
-    t.stride = stride;
-    return true;
-  };
-  std::function<bool(const ir::Value*)> pointer = [&](const ir::Value* v) {
-    v = peel(v);
-    if (!v->def) return false;
-    if (v->def->kind == OpKind::AddPtr) return pointer(v->def->operand(0)) && offsets(v->def->operand(1));
-    if (v->def->kind != OpKind::Splat || base) return false;
-    base = v->def->operand(0);
-    return base->is_block_arg() && base->owner == f_.body;
-  };
-  if (!pointer(init) || !dims[0].idx || !dims[1].idx) return std::nullopt;
+  std::optional<PointerBlock> pb = pointer_block(init, f_.body);
+  if (!pb) return std::nullopt;
+  const ir::Value* base = pb->base;
+  const PointerBlock::Term* dims = pb->dims;
   // Rows of a row stride, contiguous columns.
   if (dims[1].stride && (dims[1].stride->v || dims[1].stride->c != 1)) return std::nullopt;
   if (!dims[0].stride) return std::nullopt;
@@ -295,24 +357,12 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
   if (adv[0] < 0 || adv[1] < 0) return std::nullopt;
 
   // The mask: (index < bound) per dim, and-ed.
-  struct Bound {
-    std::optional<IndexVec> idx;
-    Uniform limit;
-  } bounds[2];
-  std::function<bool(const ir::Value*)> mask = [&](const ir::Value* v) {
-    v = peel(v);
-    if (!v->def) return false;
-    const ir::Op* d = v->def;
-    if (d->kind == OpKind::And) return mask(d->operand(0)) && mask(d->operand(1));
-    if (d->kind != OpKind::CmpLt || !is_signed_int(d->operand(0)->type.dtype)) return false;
-    auto e = expanded(d->operand(0));
-    std::optional<Uniform> limit = uniform(d->operand(1));
-    if (!e || !limit || bounds[e->first].idx) return false;
-    bounds[e->first] = Bound{index_vec(e->second, false), *limit};
-    return bounds[e->first].idx.has_value();
-  };
-  if (ld->operands.size() > 1 && !mask(ld->operand(1))) return std::nullopt;
-
+  std::array<Bound, 2> bounds;
+  if (ld->operands.size() > 1) {
+    std::optional<std::array<Bound, 2>> b = bound_mask(ld->operand(1));
+    if (!b) return std::nullopt;
+    bounds = *b;
+  }
   // Host-known values: the base, the row stride and each dim's extent; 16-byte alignment.
   auto token = [&](const Uniform& u) -> std::optional<std::string> {
     return u.v ? recipe_token(u.v) : std::optional<std::string>(fmt::format("c{}", u.c));
@@ -321,10 +371,9 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
   if (!base_tok || !stride_tok || recipe_divisibility(*base_tok) % 16 != 0 || recipe_divisibility(*stride_tok) % 8 != 0)
     return std::nullopt;
   // Values from before the loop, as the guard reads them.
-  auto expr = [&](const Uniform& u) -> std::optional<std::string> {
-    if (!u.v) return fmt::format("(int64_t){}", u.c);
-    if (!scalars_.count(u.v)) return std::nullopt;
-    return fmt::format("(int64_t)({})", scalar(u.v));
+  Known known = [&](const ir::Value* v) -> std::optional<std::string> {
+    if (!scalars_.count(v)) return std::nullopt;
+    return scalar(v);
   };
   auto affine = [&](const Uniform& u) -> std::optional<std::pair<std::string, std::string>> {
     if (!u.v) return std::make_pair(fmt::format("(int64_t){}", u.c), std::string());
@@ -335,19 +384,13 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
   std::vector<std::string> guard, shape(2);
   for (int d = 0; d < 2; ++d) {
     const IndexVec& iv = *dims[d].idx;
-    // The first index in the vector's own type (as the kernel computes it: 32-bit arithmetic, a
-    // 32-bit remainder), and no lane past the type's maximum.
+    // The first index (a 32-bit remainder for a wrapped one, as the kernel computes it).
     const std::string ct = ctype(iv.dtype);
-    std::string pre = fmt::format("({}){}", ct, iv.a0);
-    if (iv.off) {
-      std::optional<std::string> o = expr(*iv.off);
-      if (!o) return std::nullopt;
-      pre = fmt::format("({})((uint64_t){} + (uint64_t){})", ct, *o, iv.a0);
-    }
-    std::string fits = fmt::format("{} >= 0 && {} <= ({}){}", pre, pre, ct,
-                                   (dtype_bits(iv.dtype) == 64 ? INT64_MAX : INT32_MAX) - (iv.n - 1));
+    std::optional<std::pair<std::string, std::string>> first = first_index(iv, known);
+    if (!first) return std::nullopt;
+    const auto& [pre, fits] = *first;
     if (iv.wrap) {
-      std::optional<std::string> D = expr(*iv.wrap);
+      std::optional<std::string> D = uniform_expr(*iv.wrap, known);
       if (!D) return std::nullopt;
       const std::string d32 = fmt::format("({}){}", ct, *D);
       guard.push_back(fmt::format("{2} > 0 && {0} && (int64_t)({1} % {2}) + {3} <= {2}", fits, pre, d32, iv.n));
@@ -388,6 +431,52 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
     }
   }
   r.map = tma_map(*base_tok, shape[0], shape[1], *stride_tok, ld->result()->type.dtype, tl.R);
+  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], *stride_tok));
+  r.guard = fmt::format("({})", fmt::join(guard, ") && ("));
+  return r;
+}
+
+// A C tile stored by the copy engine (store_through_tma, tensor_cores.cpp): a pointer block
+// base + rows[:, None] * stride + cols[None, :] (no `% D`) under the mask (rows' index < M) &
+// (cols' index < N), M and N kernel parameters or constants. The copy of the box at (column start,
+// row start) of the M x N tensor writes what lies inside it and skips the rest: the masked store
+// exactly when (the guard) no start is negative, each mask's index starts where the pointer's does,
+// and the launcher encoded the map.
+std::optional<Codegen::TmaTile> Codegen::plan_tma_store(const ir::Op* st) {
+  const ir::Value* p = st->operand(0);
+  const Shape& s = p->type.shape;
+  const DType dt = p->type.pointee;
+  if (cc_ < 90 || (dt != DType::f16 && dt != DType::bf16) || st->operands.size() != 3 || s.size() != 2 ||
+      s[1] % 64 != 0 || s[0] % 8 != 0 || s[0] > 256)
+    return std::nullopt;
+  std::optional<PointerBlock> pb = pointer_block(p, f_.body);
+  std::optional<std::array<Bound, 2>> bounds = bound_mask(st->operand(2));
+  if (!pb || !bounds) return std::nullopt;
+  const PointerBlock::Term* dims = pb->dims;
+  if ((dims[1].stride && (dims[1].stride->v || dims[1].stride->c != 1)) || !dims[0].stride) return std::nullopt;
+  auto token = [&](const Uniform& u) -> std::optional<std::string> {
+    return u.v ? recipe_token(u.v) : std::optional<std::string>(fmt::format("c{}", u.c));
+  };
+  std::optional<std::string> base_tok = recipe_token(pb->base), stride_tok = token(*dims[0].stride);
+  if (!base_tok || !stride_tok || recipe_divisibility(*base_tok) % 16 != 0 || recipe_divisibility(*stride_tok) % 8 != 0)
+    return std::nullopt;
+  Known known = [&](const ir::Value* v) -> std::optional<std::string> {
+    if (!scalars_.count(v)) return std::nullopt;
+    return scalar(v);
+  };
+  TmaTile r;
+  std::vector<std::string> guard, shape(2);
+  for (int d = 0; d < 2; ++d) {
+    const Bound& b = (*bounds)[d];
+    if (dims[d].idx->wrap || !b.idx) return std::nullopt;
+    std::optional<std::string> extent = token(b.limit);
+    auto at = first_index(*dims[d].idx, known), masked = first_index(*b.idx, known);
+    if (!extent || !at || !masked) return std::nullopt;
+    shape[d] = *extent;
+    r.start[d] = at->first;
+    guard.push_back(fmt::format("{} && (int64_t){} == (int64_t){}", at->second, at->first, masked->first));
+  }
+  r.map = tma_map(*base_tok, shape[0], shape[1], *stride_tok, dt, s[0]);
   guard.push_back(tensor_map_usable_expr(shape[0], shape[1], *stride_tok));
   r.guard = fmt::format("({})", fmt::join(guard, ") && ("));
   return r;
