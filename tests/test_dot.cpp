@@ -402,10 +402,10 @@ BOOST_AUTO_TEST_CASE(tiled_matmul_tutorial_configs) {
 }
 
 // More programs than CTAs fit at once (Hopper: a kernel whose C leaves through the bulk tensor
-// copy engine is persistent - as many CTAs as are resident walk over the programs; the H100 holds
-// 132 of 128 x 256 (143 programs here) and 264 of 64 x 256 (273)): edge tiles the copy clips in
-// both dims, a last K trip half masked (72 = 64 + 8), and C with an aligned row stride wider than
-// N (N + 8) whose padding columns must stay poisoned - the copy's box ends at N, not at the stride.
+// copy engine is persistent - as many CTAs as are resident walk over the programs; 143 programs of
+// 128 x 256 against the H100's 132 SMs of one such CTA each, 273 of 64 x 256): edge tiles the copy
+// clips in both dims, a last K trip half masked (72 = 64 + 8), and C with an aligned row stride
+// wider than N (N + 8) whose padding columns must stay poisoned - the copy's box ends at N.
 BOOST_AUTO_TEST_CASE(tiled_matmul_more_programs_than_ctas) {
   tt::for_each_backend([](const tt::Backend& be) {
     if (be.name == "cpu") {  // the same kernel, at a size the CPU's LLVM compile keeps quick
