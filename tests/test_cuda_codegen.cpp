@@ -568,7 +568,8 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma_pointer_blocks) {
 // asked for its first tiles (or by the next epilogue, or after the last program), under a guard
 // (starts not negative, each mask's index the pointer's) - row chunks otherwise. Not persistent: a
 // kernel with atomics (programs may wait on each other), a store that is not the last access, an
-// unmasked store (no tensor bound for the copy), a C of f32 (2-byte elements only).
+// unmasked store (no tensor bound for the copy), a C of f32 (2-byte elements only), 64-bit row
+// indices (the copy's coordinates are 32-bit).
 BOOST_AUTO_TEST_CASE(persistent_programs) {
   if (!nvrtc_or_skip()) return;
   g_smem_budget = H100_SHARED_MEMORY;
@@ -591,6 +592,9 @@ BOOST_AUTO_TEST_CASE(persistent_programs) {
     if (MODE == 1) tl::atomic_add(counter, 1);
     auto offs = rm(tl::_, tl::None) * N + rn(tl::None, tl::_);
     auto mask = (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N);
+    auto rm64 = rm.to(tl::int64);
+    if (MODE == 5) offs = rm64(tl::_, tl::None) * N + rn(tl::None, tl::_);
+    if (MODE == 5) mask = (rm64(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N);
     if (MODE == 3) tl::store(c + offs, acc.to(tl::float16));
     else if (MODE == 4) tl::store(c32 + offs, acc, mask);
     else tl::store(c + offs, acc.to(tl::float16), mask);
@@ -620,7 +624,7 @@ BOOST_AUTO_TEST_CASE(persistent_programs) {
   BOOST_TEST(body.find("tt_bulk_wait_all();") > body.rfind("tt_flush_store();"));
   // Staging past the stages and their mbarriers, at a 1024-byte boundary: 3 x 48 KB + 24, then 64 KB.
   BOOST_TEST(p.smem_bytes == 148480 + 65536);
-  for (int mode : {1, 2, 3, 4}) {
+  for (int mode : {1, 2, 3, 4, 5}) {
     auto q = build(mode);
     BOOST_TEST(!q.persistent, "mode " << mode);
     BOOST_TEST(q.source.find("tt_tma_store_2d(&") == std::string::npos, "mode " << mode);

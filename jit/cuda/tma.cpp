@@ -384,6 +384,7 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
   std::vector<std::string> guard, shape(2);
   for (int d = 0; d < 2; ++d) {
     const IndexVec& iv = *dims[d].idx;
+    if (iv.dtype != DType::i32) return std::nullopt;  // the copy's coordinates are 32-bit
     // The first index (a 32-bit remainder for a wrapped one, as the kernel computes it).
     const std::string ct = ctype(iv.dtype);
     std::optional<std::pair<std::string, std::string>> first = first_index(iv, known);
@@ -468,7 +469,8 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_store(const ir::Op* st) {
   std::vector<std::string> guard, shape(2);
   for (int d = 0; d < 2; ++d) {
     const Bound& b = (*bounds)[d];
-    if (dims[d].idx->wrap || !b.idx) return std::nullopt;
+    // (32-bit indices: the copy's coordinates are 32-bit.)
+    if (dims[d].idx->wrap || dims[d].idx->dtype != DType::i32 || !b.idx) return std::nullopt;
     std::optional<std::string> extent = token(b.limit);
     auto at = first_index(*dims[d].idx, known), masked = first_index(*b.idx, known);
     if (!extent || !at || !masked) return std::nullopt;
