@@ -69,8 +69,9 @@ void Codegen::store_row_chunks(const ir::Op* op, const std::string& buf, const B
 // boxes of 64 columns with the 128-byte swizzle (a warp's 4-byte writes cover 8 rows' chunks, all
 // in distinct banks after the swizzle), and thread 0 copies the boxes out with one bulk copy each
 // - not now but once the next program has asked for its first tiles (tt_flush_store, called by its
-// TMA loop; the copy engine serves requests in order, and a copy issued first would delay them),
-// so that the copy drains while that program's loop runs. The buffer lies past every other (the
+// TMA loop: if the copy engine serves requests in order, a 64 KB copy issued first would hold
+// them back - an assumption; issued at once it measured within noise of this), and the copy
+// drains while that program's loop runs. The buffer lies past every other (the
 // stages included); the next program's epilogue waits for the copy to have read it before writing
 // it again. A program whose guard fails stores it as row chunks.
 bool Codegen::store_through_tma(const ir::Op* op, const TmaTile& tile) {
