@@ -568,8 +568,9 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma_pointer_blocks) {
 // asked for its first tiles (or by the next epilogue, or after the last program), under a guard
 // (starts not negative, each mask's index the pointer's) - row chunks otherwise. Not persistent: a
 // kernel with atomics (programs may wait on each other), a store that is not the last access, an
-// unmasked store (no tensor bound for the copy), a C of f32 (2-byte elements only), 64-bit row
-// indices (the copy's coordinates are 32-bit).
+// unmasked store (no tensor bound for the copy), a C of f32 (2-byte elements only), rows converted
+// to 64 bits (not an index vector the planner reads; it also refuses 64-bit index vectors, whose
+// starts would not fit the copy's 32-bit coordinates - a rule this kernel cannot reach).
 BOOST_AUTO_TEST_CASE(persistent_programs) {
   if (!nvrtc_or_skip()) return;
   g_smem_budget = H100_SHARED_MEMORY;
@@ -579,16 +580,7 @@ BOOST_AUTO_TEST_CASE(persistent_programs) {
     auto pid = tl::program_id(0);
     auto pm = pid / tl::cdiv(N, BN), pn = pid % tl::cdiv(N, BN);
     auto rm = pm * BM + tl::arange(0, BM), rn = pn * BN + tl::arange(0, BN);
-    auto rk = tl::arange(0, BK);
-    auto a_ptrs = a + ((rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_));
-    auto b_ptrs = b + (rk(tl::_, tl::None) * N + (rn % N)(tl::None, tl::_));
-    auto acc = tl::zeros({BM, BN}, tl::float32);
-    for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
-      acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - kt * BK, 0.0f),
-                    tl::load(b_ptrs, rk(tl::_, tl::None) < K - kt * BK, 0.0f), acc);
-      a_ptrs += BK;
-      b_ptrs += BK * N;
-    }
+    auto acc = tritium::test::tutorial_matmul_tile(a, b, rm, rn, M, N, K, BK);
     if (MODE == 1) tl::atomic_add(counter, 1);
     auto offs = rm(tl::_, tl::None) * N + rn(tl::None, tl::_);
     auto mask = (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N);

@@ -427,16 +427,7 @@ BOOST_AUTO_TEST_CASE(matmul_on_a_2d_grid) {
                   tl::i32 K, int BM, int BN, int BK) {
         auto pm = tl::program_id(0), pn = tl::program_id(1);
         auto rm = pm * BM + tl::arange(0, BM), rn = pn * BN + tl::arange(0, BN);
-        auto rk = tl::arange(0, BK);
-        auto a_ptrs = a + (rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_);
-        auto b_ptrs = b + rk(tl::_, tl::None) * N + (rn % N)(tl::None, tl::_);
-        auto acc = tl::zeros({BM, BN}, tl::float32);
-        for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
-          acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - kt * BK, 0.0f),
-                        tl::load(b_ptrs, rk(tl::_, tl::None) < K - kt * BK, 0.0f), acc);
-          a_ptrs += BK;
-          b_ptrs += BK * N;
-        }
+        auto acc = tt::tutorial_matmul_tile(a, b, rm, rn, M, N, K, BK);
         tl::store(seen + pm * tl::num_programs(1) + pn, pm * 1000 + pn);
         tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc.to(tl::float16),
                   (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N));

@@ -522,4 +522,24 @@ std::string check_throws_at(F&& f, const char* file, const unsigned& line,
   return msg;
 }
 
+// Tutorial 03's tiles and K loop, traced inside a kernel: row-major A (M x K) and B (K x N), the
+// rows rm and columns rn of the program's C tile (wrapped `% M`, `% N` for the loads), masks on
+// K, BK a trip; returns the f32 accumulator.
+inline tritium::tl::tensor tutorial_matmul_tile(tritium::tl::ptr<tritium::f16_t> a, tritium::tl::ptr<tritium::f16_t> b,
+                                                const tritium::tl::tensor& rm, const tritium::tl::tensor& rn,
+                                                tritium::tl::i32 M, tritium::tl::i32 N, tritium::tl::i32 K, int BK) {
+  namespace tl = tritium::tl;
+  auto rk = tl::arange(0, BK);
+  auto a_ptrs = a + (rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_);
+  auto b_ptrs = b + rk(tl::_, tl::None) * N + (rn % N)(tl::None, tl::_);
+  auto acc = tl::zeros({rm.shape()[0], rn.shape()[0]}, tl::float32);
+  for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+    acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - kt * BK, 0.0f),
+                  tl::load(b_ptrs, rk(tl::_, tl::None) < K - kt * BK, 0.0f), acc);
+    a_ptrs += BK;
+    b_ptrs += BK * N;
+  }
+  return acc;
+}
+
 }  // namespace tritium::test

@@ -17,13 +17,18 @@ namespace tritium::jit::cuda::detail {
 KernelSource Codegen::run() {
   plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true});
   plan_registers();
-  // Persistent programs need Hopper's asynchronous store and programs that never wait on each
-  // other: no atomics (a lock spun on by a later program of the same CTA would never open).
+  // Persistent programs need Hopper's asynchronous store, a candidate for it - the kernel's last
+  // memory access a masked store of a 2-D block at the top level (nothing later may touch what the
+  // copy writes while it drains) - and programs that never wait on each other: no atomics (a lock
+  // spun on by a later program of the same CTA would never open).
   may_persist_ = cc_ >= 90;
   f_.walk([&](ir::Op* op) {
     if (op->kind == OpKind::Load || op->kind == OpKind::Store || is_atomic(op->kind)) last_memory_op_ = op;
     if (is_atomic(op->kind)) may_persist_ = false;
   });
+  const ir::Op* last = last_memory_op_;
+  may_persist_ = may_persist_ && last && last->kind == OpKind::Store && last->parent == f_.body &&
+                 last->operands.size() == 3 && last->operand(0)->type.rank() == 2;
   KernelSource ks;
   ks.entry = identifier(f_.name);
   ks.num_threads = nt_;

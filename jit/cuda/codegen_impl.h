@@ -159,7 +159,8 @@ class Codegen {
   int64_t smem_peak_ = 0;  // the high-water mark of smem_, which falls back after a matmul loop's stages
   int num_asserts_ = 0;
   bool has_print_ = false;
-  // Persistent programs (codegen.cpp, run): allowed for this kernel (Hopper, no atomics), and taken
+  // Persistent programs (codegen.cpp, run): allowed for this kernel (Hopper, no atomics, its last
+  // memory access a masked top-level store of a 2-D block), and taken
   // (a store went through the copy engine): resident CTAs then walk over the programs.
   bool may_persist_ = false, persistent_ = false;
   const ir::Op* last_memory_op_ = nullptr;  // the last load, store or atomic in program order
@@ -604,6 +605,12 @@ class Codegen {
   // A kernel parameter or constant as a recipe value ("pN", "iN", "uN", "cV"; tma.cpp).
   std::optional<std::string> recipe_token(const ir::Value* v) const;
   std::optional<std::string> recipe_token(const RecipeValue& v) const;
+  // A parameter or, v null, the constant c as a recipe value; a map's base and row stride as recipe
+  // values when they are 16-byte aligned (f16/bf16 rows); a scalar's C++ name where it is known.
+  std::optional<std::string> value_token(const ir::Value* v, int64_t c) const;
+  std::optional<std::pair<std::string, std::string>> map_base_stride(const ir::Value* base, const ir::Value* stride,
+                                                                     int64_t c) const;
+  std::optional<std::string> known_scalar(const ir::Value* v);
   // A recipe value as the kernel reads it (an int64 C++ expression), and its known divisor.
   std::string recipe_expr(const std::string& token);
   int64_t recipe_divisibility(const std::string& token) const;

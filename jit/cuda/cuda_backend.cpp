@@ -148,7 +148,6 @@ class CudaKernel : public CompiledKernel {
     for (size_t i = 0; i < num_params_; ++i) params[i] = const_cast<uint64_t*>(args + i);
     const bool persistent = header_.flags & kPersistent;
     const int64_t ctas = persistent ? std::min<int64_t>(grid.total(), resident_ctas_) : grid.total();
-    if (persistent && ctas <= 0) return;  // an empty grid: no program to run
     cu::CUdeviceptr scratch = 0, flag = 0;
     if (header_.scratch_bytes > 0)
       scratch = cu::allocate(static_cast<size_t>(header_.scratch_bytes) * static_cast<size_t>(ctas), device_, stream);

@@ -25,9 +25,9 @@ bool Codegen::store_through_shared(const ir::Op* op) {
   // The row-chunk loop evaluates the pointer and mask at elements other threads own in the
   // fragment mapping: no register value may feed them (e.g. a mask computed from C itself).
   if (reads_registers(p) || (mask && reads_registers(mask))) return false;
-  // The kernel's last memory access, at the top level, leaves through the copy engine where it
-  // can (nothing later may touch what the copy writes while it drains); the kernel then persists.
-  if (may_persist_ && op == last_memory_op_ && op->parent == f_.body && tma_maps_.size() < kMaxTensorMaps)
+  // The kernel's last memory access (run() says when it may be) leaves through the copy engine
+  // where it can; the kernel then persists.
+  if (may_persist_ && op == last_memory_op_ && tma_maps_.size() < kMaxTensorMaps)
     if (std::optional<TmaTile> tile = plan_tma_store(op); tile && store_through_tma(op, *tile)) return true;
   int64_t stride = s[1] + V;
   if (smem_ + s[0] * stride * esz > smem_budget_) return false;

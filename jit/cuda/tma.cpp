@@ -86,7 +86,8 @@ std::optional<std::pair<int, const ir::Value*>> expanded(const ir::Value* v) {
 }
 
 // A pointer block base + rows[:, None] * stride + cols[None, :] (each index an IndexVec, maybe
-// `% D`; a dim's stride none when 1), base a pointer parameter of the kernel (`body`'s argument).
+// `% D`), base a pointer parameter of the kernel (`body`'s argument): rows of a row stride
+// (dims[0].stride), contiguous columns (dims[1].stride none or 1).
 struct PointerBlock {
   const ir::Value* base = nullptr;
   struct Term {
@@ -122,7 +123,8 @@ std::optional<PointerBlock> pointer_block(const ir::Value* ptr, const ir::Block*
     r.base = v->def->operand(0);
     return r.base->is_block_arg() && r.base->owner == body;
   };
-  if (!pointer(ptr) || !r.dims[0].idx || !r.dims[1].idx) return std::nullopt;
+  if (!pointer(ptr) || !r.dims[0].idx || !r.dims[1].idx || !r.dims[0].stride) return std::nullopt;
+  if (r.dims[1].stride && (r.dims[1].stride->v || r.dims[1].stride->c != 1)) return std::nullopt;
   return r;
 }
 
@@ -198,6 +200,22 @@ std::optional<std::string> Codegen::recipe_token(const RecipeValue& v) const {
   if (!v.param()) return fmt::format("c{}", v.value);
   if (static_cast<size_t>(v.value) >= f_.body->args.size()) return std::nullopt;
   return recipe_token(f_.body->args[static_cast<size_t>(v.value)]);
+}
+
+std::optional<std::string> Codegen::value_token(const ir::Value* v, int64_t c) const {
+  return v ? recipe_token(v) : std::optional<std::string>(fmt::format("c{}", c));
+}
+
+std::optional<std::pair<std::string, std::string>> Codegen::map_base_stride(const ir::Value* base,
+                                                                            const ir::Value* stride, int64_t c) const {
+  std::optional<std::string> b = recipe_token(base), st = value_token(stride, c);
+  if (!b || !st || recipe_divisibility(*b) % 16 != 0 || recipe_divisibility(*st) % 8 != 0) return std::nullopt;
+  return std::make_pair(*b, *st);
+}
+
+std::optional<std::string> Codegen::known_scalar(const ir::Value* v) {
+  if (!scalars_.count(v)) return std::nullopt;
+  return scalar(v);
 }
 
 std::string Codegen::tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,
@@ -331,9 +349,6 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
   if (!pb) return std::nullopt;
   const ir::Value* base = pb->base;
   const PointerBlock::Term* dims = pb->dims;
-  // Rows of a row stride, contiguous columns.
-  if (dims[1].stride && (dims[1].stride->v || dims[1].stride->c != 1)) return std::nullopt;
-  if (!dims[0].stride) return std::nullopt;
   const Uniform& stride0 = *dims[0].stride;
 
   // The advance a trip: along the columns (a constant, their stride being 1), or c rows (c * stride).
@@ -364,17 +379,11 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
     bounds = *b;
   }
   // Host-known values: the base, the row stride and each dim's extent; 16-byte alignment.
-  auto token = [&](const Uniform& u) -> std::optional<std::string> {
-    return u.v ? recipe_token(u.v) : std::optional<std::string>(fmt::format("c{}", u.c));
-  };
-  std::optional<std::string> base_tok = recipe_token(base), stride_tok = token(stride0);
-  if (!base_tok || !stride_tok || recipe_divisibility(*base_tok) % 16 != 0 || recipe_divisibility(*stride_tok) % 8 != 0)
-    return std::nullopt;
-  // Values from before the loop, as the guard reads them.
-  Known known = [&](const ir::Value* v) -> std::optional<std::string> {
-    if (!scalars_.count(v)) return std::nullopt;
-    return scalar(v);
-  };
+  auto token = [&](const Uniform& u) { return value_token(u.v, u.c); };
+  std::optional<std::pair<std::string, std::string>> base_stride = map_base_stride(base, stride0.v, stride0.c);
+  if (!base_stride) return std::nullopt;
+  const auto& [base_tok, stride_tok] = *base_stride;
+  Known known = [this](const ir::Value* v) { return known_scalar(v); };
   auto affine = [&](const Uniform& u) -> std::optional<std::pair<std::string, std::string>> {
     if (!u.v) return std::make_pair(fmt::format("(int64_t){}", u.c), std::string());
     return trip_affine(u.v, loop);
@@ -431,8 +440,8 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
       return std::nullopt;
     }
   }
-  r.map = tma_map(*base_tok, shape[0], shape[1], *stride_tok, ld->result()->type.dtype, tl.R);
-  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], *stride_tok));
+  r.map = tma_map(base_tok, shape[0], shape[1], stride_tok, ld->result()->type.dtype, tl.R);
+  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], stride_tok));
   r.guard = fmt::format("({})", fmt::join(guard, ") && ("));
   return r;
 }
@@ -454,32 +463,26 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_store(const ir::Op* st) {
   std::optional<std::array<Bound, 2>> bounds = bound_mask(st->operand(2));
   if (!pb || !bounds) return std::nullopt;
   const PointerBlock::Term* dims = pb->dims;
-  if ((dims[1].stride && (dims[1].stride->v || dims[1].stride->c != 1)) || !dims[0].stride) return std::nullopt;
-  auto token = [&](const Uniform& u) -> std::optional<std::string> {
-    return u.v ? recipe_token(u.v) : std::optional<std::string>(fmt::format("c{}", u.c));
-  };
-  std::optional<std::string> base_tok = recipe_token(pb->base), stride_tok = token(*dims[0].stride);
-  if (!base_tok || !stride_tok || recipe_divisibility(*base_tok) % 16 != 0 || recipe_divisibility(*stride_tok) % 8 != 0)
-    return std::nullopt;
-  Known known = [&](const ir::Value* v) -> std::optional<std::string> {
-    if (!scalars_.count(v)) return std::nullopt;
-    return scalar(v);
-  };
+  std::optional<std::pair<std::string, std::string>> base_stride =
+      map_base_stride(pb->base, dims[0].stride->v, dims[0].stride->c);
+  if (!base_stride) return std::nullopt;
+  const auto& [base_tok, stride_tok] = *base_stride;
+  Known known = [this](const ir::Value* v) { return known_scalar(v); };
   TmaTile r;
   std::vector<std::string> guard, shape(2);
   for (int d = 0; d < 2; ++d) {
     const Bound& b = (*bounds)[d];
     // (32-bit indices: the copy's coordinates are 32-bit.)
     if (dims[d].idx->wrap || dims[d].idx->dtype != DType::i32 || !b.idx) return std::nullopt;
-    std::optional<std::string> extent = token(b.limit);
+    std::optional<std::string> extent = value_token(b.limit.v, b.limit.c);
     auto at = first_index(*dims[d].idx, known), masked = first_index(*b.idx, known);
     if (!extent || !at || !masked) return std::nullopt;
     shape[d] = *extent;
     r.start[d] = at->first;
     guard.push_back(fmt::format("{} && (int64_t){} == (int64_t){}", at->second, at->first, masked->first));
   }
-  r.map = tma_map(*base_tok, shape[0], shape[1], *stride_tok, dt, s[0]);
-  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], *stride_tok));
+  r.map = tma_map(base_tok, shape[0], shape[1], stride_tok, dt, s[0]);
+  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], stride_tok));
   r.guard = fmt::format("({})", fmt::join(guard, ") && ("));
   return r;
 }
