@@ -77,6 +77,7 @@ Env read_env() {
   std::string fc = lower_trimmed(get("TRITIUM_FAST_COMPILE"));
   e.fast_compile = !(fc == "0" || fc == "false" || fc == "off" || fc == "no");
   e.f32_default = lower_trimmed(get("TRITIUM_F32_DEFAULT"));
+  e.cuda_codegen = lower_trimmed(get("TRITIUM_CUDA_CODEGEN"));
   std::string pa = lower_trimmed(get("TRITIUM_PRINT_AUTOTUNING"));
   e.print_autotuning = !pa.empty() && pa != "0" && pa != "false" && pa != "off" && pa != "no";
   e.print_autotuning_all = pa == "all";

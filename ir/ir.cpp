@@ -78,6 +78,7 @@ const char* op_name(OpKind k) {
     case OpKind::Assert: return "assert";
     case OpKind::MultipleOf: return "multiple_of";
     case OpKind::MaxContiguous: return "max_contiguous";
+    case OpKind::ConvertLayout: return "convert_layout";
   }
   return "?";
 }

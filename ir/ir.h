@@ -59,6 +59,9 @@ enum class OpKind : uint8_t {
   Assert,       // (cond); attr: str = message; device-side check
   MultipleOf,   // identity; attr: ints = divisor per dim (hint for axis info)
   MaxContiguous,// identity; attr: ints = contiguity per dim (hint)
+  // GPU layouts (jit/passes/assign_layouts): the same value in another layout (its result's layout
+  // is in the LayoutMap). Only the CUDA backend's pipeline inserts it.
+  ConvertLayout,
 };
 
 const char* op_name(OpKind k);  // "add", "load", ...

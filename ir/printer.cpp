@@ -119,13 +119,20 @@ std::string types_str(const std::vector<Value*>& vs) {
 class Printer {
  public:
   std::string out;
+  std::function<std::string(const Value*)> annotate;
+
+  std::string note(const Value* v) const {
+    if (!annotate) return "";
+    std::string s = annotate(v);
+    return s.empty() ? s : " " + s;
+  }
 
   void function(Function& f) {
     out += fmt::format("func @{}(", f.name);
     for (size_t i = 0; i < f.body->args.size(); ++i) {
       if (i) out += ", ";
       const Value* a = f.body->args[i];
-      out += fmt::format("{}: {}", print_value(a), a->type.str());
+      out += fmt::format("{}: {}{}", print_value(a), a->type.str(), note(a));
       if (i < f.params.size() && f.params[i].divisibility != 1)
         out += fmt::format(" {{div={}}}", f.params[i].divisibility);
     }
@@ -157,7 +164,10 @@ class Printer {
     if (!attrs.empty()) out += " " + attrs;
 
     if (!op.regions.empty()) {
-      if (!op.results.empty()) out += fmt::format(" -> ({})", types_str(op.results));
+      if (!op.results.empty()) {
+        out += fmt::format(" -> ({})", types_str(op.results));
+        for (const Value* r : op.results) out += note(r);
+      }
       for (size_t r = 0; r < op.regions.size(); ++r) {
         out += r == 0 ? " {\n" : (op.kind == OpKind::If && r == 1 ? " else {\n" : op.kind == OpKind::While ? " do {\n" : " {\n");
         region(*op.regions[r], depth);
@@ -167,7 +177,7 @@ class Printer {
       out += "\n";
       return;
     }
-    if (op.results.size() == 1) out += " : " + op.result()->type.str();
+    if (op.results.size() == 1) out += " : " + op.result()->type.str() + note(op.result());
     else if (op.results.size() > 1) out += fmt::format(" : ({})", types_str(op.results));
     out += "\n";
   }
@@ -178,7 +188,7 @@ class Printer {
       out += "^(";
       for (size_t i = 0; i < b.args.size(); ++i) {
         if (i) out += ", ";
-        out += fmt::format("{}: {}", print_value(b.args[i]), b.args[i]->type.str());
+        out += fmt::format("{}: {}{}", print_value(b.args[i]), b.args[i]->type.str(), note(b.args[i]));
       }
       out += "):\n";
     }
@@ -194,9 +204,10 @@ std::string print_value(const Value* v) {
   return fmt::format("%{}", v->id);
 }
 
-std::string print(Function& f) {
+std::string print(Function& f, const std::function<std::string(const Value*)>& annotate) {
   f.renumber();
   Printer p;
+  p.annotate = annotate;
   p.function(f);
   return p.out;
 }

@@ -388,6 +388,11 @@ void verify_misc(const Op& op) {
       for (auto h : op.attrs.ints) expect(h >= 1, op, fmt::format("hint {} must be >= 1", h));
       break;
     }
+    case OpKind::ConvertLayout:
+      expect_counts(op, 1, 1, 1);
+      expect(op.result()->type == op.operand(0)->type && op.result()->type.is_block(), op,
+             "converts a block to the same type, got " + type_of(op.operand(0)) + " -> " + op.result()->type.str());
+      break;
     default:
       reject(op, "unknown op kind");
   }

@@ -70,6 +70,24 @@ template <class... A> cuda::KernelSource compile(tritium::Kernel& k, const A&...
 // helper's name must not find its definition).
 std::string kernel_body(const cuda::KernelSource& ks) { return ks.source.substr(ks.source.find("__global__")); }
 
+// The element-loop generator's matmul-loop matcher (match_mma_loop): dot kernels go through the
+// layout generator by default (tests/test_layouts.cpp); these cases check the matcher's code, still
+// selectable with TRITIUM_CUDA_CODEGEN=legacy, with the variable set for the case's duration.
+struct LegacyCodegen {
+  std::string previous;
+  bool had = false;
+  LegacyCodegen() {
+    if (const char* v = std::getenv("TRITIUM_CUDA_CODEGEN")) previous = v, had = true;
+    setenv("TRITIUM_CUDA_CODEGEN", "legacy", 1);
+    tritium::reload_env_for_tests();
+  }
+  ~LegacyCodegen() {
+    if (had) setenv("TRITIUM_CUDA_CODEGEN", previous.c_str(), 1);
+    else unsetenv("TRITIUM_CUDA_CODEGEN");
+    tritium::reload_env_for_tests();
+  }
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_cuda_codegen)
@@ -212,6 +230,7 @@ BOOST_AUTO_TEST_CASE(scans) {
 }
 
 BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
+  LegacyCodegen legacy;
   if (!nvrtc_or_skip()) return;
   auto body = [](auto a, auto b, tl::ptr<float> c, tl::i32 M, tl::i32 N, tl::i32 K, int BM, int BN, int BK,
                  const std::string& precision) {
@@ -323,6 +342,7 @@ BOOST_AUTO_TEST_CASE(dot_f32_and_f16) {
 // no matmul-loop lowering when a pointer's step changes from trip to trip (init + trip * step
 // would be wrong), which still compiles through the generic loop.
 BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
+  LegacyCodegen legacy;
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("mm", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N, tl::i32 K,
                                     int BM, int BN, int BK, bool VARYING_STEP, bool TAIL) {
@@ -407,6 +427,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_paths) {
 // step at any trip), and the loads' bounds masks follow them; their 16-byte chunks stay cp.async
 // (the K offset is a multiple of BK, so the axis analysis keeps the alignment).
 BOOST_AUTO_TEST_CASE(matmul_loop_block_pointers) {
+  LegacyCodegen legacy;
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("mm_bp", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N,
                                        tl::i32 K, int BM, int BN, int BK) {
@@ -454,6 +475,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_block_pointers) {
 // 5, 5, constant 1 for A). Tiles it cannot take (BK = 32: A's rows of 64 bytes; a run-time stride
 // that is not a multiple of 8 elements; NaN padding) keep cp.async.
 BOOST_AUTO_TEST_CASE(matmul_loop_tma) {
+  LegacyCodegen legacy;
   if (!nvrtc_or_skip()) return;
   g_smem_budget = H100_SHARED_MEMORY;
   auto k = tritium::kernel("mm_tma", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N,
@@ -516,6 +538,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma) {
 // K masks are the tensors' bounds (the cp.async loop otherwise). Tiles whose extent is unknown
 // (rows neither wrapped nor masked) or whose row stride is not a multiple of 8 keep cp.async.
 BOOST_AUTO_TEST_CASE(matmul_loop_tma_pointer_blocks) {
+  LegacyCodegen legacy;
   if (!nvrtc_or_skip()) return;
   g_smem_budget = H100_SHARED_MEMORY;
   auto k = tritium::kernel("mm_ptr_tma", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N,
@@ -572,6 +595,7 @@ BOOST_AUTO_TEST_CASE(matmul_loop_tma_pointer_blocks) {
 // to 64 bits (not an index vector the planner reads; it also refuses 64-bit index vectors, whose
 // starts would not fit the copy's 32-bit coordinates - a rule this kernel cannot reach).
 BOOST_AUTO_TEST_CASE(persistent_programs) {
+  LegacyCodegen legacy;
   if (!nvrtc_or_skip()) return;
   g_smem_budget = H100_SHARED_MEMORY;
   auto k = tritium::kernel("mm_persistent", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c,
@@ -663,6 +687,7 @@ BOOST_AUTO_TEST_CASE(tensor_map_recipes) {
 // loads into the K-major layout); 16-bit ones keep the transposed-B form unless B runs along K.
 // Without warpgroups (2 warps) 8-bit dots have no tensor-core path.
 BOOST_AUTO_TEST_CASE(matmul_loop_8bit_and_k_major_b) {
+  LegacyCodegen legacy;
   if (!nvrtc_or_skip()) return;
   auto body = [](auto a, auto b, auto c, tl::i32 M, tl::i32 N, tl::i32 K, int BM, int BN, int BK, bool B_KMAJOR,
                  tritium::DType acc_type) {

@@ -68,4 +68,13 @@ inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget = kSharedMemoryBudget, int compute_capability = 90);
 
+// Whether generate_cuda lowers `f` through layouts (jit/cuda/lowering; TRITIUM_CUDA_CODEGEN:
+// "layouts" always, "legacy" never; by default the kernels with a dot) or through the element-loop
+// generator (codegen.cpp).
+bool use_layout_codegen(const ir::Function& f);
+// IR -> CUDA C++ through layouts: runs the layout pass on `f` (which it changes: conversions and
+// clones), writes `<kernel>.layouts.ir` into dump_dir when given, and lowers it.
+KernelSource generate_cuda_layouts(ir::Function& f, const CompileOptions& opts, int64_t smem_budget = kSharedMemoryBudget,
+                                   int compute_capability = 90, const std::string& dump_dir = "");
+
 }  // namespace tritium::jit::cuda

@@ -268,15 +268,16 @@ class CudaBackend : public Backend {
     return p.cc_major == 9 && p.cc_minor == 0 ? "sm_90a" : p.arch();
   }
   std::string target_id() const override {
-    return fmt::format("{};binary-2;nvrtc-{};driver-{};smem-{};fast-compile-{};options {}", arch(), cuda::nvrtc_version(),
-                       cu::driver().driver_version, cu::properties(device_).max_shared_memory_per_block_optin,
-                       fast_compile_id(), env().nvrtc_options);
+    return fmt::format("{};binary-2;nvrtc-{};driver-{};smem-{};fast-compile-{};codegen-{};options {}", arch(),
+                       cuda::nvrtc_version(), cu::driver().driver_version,
+                       cu::properties(device_).max_shared_memory_per_block_optin, fast_compile_id(), env().cuda_codegen,
+                       env().nvrtc_options);
   }
 
   std::vector<char> generate(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts) override {
     // Straight-line kernels of the PTX generator's subset skip NVRTC (any size: ptxas optimises
     // them fully); the rest of the short ones get NVRTC's fast level.
-    if (env().fast_compile && direct_ptx()) {
+    if (env().fast_compile && direct_ptx() && env().cuda_codegen != "layouts") {
       std::string declined;
       if (auto ks = cuda::generate_ptx(f, axis, opts, arch(), &declined)) {
         if (const std::string& dir = env().dump_dir; !dir.empty()) std::ofstream(dir + "/" + f.name + ".ptx") << ks->source;

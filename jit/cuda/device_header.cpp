@@ -260,6 +260,11 @@ TT_INLINE uint32_t tt_smem_u32(const void* p) {
 TT_INLINE void tt_cp_async16(uint32_t dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
+// BYTES (4, 8 or 16) global -> shared; bytes < BYTES zero-fills the rest.
+template <int BYTES> TT_INLINE void tt_cp_async(uint32_t dst, const void* src, int bytes) {
+  if (BYTES == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(BYTES), "r"(bytes) : "memory");
+}
 TT_INLINE void tt_st_shared16(uint32_t dst, const void* src) {
   const uint4 v = *(const uint4*)src;
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");

@@ -86,7 +86,7 @@ class PtxEmitter {
   KernelSource run() {
     plan();
     KernelSource ks;
-    ks.entry = detail::identifier(f_.name);
+    ks.entry = identifier(f_.name);
     ks.num_threads = nt_;
     std::string params;
     for (size_t i = 0; i < f_.params.size(); ++i) {

@@ -214,6 +214,7 @@ class Analysis {
         r.constant = x.constant;
         return r;
       }
+      case OpKind::ConvertLayout: return info(op.operand(0));  // the same values, elsewhere
       case OpKind::MultipleOf:
       case OpKind::MaxContiguous: {
         AxisInfo r = info(op.operand(0));

@@ -7,6 +7,7 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "jit/passes/combine_dot_add.h"
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/fold_constants.h"
@@ -51,6 +52,7 @@ void run_passes(ir::Function& f, const std::string& dump_dir) {
     if (fold_constants(f)) changed = true, dump("fold_constants");
     if (eliminate_common_subexpressions(f)) changed = true, dump("cse");
     if (eliminate_dead_code(f)) changed = true, dump("dce");
+    if (combine_dot_add(f)) changed = true, dump("combine_dot_add");
     if (!changed) break;
   }
   ir::verify(f);

@@ -1,0 +1,467 @@
+// Run-time control flow in layouts: loops and branches carry register arrays in their layouts
+// (the pass gives init, carried value, yield and result one layout), scalars as variables every
+// thread computes alike, so conditions and trip counts are uniform and barriers may sit anywhere.
+//
+// Software pipelining: in a `tl::range` loop, a load whose only use turns it into a shared-memory
+// tile (a dot operand) and whose address and mask the generator can compute for a later trip - from
+// the induction variable, carried values advanced by a loop-invariant step (pointers, block-pointer
+// offsets: `value + k * step` k trips later) and values from before the loop - is issued
+// num_stages - 1 trips ahead with cp.async into a ring of num_stages tiles. Each trip waits for its
+// own tiles, a barrier makes them visible (and frees the slot the previous trip read), and the trip
+// num_stages - 1 ahead is issued into that slot before the body runs.
+#include "jit/cuda/lowering/lowering.h"
+
+namespace tritium::jit::cuda::lowering {
+namespace {
+
+bool pure_kind(OpKind k) {
+  return ir::is_elementwise(k) || k == OpKind::Constant || k == OpKind::Splat || k == OpKind::Arange ||
+         k == OpKind::Broadcast || k == OpKind::ExpandDims || k == OpKind::Permute || k == OpKind::Reshape ||
+         k == OpKind::MultipleOf || k == OpKind::MaxContiguous || k == OpKind::ProgramId ||
+         k == OpKind::NumPrograms;
+}
+
+bool inside(const ir::Op* op, const ir::Op* loop) {
+  for (const ir::Block* b = op->parent; b; b = b->parent ? b->parent->parent : nullptr)
+    if (b->parent == loop) return true;
+  return false;
+}
+
+// Whether v is the same at every trip of `loop`: defined outside it, or computed inside from such
+// values by pure ops.
+bool invariant(const ir::Value* v, const ir::Op* loop, int depth = 0) {
+  if (v->is_block_arg()) return v->owner->parent != loop && !(v->owner->parent && inside(v->owner->parent, loop));
+  if (!inside(v->def, loop)) return true;
+  if (depth > 32 || !pure_kind(v->def->kind)) return false;
+  for (const ir::Value* o : v->def->operands)
+    if (!invariant(o, loop, depth + 1)) return false;
+  return true;
+}
+
+}  // namespace
+
+bool Lowering::ahead_computable(const ir::Value* v, const ir::Op* loop, int depth) const {
+  if (depth > 48) return false;
+  const ir::Block* body = loop->regions[0];
+  if (v->is_block_arg()) {
+    if (v->owner != body) return invariant(v, loop);
+    return v == body->args[0] || inductions_.count(v) > 0;
+  }
+  if (!inside(v->def, loop)) return true;
+  if (v->def->parent != body || !pure_kind(v->def->kind)) return false;
+  for (const ir::Value* o : v->def->operands)
+    if (!ahead_computable(o, loop, depth + 1)) return false;
+  return true;
+}
+
+std::string Lowering::ahead_value(const ir::Value* v, int r, const std::string& ahead, const ir::Op* loop) {
+  const ir::Block* body = loop->regions[0];
+  const std::string key = fmt::format("{}|{}|{}", static_cast<const void*>(v), r, ahead);
+  if (auto it = ahead_memo_.find(key); it != ahead_memo_.end()) return it->second;
+  auto at = [&](const ir::Value* x, int reg) -> std::string {
+    if (x->type.is_scalar()) return scalar(x);
+    return val(x).at(reg);
+  };
+  std::string out;
+  if (v->is_block_arg() && v->owner == body) {
+    const std::string step = scalar(loop->operand(2));
+    if (v == body->args[0]) {
+      out = tmp(ctype(v->type), fmt::format("{} + ({}) * {}", scalar(v), ahead, step));
+    } else {
+      const Induction& ind = inductions_.at(v);
+      std::string s = ahead_value(ind.step, v->type.is_scalar() ? 0 : r, ahead, loop);
+      out = ind.ptr ? tmp(ctype(v->type.element()), fmt::format("{} + (int64_t)({}) * (int64_t)({})", at(v, r), ahead, s))
+                    : tmp(ctype(v->type.element()), fmt::format("({})({} + ({}) * {})", ctype(v->type.element()), at(v, r), ahead, s));
+    }
+  } else if (!(v->def && inside(v->def, loop))) {
+    out = at(v, r);  // from before the loop
+  } else {
+    const ir::Op* op = v->def;
+    switch (op->kind) {
+      case OpKind::Constant: out = constant_of(op); break;
+      case OpKind::Arange: {  // the same at every trip (and not yet emitted where tiles are issued)
+        const int64_t start = op->attrs.ints[0];
+        out = tmp("int32_t", fmt::format("(int32_t)({}) + {}", coord(layout(v), r, 0), start));
+        break;
+      }
+      case OpKind::Splat: out = ahead_value(op->operand(0), 0, ahead, loop); break;
+      case OpKind::ProgramId: case OpKind::NumPrograms: out = emit_scalar(op); break;
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: out = ahead_value(op->operand(0), r, ahead, loop); break;
+      case OpKind::Broadcast: case OpKind::ExpandDims: case OpKind::Permute: case OpKind::Reshape: {
+        if (op->operand(0)->type.is_scalar()) {
+          out = ahead_value(op->operand(0), 0, ahead, loop);
+          break;
+        }
+        out = ahead_value(op->operand(0), view_regs(op)[static_cast<size_t>(r)], ahead, loop);
+        break;
+      }
+      default: {
+        std::vector<std::string> xs;
+        for (const ir::Value* o : op->operands) xs.push_back(ahead_value(o, o->type.is_scalar() ? 0 : r, ahead, loop));
+        out = tmp(ctype(v->type.element()), elementwise(op, xs));
+      }
+    }
+  }
+  ahead_memo_[key] = out;
+  return out;
+}
+
+std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
+  std::vector<Pipelined> out;
+  const ir::Block* body = loop->regions[0];
+  if (num_stages_ < 2 || cc_ < 80) return out;
+  // Memory the loop writes: a load is not moved ahead of a store through the same parameter.
+  std::vector<const ir::Value*> written;
+  bool unknown = false;
+  auto writes = [&](ir::Op* op) {
+    if (op->kind == OpKind::Store || is_atomic(op->kind)) {
+      if (const ir::Value* r = pointer_root(op->operand(0))) written.push_back(r);
+      else unknown = true;
+    }
+  };
+  ir::Function::walk_block(const_cast<ir::Block*>(body), writes);
+  std::unordered_map<const ir::Value*, int> uses;
+  f_.walk([&](ir::Op* op) {
+    for (const ir::Value* o : op->operands) ++uses[o];
+  });
+  for (const ir::Op* op : body->ops) {
+    if (op->kind != OpKind::Load || !op->result()->type.is_block() || uses[op->result()] != 1) continue;
+    const ir::Op* conv = nullptr;
+    for (const ir::Op* c : body->ops)
+      if (c->kind == OpKind::ConvertLayout && c->operand(0) == op->result()) conv = c;
+    if (!conv || !layout(conv->result()).is_shared()) continue;
+    const DType d = op->result()->type.dtype;
+    // tf32 tiles for wgmma are rounded on their way in (through registers).
+    bool rounds = false;
+    f_.walk([&](ir::Op* u) {
+      if (u->kind == OpKind::Dot && d == DType::f32 && layout(u->result()).kind == LayoutKind::Mma &&
+          layout(u->result()).mma.version == 3)
+        rounds = true;
+    });
+    if (rounds) continue;
+    const ir::Value* root = pointer_root(op->operand(0));
+    if (unknown || !root || std::find(written.begin(), written.end(), root) != written.end()) continue;
+    bool ok = true;
+    for (const ir::Value* o : op->operands) ok = ok && ahead_computable(o, loop);
+    if (op->operands.size() > 2) {  // cp.async fills masked chunks with zeros: `other` must be zero
+      const ir::Value* other = op->operand(2);
+      while (other->def && other->def->kind == OpKind::Splat) other = other->def->operand(0);
+      ok = ok && other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
+           other->def->attrs.fval == 0.0 && !std::signbit(other->def->attrs.fval);
+    }
+    if (!ok) continue;
+    Pipelined p;
+    p.load = op;
+    p.convert = conv;
+    p.stage_bytes = (tile_bytes(layout(conv->result()), d) + 1023) / 1024 * 1024;
+    out.push_back(p);
+  }
+  return out;
+}
+
+void Lowering::issue_stage(const ir::Op* loop, const Pipelined& p, const std::string& ahead, const std::string& slot,
+                           const std::string& live) {
+  const ir::Op* ld = p.load;
+  const Layout& ll = layout(ld->result());
+  const Layout& tl = layout(p.convert->result());
+  const DType d = ld->result()->type.dtype;
+  const int64_t esz = dtype_bytes(d);
+  const bool masked = ld->operands.size() > 1;
+  int V = vector_width(ld, ll);
+  if (ll.reg.empty() || ll.reg[0].dim != tl.order[0]) V = 1;
+  V = static_cast<int>(std::min<int64_t>(V, 16 / esz));
+  const bool async = V * esz >= 4 && (!masked || mask_constant(ld->operand(1), ll.reg[0].dim, V));
+  const std::string base = fmt::format("({} + ({}) * {})", p.offset, slot, p.stage_bytes);
+  const std::string own = owner(ll);
+  open(fmt::format("if ({}{})", live, own == "true" ? "" : " && " + own));
+  ahead_memo_.clear();
+  for (int g = 0; g < ll.num_regs(); g += async ? V : 1) {
+    std::vector<std::string> coords;
+    for (int dim = 0; dim < ll.rank(); ++dim) coords.push_back(coord(ll, g, dim));
+    std::string dst = fmt::format("tt_smem_base + {} + {}", base, tile_offset(tl, d, coords));
+    std::string src = ahead_value(ld->operand(0), g, ahead, loop);
+    std::string m = masked ? ahead_value(ld->operand(1), g, ahead, loop) : "";
+    if (async) {
+      const int64_t bytes = V * esz;
+      std::string size = masked ? fmt::format("({} ? {} : 0)", m, bytes) : fmt::format("{}", bytes);
+      line(fmt::format("tt_cp_async<{}>({}, {}, {});", bytes, dst, src, size));
+    } else {
+      std::string x = masked ? fmt::format("({} ? *{} : {}{{}})", m, src, ctype(d)) : "*" + src;
+      line(fmt::format("*reinterpret_cast<{}*>(tt_smem + {} + {}) = {};", ctype(d), base, tile_offset(tl, d, coords), x));
+    }
+  }
+  ahead_memo_.clear();
+  close();
+}
+
+void Lowering::emit_for(const ir::Op* op) {
+  const ir::Block* body = op->regions[0];
+  const size_t n = op->operands.size() - 3;
+  const std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), step = scalar(op->operand(2));
+  wait_mma();
+  // Carried values: a variable (scalars) or an array in the carried layout.
+  std::vector<std::string> carry(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* arg = body->args[i + 1];
+    const ir::Value* init = op->operand(3 + i);
+    if (arg->type.is_scalar()) {
+      carry[i] = fresh("c");
+      line(fmt::format("{} {} = {};", ctype(arg->type), carry[i], scalar(init)));
+      scalars_[arg] = carry[i];
+      continue;
+    }
+    const Val& in = val(init);
+    Val& a = declare_regs(arg);
+    carry[i] = a.name;
+    line("#pragma unroll");
+    line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), a.name,
+                     in.kind == Val::Kind::Regs ? in.name + "[tt_r]" : in.name));
+  }
+  // Carried values advanced by a loop-invariant step (pointers, offsets, counters).
+  const ir::Op* yield = body->ops.back();
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* arg = body->args[i + 1];
+    const ir::Value* y = yield->operand(i);
+    if (!y->def || (y->def->kind != OpKind::AddPtr && y->def->kind != OpKind::Add) || y->def->parent != body) continue;
+    const ir::Value* a = y->def->operand(0);
+    const ir::Value* s = y->def->operand(1);
+    if (s == arg && y->def->kind == OpKind::Add) std::swap(a, s);
+    if (a == arg && invariant(s, op)) inductions_[arg] = {s, y->def->kind == OpKind::AddPtr};
+  }
+  std::vector<Pipelined> pipes = pipelinable(op);
+  // As many stages as fit beside what is live and the body's own tiles (num_stages at most; fewer
+  // rather than none, as the bytes allow; below two there is nothing to overlap).
+  int S = num_stages_;
+  if (!pipes.empty()) {
+    int64_t ring = 0, body_tiles = 8 * 1024;  // and a margin for reductions' partials in the body
+    for (const Pipelined& p : pipes) ring += p.stage_bytes;
+    for (const ir::Op* o : body->ops)
+      if (o->kind == OpKind::ConvertLayout && layout(o->result()).is_shared()) {
+        bool staged = false;
+        for (const Pipelined& p : pipes) staged = staged || p.convert == o;
+        if (!staged) body_tiles += tile_bytes(layout(o->result()), o->result()->type.dtype) + 1024;
+      }
+    while (S >= 2 && smem_top_ + 1024 + ring * S + body_tiles > smem_budget_) --S;
+    if (S < 2) pipes.clear();
+  }
+  // A matmul dot (acc = dot(a, b, acc) with the carried acc used by nothing else, its tiles this
+  // loop's stages or from before the loop) keeps its wgmma in flight into the next trip; the stage
+  // the previous trip read is then refilled after this trip's dot (two barriers a trip).
+  const ir::Op* in_flight = nullptr;
+  if (!pipes.empty() && S >= 3) {
+    std::unordered_map<const ir::Value*, int> uses;
+    f_.walk([&](ir::Op* o) {
+      for (const ir::Value* x : o->operands) ++uses[x];
+    });
+    for (const ir::Op* o : body->ops) {
+      if (o->kind != OpKind::Dot || layout(o->result()).kind != LayoutKind::Mma || layout(o->result()).mma.version != 3)
+        continue;
+      const ir::Value* acc = o->operand(2);
+      if (!acc->is_block_arg() || acc->owner != body || uses[acc] != 1 || uses[o->result()] != 1) continue;
+      const size_t i = static_cast<size_t>(acc->index - 1);
+      if (yield->operand(i) != o->result()) continue;
+      bool tiles_ok = true;
+      for (size_t k = 0; k < 2; ++k) {
+        const ir::Value* t = o->operand(k);
+        while (t->def && (t->def->kind == OpKind::Permute || t->def->kind == OpKind::MultipleOf) && t->def->parent == body)
+          t = t->def->operand(0);
+        bool staged = false;
+        for (const Pipelined& p : pipes) staged = staged || p.convert->result() == t;
+        tiles_ok = tiles_ok && (staged || (t->def && !inside(t->def, op)));
+      }
+      if (tiles_ok) in_flight = o;
+    }
+  }
+  std::string trips;
+  if (!pipes.empty()) {
+    for (Pipelined& p : pipes) p.offset = alloc_smem(p.stage_bytes * S, 1024);
+    trips = tmp("int64_t", fmt::format("({2} > 0) ? ((int64_t){1} > (int64_t){0} ? ((int64_t){1} - {0} + {2} - 1) / {2} : 0) "
+                                       ": ((int64_t){0} > (int64_t){1} ? ((int64_t){0} - {1} - {2} - 1) / -(int64_t){2} : 0)",
+                                       lb, ub, step));
+    line(fmt::format("// pipelined: {} load(s) into {} stages, {} trips ahead", pipes.size(), S, S - 1));
+    sync();  // the ring's bytes may have been read before
+    for (int k = 0; k + 1 < S; ++k) {
+      for (const Pipelined& p : pipes) {
+        // Trip k of the loop is `k` trips after the first: the first trip's values are the inits.
+        const ir::Value* iv = body->args[0];
+        scalars_[iv] = lb;
+        for (size_t i = 0; i < n; ++i) {
+          const ir::Value* arg = body->args[i + 1];
+          if (arg->type.is_scalar()) scalars_[arg] = carry[i];
+        }
+        issue_stage(op, p, fmt::format("{}", k), fmt::format("{}", k), fmt::format("{} < {}", k, trips));
+      }
+      line("tt_cp_async_commit();");
+    }
+  }
+  const std::string iv = fresh("iv"), trip = fresh("trip");
+  const std::string ivt = ctype(body->args[0]->type);
+  // Positive steps count up, negative ones down (Triton's range); the step is uniform.
+  open(fmt::format("for ({0} {1} = {2}, {3} = 0; ({4} > 0) ? ({1} < {5}) : ({1} > {5}); {1} += {4}, ++{3})", ivt, iv, lb,
+                   trip, step, ub));
+  line(fmt::format("(void){};", trip));
+  scalars_[body->args[0]] = iv;
+  synced_ = false;  // the previous trip's accesses
+  // A trip may read what the previous one stored (through a parameter it also stores through).
+  auto stores = [&](ir::Op* o) {
+    if (o->kind == OpKind::Store || is_atomic(o->kind)) mark_global_write(o->operand(0));
+  };
+  ir::Function::walk_block(const_cast<ir::Block*>(body), stores);
+  if (!pipes.empty()) {
+    line(fmt::format("const int tt_slot{} = (int)({} % {});", trip, trip, S));
+    line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles", S - 2));
+    line(in_flight ? "__syncthreads();  // ... are everyone's" : "__syncthreads();  // ... are everyone's; the slot the previous trip read is free");
+    synced_ = true;
+    auto refill = [this, op, pipes, S, trip, trips]() {
+      for (const Pipelined& p : pipes)
+        issue_stage(op, p, fmt::format("{}", S - 1), fmt::format("(({} + {}) % {})", trip, S - 1, S),
+                    fmt::format("{} + {} < {}", trip, S - 1, trips));
+      line("tt_cp_async_commit();");
+    };
+    if (in_flight) {
+      in_flight_dot_ = in_flight;
+      after_in_flight_ = refill;
+    } else {
+      refill();
+    }
+    for (const Pipelined& p : pipes)
+      stage_slot_[p.convert] = fmt::format("({} + tt_slot{} * {})", p.offset, trip, p.stage_bytes);
+  }
+  std::unordered_set<const ir::Op*> skip;
+  for (const Pipelined& p : pipes) skip.insert(p.load);
+  {
+    const size_t live = smem_live_.size();
+    for (const ir::Op* o : body->ops)
+      if (!skip.count(o)) emit_op(o);
+    if (smem_live_.size() > live) {
+      wait_mma();
+      sync();
+      while (smem_live_.size() > live) free_smem(smem_live_.back().first);
+    }
+  }
+  if (!in_flight) wait_mma();
+  // The yield: carried values take the yielded ones (through copies when one reads another's array).
+  std::vector<std::string> next(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* y = yield->operand(i);
+    if (y->type.is_scalar()) {
+      next[i] = tmp(ctype(y->type), scalar(y));
+      continue;
+    }
+    const Val& v = val(y);
+    bool reads_other = false;
+    for (size_t j = 0; j < n; ++j) reads_other = reads_other || (j != i && v.kind == Val::Kind::Regs && v.name == carry[j]);
+    if (reads_other) {
+      std::string t = fresh("y");
+      line(fmt::format("{} {}[{}];", ctype(y->type.element()), t, layout(y).num_regs()));
+      line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {}[tt_r];", layout(y).num_regs(), t, v.name));
+      next[i] = t;
+    } else {
+      next[i] = v.kind == Val::Kind::Regs ? v.name : "=" + v.name;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* arg = body->args[i + 1];
+    if (arg->type.is_scalar()) {
+      line(fmt::format("{} = {};", carry[i], next[i]));
+      continue;
+    }
+    if (next[i] == carry[i]) continue;  // updated in place
+    line("#pragma unroll");
+    if (next[i][0] == '=')
+      line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), carry[i],
+                       next[i].substr(1)));
+    else
+      line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {}[tt_r];", layout(arg).num_regs(), carry[i],
+                       next[i]));
+  }
+  close();
+  in_flight_dot_ = nullptr;
+  after_in_flight_ = nullptr;
+  wait_mma();
+  synced_ = false;
+  if (!pipes.empty()) {
+    line("tt_cp_async_wait<0>();  // no copy lands after the loop");
+    sync();
+    for (auto it = pipes.rbegin(); it != pipes.rend(); ++it) free_smem(it->offset);
+    for (const Pipelined& p : pipes) stage_slot_.erase(p.convert);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* r = op->results[i];
+    if (r->type.is_scalar()) {
+      scalars_[r] = carry[i];
+      continue;
+    }
+    Val& v = vals_[r];
+    v.kind = Val::Kind::Regs;
+    v.name = carry[i];
+    v.layout = &layout(r);
+  }
+}
+
+void Lowering::emit_if(const ir::Op* op) {
+  wait_mma();
+  std::vector<std::string> outs;
+  for (const ir::Value* r : op->results) {
+    if (r->type.is_scalar()) {
+      std::string n = fresh("if");
+      line(fmt::format("{} {};", ctype(r->type), n));
+      outs.push_back(n);
+      scalars_[r] = n;
+    } else {
+      outs.push_back(declare_regs(r).name);
+    }
+  }
+  const bool was_synced = synced_;
+  for (size_t b = 0; b < op->regions.size(); ++b) {
+    open(b == 0 ? fmt::format("if ({})", scalar(op->operand(0))) : "else");
+    synced_ = was_synced;
+    emit_block(op->regions[b]);
+    wait_mma();
+    const ir::Op* y = op->regions[b]->ops.empty() ? nullptr : op->regions[b]->ops.back();
+    for (size_t i = 0; i < op->results.size(); ++i) {
+      const ir::Value* v = y->operand(i);
+      if (v->type.is_scalar()) {
+        line(fmt::format("{} = {};", outs[i], scalar(v)));
+        continue;
+      }
+      const Val& x = val(v);
+      line("#pragma unroll");
+      line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(op->results[i]).num_regs(), outs[i],
+                       x.kind == Val::Kind::Regs ? x.name + "[tt_r]" : x.name));
+    }
+    close();
+  }
+  synced_ = false;
+}
+
+void Lowering::emit_while(const ir::Op* op) {
+  wait_mma();
+  const ir::Block* before = op->regions[0];
+  const ir::Block* body = op->regions[1];
+  std::vector<std::string> carry;
+  for (size_t i = 0; i < op->operands.size(); ++i) {
+    if (op->operand(i)->type.is_block()) fail(op->loc, "a tl::while_ loop carries blocks; use tl::range");
+    std::string c = fresh("w");
+    line(fmt::format("{} {} = {};", ctype(op->operand(i)->type), c, scalar(op->operand(i))));
+    carry.push_back(c);
+    scalars_[before->args[i]] = c;
+    scalars_[body->args[i]] = c;
+  }
+  open("while (true)");
+  synced_ = false;
+  emit_block(before);
+  const ir::Op* cy = before->ops.back();
+  line(fmt::format("if (!({})) break;", scalar(cy->operand(0))));
+  emit_block(body);
+  const ir::Op* by = body->ops.back();
+  std::vector<std::string> next;
+  for (size_t i = 0; i < carry.size(); ++i) next.push_back(tmp(ctype(op->operand(i)->type), scalar(by->operand(i))));
+  for (size_t i = 0; i < carry.size(); ++i) line(fmt::format("{} = {};", carry[i], next[i]));
+  line("__syncthreads();");
+  close();
+  synced_ = true;
+  for (size_t i = 0; i < op->results.size(); ++i) scalars_[op->results[i]] = carry[i];
+}
+
+}  // namespace tritium::jit::cuda::lowering

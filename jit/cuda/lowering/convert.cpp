@@ -1,0 +1,178 @@
+// Layout conversions (convert_layout ops) and shared-memory tiles. Between two distributed layouts
+// that place each element in the same thread the registers are only renamed; otherwise the
+// elements go through shared memory (written by the first copy's thread, rows padded by 16 bytes so
+// an mma fragment's writes spread over the banks, read back in 16-byte runs where the target
+// layout has them). A convert to a shared layout writes the value into a tile (swizzled as wgmma,
+// ldmatrix and TMA read it) that lives until the end of the enclosing block.
+#include "jit/cuda/lowering/lowering.h"
+
+namespace tritium::jit::cuda::lowering {
+
+std::optional<std::vector<int>> Lowering::same_thread_map(const Layout& from, const Layout& to) const {
+  return register_map(from, to);
+}
+
+int64_t Lowering::tile_bytes(const Layout& s, DType d) const { return numel(s.shape) * dtype_bytes(d); }
+
+std::string Lowering::tile_offset(const Layout& s, DType d, const std::vector<std::string>& coords) const {
+  const int c = s.order[0], o = s.order[1];
+  const int64_t esz = dtype_bytes(d), C = s.shape[static_cast<size_t>(c)], R = s.shape[static_cast<size_t>(o)];
+  const std::string& row = coords[static_cast<size_t>(o)];
+  const std::string& col = coords[static_cast<size_t>(c)];
+  if (s.swizzle == 0) return fmt::format("(({}) * {} + ({}) * {})", row, C * esz, col, esz);
+  // Chunk ch of row r of a tile whose rows hold rc 16-byte chunks (tile_chunk's layout): column
+  // blocks of 128 bytes one after the other, chunk ch ^ (r % 8) within 128-byte rows, and the
+  // 64- and 32-byte forms of the same XOR pattern.
+  const int64_t epc = 16 / esz, rc = C / epc;
+  const std::string ch = fmt::format("(({}) / {})", col, epc), within = fmt::format("(({}) % {})", col, epc);
+  std::string chunk;
+  if (rc >= 8) chunk = fmt::format("(({1} >> 3) * {2} + ({0}) * 8 + (({1} & 7) ^ (({0}) & 7)))", row, ch, R * 8);
+  else if (rc == 1) chunk = fmt::format("({})", row);
+  else chunk = fmt::format("(({0}) * {1} + ({2} ^ ((({0}) >> {3}) & {4})))", row, rc, ch, rc == 4 ? 1 : 2, rc - 1);
+  return fmt::format("({} * 16 + {} * {})", chunk, within, esz);
+}
+
+void Lowering::store_tile(const Val& v, const Layout& from, DType d, const std::string& base, const Layout& tile,
+                          bool async_reader, bool round_tf32) {
+  const int c = tile.order[0];
+  const int64_t esz = dtype_bytes(d), epc = std::max<int64_t>(1, 16 / esz);
+  int V = !from.reg.empty() && from.reg[0].dim == c ? from.contiguous_regs(c) : 1;
+  V = static_cast<int>(std::min<int64_t>(V, epc));
+  if (v.kind != Val::Kind::Regs) V = 1;
+  const std::string own = owner(from);
+  if (own != "true") open(fmt::format("if ({})", own));
+  for (int g = 0; g < from.num_regs(); g += V) {
+    std::vector<std::string> coords;
+    for (int dim = 0; dim < from.rank(); ++dim) coords.push_back(coord(from, g, dim));
+    const std::string at = fmt::format("tt_smem + {} + {}", base, tile_offset(tile, d, coords));
+    if (round_tf32) {  // wgmma reads tf32 as it lies in memory: round to nearest first
+      for (int j = 0; j < V; ++j)
+        line(fmt::format("reinterpret_cast<uint32_t*>({})[{}] = tt_tf32(__float_as_uint({}));", at, j, v.at(g + j)));
+    } else if (V == 1) {
+      line(fmt::format("*reinterpret_cast<{}*>({}) = {};", ctype(d), at, v.at(g)));
+    } else {
+      line(fmt::format("tt_vcopy<{}>({}, &{}[{}]);", V * esz, at, v.name, g));
+    }
+  }
+  if (async_reader) line("tt_fence_async_shared();  // the tile's writes, before wgmma reads them");
+  if (own != "true") close();
+  touched();
+}
+
+void Lowering::load_tile(const std::string& base, const Layout& tile, DType d, const Val& out, const Layout& to) {
+  const int c = tile.order[0];
+  const int64_t esz = dtype_bytes(d), epc = std::max<int64_t>(1, 16 / esz);
+  int V = !to.reg.empty() && to.reg[0].dim == c ? to.contiguous_regs(c) : 1;
+  V = static_cast<int>(std::min<int64_t>(V, epc));
+  for (int g = 0; g < to.num_regs(); g += V) {
+    std::vector<std::string> coords;
+    for (int dim = 0; dim < to.rank(); ++dim) coords.push_back(coord(to, g, dim));
+    const std::string at = fmt::format("tt_smem + {} + {}", base, tile_offset(tile, d, coords));
+    if (V == 1) line(fmt::format("{}[{}] = *reinterpret_cast<const {}*>({});", out.name, g, ctype(d), at));
+    else line(fmt::format("tt_vcopy<{}>(&{}[{}], {});", V * esz, out.name, g, at));
+  }
+  touched();
+}
+
+void Lowering::emit_convert(const ir::Op* op) {
+  const ir::Value* x = op->operand(0);
+  const ir::Value* r = op->result();
+  const Layout& to = layout(r);
+  const DType d = r->type.dtype;
+  if (auto it = stage_slot_.find(op); it != stage_slot_.end()) {  // a pipelined load's tile (emit_for)
+    Val& out = vals_[r];
+    out.kind = Val::Kind::Tile;
+    out.name = it->second;
+    out.layout = &to;
+    return;
+  }
+  const Val& in = val(x);
+  if (in.kind == Val::Kind::Tile) {
+    if (to.is_shared()) fail("internal error: a tile converted to another tile at {}", op->loc.str());
+    Val& out = declare_regs(r);
+    load_tile(in.name, *in.layout, d, out, to);
+    return;
+  }
+  const Layout& from = layout(x);
+  if (to.is_shared()) {
+    if (to.rank() != 2) fail("internal error: a shared tile of rank {} at {}", to.rank(), op->loc.str());
+    const int64_t off = alloc_smem(tile_bytes(to, d), 1024);
+    sync();  // the bytes may have been read by an earlier use
+    // wgmma reads tiles through the async proxy; tf32 operands must be rounded on the way.
+    bool wgmma_reader = false, tf32 = false;
+    f_.walk([&](ir::Op* u) {
+      if (u->kind != OpKind::Dot) return;
+      for (size_t i = 0; i < 2; ++i) {
+        const ir::Value* o = u->operand(i);
+        while (o->def && (o->def->kind == OpKind::Permute || o->def->kind == OpKind::MultipleOf ||
+                          o->def->kind == OpKind::MaxContiguous) && o != r)
+          o = o->def->operand(0);
+        if (o != r) continue;
+        const Layout& acc = layout(u->result());
+        wgmma_reader = wgmma_reader || (acc.kind == LayoutKind::Mma && acc.mma.version == 3);
+        tf32 = tf32 || (d == DType::f32 && (u->attrs.str == "tf32" || u->attrs.str == "tf32x3") &&
+                        acc.kind == LayoutKind::Mma && acc.mma.version == 3);
+      }
+    });
+    std::string base = fmt::format("{}", off);
+    if (in.kind == Val::Kind::Uniform) {  // a constant tile: every element written once
+      Val regs;
+      regs.kind = Val::Kind::Uniform;
+      regs.name = in.name;
+      store_tile(regs, from, d, base, to, wgmma_reader, tf32);
+    } else {
+      store_tile(in, from, d, base, to, wgmma_reader, tf32);
+    }
+    sync();
+    Val& out = vals_[r];
+    out.kind = Val::Kind::Tile;
+    out.name = base;
+    out.layout = &to;
+    return;
+  }
+  if (in.kind == Val::Kind::Uniform) return set_uniform(r, in.name);
+  if (auto map = same_thread_map(from, to)) {
+    define_regs(r, [&](int i) { return in.at((*map)[static_cast<size_t>(i)]); });
+    return;
+  }
+  // Through shared memory: row-major, rows padded by 16 bytes.
+  const ir::Shape& s = r->type.shape;
+  const int64_t esz = std::max<int64_t>(1, mem_bytes(r->type.element())), pad = s.size() >= 2 ? 16 / esz : 0;
+  const int64_t pitch = s.back() + pad;
+  const int64_t rows = numel(s) / s.back();
+  const int64_t off = alloc_smem(rows * pitch * esz, 16);
+  auto flat = [&](const Layout& l, int reg) {
+    std::string outer = "0";
+    for (size_t dd = 0; dd + 1 < s.size(); ++dd)
+      outer = fmt::format("({}) * {} + {}", outer, s[dd], coord(l, reg, static_cast<int>(dd)));
+    return fmt::format("(({}) * {} + {})", outer, pitch, coord(l, reg, static_cast<int>(s.size()) - 1));
+  };
+  auto width = [&](const Layout& l) {
+    const int last = static_cast<int>(s.size()) - 1;
+    int V = !l.reg.empty() && l.reg[0].dim == last ? l.contiguous_regs(last) : 1;
+    return static_cast<int>(std::min<int64_t>(V, 16 / esz));
+  };
+  const std::string ct = ctype(r->type.element());
+  const std::string buf = fmt::format("reinterpret_cast<{}*>(tt_smem + {})", ct, off);
+  sync();
+  const std::string own = owner(from);
+  if (own != "true") open(fmt::format("if ({})", own));
+  const int vw = in.kind == Val::Kind::Regs ? width(from) : 1;
+  for (int g = 0; g < from.num_regs(); g += vw) {
+    if (vw == 1) line(fmt::format("{}[{}] = {};", buf, flat(from, g), in.at(g)));
+    else line(fmt::format("tt_vcopy<{}>(&{}[{}], &{}[{}]);", vw * esz, buf, flat(from, g), in.name, g));
+  }
+  if (own != "true") close();
+  touched();
+  sync();
+  Val& out = declare_regs(r);
+  const int rw = width(to);
+  for (int g = 0; g < to.num_regs(); g += rw) {
+    if (rw == 1) line(fmt::format("{}[{}] = {}[{}];", out.name, g, buf, flat(to, g)));
+    else line(fmt::format("tt_vcopy<{}>(&{}[{}], &{}[{}]);", rw * esz, out.name, g, buf, flat(to, g)));
+  }
+  touched();
+  free_smem(off);
+}
+
+}  // namespace tritium::jit::cuda::lowering

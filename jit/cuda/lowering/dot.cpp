@@ -1,0 +1,291 @@
+// tl::dot from layouts. The accumulator is the result's register array in its mma layout; A is a
+// register fragment (a dot-operand layout: attention's P, no copy) or a shared-memory tile; B a
+// tile. wgmma (Hopper) reads tiles through matrix descriptors of the tiles' swizzle; mma.sync
+// (sm_80+) reads fragments from them with ldmatrix. Other dtypes and shapes: an FMA loop over K
+// from the tiles (the `ieee` fp32 dot, f64, integers, shapes the warps cannot tile).
+#include "jit/cuda/lowering/lowering.h"
+
+namespace tritium::jit::cuda::lowering {
+namespace {
+
+int log2i(int64_t v) {
+  int b = 0;
+  while ((int64_t{1} << b) < v) ++b;
+  return b;
+}
+
+const char* mma_type(DType in) {
+  switch (in) {
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::f32: return "tf32";
+    case DType::f8e4m3: return "e4m3";
+    case DType::f8e5m2: return "e5m2";
+    case DType::i8: return "s8";
+    case DType::u8: return "u8";
+    default: fail("internal error: no tensor-core type for {}", dtype_name(in));
+  }
+}
+
+}  // namespace
+
+void Lowering::wait_mma(int keep) {
+  if (pending_mma_.empty()) return;
+  int total = 0;
+  for (const auto& p : pending_mma_) total += p.groups;
+  if (total <= keep) return;
+  line(fmt::format("tt_wgmma_wait<{}>();", keep));
+  // The oldest groups completed; with keep = 0 all of them.
+  while (!pending_mma_.empty() && total > keep) {
+    total -= pending_mma_.front().groups;
+    pending_mma_.erase(pending_mma_.begin());
+  }
+}
+
+void Lowering::wait_mma_for(const std::string& acc) {
+  for (const auto& p : pending_mma_)
+    if (p.acc == acc) return wait_mma(0);
+}
+
+void Lowering::emit_dot(const ir::Op* op) {
+  const ir::Value* res = op->result();
+  const Layout& rl = layout(res);
+  const Val& a = vals_.at(op->operand(0));
+  const Val& b = vals_.at(op->operand(1));
+  const Val& c = vals_.at(op->operand(2));
+  // The accumulator's registers are updated in place when this dot is their last reader (acc =
+  // dot(a, b, acc) in a loop), else copied first.
+  int c_uses = 0;
+  f_.walk([&](ir::Op* u) {
+    for (const ir::Value* o : u->operands) c_uses += o == op->operand(2);
+  });
+  int sharing = 0;  // views alias their operand's array: updating it in place would change them too
+  for (const auto& [v, x] : vals_) sharing += x.kind == Val::Kind::Regs && x.name == c.name;
+  std::string acc;
+  if (c.kind == Val::Kind::Regs && c_uses == 1 && sharing == 1) {
+    acc = c.name;
+  } else {
+    if (c.kind == Val::Kind::Regs) wait_mma_for(c.name);
+    acc = declare_regs(res).name;
+    for (int r = 0; r < rl.num_regs(); ++r) line(fmt::format("{}[{}] = {};", acc, r, c.at(r)));
+  }
+  Val& out = vals_[res];
+  out.kind = Val::Kind::Regs;
+  out.name = acc;
+  out.layout = &rl;
+  if (rl.kind != LayoutKind::Mma) return emit_fma_dot(op, a, b, acc);
+  if (rl.mma.version == 3) return emit_wgmma(op, a, b, acc);
+  return emit_mma_sync(op, a, b, acc);
+}
+
+void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc) {
+  const Layout& rl = layout(op->result());
+  const DType in = op->operand(0)->type.dtype;
+  const int64_t esz = dtype_bytes(in), M = rl.shape[0], N = rl.shape[1], K = op->operand(0)->type.shape[1];
+  const int wm = rl.mma.wm, wn = rl.mma.wn;
+  const int64_t WTM = M / wm, WTN = N / wn, MT = WTM / 64, nr = WTN / 2;
+  const bool integer = is_int(in), fp8 = is_fp8(in), tf32 = in == DType::f32;
+  const std::string ty = mma_type(in);
+  const int64_t kinstr = 32 / esz;  // K of one instruction: 32 bytes
+  open("");
+  line(fmt::format("// dot on wgmma: {} x {} warpgroups of m64n{}k{} ({} A)", wm, wn, WTN, kinstr,
+                   a.kind == Val::Kind::Tile ? "shared" : "register"));
+  std::string wg = tmp("int", "tt_warp >> 2");
+  std::string m0 = tmp("int", fmt::format("({} / {}) * {}", wg, wn, WTM));
+  std::string n0 = tmp("int", fmt::format("({} % {}) * {}", wg, wn, WTN));
+  // Descriptors (tt_wgmma_desc: start, leading and stride byte offsets, swizzle mode).
+  auto kmajor_desc = [&](const Val& t, const std::string& row0, int64_t& a_row, int64_t& rca) {
+    rca = K * esz / 16;
+    a_row = std::min<int64_t>(rca, 8) * 16;
+    const int mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;
+    return tmp("uint64_t", fmt::format("tt_wgmma_desc(tt_smem_base + {} + {} * {}, 16, {}, {})", t.name, row0, a_row,
+                                       8 * a_row, mode));
+  };
+  auto k_offset = [&](int64_t kb, int64_t rows, int64_t rca) {
+    return rca >= 8 ? (kb / 128) * (rows * 128) + kb % 128 : kb;
+  };
+  int64_t a_row = 0, rca = 0, b_row = 0, rcb = 0;
+  std::string da;
+  if (a.kind == Val::Kind::Tile) {
+    if (a.layout->order[0] != 1) fail("internal error: wgmma reads A K-major only ({})", a.layout->str());
+    da = kmajor_desc(a, m0, a_row, rca);
+  }
+  const bool b_kmajor = b.layout->order[0] == 0;
+  std::string db;
+  if (b_kmajor) {
+    db = kmajor_desc(b, n0, b_row, rcb);
+  } else {
+    const int64_t per_block = 128 / esz;  // elements of N in a 128-byte column block
+    if (N * esz < 128 || (WTN % per_block != 0 && WTN > per_block))
+      fail("internal error: an N-major wgmma B tile of {} bytes a row", N * esz);
+    db = tmp("uint64_t", fmt::format("tt_wgmma_desc(tt_smem_base + {} + ({} / {}) * {}, {}, 1024, 1)", b.name, n0,
+                                     per_block, K * 128, K * 128));
+  }
+  // Register A: the fragment of k-step ks and row tile mi, packed into four 32-bit registers.
+  const int kbits = log2i(K / kinstr);
+  auto a_regs = [&](int64_t ks, int64_t mi) {
+    const int per = esz == 1 ? 16 : esz == 2 ? 8 : 4;  // elements of one fragment
+    const int64_t base = (ks << log2i(per)) | (mi << (log2i(per) + kbits));
+    std::vector<std::string> r;
+    for (int j = 0; j < 4; ++j)
+      r.push_back(fmt::format("*reinterpret_cast<const uint32_t*>(&{}[{}])", a.name, base + j * (per / 4)));
+    return r;
+  };
+  line("tt_wgmma_fence();");
+  const std::string dtype = integer ? "s32" : "f32";
+  for (int64_t kb = 0; kb < K * esz; kb += 32) {
+    const int64_t ks = kb / 32;
+    const int64_t boff = b_kmajor ? k_offset(kb, N, rcb) : (kb / esz) * 128;
+    for (int64_t mi = 0; mi < MT; ++mi) {
+      std::string regs, outs;
+      for (int64_t i = 0; i < nr; ++i) {
+        regs += fmt::format("{}%{}", i ? ", " : "", i);
+        outs += fmt::format("{}\"+{}\"({}[{}])", i ? ", " : "", integer ? "r" : "f", acc, mi * nr + i);
+      }
+      std::string tail = integer ? "p" : fp8 || tf32 ? "p, 1, 1" : fmt::format("p, 1, 1{}, {}", a.kind == Val::Kind::Tile ? ", 0" : "", b_kmajor ? 0 : 1);
+      if (a.kind == Val::Kind::Tile) {
+        const int64_t aoff = mi * 64 * a_row + k_offset(kb, M, rca);
+        line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k{2}.{3}.{4}.{4} "
+                         "{{{5}}}, %{6}, %{7}, {8}; }}\" : {9} : \"r\"(1), \"l\"({10} + {11}), \"l\"({12} + {13}));",
+                         nr, WTN, kinstr, dtype, ty, regs, nr + 1, nr + 2, tail, outs, da, aoff >> 4, db, boff >> 4));
+      } else {
+        std::vector<std::string> ar = a_regs(ks, mi);
+        line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k{2}.{3}.{4}.{4} "
+                         "{{{5}}}, {{%{6}, %{7}, %{8}, %{9}}}, %{10}, {11}; }}\" : {12} : \"r\"(1), \"r\"({13}), \"r\"({14}), "
+                         "\"r\"({15}), \"r\"({16}), \"l\"({17} + {18}));",
+                         nr, WTN, kinstr, dtype, ty, regs, nr + 1, nr + 2, nr + 3, nr + 4, nr + 5, tail, outs, ar[0],
+                         ar[1], ar[2], ar[3], db, boff >> 4));
+      }
+    }
+  }
+  line("tt_wgmma_commit();");
+  if (op == in_flight_dot_) {
+    // The group runs on while the next trip's tiles are waited for; the previous trip's completes
+    // here, and once every warpgroup is past this point its stage may be refilled.
+    // (At run time the previous trip's group is the other one in flight here.)
+    line("tt_wgmma_wait<1>();");
+    pending_mma_.assign(1, PendingMma{acc, 1});
+    line("__syncthreads();  // every warpgroup retired the previous trip's wgmma: its stage is free");
+    if (after_in_flight_) after_in_flight_();
+  } else {
+    line("tt_wgmma_wait<0>();");
+  }
+  close();
+}
+
+void Lowering::emit_mma_sync(const ir::Op* op, const Val& a, const Val& b, const std::string& acc) {
+  const Layout& rl = layout(op->result());
+  const DType in = op->operand(0)->type.dtype;
+  const bool tf32 = in == DType::f32, x3 = op->attrs.str == "tf32x3";
+  const int64_t M = rl.shape[0], N = rl.shape[1], K = op->operand(0)->type.shape[1];
+  const int wm = rl.mma.wm, wn = rl.mma.wn;
+  const int64_t WTM = M / wm, WTN = N / wn, MT = WTM / 16, NT = WTN / 8;
+  const int kstep = tf32 ? 8 : 16;
+  const int kbits = log2i(K / kstep), ntb = log2i(NT);
+  open("");
+  line(fmt::format("// dot on mma.sync: {} x {} warps of m16n8k{} ({} A)", wm, wn, kstep,
+                   a.kind == Val::Kind::Tile ? "shared" : "register"));
+  std::string w = tmp("int", fmt::format("tt_warp % {}", wm * wn));
+  std::string m0 = tmp("int", fmt::format("({} / {}) * {}", w, wn, WTM));
+  std::string n0 = tmp("int", fmt::format("({} % {}) * {}", w, wn, WTN));
+  auto addr = [&](const Val& t, const std::string& r0, const std::string& r1) {
+    return fmt::format("tt_smem_base + {} + {}", t.name, tile_offset(*t.layout, in, {r0, r1}));
+  };
+  const std::string mma = in == DType::f16 ? "tt_mma_f16" : in == DType::bf16 ? "tt_mma_bf16" : "tt_mma_tf32";
+  for (int64_t ks = 0; ks < K / kstep; ++ks) {
+    const int64_t kk = ks * kstep;
+    open("");
+    // A fragments.
+    line(fmt::format("uint32_t tt_a[{}][4];", MT));
+    for (int64_t mi = 0; mi < MT; ++mi) {
+      if (a.kind != Val::Kind::Tile) {
+        const int per = tf32 ? 4 : 8;
+        const int64_t base = (ks << log2i(per)) | (mi << (log2i(per) + kbits));
+        for (int j = 0; j < 4; ++j)
+          line(fmt::format("tt_a[{}][{}] = {};", mi, j,
+                           tf32 ? fmt::format("__float_as_uint({}[{}])", a.name, base + j)
+                                : fmt::format("*reinterpret_cast<const uint32_t*>(&{}[{}])", a.name, base + 2 * j)));
+      } else if (tf32) {  // m16n8k8: (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4)
+        for (int j = 0; j < 4; ++j)
+          line(fmt::format("tt_a[{}][{}] = tt_ld_shared4({});", mi, j,
+                           addr(a, fmt::format("{} + {} + (tt_lane >> 2) + {}", m0, mi * 16, (j & 1) * 8),
+                                fmt::format("{} + (tt_lane & 3) + {}", kk, (j >> 1) * 4))));
+      } else if (a.layout->order[0] == 1) {  // K-major: ldmatrix
+        line(fmt::format("tt_ldsm_x4(tt_a[{}], {});", mi,
+                         addr(a, fmt::format("{} + {} + (tt_lane & 15)", m0, mi * 16), fmt::format("{} + (tt_lane >> 4) * 8", kk))));
+      } else {  // M-major: ldmatrix.trans of k rows
+        line(fmt::format("tt_ldsm_x4_trans(tt_a[{}], {});", mi,
+                         addr(a, fmt::format("{} + {} + ((tt_lane >> 3) & 1) * 8", m0, mi * 16),
+                              fmt::format("{} + (tt_lane & 7) + (tt_lane >> 4) * 8", kk))));
+      }
+    }
+    // B fragments: pairs of n8 tiles.
+    if (tf32) {
+      line(fmt::format("uint32_t tt_b[{}][2];", NT));
+      for (int64_t ni = 0; ni < NT; ++ni)
+        for (int j = 0; j < 2; ++j)
+          line(fmt::format("tt_b[{}][{}] = tt_ld_shared4({});", ni, j,
+                           addr(b, fmt::format("{} + (tt_lane & 3) + {}", kk, j * 4), fmt::format("{} + {} + (tt_lane >> 2)", n0, ni * 8))));
+    } else {
+      line(fmt::format("uint32_t tt_b[{}][4];", (NT + 1) / 2));
+      for (int64_t nj = 0; nj < (NT + 1) / 2; ++nj) {
+        if (b.layout->order[0] == 1)  // N-major: ldmatrix.trans of k rows
+          line(fmt::format("tt_ldsm_x4_trans(tt_b[{}], {});", nj,
+                           addr(b, fmt::format("{} + (tt_lane & 15)", kk), fmt::format("{} + {} + (tt_lane >> 4) * 8", n0, nj * 16))));
+        else  // K-major: ldmatrix of n rows
+          line(fmt::format("tt_ldsm_x4(tt_b[{}], {});", nj,
+                           addr(b, fmt::format("{} + (tt_lane >> 3 & 1) * 8", kk),
+                                fmt::format("{} + {} + (tt_lane >> 4) * 8 + (tt_lane & 7)", n0, nj * 16))));
+      }
+    }
+    if (tf32) {  // round to tf32 (or split, tf32x3) in place
+      if (x3) line(fmt::format("uint32_t tt_as[{}][4], tt_bs[{}][2];", MT, NT));
+      for (auto [r, wdt, cnt] : {std::tuple{"tt_a", 4, MT * 4}, std::tuple{"tt_b", 2, NT * 2}}) {
+        std::string x = fmt::format("{}[tt_i / {}][tt_i % {}]", r, wdt, wdt);
+        line("#pragma unroll");
+        line(fmt::format("for (int tt_i = 0; tt_i < {}; ++tt_i) {};", cnt,
+                         x3 ? fmt::format("tt_tf32_split({}, {}s[tt_i / {}][tt_i % {}])", x, r, wdt, wdt)
+                            : fmt::format("{0} = tt_tf32({0})", x)));
+      }
+    }
+    for (int64_t mi = 0; mi < MT; ++mi)
+      for (int64_t ni = 0; ni < NT; ++ni) {
+        const int64_t c0 = (ni << 2) | (mi << (2 + ntb));
+        const std::string bfrag = tf32 ? fmt::format("tt_b[{}]", ni) : fmt::format("&tt_b[{}][{}]", ni >> 1, (ni & 1) * 2);
+        if (x3) {
+          line(fmt::format("tt_mma_tf32(&{}[{}], tt_as[{}], {});", acc, c0, mi, bfrag));
+          line(fmt::format("tt_mma_tf32(&{}[{}], tt_a[{}], tt_bs[{}]);", acc, c0, mi, ni));
+        }
+        line(fmt::format("{}(&{}[{}], tt_a[{}], {});", mma, acc, c0, mi, bfrag));
+      }
+    close();
+  }
+  close();
+  touched();
+}
+
+void Lowering::emit_fma_dot(const ir::Op* op, const Val& a, const Val& b, const std::string& acc) {
+  const Layout& rl = layout(op->result());
+  const DType in = op->operand(0)->type.dtype, out = op->result()->type.dtype;
+  const int64_t K = op->operand(0)->type.shape[1];
+  auto read = [&](const Val& t, const std::string& r0, const std::string& r1) -> std::string {
+    std::string x = fmt::format("*reinterpret_cast<const {}*>(tt_smem + {} + {})", ctype(in), t.name,
+                                tile_offset(*t.layout, in, {r0, r1}));
+    if (out == DType::f64 && in != DType::f64) return fmt::format("(double){}", to_f32(x, in));
+    if (is_float(out)) return to_f32(x, in);
+    return fmt::format("({})({})", ctype(out), x);
+  };
+  if (a.kind != Val::Kind::Tile || b.kind != Val::Kind::Tile) fail("internal error: the FMA dot reads tiles");
+  line("// dot as an FMA loop over K");
+  open(fmt::format("for (int tt_k = 0; tt_k < {}; ++tt_k)", K));
+  for (int r = 0; r < rl.num_regs(); ++r) {
+    std::string x = read(a, coord(rl, r, 0), "tt_k"), y = read(b, "tt_k", coord(rl, r, 1));
+    if (out == DType::f32) line(fmt::format("{0}[{1}] = fmaf({2}, {3}, {0}[{1}]);", acc, r, x, y));
+    else if (out == DType::f64) line(fmt::format("{0}[{1}] = fma({2}, {3}, {0}[{1}]);", acc, r, x, y));
+    else line(fmt::format("{0}[{1}] = ({4})((uint64_t){0}[{1}] + (uint64_t)({2}) * (uint64_t)({3}));", acc, r, x, y, ctype(out)));
+  }
+  close();
+  touched();
+}
+
+}  // namespace tritium::jit::cuda::lowering

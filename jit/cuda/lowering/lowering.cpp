@@ -1,0 +1,250 @@
+// The layout generator's core (design: lowering.h): the kernel's text, scalars, values, shared
+// memory, op dispatch; and the entry point that runs the layout pass and the generator.
+#include "jit/cuda/lowering/lowering.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/env.h"
+#include "jit/cuda/device_header.h"
+
+namespace tritium::jit::cuda::lowering {
+
+KernelSource Lowering::run() {
+  KernelSource ks;
+  ks.entry = identifier(f_.name);
+  ks.num_threads = nt_;
+  std::string params;
+  for (size_t i = 0; i < f_.params.size(); ++i) {
+    const ir::Param& p = f_.params[i];
+    std::string name = fmt::format("a{}_{}", i, identifier(p.name.empty() ? "arg" : p.name));
+    params += fmt::format("{}{} ", p.type.is_ptr() ? "" : "const ", ctype(p.type)) + name + ",\n    ";
+    scalars_[f_.body->args[i]] = name;
+  }
+  emit_block(f_.body);
+  wait_mma();
+  if (smem_peak_ > smem_budget_)
+    fail("kernel {} needs {} bytes of shared memory on the GPU, more than the {} available: use smaller blocks or "
+         "fewer stages (num_stages={})",
+         f_.name, smem_peak_, smem_budget_, num_stages_);
+  ks.smem_bytes = smem_peak_;
+  ks.num_asserts = num_asserts_;
+  ks.has_print = has_print_;
+  std::string src = device_header();
+  src += fmt::format("\n// Kernel {}: {} threads ({} warps), {} bytes of shared memory; lowered through layouts.\n",
+                     f_.name, nt_, nwarps_, smem_peak_);
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert) {{\n",
+                     nt_, ks.entry, params);
+  src += "  extern __shared__ __align__(1024) uint8_t tt_smem[];\n";
+  src += "  const int tid = (int)threadIdx.x;\n";
+  src += "  const int tt_lane = tid & 31;\n";
+  // Read through a shuffle from lane 0: the compiler then knows it is the same in the whole warp.
+  src += "  const int tt_warp = __shfl_sync(0xffffffffu, tid >> 5, 0);\n";
+  src += "  const uint32_t tt_smem_base = tt_smem_u32(tt_smem);\n";
+  src += "  (void)tid; (void)tt_lane; (void)tt_warp; (void)tt_smem; (void)tt_smem_base; (void)tt_scratch; (void)tt_assert;\n";
+  src += "  const int32_t tt_pid0 = (int32_t)blockIdx.x, tt_pid1 = (int32_t)blockIdx.y, tt_pid2 = (int32_t)blockIdx.z;\n";
+  src += "  const int32_t tt_npid0 = (int32_t)gridDim.x, tt_npid1 = (int32_t)gridDim.y, tt_npid2 = (int32_t)gridDim.z;\n";
+  src += "  (void)tt_pid0; (void)tt_pid1; (void)tt_pid2; (void)tt_npid0; (void)tt_npid1; (void)tt_npid2;\n";
+  src += decls_;
+  src += body_;
+  src += "}\n";
+  ks.source = std::move(src);
+  return ks;
+}
+
+// ---- output -------------------------------------------------------------------------------------
+
+void Lowering::line(const std::string& s) {
+  body_.append(static_cast<size_t>(2 * indent_), ' ');
+  body_ += s;
+  body_ += '\n';
+}
+
+void Lowering::open(const std::string& s) {
+  line(s.empty() ? "{" : s + " {");
+  ++indent_;
+}
+
+void Lowering::close() {
+  --indent_;
+  line("}");
+}
+
+std::string Lowering::tmp(const std::string& type, const std::string& expr) {
+  std::string n = fresh("t");
+  line(fmt::format("{} const {} = {};", type, n, expr));  // east const: pointers stay writable
+  return n;
+}
+
+// ---- values -------------------------------------------------------------------------------------
+
+std::string Lowering::scalar(const ir::Value* v) {
+  auto it = scalars_.find(v);
+  if (it == scalars_.end()) fail("internal error: scalar %{} of kernel {} was not emitted", v->id, f_.name);
+  return it->second;
+}
+
+const Val& Lowering::val(const ir::Value* v) {
+  auto it = vals_.find(v);
+  if (it == vals_.end()) fail("internal error: block value %{} of kernel {} was not emitted", v->id, f_.name);
+  return it->second;
+}
+
+Val& Lowering::declare_regs(const ir::Value* v) {
+  const Layout& l = layout(v);
+  Val& out = vals_[v];
+  out.kind = Val::Kind::Regs;
+  out.layout = &l;
+  out.name = fresh("v");
+  line(fmt::format("__align__(16) {} {}[{}];", ctype(v->type.element()), out.name, l.num_regs()));
+  return out;
+}
+
+Val& Lowering::define_regs(const ir::Value* v, const std::function<std::string(int)>& fn) {
+  Val& out = declare_regs(v);
+  const int n = layout(v).num_regs();
+  for (int r = 0; r < n; ++r) line(fmt::format("{}[{}] = {};", out.name, r, fn(r)));
+  return out;
+}
+
+void Lowering::set_uniform(const ir::Value* v, const std::string& expr) {
+  Val& out = vals_[v];
+  out.kind = Val::Kind::Uniform;
+  out.layout = layouts_.has(v) ? &layout(v) : nullptr;
+  out.name = expr;
+}
+
+std::string Lowering::thread_coord(const Layout& l, int dim) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < l.lane.size(); ++i)
+    if (l.lane[i].dim == dim) parts.push_back(fmt::format("((tt_lane >> {}) & 1) << {}", i, l.lane[i].bit));
+  for (size_t i = 0; i < l.warp.size(); ++i)
+    if (l.warp[i].dim == dim) parts.push_back(fmt::format("((tt_warp >> {}) & 1) << {}", i, l.warp[i].bit));
+  if (parts.empty()) return "0";
+  std::string expr;
+  for (const auto& p : parts) expr += (expr.empty() ? "(" : " | (") + p + ")";
+  std::string key = fmt::format("{}|{}", expr, dim);
+  auto it = thread_coords_.find(key);
+  if (it != thread_coords_.end()) return it->second;
+  std::string name = fmt::format("tt_tc{}", thread_coords_.size());
+  decls_ += fmt::format("  const int {} = {};\n", name, expr);
+  return thread_coords_[key] = name;
+}
+
+std::string Lowering::coord(const Layout& l, int r, int dim) {
+  std::string t = thread_coord(l, dim);
+  int64_t c = l.reg_coords(r)[static_cast<size_t>(dim)];
+  if (t == "0") return fmt::format("{}", c);
+  return c ? fmt::format("({} + {})", t, c) : t;
+}
+
+std::string Lowering::owner(const Layout& l) {
+  int lm = l.lane_replication(), wm = l.warp_replication();
+  std::vector<std::string> conds;
+  if (lm) conds.push_back(fmt::format("(tt_lane & {}) == 0", lm));
+  if (wm) conds.push_back(fmt::format("(tt_warp & {}) == 0", wm));
+  if (conds.empty()) return "true";
+  return fmt::format("({})", fmt::join(conds, " && "));
+}
+
+// ---- shared memory -------------------------------------------------------------------------------
+
+int64_t Lowering::alloc_smem(int64_t bytes, int64_t align) {
+  int64_t off = (smem_top_ + align - 1) / align * align;
+  smem_top_ = off + bytes;
+  smem_peak_ = std::max(smem_peak_, smem_top_);
+  smem_live_.push_back({off, bytes});
+  return off;
+}
+
+void Lowering::free_smem(int64_t offset) {
+  for (size_t i = smem_live_.size(); i-- > 0;)
+    if (smem_live_[i].first == offset) {
+      smem_live_.erase(smem_live_.begin() + static_cast<long>(i));
+      break;
+    }
+  smem_top_ = smem_live_.empty() ? 0 : smem_live_.back().first + smem_live_.back().second;
+}
+
+void Lowering::sync() {
+  if (synced_) return;
+  line("__syncthreads();");
+  synced_ = true;
+  global_dirty_ = false;  // the barrier orders the global writes before it, too
+  dirty_roots_.clear();
+  dirty_unknown_ = false;
+}
+
+// ---- dispatch -----------------------------------------------------------------------------------
+
+void Lowering::emit_block(const ir::Block* block) {
+  const size_t live = smem_live_.size();
+  for (const ir::Op* op : block->ops) emit_op(op);
+  // Tiles made in this block die with it: a barrier before later code reuses their bytes.
+  if (smem_live_.size() > live) {
+    wait_mma();
+    sync();
+    while (smem_live_.size() > live) free_smem(smem_live_.back().first);
+  }
+}
+
+void Lowering::emit_op(const ir::Op* op) {
+  switch (op->kind) {
+    case OpKind::Yield: return;
+    case OpKind::For: return emit_for(op);
+    case OpKind::If: return emit_if(op);
+    case OpKind::While: return emit_while(op);
+    case OpKind::Store: return emit_store(op);
+    case OpKind::Reduce: return emit_reduce(op);
+    case OpKind::Scan: return emit_scan(op);
+    case OpKind::Dot: return emit_dot(op);
+    case OpKind::Print: return emit_print(op);
+    case OpKind::Assert: return emit_assert(op);
+    case OpKind::ConvertLayout: return emit_convert(op);
+    default: break;
+  }
+  if (is_atomic(op->kind)) return emit_atomic(op);
+  const ir::Value* r = op->result();
+  if (r->type.is_scalar()) {
+    scalars_[r] = tmp(ctype(r->type), emit_scalar(op));
+    return;
+  }
+  switch (op->kind) {
+    case OpKind::Constant: case OpKind::Splat: case OpKind::Arange: return emit_source(op);
+    case OpKind::Broadcast: case OpKind::ExpandDims: case OpKind::Permute: case OpKind::Reshape:
+    case OpKind::MultipleOf: case OpKind::MaxContiguous:
+      return emit_view(op);
+    case OpKind::Load: return emit_load(op);
+    default: break;
+  }
+  if (ir::is_elementwise(op->kind)) return emit_elementwise(op);
+  fail("internal error: the layout generator cannot lower {} at {}", ir::op_name(op->kind), op->loc.str());
+}
+
+}  // namespace tritium::jit::cuda::lowering
+
+namespace tritium::jit::cuda {
+
+bool use_layout_codegen(const ir::Function& f) {
+  const std::string& mode = env().cuda_codegen;
+  if (mode == "layouts") return true;
+  if (mode == "legacy") return false;
+  bool dot = false;
+  const_cast<ir::Function&>(f).walk([&](ir::Op* op) { dot = dot || op->kind == OpKind::Dot; });
+  return dot;
+}
+
+KernelSource generate_cuda_layouts(ir::Function& f, const CompileOptions& opts, int64_t smem_budget, int cc,
+                                   const std::string& dump_dir) {
+  AxisInfoMap axis = analyze_axis_info(f);
+  LayoutMap layouts = assign_layouts(f, axis, LayoutOptions{opts.num_warps, cc});
+  verify_layouts(f, layouts);
+  if (!dump_dir.empty()) {
+    std::filesystem::create_directories(dump_dir);
+    std::ofstream(std::filesystem::path(dump_dir) / (f.name + ".layouts.ir")) << layouts.annotated(f);
+  }
+  AxisInfoMap after = analyze_axis_info(f);  // the pass added converts and clones
+  return lowering::Lowering(f, layouts, after, opts, smem_budget, cc).run();
+}
+
+}  // namespace tritium::jit::cuda

@@ -1,0 +1,205 @@
+// The layout-based CUDA code generator (docs/cuda-backend.md, "Layouts"): IR whose block values
+// carry layouts (jit/passes/assign_layouts) -> CUDA C++, one op in one layout at a time, as
+// Triton's per-op conversion patterns lower TritonGPU IR. Private to jit/cuda.
+//
+// Every block value is a per-thread register array `T v[n]` holding the thread's elements of its
+// layout (register r = the element the layout's register bits r name), an expression equal in every
+// element (splats and constants), or a tile in shared memory (dot operands, stages). Elementwise ops
+// and views work register by register and move nothing; reductions combine in the thread, then
+// across the lanes with shuffles, then across warps through shared memory; convert_layout ops are
+// the only other data movement (a register permutation when the threads' parts agree, else a trip
+// through shared memory). A dot runs on wgmma (Hopper) or mma.sync from its accumulator's registers,
+// its A operand from registers or a tile, B from a tile. In a `tl::range` loop, loads that become
+// tiles and whose addresses advance by a loop-invariant step are issued num_stages - 1 trips ahead
+// with cp.async into a ring of tiles.
+//
+// Files, by op family: lowering.cpp (kernel, scalars, op dispatch, shared memory), values.cpp
+// (constants, aranges, views, elementwise), memory.cpp (loads, stores, atomics), reduce.cpp
+// (reductions, scans), convert.cpp (layout conversions, tiles), dot.cpp (tensor cores and the FMA
+// dot), control_flow.cpp (loops, branches, pipelining), debug.cpp (print, assert).
+#pragma once
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "jit/cuda/codegen.h"
+#include "jit/cuda/scalar_expr.h"
+#include "jit/passes/assign_layouts.h"
+
+namespace tritium::jit::cuda::lowering {
+
+// A block value in the generated code.
+struct Val {
+  enum class Kind { Regs, Uniform, Tile } kind = Kind::Regs;
+  std::string name;  // Regs: the array; Uniform: the expression; Tile: its u32 shared address
+  const Layout* layout = nullptr;  // the value's layout (the LayoutMap's)
+  // Element r of a register or uniform value.
+  std::string at(int r) const { return kind == Kind::Uniform ? name : fmt::format("{}[{}]", name, r); }
+};
+
+class Lowering {
+ public:
+  Lowering(ir::Function& f, const LayoutMap& layouts, const AxisInfoMap& axis, const CompileOptions& opts,
+           int64_t smem_budget, int cc)
+      : f_(f), layouts_(layouts), axis_(axis), nwarps_(std::max(1, opts.num_warps)), nt_(nwarps_ * 32),
+        num_stages_(opts.num_stages), cc_(cc), smem_budget_(smem_budget) {}
+
+  KernelSource run();
+
+ private:
+  ir::Function& f_;
+  const LayoutMap& layouts_;
+  const AxisInfoMap& axis_;
+  int nwarps_, nt_, num_stages_, cc_;
+  int64_t smem_budget_;
+
+  // ---- output (lowering.cpp) -------------------------------------------------------------------
+  std::string body_, decls_;
+  int indent_ = 1, counter_ = 0;
+  void line(const std::string& s);
+  void open(const std::string& s);
+  void close();
+  std::string fresh(const char* prefix) { return fmt::format("{}{}", prefix, counter_++); }
+  std::string tmp(const std::string& type, const std::string& expr);
+
+  // ---- values ------------------------------------------------------------------------------------
+  std::unordered_map<const ir::Value*, std::string> scalars_;
+  std::unordered_map<const ir::Value*, Val> vals_;
+  std::string scalar(const ir::Value* v);
+  const Val& val(const ir::Value* v);
+  const Layout& layout(const ir::Value* v) const { return layouts_.of(v); }
+  // A register array for `v` (declared here), filled by fn(r) -> element r's expression.
+  Val& define_regs(const ir::Value* v, const std::function<std::string(int)>& fn);
+  Val& declare_regs(const ir::Value* v);  // declared, not filled
+  void set_uniform(const ir::Value* v, const std::string& expr);
+  // The thread's part of layout l's coordinate along `dim` (an int expression hoisted to the kernel
+  // top), and the element coordinate of register r.
+  std::string thread_coord(const Layout& l, int dim);
+  std::string coord(const Layout& l, int r, int dim);
+  std::unordered_map<std::string, std::string> thread_coords_;
+  // Whether this thread holds the first copy of its elements (side effects are done by it alone).
+  std::string owner(const Layout& l);
+
+  // ---- ops (values.cpp) -----------------------------------------------------------------------
+  std::string constant_of(const ir::Op* op);
+  void emit_source(const ir::Op* op);       // constant, splat, arange
+  void emit_view(const ir::Op* op);         // broadcast, expand_dims, permute, reshape, hints
+  // For each register of a view's result, the operand register holding its element.
+  std::vector<int> view_regs(const ir::Op* op);
+  void emit_elementwise(const ir::Op* op);
+  std::string emit_scalar(const ir::Op* op);  // a scalar op's expression
+
+  // ---- memory (memory.cpp) --------------------------------------------------------------------
+  bool global_dirty_ = false;
+  std::vector<const ir::Value*> dirty_roots_;
+  bool dirty_unknown_ = false;
+  static const ir::Value* pointer_root(const ir::Value* v);
+  void mark_global_write(const ir::Value* ptr);
+  bool may_read_written(const ir::Value* ptr) const;
+  void sync_before_read(const ir::Value* ptr);
+  // Elements one access moves along the layout's contiguous registers: the axis info's proof that
+  // the pointer is contiguous and aligned over them, 16 bytes at most.
+  int vector_width(const ir::Op* op, const Layout& l);
+  // Whether the axis info proves `mask` constant over runs of `n` elements along `dim`.
+  bool mask_constant(const ir::Value* mask, int dim, int n) const;
+  void emit_load(const ir::Op* op);
+  void emit_store(const ir::Op* op);
+  void emit_atomic(const ir::Op* op);
+  std::string scalar_load(const ir::Op* op);
+
+  // ---- shared memory (lowering.cpp) -------------------------------------------------------------
+  // Blocks of the dynamic shared memory by offset; a tile lives from its allocation until free().
+  int64_t smem_top_ = 0, smem_peak_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> smem_live_;  // (offset, bytes), in allocation order
+  int64_t alloc_smem(int64_t bytes, int64_t align = 16);
+  void free_smem(int64_t offset);
+  bool synced_ = true;
+  void sync();                        // __syncthreads() unless nothing happened since the last
+  void touched() { synced_ = false; }  // shared or global memory was written or read
+
+  // ---- layout conversions and tiles (convert.cpp) -----------------------------------------------
+  void emit_convert(const ir::Op* op);
+  // Register r of `to`'s value from the registers of `from` in the same thread, when they agree.
+  std::optional<std::vector<int>> same_thread_map(const Layout& from, const Layout& to) const;
+  // Element (coords) of a tile of layout s, as a byte offset expression from the tile's base.
+  std::string tile_offset(const Layout& s, DType d, const std::vector<std::string>& coords) const;
+  int64_t tile_bytes(const Layout& s, DType d) const;
+  // Writes a register value into a tile at base (u32 shared address), 16-byte chunks where the
+  // value's registers run along the tile's contiguous dim.
+  void store_tile(const Val& v, const Layout& from, DType d, const std::string& base, const Layout& tile,
+                  bool async_reader, bool round_tf32);
+  // Reads a tile into registers of layout `to`.
+  void load_tile(const std::string& base, const Layout& tile, DType d, const Val& out, const Layout& to);
+
+  // ---- reductions and scans (reduce.cpp) --------------------------------------------------------
+  std::vector<std::string> combine(const ir::Block* region, const std::vector<std::string>& lhs,
+                                   const std::vector<std::string>& rhs);
+  void emit_reduce(const ir::Op* op);
+  void emit_scan(const ir::Op* op);
+
+  // ---- dot (dot.cpp) ------------------------------------------------------------------------------
+  // wgmma groups issued and not yet waited for, and the accumulator registers they write.
+  struct PendingMma {
+    std::string acc;
+    int groups = 0;
+  };
+  std::vector<PendingMma> pending_mma_;
+  void wait_mma(int keep = 0);                 // wgmma.wait_group keep; drops what completed
+  void wait_mma_for(const std::string& acc);   // before anything reads these registers
+  void emit_dot(const ir::Op* op);
+  void emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
+  void emit_mma_sync(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
+  void emit_fma_dot(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
+  // A loop's matmul dot whose wgmma group runs on into the next trip (emit_for decides): after it
+  // is issued, the previous trip's group is waited for, a barrier follows, then `after_in_flight_`
+  // (the loop's refill of the stage that group read).
+  const ir::Op* in_flight_dot_ = nullptr;
+  std::function<void()> after_in_flight_;
+
+  // ---- control flow (control_flow.cpp) -----------------------------------------------------------
+  void emit_for(const ir::Op* op);
+  void emit_if(const ir::Op* op);
+  void emit_while(const ir::Op* op);
+  // Loads of a loop body that go to shared-memory tiles num_stages - 1 trips ahead (cp.async).
+  struct Pipelined {
+    const ir::Op* load;     // the load
+    const ir::Op* convert;  // its only use: the convert to a tile
+    int64_t offset = 0;     // the ring's first stage
+    int64_t stage_bytes = 0;
+  };
+  std::vector<Pipelined> pipelinable(const ir::Op* loop);
+  // Carried values advanced by a loop-invariant step each trip (pointers, offsets): evaluated as
+  // `value + k * step` for trip t + k while issuing loads ahead.
+  struct Induction {
+    const ir::Value* step;
+    bool ptr;
+  };
+  std::unordered_map<const ir::Value*, Induction> inductions_;
+  // Issues the cp.async of `p`'s load for the trip `ahead` trips after the current one into slot
+  // `slot` (an int expression), predicated by `live`.
+  void issue_stage(const ir::Op* loop, const Pipelined& p, const std::string& ahead, const std::string& slot,
+                   const std::string& live);
+  // The value of `v` (a pure function of the loop's induction variable, inductions and values
+  // from before the loop) `ahead` trips later: register r's expression.
+  std::string ahead_value(const ir::Value* v, int r, const std::string& ahead, const ir::Op* loop);
+  std::unordered_map<std::string, std::string> ahead_memo_;
+  std::unordered_map<const ir::Op*, std::string> stage_slot_;  // pipelined converts -> current slot base
+  bool ahead_computable(const ir::Value* v, const ir::Op* loop, int depth = 0) const;
+
+  // ---- debugging (debug.cpp) --------------------------------------------------------------------
+  int num_asserts_ = 0;
+  bool has_print_ = false;
+  void emit_print(const ir::Op* op);
+  void emit_assert(const ir::Op* op);
+
+  // ---- dispatch (lowering.cpp) ------------------------------------------------------------------
+  void emit_block(const ir::Block* block);
+  void emit_op(const ir::Op* op);
+};
+
+}  // namespace tritium::jit::cuda::lowering
+

@@ -1,0 +1,149 @@
+// Values that move nothing: constants, splats and aranges, views (broadcast, expand_dims, permute,
+// reshape, hints: the registers relabelled), elementwise ops register by register, and scalars.
+#include "jit/cuda/lowering/lowering.h"
+
+namespace tritium::jit::cuda::lowering {
+
+std::string Lowering::constant_of(const ir::Op* op) {
+  const ir::Type& t = op->result()->type;
+  if (t.is_ptr()) return fmt::format("({}){}ull", ctype(t.element()), static_cast<uint64_t>(op->attrs.ival));
+  return constant(t.dtype, op->attrs.ival, op->attrs.fval, is_float(t.dtype));
+}
+
+std::string Lowering::emit_scalar(const ir::Op* op) {
+  switch (op->kind) {
+    case OpKind::Constant: return constant_of(op);
+    case OpKind::ProgramId: return fmt::format("tt_pid{}", op->attrs.axis);
+    case OpKind::NumPrograms: return fmt::format("tt_npid{}", op->attrs.axis);
+    case OpKind::MultipleOf: case OpKind::MaxContiguous: return scalar(op->operand(0));
+    case OpKind::Load: return scalar_load(op);
+    default: break;
+  }
+  if (!ir::is_elementwise(op->kind))
+    fail("internal error: the layout generator has no scalar form of {}", ir::op_name(op->kind));
+  std::vector<std::string> xs;
+  for (ir::Value* o : op->operands) xs.push_back(scalar(o));
+  return elementwise(op, xs);
+}
+
+void Lowering::emit_source(const ir::Op* op) {
+  const ir::Value* r = op->result();
+  switch (op->kind) {
+    case OpKind::Constant: set_uniform(r, constant_of(op)); return;
+    case OpKind::Splat: set_uniform(r, scalar(op->operand(0))); return;
+    case OpKind::Arange: {
+      const Layout& l = layout(r);
+      const int64_t start = op->attrs.ints[0];
+      define_regs(r, [&](int i) {
+        return start ? fmt::format("(int32_t)({}) + {}", coord(l, i, 0), start) : fmt::format("(int32_t)({})", coord(l, i, 0));
+      });
+      return;
+    }
+    default: fail("internal error: {} is not a source op", ir::op_name(op->kind));
+  }
+}
+
+void Lowering::emit_view(const ir::Op* op) {
+  const ir::Value* x = op->operand(0);
+  const ir::Value* r = op->result();
+  if (x->type.is_scalar()) return set_uniform(r, scalar(x));
+  const Val& in = val(x);
+  if (in.kind == Val::Kind::Uniform) return set_uniform(r, in.name);
+  if (in.kind == Val::Kind::Tile) {  // a view of a tile (a transposed dot operand): the same bytes
+    Val& out = vals_[r];
+    out = in;
+    out.layout = &layout(r);
+    return;
+  }
+  const Layout& to = layout(r);
+  const std::vector<int> regs = view_regs(op);
+  bool identity = static_cast<int>(regs.size()) == layout(x).num_regs();
+  for (size_t i = 0; i < regs.size() && identity; ++i) identity = regs[i] == static_cast<int>(i);
+  if (identity) {  // the same array
+    Val& out = vals_[r];
+    out = in;
+    out.layout = &to;
+    return;
+  }
+  define_regs(r, [&](int i) { return in.at(regs[static_cast<size_t>(i)]); });
+}
+
+std::vector<int> Lowering::view_regs(const ir::Op* op) {
+  const ir::Value* x = op->operand(0);
+  const ir::Value* r = op->result();
+  const Layout& from = layout(x);
+  const Layout& to = layout(r);
+  const ir::Shape& xs = x->type.shape;
+  const ir::Shape& rs = r->type.shape;
+  CoordMap map;
+  switch (op->kind) {
+    case OpKind::Broadcast:
+      map = [&](const std::vector<int64_t>& c) {
+        std::vector<int64_t> o = c;
+        for (size_t d = 0; d < o.size(); ++d)
+          if (xs[d] == 1) o[d] = 0;
+        return o;
+      };
+      break;
+    case OpKind::ExpandDims:
+      map = [&](const std::vector<int64_t>& c) {
+        std::vector<int64_t> o = c;
+        o.erase(o.begin() + op->attrs.axis);
+        return o;
+      };
+      break;
+    case OpKind::Permute:
+      map = [&](const std::vector<int64_t>& c) {
+        std::vector<int64_t> o(c.size());
+        for (size_t i = 0; i < c.size(); ++i) o[static_cast<size_t>(op->attrs.ints[i])] = c[i];
+        return o;
+      };
+      break;
+    case OpKind::Reshape:
+      map = [&](const std::vector<int64_t>& c) {
+        int64_t flat = 0;
+        for (size_t d = 0; d < c.size(); ++d) flat = flat * rs[d] + c[d];
+        std::vector<int64_t> o(xs.size());
+        for (size_t d = xs.size(); d-- > 0;) o[d] = flat % xs[d], flat /= xs[d];
+        return o;
+      };
+      break;
+    default: break;  // hints: the same elements
+  }
+  auto regs = register_map(from, to, map);
+  if (!regs)
+    fail("internal error: {} at {} from {} to {} moves data between threads", ir::op_name(op->kind), op->loc.str(),
+         from.str(), to.str());
+  return *regs;
+}
+
+void Lowering::emit_elementwise(const ir::Op* op) {
+  const ir::Value* r = op->result();
+  std::vector<const Val*> in;
+  bool uniform = true;
+  for (const ir::Value* o : op->operands) {
+    if (o->type.is_scalar()) {
+      in.push_back(nullptr);
+      continue;
+    }
+    const Val& v = val(o);
+    if (v.kind == Val::Kind::Tile) fail("internal error: elementwise {} of a shared-memory tile", ir::op_name(op->kind));
+    uniform = uniform && v.kind == Val::Kind::Uniform;
+    in.push_back(&v);
+  }
+  auto element = [&](const std::string& idx) {
+    std::vector<std::string> xs;
+    for (size_t i = 0; i < op->operands.size(); ++i) {
+      if (!in[i]) xs.push_back(scalar(op->operand(i)));
+      else if (in[i]->kind == Val::Kind::Uniform) xs.push_back(in[i]->name);
+      else xs.push_back(fmt::format("{}[{}]", in[i]->name, idx));
+    }
+    return elementwise(op, xs);
+  };
+  if (uniform) return set_uniform(r, tmp(ctype(r->type.element()), element("")));
+  Val& out = declare_regs(r);
+  line("#pragma unroll");
+  line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(r).num_regs(), out.name, element("tt_r")));
+}
+
+}  // namespace tritium::jit::cuda::lowering

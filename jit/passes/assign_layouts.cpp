@@ -1,0 +1,636 @@
+#include "jit/passes/assign_layouts.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "ir/printer.h"
+#include "jit/passes/dce.h"
+
+namespace tritium::jit {
+using ir::OpKind;
+
+namespace {
+
+bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
+bool is_view(OpKind k) {
+  return k == OpKind::Broadcast || k == OpKind::ExpandDims || k == OpKind::Permute || k == OpKind::Reshape ||
+         k == OpKind::MultipleOf || k == OpKind::MaxContiguous;
+}
+// Views that may be views of a shared-memory tile too (a transposed operand).
+bool is_shared_view(OpKind k) { return k == OpKind::Permute || k == OpKind::MultipleOf || k == OpKind::MaxContiguous; }
+bool is_source(OpKind k) { return k == OpKind::Constant || k == OpKind::Splat || k == OpKind::Arange; }
+bool is_byte(DType d) { return is_fp8(d) || d == DType::i8 || d == DType::u8; }
+bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+bool is_tf32(const ir::Op* dot) {
+  return dot->operand(0)->type.dtype == DType::f32 && (dot->attrs.str == "tf32" || dot->attrs.str == "tf32x3");
+}
+
+int priority(const Layout& l) {
+  switch (l.kind) {
+    case LayoutKind::Mma: return 5;
+    case LayoutKind::DotOperand: return 4;
+    case LayoutKind::Blocked: return 3;
+    case LayoutKind::Slice: return 2;
+    default: return 1;
+  }
+}
+
+int64_t pow2_divisor(int64_t v) {
+  if (v <= 0) return int64_t(1) << 30;
+  int64_t p = 1;
+  while (p < (int64_t(1) << 30) && v % (p * 2) == 0) p *= 2;
+  return p;
+}
+
+int64_t numel(const ir::Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
+
+struct Use {
+  ir::Op* op;
+  size_t idx;
+};
+
+class Assigner {
+ public:
+  Assigner(ir::Function& f, const AxisInfoMap& axis, const LayoutOptions& o)
+      : f_(f), axis_(axis), nw_(o.num_warps), cc_(o.compute_capability) {}
+
+  LayoutMap run() {
+    f_.walk([&](ir::Op* op) {
+      for (size_t i = 0; i < op->operands.size(); ++i) uses_[op->operands[i]].push_back({op, i});
+    });
+    forward(f_.body);
+    backward(f_.body);
+    LayoutMap map;
+    for (auto& [v, l] : home_) map.set(v, l);
+    eliminate_dead_code(f_);
+    return map;
+  }
+
+ private:
+  ir::Function& f_;
+  const AxisInfoMap& axis_;
+  int nw_, cc_;
+  std::unordered_map<const ir::Value*, std::vector<Use>> uses_;  // before the pass changes anything
+  std::unordered_map<const ir::Value*, Layout> home_;
+  std::unordered_map<const ir::Op*, Layout> access_;  // stores and atomics: the layout they access in
+  std::unordered_map<const ir::Op*, Layout> operand_in_;  // reduce / scan: their operands' layout
+  // Phase 2: what each use needs of a value, grouped by layout.
+  std::unordered_map<const ir::Value*, std::vector<std::pair<Layout, std::vector<Use>>>> reqs_;
+
+  bool has(const ir::Value* v) const { return home_.count(v) > 0; }
+  int threads() const { return 32 * nw_; }
+
+  // ---- anchors ------------------------------------------------------------------------------
+
+  // Triton's Coalesce: a thread moves up to 16 bytes along the pointer's most contiguous dim.
+  Layout coalesced(const ir::Op* op, bool vector) {
+    const ir::Value* p = op->operand(0);
+    const ir::Shape& shape = p->type.shape;
+    const int rank = static_cast<int>(shape.size());
+    AxisInfo info = axis_.contains(p) ? axis_.get(p) : AxisInfo::unknown(static_cast<size_t>(rank));
+    std::vector<int> order = default_order(rank);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return info.contiguity[static_cast<size_t>(a)] > info.contiguity[static_cast<size_t>(b)];
+    });
+    int64_t vec = 1;
+    if (vector) {
+      const size_t d = static_cast<size_t>(order[0]);
+      int64_t elem = std::max<int64_t>(1, dtype_bytes(p->type.pointee));
+      vec = pow2_divisor(info.contiguity[d]);
+      vec = std::min(vec, std::max<int64_t>(1, info.divisibility[d] / elem));
+      vec = std::min(vec, std::max<int64_t>(1, 16 / elem));
+      vec = std::min(vec, shape[d]);
+      vec = std::min(vec, std::max<int64_t>(1, numel(shape) / threads()));
+    }
+    return default_blocked_layout(shape, nw_, order, vec);
+  }
+
+  Layout default_for(const ir::Value* v) const {
+    return default_blocked_layout(v->type.shape, nw_, default_order(v->type.rank()));
+  }
+
+  // Whether another dot of the same region depends on this one or this one on it (Triton's
+  // warpsPerTile rule): chained dots (attention's S = Q K^T and O += P V) tile their warps along M
+  // alike, so the row statistics and P pass from one to the other in place.
+  bool chained(const ir::Op* dot) const {
+    std::vector<const ir::Op*> work{dot};
+    std::unordered_map<const ir::Op*, bool> seen;
+    for (int steps = 0; !work.empty() && steps < 4096; ++steps) {
+      const ir::Op* op = work.back();
+      work.pop_back();
+      if (!op || seen[op] || op->parent != dot->parent) continue;
+      seen[op] = true;
+      if (op != dot && op->kind == OpKind::Dot) return true;
+      for (const ir::Value* o : op->operands)
+        if (o->def) work.push_back(o->def);
+      for (const ir::Value* r : op->results)
+        if (auto it = uses_.find(r); it != uses_.end())
+          for (const Use& u : it->second) work.push_back(u.op);
+    }
+    return false;
+  }
+
+  Layout dot_layout(const ir::Op* dot) {
+    if (auto p = dot_mma_params(dot, nw_, cc_, chained(dot))) return mma_layout(dot->result()->type.shape, *p, nw_);
+    return default_for(dot->result());
+  }
+
+  // ---- phase 1: forward ----------------------------------------------------------------------
+
+  void forward(ir::Block* b) {
+    for (ir::Op* op : b->ops) forward_op(op);
+  }
+
+  void forward_op(ir::Op* op) {
+    const bool block = !op->results.empty() && op->result()->type.is_block();
+    switch (op->kind) {
+      case OpKind::Load:
+        if (block) home_[op->result()] = coalesced(op, true);
+        return;
+      case OpKind::Store:
+        if (op->operand(0)->type.is_block()) {
+          const ir::Value* val = op->operand(1);
+          // A value already in a blocked layout is stored from it (no conversion); others (mma
+          // accumulators, slices) through a coalesced layout.
+          if (has(val) && home_[val].kind == LayoutKind::Blocked) access_[op] = home_[val];
+          else access_[op] = coalesced(op, true);
+        }
+        return;
+      case OpKind::Dot: home_[op->result()] = dot_layout(op); return;
+      case OpKind::Reduce:
+      case OpKind::Scan: {
+        const ir::Value* x = op->operand(0);
+        Layout in = has(x) ? home_[x] : default_for(x);
+        if (in.is_shared()) in = default_for(x);
+        operand_in_[op] = in;
+        for (ir::Value* r : op->results) {
+          if (!r->type.is_block()) continue;
+          if (op->kind == OpKind::Scan) {
+            home_[r] = in;
+            continue;
+          }
+          Layout out = slice_layout(in, op->attrs.axis);
+          if (op->attrs.flag) out = expand_dims_layout(out, op->attrs.axis);
+          home_[r] = out;
+        }
+        for (ir::Block* region : op->regions) forward(region);
+        return;
+      }
+      case OpKind::For: forward_for(op); return;
+      case OpKind::If: {
+        for (ir::Block* region : op->regions) forward(region);
+        for (size_t i = 0; i < op->results.size(); ++i) {
+          if (!op->results[i]->type.is_block()) continue;
+          for (ir::Block* region : op->regions) {
+            const ir::Value* y = region->ops.back()->operand(i);
+            if (has(y)) {
+              home_[op->results[i]] = home_[y];
+              break;
+            }
+          }
+        }
+        return;
+      }
+      case OpKind::While:
+        for (ir::Block* region : op->regions) forward(region);
+        return;
+      default: break;
+    }
+    if (is_atomic(op->kind)) {
+      if (op->operand(0)->type.is_block()) {
+        // Element by element: any blocked layout an operand already has is as good as another.
+        access_[op] = coalesced(op, false);
+        for (const ir::Value* o : op->operands)
+          if (has(o) && home_[o].kind == LayoutKind::Blocked) {
+            access_[op] = home_[o];
+            break;
+          }
+        home_[op->result()] = access_[op];
+      }
+      return;
+    }
+    if (!block) return;
+    if (ir::is_elementwise(op->kind)) {
+      const Layout* best = nullptr;
+      for (const ir::Value* o : op->operands)
+        if (has(o) && !home_[o].is_shared() && (!best || priority(home_[o]) > priority(*best))) best = &home_[o];
+      if (best) home_[op->result()] = *best;
+      else home_.erase(op->result());
+      return;
+    }
+    if (is_view(op->kind)) {
+      const ir::Value* x = op->operand(0);
+      if (!has(x) || home_[x].is_shared()) {
+        home_.erase(op->result());
+        return;
+      }
+      home_[op->result()] = view_layout(op, home_[x]);
+    }
+  }
+
+  // The layout of a view op's result given its operand's.
+  static Layout view_layout(const ir::Op* op, const Layout& in) {
+    const ir::Type& t = op->result()->type;
+    switch (op->kind) {
+      case OpKind::Broadcast: {
+        // The operand's bits, and the stretched dims' bits on the registers past them.
+        Layout l = in;
+        l.shape = t.shape;
+        l.kind = LayoutKind::Linear;
+        for (size_t d = 0; d < t.shape.size(); ++d) {
+          if (in.shape[d] != 1 || t.shape[d] == 1) continue;
+          int64_t n = t.shape[d];
+          for (int b = 0; (int64_t{1} << b) < n; ++b) l.reg.push_back({static_cast<int>(d), b});
+        }
+        l.name = "linear<" + l.bits_str() + ">";
+        return l;
+      }
+      case OpKind::ExpandDims: return expand_dims_layout(in, op->attrs.axis);
+      case OpKind::Permute: return permute_layout(in, op->attrs.ints);
+      case OpKind::Reshape: return reshape_layout(in, t.shape);
+      default: return in;
+    }
+  }
+
+  void forward_for(ir::Op* op) {
+    ir::Block* body = op->regions[0];
+    const size_t n = op->operands.size() - 3;
+    std::vector<bool> from_yield(n, false);
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* init = op->operand(3 + i);
+      ir::Value* arg = body->args[i + 1];
+      if (has(init) && !home_[init].is_shared()) home_[arg] = home_[init];
+      else home_.erase(arg);
+    }
+    for (int round = 0; round < 4; ++round) {
+      forward(body);
+      const ir::Op* yield = body->ops.back();
+      bool changed = false;
+      for (size_t i = 0; i < n; ++i) {
+        const ir::Value* y = yield->operand(i);
+        ir::Value* arg = body->args[i + 1];
+        if (!y->type.is_block() || !has(y) || home_[y].is_shared()) continue;
+        if (!has(arg) || (!(home_[arg] == home_[y]) && !from_yield[i])) {
+          home_[arg] = home_[y];
+          from_yield[i] = true;
+          changed = true;
+        }
+      }
+      if (!changed) break;
+    }
+    // Carried blocks no anchor reaches (pointers advanced each trip, index blocks): the layout
+    // their first use in the body needs.
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) {
+      ir::Value* arg = body->args[i + 1];
+      if (!arg->type.is_block() || has(arg)) continue;
+      home_[arg] = layout_from_uses(arg, 0);
+      any = true;
+    }
+    if (any) forward(body);
+    for (size_t i = 0; i < n; ++i)
+      if (op->results[i]->type.is_block()) home_[op->results[i]] = home_[body->args[i + 1]];
+  }
+
+  Layout layout_from_uses(const ir::Value* v, int depth) {
+    auto it = uses_.find(v);
+    if (it != uses_.end() && depth < 8) {
+      for (const Use& u : it->second) {
+        if ((u.op->kind == OpKind::Load || u.op->kind == OpKind::Store || is_atomic(u.op->kind)) && u.idx == 0) {
+          if (u.op->kind == OpKind::Load && has(u.op->result())) return home_[u.op->result()];
+          if (access_.count(u.op)) return access_[u.op];
+        }
+        if (ir::is_elementwise(u.op->kind) && !u.op->results.empty()) {
+          if (has(u.op->result()) && !home_[u.op->result()].is_shared()) return home_[u.op->result()];
+          if (u.op->result()->type.shape == v->type.shape) {
+            Layout l = layout_from_uses(u.op->result(), depth + 1);
+            return l;
+          }
+        }
+      }
+    }
+    return default_for(v);
+  }
+
+  // ---- phase 2: requirements, backwards -----------------------------------------------------
+
+  void require(ir::Op* op, size_t idx, const Layout& l) {
+    ir::Value* v = op->operands[idx];
+    if (!v->type.is_block()) return;
+    auto& list = reqs_[v];
+    for (auto& [lay, uses] : list)
+      if (lay == l) {
+        uses.push_back({op, idx});
+        return;
+      }
+    list.push_back({l, {{op, idx}}});
+  }
+
+  void backward(ir::Block* b) {
+    for (size_t i = b->ops.size(); i-- > 0;) {
+      ir::Op* op = b->ops[i];
+      for (ir::Value* r : op->results) resolve(r);
+      for (size_t r = op->regions.size(); r-- > 0;) {
+        backward(op->regions[r]);
+        for (ir::Value* a : op->regions[r]->args) resolve(a);
+      }
+      requirements(op);
+    }
+  }
+
+  // A value that is cheap to compute again in another layout: constants, splats, aranges, index
+  // arithmetic over them, and views (whose conversion is better done on the viewed value).
+  bool remat(const ir::Value* v) const {
+    if (!v->def || v->type.is_scalar()) return false;
+    OpKind k = v->def->kind;
+    if (is_source(k) || is_view(k)) return true;
+    return ir::is_elementwise(k) && !has(v);
+  }
+
+  void resolve(ir::Value* v) {
+    if (!v->type.is_block()) return;
+    std::vector<std::pair<Layout, std::vector<Use>>> list;
+    if (auto it = reqs_.find(v); it != reqs_.end()) list = std::move(it->second), reqs_.erase(it);
+    if (!remat(v)) {
+      if (!has(v)) home_[v] = default_for(v);
+      const Layout& h = home_[v];
+      // A load with fewer elements than threads is cheap to load in the layout its uses need
+      // (Triton's isExpensiveLoadOrStore).
+      if (v->def && v->def->kind == OpKind::Load && list.size() == 1 && !list[0].first.is_shared() &&
+          numel(v->type.shape) < threads()) {
+        home_[v] = list[0].first;
+        return;
+      }
+      for (auto& [l, uses] : list) {
+        if (l == h) continue;
+        ir::Value* c = insert_convert(v, l);
+        for (const Use& u : uses) u.op->operands[u.idx] = c;
+      }
+      return;
+    }
+    // Recomputed per layout: the first distributed layout keeps the op, the others get clones;
+    // shared-memory tiles are converted from the first (except views of a tile).
+    const bool shared_view = is_shared_view(v->def->kind);
+    std::vector<std::pair<Layout, std::vector<Use>>> own, shared;
+    for (auto& entry : list) (entry.first.is_shared() && !shared_view ? shared : own).push_back(std::move(entry));
+    if (own.empty()) own.push_back({has(v) && !home_[v].is_shared() ? home_[v] : default_for(v), {}});
+    for (size_t j = 0; j < own.size(); ++j) {
+      ir::Value* x = j == 0 ? v : clone(v);
+      home_[x] = own[j].first;
+      for (const Use& u : own[j].second) u.op->operands[u.idx] = x;
+      requirements(x->def);
+    }
+    for (auto& [l, uses] : shared) {
+      ir::Value* c = insert_convert(v, l);
+      for (const Use& u : uses) u.op->operands[u.idx] = c;
+    }
+  }
+
+  // Inserts `op` after `anchor` in `block` (at its start when anchor is null).
+  static void insert_after(ir::Block* block, const ir::Op* anchor, ir::Op* op) {
+    op->parent = block;
+    auto pos = block->ops.begin();
+    if (anchor) pos = std::find(block->ops.begin(), block->ops.end(), anchor) + 1;
+    block->ops.insert(pos, op);
+  }
+
+  ir::Value* insert_convert(ir::Value* v, const Layout& l) {
+    ir::Op* op = f_.new_op(OpKind::ConvertLayout, v->def ? v->def->loc : SourceLoc{});
+    op->operands = {v};
+    ir::Value* r = f_.add_result(op, v->type);
+    if (v->def) insert_after(v->def->parent, v->def, op);
+    else insert_after(v->owner, nullptr, op);
+    home_[r] = l;
+    return r;
+  }
+
+  ir::Value* clone(const ir::Value* v) {
+    const ir::Op* src = v->def;
+    ir::Op* op = f_.new_op(src->kind, src->loc);
+    op->operands = src->operands;
+    op->attrs = src->attrs;
+    ir::Value* r = f_.add_result(op, v->type);
+    insert_after(src->parent, src, op);
+    for (size_t i = 0; i < op->operands.size(); ++i) uses_[op->operands[i]].push_back({op, i});
+    return r;
+  }
+
+  // What `op` needs of its block operands, given its result's layout.
+  void requirements(ir::Op* op) {
+    switch (op->kind) {
+      case OpKind::Load:
+        if (op->result()->type.is_block())
+          for (size_t i = 0; i < op->operands.size(); ++i) require(op, i, home_[op->result()]);
+        return;
+      case OpKind::Store:
+        if (access_.count(op))
+          for (size_t i = 0; i < op->operands.size(); ++i) require(op, i, access_[op]);
+        return;
+      case OpKind::Dot: {
+        const Layout& acc = home_[op->result()];
+        require(op, 2, acc);
+        require(op, 0, dot_operand(op, 0, acc));
+        require(op, 1, dot_operand(op, 1, acc));
+        return;
+      }
+      case OpKind::Reduce:
+      case OpKind::Scan:
+        for (size_t i = 0; i < op->operands.size(); ++i) require(op, i, operand_in_[op]);
+        return;
+      case OpKind::For: {
+        ir::Block* body = op->regions[0];
+        for (size_t i = 3; i < op->operands.size(); ++i)
+          if (op->operands[i]->type.is_block()) require(op, i, home_[body->args[i - 2]]);
+        return;
+      }
+      case OpKind::Yield: {
+        const ir::Op* parent = op->parent->parent;
+        if (!parent) return;
+        for (size_t i = 0; i < op->operands.size(); ++i) {
+          if (!op->operands[i]->type.is_block()) continue;
+          if (parent->kind == OpKind::For) require(op, i, home_[parent->regions[0]->args[i + 1]]);
+          else if (parent->kind == OpKind::If) require(op, i, home_[parent->results[i]]);
+        }
+        return;
+      }
+      default: break;
+    }
+    if (is_atomic(op->kind)) {
+      if (access_.count(op))
+        for (size_t i = 0; i < op->operands.size(); ++i) require(op, i, access_[op]);
+      return;
+    }
+    if (op->results.empty() || !op->result()->type.is_block()) return;
+    const Layout& l = home_[op->result()];
+    if (ir::is_elementwise(op->kind)) {
+      for (size_t i = 0; i < op->operands.size(); ++i) require(op, i, l);
+      return;
+    }
+    if (!is_view(op->kind)) return;
+    const ir::Shape& in = op->operand(0)->type.shape;
+    switch (op->kind) {
+      case OpKind::Broadcast:
+        if (op->operand(0)->type.is_block()) require(op, 0, broadcast_source_layout(l, in));
+        return;
+      case OpKind::ExpandDims:
+        if (op->operand(0)->type.is_block()) require(op, 0, squeeze_layout(l, op->attrs.axis));
+        return;
+      case OpKind::Permute: require(op, 0, permute_source_layout(l, op->attrs.ints)); return;
+      case OpKind::Reshape: require(op, 0, reshape_layout(l, in)); return;
+      case OpKind::MultipleOf:
+      case OpKind::MaxContiguous: require(op, 0, l); return;
+      default: return;
+    }
+  }
+
+  // The dim along which a value's elements are contiguous in memory (for its shared tile).
+  int contiguous_dim(const ir::Value* v, int depth = 0) {
+    const int rank = v->type.rank();
+    if (v->def && depth < 16) {
+      const ir::Op* d = v->def;
+      if (d->kind == OpKind::Permute) {
+        int c = contiguous_dim(d->operand(0), depth + 1);
+        for (int i = 0; i < rank; ++i)
+          if (d->attrs.ints[static_cast<size_t>(i)] == c) return i;
+      }
+      if (d->kind == OpKind::MultipleOf || d->kind == OpKind::MaxContiguous || d->kind == OpKind::ConvertLayout ||
+          (ir::is_elementwise(d->kind) && d->operand(0)->type.shape == v->type.shape))
+        if (d->kind != OpKind::Load) return contiguous_dim(d->operand(0), depth + 1);
+    }
+    if (has(v) && home_[v].kind == LayoutKind::Blocked) return home_[v].order[0];
+    return rank - 1;
+  }
+
+  // Whether a dot operand is computed in registers (attention's P) rather than loaded.
+  bool register_computed(const ir::Value* v) const {
+    for (int depth = 0; depth < 16; ++depth) {
+      if (!v->def) return false;  // a loop-carried tile: like a loaded one
+      OpKind k = v->def->kind;
+      if (k == OpKind::Load) return false;
+      if (!is_view(k) && k != OpKind::ConvertLayout) return true;
+      v = v->def->operand(0);
+    }
+    return true;
+  }
+
+  Layout dot_operand(const ir::Op* dot, int idx, const Layout& acc) {
+    const ir::Value* x = dot->operand(static_cast<size_t>(idx));
+    const DType in = x->type.dtype;
+    const int64_t K = dot->operand(0)->type.shape[1];
+    if (acc.kind != LayoutKind::Mma) return shared_layout(x->type.shape, {1, 0}, 0);  // the FMA loop
+    const bool tf32 = in == DType::f32, byte = is_byte(in);
+    if (idx == 0 && register_computed(x) && !(tf32 && acc.mma.version == 3))
+      return dot_operand_layout(acc, 0, K, tf32 ? 1 : byte ? 4 : 2, nw_);
+    // Tiles lie as their memory does (so loads copy them straight in), except where wgmma needs
+    // them K-major: A always, tf32 and 8-bit B, and B rows of N narrower than a 128-byte swizzle.
+    int cd = contiguous_dim(x);
+    if (acc.mma.version == 3) {
+      if (idx == 0 || tf32 || byte) cd = idx == 0 ? 1 : 0;
+      else if (cd == 1 && x->type.shape[1] / acc.mma.wn * dtype_bytes(in) < 128) cd = 0;
+    }
+    std::vector<int> order = {cd, 1 - cd};
+    int64_t row_bytes = x->type.shape[static_cast<size_t>(cd)] * dtype_bytes(in);
+    return shared_layout(x->type.shape, order, swizzle_for_row_bytes(row_bytes));
+  }
+};
+
+}  // namespace
+
+const Layout& LayoutMap::of(const ir::Value* v) const {
+  auto it = layouts_.find(v);
+  if (it == layouts_.end()) fail("internal error: block value %{} has no layout", v->id);
+  return it->second;
+}
+
+std::string LayoutMap::annotated(ir::Function& f) const {
+  return ir::print(f, [&](const ir::Value* v) -> std::string {
+    auto it = layouts_.find(v);
+    return it == layouts_.end() || !v->type.is_block() ? "" : "#" + it->second.str();
+  });
+}
+
+std::optional<MmaParams> dot_mma_params(const ir::Op* dot, int num_warps, int cc, bool chained) {
+  const ir::Type& rt = dot->result()->type;
+  const DType in = dot->operand(0)->type.dtype;
+  const bool tf32 = is_tf32(dot), byte = is_byte(in);
+  const DType acc = is_int(in) ? DType::i32 : DType::f32;
+  if (cc < 80 || rt.rank() != 2 || rt.dtype != acc || !(is_half(in) || tf32 || byte)) return std::nullopt;
+  const int64_t M = rt.shape[0], N = rt.shape[1], K = dot->operand(0)->type.shape[1];
+  const int64_t kstep = tf32 ? 8 : byte ? 32 : 16;
+  if (M % 16 || N % 16 || K % kstep) return std::nullopt;
+  // wgmma: warpgroups along M first (each 64 rows), then N (at most 256 columns an instruction).
+  if (cc == 90 && num_warps % 4 == 0 && dot->attrs.str != "tf32x3" && M % 64 == 0) {
+    const int groups = num_warps / 4;
+    for (int wm = static_cast<int>(std::min<int64_t>(groups, M / 64)); wm >= 1; --wm) {
+      if (groups % wm) continue;
+      const int wn = groups / wm;
+      if (N % (wn * 8) || N / wn > 256 || N / wn < 8) continue;
+      return MmaParams{3, wm, wn};
+    }
+  }
+  if (byte) return std::nullopt;  // 8-bit operands on wgmma only (no mma.sync emitter for them)
+  // mma.sync: warps along M for a chained dot (its result is the next dot's A fragment), else the
+  // tiling that loads the fewest fragments per k step; warps past the shape replicate.
+  std::optional<MmaParams> best;
+  int64_t best_cost = 0;
+  for (int units = num_warps; units >= 1 && !best; units /= 2) {
+    for (int wm = 1; wm <= units; wm *= 2) {
+      const int wn = units / wm;
+      if (M % (wm * 16) || N % (wn * 16)) continue;
+      const int64_t mt = M / wm / 16, nt = N / wn / 8;
+      const int64_t cost = chained ? (wn == 1 ? 0 : 1000) + mt : mt + nt / 2;
+      if (!best || cost < best_cost) best = MmaParams{2, wm, wn}, best_cost = cost;
+    }
+  }
+  return best;
+}
+
+LayoutMap assign_layouts(ir::Function& f, const AxisInfoMap& axis, const LayoutOptions& opts) {
+  LayoutMap map = Assigner(f, axis, opts).run();
+  f.walk([&](ir::Op* op) {
+    // A tensor-core accumulator lives in registers (the instructions read and write it there); an
+    // FMA dot's result is an ordinary register array, which the compiler may spill.
+    if (op->kind != OpKind::Dot || !map.has(op->result()) || map.of(op->result()).kind != LayoutKind::Mma) return;
+    const ir::Type& t = op->result()->type;
+    const int64_t words = int64_t{map.of(op->result()).num_regs()} * std::max(1, dtype_bytes(t.dtype) / 4);
+    if (words > 255)
+      fail("{}: tl::dot's [{}, {}] result needs {} registers a thread on {} warps, more than a GPU thread has "
+           "(255); use smaller blocks or more warps",
+           op->loc.str(), t.shape[0], t.shape[1], words, opts.num_warps);
+  });
+  return map;
+}
+
+void verify_layouts(ir::Function& f, const LayoutMap& layouts) {
+  auto check = [&](const ir::Op* op, bool ok, const std::string& what) {
+    if (!ok) fail("internal error: layouts of {} at {}: {}\n{}", ir::op_name(op->kind), op->loc.str(), what,
+                  layouts.annotated(f));
+  };
+  f.walk([&](ir::Op* op) {
+    for (const ir::Value* r : op->results)
+      if (r->type.is_block()) check(op, layouts.has(r), "a result without a layout");
+    for (const ir::Value* o : op->operands)
+      if (o->type.is_block()) check(op, layouts.has(o), "an operand without a layout");
+    if (op->results.empty() || !op->result()->type.is_block()) return;
+    const Layout& l = layouts.of(op->result());
+    if (ir::is_elementwise(op->kind)) {
+      for (const ir::Value* o : op->operands)
+        if (o->type.is_block()) check(op, layouts.of(o) == l, "operands and result in different layouts");
+    } else if (op->kind == OpKind::Dot) {
+      check(op, layouts.of(op->operand(2)) == l, "the accumulator is not in the result's layout");
+    } else if (op->kind == OpKind::Broadcast && op->operand(0)->type.is_block()) {
+      check(op, layouts.of(op->operand(0)) == broadcast_source_layout(l, op->operand(0)->type.shape),
+            "the operand is not the result's broadcast source");
+    } else if (op->kind == OpKind::ExpandDims && op->operand(0)->type.is_block()) {
+      check(op, layouts.of(op->operand(0)) == squeeze_layout(l, op->attrs.axis), "operand layout");
+    } else if (op->kind == OpKind::Permute) {
+      check(op, layouts.of(op->operand(0)) == permute_source_layout(l, op->attrs.ints), "operand layout");
+    }
+  });
+}
+
+}  // namespace tritium::jit

@@ -1,0 +1,57 @@
+#include "jit/passes/combine_dot_add.h"
+
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tritium::jit {
+using ir::OpKind;
+
+namespace {
+
+bool is_zero_constant(const ir::Value* v) {
+  const ir::Op* d = v->def;
+  if (!d) return false;
+  if (d->kind == OpKind::Splat) return is_zero_constant(d->operand(0));
+  return d->kind == OpKind::Constant && d->attrs.ival == 0 && d->attrs.fval == 0.0;
+}
+
+}  // namespace
+
+bool combine_dot_add(ir::Function& f) {
+  std::unordered_map<const ir::Value*, int> uses;
+  f.walk([&](ir::Op* op) {
+    for (const ir::Value* o : op->operands) ++uses[o];
+  });
+  std::vector<std::pair<ir::Op*, int>> found;  // (add, the side its dot is on)
+  f.walk([&](ir::Op* op) {
+    if (op->kind != OpKind::Add) return;
+    for (int side = 0; side < 2; ++side) {
+      ir::Value* d = op->operands[static_cast<size_t>(side)];
+      const ir::Value* acc = op->operands[static_cast<size_t>(1 - side)];
+      const ir::Op* dot = d->def;
+      if (dot && dot->kind == OpKind::Dot && uses[d] == 1 && is_zero_constant(dot->operand(2)) &&
+          dot->parent == op->parent && acc->type == d->type) {
+        found.push_back({op, side});
+        return;
+      }
+    }
+  });
+  for (auto [op, side] : found) {
+    ir::Value* d = op->operands[static_cast<size_t>(side)];
+    ir::Op* dot = d->def;
+    // The dot moves to the add's place (the accumulator may be defined between them) and takes
+    // over the add's uses.
+    ir::Block* b = op->parent;
+    std::erase(b->ops, dot);
+    dot->operands[2] = op->operands[static_cast<size_t>(1 - side)];
+    for (auto& o : b->ops)
+      if (o == op) o = dot;
+    op->operands.clear();
+    f.replace_all_uses(op->result(), d);
+  }
+  const bool changed = !found.empty();
+  return changed;
+}
+
+}  // namespace tritium::jit
