@@ -248,6 +248,17 @@ Tensor softmax(const Tensor& x, int dim) {
                 [sy, dim](const Tensor& g) { return Grads{ops::softmax_backward(g, sy, dim)}; });
 }
 
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
+                                    std::optional<double> scale) {
+  ops::AttentionResult r = ops::scaled_dot_product_attention_forward(q, k, v, is_causal, scale);
+  Tensor sq = saved(q), sk = saved(k), sv = saved(v), so = saved(r.out), lse = r.lse;
+  return record(std::move(r.out), {q, k, v}, "ScaledDotProductAttentionBackward",
+                [sq, sk, sv, so, lse, is_causal, scale](const Tensor& g) {
+                  ops::AttentionGrads d = ops::scaled_dot_product_attention_backward(g, sq, sk, sv, so, lse, is_causal, scale);
+                  return Grads{d.dq, d.dk, d.dv};
+                });
+}
+
 Tensor log_softmax(const Tensor& x, int dim) {
   Tensor y = ops::log_softmax(x, dim);
   Tensor sy = saved(y);

@@ -44,6 +44,10 @@ Tensor amin(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x, int dim);
 Tensor log_softmax(const Tensor& x, int dim);
+// torch.nn.functional.scaled_dot_product_attention (no dropout, no attention mask): fused forward
+// and backward kernels (ops::scaled_dot_product_attention_forward / _backward).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt);
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 // torch.nn.functional.layer_norm: over the trailing dims normalized_shape; weight and bias both
 // given or both undefined.

@@ -142,6 +142,27 @@ Tensor log_softmax_backward(const Tensor& grad, const Tensor& y, int dim);   // 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets);
 
+// ---- attention ----------------------------------------------------------------------------------
+// torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=..., scale=...) on [batch,
+// heads, length, head dim] tensors (f16, bf16, f32; any strides; query and key lengths apart; head
+// dims up to 256): softmax(q k^T * scale [+ a top-left causal mask]) v, scale 1/sqrt(head dim) by
+// default, through fused kernels (tutorial 06's algorithm; ops/attention.cpp). The forward also
+// returns the rows' log-sum-exp in base 2 ([batch, heads, length], f32) for the backward.
+struct AttentionResult {
+  Tensor out, lse;
+};
+AttentionResult scaled_dot_product_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
+                                                     std::optional<double> scale = std::nullopt);
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt);
+struct AttentionGrads {
+  Tensor dq, dk, dv;
+};
+AttentionGrads scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
+                                                     const Tensor& v, const Tensor& out, const Tensor& lse,
+                                                     bool is_causal, std::optional<double> scale = std::nullopt);
+double default_attention_scale(int64_t head_dim);  // 1 / sqrt(head_dim)
+
 // ---- layer norm ---------------------------------------------------------------------------------
 // Over the trailing dims `normalized_shape` (torch.nn.functional.layer_norm); weight and bias
 // both given (of that shape) or both undefined. mean and rstd ([rows], f32; f64 for f64 inputs)
