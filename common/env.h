@@ -29,8 +29,9 @@ struct Env {
   // where a dot is traced.
   std::string f32_default;
   // TRITIUM_CUDA_CODEGEN: which CUDA code generator lowers a kernel: "layouts" (every kernel through
-  // layouts, jit/cuda/lowering), "legacy" (none), empty (the default): kernels with a dot through
-  // layouts, the others through the element-loop generator (jit/cuda/codegen.cpp). Part of the cache key.
+  // layouts, jit/cuda/lowering), "legacy" (none: the element-loop generator, jit/cuda/codegen.cpp),
+  // empty (the default): kernels with a dot through layouts unless the element-loop generator's
+  // matmul-loop matcher takes all their dots. Part of the cache key.
   std::string cuda_codegen;
   // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
   int num_threads = 1;

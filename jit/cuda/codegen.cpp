@@ -55,6 +55,7 @@ KernelSource Codegen::run() {
   if (!tma_maps_.empty()) src += "struct __align__(64) tt_tmap_t { unsigned long long v[16]; };  // a CUtensorMap\n";
   for (size_t i = 0; i < tma_maps_.size(); ++i) maps += fmt::format(", const __grid_constant__ tt_tmap_t tt_tmap{}", i);
   ks.persistent = persistent_;
+  ks.matmul_loops = matmul_loops_;
   // A persistent kernel takes the program grid as parameters; its CTAs (as many as are resident,
   // a 1-D grid) walk over the programs, x fastest, as the hardware would hand them out.
   const char* grid = persistent_ ? ", const int32_t tt_grid0, const int32_t tt_grid1, const int32_t tt_grid2" : "";
@@ -1148,7 +1149,10 @@ void Codegen::prefetch(const ir::Op* loop, const std::vector<const ir::Op*>& loa
 }
 
 void Codegen::emit_for(const ir::Op* op) {
-  if (auto m = mma_loops_.find(op); m != mma_loops_.end() && emit_mma_loop(op, m->second)) return;
+  if (auto m = mma_loops_.find(op); m != mma_loops_.end() && emit_mma_loop(op, m->second)) {
+    ++matmul_loops_;
+    return;
+  }
   const ir::Block* body = op->regions[0];
   size_t n = op->results.size();
   // Each carried value is a scalar variable, a per-thread register array or a buffer.
@@ -1504,8 +1508,20 @@ bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esiz
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget, int compute_capability) {
   f.renumber();
-  if (use_layout_codegen(f)) return generate_cuda_layouts(f, opts, smem_budget, compute_capability, env().dump_dir);
-  return detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
+  const std::string& mode = env().cuda_codegen;
+  if (mode == "layouts") return generate_cuda_layouts(f, opts, smem_budget, compute_capability, env().dump_dir);
+  int dots = 0;
+  f.walk([&](ir::Op* op) { dots += op->kind == OpKind::Dot; });
+  if (mode == "legacy" || dots == 0) return detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
+  // A kernel whose every dot the matmul-loop matcher takes (tutorial 03's loop, with TMA and
+  // persistent programs, still faster there) keeps the element-loop generator's code; any other dot
+  // kernel goes through layouts, where every dot gets tensor cores.
+  try {
+    KernelSource legacy = detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
+    if (legacy.matmul_loops == dots) return legacy;
+  } catch (const Error&) {  // what the element-loop generator cannot do, the layouts may
+  }
+  return generate_cuda_layouts(f, opts, smem_budget, compute_capability, env().dump_dir);
 }
 
 }  // namespace tritium::jit::cuda

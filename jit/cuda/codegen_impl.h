@@ -168,6 +168,7 @@ class Codegen {
     std::vector<std::pair<size_t, const ir::Value*>> counters;
   };
   std::unordered_map<const ir::Op*, MmaLoop> mma_loops_;
+  int matmul_loops_ = 0;  // loops emitted by emit_mma_loop (KernelSource::matmul_loops)
   // Carried pointer blocks of an MMA loop, evaluated as init + trip * step: `at` is the init's
   // value at the element being evaluated (a hoisted register), `trip` the trip number.
   struct Affine {

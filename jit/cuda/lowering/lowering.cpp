@@ -225,15 +225,6 @@ void Lowering::emit_op(const ir::Op* op) {
 
 namespace tritium::jit::cuda {
 
-bool use_layout_codegen(const ir::Function& f) {
-  const std::string& mode = env().cuda_codegen;
-  if (mode == "layouts") return true;
-  if (mode == "legacy") return false;
-  bool dot = false;
-  const_cast<ir::Function&>(f).walk([&](ir::Op* op) { dot = dot || op->kind == OpKind::Dot; });
-  return dot;
-}
-
 KernelSource generate_cuda_layouts(ir::Function& f, const CompileOptions& opts, int64_t smem_budget, int cc,
                                    const std::string& dump_dir) {
   AxisInfoMap axis = analyze_axis_info(f);
