@@ -28,6 +28,10 @@ struct Env {
   // none ("tf32", "tf32x3" or "ieee"; Triton's TRITON_F32_DEFAULT). Empty: "tf32". Checked
   // where a dot is traced.
   std::string f32_default;
+  // TRITIUM_POISON_BUFFERS=1: every new tensor buffer is filled with 0xFF bytes (NaN in every
+  // float dtype, -1 in integers) before anyone writes it, so a check sees the elements an op never
+  // wrote, on the host and on the GPU. The test suite turns it on (tests/main.cpp); costs a fill.
+  bool poison_buffers = false;
   // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
   int num_threads = 1;
 };
