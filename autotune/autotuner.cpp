@@ -29,7 +29,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-constexpr std::string_view kRecordMagic = "tritium-autotune 1";
+// Version 2: only failures that do not depend on the data are recorded (version 1 also kept
+// run-time failures of one launch's data, so its records are measured again once).
+constexpr std::string_view kRecordMagic = "tritium-autotune 2";
 
 // Index of the parameter called `name`, or -1.
 int param_index(const Kernel& k, std::string_view name) {
@@ -224,6 +226,22 @@ std::string first_line(const std::string& s) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
+// One line on stderr naming the configs a tuning skipped and why, whatever TRITIUM_PRINT_AUTOTUNING
+// says: a config that never runs should not go unnoticed.
+void report_skipped(const std::string& kernel, const TuningResult& r) {
+  std::string list;
+  size_t skipped = 0;
+  for (const ConfigResult& c : r.results) {
+    if (c.ok()) continue;
+    std::string why = c.status.rfind("failed: ", 0) == 0 ? c.status.substr(8) : c.status;
+    if (why.size() > 160) why = why.substr(0, 157) + "...";
+    list += fmt::format("{}{} ({}{})", skipped++ ? "; " : "", c.config.str(), why, c.from_disk ? ", from disk" : "");
+  }
+  if (skipped)
+    log_line(fmt::format("autotune: kernel {} for {}: skipped {} of {} configs: {}", kernel, r.key, skipped,
+                         r.results.size(), list));
+}
+
 }  // namespace
 
 // ---- Autotuner ------------------------------------------------------------------------------------
@@ -314,6 +332,11 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
   }
 
   const size_t n = candidates.size();
+  // Which results the disk may keep: measurements, and failures of the code itself (compile,
+  // load, resource limits). A run-time failure may come from this launch's data (a device
+  // assertion on its values, an allocation that another allocation starved): it skips the config
+  // for this tuning only, and another process measures it again.
+  std::vector<bool> keep(n, true);
   std::vector<LaunchArgs> cargs(n);
   std::vector<std::string> hash(n);
   result->results.resize(n);
@@ -360,6 +383,7 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
   auto compile_start = Clock::now();
   if (!todo.empty()) {
     std::vector<std::string> errors(todo.size());
+    std::vector<bool> transient(todo.size(), false);
     size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
     std::atomic<size_t> next{0};
     auto work = [&] {
@@ -368,8 +392,9 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
           kernel.precompile(cargs[todo[t]]);
         } catch (const Error& e) {
           errors[t] = first_line(e.what());
-        } catch (const std::exception& e) {
+        } catch (const std::exception& e) {  // not the code's fault (memory, threads): not remembered
           errors[t] = e.what();
+          transient[t] = true;
         }
       }
     };
@@ -378,7 +403,10 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
     work();
     for (auto& t : threads) t.join();
     for (size_t t = 0; t < todo.size(); ++t)
-      if (!errors[t].empty()) result->results[todo[t]].status = "failed: " + errors[t];
+      if (!errors[t].empty()) {
+        result->results[todo[t]].status = "failed: " + errors[t];
+        keep[todo[t]] = !transient[t];
+      }
   }
   result->compile_ms = ms_since(compile_start);
 
@@ -428,8 +456,11 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
       r.ms = b.median_ms;
       r.status = b.stopped_early ? "early-stopped" : "ok";
       if (!b.stopped_early) best_ms = std::min(best_ms, r.ms);
+    } catch (const ResourceError& e) {  // the code cannot launch on this device, whatever the data
+      r.status = "failed: " + first_line(e.what());
     } catch (const Error& e) {
       r.status = "failed: " + first_line(e.what());
+      keep[i] = false;
     }
     ++result->benchmarked;
   }
@@ -456,7 +487,7 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
       if (hash[i].empty()) continue;
       const ConfigResult& r = result->results[i];
       config_of[hash[i]] = r.config.str();
-      if (r.from_disk) continue;
+      if (r.from_disk || !keep[i]) continue;
       Record::Entry e;
       bool failed = r.status.rfind("failed", 0) == 0;
       e.status = failed ? "failed" : r.status;
@@ -469,6 +500,7 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
   }
   result->tuning_ms = ms_since(start);
 
+  report_skipped(kernel.name(), *result);
   if (env().print_autotuning) {
     int failed = 0, early = 0, cached = 0;
     for (const auto& r : result->results) {

@@ -13,8 +13,10 @@
 // keeps the fastest and launches it. Later launches with that key cost one hash lookup more than
 // a plain launch. Results persist in the disk cache's directory (autotune/), per key, device and
 // toolchain, one line per config keyed by the config's compiled content hash: another process
-// benchmarks nothing, and adding a config measures only the new one. TRITIUM_PRINT_AUTOTUNING=1
-// prints each tuning.
+// benchmarks nothing, and adding a config measures only the new one. Failures are kept there only
+// when they cannot depend on the data (compile and load failures, ResourceError at launch); a
+// tuning that skips configs lists them in one line on stderr. TRITIUM_PRINT_AUTOTUNING=1 prints
+// each tuning.
 #pragma once
 #include <functional>
 #include <memory>

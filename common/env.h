@@ -33,6 +33,10 @@ struct Env {
   // empty (the default): kernels with a dot through layouts unless the element-loop generator's
   // matmul-loop matcher takes all their dots. Part of the cache key.
   std::string cuda_codegen;
+  // TRITIUM_POISON_BUFFERS=1: every new tensor buffer is filled with 0xFF bytes (NaN in every
+  // float dtype, -1 in integers) before anyone writes it, so a check sees the elements an op never
+  // wrote, on the host and on the GPU. The test suite turns it on (tests/main.cpp); costs a fill.
+  bool poison_buffers = false;
   // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
   int num_threads = 1;
 };

@@ -33,6 +33,14 @@ class Error : public std::runtime_error {
   SourceLoc loc_;
 };
 
+// A kernel that needs more of the device than it has (registers, shared memory, threads per
+// block): a property of the compiled code and the device, never of the data it is given, so
+// the autotuner remembers it as it remembers a compile failure.
+class ResourceError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Formats and throws; `op` names the operation the user called.
 template <class... Args>
 [[noreturn]] void fail(const SourceLoc& loc, fmt::format_string<Args...> f, Args&&... args) {

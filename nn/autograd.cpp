@@ -35,6 +35,24 @@ void accumulate_leaf(AutogradMeta& leaf, Tensor g) {
 
 // ---- nodes ------------------------------------------------------------------------------------------
 
+Node::~Node() {
+  // Each edge's node is moved onto a local stack; a node popped from it whose last owner is the
+  // stack gives up its own edges to the stack before it is freed, so every destructor below this
+  // one finds its edges empty and returns at once: depth 1 whatever the graph's depth. (Moving a
+  // shared_ptr keeps its count, so a node reached by several edges is freed only by the last.)
+  std::vector<std::shared_ptr<Node>> stack;
+  auto take_edges = [&stack](Node& n) {
+    for (Edge& e : n.next)
+      if (e.node) stack.push_back(std::move(e.node));
+  };
+  take_edges(*this);
+  while (!stack.empty()) {
+    std::shared_ptr<Node> n = std::move(stack.back());
+    stack.pop_back();
+    if (n.use_count() == 1) take_edges(*n);
+  }
+}
+
 std::vector<Tensor> FunctionNode::backward(const Tensor& grad_output) {
   if (released || !fn_)
     fail("{}: Trying to backward through the graph a second time (or directly access saved tensors after they "

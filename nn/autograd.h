@@ -24,7 +24,10 @@ struct Edge {
 };
 
 struct Node {
-  virtual ~Node() = default;
+  // Frees the nodes only this one keeps alive without recursing, so that dropping a graph of any
+  // depth (a loss summed over a million steps is a chain of a million nodes) cannot overflow the
+  // stack, as PyTorch's deleteNode.
+  virtual ~Node();
   virtual std::string name() const = 0;
   // Gradients of the inputs (in `next` order) given the gradient of this node's output; an
   // undefined Tensor where an input needs none.

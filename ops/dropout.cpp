@@ -60,8 +60,9 @@ Tensor dropout(const Tensor& x, double p, Generator& gen, DropoutState* state) {
   DropoutState s;
   s.p = p;
   if (p > 0 && p < 1) {
-    s.seed = gen.seed();
-    s.offset = gen.advance(static_cast<uint64_t>(x.numel()));
+    Generator::Stream r = gen.reserve(static_cast<uint64_t>(x.numel()));
+    s.seed = r.seed;
+    s.offset = r.offset;
   }
   if (state) *state = s;
   if (p == 0) return clone(x);

@@ -4,11 +4,12 @@
 // The input is made contiguous and viewed as [M, N] (N = the normalised dims). Forward: one
 // program per row, in BLOCK chunks: a pass for the mean, one for the variance (of x - mean, the
 // stable two-pass form), one for y = (x - mean) * rstd * w + b; mean and rstd ([M], f32 or f64)
-// are kept for the backward. Backward: one program per row for dx (one pass for the two row sums
+// are kept for the backward. A variance that overflows the accumulator makes the row NaN. Backward: one program per row for dx (one pass for the two row sums
 // c1 = mean(xhat * w * dy), c2 = mean(w * dy), one for dx = (w * dy - xhat * c1 - c2) * rstd),
 // and one program per column block for dw = sum(dy * xhat) and db = sum(dy) over the rows, in
 // row order: deterministic, unlike the tutorial's locked accumulation. f16/bf16 compute in f32.
 #include <algorithm>
+#include <cmath>
 
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
@@ -46,7 +47,10 @@ Kernel& forward_kernel() {
           auto d = tl::where(c < N, load(xr, c) - mean, 0);
           sq = sq + d * d;
         }
-        auto rstd = 1 / tl::sqrt(tl::sum(sq, 0) / N.to(acc) + eps.to(acc));
+        // A variance past the accumulator's range (an f32 row of values near 1e20) would give rstd
+        // 0 and a row of zeros that looks like data; it gives NaN, as PyTorch's layer_norm.
+        auto var = tl::sum(sq, 0) / N.to(acc);
+        auto rstd = tl::where(var < INFINITY, 1 / tl::sqrt(var + eps.to(acc)), NAN);
         tl::store(mean_out + row, mean);
         tl::store(rstd_out + row, rstd);
         for (auto c0 : tl::range(0, N, BLOCK)) {

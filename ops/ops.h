@@ -10,6 +10,7 @@
 // - Errors (shape, dtype, device, argument) are tritium::Error naming the op and the values.
 #pragma once
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -52,15 +53,32 @@ Tensor arange(int64_t start, int64_t end, int64_t step = 1, DType dtype = DType:
 void fill_(Tensor& x, Scalar value);
 
 // ---- random (Philox-4x32-10; the same seed gives the same numbers on every backend) ---------
+// A generator is a seed and a counter offset: a draw of n values reserves counters
+// [offset, offset + n) and uses them with the seed. It is safe to share between threads (a
+// mutex guards the pair, as PyTorch's generators): concurrent draws get disjoint counters, so no
+// (seed, counter) is used twice. A generator used from one thread gives the same sequence as
+// before; for streams that are reproducible whatever the threads' timing, give each thread its
+// own Generator.
 class Generator {
  public:
   explicit Generator(uint64_t seed = 0) : seed_(seed) {}
-  void manual_seed(uint64_t seed) { seed_ = seed, offset_ = 0; }
-  uint64_t seed() const { return seed_; }
+  Generator(const Generator& other);             // the same seed and offset (torch's clone)
+  Generator& operator=(const Generator& other);
+  void manual_seed(uint64_t seed);               // restarts at offset 0
+  uint64_t seed() const;
+  uint64_t offset() const;                       // the next counter a draw would get
+  // What one draw uses: the seed and the first of its counters, read together.
+  struct Stream {
+    uint64_t seed = 0, offset = 0;
+  };
+  // Reserves n counters and returns them with the seed, atomically: a manual_seed on another
+  // thread cannot pair one seed with the other seed's offset.
+  Stream reserve(uint64_t n);
   // Reserves n counter values and returns the first; successive calls never overlap.
-  uint64_t advance(uint64_t n);
+  uint64_t advance(uint64_t n) { return reserve(n).offset; }
 
  private:
+  mutable std::mutex mutex_;
   uint64_t seed_;
   uint64_t offset_ = 0;
 };

@@ -1,6 +1,7 @@
 // Random tensors from Philox-4x32-10 (ops/random.h), computed inside Tritium kernels with tl::
 // integer ops on u32 (umulhi, *, ^, +). Element i of a draw uses counter (gen offset + i) and key
-// seed; a Generator reserves numel counters per draw, so draws never overlap.
+// seed; a Generator reserves numel counters per draw (under its lock), so draws never overlap,
+// also when threads share it.
 #include "ops/random.h"
 
 #include <cmath>
@@ -61,12 +62,43 @@ runtime::Tensor philox4x32_10(const runtime::Tensor& counters, uint32_t k0, uint
 
 // ---- generators ------------------------------------------------------------------------------
 
-uint64_t Generator::advance(uint64_t n) {
-  uint64_t first = offset_;
+Generator::Generator(const Generator& other) {
+  std::lock_guard lock(other.mutex_);
+  seed_ = other.seed_;
+  offset_ = other.offset_;
+}
+
+Generator& Generator::operator=(const Generator& other) {
+  if (this == &other) return *this;
+  std::scoped_lock lock(mutex_, other.mutex_);
+  seed_ = other.seed_;
+  offset_ = other.offset_;
+  return *this;
+}
+
+void Generator::manual_seed(uint64_t seed) {
+  std::lock_guard lock(mutex_);
+  seed_ = seed;
+  offset_ = 0;
+}
+
+uint64_t Generator::seed() const {
+  std::lock_guard lock(mutex_);
+  return seed_;
+}
+
+uint64_t Generator::offset() const {
+  std::lock_guard lock(mutex_);
+  return offset_;
+}
+
+Generator::Stream Generator::reserve(uint64_t n) {
+  std::lock_guard lock(mutex_);
   if (n > std::numeric_limits<uint64_t>::max() - offset_)
-    fail("Generator::advance: the counter space of seed {} is exhausted", seed_);
+    fail("Generator: the counter space of seed {} is exhausted (offset {}, {} more requested)", seed_, offset_, n);
+  Stream s{seed_, offset_};
   offset_ += n;
-  return first;
+  return s;
 }
 
 Generator& default_generator() {
@@ -192,10 +224,10 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype, Device device) {
   Tensor t = Tensor::empty(shape, dtype, device);
   int64_t n = t.numel();
   if (n == 0) return t;
-  uint64_t base = gen.advance(static_cast<uint64_t>(n));
+  Generator::Stream s = gen.reserve(static_cast<uint64_t>(n));
   runtime::dispatch_float(dtype, "rand", [&](auto tag) {
     using T = decltype(tag);
-    random_float_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, false, on(t));
+    random_float_kernel<T>()[{cdiv(n, kBlock)}](t, n, s.seed, s.offset, kBlock, false, on(t));
   });
   return t;
 }
@@ -205,10 +237,10 @@ Tensor randn(const Shape& shape, Generator& gen, DType dtype, Device device) {
   Tensor t = Tensor::empty(shape, dtype, device);
   int64_t n = t.numel();
   if (n == 0) return t;
-  uint64_t base = gen.advance(static_cast<uint64_t>(n));
+  Generator::Stream s = gen.reserve(static_cast<uint64_t>(n));
   runtime::dispatch_float(dtype, "randn", [&](auto tag) {
     using T = decltype(tag);
-    random_float_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, kBlock, true, on(t));
+    random_float_kernel<T>()[{cdiv(n, kBlock)}](t, n, s.seed, s.offset, kBlock, true, on(t));
   });
   return t;
 }
@@ -230,10 +262,10 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen, DT
   if (n == 0) return t;
   uint64_t range = static_cast<uint64_t>(static_cast<__int128>(high) - low);
   bool wide = range > (uint64_t(1) << 32);
-  uint64_t base = gen.advance(static_cast<uint64_t>(n));
+  Generator::Stream s = gen.reserve(static_cast<uint64_t>(n));
   runtime::dispatch_dtype(dtype, "randint", [&](auto tag) {
     using T = decltype(tag);
-    randint_kernel<T>()[{cdiv(n, kBlock)}](t, n, gen.seed(), base, low, range, kBlock, wide, on(t));
+    randint_kernel<T>()[{cdiv(n, kBlock)}](t, n, s.seed, s.offset, low, range, kBlock, wide, on(t));
   });
   return t;
 }
@@ -245,7 +277,8 @@ void uniform_(Tensor& x, double low, double high, Generator& gen) {
     fail("uniform_: expects low <= high (finite), but got low={}, high={}", low, high);
   int64_t n = x.numel();
   if (n == 0) return;
-  uniform_impl(x, low, high, gen.seed(), gen.advance(static_cast<uint64_t>(n)));
+  Generator::Stream s = gen.reserve(static_cast<uint64_t>(n));
+  uniform_impl(x, low, high, s.seed, s.offset);
 }
 
 }  // namespace tritium::ops

@@ -267,15 +267,19 @@ std::vector<int> reduce_dims(const char* op, const Tensor& x, const std::vector<
 // Reduces x over `dims` (normalised) into a new tensor of shape `out_shape` and dtype `out_dtype`.
 Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Shape& out_shape, DType out_dtype) {
   const char* op = red_name(kind);
+  // Without an identity an empty reduced dim is an error, whether or not the result is empty
+  // (PyTorch's zero_numel_check_dims): amax of [0, 3] over dim 0 fails, over dim 1 gives [0].
+  if (kind != Red::sum && kind != Red::mean)
+    for (int d : dims)
+      if (x.size(d) == 0)
+        fail("{}: Expected reduction dim {} to have non-zero size (input shape {}; the operation has no identity)",
+             op, d, shape_str(x.shape()));
   Tensor out = Tensor::empty(out_shape, out_dtype, x.device());
   if (out.numel() == 0) return out;
   std::vector<bool> red(x.dim(), false);
   for (int d : dims) red[d] = true;
   int64_t R = 1;
   for (int d : dims) R *= x.size(d);
-  if (R == 0 && kind != Red::sum && kind != Red::mean)
-    fail("{}: cannot reduce over an empty dimension (input shape {}, dims [{}]) because the operation has no identity",
-         op, shape_str(x.shape()), fmt::join(dims, ", "));
   if (R == 0) {  // sum of nothing: 0 (mean: 0 * NaN = NaN, via the kernel's scale)
     Problem p;
     p.O = out.numel(), p.R = 0;
@@ -348,8 +352,7 @@ Tensor arg_op(Red kind, const Tensor& x, int dim, bool keepdim) {
   const char* op = red_name(kind);
   detail::check_tensors(op, {&x});
   if (x.dtype() == DType::i1) fail("{}: not implemented for bool tensors", op);
-  std::vector<int> dims = reduce_dims(op, x, {dim});
-  if (x.numel() == 0) fail("{}: expected a non-empty tensor, got shape {}", op, shape_str(x.shape()));
+  std::vector<int> dims = reduce_dims(op, x, {dim});  // reduce() checks the reduced dim is not empty
   return reduce(kind, x, dims, reduced_shape(x, dims, keepdim), DType::i64);
 }
 

@@ -1,7 +1,9 @@
 #include "runtime/buffer.h"
 
 #include <cstdlib>
+#include <cstring>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
@@ -22,6 +24,7 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {
     // The caching allocator: at least 512 bytes (never a null pointer), 256-byte aligned or better
     // (cuMemAlloc), freed back to the cache of the default stream.
     cuda::CUdeviceptr p = cuda::allocate(nbytes, device.index, cuda::default_stream(device.index));
+    if (env().poison_buffers) cuda::memset_d8(p, 0xFF, nbytes, device.index, cuda::default_stream(device.index));
     return std::shared_ptr<Buffer>(
         new Buffer(cuda::from_deviceptr(p), nbytes, device, [](void* q) { cuda::free(cuda::to_deviceptr(q)); }));
   }
@@ -30,6 +33,7 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {
   if (rounded < nbytes) fail("Buffer::allocate: {} bytes is too large", nbytes);
   void* data = std::aligned_alloc(kHostAlignment, rounded);
   if (!data) fail("Buffer::allocate: out of host memory allocating {} bytes", nbytes);
+  if (env().poison_buffers) std::memset(data, 0xFF, rounded);
   return std::shared_ptr<Buffer>(new Buffer(data, nbytes, device, [](void* p) { std::free(p); }));
 }
 

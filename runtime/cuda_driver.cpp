@@ -209,8 +209,11 @@ std::string error_string(CUresult r) {
 
 void check(CUresult r, const char* call, std::string_view context) {
   if (r == CUDA_SUCCESS) return;
-  if (context.empty()) fail("{} failed: {}", call, error_string(r));
-  fail("{} failed for {}: {}", call, context, error_string(r));
+  std::string message = context.empty() ? fmt::format("{} failed: {}", call, error_string(r))
+                                        : fmt::format("{} failed for {}: {}", call, context, error_string(r));
+  // Too many registers or threads for a block: the kernel can never launch on this device.
+  if (r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) throw ResourceError(message);
+  throw Error(message);
 }
 
 }  // namespace tritium::runtime::cuda

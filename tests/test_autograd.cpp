@@ -1,7 +1,8 @@
 // Autograd mechanics: .grad accumulation, tensors used twice, no_grad, detach, retain_graph, the
 // errors (backward twice, non-scalar root, requires_grad_ on an integer tensor or a non-leaf), and
-// the graph's saved tensors being freed by backward. Every test runs on every backend
-// (tt::for_each_backend: the tensors it creates live on that backend's device).
+// the graph's saved tensors being freed by backward, graphs millions of nodes deep (freed and
+// walked without recursion). Every test runs on every backend (tt::for_each_backend: the tensors
+// it creates live on that backend's device).
 #include "test_support.h"
 
 #include "nn/autograd.h"
@@ -23,6 +24,21 @@ Tensor leaf(Shape shape, uint32_t seed, double lo = -1, double hi = 1) {
 }
 
 std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+
+// Appends `depth` nodes to the graph of t through nn::record, the mechanism every differentiable op
+// uses, without launching kernels: each node passes its gradient on (to its first input; with
+// `twice` a node takes t twice, as x * x does, and gives the second edge no gradient). A loss
+// summed over `depth` steps builds such a chain.
+Tensor deepen(Tensor t, int64_t depth, bool twice = false) {
+  const Tensor out = t.detach();  // storage for every node's output; each gets its own autograd state
+  for (int64_t i = 0; i < depth; ++i) {
+    if (twice)
+      t = tritium::nn::record(out, {t, t}, "TwiceBackward", [](const Tensor& g) { return std::vector<Tensor>{g, Tensor()}; });
+    else
+      t = tritium::nn::record(out, {t}, "StepBackward", [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  }
+  return t;
+}
 
 std::vector<double> map(const std::vector<double>& v, double (*f)(double)) {
   std::vector<double> out(v.size());
@@ -258,16 +274,25 @@ BOOST_AUTO_TEST_CASE(graph_freed_after_backward) {
 
 BOOST_AUTO_TEST_CASE(dropout_eval_returns_input) {
   tt::for_each_backend([&](const tt::Backend& be) {
-    Tensor x = leaf({8}, 18);
+    const int64_t n = 4096;
+    Tensor x = leaf({n}, 18, 0.5, 2);  // never 0: a zero output is a dropped element
     Tensor y = tritium::dropout(x, 0.5, /*training=*/false);
     BOOST_TEST(y.storage() == x.storage());
     tritium::Generator gen(5);
     Tensor z = tritium::dropout(x, 0.5, true, gen);
     BOOST_TEST(z.requires_grad());
     tritium::sum(z).backward();
-    // The gradient is the mask scaled by 1/(1-p): exactly where z is non-zero.
-    auto zv = values(z), gv = values(x.grad());
-    for (size_t i = 0; i < zv.size(); ++i) BOOST_TEST(gv[i] == (zv[i] != 0 ? 2.0 : 0.0));
+    // Kept elements are x / (1 - p), about half of them (so neither an all-zero nor an identity
+    // dropout passes); the gradient is the mask scaled by 1/(1-p): exactly where z is non-zero.
+    auto xv = values(x), zv = values(z), gv = values(x.grad());
+    int64_t kept = 0, bad = 0;
+    for (size_t i = 0; i < zv.size(); ++i) {
+      if (zv[i] != 0) ++kept, bad += zv[i] != 2.0 * xv[i];
+      bad += gv[i] != (zv[i] != 0 ? 2.0 : 0.0);
+    }
+    BOOST_TEST(bad == 0, bad << " elements not scaled by 1/(1-p) or with the wrong gradient");
+    // Binomial(4096, 0.5): standard deviation 32; allow 5.
+    BOOST_TEST(std::abs(kept - n / 2) < 160, "kept " << kept << " of " << n);
     BOOST_TEST((z.device() == be.device));
     BOOST_TEST((x.grad().device() == be.device));
   });
@@ -307,6 +332,40 @@ BOOST_AUTO_TEST_CASE(to_dtype_backward_converts_the_gradient) {
     BOOST_TEST((x.grad().dtype() == DType::f64));
     BOOST_TEST((x.grad().device() == be.device));
     tt::check_close<double>(values(x.grad()), {0.5, -1.25, 2.0, 3.0}, 0, "to(f32) backward");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(deep_graph_is_freed_without_recursion) {
+  // ~Node freeing its inputs' nodes recursively overflowed the stack at ~200,000 nodes; the
+  // chains here are 5 times deeper. Dropping them must free every node.
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (bool twice : {false, true}) {
+      BOOST_TEST_CONTEXT((twice ? "each node takes its input twice" : "a chain")) {
+        Tensor x = leaf({1}, 40);
+        Tensor first = deepen(x, 1, twice);
+        std::weak_ptr<tritium::nn::Node> bottom = first.autograd()->grad_fn;
+        Tensor top = deepen(std::move(first), 1'000'000, twice);
+        BOOST_TEST(!bottom.expired());
+        top = Tensor();  // frees 1,000,001 nodes
+        BOOST_TEST(bottom.expired());
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(deep_graph_backward) {
+  // The backward walks 1,000,000 nodes (each reached by two edges) with its own stacks, releases
+  // each, and the graph is then freed as above.
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({1}, 41);
+    Tensor top = deepen(x, 1'000'000, /*twice=*/true);
+    std::weak_ptr<tritium::nn::Node> root = top.autograd()->grad_fn;
+    top.backward(tritium::ops::ones({1}, DType::f64), /*retain_graph=*/false);
+    BOOST_TEST_REQUIRE(x.grad().defined());
+    BOOST_TEST(values(x.grad()) == std::vector<double>{1.0});
+    BOOST_TEST(root.lock()->released);
+    top = Tensor();
+    BOOST_TEST(root.expired());
   });
 }
 

@@ -1,7 +1,8 @@
 // The autotuner (autotune/autotuner.h) and do_bench on every backend: the chosen config is the
 // fastest measured one, results persist across tuners and processes, adding a config measures
 // only that one, restore_value / reset_to_zero keep benchmarking from changing the outputs, a
-// failing config is skipped with its reason, pruning, heuristics, and the errors.
+// failing config is skipped with its reason (and remembered only when the failure cannot depend
+// on the data), pruning, heuristics, and the errors.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +47,29 @@ tritium::Kernel make_costly_scale() {
         tl::store(out + offs, acc, mask);
       },
       {"x", "out", "n", "BLOCK", "REPS"});
+}
+
+// out = x * 2, with a flaw chosen by MODE: 1 asserts on the data (x >= 0: a run-time failure that
+// depends on the values), 2 reduces with a combine function that reads program_id(1) (only
+// there, so no pass can share or hoist it), which the code generators refuse after tracing (a
+// compile failure, whatever the data).
+tritium::Kernel make_flawed_scale() {
+  return tritium::kernel(
+      "flawed_scale",
+      [](tl::ptr<float> x, tl::ptr<float> out, tl::i32 n, int BLOCK, int MODE) {
+        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+        auto mask = offs < n;
+        auto v = tl::load(x + offs, mask, 0.0f);
+        if (MODE == 1) tl::device_assert(v >= 0.0f, "x must not be negative");
+        if (MODE == 2) {
+          auto s = tl::reduce(v, 0, [](const tl::tensor& a, const tl::tensor& b) {
+            return a + b * tl::program_id(1).to(tl::float32);
+          });
+          v = tl::where(s > 1e30f, 0.0f, v);  // keeps the reduction alive
+        }
+        tl::store(out + offs, v * 2.0f, mask);
+      },
+      {"x", "out", "n", "BLOCK", "MODE"});
 }
 
 tritium::AutotuneOptions quick(std::vector<std::string> key) {
@@ -263,6 +287,40 @@ BOOST_AUTO_TEST_CASE(failing_configs_are_skipped_with_their_reason) {
                                   quick({"n"}));
     tt::check_throws([&] { none[grid_of(n)](x, out, n); },
                      {"no config of kernel costly_scale works", "BLOCK=1000", "BLOCK=3", "power of two"}, "all fail");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(only_data_independent_failures_are_remembered) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    FreshCache cache;
+    const int n = 3000;
+    std::vector<Config> configs = {Config({{"BLOCK", 256}, {"MODE", 0}}), Config({{"BLOCK", 256}, {"MODE", 1}}),
+                                   Config({{"BLOCK", 256}, {"MODE", 2}})};
+    // Negative data: MODE 1's assertion fails at run time, MODE 2 never compiles. Both are
+    // skipped, and the one line on stderr (printed without TRITIUM_PRINT_AUTOTUNING) says so.
+    tt::ScopedEnv quiet("TRITIUM_PRINT_AUTOTUNING", nullptr);
+    Tensor bad = Tensor::from_vector(std::vector<float>(n, -1.0f)), out = tritium::ops::zeros({n});
+    auto first = tritium::autotune(make_flawed_scale(), configs, quick({"n"}));
+    std::string text = tt::capture_fd(2, [&] { first[grid_of(n)](bad, out, n); });
+    BOOST_TEST(first.tune(grid_of(n), bad, out, n).best == 0u);
+    BOOST_TEST(text.find("autotune: kernel flawed_scale for n=3000") != std::string::npos, text);
+    BOOST_TEST(text.find("skipped 2 of 3 configs: BLOCK=256 MODE=1") != std::string::npos, text);
+    BOOST_TEST(text.find("x must not be negative") != std::string::npos, text);
+    BOOST_TEST(text.find("; BLOCK=256 MODE=2") != std::string::npos, text);
+    BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 1, text);  // one line
+    check_scaled(out, std::vector<float>(n, -1.0f), 1, "launch with the working config");
+    // Another tuner (as another process) on good data: the compile failure comes from the disk,
+    // the run-time failure is measured again and now works.
+    Tensor good = tritium::ops::ones({n});
+    auto second = tritium::autotune(make_flawed_scale(), configs, quick({"n"}));
+    const auto& r = second.tune(grid_of(n), good, out, n);
+    BOOST_TEST_REQUIRE(r.results.size() == 3u);
+    BOOST_TEST(r.results[0].from_disk);
+    BOOST_TEST(!r.results[1].from_disk, "a failure caused by one launch's data was stored");
+    BOOST_TEST(r.results[1].ok(), r.results[1].status);
+    BOOST_TEST(r.results[2].from_disk, "a compile failure was not stored");
+    BOOST_TEST(r.results[2].status.rfind("failed: ", 0) == 0u, r.results[2].status);
+    BOOST_TEST(r.benchmarked == 1);
   });
 }
 

@@ -1,11 +1,12 @@
 // ops/creation.cpp and ops/random.cpp: factories on every dtype, fill_ on strided views, and
 // Philox-4x32-10 (known-answer vectors, a host reference, Triton's mapping, distributions,
-// reproducibility).
+// reproducibility, generators shared between threads).
 #include "test_support.h"
 
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 #include "ops/ops.h"
 #include "ops/random.h"
@@ -313,6 +314,70 @@ BOOST_AUTO_TEST_CASE(reproducibility) {
     // The default generator advances too.
     auto d1 = ops::randn({8}).to_vector<float>(), d2 = ops::randn({8}).to_vector<float>();
     BOOST_TEST(d1 != d2);
+  });
+}
+
+// Threads sharing one generator: every counter is handed out exactly once, so no (seed, offset)
+// is used twice (an unguarded offset += n loses updates and hands out overlapping ranges).
+BOOST_AUTO_TEST_CASE(generator_counters_are_disjoint_across_threads) {
+  ops::Generator gen(77);
+  constexpr int kThreads = 4, kCalls = 200000;
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> got(kThreads);  // (first, n) per call
+  for (auto& g : got) g.reserve(kCalls);
+  std::vector<std::thread> threads;
+  std::atomic<int> ready{0};
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready.load() < kThreads) std::this_thread::yield();  // all start together
+      for (int i = 0; i < kCalls; ++i) {
+        uint64_t n = 1 + static_cast<uint64_t>((i + t) % 3);
+        got[t].emplace_back(gen.advance(n), n);
+      }
+    });
+  for (auto& th : threads) th.join();
+  std::vector<std::pair<uint64_t, uint64_t>> all;
+  for (auto& g : got) all.insert(all.end(), g.begin(), g.end());
+  std::sort(all.begin(), all.end());
+  uint64_t next = 0, overlaps = 0;
+  for (auto [first, n] : all) {
+    overlaps += first != next;
+    next = first + n;
+  }
+  BOOST_TEST(overlaps == 0u, overlaps << " of " << all.size() << " reservations overlap or leave a gap");
+  BOOST_TEST(gen.advance(0) == next);  // the offset is the sum of every reservation
+}
+
+// Draws from one generator on four threads give the numbers a single thread would (the same
+// counters, handed out in another order): none repeats, none is missing.
+BOOST_AUTO_TEST_CASE(concurrent_draws_never_repeat) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    constexpr int kThreads = 4, kDraws = 50, kSize = 100;
+    const int64_t high = int64_t(1) << 62;  // 64 random bits per value: a repeat means a reused counter
+    ops::Generator shared(2024);
+    std::vector<std::vector<int64_t>> got(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kDraws; ++i) {
+          auto v = ops::randint(0, high, {kSize}, shared, DType::i64, be.device).to_vector<int64_t>();
+          got[t].insert(got[t].end(), v.begin(), v.end());
+        }
+      });
+    for (auto& th : threads) th.join();
+    std::vector<int64_t> all;
+    for (auto& g : got) all.insert(all.end(), g.begin(), g.end());
+    std::sort(all.begin(), all.end());
+    size_t repeats = all.size() - static_cast<size_t>(std::unique(all.begin(), all.end()) - all.begin());
+    BOOST_TEST(repeats == 0u, repeats << " repeated values in " << all.size() << " concurrent draws");
+    ops::Generator single(2024);
+    auto ref = ops::randint(0, high, {kThreads * kDraws * kSize}, single, DType::i64, be.device).to_vector<int64_t>();
+    std::sort(ref.begin(), ref.end());
+    all.clear();
+    for (auto& g : got) all.insert(all.end(), g.begin(), g.end());
+    std::sort(all.begin(), all.end());
+    BOOST_TEST((all == ref), "the concurrent draws are not the single-threaded draw's values");
+    BOOST_TEST(shared.offset() == single.offset());
   });
 }
 

@@ -298,4 +298,96 @@ BOOST_AUTO_TEST_CASE(processes_storing_one_key_leave_one_valid_entry) {
   BOOST_TEST(count_temp_files(dir.path) == 0u);
 }
 
+// Writers of different bytes under one key (two builds of a kernel racing, a record rewritten
+// with other lines): every load returns one writer's whole payload, never a mix of two and never
+// a miss once an entry exists; sizes differ too, so a torn read would also have the wrong length.
+BOOST_AUTO_TEST_CASE(threads_storing_different_bytes_for_one_key) {
+  TempDir dir;
+  DiskCache cache(dir.path);
+  constexpr int kThreads = 6;
+  std::vector<std::vector<char>> payloads;
+  for (int t = 0; t < kThreads; ++t) payloads.push_back(pattern_payload((1 << 19) + 4096 * t, 11 + t));
+  std::vector<std::thread> threads;
+  std::atomic<int> misses{0}, foreign{0};
+  auto one_of_them = [&](const std::vector<char>& got) {
+    for (const auto& p : payloads)
+      if (got == p) return true;
+    return false;
+  };
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        cache.store(kKey, "o", payloads[t]);
+        auto loaded = cache.load(kKey, "o");
+        if (!loaded) ++misses;
+        else if (!one_of_them(*loaded)) ++foreign;
+      }
+    });
+  for (auto& t : threads) t.join();
+  BOOST_TEST(misses.load() == 0);
+  BOOST_TEST(foreign.load() == 0, foreign.load() << " loads returned bytes that no writer wrote whole");
+  auto last = cache.load(kKey, "o");
+  BOOST_TEST_REQUIRE(last.has_value());
+  BOOST_TEST(one_of_them(*last));
+  BOOST_TEST(count_temp_files(dir.path) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(processes_storing_different_bytes_for_one_key) {
+  TempDir dir;
+  const std::vector<char> a = pattern_payload(4 << 20, 21), b = pattern_payload((4 << 20) + 512, 22);
+  int start[2];
+  BOOST_REQUIRE(::pipe(start) == 0);
+  std::vector<pid_t> children;
+  for (int c = 0; c < 2; ++c) {
+    pid_t pid = ::fork();
+    BOOST_REQUIRE(pid >= 0);
+    if (pid == 0) {  // as processes_storing_one_key_leave_one_valid_entry, each child its own bytes
+      ::close(start[1]);
+      char c0;
+      while (::read(start[0], &c0, 1) > 0) {}
+      DiskCache cache(dir.path);
+      int status = 0;
+      for (int i = 0; i < 20; ++i) {
+        cache.store(kKey, "o", c == 0 ? a : b);
+        auto loaded = cache.load(kKey, "o");
+        if (!loaded || (*loaded != a && *loaded != b)) status = 1;
+      }
+      ::_exit(status);
+    }
+    children.push_back(pid);
+  }
+  ::close(start[0]);
+  ::close(start[1]);
+  for (pid_t pid : children) {
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(pid, &status, 0) == pid);
+    BOOST_TEST(WIFEXITED(status));
+    BOOST_TEST(WEXITSTATUS(status) == 0, "a child loaded a miss or a mix of the two writers' bytes");
+  }
+  auto loaded = DiskCache(dir.path).load(kKey, "o");
+  BOOST_REQUIRE(loaded.has_value());
+  BOOST_TEST((*loaded == a || *loaded == b));
+  BOOST_TEST(count_temp_files(dir.path) == 0u);
+}
+
+// What a torn write of two writers would leave: one entry's header with another's payload (same
+// size, so only the checksum can tell). It must be a miss, and removed.
+BOOST_AUTO_TEST_CASE(mixed_entry_of_two_writers_is_a_miss) {
+  TempDir dir;
+  DiskCache cache(dir.path);
+  const std::vector<char> a = pattern_payload(10000, 31), b = pattern_payload(10000, 32);
+  cache.store(kKey, "o", a);
+  std::vector<char> entry_a = read_file(cache.path_for(kKey, "o"));
+  cache.store(kKey, "o", b);
+  std::vector<char> entry_b = read_file(cache.path_for(kKey, "o"));
+  BOOST_TEST_REQUIRE(entry_a.size() == entry_b.size());
+  for (size_t split : {size_t(tritium::jit::kDiskCacheHeaderSize), entry_a.size() / 2, entry_a.size() - 1}) {
+    std::vector<char> mixed(entry_a.begin(), entry_a.begin() + static_cast<std::ptrdiff_t>(split));
+    mixed.insert(mixed.end(), entry_b.begin() + static_cast<std::ptrdiff_t>(split), entry_b.end());
+    write_file(cache.path_for(kKey, "o"), mixed);
+    BOOST_TEST(!cache.load(kKey, "o").has_value(), "a mix split at byte " << split << " was accepted");
+    BOOST_TEST(!fs::exists(cache.path_for(kKey, "o")));
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

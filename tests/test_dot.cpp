@@ -69,17 +69,21 @@ void dot_cases(const tt::Backend& be, uint32_t seed,
         auto b = tt::random_vector<T>(size_t(P) * s.k * s.n, ++seed, lo, hi);
         auto c = tt::random_vector<A>(size_t(P) * s.m * s.n, ++seed, std::is_integral_v<T> ? -100000 : -1,
                                       std::is_integral_v<T> ? 100000 : 1);
-        std::vector<double> ref(size_t(P) * s.m * s.n);
+        std::vector<double> ref(size_t(P) * s.m * s.n), mag(ref.size());
         for (int p = 0; p < P; ++p)
           for (int i = 0; i < s.m; ++i)
             for (int j = 0; j < s.n; ++j) {
               double acc = has_acc ? tt::to_double(c[(size_t(p) * s.m + i) * s.n + j]) : 0.0;
+              double m = std::abs(acc);
               for (int kk = 0; kk < s.k; ++kk) {
                 // a is [m, k] row-major per program; b is [k, n]. Transposed layouts are
                 // generated from the same logical matrices below.
-                acc += tt::to_double(a[(size_t(p) * s.m + i) * s.k + kk]) * tt::to_double(b[(size_t(p) * s.k + kk) * s.n + j]);
+                double prod = tt::to_double(a[(size_t(p) * s.m + i) * s.k + kk]) * tt::to_double(b[(size_t(p) * s.k + kk) * s.n + j]);
+                acc += prod;
+                m += std::abs(prod);
               }
               ref[(size_t(p) * s.m + i) * s.n + j] = acc;
+              mag[(size_t(p) * s.m + i) * s.n + j] = m;
             }
         // Physical layouts for the transposed variants.
         tt::host_vector<T> a_mem = a, b_mem = b;
@@ -108,7 +112,7 @@ void dot_cases(const tt::Backend& be, uint32_t seed,
             for (size_t i = 0; i < ref.size(); ++i) r[i] = static_cast<A>(ref[i]);
             tt::check_equal<A>(out, r, what);
           } else {
-            tt::check_close<A>(out, ref, dot_tol<T>(be), what);
+            tt::check_dot<A>(out, ref, mag, dot_tol<T>(be), what);
           }
         }
       }
@@ -117,6 +121,32 @@ void dot_cases(const tt::Backend& be, uint32_t seed,
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_dot)
+
+// The checks themselves: a dozen elements of a bf16 dot (K = 64) that missed their last K block
+// of 16, among 100,000, pass the norm-wise bound of 1e-2 but not check_dot's bound per element.
+BOOST_AUTO_TEST_CASE(check_dot_catches_a_few_wrong_elements) {
+  const size_t n = 100000;
+  const int K = 64;
+  auto a = tt::random_vector<bf16_t>(n * K, 500), b = tt::random_vector<bf16_t>(n * K, 501);
+  std::vector<double> ref(n), mag(n);
+  tt::host_vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (int k = 0; k < K; ++k) {
+      double p = tt::to_double(a[i * K + k]) * tt::to_double(b[i * K + k]);
+      ref[i] += p;
+      mag[i] += std::abs(p);
+    }
+    out[i] = static_cast<float>(ref[i]);  // a right f32 result
+  }
+  BOOST_TEST(tt::dot_outliers<float>(out, ref, mag, 1e-2) == 0u);
+  for (size_t i = 0; i < 12; ++i) {  // a dozen elements that skipped the K block [48, 64)
+    double partial = 0;
+    for (int k = 0; k < 48; ++k) partial += tt::to_double(a[i * 8191 * K + k]) * tt::to_double(b[i * 8191 * K + k]);
+    out[i * 8191] = static_cast<float>(partial);
+  }
+  BOOST_TEST(tt::rel_error<float>(out, ref) <= 1e-2);     // norm-wise: passes
+  BOOST_TEST(tt::dot_outliers<float>(out, ref, mag, 1e-2) >= 10u);  // per element: caught
+}
 
 BOOST_AUTO_TEST_CASE(dot_f32) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<float>(be, 100); }); }
 BOOST_AUTO_TEST_CASE(dot_f16) { tt::for_each_backend([](const tt::Backend& be) { dot_cases<f16_t>(be, 200); }); }
@@ -323,12 +353,15 @@ void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int
     stride_bk = 1, stride_bn = K;
   }
   const int ldc = N + pad;  // C's padding columns must stay untouched (pad 0: aligned rows, 16-byte stores)
-  std::vector<double> ref(size_t(M) * N), bd(size_t(K) * N);  // row by row over K: streams B
+  std::vector<double> ref(size_t(M) * N), mag(ref.size()), bd(size_t(K) * N);  // row by row over K: streams B
   for (size_t i = 0; i < bd.size(); ++i) bd[i] = tt::to_double(b_logical[i]);
   for (int i = 0; i < M; ++i)
     for (int kk = 0; kk < K; ++kk) {
       const double x = tt::to_double(a[size_t(i) * K + kk]);
-      for (int j = 0; j < N; ++j) ref[size_t(i) * N + j] += x * bd[size_t(kk) * N + j];
+      for (int j = 0; j < N; ++j) {
+        ref[size_t(i) * N + j] += x * bd[size_t(kk) * N + j];
+        mag[size_t(i) * N + j] += std::abs(x * bd[size_t(kk) * N + j]);
+      }
     }
   std::string what = std::string(tritium::dtype_name(tritium::dtype_of<T>())) + " -> " +
                      tritium::dtype_name(tritium::dtype_of<C>()) + " " + std::to_string(M) + "x" +
@@ -356,7 +389,8 @@ void matmul_case(const tt::Backend& be, int M, int N, int K, int bm, int bn, int
     // is tf32x3 or ieee (DESIGN.md's bounds: tf32 1e-3, fp32 1e-5).
     double tol = std::is_same_v<T, float> ? (precision >= 2 ? 1e-5 : dot_tol<float>(be))
                  : std::is_same_v<C, f16_t> ? 2e-3 : tt::is_fp8_v<T> ? dot_tol<T>(be) : std::is_integral_v<T> ? 0.0 : 1e-2;
-    tt::check_close<C>(got, ref, tol, what);
+    if constexpr (std::is_integral_v<T>) tt::check_close<C>(got, ref, tol, what);
+    else tt::check_dot<C>(got, ref, mag, tol, what);
     BOOST_TEST(padding_written == 0u, what << ": the store mask let " << padding_written << " padding elements be written");
   }
 }
@@ -436,18 +470,21 @@ BOOST_AUTO_TEST_CASE(matmul_on_a_2d_grid) {
     const int M = 1100, N = 760, K = 136, BM = 128, BN = 64, BK = 64;
     const int gm = tritium::cdiv(M, BM), gn = tritium::cdiv(N, BN);
     auto a = tt::random_vector<f16_t>(size_t(M) * K, 910), b = tt::random_vector<f16_t>(size_t(K) * N, 911);
-    std::vector<double> ref(size_t(M) * N);
+    std::vector<double> ref(size_t(M) * N), mag(ref.size());
     for (int i = 0; i < M; ++i)
       for (int kk = 0; kk < K; ++kk)
-        for (int j = 0; j < N; ++j)
-          ref[size_t(i) * N + j] += tt::to_double(a[size_t(i) * K + kk]) * tt::to_double(b[size_t(kk) * N + j]);
+        for (int j = 0; j < N; ++j) {
+          double prod = tt::to_double(a[size_t(i) * K + kk]) * tt::to_double(b[size_t(kk) * N + j]);
+          ref[size_t(i) * N + j] += prod;
+          mag[size_t(i) * N + j] += std::abs(prod);
+        }
     auto da = be.upload<f16_t>(a), db = be.upload<f16_t>(b);
     auto dc = be.alloc_poisoned<f16_t>(size_t(M) * N);
     auto dseen = be.alloc_poisoned<int32_t>(size_t(gm) * gn);
     auto opts = be.options();
     opts.num_warps = 4;
     k[{gm, gn}](da.ptr(), db.ptr(), dc.ptr(), dseen.ptr(), M, N, K, BM, BN, BK, opts);
-    tt::check_close<f16_t>(dc.download(), ref, 2e-3, "mm_2d 1100 x 760 x 136");
+    tt::check_dot<f16_t>(dc.download(), ref, mag, 2e-3, "mm_2d 1100 x 760 x 136");
     auto seen = dseen.download();
     for (int pm = 0; pm < gm; ++pm)
       for (int pn = 0; pn < gn; ++pn)

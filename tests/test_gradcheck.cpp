@@ -326,8 +326,30 @@ BOOST_AUTO_TEST_CASE(cross_entropy_) {
   });
 }
 
+// An all-zero (or identity) dropout passes a gradcheck: its gradient and its finite differences
+// agree. So the mask itself is checked on a larger input: about 1 - p of the elements kept, each
+// kept one exactly x / (1 - p), the others 0.
+void check_dropout_mask(double p, uint64_t seed, bool strided) {
+  BOOST_TEST_CONTEXT("dropout mask, p " << p << (strided ? ", strided" : "")) {
+    Tensor x = strided ? strided_input({64, 64}, 125, 0.5, 2) : input({64, 64}, 124, 0.5, 2);  // never 0
+    T::Generator gen(seed);
+    Tensor y = T::dropout(x, p, true, gen);
+    auto xv = x.to_vector<double>(), yv = y.to_vector<double>();
+    const double scale = 1.0 / (1.0 - p);
+    int64_t kept = 0, bad = 0;
+    for (size_t i = 0; i < xv.size(); ++i)
+      if (yv[i] != 0) ++kept, bad += yv[i] != xv[i] * scale;
+    BOOST_TEST(bad == 0, bad << " kept elements not x / (1 - p)");
+    const double n = static_cast<double>(xv.size()), sigma = std::sqrt(n * p * (1 - p));
+    BOOST_TEST(std::abs(static_cast<double>(kept) - n * (1 - p)) <= std::max(5 * sigma, 0.0),
+               "kept " << kept << " of " << n << ", expected " << n * (1 - p) << " +- " << 5 * sigma);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(dropout_) {
   tt::for_each_backend([&](const tt::Backend&) {
+    for (double p : {0.0, 0.3, 0.7}) check_dropout_mask(p, 1234, false);
+    check_dropout_mask(0.5, 99, true);
     for (double p : {0.0, 0.3, 0.7}) {
       // A fresh generator with the same seed in every evaluation: the same mask each time.
       gradcheck(fmt::format("dropout p {}", p),

@@ -136,6 +136,35 @@ BOOST_AUTO_TEST_CASE(autograd_and_module) {
   });
 }
 
+// A row whose variance overflows f32 (values near 1e20: squares past 3.4e38) is NaN, as PyTorch;
+// rstd = 1/sqrt(inf) = 0 used to turn it into a row of zeros. The other rows are unaffected.
+BOOST_AUTO_TEST_CASE(variance_overflow_gives_nan) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    const int64_t N = 40;
+    std::vector<float> v(static_cast<size_t>(2 * N));
+    for (int64_t j = 0; j < N; ++j) {
+      v[static_cast<size_t>(j)] = (j % 2 ? 1e20f : -1e20f) * (1 + 0.01f * j);  // mean ~0, variance ~1e40
+      v[static_cast<size_t>(N + j)] = 0.5f * j;                                // an ordinary row
+    }
+    Tensor x = Tensor::from_vector(v, {2, N});
+    for (bool affine : {true, false}) {
+      BOOST_TEST_CONTEXT("affine " << affine) {
+        Tensor w = affine ? tritium::ops::ones({N}) : Tensor(), b = affine ? tritium::ops::zeros({N}) : Tensor();
+        auto r = ops::layer_norm(x, {N}, w, b, 1e-5);
+        auto y = ou::values(r.y), rstd = ou::values(r.rstd);
+        size_t nan = 0;
+        for (int64_t j = 0; j < N; ++j) nan += std::isnan(y[static_cast<size_t>(j)]);
+        BOOST_TEST(nan == static_cast<size_t>(N), nan << " of " << N << " elements of the overflowing row are NaN");
+        BOOST_TEST(std::isnan(rstd[0]));
+        std::vector<double> second(y.begin() + N, y.end());
+        std::vector<double> x2(v.begin() + N, v.end());
+        Ref ref = reference(x2, {}, {}, std::vector<double>(static_cast<size_t>(N), 0.0), N, 1e-5);
+        tt::check_close<double>(second, ref.y, 2e-6, "the other row");
+      }
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(errors) {
   tt::for_each_backend([&](const tt::Backend&) {
     Tensor x = ou::random_tensor<float>({4, 10}, 21), w = tritium::ops::ones({10}), b = tritium::ops::zeros({10});

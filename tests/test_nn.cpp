@@ -78,6 +78,7 @@ BOOST_AUTO_TEST_CASE(linear_init_bounds_and_shapes) {
       auto v = to_double(t);
       double lo = 1e9, hi = -1e9, sum = 0, sq = 0;
       for (double x : v) lo = std::min(lo, x), hi = std::max(hi, x), sum += x, sq += x * x;
+      BOOST_TEST(std::isfinite(sum), "a NaN or inf parameter (min and max skip NaN)");
       BOOST_TEST(lo >= -bound);
       BOOST_TEST(hi <= bound);
       BOOST_TEST(lo < -0.8 * bound);  // spread over the whole interval

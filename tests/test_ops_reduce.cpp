@@ -212,8 +212,31 @@ BOOST_AUTO_TEST_CASE(nan_ties_and_empty) {
     BOOST_TEST(ops::sum(e, {0}).shape() == (ou::Shape{0}));
     check_on(ops::sum(e, {1}), be, "sum over an empty dim");
     check_on(ops::sum(e, {0}), be, "sum of an empty tensor");
-    tt::check_throws([&] { ops::amax(e, {1}); }, {"amax", "empty"}, "amax over an empty dim");
-    tt::check_throws([&] { ops::argmax(e, 0); }, {"argmax", "non-empty"}, "argmax of an empty tensor");
+    // No identity (PyTorch's rule): an empty reduced dim is an error, even when the result would
+    // be empty; reducing a non-empty dim beside an empty one gives an empty result.
+    tt::check_throws([&] { ops::amax(e, {1}); }, {"amax", "Expected reduction dim 1 to have non-zero size", "[3, 0]"},
+                     "amax over an empty dim");
+    for (auto* f : {&ops::argmax, &ops::argmin}) {
+      const char* name = f == &ops::argmax ? "argmax" : "argmin";
+      BOOST_TEST_CONTEXT(name) {
+        tt::check_throws([&] { f(e, 1, false); }, {name, "Expected reduction dim 1 to have non-zero size", "[3, 0]"},
+                         "over the empty dim");
+        tt::check_throws([&] { f(e, -1, true); }, {name, "dim 1 to have non-zero size"}, "over the empty dim, negative");
+        Tensor e0 = Tensor::empty({0, 3}, DType::f32);
+        Tensor r = f(e0, 1, false);  // reduces the non-empty dim: an empty [0] i64 result
+        BOOST_TEST(r.shape() == (ou::Shape{0}));
+        BOOST_TEST((r.dtype() == DType::i64));
+        check_on(r, be, "over the non-empty dim of an empty tensor");
+        BOOST_TEST(f(e0, 1, true).shape() == (ou::Shape{0, 1}));
+        BOOST_TEST(f(Tensor::empty({2, 0, 4}, DType::f32), 2, false).shape() == (ou::Shape{2, 0}));
+        tt::check_throws([&] { f(e0, 0, false); }, {name, "Expected reduction dim 0 to have non-zero size"}, "dim 0");
+        tt::check_throws([&] { f(Tensor::empty({0, 0}, DType::f32), 1, false); }, {name, "dim 1 to have non-zero size"},
+                         "an empty reduced dim with an empty result");
+      }
+    }
+    tt::check_throws([&] { ops::amin(Tensor::empty({0, 0}, DType::f32), {0}); }, {"amin", "dim 0 to have non-zero size"},
+                     "amin: an empty reduced dim with an empty result");
+    BOOST_TEST(ops::amax(Tensor::empty({0, 3}, DType::f32), {1}).shape() == (ou::Shape{0}));
     Tensor s = Tensor::from_vector<float>({4.5f}, {});
     check_exact(ops::sum(s), {4.5}, "sum of a 0-dim tensor");
     check_exact(ops::sum(s, {0}), {4.5}, "sum of a 0-dim tensor over dim 0");

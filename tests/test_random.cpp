@@ -143,7 +143,8 @@ BOOST_AUTO_TEST_CASE(triton_mapping_for_32_and_64_bit_offsets) {
         double u1 = std::max(1.0e-7, static_cast<double>(host_uniform32(w[0])));
         double u2 = host_uniform32(w[1]);
         double ref = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-        max_gauss_err = std::max(max_gauss_err, std::abs(hg[i] - ref) / (1 + std::abs(ref)));
+        double err = std::abs(hg[i] - ref) / (1 + std::abs(ref));
+        if (!(err <= max_gauss_err)) max_gauss_err = std::isnan(err) ? INFINITY : err;  // NaN: the poison, never written
       }
       BOOST_TEST(bad_bits == 0, "randint, seed " << seed);
       BOOST_TEST(bad_u == 0, "rand, seed " << seed);

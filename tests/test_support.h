@@ -312,6 +312,38 @@ void check_close(const host_vector<T>& out, const std::vector<double>& ref, doub
   }
 }
 
+// Elements of a dot product's result off by more than tol * mag[i], where mag[i] = sum over K
+// of |a_ik| |b_kj| (+ |c_ij| for an accumulator), in double; NaN counts. `first` gets the first.
+template <class T>
+size_t dot_outliers(const host_vector<T>& out, const std::vector<double>& ref, const std::vector<double>& mag, double tol,
+                    size_t* first = nullptr) {
+  size_t bad = 0;
+  for (size_t i = 0; i < out.size() && i < ref.size() && i < mag.size(); ++i)
+    if (!(std::abs(to_double<storage_t<T>>(out[i]) - ref[i]) <= tol * mag[i])) {
+      if (!bad && first) *first = i;
+      ++bad;
+    }
+  return bad;
+}
+
+// check_close for a dot product's result, plus the bound per element of dot_outliers. A dot's
+// rounding errors (operands rounded to tf32, products and sums in f32, the output rounded to
+// f16/bf16) scale with sum |a||b| whatever the cancellation, so a right result meets the bound at
+// every element; a wrong element (a missed K step, a tile written twice) typically misses by about
+// |ref| / sum|a||b| ~ 1/sqrt(K), far past it. The norm-wise rel_error alone lets a dozen wrong
+// elements in 100,000 through at bf16's tolerance.
+template <class T>
+void check_dot(const host_vector<T>& out, const std::vector<double>& ref, const std::vector<double>& mag, double tol,
+               const std::string& what = "") {
+  check_close<T>(out, ref, tol, what);
+  BOOST_TEST_REQUIRE(mag.size() == ref.size(), what << ": " << mag.size() << " magnitudes for " << ref.size() << " elements");
+  size_t first = 0, bad = dot_outliers<T>(out, ref, mag, tol, &first);
+  if (bad)
+    BOOST_TEST(bad == 0u, what << ": " << bad << " of " << out.size() << " elements off by more than " << tol
+                               << " * sum|a||b|; first [" << first << "] = " << value_str<storage_t<T>>(out[first])
+                               << ", reference " << ref[first] << ", sum|a||b| " << mag[first]);
+}
+
 // Exact comparison (integer ops, casts, data movement). Elements are compared bitwise for
 // floats too (NaN == NaN when the bits match); unwritten elements are reported as such.
 template <class T>

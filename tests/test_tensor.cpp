@@ -69,6 +69,19 @@ BOOST_AUTO_TEST_CASE(empty_and_zeros) {
   });
 }
 
+// The test suite runs with TRITIUM_POISON_BUFFERS=1 (tests/main.cpp): a fresh buffer holds NaN in
+// every float dtype, so an op output whose elements are never written fails check_close.
+BOOST_AUTO_TEST_CASE(fresh_buffers_are_poisoned_in_the_tests) {
+  BOOST_TEST_REQUIRE(tritium::env().poison_buffers);
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (float v : Tensor::empty({300}, DType::f32).to_vector<float>()) BOOST_TEST_REQUIRE(std::isnan(v));
+    for (double v : Tensor::empty({7}, DType::f64).to_vector<double>()) BOOST_TEST_REQUIRE(std::isnan(v));
+    for (auto v : Tensor::empty({9}, DType::bf16).to_vector<tritium::bf16_t>()) BOOST_TEST_REQUIRE(std::isnan(tt::to_float(v)));
+    for (int32_t v : Tensor::empty({5}, DType::i32).to_vector<int32_t>()) BOOST_TEST_REQUIRE(v == -1);
+    for (int64_t v : Tensor::zeros({5}, DType::i64).to_vector<int64_t>()) BOOST_TEST_REQUIRE(v == 0);  // zeros still zero
+  });
+}
+
 BOOST_AUTO_TEST_CASE(bad_factory_arguments) {
   tt::for_each_backend([&](const tt::Backend&) {
     check_error([] { Tensor::empty({2, -1}, DType::f32); }, "negative size -1");

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds Tritium with a sanitizer in its own folder and runs the whole CTest suite under it.
+#
+#   scripts/sanitize.sh address [ctest args...]   # AddressSanitizer + UndefinedBehaviorSanitizer, build-asan/
+#   scripts/sanitize.sh thread  [ctest args...]   # ThreadSanitizer, build-tsan/
+#
+# Any report fails the test that produced it. What the sanitizers report in code that is not ours
+# is suppressed in scripts/{lsan,ubsan,tsan}.supp, each entry with the reason it is not our bug.
+# Kernels JIT-compiled by LLVM are not instrumented (their loads and stores are not checked);
+# the library around them, the tests and the thread pool that runs them are.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mode="${1:-address}"
+shift || true
+
+case "$mode" in
+  address)
+    build="$root/build-asan"
+    flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+    # detect_leaks: LeakSanitizer too. The CUDA and NVRTC libraries are never loaded here.
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+    export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/scripts/ubsan.supp"
+    ;;
+  thread)
+    build="$root/build-tsan"
+    flags="-fsanitize=thread -fno-omit-frame-pointer"
+    # halt_on_error: the first race fails its test, with the report in the test's output.
+    # die_after_fork=0: tests fork children (the disk cache's concurrent writers, a child that
+    # tunes from the disk); those run single-threaded, which TSan allows once told so.
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$root/scripts/tsan.supp"
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh [address|thread] [ctest args...]" >&2
+    exit 2
+    ;;
+esac
+
+"$root/scripts/install_packages.sh"
+start=$(date +%s)
+if [ ! -f "$build/build.ninja" ]; then
+  # -O1 -g: readable stacks at a speed the suite can live with.
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" \
+    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags"
+fi
+cmake --build "$build" -j "${TRITIUM_BUILD_JOBS:-2}"
+built=$(date +%s)
+rm -rf "$build/test-cache"
+cd "$build"
+status=0
+ctest --output-on-failure -j "${TRITIUM_TEST_JOBS:-2}" --timeout 3600 "$@" || status=$?
+done_at=$(date +%s)
+echo "[sanitize] $mode: build $((built - start)) s, tests $((done_at - built)) s, exit $status"
+exit "$status"
