@@ -447,6 +447,19 @@ BOOST_AUTO_TEST_CASE(attention_passes_p_in_registers) {
   BOOST_REQUIRE(end != std::string::npos);
   const std::string body = h.substr(loop, end - loop);
   BOOST_TEST(body.find("reinterpret_cast<float*>(tt_smem") == std::string::npos);  // no f32 conversion buffer
+  // P @ V runs on into the next trip (Triton's schedule): no wait after it; the next trip's wait for
+  // S = Q K^T retires it too, and the stages it read are refilled after that.
+  const size_t pv = body.find("(register A)");
+  BOOST_REQUIRE(pv != std::string::npos);
+  const size_t after = h.find("tt_wgmma_wait<", loop + pv);  // the first wait after P @ V: past the loop
+  BOOST_TEST(after + 40 > end);
+  const size_t qk = body.find("(shared A)");
+  const size_t wait0 = body.find("tt_wgmma_wait<0>();", qk);
+  BOOST_REQUIRE(wait0 != std::string::npos);
+  const size_t retired = body.find("every warpgroup retired the previous trip's wgmma", wait0);
+  BOOST_TEST(retired != std::string::npos);
+  BOOST_TEST(body.find("tt_cp_async<16>(", retired) != std::string::npos);
+  BOOST_TEST(body.find("tt_cp_async<16>(", retired) < pv);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -244,32 +244,43 @@ void Lowering::emit_for(const ir::Op* op) {
     while (S >= 2 && smem_top_ + 1024 + ring * S + body_tiles > smem_budget_) --S;
     if (S < 2) pipes.clear();
   }
-  // A matmul dot (acc = dot(a, b, acc) with the carried acc used by nothing else, its tiles this
-  // loop's stages or from before the loop) keeps its wgmma in flight into the next trip; the stage
-  // the previous trip read is then refilled after this trip's dot (two barriers a trip).
-  const ir::Op* in_flight = nullptr;
-  if (!pipes.empty() && S >= 3) {
-    std::unordered_map<const ir::Value*, int> uses;
-    f_.walk([&](ir::Op* o) {
-      for (const ir::Value* x : o->operands) ++uses[x];
-    });
+  // Dots whose wgmma group runs on into the next trip: the result is carried (yielded, nothing else
+  // reads it) and its accumulator comes from the carried value through ops that update it in place
+  // (acc = dot(a, b, acc); attention's acc = dot(p, v, acc * alpha)), and the tiles it reads are this
+  // loop's stages or from before the loop. The next trip's first wait retires the group; the stages
+  // the previous trip read are refilled after it (and a barrier) instead of at the trip's top.
+  std::vector<std::pair<const ir::Op*, size_t>> deferred;  // dot, carried index
+  if (cc_ >= 90) {
     for (const ir::Op* o : body->ops) {
-      if (o->kind != OpKind::Dot || layout(o->result()).kind != LayoutKind::Mma || layout(o->result()).mma.version != 3)
+      if (o->kind != OpKind::Dot || layout(o->result()).kind != LayoutKind::Mma || layout(o->result()).mma.version != 3 ||
+          uses_[o->result()] != 1)
         continue;
-      const ir::Value* acc = o->operand(2);
-      if (!acc->is_block_arg() || acc->owner != body || uses[acc] != 1 || uses[o->result()] != 1) continue;
-      const size_t i = static_cast<size_t>(acc->index - 1);
-      if (yield->operand(i) != o->result()) continue;
+      size_t i = 0;
+      while (i < yield->operands.size() && yield->operand(i) != o->result()) ++i;
+      if (i == yield->operands.size()) continue;
+      // The accumulator back to the carried value, each step its only use.
+      const ir::Value* x = o->operand(2);
+      const ir::Value* arg = body->args[i + 1];
+      for (int depth = 0; depth < 8 && x != arg; ++depth) {
+        if (!x->def || x->def->parent != body || !ir::is_elementwise(x->def->kind) || uses_[x] != 1) break;
+        const ir::Value* next = nullptr;
+        for (const ir::Value* in : x->def->operands)
+          if (in->type == x->type && (in == arg || (in->def && ir::is_elementwise(in->def->kind)))) next = in;
+        if (!next) break;
+        x = next;
+      }
+      if (x != arg || uses_[arg] != 1) continue;
       bool tiles_ok = true;
       for (size_t k = 0; k < 2; ++k) {
         const ir::Value* t = o->operand(k);
         while (t->def && (t->def->kind == OpKind::Permute || t->def->kind == OpKind::MultipleOf) && t->def->parent == body)
           t = t->def->operand(0);
+        if (!layout(t).is_shared()) continue;  // registers (P)
         bool staged = false;
         for (const Pipelined& p : pipes) staged = staged || p.convert->result() == t;
         tiles_ok = tiles_ok && (staged || (t->def && !inside(t->def, op)));
       }
-      if (tiles_ok) in_flight = o;
+      if (tiles_ok) deferred.push_back({o, i});
     }
   }
   std::string trips;
@@ -310,7 +321,8 @@ void Lowering::emit_for(const ir::Op* op) {
   if (!pipes.empty()) {
     line(fmt::format("const int tt_slot{} = (int)({} % {});", trip, trip, S));
     line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles", S - 2));
-    line(in_flight ? "__syncthreads();  // ... are everyone's" : "__syncthreads();  // ... are everyone's; the slot the previous trip read is free");
+    line(!deferred.empty() ? "__syncthreads();  // ... are everyone's"
+                           : "__syncthreads();  // ... are everyone's; the slot the previous trip read is free");
     synced_ = true;
     auto refill = [this, op, pipes, S, trip, trips]() {
       for (const Pipelined& p : pipes)
@@ -318,14 +330,16 @@ void Lowering::emit_for(const ir::Op* op) {
                     fmt::format("{} + {} < {}", trip, S - 1, trips));
       line("tt_cp_async_commit();");
     };
-    if (in_flight) {
-      in_flight_dot_ = in_flight;
-      after_in_flight_ = refill;
-    } else {
-      refill();
-    }
+    if (!deferred.empty()) retire_hook_ = refill;
+    else refill();
     for (const Pipelined& p : pipes)
       stage_slot_[p.convert] = fmt::format("({} + tt_slot{} * {})", p.offset, trip, p.stage_bytes);
+  }
+  // The previous trip's deferred groups, as the body sees them at its top (none at the first trip:
+  // waiting for them then is waiting for nothing).
+  for (auto [d, i] : deferred) {
+    deferred_dots_.insert(d);
+    pending_mma_.push_back({carry[i], 1, true});
   }
   std::unordered_set<const ir::Op*> skip;
   for (const Pipelined& p : pipes) skip.insert(p.load);
@@ -339,7 +353,7 @@ void Lowering::emit_for(const ir::Op* op) {
       while (smem_live_.size() > live) free_smem(smem_live_.back().first);
     }
   }
-  if (!in_flight) wait_mma();
+  if (deferred.empty()) wait_mma();
   // The yield: carried values take the yielded ones (through copies when one reads another's array).
   std::vector<std::string> next(n);
   for (size_t i = 0; i < n; ++i) {
@@ -348,10 +362,11 @@ void Lowering::emit_for(const ir::Op* op) {
       next[i] = tmp(ctype(y->type), scalar(y));
       continue;
     }
-    const Val& v = val(y);
+    const Val& v = vals_.at(y);  // not val(): an array updated in place is not read (its wgmma may run on)
     bool reads_other = false;
     for (size_t j = 0; j < n; ++j) reads_other = reads_other || (j != i && v.kind == Val::Kind::Regs && v.name == carry[j]);
     if (reads_other) {
+      wait_mma_for(v.name);
       std::string t = fresh("y");
       line(fmt::format("{} {}[{}];", ctype(y->type.element()), t, layout(y).num_regs()));
       line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {}[tt_r];", layout(y).num_regs(), t, v.name));
@@ -367,6 +382,7 @@ void Lowering::emit_for(const ir::Op* op) {
       continue;
     }
     if (next[i] == carry[i]) continue;  // updated in place
+    if (next[i][0] != '=') wait_mma_for(next[i]);  // a copy reads the registers: their wgmma must be done
     line("#pragma unroll");
     if (next[i][0] == '=')
       line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), carry[i],
@@ -376,8 +392,8 @@ void Lowering::emit_for(const ir::Op* op) {
                        next[i]));
   }
   close();
-  in_flight_dot_ = nullptr;
-  after_in_flight_ = nullptr;
+  for (auto [d, i] : deferred) deferred_dots_.erase(d);
+  if (retire_hook_) fail("internal error: a loop's stages were never refilled (no wgmma wait in its body)");
   wait_mma();
   synced_ = false;
   if (!pipes.empty()) {

@@ -36,9 +36,19 @@ void Lowering::wait_mma(int keep) {
   if (total <= keep) return;
   line(fmt::format("tt_wgmma_wait<{}>();", keep));
   // The oldest groups completed; with keep = 0 all of them.
+  bool previous = false;
   while (!pending_mma_.empty() && total > keep) {
     total -= pending_mma_.front().groups;
+    previous = previous || pending_mma_.front().previous_trip;
     pending_mma_.erase(pending_mma_.begin());
+  }
+  // The previous trip's deferred groups retired in this warpgroup; once every warpgroup is past this
+  // point the stages they read may be refilled.
+  if (previous && retire_hook_) {
+    line("__syncthreads();  // every warpgroup retired the previous trip's wgmma: its stages are free");
+    auto hook = std::move(retire_hook_);
+    retire_hook_ = nullptr;
+    hook();
   }
 }
 
@@ -55,14 +65,8 @@ void Lowering::emit_dot(const ir::Op* op) {
   const Val& c = vals_.at(op->operand(2));
   // The accumulator's registers are updated in place when this dot is their last reader (acc =
   // dot(a, b, acc) in a loop), else copied first.
-  int c_uses = 0;
-  f_.walk([&](ir::Op* u) {
-    for (const ir::Value* o : u->operands) c_uses += o == op->operand(2);
-  });
-  int sharing = 0;  // views alias their operand's array: updating it in place would change them too
-  for (const auto& [v, x] : vals_) sharing += x.kind == Val::Kind::Regs && x.name == c.name;
   std::string acc;
-  if (c.kind == Val::Kind::Regs && c_uses == 1 && sharing == 1) {
+  if (reusable(op->operand(2), op)) {
     acc = c.name;
   } else {
     if (c.kind == Val::Kind::Regs) wait_mma_for(c.name);
@@ -159,16 +163,15 @@ void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const st
     }
   }
   line("tt_wgmma_commit();");
-  if (op == in_flight_dot_) {
-    // The group runs on while the next trip's tiles are waited for; the previous trip's completes
-    // here, and once every warpgroup is past this point its stage may be refilled.
-    // (At run time the previous trip's group is the other one in flight here.)
-    line("tt_wgmma_wait<1>();");
-    pending_mma_.assign(1, PendingMma{acc, 1});
-    line("__syncthreads();  // every warpgroup retired the previous trip's wgmma: its stage is free");
-    if (after_in_flight_) after_in_flight_();
+  pending_mma_.push_back({acc, 1});
+  if (deferred_dots_.count(op)) {
+    // Runs on into the next trip. If the previous trip's group was not retired by an earlier wait of
+    // this trip, it is now (its stages are refilled after it).
+    bool previous = false;
+    for (const auto& p : pending_mma_) previous = previous || p.previous_trip;
+    if (previous) wait_mma(1);
   } else {
-    line("tt_wgmma_wait<0>();");
+    wait_mma(0);
   }
   close();
 }

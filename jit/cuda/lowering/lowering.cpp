@@ -21,6 +21,9 @@ KernelSource Lowering::run() {
     params += fmt::format("{}{} ", p.type.is_ptr() ? "" : "const ", ctype(p.type)) + name + ",\n    ";
     scalars_[f_.body->args[i]] = name;
   }
+  f_.walk([&](ir::Op* op) {
+    for (const ir::Value* o : op->operands) ++uses_[o];
+  });
   emit_block(f_.body);
   wait_mma();
   if (smem_peak_ > smem_budget_)
@@ -87,7 +90,23 @@ std::string Lowering::scalar(const ir::Value* v) {
 const Val& Lowering::val(const ir::Value* v) {
   auto it = vals_.find(v);
   if (it == vals_.end()) fail("internal error: block value %{} of kernel {} was not emitted", v->id, f_.name);
+  // Registers a wgmma group still writes are read only after it retires (dots take their operands
+  // from vals_ directly: a wgmma may accumulate into registers in flight).
+  if (!pending_mma_.empty() && it->second.kind == Val::Kind::Regs) wait_mma_for(it->second.name);
   return it->second;
+}
+
+bool Lowering::reusable(const ir::Value* v, const ir::Op* op) {
+  auto it = vals_.find(v);
+  if (it == vals_.end() || it->second.kind != Val::Kind::Regs || uses_[v] != 1 || inductions_.count(v)) return false;
+  const bool same_block = v->def ? v->def->parent == op->parent : v->owner == op->parent;
+  return same_block && sharing(it->second.name) == 1;
+}
+
+int Lowering::sharing(const std::string& array) const {
+  int n = 0;
+  for (const auto& [v, x] : vals_) n += x.kind == Val::Kind::Regs && x.name == array;
+  return n;
 }
 
 Val& Lowering::declare_regs(const ir::Value* v) {

@@ -146,6 +146,7 @@ class Lowering {
   struct PendingMma {
     std::string acc;
     int groups = 0;
+    bool previous_trip = false;  // a loop's deferred dot of the trip before (seeded at the body's top)
   };
   std::vector<PendingMma> pending_mma_;
   void wait_mma(int keep = 0);                 // wgmma.wait_group keep; drops what completed
@@ -154,11 +155,18 @@ class Lowering {
   void emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
   void emit_mma_sync(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
   void emit_fma_dot(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
-  // A loop's matmul dot whose wgmma group runs on into the next trip (emit_for decides): after it
-  // is issued, the previous trip's group is waited for, a barrier follows, then `after_in_flight_`
-  // (the loop's refill of the stage that group read).
-  const ir::Op* in_flight_dot_ = nullptr;
-  std::function<void()> after_in_flight_;
+  // Dots of a loop whose wgmma group runs on into the next trip (emit_for decides: the result is
+  // carried, its accumulator updated in place, its tiles stages or from before the loop): nothing
+  // waits for them when issued; the next trip's first wait retires them, then a barrier, then
+  // `retire_hook_` (the loop's refill of the stages they read).
+  std::unordered_set<const ir::Op*> deferred_dots_;
+  std::function<void()> retire_hook_;
+  std::unordered_map<const ir::Value*, int> uses_;  // operand uses of every value (filled by run)
+  int sharing(const std::string& array) const;       // values whose register array is `array`
+  // Whether `op` may write its result over operand `v`'s registers: v has no other use, is made in
+  // op's own block (or is that block's carried argument), so every run of op sees a fresh v, and no
+  // other value shares its array.
+  bool reusable(const ir::Value* v, const ir::Op* op);
 
   // ---- control flow (control_flow.cpp) -----------------------------------------------------------
   void emit_for(const ir::Op* op);

@@ -141,6 +141,25 @@ void Lowering::emit_elementwise(const ir::Op* op) {
     return elementwise(op, xs);
   };
   if (uniform) return set_uniform(r, tmp(ctype(r->type.element()), element("")));
+  // An operand array nothing else reads takes the result (element r from element r): a carried
+  // accumulator stays in its registers through `acc * alpha` and the dot after it, so a wgmma group
+  // in flight into the next trip is never copied (a copy would wait for it).
+  for (size_t i = 0; i < op->operands.size(); ++i) {
+    const ir::Value* o = op->operand(i);
+    if (!in[i] || !reusable(o, op) || o->type.element() != r->type.element() ||
+        layout(o).num_regs() != layout(r).num_regs())
+      continue;
+    const std::string name = in[i]->name;
+    std::string expr = element("tt_r");
+    line("#pragma unroll");
+    line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(r).num_regs(), name, expr));
+    vals_.erase(o);
+    Val& out = vals_[r];
+    out.kind = Val::Kind::Regs;
+    out.name = name;
+    out.layout = &layout(r);
+    return;
+  }
   Val& out = declare_regs(r);
   line("#pragma unroll");
   line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(r).num_regs(), out.name, element("tt_r")));
