@@ -30,6 +30,9 @@ struct Env {
   std::string f32_default;
   // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
   int num_threads = 1;
+  // TRITIUM_MAX_IR_OPS: the most IR ops one kernel trace may create before it fails with an
+  // error (dsl/trace.h); default 2^22.
+  size_t max_ir_ops = size_t(1) << 22;
 };
 
 // Read on first use (thread-safe); later calls return the same object.

@@ -1,5 +1,6 @@
 #include "dsl/trace.h"
 
+#include "common/env.h"
 #include "dsl/tensor.h"
 
 namespace tritium::dsl {
@@ -9,8 +10,28 @@ thread_local TraceContext* g_current = nullptr;
 thread_local tl::tensor* g_live_head = nullptr;
 }  // namespace
 
-TraceContext::TraceContext(ir::Function& f) : function(f), builder(f), previous_(g_current) { g_current = this; }
+TraceContext::TraceContext(ir::Function& f)
+    : function(f), builder(f), max_ops(env().max_ir_ops), previous_(g_current) {
+  g_current = this;
+}
 TraceContext::~TraceContext() { g_current = previous_; }
+
+void TraceContext::too_many_ops(const char* op, const SourceLoc& loc) const {
+  fail(loc,
+       "tl::{}: kernel {} has reached {} IR ops while being traced, the limit (TRITIUM_MAX_IR_OPS); a C++ loop in "
+       "the body unrolls too far? Use tl::range for a run-time loop, or raise TRITIUM_MAX_IR_OPS",
+       op, function.name, max_ops);
+}
+
+void check_nesting(const char* op, const SourceLoc& loc, const ir::Builder& b) {
+  int depth = 0;
+  for (const ir::Block* block = b.block(); block->parent; block = block->parent->parent) ++depth;
+  if (depth >= kMaxNesting)
+    fail(loc,
+         "tl::{}: run-time control flow nested {} levels deep; at most {} levels of tl::range, tl::if_, tl::while_ "
+         "and reductions inside one another are supported",
+         op, depth + 1, kMaxNesting);
+}
 
 TraceContext& TraceContext::current(const char* op, const SourceLoc& loc) {
   if (!g_current)
