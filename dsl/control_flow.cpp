@@ -14,11 +14,12 @@ using ir::Value;
 
 namespace {
 
-// Every tensor object alive on this thread, excluding none: the candidates for loop-carried state.
+// Every tensor object of this trace alive on this thread: the candidates for loop-carried state.
+// Tensors of an outer trace (whose body launched this one) or of an ended trace are not.
 std::vector<tensor*> live_tensors() {
   std::vector<tensor*> out;
   for (tensor* t = tensor::live_head(); t; t = t->next_live())
-    if (t->raw()) out.push_back(t);
+    if (t->raw() && t->in_current_trace()) out.push_back(t);
   return out;
 }
 

@@ -82,7 +82,22 @@ bool fits(int64_t v, bool is_unsigned_src, DType to) {
   return v >= -(int64_t(1) << (bits - 1)) && v < (int64_t(1) << (bits - 1));
 }
 
+// Launches (and traces) nested inside one another on a thread, at most: grid functions and kernel
+// bodies may launch kernels, and each level holds stack and bound arguments.
+constexpr size_t kMaxNestedLaunches = 32;
+
 }  // namespace
+
+class KernelImpl;
+
+// Traces in progress on this thread, innermost last: a kernel body may launch (and so trace)
+// other kernels, or its own kernel with other meta-parameters; the same specialisation again
+// could never end.
+struct ActiveTrace {
+  const KernelImpl* kernel;
+  const std::vector<uint64_t>* key;
+};
+static thread_local std::vector<ActiveTrace> g_active_traces;
 
 // One compiled specialisation.
 struct Specialization {
@@ -218,8 +233,29 @@ class KernelImpl {
     out.key.push_back(static_cast<uint64_t>(out.device.kind) << 32 | static_cast<uint32_t>(out.device.index));
   }
 
+  // "N=16, BLOCK=64": the meta-parameters of a specialisation, for errors.
+  std::string metas_str(const Bound& b) const {
+    std::string s;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].kind == ParamKind::meta) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", params[i].name, b.metas[i].str());
+    return s.empty() ? "no meta-parameters" : s;
+  }
+
   // Traces the user's function for one specialisation into `f`.
   void trace(ir::Function& f, const Bound& b) {
+    for (const ActiveTrace& a : g_active_traces)
+      if (a.kernel == this && *a.key == b.key)
+        fail("kernel {}: launched itself with the same specialisation ({}) while being traced; its body runs only "
+             "while it is traced, so that launch could never be compiled (a kernel may launch itself at trace time "
+             "only with other meta-parameters)",
+             name, metas_str(b));
+    if (g_active_traces.size() >= kMaxNestedLaunches)
+      fail("kernel {}: traced inside {} other traces on this thread (kernel bodies launching kernels); at most {} may nest",
+           name, g_active_traces.size(), kMaxNestedLaunches);
+    g_active_traces.push_back({this, &b.key});
+    struct Pop {
+      ~Pop() { g_active_traces.pop_back(); }
+    } pop;
     dsl::TraceContext ctx(f);
     TraceArgs t;
     t.handles.resize(params.size());
@@ -310,10 +346,43 @@ size_t Kernel::num_specializations() const {
   return n;
 }
 
+namespace {
+
+// The bound arguments of the launches in progress on this thread, innermost last: a launch made
+// by a grid function, or by a kernel body while it is traced, takes the next entry and leaves the
+// outer launch's arguments alone. Entries are kept, so a launch allocates nothing.
+struct BoundStack {
+  std::vector<std::unique_ptr<detail::KernelImpl::Bound>> items;
+  size_t depth = 0;
+};
+thread_local BoundStack g_bound;
+
+class LaunchSlot {
+ public:
+  explicit LaunchSlot(const std::string& kernel) {
+    if (g_bound.depth >= detail::kMaxNestedLaunches)
+      fail("kernel {}: launches nested {} deep on this thread (a grid function or a kernel body that launches "
+           "kernels, perhaps its own, again and again?); at most {} may nest",
+           kernel, g_bound.depth + 1, detail::kMaxNestedLaunches);
+    if (g_bound.depth == g_bound.items.size()) g_bound.items.push_back(std::make_unique<detail::KernelImpl::Bound>());
+    bound_ = g_bound.items[g_bound.depth++].get();
+  }
+  ~LaunchSlot() { --g_bound.depth; }
+  LaunchSlot(const LaunchSlot&) = delete;
+  LaunchSlot& operator=(const LaunchSlot&) = delete;
+  detail::KernelImpl::Bound& bound() { return *bound_; }
+
+ private:
+  detail::KernelImpl::Bound* bound_;
+};
+
+}  // namespace
+
 void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, size_t n, const Meta* named,
                          const Options& options) {
   if (!impl_) fail("launch of an empty tritium::Kernel");
-  thread_local detail::KernelImpl::Bound b;
+  LaunchSlot slot(impl_->name);
+  detail::KernelImpl::Bound& b = slot.bound();
   impl_->bind(args, n, named, options, b);
   uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
   detail::Specialization* spec = impl_->lookup(b.key, h);

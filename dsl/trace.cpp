@@ -1,5 +1,7 @@
 #include "dsl/trace.h"
 
+#include <atomic>
+
 #include "common/env.h"
 #include "dsl/tensor.h"
 
@@ -10,8 +12,10 @@ thread_local TraceContext* g_current = nullptr;
 thread_local tl::tensor* g_live_head = nullptr;
 }  // namespace
 
+std::atomic<uint64_t> g_next_serial{1};
+
 TraceContext::TraceContext(ir::Function& f)
-    : function(f), builder(f), max_ops(env().max_ir_ops), previous_(g_current) {
+    : function(f), builder(f), max_ops(env().max_ir_ops), serial(g_next_serial++), previous_(g_current) {
   g_current = this;
 }
 TraceContext::~TraceContext() { g_current = previous_; }
@@ -40,6 +44,7 @@ TraceContext& TraceContext::current(const char* op, const SourceLoc& loc) {
 }
 
 bool TraceContext::active() { return g_current != nullptr; }
+uint64_t TraceContext::current_serial() { return g_current ? g_current->serial : 0; }
 
 }  // namespace tritium::dsl
 
@@ -58,6 +63,10 @@ void tensor::unlink() {
   else dsl::g_live_head = next_;
   if (next_) next_->prev_ = prev_;
 }
+
+tensor::tensor(ir::Value* v) : v_(v), trace_(dsl::TraceContext::current_serial()) { link(); }
+
+bool tensor::in_current_trace() const { return trace_ != 0 && trace_ == dsl::TraceContext::current_serial(); }
 
 ir::Value* tensor::value(std::source_location loc) const {
   if (!v_) fail(SourceLoc::from(loc), "use of an empty tl::tensor (it was default-constructed and never assigned)");

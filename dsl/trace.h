@@ -26,10 +26,12 @@ class TraceContext {
   ir::Function& function;
   ir::Builder builder;
   const size_t max_ops;  // TRITIUM_MAX_IR_OPS, read when the trace starts
+  const uint64_t serial;  // unique over the process: tl::tensors remember the trace that made them
 
   // The current context; a clear error (naming the op) when a tl:: op runs outside a kernel.
   static TraceContext& current(const char* op, const SourceLoc& loc);
   static bool active();
+  static uint64_t current_serial();  // 0 outside a trace
 
   [[noreturn]] void too_many_ops(const char* op, const SourceLoc& loc) const;
 
