@@ -3,6 +3,7 @@
 #include "dsl/kernel.h"
 
 #include <cmath>
+#include <optional>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -50,8 +51,8 @@ int64_t Meta::operator[](const std::string& name) const {
   return v->kind == MetaValue::Kind::floating ? static_cast<int64_t>(v->f) : v->i;
 }
 
-GridSpec::GridSpec(std::initializer_list<int64_t> dims) {
-  if (dims.size() < 1 || dims.size() > 3) fail("grid: expected 1 to 3 dimensions, got {}", dims.size());
+GridSpec::GridSpec(std::initializer_list<int64_t> dims, std::source_location l) : loc(SourceLoc::from(l)) {
+  if (dims.size() < 1 || dims.size() > 3) fail(loc, "grid: expected 1 to 3 dimensions, got {}", dims.size());
   auto it = dims.begin();
   grid.x = *it++;
   if (it != dims.end()) grid.y = *it++;
@@ -80,6 +81,67 @@ bool fits(int64_t v, bool is_unsigned_src, DType to) {
   if (is_unsigned_int(to)) return v >= 0 && (bits == 64 || v < (int64_t(1) << bits));
   if (bits == 64) return true;
   return v >= -(int64_t(1) << (bits - 1)) && v < (int64_t(1) << (bits - 1));
+}
+
+// The C++ type a meta-parameter was declared with, as users write it.
+const char* meta_type_name(DType t) {
+  switch (t) {
+    case DType::i1: return "bool";
+    case DType::i8: return "int8_t";
+    case DType::i16: return "int16_t";
+    case DType::i32: return "int";
+    case DType::i64: return "int64_t";
+    case DType::u8: return "uint8_t";
+    case DType::u16: return "uint16_t";
+    case DType::u32: return "unsigned";
+    case DType::u64: return "uint64_t";
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    default: return "?";
+  }
+}
+
+std::string describe_meta(const MetaValue& m, bool unsigned_src) {
+  switch (m.kind) {
+    case MetaValue::Kind::integer:
+      return fmt::format("the integer {}", unsigned_src ? std::to_string(static_cast<uint64_t>(m.i)) : std::to_string(m.i));
+    case MetaValue::Kind::floating: return fmt::format("the floating-point value {}", m.f);
+    case MetaValue::Kind::boolean: return fmt::format("the bool {}", m.i ? "true" : "false");
+  }
+  return "?";
+}
+
+// A launch value for a meta-parameter of C++ type `type`, in that type's kind (so the key and
+// the traced value agree); nullopt when the type cannot hold it (a float for an int, 2 for a
+// bool, 2^40 for an int, 2^60 + 1 for a double...). `unsigned_src`: an integer from an unsigned
+// C++ type.
+std::optional<MetaValue> fit_meta(const MetaValue& m, bool unsigned_src, DType type) {
+  using K = MetaValue::Kind;
+  if (type == DType::invalid) return m;
+  if (type == DType::i1) {
+    if (m.kind == K::boolean) return m;
+    if (m.kind == K::integer && (m.i == 0 || m.i == 1)) return MetaValue(m.i != 0);
+    return std::nullopt;
+  }
+  if (is_float(type)) {
+    if (m.kind == K::floating) {
+      if (type == DType::f32 && std::isfinite(m.f) && !std::isfinite(static_cast<float>(m.f))) return std::nullopt;
+      return m;
+    }
+    if (m.kind != K::integer) return std::nullopt;
+    if (unsigned_src) {
+      double d = static_cast<double>(static_cast<uint64_t>(m.i));
+      if (d >= 0x1p64 || static_cast<uint64_t>(d) != static_cast<uint64_t>(m.i)) return std::nullopt;
+      return MetaValue(d);
+    }
+    double d = static_cast<double>(m.i);
+    if (d >= 0x1p63 || static_cast<int64_t>(d) != m.i) return std::nullopt;
+    return MetaValue(d);
+  }
+  if (m.kind == K::floating || !fits(m.i, unsigned_src && m.kind == K::integer, type)) return std::nullopt;
+  MetaValue out;
+  out.i = m.i;  // Kind::integer; a bool gives 0 or 1
+  return out;
 }
 
 // Launches (and traces) nested inside one another on a thread, at most: grid functions and kernel
@@ -130,13 +192,59 @@ class KernelImpl {
     return s;
   }
 
-  [[noreturn]] void bad_arg(size_t i, const std::string& what) const {
-    fail("kernel {}: argument {} ({}) {}", name, i, params[i].name, what);
+  std::string meta_names() const {
+    std::string s;
+    for (auto& p : params)
+      if (p.kind == ParamKind::meta) s += (s.empty() ? "" : ", ") + p.name;
+    return s.empty() ? "none" : s;
   }
 
-  void bind(const ArgValue* args, size_t n, const Meta* named, const Options& options, Bound& out) const {
+  [[noreturn]] void bad_arg(const SourceLoc& loc, size_t i, const std::string& what) const {
+    fail(loc, "kernel {}: argument {} ({}) {}", name, i, params[i].name, what);
+  }
+
+  // Names in a tritium::Meta must be meta-parameters not also given by position, each once.
+  void check_named(const SourceLoc& loc, const ArgValue* args, size_t n, const Meta& named) const {
+    const auto& items = named.items();
+    for (size_t j = 0; j < items.size(); ++j) {
+      const std::string& key = items[j].first;
+      size_t i = 0;
+      while (i < params.size() && params[i].name != key) ++i;
+      if (i == params.size())
+        fail(loc, "kernel {}: tritium::Meta names '{}', which is not a meta-parameter of the kernel (meta-parameters: {})",
+             name, key, meta_names());
+      if (params[i].kind != ParamKind::meta)
+        fail(loc, "kernel {}: tritium::Meta names '{}', a run-time argument (argument {}); pass it by position", name,
+             key, i);
+      if (i < n)
+        fail(loc, "kernel {}: meta-parameter {} (argument {}) is given both by position ({}) and by name ({}); give it once",
+             name, key, i, describe_meta(meta_of(args[i]), args[i].is_unsigned), describe_meta(items[j].second, false));
+      for (size_t k = 0; k < j; ++k)
+        if (items[k].first == key)
+          fail(loc, "kernel {}: tritium::Meta gives '{}' twice ({} and {})", name, key,
+               describe_meta(items[k].second, false), describe_meta(items[j].second, false));
+    }
+  }
+
+  // A positional argument as a meta value (the kind check comes later).
+  static MetaValue meta_of(const ArgValue& a) {
+    switch (a.kind) {
+      case ArgValue::Kind::meta: return a.meta;
+      case ArgValue::Kind::boolean: return MetaValue(a.bits != 0);
+      case ArgValue::Kind::floating: {
+        double d;
+        std::memcpy(&d, &a.bits, 8);
+        return MetaValue(d);
+      }
+      default: return MetaValue(static_cast<int64_t>(a.bits));
+    }
+  }
+
+  void bind(const ArgValue* args, size_t n, const Meta* named, const Options& options, Bound& out,
+            const SourceLoc& loc = {}) const {
     if (n > params.size())
-      fail("kernel {}: takes {} arguments ({}), got {}", name, params.size(), signature(), n);
+      fail(loc, "kernel {}: takes {} arguments ({}), got {}", name, params.size(), signature(), n);
+    if (named && !named->items().empty()) check_named(loc, args, n, *named);
     out.key.clear();
     out.key.reserve(params.size() + 3);
     out.metas.assign(params.size(), MetaValue{});
@@ -148,23 +256,26 @@ class KernelImpl {
       const ParamInfo& p = params[i];
       if (p.kind == ParamKind::meta) {
         MetaValue m;
+        bool unsigned_src = false;
         if (i < n) {
           const ArgValue& a = args[i];
-          if (a.kind == ArgValue::Kind::meta) m = a.meta;
-          else if (a.kind == ArgValue::Kind::integer) m = MetaValue(static_cast<int64_t>(a.bits));
-          else if (a.kind == ArgValue::Kind::boolean) m = MetaValue(a.bits != 0);
-          else if (a.kind == ArgValue::Kind::floating) {
-            double d;
-            std::memcpy(&d, &a.bits, 8);
-            m = MetaValue(d);
-          } else bad_arg(i, fmt::format("is a meta-parameter and needs a number, got {}", arg_kind_name(a)));
+          if (a.kind == ArgValue::Kind::pointer)
+            bad_arg(loc, i, fmt::format("is a meta-parameter and needs a number, got {}", arg_kind_name(a)));
+          m = meta_of(a);
+          unsigned_src = a.kind == ArgValue::Kind::integer && a.is_unsigned;
         } else if (const MetaValue* v = named ? named->find(p.name) : nullptr) {
           m = *v;
         } else {
-          fail("kernel {}: meta-parameter {} (parameter {}) is missing at launch; pass it by position or in a "
+          fail(loc,
+               "kernel {}: meta-parameter {} (parameter {}) is missing at launch; pass it by position or in a "
                "tritium::Meta{{{{\"{}\", value}}}}",
                name, p.name, i, p.name);
         }
+        std::optional<MetaValue> fitted = fit_meta(m, unsigned_src, p.meta_type);
+        if (!fitted)
+          fail(loc, "kernel {}: meta-parameter {} (argument {}) is a C++ {}, which cannot hold {} given at launch", name,
+               p.name, i, meta_type_name(p.meta_type), describe_meta(m, unsigned_src));
+        m = *fitted;
         out.metas[i] = m;
         out.key.push_back(0x4d00000000000000ull | static_cast<uint64_t>(m.kind));
         uint64_t bits = static_cast<uint64_t>(m.i);
@@ -173,26 +284,26 @@ class KernelImpl {
         continue;
       }
       if (i >= n)
-        fail("kernel {}: takes {} arguments ({}), got {}; argument {} ({}) is missing", name, params.size(),
+        fail(loc, "kernel {}: takes {} arguments ({}), got {}; argument {} ({}) is missing", name, params.size(),
              signature(), n, i, p.name);
       const ArgValue& a = args[i];
       uint64_t& s = out.slots[slot++];
       if (p.kind == ParamKind::pointer) {
         const bool any = p.dtype == DType::invalid;  // tl::ptr<tl::any>
         if (a.kind != ArgValue::Kind::pointer)
-          bad_arg(i, fmt::format("must be a pointer to {}, got {}", any ? "any type" : dtype_name(p.dtype), arg_kind_name(a)));
+          bad_arg(loc, i, fmt::format("must be a pointer to {}, got {}", any ? "any type" : dtype_name(p.dtype), arg_kind_name(a)));
         if (any && a.dtype == DType::invalid)
-          bad_arg(i, "is a tl::ptr<tl::any> and needs a typed pointer or a Tensor (its element type is taken from the "
-                     "argument), got void*");
+          bad_arg(loc, i, "is a tl::ptr<tl::any> and needs a typed pointer or a Tensor (its element type is taken from the "
+                          "argument), got void*");
         if (!any && a.dtype != DType::invalid && a.dtype != p.dtype)
-          bad_arg(i, fmt::format("must point to {}, got a pointer to {}", dtype_name(p.dtype), dtype_name(a.dtype)));
+          bad_arg(loc, i, fmt::format("must point to {}, got a pointer to {}", dtype_name(p.dtype), dtype_name(a.dtype)));
         if (a.tensor) {
           if (options.device && a.tensor->device() != *options.device)
-            bad_arg(i, fmt::format("is on {} but the launch options ask for {}", a.tensor->device().str(),
-                                   options.device->str()));
+            bad_arg(loc, i, fmt::format("is on {} but the launch options ask for {}", a.tensor->device().str(),
+                                        options.device->str()));
           if (device_from_tensor && a.tensor->device() != out.device)
-            bad_arg(i, fmt::format("is on {} but earlier tensor arguments are on {}", a.tensor->device().str(),
-                                   out.device.str()));
+            bad_arg(loc, i, fmt::format("is on {} but earlier tensor arguments are on {}", a.tensor->device().str(),
+                                        out.device.str()));
           if (!options.device) out.device = a.tensor->device();
           device_from_tensor = true;
         }
@@ -202,7 +313,7 @@ class KernelImpl {
       } else {  // run-time scalar
         DType d = p.dtype;
         if (a.kind == ArgValue::Kind::pointer || a.kind == ArgValue::Kind::meta)
-          bad_arg(i, fmt::format("must be a {} scalar, got {}", dtype_name(d), arg_kind_name(a)));
+          bad_arg(loc, i, fmt::format("must be a {} scalar, got {}", dtype_name(d), arg_kind_name(a)));
         if (is_float(d)) {
           double v;
           if (a.kind == ArgValue::Kind::floating) std::memcpy(&v, &a.bits, 8);
@@ -215,14 +326,14 @@ class KernelImpl {
             s = u;
           }
           if (is_narrow_float(d))
-            bad_arg(i, fmt::format("has type {}; f16, bf16 and fp8 scalar arguments are not supported, use tl::f32", dtype_name(d)));
+            bad_arg(loc, i, fmt::format("has type {}; f16, bf16 and fp8 scalar arguments are not supported, use tl::f32", dtype_name(d)));
           out.key.push_back(0);
         } else {
           if (a.kind == ArgValue::Kind::floating)
-            bad_arg(i, fmt::format("must be an integer ({}), got a floating-point number", dtype_name(d)));
+            bad_arg(loc, i, fmt::format("must be an integer ({}), got a floating-point number", dtype_name(d)));
           int64_t v = static_cast<int64_t>(a.bits);
           if (!fits(v, a.is_unsigned, d))
-            bad_arg(i, fmt::format("value {} does not fit in {}", a.is_unsigned ? fmt::format("{}", a.bits) : fmt::format("{}", v), dtype_name(d)));
+            bad_arg(loc, i, fmt::format("value {} does not fit in {}", a.is_unsigned ? fmt::format("{}", a.bits) : fmt::format("{}", v), dtype_name(d)));
           s = static_cast<uint64_t>(v);
           // Specialise on divisibility by 16 and on the value 1, as Triton does.
           out.key.push_back((v % 16 == 0 ? 1 : 0) | (v == 1 ? 2 : 0));
@@ -241,16 +352,17 @@ class KernelImpl {
     return s.empty() ? "no meta-parameters" : s;
   }
 
-  // Traces the user's function for one specialisation into `f`.
-  void trace(ir::Function& f, const Bound& b) {
+  // Traces the user's function for one specialisation into `f`. `loc`: the launch that asked.
+  void trace(ir::Function& f, const Bound& b, const SourceLoc& loc = {}) {
     for (const ActiveTrace& a : g_active_traces)
       if (a.kernel == this && *a.key == b.key)
-        fail("kernel {}: launched itself with the same specialisation ({}) while being traced; its body runs only "
+        fail(loc,
+             "kernel {}: launched itself with the same specialisation ({}) while being traced; its body runs only "
              "while it is traced, so that launch could never be compiled (a kernel may launch itself at trace time "
              "only with other meta-parameters)",
              name, metas_str(b));
     if (g_active_traces.size() >= kMaxNestedLaunches)
-      fail("kernel {}: traced inside {} other traces on this thread (kernel bodies launching kernels); at most {} may nest",
+      fail(loc, "kernel {}: traced inside {} other traces on this thread (kernel bodies launching kernels); at most {} may nest",
            name, g_active_traces.size(), kMaxNestedLaunches);
     g_active_traces.push_back({this, &b.key});
     struct Pop {
@@ -285,9 +397,9 @@ class KernelImpl {
     body(t);
   }
 
-  Specialization& specialize(const Bound& b, uint64_t h, const Options& options) {
+  Specialization& specialize(const Bound& b, uint64_t h, const Options& options, const SourceLoc& loc = {}) {
     auto f = std::make_unique<ir::Function>(name);
-    trace(*f, b);
+    trace(*f, b, loc);
     jit::CompileOptions co;
     co.num_warps = options.num_warps;
     co.num_stages = options.num_stages;
@@ -359,9 +471,10 @@ thread_local BoundStack g_bound;
 
 class LaunchSlot {
  public:
-  explicit LaunchSlot(const std::string& kernel) {
+  LaunchSlot(const std::string& kernel, const SourceLoc& loc) {
     if (g_bound.depth >= detail::kMaxNestedLaunches)
-      fail("kernel {}: launches nested {} deep on this thread (a grid function or a kernel body that launches "
+      fail(loc,
+           "kernel {}: launches nested {} deep on this thread (a grid function or a kernel body that launches "
            "kernels, perhaps its own, again and again?); at most {} may nest",
            kernel, g_bound.depth + 1, detail::kMaxNestedLaunches);
     if (g_bound.depth == g_bound.items.size()) g_bound.items.push_back(std::make_unique<detail::KernelImpl::Bound>());
@@ -380,16 +493,16 @@ class LaunchSlot {
 
 void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, size_t n, const Meta* named,
                          const Options& options) {
-  if (!impl_) fail("launch of an empty tritium::Kernel");
-  LaunchSlot slot(impl_->name);
+  if (!impl_) fail(grid.loc, "launch of an empty tritium::Kernel");
+  LaunchSlot slot(impl_->name, grid.loc);
   detail::KernelImpl::Bound& b = slot.bound();
-  impl_->bind(args, n, named, options, b);
+  impl_->bind(args, n, named, options, b, grid.loc);
   uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
   detail::Specialization* spec = impl_->lookup(b.key, h);
   auto check_grid = [&](const Grid& g) {
     if (g.x < 0 || g.y < 0 || g.z < 0 || g.x > INT32_MAX || g.y > 65535 || g.z > 65535)
-      fail("kernel {}: invalid grid ({}, {}, {}); x must be in [0, 2^31), y and z in [0, 65535]", impl_->name, g.x,
-           g.y, g.z);
+      fail(grid.loc, "kernel {}: invalid grid ({}, {}, {}); x must be in [0, 2^31), y and z in [0, 65535]", impl_->name,
+           g.x, g.y, g.z);
   };
   Grid g;
   if (!spec) {
@@ -399,7 +512,7 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
       if (impl_->params[i].kind == detail::ParamKind::meta) m.set(impl_->params[i].name, b.metas[i]);
     g = grid.fn ? grid.fn(m) : grid.grid;
     check_grid(g);
-    spec = &impl_->specialize(b, h, options);
+    spec = &impl_->specialize(b, h, options, grid.loc);
   } else {
     g = grid.fn ? grid.fn(spec->meta) : grid.grid;
     check_grid(g);

@@ -70,6 +70,12 @@ bool tensor::in_current_trace() const { return trace_ != 0 && trace_ == dsl::Tra
 
 ir::Value* tensor::value(std::source_location loc) const {
   if (!v_) fail(SourceLoc::from(loc), "use of an empty tl::tensor (it was default-constructed and never assigned)");
+  // Its IR belongs to another function, or is freed: a clear error instead of a read after free.
+  if (!in_current_trace())
+    fail(SourceLoc::from(loc),
+         "use of a tl::tensor outside the trace that made it: it was kept past the end of another kernel body's "
+         "trace (or an earlier trace of this one), e.g. in a captured variable or a static; a tl::tensor lives only "
+         "while the kernel body that creates it is being traced");
   return v_;
 }
 
