@@ -12,6 +12,7 @@
 #include "dsl/trace.h"
 #include "ir/printer.h"
 #include "jit/compiled_kernel.h"
+#include "jit/passes/index_width.h"
 #include "jit/passes/pipeline.h"
 #include "common/env.h"
 
@@ -144,6 +145,14 @@ std::optional<MetaValue> fit_meta(const MetaValue& m, bool unsigned_src, DType t
   return out;
 }
 
+// Elements a tensor argument reaches from its first element: 1 + its largest element offset.
+int64_t element_span(const runtime::Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t last = 0;
+  for (size_t d = 0; d < t.shape().size(); ++d) last += (t.shape()[d] - 1) * std::abs(t.strides()[d]);
+  return last + 1;
+}
+
 // Launches (and traces) nested inside one another on a thread, at most: grid functions and kernel
 // bodies may launch kernels, and each level holds stack and bound arguments.
 constexpr size_t kMaxNestedLaunches = 32;
@@ -166,6 +175,10 @@ struct Specialization {
   std::vector<uint64_t> key;
   std::shared_ptr<jit::CompiledKernel> compiled;
   Meta meta;  // the meta-parameter values, for grid functions
+  // By run-time parameter: where the kernel adds a 32-bit offset computed at run time to a
+  // pointer from that parameter (jit/passes/index_width.h); a mask of those parameters.
+  std::vector<SourceLoc> narrow_offsets;
+  uint64_t narrow_mask = 0;
 };
 
 class KernelImpl {
@@ -184,6 +197,9 @@ class KernelImpl {
     std::vector<uint64_t> key;
     std::vector<MetaValue> metas;  // by parameter index
     runtime::Device device;
+    // Run-time parameters given a Tensor whose elements reach past what a 32-bit offset
+    // addresses (element_span > 2^31): checked against the kernel's narrow offsets.
+    uint64_t wide_tensors = 0;
   };
 
   std::string signature() const {
@@ -248,6 +264,7 @@ class KernelImpl {
     out.key.clear();
     out.key.reserve(params.size() + 3);
     out.metas.assign(params.size(), MetaValue{});
+    out.wide_tensors = 0;
     // Explicit device, else the tensors' device, else the default device (raw pointers).
     out.device = options.device.value_or(runtime::default_device());
     bool device_from_tensor = false;
@@ -306,6 +323,7 @@ class KernelImpl {
                                         out.device.str()));
           if (!options.device) out.device = a.tensor->device();
           device_from_tensor = true;
+          if (element_span(*a.tensor) > (int64_t(1) << 31)) out.wide_tensors |= uint64_t(1) << (slot - 1);
         }
         s = a.bits;
         // Divisibility of the address by 16 bytes; the element type for tl::ptr<tl::any>.
@@ -342,6 +360,25 @@ class KernelImpl {
     }
     out.key.push_back(static_cast<uint64_t>(options.num_warps) << 32 | static_cast<uint32_t>(options.num_stages));
     out.key.push_back(static_cast<uint64_t>(out.device.kind) << 32 | static_cast<uint32_t>(out.device.index));
+  }
+
+  // A launch that would address a tensor past 2^31 elements through 32-bit offsets, refused.
+  void check_offsets(const Specialization& spec, const Bound& b, const ArgValue* args, const SourceLoc& loc) const {
+    uint64_t bad = b.wide_tensors & spec.narrow_mask;
+    if (!bad) return;
+    size_t slot = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i].kind == ParamKind::meta) continue;
+      if (bad >> slot & 1) {
+        const runtime::Tensor& t = *args[i].tensor;
+        fail(loc,
+             "kernel {}: argument {} ({}) is a tensor whose elements reach offset {} (shape {}), but the kernel adds "
+             "32-bit offsets computed at run time to it ({}), which wrap past 2^31 - 1 = 2147483647; compute the "
+             "offsets in 64 bits, e.g. tl::program_id(0).to(tl::int64) * BLOCK (docs/language.md, \"64-bit offsets\")",
+             name, i, params[i].name, element_span(t) - 1, ir::shape_str(t.shape()), spec.narrow_offsets[slot].str());
+      }
+      ++slot;
+    }
   }
 
   // "N=16, BLOCK=64": the meta-parameters of a specialisation, for errors.
@@ -400,6 +437,7 @@ class KernelImpl {
   Specialization& specialize(const Bound& b, uint64_t h, const Options& options, const SourceLoc& loc = {}) {
     auto f = std::make_unique<ir::Function>(name);
     trace(*f, b, loc);
+    std::vector<SourceLoc> narrow = jit::narrow_offsets(*f);
     jit::CompileOptions co;
     co.num_warps = options.num_warps;
     co.num_stages = options.num_stages;
@@ -407,6 +445,9 @@ class KernelImpl {
     auto spec = std::make_unique<Specialization>();
     spec->key = b.key;
     spec->compiled = std::move(compiled);
+    for (size_t i = 0; i < narrow.size() && i < 64; ++i)
+      if (narrow[i].known()) spec->narrow_mask |= uint64_t(1) << i;
+    spec->narrow_offsets = std::move(narrow);
     for (size_t i = 0; i < params.size(); ++i)
       if (params[i].kind == ParamKind::meta) spec->meta.set(params[i].name, b.metas[i]);
     std::unique_lock lock(mutex);
@@ -517,6 +558,7 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
     g = grid.fn ? grid.fn(spec->meta) : grid.grid;
     check_grid(g);
   }
+  impl_->check_offsets(*spec, b, args, grid.loc);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;
   spec->compiled->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
 }
