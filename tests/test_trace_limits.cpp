@@ -1,7 +1,8 @@
-// Kernels the user makes large: tracing and the passes take time linear in the kernel's size,
-// run-time control flow nested too deep, a trace that would create too many IR ops, and a
-// tl::range whose step is not positive are clear tritium::Errors, never a stack overflow, minutes
-// of tracing or a hang.
+// Kernels the user makes large: tracing and the passes take time linear in the kernel's size;
+// run-time control flow nested too deep, a trace that would create too many IR ops and a
+// constant tl::range step that is not positive are clear tritium::Errors, never a stack overflow
+// or minutes of tracing; a run-time step that is not positive runs the loop zero times, never
+// hangs.
 #include <chrono>
 #include <functional>
 
@@ -123,12 +124,11 @@ BOOST_AUTO_TEST_CASE(range_step_must_be_positive) {
   int32_t trips = -1;
   k[{1}](&trips, 10, 3, false, kCpu);
   BOOST_TEST(trips == 4);
-  // A run-time step of 0 or below: the loop is skipped (it would never end) and the launch fails.
+  // A run-time step of 0 or below: the loop runs zero times (it would never end).
   for (int step : {0, -2}) {
     trips = -1;
-    tt::check_throws([&] { k[{1}](&trips, 10, step, false, kCpu); }, {"stepped", "tl::range", "step is not positive"},
-                     "run-time step " + std::to_string(step));
-    BOOST_TEST(trips == 0);
+    k[{1}](&trips, 10, step, false, kCpu);
+    BOOST_TEST(trips == 0, "run-time step " << step << ": " << trips << " trips");
   }
 }
 
