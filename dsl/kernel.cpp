@@ -3,7 +3,6 @@
 #include "dsl/kernel.h"
 
 #include <cmath>
-#include <optional>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -112,37 +111,34 @@ std::string describe_meta(const MetaValue& m, bool unsigned_src) {
   return "?";
 }
 
-// A launch value for a meta-parameter of C++ type `type`, in that type's kind (so the key and
-// the traced value agree); nullopt when the type cannot hold it (a float for an int, 2 for a
+// Puts a launch value for a meta-parameter of C++ type `type` in that type's kind (so the key
+// and the traced value agree); false when the type cannot hold it (a float for an int, 2 for a
 // bool, 2^40 for an int, 2^60 + 1 for a double...). `unsigned_src`: an integer from an unsigned
 // C++ type.
-std::optional<MetaValue> fit_meta(const MetaValue& m, bool unsigned_src, DType type) {
+bool fit_meta(MetaValue& m, bool unsigned_src, DType type) {
   using K = MetaValue::Kind;
-  if (type == DType::invalid) return m;
+  if (m.kind == K::integer && type == DType::i32 && !unsigned_src)  // the common case (an int BLOCK)
+    return m.i >= INT32_MIN && m.i <= INT32_MAX;
+  if (type == DType::invalid) return true;
   if (type == DType::i1) {
-    if (m.kind == K::boolean) return m;
-    if (m.kind == K::integer && (m.i == 0 || m.i == 1)) return MetaValue(m.i != 0);
-    return std::nullopt;
+    if (m.kind == K::boolean) return true;
+    if (m.kind != K::integer || (m.i != 0 && m.i != 1)) return false;
+    m = MetaValue(m.i != 0);
+    return true;
   }
   if (is_float(type)) {
-    if (m.kind == K::floating) {
-      if (type == DType::f32 && std::isfinite(m.f) && !std::isfinite(static_cast<float>(m.f))) return std::nullopt;
-      return m;
-    }
-    if (m.kind != K::integer) return std::nullopt;
-    if (unsigned_src) {
-      double d = static_cast<double>(static_cast<uint64_t>(m.i));
-      if (d >= 0x1p64 || static_cast<uint64_t>(d) != static_cast<uint64_t>(m.i)) return std::nullopt;
-      return MetaValue(d);
-    }
-    double d = static_cast<double>(m.i);
-    if (d >= 0x1p63 || static_cast<int64_t>(d) != m.i) return std::nullopt;
-    return MetaValue(d);
+    if (m.kind == K::floating) return !(type == DType::f32 && std::isfinite(m.f) && !std::isfinite(static_cast<float>(m.f)));
+    if (m.kind != K::integer) return false;
+    double d = unsigned_src ? static_cast<double>(static_cast<uint64_t>(m.i)) : static_cast<double>(m.i);
+    bool exact = unsigned_src ? d < 0x1p64 && static_cast<uint64_t>(d) == static_cast<uint64_t>(m.i)
+                              : d < 0x1p63 && static_cast<int64_t>(d) == m.i;
+    if (!exact) return false;
+    m = MetaValue(d);
+    return true;
   }
-  if (m.kind == K::floating || !fits(m.i, unsigned_src && m.kind == K::integer, type)) return std::nullopt;
-  MetaValue out;
-  out.i = m.i;  // Kind::integer; a bool gives 0 or 1
-  return out;
+  if (m.kind == K::floating || !fits(m.i, unsigned_src && m.kind == K::integer, type)) return false;
+  m.kind = K::integer;  // a bool gives 0 or 1
+  return true;
 }
 
 // Elements a tensor argument reaches from its first element: 1 + its largest element offset.
@@ -151,6 +147,13 @@ int64_t element_span(const runtime::Tensor& t) {
   int64_t last = 0;
   for (size_t d = 0; d < t.shape().size(); ++d) last += (t.shape()[d] - 1) * std::abs(t.strides()[d]);
   return last + 1;
+}
+
+// Whether a tensor argument reaches past element offset 2^31 - 1. A view cannot reach beyond its
+// storage, so the shape walk runs only for storage of more than 2^31 elements (launches stay cheap).
+bool reaches_past_int32(const runtime::Tensor& t) {
+  if (t.storage()->nbytes() / static_cast<size_t>(t.element_size()) <= (size_t(1) << 31)) return false;
+  return element_span(t) > (int64_t(1) << 31);
 }
 
 // Launches (and traces) nested inside one another on a thread, at most: grid functions and kernel
@@ -288,11 +291,9 @@ class KernelImpl {
                "tritium::Meta{{{{\"{}\", value}}}}",
                name, p.name, i, p.name);
         }
-        std::optional<MetaValue> fitted = fit_meta(m, unsigned_src, p.meta_type);
-        if (!fitted)
+        if (!fit_meta(m, unsigned_src, p.meta_type))  // (m is unchanged when it does not fit)
           fail(loc, "kernel {}: meta-parameter {} (argument {}) is a C++ {}, which cannot hold {} given at launch", name,
                p.name, i, meta_type_name(p.meta_type), describe_meta(m, unsigned_src));
-        m = *fitted;
         out.metas[i] = m;
         out.key.push_back(0x4d00000000000000ull | static_cast<uint64_t>(m.kind));
         uint64_t bits = static_cast<uint64_t>(m.i);
@@ -323,7 +324,7 @@ class KernelImpl {
                                         out.device.str()));
           if (!options.device) out.device = a.tensor->device();
           device_from_tensor = true;
-          if (element_span(*a.tensor) > (int64_t(1) << 31)) out.wide_tensors |= uint64_t(1) << (slot - 1);
+          if (reaches_past_int32(*a.tensor)) out.wide_tensors |= uint64_t(1) << (slot - 1);
         }
         s = a.bits;
         // Divisibility of the address by 16 bytes; the element type for tl::ptr<tl::any>.
@@ -362,10 +363,11 @@ class KernelImpl {
     out.key.push_back(static_cast<uint64_t>(out.device.kind) << 32 | static_cast<uint32_t>(out.device.index));
   }
 
-  // A launch that would address a tensor past 2^31 elements through 32-bit offsets, refused.
-  void check_offsets(const Specialization& spec, const Bound& b, const ArgValue* args, const SourceLoc& loc) const {
+  // A launch that would address a tensor past 2^31 elements through 32-bit offsets (a tensor in
+  // b.wide_tensors that the kernel indexes with narrow offsets), refused.
+  [[noreturn]] void refuse_narrow_offsets(const Specialization& spec, const Bound& b, const ArgValue* args,
+                                          const SourceLoc& loc) const {
     uint64_t bad = b.wide_tensors & spec.narrow_mask;
-    if (!bad) return;
     size_t slot = 0;
     for (size_t i = 0; i < params.size(); ++i) {
       if (params[i].kind == ParamKind::meta) continue;
@@ -379,6 +381,7 @@ class KernelImpl {
       }
       ++slot;
     }
+    fail(loc, "kernel {}: internal: no argument matches the refused offsets", name);
   }
 
   // "N=16, BLOCK=64": the meta-parameters of a specialisation, for errors.
@@ -501,33 +504,35 @@ size_t Kernel::num_specializations() const {
 
 namespace {
 
-// The bound arguments of the launches in progress on this thread, innermost last: a launch made
-// by a grid function, or by a kernel body while it is traced, takes the next entry and leaves the
-// outer launch's arguments alone. Entries are kept, so a launch allocates nothing.
-struct BoundStack {
-  std::vector<std::unique_ptr<detail::KernelImpl::Bound>> items;
+// The launches in progress on this thread. The outermost binds its arguments into `outermost`,
+// kept between launches so a launch allocates nothing; a launch made by a grid function, or by a
+// kernel body while it is traced, binds into its own object and leaves the outer launch's
+// arguments alone. One thread_local object: one TLS lookup per launch.
+struct LaunchStack {
   size_t depth = 0;
+  detail::KernelImpl::Bound outermost;
 };
-thread_local BoundStack g_bound;
+thread_local LaunchStack g_launches;
 
 class LaunchSlot {
  public:
-  LaunchSlot(const std::string& kernel, const SourceLoc& loc) {
-    if (g_bound.depth >= detail::kMaxNestedLaunches)
+  LaunchSlot(const std::string& kernel, const SourceLoc& loc) : stack_(g_launches) {
+    if (stack_.depth >= detail::kMaxNestedLaunches)
       fail(loc,
            "kernel {}: launches nested {} deep on this thread (a grid function or a kernel body that launches "
            "kernels, perhaps its own, again and again?); at most {} may nest",
-           kernel, g_bound.depth + 1, detail::kMaxNestedLaunches);
-    if (g_bound.depth == g_bound.items.size()) g_bound.items.push_back(std::make_unique<detail::KernelImpl::Bound>());
-    bound_ = g_bound.items[g_bound.depth++].get();
+           kernel, stack_.depth + 1, detail::kMaxNestedLaunches);
+    if (stack_.depth > 0) nested_ = std::make_unique<detail::KernelImpl::Bound>();
+    ++stack_.depth;
   }
-  ~LaunchSlot() { --g_bound.depth; }
+  ~LaunchSlot() { --stack_.depth; }
   LaunchSlot(const LaunchSlot&) = delete;
   LaunchSlot& operator=(const LaunchSlot&) = delete;
-  detail::KernelImpl::Bound& bound() { return *bound_; }
+  detail::KernelImpl::Bound& bound() { return nested_ ? *nested_ : stack_.outermost; }
 
  private:
-  detail::KernelImpl::Bound* bound_;
+  LaunchStack& stack_;
+  std::unique_ptr<detail::KernelImpl::Bound> nested_;
 };
 
 }  // namespace
@@ -558,7 +563,7 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
     g = grid.fn ? grid.fn(spec->meta) : grid.grid;
     check_grid(g);
   }
-  impl_->check_offsets(*spec, b, args, grid.loc);
+  if (b.wide_tensors & spec->narrow_mask) impl_->refuse_narrow_offsets(*spec, b, args, grid.loc);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;
   spec->compiled->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
 }
