@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "autotune/do_bench.h"
 #include "ops/ops.h"
+#include "tools/cli.h"
 
 namespace tl = tritium::tl;
 
@@ -70,39 +72,49 @@ tritium::Kernel block_ptr_kernel = tritium::kernel(
       tl::store(c_bp, acc.to(tl::float16), {0, 1});
     });
 
+// "128x256x64w8s3": BLOCK_M x BLOCK_N x BLOCK_K, warps, stages.
+std::array<int, 5> parse_config(std::string_view text) {
+  namespace cli = tritium::cli;
+  std::array<int, 5> c{};
+  const char* seps = "xxws";
+  size_t p = 0;
+  for (int i = 0; i < 5; ++i) {
+    size_t q = i < 4 ? text.find(seps[i], p) : text.size();
+    if (q == std::string_view::npos)
+      throw cli::UsageError(fmt::format("--configs: a config reads BMxBNxBKwWARPSsSTAGES, e.g. 128x256x64w8s3, got '{}'", text));
+    const int64_t lo = i < 3 ? 16 : 1, hi = i < 3 ? 512 : i == 3 ? 32 : 8;
+    c[i] = static_cast<int>(cli::parse_int(i < 3 ? "--configs block" : i == 3 ? "--configs warps" : "--configs stages",
+                                           text.substr(p, q - p), lo, hi));
+    p = q + 1;
+  }
+  return c;
+}
+
 }  // namespace
 
 int block_ptr_matmul_bench(int argc, char** argv) {
+  namespace cli = tritium::cli;
   tritium::Device device = tritium::Device::cuda();
   std::vector<int64_t> sizes = {4096, 8192};
   int rounds = 3;
   std::vector<std::array<int, 5>> configs;
-  for (int i = 2; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device = tritium::Device::parse(argv[++i]);
-    else if (!std::strcmp(argv[i], "--configs") && i + 1 < argc) {
-      for (const char* s = argv[++i]; *s;) {
-        std::array<int, 5> c{};
-        int used = 0;
-        if (std::sscanf(s, "%dx%dx%dw%ds%d%n", &c[0], &c[1], &c[2], &c[3], &c[4], &used) != 5) {
-          std::fprintf(stderr, "block-ptr-matmul: a config reads BMxBNxBKwWARPSsSTAGES, e.g. 128x256x64w8s3\n");
-          return 2;
-        }
-        configs.push_back(c);
-        s += used;
-        if (*s == ',') ++s;
+  cli::Args args(argc, argv,
+                 std::string("usage: ") + argv[0] +
+                     " --block-ptr-matmul [--device cuda|cpu] [--sizes N,... (1 to 32768)] [--rounds R (1 to 1000)]"
+                     " [--configs BMxBNxBKwWsS,...]\n",
+                 2);
+  while (args.next()) {
+    if (args.is("--device")) device = cli::parse_device(args.option(), args.value());
+    else if (args.is("--configs")) {
+      std::string list = args.value();
+      for (size_t p = 0; p <= list.size();) {
+        size_t q = std::min(list.find(',', p), list.size());
+        configs.push_back(parse_config(std::string_view(list).substr(p, q - p)));
+        p = q + 1;
       }
-    }
-    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) {
-      sizes.clear();
-      for (const char* s = argv[++i]; *s;) {
-        sizes.push_back(std::strtoll(s, const_cast<char**>(&s), 10));
-        if (*s == ',') ++s;
-      }
-    } else {
-      std::fprintf(stderr, "usage: %s --block-ptr-matmul [--device cuda|cpu] [--sizes N,...] [--rounds R]\n", argv[0]);
-      return 2;
-    }
+    } else if (args.is("--rounds")) rounds = static_cast<int>(cli::parse_int(args.option(), args.value(), 1, 1000));
+    else if (args.is("--sizes")) sizes = cli::parse_int_list(args.option(), args.value(), 1, 32768);
+    else args.unknown();
   }
   if (!tritium::runtime::device_available(device)) {
     std::fprintf(stderr, "block-ptr-matmul: %s is unavailable: %s\n", device.str().c_str(),

@@ -18,6 +18,8 @@
 
 #include <tritium/tritium.h>
 
+#include "tools/cli.h"
+
 #include "autotune/do_bench.h"
 #include "ops/ops.h"
 #include "runtime/thread_pool.h"
@@ -74,11 +76,15 @@ int run_child(int64_t n, tritium::DType dtype) {
 }  // namespace
 
 int matmul_bench(int argc, char** argv) {
-  int64_t n = argc > 2 ? std::atoll(argv[2]) : 1024;
-  std::string dtype_name = argc > 3 ? argv[3] : "f32";
+  namespace cli = tritium::cli;
+  if (argc > 2 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"))) {
+    std::printf("usage: %s --matmul [SIZE (1 to 16384, default 1024) [f32|f64|f16|bf16]]\n", argv[0]);
+    return 0;
+  }
+  if (argc > 4) throw cli::UsageError(fmt::format("--matmul takes at most SIZE and a dtype, got '{}' after them", argv[4]));
+  int64_t n = argc > 2 ? cli::parse_int("--matmul SIZE", argv[2], 1, 16384) : 1024;
+  std::string dtype_name = argc > 3 ? cli::parse_choice("--matmul dtype", argv[3], {"f32", "f64", "f16", "bf16"}) : "f32";
   tritium::DType dtype = tritium::dtype_from_name(dtype_name);
-  if (n <= 0 || !(is_float(dtype)))
-    return std::fprintf(stderr, "usage: %s --matmul [SIZE [f32|f64|f16|bf16]]\n", argv[0]), 2;
   if (std::getenv("TRITIUM_BENCH_MATMUL_CHILD")) return run_child(n, dtype);
   const char* gemm = dtype == tritium::DType::f32 ? "cblas_sgemm" : dtype == tritium::DType::f64 ? "cblas_dgemm" : nullptr;
   bool have_blas = gemm && openblas_symbol(gemm);

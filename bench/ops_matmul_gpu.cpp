@@ -5,6 +5,7 @@
 // One line per case: "ops-matmul DTYPE N TFLOPS" (tf32 = f32 under set_float32_matmul_precision("high")).
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,35 +14,33 @@
 
 #include "autotune/do_bench.h"
 #include "ops/ops.h"
+#include "tools/cli.h"
 
 namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
 int ops_matmul_bench(int argc, char** argv) {
+  namespace cli = tritium::cli;
   tritium::Device device = tritium::Device::cuda();
-  std::vector<std::string> sizes = {"1024", "2048", "4096"}, dtypes = {"f16", "bf16", "f32", "tf32"};
-  for (int i = 2; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device = tritium::Device::parse(argv[++i]);
-    else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) sizes = split(argv[++i]);
-    else if (!std::strcmp(argv[i], "--dtypes") && i + 1 < argc) dtypes = split(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: %s --ops-matmul [--device cuda|cpu] [--sizes N,...] [--dtypes f16,bf16,f32,tf32]\n",
-                   argv[0]);
-      return 2;
-    }
+  std::vector<int64_t> sizes = {1024, 2048, 4096};
+  std::vector<std::string> dtypes = {"f16", "bf16", "f32", "tf32"};
+  cli::Args args(argc, argv,
+                 std::string("usage: ") + argv[0] +
+                     " --ops-matmul [--device cuda|cpu] [--sizes N,... (1 to 16384)] [--dtypes f16,bf16,f32,tf32]\n",
+                 2);
+  while (args.next()) {
+    if (args.is("--device")) device = cli::parse_device(args.option(), args.value());
+    else if (args.is("--sizes")) sizes = cli::parse_int_list(args.option(), args.value(), 1, 16384);
+    else if (args.is("--dtypes")) {
+      dtypes.clear();
+      std::string list = args.value();
+      for (size_t p = 0; p <= list.size();) {
+        size_t q = std::min(list.find(',', p), list.size());
+        dtypes.push_back(cli::parse_choice("--dtypes", std::string_view(list).substr(p, q - p), {"f16", "bf16", "f32", "tf32"}));
+        p = q + 1;
+      }
+    } else args.unknown();
   }
   if (!tritium::runtime::device_available(device)) {
     std::fprintf(stderr, "ops-matmul: %s is unavailable: %s\n", device.str().c_str(),
@@ -50,13 +49,8 @@ int ops_matmul_bench(int argc, char** argv) {
   }
   for (const std::string& d : dtypes) {
     tritium::DType dtype = d == "tf32" ? tritium::DType::f32 : tritium::dtype_from_name(d);
-    if (dtype == tritium::DType::invalid) {
-      std::fprintf(stderr, "ops-matmul: unknown dtype %s\n", d.c_str());
-      return 2;
-    }
     tritium::ops::set_float32_matmul_precision(d == "tf32" ? "high" : "highest");
-    for (const std::string& s : sizes) {
-      const int64_t n = std::atoll(s.c_str());
+    for (const int64_t n : sizes) {
       auto& gen = tritium::ops::default_generator();
       tritium::Tensor a = tritium::ops::randn({n, n}, gen, tritium::DType::f32, device).to(dtype);
       tritium::Tensor b = tritium::ops::randn({n, n}, gen, tritium::DType::f32, device).to(dtype);

@@ -28,6 +28,7 @@
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/thread_pool.h"
+#include "tools/cli.h"
 
 int matmul_bench(int argc, char** argv);      // bench/matmul_vs_openblas.cpp
 int ops_matmul_bench(int argc, char** argv);  // bench/ops_matmul_gpu.cpp
@@ -81,7 +82,9 @@ void plain_add(const float* x, const float* y, float* out, int64_t n) {
 // Child mode: time the first launch (trace + disk-cache load) of the named kernels.
 int probe(int argc, char** argv) {
   int first = 2;
-  if (argc > 3 && !std::strcmp(argv[2], "--device")) g_device = tritium::Device::parse(argv[3]), first = 4;
+  if (argc > 3 && !std::strcmp(argv[2], "--device")) g_device = tritium::cli::parse_device("--device", argv[3]), first = 4;
+  for (int i = first; i < argc; ++i)  // check every name before timing any
+    if (std::strcmp(argv[i], "add")) tritium::cli::parse_int("--probe kernel", argv[i], 0, 1000000);
   auto x = on_device_tensor(std::vector<float>(4096, 1.0f)), y = on_device_tensor(std::vector<float>(4096, 2.0f));
   auto out = on_device_tensor(std::vector<float>(4096, 0.0f));
   wait_for_device();
@@ -123,7 +126,15 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+const char* kUsage =
+    "usage: tritium-bench [--json FILE] [--quick] [--device cpu|cuda|cuda:N]\n"
+    "       tritium-bench --matmul [SIZE (1 to 16384) [f32|f64|f16|bf16]]\n"
+    "       tritium-bench --ops-matmul [--device D] [--sizes N,...] [--dtypes f16,bf16,f32,tf32]\n"
+    "       tritium-bench --block-ptr-matmul [--device D] [--sizes N,...] [--rounds R] [--configs C,...]\n"
+    "The CPU backend's core figures (vector add beside a plain loop, launch overhead, cold compile\n"
+    "and disk-cache load), or one of the matmul benchmarks; --help after a mode lists its options.\n";
+
+int bench_main(int argc, char** argv) {
   // NVRTC (12.9+) also caches compiles, in the driver's compute cache: a second run of this
   // program would time those hits, not cold compiles. Off for this process (and its probes).
   setenv("CUDA_CACHE_DISABLE", "1", 0);
@@ -133,14 +144,12 @@ int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--block-ptr-matmul")) return block_ptr_matmul_bench(argc, argv);
   std::string json_path;
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-    else if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) g_device = tritium::Device::parse(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: %s [--json FILE] [--quick] [--device cpu|cuda]\n", argv[0]);
-      return 2;
-    }
+  tritium::cli::Args args(argc, argv, kUsage);
+  while (args.next()) {
+    if (args.is("--json")) json_path = args.value();
+    else if (args.is("--quick")) quick = true;
+    else if (args.is("--device")) g_device = tritium::cli::parse_device(args.option(), args.value());
+    else args.unknown();
   }
   // A fresh cache directory, so the compile figures are cold.
   std::string cache_dir = std::filesystem::temp_directory_path() / ("tritium-bench-" + std::to_string(getpid()));
@@ -291,4 +300,8 @@ int main(int argc, char** argv) {
     std::printf("\nwrote %s\n", json_path.c_str());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return tritium::cli::run_main("tritium-bench", [&] { return bench_main(argc, argv); });
 }

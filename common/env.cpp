@@ -60,6 +60,18 @@ int parse_num_threads(const std::string& text) {
   return static_cast<int>(v);
 }
 
+size_t parse_max_ir_ops(const std::string& text) {
+  const size_t fallback = size_t(1) << 22;
+  if (text.empty()) return fallback;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || v < 1 || v > (1ll << 40)) {
+    fmt::print(stderr, "[tritium] ignoring TRITIUM_MAX_IR_OPS={}: expected an integer in [1, 2^40]\n", text);
+    return fallback;
+  }
+  return static_cast<size_t>(v);
+}
+
 Env read_env() {
   Env e;
   e.cache_dir = get("TRITIUM_CACHE_DIR");
@@ -73,6 +85,7 @@ Env read_env() {
   e.dump_dir = get("TRITIUM_DUMP");
   e.log_compile = list_contains(get("TRITIUM_LOG"), "compile");
   e.num_threads = parse_num_threads(get("TRITIUM_NUM_THREADS"));
+  e.max_ir_ops = parse_max_ir_ops(get("TRITIUM_MAX_IR_OPS"));
   e.nvrtc_options = get("TRITIUM_NVRTC_OPTIONS");
   std::string fc = lower_trimmed(get("TRITIUM_FAST_COMPILE"));
   e.fast_compile = !(fc == "0" || fc == "false" || fc == "off" || fc == "no");

@@ -39,6 +39,9 @@ struct Env {
   bool poison_buffers = false;
   // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
   int num_threads = 1;
+  // TRITIUM_MAX_IR_OPS: the most IR ops one kernel trace may create before it fails with an
+  // error (dsl/trace.h); default 2^22.
+  size_t max_ir_ops = size_t(1) << 22;
 };
 
 // Read on first use (thread-safe); later calls return the same object.

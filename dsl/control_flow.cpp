@@ -14,11 +14,12 @@ using ir::Value;
 
 namespace {
 
-// Every tensor object alive on this thread, excluding none: the candidates for loop-carried state.
+// Every tensor object of this trace alive on this thread: the candidates for loop-carried state.
+// Tensors of an outer trace (whose body launched this one) or of an ended trace are not.
 std::vector<tensor*> live_tensors() {
   std::vector<tensor*> out;
   for (tensor* t = tensor::live_head(); t; t = t->next_live())
-    if (t->raw()) out.push_back(t);
+    if (t->raw() && t->in_current_trace()) out.push_back(t);
   return out;
 }
 
@@ -59,16 +60,28 @@ range::range(operand start, operand end, operand step, std::source_location loc)
 range::iterator range::begin() {
   if (trace_) fail(loc_, "tl::range: a range can be iterated only once");
   ir::Builder& b = dsl::builder("range", loc_);
+  dsl::check_nesting("range", loc_, b);
   Value* lb = scalar_int("range", start_, loc_);
   Value* ub = scalar_int("range", end_, loc_);
   Value* st = scalar_int("range", step_, loc_);
   if (step_.is_literal() && step_.ival <= 0) fail(loc_, "tl::range: the step must be positive, got {}", step_.ival);
+  const bool constant_step = st->def && st->def->kind == OpKind::Constant;
+  if (constant_step && st->def->attrs.ival <= 0)
+    fail(loc_, "tl::range: the step must be positive, got {}", st->def->attrs.ival);
   DType t = DType::i32;
   for (Value* v : {lb, ub, st})
     if (dtype_bits(v->type.dtype) == 64) t = DType::i64;
   lb = dsl::cast("range", loc_, lb, t);
   ub = dsl::cast("range", loc_, ub, t);
   st = dsl::cast("range", loc_, st, t);
+  if (!constant_step) {
+    // A run-time step <= 0 would never reach the end: the loop runs zero times instead
+    // (docs/language.md, "Control flow"). Not a device assert: on a GPU that makes every launch
+    // wait for the kernel to read the assert flag.
+    b.loc = loc_;
+    Value* positive = b.create1(OpKind::CmpGt, {st, b.constant_int(0, ir::Type::scalar(t))}, ir::Type::scalar(DType::i1));
+    ub = b.create1(OpKind::Select, {positive, ub, lb}, ir::Type::scalar(t));
+  }
 
   trace_ = std::make_unique<LoopTrace>();
   LoopTrace& tr = *trace_;
@@ -127,7 +140,7 @@ void range::finish() {
   b.create(OpKind::Yield, yields, {});
   b.set_insertion_end(tr.outer_block);
   for (auto& c : kept) {
-    tr.loop->operands.push_back(c.init);
+    f.add_operand(tr.loop, c.init);
     Value* r = f.add_result(tr.loop, c.init->type);
     c.handle->rebind(r);
   }
@@ -152,6 +165,7 @@ void if_(operand condition, const std::function<void()>& then_body, const std::f
   if (c->type.is_block())
     fail(loc, "tl::if_: the condition must be a scalar, got {}; use tl::where for blocks", dsl::describe(c));
   ir::Builder& b = dsl::builder("if_", loc);
+  dsl::check_nesting("if_", loc, b);
   ir::Function& f = b.function();
   ir::Block* outer = b.block();
   ir::Op* op = b.create(OpKind::If, {c}, {});
@@ -213,6 +227,7 @@ void if_(operand condition, const std::function<void()>& then_body, const std::f
 void while_(const std::function<tensor()>& cond, const std::function<void()>& body, std::source_location location) {
   SourceLoc loc = SourceLoc::from(location);
   ir::Builder& b = dsl::builder("while_", loc);
+  dsl::check_nesting("while_", loc, b);
   ir::Function& f = b.function();
   ir::Block* outer = b.block();
   ir::Op* op = b.create(OpKind::While, {}, {});
@@ -308,7 +323,7 @@ void while_(const std::function<tensor()>& cond, const std::function<void()>& bo
   b.set_insertion_end(outer);
   leave();
   for (auto& cv : kept) {
-    op->operands.push_back(cv.init);
+    f.add_operand(op, cv.init);
     cv.handle->rebind(f.add_result(op, cv.init->type));
   }
 }

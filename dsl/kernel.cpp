@@ -11,6 +11,7 @@
 #include "dsl/trace.h"
 #include "ir/printer.h"
 #include "jit/compiled_kernel.h"
+#include "jit/passes/index_width.h"
 #include "jit/passes/pipeline.h"
 #include "common/env.h"
 
@@ -50,8 +51,8 @@ int64_t Meta::operator[](const std::string& name) const {
   return v->kind == MetaValue::Kind::floating ? static_cast<int64_t>(v->f) : v->i;
 }
 
-GridSpec::GridSpec(std::initializer_list<int64_t> dims) {
-  if (dims.size() < 1 || dims.size() > 3) fail("grid: expected 1 to 3 dimensions, got {}", dims.size());
+GridSpec::GridSpec(std::initializer_list<int64_t> dims, std::source_location l) : loc(SourceLoc::from(l)) {
+  if (dims.size() < 1 || dims.size() > 3) fail(loc, "grid: expected 1 to 3 dimensions, got {}", dims.size());
   auto it = dims.begin();
   grid.x = *it++;
   if (it != dims.end()) grid.y = *it++;
@@ -82,13 +83,105 @@ bool fits(int64_t v, bool is_unsigned_src, DType to) {
   return v >= -(int64_t(1) << (bits - 1)) && v < (int64_t(1) << (bits - 1));
 }
 
+// The C++ type a meta-parameter was declared with, as users write it.
+const char* meta_type_name(DType t) {
+  switch (t) {
+    case DType::i1: return "bool";
+    case DType::i8: return "int8_t";
+    case DType::i16: return "int16_t";
+    case DType::i32: return "int";
+    case DType::i64: return "int64_t";
+    case DType::u8: return "uint8_t";
+    case DType::u16: return "uint16_t";
+    case DType::u32: return "unsigned";
+    case DType::u64: return "uint64_t";
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    default: return "?";
+  }
+}
+
+std::string describe_meta(const MetaValue& m, bool unsigned_src) {
+  switch (m.kind) {
+    case MetaValue::Kind::integer:
+      return fmt::format("the integer {}", unsigned_src ? std::to_string(static_cast<uint64_t>(m.i)) : std::to_string(m.i));
+    case MetaValue::Kind::floating: return fmt::format("the floating-point value {}", m.f);
+    case MetaValue::Kind::boolean: return fmt::format("the bool {}", m.i ? "true" : "false");
+  }
+  return "?";
+}
+
+// Puts a launch value for a meta-parameter of C++ type `type` in that type's kind (so the key
+// and the traced value agree); false when the type cannot hold it (a float for an int, 2 for a
+// bool, 2^40 for an int, 2^60 + 1 for a double...). `unsigned_src`: an integer from an unsigned
+// C++ type.
+bool fit_meta(MetaValue& m, bool unsigned_src, DType type) {
+  using K = MetaValue::Kind;
+  if (m.kind == K::integer && type == DType::i32 && !unsigned_src)  // the common case (an int BLOCK)
+    return m.i >= INT32_MIN && m.i <= INT32_MAX;
+  if (type == DType::invalid) return true;
+  if (type == DType::i1) {
+    if (m.kind == K::boolean) return true;
+    if (m.kind != K::integer || (m.i != 0 && m.i != 1)) return false;
+    m = MetaValue(m.i != 0);
+    return true;
+  }
+  if (is_float(type)) {
+    if (m.kind == K::floating) return !(type == DType::f32 && std::isfinite(m.f) && !std::isfinite(static_cast<float>(m.f)));
+    if (m.kind != K::integer) return false;
+    double d = unsigned_src ? static_cast<double>(static_cast<uint64_t>(m.i)) : static_cast<double>(m.i);
+    bool exact = unsigned_src ? d < 0x1p64 && static_cast<uint64_t>(d) == static_cast<uint64_t>(m.i)
+                              : d < 0x1p63 && static_cast<int64_t>(d) == m.i;
+    if (!exact) return false;
+    m = MetaValue(d);
+    return true;
+  }
+  if (m.kind == K::floating || !fits(m.i, unsigned_src && m.kind == K::integer, type)) return false;
+  m.kind = K::integer;  // a bool gives 0 or 1
+  return true;
+}
+
+// Elements a tensor argument reaches from its first element: 1 + its largest element offset.
+int64_t element_span(const runtime::Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t last = 0;
+  for (size_t d = 0; d < t.shape().size(); ++d) last += (t.shape()[d] - 1) * std::abs(t.strides()[d]);
+  return last + 1;
+}
+
+// Whether a tensor argument reaches past element offset 2^31 - 1. A view cannot reach beyond its
+// storage, so the shape walk runs only for storage of more than 2^31 elements (launches stay cheap).
+bool reaches_past_int32(const runtime::Tensor& t) {
+  if (t.storage()->nbytes() / static_cast<size_t>(t.element_size()) <= (size_t(1) << 31)) return false;
+  return element_span(t) > (int64_t(1) << 31);
+}
+
+// Launches (and traces) nested inside one another on a thread, at most: grid functions and kernel
+// bodies may launch kernels, and each level holds stack and bound arguments.
+constexpr size_t kMaxNestedLaunches = 32;
+
 }  // namespace
+
+class KernelImpl;
+
+// Traces in progress on this thread, innermost last: a kernel body may launch (and so trace)
+// other kernels, or its own kernel with other meta-parameters; the same specialisation again
+// could never end.
+struct ActiveTrace {
+  const KernelImpl* kernel;
+  const std::vector<uint64_t>* key;
+};
+static thread_local std::vector<ActiveTrace> g_active_traces;
 
 // One compiled specialisation.
 struct Specialization {
   std::vector<uint64_t> key;
   std::shared_ptr<jit::CompiledKernel> compiled;
   Meta meta;  // the meta-parameter values, for grid functions
+  // By run-time parameter: where the kernel adds a 32-bit offset computed at run time to a
+  // pointer from that parameter (jit/passes/index_width.h); a mask of those parameters.
+  std::vector<SourceLoc> narrow_offsets;
+  uint64_t narrow_mask = 0;
 };
 
 class KernelImpl {
@@ -107,6 +200,9 @@ class KernelImpl {
     std::vector<uint64_t> key;
     std::vector<MetaValue> metas;  // by parameter index
     runtime::Device device;
+    // Run-time parameters given a Tensor whose elements reach past what a 32-bit offset
+    // addresses (element_span > 2^31): checked against the kernel's narrow offsets.
+    uint64_t wide_tensors = 0;
   };
 
   std::string signature() const {
@@ -115,16 +211,63 @@ class KernelImpl {
     return s;
   }
 
-  [[noreturn]] void bad_arg(size_t i, const std::string& what) const {
-    fail("kernel {}: argument {} ({}) {}", name, i, params[i].name, what);
+  std::string meta_names() const {
+    std::string s;
+    for (auto& p : params)
+      if (p.kind == ParamKind::meta) s += (s.empty() ? "" : ", ") + p.name;
+    return s.empty() ? "none" : s;
   }
 
-  void bind(const ArgValue* args, size_t n, const Meta* named, const Options& options, Bound& out) const {
+  [[noreturn]] void bad_arg(const SourceLoc& loc, size_t i, const std::string& what) const {
+    fail(loc, "kernel {}: argument {} ({}) {}", name, i, params[i].name, what);
+  }
+
+  // Names in a tritium::Meta must be meta-parameters not also given by position, each once.
+  void check_named(const SourceLoc& loc, const ArgValue* args, size_t n, const Meta& named) const {
+    const auto& items = named.items();
+    for (size_t j = 0; j < items.size(); ++j) {
+      const std::string& key = items[j].first;
+      size_t i = 0;
+      while (i < params.size() && params[i].name != key) ++i;
+      if (i == params.size())
+        fail(loc, "kernel {}: tritium::Meta names '{}', which is not a meta-parameter of the kernel (meta-parameters: {})",
+             name, key, meta_names());
+      if (params[i].kind != ParamKind::meta)
+        fail(loc, "kernel {}: tritium::Meta names '{}', a run-time argument (argument {}); pass it by position", name,
+             key, i);
+      if (i < n)
+        fail(loc, "kernel {}: meta-parameter {} (argument {}) is given both by position ({}) and by name ({}); give it once",
+             name, key, i, describe_meta(meta_of(args[i]), args[i].is_unsigned), describe_meta(items[j].second, false));
+      for (size_t k = 0; k < j; ++k)
+        if (items[k].first == key)
+          fail(loc, "kernel {}: tritium::Meta gives '{}' twice ({} and {})", name, key,
+               describe_meta(items[k].second, false), describe_meta(items[j].second, false));
+    }
+  }
+
+  // A positional argument as a meta value (the kind check comes later).
+  static MetaValue meta_of(const ArgValue& a) {
+    switch (a.kind) {
+      case ArgValue::Kind::meta: return a.meta;
+      case ArgValue::Kind::boolean: return MetaValue(a.bits != 0);
+      case ArgValue::Kind::floating: {
+        double d;
+        std::memcpy(&d, &a.bits, 8);
+        return MetaValue(d);
+      }
+      default: return MetaValue(static_cast<int64_t>(a.bits));
+    }
+  }
+
+  void bind(const ArgValue* args, size_t n, const Meta* named, const Options& options, Bound& out,
+            const SourceLoc& loc = {}) const {
     if (n > params.size())
-      fail("kernel {}: takes {} arguments ({}), got {}", name, params.size(), signature(), n);
+      fail(loc, "kernel {}: takes {} arguments ({}), got {}", name, params.size(), signature(), n);
+    if (named && !named->items().empty()) check_named(loc, args, n, *named);
     out.key.clear();
     out.key.reserve(params.size() + 3);
     out.metas.assign(params.size(), MetaValue{});
+    out.wide_tensors = 0;
     // Explicit device, else the tensors' device, else the default device (raw pointers).
     out.device = options.device.value_or(runtime::default_device());
     bool device_from_tensor = false;
@@ -133,23 +276,24 @@ class KernelImpl {
       const ParamInfo& p = params[i];
       if (p.kind == ParamKind::meta) {
         MetaValue m;
+        bool unsigned_src = false;
         if (i < n) {
           const ArgValue& a = args[i];
-          if (a.kind == ArgValue::Kind::meta) m = a.meta;
-          else if (a.kind == ArgValue::Kind::integer) m = MetaValue(static_cast<int64_t>(a.bits));
-          else if (a.kind == ArgValue::Kind::boolean) m = MetaValue(a.bits != 0);
-          else if (a.kind == ArgValue::Kind::floating) {
-            double d;
-            std::memcpy(&d, &a.bits, 8);
-            m = MetaValue(d);
-          } else bad_arg(i, fmt::format("is a meta-parameter and needs a number, got {}", arg_kind_name(a)));
+          if (a.kind == ArgValue::Kind::pointer)
+            bad_arg(loc, i, fmt::format("is a meta-parameter and needs a number, got {}", arg_kind_name(a)));
+          m = meta_of(a);
+          unsigned_src = a.kind == ArgValue::Kind::integer && a.is_unsigned;
         } else if (const MetaValue* v = named ? named->find(p.name) : nullptr) {
           m = *v;
         } else {
-          fail("kernel {}: meta-parameter {} (parameter {}) is missing at launch; pass it by position or in a "
+          fail(loc,
+               "kernel {}: meta-parameter {} (parameter {}) is missing at launch; pass it by position or in a "
                "tritium::Meta{{{{\"{}\", value}}}}",
                name, p.name, i, p.name);
         }
+        if (!fit_meta(m, unsigned_src, p.meta_type))  // (m is unchanged when it does not fit)
+          fail(loc, "kernel {}: meta-parameter {} (argument {}) is a C++ {}, which cannot hold {} given at launch", name,
+               p.name, i, meta_type_name(p.meta_type), describe_meta(m, unsigned_src));
         out.metas[i] = m;
         out.key.push_back(0x4d00000000000000ull | static_cast<uint64_t>(m.kind));
         uint64_t bits = static_cast<uint64_t>(m.i);
@@ -158,28 +302,29 @@ class KernelImpl {
         continue;
       }
       if (i >= n)
-        fail("kernel {}: takes {} arguments ({}), got {}; argument {} ({}) is missing", name, params.size(),
+        fail(loc, "kernel {}: takes {} arguments ({}), got {}; argument {} ({}) is missing", name, params.size(),
              signature(), n, i, p.name);
       const ArgValue& a = args[i];
       uint64_t& s = out.slots[slot++];
       if (p.kind == ParamKind::pointer) {
         const bool any = p.dtype == DType::invalid;  // tl::ptr<tl::any>
         if (a.kind != ArgValue::Kind::pointer)
-          bad_arg(i, fmt::format("must be a pointer to {}, got {}", any ? "any type" : dtype_name(p.dtype), arg_kind_name(a)));
+          bad_arg(loc, i, fmt::format("must be a pointer to {}, got {}", any ? "any type" : dtype_name(p.dtype), arg_kind_name(a)));
         if (any && a.dtype == DType::invalid)
-          bad_arg(i, "is a tl::ptr<tl::any> and needs a typed pointer or a Tensor (its element type is taken from the "
-                     "argument), got void*");
+          bad_arg(loc, i, "is a tl::ptr<tl::any> and needs a typed pointer or a Tensor (its element type is taken from the "
+                          "argument), got void*");
         if (!any && a.dtype != DType::invalid && a.dtype != p.dtype)
-          bad_arg(i, fmt::format("must point to {}, got a pointer to {}", dtype_name(p.dtype), dtype_name(a.dtype)));
+          bad_arg(loc, i, fmt::format("must point to {}, got a pointer to {}", dtype_name(p.dtype), dtype_name(a.dtype)));
         if (a.tensor) {
           if (options.device && a.tensor->device() != *options.device)
-            bad_arg(i, fmt::format("is on {} but the launch options ask for {}", a.tensor->device().str(),
-                                   options.device->str()));
+            bad_arg(loc, i, fmt::format("is on {} but the launch options ask for {}", a.tensor->device().str(),
+                                        options.device->str()));
           if (device_from_tensor && a.tensor->device() != out.device)
-            bad_arg(i, fmt::format("is on {} but earlier tensor arguments are on {}", a.tensor->device().str(),
-                                   out.device.str()));
+            bad_arg(loc, i, fmt::format("is on {} but earlier tensor arguments are on {}", a.tensor->device().str(),
+                                        out.device.str()));
           if (!options.device) out.device = a.tensor->device();
           device_from_tensor = true;
+          if (reaches_past_int32(*a.tensor)) out.wide_tensors |= uint64_t(1) << (slot - 1);
         }
         s = a.bits;
         // Divisibility of the address by 16 bytes; the element type for tl::ptr<tl::any>.
@@ -187,7 +332,7 @@ class KernelImpl {
       } else {  // run-time scalar
         DType d = p.dtype;
         if (a.kind == ArgValue::Kind::pointer || a.kind == ArgValue::Kind::meta)
-          bad_arg(i, fmt::format("must be a {} scalar, got {}", dtype_name(d), arg_kind_name(a)));
+          bad_arg(loc, i, fmt::format("must be a {} scalar, got {}", dtype_name(d), arg_kind_name(a)));
         if (is_float(d)) {
           double v;
           if (a.kind == ArgValue::Kind::floating) std::memcpy(&v, &a.bits, 8);
@@ -200,14 +345,14 @@ class KernelImpl {
             s = u;
           }
           if (is_narrow_float(d))
-            bad_arg(i, fmt::format("has type {}; f16, bf16 and fp8 scalar arguments are not supported, use tl::f32", dtype_name(d)));
+            bad_arg(loc, i, fmt::format("has type {}; f16, bf16 and fp8 scalar arguments are not supported, use tl::f32", dtype_name(d)));
           out.key.push_back(0);
         } else {
           if (a.kind == ArgValue::Kind::floating)
-            bad_arg(i, fmt::format("must be an integer ({}), got a floating-point number", dtype_name(d)));
+            bad_arg(loc, i, fmt::format("must be an integer ({}), got a floating-point number", dtype_name(d)));
           int64_t v = static_cast<int64_t>(a.bits);
           if (!fits(v, a.is_unsigned, d))
-            bad_arg(i, fmt::format("value {} does not fit in {}", a.is_unsigned ? fmt::format("{}", a.bits) : fmt::format("{}", v), dtype_name(d)));
+            bad_arg(loc, i, fmt::format("value {} does not fit in {}", a.is_unsigned ? fmt::format("{}", a.bits) : fmt::format("{}", v), dtype_name(d)));
           s = static_cast<uint64_t>(v);
           // Specialise on divisibility by 16 and on the value 1, as Triton does.
           out.key.push_back((v % 16 == 0 ? 1 : 0) | (v == 1 ? 2 : 0));
@@ -218,8 +363,51 @@ class KernelImpl {
     out.key.push_back(static_cast<uint64_t>(out.device.kind) << 32 | static_cast<uint32_t>(out.device.index));
   }
 
-  // Traces the user's function for one specialisation into `f`.
-  void trace(ir::Function& f, const Bound& b) {
+  // A launch that would address a tensor past 2^31 elements through 32-bit offsets (a tensor in
+  // b.wide_tensors that the kernel indexes with narrow offsets), refused.
+  [[noreturn]] void refuse_narrow_offsets(const Specialization& spec, const Bound& b, const ArgValue* args,
+                                          const SourceLoc& loc) const {
+    uint64_t bad = b.wide_tensors & spec.narrow_mask;
+    size_t slot = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i].kind == ParamKind::meta) continue;
+      if (bad >> slot & 1) {
+        const runtime::Tensor& t = *args[i].tensor;
+        fail(loc,
+             "kernel {}: argument {} ({}) is a tensor whose elements reach offset {} (shape {}), but the kernel adds "
+             "32-bit offsets computed at run time to it ({}), which wrap past 2^31 - 1 = 2147483647; compute the "
+             "offsets in 64 bits, e.g. tl::program_id(0).to(tl::int64) * BLOCK (docs/language.md, \"64-bit offsets\")",
+             name, i, params[i].name, element_span(t) - 1, ir::shape_str(t.shape()), spec.narrow_offsets[slot].str());
+      }
+      ++slot;
+    }
+    fail(loc, "kernel {}: internal: no argument matches the refused offsets", name);
+  }
+
+  // "N=16, BLOCK=64": the meta-parameters of a specialisation, for errors.
+  std::string metas_str(const Bound& b) const {
+    std::string s;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].kind == ParamKind::meta) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", params[i].name, b.metas[i].str());
+    return s.empty() ? "no meta-parameters" : s;
+  }
+
+  // Traces the user's function for one specialisation into `f`. `loc`: the launch that asked.
+  void trace(ir::Function& f, const Bound& b, const SourceLoc& loc = {}) {
+    for (const ActiveTrace& a : g_active_traces)
+      if (a.kernel == this && *a.key == b.key)
+        fail(loc,
+             "kernel {}: launched itself with the same specialisation ({}) while being traced; its body runs only "
+             "while it is traced, so that launch could never be compiled (a kernel may launch itself at trace time "
+             "only with other meta-parameters)",
+             name, metas_str(b));
+    if (g_active_traces.size() >= kMaxNestedLaunches)
+      fail(loc, "kernel {}: traced inside {} other traces on this thread (kernel bodies launching kernels); at most {} may nest",
+           name, g_active_traces.size(), kMaxNestedLaunches);
+    g_active_traces.push_back({this, &b.key});
+    struct Pop {
+      ~Pop() { g_active_traces.pop_back(); }
+    } pop;
     dsl::TraceContext ctx(f);
     TraceArgs t;
     t.handles.resize(params.size());
@@ -249,9 +437,10 @@ class KernelImpl {
     body(t);
   }
 
-  Specialization& specialize(const Bound& b, uint64_t h, const Options& options) {
+  Specialization& specialize(const Bound& b, uint64_t h, const Options& options, const SourceLoc& loc = {}) {
     auto f = std::make_unique<ir::Function>(name);
-    trace(*f, b);
+    trace(*f, b, loc);
+    std::vector<SourceLoc> narrow = jit::narrow_offsets(*f);
     jit::CompileOptions co;
     co.num_warps = options.num_warps;
     co.num_stages = options.num_stages;
@@ -259,6 +448,9 @@ class KernelImpl {
     auto spec = std::make_unique<Specialization>();
     spec->key = b.key;
     spec->compiled = std::move(compiled);
+    for (size_t i = 0; i < narrow.size() && i < 64; ++i)
+      if (narrow[i].known()) spec->narrow_mask |= uint64_t(1) << i;
+    spec->narrow_offsets = std::move(narrow);
     for (size_t i = 0; i < params.size(); ++i)
       if (params[i].kind == ParamKind::meta) spec->meta.set(params[i].name, b.metas[i]);
     std::unique_lock lock(mutex);
@@ -310,17 +502,53 @@ size_t Kernel::num_specializations() const {
   return n;
 }
 
+namespace {
+
+// The launches in progress on this thread. The outermost binds its arguments into `outermost`,
+// kept between launches so a launch allocates nothing; a launch made by a grid function, or by a
+// kernel body while it is traced, binds into its own object and leaves the outer launch's
+// arguments alone. One thread_local object: one TLS lookup per launch.
+struct LaunchStack {
+  size_t depth = 0;
+  detail::KernelImpl::Bound outermost;
+};
+thread_local LaunchStack g_launches;
+
+class LaunchSlot {
+ public:
+  LaunchSlot(const std::string& kernel, const SourceLoc& loc) : stack_(g_launches) {
+    if (stack_.depth >= detail::kMaxNestedLaunches)
+      fail(loc,
+           "kernel {}: launches nested {} deep on this thread (a grid function or a kernel body that launches "
+           "kernels, perhaps its own, again and again?); at most {} may nest",
+           kernel, stack_.depth + 1, detail::kMaxNestedLaunches);
+    if (stack_.depth > 0) nested_ = std::make_unique<detail::KernelImpl::Bound>();
+    ++stack_.depth;
+  }
+  ~LaunchSlot() { --stack_.depth; }
+  LaunchSlot(const LaunchSlot&) = delete;
+  LaunchSlot& operator=(const LaunchSlot&) = delete;
+  detail::KernelImpl::Bound& bound() { return nested_ ? *nested_ : stack_.outermost; }
+
+ private:
+  LaunchStack& stack_;
+  std::unique_ptr<detail::KernelImpl::Bound> nested_;
+};
+
+}  // namespace
+
 void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, size_t n, const Meta* named,
                          const Options& options) {
-  if (!impl_) fail("launch of an empty tritium::Kernel");
-  thread_local detail::KernelImpl::Bound b;
-  impl_->bind(args, n, named, options, b);
+  if (!impl_) fail(grid.loc, "launch of an empty tritium::Kernel");
+  LaunchSlot slot(impl_->name, grid.loc);
+  detail::KernelImpl::Bound& b = slot.bound();
+  impl_->bind(args, n, named, options, b, grid.loc);
   uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
   detail::Specialization* spec = impl_->lookup(b.key, h);
   auto check_grid = [&](const Grid& g) {
     if (g.x < 0 || g.y < 0 || g.z < 0 || g.x > INT32_MAX || g.y > 65535 || g.z > 65535)
-      fail("kernel {}: invalid grid ({}, {}, {}); x must be in [0, 2^31), y and z in [0, 65535]", impl_->name, g.x,
-           g.y, g.z);
+      fail(grid.loc, "kernel {}: invalid grid ({}, {}, {}); x must be in [0, 2^31), y and z in [0, 65535]", impl_->name,
+           g.x, g.y, g.z);
   };
   Grid g;
   if (!spec) {
@@ -330,11 +558,12 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
       if (impl_->params[i].kind == detail::ParamKind::meta) m.set(impl_->params[i].name, b.metas[i]);
     g = grid.fn ? grid.fn(m) : grid.grid;
     check_grid(g);
-    spec = &impl_->specialize(b, h, options);
+    spec = &impl_->specialize(b, h, options, grid.loc);
   } else {
     g = grid.fn ? grid.fn(spec->meta) : grid.grid;
     check_grid(g);
   }
+  if (b.wide_tensors & spec->narrow_mask) impl_->refuse_narrow_offsets(*spec, b, args, grid.loc);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;
   spec->compiled->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
 }

@@ -16,6 +16,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -73,16 +74,19 @@ struct Grid {
 };
 
 // A grid, or a function of the meta-parameters returning one (as Triton's `grid = lambda META: ...`).
+// It is made where the launch is written (`k[{n}](...)`, `k.launch(grid, ...)`), so it keeps that
+// place: errors raised by the launch (arguments, grid) name the user's file:line.
 struct GridSpec {
   Grid grid;
   std::function<Grid(const Meta&)> fn;
-  GridSpec(Grid g) : grid(g) {}
-  GridSpec(int64_t x) : grid(x) {}
-  GridSpec(int x) : grid(x) {}
-  GridSpec(std::initializer_list<int64_t> dims);
+  SourceLoc loc;
+  GridSpec(Grid g, std::source_location l = std::source_location::current()) : grid(g), loc(SourceLoc::from(l)) {}
+  GridSpec(int64_t x, std::source_location l = std::source_location::current()) : grid(x), loc(SourceLoc::from(l)) {}
+  GridSpec(int x, std::source_location l = std::source_location::current()) : grid(x), loc(SourceLoc::from(l)) {}
+  GridSpec(std::initializer_list<int64_t> dims, std::source_location l = std::source_location::current());
   template <class F>
     requires std::is_invocable_r_v<Grid, F, const Meta&>
-  GridSpec(F f) : fn(std::move(f)) {}
+  GridSpec(F f, std::source_location l = std::source_location::current()) : fn(std::move(f)), loc(SourceLoc::from(l)) {}
 };
 
 // Launch options, passed as an extra argument anywhere after the kernel's arguments.
@@ -100,7 +104,17 @@ struct ParamInfo {
   ParamKind kind;
   DType dtype;  // pointee for pointers, value type for scalars, invalid for metas
   std::string name;
+  DType meta_type = DType::invalid;  // metas: the C++ type's (bool i1, int i32, float f32, ...)
 };
+
+// The dtype standing for a meta-parameter's C++ type, whose values a launch must fit.
+template <class T> constexpr DType meta_dtype_of() {
+  if constexpr (std::is_same_v<T, bool>) return DType::i1;
+  else if constexpr (std::is_floating_point_v<T>) return sizeof(T) == 4 ? DType::f32 : DType::f64;
+  else if constexpr (std::is_signed_v<T>)
+    return sizeof(T) == 1 ? DType::i8 : sizeof(T) == 2 ? DType::i16 : sizeof(T) == 4 ? DType::i32 : DType::i64;
+  else return sizeof(T) == 1 ? DType::u8 : sizeof(T) == 2 ? DType::u16 : sizeof(T) == 4 ? DType::u32 : DType::u64;
+}
 
 // A launch argument before it is matched against the parameters.
 struct ArgValue {
@@ -141,6 +155,10 @@ template <DType D> struct param_traits<tl::scalar<D>> {
 template <class T> struct param_traits<tl::constexpr_<T>> {
   static constexpr ParamKind kind = ParamKind::meta;
   static DType dtype() { return DType::invalid; }
+  static DType meta_type() {
+    if constexpr (std::is_arithmetic_v<T>) return meta_dtype_of<T>();
+    else return DType::invalid;
+  }
   static tl::constexpr_<T> make(TraceArgs& t, size_t i) { return {meta_as<T>(t.metas[i])}; }
   template <class U> static U meta_as(const MetaValue& m) {
     return m.kind == MetaValue::Kind::floating ? static_cast<U>(m.f) : static_cast<U>(m.i);
@@ -151,6 +169,7 @@ template <class T>
 struct param_traits<T> {
   static constexpr ParamKind kind = ParamKind::meta;
   static DType dtype() { return DType::invalid; }
+  static DType meta_type() { return meta_dtype_of<T>(); }
   static T make(TraceArgs& t, size_t i) {
     const MetaValue& m = t.metas[i];
     return m.kind == MetaValue::Kind::floating ? static_cast<T>(m.f) : static_cast<T>(m.i);
@@ -165,10 +184,16 @@ template <class R, class... A> struct signature<R (*)(A...)> { using args = std:
 template <class F> struct callable_args { using args = typename signature<decltype(&F::operator())>::args; };
 template <class R, class... A> struct callable_args<R (*)(A...)> { using args = std::tuple<std::remove_cvref_t<A>...>; };
 
+template <class P> DType param_meta_type() {
+  if constexpr (param_traits<P>::kind == ParamKind::meta) return param_traits<P>::meta_type();
+  else return DType::invalid;
+}
+
 template <class Tuple, size_t... I>
 std::vector<ParamInfo> param_infos(std::index_sequence<I...>) {
   return {ParamInfo{param_traits<std::tuple_element_t<I, Tuple>>::kind,
-                    param_traits<std::tuple_element_t<I, Tuple>>::dtype(), ""}...};
+                    param_traits<std::tuple_element_t<I, Tuple>>::dtype(), "",
+                    param_meta_type<std::tuple_element_t<I, Tuple>>()}...};
 }
 
 template <class F, class Tuple, size_t... I>
@@ -255,6 +280,8 @@ class Kernel {
   // Parameter names (for errors, Meta lookups, autotuning keys); default arg0, arg1, ...
   Kernel& arg_names(std::vector<std::string> names);
 
+  // Errors raised here (arguments, grid, tracing) are tritium::Errors naming grid.loc, the
+  // launch's file:line, or for trace errors the kernel body's line.
   template <class... A> void launch(const GridSpec& grid, const A&... args) {
     Collected<count_args<A...>()> c(args...);
     launch_impl(grid, c.values.data(), c.n, c.named, c.options);

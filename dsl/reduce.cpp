@@ -43,6 +43,7 @@ std::vector<Value*> prepare_inputs(const char* op, const std::vector<tensor>& xs
 void trace_combine(const char* op, ir::Op* owner, const std::vector<Value*>& inputs, const combineN_t& combine,
                    const SourceLoc& loc) {
   ir::Builder& b = dsl::builder(op, loc);
+  dsl::check_nesting(op, loc, b);
   ir::Function& f = b.function();
   ir::Block* outer = b.block();
   ir::Block* region = f.new_block(owner);

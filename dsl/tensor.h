@@ -32,10 +32,11 @@ struct index_item {
 class tensor {
  public:
   tensor() { link(); }
-  explicit tensor(ir::Value* v) : v_(v) { link(); }
-  tensor(const tensor& o) : v_(o.v_) { link(); }
+  explicit tensor(ir::Value* v);  // a value of the trace running on this thread
+  tensor(const tensor& o) : v_(o.v_), trace_(o.trace_) { link(); }
   tensor& operator=(const tensor& o) {
     v_ = o.v_;
+    trace_ = o.trace_;
     return *this;
   }
   ~tensor() { unlink(); }
@@ -63,11 +64,15 @@ class tensor {
   void rebind(ir::Value* v) { v_ = v; }
   ir::Value* raw() const { return v_; }
   tensor* next_live() const { return next_; }
+  // Whether the value belongs to the trace running on this thread (not to an outer trace whose
+  // body launched this one, nor to a trace that has ended: its IR is gone).
+  bool in_current_trace() const;
 
  private:
   void link();
   void unlink();
   ir::Value* v_ = nullptr;
+  uint64_t trace_ = 0;  // the serial number of the trace that made v_ (dsl::TraceContext)
   tensor* prev_ = nullptr;
   tensor* next_ = nullptr;
 };

@@ -134,11 +134,58 @@ Value* Function::add_result(Op* op, const Type& t) {
   return v;
 }
 
+// Removes slot `i` of `op` from its value's use list in O(1): the last use takes its place.
+void Function::unlink_use(Op* op, size_t i) {
+  std::vector<Use>& uses = op->operands.values_[i]->uses_;
+  uint32_t at = op->operands.use_at_[i];
+  Use last = uses.back();
+  uses[at] = last;
+  last.user->operands.use_at_[last.operand] = at;
+  uses.pop_back();
+}
+
+void Function::set_operands(Op* op, std::vector<Value*> operands) {
+  if (!op->operands.empty()) throw Error("internal: set_operands on an op that has operands");
+  op->operands.values_ = std::move(operands);
+  op->operands.use_at_.resize(op->operands.values_.size());
+  for (size_t i = 0; i < op->operands.values_.size(); ++i) {
+    Value* v = op->operands.values_[i];
+    if (!v) throw Error(fmt::format("internal: null operand {} of '{}'", i, op_name(op->kind)));
+    op->operands.use_at_[i] = static_cast<uint32_t>(v->uses_.size());
+    v->uses_.push_back(Use{op, static_cast<uint32_t>(i)});
+  }
+}
+
+void Function::add_operand(Op* op, Value* v) {
+  if (!v) throw Error(fmt::format("internal: null operand added to '{}'", op_name(op->kind)));
+  uint32_t i = static_cast<uint32_t>(op->operands.values_.size());
+  op->operands.values_.push_back(v);
+  op->operands.use_at_.push_back(static_cast<uint32_t>(v->uses_.size()));
+  v->uses_.push_back(Use{op, i});
+}
+
 void Function::replace_all_uses(Value* from, Value* to) {
-  walk([&](Op* op) {
-    for (auto& o : op->operands)
-      if (o == from) o = to;
-  });
+  if (from == to) return;
+  for (const Use& u : from->uses_) {
+    u.user->operands.values_[u.operand] = to;
+    u.user->operands.use_at_[u.operand] = static_cast<uint32_t>(to->uses_.size());
+    to->uses_.push_back(u);
+  }
+  from->uses_.clear();
+}
+
+void Function::release_uses(Op* op) {
+  // Iterative over nested regions: their depth is the user's.
+  std::vector<Op*> pending{op};
+  while (!pending.empty()) {
+    Op* o = pending.back();
+    pending.pop_back();
+    for (size_t i = o->operands.values_.size(); i-- > 0;)
+      unlink_use(o, i);
+    o->operands.values_.clear();
+    o->operands.use_at_.clear();
+    for (Block* r : o->regions) pending.insert(pending.end(), r->ops.begin(), r->ops.end());
+  }
 }
 
 void Function::renumber() {
@@ -161,7 +208,7 @@ void Builder::set_insertion_before(Op* op) {
 
 Op* Builder::create(OpKind kind, std::vector<Value*> operands, std::vector<Type> result_types, Attrs attrs) {
   Op* op = f_.new_op(kind, loc);
-  op->operands = std::move(operands);
+  f_.set_operands(op, std::move(operands));
   op->attrs = std::move(attrs);
   for (size_t i = 0; i < result_types.size(); ++i) {
     Value* v = f_.new_value(result_types[i]);

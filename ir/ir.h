@@ -72,6 +72,13 @@ inline bool is_input_precision(const std::string& p) { return p == "tf32" || p =
 
 class Op;
 class Block;
+class Function;
+
+// One operand slot that reads a value: operand `operand` of `user`.
+struct Use {
+  Op* user;
+  uint32_t operand;
+};
 
 class Value {
  public:
@@ -82,6 +89,41 @@ class Value {
   int id = -1;              // stable numbering, assigned by Function::renumber
 
   bool is_block_arg() const { return def == nullptr; }
+  // Every operand slot reading this value, in no particular order. Kept by Function's operand
+  // edits, so replacing a value costs its uses, not a walk over the function.
+  const std::vector<Use>& uses() const { return uses_; }
+  bool has_uses() const { return !uses_.empty(); }
+
+ private:
+  friend class Function;
+  std::vector<Use> uses_;
+};
+
+// An op's operands: read like a std::vector<Value*>; changed only through Function
+// (set_operands, add_operand, replace_all_uses, release_uses), which keeps every
+// value's use list in step.
+class Operands {
+ public:
+  using const_iterator = std::vector<Value*>::const_iterator;
+  Operands() = default;
+  Operands(const Operands&) = delete;
+  Operands& operator=(const Operands&) = delete;
+
+  size_t size() const { return values_.size(); }
+  bool empty() const { return values_.empty(); }
+  Value* operator[](size_t i) const { return values_[i]; }
+  Value* at(size_t i) const { return values_.at(i); }
+  Value* front() const { return values_.front(); }
+  Value* back() const { return values_.back(); }
+  const_iterator begin() const { return values_.begin(); }
+  const_iterator end() const { return values_.end(); }
+  const std::vector<Value*>& vec() const { return values_; }
+  operator const std::vector<Value*>&() const { return values_; }
+
+ private:
+  friend class Function;
+  std::vector<Value*> values_;
+  std::vector<uint32_t> use_at_;  // use_at_[i]: where slot i sits in values_[i]->uses()
 };
 
 struct Attrs {
@@ -105,7 +147,7 @@ class Block {
 class Op {
  public:
   OpKind kind;
-  std::vector<Value*> operands;
+  Operands operands;
   std::vector<Value*> results;
   std::vector<Block*> regions;
   Attrs attrs;
@@ -149,10 +191,19 @@ class Function {
       for (Block* r : op->regions) walk_block(r, f);
     }
   }
+  // Operand edits; each keeps the use lists (Value::uses) exact.
+  void set_operands(Op* op, std::vector<Value*> operands);  // op must have none yet
+  void add_operand(Op* op, Value* v);
+  // Every use of `from` reads `to` instead; costs the uses of `from`.
   void replace_all_uses(Value* from, Value* to);
+  // Drops the uses made by `op` and by every op nested in its regions, for an op a pass removes
+  // from its block (it stays allocated, with no operands).
+  void release_uses(Op* op);
   void renumber();  // ids in program order, used by the printer
+  size_t num_ops() const { return ops_.size(); }  // ops ever created, removed ones included
 
  private:
+  static void unlink_use(Op* op, size_t i);
   std::deque<Value> values_;
   std::deque<Op> ops_;
   std::deque<Block> blocks_;

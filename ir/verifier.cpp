@@ -1,6 +1,7 @@
 #include "ir/verifier.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -451,6 +452,27 @@ class ScopeChecker {
   std::unordered_set<const Value*> visible_;
 };
 
+// Every operand slot is in its value's use list and every use list entry is such a slot: the
+// passes rely on Value::uses to replace values without walking the function.
+void check_uses(Function& f) {
+  std::unordered_map<const Value*, size_t> slots;  // every value defined in f, with its slot count
+  for (const Value* a : f.body->args) slots[a];
+  f.walk([&](Op* op) {
+    for (size_t i = 0; i < op->operands.size(); ++i) ++slots[op->operands[i]];
+    for (const Value* r : op->results) slots[r];
+    for (const Block* r : op->regions)
+      for (const Value* a : r->args) slots[a];
+  });
+  for (const auto& [v, n] : slots) {
+    bool ok = v->uses().size() == n;
+    for (const Use& u : v->uses()) ok = ok && u.operand < u.user->operands.size() && u.user->operands[u.operand] == v;
+    if (!ok)
+      throw Error(fmt::format("invalid IR: function @{}: the use list of {} ({} entries) does not match its {} operand "
+                              "slots",
+                              f.name, print_value(v), v->uses().size(), n));
+  }
+}
+
 }  // namespace
 
 void verify(Function& f) {
@@ -467,6 +489,7 @@ void verify(Function& f) {
       throw Error(fmt::format("invalid IR: function @{}: param {} has divisibility {}", f.name, i, f.params[i].divisibility));
   }
   ScopeChecker{}.block(*f.body);
+  check_uses(f);
 }
 
 }  // namespace tritium::ir

@@ -9,6 +9,8 @@
 
 #include <tritium/tritium.h>
 
+#include "tools/cli.h"
+
 #include "nn/autograd.h"
 #include "ops/ops.h"
 #include "nn/data.h"
@@ -35,72 +37,46 @@ struct Config {
 const char* kUsage =
     "usage: train-mnist [options]\n"
     "Trains a 784-512-512-10 MLP on Fashion-MNIST with AdamW; every op is a Tritium kernel.\n"
-    "  --epochs N          epochs (default 5)\n"
-    "  --batch-size B      batch size (default 128)\n"
-    "  --lr LR             AdamW learning rate (default 1e-3)\n"
-    "  --weight-decay WD   AdamW weight decay (default 1e-2)\n"
-    "  --seed S            seed of the initialisation and the shuffling (default 0)\n"
+    "  --epochs N          epochs, 0 to 10000 (default 5)\n"
+    "  --batch-size B      batch size, 1 to 60000 (default 128)\n"
+    "  --lr LR             AdamW learning rate, above 0 and at most 10 (default 1e-3)\n"
+    "  --weight-decay WD   AdamW weight decay, 0 to 10 (default 1e-2)\n"
+    "  --seed S            seed of the initialisation and the shuffling, 0 to 2^64 - 1 (default 0)\n"
     "  --data DIR          the IDX files (default /usr/share/datasets/fashion-mnist, from\n"
     "                      Debian's dataset-fashion-mnist package)\n"
-    "  --backend cpu|cuda  where to run (default cpu)\n"
-    "  --limit-batches K   train on at most K batches per epoch (quick runs)\n"
+    "  --backend DEVICE    where to run: cpu, cuda or cuda:N (default cpu)\n"
+    "  --limit-batches K   train on at most K batches per epoch, 1 to 2^31 - 1 (quick runs)\n"
     "  --tf32              fp32 matmuls on tf32 tensor cores on a GPU (PyTorch's\n"
     "                      set_float32_matmul_precision(\"high\"); default: exact fp32)\n"
-    "  --help              this text\n";
-
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "train-mnist: %s\n%s", msg.c_str(), kUsage);
-  std::exit(2);
-}
+    "  --help              this text\n"
+    "Mistakes in the options, and errors while running, end the program with one line on\n"
+    "stderr and exit status 2.\n";
 
 Config parse(int argc, char** argv) {
   Config c;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--tf32") {
-      c.tf32 = true;
-      continue;
-    }
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) usage_error("unknown option or missing value: " + a);
-    std::string v = argv[++i];
-    try {
-      // The whole value must be a number ("12x" is an error).
-      auto number = [&](auto parse) {
-        size_t used = 0;
-        auto value = parse(v, &used);
-        if (used != v.size()) throw std::invalid_argument(v);
-        return value;
-      };
-      auto to_ll = [](const std::string& s, size_t* n) { return std::stoll(s, n); };
-      auto to_ull = [](const std::string& s, size_t* n) {
-        if (s.empty() || s[0] == '-') throw std::invalid_argument(s);
-        return std::stoull(s, n);
-      };
-      auto to_d = [](const std::string& s, size_t* n) { return std::stod(s, n); };
-      if (a == "--epochs") c.epochs = static_cast<int>(number(to_ll));
-      else if (a == "--batch-size") c.batch_size = number(to_ll);
-      else if (a == "--lr") c.lr = number(to_d);
-      else if (a == "--weight-decay") c.weight_decay = number(to_d);
-      else if (a == "--seed") c.seed = number(to_ull);
-      else if (a == "--limit-batches") c.limit_batches = number(to_ll);
-      else if (a == "--data") c.data = v;
-      else if (a == "--backend") c.backend = v;
-      else usage_error("unknown option " + a);
-    } catch (const std::logic_error&) {
-      usage_error("bad value for " + a + ": " + v);
-    }
+  cli::Args args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& o = args.option();
+    if (args.is("--tf32")) c.tf32 = true;
+    else if (args.is("--epochs")) c.epochs = static_cast<int>(cli::parse_int(o, args.value(), 0, 10000));
+    else if (args.is("--batch-size")) c.batch_size = cli::parse_int(o, args.value(), 1, 60000);
+    else if (args.is("--lr")) {
+      c.lr = cli::parse_double(o, args.value(), 0, 10);
+      if (c.lr == 0) throw cli::UsageError("--lr: the learning rate must be above 0");
+    } else if (args.is("--weight-decay")) c.weight_decay = cli::parse_double(o, args.value(), 0, 10);
+    else if (args.is("--seed")) c.seed = cli::parse_uint64(o, args.value());
+    else if (args.is("--limit-batches")) c.limit_batches = cli::parse_int(o, args.value(), 1, INT32_MAX);
+    else if (args.is("--data")) c.data = args.value();
+    else if (args.is("--backend")) c.backend = cli::parse_device(o, args.value()).str();
+    else args.unknown();
   }
-  if (c.epochs < 0 || c.batch_size <= 0 || c.limit_batches == 0 || c.limit_batches < -1)
-    usage_error("--epochs must be >= 0, --batch-size and --limit-batches > 0");
-  if (c.backend != "cpu" && c.backend != "cuda") usage_error("--backend must be cpu or cuda");
   return c;
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Whether a progress line is drawn and not yet ended: an error ends it before its own line.
+bool g_progress_open = false;
 
 // One line on stderr, redrawn with '\r' at most 10 times a second (and at the end).
 class ProgressBar {
@@ -117,8 +93,12 @@ class ProgressBar {
     std::fprintf(stderr, "\repoch %d/%d [%s] %lld/%lld  loss %.4f  %.0f samples/s ", epoch_, epochs_, bar.c_str(),
                  static_cast<long long>(done), static_cast<long long>(total_), loss, samples_per_s);
     std::fflush(stderr);
+    g_progress_open = true;
   }
-  void finish() { std::fputc('\n', stderr); }
+  void finish() {
+    std::fputc('\n', stderr);
+    g_progress_open = false;
+  }
 
  private:
   int epoch_, epochs_;
@@ -147,7 +127,7 @@ int run(const Config& cfg) {
     try {
       return nn::FashionMNIST(cfg.data, train);
     } catch (const Error& e) {
-      fail("{}\n(the data set comes from Debian's dataset-fashion-mnist package; --data DIR reads another directory)",
+      fail("{} (the data set comes from Debian's dataset-fashion-mnist package; --data DIR reads another directory)",
            e.what());
     }
   };
@@ -206,22 +186,24 @@ int run(const Config& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config cfg = parse(argc, argv);
-  Device device = Device::parse(cfg.backend);
-  if (device.is_cuda() && !runtime::device_available(device)) {
-    std::fprintf(stderr, "train-mnist: the CUDA backend is unavailable: %s\n",
-                 runtime::device_unavailable_reason(device).c_str());
-    return 2;
-  }
-  if (!runtime::device_available(device)) {
-    std::fprintf(stderr, "train-mnist: skipped: the CPU backend is unavailable: %s\n",
-                 runtime::device_unavailable_reason(device).c_str());
-    return 77;
-  }
-  try {
-    return run(cfg);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "\ntrain-mnist: error: %s\n", e.what());
-    return 1;
-  }
+  return cli::run_main("train-mnist", [&] {
+    Config cfg = parse(argc, argv);
+    Device device = Device::parse(cfg.backend);
+    if (device.is_cuda() && !runtime::device_available(device)) {
+      std::fprintf(stderr, "train-mnist: the CUDA backend is unavailable: %s\n",
+                   runtime::device_unavailable_reason(device).c_str());
+      return 2;
+    }
+    if (!runtime::device_available(device)) {
+      std::fprintf(stderr, "train-mnist: skipped: the CPU backend is unavailable: %s\n",
+                   runtime::device_unavailable_reason(device).c_str());
+      return 77;
+    }
+    try {
+      return run(cfg);
+    } catch (...) {
+      if (g_progress_open) std::fputc('\n', stderr);
+      throw;
+    }
+  });
 }

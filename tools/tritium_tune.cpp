@@ -3,8 +3,8 @@
 // throughput, speed-up over the worst and over the default config) and writes CSV, JSON and an
 // SVG plot. Results persist in the disk cache: a second run measures nothing.
 //
-//   tritium-tune [--kernel matmul|add] [--device cpu|cuda] [--dtype f32|f16|bf16]
-//                [--sizes 128,256,...] [--quick] [--out DIR] [--warmup-ms X] [--rep-ms X]
+//   tritium-tune [--kernel matmul|add] [--device cpu|cuda|cuda:N] [--dtype f32|f16|bf16]
+//                [--sizes 128,256,...] [--quick] [--out DIR] [--warmup-ms X] [--rep-ms X] [--help]
 //
 // matmul: the op library's matmul kernel (ops::matmul_kernel) on square N x N x N problems,
 // 16 configs (BLOCK_M, BLOCK_N in {32, 64} on CUDA, {64, 128} on the CPU; BLOCK_K in {16, 32};
@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "ops/ops.h"
 #include "runtime/cuda_device.h"
 #include "runtime/thread_pool.h"
+#include "tools/cli.h"
 
 namespace tl = tritium::tl;
 namespace at = tritium::sweep;
@@ -45,48 +47,43 @@ struct Args {
   double warmup_ms = 25, rep_ms = 100;
 };
 
-[[noreturn]] void usage(const char* argv0, const std::string& why) {
-  std::fprintf(stderr,
-               "%s: %s\nusage: %s [--kernel matmul|add] [--device cpu|cuda] [--dtype f32|f16|bf16] "
-               "[--sizes N,N,...] [--quick] [--out DIR] [--warmup-ms X] [--rep-ms X]\n",
-               argv0, why.c_str(), argv0);
-  std::exit(2);
-}
+const char* kUsage =
+    "usage: tritium-tune [--kernel matmul|add] [--device cpu|cuda|cuda:N] [--dtype f32|f16|bf16]\n"
+    "                    [--sizes N,N,...] [--quick] [--out DIR] [--warmup-ms X] [--rep-ms X]\n"
+    "An autotuning sweep: the best config per shape, its time and speed-ups, written as\n"
+    "tune-<kernel>-<device>.csv/.json/.svg in DIR (default .).\n"
+    "  --kernel K       matmul (the op library's, N x N x N) or add (tutorial 01's)\n"
+    "  --device D       cpu (default), cuda or cuda:N\n"
+    "  --dtype T        matmul's element type: f32 (default), f16 or bf16\n"
+    "  --sizes LIST     matmul: N from 1 to 16384; add: elements from 1 to 2^30\n"
+    "  --quick          at most three sizes\n"
+    "  --warmup-ms X    warm-up per config, above 0 and at most 60000 (default 25)\n"
+    "  --rep-ms X       measuring time per config, above 0 and at most 60000 (default 100)\n"
+    "  --help           this text\n";
 
 Args parse(int argc, char** argv) {
+  namespace cli = tritium::cli;
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(argv[0], s + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (s == "--kernel") a.kernel = value();
-      else if (s == "--device") a.device = tritium::Device::parse(value());
-      else if (s == "--dtype") {
-        std::string d = value();
-        if (d == "f32") a.dtype = tritium::DType::f32;
-        else if (d == "f16") a.dtype = tritium::DType::f16;
-        else if (d == "bf16") a.dtype = tritium::DType::bf16;
-        else usage(argv[0], "unknown dtype " + d);
-      } else if (s == "--sizes") {
-        std::string list = value();
-        for (size_t p = 0; p < list.size();) {
-          size_t q = list.find(',', p);
-          a.sizes.push_back(std::stoll(list.substr(p, q - p)));
-          p = q == std::string::npos ? list.size() : q + 1;
-        }
-      } else if (s == "--quick") a.quick = true;
-      else if (s == "--out") a.out = value();
-      else if (s == "--warmup-ms") a.warmup_ms = std::stod(value());
-      else if (s == "--rep-ms") a.rep_ms = std::stod(value());
-      else usage(argv[0], "unknown option " + s);
-    } catch (const std::logic_error&) {
-      usage(argv[0], "bad value for " + s);
-    }
+  std::optional<std::string> sizes;
+  cli::Args args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& o = args.option();
+    if (args.is("--kernel")) a.kernel = cli::parse_choice(o, args.value(), {"matmul", "add"});
+    else if (args.is("--device")) a.device = cli::parse_device(o, args.value());
+    else if (args.is("--dtype")) {
+      std::string d = cli::parse_choice(o, args.value(), {"f32", "f16", "bf16"});
+      a.dtype = d == "f32" ? tritium::DType::f32 : d == "f16" ? tritium::DType::f16 : tritium::DType::bf16;
+    } else if (args.is("--sizes")) sizes = args.value();
+    else if (args.is("--quick")) a.quick = true;
+    else if (args.is("--out")) a.out = args.value();
+    else if (args.is("--warmup-ms") || args.is("--rep-ms")) {
+      double ms = cli::parse_double(o, args.value(), 0, 60000);
+      if (ms <= 0) throw cli::UsageError(o + ": expected milliseconds above 0, got 0");
+      (args.is("--rep-ms") ? a.rep_ms : a.warmup_ms) = ms;
+    } else args.unknown();
   }
-  if (a.kernel != "matmul" && a.kernel != "add") usage(argv[0], "unknown kernel " + a.kernel);
+  // The range depends on the kernel, which may come after --sizes.
+  if (sizes) a.sizes = cli::parse_int_list("--sizes", *sizes, 1, a.kernel == "matmul" ? 16384 : int64_t(1) << 30);
   return a;
 }
 
@@ -125,7 +122,7 @@ void add_rows(at::SweepReport& report, const std::string& shape, double x, doubl
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int tune(int argc, char** argv) {
   Args args = parse(argc, argv);
   if (!tritium::runtime::device_available(args.device)) {
     std::fprintf(stderr, "device %s is unavailable: %s\n", args.device.str().c_str(),
@@ -145,68 +142,63 @@ int main(int argc, char** argv) {
     for (const auto& c : r.results) from_disk += c.from_disk;
   };
 
-  try {
-    if (args.kernel == "matmul") {
-      if (args.sizes.empty())
-        args.sizes = args.device.is_cuda() ? std::vector<int64_t>{256, 512, 768, 1024, 1536, 2048, 3072, 4096}
-                                           : std::vector<int64_t>{64, 96, 128, 192, 256, 384, 512, 768};
-      if (args.quick) args.sizes.resize(std::min<size_t>(args.sizes.size(), 3));
-      report.kernel = std::string("matmul ") + tritium::dtype_name(args.dtype);
-      report.metric = args.device.is_cuda() ? "TFLOP/s" : "GFLOP/s";
-      report.x_label = "N (M = N = K)";
-      std::vector<Config> configs;
-      const int small = args.device.is_cuda() ? 32 : 64, large = 2 * small;
-      for (int bm : {small, large})
-        for (int bn : {small, large})
-          for (int bk : {16, 32})
-            for (int warps : {4, 8}) configs.emplace_back(Meta{{"BLOCK_M", bm}, {"BLOCK_N", bn}, {"BLOCK_K", bk}, {"GROUP_M", 8}}, warps, 3);
-      const std::string default_config = Config(Meta{{"BLOCK_M", large}, {"BLOCK_N", large}, {"BLOCK_K", 32}, {"GROUP_M", 8}}, 4, 3).str();
-      options.key = {"M", "N", "K"};
-      auto tuner = tritium::autotune(tritium::ops::matmul_kernel(args.dtype), configs, options);
-      at::ProgressBar bar(static_cast<int>(args.sizes.size()), "matmul shapes");
-      for (int64_t n : args.sizes) {
-        Tensor a = tritium::ops::randn({n, n}).to(args.dtype), b = tritium::ops::randn({n, n}).to(args.dtype);
-        Tensor c = tritium::ops::zeros({n, n}, args.dtype);
-        auto grid = [n](const Meta& m) {
-          return tritium::Grid(tritium::cdiv(n, m["BLOCK_M"]) * tritium::cdiv(n, m["BLOCK_N"]), 1);
-        };
-        int32_t n32 = static_cast<int32_t>(n);
-        const auto& r = tuner.tune(grid, a, b, c, n32, n32, n32, n, int64_t{1}, n, int64_t{1}, n, int64_t{1}, int64_t{1},
-                                   int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0},
-                                   Meta{{"TF32", 0}, {"CARRY_POINTERS", args.device.is_cuda()}, {"BLOCK_POINTERS", false}});
-        count(r);
-        add_rows(report, "N=" + std::to_string(n), static_cast<double>(n), 2.0 * n * n * n, r, default_config);
-        bar.tick("N=" + std::to_string(n));
-      }
-      bar.finish();
-    } else {
-      if (args.sizes.empty())
-        for (int p = 12; p <= 26; p += 2) args.sizes.push_back(int64_t{1} << p);
-      if (args.quick) args.sizes.resize(std::min<size_t>(args.sizes.size(), 3));
-      report.kernel = "vector add f32";
-      report.metric = "GB/s";
-      report.x_label = "elements";
-      std::vector<Config> configs;
-      for (int block : {256, 512, 1024, 2048, 4096, 8192})
-        for (int warps : {2, 4, 8}) configs.emplace_back(Meta{{"BLOCK", block}}, warps, 3);
-      const std::string default_config = Config(Meta{{"BLOCK", 1024}}, 4, 3).str();
-      options.key = {"n"};
-      auto tuner = tritium::autotune(add_kernel(), configs, options);
-      at::ProgressBar bar(static_cast<int>(args.sizes.size()), "vector add sizes");
-      for (int64_t n : args.sizes) {
-        Tensor x = tritium::ops::rand({n}), y = tritium::ops::rand({n}), out = tritium::ops::zeros({n});
-        auto grid = [n](const Meta& m) { return tritium::Grid(tritium::cdiv(n, m["BLOCK"])); };
-        const auto& r = tuner.tune(grid, x, y, out, static_cast<int32_t>(n));
-        count(r);
-        add_rows(report, "n=" + std::to_string(n), static_cast<double>(n), 12.0 * static_cast<double>(n), r,
-                 default_config);
-        bar.tick("n=" + std::to_string(n));
-      }
-      bar.finish();
+  if (args.kernel == "matmul") {
+    if (args.sizes.empty())
+      args.sizes = args.device.is_cuda() ? std::vector<int64_t>{256, 512, 768, 1024, 1536, 2048, 3072, 4096}
+                                         : std::vector<int64_t>{64, 96, 128, 192, 256, 384, 512, 768};
+    if (args.quick) args.sizes.resize(std::min<size_t>(args.sizes.size(), 3));
+    report.kernel = std::string("matmul ") + tritium::dtype_name(args.dtype);
+    report.metric = args.device.is_cuda() ? "TFLOP/s" : "GFLOP/s";
+    report.x_label = "N (M = N = K)";
+    std::vector<Config> configs;
+    const int small = args.device.is_cuda() ? 32 : 64, large = 2 * small;
+    for (int bm : {small, large})
+      for (int bn : {small, large})
+        for (int bk : {16, 32})
+          for (int warps : {4, 8}) configs.emplace_back(Meta{{"BLOCK_M", bm}, {"BLOCK_N", bn}, {"BLOCK_K", bk}, {"GROUP_M", 8}}, warps, 3);
+    const std::string default_config = Config(Meta{{"BLOCK_M", large}, {"BLOCK_N", large}, {"BLOCK_K", 32}, {"GROUP_M", 8}}, 4, 3).str();
+    options.key = {"M", "N", "K"};
+    auto tuner = tritium::autotune(tritium::ops::matmul_kernel(args.dtype), configs, options);
+    at::ProgressBar bar(static_cast<int>(args.sizes.size()), "matmul shapes");
+    for (int64_t n : args.sizes) {
+      Tensor a = tritium::ops::randn({n, n}).to(args.dtype), b = tritium::ops::randn({n, n}).to(args.dtype);
+      Tensor c = tritium::ops::zeros({n, n}, args.dtype);
+      auto grid = [n](const Meta& m) {
+        return tritium::Grid(tritium::cdiv(n, m["BLOCK_M"]) * tritium::cdiv(n, m["BLOCK_N"]), 1);
+      };
+      int32_t n32 = static_cast<int32_t>(n);
+      const auto& r = tuner.tune(grid, a, b, c, n32, n32, n32, n, int64_t{1}, n, int64_t{1}, n, int64_t{1}, int64_t{1},
+                                 int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0},
+                                 Meta{{"TF32", 0}, {"CARRY_POINTERS", args.device.is_cuda()}, {"BLOCK_POINTERS", false}});
+      count(r);
+      add_rows(report, "N=" + std::to_string(n), static_cast<double>(n), 2.0 * n * n * n, r, default_config);
+      bar.tick("N=" + std::to_string(n));
     }
-  } catch (const tritium::Error& e) {
-    std::fprintf(stderr, "tritium-tune: %s\n", e.what());
-    return 1;
+    bar.finish();
+  } else {
+    if (args.sizes.empty())
+      for (int p = 12; p <= 26; p += 2) args.sizes.push_back(int64_t{1} << p);
+    if (args.quick) args.sizes.resize(std::min<size_t>(args.sizes.size(), 3));
+    report.kernel = "vector add f32";
+    report.metric = "GB/s";
+    report.x_label = "elements";
+    std::vector<Config> configs;
+    for (int block : {256, 512, 1024, 2048, 4096, 8192})
+      for (int warps : {2, 4, 8}) configs.emplace_back(Meta{{"BLOCK", block}}, warps, 3);
+    const std::string default_config = Config(Meta{{"BLOCK", 1024}}, 4, 3).str();
+    options.key = {"n"};
+    auto tuner = tritium::autotune(add_kernel(), configs, options);
+    at::ProgressBar bar(static_cast<int>(args.sizes.size()), "vector add sizes");
+    for (int64_t n : args.sizes) {
+      Tensor x = tritium::ops::rand({n}), y = tritium::ops::rand({n}), out = tritium::ops::zeros({n});
+      auto grid = [n](const Meta& m) { return tritium::Grid(tritium::cdiv(n, m["BLOCK"])); };
+      const auto& r = tuner.tune(grid, x, y, out, static_cast<int32_t>(n));
+      count(r);
+      add_rows(report, "n=" + std::to_string(n), static_cast<double>(n), 12.0 * static_cast<double>(n), r,
+               default_config);
+      bar.tick("n=" + std::to_string(n));
+    }
+    bar.finish();
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -218,12 +210,16 @@ int main(int argc, char** argv) {
     at::write_json(report, base + ".json");
     at::write_svg(report, base + ".svg");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tritium-tune: %s\n", e.what());
-    return 1;
+    std::fprintf(stderr, "tritium-tune: error: cannot write the report to %s: %s\n", args.out.c_str(), e.what());
+    return 2;
   }
   std::printf("sweep: %zu configs x %zu shapes in %.2f s (%d benchmarked, %d results from the disk cache)\n",
               report.rows.size() / std::max<size_t>(1, args.sizes.size()), args.sizes.size(), report.seconds,
               measured, from_disk);
   std::printf("wrote %s.csv, %s.json, %s.svg\n", base.c_str(), base.c_str(), base.c_str());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return tritium::cli::run_main("tritium-tune", [&] { return tune(argc, argv); });
 }

@@ -1,15 +1,18 @@
 // Command line shared by the tutorials: --bench runs the benchmark after the check,
-// --backend cpu|cuda picks the device (default: the best available), and --sizes 4096,8192
-// replaces the benchmark's problem sizes (elements, columns or M = N = K, as each table says).
-// A build with no backend at all exits with 77, which CTest reports as skipped.
+// --backend cpu|cuda|cuda:N picks the device (default: the best available), --sizes 4096,8192
+// replaces the benchmark's problem sizes (elements, columns or M = N = K, as each table says),
+// --help lists them. A build with no backend at all exits with 77, which CTest reports as skipped.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <tritium/tritium.h>
+
+#include "tools/cli.h"
 
 namespace tutorial {
 
@@ -19,51 +22,41 @@ struct Args {
   std::vector<int64_t> sizes;  // --sizes: empty = the tutorial's own list
 };
 
-[[noreturn]] inline void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--bench] [--backend cpu|cuda] [--sizes N,N,...]\n", argv0);
-  std::exit(2);
+inline std::string usage(const char* argv0) {
+  return std::string("usage: ") + argv0 +
+         " [--bench] [--backend cpu|cuda|cuda:N] [--sizes N,N,...]\n"
+         "  --bench          run the benchmark after the check\n"
+         "  --backend D      the device (default: a GPU when there is one, else cpu)\n"
+         "  --sizes LIST     the benchmark's problem sizes, each from 1 to 2^31 - 1\n"
+         "  --help           this text\n";
 }
 
-// "4096,8192" -> {4096, 8192}; anything but positive integers separated by commas is a usage error.
-inline std::vector<int64_t> parse_sizes(const char* text, const char* argv0) {
-  std::vector<int64_t> sizes;
-  for (const char* p = text; *p;) {
-    char* end = nullptr;
-    long long v = std::strtoll(p, &end, 10);
-    if (end == p || v <= 0 || (*end && *end != ',')) {
-      std::fprintf(stderr, "--sizes: expected positive integers separated by commas, got \"%s\"\n", text);
-      usage(argv0);
-    }
-    sizes.push_back(v);
-    p = *end ? end + 1 : end;
-  }
-  if (sizes.empty()) usage(argv0);
-  return sizes;
-}
-
+// A usage mistake is a tritium::cli::UsageError (run() turns it into one line and status 2).
 inline Args parse_args(int argc, char** argv) {
+  namespace cli = tritium::cli;
   Args a;
+  std::optional<tritium::Device> backend;
+  cli::Args args(argc, argv, usage(argv[0]));
+  while (args.next()) {
+    if (args.is("--bench")) a.bench = true;
+    else if (args.is("--backend")) backend = cli::parse_device(args.option(), args.value());
+    else if (args.is("--sizes")) a.sizes = cli::parse_int_list("--sizes", args.value(), 1, INT32_MAX);
+    else args.unknown();
+  }
+  if (backend) {
+    a.device = *backend;
+    if (!tritium::runtime::device_available(a.device)) {
+      std::fprintf(stderr, "backend %s is unavailable: %s\n", a.device.str().c_str(),
+                   tritium::runtime::device_unavailable_reason(a.device).c_str());
+      std::exit(2);
+    }
+    return a;
+  }
   if (tritium::runtime::device_available(tritium::Device::cuda())) a.device = tritium::Device::cuda();
   if (!tritium::runtime::device_available(a.device)) {
     std::fprintf(stderr, "skipped: no backend is available (%s)\n",
                  tritium::runtime::device_unavailable_reason(a.device).c_str());
     std::exit(77);
-  }
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--bench")) {
-      a.bench = true;
-    } else if (!std::strcmp(argv[i], "--backend") && i + 1 < argc) {
-      a.device = tritium::Device::parse(argv[++i]);
-      if (!tritium::runtime::device_available(a.device)) {
-        std::fprintf(stderr, "backend %s is unavailable: %s\n", argv[i],
-                     tritium::runtime::device_unavailable_reason(a.device).c_str());
-        std::exit(2);
-      }
-    } else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) {
-      a.sizes = parse_sizes(argv[++i], argv[0]);
-    } else {
-      usage(argv[0]);
-    }
   }
   return a;
 }
@@ -80,16 +73,12 @@ inline std::vector<int64_t> powers_of_two(int lo, int hi) {
   return v;
 }
 
-// main() of a tutorial: parses the arguments, runs body(args), and turns a tritium::Error into a
-// message and exit status 1.
+// main() of a tutorial: parses the arguments, runs body(args); a usage mistake or a
+// tritium::Error ends it with one line and exit status 2 (a failed check returns 1 from body).
 template <class F> int run(int argc, char** argv, F&& body) {
-  Args args = parse_args(argc, argv);
-  try {
-    return body(args);
-  } catch (const tritium::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  std::string program = argv[0];
+  program = program.substr(program.rfind('/') + 1);
+  return tritium::cli::run_main(program.c_str(), [&] { return body(parse_args(argc, argv)); });
 }
 
 }  // namespace tutorial

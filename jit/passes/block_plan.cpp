@@ -3,6 +3,8 @@
 // code generators follow it, so the CPU and GPU backends fuse the same way.
 #include "jit/passes/block_plan.h"
 
+#include <algorithm>
+
 namespace tritium::jit {
 namespace {
 
@@ -11,26 +13,91 @@ using ir::OpKind;
 bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
 bool is_side_effect(const ir::Op* op) { return ir::has_side_effects(op->kind); }
 
+// The longest chain of inline values a consumer evaluates: both code generators recurse once
+// per link, and the user's C++ loops decide its length, so a longer chain gets a buffer here.
+constexpr int kMaxInlineDepth = 1024;
+
 struct Planner {
   ir::Function& f_;
   std::unordered_map<const ir::Value*, bool>& materialize_;
   std::unordered_map<const ir::Value*, std::vector<ir::Op*>>& users_;
   std::unordered_map<const ir::Value*, int> cheap_size_;  // memo: tree size if cheap, -1 if not
   PlanOptions options_;
-  std::unordered_map<const ir::Value*, const ir::Op*> root_;  // memo of single_root
+  std::unordered_map<const ir::Value*, const ir::Op*> root_;  // single_root of each block value
   std::unordered_map<const ir::Value*, bool> reads_;          // memo of reads_memory
+  // Where a value's chain of single inline users ends (nullptr: several users or another block).
+  std::unordered_map<const ir::Value*, ir::Op*> chain_end_;
+  std::unordered_map<const ir::Op*, size_t> position_;  // index of each op in its block
+  // Per block: barriers_[b][i] = side effects and run-time control flow among b->ops[0..i).
+  std::unordered_map<const ir::Block*, std::vector<int>> barriers_;
+  std::unordered_map<const ir::Value*, int> depth_;  // inline chain length ending at a value
 
   void plan() {
     f_.walk([&](ir::Op* op) {
       for (ir::Value* o : op->operands) users_[o].push_back(op);
     });
+    index_block(f_.body);
     f_.walk([&](ir::Op* op) {
       for (ir::Value* r : op->results)
-        if (r->type.is_block()) materialize_[r] = decide(op, r);
+        if (r->type.is_block()) {
+          bool m = decide(op, r);
+          if (!m && inline_depth(r) > kMaxInlineDepth) m = true;
+          materialize_[r] = m;
+          depth_[r] = m ? 0 : inline_depth(r);
+        }
       if (op->kind == OpKind::Dot)  // dot reads its operands M*N*K times
         for (int i = 0; i < 2; ++i)
           if (ir::Value* v = op->operands[i]; v->def && v->type.is_block()) materialize_[v] = true;
     });
+  }
+
+  // 1 + the longest inline chain among v's operands (decided already: they come first).
+  int inline_depth(const ir::Value* v) {
+    int d = 0;
+    for (const ir::Value* o : v->def->operands)
+      if (auto it = depth_.find(o); it != depth_.end()) d = std::max(d, it->second);
+    return d + 1;
+  }
+
+  // Positions, barrier counts, chain ends and single roots of a block and the blocks nested in
+  // it, from its last op to its first: every fact about a value follows from its users' facts,
+  // found first, so no walk along a chain repeats and nothing recurses along one.
+  void index_block(const ir::Block* b) {
+    auto& barriers = barriers_[b];
+    barriers.assign(b->ops.size() + 1, 0);
+    for (size_t i = 0; i < b->ops.size(); ++i) {
+      const ir::Op* op = b->ops[i];
+      position_[op] = i;
+      bool barrier = is_side_effect(op) || op->kind == OpKind::For || op->kind == OpKind::If || op->kind == OpKind::While;
+      barriers[i + 1] = barriers[i] + (barrier ? 1 : 0);
+    }
+    for (size_t i = b->ops.size(); i-- > 0;) {
+      const ir::Op* op = b->ops[i];
+      for (const ir::Value* r : op->results) {
+        chain_end_[r] = find_chain_end(r);
+        if (options_.fuse_single_root) root_[r] = find_single_root(r);
+      }
+      for (const ir::Block* region : op->regions) index_block(region);
+    }
+  }
+
+  ir::Op* find_chain_end(const ir::Value* v) {
+    auto& us = users_[v];
+    if (us.size() != 1 || us[0]->parent != v->def->parent) return nullptr;
+    ir::Op* u = us[0];
+    if (!is_chain(u) || users_[u->result()].size() != 1) return u;  // (u's result is materialised)
+    return chain_end_[u->result()];
+  }
+
+  const ir::Op* find_single_root(const ir::Value* v) {
+    const ir::Op* root = nullptr;
+    for (ir::Op* u : users_[v]) {
+      if (u->parent != v->def->parent) return nullptr;
+      const ir::Op* r = is_chain(u) ? root_[u->result()] : u;
+      if (!r || (root && r != root)) return nullptr;
+      root = r;
+    }
+    return root;
   }
 
   bool used_elsewhere(const ir::Value* v, const ir::Block* home) {
@@ -89,61 +156,17 @@ struct Planner {
   // The one op, in v's block, where every chain of inline users of v ends (nullptr: several, or
   // a use in another block).
   const ir::Op* single_root(const ir::Value* v) {
-    if (auto it = root_.find(v); it != root_.end()) return it->second;
-    const ir::Op* root = nullptr;
-    bool ok = true;
-    for (ir::Op* u : users_[v]) {
-      if (u->parent != v->def->parent) {
-        ok = false;
-        break;
-      }
-      const ir::Op* r = is_chain(u) ? single_root(u->result()) : u;
-      if (!r || (root && r != root)) {
-        ok = false;
-        break;
-      }
-      root = r;
-    }
-    const ir::Op* out = ok ? root : nullptr;
-    root_[v] = out;
-    return out;
+    auto it = root_.find(v);
+    return it == root_.end() ? nullptr : it->second;
   }
 
   // An inline load is evaluated where its single chain of users ends; a side effect between the
   // two (a store to the same memory, maybe) forces the load to happen at its own place.
   bool load_hazard(ir::Op* load) {
-    const ir::Block* block = load->parent;
-    ir::Value* v = load->result();
-    ir::Op* root = nullptr;
-    while (true) {
-      auto& us = users_[v];
-      if (us.size() != 1) return true;
-      ir::Op* u = us[0];
-      if (u->parent != block) return true;
-      bool chains = (ir::is_elementwise(u->kind) || u->kind == OpKind::Broadcast || u->kind == OpKind::ExpandDims ||
-                     u->kind == OpKind::Permute || u->kind == OpKind::Reshape || u->kind == OpKind::MultipleOf ||
-                     u->kind == OpKind::MaxContiguous) &&
-                    u->results.size() == 1 && u->result()->type.is_block();
-      if (!chains) {
-        root = u;
-        break;
-      }
-      v = u->result();
-      if (users_[v].size() != 1) {  // materialised here (it holds a load, so it is not cheap)
-        root = u;
-        break;
-      }
-    }
-    if (root->kind == OpKind::Dot) return true;
-    bool between = false;
-    for (ir::Op* op : block->ops) {
-      if (op == load) between = true;
-      else if (op == root) return false;
-      else if (between && (is_side_effect(op) || op->kind == OpKind::For || op->kind == OpKind::If ||
-                           op->kind == OpKind::While))
-        return true;
-    }
-    return true;
+    const ir::Op* root = chain_end_[load->result()];
+    if (!root || root->kind == OpKind::Dot) return true;
+    const auto& barriers = barriers_[load->parent];
+    return barriers[position_[root]] - barriers[position_[load] + 1] > 0;
   }
 
   // Tree size of a value cheap enough to recompute at every use, or -1.
@@ -196,7 +219,8 @@ const std::vector<ir::Op*>& BlockPlan::users(const ir::Value* v) const {
 
 BlockPlan plan_blocks(ir::Function& f, const PlanOptions& options) {
   BlockPlan plan;
-  Planner{f, plan.materialize_, plan.users_, {}, options, {}, {}}.plan();
+  Planner planner{f, plan.materialize_, plan.users_, {}, options, {}, {}, {}, {}, {}, {}};
+  planner.plan();
   return plan;
 }
 

@@ -96,6 +96,7 @@ class Eliminator {
         Key key(op);
         if (const Op* same = find(key)) {
           for (size_t i = 0; i < op->results.size(); ++i) f_.replace_all_uses(op->results[i], same->results[i]);
+          f_.release_uses(op);
           changed_ = true;
           continue;  // dropped from the block
         }

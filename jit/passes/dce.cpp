@@ -1,12 +1,9 @@
 #include "jit/passes/dce.h"
 
-#include <unordered_map>
-
 namespace tritium::jit {
 namespace {
 
 using ir::Op;
-using ir::Value;
 
 bool has_effects(const Op& op) {
   if (ir::has_side_effects(op.kind) || op.kind == ir::OpKind::Yield) return true;
@@ -16,61 +13,38 @@ bool has_effects(const Op& op) {
   return false;
 }
 
-class Eliminator {
- public:
-  explicit Eliminator(ir::Function& f) : f_(f) {}
+bool unused(const Op& op) {
+  for (const ir::Value* r : op.results)
+    if (r->has_uses()) return false;
+  return true;
+}
 
-  bool run() {
-    f_.walk([&](Op* op) { count_uses(*op, +1); });
-    bool changed = false;
-    // One backward sweep removes whole chains; repeat in case a region's sweep freed an earlier op.
-    while (sweep(f_.body)) changed = true;
-    return changed;
-  }
-
- private:
-  void count_uses(const Op& op, int delta) {
-    for (const Value* v : op.operands) uses_[v] += delta;
-  }
-
-  // Forgets the uses made by `op` and everything nested in it.
-  void drop_uses(const Op& op) {
-    count_uses(op, -1);
-    for (const ir::Block* r : op.regions)
-      for (const Op* inner : r->ops) drop_uses(*inner);
-  }
-
-  bool unused(const Op& op) const {
-    for (const Value* r : op.results) {
-      auto it = uses_.find(r);
-      if (it != uses_.end() && it->second > 0) return false;
+// One backward sweep per block removes whole chains: an op's uses are released as it goes, so
+// the ops feeding only it are unused by the time the sweep reaches them.
+bool sweep(ir::Function& f, ir::Block* b) {
+  bool changed = false;
+  std::vector<Op*> kept;
+  for (auto it = b->ops.rbegin(); it != b->ops.rend(); ++it) {
+    Op* op = *it;
+    for (ir::Block* r : op->regions) changed |= sweep(f, r);
+    if (unused(*op) && !has_effects(*op)) {
+      f.release_uses(op);
+      changed = true;
+      continue;
     }
-    return true;
+    kept.push_back(op);
   }
-
-  bool sweep(ir::Block* b) {
-    bool changed = false;
-    std::vector<Op*> kept;
-    for (auto it = b->ops.rbegin(); it != b->ops.rend(); ++it) {
-      Op* op = *it;
-      for (ir::Block* r : op->regions) changed |= sweep(r);
-      if (unused(*op) && !has_effects(*op)) {
-        drop_uses(*op);
-        changed = true;
-        continue;
-      }
-      kept.push_back(op);
-    }
-    if (changed) b->ops.assign(kept.rbegin(), kept.rend());
-    return changed;
-  }
-
-  ir::Function& f_;
-  std::unordered_map<const Value*, int> uses_;
-};
+  if (changed) b->ops.assign(kept.rbegin(), kept.rend());
+  return changed;
+}
 
 }  // namespace
 
-bool eliminate_dead_code(ir::Function& f) { return Eliminator(f).run(); }
+bool eliminate_dead_code(ir::Function& f) {
+  bool changed = false;
+  // Repeat in case a region's sweep freed an op before its region.
+  while (sweep(f, f.body)) changed = true;
+  return changed;
+}
 
 }  // namespace tritium::jit

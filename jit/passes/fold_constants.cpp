@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/builder.h"
@@ -166,7 +167,7 @@ bool is_cmp(OpKind k) { return k >= OpKind::CmpEq && k <= OpKind::CmpGe; }
 
 class Folder {
  public:
-  explicit Folder(ir::Function& f) : f_(f), builder_(f) {}
+  explicit Folder(ir::Function& f) : f_(f), builder_(f), scratch_(f.new_block(nullptr)) {}
 
   bool run() {
     std::vector<Op*> ops;
@@ -175,31 +176,56 @@ class Folder {
       if (op->results.size() != 1 || !op->regions.empty()) continue;
       if (Value* replacement = simplify(op)) {
         f_.replace_all_uses(op->result(), replacement);
+        f_.release_uses(op);
         erased_.insert(op);
       }
+      take_created(op);
     }
-    if (erased_.empty()) return false;
-    erase_replaced(f_.body);
+    if (erased_.empty() && inserted_.empty()) return false;
+    rebuild(f_.body);
     return true;
   }
 
  private:
-  void erase_replaced(ir::Block* b) {
-    std::erase_if(b->ops, [&](Op* op) { return erased_.count(op) > 0; });
+  // New ops are built at the end of a scratch block, then placed before the op they were made
+  // for when each block is rebuilt once: inserting into the middle of a block as they come would
+  // cost the block's length per op.
+  void take_created(Op* at) {
+    if (scratch_->ops.empty()) return;
+    auto& list = inserted_[at];
+    list.insert(list.end(), scratch_->ops.begin(), scratch_->ops.end());
+    scratch_->ops.clear();
+  }
+
+  void rebuild(ir::Block* b) {
+    std::vector<Op*> ops;
+    ops.reserve(b->ops.size());
+    for (Op* op : b->ops) {
+      if (auto it = inserted_.find(op); it != inserted_.end())
+        for (Op* created : it->second) {
+          created->parent = b;
+          ops.push_back(created);
+        }
+      if (!erased_.count(op)) ops.push_back(op);
+    }
+    b->ops = std::move(ops);
     for (Op* op : b->ops)
-      for (ir::Block* r : op->regions) erase_replaced(r);
+      for (ir::Block* r : op->regions) rebuild(r);
   }
 
   Value* make_constant(Op* at, const Type& t, Scalar v) {
-    builder_.set_insertion_before(at);
-    builder_.loc = at->loc;
+    position(at);
     return is_float(t.dtype) ? builder_.constant_float(v.f, t) : builder_.constant_int(v.i, t);
   }
 
   Value* make_splat(Op* at, Value* scalar, const Type& t) {
-    builder_.set_insertion_before(at);
-    builder_.loc = at->loc;
+    position(at);
     return builder_.create1(OpKind::Splat, {scalar}, t);
+  }
+
+  void position(Op* at) {
+    builder_.set_insertion_end(scratch_);
+    builder_.loc = at->loc;
   }
 
   // The value replacing op's result, or nullptr.
@@ -275,8 +301,7 @@ class Folder {
     for (size_t side = 0; side < 2; ++side) {
       Value *s = o->def->operand(side), *b = o->def->operand(1 - side);
       if (!s->def || s->def->kind != OpKind::Splat) continue;
-      builder_.set_insertion_before(op);
-      builder_.loc = op->loc;
+      position(op);
       Value* scalar_p = p->def->operand(0);
       Value* base = builder_.create1(OpKind::AddPtr, {scalar_p, s->def->operand(0)}, scalar_p->type);
       Value* bases = builder_.create1(OpKind::Splat, {base}, p->type);
@@ -360,7 +385,9 @@ class Folder {
 
   ir::Function& f_;
   ir::Builder builder_;
+  ir::Block* scratch_;
   std::unordered_set<Op*> erased_;
+  std::unordered_map<Op*, std::vector<Op*>> inserted_;  // new ops, by the op they go before
 };
 
 }  // namespace
