@@ -164,6 +164,17 @@ void Function::add_operand(Op* op, Value* v) {
   v->uses_.push_back(Use{op, i});
 }
 
+void Function::set_operand(Op* op, size_t i, Value* v) {
+  if (!v) throw Error(fmt::format("internal: null operand {} set on '{}'", i, op_name(op->kind)));
+  if (i >= op->operands.values_.size())
+    throw Error(fmt::format("internal: operand {} of '{}' does not exist", i, op_name(op->kind)));
+  if (op->operands.values_[i] == v) return;
+  unlink_use(op, i);
+  op->operands.values_[i] = v;
+  op->operands.use_at_[i] = static_cast<uint32_t>(v->uses_.size());
+  v->uses_.push_back(Use{op, static_cast<uint32_t>(i)});
+}
+
 void Function::replace_all_uses(Value* from, Value* to) {
   if (from == to) return;
   for (const Use& u : from->uses_) {

@@ -194,6 +194,8 @@ class Function {
   // Operand edits; each keeps the use lists (Value::uses) exact.
   void set_operands(Op* op, std::vector<Value*> operands);  // op must have none yet
   void add_operand(Op* op, Value* v);
+  // Operand `i` of `op` reads `v` instead (O(1)).
+  void set_operand(Op* op, size_t i, Value* v);
   // Every use of `from` reads `to` instead; costs the uses of `from`.
   void replace_all_uses(Value* from, Value* to);
   // Drops the uses made by `op` and by every op nested in its regions, for an op a pass removes

@@ -368,7 +368,7 @@ class Assigner {
       for (auto& [l, uses] : list) {
         if (l == h) continue;
         ir::Value* c = insert_convert(v, l);
-        for (const Use& u : uses) u.op->operands[u.idx] = c;
+        for (const Use& u : uses) f_.set_operand(u.op, u.idx, c);
       }
       return;
     }
@@ -381,12 +381,12 @@ class Assigner {
     for (size_t j = 0; j < own.size(); ++j) {
       ir::Value* x = j == 0 ? v : clone(v);
       home_[x] = own[j].first;
-      for (const Use& u : own[j].second) u.op->operands[u.idx] = x;
+      for (const Use& u : own[j].second) f_.set_operand(u.op, u.idx, x);
       requirements(x->def);
     }
     for (auto& [l, uses] : shared) {
       ir::Value* c = insert_convert(v, l);
-      for (const Use& u : uses) u.op->operands[u.idx] = c;
+      for (const Use& u : uses) f_.set_operand(u.op, u.idx, c);
     }
   }
 
@@ -400,7 +400,7 @@ class Assigner {
 
   ir::Value* insert_convert(ir::Value* v, const Layout& l) {
     ir::Op* op = f_.new_op(OpKind::ConvertLayout, v->def ? v->def->loc : SourceLoc{});
-    op->operands = {v};
+    f_.set_operands(op, {v});
     ir::Value* r = f_.add_result(op, v->type);
     if (v->def) insert_after(v->def->parent, v->def, op);
     else insert_after(v->owner, nullptr, op);
@@ -411,7 +411,7 @@ class Assigner {
   ir::Value* clone(const ir::Value* v) {
     const ir::Op* src = v->def;
     ir::Op* op = f_.new_op(src->kind, src->loc);
-    op->operands = src->operands;
+    f_.set_operands(op, src->operands.vec());
     op->attrs = src->attrs;
     ir::Value* r = f_.add_result(op, v->type);
     insert_after(src->parent, src, op);

@@ -1,6 +1,5 @@
 #include "jit/passes/combine_dot_add.h"
 
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -19,10 +18,6 @@ bool is_zero_constant(const ir::Value* v) {
 }  // namespace
 
 bool combine_dot_add(ir::Function& f) {
-  std::unordered_map<const ir::Value*, int> uses;
-  f.walk([&](ir::Op* op) {
-    for (const ir::Value* o : op->operands) ++uses[o];
-  });
   std::vector<std::pair<ir::Op*, int>> found;  // (add, the side its dot is on)
   f.walk([&](ir::Op* op) {
     if (op->kind != OpKind::Add) return;
@@ -30,7 +25,7 @@ bool combine_dot_add(ir::Function& f) {
       ir::Value* d = op->operands[static_cast<size_t>(side)];
       const ir::Value* acc = op->operands[static_cast<size_t>(1 - side)];
       const ir::Op* dot = d->def;
-      if (dot && dot->kind == OpKind::Dot && uses[d] == 1 && is_zero_constant(dot->operand(2)) &&
+      if (dot && dot->kind == OpKind::Dot && d->uses().size() == 1 && is_zero_constant(dot->operand(2)) &&
           dot->parent == op->parent && acc->type == d->type) {
         found.push_back({op, side});
         return;
@@ -44,10 +39,10 @@ bool combine_dot_add(ir::Function& f) {
     // over the add's uses.
     ir::Block* b = op->parent;
     std::erase(b->ops, dot);
-    dot->operands[2] = op->operands[static_cast<size_t>(1 - side)];
+    f.set_operand(dot, 2, op->operands[static_cast<size_t>(1 - side)]);
     for (auto& o : b->ops)
       if (o == op) o = dot;
-    op->operands.clear();
+    f.release_uses(op);
     f.replace_all_uses(op->result(), d);
   }
   const bool changed = !found.empty();
