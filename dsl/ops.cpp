@@ -214,6 +214,29 @@ tensor tensor::to(DType dtype, bool bitcast, std::source_location loc) const {
   return tl::cast(operand(*this, loc), dtype, bitcast, loc);
 }
 
+tensor cast(operand x, pointer_type type, loc_t loc) {
+  SourceLoc l = L(loc);
+  Value* v = dsl::operand_value("cast", x);
+  const DType elem = type.element_ty;
+  if (elem == DType::invalid || elem == DType::ptr)
+    fail(l, "tl::cast: tl::pointer_type needs a number element type, got {}", dtype_name(elem));
+  const Type& t = v->type;
+  if (t.is_ptr() && t.pointee == elem) return tensor(v);
+  // An address is 64 bits: a narrower integer would have to be extended, and whether with or
+  // without its sign is a guess, so it is refused rather than guessed (Triton leaves it to LLVM).
+  if (!t.is_ptr() && t.dtype != DType::i64 && t.dtype != DType::u64)
+    fail(l, "tl::cast: cannot cast {} to ptr<{}>; a pointer is made from a 64-bit integer address (tl::int64 or "
+         "tl::uint64) or from another pointer",
+         dsl::describe(v), dtype_name(elem));
+  Type out = Type::pointer(elem);
+  out.shape = t.shape;
+  return tensor(builder("cast", l).create1(OpKind::Cast, {v}, out));
+}
+
+tensor tensor::to(pointer_type type, std::source_location loc) const {
+  return tl::cast(operand(*this, loc), type, loc);
+}
+
 // ---- arithmetic -----------------------------------------------------------------------------
 
 tensor where(operand cond, operand a, operand b, loc_t loc) {

@@ -26,6 +26,9 @@ tensor cdiv(operand a, operand b, TL_LOC);  // (a + b - 1) / b on integers
 
 // ---- casts ----------------------------------------------------------------------------------
 tensor cast(operand x, DType dtype, bool bitcast = false, TL_LOC);
+// To a pointer: from a 64-bit integer (an address; Triton's int_to_ptr) or from a pointer of
+// another element type. Narrower integers, floats and bools are trace errors.
+tensor cast(operand x, pointer_type type, TL_LOC);
 
 // ---- arithmetic (operators are below) --------------------------------------------------------
 tensor where(operand cond, operand a, operand b, TL_LOC);

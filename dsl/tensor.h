@@ -18,6 +18,14 @@ inline constexpr DType int1 = DType::i1, int8 = DType::i8, int16 = DType::i16, i
                        float32 = DType::f32, float64 = DType::f64,
                        float8e4nv = DType::f8e4m3, float8e5 = DType::f8e5m2;  // Triton's fp8 names
 
+// Triton's tl.pointer_type(tl.float16): the target of a cast that makes a pointer, from a 64-bit
+// integer address or from another pointer, e.g. tl.load(a_ptrs + g).to(tl.pointer_type(tl.float16))
+// (tutorial 08's device arrays of addresses): x.to(tl::pointer_type(tl::float16)).
+struct pointer_type {
+  DType element_ty;
+  explicit pointer_type(DType element) : element_ty(element) {}
+};
+
 // Marks the `None` and `:` of Triton's indexing: x(_, None) is x[:, None].
 struct None_t {};
 struct Colon_t {};
@@ -51,6 +59,8 @@ class tensor {
 
   // x.to(tl::float16), x.to(tl::int32, /*bitcast=*/true)
   tensor to(DType dtype, bool bitcast = false, std::source_location loc = std::source_location::current()) const;
+  // x.to(tl::pointer_type(tl::float16)): an i64/u64 address or a pointer, as a pointer to f16
+  tensor to(pointer_type type, std::source_location loc = std::source_location::current()) const;
   // x(_, None) == x[:, None]; x(None, _) == x[None, :]
   tensor operator()(index_item a, std::source_location loc = std::source_location::current()) const;
   tensor operator()(index_item a, index_item b, std::source_location loc = std::source_location::current()) const;

@@ -625,6 +625,78 @@ BOOST_AUTO_TEST_CASE(bitcasts) {
   });
 }
 
+// Pointers made from integer addresses (Triton's x.to(tl.pointer_type(tl.float16)), as tutorial
+// 08's grouped GEMM reads each group's matrices from a device array of int64 addresses): a scalar
+// address per program, a block of addresses (one pointer per lane, a gather), and a pointer viewed
+// as another element type of the same width.
+BOOST_AUTO_TEST_CASE(pointers_from_integer_addresses) {
+  constexpr int G = 4, B = 64;
+  static tritium::Kernel k = tritium::kernel(
+      "pointer_casts", [](tl::ptr<int64_t> addrs, tl::ptr<int32_t> sizes, tl::ptr<f16_t> out, tl::ptr<int16_t> out_bits,
+                          tl::ptr<f16_t> firsts) {
+        auto g = tl::program_id(0);
+        auto src = tl::load(addrs + g).to(tl::pointer_type(tl::float16));
+        auto offs = tl::arange(0, B);
+        auto m = offs < tl::load(sizes + g);
+        tl::store(out + g * B + offs, tl::load(src + offs, m) * 2, m);
+        tl::store(out_bits + g * B + offs, tl::load(src.to(tl::pointer_type(tl::int16)) + offs, m), m);
+        auto lanes = tl::arange(0, G);
+        auto each = tl::load(addrs + lanes).to(tl::pointer_type(tl::float16));  // [G] pointers
+        tl::store(firsts + g * G + lanes, tl::load(each));
+      });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    std::vector<tt::DeviceArray<f16_t>> arrays;
+    tt::host_vector<int64_t> addrs;
+    tt::host_vector<int32_t> sizes = {64, 37, 1, 50};
+    std::vector<tt::host_vector<f16_t>> data;
+    for (int g = 0; g < G; ++g) {
+      data.push_back(tt::random_vector<f16_t>(size_t(sizes[size_t(g)]), 60 + uint32_t(g), -100, 100));
+      arrays.push_back(be.upload<f16_t>(data.back()));
+      addrs.push_back(reinterpret_cast<int64_t>(arrays.back().ptr()));
+    }
+    auto daddrs = be.upload<int64_t>(addrs);
+    auto dsizes = be.upload<int32_t>(sizes);
+    auto out = be.alloc_poisoned<f16_t>(G * B);
+    auto bits = be.alloc_poisoned<int16_t>(G * B);
+    auto firsts = be.alloc_poisoned<f16_t>(G * G);
+    k[{G}](daddrs.ptr(), dsizes.ptr(), out.ptr(), bits.ptr(), firsts.ptr(), be.options());
+    tt::host_vector<f16_t> ref_out = tt::poisoned<f16_t>(G * B), ref_firsts(G * G);
+    tt::host_vector<int16_t> ref_bits = tt::poisoned<int16_t>(G * B);
+    for (int g = 0; g < G; ++g) {
+      for (int i = 0; i < sizes[size_t(g)]; ++i) {
+        f16_t x = data[size_t(g)][size_t(i)];
+        ref_out[size_t(g * B + i)] = tt::from_double<f16_t>(2 * tt::to_double(x));
+        std::memcpy(&ref_bits[size_t(g * B + i)], &x, 2);
+      }
+      for (int j = 0; j < G; ++j) ref_firsts[size_t(g * G + j)] = data[size_t(j)][0];
+    }
+    tt::check_equal<f16_t>(out.download(), ref_out, "f16 through an address loaded per program");
+    tt::check_equal<int16_t>(bits.download(), ref_bits, "the same memory through ptr<i16>");
+    tt::check_equal<f16_t>(firsts.download(), ref_firsts, "a gather through a block of loaded addresses");
+  });
+}
+
+// A pointer is made from a 64-bit integer or a pointer; anything else names the user's line.
+BOOST_AUTO_TEST_CASE(pointer_casts_that_are_refused) {
+  auto trace = [](auto body) {
+    auto kern = tritium::kernel("bad_pointer_cast", body);
+    kern.ir(static_cast<int32_t*>(nullptr), static_cast<float*>(nullptr));
+  };
+  unsigned line = 0;
+  tt::check_throws_at([&] {
+    trace([&](tl::ptr<int32_t> p, tl::ptr<float>) { line = __LINE__; auto q = tl::load(p).to(tl::pointer_type(tl::float16)); (void)q; });
+  }, __FILE__, line, {"tl::cast", "i32", "ptr<f16>", "64-bit integer"}, "i32 -> pointer");
+  tt::check_throws_at([&] {
+    trace([&](tl::ptr<int32_t>, tl::ptr<float> p) { line = __LINE__; auto q = tl::load(p).to(tl::pointer_type(tl::float32)); (void)q; });
+  }, __FILE__, line, {"tl::cast", "f32", "ptr<f32>"}, "f32 -> pointer");
+  tt::check_throws_at([&] {
+    trace([&](tl::ptr<int32_t>, tl::ptr<float> p) { line = __LINE__; auto q = tl::load(p + tl::arange(0, 16)) < 0; (void)q.to(tl::pointer_type(tl::int8)); });
+  }, __FILE__, line, {"tl::cast", "[16]i1", "64-bit integer"}, "bool block -> pointer");
+  tt::check_throws_at([&] {
+    trace([&](tl::ptr<int32_t> p, tl::ptr<float>) { line = __LINE__; auto q = p.to(tl::pointer_type(tritium::DType::ptr)); (void)q; });
+  }, __FILE__, line, {"tl::pointer_type", "number element type"}, "pointer to pointer");
+}
+
 // ---- type promotion (traced, not compiled) --------------------------------------------------------------
 
 // The dtype of op(a, b) for a: A block, b: B block.

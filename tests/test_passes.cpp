@@ -531,6 +531,39 @@ BOOST_AUTO_TEST_CASE(axis_info_hints) {
   BOOST_TEST(info.get(both).divisibility == std::vector<int64_t>{128});
 }
 
+// Casts between 64-bit integers and pointers (tl::pointer_type) keep divisibility in bytes, but a
+// run of consecutive integers is a run of byte addresses: as f16 pointers it is no run at all, and
+// f16 pointers stepping by one element are integers stepping by 2.
+BOOST_AUTO_TEST_CASE(axis_info_pointer_casts) {
+  Function f("k");
+  Value* base = add_param(f, "base", Type::scalar(DType::i64), 16);
+  Value* x = add_param(f, "x", Type::pointer(DType::f16), 16);
+  Builder b(f);
+  const Shape s{64};
+  Value* addrs = b.create1(OpKind::Add, {splat(b, base, s), b.create1(OpKind::Cast, {arange(b, 0, 64)}, Type::block(DType::i64, s))},
+                           Type::block(DType::i64, s));
+  Value* as_f16 = b.create1(OpKind::Cast, {addrs}, Type::pointer(DType::f16).with_shape(s));
+  Value* as_u8 = b.create1(OpKind::Cast, {addrs}, Type::pointer(DType::u8).with_shape(s));
+  Value* scalar = b.create1(OpKind::Cast, {base}, Type::pointer(DType::f32));
+  Value* xs = b.create1(OpKind::AddPtr, {splat(b, x, s), arange(b, 0, 64)}, x->type.with_shape(s));
+  Value* as_bf16 = b.create1(OpKind::Cast, {xs}, Type::pointer(DType::bf16).with_shape(s));
+  Value* as_f32 = b.create1(OpKind::Cast, {xs}, Type::pointer(DType::f32).with_shape(s));
+  Value* as_int = b.create1(OpKind::Cast, {xs}, Type::block(DType::i64, s));
+  AxisInfoMap info = analyze_axis_info(f);
+  BOOST_TEST(info.get(addrs).contiguity == std::vector<int64_t>{64});
+  BOOST_TEST(info.get(as_u8).contiguity == std::vector<int64_t>{64});   // bytes either way
+  BOOST_TEST(info.get(as_u8).divisibility == std::vector<int64_t>{16});
+  BOOST_TEST(info.get(as_f16).contiguity == std::vector<int64_t>{1});
+  BOOST_TEST(info.get(as_f16).divisibility == std::vector<int64_t>{1});  // base + k, k odd too
+  BOOST_TEST(info.get(scalar).divisibility == std::vector<int64_t>{16});
+  BOOST_TEST(info.get(as_bf16).contiguity == std::vector<int64_t>{64});  // both step by 2 bytes
+  BOOST_TEST(info.get(as_bf16).divisibility == std::vector<int64_t>{16});
+  BOOST_TEST(info.get(as_f32).contiguity == std::vector<int64_t>{1});
+  BOOST_TEST(info.get(as_f32).divisibility == std::vector<int64_t>{2});
+  BOOST_TEST(info.get(as_int).contiguity == std::vector<int64_t>{1});
+  BOOST_TEST(info.get(as_int).divisibility == std::vector<int64_t>{2});
+}
+
 BOOST_AUTO_TEST_CASE(axis_info_broadcast_2d) {
   // offs = rm[:, None] * stride + rn[None, :] with rm = arange(32), rn = arange(64)
   Function f("k");

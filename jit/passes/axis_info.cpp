@@ -457,8 +457,20 @@ class Analysis {
                         (from.dtype == DType::i1 || is_signed_int(from.dtype) == is_signed_int(to.dtype));
     bool pointer_int = (from.is_ptr() || to.is_ptr()) && dtype_bits(from.dtype) == dtype_bits(to.dtype) &&
                        !is_float(from.dtype) && !is_float(to.dtype);
-    if (widening_int || pointer_int) return info(op.operand(0));
-    return constancy_only(op);
+    if (widening_int) return info(op.operand(0));
+    if (!pointer_int) return constancy_only(op);
+    // An address and a 64-bit integer share their bits, so divisibility (bytes = units) and
+    // constancy carry over; a run counts steps of one element of the value's own type, so it
+    // survives only between types that step by the same number of bytes (an i64 run is a run of
+    // byte addresses, not of f16 ones).
+    const AxisInfo& x = info(op.operand(0));
+    if (unit_of(from) == unit_of(to)) return x;
+    AxisInfo r = x;
+    for (size_t d = 0; d < r.dims(); ++d) {
+      r.divisibility[d] = divisor_at_stride(x, d, 1, unit_of(from));
+      r.contiguity[d] = 1;
+    }
+    return r;
   }
 
   void for_loop(const Op& op) {
