@@ -116,9 +116,16 @@ Value* prepare_mask(const char* op, const std::optional<operand>& mask, Value* p
 }
 
 // A value stored or combined through a pointer: cast to the pointee, broadcast to the pointer.
+// As in Triton, a float literal through an integer pointer is an f32 constant cast to the pointee
+// (tl.load(int8_ptrs, mask, other=0.0) is valid Triton). Literals report the op's line: one
+// passed as load's std::optional `other` was made inside <optional>.
 Value* prepare_value(const char* op, const operand& val, Value* ptr, const SourceLoc& loc) {
   DType elem = ptr->type.pointee;
-  Value* v = val.is_literal() ? dsl::literal_value(op, val, elem) : val.value;
+  operand lit = val;
+  lit.loc = loc;
+  Value* v = !val.is_literal() ? val.value
+             : val.kind == operand::Kind::float_literal && !is_float(elem) ? dsl::literal_value(op, lit, val.literal_dtype)
+                                                                             : dsl::literal_value(op, lit, elem);
   if (v->type.is_ptr()) fail(loc, "tl::{}: cannot store a pointer {} through {}", op, dsl::describe(v), dsl::describe(ptr));
   if (ptr->type.is_scalar() && v->type.is_block())
     fail(loc, "tl::{}: value {} is a block but the pointer {} is a scalar", op, dsl::describe(v),

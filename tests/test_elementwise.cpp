@@ -1124,6 +1124,43 @@ BOOST_AUTO_TEST_CASE(masked_loads_with_other) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(float_literals_through_integer_pointers) {
+  // Triton casts load's `other` and stored values to the pointee: a float literal through an
+  // integer pointer is an f32 constant converted (toward zero), as bitsandbytes' int8 matmul
+  // loads int8 tiles with other=0.0.
+  static tritium::Kernel k = tritium::kernel(
+      "float_literal_int_ptr", [](tl::ptr<int8_t> x, tl::ptr<int8_t> o1, tl::ptr<int32_t> o2, tl::i32 n, int B) {
+        auto offs = tl::program_id(0) * B + tl::arange(0, B);
+        auto m = offs < n;
+        tl::store(o1 + offs, tl::load(x + offs, m, 0.0));
+        tl::store(o2 + offs, -2.75);  // every lane, unmasked
+      });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int n = 300, total = grid1(n) * BLOCK;
+    auto x = tt::random_vector<int8_t>(n, 132, -128, 127);
+    auto dx = be.upload<int8_t>(x);
+    auto o1 = be.alloc_poisoned<int8_t>(total);
+    auto o2 = be.alloc_poisoned<int32_t>(total);
+    k[{grid1(n)}](dx.ptr(), o1.ptr(), o2.ptr(), n, BLOCK, be.options());
+    tt::host_vector<int8_t> r1(total, 0);
+    std::copy(x.begin(), x.end(), r1.begin());
+    tt::check_equal<int8_t>(o1.download(), r1, "int8 load with other = 0.0");
+    tt::check_equal<int32_t>(o2.download(), tt::host_vector<int32_t>(total, -2), "i32 store of -2.75");
+  });
+  // A literal that cannot be the pointee names the user's line, not <optional>'s.
+  static unsigned line = 0;
+  static tritium::Kernel bad = tritium::kernel("int8_other_too_large", [](tl::ptr<int8_t> x, tl::ptr<int8_t> o, int B) {
+    auto offs = tl::arange(0, B);
+    line = __LINE__; tl::store(o + offs, tl::load(x + offs, offs < 3, 300));
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    auto dx = be.upload<int8_t>(tt::host_vector<int8_t>(BLOCK, 1));
+    auto o = be.alloc_poisoned<int8_t>(BLOCK);
+    tt::check_throws_at([&] { bad[{1}](dx.ptr(), o.ptr(), BLOCK, be.options()); }, __FILE__, line,
+                        {"tl::load", "300 does not fit in i8"}, "int8 other = 300");
+  });
+}
+
 BOOST_AUTO_TEST_CASE(compound_assignment_and_literal_operands) {
   static tritium::Kernel k = tritium::kernel(
       "compound", [](tl::ptr<int32_t> x, tl::ptr<int32_t> o, tl::ptr<float> of, tl::i32 n, int B) {
