@@ -7,7 +7,14 @@ This script runs `tritium-kernels --bench` and each original's bench() in altern
 rows by (kernel, shape) and prints each ratio (Tritium rate / Triton rate), the geometric mean and the
 worst, from the medians over the rounds.
 
-    python3 bench/compare_kernels.py --bin BUILD/kernels [--kernels a,b] [--rounds 3]
+With --cold it measures instead what a first run costs: each kernel's benchmark runs twice in fresh
+processes on each side, first with an empty cache (Tritium: TRITIUM_CACHE_DIR, which also holds its
+autotuning results; Triton: TRITON_CACHE_DIR) and then again with the cache the first run filled;
+the difference is the time spent compiling (and, for Tritium, tuning, since its results persist
+while Triton's autotuner times its configs again in every process). The ratio is Triton's / Tritium's
+first-run cost, so above 1 means Tritium starts faster.
+
+    python3 bench/compare_kernels.py --bin BUILD/kernels [--kernels a,b] [--rounds 3] [--cold]
 """
 import argparse
 import importlib.util
@@ -16,6 +23,8 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -57,16 +66,57 @@ def run_tritium(exe, names, timeout):
     return rows
 
 
+def _timed(cmd, env, timeout):
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])}... failed ({r.returncode}): {r.stderr[-1500:]}")
+    return time.perf_counter() - t0
+
+
+def cold_starts(exe, originals, timeout):
+    """Per kernel: (Tritium cold, warm, Triton cold, warm) wall seconds of the whole benchmark."""
+    print(f"\n{'kernel':24s} {'Tritium cold':>12s} {'warm':>8s} {'first-run cost':>14s}   "
+          f"{'Triton cold':>11s} {'warm':>8s} {'first-run cost':>14s} {'ratio':>7s}")
+    ratios = []
+    for name in originals:
+        with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as theirs:
+            env_ours = dict(os.environ, TRITIUM_CACHE_DIR=ours)
+            env_theirs = dict(os.environ, TRITON_CACHE_DIR=theirs)
+            script = (f"import sys; sys.path.insert(0, {os.path.join(HERE, 'kernels')!r}); "
+                      f"import importlib; importlib.import_module({name!r}).bench()")
+            try:
+                t = [_timed([exe, "--bench", "--backend", "cuda", name], env_ours, timeout),
+                     _timed([exe, "--bench", "--backend", "cuda", name], env_ours, timeout),
+                     _timed([sys.executable, "-c", script], env_theirs, timeout),
+                     _timed([sys.executable, "-c", script], env_theirs, timeout)]
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print(f"{name:24s} failed: {e}")
+                continue
+        mine, other = max(t[0] - t[1], 1e-3), max(t[2] - t[3], 1e-3)
+        ratios.append((other / mine, name))
+        print(f"{name:24s} {t[0]:12.2f} {t[1]:8.2f} {mine:14.2f}   {t[2]:11.2f} {t[3]:8.2f} {other:14.2f} "
+              f"{other / mine:7.2f}", flush=True)
+    if ratios:
+        geo = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
+        print(f"\nfirst-run cost, Triton / Tritium: geomean {geo:.2f} over {len(ratios)} kernels; "
+              f"worst {min(ratios)[0]:.2f} ({min(ratios)[1]})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True, help="the tritium-kernels binary or the folder holding it")
     ap.add_argument("--kernels", default="", help="comma-separated names (default: all)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--cold", action="store_true", help="compare first-run (compile) costs instead of speed")
     args = ap.parse_args()
     exe = os.path.join(args.bin, "tritium-kernels") if os.path.isdir(args.bin) else args.bin
     names = {n for n in args.kernels.split(",") if n}
     originals = load_originals(names)
+    if args.cold:
+        cold_starts(exe, originals, args.timeout)
+        return 0
     ok = True
     for name, mod in originals.items():
         try:
