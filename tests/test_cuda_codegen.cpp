@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(broadcast_2d_and_i64_offsets) {
     tl::store(out + rn(tl::_, tl::None) * M + rm(tl::None, tl::_), tl::reshape(t, {BN, BM}));
   });
   auto ks = compile(k, addr<float>(0), addr<float>(1), addr<float>(2), 100, 200, int64_t{1} << 33, 32, 64);
-  BOOST_TEST(ks.source.find("int64_t") != std::string::npos);
+  BOOST_TEST(kernel_body(ks).find("int64_t") != std::string::npos);  // the header has int64_t too
 }
 
 BOOST_AUTO_TEST_CASE(reductions_on_each_axis) {
@@ -831,8 +831,8 @@ BOOST_AUTO_TEST_CASE(while_loops) {
     tl::atomic_xchg(lock, 0);
   });
   auto ks = compile(k, addr<int32_t>(0), addr<float>(1), 1000, 1024);
-  BOOST_TEST(ks.source.find("while (true)") != std::string::npos);
-  BOOST_TEST(ks.source.find("break;") != std::string::npos);
+  BOOST_TEST(kernel_body(ks).find("while (true)") != std::string::npos);  // the header has loops too
+  BOOST_TEST(kernel_body(ks).find("break;") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(device_print) {
