@@ -19,7 +19,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRITIUM_CPU_B
 cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "built in $(( $(date +%s) - t0 )) s"
 
-suites="test_layouts,test_dot,test_matmul,test_block_ptr,test_fp8,test_cuda_codegen"
+suites="test_layouts,test_dot,test_matmul,test_block_ptr,test_fp8,test_attention,test_cuda_codegen"
 step "dot suites (default: dot kernels through layouts)"
 (cd "$build" && timeout 300 ./tests/tritium-tests --run_test="$suites" --report_level=short) >"$out/dots.log" 2>&1
 dots_rc=$?
@@ -32,6 +32,10 @@ step "tutorial 03 (cuda)"
 timeout 300 "$build/tutorials/03-matrix-multiplication" --backend cuda >"$out/t03.log" 2>&1; t03_rc=$?
 tail -16 "$out/t03.log"
 
+step "the kernel suite (cuda)"
+timeout 300 "$build/kernels/tritium-kernels" --check all --backend cuda >"$out/kernels.log" 2>&1; kern_rc=$?
+grep -E "OK|FAILED|error" "$out/kernels.log" | head -60
+
 step "every suite, every kernel through layouts"
 (cd "$build" && TRITIUM_CUDA_CODEGEN=layouts TRITIUM_CACHE_DIR=/tmp/tritium-cache-layouts timeout 420 ./tests/tritium-tests \
   --report_level=short) >"$out/all_layouts.log" 2>&1
@@ -43,4 +47,5 @@ printf '\n%-40s %s\n' "check" "result"
 printf '%-40s %s\n' "dot suites" "$([ $dots_rc = 0 ] && echo pass || echo FAIL)"
 printf '%-40s %s\n' "tutorial 06 cuda" "$([ $t06_rc = 0 ] && echo pass || echo FAIL)"
 printf '%-40s %s\n' "tutorial 03 cuda" "$([ $t03_rc = 0 ] && echo pass || echo FAIL)"
+printf '%-40s %s\n' "kernel suite cuda" "$([ $kern_rc = 0 ] && echo pass || echo FAIL)"
 printf '%-40s %s\n' "all suites through layouts" "$([ $all_rc = 0 ] && echo pass || echo "FAIL ($all_rc)")"
