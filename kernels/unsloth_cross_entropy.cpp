@@ -1,4 +1,4 @@
-// cross_entropy: Unsloth's fast cross-entropy loss (unslothai/unsloth
+// unsloth_cross_entropy: Unsloth's fast cross-entropy loss (unslothai/unsloth
 // unsloth/kernels/cross_entropy_loss.py, read at commit ee73bcb209df: _cross_entropy_forward,
 // _chunked_cross_entropy_forward, _cross_entropy_backward and Fast_CrossEntropyLoss's forward and
 // backward; calculate_settings, MAX_FUSED_SIZE and triton_tanh of unsloth/kernels/utils.py).
@@ -322,7 +322,7 @@ bool check(const tritium::Device& device) {
                           c.rows, c.vocab, c.softcap != 0 ? " softcap" : "", c.scale != 0 ? " scaled" : "", el, eg);
   }
   detail += "; bounds f32 1e-5, f16 1e-3, bf16 1e-2; reported: worst error / bound)";
-  return suite::report("cross_entropy", device, ok ? worst : INFINITY, 1.0, detail);
+  return suite::report("unsloth_cross_entropy", device, ok ? worst : INFINITY, 1.0, detail);
 }
 
 // ---- bench ------------------------------------------------------------------------------------
@@ -354,7 +354,7 @@ std::vector<suite::Row> bench(const tritium::Device& device) {
   return out;
 }
 
-const bool registered = suite::add({.name = "cross_entropy",
+const bool registered = suite::add({.name = "unsloth_cross_entropy",
                                     .source = "unslothai/unsloth unsloth/kernels/cross_entropy_loss.py",
                                     .category = "row",
                                     .check = check,

@@ -1,4 +1,4 @@
-"""Unsloth's fast cross-entropy loss beside kernels/cross_entropy.cpp.
+"""Unsloth's fast cross-entropy loss beside kernels/unsloth_cross_entropy.cpp.
 
 The original, loaded from its upstream files (bench/kernels/_upstream.py says where):
 unslothai/unsloth unsloth/kernels/cross_entropy_loss.py at ee73bcb209df (_cross_entropy_forward,
@@ -24,7 +24,7 @@ import triton.language as tl
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _upstream  # noqa: E402
 
-NAME = "cross_entropy"
+NAME = "unsloth_cross_entropy"
 UNSLOTH = "unslothai/unsloth"
 UPSTREAM = [
     (UNSLOTH, "unsloth/kernels/cross_entropy_loss.py", "ee73bcb209dfe54818719e4b0b50ed560fa44639"),

@@ -1,4 +1,4 @@
-"""Unsloth's SwiGLU beside kernels/swiglu.cpp.
+"""Unsloth's SwiGLU beside kernels/unsloth_swiglu.cpp.
 
 The original, loaded from its upstream file (bench/kernels/_upstream.py says where):
 unslothai/unsloth unsloth/kernels/swiglu.py at 3ce187da021b (the constants NUM_INT32_ELEMENTS,
@@ -18,7 +18,7 @@ import triton
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _upstream  # noqa: E402
 
-NAME = "swiglu"
+NAME = "unsloth_swiglu"
 UNSLOTH = "unslothai/unsloth"
 UPSTREAM = [(UNSLOTH, "unsloth/kernels/swiglu.py", "3ce187da021b17ef8ca001f1abf20817f28f23e0")]
 

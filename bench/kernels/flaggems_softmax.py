@@ -1,4 +1,4 @@
-"""FlagGems' softmax forward beside kernels/softmax.cpp.
+"""FlagGems' softmax forward beside kernels/flaggems_softmax.cpp.
 
 The original, loaded from its upstream files (bench/kernels/_upstream.py says where):
 flagos-ai/FlagGems src/flag_gems/ops/softmax.py at 17c275fbdd3a (softmax_kernel_non_inner,
@@ -23,7 +23,7 @@ import triton
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _upstream  # noqa: E402
 
-NAME = "softmax"
+NAME = "flaggems_softmax"
 FLAGGEMS = "flagos-ai/FlagGems"
 UPSTREAM = [
     (FLAGGEMS, "src/flag_gems/ops/softmax.py", "17c275fbdd3afc21a28536002557f854e3273c22"),

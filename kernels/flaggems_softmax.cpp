@@ -1,4 +1,4 @@
-// softmax: FlagGems' softmax forward (flagos-ai/FlagGems src/flag_gems/ops/softmax.py, read at
+// flaggems_softmax: FlagGems' softmax forward (flagos-ai/FlagGems src/flag_gems/ops/softmax.py, read at
 // commit 17c275fbdd3a: softmax_kernel_non_inner, softmax_kernel_inner, prev_multiple_of and the
 // host functions softmax and softmax_out; the "softmax_non_inner" / "softmax_inner" heuristics of
 // src/flag_gems/runtime/backend/_nvidia/heuristics_config_utils.py at b684fbc78add; ext.program_id
@@ -324,7 +324,7 @@ bool check(const tritium::Device& device) {
                           fmt::join(c.shape, "x"), c.dim, rel);
   }
   detail += "; bounds f32 1e-5, f16 1e-3, bf16 1e-2; reported: worst error / bound)";
-  return suite::report("softmax", device, ok ? worst : INFINITY, 1.0, detail);
+  return suite::report("flaggems_softmax", device, ok ? worst : INFINITY, 1.0, detail);
 }
 
 // ---- bench ------------------------------------------------------------------------------------
@@ -351,7 +351,7 @@ std::vector<suite::Row> bench(const tritium::Device& device) {
   return rows;
 }
 
-const bool registered = suite::add({.name = "softmax",
+const bool registered = suite::add({.name = "flaggems_softmax",
                                     .source = "flagos-ai/FlagGems src/flag_gems/ops/softmax.py",
                                     .category = "row",
                                     .check = check,

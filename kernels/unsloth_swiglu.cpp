@@ -1,4 +1,4 @@
-// swiglu: Unsloth's SwiGLU (unslothai/unsloth unsloth/kernels/swiglu.py, read at commit
+// unsloth_swiglu: Unsloth's SwiGLU (unslothai/unsloth unsloth/kernels/swiglu.py, read at commit
 // 3ce187da021b: _fg_kernel with swiglu_fg_kernel, _DWf_DW_dfg_kernel with
 // swiglu_DWf_DW_dfg_kernel, and the module constants BLOCK_SIZE and INT32_SAFETY_BUFFER).
 // Apache-2.0, as Unsloth.
@@ -199,7 +199,7 @@ bool check(const tritium::Device& device) {
                           r[0], r[1], r[2], r[3]);
   }
   detail += "; bounds f32 1e-5, f16 1e-3, bf16 1e-2; reported: worst error / bound)";
-  return suite::report("swiglu", device, ok ? worst : INFINITY, 1.0, detail);
+  return suite::report("unsloth_swiglu", device, ok ? worst : INFINITY, 1.0, detail);
 }
 
 // ---- bench ------------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ std::vector<suite::Row> bench(const tritium::Device& device) {
   return rows;
 }
 
-const bool registered = suite::add({.name = "swiglu",
+const bool registered = suite::add({.name = "unsloth_swiglu",
                                     .source = "unslothai/unsloth unsloth/kernels/swiglu.py",
                                     .category = "elementwise",
                                     .check = check,
