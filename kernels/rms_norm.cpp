@@ -47,7 +47,7 @@ constexpr int kCpuSmCount = 4;
 
 auto _rms_norm_forward_kernel = tritium::kernel(
     "_rms_norm_forward_kernel",
-    [](P Y_ptr, tl::i32 Y_row_stride, P X_ptr, tl::i32 X_row_stride, P W_ptr, tl::i32 W_row_stride, P RSTD_ptr,
+    [](P Y_ptr, tl::i32 Y_row_stride, P X_ptr, tl::i32 X_row_stride, P W_ptr, [[maybe_unused]] tl::i32 W_row_stride, P RSTD_ptr,
        tl::i32 RSTD_row_stride, tl::i32 n_cols, tl::f32 eps_arg, tl::f32 offset_arg,
        int casting_mode,  // constexpr so the `if` blocks can be optimized out
        bool elementwise_affine, int BLOCK_SIZE) {
@@ -121,7 +121,7 @@ tl::tensor backward_m(tl::tensor& dY_row, const tl::tensor& W_row, int casting_m
 auto _rms_norm_backward_kernel = tritium::kernel(
     "_rms_norm_backward_kernel",
     [](P dY_ptr, tl::i32 dY_row_stride, P dX_ptr, tl::i32 dX_row_stride, P X_ptr, tl::i32 X_row_stride, int X_dtype_,
-       P W_ptr, tl::i32 W_row_stride, P RSTD_ptr, tl::i32 RSTD_row_stride, P dW_ptr, tl::i32 dW_row_stride,
+       P W_ptr, [[maybe_unused]] tl::i32 W_row_stride, P RSTD_ptr, tl::i32 RSTD_row_stride, P dW_ptr, tl::i32 dW_row_stride,
        tl::i32 n_rows, tl::i32 n_cols, tl::f32 offset, tl::i32 rows_per_program, int casting_mode,
        bool elementwise_affine, int BLOCK_SIZE) {
       // dx = (1 / RMS) * [dy * (w + offset) - (1 / N) * (1 / RMS^2) * ((dy * (w + offset)) dot x) * x]
@@ -181,7 +181,7 @@ auto _rms_norm_backward_kernel = tritium::kernel(
 
 auto _block_rms_norm_forward_kernel = tritium::kernel(
     "_block_rms_norm_forward_kernel",
-    [](P Y_ptr, tl::i32 Y_row_stride, P X_ptr, tl::i32 X_row_stride, P W_ptr, tl::i32 W_row_stride, P RSTD_ptr,
+    [](P Y_ptr, tl::i32 Y_row_stride, P X_ptr, tl::i32 X_row_stride, P W_ptr, [[maybe_unused]] tl::i32 W_row_stride, P RSTD_ptr,
        tl::i32 RSTD_row_stride, tl::i32 n_rows, tl::i32 n_cols, tl::f32 eps_arg, tl::f32 offset_arg, int casting_mode,
        bool elementwise_affine, int BLOCK_SIZE, int BLOCK_ROW) {
       auto row_idx = tl::program_id(0) * BLOCK_ROW + tl::arange(0, BLOCK_ROW);
@@ -240,7 +240,7 @@ auto _block_rms_norm_forward_kernel = tritium::kernel(
 auto _block_rms_norm_backward_kernel = tritium::kernel(
     "_block_rms_norm_backward_kernel",
     [](P dY_ptr, tl::i32 dY_row_stride, P dX_ptr, tl::i32 dX_row_stride, P X_ptr, tl::i32 X_row_stride, int X_dtype_,
-       P W_ptr, tl::i32 W_row_stride, P RSTD_ptr, tl::i32 RSTD_row_stride, P dW_ptr, tl::i32 dW_row_stride,
+       P W_ptr, [[maybe_unused]] tl::i32 W_row_stride, P RSTD_ptr, tl::i32 RSTD_row_stride, P dW_ptr, tl::i32 dW_row_stride,
        tl::i32 n_rows, tl::i32 n_cols, tl::f32 offset, int casting_mode, bool elementwise_affine, int BLOCK_SIZE,
        int BLOCK_ROW) {
       const DType X_dtype = static_cast<DType>(X_dtype_);
