@@ -9,6 +9,7 @@ BT sweep, GB/s from the bytes the kernels move.
 """
 import os
 import sys
+from typing import Tuple
 
 import torch
 import triton
@@ -23,7 +24,7 @@ UPSTREAM = [_liger.ops_file("softmax")]
 def _original():
     return _liger.load("softmax", ["_softmax_single_block_forward_kernel", "_softmax_multi_block_forward_kernel",
                                    "_softmax_single_block_backward_kernel", "_softmax_multi_block_backward_kernel",
-                                   "_softmax_forward", "_softmax_backward"])
+                                   "_softmax_forward", "_softmax_backward"], extra={"Tuple": Tuple})
 
 
 def check() -> bool:
