@@ -52,11 +52,14 @@ def _names_of(node):
     return set()
 
 
-def load(repo, path, names, namespace=None, patch=None):
+def load(repo, path, names, namespace=None, patch=None, block=None):
     """Executes the top-level definitions `names` of the upstream file in `namespace` (a dict,
     created with torch / triton / tl when None) and returns the namespace. `patch(source)` may
     rewrite the source first (an API the file uses that the installed Triton spells differently);
-    patched kernels then read their source from the rewritten text, kept beside the original."""
+    patched kernels then read their source from the rewritten text, kept beside the original.
+    `block(module)` may pick the statement list that holds the definitions instead of the
+    module's body (bitsandbytes defines its kernels in the `else:` of a top-level
+    `if not is_triton_available():`); they keep their indentation and line numbers."""
     file = path_of(repo, path)
     source = file.read_text()
     if patch is not None:
@@ -67,7 +70,8 @@ def load(repo, path, names, namespace=None, patch=None):
             source = patched
     tree = ast.parse(source, filename=str(file))
     wanted = set(names)
-    body = [node for node in tree.body if _names_of(node) & wanted]
+    statements = tree.body if block is None else block(tree)
+    body = [node for node in statements if _names_of(node) & wanted]
     found = set().union(*(_names_of(node) for node in body)) if body else set()
     if wanted - found:
         raise MissingUpstream(f"{file}: no top-level definition of {sorted(wanted - found)}")

@@ -1,147 +1,48 @@
 """int8_dequant_matmul: bitsandbytes' SwitchBack int8 matmul with row-wise dequantisation, under Triton.
 
-The original kernel, wrapper and autotune list, transcribed for the benchmark from
-bitsandbytes-foundation/bitsandbytes bitsandbytes/triton/int8_matmul_rowwise_dequantize.py
-(commit 5754411e6f6ca1d57c887ca66b6be64ef7058883, MIT licence), so the GPU machine needs no
-bitsandbytes. Not transcribed: prune_configs_by (matmul_perf_model's early_config_prune and
-estimate_matmul_time): with the single config, Triton's autotuner never calls them.
-kernels/int8_dequant_matmul.cpp is the Tritium port; bench() prints the shapes its --bench prints.
+The original, loaded from its upstream file (bench/kernels/_upstream.py says where):
+bitsandbytes-foundation/bitsandbytes bitsandbytes/triton/int8_matmul_rowwise_dequantize.py at
+5754411e6f6c: _int8_matmul_rowwise_dequantize (one autotune config, EVEN_K heuristic) and its wrapper
+int8_matmul_rowwise_dequantize, both defined in the file's `else:` branch of
+`if not is_triton_available()`. Stand-ins for the file's imports: early_config_prune and
+estimate_matmul_time (its matmul_perf_model), which keep every config: with the single config
+Triton's autotuner does not prune. kernels/int8_dequant_matmul.cpp is the Tritium port; bench() prints the shapes its --bench prints.
 """
+import ast
+import os
+import sys
+
 import torch
 import triton
-import triton.language as tl
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _upstream  # noqa: E402
 
 NAME = "int8_dequant_matmul"
+UPSTREAM = [("bitsandbytes-foundation/bitsandbytes", "bitsandbytes/triton/int8_matmul_rowwise_dequantize.py",
+             "5754411e6f6ca1d57c887ca66b6be64ef7058883")]
 
 
-def init_to_zero(name):
-    return lambda nargs: nargs[name].zero_()
+def _keep_configs(configs, named_args, **kwargs):
+    return configs
 
 
-@triton.autotune(
-    configs=[
-        # basic configs for compute-bound matmuls (the others are commented out upstream)
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "SPLIT_K": 1}, num_stages=4, num_warps=4),
-    ],
-    key=["M", "N", "K"],
-)
-@triton.heuristics(
-    {
-        "EVEN_K": lambda args: args["K"] % (args["BLOCK_K"] * args["SPLIT_K"]) == 0,
-    },
-)
-@triton.jit
-def _int8_matmul_rowwise_dequantize(
-    A,
-    B,
-    C,
-    bias,
-    state_x_ptr,
-    state_w_ptr,
-    M,
-    N,
-    K,
-    divfactor,
-    has_bias: tl.constexpr,
-    stride_am,
-    stride_ak,
-    stride_bk,
-    stride_bn,
-    stride_cm,
-    stride_cn,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-    SPLIT_K: tl.constexpr,
-    EVEN_K: tl.constexpr,
-    ACC_TYPE: tl.constexpr,
-):
-    # matrix multiplication
-    pid = tl.program_id(0)
-    pid_z = tl.program_id(1)
-    grid_m = tl.cdiv(M, BLOCK_M)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    # re-order program ID for better L2 performance
-    width = GROUP_M * grid_n
-    group_id = pid // width
-    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
-    pid_m = group_id * GROUP_M + (pid % group_size)
-    pid_n = (pid % width) // (group_size)
-    # do matrix multiplication
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
-    rbn = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
-    rk = pid_z * BLOCK_K + tl.arange(0, BLOCK_K)
-    # pointers
-    A = A + (ram[:, None] * stride_am + rk[None, :] * stride_ak)
-    B = B + (rk[:, None] * stride_bk + rbn[None, :] * stride_bn)
-
-    # rematerialize rm and rn to save registers
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-
-    w_factor = tl.load(state_w_ptr + rbn)[None, :]
-    x_factor = tl.load(state_x_ptr + ram)[:, None]
-
-    # acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_TYPE)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
-    for k in range(0, tl.cdiv(K, BLOCK_K * SPLIT_K)):
-        if EVEN_K:
-            a = tl.load(A)
-            b = tl.load(B)
-        else:
-            k_remaining = K - k * (BLOCK_K * SPLIT_K)
-            a = tl.load(A, mask=rk[None, :] < k_remaining, other=0.0)
-            b = tl.load(B, mask=rk[:, None] < k_remaining, other=0.0)
-        acc += tl.dot(a, b)
-        A += BLOCK_K * SPLIT_K * stride_ak
-        B += BLOCK_K * SPLIT_K * stride_bk
-
-    acc = w_factor * (x_factor * (acc * divfactor))
-    acc = acc.to(C.dtype.element_ty)
-
-    if has_bias:
-        bias = tl.load(bias + rn).to(C.dtype.element_ty)
-        acc = acc + bias[None, :]
-
-    C = C + (rm[:, None] * stride_cm + rn[None, :] * stride_cn)
-    mask = (rm < M)[:, None] & (rn < N)[None, :]
-    # handles write-back with reduction-splitting
-    if SPLIT_K == 1:
-        tl.store(C, acc, mask=mask)
-    else:
-        tl.atomic_add(C, acc, mask=mask)
+def _no_estimate(*args, **kwargs):
+    return 0.0
 
 
-def int8_matmul_rowwise_dequantize(a, b, state_x, state_w, bias):
-    divfactor = 1.0 / (127.0 * 127.0)
+def _else_branch(module):
+    """The statements of the file's `if not is_triton_available(): ... else: ...` else branch."""
+    guard = next(node for node in module.body if isinstance(node, ast.If))
+    return guard.orelse
 
-    has_bias = 0 if bias is None else 1
 
-    device = a.device
-    # handle non-contiguous inputs if necessary
-    if a.stride(0) > 1 and a.stride(1) > 1:
-        a = a.contiguous()
-    if b.stride(0) > 1 and b.stride(1) > 1:
-        b = b.contiguous()
-    # checks constraints
-    assert a.shape[1] == b.shape[0], "incompatible dimensions"
-    M, K = a.shape
-    _, N = b.shape
-    # allocates output
-    c = torch.empty((M, N), device=device, dtype=torch.float16)
-    # accumulator types
-    ACC_TYPE = tl.float32  # if a.dtype in [torch.float16, torch.bfloat16, torch.float32] else tl.int32
-    # launch int8_matmul_rowwise_dequantize kernel
-    grid = lambda META: (triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"]), META["SPLIT_K"])
-    _int8_matmul_rowwise_dequantize[grid](
-        a, b, c, bias, state_x, state_w, M, N, K, divfactor, has_bias,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        GROUP_M=8, ACC_TYPE=ACC_TYPE,
-    )
-    return c
+def _original():
+    _upstream.require(UPSTREAM)
+    repo, path, _ = UPSTREAM[0]
+    ns = {"early_config_prune": _keep_configs, "estimate_matmul_time": _no_estimate}
+    return _upstream.load(repo, path, ["init_to_zero", "_int8_matmul_rowwise_dequantize",
+                                       "int8_matmul_rowwise_dequantize"], namespace=ns, block=_else_branch)
 
 
 # ---- the suite's check and benchmark --------------------------------------------------------------
@@ -152,6 +53,7 @@ def _reference(x, w, sx, sw, bias):
 
 
 def check() -> bool:
+    ns = _original()
     torch.manual_seed(0)
     ok = True
     for M, N, K, with_bias in [(1000, 1100, 999, True), (300, 4100, 1024, False)]:
@@ -163,7 +65,7 @@ def check() -> bool:
         # The original reads bias[rn] unmasked past N; give it room (the Tritium port masks it).
         if bias is not None:
             bias = torch.cat([bias, torch.zeros(256, device="cuda", dtype=torch.half)])[:N]
-        out = int8_matmul_rowwise_dequantize(x, w.t(), sx, sw, bias)
+        out = ns["int8_matmul_rowwise_dequantize"](x, w.t(), sx, sw, bias)
         ref = _reference(x, w, sx, sw, bias)
         rel = ((out.double() - ref).norm() / ref.norm()).item()
         good = rel <= 1e-3 and bool(torch.isfinite(out).all())
@@ -173,6 +75,8 @@ def check() -> bool:
 
 
 def bench() -> list:
+    ns = _original()
+    matmul = ns["int8_matmul_rowwise_dequantize"]
     rows = []
     for M, N, K in [(8192, 4096, 1024), (8192, 8192, 2048), (8192, 16384, 4096)]:
         x = (torch.randn(M, K, device="cuda") * 40).clamp(-127, 127).to(torch.int8)
@@ -180,7 +84,7 @@ def bench() -> list:
         sx = torch.full((M,), 1.5, device="cuda", dtype=torch.float16)
         sw = torch.full((N,), 2.5, device="cuda", dtype=torch.float16)
         wt = w.t()
-        ms = triton.testing.do_bench(lambda: int8_matmul_rowwise_dequantize(x, wt, sx, sw, None), return_mode="median")
+        ms = triton.testing.do_bench(lambda: matmul(x, wt, sx, sw, None), return_mode="median")
         rows.append({"shape": f"M={M} N={N} K={K} int8", "ms": ms, "rate": 2.0 * M * N * K * 1e-12 / (ms * 1e-3),
                      "unit": "TOP/s"})
     return rows
