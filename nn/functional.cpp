@@ -1,5 +1,6 @@
-// The differentiable API: each function is the op library's forward plus a recorded backward made
-// of op-library calls (every one a Tritium kernel). Gradients of broadcast inputs are reduced by
+// The differentiable API. The ops declared in ops/decl/ (elementwise so far) are one call of the
+// generic dispatch (nn/dispatch.h); the others are still the op library's forward plus a recorded
+// backward made of op-library calls (every one a Tritium kernel). Gradients of broadcast inputs are reduced by
 // nn::record (ops::sum_to); saved tensors are detached handles, so a node never keeps its own
 // output's autograd state alive (no reference cycles) and release() frees them.
 #include "nn/functional.h"
@@ -7,11 +8,13 @@
 #include <utility>
 
 #include "nn/autograd.h"
+#include "nn/dispatch.h"
 #include "runtime/views.h"
 
 namespace tritium {
 namespace {
 
+using ops::Attrs;
 using Grads = std::vector<Tensor>;
 using Shape = std::vector<int64_t>;
 using nn::record;
@@ -71,104 +74,22 @@ Tensor extremum_backward(const Tensor& g, const Tensor& x, const Tensor& y, cons
 
 }  // namespace
 
-// ---- arithmetic -----------------------------------------------------------------------------------
+// ---- elementwise ----------------------------------------------------------------------------------
 
-Tensor add(const Tensor& a, const Tensor& b) {
-  return record(ops::add(a, b), {a, b}, "AddBackward", [](const Tensor& g) { return Grads{g, g}; });
-}
-
-Tensor sub(const Tensor& a, const Tensor& b) {
-  bool nb = needs(b);
-  return record(ops::sub(a, b), {a, b}, "SubBackward",
-                [nb](const Tensor& g) { return Grads{g, nb ? ops::neg(g) : Tensor()}; });
-}
-
-Tensor mul(const Tensor& a, const Tensor& b) {
-  bool na = needs(a), nb = needs(b);
-  Tensor sa = nb ? saved(a) : Tensor(), sb = na ? saved(b) : Tensor();
-  return record(ops::mul(a, b), {a, b}, "MulBackward", [sa, sb, na, nb](const Tensor& g) {
-    return Grads{na ? ops::mul(g, sb) : Tensor(), nb ? ops::mul(g, sa) : Tensor()};
-  });
-}
-
-Tensor div(const Tensor& a, const Tensor& b) {
-  bool na = needs(a), nb = needs(b);
-  Tensor y = ops::div(a, b);
-  Tensor sb = saved(b), sy = nb ? saved(y) : Tensor();
-  // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -(1/b) * y.
-  return record(std::move(y), {a, b}, "DivBackward", [sb, sy, na, nb](const Tensor& g) {
-    Tensor ga = ops::div(g, sb);
-    return Grads{na ? ga : Tensor(), nb ? ops::neg(ops::mul(ga, sy)) : Tensor()};
-  });
-}
-
-Tensor neg(const Tensor& x) {
-  return record(ops::neg(x), {x}, "NegBackward", [](const Tensor& g) { return Grads{ops::neg(g)}; });
-}
-
-Tensor exp(const Tensor& x) {
-  Tensor y = ops::exp(x);
-  Tensor sy = saved(y);
-  return record(std::move(y), {x}, "ExpBackward", [sy](const Tensor& g) { return Grads{ops::mul(g, sy)}; });
-}
-
-Tensor log(const Tensor& x) {
-  Tensor sx = saved(x);
-  return record(ops::log(x), {x}, "LogBackward", [sx](const Tensor& g) { return Grads{ops::div(g, sx)}; });
-}
-
-Tensor sqrt(const Tensor& x) {
-  Tensor y = ops::sqrt(x);
-  Tensor sy = saved(y);
-  // d sqrt(x) = 1 / (2 sqrt(x)).
-  return record(std::move(y), {x}, "SqrtBackward",
-                [sy](const Tensor& g) { return Grads{ops::div(ops::mul(g, 0.5), sy)}; });
-}
-
-Tensor pow(const Tensor& x, Scalar exponent) {
-  Tensor sx = saved(x);
-  double e = exponent.to_double();
-  return record(ops::pow(x, exponent), {x}, "PowBackward", [sx, e](const Tensor& g) {
-    if (e == 0) return Grads{ops::zeros_like(g)};
-    if (e == 1) return Grads{g};
-    // e * x^(e-1); an integral exponent stays integral so negative bases keep real powers.
-    Scalar em1 = e == static_cast<double>(static_cast<int64_t>(e)) ? Scalar(static_cast<int64_t>(e) - 1) : Scalar(e - 1);
-    return Grads{ops::mul(ops::mul(g, ops::pow(sx, em1)), e)};
-  });
-}
-
-Tensor tanh(const Tensor& x) {
-  Tensor y = ops::tanh(x);
-  Tensor sy = saved(y);
-  return record(std::move(y), {x}, "TanhBackward",
-                [sy](const Tensor& g) { return Grads{ops::tanh_backward(g, sy)}; });
-}
-
-Tensor sigmoid(const Tensor& x) {
-  Tensor y = ops::sigmoid(x);
-  Tensor sy = saved(y);
-  return record(std::move(y), {x}, "SigmoidBackward",
-                [sy](const Tensor& g) { return Grads{ops::sigmoid_backward(g, sy)}; });
-}
-
-Tensor relu(const Tensor& x) {
-  Tensor sx = saved(x);
-  return record(ops::relu(x), {x}, "ReluBackward", [sx](const Tensor& g) { return Grads{ops::relu_backward(g, sx)}; });
-}
-
-Tensor gelu(const Tensor& x) {
-  Tensor sx = saved(x);
-  return record(ops::gelu(x), {x}, "GeluBackward", [sx](const Tensor& g) { return Grads{ops::gelu_backward(g, sx)}; });
-}
-
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  bool na = needs(a), nb = needs(b);
-  Tensor sc = saved(cond);
-  return record(ops::where(cond, a, b), {Tensor(), a, b}, "WhereBackward", [sc, na, nb](const Tensor& g) {
-    Tensor zero = ops::zeros(Shape{}, g.dtype(), g.device());
-    return Grads{Tensor(), na ? ops::where(sc, g, zero) : Tensor(), nb ? ops::where(sc, zero, g) : Tensor()};
-  });
-}
+Tensor add(const Tensor& a, const Tensor& b) { return nn::call("add", {a, b}); }
+Tensor sub(const Tensor& a, const Tensor& b) { return nn::call("sub", {a, b}); }
+Tensor mul(const Tensor& a, const Tensor& b) { return nn::call("mul", {a, b}); }
+Tensor div(const Tensor& a, const Tensor& b) { return nn::call("div", {a, b}); }
+Tensor neg(const Tensor& x) { return nn::call("neg", {x}); }
+Tensor exp(const Tensor& x) { return nn::call("exp", {x}); }
+Tensor log(const Tensor& x) { return nn::call("log", {x}); }
+Tensor sqrt(const Tensor& x) { return nn::call("sqrt", {x}); }
+Tensor pow(const Tensor& x, Scalar exponent) { return nn::call("pow", {x}, Attrs{{"exponent", exponent}}); }
+Tensor tanh(const Tensor& x) { return nn::call("tanh", {x}); }
+Tensor sigmoid(const Tensor& x) { return nn::call("sigmoid", {x}); }
+Tensor relu(const Tensor& x) { return nn::call("relu", {x}); }
+Tensor gelu(const Tensor& x) { return nn::call("gelu", {x}); }
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) { return nn::call("where", {cond, a, b}); }
 
 // ---- reductions -----------------------------------------------------------------------------------
 
@@ -300,22 +221,12 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return tritium::sub(a, b); 
 Tensor operator*(const Tensor& a, const Tensor& b) { return tritium::mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return tritium::div(a, b); }
 
-Tensor operator+(const Tensor& a, ops::Scalar b) {
-  return nn::record(ops::add(a, b), {a}, "AddBackward", [](const Tensor& g) { return Grads{g}; });
-}
-Tensor operator-(const Tensor& a, ops::Scalar b) {
-  return nn::record(ops::sub(a, b), {a}, "SubBackward", [](const Tensor& g) { return Grads{g}; });
-}
-Tensor operator*(const Tensor& a, ops::Scalar b) {
-  return nn::record(ops::mul(a, b), {a}, "MulBackward", [b](const Tensor& g) { return Grads{ops::mul(g, b)}; });
-}
-Tensor operator/(const Tensor& a, ops::Scalar b) {
-  return nn::record(ops::div(a, b), {a}, "DivBackward", [b](const Tensor& g) { return Grads{ops::div(g, b)}; });
-}
+Tensor operator+(const Tensor& a, ops::Scalar b) { return nn::call("add.Scalar", {a}, ops::Attrs{{"other", b}}); }
+Tensor operator-(const Tensor& a, ops::Scalar b) { return nn::call("sub.Scalar", {a}, ops::Attrs{{"other", b}}); }
+Tensor operator*(const Tensor& a, ops::Scalar b) { return nn::call("mul.Scalar", {a}, ops::Attrs{{"other", b}}); }
+Tensor operator/(const Tensor& a, ops::Scalar b) { return nn::call("div.Scalar", {a}, ops::Attrs{{"other", b}}); }
 Tensor operator+(ops::Scalar a, const Tensor& b) { return b + a; }
-Tensor operator-(ops::Scalar a, const Tensor& b) {
-  return nn::record(ops::rsub(b, a), {b}, "RsubBackward", [](const Tensor& g) { return Grads{ops::neg(g)}; });
-}
+Tensor operator-(ops::Scalar a, const Tensor& b) { return nn::call("rsub.Scalar", {b}, ops::Attrs{{"other", a}}); }
 Tensor operator*(ops::Scalar a, const Tensor& b) { return b * a; }
 Tensor operator-(const Tensor& x) { return tritium::neg(x); }
 
