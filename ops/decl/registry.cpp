@@ -247,6 +247,12 @@ const OpRegistry& op_registry() {
   static const OpRegistry registry = [] {
     OpRegistry r;
     decl::declare_elementwise(r);
+    decl::declare_reductions(r);
+    decl::declare_matmul(r);
+    decl::declare_softmax_and_losses(r);
+    decl::declare_layer_norm(r);
+    decl::declare_attention(r);
+    decl::declare_dropout(r);
     return r;
   }();
   return registry;
