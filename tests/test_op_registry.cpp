@@ -230,6 +230,20 @@ BOOST_AUTO_TEST_CASE(a_lying_dtype_rule_is_caught) {
                    {"test_square", "dtype f64", "rule gives f32", "ops/decl"});
 }
 
+// Attributes: a missing one and one of another type are errors naming the attribute.
+BOOST_AUTO_TEST_CASE(attribute_errors) {
+  ops::Attrs a{{"dim", 1}, {"keepdim", true}};
+  BOOST_TEST(a.get<int>("dim") == 1);
+  BOOST_TEST(a.has("keepdim"));
+  a.set("dim", -1);
+  BOOST_TEST(a.get<int>("dim") == -1);
+  tt::check_throws([&] { a.get<int>("dims"); }, {"attribute 'dims' was not given", "dim, keepdim"}, "missing");
+  tt::check_throws([&] { a.get<double>("dim"); }, {"attribute 'dim' holds a value of type int"}, "wrong type");
+  Tensor x = f64({1, 2, 3}, {3});
+  tt::check_throws([&] { T::nn::call("softmax", {x}, ops::Attrs{{"dim", 0.5}}); },
+                   {"attribute 'dim' holds a value of type double"}, "a call with a wrongly typed attribute");
+}
+
 // ---- the registry refuses incomplete declarations ------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(registry_validates_declarations) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -35,8 +36,12 @@ const AttrValue& Attrs::find(std::string_view name) const {
 }
 
 void Attrs::wrong_type(std::string_view name) const {
-  fail("op attribute '{}' has another type than the one its reader expects (alternative {})", name,
-       find(name).index());
+  // In AttrValue's order.
+  static const char* const kTypeNames[] = {"bool",  "int",   "double",           "Scalar",     "dims (vector<int>)",
+                                           "Shape", "optional<double>", "Generator*", "DropoutState"};
+  static_assert(std::size(kTypeNames) == std::variant_size_v<AttrValue>);
+  fail("op attribute '{}' holds a value of type {}, not the type its reader expects", name,
+       kTypeNames[find(name).index()]);
 }
 
 const char* autocast_class_name(AutocastClass c) {
