@@ -15,6 +15,7 @@ namespace tritium::nn {
 namespace {
 
 thread_local bool t_grad_enabled = true;
+thread_local bool t_inference_mode = false;
 
 std::string shape_str(const Tensor::Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
@@ -25,8 +26,23 @@ Tensor owned_grad(Tensor g) {
   return ops::clone(g);
 }
 
+// The gradient after the tensor's hooks, in registration order.
+Tensor run_hooks(const std::vector<GradHook>& hooks, Tensor g) {
+  for (const GradHook& hook : hooks) {
+    Tensor r = hook(g);
+    if (!r.defined()) continue;
+    if (r.shape() != g.shape())
+      fail("hook: a gradient hook returned a tensor of shape {} for a gradient of shape {}", shape_str(r.shape()),
+           shape_str(g.shape()));
+    g = std::move(r);
+    g.set_autograd(nullptr);
+  }
+  return g;
+}
+
 void accumulate_leaf(AutogradMeta& leaf, Tensor g) {
   g.set_autograd(nullptr);
+  if (!leaf.hooks.empty()) g = run_hooks(leaf.hooks, std::move(g));
   if (!leaf.grad.defined()) leaf.grad = owned_grad(std::move(g));
   else leaf.grad = ops::add(leaf.grad, g);
 }
@@ -69,9 +85,22 @@ void FunctionNode::release() {
 
 // ---- grad mode ------------------------------------------------------------------------------------
 
-bool grad_enabled() { return t_grad_enabled; }
-NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+// Inference mode wins over grad mode: nothing records while it is on, whatever grad mode says.
+bool grad_enabled() { return t_grad_enabled && !t_inference_mode; }
+void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
+GradModeGuard::GradModeGuard(bool enabled) : previous_(t_grad_enabled) { t_grad_enabled = enabled; }
+GradModeGuard::~GradModeGuard() { t_grad_enabled = previous_; }
+
+InferenceModeGuard::InferenceModeGuard(bool enabled)
+    : previous_inference_(t_inference_mode), previous_grad_(t_grad_enabled) {
+  t_inference_mode = enabled;
+  if (enabled) t_grad_enabled = false;
+}
+InferenceModeGuard::~InferenceModeGuard() {
+  t_inference_mode = previous_inference_;
+  t_grad_enabled = previous_grad_;
+}
+bool is_inference_mode_enabled() { return t_inference_mode; }
 
 // ---- recording ------------------------------------------------------------------------------------
 
@@ -124,6 +153,24 @@ Tensor record(Tensor output, const std::vector<Tensor>& inputs, std::string name
   meta->grad_fn = std::move(node);
   output.set_autograd(std::move(meta));
   return output;
+}
+
+// ---- hooks ------------------------------------------------------------------------------------
+
+void register_hook(const Tensor& t, GradHook hook) {
+  if (!t.defined()) fail("register_hook: the tensor is undefined");
+  if (!t.requires_grad())
+    fail("register_hook: cannot register a hook on a tensor that doesn't require gradient ({})", t.str());
+  const auto& meta = t.autograd();
+  if (meta->grad_fn) meta->grad_fn->pre_hooks.push_back(std::move(hook));
+  else meta->hooks.push_back(std::move(hook));
+}
+
+void retain_grad(const Tensor& t) {
+  if (!t.defined()) fail("retain_grad: the tensor is undefined");
+  if (!t.requires_grad()) fail("retain_grad: can't retain_grad on Tensor that has requires_grad=False ({})", t.str());
+  const auto& meta = t.autograd();
+  if (meta->grad_fn) meta->grad_fn->retained = meta;
 }
 
 // ---- the backward pass --------------------------------------------------------------------------------
@@ -190,6 +237,11 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     }
     std::vector<Tensor> results;
     if (g.defined()) {
+      if (!n->pre_hooks.empty()) g = run_hooks(n->pre_hooks, std::move(g));
+      if (auto kept = n->retained.lock()) {
+        if (!kept->grad.defined()) kept->grad = owned_grad(g);
+        else kept->grad = ops::add(kept->grad, g);
+      }
       results = n->backward(g);  // throws if the node was released
       if (results.size() != n->next.size())
         fail("{} backward: returned {} gradients for {} inputs", n->name(), results.size(), n->next.size());

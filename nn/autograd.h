@@ -16,6 +16,10 @@ using runtime::Tensor;
 
 struct Node;
 
+// A tensor's gradient hook (torch.Tensor.register_hook): called with the gradient computed for the
+// tensor; a defined result (of the same shape) replaces it, an undefined one keeps it.
+using GradHook = std::function<Tensor(const Tensor&)>;
+
 // Where a gradient goes: into another node's output slot, or into a leaf tensor's .grad.
 struct Edge {
   std::shared_ptr<Node> node;           // non-leaf input: its producer
@@ -36,6 +40,10 @@ struct Node {
   virtual void release() = 0;
   bool released = false;
   std::vector<Edge> next;
+  // Hooks of the tensor this node produced, run on its gradient before backward (registration
+  // order), then retain_grad's copy into that tensor's .grad (weak: the tensor owns this node).
+  std::vector<GradHook> pre_hooks;
+  std::weak_ptr<AutogradMeta> retained;
 };
 
 // Per-tensor autograd state, shared by copies of a Tensor handle (not by its views).
@@ -43,7 +51,16 @@ struct AutogradMeta {
   bool requires_grad = false;
   Tensor grad;                       // accumulated gradient of a leaf (undefined until backward)
   std::shared_ptr<Node> grad_fn;     // producer of a non-leaf
+  std::vector<GradHook> hooks;       // a leaf's hooks, run before each accumulation into .grad
 };
+
+// torch.Tensor.register_hook (a free function until runtime::Tensor declares the method): `hook`
+// runs on each gradient computed for t, before it is accumulated into a leaf's .grad or passed on
+// from a non-leaf. Errors: an undefined tensor, a tensor that does not require grad.
+void register_hook(const Tensor& t, GradHook hook);
+// torch.Tensor.retain_grad: a non-leaf keeps its gradient in .grad (accumulated over backwards, as a
+// leaf's); a no-op on a leaf. Error: a tensor that does not require grad.
+void retain_grad(const Tensor& t);
 
 // A node whose backward is a function; release() destroys the function and what it captured.
 class FunctionNode : public Node {
@@ -59,18 +76,47 @@ class FunctionNode : public Node {
   std::function<std::vector<Tensor>(const Tensor&)> fn_;
 };
 
-// Grad mode (thread-local), as torch.no_grad().
+// Grad mode (thread-local), as torch.no_grad() / torch.enable_grad() / torch.set_grad_enabled().
+// Guards restore the previous mode when they go out of scope, so they nest.
 bool grad_enabled();
-class NoGradGuard {
+void set_grad_enabled(bool enabled);  // torch.set_grad_enabled(mode) called as a function
+
+class GradModeGuard {  // torch.set_grad_enabled(mode) as a context manager (libtorch's AutoGradMode)
  public:
-  NoGradGuard();
-  ~NoGradGuard();
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit GradModeGuard(bool enabled);
+  ~GradModeGuard();
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool previous_;
 };
+
+class NoGradGuard : public GradModeGuard {  // torch.no_grad()
+ public:
+  NoGradGuard() : GradModeGuard(false) {}
+};
+
+class EnableGradGuard : public GradModeGuard {  // torch.enable_grad(): grad mode on inside no_grad
+ public:
+  EnableGradGuard() : GradModeGuard(true) {}
+};
+
+// torch.inference_mode(mode): grad mode off while enabled, and is_inference_mode_enabled() true.
+// Inside it, EnableGradGuard / set_grad_enabled(true) cannot turn recording back on (PyTorch's
+// rule). Not yet done: tensors made inside are not marked as inference tensors, so their later use
+// in autograd is not refused (that needs a flag in runtime::Tensor).
+class InferenceModeGuard {
+ public:
+  explicit InferenceModeGuard(bool enabled = true);
+  ~InferenceModeGuard();
+  InferenceModeGuard(const InferenceModeGuard&) = delete;
+  InferenceModeGuard& operator=(const InferenceModeGuard&) = delete;
+
+ private:
+  bool previous_inference_, previous_grad_;
+};
+bool is_inference_mode_enabled();
 
 // Makes `node` the grad_fn of `output` when grad mode is on and any input requires grad;
 // returns output (unchanged otherwise). `backward` receives the output's gradient and returns

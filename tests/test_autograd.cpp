@@ -1,4 +1,5 @@
-// Autograd mechanics: .grad accumulation, tensors used twice, no_grad, detach, retain_graph, the
+// Autograd mechanics: .grad accumulation, tensors used twice, no_grad and the other grad-mode guards,
+// gradient hooks and retain_grad, detach, retain_graph, the
 // errors (backward twice, non-scalar root, requires_grad_ on an integer tensor or a non-leaf), and
 // the graph's saved tensors being freed by backward, graphs millions of nodes deep (freed and
 // walked without recursion). Every test runs on every backend (tt::for_each_backend: the tensors
@@ -145,6 +146,113 @@ BOOST_AUTO_TEST_CASE(no_grad_guard_records_nothing) {
     }
     BOOST_TEST(tritium::nn::grad_enabled());
     BOOST_TEST(tritium::exp(x).requires_grad());
+  });
+}
+
+// torch.enable_grad / set_grad_enabled (function and guard) / inference_mode: each guard restores
+// the mode it found, nested either way; inference mode records nothing even under enable_grad.
+BOOST_AUTO_TEST_CASE(grad_mode_guards) {
+  namespace nn = tritium::nn;
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({3}, 8);
+    auto records = [&] { return (tritium::exp(x) * 2.0).requires_grad(); };
+    {
+      nn::NoGradGuard off;
+      BOOST_TEST(!records());
+      {
+        nn::EnableGradGuard on;
+        BOOST_TEST(nn::grad_enabled());
+        BOOST_TEST(records());
+        {
+          nn::GradModeGuard set(false);
+          BOOST_TEST(!records());
+        }
+        BOOST_TEST(records());
+      }
+      BOOST_TEST(!records());
+      {
+        nn::GradModeGuard set(true);
+        BOOST_TEST(records());
+      }
+    }
+    BOOST_TEST(records());
+    nn::set_grad_enabled(false);
+    BOOST_TEST(!nn::grad_enabled());
+    BOOST_TEST(!records());
+    nn::set_grad_enabled(true);
+    BOOST_TEST(records());
+
+    BOOST_TEST(!nn::is_inference_mode_enabled());
+    {
+      nn::InferenceModeGuard inference;
+      BOOST_TEST(nn::is_inference_mode_enabled());
+      BOOST_TEST(!nn::grad_enabled());
+      BOOST_TEST(!records());
+      {
+        nn::EnableGradGuard on;  // cannot turn recording back on inside inference mode
+        BOOST_TEST(!records());
+      }
+      {
+        nn::InferenceModeGuard off(false);
+        BOOST_TEST(!nn::is_inference_mode_enabled());
+        BOOST_TEST(!records());  // grad mode stays as the outer inference mode left it (off)
+      }
+      BOOST_TEST(nn::is_inference_mode_enabled());
+    }
+    BOOST_TEST(!nn::is_inference_mode_enabled());
+    BOOST_TEST(records());
+    {
+      nn::InferenceModeGuard disabled(false);
+      BOOST_TEST(!nn::is_inference_mode_enabled());
+      BOOST_TEST(records());
+    }
+  });
+}
+
+// register_hook on a leaf and on a non-leaf (seeing the summed gradient, replacing it or not) and
+// retain_grad (a non-leaf's .grad, accumulated over two backwards), with their errors.
+BOOST_AUTO_TEST_CASE(hooks_and_retain_grad) {
+  namespace nn = tritium::nn;
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({3}, 9);
+    std::vector<std::vector<double>> seen;
+    int calls = 0;
+    nn::register_hook(x, [&](const Tensor& g) {
+      seen.push_back(values(g));
+      return Tensor();  // keeps the gradient
+    });
+    nn::register_hook(x, [&](const Tensor& g) {
+      ++calls;
+      return tritium::ops::mul(g, 2.0);  // doubles it
+    });
+    Tensor y = x * 3.0;
+    nn::register_hook(y, [&](const Tensor& g) { return tritium::ops::mul(g, 10.0); });
+    nn::retain_grad(y);
+    // y is used twice: its hook sees the sum of both consumers' gradients (1 + 2 = 3 per element).
+    Tensor loss = tritium::sum(y + y * 2.0);
+    loss.backward(tritium::ops::ones({}, DType::f64), /*retain_graph=*/true);
+    BOOST_TEST(calls == 1);
+    BOOST_TEST(seen.size() == 1u);
+    BOOST_TEST(seen.at(0) == std::vector<double>(3, 90.0));  // 3 (sum) * 10 (y's hook) * 3 (dy/dx)
+    BOOST_TEST(values(x.grad()) == std::vector<double>(3, 180.0));
+    BOOST_TEST(values(y.grad()) == std::vector<double>(3, 30.0));  // after y's own hook
+    loss.backward(tritium::ops::ones({}, DType::f64), false);
+    BOOST_TEST(values(y.grad()) == std::vector<double>(3, 60.0));
+    BOOST_TEST(values(x.grad()) == std::vector<double>(3, 360.0));
+    BOOST_TEST(calls == 2);
+
+    Tensor z = tritium::exp(x);
+    BOOST_TEST(!z.grad().defined());  // a non-leaf keeps no gradient without retain_grad
+    tritium::sum(z).backward();
+    BOOST_TEST(!z.grad().defined());
+
+    Tensor plain = Tensor::from_vector(std::vector<double>{1, 2}, {2});
+    tt::check_throws([&] { nn::register_hook(plain, [](const Tensor& g) { return g; }); },
+                     {"register_hook", "doesn't require gradient"}, "hook on a tensor without grad");
+    tt::check_throws([&] { nn::retain_grad(plain); }, {"retain_grad", "requires_grad=False"}, "retain_grad without grad");
+    Tensor w = leaf({2}, 10);
+    nn::register_hook(w, [](const Tensor&) { return tritium::ops::ones({5}, DType::f64); });
+    tt::check_throws([&] { tritium::sum(w).backward(); }, {"hook", "shape [5]", "shape [2]"}, "hook changing the shape");
   });
 }
 

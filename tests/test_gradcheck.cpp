@@ -6,6 +6,7 @@
 // (tt::for_each_backend): inputs live on the backend's device and are perturbed there by a fill
 // kernel, never through a host pointer.
 #include "test_support.h"
+#include "gradcheck_support.h"
 
 #include <functional>
 #include <random>
@@ -22,95 +23,15 @@ namespace T = tritium;
 using tritium::DType;
 using tritium::Tensor;
 using Shape = std::vector<int64_t>;
-using Inputs = std::vector<Tensor>;
-using Fn = std::function<Tensor(const Inputs&)>;
+using Inputs = tt::GradInputs;
+using Fn = tt::GradFn;
 
 namespace {
 
-int64_t numel(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
-
-// A random f64 leaf that requires grad; |values| >= min_abs (away from relu's kink, log's pole).
-Tensor input(Shape shape, uint32_t seed, double lo = -1, double hi = 1, double min_abs = 0) {
-  auto n = static_cast<size_t>(numel(shape));
-  auto v = min_abs > 0 ? tt::random_nonzero<double>(n, seed, lo, hi, min_abs) : tt::random_vector<double>(n, seed, lo, hi);
-  Tensor t = Tensor::from_vector(v, shape);
-  t.requires_grad_();
-  return t;
-}
-
-// A leaf with transposed strides: shape `shape` (2-D), stored column-major.
-Tensor strided_input(Shape shape, uint32_t seed, double lo = -1, double hi = 1) {
-  Tensor base = Tensor::from_vector(tt::random_vector<double>(static_cast<size_t>(numel(shape)), seed, lo, hi),
-                                    {shape[1], shape[0]});
-  Tensor t = base.t().detach();
-  BOOST_TEST_REQUIRE(!t.is_contiguous());
-  t.requires_grad_();
-  return t;
-}
-
-// Sets the element at row-major position i of a (possibly strided) f64 tensor to `value`, in
-// place on the tensor's device: a 0-d view of that element (as_strided of a detached handle, so
-// no autograd) written by ops::fill_. The tensor may be in device memory: no host pointer is used.
-void set_element(const Tensor& t, int64_t i, double value) {
-  int64_t offset = t.storage_offset();
-  for (int d = t.dim() - 1; d >= 0; --d) {
-    int64_t size = t.shape()[static_cast<size_t>(d)];
-    offset += (i % size) * t.strides()[static_cast<size_t>(d)];
-    i /= size;
-  }
-  Tensor e = t.detach().as_strided({}, {}, offset);
-  T::ops::fill_(e, value);
-}
-
-double weighted_sum(const Tensor& out, const std::vector<double>& w) {
-  auto v = out.to_vector<double>();
-  double s = 0;
-  for (size_t i = 0; i < v.size(); ++i) s += v[i] * w[i];
-  return s;
-}
-
-void gradcheck(const std::string& what, const Fn& f, Inputs inputs, double tol = 1e-6, double eps = 1e-6) {
-  BOOST_TEST_CONTEXT(what) {
-    for (Tensor& x : inputs) x.zero_grad();
-    Tensor out = f(inputs);
-    BOOST_TEST_REQUIRE(out.requires_grad());
-    BOOST_TEST_REQUIRE((out.dtype() == DType::f64));
-    BOOST_TEST_REQUIRE((out.device() == inputs.at(0).device()), "output on " << out.device().str());
-    auto w = tt::random_vector<double>(static_cast<size_t>(out.numel()), 4242, 0.5, 1.5);
-    out.backward(Tensor::from_vector(w, out.shape()));
-    out = Tensor();
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      const Tensor& x = inputs[k];
-      if (!x.requires_grad()) continue;
-      Tensor g = x.grad();
-      BOOST_TEST_REQUIRE(g.defined(), "input " << k << " got no gradient");
-      BOOST_TEST_REQUIRE(g.shape() == x.shape(), "input " << k << " gradient shape");
-      BOOST_TEST_REQUIRE((g.dtype() == DType::f64));
-      BOOST_TEST_REQUIRE((g.device() == x.device()), "input " << k << " gradient on " << g.device().str());
-      std::vector<double> numeric(static_cast<size_t>(x.numel()));
-      {
-        T::nn::NoGradGuard no_grad;
-        const std::vector<double> original = x.to_vector<double>();  // row-major, read on the host
-        for (int64_t i = 0; i < x.numel(); ++i) {
-          const double old = original[static_cast<size_t>(i)];
-          set_element(x, i, old + eps);
-          double plus = weighted_sum(f(inputs), w);
-          set_element(x, i, old - eps);
-          double minus = weighted_sum(f(inputs), w);
-          set_element(x, i, old);
-          numeric[static_cast<size_t>(i)] = (plus - minus) / (2 * eps);
-        }
-        // The perturbations were undone exactly.
-        BOOST_TEST_REQUIRE(x.to_vector<double>() == original, "input " << k << " not restored");
-      }
-      tt::check_close<double>(g.to_vector<double>(), numeric, tol, what + ": gradient of input " + std::to_string(k));
-    }
-  }
-}
+using tt::gradcheck;
+using tt::input;
+using tt::set_element;
+using tt::strided_input;
 
 // The same unary function on a contiguous input and on a transposed (strided) one.
 void gradcheck_unary(const std::string& what, const std::function<Tensor(const Tensor&)>& f, double lo = -1,

@@ -1,0 +1,202 @@
+// The op declaration: one record per op saying what PyTorch's native_functions.yaml and
+// derivatives.yaml say together (its name and PyTorch name, its tensor arguments and attributes,
+// its forward kernel, its dtype rule, its autocast class and the derivative of each input as a
+// formula over op-library calls), and the registry that holds them all by name. Autograd
+// (nn/dispatch.h) runs every differentiable op through one generic dispatch that reads this
+// record; AMP (the autocast class), the profiler (the names) and the tests (the list of ops to
+// gradcheck) read it too instead of each keeping its own list. docs/ops.md shows how to declare
+// an op. One file per op family under ops/decl/ holds the declarations.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace tritium::ops {
+
+// ---- attributes: the non-tensor arguments of a call ------------------------------------------------
+
+// One value of an attribute. The forward may also write attributes (dropout stores the random
+// stream it used), and the backward reads what the forward left.
+using AttrValue = std::variant<bool, int, double, Scalar, std::vector<int>, Shape, std::optional<double>,
+                               Generator*, DropoutState>;
+
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<std::pair<std::string, AttrValue>> values) : values_(values) {}
+  // The value of `name` as a T; a clear error when it is missing or of another type.
+  template <class T>
+  const T& get(std::string_view name) const {
+    const AttrValue& v = find(name);
+    if (const T* p = std::get_if<T>(&v)) return *p;
+    wrong_type(name);
+  }
+  bool has(std::string_view name) const;
+  void set(std::string name, AttrValue value);
+  const std::vector<std::pair<std::string, AttrValue>>& values() const { return values_; }
+
+ private:
+  const AttrValue& find(std::string_view name) const;
+  [[noreturn]] void wrong_type(std::string_view name) const;
+  std::vector<std::pair<std::string, AttrValue>> values_;
+};
+
+// ---- dtype rules ---------------------------------------------------------------------------------
+
+// Which dtypes a tensor argument accepts (checked before the forward, with an error naming the op,
+// the argument and the dtype).
+enum class Accepts { any, non_bool, floating, integral_index, boolean };
+
+// How the result dtype follows from the inputs that take part in it (`promotes` arguments).
+enum class ResultDType {
+  promote,           // PyTorch's type promotion (bool < integers < floats; a Scalar attribute joins)
+  promote_to_float,  // promotion, then integers and bool give f32 (true division)
+  int_to_float,      // the input's dtype if floating, else f32 (exp, log, ...)
+  same_as_input,     // the input's dtype
+  same_across,       // every promoting input has one dtype (an error otherwise), and that is the result
+  sum,               // the input's dtype if floating, else i64
+  custom,            // OpDecl::custom_result_dtype decides
+};
+
+// PyTorch's autocast op classes (torch.amp): which precision an op runs in under autocast.
+enum class AutocastClass {
+  lower_precision_fp,  // cast to the autocast dtype (f16 / bf16): matmul, attention
+  fp32,                // cast to f32: exp, log, pow, softmax, losses, norms, sums
+  promote,             // run in the widest input dtype
+  none,                // run in the inputs' own dtypes (not listed by PyTorch)
+};
+const char* autocast_class_name(AutocastClass c);
+
+// ---- what a derivative formula sees ---------------------------------------------------------------
+
+struct OpDecl;
+
+// The saved values of one recorded call: the inputs and outputs its derivatives declared they use
+// (detached handles), every input's shape and dtype, the attributes after the forward, and which
+// inputs need a gradient.
+class DerivativeContext {
+ public:
+  DerivativeContext(const OpDecl& op, std::vector<Tensor> saved_inputs, std::vector<Tensor> saved_outputs,
+                    std::vector<Shape> input_shapes, std::vector<bool> needs_input_grad, Attrs attrs);
+  // A saved input or output by its declared name ("self", "other", "result"); an error when the
+  // derivative that asked for it did not declare it in `saves`.
+  const Tensor& saved(std::string_view name) const;
+  const Shape& input_shape(std::string_view name) const;
+  bool needs_input_grad(std::string_view name) const;
+  const Attrs& attrs() const { return attrs_; }
+  const OpDecl& op() const { return *op_; }
+
+ private:
+  const OpDecl* op_;
+  std::vector<Tensor> inputs_, outputs_;
+  std::vector<Shape> shapes_;
+  std::vector<bool> needs_;
+  Attrs attrs_;
+};
+
+// d(input) = formula(grad of the first output, saved values), as a derivatives.yaml line
+// "self: grad * other". The gradient comes back at the input's shape and dtype without the formula
+// doing it: the dispatch reduces broadcast dims (sum_to) and converts the dtype.
+using DerivativeFormula = std::function<Tensor(const Tensor& grad, const DerivativeContext& ctx)>;
+// A fused backward kernel that gives every input's gradient at once (undefined where none).
+using FusedBackward = std::function<std::vector<Tensor>(const Tensor& grad, const DerivativeContext& ctx)>;
+
+struct Derivative {
+  std::string input;                // the input it differentiates
+  std::vector<std::string> saves;   // inputs and outputs it reads (saved only if the input needs grad)
+  std::string text;                 // the formula as written, for docs and error messages
+  DerivativeFormula formula;
+};
+
+// ---- the declaration ---------------------------------------------------------------------------------
+
+struct TensorArg {
+  std::string name;
+  Accepts accepts = Accepts::any;
+  bool promotes = true;       // takes part in the result dtype
+  bool optional = false;      // may be an undefined Tensor
+  bool differentiable = true; // has a derivative (declared in `derivatives` or by `fused_backward`)
+};
+
+// Random inputs for the registry's gradient check (tests/test_op_registry.cpp): float64 tensors
+// on `device` in the op's domain (positive for log, away from relu's kink), and the attributes,
+// made afresh for each evaluation (dropout's generator restarts so every evaluation draws the
+// same mask).
+struct GradcheckSample {
+  std::string what;
+  std::vector<Tensor> inputs;
+  std::function<Attrs()> attrs;
+  double tol = 1e-6;  // f64 samples; ops without f64 kernels (attention) sample f32 with looser bounds
+  double eps = 1e-6;  // the finite-difference step
+};
+
+struct OpDecl {
+  std::string name;        // our name, the registry key ("add", "add.Scalar", "softmax")
+  std::string torch_name;  // PyTorch's ("torch.add", "torch.nn.functional.softmax")
+  std::vector<TensorArg> inputs;
+  std::vector<std::string> outputs = {"result"};  // outputs after the first are never differentiable
+  std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs, Attrs& attrs)> forward;
+  ResultDType result_dtype = ResultDType::same_as_input;
+  std::string scalar_operand;  // an attribute that joins type promotion as a wrapped number
+  std::function<DType(const std::vector<Tensor>& inputs, const Attrs& attrs)> custom_result_dtype;
+  AutocastClass autocast = AutocastClass::none;
+  std::vector<Derivative> derivatives;  // one per differentiable input
+  // Instead of formulas: one fused backward and the inputs / outputs it reads.
+  FusedBackward fused_backward;
+  std::vector<std::string> fused_saves;
+  std::string fused_backward_name;
+  std::function<std::vector<GradcheckSample>(Device)> gradcheck_samples;
+
+  bool differentiable() const { return !derivatives.empty() || static_cast<bool>(fused_backward); }
+  // The autograd node's name, as PyTorch's: "MulBackward", "LogSoftmaxBackward".
+  std::string node_name() const;
+  int input_index(std::string_view arg) const;   // -1 if none
+  int output_index(std::string_view arg) const;  // -1 if none
+  // Checks every argument's dtype against the declaration and returns the result dtype (an
+  // error naming the op, the argument and its dtype when an input is refused).
+  DType check_dtypes(const std::vector<Tensor>& inputs, const Attrs& attrs) const;
+};
+
+// ---- the registry ---------------------------------------------------------------------------------
+
+class OpRegistry {
+ public:
+  const OpDecl* find(std::string_view name) const;  // nullptr if none
+  const OpDecl& at(std::string_view name) const;    // an error if none
+  const std::vector<std::unique_ptr<OpDecl>>& all() const { return ops_; }
+  std::vector<const OpDecl*> differentiable() const;
+  // Adds a declaration after checking it is complete and consistent (every differentiable input
+  // has one derivative, saved names exist, no name twice); an error names the op and the problem.
+  void add(OpDecl decl);
+
+ private:
+  std::vector<std::unique_ptr<OpDecl>> ops_;
+};
+
+const OpRegistry& op_registry();  // built on first use from every family's declarations
+inline const OpDecl& op_decl(std::string_view name) { return op_registry().at(name); }
+
+// Each family's file declares its ops into the registry.
+namespace decl {
+void declare_elementwise(OpRegistry& r);
+void declare_reductions(OpRegistry& r);
+void declare_matmul(OpRegistry& r);
+void declare_softmax_and_losses(OpRegistry& r);
+void declare_layer_norm(OpRegistry& r);
+void declare_attention(OpRegistry& r);
+void declare_dropout(OpRegistry& r);
+
+// Sample-making helpers shared by the families' gradcheck samples (float64, on `device`).
+Tensor sample_uniform(const Shape& shape, Device device, uint64_t seed, double lo = -1, double hi = 1);
+// |values| in [lo, hi], random signs: away from a kink or pole at zero.
+Tensor sample_away_from_zero(const Shape& shape, Device device, uint64_t seed, double lo = 0.2, double hi = 1);
+}  // namespace decl
+
+}  // namespace tritium::ops
