@@ -118,7 +118,8 @@ void static_assert_(bool condition, const std::string& message = "", TL_LOC);
 // Prints `prefix` and every element of the values, per program (Triton's tl.device_print).
 void device_print(const std::string& prefix, std::vector<tensor> values, TL_LOC);
 void device_print(const std::string& prefix, const tensor& value, TL_LOC);
-// Run-time check; a failed assertion stops the launch with an error naming the message.
+// Run-time check, compiled in only in debug mode (TRITIUM_DEBUG=1, as Triton's TRITON_DEBUG); a
+// failed assertion makes the launch raise an error naming the message, program and lane.
 void device_assert(operand condition, const std::string& message = "", TL_LOC);
 
 // ---- operators -------------------------------------------------------------------------------

@@ -375,7 +375,8 @@ void verify_misc(const Op& op) {
       expect(op.results.empty(), op, "has no results");
       break;
     case OpKind::Assert:
-      expect_counts(op, 1, 1, 0);
+      // (cond [, payload...]): debug checks report i64 payloads of the failing lane (jit/passes/debug_checks.h).
+      expect_counts(op, 1, 4, 0);
       expect(op.operand(0)->type.dtype == DType::i1, op, "condition must be i1, got " + type_of(op.operand(0)));
       break;
     case OpKind::MultipleOf:

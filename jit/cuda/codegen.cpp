@@ -4,6 +4,7 @@
 #include "jit/cuda/codegen_impl.h"
 
 #include <cerrno>
+#include <functional>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -1400,22 +1401,33 @@ void Codegen::emit_assert(const ir::Op* op) {
   int id = num_asserts_++;
   line(fmt::format("// device_assert {}: {}", id, op->attrs.str.substr(0, op->attrs.str.find('\n'))));
   if (c->type.is_scalar()) {
-    line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", scalar(c), id));
+    line(fmt::format("if (!({})) {};", scalar(c), fail_call("-1", [&](const ir::Value* p) { return scalar(p); })));
     return;
   }
-  sync_if_reading({c});
+  std::vector<const ir::Value*> read{c};
+  for (size_t i = 1; i < op->operands.size(); ++i) read.push_back(op->operand(i));
+  sync_if_reading(read);
   thread_loop(c->type.shape, 1, nullptr, [&](const Index& idx) {
-    line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", eval(c, idx), id));
+    line(fmt::format("if (!({})) {};", eval(c, idx), fail_call(flatten(idx, c->type.shape), [&](const ir::Value* p) {
+                       return p->type.is_scalar() ? scalar(p) : eval(p, idx);
+                     })));
   }, nullptr);
 }
 
 void Codegen::emit_block(const ir::Block* block) {
   for (const ir::Op* op : block->ops) emit_op(op);
 }
+// A failing element reports its row-major index and the payload there (TRITIUM_DEBUG's address
+// and bounds, jit/passes/debug_checks.h).
 
 void Codegen::emit_op(const ir::Op* op) {
   switch (op->kind) {
     case OpKind::Yield: return;
+  auto fail_call = [&](const std::string& lane, const std::function<std::string(const ir::Value*)>& at) {
+    std::string call = fmt::format("tt_assert_fail(tt_assert, {}, tt_pid0, tt_pid1, tt_pid2, (long long)({})", id, lane);
+    for (size_t i = 1; i < 4; ++i) call += i < op->operands.size() ? fmt::format(", (long long)({})", at(op->operand(i))) : ", 0";
+    return call + ")";
+  };
     case OpKind::For: return emit_for(op);
     case OpKind::If: return emit_if(op);
     case OpKind::While: return emit_while(op);

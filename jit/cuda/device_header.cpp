@@ -442,12 +442,19 @@ TT_INLINE float tt_rsqrt(float x) {
   return y;
 }
 
-// ---- device_assert: the first failure records (assert id + 1, program id) for the host ----
-TT_INLINE void tt_assert_fail(int* flag, int id) {
+// ---- device_assert and debug checks: the first failure records (check id + 1, program id, lane,
+// payload) for the host: int [0] id + 1, [1..3] program, long long at byte 16: lane, payload[3] ----
+TT_INLINE void tt_assert_fail(int* flag, int id, int px, int py, int pz, long long lane, long long p0, long long p1,
+                              long long p2) {
   if (atomicCAS(flag, 0, id + 1) == 0) {
-    flag[1] = (int)blockIdx.x;
-    flag[2] = (int)blockIdx.y;
-    flag[3] = (int)blockIdx.z;
+    flag[1] = px;
+    flag[2] = py;
+    flag[3] = pz;
+    long long* w = (long long*)(flag + 4);
+    w[0] = lane;
+    w[1] = p0;
+    w[2] = p1;
+    w[3] = p2;
     __threadfence_system();
   }
 }
