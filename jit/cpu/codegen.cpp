@@ -1371,6 +1371,7 @@ class Codegen {
       case OpKind::Dot: return emit_dot(op);
       case OpKind::Print: return emit_print(op);
       case OpKind::Assert: return emit_assert(op);
+      case OpKind::DebugBarrier: return;  // one thread runs a program
       default: break;
     }
     if (is_atomic(op->kind)) return emit_atomic(op);
