@@ -96,6 +96,8 @@ Env read_env() {
   e.print_autotuning_all = pa == "all";
   std::string pb = lower_trimmed(get("TRITIUM_POISON_BUFFERS"));
   e.poison_buffers = !pb.empty() && pb != "0" && pb != "false" && pb != "off" && pb != "no";
+  std::string dbg = lower_trimmed(get("TRITIUM_DEBUG"));
+  e.debug = !dbg.empty() && dbg != "0" && dbg != "false" && dbg != "off" && dbg != "no";
   return e;
 }
 

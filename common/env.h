@@ -37,6 +37,10 @@ struct Env {
   // float dtype, -1 in integers) before anyone writes it, so a check sees the elements an op never
   // wrote, on the host and on the GPU. The test suite turns it on (tests/main.cpp); costs a fill.
   bool poison_buffers = false;
+  // TRITIUM_DEBUG=1: kernels are compiled with checks (docs/debug-mode.md): every load, store and
+  // atomic against the allocation its pointer came from, 32-bit index arithmetic for overflow, and
+  // tl::device_assert (compiled out otherwise, as in Triton). Part of the specialisation and cache keys.
+  bool debug = false;
   // TRITIUM_NUM_THREADS; default: the CPUs this process may run on.
   int num_threads = 1;
   // TRITIUM_MAX_IR_OPS: the most IR ops one kernel trace may create before it fails with an

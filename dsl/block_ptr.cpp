@@ -146,7 +146,8 @@ block_ptr advance(const block_ptr& p, const std::vector<operand>& offsets, loc_t
   return q;
 }
 
-tensor load(const block_ptr& p, const std::vector<int>& boundary_check, const std::string& padding_option, loc_t loc) {
+tensor load(const block_ptr& p, const std::vector<int>& boundary_check, const std::string& padding_option,
+            const std::string& cache_modifier, const std::string& eviction_policy, loc_t loc) {
   SourceLoc l = L(loc);
   if (p.rank() == 0) fail(l, "tl::load: the block pointer was never made (tl::make_block_ptr)");
   if (!padding_option.empty() && padding_option != "zero" && padding_option != "nan")
@@ -156,9 +157,9 @@ tensor load(const block_ptr& p, const std::vector<int>& boundary_check, const st
     fail(l, "tl::load: padding_option \"nan\" needs a floating-point block pointer, this one points to {}",
          dtype_name(elem));
   Tile t = tile("load", p, boundary_check, loc);
-  if (!t.mask) return load(t.pointers, std::nullopt, std::nullopt, loc);
-  if (padding_option == "nan") return load(t.pointers, *t.mask, operand(NAN, loc), loc);
-  tensor v = load(t.pointers, *t.mask, operand(0, loc), loc);
+  if (!t.mask) return load(t.pointers, std::nullopt, std::nullopt, cache_modifier, eviction_policy, loc);
+  if (padding_option == "nan") return load(t.pointers, *t.mask, operand(NAN, loc), cache_modifier, eviction_policy, loc);
+  tensor v = load(t.pointers, *t.mask, operand(0, loc), cache_modifier, eviction_policy, loc);
   // Every dim checked, zero padding: exactly a bulk tensor copy's out-of-bounds fill. The tensor's
   // recipe lets the CUDA backend copy such tiles with TMA (the mask still holds the offsets).
   if (!p.tensor_recipe.empty() && boundary_check.size() == static_cast<size_t>(p.rank()))
@@ -166,7 +167,8 @@ tensor load(const block_ptr& p, const std::vector<int>& boundary_check, const st
   return v;
 }
 
-void store(const block_ptr& p, operand value, const std::vector<int>& boundary_check, loc_t loc) {
+void store(const block_ptr& p, operand value, const std::vector<int>& boundary_check, const std::string& cache_modifier,
+           const std::string& eviction_policy, loc_t loc) {
   SourceLoc l = L(loc);
   if (p.rank() == 0) fail(l, "tl::store: the block pointer was never made (tl::make_block_ptr)");
   // Triton broadcasts the value to the block; a shape that does not broadcast is named here.
@@ -174,8 +176,8 @@ void store(const block_ptr& p, operand value, const std::vector<int>& boundary_c
     fail(l, "tl::store: value shape {} does not match the block pointer's block_shape {}",
          ir::shape_str(value.value->type.shape), ir::shape_str(p.block_shape));
   Tile t = tile("store", p, boundary_check, loc);
-  if (t.mask) store(t.pointers, value, *t.mask, loc);
-  else store(t.pointers, value, std::nullopt, loc);
+  if (t.mask) store(t.pointers, value, *t.mask, cache_modifier, eviction_policy, loc);
+  else store(t.pointers, value, std::nullopt, cache_modifier, eviction_policy, loc);
 }
 
 // ---- tensor descriptors ------------------------------------------------------------------------
@@ -228,13 +230,13 @@ tensor_descriptor make_tensor_descriptor(const tensor& base, const std::vector<o
 tensor tensor_descriptor::load(const std::vector<operand>& offsets, loc_t loc) const {
   SourceLoc l = L(loc);
   if (tile.rank() == 0) fail(l, "tl::tensor_descriptor::load: the descriptor was never made (tl::make_tensor_descriptor)");
-  return tl::load(at_offsets("tensor_descriptor::load", tile, offsets, l), all_dims(tile.rank()), "zero", loc);
+  return tl::load(at_offsets("tensor_descriptor::load", tile, offsets, l), all_dims(tile.rank()), "zero", "", "", loc);
 }
 
 void tensor_descriptor::store(const std::vector<operand>& offsets, operand value, loc_t loc) const {
   SourceLoc l = L(loc);
   if (tile.rank() == 0) fail(l, "tl::tensor_descriptor::store: the descriptor was never made (tl::make_tensor_descriptor)");
-  tl::store(at_offsets("tensor_descriptor::store", tile, offsets, l), value, all_dims(tile.rank()), loc);
+  tl::store(at_offsets("tensor_descriptor::store", tile, offsets, l), value, all_dims(tile.rank()), "", "", loc);
 }
 
 }  // namespace tritium::tl

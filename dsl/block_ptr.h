@@ -50,9 +50,11 @@ block_ptr make_block_ptr(const tensor& base, const std::vector<operand>& shape, 
                          const std::vector<int>& order, TL_LOC);
 block_ptr advance(const block_ptr& p, const std::vector<operand>& offsets, TL_LOC);
 
+// cache_modifier and eviction_policy as for a load or store of pointers (dsl/ops.h).
 tensor load(const block_ptr& p, const std::vector<int>& boundary_check = {}, const std::string& padding_option = "",
-            TL_LOC);
-void store(const block_ptr& p, operand value, const std::vector<int>& boundary_check = {}, TL_LOC);
+            const std::string& cache_modifier = "", const std::string& eviction_policy = "", TL_LOC);
+void store(const block_ptr& p, operand value, const std::vector<int>& boundary_check = {},
+           const std::string& cache_modifier = "", const std::string& eviction_policy = "", TL_LOC);
 
 // Triton's tensor descriptors (tl.make_tensor_descriptor): a tensor in memory (base, shape,
 // strides; the last stride must be 1) read and written in block_shape tiles at offsets given per

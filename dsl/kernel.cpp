@@ -196,7 +196,9 @@ class KernelImpl {
 
   // Matched launch arguments.
   struct Bound {
-    std::array<uint64_t, 64> slots;  // one per runtime parameter
+    // One per runtime parameter; in debug mode (TRITIUM_DEBUG) then two per pointer parameter, the
+    // bounds of its argument's allocation (jit/passes/debug_checks.h).
+    std::array<uint64_t, 3 * 64> slots;
     std::vector<uint64_t> key;
     std::vector<MetaValue> metas;  // by parameter index
     runtime::Device device;
@@ -272,6 +274,9 @@ class KernelImpl {
     out.device = options.device.value_or(runtime::default_device());
     bool device_from_tensor = false;
     size_t slot = 0;
+    const bool debug = env().debug;
+    std::array<std::pair<uint64_t, uint64_t>, 64> extents;  // debug mode: by pointer parameter
+    size_t num_extents = 0;
     for (size_t i = 0; i < params.size(); ++i) {
       const ParamInfo& p = params[i];
       if (p.kind == ParamKind::meta) {
@@ -327,6 +332,16 @@ class KernelImpl {
           if (reaches_past_int32(*a.tensor)) out.wide_tensors |= uint64_t(1) << (slot - 1);
         }
         s = a.bits;
+        if (debug) {
+          // A Tensor's allocation is its storage (a view may reach anywhere in it); a raw pointer's
+          // is unknown and unchecked.
+          if (a.tensor) {
+            auto begin = reinterpret_cast<uint64_t>(a.tensor->storage()->data());
+            extents[num_extents++] = {begin, begin + a.tensor->storage()->nbytes()};
+          } else {
+            extents[num_extents++] = {0, static_cast<uint64_t>(INT64_MAX)};
+          }
+        }
         // Divisibility of the address by 16 bytes; the element type for tl::ptr<tl::any>.
         out.key.push_back((a.bits % 16 == 0 ? 1 : 0) | (any ? static_cast<uint64_t>(a.dtype) << 8 : 0));
       } else {  // run-time scalar
@@ -361,6 +376,11 @@ class KernelImpl {
     }
     out.key.push_back(static_cast<uint64_t>(options.num_warps) << 32 | static_cast<uint32_t>(options.num_stages));
     out.key.push_back(static_cast<uint64_t>(out.device.kind) << 32 | static_cast<uint32_t>(out.device.index));
+    out.key.push_back(debug ? 1 : 0);
+    for (size_t e = 0; e < num_extents; ++e) {
+      out.slots[slot++] = extents[e].first;
+      out.slots[slot++] = extents[e].second;
+    }
   }
 
   // A launch that would address a tensor past 2^31 elements through 32-bit offsets (a tensor in
@@ -444,6 +464,7 @@ class KernelImpl {
     jit::CompileOptions co;
     co.num_warps = options.num_warps;
     co.num_stages = options.num_stages;
+    co.debug = b.key.back() != 0;
     auto compiled = jit::compile(*f, b.device, co);
     auto spec = std::make_unique<Specialization>();
     spec->key = b.key;
@@ -592,6 +613,7 @@ Hash128 Kernel::specialization_hash(const LaunchArgs& args) {
   jit::CompileOptions co;
   co.num_warps = args.options.num_warps;
   co.num_stages = args.options.num_stages;
+  co.debug = b.key.back() != 0;
   return jit::content_hash(f, b.device, co);
 }
 

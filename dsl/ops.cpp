@@ -6,6 +6,7 @@
 
 #include "common/env.h"
 #include "dsl/semantic.h"
+#include "ir/cache_hints.h"
 
 namespace tritium::tl {
 
@@ -429,8 +430,22 @@ tensor trans(const tensor& x, const std::vector<int>& dims, loc_t loc) { return 
 
 // ---- memory ---------------------------------------------------------------------------------
 
-tensor load(const tensor& pointer, std::optional<operand> mask, std::optional<operand> other, loc_t loc) {
+// Triton's cache_modifier / eviction_policy strings, checked at the user's line (ir/cache_hints.h).
+static ir::CacheHints cache_hints(const char* op, bool is_load, const std::string& cache_modifier,
+                                  const std::string& eviction_policy, const SourceLoc& l) {
+  auto c = is_load ? ir::parse_load_cache_modifier(cache_modifier) : ir::parse_store_cache_modifier(cache_modifier);
+  if (!c)
+    fail(l, "tl::{}: cache_modifier must be {}, got \"{}\"", op,
+         is_load ? "\"\", \".ca\", \".cg\" or \".cv\"" : "\"\", \".wb\", \".cg\", \".cs\" or \".wt\"", cache_modifier);
+  auto e = ir::parse_eviction_policy(eviction_policy);
+  if (!e) fail(l, "tl::{}: eviction_policy must be \"\", \"evict_first\" or \"evict_last\", got \"{}\"", op, eviction_policy);
+  return {*c, *e};
+}
+
+tensor load(const tensor& pointer, std::optional<operand> mask, std::optional<operand> other,
+            const std::string& cache_modifier, const std::string& eviction_policy, loc_t loc) {
   SourceLoc l = L(loc);
+  ir::CacheHints hints = cache_hints("load", true, cache_modifier, eviction_policy, l);
   Value* p = require_pointer("load", pointer, l);
   if (other && !mask) fail(l, "tl::load: `other` was given without a `mask`; it is only used where the mask is false");
   Value* m = prepare_mask("load", mask, p, l);
@@ -439,11 +454,15 @@ tensor load(const tensor& pointer, std::optional<operand> mask, std::optional<op
   a.ints = {m != nullptr, other.has_value()};
   if (m) operands.push_back(m);
   if (other) operands.push_back(prepare_value("load", *other, p, l));
-  return tensor(builder("load", l).create1(OpKind::Load, operands, p->type.with_dtype(p->type.pointee), a));
+  Value* r = builder("load", l).create1(OpKind::Load, operands, p->type.with_dtype(p->type.pointee), a);
+  ir::set_cache_hints(*r->def, hints);
+  return tensor(r);
 }
 
-void store(const tensor& pointer, operand value, std::optional<operand> mask, loc_t loc) {
+void store(const tensor& pointer, operand value, std::optional<operand> mask, const std::string& cache_modifier,
+           const std::string& eviction_policy, loc_t loc) {
   SourceLoc l = L(loc);
+  ir::CacheHints hints = cache_hints("store", false, cache_modifier, eviction_policy, l);
   Value* p = pointer.value();
   if (!p->type.is_ptr())
     fail(l, "tl::store: the destination must be a pointer or a block of pointers, got {}", dsl::describe(p));
@@ -451,7 +470,8 @@ void store(const tensor& pointer, operand value, std::optional<operand> mask, lo
   Value* m = prepare_mask("store", mask, p, l);
   std::vector<Value*> operands{p, v};
   if (m) operands.push_back(m);
-  builder("store", l).create(OpKind::Store, operands, {});
+  ir::Op* op = builder("store", l).create(OpKind::Store, operands, {});
+  ir::set_cache_hints(*op, hints);
 }
 
 tensor atomic_add(const tensor& p, operand v, std::optional<operand> m, loc_t loc) { return atomic("atomic_add", OpKind::AtomicAdd, p, v, m, L(loc)); }
@@ -567,6 +587,8 @@ void device_assert(operand condition, const std::string& message, loc_t loc) {
   a.str = message.empty() ? fmt::format("assertion failed at {}", L(loc).str()) : message;
   builder("device_assert", L(loc)).create(OpKind::Assert, {c}, {}, a);
 }
+
+void debug_barrier(loc_t loc) { builder("debug_barrier", L(loc)).create(OpKind::DebugBarrier, {}, {}); }
 
 // ---- operators -------------------------------------------------------------------------------
 

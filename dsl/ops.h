@@ -65,9 +65,15 @@ tensor trans(const tensor& x, const std::vector<int>& dims, TL_LOC);
 
 // ---- memory ---------------------------------------------------------------------------------
 // mask and other are optional (pass std::nullopt or omit). `other` fills masked-off lanes.
+// cache_modifier and eviction_policy are Triton's hints, honoured by the CUDA backend (PTX cache
+// operators and L1 eviction priorities) and ignored on the CPU: loads take "", ".ca", ".cg", ".cv",
+// stores "", ".wb", ".cg", ".cs", ".wt", both "", "evict_first", "evict_last"; another string is
+// a trace error. (docs/language.md: a cache modifier wins where both are given.)
 tensor load(const tensor& pointer, std::optional<operand> mask = std::nullopt,
-            std::optional<operand> other = std::nullopt, TL_LOC);
-void store(const tensor& pointer, operand value, std::optional<operand> mask = std::nullopt, TL_LOC);
+            std::optional<operand> other = std::nullopt, const std::string& cache_modifier = "",
+            const std::string& eviction_policy = "", TL_LOC);
+void store(const tensor& pointer, operand value, std::optional<operand> mask = std::nullopt,
+           const std::string& cache_modifier = "", const std::string& eviction_policy = "", TL_LOC);
 
 tensor atomic_add(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
 tensor atomic_max(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
@@ -118,8 +124,12 @@ void static_assert_(bool condition, const std::string& message = "", TL_LOC);
 // Prints `prefix` and every element of the values, per program (Triton's tl.device_print).
 void device_print(const std::string& prefix, std::vector<tensor> values, TL_LOC);
 void device_print(const std::string& prefix, const tensor& value, TL_LOC);
-// Run-time check; a failed assertion stops the launch with an error naming the message.
+// Run-time check, compiled in only in debug mode (TRITIUM_DEBUG=1, as Triton's TRITON_DEBUG); a
+// failed assertion makes the launch raise an error naming the message, program and lane.
 void device_assert(operand condition, const std::string& message = "", TL_LOC);
+// Synchronises the threads of a program (Triton's tl.debug_barrier: __syncthreads on a GPU; a
+// no-op on the CPU, where one thread runs a program).
+void debug_barrier(TL_LOC);
 
 // ---- operators -------------------------------------------------------------------------------
 // `/` on two integers is C division (truncation), as Triton's `//`; `%` is C's remainder

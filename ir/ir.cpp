@@ -76,6 +76,7 @@ const char* op_name(OpKind k) {
     case OpKind::Yield: return "yield";
     case OpKind::Print: return "print";
     case OpKind::Assert: return "assert";
+    case OpKind::DebugBarrier: return "debug_barrier";
     case OpKind::MultipleOf: return "multiple_of";
     case OpKind::MaxContiguous: return "max_contiguous";
     case OpKind::ConvertLayout: return "convert_layout";
@@ -89,7 +90,7 @@ bool is_elementwise(OpKind k) {
 
 bool has_side_effects(OpKind k) {
   return k == OpKind::Store || (k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas) || k == OpKind::Print ||
-         k == OpKind::Assert;
+         k == OpKind::Assert || k == OpKind::DebugBarrier;
 }
 
 Function::Function(std::string n) : name(std::move(n)) { body = new_block(nullptr); }

@@ -37,10 +37,11 @@ enum class OpKind : uint8_t {
   Bitcast,      // same bit width reinterpretation
   AddPtr,       // (ptr, int offset in elements)
   // Memory.
-  Load,         // (ptr [, mask [, other]]); attr: ints[0] = has_mask, ints[1] = has_other; str:
+  Load,         // (ptr [, mask [, other]]); attr: ints[0] = has_mask, ints[1] = has_other [, ints[2..3] =
+                // cache modifier, eviction policy (ir/cache_hints.h)]; str:
                 // "tensor BASE SHAPE0 SHAPE1 STRIDE0 STRIDE1" on a bounds-checked block-pointer load
                 // whose tensor is kernel parameters / constants (dsl/block_ptr.cpp; CUDA's TMA)
-  Store,        // (ptr, value [, mask]); no result
+  Store,        // (ptr, value [, mask]); no result; attr: ints = {} or {cache modifier, eviction policy}
   AtomicAdd, AtomicMax, AtomicMin, AtomicAnd, AtomicOr, AtomicXor, AtomicXchg,  // (ptr, val [, mask]) -> old
   AtomicCas,    // (ptr, cmp, val) -> old
   // Block-level computations with regions.
@@ -56,7 +57,9 @@ enum class OpKind : uint8_t {
   Yield,        // terminator of a region: its operands are the region's results
   // Debugging and hints.
   Print,        // operands printed; attr: str = prefix
-  Assert,       // (cond); attr: str = message; device-side check
+  Assert,       // (cond [, i64 payload...]); attr: str = message, ints = {CheckKind, ...} for debug
+                // checks (jit/passes/debug_checks.h); device-side check
+  DebugBarrier, // synchronises a program's threads (tl::debug_barrier); no operands
   MultipleOf,   // identity; attr: ints = divisor per dim (hint for axis info)
   MaxContiguous,// identity; attr: ints = contiguity per dim (hint)
   // GPU layouts (jit/passes/assign_layouts): the same value in another layout (its result's layout

@@ -1,5 +1,7 @@
 #include "ir/printer.h"
 
+#include "ir/cache_hints.h"
+
 #include <cmath>
 #include <cstdint>
 
@@ -39,7 +41,14 @@ std::string constant_str(const Op& op) {
 bool load_flags_match_operands(const Op& op) {
   const auto& f = op.attrs.ints;
   if (f.empty()) return true;
-  return f.size() == 2 && f[0] == (op.operands.size() >= 2) && f[1] == (op.operands.size() >= 3);
+  return (f.size() == 2 || f.size() == 4) && f[0] == (op.operands.size() >= 2) && f[1] == (op.operands.size() >= 3);
+}
+
+// "cache=.cg", "evict=evict_first" of a load or store with hints (ir/cache_hints.h).
+void add_cache_hints(const Op& op, std::vector<std::string>& parts) {
+  CacheHints h = cache_hints(op);
+  if (h.cache != CacheModifier::none) parts.push_back(fmt::format("cache={}", cache_modifier_name(h.cache)));
+  if (h.eviction != EvictionPolicy::normal) parts.push_back(fmt::format("evict={}", eviction_policy_name(h.eviction)));
 }
 
 // The attribute text of `op` ("" if none), including any non-default field the op's own format
@@ -67,7 +76,14 @@ std::string attrs_str(const Op& op) {
       // The result type already says the shape; print the attr only if it says something else.
       ints_done = op.results.size() == 1 && a.ints == op.result()->type.shape;
       break;
-    case OpKind::Load: ints_done = load_flags_match_operands(op); break;
+    case OpKind::Load:
+      ints_done = load_flags_match_operands(op);
+      if (ints_done) add_cache_hints(op, parts);
+      break;
+    case OpKind::Store:
+      ints_done = a.ints.size() == 2;
+      add_cache_hints(op, parts);
+      break;
     case OpKind::Reduce:
     case OpKind::Scan:
       parts.push_back(fmt::format("axis={}", a.axis));

@@ -1,5 +1,7 @@
 #include "ir/verifier.h"
 
+#include "ir/cache_hints.h"
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -206,8 +208,13 @@ void verify_memory(const Op& op) {
         expect(op.operand(2)->type == want, op,
                fmt::format("'other' must be {}, got {}", want.str(), op.operand(2)->type.str()));
       const auto& f = op.attrs.ints;
-      expect(f.empty() || (f.size() == 2 && f[0] == (op.operands.size() >= 2) && f[1] == (op.operands.size() == 3)),
-             op, "flags {has_mask, has_other} disagree with the operands");
+      expect(f.empty() || ((f.size() == 2 || f.size() == 4) && f[0] == (op.operands.size() >= 2) &&
+                           f[1] == (op.operands.size() == 3)),
+             op, "flags {has_mask, has_other[, cache, eviction]} disagree with the operands");
+      if (f.size() == 4)
+        expect(f[2] >= 0 && f[2] <= static_cast<int64_t>(CacheModifier::cv) && f[3] >= 0 &&
+                   f[3] <= static_cast<int64_t>(EvictionPolicy::evict_last),
+               op, "cache modifier (.ca, .cg, .cv) or eviction policy out of range");
       break;
     }
     case OpKind::Store: {
@@ -217,6 +224,12 @@ void verify_memory(const Op& op) {
       expect(op.operand(1)->type == want, op,
              fmt::format("value must be {} for pointer {}, got {}", want.str(), ptr->type.str(), op.operand(1)->type.str()));
       if (op.operands.size() == 3) expect_mask(op, ptr, op.operand(2));
+      const auto& f = op.attrs.ints;
+      expect(f.empty() || (f.size() == 2 && (f[0] == 0 || (f[0] >= static_cast<int64_t>(CacheModifier::cg) &&
+                                                           f[0] <= static_cast<int64_t>(CacheModifier::wt) &&
+                                                           f[0] != static_cast<int64_t>(CacheModifier::cv))) &&
+                           f[1] >= 0 && f[1] <= static_cast<int64_t>(EvictionPolicy::evict_last)),
+             op, "cache hints must be {cache modifier (.wb, .cg, .cs, .wt), eviction policy}");
       break;
     }
     case OpKind::AtomicCas: {
@@ -375,8 +388,16 @@ void verify_misc(const Op& op) {
       expect(op.results.empty(), op, "has no results");
       break;
     case OpKind::Assert:
-      expect_counts(op, 1, 1, 0);
+      // (cond [, payload...]): debug checks report i64 payloads of the failing lane (jit/passes/debug_checks.h).
+      expect_counts(op, 1, 4, 0);
       expect(op.operand(0)->type.dtype == DType::i1, op, "condition must be i1, got " + type_of(op.operand(0)));
+      for (size_t i = 1; i < op.operands.size(); ++i)
+        expect(op.operand(i)->type.dtype == DType::i64 &&
+                   (op.operand(i)->type.is_scalar() || op.operand(i)->type.shape == op.operand(0)->type.shape),
+               op, "payloads must be i64 scalars or blocks of the condition's shape, got " + type_of(op.operand(i)));
+      break;
+    case OpKind::DebugBarrier:
+      expect_counts(op, 0, 0, 0);
       break;
     case OpKind::MultipleOf:
     case OpKind::MaxContiguous: {

@@ -19,6 +19,9 @@ struct LaunchGrid {
 struct CompileOptions {
   int num_warps = 4;   // GPU only; part of the key everywhere so a config maps to one binary
   int num_stages = 3;  // GPU pipelining depth
+  // TRITIUM_DEBUG: the IR gets checked accesses and index arithmetic, device_assert stays, and
+  // the kernel takes two hidden parameters per pointer parameter (jit/passes/debug_checks.h).
+  bool debug = false;
 };
 
 class CompiledKernel {

@@ -11,6 +11,7 @@
 #include "ir/printer.h"
 #include "jit/backend.h"
 #include "jit/disk_cache.h"
+#include "jit/passes/debug_checks.h"
 #include "jit/passes/pipeline.h"
 
 namespace tritium::jit {
@@ -49,7 +50,11 @@ Backend& backend_for(const runtime::Device& device) {
 
 namespace {
 Hash128 key_of(const std::string& ir_text, Backend& backend, const CompileOptions& opts) {
-  return Hasher()
+  Hasher h;
+  // Debug binaries never share a key with normal ones (their IR differs too, but a kernel
+  // without accesses or asserts could print the same).
+  if (opts.debug) h.add("debug");
+  return h
       .add(ir_text)
       .add(backend.name())
       .add(backend.target_id())
@@ -58,10 +63,17 @@ Hash128 key_of(const std::string& ir_text, Backend& backend, const CompileOption
       .add(static_cast<uint64_t>(opts.num_stages))
       .finish();
 }
+// Debug mode's checks (TRITIUM_DEBUG), or no device_asserts without it; before the passes, which
+// clean up after both.
+void prepare_debug_mode(ir::Function& f, const CompileOptions& opts) {
+  if (opts.debug) add_debug_checks(f);
+  else remove_device_asserts(f);
+}
 }  // namespace
 
 Hash128 content_hash(ir::Function& f, const runtime::Device& device, const CompileOptions& opts) {
   Backend& backend = backend_for(device);
+  prepare_debug_mode(f, opts);
   run_passes(f, "");
   return key_of(ir::print(f), backend, opts);
 }
@@ -74,6 +86,7 @@ std::string toolchain_id(const runtime::Device& device) {
 std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& device, const CompileOptions& opts) {
   auto start = Clock::now();
   Backend& backend = backend_for(device);
+  prepare_debug_mode(f, opts);
   run_passes(f, env().dump_dir);
   std::string text = ir::print(f);
   Hash128 key = key_of(text, backend, opts);

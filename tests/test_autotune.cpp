@@ -291,6 +291,7 @@ BOOST_AUTO_TEST_CASE(failing_configs_are_skipped_with_their_reason) {
 }
 
 BOOST_AUTO_TEST_CASE(only_data_independent_failures_are_remembered) {
+  tt::DebugModeScope debug;  // MODE 1's device_assert is compiled in only in debug mode
   tt::for_each_backend([&](const tt::Backend&) {
     FreshCache cache;
     const int n = 3000;

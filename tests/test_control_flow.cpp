@@ -746,6 +746,7 @@ BOOST_AUTO_TEST_CASE(device_print_in_loop) {
 }
 
 BOOST_AUTO_TEST_CASE(device_assert_pass_and_fail) {
+  tt::DebugModeScope debug;  // device_assert is compiled in only in debug mode, as in Triton
   auto k = tritium::kernel("checked", [](tl::ptr<int32_t> x, tl::ptr<int32_t> out, tl::i32 n, int BLOCK) {
     auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
     auto mask = offs < n;

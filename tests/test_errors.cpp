@@ -462,6 +462,7 @@ BOOST_AUTO_TEST_CASE(errors_at_launch_point_at_the_kernel_line) {
 }
 
 BOOST_AUTO_TEST_CASE(device_assert_fails_at_run_time) {
+  tt::DebugModeScope debug;  // device_assert is compiled in only in debug mode, as in Triton
   static tritium::Kernel k = tritium::kernel("assert_kernel", [](tl::ptr<int32_t> x, tl::i32 n, int BLOCK) {
     auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
     auto m = offs < n;

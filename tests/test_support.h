@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -541,6 +542,25 @@ std::string check_throws(F&& f, std::initializer_list<std::string_view> substrin
 }
 
 // "file:line" as errors print a source location (SourceLoc::str()).
+// TRITIUM_DEBUG set to `value` for the scope's duration (debug mode: checked accesses,
+// device_assert compiled in; docs/debug-mode.md).
+struct DebugModeScope {
+  std::string previous;
+  bool had = false;
+  explicit DebugModeScope(const char* value = "1") {
+    if (const char* v = std::getenv("TRITIUM_DEBUG")) previous = v, had = true;
+    ::setenv("TRITIUM_DEBUG", value, 1);
+    reload_env_for_tests();
+  }
+  ~DebugModeScope() {
+    if (had) ::setenv("TRITIUM_DEBUG", previous.c_str(), 1);
+    else ::unsetenv("TRITIUM_DEBUG");
+    reload_env_for_tests();
+  }
+  DebugModeScope(const DebugModeScope&) = delete;
+  DebugModeScope& operator=(const DebugModeScope&) = delete;
+};
+
 inline std::string file_line(const char* file, unsigned line) { return std::string(file) + ":" + std::to_string(line); }
 
 // As check_throws, and the message must name file:line (the user's line of the offending call).

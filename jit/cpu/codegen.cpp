@@ -1313,20 +1313,44 @@ class Codegen {
     }
   }
 
+  // A failing lane reports its row-major index and the payload values there (debug checks' address
+  // and bounds, jit/passes/debug_checks.h); the first failure of the launch is raised after it.
   void emit_assert(const ir::Op* op) {
+    llvm::Type* i64t = b_.getInt64Ty();
+    llvm::Type* i32t = b_.getInt32Ty();
     llvm::FunctionCallee fnc = module_->getOrInsertFunction(kAssertSymbol, b_.getVoidTy(), b_.getPtrTy(), b_.getPtrTy(),
-                                                            b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty());
+                                                            i64t, i32t, i32t, i32t, i64t, i64t, i64t, i64t);
     const ir::Value* c = op->operand(0);
     Value* msg = global_string(op->attrs.str);
-    auto check = [&](Value* ok) {
-      guarded(b_.CreateNot(ok), [&] { b_.CreateCall(fnc, {launch_, msg, pid_[0], pid_[1], pid_[2]}); });
+    Value* kind = b_.getInt64(op->attrs.ints.empty() ? 0 : op->attrs.ints[0]);
+    auto widen = [&](Value* v, const ir::Value* p) {
+      return v->getType()->isIntegerTy(64) ? v : b_.CreateIntCast(v, i64t, is_signed_int(p->type.dtype));
+    };
+    // The element of `v` (a vector of w lanes, or a scalar) at `lane`.
+    auto at = [&](Value* v, Value* lane) { return v->getType()->isVectorTy() ? b_.CreateExtractElement(v, lane) : v; };
+    auto report = [&](Value* lane, const std::function<Value*(const ir::Value*)>& payload_at) {
+      std::vector<Value*> args{launch_, msg, kind, pid_[0], pid_[1], pid_[2], lane};
+      for (size_t i = 1; i < 4; ++i) args.push_back(i < op->operands.size() ? widen(payload_at(op->operand(i)), op->operand(i)) : b_.getInt64(0));
+      b_.CreateCall(fnc, args);
     };
     if (c->type.is_scalar()) {
-      check(scalar(c));
+      guarded(b_.CreateNot(scalar(c)), [&] { report(b_.getInt64(-1), [&](const ir::Value* p) { return scalar(p); }); });
       return;
     }
     int w = lanes_for(c->type.shape);
-    loop_nest(c->type.shape, w, [&](const Index& idx) { check(b_.CreateAndReduce(eval(c, idx, w))); });
+    loop_nest(c->type.shape, w, [&](const Index& idx) {
+      Value* ok = eval(c, idx, w);
+      Value* all = ok->getType()->isVectorTy() ? b_.CreateAndReduce(ok) : ok;
+      guarded(b_.CreateNot(all), [&] {
+        Value* first = b_.getInt32(0);
+        if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ok->getType()); vt && vt->getNumElements() > 1) {
+          Value* bits = b_.CreateBitCast(b_.CreateNot(ok), b_.getIntNTy(vt->getNumElements()));
+          first = b_.CreateIntCast(b_.CreateBinaryIntrinsic(llvm::Intrinsic::cttz, bits, b_.getTrue()), i32t, false);
+        }
+        Value* lane = b_.CreateSExt(at(lane_vector(flatten(idx, c->type.shape, w), w), first), i64t);
+        report(lane, [&](const ir::Value* p) { return p->type.is_scalar() ? scalar(p) : at(eval(p, idx, w), first); });
+      });
+    });
   }
 
   // ---- ops in program order -------------------------------------------------------------------
@@ -1347,6 +1371,7 @@ class Codegen {
       case OpKind::Dot: return emit_dot(op);
       case OpKind::Print: return emit_print(op);
       case OpKind::Assert: return emit_assert(op);
+      case OpKind::DebugBarrier: return;  // one thread runs a program
       default: break;
     }
     if (is_atomic(op->kind)) return emit_atomic(op);

@@ -8,16 +8,16 @@
 
 namespace tritium::jit::cpu {
 
-void LaunchState::record_assert(const char* message, int32_t px, int32_t py, int32_t pz) {
+void LaunchState::record(CheckFailure failure) {
   if (failed_.exchange(true)) return;
   std::lock_guard lock(mutex_);
-  message_ = fmt::format("{} (program ({}, {}, {}))", message, px, py, pz);
+  failure_ = std::move(failure);
 }
 
 void LaunchState::rethrow(const std::string& kernel) {
   if (!failed_.load()) return;
   std::lock_guard lock(mutex_);
-  throw Error(fmt::format("kernel {}: device assertion failed: {}", kernel, message_));
+  throw Error(describe(failure_, kernel));
 }
 
 extern "C" void tritium_cpu_print(void*, const char* prefix, int32_t px, int32_t py, int32_t pz, int32_t operand,
@@ -40,8 +40,15 @@ extern "C" void tritium_cpu_print(void*, const char* prefix, int32_t px, int32_t
   std::fwrite(line.data(), 1, line.size(), stdout);  // one call per line: lines never interleave
 }
 
-extern "C" void tritium_cpu_assert_fail(void* launch, const char* message, int32_t px, int32_t py, int32_t pz) {
-  static_cast<LaunchState*>(launch)->record_assert(message, px, py, pz);
+extern "C" void tritium_cpu_assert_fail(void* launch, const char* message, int64_t kind, int32_t px, int32_t py,
+                                        int32_t pz, int64_t lane, int64_t p0, int64_t p1, int64_t p2) {
+  CheckFailure c;
+  c.kind = kind;
+  c.message = message;
+  c.program = {px, py, pz};
+  c.lane = lane;
+  c.payload = {p0, p1, p2};
+  static_cast<LaunchState*>(launch)->record(std::move(c));
 }
 
 }  // namespace tritium::jit::cpu

@@ -4,6 +4,7 @@
 #include "jit/cuda/codegen_impl.h"
 
 #include <cerrno>
+#include <functional>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include "common/env.h"
+#include "jit/cuda/cache_hints.h"
 #include "jit/cuda/device_header.h"
 #include "jit/cuda/lowering/lowering.h"
 
@@ -534,6 +536,17 @@ const char* Codegen::vector_type(int64_t bytes) {
   }
 }
 
+// A global load or store of one element, through the device header's cache-hinted helpers when the
+// op has hints (jit/cuda/cache_hints.h); plain C++ otherwise, as before hints existed.
+static std::string load_of(const ir::Op* op, const std::string& ptr) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? "*" + ptr : fmt::format("tt_ld{}({})", s, ptr);
+}
+static std::string store_of(const ir::Op* op, const std::string& ptr, const std::string& v) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? fmt::format("*{} = {};", ptr, v) : fmt::format("tt_st{}({}, {});", s, ptr, v);
+}
+
 void Codegen::emit_vector_loads(const std::vector<const ir::Value*>& roots, const Index& base, int V) {
   if (V == 1) return;
   std::vector<std::pair<const ir::Op*, Index>> loads;
@@ -547,8 +560,10 @@ void Codegen::emit_vector_loads(const std::vector<const ir::Value*>& roots, cons
     line(fmt::format("__align__(16) {} {}[{}];", ct, arr, V));
     open("");
     std::string p = tmp("const " + ct + "*", eval(op->operand(0), idx));
-    std::string vec = fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
-                                  vector_type(bytes), arr, p);
+    const std::string hint = cache_hint_suffix(*op);
+    std::string vec = hint.empty() ? fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
+                                                 vector_type(bytes), arr, p)
+                                   : fmt::format("tt_ld_pred{}<{}>({}, {}, true);", hint, bytes, arr, p);
     const ir::Value* mask = op->operands.size() < 2 ? nullptr : op->operand(1);
     if (!mask) {
       line(vec);
@@ -562,7 +577,7 @@ void Codegen::emit_vector_loads(const std::vector<const ir::Value*>& roots, cons
       open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
       line(fmt::format("{}[{}] = {};", arr, l, op->operands.size() > 2 ? eval(op->operand(2), li) : ct + "{}"));
       close();
-      line(fmt::format("tt_ld_pred<{}>({}, {}, {});", bytes, arr, p, eval(mask, idx)));
+      line(fmt::format("tt_ld_pred{}<{}>({}, {}, {});", hint, bytes, arr, p, eval(mask, idx)));
     } else {
       std::string m = fresh("m"), all = fresh("all"), l = fresh("l");
       line(fmt::format("bool {}[{}];", m, V));
@@ -584,7 +599,7 @@ void Codegen::emit_vector_loads(const std::vector<const ir::Value*>& roots, cons
       line("#pragma unroll");
       open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
       std::string other = op->operands.size() > 2 ? eval(op->operand(2), lane_index()) : ct + "{}";
-      line(fmt::format("{}[{}] = {}[{}] ? {}[{}] : {};", arr, l, m, l, p, l, other));
+      line(fmt::format("{}[{}] = {}[{}] ? {} : {};", arr, l, m, l, load_of(op, fmt::format("({} + {})", p, l)), other));
       close();
       close();
     }
@@ -651,10 +666,10 @@ std::string Codegen::eval_op(const ir::Op* op, const Index& idx) {
       const ir::Value* p = op->operand(0);
       std::string ct = ctype(p->type.pointee);
       std::string ptr = eval(p, idx);
-      if (op->operands.size() < 2) return tmp(ct, "*" + ptr);
+      if (op->operands.size() < 2) return tmp(ct, load_of(op, ptr));
       std::string mask = eval(op->operand(1), idx);
       std::string other = op->operands.size() > 2 ? eval(op->operand(2), idx) : ct + "{}";
-      return tmp(ct, fmt::format("{} ? *{} : {}", mask, ptr, other));
+      return tmp(ct, fmt::format("{} ? {} : {}", mask, load_of(op, ptr), other));
     }
     default: break;
   }
@@ -687,9 +702,9 @@ std::string Codegen::scalar_load(const ir::Op* op) {
   if (may_read_written(op->operand(0))) sync_after_global_writes();
   const ir::Value* p = op->operand(0);
   std::string ct = ctype(p->type.pointee);
-  if (op->operands.size() < 2) return "*" + scalar(p);
+  if (op->operands.size() < 2) return load_of(op, scalar(p));
   std::string other = op->operands.size() > 2 ? scalar(op->operand(2)) : ct + "{}";
-  return fmt::format("{} ? *{} : {}", scalar(op->operand(1)), scalar(p), other);
+  return fmt::format("{} ? {} : {}", scalar(op->operand(1)), load_of(op, scalar(p)), other);
 }
 
 void Codegen::emit_store(const ir::Op* op) {
@@ -700,11 +715,12 @@ void Codegen::emit_store(const ir::Op* op) {
   bool has_mask = op->operands.size() > 2;
   if (p->type.is_scalar()) {  // one thread stores
     std::string cond = has_mask ? fmt::format("tid == 0 && {}", scalar(op->operand(2))) : "tid == 0";
-    line(fmt::format("if ({}) *{} = {};", cond, scalar(p), scalar(val)));
+    line(fmt::format("if ({}) {}", cond, store_of(op, scalar(p), scalar(val))));
     mark_global_write(p);
     return;
   }
   const Shape& shape = p->type.shape;
+  const std::string hint = cache_hint_suffix(*op);
   std::vector<const ir::Value*> roots = {val};
   if (has_mask) roots.push_back(op->operand(2));
   sync_if_reading({p, val, has_mask ? op->operand(2) : p});
@@ -730,21 +746,22 @@ void Codegen::emit_store(const ir::Op* op) {
           if (has_mask) line(fmt::format("{}[{}] = {};", sm, lane_, m));
         } else {
           std::string ptr = eval(p, idx);
-          line(has_mask ? fmt::format("if ({}) *{} = {};", m, ptr, v) : fmt::format("*{} = {};", ptr, v));
+          line(has_mask ? fmt::format("if ({}) {}", m, store_of(op, ptr, v)) : store_of(op, ptr, v));
         }
       },
       [&](const Index& base) {
         if (!vector_store) return;
         std::string ptr = tmp(ct + "*", eval(p, base));
-        std::string vec = fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
-                                      vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv);
+        std::string vec = hint.empty() ? fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
+                                                     vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv)
+                                       : fmt::format("tt_st_pred{}<{}>({}, {}, true);", hint, int64_t(V) * dtype_bytes(d), ptr, sv);
         if (!has_mask) {
           line(vec);
           return;
         }
         const ir::Value* mask = op->operand(2);
         if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {  // one predicated store
-          line(fmt::format("tt_st_pred<{}>({}, {}, {}[0]);", int64_t(V) * dtype_bytes(d), ptr, sv, sm));
+          line(fmt::format("tt_st_pred{}<{}>({}, {}, {}[0]);", hint, int64_t(V) * dtype_bytes(d), ptr, sv, sm));
           return;
         }
         std::string all = fresh("all"), l = fresh("l");
@@ -756,7 +773,8 @@ void Codegen::emit_store(const ir::Op* op) {
         close();
         open("else");
         line("#pragma unroll");
-        line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) if ({2}[{0}]) {3}[{0}] = {4}[{0}];", l, V, sm, ptr, sv));
+        line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) if ({2}[{0}]) {3}", l, V, sm,
+                         store_of(op, fmt::format("({} + {})", ptr, l), fmt::format("{}[{}]", sv, l))));
         close();
       });
   vec_loads_.clear();
@@ -1395,17 +1413,28 @@ void Codegen::emit_print(const ir::Op* op) {
   }
 }
 
+// A failing element reports its row-major index and the payload there (TRITIUM_DEBUG's address
+// and bounds, jit/passes/debug_checks.h).
 void Codegen::emit_assert(const ir::Op* op) {
   const ir::Value* c = op->operand(0);
   int id = num_asserts_++;
   line(fmt::format("// device_assert {}: {}", id, op->attrs.str.substr(0, op->attrs.str.find('\n'))));
+  auto fail_call = [&](const std::string& lane, const std::function<std::string(const ir::Value*)>& at) {
+    std::string call = fmt::format("tt_assert_fail(tt_assert, {}, tt_pid0, tt_pid1, tt_pid2, (long long)({})", id, lane);
+    for (size_t i = 1; i < 4; ++i) call += i < op->operands.size() ? fmt::format(", (long long)({})", at(op->operand(i))) : ", 0";
+    return call + ")";
+  };
   if (c->type.is_scalar()) {
-    line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", scalar(c), id));
+    line(fmt::format("if (!({})) {};", scalar(c), fail_call("-1", [&](const ir::Value* p) { return scalar(p); })));
     return;
   }
-  sync_if_reading({c});
+  std::vector<const ir::Value*> read{c};
+  for (size_t i = 1; i < op->operands.size(); ++i) read.push_back(op->operand(i));
+  sync_if_reading(read);
   thread_loop(c->type.shape, 1, nullptr, [&](const Index& idx) {
-    line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", eval(c, idx), id));
+    line(fmt::format("if (!({})) {};", eval(c, idx), fail_call(flatten(idx, c->type.shape), [&](const ir::Value* p) {
+                       return p->type.is_scalar() ? scalar(p) : eval(p, idx);
+                     })));
   }, nullptr);
 }
 
@@ -1425,6 +1454,7 @@ void Codegen::emit_op(const ir::Op* op) {
     case OpKind::Dot: return emit_dot(op);
     case OpKind::Print: return emit_print(op);
     case OpKind::Assert: return emit_assert(op);
+    case OpKind::DebugBarrier: return line("__syncthreads();");
     default: break;
   }
   if (is_atomic(op->kind)) return emit_atomic(op);

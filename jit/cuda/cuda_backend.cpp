@@ -16,6 +16,8 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "jit/backend.h"
+#include "jit/check_failure.h"
+#include "jit/passes/debug_checks.h"
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/nvjitlink.h"
 #include "jit/cuda/nvrtc.h"
@@ -31,6 +33,7 @@ namespace cu = runtime::cuda;
 
 constexpr int32_t kHasPrint = 1;
 constexpr int32_t kPersistent = 2;  // KernelSource::persistent
+constexpr size_t kFlagBytes = 48;  // the assertion flag and what a failure records
 constexpr char kMagic[8] = {'T', 'R', 'T', 'C', 'U', 'D', 'A', '2'};
 
 struct BinaryHeader {
@@ -67,11 +70,12 @@ std::vector<char> pack(const cuda::KernelSource& ks, const std::vector<char>& cu
   return out;
 }
 
-// The messages of the kernel's device_assert sites, in the order the code generator numbers them.
-std::vector<std::string> assert_messages(const ir::Function& f) {
-  std::vector<std::string> out;
+// The kernel's device_assert and debug-check sites (message, kind), in the order the code
+// generator numbers them.
+std::vector<std::pair<std::string, int64_t>> assert_messages(const ir::Function& f) {
+  std::vector<std::pair<std::string, int64_t>> out;
   const_cast<ir::Function&>(f).walk([&](ir::Op* op) {
-    if (op->kind == ir::OpKind::Assert) out.push_back(op->attrs.str);
+    if (op->kind == ir::OpKind::Assert) out.emplace_back(op->attrs.str, static_cast<int64_t>(check_kind(*op)));
   });
   return out;
 }
@@ -86,7 +90,7 @@ std::vector<std::string> split_options(const std::string& text) {
 class CudaKernel : public CompiledKernel {
  public:
   CudaKernel(int device, const BinaryHeader& h, std::string entry, const std::string& maps, const std::vector<char>& binary,
-             size_t offset, std::vector<std::string> asserts, size_t num_params)
+             size_t offset, std::vector<std::pair<std::string, int64_t>> asserts, size_t num_params)
       : device_(device), header_(h), entry_(std::move(entry)), asserts_(std::move(asserts)), num_params_(num_params) {
     std::istringstream lines(maps);
     // (A recipe read from the disk cache is checked: a bad one is an Error, and the entry recompiled.)
@@ -144,7 +148,7 @@ class CudaKernel : public CompiledKernel {
     // Kernels have at most 64 run-time parameters (dsl/kernel.cpp), plus scratch and flag here,
     // then the tensor maps.
     // (A persistent kernel takes the program grid after them, and runs on at most the resident CTAs.)
-    std::array<void*, 69 + cuda::kMaxTensorMaps> params;
+    std::array<void*, 3 * 64 + 5 + cuda::kMaxTensorMaps> params;  // debug mode: 2 hidden per pointer
     for (size_t i = 0; i < num_params_; ++i) params[i] = const_cast<uint64_t*>(args + i);
     const bool persistent = header_.flags & kPersistent;
     const int64_t ctas = persistent ? std::min<int64_t>(grid.total(), resident_ctas_) : grid.total();
@@ -152,8 +156,8 @@ class CudaKernel : public CompiledKernel {
     if (header_.scratch_bytes > 0)
       scratch = cu::allocate(static_cast<size_t>(header_.scratch_bytes) * static_cast<size_t>(ctas), device_, stream);
     if (header_.num_asserts > 0) {
-      flag = cu::allocate(16, device_, stream);
-      cu::memset_d8(flag, 0, 16, device_, stream);
+      flag = cu::allocate(kFlagBytes, device_, stream);
+      cu::memset_d8(flag, 0, kFlagBytes, device_, stream);
     }
     params[num_params_] = &scratch;
     params[num_params_ + 1] = &flag;
@@ -182,13 +186,21 @@ class CudaKernel : public CompiledKernel {
     // device_print output reaches stdout when the host synchronises: before launch returns.
     if (header_.flags & kHasPrint) cu::check(d.cuStreamSynchronize(stream), "cuStreamSynchronize", "kernel " + name);
     if (flag) {
-      int32_t state[4] = {};
+      // (device_header.cpp's tt_assert_fail: id + 1, program; then lane and payload, 64 bits each.)
+      int64_t state[kFlagBytes / 8] = {};
       cu::copy_d2h(state, flag, sizeof state, device_, stream);  // waits for the kernel
       cu::free(flag);
-      if (state[0] > 0) {
-        size_t id = static_cast<size_t>(state[0] - 1);
-        std::string msg = id < asserts_.size() ? asserts_[id] : "?";
-        fail("kernel {}: device assertion failed: {} (program ({}, {}, {}))", name, msg, state[1], state[2], state[3]);
+      int32_t head[4];
+      std::memcpy(head, state, sizeof head);
+      if (head[0] > 0) {
+        size_t id = static_cast<size_t>(head[0] - 1);
+        CheckFailure c;
+        if (id < asserts_.size()) c.message = asserts_[id].first, c.kind = asserts_[id].second;
+        else c.message = "?";
+        c.program = {head[1], head[2], head[3]};
+        c.lane = state[2];
+        c.payload = {state[3], state[4], state[5]};
+        fail("{}", describe(c, name));
       }
     }
   }
@@ -247,7 +259,7 @@ class CudaKernel : public CompiledKernel {
   std::mutex encoded_mutex_;
   BinaryHeader header_;
   std::string entry_;
-  std::vector<std::string> asserts_;
+  std::vector<std::pair<std::string, int64_t>> asserts_;
   size_t num_params_;
   int64_t resident_ctas_ = 0;  // a persistent kernel's CTAs: as many as the device holds at once
   std::vector<char> image_;

@@ -420,6 +420,70 @@ template <int BYTES> TT_INLINE void tt_st_pred(void* dst, const void* src, bool 
   }
 }
 
+// ---- cache-hinted global accesses (Triton's cache_modifier / eviction_policy, jit/cuda/cache_hints.h):
+// tt_ld_pred_S / tt_st_pred_S as above with the PTX qualifier Q, and one element tt_ld_S(p) /
+// tt_st_S(p, v). Only the instantiated ones reach ptxas. ----
+#define TT_HINTED_ACCESS(S, Q) \
+template <int BYTES> TT_INLINE void tt_ld_pred##S(void* dst, const void* src, bool p) { \
+  if (BYTES == 16) { \
+    uint4& v = *(uint4*)dst; \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %5, 0; @q ld.global" Q ".v4.u32 {%0, %1, %2, %3}, [%4]; }" \
+                 : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w) : "l"(src), "r"((int)p) : "memory"); \
+  } else if (BYTES == 8) { \
+    uint2& v = *(uint2*)dst; \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %3, 0; @q ld.global" Q ".v2.u32 {%0, %1}, [%2]; }" \
+                 : "+r"(v.x), "+r"(v.y) : "l"(src), "r"((int)p) : "memory"); \
+  } else if (BYTES == 4) { \
+    uint32_t& v = *(uint32_t*)dst; \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q ld.global" Q ".u32 %0, [%1]; }" : "+r"(v) : "l"(src), "r"((int)p) : "memory"); \
+  } else if (BYTES == 2) { \
+    uint16_t& v = *(uint16_t*)dst; \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q ld.global" Q ".u16 %0, [%1]; }" : "+h"(v) : "l"(src), "r"((int)p) : "memory"); \
+  } else { \
+    uint16_t v = *(uint8_t*)dst; \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q ld.global" Q ".u8 %0, [%1]; }" : "+h"(v) : "l"(src), "r"((int)p) : "memory"); \
+    *(uint8_t*)dst = (uint8_t)v; \
+  } \
+} \
+template <int BYTES> TT_INLINE void tt_st_pred##S(void* dst, const void* src, bool p) { \
+  if (BYTES == 16) { \
+    const uint4 v = *(const uint4*)src; \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %5, 0; @q st.global" Q ".v4.u32 [%0], {%1, %2, %3, %4}; }" \
+                 ::"l"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"((int)p) : "memory"); \
+  } else if (BYTES == 8) { \
+    const uint2 v = *(const uint2*)src; \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %3, 0; @q st.global" Q ".v2.u32 [%0], {%1, %2}; }" \
+                 ::"l"(dst), "r"(v.x), "r"(v.y), "r"((int)p) : "memory"); \
+  } else if (BYTES == 4) { \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q st.global" Q ".u32 [%0], %1; }" \
+                 ::"l"(dst), "r"(*(const uint32_t*)src), "r"((int)p) : "memory"); \
+  } else if (BYTES == 2) { \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q st.global" Q ".u16 [%0], %1; }" \
+                 ::"l"(dst), "h"(*(const uint16_t*)src), "r"((int)p) : "memory"); \
+  } else { \
+    asm volatile("{ .reg .pred q; setp.ne.b32 q, %2, 0; @q st.global" Q ".u8 [%0], %1; }" \
+                 ::"l"(dst), "h"((uint16_t)*(const uint8_t*)src), "r"((int)p) : "memory"); \
+  } \
+} \
+template <class T> TT_INLINE T tt_ld##S(const T* p) { \
+  T v; \
+  tt_ld_pred##S<sizeof(T)>(&v, p, true); \
+  return v; \
+} \
+template <class T, class U> TT_INLINE void tt_st##S(T* p, U u) { \
+  T v = (T)u; \
+  tt_st_pred##S<sizeof(T)>(p, &v, true); \
+}
+TT_HINTED_ACCESS(_ca, ".ca")
+TT_HINTED_ACCESS(_cg, ".cg")
+TT_HINTED_ACCESS(_cv, ".cv")
+TT_HINTED_ACCESS(_wb, ".wb")
+TT_HINTED_ACCESS(_cs, ".cs")
+TT_HINTED_ACCESS(_wt, ".wt")
+TT_HINTED_ACCESS(_ef, ".L1::evict_first")
+TT_HINTED_ACCESS(_el, ".L1::evict_last")
+#undef TT_HINTED_ACCESS
+
 // ---- f32 math as Triton's defaults: exp through ex2.approx, div.full, approximate sqrt/rsqrt ----
 TT_INLINE float tt_exp(float x) {
   float y;
@@ -442,12 +506,19 @@ TT_INLINE float tt_rsqrt(float x) {
   return y;
 }
 
-// ---- device_assert: the first failure records (assert id + 1, program id) for the host ----
-TT_INLINE void tt_assert_fail(int* flag, int id) {
+// ---- device_assert and debug checks: the first failure records (check id + 1, program id, lane,
+// payload) for the host: int [0] id + 1, [1..3] program, long long at byte 16: lane, payload[3] ----
+TT_INLINE void tt_assert_fail(int* flag, int id, int px, int py, int pz, long long lane, long long p0, long long p1,
+                              long long p2) {
   if (atomicCAS(flag, 0, id + 1) == 0) {
-    flag[1] = (int)blockIdx.x;
-    flag[2] = (int)blockIdx.y;
-    flag[3] = (int)blockIdx.z;
+    flag[1] = px;
+    flag[2] = py;
+    flag[3] = pz;
+    long long* w = (long long*)(flag + 4);
+    w[0] = lane;
+    w[1] = p0;
+    w[2] = p1;
+    w[3] = p2;
     __threadfence_system();
   }
 }

@@ -5,6 +5,8 @@
 // every thread.
 #include "jit/cuda/ptx_codegen.h"
 
+#include "jit/cuda/cache_hints.h"
+
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -587,6 +589,7 @@ class PtxEmitter {
     const DType d = p->type.pointee;
     const bool masked = op->operands.size() > 1, has_other = op->operands.size() > 2;
     const int bits = reg_bits(reg_class(d));
+    const std::string q = ptx_cache_qualifier(*op);  // cache hints: ".cg", ".L1::evict_first", ...
     auto initial = [&](int i) {  // what a masked-off lane holds
       std::string r = reg(d);
       if (has_other) emit("mov.b{} {}, {};", bits, r, at(op->operand(2), i));
@@ -597,7 +600,7 @@ class PtxEmitter {
     if (p->type.is_scalar() || !vector_access(op)) {
       for (int i = 0; i < lanes(op->result()); ++i) {
         std::string r = masked ? initial(i) : reg(d);
-        emit("{}ld.global.b{} {}, [{}];", masked ? guarded(at(op->operand(1), i)) : "", bits, r, at(p, i));
+        emit("{}ld.global{}.b{} {}, [{}];", masked ? guarded(at(op->operand(1), i)) : "", q, bits, r, at(p, i));
         out.push_back(r);
       }
       vals_[op->result()] = std::move(out);
@@ -608,12 +611,12 @@ class PtxEmitter {
       for (int l = 0; l < V_; ++l) lane_regs.push_back(masked ? initial(k * V_ + l) : reg(d));
       VectorGuard g = vector_guard(op, 1, k * V_);
       Words w = words_for(lane_regs, d, /*pack=*/masked);
-      emit("{}ld.global{}.b{} {}, [{}];", guarded(g.whole), vsuffix(w.regs.size()), w.bits, vec(w.regs), at(p, k * V_));
+      emit("{}ld.global{}{}.b{} {}, [{}];", guarded(g.whole), q, vsuffix(w.regs.size()), w.bits, vec(w.regs), at(p, k * V_));
       if (w.regs != lane_regs)
         for (size_t j = 0; j < w.regs.size(); ++j)
           emit("mov.b32 {{{}, {}}}, {};", lane_regs[2 * j], lane_regs[2 * j + 1], w.regs[j]);
       for (size_t l = 0; l < g.lane.size(); ++l)
-        emit("@{} ld.global.b{} {}, [{}];", g.lane[l], bits, lane_regs[l], at(p, k * V_ + static_cast<int>(l)));
+        emit("@{} ld.global{}.b{} {}, [{}];", g.lane[l], q, bits, lane_regs[l], at(p, k * V_ + static_cast<int>(l)));
       out.insert(out.end(), lane_regs.begin(), lane_regs.end());
     }
     vals_[op->result()] = std::move(out);
@@ -625,16 +628,17 @@ class PtxEmitter {
     const DType d = p->type.pointee;
     const bool masked = op->operands.size() > 2;
     const int bits = reg_bits(reg_class(d));
+    const std::string q = ptx_cache_qualifier(*op);
     if (p->type.is_scalar()) {  // one thread stores
       std::string first = reg(RegClass::pred);
       emit("setp.eq.u32 {}, {}, 0;", first, tid_);
       if (masked) emit("and.pred {0}, {0}, {1};", first, at(op->operand(2), 0));
-      emit("@{} st.global.b{} [{}], {};", first, bits, at(p, 0), at(v, 0));
+      emit("@{} st.global{}.b{} [{}], {};", first, q, bits, at(p, 0), at(v, 0));
       return;
     }
     if (!vector_access(op)) {
       for (int i = 0; i < per_thread_; ++i)
-        emit("{}st.global.b{} [{}], {};", masked ? guarded(at(op->operand(2), i)) : "", bits, at(p, i), at(v, i));
+        emit("{}st.global{}.b{} [{}], {};", masked ? guarded(at(op->operand(2), i)) : "", q, bits, at(p, i), at(v, i));
       return;
     }
     for (int k = 0; k < per_thread_ / V_; ++k) {
@@ -642,9 +646,9 @@ class PtxEmitter {
       for (int l = 0; l < V_; ++l) lane_regs.push_back(at(v, k * V_ + l));
       VectorGuard g = vector_guard(op, 2, k * V_);
       Words w = words_for(lane_regs, d, /*pack=*/true);
-      emit("{}st.global{}.b{} [{}], {};", guarded(g.whole), vsuffix(w.regs.size()), w.bits, at(p, k * V_), vec(w.regs));
+      emit("{}st.global{}{}.b{} [{}], {};", guarded(g.whole), q, vsuffix(w.regs.size()), w.bits, at(p, k * V_), vec(w.regs));
       for (size_t l = 0; l < g.lane.size(); ++l)
-        emit("@{} st.global.b{} [{}], {};", g.lane[l], bits, at(p, k * V_ + static_cast<int>(l)), lane_regs[l]);
+        emit("@{} st.global{}.b{} [{}], {};", g.lane[l], q, bits, at(p, k * V_ + static_cast<int>(l)), lane_regs[l]);
     }
   }
 };

@@ -447,6 +447,11 @@ class Assigner {
           if (op->operands[i]->type.is_block()) require(op, i, home_[body->args[i - 2]]);
         return;
       }
+      case OpKind::Assert:  // payloads are read at the condition's registers (lowering/debug.cpp)
+        if (op->operand(0)->type.is_block() && has(op->operand(0)))
+          for (size_t i = 1; i < op->operands.size(); ++i)
+            if (op->operands[i]->type.is_block()) require(op, i, home_[op->operand(0)]);
+        return;
       case OpKind::Yield: {
         const ir::Op* parent = op->parent->parent;
         if (!parent) return;

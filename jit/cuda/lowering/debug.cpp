@@ -2,6 +2,8 @@
 // thread holding its first copy, with its flat index (the same text as the element-loop generator).
 #include "jit/cuda/lowering/lowering.h"
 
+#include <functional>
+
 namespace tritium::jit::cuda::lowering {
 namespace {
 
@@ -48,17 +50,32 @@ void Lowering::emit_print(const ir::Op* op) {
   }
 }
 
+// A failing element reports its row-major index and the payload there (TRITIUM_DEBUG's address
+// and bounds); the layout pass gives the payload blocks the condition's layout.
 void Lowering::emit_assert(const ir::Op* op) {
   const ir::Value* c = op->operand(0);
   int id = num_asserts_++;
   wait_mma();
   line(fmt::format("// device_assert {}: {}", id, op->attrs.str.substr(0, op->attrs.str.find('\n'))));
+  auto fail_call = [&](const std::string& lane, const std::function<std::string(const ir::Value*)>& at) {
+    std::string call = fmt::format("tt_assert_fail(tt_assert, {}, tt_pid0, tt_pid1, tt_pid2, (long long)({})", id, lane);
+    for (size_t i = 1; i < 4; ++i) call += i < op->operands.size() ? fmt::format(", (long long)({})", at(op->operand(i))) : ", 0";
+    return call + ")";
+  };
   if (c->type.is_scalar()) {
-    line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", scalar(c), id));
+    line(fmt::format("if (!({})) {};", scalar(c), fail_call("-1", [&](const ir::Value* p) { return scalar(p); })));
     return;
   }
   const Val& x = val(c);
-  for (int r = 0; r < layout(c).num_regs(); ++r) line(fmt::format("if (!({})) tt_assert_fail(tt_assert, {});", x.at(r), id));
+  const Layout& l = layout(c);
+  const ir::Shape& s = c->type.shape;
+  for (int r = 0; r < l.num_regs(); ++r) {
+    std::string flat = "0";
+    for (size_t d = 0; d < s.size(); ++d) flat = fmt::format("({}) * {} + {}", flat, s[d], coord(l, r, static_cast<int>(d)));
+    line(fmt::format("if (!({})) {};", x.at(r), fail_call(flat, [&](const ir::Value* p) {
+                       return p->type.is_scalar() ? scalar(p) : val(p).at(r);
+                     })));
+  }
 }
 
 }  // namespace tritium::jit::cuda::lowering

@@ -219,6 +219,7 @@ void Lowering::emit_op(const ir::Op* op) {
     case OpKind::Dot: return emit_dot(op);
     case OpKind::Print: return emit_print(op);
     case OpKind::Assert: return emit_assert(op);
+    case OpKind::DebugBarrier: return line("__syncthreads();");
     case OpKind::ConvertLayout: return emit_convert(op);
     default: break;
   }

@@ -5,6 +5,8 @@
 // stores and atomics to the first copy's thread.
 #include "jit/cuda/lowering/lowering.h"
 
+#include "jit/cuda/cache_hints.h"
+
 namespace tritium::jit::cuda::lowering {
 
 const ir::Value* Lowering::pointer_root(const ir::Value* v) {
@@ -92,6 +94,30 @@ std::string operand_at(const ir::Op* op, size_t i, const Val* v, const std::stri
 }
 }  // namespace
 
+namespace {
+// One element's global load or store, through the device header's cache-hinted helpers when the op
+// has hints (jit/cuda/cache_hints.h).
+std::string load_of(const ir::Op* op, const std::string& ptr) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? "*" + ptr : fmt::format("tt_ld{}({})", s, ptr);
+}
+std::string store_of(const ir::Op* op, const std::string& ptr, const std::string& v) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? fmt::format("*{} = {};", ptr, v) : fmt::format("tt_st{}({}, {});", s, ptr, v);
+}
+// A whole vector: tt_vcopy, or the hinted predicated access with a true predicate.
+std::string vector_load(const ir::Op* op, int64_t bytes, const std::string& dst, const std::string& src) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? fmt::format("tt_vcopy<{}>({}, {});", bytes, dst, src)
+                   : fmt::format("tt_ld_pred{}<{}>({}, {}, true);", s, bytes, dst, src);
+}
+std::string vector_store(const ir::Op* op, int64_t bytes, const std::string& dst, const std::string& src) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? fmt::format("tt_vcopy<{}>({}, {});", bytes, dst, src)
+                   : fmt::format("tt_st_pred{}<{}>({}, {}, true);", s, bytes, dst, src);
+}
+}  // namespace
+
 void Lowering::emit_load(const ir::Op* op) {
   const ir::Value* p = op->operand(0);
   const ir::Value* r = op->result();
@@ -114,25 +140,26 @@ void Lowering::emit_load(const ir::Op* op) {
   for (int g = 0; g < n; g += V) {
     if (V == 1) {
       line(fmt::format("{}[{}] = {};", out.name, g,
-                       has_mask ? fmt::format("{} ? *{} : {}", m_at(g), ptr.at(g), o_at(g)) : "*" + ptr.at(g)));
+                       has_mask ? fmt::format("{} ? {} : {}", m_at(g), load_of(op, ptr.at(g)), o_at(g)) : load_of(op, ptr.at(g))));
       continue;
     }
     const std::string dst = fmt::format("&{}[{}]", out.name, g);
     if (!has_mask) {
-      line(fmt::format("tt_vcopy<{}>({}, {});", bytes, dst, ptr.at(g)));
+      line(vector_load(op, bytes, dst, ptr.at(g)));
     } else if (mask_constant(op->operand(1), l.reg[0].dim, V)) {
       // `other` first, then one predicated load: no branch, so consecutive loads issue back to back.
       for (int j = 0; j < V; ++j) line(fmt::format("{}[{}] = {};", out.name, g + j, o_at(g + j)));
-      line(fmt::format("tt_ld_pred<{}>({}, {}, {});", bytes, dst, ptr.at(g), m_at(g)));
+      line(fmt::format("tt_ld_pred{}<{}>({}, {}, {});", cache_hint_suffix(*op), bytes, dst, ptr.at(g), m_at(g)));
     } else {
       std::string all;
       for (int j = 0; j < V; ++j) all += (j ? " && " : "") + m_at(g + j);
       open(fmt::format("if ({})", all));
-      line(fmt::format("tt_vcopy<{}>({}, {});", bytes, dst, ptr.at(g)));
+      line(vector_load(op, bytes, dst, ptr.at(g)));
       close();
       open("else");
       for (int j = 0; j < V; ++j)
-        line(fmt::format("{}[{}] = {} ? *({} + {}) : {};", out.name, g + j, m_at(g + j), ptr.at(g), j, o_at(g + j)));
+        line(fmt::format("{}[{}] = {} ? {} : {};", out.name, g + j, m_at(g + j),
+                         load_of(op, fmt::format("({} + {})", ptr.at(g), j)), o_at(g + j)));
       close();
     }
   }
@@ -144,7 +171,7 @@ void Lowering::emit_store(const ir::Op* op) {
   const bool has_mask = op->operands.size() > 2;
   if (p->type.is_scalar()) {  // one thread stores
     std::string cond = has_mask ? fmt::format("tid == 0 && {}", scalar(op->operand(2))) : "tid == 0";
-    line(fmt::format("if ({}) *{} = {};", cond, scalar(p), scalar(v)));
+    line(fmt::format("if ({}) {}", cond, store_of(op, scalar(p), scalar(v))));
     mark_global_write(p);
     return;
   }
@@ -170,24 +197,24 @@ void Lowering::emit_store(const ir::Op* op) {
   const int64_t bytes = int64_t{V} * dtype_bytes(d);
   for (int g = 0; g < n; g += V) {
     if (V == 1) {
-      std::string st = fmt::format("*{} = {};", ptr.at(g), value->at(g));
+      std::string st = store_of(op, ptr.at(g), value->at(g));
       line(has_mask ? fmt::format("if ({}) {}", m_at(g), st) : st);
       continue;
     }
     const std::string src = fmt::format("&{}[{}]", value->name, g);
     if (!has_mask) {
-      line(fmt::format("tt_vcopy<{}>({}, {});", bytes, ptr.at(g), src));
+      line(vector_store(op, bytes, ptr.at(g), src));
     } else if (mask_constant(op->operand(2), l.reg[0].dim, V)) {
-      line(fmt::format("tt_st_pred<{}>({}, {}, {});", bytes, ptr.at(g), src, m_at(g)));
+      line(fmt::format("tt_st_pred{}<{}>({}, {}, {});", cache_hint_suffix(*op), bytes, ptr.at(g), src, m_at(g)));
     } else {
       std::string all;
       for (int j = 0; j < V; ++j) all += (j ? " && " : "") + m_at(g + j);
       open(fmt::format("if ({})", all));
-      line(fmt::format("tt_vcopy<{}>({}, {});", bytes, ptr.at(g), src));
+      line(vector_store(op, bytes, ptr.at(g), src));
       close();
       open("else");
       for (int j = 0; j < V; ++j)
-        line(fmt::format("if ({}) *({} + {}) = {};", m_at(g + j), ptr.at(g), j, value->at(g + j)));
+        line(fmt::format("if ({}) {}", m_at(g + j), store_of(op, fmt::format("({} + {})", ptr.at(g), j), value->at(g + j))));
       close();
     }
   }
