@@ -105,6 +105,23 @@ tensor associative_scan(const tensor& x, int axis, const combine1_t& combine, bo
 std::vector<tensor> associative_scan(const std::vector<tensor>& xs, int axis, const combineN_t& combine,
                                      bool reverse = false, TL_LOC);
 
+// ---- data movement within a block (dsl/data_movement.cpp, dsl/sort.cpp) -----------------------
+// Counts of the values of a 1-D integer block in [0, num_bins) (num_bins a power of two): an
+// [num_bins] i32 block. Values outside the range, and elements whose mask is false, are not counted.
+tensor histogram(const tensor& x, int64_t num_bins, std::optional<operand> mask = std::nullopt, TL_LOC);
+// out[i] = src[i with i[axis] replaced by index[i]]: index is an integer block of src's rank and of
+// src's shape off the axis; the result has index's shape. Out-of-range indices wrap (see the docs).
+tensor gather(const tensor& src, const tensor& index, int axis, TL_LOC);
+// a and b (broadcast together, one dtype) stacked in a new minor dim of 2; split is its inverse
+// (the last dim must be 2) and interleave(a, b) is join then merging the last two dims.
+tensor join(operand a, operand b, TL_LOC);
+std::pair<tensor, tensor> split(const tensor& x, TL_LOC);
+tensor interleave(operand a, operand b, TL_LOC);
+// Bitonic sort along the last dim (Triton's only supported dim): ascending unless descending.
+tensor sort(const tensor& x, std::optional<int> dim = std::nullopt, bool descending = false, TL_LOC);
+// The k largest elements along the last dim, largest first: x's shape with k as the last dim.
+tensor topk(const tensor& x, int64_t k, std::optional<int> dim = std::nullopt, TL_LOC);
+
 // ---- dot ------------------------------------------------------------------------------------
 // a [M,K] @ b [K,N] (+ acc [M,N]); fp32 accumulation for float inputs, i32 for int8.
 // input_precision (fp32 operands only, as in Triton): "tf32" rounds the operands to tf32 for the

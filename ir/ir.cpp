@@ -70,6 +70,10 @@ const char* op_name(OpKind k) {
     case OpKind::Reduce: return "reduce";
     case OpKind::Scan: return "scan";
     case OpKind::Dot: return "dot";
+    case OpKind::Histogram: return "histogram";
+    case OpKind::Gather: return "gather";
+    case OpKind::Join: return "join";
+    case OpKind::Split: return "split";
     case OpKind::For: return "for";
     case OpKind::While: return "while";
     case OpKind::If: return "if";

@@ -49,6 +49,13 @@ enum class OpKind : uint8_t {
                 // attr: axis, flags = keep_dims
   Scan,         // operands: N blocks; region(0): combine; attr: axis, flags = reverse
   Dot,          // (a [M,K], b [K,N], acc [M,N]) -> [M,N]; attr: str = input_precision (fp32 operands)
+  // Data movement within a block (Triton's tt.histogram, tt.gather, tt.join, tt.split).
+  Histogram,    // (x [N] int [, mask [N] i1]) -> [num_bins] i32: counts of x == b for b in [0, num_bins);
+                // values outside the range and masked-off elements are not counted
+  Gather,       // (src, index int) -> index's shape, src's dtype; attr: axis. out[i] = src[i with
+                // i[axis] = index[i]]; index has src's rank and src's shape off the axis
+  Join,         // (a, b) of one type -> [..., 2]: a at [..., 0], b at [..., 1]
+  Split,        // (x [..., 2]) -> two results [...]: x[..., 0], x[..., 1]
   // Control flow.
   For,          // (lb, ub, step, init_0..init_n); region(0) args: (iv, carried_0..n) -> yield n
   If,           // (cond); region(0) then, region(1) else; each yields the results

@@ -62,6 +62,7 @@ std::string attrs_str(const Op& op) {
     case OpKind::ProgramId:
     case OpKind::NumPrograms:
     case OpKind::ExpandDims:
+    case OpKind::Gather:
       parts.push_back(fmt::format("axis={}", a.axis));
       axis_done = true;
       break;

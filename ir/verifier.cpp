@@ -379,6 +379,49 @@ void verify_misc(const Op& op) {
              "input_precision (tf32, tf32x3 or ieee) is given for fp32 operands only, got \"" + op.attrs.str + "\" for " + types);
       break;
     }
+    case OpKind::Histogram: {
+      expect_counts(op, 1, 2, 1);
+      const Type& x = op.operand(0)->type;
+      const Type& out = op.result()->type;
+      expect(x.is_block() && x.rank() == 1 && is_int(x.dtype) && x.dtype != DType::i1, op,
+             "needs a 1-D block of integers, got " + x.str());
+      expect(op.operands.size() < 2 || op.operand(1)->type == x.with_dtype(DType::i1), op,
+             fmt::format("mask must be {}, got {}", x.with_dtype(DType::i1).str(), type_of(op.operand(op.operands.size() - 1))));
+      expect(out.is_block() && out.rank() == 1 && out.dtype == DType::i32, op, "result must be [num_bins]i32, got " + out.str());
+      break;
+    }
+    case OpKind::Gather: {
+      expect_counts(op, 2, 2, 1);
+      const Type &src = op.operand(0)->type, &idx = op.operand(1)->type, &out = op.result()->type;
+      std::string types = fmt::format("gather({}, {}) -> {}", src.str(), idx.str(), out.str());
+      expect(src.is_block() && idx.is_block() && src.rank() == idx.rank(), op, "needs blocks of one rank: " + types);
+      expect(is_int(idx.dtype) && idx.dtype != DType::i1, op, "index must be integers: " + types);
+      expect(op.attrs.axis >= 0 && op.attrs.axis < src.rank(), op, fmt::format("axis {} out of range: {}", op.attrs.axis, types));
+      for (int d = 0; d < src.rank(); ++d)
+        expect(d == op.attrs.axis || src.shape[d] == idx.shape[d], op, fmt::format("dim {} differs off the axis: {}", d, types));
+      expect(out == idx.with_dtype(src.dtype), op, "result must have index's shape and src's dtype: " + types);
+      break;
+    }
+    case OpKind::Join: {
+      expect_counts(op, 2, 2, 1);
+      const Type &a = op.operand(0)->type, &b = op.operand(1)->type;
+      Shape want = a.shape;
+      want.push_back(2);
+      std::string types = fmt::format("join({}, {}) -> {}", a.str(), b.str(), op.result()->type.str());
+      expect(a == b, op, "operands must have one type: " + types);
+      expect(op.result()->type == a.with_shape(want), op, "result must add a minor dim of 2: " + types);
+      break;
+    }
+    case OpKind::Split: {
+      expect_counts(op, 1, 1, 2);
+      const Type& x = op.operand(0)->type;
+      expect(x.is_block() && x.rank() >= 1 && x.shape.back() == 2, op, "needs a block whose last dim is 2, got " + x.str());
+      Shape want(x.shape.begin(), x.shape.end() - 1);
+      Type half = want.empty() ? x.with_shape({}) : x.with_shape(want);
+      for (const Value* r : op.results)
+        expect(r->type == half, op, fmt::format("results must be {}, got {}", half.str(), r->type.str()));
+      break;
+    }
     case OpKind::Yield:
       expect(op.results.empty(), op, "has no results");
       expect(op.parent && op.parent->parent, op, "only ends a region");

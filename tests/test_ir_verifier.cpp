@@ -142,6 +142,38 @@ BOOST_AUTO_TEST_CASE(shape_ops) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(data_movement_ops) {
+  // Well formed: each op accepted.
+  {
+    Kernel k;
+    Value* r = k.range();
+    Value* j = k.b.create1(OpKind::Join, {r, r}, Type::block(DType::i32, {64, 2}));
+    k.b.create(OpKind::Split, {j}, {row_i32, row_i32});
+    k.b.create1(OpKind::Histogram, {r}, Type::block(DType::i32, {16}));
+    Value* tile = k.b.create1(OpKind::Reshape, {k.row()}, Type::block(DType::f32, {8, 8}));
+    Attrs a;
+    a.axis = 1;
+    k.b.create1(OpKind::Gather, {tile, k.b.create1(OpKind::Reshape, {r}, Type::block(DType::i32, {8, 8}))},
+                Type::block(DType::f32, {8, 8}), a);
+    BOOST_CHECK_NO_THROW(verify(k.f));
+  }
+  check_rejected("join", [](Kernel& k) { k.b.create1(OpKind::Join, {k.range(), k.row()}, Type::block(DType::i32, {64, 2})); });
+  check_rejected("join", [](Kernel& k) { k.b.create1(OpKind::Join, {k.range(), k.range()}, Type::block(DType::i32, {2, 64})); });
+  check_rejected("split", [](Kernel& k) { k.b.create(OpKind::Split, {k.range()}, {i32, i32}); });
+  check_rejected("histogram", [](Kernel& k) { k.b.create1(OpKind::Histogram, {k.row()}, Type::block(DType::i32, {16})); });
+  check_rejected("histogram", [](Kernel& k) { k.b.create1(OpKind::Histogram, {k.range()}, Type::block(DType::f32, {16})); });
+  check_rejected("gather", [](Kernel& k) {
+    Attrs a;
+    a.axis = 0;
+    k.b.create1(OpKind::Gather, {k.row(), k.row()}, row_f32, a);  // float index
+  });
+  check_rejected("gather", [](Kernel& k) {
+    Attrs a;
+    a.axis = 1;  // out of range for rank 1
+    k.b.create1(OpKind::Gather, {k.row(), k.range()}, row_f32, a);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(memory_ops) {
   check_rejected("load", [](Kernel& k) { k.b.create1(OpKind::Load, {k.ptrs()}, Type::block(DType::f16, {64})); });
   check_rejected("load", [](Kernel& k) { k.b.create1(OpKind::Load, {k.ptrs(), k.range()}, row_f32); });

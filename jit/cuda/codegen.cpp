@@ -286,6 +286,7 @@ void Codegen::plan_registers() {
   f_.walk([&](ir::Op* op) {
     switch (op->kind) {
       case OpKind::Reduce: case OpKind::Scan: return;
+      case OpKind::Histogram: case OpKind::Gather: case OpKind::Split: return;  // buffers of their own
       case OpKind::Dot:  // tensor-core accumulators are registers in the fragment mapping
         if (mma_tiling(op) && fits(op->result()) && only_own_elements(op->result())) take(op->result());
         return;
@@ -660,6 +661,11 @@ std::string Codegen::eval_op(const ir::Op* op, const Index& idx) {
       for (size_t d = 0; d < to.size(); ++d)
         in[d] = to[d] == 1 ? "0" : fmt::format("({} / {} % {})", flat, st[d], to[d]);
       return eval(op->operand(0), in);
+    }
+    case OpKind::Join: {  // [..., j]: a's element [...] where j == 0, b's where j == 1
+      Index in(idx.begin(), idx.end() - 1);
+      std::string a = eval(op->operand(0), in), b = eval(op->operand(1), in);
+      return tmp(ctype(t.element()), fmt::format("({}) == 0 ? {} : {}", idx.back(), a, b));
     }
     case OpKind::Load: {
       if (auto it = vec_loads_.find(op); it != vec_loads_.end()) return fmt::format("{}[{}]", it->second, lane_);
@@ -1455,6 +1461,9 @@ void Codegen::emit_op(const ir::Op* op) {
     case OpKind::Print: return emit_print(op);
     case OpKind::Assert: return emit_assert(op);
     case OpKind::DebugBarrier: return line("__syncthreads();");
+    case OpKind::Histogram: return emit_histogram(op);
+    case OpKind::Gather: return emit_gather(op);
+    case OpKind::Split: return emit_split(op);
     default: break;
   }
   if (is_atomic(op->kind)) return emit_atomic(op);

@@ -336,6 +336,11 @@ class Codegen {
   void emit_reduce(const ir::Op* op);
 
   void emit_scan(const ir::Op* op);
+  // Data movement within a block (jit/cuda/block_data.cpp): counts in shared memory, gathers and
+  // splits read from buffers.
+  void emit_histogram(const ir::Op* op);
+  void emit_gather(const ir::Op* op);
+  void emit_split(const ir::Op* op);
 
   // ---- tensor cores -------------------------------------------------------------------------
 

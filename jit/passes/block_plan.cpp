@@ -48,6 +48,8 @@ struct Planner {
       if (op->kind == OpKind::Dot)  // dot reads its operands M*N*K times
         for (int i = 0; i < 2; ++i)
           if (ir::Value* v = op->operands[i]; v->def && v->type.is_block()) materialize_[v] = true;
+      if (op->kind == OpKind::Gather)  // read at data-dependent positions: from a buffer
+        if (ir::Value* v = op->operands[0]; v->def && v->type.is_block()) materialize_[v] = true;
     });
   }
 
@@ -109,6 +111,7 @@ struct Planner {
   bool decide(ir::Op* op, ir::Value* r) {
     switch (op->kind) {
       case OpKind::Reduce: case OpKind::Scan: case OpKind::Dot: case OpKind::For: case OpKind::If: case OpKind::While:
+      case OpKind::Histogram: case OpKind::Gather: case OpKind::Split:
         return true;
       default: break;
     }

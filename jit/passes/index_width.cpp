@@ -101,6 +101,10 @@ class Analysis {
       changed |= add_origin(op->result(), origin(op->operand(0)));
     } else if (op->kind == OpKind::Select) {
       changed |= add_origin(op->result(), origin(op->operand(1)) | origin(op->operand(2)));
+    } else if (op->kind == OpKind::Join) {  // blocks of pointers moved within a block
+      changed |= add_origin(op->result(), origin(op->operand(0)) | origin(op->operand(1)));
+    } else if (op->kind == OpKind::Split || op->kind == OpKind::Gather) {
+      for (Value* r : op->results) changed |= add_origin(r, origin(op->operand(0)));
     } else if (op->kind == OpKind::For) {
       // operands: lb, ub, step, init...; body args: iv, carried...; the yield: next values
       ir::Block* body = op->regions[0];
