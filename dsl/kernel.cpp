@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/hash.h"
+#include "dsl/early_exit.h"
 #include "dsl/trace.h"
 #include "ir/printer.h"
 #include "jit/compiled_kernel.h"
@@ -435,6 +436,7 @@ class KernelImpl {
       }
     }
     body(t);
+    dsl::exit_close_all(loc);
   }
 
   Specialization& specialize(const Bound& b, uint64_t h, const Options& options, const SourceLoc& loc = {}) {

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "common/env.h"
+#include "dsl/early_exit.h"
 #include "dsl/tensor.h"
 
 namespace tritium::dsl {
@@ -15,7 +16,7 @@ thread_local tl::tensor* g_live_head = nullptr;
 std::atomic<uint64_t> g_next_serial{1};
 
 TraceContext::TraceContext(ir::Function& f)
-    : function(f), builder(f), max_ops(env().max_ir_ops), serial(g_next_serial++), previous_(g_current) {
+    : function(f), builder(f), max_ops(env().max_ir_ops), serial(g_next_serial++), exits(std::make_unique<ExitFrames>()), previous_(g_current) {
   g_current = this;
 }
 TraceContext::~TraceContext() { g_current = previous_; }
