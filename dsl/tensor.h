@@ -51,7 +51,7 @@ class tensor {
   ~tensor() { unlink(); }
 
   bool defined() const { return v_ != nullptr; }
-  // Triton's None: a pointer argument given as nullptr, a null pointer or an undefined Tensor.
+  // Triton's None: a pointer argument given as nullptr (or a null void*) or an undefined Tensor.
   // Test it while tracing (Triton's `if bias_ptr is not None:` is a compile-time branch):
   //   if (!bias.is_none()) acc += tl::load(bias + offs, mask);
   // Any other use of it is a trace error naming the argument and the line.
