@@ -254,13 +254,25 @@ struct Autotuner::Impl {
   std::mutex map_mutex;
   std::unordered_map<uint64_t, std::unique_ptr<TuningResult>> tuned;
 
+  // A key argument's meta value (positional or named), when it is one: dtype and string values
+  // key by what they are (their numeric fields are zero for strings).
+  static const MetaValue* key_meta(const Kernel& kernel, const LaunchArgs& args, const std::string& name) {
+    int i = param_index(kernel, name);
+    if (i >= 0 && static_cast<size_t>(i) < args.values.size())
+      return args.values[static_cast<size_t>(i)].kind == detail::ArgValue::Kind::meta ? &args.values[static_cast<size_t>(i)].meta
+                                                                                       : nullptr;
+    return args.named.find(name);
+  }
+
   // The tuning key: key argument values, every argument's dtype, the device.
   uint64_t key_hash(const LaunchArgs& args) const {
     Hasher h;
     for (const std::string& name : options.key) {
       int i = param_index(kernel, name);
-      if (static_cast<size_t>(i) < args.values.size()) h.add(args.values[static_cast<size_t>(i)].bits);
-      else if (const MetaValue* m = args.named.find(name)) h.add(static_cast<uint64_t>(m->i)).add(static_cast<uint64_t>(std::bit_cast<uint64_t>(m->f)));
+      const MetaValue* m = key_meta(kernel, args, name);
+      if (m && (m->kind == MetaValue::Kind::dtype || m->kind == MetaValue::Kind::string)) h.add(m->str());
+      else if (static_cast<size_t>(i) < args.values.size()) h.add(args.values[static_cast<size_t>(i)].bits);
+      else if (m) h.add(static_cast<uint64_t>(m->i)).add(static_cast<uint64_t>(std::bit_cast<uint64_t>(m->f)));
     }
     for (const auto& a : args.values) h.add(static_cast<uint64_t>(a.dtype));
     runtime::Device d = launch_device(args);
@@ -272,7 +284,11 @@ struct Autotuner::Impl {
   std::string key_text(const LaunchArgs& args) const {
     ArgView view(kernel, args);
     std::string s;
-    for (const std::string& name : options.key) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", name, view.number(name));
+    for (const std::string& name : options.key) {
+      const MetaValue* m = key_meta(kernel, args, name);
+      const bool text = m && (m->kind == MetaValue::Kind::dtype || m->kind == MetaValue::Kind::string);
+      s += fmt::format("{}{}={}", s.empty() ? "" : ", ", name, text ? m->str() : fmt::format("{}", view.number(name)));
+    }
     std::string types;
     for (const auto& a : args.values) types += fmt::format("{}{}", types.empty() ? "" : ",", dtype_name(a.dtype));
     return fmt::format("{}; {}; {}", s, types, launch_device(args).str());

@@ -5,14 +5,14 @@
 #include <unordered_set>
 #include <vector>
 
+#include "dsl/early_exit.h"
+#include "dsl/if_trace.h"
 #include "dsl/semantic.h"
 
 namespace tritium::tl {
 
 using ir::OpKind;
 using ir::Value;
-
-namespace {
 
 // Every tensor object of this trace alive on this thread: the candidates for loop-carried state.
 // Tensors of an outer trace (whose body launched this one) or of an ended trace are not.
@@ -28,6 +28,8 @@ std::unordered_set<tensor*> live_set() {
   for (tensor* t = tensor::live_head(); t; t = t->next_live()) s.insert(t);
   return s;
 }
+
+namespace {
 
 Value* scalar_int(const char* op, const operand& o, const SourceLoc& loc) {
   Value* v = dsl::operand_value(op, o);
@@ -50,6 +52,7 @@ struct LoopTrace {
   Value* iv = nullptr;
   std::vector<Carried> carried;
   bool finished = false;
+  std::unique_ptr<dsl::NoReturnScope> no_return;  // while the body is traced
 };
 
 range::range(operand end, std::source_location loc) : range(operand(0, loc), end, operand(1, loc), loc) {}
@@ -98,6 +101,7 @@ range::iterator range::begin() {
     h->rebind(arg);
   }
   b.set_insertion_end(tr.body);
+  tr.no_return = std::make_unique<dsl::NoReturnScope>();
   uncaught_at_begin_ = std::uncaught_exceptions();
   return iterator(this, false);
 }
@@ -113,6 +117,7 @@ range::iterator& range::iterator::operator++() {
 void range::finish() {
   LoopTrace& tr = *trace_;
   tr.finished = true;
+  tr.no_return.reset();
   ir::Builder& b = dsl::builder("range", loc_);
   ir::Function& f = b.function();
   if (b.block() != tr.body)
@@ -149,6 +154,7 @@ void range::finish() {
 range::~range() noexcept(false) {
   if (!trace_ || trace_->finished) return;
   LoopTrace& tr = *trace_;
+  tr.no_return.reset();
   // Unwinding from an error in the body: put the outer tensors back and leave quietly.
   auto alive = live_set();
   for (auto& c : tr.carried)
@@ -158,75 +164,114 @@ range::~range() noexcept(false) {
   fail(loc_, "tl::range: the loop body was left early (break or return); run-time loops must run their body to the end");
 }
 
-void if_(operand condition, const std::function<void()>& then_body, const std::function<void()>& else_body,
-         std::source_location location) {
-  SourceLoc loc = SourceLoc::from(location);
-  Value* c = dsl::to_bool("if_", loc, dsl::operand_value("if_", condition));
-  if (c->type.is_block())
-    fail(loc, "tl::if_: the condition must be a scalar, got {}; use tl::where for blocks", dsl::describe(c));
-  ir::Builder& b = dsl::builder("if_", loc);
-  dsl::check_nesting("if_", loc, b);
+}  // namespace tritium::tl
+
+namespace tritium::dsl {
+
+using ir::OpKind;
+
+IfTrace::IfTrace(const char* op, Value* cond, const SourceLoc& loc) : op_(op), loc_(loc) {
+  ir::Builder& b = builder(op, loc);
+  check_nesting(op, loc, b);
   ir::Function& f = b.function();
-  ir::Block* outer = b.block();
-  ir::Op* op = b.create(OpKind::If, {c}, {});
-  ir::Block* then_block = f.new_block(op);
-  ir::Block* else_block = f.new_block(op);
-  op->regions = {then_block, else_block};
+  outer_ = b.block();
+  if_op_ = b.create(OpKind::If, {cond}, {});
+  then_ = f.new_block(if_op_);
+  else_ = f.new_block(if_op_);
+  if_op_->regions = {then_, else_};
+  for (tl::tensor* h : tl::live_tensors()) records_.push_back({h, h->raw(), h->raw(), h->raw()});
+}
 
-  struct Record {
-    tensor* handle;
-    Value* before;
-    Value* after_then;
-    Value* after_else;
-  };
-  std::vector<Record> records;
-  for (tensor* h : live_tensors()) records.push_back({h, h->raw(), h->raw(), h->raw()});
+void IfTrace::begin(bool then_branch) { builder(op_, loc_).set_insertion_end(block(then_branch)); }
 
-  auto trace_branch = [&](ir::Block* block, const std::function<void()>& body, bool is_then) {
-    b.set_insertion_end(block);
-    try {
-      if (body) body();
-    } catch (...) {
-      auto alive = live_set();
-      for (auto& r : records)
-        if (alive.count(r.handle)) r.handle->rebind(r.before);
-      b.set_insertion_end(outer);
-      throw;
-    }
-    auto alive = live_set();
-    for (auto& r : records) {
-      if (!alive.count(r.handle)) continue;
-      (is_then ? r.after_then : r.after_else) = r.handle->raw();
-      r.handle->rebind(r.before);
-    }
-  };
-  trace_branch(then_block, then_body, true);
-  trace_branch(else_block, else_body, false);
+void IfTrace::end(bool then_branch) {
+  auto alive = tl::live_set();
+  for (auto& r : records_) {
+    if (!alive.count(r.handle)) continue;
+    (then_branch ? r.after_then : r.after_else) = r.handle->raw();
+    r.handle->rebind(r.before);
+  }
+}
 
+void IfTrace::abandon() {
+  auto alive = tl::live_set();
+  for (auto& r : records_)
+    if (alive.count(r.handle)) r.handle->rebind(r.before);
+  if (TraceContext::active()) TraceContext::current(op_, loc_).builder.set_insertion_end(outer_);
+}
+
+Value* IfTrace::close(Value* then_extra, Value* else_extra) {
+  ir::Builder& b = builder(op_, loc_);
+  ir::Function& f = b.function();
   std::vector<Value*> then_yields, else_yields;
   std::vector<Record*> merged;
-  for (auto& r : records) {
+  for (auto& r : records_) {
     if (r.after_then == r.before && r.after_else == r.before) continue;
-    if (r.after_then->type != r.before->type || r.after_else->type != r.before->type)
-      fail(loc,
-           "tl::if_: a tensor reassigned in a branch changes type ({} before, {} after the then-branch, {} after "
+    if (r.after_then->type != r.before->type || r.after_else->type != r.before->type) {
+      abandon();
+      fail(loc_,
+           "tl::{}: a tensor reassigned in a branch changes type ({} before, {} after the then-branch, {} after "
            "the else-branch); both branches must leave it with the same type",
-           r.before->type.str(), r.after_then->type.str(), r.after_else->type.str());
+           op_, r.before->type.str(), r.after_then->type.str(), r.after_else->type.str());
+    }
     then_yields.push_back(r.after_then);
     else_yields.push_back(r.after_else);
     merged.push_back(&r);
   }
-  b.set_insertion_end(then_block);
+  if (then_extra) then_yields.push_back(then_extra), else_yields.push_back(else_extra);
+  b.set_insertion_end(then_);
   b.create(OpKind::Yield, then_yields, {});
-  b.set_insertion_end(else_block);
+  b.set_insertion_end(else_);
   b.create(OpKind::Yield, else_yields, {});
-  b.set_insertion_end(outer);
-  for (Record* r : merged) r->handle->rebind(f.add_result(op, r->before->type));
+  b.set_insertion_end(outer_);
+  for (Record* r : merged) r->handle->rebind(f.add_result(if_op_, r->before->type));
+  return then_extra ? f.add_result(if_op_, then_extra->type) : nullptr;
+}
+
+}  // namespace tritium::dsl
+
+namespace tritium::tl {
+
+void if_impl(operand condition, const std::function<void()>& then_body, const std::function<void()>& else_body,
+             std::source_location location) {
+  SourceLoc loc = SourceLoc::from(location);
+  Value* c = dsl::to_bool("if_", loc, dsl::operand_value("if_", condition));
+  if (c->type.is_block())
+    fail(loc, "tl::if_: the condition must be a scalar, got {}; use tl::where for blocks", dsl::describe(c));
+  dsl::IfTrace trace("if_", c, loc);
+  Value* returned[2] = {nullptr, nullptr};
+  for (bool then_branch : {true, false}) {
+    trace.begin(then_branch);
+    dsl::exit_push_branch();
+    try {
+      if (const auto& body = then_branch ? then_body : else_body) body();
+      returned[then_branch ? 0 : 1] = dsl::exit_pop_branch(loc);
+    } catch (...) {
+      dsl::exit_abandon_branch();
+      trace.abandon();
+      throw;
+    }
+    trace.end(then_branch);
+  }
+  if (!returned[0] && !returned[1]) {
+    trace.close(nullptr, nullptr);
+    return;
+  }
+  // A branch that may return yields its flag; the other yields false.
+  ir::Builder& b = dsl::builder("if_", loc);
+  for (int i = 0; i < 2; ++i)
+    if (!returned[i]) {
+      b.set_insertion_end(trace.block(i == 0));
+      returned[i] = b.constant_int(0, ir::Type::scalar(DType::i1));
+    }
+  Value* flag = trace.close(returned[0], returned[1]);
+  dsl::exit_after_branch(flag, loc);
 }
 
 void while_(const std::function<tensor()>& cond, const std::function<void()>& body, std::source_location location) {
   SourceLoc loc = SourceLoc::from(location);
   ir::Builder& b = dsl::builder("while_", loc);
+  dsl::NoReturnScope no_return;
   dsl::check_nesting("while_", loc, b);
   ir::Function& f = b.function();
   ir::Block* outer = b.block();

@@ -10,10 +10,12 @@
 //
 // Any tl::tensor alive before the loop (or branch) and reassigned inside it is carried through
 // the IR loop (or merged after the branch) automatically. Its type must not change: that is a
-// trace error naming the loop's line. `break`/`return` inside a tl::range body are not supported.
+// trace error naming the loop's line. `break`/`return` inside a tl::range body are not supported;
+// tl::return_() ends the program from the kernel's top level or from tl::if_ branches.
 #pragma once
 #include <functional>
 #include <memory>
+#include <type_traits>
 
 #include "dsl/tensor.h"
 
@@ -52,10 +54,38 @@ class range {
   int uncaught_at_begin_ = 0;
 };
 
+void if_impl(operand condition, const std::function<void()>& then_body, const std::function<void()>& else_body,
+             std::source_location loc);
+
 // Run-time branch on a scalar condition. Outer tensors reassigned in either branch take the
-// branch's value afterwards.
-void if_(operand condition, const std::function<void()>& then_body, const std::function<void()>& else_body = nullptr,
-         std::source_location loc = std::source_location::current());
+// branch's value afterwards. A branch is a callable returning nothing: a value returned from it
+// would be dropped silently, so it does not compile. A C++ `return` in a branch only leaves the
+// lambda; tl::return_() ends the program.
+// Whether F can be a branch of tl::if_: callable with no arguments, returning nothing.
+template <class F> inline constexpr bool is_branch_v = std::is_void_v<std::invoke_result_t<const F&>>;
+
+template <class Then, class Else = std::nullptr_t>
+void if_(operand condition, const Then& then_body, const Else& else_body = nullptr,
+         std::source_location loc = std::source_location::current()) {
+  static_assert(is_branch_v<Then>,
+                "tl::if_: the then-branch returns a value, which would be dropped; a branch returns nothing "
+                "(reassign an outer tl::tensor to pass a value out, and use tl::return_() to end the program)");
+  if constexpr (std::is_same_v<Else, std::nullptr_t>) {
+    if_impl(condition, then_body, nullptr, loc);
+  } else {
+    static_assert(is_branch_v<Else>,
+                  "tl::if_: the else-branch returns a value, which would be dropped; a branch returns nothing "
+                  "(reassign an outer tl::tensor to pass a value out, and use tl::return_() to end the program)");
+    if_impl(condition, then_body, else_body, loc);
+  }
+}
+
+// Triton's `return` in a kernel: the program ends here. Allowed at the kernel's top level and in
+// tl::if_ branches (nested too); refused inside tl::range / tl::while_ bodies and combine
+// functions, as Triton refuses it in loops. The code after it in the same branch does not run;
+// after a branch that may return, the rest of the kernel runs only in programs that did not:
+//   tl::if_(y == ignore_index, [&] { tl::store(loss_ptr + row, 0.0f); tl::return_(); });
+void return_(std::source_location loc = std::source_location::current());
 
 // Run-time loop: while (cond()) body(); - Triton's `while cond: ...`, e.g. a spin lock:
 //   tl::while_([&] { return tl::atomic_cas(lock, 0, 1) == 1; }, [] {});

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/hash.h"
+#include "dsl/early_exit.h"
 #include "dsl/trace.h"
 #include "ir/printer.h"
 #include "jit/compiled_kernel.h"
@@ -22,6 +23,8 @@ std::string MetaValue::str() const {
     case Kind::integer: return std::to_string(i);
     case Kind::floating: return fmt::format("{}", f);
     case Kind::boolean: return i ? "true" : "false";
+    case Kind::dtype: return dtype_name(dtype());
+    case Kind::string: return fmt::format("\"{}\"", s);
   }
   return "?";
 }
@@ -48,6 +51,8 @@ int64_t Meta::operator[](const std::string& name) const {
     for (auto& [k, _] : items_) names += (names.empty() ? "" : ", ") + k;
     fail("Meta: no meta-parameter named '{}' (have: {})", name, names.empty() ? "none" : names);
   }
+  if (v->kind == MetaValue::Kind::dtype || v->kind == MetaValue::Kind::string)
+    fail("Meta: meta-parameter '{}' is {}, not a number; read it with Meta::find", name, v->str());
   return v->kind == MetaValue::Kind::floating ? static_cast<int64_t>(v->f) : v->i;
 }
 
@@ -107,8 +112,31 @@ std::string describe_meta(const MetaValue& m, bool unsigned_src) {
       return fmt::format("the integer {}", unsigned_src ? std::to_string(static_cast<uint64_t>(m.i)) : std::to_string(m.i));
     case MetaValue::Kind::floating: return fmt::format("the floating-point value {}", m.f);
     case MetaValue::Kind::boolean: return fmt::format("the bool {}", m.i ? "true" : "false");
+    case MetaValue::Kind::dtype: return fmt::format("the dtype {}", dtype_name(m.dtype()));
+    case MetaValue::Kind::string: return fmt::format("the string \"{}\"", m.s);
   }
   return "?";
+}
+
+// What a meta-parameter declared as `p` takes, as users write it.
+std::string meta_param_type(const ParamInfo& p) {
+  switch (p.meta_kind) {
+    case MetaKind::dtype: return "tl::constexpr_<DType>";
+    case MetaKind::string: return "tl::constexpr_<std::string>";
+    case MetaKind::number: break;
+  }
+  return fmt::format("C++ {}", meta_type_name(p.meta_type));
+}
+
+// Whether a value of kind `k` may be given for a meta-parameter holding `mk` (numbers convert
+// among themselves under fit_meta's rules; dtypes and strings only match themselves).
+bool meta_kind_matches(MetaValue::Kind k, MetaKind mk) {
+  switch (mk) {
+    case MetaKind::dtype: return k == MetaValue::Kind::dtype;
+    case MetaKind::string: return k == MetaValue::Kind::string;
+    case MetaKind::number: return k != MetaValue::Kind::dtype && k != MetaValue::Kind::string;
+  }
+  return false;
 }
 
 // Puts a launch value for a meta-parameter of C++ type `type` in that type's kind (so the key
@@ -296,14 +324,23 @@ class KernelImpl {
                "tritium::Meta{{{{\"{}\", value}}}}",
                name, p.name, i, p.name);
         }
-        if (!fit_meta(m, unsigned_src, p.meta_type))  // (m is unchanged when it does not fit)
-          fail(loc, "kernel {}: meta-parameter {} (argument {}) is a C++ {}, which cannot hold {} given at launch", name,
-               p.name, i, meta_type_name(p.meta_type), describe_meta(m, unsigned_src));
-        out.metas[i] = m;
+        // (m is unchanged when it does not fit)
+        if (!meta_kind_matches(m.kind, p.meta_kind) || (p.meta_kind == MetaKind::number && !fit_meta(m, unsigned_src, p.meta_type)))
+          fail(loc, "kernel {}: meta-parameter {} (argument {}) is a {}, which cannot hold {} given at launch", name,
+               p.name, i, meta_param_type(p), describe_meta(m, unsigned_src));
         out.key.push_back(0x4d00000000000000ull | static_cast<uint64_t>(m.kind));
         uint64_t bits = static_cast<uint64_t>(m.i);
         if (m.kind == MetaValue::Kind::floating) std::memcpy(&bits, &m.f, 8);
+        if (m.kind == MetaValue::Kind::string) {  // the characters themselves: keys compare exactly
+          bits = m.s.size();
+          for (size_t at = 0; at < m.s.size(); at += 8) {
+            uint64_t chunk = 0;
+            std::memcpy(&chunk, m.s.data() + at, std::min<size_t>(8, m.s.size() - at));
+            out.key.push_back(chunk);
+          }
+        }
         out.key.push_back(bits);
+        out.metas[i] = std::move(m);
         continue;
       }
       if (i >= n)
@@ -315,6 +352,14 @@ class KernelImpl {
         const bool any = p.dtype == DType::invalid;  // tl::ptr<tl::any>
         if (a.kind != ArgValue::Kind::pointer)
           bad_arg(loc, i, fmt::format("must be a pointer to {}, got {}", any ? "any type" : dtype_name(p.dtype), arg_kind_name(a)));
+        // None: nullptr (or a null void*) and an undefined Tensor; a null typed pointer stays a
+        // pointer (traced as one: tests trace kernels with them). Part of the key; the body tests
+        // it with is_none().
+        if (a.none && (a.tensor || a.dtype == DType::invalid)) {
+          s = 0;
+          out.key.push_back(4);
+          continue;
+        }
         if (any && a.dtype == DType::invalid)
           bad_arg(loc, i, "is a tl::ptr<tl::any> and needs a typed pointer or a Tensor (its element type is taken from the "
                           "argument), got void*");
@@ -442,7 +487,8 @@ class KernelImpl {
       uint64_t spec = b.key[key_at++];
       ir::Param param;
       param.name = p.name;
-      DType pointee = p.dtype != DType::invalid ? p.dtype : static_cast<DType>((spec >> 8) & 0xff);
+      const bool none = p.kind == ParamKind::pointer && (spec & 4);
+      DType pointee = p.dtype != DType::invalid ? p.dtype : none ? DType::i8 : static_cast<DType>((spec >> 8) & 0xff);
       param.type = p.kind == ParamKind::pointer ? ir::Type::pointer(pointee) : ir::Type::scalar(p.dtype);
       if (spec & 1) param.divisibility = 16;
       f.params.push_back(param);
@@ -452,9 +498,11 @@ class KernelImpl {
         t.handles[i] = tl::tensor(ctx.builder.constant_int(1, param.type));  // specialised: equal to 1
       } else {
         t.handles[i] = tl::tensor(arg);
+        if (none) t.handles[i].set_none(p.name.c_str());
       }
     }
     body(t);
+    dsl::exit_close_all(loc);
   }
 
   Specialization& specialize(const Bound& b, uint64_t h, const Options& options, const SourceLoc& loc = {}) {

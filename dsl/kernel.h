@@ -18,6 +18,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -36,11 +37,13 @@ inline constexpr int64_t next_power_of_2(int64_t n) {
   return p;
 }
 
-// A meta-parameter value: an integer, a float or a bool.
+// A meta-parameter value: an integer, a float, a bool, a dtype (Triton's `X_dtype: tl.constexpr`)
+// or a string (`reduction: tl.constexpr = "mean"`).
 struct MetaValue {
-  enum class Kind : uint8_t { integer, floating, boolean } kind = Kind::integer;
-  int64_t i = 0;
+  enum class Kind : uint8_t { integer, floating, boolean, dtype, string } kind = Kind::integer;
+  int64_t i = 0;  // integer, boolean, dtype (the DType's value)
   double f = 0;
+  std::string s;  // string
   MetaValue() = default;
   template <class T>
     requires std::is_arithmetic_v<T>
@@ -49,6 +52,10 @@ struct MetaValue {
     else if constexpr (std::is_floating_point_v<T>) kind = Kind::floating, f = v;
     else kind = Kind::integer, i = static_cast<int64_t>(v);
   }
+  MetaValue(DType d) : kind(Kind::dtype), i(static_cast<int64_t>(d)) {}
+  MetaValue(std::string v) : kind(Kind::string), s(std::move(v)) {}
+  MetaValue(const char* v) : kind(Kind::string), s(v) {}
+  DType dtype() const { return static_cast<DType>(i); }
   bool operator==(const MetaValue&) const = default;
   std::string str() const;
 };
@@ -61,7 +68,7 @@ class Meta {
   Meta(std::initializer_list<std::pair<std::string, MetaValue>> items) : items_(items) {}
   void set(const std::string& name, MetaValue v);
   const MetaValue* find(const std::string& name) const;
-  int64_t operator[](const std::string& name) const;  // integer value; errors if absent
+  int64_t operator[](const std::string& name) const;  // integer value; errors if absent or not a number
   const std::vector<std::pair<std::string, MetaValue>>& items() const { return items_; }
 
  private:
@@ -100,12 +107,21 @@ struct Options {
 namespace detail {
 
 enum class ParamKind : uint8_t { pointer, scalar, meta };
+// What a meta-parameter holds: a number (of meta_type), a DType or a std::string.
+enum class MetaKind : uint8_t { number, dtype, string };
 struct ParamInfo {
   ParamKind kind;
   DType dtype;  // pointee for pointers, value type for scalars, invalid for metas
   std::string name;
-  DType meta_type = DType::invalid;  // metas: the C++ type's (bool i1, int i32, float f32, ...)
+  DType meta_type = DType::invalid;  // numeric metas: the C++ type's (bool i1, int i32, float f32, ...)
+  MetaKind meta_kind = MetaKind::number;
 };
+
+template <class T> constexpr MetaKind meta_kind_of() {
+  if constexpr (std::is_same_v<T, DType>) return MetaKind::dtype;
+  else if constexpr (std::is_same_v<T, std::string>) return MetaKind::string;
+  else return MetaKind::number;
+}
 
 // The dtype standing for a meta-parameter's C++ type, whose values a launch must fit.
 template <class T> constexpr DType meta_dtype_of() {
@@ -123,6 +139,7 @@ struct ArgValue {
   uint64_t bits = 0;             // pointer address, int64 value, double bits
   bool is_unsigned = false;
   const runtime::Tensor* tensor = nullptr;  // when the argument is a Tensor
+  bool none = false;                         // a pointer that is None: nullptr, null, an undefined Tensor
   MetaValue meta;                            // Kind::meta
 };
 
@@ -137,7 +154,7 @@ class KernelImpl;
 template <class T> struct param_traits {
   static_assert(sizeof(T) == 0,
                 "tritium::kernel parameters must be tl::ptr<T>, a tl:: scalar (tl::i32, tl::f32, ...), "
-                "tl::constexpr_<T> or a plain int/bool/float/double meta-parameter");
+                "tl::constexpr_<T> or a plain int/bool/float/double/DType/std::string meta-parameter");
 };
 template <class E> struct param_traits<tl::ptr<E>> {
   static constexpr ParamKind kind = ParamKind::pointer;
@@ -159,10 +176,29 @@ template <class T> struct param_traits<tl::constexpr_<T>> {
     if constexpr (std::is_arithmetic_v<T>) return meta_dtype_of<T>();
     else return DType::invalid;
   }
+  static constexpr MetaKind meta_kind() { return meta_kind_of<T>(); }
   static tl::constexpr_<T> make(TraceArgs& t, size_t i) { return {meta_as<T>(t.metas[i])}; }
   template <class U> static U meta_as(const MetaValue& m) {
-    return m.kind == MetaValue::Kind::floating ? static_cast<U>(m.f) : static_cast<U>(m.i);
+    if constexpr (std::is_same_v<U, DType>) return m.dtype();
+    else if constexpr (std::is_same_v<U, std::string>) return m.s;
+    else return m.kind == MetaValue::Kind::floating ? static_cast<U>(m.f) : static_cast<U>(m.i);
   }
+};
+// A plain DType or std::string parameter is a meta-parameter too, as constexpr_<DType> /
+// constexpr_<std::string>.
+template <> struct param_traits<DType> {
+  static constexpr ParamKind kind = ParamKind::meta;
+  static DType dtype() { return DType::invalid; }
+  static DType meta_type() { return DType::invalid; }
+  static constexpr MetaKind meta_kind() { return MetaKind::dtype; }
+  static DType make(TraceArgs& t, size_t i) { return t.metas[i].dtype(); }
+};
+template <> struct param_traits<std::string> {
+  static constexpr ParamKind kind = ParamKind::meta;
+  static DType dtype() { return DType::invalid; }
+  static DType meta_type() { return DType::invalid; }
+  static constexpr MetaKind meta_kind() { return MetaKind::string; }
+  static std::string make(TraceArgs& t, size_t i) { return t.metas[i].s; }
 };
 template <class T>
   requires std::is_arithmetic_v<T>
@@ -170,6 +206,7 @@ struct param_traits<T> {
   static constexpr ParamKind kind = ParamKind::meta;
   static DType dtype() { return DType::invalid; }
   static DType meta_type() { return meta_dtype_of<T>(); }
+  static constexpr MetaKind meta_kind() { return MetaKind::number; }
   static T make(TraceArgs& t, size_t i) {
     const MetaValue& m = t.metas[i];
     return m.kind == MetaValue::Kind::floating ? static_cast<T>(m.f) : static_cast<T>(m.i);
@@ -188,12 +225,17 @@ template <class P> DType param_meta_type() {
   if constexpr (param_traits<P>::kind == ParamKind::meta) return param_traits<P>::meta_type();
   else return DType::invalid;
 }
+template <class P> constexpr MetaKind param_meta_kind() {
+  if constexpr (param_traits<P>::kind == ParamKind::meta) return param_traits<P>::meta_kind();
+  else return MetaKind::number;
+}
 
 template <class Tuple, size_t... I>
 std::vector<ParamInfo> param_infos(std::index_sequence<I...>) {
   return {ParamInfo{param_traits<std::tuple_element_t<I, Tuple>>::kind,
                     param_traits<std::tuple_element_t<I, Tuple>>::dtype(), "",
-                    param_meta_type<std::tuple_element_t<I, Tuple>>()}...};
+                    param_meta_type<std::tuple_element_t<I, Tuple>>(),
+                    param_meta_kind<std::tuple_element_t<I, Tuple>>()}...};
 }
 
 template <class F, class Tuple, size_t... I>
@@ -205,18 +247,32 @@ void invoke(F& f, TraceArgs& t, std::index_sequence<I...>) {
 template <class T> ArgValue to_arg(const T& v) {
   using U = std::remove_cvref_t<T>;
   ArgValue a{};
-  if constexpr (std::is_pointer_v<U>) {
+  if constexpr (std::is_same_v<U, DType>) {  // a dtype meta-parameter: tl::float16
+    a.kind = ArgValue::Kind::meta;
+    a.meta = MetaValue(v);
+  } else if constexpr (std::is_same_v<U, std::string> || std::is_same_v<U, std::string_view> ||
+                       std::is_same_v<U, const char*> || std::is_same_v<U, char*> ||
+                       (std::is_array_v<U> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<U>>, char>)) {
+    a.kind = ArgValue::Kind::meta;  // a string meta-parameter: "mean"
+    a.meta = MetaValue(std::string(v));
+  } else if constexpr (std::is_pointer_v<U>) {
     using E = std::remove_cv_t<std::remove_pointer_t<U>>;
     a.kind = ArgValue::Kind::pointer;
     if constexpr (!std::is_void_v<E>) a.dtype = dtype_of<E>();
     a.bits = reinterpret_cast<uint64_t>(v);
+    a.none = v == nullptr;
   } else if constexpr (std::is_same_v<U, std::nullptr_t>) {
     a.kind = ArgValue::Kind::pointer;
+    a.none = true;
   } else if constexpr (std::is_same_v<U, runtime::Tensor>) {
     a.kind = ArgValue::Kind::pointer;
+    a.tensor = &v;
+    if (!v.defined()) {
+      a.none = true;
+      return a;
+    }
     a.dtype = v.dtype();
     a.bits = reinterpret_cast<uint64_t>(v.raw_data());
-    a.tensor = &v;
   } else if constexpr (std::is_same_v<U, bool>) {
     a.kind = ArgValue::Kind::boolean;
     a.dtype = DType::i1;

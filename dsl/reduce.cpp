@@ -1,6 +1,7 @@
 // tl:: reductions and scans: a Reduce/Scan op whose region is the traced combine function.
 #include <algorithm>
 
+#include "dsl/early_exit.h"
 #include "dsl/ops.h"
 #include "dsl/semantic.h"
 
@@ -53,6 +54,7 @@ void trace_combine(const char* op, ir::Op* owner, const std::vector<Value*>& inp
   for (size_t i = 0; i < n; ++i) lhs.emplace_back(f.add_block_arg(region, inputs[i]->type.element()));
   for (size_t i = 0; i < n; ++i) rhs.emplace_back(f.add_block_arg(region, inputs[i]->type.element()));
   b.set_insertion_end(region);
+  dsl::NoReturnScope no_return;
   std::vector<tensor> out;
   try {
     out = combine(std::span<const tensor>(lhs), std::span<const tensor>(rhs));

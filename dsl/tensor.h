@@ -41,15 +41,25 @@ class tensor {
  public:
   tensor() { link(); }
   explicit tensor(ir::Value* v);  // a value of the trace running on this thread
-  tensor(const tensor& o) : v_(o.v_), trace_(o.trace_) { link(); }
+  tensor(const tensor& o) : v_(o.v_), trace_(o.trace_), none_(o.none_) { link(); }
   tensor& operator=(const tensor& o) {
     v_ = o.v_;
     trace_ = o.trace_;
+    none_ = o.none_;
     return *this;
   }
   ~tensor() { unlink(); }
 
   bool defined() const { return v_ != nullptr; }
+  // Triton's None: a pointer argument given as nullptr (or a null void*) or an undefined Tensor.
+  // Test it while tracing (Triton's `if bias_ptr is not None:` is a compile-time branch):
+  //   if (!bias.is_none()) acc += tl::load(bias + offs, mask);
+  // Any other use of it is a trace error naming the argument and the line.
+  bool is_none() const { return none_ != nullptr; }
+  void set_none(const char* param_name) { none_ = param_name; }  // (the tracer, for None arguments)
+  // Triton's `ptr.dtype.element_ty`: the element type a pointer, or a block of pointers, points to
+  // (a trace error for anything else, and for None).
+  DType element_ty(std::source_location loc = std::source_location::current()) const;
   ir::Value* value(std::source_location loc = std::source_location::current()) const;
   const ir::Type& type() const { return value()->type; }
   DType dtype() const { return type().dtype; }
@@ -83,6 +93,7 @@ class tensor {
   void unlink();
   ir::Value* v_ = nullptr;
   uint64_t trace_ = 0;  // the serial number of the trace that made v_ (dsl::TraceContext)
+  const char* none_ = nullptr;  // a None pointer argument: the parameter's name
   tensor* prev_ = nullptr;
   tensor* next_ = nullptr;
 };
@@ -123,6 +134,13 @@ template <class T> struct constexpr_ {
   using value_type = T;
   T value;
   constexpr operator T() const { return value; }
+  // `reduction == "mean"` for a constexpr_<std::string> (std::string's own == is a template,
+  // which an implicit conversion cannot reach); also X_dtype == tl::float16.
+  friend bool operator==(const constexpr_& a, const T& b)
+    requires(!std::is_arithmetic_v<T>)
+  {
+    return a.value == b;
+  }
 };
 
 class operand {

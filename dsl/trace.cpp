@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "common/env.h"
+#include "dsl/early_exit.h"
 #include "dsl/tensor.h"
 
 namespace tritium::dsl {
@@ -15,7 +16,7 @@ thread_local tl::tensor* g_live_head = nullptr;
 std::atomic<uint64_t> g_next_serial{1};
 
 TraceContext::TraceContext(ir::Function& f)
-    : function(f), builder(f), max_ops(env().max_ir_ops), serial(g_next_serial++), previous_(g_current) {
+    : function(f), builder(f), max_ops(env().max_ir_ops), serial(g_next_serial++), exits(std::make_unique<ExitFrames>()), previous_(g_current) {
   g_current = this;
 }
 TraceContext::~TraceContext() { g_current = previous_; }
@@ -70,6 +71,11 @@ bool tensor::in_current_trace() const { return trace_ != 0 && trace_ == dsl::Tra
 
 ir::Value* tensor::value(std::source_location loc) const {
   if (!v_) fail(SourceLoc::from(loc), "use of an empty tl::tensor (it was default-constructed and never assigned)");
+  if (none_)
+    fail(SourceLoc::from(loc),
+         "use of pointer argument {}, which is None (it was passed as nullptr or an undefined "
+         "Tensor); test it with {}.is_none() before using it, as Triton's `if {} is not None:`",
+         none_, none_, none_);
   // Its IR belongs to another function, or is freed: a clear error instead of a read after free.
   if (!in_current_trace())
     fail(SourceLoc::from(loc),
@@ -77,6 +83,16 @@ ir::Value* tensor::value(std::source_location loc) const {
          "trace (or an earlier trace of this one), e.g. in a captured variable or a static; a tl::tensor lives only "
          "while the kernel body that creates it is being traced");
   return v_;
+}
+
+DType tensor::element_ty(std::source_location loc) const {
+  if (none_)
+    fail(SourceLoc::from(loc), "{}.element_ty(): pointer argument {} is None and has no element type", none_, none_);
+  const ir::Type& t = value(loc)->type;
+  if (!t.is_ptr())
+    fail(SourceLoc::from(loc), "element_ty(): the value is {}, not a pointer (Triton's ptr.dtype.element_ty needs a pointer)",
+         t.str());
+  return t.pointee;
 }
 
 }  // namespace tritium::tl

@@ -2,6 +2,8 @@
 // through the context of the current thread. Nested contexts (a kernel traced while another one
 // is) are allowed; the innermost wins.
 #pragma once
+#include <memory>
+
 #include "common/error.h"
 #include "ir/builder.h"
 
@@ -16,6 +18,8 @@ inline constexpr int kMaxNesting = 256;
 // IR ops one trace may create: Env::max_ir_ops (TRITIUM_MAX_IR_OPS, default 2^22; tracing runs
 // at about a million ops a second, and the backends take far longer on such a kernel).
 
+struct ExitFrames;  // dsl/early_exit.h
+
 class TraceContext {
  public:
   explicit TraceContext(ir::Function& f);
@@ -27,6 +31,7 @@ class TraceContext {
   ir::Builder builder;
   const size_t max_ops;  // TRITIUM_MAX_IR_OPS, read when the trace starts
   const uint64_t serial;  // unique over the process: tl::tensors remember the trace that made them
+  std::unique_ptr<ExitFrames> exits;  // tl::return_()'s regions (dsl/early_exit.h)
 
   // The current context; a clear error (naming the op) when a tl:: op runs outside a kernel.
   static TraceContext& current(const char* op, const SourceLoc& loc);
