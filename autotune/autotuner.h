@@ -62,20 +62,22 @@ using Heuristic = std::function<MetaValue(const ArgView&)>;
 struct PruneConfigsBy {
   // Estimated cost of a config for the arguments (any unit); with top_k > 0 only the top_k
   // cheapest configs are benchmarked.
-  std::function<double(const Config&, const ArgView&)> perf_model;
+  std::function<double(const Config&, const ArgView&)> perf_model = {};
   int top_k = 0;
   // Drops configs before anything else (e.g. those whose tiles exceed the problem).
-  std::function<std::vector<Config>(const std::vector<Config>&, const ArgView&)> early_config_prune;
+  std::function<std::vector<Config>(const std::vector<Config>&, const ArgView&)> early_config_prune = {};
 };
 
+// Every member has a default member initializer, so designated initializers such as
+// `{.key = {"n"}}` leave the others out without a -Wmissing-field-initializers warning (g++ -Wextra).
 struct AutotuneOptions {
-  std::vector<std::string> key;            // argument names whose values select a tuning entry
-  PruneConfigsBy prune_configs_by;
-  std::vector<std::string> reset_to_zero;  // Tensor arguments zeroed before every benchmarked run
-  std::vector<std::string> restore_value;  // Tensor arguments restored after every benchmarked run
-  std::function<void(const ArgView&)> pre_hook, post_hook;  // around every benchmarked run
+  std::vector<std::string> key = {};            // argument names whose values select a tuning entry
+  PruneConfigsBy prune_configs_by = {};
+  std::vector<std::string> reset_to_zero = {};  // Tensor arguments zeroed before every benchmarked run
+  std::vector<std::string> restore_value = {};  // Tensor arguments restored after every benchmarked run
+  std::function<void(const ArgView&)> pre_hook = {}, post_hook = {};  // around every benchmarked run
   // Meta-parameters computed from the arguments (and the config's values) at every launch.
-  std::vector<std::pair<std::string, Heuristic>> heuristics;
+  std::vector<std::pair<std::string, Heuristic>> heuristics = {};
   double warmup_ms = 25, rep_ms = 100;  // per candidate, as triton.testing.do_bench
   // A candidate whose fastest estimate run is this many times slower than the best so far is
   // not measured further.

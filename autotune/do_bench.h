@@ -18,7 +18,7 @@ struct BenchOptions {
   int max_reps = 10000;   // ...and at most this many
   bool flush_l2 = true;   // CUDA only
   // Untimed work before every call (an autotuner's reset_to_zero / restore_value and hooks).
-  std::function<void()> before_each;
+  std::function<void()> before_each = {};
   // Give up after the estimate when even the fastest call took longer than this: a candidate
   // that is clearly slower than the best so far is not measured further.
   double give_up_above_ms = std::numeric_limits<double>::infinity();

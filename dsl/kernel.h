@@ -97,11 +97,13 @@ struct GridSpec {
 };
 
 // Launch options, passed as an extra argument anywhere after the kernel's arguments.
+// Every member has a default member initializer: g++ (-Wextra) warns about a member a designated
+// initializer such as `Options{.num_warps = 8}` leaves out unless it has one.
 struct Options {
   int num_warps = 4;
   int num_stages = 3;
   // Default: where the Tensor arguments live; with raw pointers only, default_device().
-  std::optional<runtime::Device> device;
+  std::optional<runtime::Device> device = std::nullopt;
 };
 
 namespace detail {

@@ -28,8 +28,10 @@ Backend& backend_for(const runtime::Device& device);
 #if TRITIUM_HAS_CPU_BACKEND
 Backend& cpu_backend();
 #endif
-// The CUDA backend of device index `device` (always built: libcuda and libnvrtc are opened at
-// run time; backend_for checks that the driver is available).
+#if TRITIUM_HAS_CUDA_BACKEND
+// The CUDA backend of device index `device` (built unless TRITIUM_CUDA_BACKEND=OFF: libcuda and
+// libnvrtc are opened at run time; backend_for checks that the driver is available).
 Backend& cuda_backend(int device = 0);
+#endif
 
 }  // namespace tritium::jit

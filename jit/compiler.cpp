@@ -44,7 +44,9 @@ Backend& backend_for(const runtime::Device& device) {
     fail("the CPU backend is unavailable: {}", runtime::device_unavailable_reason(device));
 #endif
   }
+#if TRITIUM_HAS_CUDA_BACKEND
   if (device.is_cuda() && runtime::device_available(device)) return cuda_backend(device.index);
+#endif
   fail("device {} is unavailable: {}", device.str(), runtime::device_unavailable_reason(device));
 }
 

@@ -62,12 +62,16 @@ std::string device_unavailable_reason(Device device) {
            "llvm-19-dev and reconfigure)";
 #endif
   }
+#if !TRITIUM_HAS_CUDA_BACKEND
+  return "Tritium was built without its CUDA backend (configured with -DTRITIUM_CUDA_BACKEND=OFF)";
+#else
   if (!cuda::available()) return cuda::unavailable_reason();
   int count = cuda::driver().device_count;
   if (device.index < 0 || device.index >= count)
     return fmt::format("no device {}: this machine has {} CUDA device{} (cuda:0 to cuda:{})", device.str(), count,
                        count == 1 ? "" : "s", count - 1);
   return "";
+#endif
 }
 
 }  // namespace tritium::runtime
