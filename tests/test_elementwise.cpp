@@ -447,6 +447,50 @@ BOOST_AUTO_TEST_CASE(math_functions) {
   });
 }
 
+// tanh and erf in f32 element by element, over their whole range (the CPU backend evaluates both
+// inline by polynomials; CUDA's tanhf / erff are within 2 ulp): a few ulp of the float64 value at
+// every point, the thresholds between the polynomials, signed zeros, infinities and NaN.
+BOOST_AUTO_TEST_CASE(tanh_and_erf_to_a_few_ulp) {
+  static tritium::Kernel k = tritium::kernel("tanh_erf_f32", [](tl::ptr<float> x, tl::ptr<float> o, tl::i32 n, int B) {
+    auto offs = tl::program_id(0) * B + tl::arange(0, B);
+    auto m = offs < n;
+    auto a = tl::load(x + offs, m);
+    tl::store(o + offs, tl::tanh(a), m);
+    tl::store(o + n + offs, tl::erf(a), m);
+  });
+  std::vector<float> x = {0.0f, -0.0f, 1e-30f, -1e-20f, 1e-8f, 0.625f, 0.62500006f, -0.625f, 0.921875f, 0.92187506f,
+                          -0.921875f, 3.9f, 3.92f, 4.0f, -4.0f, 4.5f, 9.0f, 10.0f, 44.0f, 100.0f, -100.0f,
+                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()};
+  auto r = tt::random_vector<float>(4000, 40, -12, 12);
+  x.insert(x.end(), r.begin(), r.end());
+  auto small = tt::random_vector<float>(1000, 41, -1, 1);
+  x.insert(x.end(), small.begin(), small.end());
+  const int n = static_cast<int>(x.size());
+  tt::for_each_backend([&](const tt::Backend& be) {
+    auto dx = be.upload<float>(x);
+    auto o = be.alloc_poisoned<float>(2 * n);
+    k[{grid1(n)}](dx.ptr(), o.ptr(), n, BLOCK, be.options());
+    auto out = o.download();
+    int bad = 0;
+    for (int f = 0; f < 2; ++f)
+      for (int i = 0; i < n; ++i) {
+        double v = x[static_cast<size_t>(i)], got = out[static_cast<size_t>(f * n + i)];
+        double ref = f == 0 ? std::tanh(v) : std::erf(v);
+        bool ok;
+        if (std::isnan(ref)) ok = std::isnan(got);
+        else if (ref == 0) ok = got == 0 && std::signbit(got) == std::signbit(ref);
+        else {
+          double ulp = std::ldexp(1.0, std::ilogb(static_cast<float>(ref)) - 23);
+          ok = std::abs(got - ref) <= 4 * ulp;
+        }
+        if (!ok && ++bad <= 5)
+          BOOST_ERROR((f == 0 ? "tanh(" : "erf(") << v << ") = " << got << ", float64 gives " << ref);
+      }
+    BOOST_TEST(bad == 0);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(integer_abs_cdiv_umulhi) {
   tt::for_each_backend([&](const tt::Backend& be) {
     for_each_type(int_types{}, [&]<class T>() {
