@@ -28,6 +28,7 @@
 #include "autotune/do_bench.h"
 #include "ops/ops.h"
 #include "suite.h"
+#include "unsloth_utils.h"
 
 namespace {
 
@@ -36,28 +37,9 @@ using tritium::DType;
 using tritium::Tensor;
 using P = tl::ptr<tl::any>;
 
-// unsloth/kernels/utils.py
-constexpr int64_t MAX_FUSED_SIZE = 65536;
-
-int64_t next_power_of_2(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
-
-std::pair<int, int> calculate_settings(int64_t n) {
-  const int64_t BLOCK_SIZE = next_power_of_2(n);
-  if (BLOCK_SIZE > MAX_FUSED_SIZE)
-    tritium::fail("Cannot launch Triton kernel since n = {} exceeds the maximum CUDA blocksize = {}.", n, MAX_FUSED_SIZE);
-  int num_warps = 4;
-  if (BLOCK_SIZE >= 32768)
-    num_warps = 32;
-  else if (BLOCK_SIZE >= 8192)
-    num_warps = 16;
-  else if (BLOCK_SIZE >= 2048)
-    num_warps = 8;
-  return {int(BLOCK_SIZE), num_warps};
-}
+using unsloth::calculate_settings;  // kernels/unsloth_utils.h
+using unsloth::MAX_FUSED_SIZE;
+using unsloth::next_power_of_2;
 
 tl::tensor triton_tanh(const tl::tensor& x) { return tl::tanh(x); }
 tl::tensor triton_cast(const tl::operand& x, tritium::DType d) { return tl::cast(x, d); }
