@@ -3,6 +3,7 @@
 //   tritium-kernels --check all|NAME... [--backend cpu|cuda]   each check against float64 (status 1 on a failure)
 //   tritium-kernels --bench all|NAME... [--backend cpu|cuda]   one line a measurement:
 //                                                   "bench NAME | SHAPE | MS | RATE UNIT"
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -57,21 +58,26 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+  // One kernel's error (a compile failure, an unsupported feature) fails that kernel and the run's
+  // status, not the kernels after it.
   bool ok = true;
-  try {
-    for (const auto& k : suite::all()) {
-      if (!every && !names.count(k.name)) continue;
+  for (const auto& k : suite::all()) {
+    if (!every && !names.count(k.name)) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
       if (mode == "check") {
         ok = k.check(device) && ok;
       } else {
         for (const auto& r : k.bench(device))
           std::printf("bench %s | %s | %.4f | %.2f %s\n", k.name.c_str(), r.shape.c_str(), r.ms, r.rate, r.unit.c_str());
       }
-      std::fflush(stdout);
+    } catch (const tritium::Error& e) {
+      std::printf("%s on %s: FAILED: %s\n", k.name.c_str(), device.str().c_str(), e.what());
+      ok = false;
     }
-  } catch (const tritium::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("time %s %s %.2f s\n", k.name.c_str(), mode.c_str(), s);
+    std::fflush(stdout);
   }
   return ok ? 0 : 1;
 }
