@@ -4,7 +4,10 @@
 # .carry/portable.tar.xz from scripts/portable_build.sh) and the originals' upstream copy
 # (bench/kernels/upstream, carried too): tutorial 06 beside Triton's and SDPA, then the kernel
 # suite beside its originals (speed, then first-run cost with --cold). Logs in $OUT.
-#   scripts/gpu_compare_suite.sh [attention] [kernels] [cold]    (default: all three)
+#   scripts/gpu_compare_suite.sh [warm] [attention] [kernels] [cold]    (default: all four)
+#   warm: each suite kernel's benchmark once, JOBS (12) processes at a time, to fill the disk cache
+#   with its compiled specialisations (its autotuning results, timed on a shared GPU, are deleted
+#   after: the timed rounds tune again, from cached binaries)
 #   ATTN_ARGS / KERNEL_ARGS / COLD_ARGS add arguments to each script.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,12 +20,19 @@ if [ ! -x "$dist/tritium-kernels" ]; then
   rm -rf "$dist" && mkdir -p "$dist" && tar -C "$dist" -xJf "$tarball" || exit 1
 fi
 export LD_LIBRARY_PATH="$dist${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TRITIUM_CACHE_DIR=/tmp/tritium-cache
-parts="${*:-attention kernels cold}"
+parts="${*:-warm attention kernels cold}"
 start=$(date +%s)
 step() { printf '\n== %s (t=%d s)\n' "$*" $(( $(date +%s) - start )); }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 for part in $parts; do
   case $part in
+    warm)
+      step "warm the disk cache: each suite kernel's benchmark, ${JOBS:-12} at a time"
+      "$dist/tritium-kernels" --list | awk '{print $1}' |
+        xargs -P "${JOBS:-12}" -I{} timeout "${WARM_TIMEOUT:-200}" "$dist/tritium-kernels" --bench {} --backend cuda \
+          >"$out/warm.log" 2>&1
+      grep -E "^time|FAILED" "$out/warm.log" | sort -k4 -n -r | head -40
+      find "$TRITIUM_CACHE_DIR" -name '*.tune' -delete ;;
     attention)
       step "tutorial 06 beside Triton and torch SDPA"
       # shellcheck disable=SC2086

@@ -73,113 +73,123 @@ BOOST_AUTO_TEST_CASE(every_differentiable_op_passes_gradcheck) {
 // The registry holds every differentiable function of nn/functional.h (so the walk above covers
 // them), and the public functions record the node the declaration names.
 BOOST_AUTO_TEST_CASE(registry_lists_the_functional_api) {
-  std::set<std::string> names;
-  for (const auto& op : ops::op_registry().all()) names.insert(op->name);
-  for (const char* n : {"add", "sub", "mul", "div", "add.Scalar", "sub.Scalar", "rsub.Scalar", "mul.Scalar",
-                        "div.Scalar", "neg", "exp", "log", "sqrt", "pow", "tanh", "sigmoid", "relu", "gelu", "where",
-                        "sum", "mean", "amax", "amin", "matmul", "softmax", "log_softmax", "cross_entropy",
-                        "layer_norm", "scaled_dot_product_attention", "dropout"})
-    BOOST_TEST(names.count(n) == 1, n << " is not declared");
-  for (const auto& op : ops::op_registry().all())
-    BOOST_TEST(op->torch_name.rfind("torch.", 0) == 0, op->name << ": torch name " << op->torch_name);
+  tt::for_each_backend([&](const tt::Backend&) {
+    std::set<std::string> names;
+    for (const auto& op : ops::op_registry().all()) names.insert(op->name);
+    for (const char* n : {"add", "sub", "mul", "div", "add.Scalar", "sub.Scalar", "rsub.Scalar", "mul.Scalar",
+                          "div.Scalar", "neg", "exp", "log", "sqrt", "pow", "tanh", "sigmoid", "relu", "gelu", "where",
+                          "sum", "mean", "amax", "amin", "matmul", "softmax", "log_softmax", "cross_entropy",
+                          "layer_norm", "scaled_dot_product_attention", "dropout"})
+      BOOST_TEST(names.count(n) == 1, n << " is not declared");
+    for (const auto& op : ops::op_registry().all())
+      BOOST_TEST(op->torch_name.rfind("torch.", 0) == 0, op->name << ": torch name " << op->torch_name);
 
-  const ops::OpRegistry& r = ops::op_registry();
-  BOOST_TEST(r.at("mul").node_name() == "MulBackward");
-  BOOST_TEST(r.at("mul.Scalar").node_name() == "MulBackward");
-  BOOST_TEST(r.at("log_softmax").node_name() == "LogSoftmaxBackward");
-  BOOST_TEST(r.at("mul").derivatives.at(0).text == "grad * other");
-  BOOST_TEST((r.at("matmul").autocast == ops::AutocastClass::lower_precision_fp));
-  BOOST_TEST((r.at("softmax").autocast == ops::AutocastClass::fp32));
-  BOOST_TEST((r.at("add").autocast == ops::AutocastClass::none));
-  BOOST_TEST(std::string(ops::autocast_class_name(r.at("exp").autocast)) == "fp32");
-  BOOST_TEST(r.at("layer_norm").fused_backward_name == "layer_norm_backward");
-  BOOST_TEST(!r.at("cross_entropy").inputs.at(1).differentiable);
-  tt::check_throws([&] { r.at("no_such_op"); }, {"no op named 'no_such_op'"});
+    const ops::OpRegistry& r = ops::op_registry();
+    BOOST_TEST(r.at("mul").node_name() == "MulBackward");
+    BOOST_TEST(r.at("mul.Scalar").node_name() == "MulBackward");
+    BOOST_TEST(r.at("log_softmax").node_name() == "LogSoftmaxBackward");
+    BOOST_TEST(r.at("mul").derivatives.at(0).text == "grad * other");
+    BOOST_TEST((r.at("matmul").autocast == ops::AutocastClass::lower_precision_fp));
+    BOOST_TEST((r.at("softmax").autocast == ops::AutocastClass::fp32));
+    BOOST_TEST((r.at("add").autocast == ops::AutocastClass::none));
+    BOOST_TEST(std::string(ops::autocast_class_name(r.at("exp").autocast)) == "fp32");
+    BOOST_TEST(r.at("layer_norm").fused_backward_name == "layer_norm_backward");
+    BOOST_TEST(!r.at("cross_entropy").inputs.at(1).differentiable);
+    tt::check_throws([&] { r.at("no_such_op"); }, {"no op named 'no_such_op'"});
 
-  Tensor x = f64({1, 2, 3}, {3});
-  x.requires_grad_();
-  Tensor y = T::softmax(x, 0);
-  BOOST_TEST(y.autograd()->grad_fn->name() == "SoftmaxBackward");
+    Tensor x = f64({1, 2, 3}, {3});
+    x.requires_grad_();
+    Tensor y = T::softmax(x, 0);
+    BOOST_TEST(y.autograd()->grad_fn->name() == "SoftmaxBackward");
+  });
 }
 
 // A derivative formula that is wrong makes the finite differences disagree: the walk above can fail.
 BOOST_AUTO_TEST_CASE(a_wrong_derivative_is_caught_by_the_finite_differences) {
-  ops::OpDecl wrong = square_decl();
-  wrong.derivatives[0].formula = [](const Tensor& g, const ops::DerivativeContext& c) {
-    return ops::mul(g, c.saved("self"));  // missing the factor 2
-  };
-  Tensor x = tt::input({3, 4}, 7, 0.5, 1);
-  tt::GradFn f = [&wrong](const Inputs& in) { return T::nn::call(wrong, in).front(); };
-  Tensor out = f({x});
-  auto w = tt::gradcheck_weights(out.numel());
-  out.backward(Tensor::from_vector(w, out.shape()));
-  std::vector<double> analytic = x.grad().to_vector<double>();
-  std::vector<double> numeric = tt::numeric_gradient(f, {x}, 0, w, 1e-6);
-  for (size_t i = 0; i < analytic.size(); ++i) BOOST_TEST(std::abs(numeric[i] - 2 * analytic[i]) < 1e-6);
-  // And the right one agrees. (A declaration must outlive the graphs recorded from it: the
-  // registry's live for the program, this one for the test.)
-  const ops::OpDecl right = square_decl();
-  tt::gradcheck("test_square", [&right](const Inputs& in) { return T::nn::call(right, in).front(); }, {x});
+  tt::for_each_backend([&](const tt::Backend&) {
+    ops::OpDecl wrong = square_decl();
+    wrong.derivatives[0].formula = [](const Tensor& g, const ops::DerivativeContext& c) {
+      return ops::mul(g, c.saved("self"));  // missing the factor 2
+    };
+    Tensor x = tt::input({3, 4}, 7, 0.5, 1);
+    tt::GradFn f = [&wrong](const Inputs& in) { return T::nn::call(wrong, in).front(); };
+    Tensor out = f({x});
+    auto w = tt::gradcheck_weights(out.numel());
+    out.backward(Tensor::from_vector(w, out.shape()));
+    std::vector<double> analytic = x.grad().to_vector<double>();
+    std::vector<double> numeric = tt::numeric_gradient(f, {x}, 0, w, 1e-6);
+    for (size_t i = 0; i < analytic.size(); ++i) BOOST_TEST(std::abs(numeric[i] - 2 * analytic[i]) < 1e-6);
+    // And the right one agrees. (A declaration must outlive the graphs recorded from it: the
+    // registry's live for the program, this one for the test.)
+    const ops::OpDecl right = square_decl();
+    tt::gradcheck("test_square", [&right](const Inputs& in) { return T::nn::call(right, in).front(); }, {x});
+  });
 }
 
 // ---- the dispatch ----------------------------------------------------------------------------------
 
 // Gradients are computed only for inputs that require grad; only what their derivatives read is saved.
 BOOST_AUTO_TEST_CASE(needs_input_grad_skips_derivatives) {
-  using Ctx = ops::DerivativeContext;
-  int self_calls = 0, other_calls = 0;
-  ops::OpDecl op = {.name = "test_mul",
-                    .torch_name = "torch.mul",
-                    .inputs = {{.name = "self"}, {.name = "other"}},
-                    .forward = [](const Inputs& in, ops::Attrs&) { return Inputs{ops::mul(in[0], in[1])}; },
-                    .result_dtype = ops::ResultDType::promote,
-                    .derivatives = {{.input = "self", .saves = {"other"}, .text = "grad * other",
-                                     .formula = [&](const Tensor& g, const Ctx& c) {
-                                       ++self_calls;
-                                       return ops::mul(g, c.saved("other"));
-                                     }},
-                                    {.input = "other", .saves = {"self"}, .text = "grad * self",
-                                     .formula = [&](const Tensor& g, const Ctx& c) {
-                                       ++other_calls;
-                                       return ops::mul(g, c.saved("self"));
-                                     }}}};
-  Tensor a = f64({1, 2, 3}, {3}), b = f64({4, 5, 6}, {3});
-  a.requires_grad_();
-  T::sum(T::nn::call(op, {a, b}).front()).backward();
-  BOOST_TEST(self_calls == 1);
-  BOOST_TEST(other_calls == 0);
-  BOOST_TEST(a.grad().to_vector<double>() == std::vector<double>({4, 5, 6}));
-  BOOST_TEST(!b.grad().defined());
-  // Without grad mode nothing is recorded.
-  {
-    T::nn::NoGradGuard ng;
-    BOOST_TEST(!T::nn::call(op, {a, b}).front().requires_grad());
-  }
+  tt::for_each_backend([&](const tt::Backend&) {
+    using Ctx = ops::DerivativeContext;
+    int self_calls = 0, other_calls = 0;
+    ops::OpDecl op = {.name = "test_mul",
+                      .torch_name = "torch.mul",
+                      .inputs = {{.name = "self"}, {.name = "other"}},
+                      .forward = [](const Inputs& in, ops::Attrs&) { return Inputs{ops::mul(in[0], in[1])}; },
+                      .result_dtype = ops::ResultDType::promote,
+                      .derivatives = {{.input = "self", .saves = {"other"}, .text = "grad * other",
+                                       .formula = [&](const Tensor& g, const Ctx& c) {
+                                         ++self_calls;
+                                         return ops::mul(g, c.saved("other"));
+                                       }},
+                                      {.input = "other", .saves = {"self"}, .text = "grad * self",
+                                       .formula = [&](const Tensor& g, const Ctx& c) {
+                                         ++other_calls;
+                                         return ops::mul(g, c.saved("self"));
+                                       }}}};
+    Tensor a = f64({1, 2, 3}, {3}), b = f64({4, 5, 6}, {3});
+    a.requires_grad_();
+    T::sum(T::nn::call(op, {a, b}).front()).backward();
+    BOOST_TEST(self_calls == 1);
+    BOOST_TEST(other_calls == 0);
+    BOOST_TEST(a.grad().to_vector<double>() == std::vector<double>({4, 5, 6}));
+    BOOST_TEST(!b.grad().defined());
+    // Without grad mode nothing is recorded.
+    {
+      T::nn::NoGradGuard ng;
+      BOOST_TEST(!T::nn::call(op, {a, b}).front().requires_grad());
+    }
+  });
 }
 
 // Extra outputs carry no history; the first output does; broadcast gradients come back reduced.
 BOOST_AUTO_TEST_CASE(non_differentiable_outputs_and_broadcast) {
-  Tensor x = tt::input({2, 3}, 9), w = tt::input({3}, 10), b = tt::input({3}, 11);
-  std::vector<Tensor> outs = T::nn::call(ops::op_decl("layer_norm"), {x, w, b},
-                                         ops::Attrs{{"normalized_shape", ops::Shape{3}}, {"eps", 1e-5}});
-  BOOST_TEST(outs.size() == 3u);
-  BOOST_TEST(outs[0].requires_grad());
-  BOOST_TEST(!outs[1].requires_grad());
-  BOOST_TEST(!outs[2].requires_grad());
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = tt::input({2, 3}, 9), w = tt::input({3}, 10), b = tt::input({3}, 11);
+    std::vector<Tensor> outs = T::nn::call(ops::op_decl("layer_norm"), {x, w, b},
+                                           ops::Attrs{{"normalized_shape", ops::Shape{3}}, {"eps", 1e-5}});
+    BOOST_TEST(outs.size() == 3u);
+    BOOST_TEST(outs[0].requires_grad());
+    BOOST_TEST(!outs[1].requires_grad());
+    BOOST_TEST(!outs[2].requires_grad());
 
-  Tensor big = tt::input({2, 3}, 12), row = tt::input({3}, 13);
-  T::sum(T::mul(big, row)).backward();
-  BOOST_TEST(row.grad().shape() == std::vector<int64_t>({3}));
+    Tensor big = tt::input({2, 3}, 12), row = tt::input({3}, 13);
+    T::sum(T::mul(big, row)).backward();
+    BOOST_TEST(row.grad().shape() == std::vector<int64_t>({3}));
+  });
 }
 
 // A formula that reads a value its declaration does not save fails with a message saying so.
 BOOST_AUTO_TEST_CASE(unsaved_value_read_by_a_formula) {
-  ops::OpDecl op = square_decl();
-  op.derivatives[0].saves.clear();
-  Tensor x = f64({1, 2}, {2});
-  x.requires_grad_();
-  Tensor y = T::nn::call(op, {x}).front();
-  tt::check_throws([&] { T::sum(y).backward(); }, {"test_square backward", "'self'", "saves"});
+  tt::for_each_backend([&](const tt::Backend&) {
+    ops::OpDecl op = square_decl();
+    op.derivatives[0].saves.clear();
+    Tensor x = f64({1, 2}, {2});
+    x.requires_grad_();
+    Tensor y = T::nn::call(op, {x}).front();
+    tt::check_throws([&] { T::sum(y).backward(); }, {"test_square backward", "'self'", "saves"});
+  });
 }
 
 // ---- dtype rules --------------------------------------------------------------------------------------
@@ -224,10 +234,12 @@ BOOST_AUTO_TEST_CASE(dtype_rule_errors_name_the_op_and_dtypes) {
 
 // A declaration whose dtype rule disagrees with its forward is caught at the call.
 BOOST_AUTO_TEST_CASE(a_lying_dtype_rule_is_caught) {
-  ops::OpDecl op = square_decl();
-  op.forward = [](const Inputs& in, ops::Attrs&) { return Inputs{ops::to_dtype(in[0], DType::f64)}; };
-  tt::check_throws([&] { T::nn::call(op, {T::ops::ones({2}, DType::f32)}); },
-                   {"test_square", "dtype f64", "rule gives f32", "ops/decl"});
+  tt::for_each_backend([&](const tt::Backend&) {
+    ops::OpDecl op = square_decl();
+    op.forward = [](const Inputs& in, ops::Attrs&) { return Inputs{ops::to_dtype(in[0], DType::f64)}; };
+    tt::check_throws([&] { T::nn::call(op, {T::ops::ones({2}, DType::f32)}); },
+                     {"test_square", "dtype f64", "rule gives f32", "ops/decl"});
+  });
 }
 
 // Attributes: a missing one and one of another type are errors naming the attribute.
