@@ -33,7 +33,7 @@ def load_originals(names):
     mods = {}
     folder = os.path.join(HERE, "kernels")
     for f in sorted(os.listdir(folder)):
-        if not f.endswith(".py"):
+        if not f.endswith(".py") or f.startswith("_"):
             continue
         spec = importlib.util.spec_from_file_location(f[:-3], os.path.join(folder, f))
         mod = importlib.util.module_from_spec(spec)
@@ -81,8 +81,10 @@ def cold_starts(exe, originals, timeout):
     ratios = []
     for name in originals:
         with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as theirs:
-            env_ours = dict(os.environ, TRITIUM_CACHE_DIR=ours)
-            env_theirs = dict(os.environ, TRITON_CACHE_DIR=theirs)
+            # CUDA_CACHE_DISABLE: the driver's own cache of PTX it compiled (~/.nv/ComputeCache) would
+            # make Tritium's PTX-loading kernels look free to compile after the first measurement.
+            env_ours = dict(os.environ, TRITIUM_CACHE_DIR=ours, CUDA_CACHE_DISABLE="1")
+            env_theirs = dict(os.environ, TRITON_CACHE_DIR=theirs, CUDA_CACHE_DISABLE="1")
             script = (f"import sys; sys.path.insert(0, {os.path.join(HERE, 'kernels')!r}); "
                       f"import importlib; importlib.import_module({name!r}).bench()")
             try:
