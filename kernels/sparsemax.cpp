@@ -232,13 +232,14 @@ double relative_error(const tritium::Device& device, const Case& c, uint32_t see
 }
 
 bool check(const tritium::Device& device) {
-  // Rows under a block (200 of 256, 100 of 128, 7 of 16), sparsemax over a middle dim of a 3-D
-  // tensor and over the first dim of a 2-D one (moved last and back), f32, bf16 and f16. (Blocks
-  // stay small: the CPU compiles tl::sort's network in about 1.5 s at 256, 3 s at 1024.)
-  const std::vector<Case> cases = {{{9, 200}, -1, DType::f32},
+  // Rows under a block (100 and 120 of 128, 7 of 16), sparsemax over a middle dim of a 3-D tensor
+  // and over the first dim of a 2-D one (moved last and back), f32, bf16 and f16. (Blocks stay
+  // small: the CPU compiles tl::sort's network in about 1.5 s at 256, 3 s at 1024; two sizes
+  // here, the rows sorted in f32 whatever the input.)
+  const std::vector<Case> cases = {{{9, 100}, -1, DType::f32},
                                    {{5, 7}, -1, DType::f32},
                                    {{3, 100, 6}, 1, DType::f32},
-                                   {{6, 250}, -1, DType::bf16},
+                                   {{6, 120}, -1, DType::bf16},
                                    {{100, 4}, 0, DType::f16}};
   bool ok = true;
   double worst = 0;
