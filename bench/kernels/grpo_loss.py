@@ -59,8 +59,8 @@ def check() -> bool:
         ids = torch.randint(0, N, (B, L), device="cuda")
         adv = torch.randn(B, device="cuda")
         T = p.get("temperature", 1.0)
-        x = (logits.double() / T).requires_grad_(True)
-        logp = x[:, :-1].log_softmax(-1).gather(-1, ids[..., None])[..., 0]
+        x = logits.double().requires_grad_(True)
+        logp = (x[:, :-1] / T).log_softmax(-1).gather(-1, ids[..., None])[..., 0]
         old = (logp.detach() + 0.25 * torch.randn_like(logp)).float()
         ref = (logp.detach() + 0.5 * torch.randn_like(logp)).float() if p.get("beta", 0.0) else None
         mask = (torch.arange(B * L, device="cuda").reshape(B, L) % 3 != 1).int()
