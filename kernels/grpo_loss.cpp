@@ -1,20 +1,20 @@
 // grpo_loss: Liger-Kernel's GRPO loss kernels (linkedin/Liger-Kernel
-// src/liger_kernel/ops/grpo_loss.py, read at commit ead96b618e5c; BSD-2-Clause, as Liger-Kernel),
-// the token-level path: _selective_log_softmax_kernel with fused_selective_log_softmax (the
-// completion tokens' log-probabilities, masked-out tokens return early), _grpo_loss_fwd_kernel (one
-// program a (sequence, token): online log-sum-exp over the vocabulary in BLOCK_N chunks, the
-// token's log-probability, the per-token loss of each loss type - PPO clipping for
+// src/liger_kernel/ops/grpo_loss.py, read at commit ead96b618e5c; BSD-2-Clause, as Liger-Kernel):
+// _selective_log_softmax_kernel with fused_selective_log_softmax (the completion tokens'
+// log-probabilities, masked-out tokens return early), _grpo_loss_fwd_kernel (one program a
+// (sequence, token): online log-sum-exp over the vocabulary in BLOCK_N chunks, the token's
+// log-probability, the per-token loss of each loss type - PPO clipping for
 // grpo/dapo/bnpo/dr_grpo/luspo with INTELLECT-2's delta, CISPO, SAPO, VESPO - the vLLM
 // importance-sampling ratio, the KL penalty with its optional bias correction; masked-out tokens
 // return early), _grpo_loss_bwd_kernel (the gradient over the logits, masked-out tokens zeroed and
-// returned early), and GrpoLossFunction's token-level forward and backward (_reduce_loss, the
-// per-type gradient scaling, _compute_dapo_normalizer with one process, the last position's
-// gradient zeroed).
+// returned early), the sequence-level pair _grpo_loss_fwd_kernel_seq / _grpo_loss_bwd_kernel_seq
+// (one importance weight a sequence, computed by the wrapper), and GrpoLossFunction's forward and
+// backward (_reduce_loss, the per-type gradient scaling, _compute_dapo_normalizer with one
+// process, the last position's gradient zeroed).
 //
-// Deviations: the sequence-level importance sampling kernels (_grpo_loss_fwd_kernel_seq,
-// _grpo_loss_bwd_kernel_seq) are not ported; the wrappers' small [B, L] torch reductions (the
-// loss reductions, the metrics, the gradient scaling) are computed on the host from the kernels'
-// outputs; the autograd plumbing is left out (forward and backward are two functions).
+// Deviations: the wrappers' small [B, L] torch computations (the loss reductions, the metrics,
+// the gradient scaling, the sequence-level weights and summed dloss) run on the host from the
+// kernels' outputs; the autograd plumbing is left out (forward and backward are two functions).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -300,6 +300,170 @@ auto _grpo_loss_bwd_kernel = tritium::kernel(
      "SAPO_TEMP_POS", "SAPO_TEMP_NEG", "DELTA", "USE_BIAS_CORRECTION_KL", "loss_stride0", "loss_stride1", "L", "N",
      "BLOCK_N"});
 
+// Sequence-level importance sampling: the wrapper computes each sequence's coef_1 (the exp of the
+// mean log-ratio over its tokens), coef_2 and clipping; the kernel applies them to every token.
+auto _grpo_loss_fwd_kernel_seq = tritium::kernel(
+    "_grpo_loss_fwd_kernel_seq",
+    [](P LOGITS, P OLD_LOGP, P REF_LOGP, P INPUT_IDS, P COMPLETION_MASK, P ADVANTAGES,
+       P COEF_1,          // Pre-computed sequence-level importance weight, post delta-clamp (B,)
+       P COEF_1_RAW,      // Pre-computed sequence-level importance weight, pre delta-clamp (B,)
+       P COEF_2,          // Pre-computed clipped coef (B,)
+       P IS_CLIPPED_SEQ,  // Pre-computed clipping indicator (B,)
+       P VLLM_IS_RATIO,   // vLLM importance sampling ratio (B, L) or (B, 1) or None
+       tl::i32 VLLM_IS_RATIO_STRIDE, P LOSS, P LSE, P KL, P IS_CLIPPED, double TEMPERATURE, double BETA,
+       bool USE_BIAS_CORRECTION_KL, int L, int N, int BLOCK_N) {
+      (void)OLD_LOGP;  // unused, as in the original
+      auto off_b = tl::program_id(0).to(tl::int64);
+      auto off_l = tl::program_id(1).to(tl::int64);
+
+      if (!COMPLETION_MASK.is_none()) {
+        COMPLETION_MASK += off_b * L + off_l;
+        auto not_skip = tl::load(COMPLETION_MASK);
+        tl::if_(not_skip == 0, [&] { tl::return_(); });
+      }
+
+      LOGITS += off_b * (L + 1) * N + off_l * N;
+      INPUT_IDS += off_b * L + off_l;
+      ADVANTAGES += off_b;
+      COEF_1 += off_b;
+      COEF_1_RAW += off_b;
+      COEF_2 += off_b;
+      IS_CLIPPED_SEQ += off_b;
+      LOSS += off_b * L + off_l;
+      LSE += off_b * L + off_l;
+      IS_CLIPPED += off_b * L + off_l;
+
+      // Compute log softmax
+      tl::tensor m_i = tl::full({}, -INFINITY, tl::float32);
+      tl::tensor l_i = tl::full({}, 0.0, tl::float32);
+      for (auto start : tl::range(0, N, BLOCK_N)) {
+        auto cols = start + tl::arange(0, BLOCK_N);
+        auto logits = tl::load(LOGITS + cols, cols < N, -INFINITY).to(tl::float32) / TEMPERATURE;
+        auto new_m_i = tl::maximum(m_i, tl::max(logits));
+        auto alpha = tl::exp(m_i - new_m_i);
+        l_i = l_i * alpha + tl::sum(tl::exp(logits - new_m_i));
+        m_i = new_m_i;
+      }
+      auto lse = m_i + tl::log(l_i);
+
+      auto idx = tl::load(INPUT_IDS);
+      auto x = tl::load(LOGITS + idx).to(tl::float32) / TEMPERATURE;
+      auto logp = x - lse;
+
+      // Load pre-computed sequence-level coefficients
+      auto coef_1 = tl::load(COEF_1).to(tl::float32);
+      auto coef_2 = tl::load(COEF_2).to(tl::float32);
+      auto is_clipped_seq = tl::load(IS_CLIPPED_SEQ);
+
+      auto advantage = tl::load(ADVANTAGES).to(tl::float32);
+      auto per_token_loss1 = coef_1 * advantage;
+      auto per_token_loss2 = coef_2 * advantage;
+      auto per_token_loss = -tl::minimum(per_token_loss1, per_token_loss2);
+
+      // Apply vLLM importance sampling correction BEFORE adding KL
+      if (!VLLM_IS_RATIO.is_none()) {
+        auto vllm_is_ratio = tl::load(VLLM_IS_RATIO + off_b * VLLM_IS_RATIO_STRIDE + off_l % VLLM_IS_RATIO_STRIDE).to(tl::float32);
+        per_token_loss = per_token_loss * vllm_is_ratio;
+      }
+
+      if (BETA != 0.0) {
+        REF_LOGP += off_b * L + off_l;
+        KL += off_b * L + off_l;
+        auto ref_logp = tl::load(REF_LOGP).to(tl::float32);
+        auto kl = tl::exp(ref_logp - logp) - (ref_logp - logp) - 1;
+        // Importance-sampling-corrected KL (DeepSeek-V3.2): kl *= the pre-clamp coef_1 (as TRL)
+        if (USE_BIAS_CORRECTION_KL) kl = kl * tl::load(COEF_1_RAW).to(tl::float32);
+        per_token_loss += BETA * kl;
+        tl::store(KL, kl);
+      }
+
+      tl::store(LOSS, per_token_loss);
+      tl::store(LSE, lse);
+      tl::store(IS_CLIPPED, is_clipped_seq);  // Same for all tokens in sequence
+    },
+    {"LOGITS", "OLD_LOGP", "REF_LOGP", "INPUT_IDS", "COMPLETION_MASK", "ADVANTAGES", "COEF_1", "COEF_1_RAW", "COEF_2",
+     "IS_CLIPPED_SEQ", "VLLM_IS_RATIO", "VLLM_IS_RATIO_STRIDE", "LOSS", "LSE", "KL", "IS_CLIPPED", "TEMPERATURE", "BETA",
+     "USE_BIAS_CORRECTION_KL", "L", "N", "BLOCK_N"});
+
+auto _grpo_loss_bwd_kernel_seq = tritium::kernel(
+    "_grpo_loss_bwd_kernel_seq",
+    [](P DLOSS, P DLOSS_SUM, P DLOGITS, P LOGITS, P OLD_LOGP, P REF_LOGP, P INPUT_IDS, P ADVANTAGES,
+       P COMPLETION_MASK, P LSE,
+       P COEF_1,   // Pre-computed sequence-level importance weight (B,)
+       P SEQ_LEN,  // Number of valid tokens per sequence (B,)
+       double TEMPERATURE, double BETA, bool USE_BIAS_CORRECTION_KL, double EPS_LOW, double EPS_HIGH, double DELTA,
+       tl::i32 loss_stride0, tl::i32 loss_stride1, int L, int N, int BLOCK_N) {
+      (void)OLD_LOGP;  // unused, as in the original
+      auto off_b = tl::program_id(0).to(tl::int64);
+      auto off_l = tl::program_id(1).to(tl::int64);
+
+      DLOGITS += off_b * (L + 1) * N + off_l * N;
+      if (!COMPLETION_MASK.is_none()) {
+        COMPLETION_MASK += off_b * L + off_l;
+        auto not_skip = tl::load(COMPLETION_MASK);
+        tl::if_(not_skip == 0, [&] {
+          for (auto start : tl::range(0, N, BLOCK_N)) {
+            auto cols = tl::arange(0, BLOCK_N) + start;
+            tl::store(DLOGITS + cols, 0.0, cols < N);
+          }
+          tl::return_();
+        });
+      }
+
+      LOGITS += off_b * (L + 1) * N + off_l * N;
+      DLOSS += off_b * loss_stride0 + off_l * loss_stride1;
+      DLOSS_SUM += off_b;
+      INPUT_IDS += off_b * L + off_l;
+      ADVANTAGES += off_b;
+      LSE += off_b * L + off_l;
+      COEF_1 += off_b;
+      SEQ_LEN += off_b;
+
+      auto dloss = tl::load(DLOSS).to(tl::float32);
+      auto dloss_sum = tl::load(DLOSS_SUM).to(tl::float32);
+      auto lse = tl::load(LSE).to(tl::float32);
+      auto coef_1 = tl::load(COEF_1).to(tl::float32);
+      auto seq_len = tl::load(SEQ_LEN).to(tl::float32);
+
+      auto idx = tl::load(INPUT_IDS);
+      auto x = tl::load(LOGITS + idx).to(tl::float32) / TEMPERATURE;
+      auto logp = x - lse;
+
+      auto advantage = tl::load(ADVANTAGES).to(tl::float32);
+      auto coef_2 = tl::clamp(coef_1, 1 - EPS_LOW, 1 + EPS_HIGH);
+      tl::tensor coef_1_for_loss = DELTA != 0.0 ? tl::minimum(coef_1, DELTA) : coef_1;
+      auto per_token_loss1 = coef_1_for_loss * advantage;
+      auto per_token_loss2 = coef_2 * advantage;
+      auto is_unclipped = per_token_loss2 >= per_token_loss1;
+
+      // For sequence-level: gradient flows through mean, so scale by coef_1/seq_len
+      auto dlogp = -coef_1 * advantage / seq_len * is_unclipped * dloss_sum;
+      if (DELTA != 0.0) dlogp = dlogp * (coef_1 <= DELTA);
+
+      if (BETA != 0.0) {
+        REF_LOGP += off_b * L + off_l;
+        auto ref_logp = tl::load(REF_LOGP).to(tl::float32);
+        if (USE_BIAS_CORRECTION_KL)  // d(kl * coef_1)/d(logp) ~ coef_1 * (logp - ref_logp), coef_1 detached
+          dlogp += BETA * coef_1 * (logp - ref_logp) * dloss;
+        else
+          dlogp += BETA * (1 - tl::exp(ref_logp - logp)) * dloss;
+      }
+
+      dlogp = dlogp / TEMPERATURE;
+      tl::debug_barrier();
+      for (auto start_n : tl::range(0, N, BLOCK_N)) {
+        auto cols = start_n + tl::arange(0, BLOCK_N);
+        auto logits = tl::load(LOGITS + cols, cols < N, -INFINITY).to(tl::float32) / TEMPERATURE;
+        auto probs = tl::exp(logits - lse);
+        auto dlogits = tl::where(cols == idx, 1 - probs, -probs) * dlogp;
+        tl::store(DLOGITS + cols, dlogits, cols < N);
+      }
+    },
+    {"DLOSS", "DLOSS_SUM", "DLOGITS", "LOGITS", "OLD_LOGP", "REF_LOGP", "INPUT_IDS", "ADVANTAGES", "COMPLETION_MASK",
+     "LSE", "COEF_1", "SEQ_LEN", "TEMPERATURE", "BETA", "USE_BIAS_CORRECTION_KL", "EPS_LOW", "EPS_HIGH", "DELTA",
+     "loss_stride0", "loss_stride1", "L", "N", "BLOCK_N"});
+
+
 bool g_poison = false;  // while checking: dlogits (torch.empty_like) starts as NaN
 
 struct Params {
@@ -312,6 +476,7 @@ struct Params {
   std::optional<double> delta;
   bool use_bias_correction_kl = false;
   std::optional<double> num_items_in_batch;
+  std::string importance_sampling_level = "token";
 };
 
 struct Inputs {
@@ -324,6 +489,7 @@ struct Saved {
   int64_t B = 0, L = 0;
   int32_t vllm_is_ratio_stride = 0;
   int loss_type_int = 0;
+  Tensor coef_1, seq_lens;  // sequence level: the pre-clamp coef_1 and the token counts, [B] f32
 };
 
 struct Outputs {
@@ -368,11 +534,17 @@ double _reduce_loss(const std::vector<double>& loss, const std::vector<double>& 
   tritium::fail("Unknown loss_type: {}", loss_type);
 }
 
-// GrpoLossFunction.forward, token level.
+// GrpoLossFunction.forward.
 Outputs grpo_forward(const Inputs& in, const Params& p, Saved& saved) {
   if (p.delta && (p.loss_type == "cispo" || p.loss_type == "sapo" || p.loss_type == "vespo"))
     tritium::fail("delta (two-sided clipping) is not supported for loss_type='{}'.", p.loss_type);
   const double delta_val = p.delta.value_or(0.0);
+  if (p.importance_sampling_level != "token" && p.importance_sampling_level != "sequence")
+    tritium::fail("importance_sampling_level must be 'token' or 'sequence', got {}", p.importance_sampling_level);
+  if (p.importance_sampling_level == "sequence" && (p.loss_type == "cispo" || p.loss_type == "sapo" || p.loss_type == "vespo"))
+    tritium::fail("Sequence-level importance sampling is not supported for loss_type='{}'. Use importance_sampling_level='token' "
+                  "instead.",
+                  p.loss_type);
   if (p.loss_type == "sapo" && p.sapo_temperature_pos <= 0)
     tritium::fail("sapo_temperature_pos must be positive, got {}", p.sapo_temperature_pos);
   if (p.loss_type == "sapo" && p.sapo_temperature_neg <= 0)
@@ -400,12 +572,45 @@ Outputs grpo_forward(const Inputs& in, const Params& p, Saved& saved) {
   Tensor is_clipped = tritium::ops::zeros({B, L}, DType::f32, device);
   Tensor kl = p.beta != 0.0 ? tritium::ops::zeros({B, L}, DType::f32, device) : Tensor();
 
-  _grpo_loss_fwd_kernel[{B, L}](in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.completion_mask, in.advantages,
-                                vllm_is_ratio, vllm_is_ratio_stride, phi_seq, loss, lse, kl, is_clipped, p.temperature, p.beta,
-                                p.eps_low, p.eps_high, loss_type_int, p.sapo_temperature_pos, p.sapo_temperature_neg,
-                                delta_val, p.use_bias_correction_kl, int(L), int(N), 2048,
-                                tritium::Options{.num_warps = 1, .num_stages = 2, .device = {}});
-  saved = {lse, mask, B, L, vllm_is_ratio_stride, loss_type_int};
+  saved = {lse, mask, B, L, vllm_is_ratio_stride, loss_type_int, Tensor(), Tensor()};
+  if (p.importance_sampling_level == "sequence") {
+    // Sequence level: per-token log-probabilities by the selective log-softmax kernel, then each
+    // sequence's importance weight (torch ops on [B, L] in the original; on the host here).
+    const std::vector<double> per_token_logps =
+        liger::host(fused_selective_log_softmax(in.logits, in.completion_ids, p.temperature, in.completion_mask));
+    const std::vector<double> old = in.old_logp.defined() ? liger::host(in.old_logp) : std::vector<double>();
+    const std::vector<double> adv = liger::host(in.advantages);
+    const size_t nb = static_cast<size_t>(B);
+    std::vector<double> coef_1(nb), coef_1_for_loss(nb), coef_2(nb), clipped(nb), seq_lens(nb);
+    for (int64_t b = 0; b < B; ++b) {
+      double n = 0, sum = 0;
+      for (int64_t l = 0; l < L; ++l) {
+        const size_t i = size_t(b * L + l);
+        n += mask[i];
+        sum += (old.empty() ? 0.0 : per_token_logps[i] - old[i]) * mask[i];
+      }
+      const size_t k = size_t(b);
+      seq_lens[k] = std::max(n, 1.0);
+      coef_1[k] = std::exp(sum / seq_lens[k]);
+      coef_2[k] = std::clamp(coef_1[k], 1 - p.eps_low, 1 + p.eps_high);
+      clipped[k] = (coef_1[k] < 1 - p.eps_low && adv[k] < 0) || (coef_1[k] > 1 + p.eps_high && adv[k] > 0);
+      coef_1_for_loss[k] = p.delta ? std::min(coef_1[k], *p.delta) : coef_1[k];
+    }
+    auto up = [&](const std::vector<double>& v) { return Tensor::from_vector(v, {B}, device).to(DType::f32); };
+    saved.coef_1 = up(coef_1), saved.seq_lens = up(seq_lens);
+    _grpo_loss_fwd_kernel_seq[{B, L}](in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.completion_mask,
+                                      in.advantages, up(coef_1_for_loss), saved.coef_1, up(coef_2), up(clipped), vllm_is_ratio,
+                                      vllm_is_ratio_stride, loss, lse, kl, is_clipped, p.temperature, p.beta,
+                                      p.use_bias_correction_kl, int(L), int(N), 2048,
+                                      tritium::Options{.num_warps = 1, .num_stages = 2, .device = {}});
+  } else {
+    // Token-level: one kernel with LOSS_TYPE branching
+    _grpo_loss_fwd_kernel[{B, L}](in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.completion_mask, in.advantages,
+                                  vllm_is_ratio, vllm_is_ratio_stride, phi_seq, loss, lse, kl, is_clipped, p.temperature,
+                                  p.beta, p.eps_low, p.eps_high, loss_type_int, p.sapo_temperature_pos,
+                                  p.sapo_temperature_neg, delta_val, p.use_bias_correction_kl, int(L), int(N), 2048,
+                                  tritium::Options{.num_warps = 1, .num_stages = 2, .device = {}});
+  }
 
   // Metrics and reductions (torch ops on [B, L] in the original; on the host here)
   const std::vector<double> lv = liger::host(loss), cv = liger::host(is_clipped);
@@ -431,7 +636,7 @@ Outputs grpo_forward(const Inputs& in, const Params& p, Saved& saved) {
   return o;
 }
 
-// GrpoLossFunction.backward, token level: dloss_input is the loss's gradient (a number when
+// GrpoLossFunction.backward: dloss_input is the loss's gradient (a number when
 // reduced, [B, L] otherwise). Returns dlogits [B, L + 1, N].
 Tensor grpo_backward(const Inputs& in, const Params& p, const Saved& s, const std::vector<double>& dloss_input) {
   const int64_t B = s.B, L = s.L, N = in.logits.size(2);
@@ -463,12 +668,32 @@ Tensor grpo_backward(const Inputs& in, const Params& p, const Saved& s, const st
                                         : Tensor::empty(in.logits.shape(), in.logits.dtype(), in.logits.device());
   Tensor phi_seq = p.loss_type == "vespo" ? tritium::ops::contiguous(in.phi_seq.reshape({B})) : Tensor();
   Tensor vllm_is_ratio = in.vllm_is_ratio.defined() ? tritium::ops::contiguous(in.vllm_is_ratio) : Tensor();
-  _grpo_loss_bwd_kernel[{B, L}](dl, dlogits, in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.advantages,
-                                in.completion_mask, s.lse, vllm_is_ratio, s.vllm_is_ratio_stride, phi_seq, p.temperature,
-                                p.beta, p.eps_low, p.eps_high, s.loss_type_int, p.sapo_temperature_pos,
-                                p.sapo_temperature_neg, p.delta.value_or(0.0), p.use_bias_correction_kl,
-                                int32_t(dl.stride(0)), int32_t(dl.stride(1)), int(L), int(N), 4096,
-                                tritium::Options{.num_warps = 16, .num_stages = 1, .device = {}});
+  if (p.importance_sampling_level == "sequence") {
+    // dloss summed over each sequence (times the vLLM ratio where given)
+    std::vector<double> ratio(size_t(B * L), 1.0);
+    if (vllm_is_ratio.defined()) {
+      const std::vector<double> r = liger::host(vllm_is_ratio);
+      const int64_t per = vllm_is_ratio.dim() > 1 ? vllm_is_ratio.size(1) : 1;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t l = 0; l < L; ++l) ratio[size_t(b * L + l)] = r[size_t(b * per + (per == 1 ? 0 : l))];
+    }
+    std::vector<double> dloss_sum(size_t(B), 0.0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t l = 0; l < L; ++l) dloss_sum[size_t(b)] += dloss[size_t(b * L + l)] * ratio[size_t(b * L + l)];
+    Tensor ds = Tensor::from_vector(dloss_sum, {B}, in.logits.device()).to(DType::f32);
+    _grpo_loss_bwd_kernel_seq[{B, L}](dl, ds, dlogits, in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.advantages,
+                                      in.completion_mask, s.lse, s.coef_1, s.seq_lens, p.temperature, p.beta,
+                                      p.use_bias_correction_kl, p.eps_low, p.eps_high, p.delta.value_or(0.0),
+                                      int32_t(dl.stride(0)), int32_t(dl.stride(1)), int(L), int(N), 4096,
+                                      tritium::Options{.num_warps = 16, .num_stages = 1, .device = {}});
+  } else {
+    _grpo_loss_bwd_kernel[{B, L}](dl, dlogits, in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.advantages,
+                                  in.completion_mask, s.lse, vllm_is_ratio, s.vllm_is_ratio_stride, phi_seq, p.temperature,
+                                  p.beta, p.eps_low, p.eps_high, s.loss_type_int, p.sapo_temperature_pos,
+                                  p.sapo_temperature_neg, p.delta.value_or(0.0), p.use_bias_correction_kl,
+                                  int32_t(dl.stride(0)), int32_t(dl.stride(1)), int(L), int(N), 4096,
+                                  tritium::Options{.num_warps = 16, .num_stages = 1, .device = {}});
+  }
   Tensor last = dlogits.select(1, L);  // dlogits[:, -1, :] = 0
   tritium::ops::fill_(last, 0.0);
   return dlogits;
@@ -486,6 +711,7 @@ struct Case {
 // float64 per-token loss, KL, clipping and d(loss)/d(logp) by the loss definitions.
 struct TokenRef {
   double logp, loss, kl, clipped, dlogp;
+  double dlogp_seq = 0;  // sequence level: the part of dlogp taken by the sequence's summed dloss
 };
 
 TokenRef token_reference(const Params& p, double logp, std::optional<double> old, double adv, double ratio, double ref,
@@ -589,6 +815,33 @@ double relative_error(const tritium::Device& device, const Case& c, uint32_t see
       tr[i] = token_reference(c.p, logp[i], c.old_logp ? std::optional<double>(old[i]) : std::nullopt, adv[size_t(b)],
                               ratio[i], ref[i], phi[size_t(b)]);
     }
+  if (c.p.importance_sampling_level == "sequence") {
+    // coef_1 = exp(the mean masked log-ratio of the sequence); every token's loss uses it, and
+    // d coef_1 / d logp_t = coef_1 mask_t / seq_len (old_logp detached)
+    for (int64_t b = 0; b < B; ++b) {
+      double n = 0, sum = 0;
+      for (int64_t l = 0; l < L; ++l) {
+        const size_t i = size_t(b * L + l);
+        n += mask[i], sum += (c.old_logp ? logp[i] - old[i] : 0.0) * mask[i];
+      }
+      n = std::max(n, 1.0);
+      const double c1 = std::exp(sum / n), A = adv[size_t(b)];
+      const double c2 = std::clamp(c1, 1 - c.p.eps_low, 1 + c.p.eps_high);
+      const double c1l = c.p.delta ? std::min(c1, *c.p.delta) : c1;
+      for (int64_t l = 0; l < L; ++l) {
+        const size_t i = size_t(b * L + l);
+        TokenRef t{logp[i], -std::min(c1l * A, c2 * A) * ratio[i], 0, double((c1 < 1 - c.p.eps_low && A < 0) || (c1 > 1 + c.p.eps_high && A > 0)), 0};
+        t.dlogp_seq = c2 * A >= c1l * A && (!c.p.delta || c1 <= *c.p.delta) ? -c1 * A / n : 0.0;
+        if (c.p.beta != 0) {
+          t.kl = std::exp(ref[i] - logp[i]) - (ref[i] - logp[i]) - 1;
+          if (c.p.use_bias_correction_kl) t.kl *= c1, t.dlogp = c.p.beta * c1 * (logp[i] - ref[i]);  // coef_1 detached
+          else t.dlogp = c.p.beta * (1 - std::exp(ref[i] - logp[i]));
+          t.loss += c.p.beta * t.kl;
+        }
+        tr[i] = t;
+      }
+    }
+  }
   std::vector<double> per_token(tr.size());
   for (size_t i = 0; i < tr.size(); ++i) per_token[i] = tr[i].loss;
 
@@ -638,10 +891,18 @@ double relative_error(const tritium::Device& device, const Case& c, uint32_t see
       else if (lt == "dr_grpo") scale = g / double(B * c.p.max_completion_length.value_or(L));
       else if (lt == "luspo") scale = g * seq / double(B * L);
       else scale = g / std::max(c.p.num_items_in_batch.value_or(msum), 1.0);
+      // sequence level: the sequence's part times its dloss summed over its tokens (times their
+      // vLLM ratios), which is the same scale for every token of a reduced loss
+      double dlogp = tr[i].dlogp * scale;
+      if (c.p.importance_sampling_level == "sequence") {
+        double dsum = 0;
+        for (int64_t t = 0; t < L; ++t) dsum += (mask[size_t(b * L + t)] != 0 ? scale : 0.0) * ratio[size_t(b * L + t)];
+        dlogp += tr[i].dlogp_seq * dsum;
+      }
       const double* row = logits_before.data() + (b * (L + 1) + l) * N;
       for (int64_t j = 0; j < N; ++j) {
         const double prob = std::exp(row[j] / c.p.temperature - lse[i]);
-        want[size_t((b * (L + 1) + l) * N + j)] = ((j == ids[i] ? 1.0 : 0.0) - prob) * tr[i].dlogp * scale / c.p.temperature;
+        want[size_t((b * (L + 1) + l) * N + j)] = ((j == ids[i] ? 1.0 : 0.0) - prob) * dlogp / c.p.temperature;
       }
     }
   }
@@ -663,7 +924,11 @@ bool check(const tritium::Device& device) {
   dr.loss_type = "dr_grpo", dr.max_completion_length = 6;
   Params luspo;
   luspo.loss_type = "luspo", luspo.beta = 0.2;
-  // Every loss type, masks with masked-out tokens (their programs return early), a vocabulary of
+  Params seq;
+  seq.importance_sampling_level = "sequence", seq.beta = 0.1, seq.use_bias_correction_kl = true, seq.delta = 1.15;
+  Params seq_bnpo;
+  seq_bnpo.importance_sampling_level = "sequence", seq_bnpo.loss_type = "bnpo";
+  // Every loss type and both importance-sampling levels, masks with masked-out tokens (their programs return early), a vocabulary of
   // 5000 (three forward and two backward chunks, the last partial) and ones under a block; per
   // token and per sequence vLLM ratios; old_logp given and not (on-policy); KL with and without
   // the bias correction; unreduced losses; the in-place gradient; f32 and bf16 logits.
@@ -672,7 +937,9 @@ bool check(const tritium::Device& device) {
                                    {2, 3, 300, DType::f32, sapo, true, true, true, false, false},
                                    {2, 2, 300, DType::f32, vespo, true, true, true, false, true},
                                    {2, 3, 300, DType::f16, dr, false, true, false, false, false},
-                                   {3, 2, 200, DType::f32, luspo, true, false, false, false, false}};
+                                   {3, 2, 200, DType::f32, luspo, true, false, false, false, false},
+                                   {3, 4, 300, DType::f32, seq, true, true, true, false, false},
+                                   {2, 3, 300, DType::bf16, seq_bnpo, false, false, false, false, false}};
   bool ok = true;
   double worst = 0;
   std::string detail;
@@ -681,8 +948,9 @@ bool check(const tritium::Device& device) {
     const double bound = liger::bound_for(c.dtype);
     ok = ok && rel <= bound;
     worst = std::max(worst, rel / bound);
-    detail += fmt::format("{}{} {}x{}x{} {}{}{} {:.1e}", detail.empty() ? "(logp, loss, kl, dlogits: " : ", ",
-                          tritium::dtype_name(c.dtype), c.B, c.L, c.N, c.p.loss_type, c.p.reduce ? "" : " unreduced",
+    detail += fmt::format("{}{} {}x{}x{} {}{}{}{} {:.1e}", detail.empty() ? "(logp, loss, kl, dlogits: " : ", ",
+                          tritium::dtype_name(c.dtype), c.B, c.L, c.N, c.p.loss_type,
+                          c.p.importance_sampling_level == "sequence" ? " seq" : "", c.p.reduce ? "" : " unreduced",
                           c.p.inplace ? " inplace" : "", rel);
   }
   // A loss type the wrapper does not know is an error naming it.

@@ -3,7 +3,7 @@
 The original, loaded from its upstream file (bench/kernels/_upstream.py says where; Liger's helpers
 through _liger.py): linkedin/Liger-Kernel src/liger_kernel/ops/grpo_loss.py at ead96b618e5c: the
 loss-type constants, _selective_log_softmax_kernel, fused_selective_log_softmax, the four loss
-kernels (the sequence-level pair is loaded but not run: the port leaves it out),
+kernels (the sequence-level pair is loaded for GrpoLossFunction; check() runs the token level only),
 _compute_dapo_normalizer, _reduce_loss and GrpoLossFunction, whose forward and backward are
 called with a plain object as ctx. check() runs them against float64 (every loss type, masks,
 vLLM ratios, KL with and without the bias correction, unreduced losses, in place; f32, bf16,
