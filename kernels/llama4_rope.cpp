@@ -235,7 +235,18 @@ bool check(const tritium::Device& device) {
                           c.B, c.S, c.Hq, c.Hk, c.head_dim, c.imag_sign < 0 ? " conj" : "",
                           c.extra_rows ? fmt::format(" +{} rows", c.extra_rows) : "", rel);
   }
-  detail += "; bounds f32 1e-5, f16 1e-3, bf16 1e-2; shown: worst error / bound)";
+  // Complex frequencies cannot be passed (no complex dtype): anything but their real view is an
+  // error naming the shape expected.
+  bool refused = false;
+  try {
+    Tensor q = tritium::ops::zeros({1, 2, 1, 8}, DType::f32, device);
+    llama4_rope_forward(q, q, tritium::ops::zeros({2, 4}, DType::f32, device));
+  } catch (const tritium::Error& e) {
+    refused = std::string(e.what()).find("freqs_cis must be the real view [seq_len, 4, 2]") != std::string::npos;
+  }
+  ok = ok && refused;
+  detail += fmt::format("; bounds f32 1e-5, f16 1e-3, bf16 1e-2; shown: worst error / bound; freqs not [S, D/2, 2] {})",
+                        refused ? "refused" : "NOT REFUSED");
   return suite::report("llama4_rope", device, ok ? worst : INFINITY, 1.0, detail);
 }
 
