@@ -481,7 +481,11 @@ class KernelImpl {
     for (size_t i = 0; i < params.size(); ++i) {
       const ParamInfo& p = params[i];
       if (p.kind == ParamKind::meta) {
-        key_at += 2;
+        // bind() keys a meta-parameter as a kind word and its bits, with a string's characters
+        // (8 a word) between them: skip them all, or the run-time parameters after a string would
+        // read its words as their own specialisation (a scalar after "sum" traced as the constant 1).
+        const MetaValue& m = b.metas[i];
+        key_at += 2 + (m.kind == MetaValue::Kind::string ? (m.s.size() + 7) / 8 : 0);
         continue;
       }
       uint64_t spec = b.key[key_at++];

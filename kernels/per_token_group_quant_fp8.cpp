@@ -14,8 +14,7 @@
 //
 // Deviations: vLLM prefers its CUDA kernel (torch.ops._C.per_token_group_fp8_quant) when the
 // input is contiguous on CUDA; the port is the Triton fallback, and bench/kernels/ times that
-// fallback too. The fused _silu_mul_per_token_group_quant_fp8_colmajor is not ported: it leaves
-// early with a `return` inside an `if` (see the report of this port).
+// fallback too. The fused _silu_mul_per_token_group_quant_fp8_colmajor is kernels/silu_mul_quant_fp8.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

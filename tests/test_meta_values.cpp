@@ -79,6 +79,30 @@ BOOST_AUTO_TEST_CASE(dtype_and_string_values_specialise_the_kernel) {
   });
 }
 
+// Run-time arguments after a string meta-parameter keep their own specialisation: the string's
+// characters in the key are not read as theirs (a 3-character string once made the next scalar
+// "equal to 1" and traced it as a constant, Liger's cross-entropy with reduction="sum").
+BOOST_AUTO_TEST_CASE(scalars_after_a_string_are_not_specialised_by_it) {
+  auto k = tritium::kernel("meta_string_then_scalars", [](tl::ptr<float> out, std::string tag, tl::f32 scale, tl::i32 n,
+                                                          tl::i32 one, int B) {
+    auto offs = tl::arange(0, B);
+    auto v = scale * n.to(tl::float32) + one.to(tl::float32);
+    tl::store(out + offs, tl::full({B}, tag.size() == 0 ? 0.0f : float(tag.size()), tl::float32) + v, offs < n);
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    // Tags whose characters fill no, one and two key words; n = 7 is neither 1 nor a multiple of 16.
+    for (std::string tag : {"", "sum", "mean", "exactly9c", "sixteen_chars_xx"}) {
+      BOOST_TEST_CONTEXT("tag \"" << tag << "\"") {
+        auto d = be.alloc_poisoned<float>(16);
+        k[{1}](d.ptr(), tag, 20.5f, 7, 1, 16, be.options());
+        auto out = d.download();
+        for (int i = 0; i < 7; ++i) BOOST_TEST(out[i] == float(tag.size()) + 20.5f * 7 + 1);
+        for (int i = 7; i < 16; ++i) BOOST_TEST(std::isnan(out[i]));
+      }
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(meta_values_are_type_checked) {
   auto k = reduce_kernel();
   unsigned line = __LINE__ + 1;

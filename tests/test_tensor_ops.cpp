@@ -280,6 +280,13 @@ BOOST_AUTO_TEST_CASE(sort_and_topk_rows) {
   });
 }
 
+// A row of 512 (Liger's sparsemax sorts rows this long and longer): the network's blocks are
+// [2, 2, ..., 2] of rank 9, which the CPU backend once compiled as a nest of nine 2-trip loops a
+// op that LLVM unrolled fully (a 256-wide sort took 33 s to compile, 1024 minutes; now ~2 s).
+BOOST_AUTO_TEST_CASE(sort_a_wide_row) {
+  tt::for_each_backend([&](const tt::Backend& be) { sort_case<float>(be, 3, 1, 512, true, 0, 39); });
+}
+
 // NaN: Triton's network compares with >, which is false for NaN, so NaN's place is not defined;
 // the pairs swap as a whole, so the result is a permutation of the row whatever the NaNs.
 BOOST_AUTO_TEST_CASE(sort_keeps_the_elements_with_nan) {
