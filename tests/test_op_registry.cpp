@@ -31,7 +31,7 @@ Inputs leaves(const ops::OpDecl& op, const Inputs& sample) {
   Inputs out;
   for (size_t i = 0; i < sample.size(); ++i) {
     Tensor t = sample[i].detach();
-    if (t.defined() && op.inputs[i].differentiable && is_float(t.dtype())) t.requires_grad_();
+    if (t.defined() && op.arg_of(i).differentiable && is_float(t.dtype())) t.requires_grad_();
     out.push_back(t);
   }
   return out;
