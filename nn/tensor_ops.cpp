@@ -88,4 +88,38 @@ Tensor roll(const Tensor& x, ops::Shape shifts, std::vector<int> dims) {
 Tensor tril(const Tensor& x, int64_t diagonal) { return nn::call("tril", {x}, Attrs{{"diagonal", diagonal}}); }
 Tensor triu(const Tensor& x, int64_t diagonal) { return nn::call("triu", {x}, Attrs{{"diagonal", diagonal}}); }
 
+// ---- indexing ---------------------------------------------------------------------------------------
+
+Tensor gather(const Tensor& x, int dim, const Tensor& index) { return nn::call("gather", {x, index}, Attrs{{"dim", dim}}); }
+Tensor scatter(const Tensor& x, int dim, const Tensor& index, const Tensor& src) {
+  return nn::call("scatter", {x, index, src}, Attrs{{"dim", dim}});
+}
+Tensor scatter(const Tensor& x, int dim, const Tensor& index, ops::Scalar value) {
+  return nn::call("scatter.value", {x, index}, Attrs{{"dim", dim}, {"value", value}});
+}
+Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& src) {
+  return nn::call("scatter_add", {x, index, src}, Attrs{{"dim", dim}});
+}
+Tensor scatter_reduce(const Tensor& x, int dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self) {
+  return nn::call("scatter_reduce", {x, index, src},
+                  Attrs{{"dim", dim}, {"reduce", reduce}, {"include_self", include_self}});
+}
+Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
+  return nn::call("index_select", {x, index}, Attrs{{"dim", dim}});
+}
+Tensor index_add(const Tensor& x, int dim, const Tensor& index, const Tensor& source, ops::Scalar alpha) {
+  return nn::call("index_add", {x, index, source}, Attrs{{"dim", dim}, {"alpha", alpha}});
+}
+Tensor masked_fill(const Tensor& x, const Tensor& mask, ops::Scalar value) {
+  return nn::call("masked_fill", {x, mask}, Attrs{{"value", value}});
+}
+Tensor masked_select(const Tensor& x, const Tensor& mask) { return nn::call("masked_select", {x, mask}); }
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
+  return nn::call("index", {x}, Attrs{{"indices", indices}});
+}
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  return nn::call("index_put", {x, values}, Attrs{{"indices", indices}, {"accumulate", accumulate}});
+}
+
 }  // namespace tritium

@@ -6,6 +6,7 @@
 #pragma once
 #include <vector>
 
+#include "ops/indexing.h"
 #include "ops/shape.h"
 
 namespace tritium {
@@ -35,5 +36,22 @@ Tensor flip(const Tensor& x, std::vector<int> dims);
 Tensor roll(const Tensor& x, ops::Shape shifts, std::vector<int> dims = {});
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
+
+// Indexing (ops/indexing.h); index tensors and masks are not differentiable. x.index({...}) is
+// the C++ x[...] (runtime/tensor_index.h); index and index_put below are aten::index / index_put
+// (one index tensor per dim, undefined for a full slice).
+Tensor gather(const Tensor& x, int dim, const Tensor& index);
+Tensor scatter(const Tensor& x, int dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int dim, const Tensor& index, ops::Scalar value);
+Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& src);
+Tensor scatter_reduce(const Tensor& x, int dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self = true);
+Tensor index_select(const Tensor& x, int dim, const Tensor& index);
+Tensor index_add(const Tensor& x, int dim, const Tensor& index, const Tensor& source, ops::Scalar alpha = ops::Scalar(1));
+Tensor masked_fill(const Tensor& x, const Tensor& mask, ops::Scalar value);
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+using ops::nonzero;  // integer result: not differentiable
 
 }  // namespace tritium

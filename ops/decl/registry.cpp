@@ -265,6 +265,7 @@ const OpRegistry& op_registry() {
     decl::declare_attention(r);
     decl::declare_dropout(r);
     decl::declare_shape(r);
+    decl::declare_indexing(r);
     return r;
   }();
   return registry;

@@ -1,0 +1,16 @@
+// Private to ops/ and its tests: the kernels of ops/indexing.cpp, for the CUDA code-generation
+// test (tests/test_tensor_indexing.cpp compiles them with NVRTC without a GPU).
+#pragma once
+#include "dsl/kernel.h"
+
+namespace tritium::ops::detail {
+
+// dst, src, off, n, sizes d0..d5, dst strides a0..a5, src strides b0..b5, offset strides c0..c5;
+// meta RANK, MODE (0 store, 1 atomic add, 2 max, 3 min), SIDE (0 no offsets, 1 on src, 2 on dst),
+// DDT (dst dtype), BLOCK.
+Kernel& index_copy_kernel();
+Kernel& nonzero_count_kernel();  // x, counts, n; BLOCK
+Kernel& nonzero_scan_kernel();   // counts, starts, total, nb; BLOCK
+Kernel& nonzero_write_kernel();  // x, starts, out, dims, n; RANK, BLOCK
+
+}  // namespace tritium::ops::detail
