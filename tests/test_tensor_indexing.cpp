@@ -264,6 +264,27 @@ BOOST_AUTO_TEST_CASE(index_put_writes_in_place) {
   });
 }
 
+// Empty index lists and masks give empty results (or an unchanged copy) without launching.
+BOOST_AUTO_TEST_CASE(empty_indices) {
+  tt::for_each_backend([](const tt::Backend&) {
+    Tensor x = randf({3, 4}, 29);
+    Tensor none = ops::zeros({0}, DType::i64);
+    BOOST_TEST(T::gather(x, 1, ops::zeros({3, 0}, DType::i64)).shape() == Shape({3, 0}));
+    check_values(T::scatter_add(x, 0, ops::zeros({0, 4}, DType::i64), ops::zeros({0, 4})), {3, 4}, ou::values(x),
+                 "scatter_add of nothing");
+    check_values(T::index_add(x, 1, none, ops::zeros({3, 0})), {3, 4}, ou::values(x), "index_add of nothing");
+    BOOST_TEST(x.index({none}).shape() == Shape({0, 4}));
+    BOOST_TEST(x.index({Slice(), none}).shape() == Shape({3, 0}));
+    Tensor no = ops::gt(x, ops::Scalar(5.0));
+    BOOST_TEST(T::masked_select(x, no).shape() == Shape({0}));
+    BOOST_TEST(x.index({no}).shape() == Shape({0}));
+    Tensor y = ops::clone(x);
+    y.index_put_({no}, 1.0);
+    BOOST_TEST(ou::values(y) == ou::values(x));
+    BOOST_TEST(T::index_select(ops::zeros({0, 2}), 1, Tensor::from_vector<int64_t>({1, 0})).shape() == Shape({0, 2}));
+  });
+}
+
 // Gradients of x[...]: basic views and an advanced gather combined, and index_put out of place.
 BOOST_AUTO_TEST_CASE(index_gradients) {
   tt::for_each_backend([](const tt::Backend&) {
