@@ -33,7 +33,7 @@ using P = tl::ptr<tl::any>;
 using detail::shape_str;
 
 constexpr int kMaxRank = 6;
-enum class Mode : int { store, add, max, min };
+enum class Mode : int { store, add, max, min, prod };
 enum class OffsetSide : int { none, src, dst };
 
 }  // namespace
@@ -72,6 +72,50 @@ Kernel& detail::index_copy_kernel() {
           case Mode::add: tl::atomic_add(dst + da, v, mask); break;
           case Mode::max: tl::atomic_max(dst + da, v, mask); break;
           case Mode::min: tl::atomic_min(dst + da, v, mask); break;
+          case Mode::prod: fail("index_copy: the product mode has its own kernel (index_prod)");
+        }
+      });
+  return k;
+}
+
+// The product mode: no atomic multiply exists, so each element is a compare-and-swap loop
+// (Triton's way: `while atomic_cas(p, cur, cur * v) != cur`), comparing bit patterns so that NaN
+// and -0.0 behave. Loops are per element, so a program takes LANES scalar elements, each in its
+// own run-time loop; the current value is re-read by a CAS that writes nothing new.
+Kernel& detail::index_prod_kernel() {
+  static Kernel k = tritium::kernel(
+      "index_prod",
+      [](P dst, P src, P off, tl::i64 n,  //
+         tl::i64 d0, tl::i64 d1, tl::i64 d2, tl::i64 d3, tl::i64 d4, tl::i64 d5,
+         tl::i64 a0, tl::i64 a1, tl::i64 a2, tl::i64 a3, tl::i64 a4, tl::i64 a5,
+         tl::i64 b0, tl::i64 b1, tl::i64 b2, tl::i64 b3, tl::i64 b4, tl::i64 b5,
+         tl::i64 c0, tl::i64 c1, tl::i64 c2, tl::i64 c3, tl::i64 c4, tl::i64 c5,  //
+         int RANK, int DDT, int LANES) {
+        const std::array<tl::tensor, 6> d{d0, d1, d2, d3, d4, d5}, a{a0, a1, a2, a3, a4, a5},
+            b{b0, b1, b2, b3, b4, b5}, c{c0, c1, c2, c3, c4, c5};
+        const DType ddt = static_cast<DType>(DDT);
+        const DType bits = dtype_bits(ddt) == 64 ? DType::i64 : dtype_bits(ddt) == 32 ? DType::i32 : DType::i16;
+        auto same = [&](const tl::tensor& x, const tl::tensor& y) {
+          return is_float(ddt) ? x.to(bits, true) == y.to(bits, true) : x == y;
+        };
+        for (int lane = 0; lane < LANES; ++lane) {
+          auto i = tl::program_id(0).to(tl::int64) * LANES + lane;
+          tl::if_(i < n, [&] {
+            tl::tensor da = i * 0, sb = i * 0, oc = i * 0, rem = i;
+            for (int k = RANK - 1; k >= 0; --k) {
+              tl::tensor idx = k == 0 ? rem : rem % d[k];
+              if (k > 0) rem = rem / d[k];
+              da = da + idx * a[k];
+              sb = sb + idx * b[k];
+              oc = oc + idx * c[k];
+            }
+            tl::tensor p = dst + (da + tl::load(off + oc));
+            tl::tensor v = tl::load(src + sb);
+            if (v.dtype() != ddt) v = v.to(ddt);
+            tl::tensor cur = tl::load(p);
+            tl::while_([&] { return !same(tl::atomic_cas(p, cur, cur * v), cur); },
+                       [&] { cur = tl::atomic_cas(p, cur, cur); });
+          });
         }
       });
   return k;
@@ -80,6 +124,7 @@ Kernel& detail::index_copy_kernel() {
 namespace {
 
 using detail::index_copy_kernel;
+using detail::index_prod_kernel;
 
 // The index space and, per dim, the strides of dst, src and the offset tensor.
 struct Layout {
@@ -131,8 +176,17 @@ void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layou
     d[k] = l.sizes[k];
     for (int j = 0; j < 3; ++j) s[j][k] = l.strides[j][k];
   }
-  const int64_t block = detail::default_block(n);
   const Tensor& o = side == OffsetSide::none ? src : off;
+  if (mode == Mode::prod) {
+    const int64_t lanes = 16;
+    index_prod_kernel()[{cdiv(n, lanes)}](
+        dst, src, o, n, d[0], d[1], d[2], d[3], d[4], d[5],  //
+        s[0][0], s[0][1], s[0][2], s[0][3], s[0][4], s[0][5], s[1][0], s[1][1], s[1][2], s[1][3], s[1][4], s[1][5],
+        s[2][0], s[2][1], s[2][2], s[2][3], s[2][4], s[2][5], static_cast<int>(l.sizes.size()),
+        static_cast<int>(dst.dtype()), static_cast<int>(lanes));
+    return;
+  }
+  const int64_t block = detail::default_block(n);
   index_copy_kernel()[{cdiv(n, block)}](
       dst, src, o, n, d[0], d[1], d[2], d[3], d[4], d[5],                  //
       s[0][0], s[0][1], s[0][2], s[0][3], s[0][4], s[0][5],                //
@@ -269,10 +323,7 @@ Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& 
 Tensor scatter_reduce(const Tensor& x, int dim, const Tensor& index, const Tensor& src, const std::string& reduce,
                       bool include_self) {
   const char* op = "scatter_reduce";
-  if (reduce == "prod")
-    fail("scatter_reduce: reduce='prod' is not supported yet (the kernels have no atomic multiply); use sum, mean, "
-         "amax or amin");
-  if (reduce != "sum" && reduce != "mean" && reduce != "amax" && reduce != "amin")
+  if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
     fail("scatter_reduce: reduce argument must be either sum, prod, mean, amax or amin, got {}", reduce);
   detail::check_tensors(op, {&x, &index, &src});
   if (reduce == "mean" && !is_float(x.dtype()))
@@ -281,12 +332,16 @@ Tensor scatter_reduce(const Tensor& x, int dim, const Tensor& index, const Tenso
   // Without self, the scattered positions first get the reduction's identity.
   Tensor base = x;
   if (!include_self) {
-    Scalar identity = reduce == "amax" ? extreme(x.dtype(), true) : reduce == "amin" ? extreme(x.dtype(), false) : Scalar(0);
+    Scalar identity = reduce == "amax"   ? extreme(x.dtype(), true)
+                      : reduce == "amin" ? extreme(x.dtype(), false)
+                      : reduce == "prod" ? Scalar(1)
+                                         : Scalar(0);
     base = scatter(x, dim, index, identity);
   }
   if (reduce == "sum") return scatter_into(op, base, dim, index, src, false, Mode::add);
   if (reduce == "amax") return scatter_into(op, base, dim, index, src, false, Mode::max);
   if (reduce == "amin") return scatter_into(op, base, dim, index, src, false, Mode::min);
+  if (reduce == "prod") return scatter_into(op, base, dim, index, src, false, Mode::prod);
   // mean: the sum over the count of values reduced into each position (self counting once).
   Tensor total = scatter_into(op, base, dim, index, src, false, Mode::add);
   Tensor count = include_self ? ones_like(x) : zeros_like(x);

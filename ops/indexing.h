@@ -21,8 +21,8 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index);
 Tensor scatter(const Tensor& x, int dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& x, int dim, const Tensor& index, Scalar value);
 Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& src);
-// reduce: "sum", "mean", "amax", "amin" ("prod" is refused: no atomic multiply yet). include_self
-// false: the scattered positions start from src alone.
+// reduce: "sum", "prod", "mean", "amax", "amin". include_self false: the scattered positions
+// start from src alone. prod multiplies by a compare-and-swap loop per element (no atomic multiply).
 Tensor scatter_reduce(const Tensor& x, int dim, const Tensor& index, const Tensor& src, const std::string& reduce,
                       bool include_self = true);
 // The elements of x at `index` (1-D) along dim.

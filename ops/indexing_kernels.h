@@ -9,6 +9,9 @@ namespace tritium::ops::detail {
 // meta RANK, MODE (0 store, 1 atomic add, 2 max, 3 min), SIDE (0 no offsets, 1 on src, 2 on dst),
 // DDT (dst dtype), BLOCK.
 Kernel& index_copy_kernel();
+// The same arguments without MODE and SIDE (offsets on dst), LANES for BLOCK: dst *= src by a
+// compare-and-swap loop per element (scatter_reduce's prod).
+Kernel& index_prod_kernel();
 Kernel& nonzero_count_kernel();  // x, counts, n; BLOCK
 Kernel& nonzero_scan_kernel();   // counts, starts, total, nb; BLOCK
 Kernel& nonzero_write_kernel();  // x, starts, out, dims, n; RANK, BLOCK

@@ -101,10 +101,11 @@ BOOST_AUTO_TEST_CASE(scatter_family) {
         for (int j = 0; j < 3; ++j) {
           size_t o = static_cast<size_t>(i * 6 + iv[static_cast<size_t>(i * 3 + j)]);
           double v = sv[static_cast<size_t>(i * 3 + j)];
-          if (!include_self && !hit[o]) acc[o] = reduce == "amax" ? -INFINITY : reduce == "amin" ? INFINITY : 0;
+          if (!include_self && !hit[o]) acc[o] = reduce == "amax" ? -INFINITY : reduce == "amin" ? INFINITY : reduce == "prod" ? 1 : 0;
           hit[o] = true;
           count[o] += 1;
           if (reduce == "sum" || reduce == "mean") acc[o] += v;
+          if (reduce == "prod") acc[o] *= v;
           if (reduce == "amax") acc[o] = std::max(acc[o], v);
           if (reduce == "amin") acc[o] = std::min(acc[o], v);
         }
@@ -113,7 +114,7 @@ BOOST_AUTO_TEST_CASE(scatter_family) {
       return acc;
     };
     check_values(T::scatter_add(x, 1, idx, src), {4, 6}, reference("sum", true), "scatter_add", 1e-6);
-    for (const char* reduce : {"sum", "mean", "amax", "amin"})
+    for (const char* reduce : {"sum", "prod", "mean", "amax", "amin"})
       for (bool self : {true, false})
         check_values(T::scatter_reduce(x, -1, idx, src, reduce, self), {4, 6}, reference(reduce, self),
                      std::string("scatter_reduce ") + reduce + (self ? "" : " without self"), 1e-6);
@@ -143,6 +144,16 @@ BOOST_AUTO_TEST_CASE(scatter_family) {
     for (int i = 0; i < 4; ++i)
       for (int j = 0; j < 3; ++j) ri[static_cast<size_t>(i * 6 + iv[static_cast<size_t>(i * 3 + j)])] += siv[static_cast<size_t>(i * 3 + j)];
     check_values(T::scatter_add(xi, 1, idx, si), {4, 6}, ri, "scatter_add i32");
+    // prod by compare-and-swap: i64 products exact (many values into one position), NaN kept.
+    Tensor xl = ou::random_tensor<int64_t>({3}, 30, -3, 3), sl = ou::random_tensor<int64_t>({40}, 31, -2, 2);
+    Tensor to = Tensor::from_vector<int64_t>(std::vector<int64_t>(40, 1));
+    std::vector<double> rl = ou::values(xl);
+    for (double v : ou::values(sl)) rl[1] *= v;
+    check_values(T::scatter_reduce(xl, 0, to, sl, "prod"), {3}, rl, "scatter_reduce prod i64, 40 into one");
+    Tensor nan_src = Tensor::from_vector<float>({2.0f, std::nanf(""), -0.0f});
+    std::vector<double> pn = ou::values(T::scatter_reduce(ops::ones({2}), 0, Tensor::from_vector<int64_t>({0, 0, 1}), nan_src, "prod"));
+    BOOST_TEST(std::isnan(pn[0]));
+    BOOST_TEST((pn[1] == 0 && std::signbit(pn[1])));
   });
 }
 
@@ -317,8 +328,6 @@ BOOST_AUTO_TEST_CASE(bad_inputs) {
                      {"scatter", "dtype", "f32", "f64"});
     tt::check_throws([&] { T::scatter_add(x, 0, ops::zeros({2, 2}, DType::i64), ops::zeros({1, 2})); },
                      {"scatter_add", "exceeds the source's size"});
-    tt::check_throws([&] { T::scatter_reduce(x, 0, ops::zeros({1, 1}, DType::i64), ops::zeros({1, 1}), "prod"); },
-                     {"scatter_reduce", "prod", "not supported"});
     tt::check_throws([&] { T::scatter_reduce(x, 0, ops::zeros({1, 1}, DType::i64), ops::zeros({1, 1}), "max"); },
                      {"scatter_reduce", "sum, prod, mean, amax or amin", "max"});
     tt::check_throws([&] { T::scatter_add(ops::zeros({3}, DType::u8), 0, ops::zeros({1}, DType::i64), ops::zeros({1}, DType::u8)); },
@@ -354,7 +363,7 @@ BOOST_AUTO_TEST_CASE(bad_inputs) {
   });
 }
 
-// The CUDA code of the indexing kernels (a gather, atomic scatters of f32 and i64, nonzero's three
+// The CUDA code of the indexing kernels (a gather, atomic scatters, the CAS loop of prod, nonzero's three
 // kernels) is generated and compiles with NVRTC for Hopper and Ampere. Compiled only: no GPU here.
 BOOST_AUTO_TEST_CASE(cuda_code_compiles) {
   namespace cuda = tritium::jit::cuda;
@@ -393,6 +402,8 @@ BOOST_AUTO_TEST_CASE(cuda_code_compiles) {
   strides(d::index_copy_kernel(), f, f, 0, 1, static_cast<int>(DType::f32));
   std::string add = strides(d::index_copy_kernel(), f, f, 1, 2, static_cast<int>(DType::f32));
   BOOST_TEST(add.find("atomicAdd") != std::string::npos);
+  compiles(d::index_prod_kernel(), f, f, i, n, s, s, one, one, one, one, s, one, zero, zero, zero, zero, zero, one, zero,
+           zero, zero, zero, one, zero, zero, zero, zero, zero, 2, static_cast<int>(DType::f32), 4);
   strides(d::index_copy_kernel(), f, i, 3, 2, static_cast<int>(DType::f32));  // converts i64 -> f32
   compiles(d::nonzero_count_kernel(), b, i, n, 1024);
   compiles(d::nonzero_scan_kernel(), i, i, i, n, 1024);

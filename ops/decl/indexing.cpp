@@ -67,12 +67,38 @@ ExtremumShares extremum_shares(const Tensor& g, const Ctx& c) {
   return {self_is, src_is, div(g, count)};
 }
 
+// prod: a zero must not divide; the product without the element is recomputed with zeros
+// masked to one (self's zeros; src's zeros that are alone in their position).
+Tensor prod_self(const Tensor& g, const Ctx& c) {
+  const Tensor &self = c.saved("self"), &src = c.saved("src"), &index = c.saved("index");
+  Tensor masked_self = masked_fill(self, eq(self, Scalar(0)), Scalar(1));
+  Tensor others = scatter_reduce(masked_self, dim_of(c), index, src, "prod", c.attrs().get<bool>("include_self"));
+  return div(mul(g, others), masked_self);
+}
+
+Tensor prod_src(const Tensor& g, const Ctx& c) {
+  const Tensor &self = c.saved("self"), &index = c.saved("index"), &result = c.saved("result");
+  const Tensor src = corner(c.saved("src"), index.shape());
+  const int d = dim_of(c);
+  Tensor src_zero = eq(src, Scalar(0));
+  Tensor zeros_per_position = gather(scatter_add(zeros_like(self), d, index, to_dtype(src_zero, self.dtype())), d, index);
+  Tensor single_zero = mul(src_zero, eq(zeros_per_position, Scalar(1)));
+  Tensor masked_src = masked_fill(src, single_zero, Scalar(1));
+  Tensor without_zero = scatter_reduce(self, d, index, masked_src, "prod", c.attrs().get<bool>("include_self"));
+  Tensor by_division = div(gather(mul(g, result), d, index), masked_fill(src, src_zero, Scalar(1)));
+  return where(single_zero, gather(mul(g, without_zero), d, index), by_division);
+}
+
 Tensor scatter_reduce_self(const Tensor& g, const Ctx& c) {
   const std::string& reduce = c.attrs().get<std::string>("reduce");
   const bool include_self = c.attrs().get<bool>("include_self");
   Tensor zero = zeros({}, g.dtype(), g.device());
   if (reduce == "sum" || reduce == "mean") {
     Tensor gs = reduce == "mean" ? div(g, mean_count(c, g)) : g;
+    return include_self ? gs : where(gt(scattered_positions(c, g), Scalar(0)), zero, gs);
+  }
+  if (reduce == "prod") {
+    Tensor gs = prod_self(g, c);
     return include_self ? gs : where(gt(scattered_positions(c, g), Scalar(0)), zero, gs);
   }
   ExtremumShares s = extremum_shares(g, c);
@@ -84,6 +110,7 @@ Tensor scatter_reduce_src(const Tensor& g, const Ctx& c) {
   const Tensor& index = c.saved("index");
   if (reduce == "sum") return src_grad(gather(g, dim_of(c), index), c);
   if (reduce == "mean") return src_grad(gather(div(g, mean_count(c, g)), dim_of(c), index), c);
+  if (reduce == "prod") return src_grad(prod_src(g, c), c);
   ExtremumShares s = extremum_shares(g, c);
   return src_grad(mul(s.src_is_result, gather(s.distributed, dim_of(c), index)), c);
 }
@@ -168,11 +195,24 @@ void declare_indexing(OpRegistry& r) {
          .gradcheck_samples = [](Device d) {
            std::vector<GradcheckSample> out;
            uint64_t seed = 407;
-           for (const char* reduce : {"sum", "mean", "amax", "amin"})
+           for (const char* reduce : {"sum", "prod", "mean", "amax", "amin"})
              for (bool include_self : {true, false})
                out.push_back(sample(std::string(reduce) + (include_self ? " with self" : " without self"),
                                     {u({3, 4}, d, seed++), idx({0, 0, 2, 2, 1, 0}, {3, 2}, d), u({3, include_self ? 2 : 3}, d, seed++)},
                                     {{"dim", 1}, {"reduce", std::string(reduce)}, {"include_self", include_self}}));
+           // prod with zeros: one alone in its position (its gradient is the product of the
+           // others), two in one position (no gradient through either), and a zero in self.
+           Tensor self = sample_uniform({2, 3}, d, seed++, 0.5, 1.5), src = sample_uniform({2, 3}, d, seed++, 0.5, 1.5);
+           auto zero_at = [](const Tensor& t, int64_t i, int64_t j) {
+             Tensor e = runtime::select_of(runtime::select_of(t, 0, i), 0, j);
+             fill_(e, 0.0);
+           };
+           zero_at(src, 0, 0);
+           zero_at(src, 0, 1);
+           zero_at(src, 1, 2);
+           zero_at(self, 1, 1);
+           out.push_back(sample("prod with zeros", {self, idx({0, 0, 1, 2, 1, 1}, {2, 3}, d), src},
+                                {{"dim", 1}, {"reduce", std::string("prod")}, {"include_self", true}}));
            return out;
          }});
   r.add({.name = "index_select",
