@@ -1,5 +1,5 @@
 // Indexing ops (ops/indexing.h). One kernel moves the data of all of them: `index_copy` walks an
-// index space of up to 6 (collapsed) dims, element i at multi-index p:
+// index space of up to 6 (collapsed) dims in [rows, columns] tiles, element i at multi-index p:
 //     dst[sum p_k a_k (+ off[sum p_k c_k])]  (op)=  src[sum p_k b_k (+ off[sum p_k c_k])]
 // where `off` is an i64 tensor of element offsets added on the source side (gather, index_select,
 // x[idx]) or on the destination side (scatter, index_add, x[idx] = v), and (op) is a store or an
@@ -41,26 +41,35 @@ enum class OffsetSide : int { none, src, dst };
 Kernel& detail::index_copy_kernel() {
   static Kernel k = tritium::kernel(
       "index_copy",
-      [](P dst, P src, P off, tl::i64 n,  //
-         tl::i64 d0, tl::i64 d1, tl::i64 d2, tl::i64 d3, tl::i64 d4, tl::i64 d5,
-         tl::i64 a0, tl::i64 a1, tl::i64 a2, tl::i64 a3, tl::i64 a4, tl::i64 a5,
-         tl::i64 b0, tl::i64 b1, tl::i64 b2, tl::i64 b3, tl::i64 b4, tl::i64 b5,
-         tl::i64 c0, tl::i64 c1, tl::i64 c2, tl::i64 c3, tl::i64 c4, tl::i64 c5,  //
-         int RANK, int MODE, int SIDE, int DDT, int BLOCK) {
-        const std::array<tl::tensor, 6> d{d0, d1, d2, d3, d4, d5}, a{a0, a1, a2, a3, a4, a5},
-            b{b0, b1, b2, b3, b4, b5}, c{c0, c1, c2, c3, c4, c5};
-        auto i = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK);
-        auto mask = i < n;
-        tl::tensor da = i * 0, sb = i * 0, oc = i * 0, rem = i;
-        for (int k = RANK - 1; k >= 0; --k) {  // split the flat index into the dims' indices
+      [](P dst, P src, P off, tl::i64 rows, tl::i64 cols,  //
+         tl::i64 d0, tl::i64 d1, tl::i64 d2, tl::i64 d3, tl::i64 d4,
+         tl::i64 a0, tl::i64 a1, tl::i64 a2, tl::i64 a3, tl::i64 a4, tl::i64 a_col,
+         tl::i64 b0, tl::i64 b1, tl::i64 b2, tl::i64 b3, tl::i64 b4, tl::i64 b_col,
+         tl::i64 c0, tl::i64 c1, tl::i64 c2, tl::i64 c3, tl::i64 c4, tl::i64 c_col,  //
+         int RANK, int MODE, int SIDE, int DDT, int BR, int BC) {
+        const std::array<tl::tensor, 5> d{d0, d1, d2, d3, d4}, a{a0, a1, a2, a3, a4}, b{b0, b1, b2, b3, b4},
+            c{c0, c1, c2, c3, c4};
+        // A [BR, BC] tile: BC elements of the last dim times BR rows (the other dims flattened);
+        // a row index is split into the outer dims' indices once per row, not per element.
+        auto pid = tl::program_id(0).to(tl::int64);
+        auto ncb = tl::cdiv(cols, BC);
+        auto col = (pid % ncb) * BC + tl::arange(0, BC);
+        auto row = (pid / ncb) * BR + tl::arange(0, BR);
+        auto mask = (row < rows)(tl::_, tl::None) && (col < cols)(tl::None, tl::_);
+        tl::tensor ra = row * 0, rb = row * 0, rc = row * 0, rem = row;
+        for (int k = RANK - 2; k >= 0; --k) {
           tl::tensor idx = k == 0 ? rem : rem % d[k];
           if (k > 0) rem = rem / d[k];
-          da = da + idx * a[k];
-          sb = sb + idx * b[k];
-          oc = oc + idx * c[k];
+          ra = ra + idx * a[k];
+          rb = rb + idx * b[k];
+          rc = rc + idx * c[k];
         }
+        auto tile = [&](const tl::tensor& r, const tl::tensor& stride) {
+          return r(tl::_, tl::None) + (col * stride)(tl::None, tl::_);
+        };
+        tl::tensor da = tile(ra, a_col), sb = tile(rb, b_col);
         if (SIDE != static_cast<int>(OffsetSide::none)) {
-          auto o = tl::load(off + oc, mask, 0);
+          auto o = tl::load(off + tile(rc, c_col), mask, 0);
           if (SIDE == static_cast<int>(OffsetSide::src)) sb = sb + o;
           else da = da + o;
         }
@@ -186,14 +195,31 @@ void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layou
         static_cast<int>(dst.dtype()), static_cast<int>(lanes));
     return;
   }
-  const int64_t block = detail::default_block(n);
-  index_copy_kernel()[{cdiv(n, block)}](
-      dst, src, o, n, d[0], d[1], d[2], d[3], d[4], d[5],                  //
-      s[0][0], s[0][1], s[0][2], s[0][3], s[0][4], s[0][5],                //
-      s[1][0], s[1][1], s[1][2], s[1][3], s[1][4], s[1][5],                //
-      s[2][0], s[2][1], s[2][2], s[2][3], s[2][4], s[2][5],                //
-      static_cast<int>(l.sizes.size()), static_cast<int>(mode), static_cast<int>(side),
-      static_cast<int>(dst.dtype()), static_cast<int>(block));
+  // Tiles of [br, bc]: the last dim is the columns, the others the rows (as ew_strided).
+  const int rank = std::max<int>(1, static_cast<int>(l.sizes.size()));
+  const int64_t cols = l.sizes.empty() ? 1 : l.sizes.back(), rows = n / cols;
+  std::array<std::array<int64_t, 6>, 3> t{};  // outer strides 0..4, the column stride at 5
+  for (int j = 0; j < 3; ++j) {
+    for (int k = 0; k + 1 < rank; ++k) t[j][static_cast<size_t>(k)] = s[j][static_cast<size_t>(k)];
+    t[j][5] = l.sizes.empty() ? 0 : s[j][static_cast<size_t>(rank - 1)];
+  }
+  std::array<int64_t, 5> outer{1, 1, 1, 1, 1};
+  for (int k = 0; k + 1 < rank; ++k) outer[static_cast<size_t>(k)] = d[static_cast<size_t>(k)];
+  auto pow4_ceil = [](int64_t x) {
+    int64_t p = 1;
+    while (p < x) p *= 4;
+    return p;
+  };
+  const int64_t tile = detail::default_block(n);
+  const int64_t bc = cols >= tile ? tile : std::max<int64_t>(16, pow4_ceil(cols));
+  const int64_t br = std::max<int64_t>(1, std::min(tile / bc, pow4_ceil(rows)));
+  index_copy_kernel()[{cdiv(rows, br) * cdiv(cols, bc)}](
+      dst, src, o, rows, cols, outer[0], outer[1], outer[2], outer[3], outer[4],  //
+      t[0][0], t[0][1], t[0][2], t[0][3], t[0][4], t[0][5],                       //
+      t[1][0], t[1][1], t[1][2], t[1][3], t[1][4], t[1][5],                       //
+      t[2][0], t[2][1], t[2][2], t[2][3], t[2][4], t[2][5],                       //
+      rank, static_cast<int>(mode), static_cast<int>(side), static_cast<int>(dst.dtype()), static_cast<int>(br),
+      static_cast<int>(bc));
 }
 
 void run(const char* op, const Tensor& dst, const Tensor& src, const Tensor& off, const Layout& l, Mode mode,

@@ -5,12 +5,13 @@
 
 namespace tritium::ops::detail {
 
-// dst, src, off, n, sizes d0..d5, dst strides a0..a5, src strides b0..b5, offset strides c0..c5;
-// meta RANK, MODE (0 store, 1 atomic add, 2 max, 3 min), SIDE (0 no offsets, 1 on src, 2 on dst),
-// DDT (dst dtype), BLOCK.
+// dst, src, off, rows, cols, outer sizes d0..d4, then per side (dst, src, offsets) five outer
+// strides and the column stride; meta RANK, MODE (0 store, 1 atomic add, 2 max, 3 min), SIDE (0
+// no offsets, 1 on src, 2 on dst), DDT (dst dtype), BR, BC (the tile).
 Kernel& index_copy_kernel();
-// The same arguments without MODE and SIDE (offsets on dst), LANES for BLOCK: dst *= src by a
-// compare-and-swap loop per element (scatter_reduce's prod).
+// dst, src, off, n, sizes d0..d5, dst strides a0..a5, src strides b0..b5, offset strides c0..c5;
+// meta RANK, DDT, LANES: dst[...] *= src by a compare-and-swap loop per element, offsets on dst
+// (scatter_reduce's prod).
 Kernel& index_prod_kernel();
 Kernel& nonzero_count_kernel();  // x, counts, n; BLOCK
 Kernel& nonzero_scan_kernel();   // counts, starts, total, nb; BLOCK

@@ -393,11 +393,11 @@ BOOST_AUTO_TEST_CASE(cuda_code_compiles) {
   const int64_t n = 1000, s = 7, one = 1, zero = 0;
   namespace d = tritium::ops::detail;
   auto strides = [&](auto&& k, auto* dst, auto* src, int mode, int side, int ddt) {
-    return compiles(k, dst, src, i, n, s, s, one, one, one, one,  // sizes
-                    s, one, zero, zero, zero, zero,               // dst strides
-                    zero, one, zero, zero, zero, zero,            // src strides
+    return compiles(k, dst, src, i, n, s, s, one, one, one, one,  // rows, cols, outer sizes
+                    s, zero, zero, zero, zero, one,               // dst strides (outer, column)
+                    zero, zero, zero, zero, zero, one,            // src strides
                     one, zero, zero, zero, zero, zero,            // offset strides
-                    2, mode, side, ddt, 256);
+                    2, mode, side, ddt, 16, 64);
   };
   strides(d::index_copy_kernel(), f, f, 0, 1, static_cast<int>(DType::f32));
   std::string add = strides(d::index_copy_kernel(), f, f, 1, 2, static_cast<int>(DType::f32));
