@@ -41,12 +41,12 @@ enum class OffsetSide : int { none, src, dst };
 Kernel& detail::index_copy_kernel() {
   static Kernel k = tritium::kernel(
       "index_copy",
-      [](P dst, P src, P off, tl::i64 rows, tl::i64 cols,  //
+      [](P dst, P src, P off, P bad, tl::i64 isize, tl::i64 istride, tl::i64 rows, tl::i64 cols,  //
          tl::i64 d0, tl::i64 d1, tl::i64 d2, tl::i64 d3, tl::i64 d4,
          tl::i64 a0, tl::i64 a1, tl::i64 a2, tl::i64 a3, tl::i64 a4, tl::i64 a_col,
          tl::i64 b0, tl::i64 b1, tl::i64 b2, tl::i64 b3, tl::i64 b4, tl::i64 b_col,
          tl::i64 c0, tl::i64 c1, tl::i64 c2, tl::i64 c3, tl::i64 c4, tl::i64 c_col,  //
-         int RANK, int MODE, int SIDE, int DDT, int BR, int BC) {
+         int RANK, int MODE, int SIDE, bool CHECK, int DDT, int BR, int BC) {
         const std::array<tl::tensor, 5> d{d0, d1, d2, d3, d4}, a{a0, a1, a2, a3, a4}, b{b0, b1, b2, b3, b4},
             c{c0, c1, c2, c3, c4};
         // A [BR, BC] tile: BC elements of the last dim times BR rows (the other dims flattened);
@@ -69,7 +69,15 @@ Kernel& detail::index_copy_kernel() {
         };
         tl::tensor da = tile(ra, a_col), sb = tile(rb, b_col);
         if (SIDE != static_cast<int>(OffsetSide::none)) {
-          auto o = tl::load(off + tile(rc, c_col), mask, 0);
+          // `off` holds indices along one dim (times istride); with CHECK, an index outside
+          // [0, isize) is skipped and the largest such index goes to bad[0] for the host's error.
+          auto o = tl::load(off + tile(rc, c_col), mask, 0).to(tl::int64);
+          if (CHECK) {
+            auto outside = mask && ((o < 0) || (o >= isize));
+            tl::atomic_max(bad + o * 0, o, outside);
+            mask = mask && !outside;
+          }
+          o = o * istride;
           if (SIDE == static_cast<int>(OffsetSide::src)) sb = sb + o;
           else da = da + o;
         }
@@ -94,7 +102,7 @@ Kernel& detail::index_copy_kernel() {
 Kernel& detail::index_prod_kernel() {
   static Kernel k = tritium::kernel(
       "index_prod",
-      [](P dst, P src, P off, tl::i64 n,  //
+      [](P dst, P src, P off, tl::i64 istride, tl::i64 n,  //
          tl::i64 d0, tl::i64 d1, tl::i64 d2, tl::i64 d3, tl::i64 d4, tl::i64 d5,
          tl::i64 a0, tl::i64 a1, tl::i64 a2, tl::i64 a3, tl::i64 a4, tl::i64 a5,
          tl::i64 b0, tl::i64 b1, tl::i64 b2, tl::i64 b3, tl::i64 b4, tl::i64 b5,
@@ -118,7 +126,7 @@ Kernel& detail::index_prod_kernel() {
               sb = sb + idx * b[k];
               oc = oc + idx * c[k];
             }
-            tl::tensor p = dst + (da + tl::load(off + oc));
+            tl::tensor p = dst + (da + tl::load(off + oc).to(tl::int64) * istride);
             tl::tensor v = tl::load(src + sb);
             if (v.dtype() != ddt) v = v.to(ddt);
             tl::tensor cur = tl::load(p);
@@ -166,14 +174,23 @@ Layout collapse(const Layout& in) {
 // A 0-dim view `delta` elements further into t's storage (a base address for a host-loop step).
 Tensor shifted(const Tensor& t, int64_t delta) { return t.as_strided({}, {}, t.storage_offset() + delta); }
 
-void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layout& l, Mode mode, OffsetSide side) {
+// What the kernel checks and scales: `off` as indices along a dim of `size` elements and `stride`
+// (checked: out-of-range indices reported through `bad`), or as ready element offsets.
+struct IndexScale {
+  int64_t size = 0, stride = 1;
+  bool check = false;
+  Tensor bad;  // one i64, INT64_MIN until an index is out of range
+};
+
+void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layout& l, Mode mode, OffsetSide side,
+            const IndexScale& scale) {
   if (static_cast<int>(l.sizes.size()) > kMaxRank) {  // more dims than the kernel takes: loop the outermost
     Layout sub = l;
     sub.sizes.erase(sub.sizes.begin());
     for (auto& s : sub.strides) s.erase(s.begin());
     for (int64_t i = 0; i < l.sizes[0]; ++i)
       launch(shifted(dst, i * l.strides[0][0]), shifted(src, i * l.strides[1][0]),
-             side == OffsetSide::none ? off : shifted(off, i * l.strides[2][0]), sub, mode, side);
+             side == OffsetSide::none ? off : shifted(off, i * l.strides[2][0]), sub, mode, side, scale);
     return;
   }
   int64_t n = 1;
@@ -189,7 +206,7 @@ void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layou
   if (mode == Mode::prod) {
     const int64_t lanes = 16;
     index_prod_kernel()[{cdiv(n, lanes)}](
-        dst, src, o, n, d[0], d[1], d[2], d[3], d[4], d[5],  //
+        dst, src, o, scale.stride, n, d[0], d[1], d[2], d[3], d[4], d[5],  //
         s[0][0], s[0][1], s[0][2], s[0][3], s[0][4], s[0][5], s[1][0], s[1][1], s[1][2], s[1][3], s[1][4], s[1][5],
         s[2][0], s[2][1], s[2][2], s[2][3], s[2][4], s[2][5], static_cast<int>(l.sizes.size()),
         static_cast<int>(dst.dtype()), static_cast<int>(lanes));
@@ -214,20 +231,44 @@ void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layou
   const int64_t bc = cols >= tile ? tile : std::max<int64_t>(16, pow4_ceil(cols));
   const int64_t br = std::max<int64_t>(1, std::min(tile / bc, pow4_ceil(rows)));
   index_copy_kernel()[{cdiv(rows, br) * cdiv(cols, bc)}](
-      dst, src, o, rows, cols, outer[0], outer[1], outer[2], outer[3], outer[4],  //
+      dst, src, o, scale.check ? scale.bad : o, scale.size, scale.stride, rows, cols,  //
+      outer[0], outer[1], outer[2], outer[3], outer[4],                               //
       t[0][0], t[0][1], t[0][2], t[0][3], t[0][4], t[0][5],                       //
       t[1][0], t[1][1], t[1][2], t[1][3], t[1][4], t[1][5],                       //
       t[2][0], t[2][1], t[2][2], t[2][3], t[2][4], t[2][5],                       //
-      rank, static_cast<int>(mode), static_cast<int>(side), static_cast<int>(dst.dtype()), static_cast<int>(br),
-      static_cast<int>(bc));
+      rank, static_cast<int>(mode), static_cast<int>(side), scale.check, static_cast<int>(dst.dtype()),
+      static_cast<int>(br), static_cast<int>(bc));
 }
 
-void run(const char* op, const Tensor& dst, const Tensor& src, const Tensor& off, const Layout& l, Mode mode,
-         OffsetSide side) {
+void check_combinable(const char* op, const Tensor& dst, Mode mode) {
   if (mode != Mode::store && dtype_bits(dst.dtype()) < 16)
     fail("{}: dtype {} is not supported when values combine (atomics need 16, 32 or 64-bit elements)", op,
          dtype_name(dst.dtype()));
-  launch(dst, src, off, collapse(l), mode, side);
+}
+
+// `off` holds element offsets (advanced indexing, checked before).
+void run(const char* op, const Tensor& dst, const Tensor& src, const Tensor& off, const Layout& l, Mode mode,
+         OffsetSide side) {
+  check_combinable(op, dst, mode);
+  launch(dst, src, off, collapse(l), mode, side, IndexScale{});
+}
+
+void check_bounds(const char* op, const Tensor& index, int64_t size, int dim, bool allow_negative);
+
+// `index` holds indices along dim `dim` (size, stride of the indexed side): the index_copy kernel
+// checks them as it goes, and the host reads one element back for the error; the product's kernel
+// has them checked before (it cannot skip a lane's loop cheaply).
+void run_indexed(const char* op, const Tensor& dst, const Tensor& src, const Tensor& index, const Layout& l, Mode mode,
+                 OffsetSide side, int dim, int64_t size, int64_t stride) {
+  check_combinable(op, dst, mode);
+  IndexScale scale{size, stride, mode != Mode::prod, Tensor()};
+  if (mode == Mode::prod) check_bounds(op, index, size, dim, false);
+  else scale.bad = full({1}, Scalar(std::numeric_limits<int64_t>::min()), DType::i64, dst.device());
+  launch(dst, src, index, collapse(l), mode, side, scale);
+  if (!scale.check || index.numel() == 0) return;
+  int64_t bad = scale.bad.to_vector<int64_t>()[0];
+  if (bad != std::numeric_limits<int64_t>::min())
+    fail("{}: index {} is out of bounds for dimension {} with size {}", op, bad, dim, size);
 }
 
 // ---- argument checks -------------------------------------------------------------------------
@@ -289,7 +330,6 @@ int along_dim_checks(const char* op, const Tensor& x, int dim, const Tensor& ind
            "src.size(d) for all d)",
            op, iv.size(k), shape_str(index.shape()), as_1d(*src).size(k), k);
   }
-  check_bounds(op, index, xv.size(d), d, false);
   return d;
 }
 
@@ -301,10 +341,9 @@ Tensor scatter_into(const char* op, const Tensor& x, int dim, const Tensor& inde
          dtype_name(src.dtype()));
   Tensor out = clone(x);
   Tensor ov = as_1d(out), iv = as_1d(index), sv = src_is_value ? src : as_1d(src);
-  Tensor off = offsets_of(iv, ov.stride(d), ov.size(d), false);
   Layout l{iv.shape(), {with(ov.strides(), d, 0), src_is_value ? Shape(iv.shape().size(), 0) : sv.strides(),
-                        off.strides()}};
-  run(op, ov, sv, off, l, mode, OffsetSide::dst);
+                        iv.strides()}};
+  run_indexed(op, ov, sv, iv, l, mode, OffsetSide::dst, d, ov.size(d), ov.stride(d));
   return out;
 }
 
@@ -327,9 +366,8 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
   int d = along_dim_checks("gather", x, dim, index, nullptr);
   Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device());
   Tensor xv = as_1d(x), iv = as_1d(index), ov = as_1d(out);
-  Tensor off = offsets_of(iv, xv.stride(d), xv.size(d), false);
-  run("gather", ov, xv, off, {iv.shape(), {ov.strides(), with(xv.strides(), d, 0), off.strides()}}, Mode::store,
-      OffsetSide::src);
+  run_indexed("gather", ov, xv, iv, {iv.shape(), {ov.strides(), with(xv.strides(), d, 0), iv.strides()}}, Mode::store,
+              OffsetSide::src, d, xv.size(d), xv.stride(d));
   return out;
 }
 
@@ -382,13 +420,11 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
   if (index.dim() > 1) fail("index_select: index must be a vector (1-D) or a scalar, got {}", shape_str(index.shape()));
   int d = detail::normalize_dim("index_select", dim, x.dim());
   Tensor xv = as_1d(x), iv = as_1d(index);
-  check_bounds("index_select", index, xv.size(d), d, false);
   Shape shape = with(xv.shape(), d, iv.numel());
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
-  Tensor off = offsets_of(iv, xv.stride(d), xv.size(d), false);
-  run("index_select", out, xv, off,
-      {shape, {out.strides(), with(xv.strides(), d, 0), with(Shape(shape.size(), 0), d, off.stride(0))}}, Mode::store,
-      OffsetSide::src);
+  run_indexed("index_select", out, xv, iv,
+              {shape, {out.strides(), with(xv.strides(), d, 0), with(Shape(shape.size(), 0), d, iv.stride(0))}},
+              Mode::store, OffsetSide::src, d, xv.size(d), xv.stride(d));
   return x.dim() == 0 ? runtime::view_of(out, index.shape()) : out;
 }
 
@@ -410,14 +446,12 @@ Tensor index_add(const Tensor& x, int dim, const Tensor& index, const Tensor& so
     fail("index_add: number of indices ({}) should be equal to source.size(dim) ({})", iv.numel(), sv.size(d));
   if (source.dtype() != x.dtype())
     fail("index_add: self ({}) and source ({}) must have the same dtype", dtype_name(x.dtype()), dtype_name(source.dtype()));
-  check_bounds(op, index, xv.size(d), d, false);
   Tensor out = clone(x);
   Tensor ov = as_1d(out);
   Tensor src = alpha.to_double() == 1.0 ? sv : to_dtype(mul(sv, alpha), x.dtype());
-  Tensor off = offsets_of(iv, ov.stride(d), ov.size(d), false);
-  run(op, ov, src, off,
-      {sv.shape(), {with(ov.strides(), d, 0), src.strides(), with(Shape(sv.shape().size(), 0), d, off.stride(0))}},
-      Mode::add, OffsetSide::dst);
+  run_indexed(op, ov, src, iv,
+              {sv.shape(), {with(ov.strides(), d, 0), src.strides(), with(Shape(sv.shape().size(), 0), d, iv.stride(0))}},
+              Mode::add, OffsetSide::dst, d, ov.size(d), ov.stride(d));
   return out;
 }
 

@@ -5,11 +5,12 @@
 
 namespace tritium::ops::detail {
 
-// dst, src, off, rows, cols, outer sizes d0..d4, then per side (dst, src, offsets) five outer
-// strides and the column stride; meta RANK, MODE (0 store, 1 atomic add, 2 max, 3 min), SIDE (0
-// no offsets, 1 on src, 2 on dst), DDT (dst dtype), BR, BC (the tile).
+// dst, src, off (indices), bad (one i64), isize, istride, rows, cols, outer sizes d0..d4, then per
+// side (dst, src, indices) five outer strides and the column stride; meta RANK, MODE (0 store, 1
+// atomic add, 2 max, 3 min), SIDE (0 no indices, 1 on src, 2 on dst), CHECK (indices outside
+// [0, isize) skipped and reported in bad), DDT (dst dtype), BR, BC (the tile).
 Kernel& index_copy_kernel();
-// dst, src, off, n, sizes d0..d5, dst strides a0..a5, src strides b0..b5, offset strides c0..c5;
+// dst, src, off, istride, n, sizes d0..d5, dst strides a0..a5, src strides b0..b5, index strides c0..c5;
 // meta RANK, DDT, LANES: dst[...] *= src by a compare-and-swap loop per element, offsets on dst
 // (scatter_reduce's prod).
 Kernel& index_prod_kernel();

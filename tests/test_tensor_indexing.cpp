@@ -393,16 +393,16 @@ BOOST_AUTO_TEST_CASE(cuda_code_compiles) {
   const int64_t n = 1000, s = 7, one = 1, zero = 0;
   namespace d = tritium::ops::detail;
   auto strides = [&](auto&& k, auto* dst, auto* src, int mode, int side, int ddt) {
-    return compiles(k, dst, src, i, n, s, s, one, one, one, one,  // rows, cols, outer sizes
-                    s, zero, zero, zero, zero, one,               // dst strides (outer, column)
-                    zero, zero, zero, zero, zero, one,            // src strides
-                    one, zero, zero, zero, zero, zero,            // offset strides
-                    2, mode, side, ddt, 16, 64);
+    return compiles(k, dst, src, i, i, s, one, n, s, s, one, one, one, one,  // indices, bad, rows, cols, outer sizes
+                    s, zero, zero, zero, zero, one,                     // dst strides (outer, column)
+                    zero, zero, zero, zero, zero, one,                  // src strides
+                    one, zero, zero, zero, zero, zero,                  // index strides
+                    2, mode, side, side != 0, ddt, 16, 64);
   };
   strides(d::index_copy_kernel(), f, f, 0, 1, static_cast<int>(DType::f32));
   std::string add = strides(d::index_copy_kernel(), f, f, 1, 2, static_cast<int>(DType::f32));
   BOOST_TEST(add.find("atomicAdd") != std::string::npos);
-  compiles(d::index_prod_kernel(), f, f, i, n, s, s, one, one, one, one, s, one, zero, zero, zero, zero, zero, one, zero,
+  compiles(d::index_prod_kernel(), f, f, i, s, n, s, s, one, one, one, one, s, one, zero, zero, zero, zero, zero, one, zero,
            zero, zero, zero, one, zero, zero, zero, zero, zero, 2, static_cast<int>(DType::f32), 4);
   strides(d::index_copy_kernel(), f, i, 3, 2, static_cast<int>(DType::f32));  // converts i64 -> f32
   compiles(d::nonzero_count_kernel(), b, i, n, 1024);
