@@ -508,9 +508,12 @@ Kernel& detail::nonzero_write_kernel() {
     auto m = i < n;
     auto nz = (tl::load(x + i, m, 0) != 0) && m;
     auto row = tl::load(starts + pid) + tl::cumsum(nz.to(tl::int64), 0) - 1;
+    // The last dim's inner product is 1 and nothing lies outside the first: a 1-D input needs no
+    // division, a 2-D one two per element.
     for (int k = 0; k < RANK; ++k) {
-      auto size = tl::load(dims + 2 * k), inner = tl::load(dims + (2 * k + 1));
-      tl::store(out + (row * RANK + k), (i / inner) % size, nz);
+      tl::tensor c = k + 1 < RANK ? i / tl::load(dims + (2 * k + 1)) : i;
+      if (k > 0) c = c % tl::load(dims + 2 * k);
+      tl::store(out + (row * RANK + k), c, nz);
     }
   });
   return k;
