@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "nn/dispatch.h"
+#include "nn/functional.h"
 #include "runtime/views.h"
 
 namespace tritium {
@@ -120,6 +121,22 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
 }
 Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
   return nn::call("index_put", {x, values}, Attrs{{"indices", indices}, {"accumulate", accumulate}});
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, ops::Scalar b) {
+  if (!a.defined()) fail("where: argument 'input' is an undefined tensor");
+  return where(cond, a, ops::full({}, b, ops::result_type(a, b), a.device()));
+}
+Tensor where(const Tensor& cond, ops::Scalar a, const Tensor& b) {
+  if (!b.defined()) fail("where: argument 'other' is an undefined tensor");
+  return where(cond, ops::full({}, a, ops::result_type(b, a), b.device()), b);
+}
+std::vector<Tensor> where(const Tensor& cond) {
+  if (!cond.defined()) fail("where: the condition is an undefined tensor");
+  Tensor nz = ops::nonzero(cond);
+  std::vector<Tensor> out;
+  for (int d = 0; d < cond.dim(); ++d) out.push_back(runtime::select_of(nz, 1, d));
+  return out;
 }
 
 }  // namespace tritium

@@ -53,5 +53,11 @@ Tensor masked_select(const Tensor& x, const Tensor& mask);
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
 Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
 using ops::nonzero;  // integer result: not differentiable
+// torch.where's other forms: a C++ number for one branch (a wrapped number in the promotion:
+// where(c, i32 tensor, 2.5) is f32), and where(cond) = nonzero(cond, as_tuple=True), one i64
+// tensor of coordinates per dim.
+Tensor where(const Tensor& cond, const Tensor& a, ops::Scalar b);
+Tensor where(const Tensor& cond, ops::Scalar a, const Tensor& b);
+std::vector<Tensor> where(const Tensor& cond);
 
 }  // namespace tritium

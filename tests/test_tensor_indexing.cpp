@@ -275,6 +275,33 @@ BOOST_AUTO_TEST_CASE(index_put_writes_in_place) {
   });
 }
 
+// torch.where's forms: a number for one branch (promoted as a wrapped number), and where(cond)
+// as nonzero's columns; the tensor branch stays differentiable.
+BOOST_AUTO_TEST_CASE(where_forms) {
+  tt::for_each_backend([](const tt::Backend&) {
+    Tensor x = transposed({3, 4}, 32);
+    Tensor c = ops::gt(x, ops::Scalar(0.0));
+    std::vector<double> xv = ou::values(x), ref, ref2;
+    for (double v : xv) ref.push_back(v > 0 ? v : 0.5), ref2.push_back(v > 0 ? -2 : v);
+    check_values(T::where(c, x, 0.5), {3, 4}, ref, "where(c, x, 0.5)");
+    check_values(T::where(c, -2, x), {3, 4}, ref2, "where(c, -2, x)");
+    Tensor ints = ou::random_tensor<int32_t>({3, 4}, 33, -9, 9);
+    BOOST_TEST((T::where(c, ints, 2.5).dtype() == DType::f32));
+    BOOST_TEST((T::where(c, ints, 2).dtype() == DType::i32));
+    std::vector<Tensor> coords = T::where(c);
+    BOOST_TEST_REQUIRE(coords.size() == 2u);
+    std::vector<double> rows, cols;
+    for (size_t i = 0; i < xv.size(); ++i)
+      if (xv[i] > 0) rows.push_back(static_cast<double>(i / 4)), cols.push_back(static_cast<double>(i % 4));
+    BOOST_TEST(ou::values(coords[0]) == rows);
+    BOOST_TEST(ou::values(coords[1]) == cols);
+    tt::gradcheck("where(c, x, 0.5)", [&](const tt::GradInputs& in) {
+      return T::where(ops::gt(in[0].detach(), ops::Scalar(0.0)), in[0], 0.5);
+    }, {tt::input({3, 4}, 34)});
+    tt::check_throws([&] { T::where(ops::zeros({3, 4}), x, 0.5); }, {"where", "bool"});
+  });
+}
+
 // Empty index lists and masks give empty results (or an unchanged copy) without launching.
 BOOST_AUTO_TEST_CASE(empty_indices) {
   tt::for_each_backend([](const tt::Backend&) {
