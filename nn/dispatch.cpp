@@ -17,9 +17,9 @@ using ops::OpDecl;
 std::vector<Tensor> apply_derivatives(const OpDecl& op, const Tensor& grad, const ops::DerivativeContext& ctx) {
   if (op.fused_backward) {
     std::vector<Tensor> grads = op.fused_backward(grad, ctx);
-    if (grads.size() != op.inputs.size())
+    if (grads.size() != ctx.input_shapes().size())
       fail("{} backward: the fused backward returned {} gradients for {} inputs", op.name, grads.size(),
-           op.inputs.size());
+           ctx.input_shapes().size());
     return grads;
   }
   std::vector<Tensor> grads(op.inputs.size());
@@ -41,7 +41,7 @@ std::vector<Tensor> call(const OpDecl& op, std::vector<Tensor> inputs, ops::Attr
   bool any = false;
   if (grad_enabled() && op.differentiable())
     for (size_t i = 0; i < inputs.size(); ++i) {
-      needs[i] = op.inputs[i].differentiable && inputs[i].defined() && inputs[i].requires_grad();
+      needs[i] = op.arg_of(i).differentiable && inputs[i].defined() && inputs[i].requires_grad();
       any = any || needs[i];
     }
 

@@ -17,6 +17,9 @@
 namespace tritium::nn {
 struct AutogradMeta;
 }
+namespace tritium::indexing {
+class TensorIndex;  // runtime/tensor_index.h
+}
 
 namespace tritium::runtime {
 
@@ -91,6 +94,14 @@ class Tensor {
   Tensor clone() const;
   Tensor to(Device device) const;  // a copy on another device (this tensor if already there)
   Tensor to(DType dtype) const;
+  // x[...] (runtime/tensor_index.h): integers, slices, None, Ellipsis, bools, index tensors and
+  // masks, with PyTorch's rules; views where PyTorch gives views, differentiable (nn/tensor_indexing.cpp).
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  // x[...] = values (converted to this tensor's dtype, broadcast), in place. Not recorded by
+  // autograd: an error when grad mode is on and this tensor or values requires grad (use
+  // tritium::index_put, out of place).
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, double value);
 
   // ---- autograd (nn/autograd.cpp) --------------------------------------------------------------
   bool requires_grad() const;
@@ -164,3 +175,5 @@ class Tensor {
 namespace tritium {
 using runtime::Tensor;
 }  // namespace tritium
+
+#include "runtime/tensor_index.h"  // complete TensorIndex for x.index({...}) callers

@@ -31,7 +31,7 @@ Inputs leaves(const ops::OpDecl& op, const Inputs& sample) {
   Inputs out;
   for (size_t i = 0; i < sample.size(); ++i) {
     Tensor t = sample[i].detach();
-    if (t.defined() && op.inputs[i].differentiable && is_float(t.dtype())) t.requires_grad_();
+    if (t.defined() && op.arg_of(i).differentiable && is_float(t.dtype())) t.requires_grad_();
     out.push_back(t);
   }
   return out;
@@ -79,7 +79,11 @@ BOOST_AUTO_TEST_CASE(registry_lists_the_functional_api) {
     for (const char* n : {"add", "sub", "mul", "div", "add.Scalar", "sub.Scalar", "rsub.Scalar", "mul.Scalar",
                           "div.Scalar", "neg", "exp", "log", "sqrt", "pow", "tanh", "sigmoid", "relu", "gelu", "where",
                           "sum", "mean", "amax", "amin", "matmul", "softmax", "log_softmax", "cross_entropy",
-                          "layer_norm", "scaled_dot_product_attention", "dropout"})
+                          "layer_norm", "scaled_dot_product_attention", "dropout", "flatten", "unflatten", "ravel",
+                          "broadcast_to", "narrow", "unfold", "movedim", "diagonal", "repeat", "flip", "roll", "tril",
+                          "triu", "cat", "stack", "gather", "scatter", "scatter.value", "scatter_add",
+                          "scatter_reduce", "index_select", "index_add", "masked_fill", "masked_select", "index",
+                          "index_put"})
       BOOST_TEST(names.count(n) == 1, n << " is not declared");
     for (const auto& op : ops::op_registry().all())
       BOOST_TEST(op->torch_name.rfind("torch.", 0) == 0, op->name << ": torch name " << op->torch_name);

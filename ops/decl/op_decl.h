@@ -25,7 +25,7 @@ namespace tritium::ops {
 // One value of an attribute. The forward may also write attributes (dropout stores the random
 // stream it used), and the backward reads what the forward left.
 using AttrValue = std::variant<bool, int, double, Scalar, std::vector<int>, Shape, std::optional<double>,
-                               Generator*, DropoutState>;
+                               Generator*, DropoutState, int64_t, std::string, std::vector<Tensor>>;
 
 class Attrs {
  public:
@@ -92,6 +92,8 @@ class DerivativeContext {
   bool needs_input_grad(std::string_view name) const;
   const Attrs& attrs() const { return attrs_; }
   const OpDecl& op() const { return *op_; }
+  // Every tensor argument's shape, in call order (a variadic list gives one per tensor).
+  const std::vector<Shape>& input_shapes() const { return shapes_; }
 
  private:
   const OpDecl* op_;
@@ -123,6 +125,9 @@ struct TensorArg {
   bool promotes = true;       // takes part in the result dtype
   bool optional = false;      // may be an undefined Tensor
   bool differentiable = true; // has a derivative (declared in `derivatives` or by `fused_backward`)
+  // The last argument only: a list of one or more tensors (cat's and stack's `tensors`). An op
+  // with one differentiates it through a fused backward (one gradient per tensor of the list).
+  bool variadic = false;
 };
 
 // Random inputs for the registry's gradient check (tests/test_op_registry.cpp): float64 tensors
@@ -158,6 +163,9 @@ struct OpDecl {
   // The autograd node's name, as PyTorch's: "MulBackward", "LogSoftmaxBackward".
   std::string node_name() const;
   int input_index(std::string_view arg) const;   // -1 if none
+  // The declared argument that call argument `i` binds to (a variadic last argument takes the rest).
+  const TensorArg& arg_of(size_t i) const { return inputs[i < inputs.size() ? i : inputs.size() - 1]; }
+  bool has_variadic() const { return !inputs.empty() && inputs.back().variadic; }
   int output_index(std::string_view arg) const;  // -1 if none
   // Checks every argument's dtype against the declaration and returns the result dtype (an
   // error naming the op, the argument and its dtype when an input is refused).
@@ -192,6 +200,8 @@ void declare_softmax_and_losses(OpRegistry& r);
 void declare_layer_norm(OpRegistry& r);
 void declare_attention(OpRegistry& r);
 void declare_dropout(OpRegistry& r);
+void declare_shape(OpRegistry& r);     // ops/decl/shape.cpp: views and copies of ops/shape.h
+void declare_indexing(OpRegistry& r);  // ops/decl/indexing.cpp: ops/indexing.h
 
 // Sample-making helpers shared by the families' gradcheck samples (float64, on `device`).
 Tensor sample_uniform(const Shape& shape, Device device, uint64_t seed, double lo = -1, double hi = 1);

@@ -38,7 +38,8 @@ const AttrValue& Attrs::find(std::string_view name) const {
 void Attrs::wrong_type(std::string_view name) const {
   // In AttrValue's order.
   static const char* const kTypeNames[] = {"bool",  "int",   "double",           "Scalar",     "dims (vector<int>)",
-                                           "Shape", "optional<double>", "Generator*", "DropoutState"};
+                                           "Shape", "optional<double>", "Generator*", "DropoutState", "int64_t",
+                                           "string", "tensors (vector<Tensor>)"};
   static_assert(std::size(kTypeNames) == std::variant_size_v<AttrValue>);
   fail("op attribute '{}' holds a value of type {}, not the type its reader expects", name,
        kTypeNames[find(name).index()]);
@@ -145,11 +146,12 @@ DType float_or_f32(DType d) { return is_float(d) ? d : DType::f32; }
 }  // namespace
 
 DType OpDecl::check_dtypes(const std::vector<Tensor>& args, const Attrs& attrs) const {
-  if (args.size() != inputs.size())
-    fail("{}: expected {} tensor arguments, got {}", name, inputs.size(), args.size());
+  if (has_variadic() ? args.size() < inputs.size() : args.size() != inputs.size())
+    fail("{}: expected {}{} tensor arguments, got {}", name, has_variadic() ? "at least " : "", inputs.size(),
+         args.size());
   std::vector<const Tensor*> promoting;
   for (size_t i = 0; i < args.size(); ++i) {
-    const TensorArg& arg = inputs[i];
+    const TensorArg& arg = arg_of(i);
     const Tensor& t = args[i];
     if (!t.defined()) {
       if (!arg.optional) fail("{}: argument '{}' is an undefined tensor", name, arg.name);
@@ -181,8 +183,8 @@ DType OpDecl::check_dtypes(const std::vector<Tensor>& args, const Attrs& attrs) 
         if (t->dtype() != first) {
           std::vector<std::string> parts;
           for (size_t i = 0; i < args.size(); ++i)
-            if (args[i].defined() && inputs[i].promotes)
-              parts.push_back(fmt::format("{} {}", inputs[i].name, dtype_name(args[i].dtype())));
+            if (args[i].defined() && arg_of(i).promotes)
+              parts.push_back(fmt::format("{} {}", arg_of(i).name, dtype_name(args[i].dtype())));
           fail("{}: expected its arguments to have one dtype, got {}", name, fmt::join(parts, ", "));
         }
       return first;
@@ -228,6 +230,10 @@ void OpRegistry::add(OpDecl d) {
     for (const auto& s : d.fused_saves)
       if (!known(s)) fail("op '{}': the fused backward saves '{}', which is no input or output", n, s);
   }
+  for (size_t i = 0; i < d.inputs.size(); ++i)
+    if (d.inputs[i].variadic && (i + 1 != d.inputs.size() || !d.fused_backward || d.inputs[i].optional))
+      fail("op '{}': variadic argument '{}' must be the last, not optional, and differentiated by a fused backward",
+           n, d.inputs[i].name);
   for (const TensorArg& arg : d.inputs) {
     size_t count = std::count_if(d.derivatives.begin(), d.derivatives.end(),
                                  [&](const Derivative& v) { return v.input == arg.name; });
@@ -258,6 +264,8 @@ const OpRegistry& op_registry() {
     decl::declare_layer_norm(r);
     decl::declare_attention(r);
     decl::declare_dropout(r);
+    decl::declare_shape(r);
+    decl::declare_indexing(r);
     return r;
   }();
   return registry;
