@@ -230,8 +230,8 @@ class CurrentNode {
   std::shared_ptr<Node> previous_;
 };
 
-// A NaN or infinity-free check of a node's gradients (anomaly mode): PyTorch's "Function
-// 'MulBackward0' returned nan values in its 0th output."
+// Anomaly mode's check of a node's gradients for NaN: PyTorch's "Function 'MulBackward0'
+// returned nan values in its 0th output."
 void check_anomaly(const Node& n, const std::vector<Tensor>& results) {
   for (size_t i = 0; i < results.size(); ++i) {
     const Tensor& r = results[i];
