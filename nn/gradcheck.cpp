@@ -15,19 +15,6 @@ std::vector<double> host_f64(const Tensor& t) {
   return t.dtype() == DType::f64 ? t.to_vector<double>() : ops::to_dtype(t, DType::f64).to_vector<double>();
 }
 
-// Sets the element at row-major position i of a (possibly strided) tensor, in place on its
-// device: a 0-d raw view of that element written by a fill kernel (no version bump, no history).
-void set_element(const Tensor& t, int64_t i, double value) {
-  int64_t offset = t.storage_offset();
-  for (int d = t.dim() - 1; d >= 0; --d) {
-    int64_t size = t.shape()[static_cast<size_t>(d)];
-    offset += (i % size) * t.strides()[static_cast<size_t>(d)];
-    i /= size;
-  }
-  Tensor e = t.detach().as_strided({}, {}, offset);
-  ops::fill_(e, value);
-}
-
 // Random weights in [0.5, 1.5) of the output's shape, dtype and device.
 Tensor projection_weights(const Tensor& like, uint64_t seed) {
   ops::Generator gen(seed);
@@ -44,6 +31,37 @@ double weighted_sum(const Tensor& out, const std::vector<double>& w) {
 }
 
 }  // namespace
+
+// A 0-d raw view of the element written by a fill kernel.
+void set_element(const Tensor& t, int64_t i, double value) {
+  int64_t offset = t.storage_offset();
+  for (int d = t.dim() - 1; d >= 0; --d) {
+    int64_t size = t.shape()[static_cast<size_t>(d)];
+    offset += (i % size) * t.strides()[static_cast<size_t>(d)];
+    i /= size;
+  }
+  Tensor e = t.detach().as_strided({}, {}, offset);
+  ops::fill_(e, value);
+}
+
+std::vector<double> numerical_gradient(const GradcheckFunction& fn, const tensor_list& inputs, size_t k,
+                                       const std::vector<double>& weights, double eps) {
+  if (k >= inputs.size() || !inputs[k].defined()) fail("numerical_gradient: input {} is not a defined input", k);
+  const Tensor& x = inputs[k];
+  nn::NoGradGuard no_grad;
+  const std::vector<double> original = host_f64(x);
+  std::vector<double> numeric(original.size());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double old = original[static_cast<size_t>(i)];
+    set_element(x, i, old + eps);
+    double plus = weighted_sum(fn(inputs), weights);
+    set_element(x, i, old - eps);
+    double minus = weighted_sum(fn(inputs), weights);
+    set_element(x, i, old);
+    numeric[static_cast<size_t>(i)] = (plus - minus) / (2 * eps);
+  }
+  return numeric;
+}
 
 bool gradcheck(const GradcheckFunction& fn, const tensor_list& inputs, const GradcheckOptions& options) {
   tensor_list differentiable;
@@ -69,27 +87,18 @@ bool gradcheck(const GradcheckFunction& fn, const tensor_list& inputs, const Gra
   else analytical.resize(differentiable.size());
   out = Tensor();
 
-  nn::NoGradGuard no_grad;
   for (size_t j = 0; j < differentiable.size(); ++j) {
     const Tensor& x = differentiable[j];
-    const std::vector<double> original = host_f64(x);
-    std::vector<double> a = analytical[j].defined() ? host_f64(analytical[j]) : std::vector<double>(original.size(), 0.0);
     if (analytical[j].defined() && analytical[j].shape() != x.shape())
       fail("gradcheck: the gradient of input {} has another shape than the input", which[j]);
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      const double old = original[static_cast<size_t>(i)];
-      set_element(x, i, old + options.eps);
-      double plus = weighted_sum(fn(inputs), w_host);
-      set_element(x, i, old - options.eps);
-      double minus = weighted_sum(fn(inputs), w_host);
-      set_element(x, i, old);
-      double numerical = (plus - minus) / (2 * options.eps);
-      double analytic = a[static_cast<size_t>(i)];
-      if (!(std::abs(analytic - numerical) <= options.atol + options.rtol * std::abs(numerical)))
+    const std::vector<double> numerical = numerical_gradient(fn, inputs, which[j], w_host, options.eps);
+    const std::vector<double> a =
+        analytical[j].defined() ? host_f64(analytical[j]) : std::vector<double>(numerical.size(), 0.0);
+    for (size_t i = 0; i < numerical.size(); ++i)
+      if (!(std::abs(a[i] - numerical[i]) <= options.atol + options.rtol * std::abs(numerical[i])))
         fail("gradcheck: Jacobian mismatch for output 0 with respect to input {}: element {} has analytical gradient "
              "{} but numerical gradient {} (eps {}, atol {}, rtol {}; of sum(w * output), w random)",
-             which[j], i, analytic, numerical, options.eps, options.atol, options.rtol);
-    }
+             which[j], i, a[i], numerical[i], options.eps, options.atol, options.rtol);
   }
   return true;
 }

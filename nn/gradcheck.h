@@ -26,6 +26,16 @@ using GradcheckFunction = std::function<Tensor(const tensor_list& inputs)>;
 // "Jacobian mismatch for output 0 with respect to input k").
 bool gradcheck(const GradcheckFunction& fn, const tensor_list& inputs, const GradcheckOptions& options = {});
 
+// The finite-difference side: dL/d inputs[k] of L = sum(weights * fn(inputs)) by central
+// differences (weights in the output's row-major order; each element of inputs[k] is set to
+// x ± eps in place on its device, by a fill kernel on a 0-d view, and restored exactly), for
+// callers that compare with gradients of their own (tests/gradcheck_support.h).
+std::vector<double> numerical_gradient(const GradcheckFunction& fn, const tensor_list& inputs, size_t k,
+                                       const std::vector<double>& weights, double eps);
+// Sets the element at row-major position i of a (possibly strided) tensor to `value` in place on
+// its device, without a version bump or history (what the perturbation above uses).
+void set_element(const Tensor& t, int64_t i, double value);
+
 // The same check of the gradient itself: the function (inputs, v) -> sum(u * grad(fn(inputs),
 // inputs, v, create_graph)) is gradchecked with respect to the inputs and the output weights v
 // (u, v random), so every second derivative that backward-of-backward computes is compared.
