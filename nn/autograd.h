@@ -89,7 +89,7 @@ struct Node {
 // Per-tensor autograd state, shared by copies of a Tensor handle (not by its views).
 struct AutogradMeta {
   bool requires_grad = false;
-  bool is_view = false;              // a recorded view (in-place ops on it are refused: no CopySlices)
+  bool is_view = false;              // made by a view method (recorded in-place ops on it are refused: no CopySlices)
   Tensor grad;                       // accumulated gradient of a leaf (undefined until backward)
   std::shared_ptr<Node> grad_fn;     // producer of a non-leaf
   HookList<GradHook> hooks;          // a leaf's hooks, run before each accumulation into .grad

@@ -42,9 +42,9 @@ Tensor& apply_inplace(Tensor& self, const char* name, const std::vector<Tensor>&
   bool record = grad_mode && self.requires_grad();
   for (const Tensor& o : others) record = record || (grad_mode && o.defined() && o.requires_grad());
   if (record && self.autograd() && self.autograd()->is_view)
-    fail("{}: an in-place operation on a view of a tensor that requires grad is not supported (its base's history "
-         "would have to be rewritten, PyTorch's CopySlices, which Tritium does not have); apply it to the base, or "
-         "to a clone of the view ({})",
+    fail("{}: an in-place operation recorded on a view is not supported (its base's history would have to be "
+         "rewritten, PyTorch's CopySlices, which Tritium does not have); apply it to the base, or to a clone of the "
+         "view, or under NoGradGuard ({})",
          name, self.str());
   for (const Tensor& o : others)
     if (o.defined() && o.device() != self.device())

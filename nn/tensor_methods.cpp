@@ -1,6 +1,7 @@
 // Tensor's PyTorch-style methods (declared in runtime/tensor.h): the metadata views of
 // runtime/views.h plus their autograd nodes. Backward functions run under no_grad and are built
 // from the same views and the op library (ops::sum_to, ops::zeros, ops::copy_, ops::to_dtype).
+#include <memory>
 #include <numeric>
 #include <utility>
 
@@ -23,10 +24,12 @@ Tensor fresh(Tensor view) {
   return view;
 }
 
-// A recorded view is marked as one, so that an in-place op on it (which would have to rewrite its
-// base's history, PyTorch's CopySlices) is refused instead of giving the base a wrong gradient.
+// A view is marked as one (an autograd state of its own that does not require grad, when no
+// history is recorded), so that a recorded in-place op on it, which would have to rewrite its
+// base's history (PyTorch's CopySlices), is refused instead of leaving the base a wrong gradient.
 Tensor view_result(Tensor out) {
-  if (out.autograd()) out.autograd()->is_view = true;
+  if (!out.autograd()) out.set_autograd(std::make_shared<nn::AutogradMeta>());
+  out.autograd()->is_view = true;
   return out;
 }
 

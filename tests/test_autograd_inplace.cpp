@@ -176,8 +176,21 @@ BOOST_AUTO_TEST_CASE(modified_saved_tensors_and_refusals) {
     }
     BOOST_TEST(x.is_leaf());
     Tensor h = x * 2.0;
-    tt::check_throws([&] { h.slice(0, 1, 3).mul_(2.0); }, {"mul_", "view of a tensor that requires grad"},
-                     "in-place on a recorded view");
+    tt::check_throws([&] { h.slice(0, 1, 3).mul_(2.0); }, {"mul_", "in-place operation recorded on a view"},
+                     "in-place on a view of a tensor that requires grad");
+    // A view of a tensor without grad written from one with grad: the base would miss the
+    // history, so it is refused too; under NoGradGuard it is a plain write.
+    Tensor plain = Tensor::from_vector(std::vector<double>{1, 2, 3, 4}, {4});
+    Tensor part = plain.slice(0, 0, 2);
+    BOOST_TEST(!part.requires_grad());
+    tt::check_throws([&] { part.copy_(x.slice(0, 0, 2)); }, {"copy_", "in-place operation recorded on a view"},
+                     "recorded in-place on a view of a tensor without grad");
+    {
+      nn::NoGradGuard no_grad;
+      part.copy_(x.slice(0, 0, 2));
+    }
+    auto xv = values(x);
+    BOOST_TEST((values(plain) == std::vector<double>{xv[0], xv[1], 3, 4}));
   });
 }
 
