@@ -89,7 +89,13 @@ struct Node {
 // Per-tensor autograd state, shared by copies of a Tensor handle (not by its views).
 struct AutogradMeta {
   bool requires_grad = false;
-  bool is_view = false;              // made by a view method (recorded in-place ops on it are refused: no CopySlices)
+  bool is_view = false;              // made by a view method
+  // A view of a tensor that requires grad: that tensor's state (the root base, for a view of a
+  // view) and its geometry then, so that a recorded in-place op on the view can rewrite the
+  // base's history (PyTorch's CopySlices). Null for a view of a tensor without grad.
+  std::shared_ptr<AutogradMeta> view_base;
+  std::vector<int64_t> base_shape, base_strides;
+  int64_t base_offset = 0;
   Tensor grad;                       // accumulated gradient of a leaf (undefined until backward)
   std::shared_ptr<Node> grad_fn;     // producer of a non-leaf
   HookList<GradHook> hooks;          // a leaf's hooks, run before each accumulation into .grad

@@ -18,6 +18,7 @@ namespace tritium::runtime {
 namespace {
 
 using ops::Scalar;
+using Shape = Tensor::Shape;
 
 // Whether PyTorch's in-place rule lets a `from` result be written into a `to` tensor: no float
 // into an integer tensor, no number into a bool tensor.
@@ -25,6 +26,38 @@ bool can_cast(DType from, DType to) {
   if (is_float(from) && !is_float(to)) return false;
   if (!is_bool(from) && is_bool(to)) return false;
   return true;
+}
+
+// Tensor::is_contiguous's rule on a stored geometry (size-1 dims' strides are never used).
+bool row_major(const Shape& shape, const Shape& strides) {
+  int64_t expected = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+// PyTorch's CopySlices: the base's new history. Its gradient g (of the base's shape) goes to the
+// base's old history with the view's region zeroed, and the region to the in-place op's node `op`
+// (whose own backward reaches the view's old history, hence the base's, and the operand). The
+// base is contiguous, so the view's strides address a contiguous copy of g directly.
+void rebase_base_history(const Tensor& view, const nn::AutogradMeta& meta, const std::shared_ptr<nn::Node>& op) {
+  const Shape shape = view.shape(), strides = view.strides();
+  const int64_t offset = view.storage_offset() - meta.base_offset;
+  auto node = std::make_shared<nn::FunctionNode>("CopySlices", [shape, strides, offset](const Tensor& g) {
+    if (nn::grad_enabled())
+      fail("CopySlices: a double backward through an in-place operation on a view is not supported");
+    Tensor base_grad = ops::clone(g);
+    Tensor region = base_grad.detach().as_strided(shape, strides, offset);
+    Tensor region_grad = ops::clone(region);
+    ops::fill_(region, Scalar(0));
+    return std::vector<Tensor>{base_grad, region_grad};
+  });
+  nn::AutogradMeta& base = *meta.view_base;
+  node->next = {nn::Edge{base.grad_fn, nullptr}, nn::Edge{op, nullptr}};
+  base.grad_fn = std::move(node);
 }
 
 Tensor& apply_inplace(Tensor& self, const char* name, const std::vector<Tensor>& others,
@@ -41,11 +74,30 @@ Tensor& apply_inplace(Tensor& self, const char* name, const std::vector<Tensor>&
          name, self.str());
   bool record = grad_mode && self.requires_grad();
   for (const Tensor& o : others) record = record || (grad_mode && o.defined() && o.requires_grad());
-  if (record && self.autograd() && self.autograd()->is_view)
-    fail("{}: an in-place operation recorded on a view is not supported (its base's history would have to be "
-         "rewritten, PyTorch's CopySlices, which Tritium does not have); apply it to the base, or to a clone of the "
-         "view, or under NoGradGuard ({})",
-         name, self.str());
+  for (int d = 0; d < self.dim(); ++d)
+    if (self.strides()[static_cast<size_t>(d)] == 0 && self.shape()[static_cast<size_t>(d)] > 1)
+      fail("{}: unsupported operation: more than one element of the written-to tensor refers to a single memory "
+           "location. Please clone() the tensor before performing the operation. ({})",
+           name, self.str());
+  // A recorded in-place op on a view rewrites its base's history (CopySlices below); that needs a
+  // base that requires grad and is not a leaf.
+  const std::shared_ptr<nn::AutogradMeta> view_meta =
+      record && self.autograd() && self.autograd()->is_view ? self.autograd() : nullptr;
+  if (view_meta) {
+    const auto& base = view_meta->view_base;
+    if (!base)
+      fail("{}: an in-place operation recorded on a view of a tensor that does not require grad is not supported "
+           "(the base would have to take the operand's history); apply it to the base, to a clone of the view, or "
+           "under NoGradGuard ({})",
+           name, self.str());
+    if (!base->grad_fn)
+      fail("{}: a view of a leaf Variable that requires grad is being used in an in-place operation. ({})", name,
+           self.str());
+    if (!row_major(view_meta->base_shape, view_meta->base_strides))
+      fail("{}: an in-place operation recorded on a view of a non-contiguous tensor is not supported; apply it to a "
+           "contiguous base ({})",
+           name, self.str());
+  }
   for (const Tensor& o : others)
     if (o.defined() && o.device() != self.device())
       fail("{}: expected all tensors to be on the same device, but found {} and {}", name, self.device().str(),
@@ -63,7 +115,11 @@ Tensor& apply_inplace(Tensor& self, const char* name, const std::vector<Tensor>&
   Tensor dst = self.detach();
   ops::copy_(dst, result.detach());
   self.storage()->bump_version();
-  if (record && result.requires_grad()) {
+  if (record && result.requires_grad() && view_meta) {
+    rebase_base_history(self, *view_meta, result.autograd()->grad_fn);
+    view_meta->grad_fn = result.autograd()->grad_fn;  // the view is the op's output
+    view_meta->requires_grad = true;
+  } else if (record && result.requires_grad()) {
     // self is now the op's output: copies of this handle share its state and see the new history.
     if (self.autograd()) {
       self.autograd()->grad_fn = result.autograd()->grad_fn;

@@ -27,9 +27,23 @@ Tensor fresh(Tensor view) {
 // A view is marked as one (an autograd state of its own that does not require grad, when no
 // history is recorded), so that a recorded in-place op on it, which would have to rewrite its
 // base's history (PyTorch's CopySlices), is refused instead of leaving the base a wrong gradient.
-Tensor view_result(Tensor out) {
+Tensor view_result(Tensor out, const Tensor& input) {
   if (!out.autograd()) out.set_autograd(std::make_shared<nn::AutogradMeta>());
-  out.autograd()->is_view = true;
+  nn::AutogradMeta& meta = *out.autograd();
+  meta.is_view = true;
+  if (const auto& in = input.autograd(); meta.requires_grad && in && in->requires_grad) {
+    if (in->view_base) {  // a view of a view: the same root base
+      meta.view_base = in->view_base;
+      meta.base_shape = in->base_shape;
+      meta.base_strides = in->base_strides;
+      meta.base_offset = in->base_offset;
+    } else {
+      meta.view_base = in;
+      meta.base_shape = input.shape();
+      meta.base_strides = input.strides();
+      meta.base_offset = input.storage_offset();
+    }
+  }
   return out;
 }
 
@@ -60,7 +74,7 @@ Tensor scatter_into_zeros(const Tensor& g, const Shape& in, Part part_of, const 
 Tensor Tensor::view(Shape shape) const {
   Shape in = shape_;
   return view_result(record(fresh(view_of(*this, std::move(shape))), {*this}, "ViewBackward",
-                [in](const Tensor& g) { return std::vector<Tensor>{recording() ? g.reshape(in) : reshape_raw(g, in)}; }));
+                [in](const Tensor& g) { return std::vector<Tensor>{recording() ? g.reshape(in) : reshape_raw(g, in)}; }), *this);
 }
 
 Tensor Tensor::reshape(Shape shape) const {
@@ -69,7 +83,7 @@ Tensor Tensor::reshape(Shape shape) const {
   const bool is_view = view_strides(shape_, strides_, infer_shape(shape, numel())).has_value();
   Tensor out = record(fresh(reshape_raw(*this, shape)), {*this}, "ReshapeBackward",
                 [in](const Tensor& g) { return std::vector<Tensor>{recording() ? g.reshape(in) : reshape_raw(g, in)}; });
-  return is_view ? view_result(std::move(out)) : out;
+  return is_view ? view_result(std::move(out), *this) : out;
 }
 
 Tensor Tensor::permute(std::vector<int> dims) const {
@@ -80,25 +94,25 @@ Tensor Tensor::permute(std::vector<int> dims) const {
   return view_result(record(std::move(out), {*this}, "PermuteBackward",
                 [inverse](const Tensor& g) {
                   return std::vector<Tensor>{recording() ? g.permute(inverse) : permute_of(g, inverse)};
-                }));
+                }), *this);
 }
 
 Tensor Tensor::transpose(int dim0, int dim1) const {
   return view_result(record(fresh(transpose_of(*this, dim0, dim1)), {*this}, "TransposeBackward",
                 [dim0, dim1](const Tensor& g) {
                   return std::vector<Tensor>{recording() ? g.transpose(dim0, dim1) : transpose_of(g, dim0, dim1)};
-                }));
+                }), *this);
 }
 
 Tensor Tensor::t() const {
   return view_result(record(fresh(t_of(*this)), {*this}, "TBackward",
-                [](const Tensor& g) { return std::vector<Tensor>{recording() ? g.t() : t_of(g)}; }));
+                [](const Tensor& g) { return std::vector<Tensor>{recording() ? g.t() : t_of(g)}; }), *this);
 }
 
 Tensor Tensor::squeeze(std::optional<int> d) const {
   Shape in = shape_;
   return view_result(record(fresh(squeeze_of(*this, d)), {*this}, "SqueezeBackward",
-                [in](const Tensor& g) { return std::vector<Tensor>{recording() ? g.reshape(in) : reshape_raw(g, in)}; }));
+                [in](const Tensor& g) { return std::vector<Tensor>{recording() ? g.reshape(in) : reshape_raw(g, in)}; }), *this);
 }
 
 Tensor Tensor::unsqueeze(int d) const {
@@ -107,7 +121,7 @@ Tensor Tensor::unsqueeze(int d) const {
   return view_result(record(std::move(out), {*this}, "UnsqueezeBackward",
                 [wrapped](const Tensor& g) {
                   return std::vector<Tensor>{recording() ? g.squeeze(wrapped) : squeeze_of(g, wrapped)};
-                }));
+                }), *this);
 }
 
 Tensor Tensor::expand(Shape shape) const {
@@ -115,7 +129,7 @@ Tensor Tensor::expand(Shape shape) const {
   return view_result(record(fresh(expand_of(*this, shape)), {*this}, "ExpandBackward",
                 [in](const Tensor& g) {
                   return std::vector<Tensor>{recording() ? tritium::sum_to(g, in) : ops::sum_to(g, in)};
-                }));
+                }), *this);
 }
 
 Tensor Tensor::slice(int d, int64_t start, int64_t end, int64_t step) const {
@@ -124,7 +138,7 @@ Tensor Tensor::slice(int d, int64_t start, int64_t end, int64_t step) const {
                 [in, d, start, end, step](const Tensor& g) {
                   auto part = [=](const Tensor& t) { return recording() ? t.slice(d, start, end, step) : slice_of(t, d, start, end, step); };
                   return std::vector<Tensor>{scatter_into_zeros(g, in, part, "SliceBackwardBackward")};
-                }));
+                }), *this);
 }
 
 Tensor Tensor::select(int d, int64_t index) const {
@@ -132,7 +146,7 @@ Tensor Tensor::select(int d, int64_t index) const {
   return view_result(record(fresh(select_of(*this, d, index)), {*this}, "SelectBackward", [in, d, index](const Tensor& g) {
     auto part = [=](const Tensor& t) { return recording() ? t.select(d, index) : select_of(t, d, index); };
     return std::vector<Tensor>{scatter_into_zeros(g, in, part, "SelectBackwardBackward")};
-  }));
+  }), *this);
 }
 
 Tensor Tensor::contiguous() const {
