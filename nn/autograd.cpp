@@ -9,42 +9,52 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "nn/anomaly_mode.h"
+#include "nn/functional.h"
 #include "ops/ops.h"
 
 namespace tritium::nn {
 namespace {
 
 thread_local bool t_grad_enabled = true;
-thread_local bool t_inference_mode = false;
 
 std::string shape_str(const Tensor::Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
+thread_local std::shared_ptr<Node> t_current_node;
+
 // The gradient as stored in a leaf's .grad: its own contiguous storage, so that no later in-place
-// update of .grad (an optimiser, a second accumulation) can reach another tensor.
+// update of .grad (an optimiser, a second accumulation) can reach another tensor. Under
+// create_graph the gradient keeps its graph (a differentiable clone when it must be copied).
 Tensor owned_grad(Tensor g) {
   if (g.is_contiguous() && g.storage().use_count() == 1) return g;
-  return ops::clone(g);
+  return g.requires_grad() ? g.clone() : ops::clone(g);
 }
 
+// a + b, recorded when the engine runs under create_graph (grad mode on), else a plain kernel.
+Tensor add_grads(const Tensor& a, const Tensor& b) { return grad_enabled() ? tritium::add(a, b) : ops::add(a, b); }
+
 // The gradient after the tensor's hooks, in registration order.
-Tensor run_hooks(const std::vector<GradHook>& hooks, Tensor g) {
-  for (const GradHook& hook : hooks) {
+Tensor run_hooks(const HookList<GradHook>& hooks, Tensor g) {
+  bool keep_graph = g.requires_grad();
+  for (const GradHook& hook : hooks.snapshot()) {
     Tensor r = hook(g);
     if (!r.defined()) continue;
     if (r.shape() != g.shape())
       fail("hook: a gradient hook returned a tensor of shape {} for a gradient of shape {}", shape_str(r.shape()),
            shape_str(g.shape()));
     g = std::move(r);
-    g.set_autograd(nullptr);
+    if (!keep_graph) g.set_autograd(nullptr);
   }
   return g;
 }
 
-void accumulate_leaf(AutogradMeta& leaf, Tensor g) {
-  g.set_autograd(nullptr);
-  if (!leaf.hooks.empty()) g = run_hooks(leaf.hooks, std::move(g));
-  if (!leaf.grad.defined()) leaf.grad = owned_grad(std::move(g));
-  else leaf.grad = ops::add(leaf.grad, g);
+// The summed gradient of a leaf, once every edge into it has delivered: hooks, then .grad, then
+// the post-accumulate hooks (PyTorch's AccumulateGrad node).
+void accumulate_leaf(const std::shared_ptr<AutogradMeta>& leaf, Tensor g) {
+  if (!leaf->hooks.empty()) g = run_hooks(leaf->hooks, std::move(g));
+  if (!leaf->grad.defined()) leaf->grad = owned_grad(std::move(g));
+  else leaf->grad = add_grads(leaf->grad, g);
+  for (const auto& hook : leaf->post_accumulate_hooks.snapshot()) hook(leaf);
 }
 
 }  // namespace
@@ -86,21 +96,23 @@ void FunctionNode::release() {
 // ---- grad mode ------------------------------------------------------------------------------------
 
 // Inference mode wins over grad mode: nothing records while it is on, whatever grad mode says.
-bool grad_enabled() { return t_grad_enabled && !t_inference_mode; }
+bool grad_enabled() { return t_grad_enabled && !runtime::inference_mode_flag(); }
 void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
 GradModeGuard::GradModeGuard(bool enabled) : previous_(t_grad_enabled) { t_grad_enabled = enabled; }
 GradModeGuard::~GradModeGuard() { t_grad_enabled = previous_; }
 
+// The flag lives with the allocator (runtime::inference_mode_flag), which marks the buffers
+// allocated while it is on.
 InferenceModeGuard::InferenceModeGuard(bool enabled)
-    : previous_inference_(t_inference_mode), previous_grad_(t_grad_enabled) {
-  t_inference_mode = enabled;
+    : previous_inference_(runtime::inference_mode_flag()), previous_grad_(t_grad_enabled) {
+  runtime::inference_mode_flag() = enabled;
   if (enabled) t_grad_enabled = false;
 }
 InferenceModeGuard::~InferenceModeGuard() {
-  t_inference_mode = previous_inference_;
+  runtime::inference_mode_flag() = previous_inference_;
   t_grad_enabled = previous_grad_;
 }
-bool is_inference_mode_enabled() { return t_inference_mode; }
+bool is_inference_mode_enabled() { return runtime::inference_mode_flag(); }
 
 // ---- recording ------------------------------------------------------------------------------------
 
@@ -128,12 +140,14 @@ Tensor record(Tensor output, const std::vector<Tensor>& inputs, std::string name
     dtypes[i] = in.dtype();
   }
   // The node's gradients are brought back to each input's shape (sum_to undoes broadcasting) and
-  // dtype (an input promoted by the op gets its gradient in its own dtype).
+  // dtype (an input promoted by the op gets its gradient in its own dtype); recorded when the
+  // backward itself records (create_graph).
   auto fn = [op = name, backward = std::move(backward), shapes = std::move(shapes),
              dtypes = std::move(dtypes)](const Tensor& grad) {
     std::vector<Tensor> grads = backward(grad);
     if (grads.size() != shapes.size())
       fail("{} backward: returned {} gradients for {} inputs", op, grads.size(), shapes.size());
+    const bool recording = grad_enabled();
     for (size_t i = 0; i < grads.size(); ++i) {
       Tensor& g = grads[i];
       if (dtypes[i] == DType::invalid) {  // the input needs no gradient
@@ -141,13 +155,14 @@ Tensor record(Tensor output, const std::vector<Tensor>& inputs, std::string name
         continue;
       }
       if (!g.defined()) continue;
-      if (g.shape() != shapes[i]) g = ops::sum_to(g, shapes[i]);
-      if (g.dtype() != dtypes[i]) g = ops::to_dtype(g, dtypes[i]);
+      if (g.shape() != shapes[i]) g = recording ? tritium::sum_to(g, shapes[i]) : ops::sum_to(g, shapes[i]);
+      if (g.dtype() != dtypes[i]) g = recording ? g.to(dtypes[i]) : ops::to_dtype(g, dtypes[i]);
     }
     return grads;
   };
   auto node = std::make_shared<FunctionNode>(std::move(name), std::move(fn));
   node->next = std::move(edges);
+  if (autograd::anomaly_mode_enabled()) node->recorded_at = autograd::anomaly_location();
   auto meta = std::make_shared<AutogradMeta>();
   meta->requires_grad = true;
   meta->grad_fn = std::move(node);
@@ -155,15 +170,41 @@ Tensor record(Tensor output, const std::vector<Tensor>& inputs, std::string name
   return output;
 }
 
+void check_savable(const Tensor& t, const std::string& op) {
+  if (t.defined() && t.is_inference())
+    fail("{}: Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal "
+         "tensor and use it in autograd. ({})",
+         op, t.str());
+}
+
 // ---- hooks ------------------------------------------------------------------------------------
 
-void register_hook(const Tensor& t, GradHook hook) {
+RemovableHandle register_hook(const Tensor& t, GradHook hook) {
   if (!t.defined()) fail("register_hook: the tensor is undefined");
   if (!t.requires_grad())
     fail("register_hook: cannot register a hook on a tensor that doesn't require gradient ({})", t.str());
   const auto& meta = t.autograd();
-  if (meta->grad_fn) meta->grad_fn->pre_hooks.push_back(std::move(hook));
-  else meta->hooks.push_back(std::move(hook));
+  if (meta->grad_fn) return meta->grad_fn->pre_hooks.add(std::move(hook));
+  return meta->hooks.add(std::move(hook));
+}
+
+RemovableHandle register_post_accumulate_grad_hook(const Tensor& t, PostAccumulateGradHook hook) {
+  if (!t.defined()) fail("register_post_accumulate_grad_hook: the tensor is undefined");
+  if (!t.requires_grad())
+    fail("register_post_accumulate_grad_hook: cannot register a hook on a tensor that doesn't require gradient ({})",
+         t.str());
+  if (t.autograd()->grad_fn)
+    fail("register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered on non-leaf tensors "
+         "({} is the result of {})",
+         t.str(), t.autograd()->grad_fn->name());
+  // The hook gets a handle of the leaf: a detached copy (storage and strides, no cycle through
+  // the state) with the state attached at call time.
+  return t.autograd()->post_accumulate_hooks.add(
+      [hook = std::move(hook), plain = t.detach()](const std::shared_ptr<AutogradMeta>& meta) {
+        Tensor leaf = plain;
+        leaf.set_autograd(meta);
+        hook(leaf);
+      });
 }
 
 void retain_grad(const Tensor& t) {
@@ -173,103 +214,253 @@ void retain_grad(const Tensor& t) {
   if (meta->grad_fn) meta->grad_fn->retained = meta;
 }
 
+const std::shared_ptr<Node>& current_backward_node() { return t_current_node; }
+
 // ---- the backward pass --------------------------------------------------------------------------------
 
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
-  if (!root.defined()) fail("backward: the tensor is undefined");
+namespace {
+
+// Sets the thread's current node for the duration of one node's backward.
+class CurrentNode {
+ public:
+  explicit CurrentNode(std::shared_ptr<Node> n) : previous_(std::exchange(t_current_node, std::move(n))) {}
+  ~CurrentNode() { t_current_node = std::move(previous_); }
+
+ private:
+  std::shared_ptr<Node> previous_;
+};
+
+// Anomaly mode's check of a node's gradients for NaN: PyTorch's "Function 'MulBackward0'
+// returned nan values in its 0th output."
+void check_anomaly(const Node& n, const std::vector<Tensor>& results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Tensor& r = results[i];
+    if (!r.defined() || !is_float(r.dtype()) || r.numel() == 0) continue;
+    Tensor nan = ops::ne(r.detach(), r.detach());
+    Tensor count = ops::sum(ops::to_dtype(nan, DType::f32));
+    if (count.to_vector<float>().at(0) == 0) continue;
+    fail("Function '{}' returned nan values in its {}th output.{}", n.name(), i,
+         n.recorded_at.empty() ? std::string(" (the forward op was recorded before anomaly detection was enabled)")
+                               : fmt::format(" The forward op was recorded at: {}", n.recorded_at));
+  }
+}
+
+Tensor root_gradient(const Tensor& root, const Tensor& gradient, const char* api) {
+  if (!root.defined()) fail("{}: the tensor is undefined", api);
   if (!root.requires_grad())
-    fail("backward: element 0 of tensors does not require grad and does not have a grad_fn ({}; call "
+    fail("{}: element 0 of tensors does not require grad and does not have a grad_fn ({}; call "
          "requires_grad_() on the leaves before computing it, outside NoGradGuard)",
-         root.str());
+         api, root.str());
   Tensor grad = gradient;
   if (!grad.defined()) {
     if (root.numel() != 1)
-      fail("backward: grad can be implicitly created only for scalar outputs ({} has shape {}; pass a gradient "
+      fail("{}: grad can be implicitly created only for scalar outputs ({} has shape {}; pass a gradient "
            "of the same shape)",
-           root.str(), shape_str(root.shape()));
-    grad = ops::ones(root.shape(), root.dtype(), root.device());
-  } else {
-    if (grad.shape() != root.shape())
-      fail("backward: the gradient has shape {} but the tensor has shape {}", shape_str(grad.shape()),
-           shape_str(root.shape()));
-    if (grad.device() != root.device())
-      fail("backward: the gradient is on {} but the tensor is on {}", grad.device().str(), root.device().str());
-    if (!is_float(grad.dtype()))
-      fail("backward: the gradient has dtype {}; gradients must be floating point", dtype_name(grad.dtype()));
+           api, root.str(), shape_str(root.shape()));
+    return ops::ones(root.shape(), root.dtype(), root.device());
   }
-  NoGradGuard no_grad;  // backward functions record nothing
-  if (grad.dtype() != root.dtype()) grad = ops::to_dtype(grad, root.dtype());
-  grad.set_autograd(nullptr);
+  if (grad.shape() != root.shape())
+    fail("{}: the gradient has shape {} but the tensor has shape {}", api, shape_str(grad.shape()),
+         shape_str(root.shape()));
+  if (grad.device() != root.device())
+    fail("{}: the gradient is on {} but the tensor is on {}", api, grad.device().str(), root.device().str());
+  if (!is_float(grad.dtype()))
+    fail("{}: the gradient has dtype {}; gradients must be floating point", api, dtype_name(grad.dtype()));
+  if (grad.dtype() != root.dtype()) grad = grad.to(root.dtype());
+  return grad;
+}
 
-  const auto& root_meta = root.autograd();
-  if (!root_meta->grad_fn) {  // a leaf
-    accumulate_leaf(*root_meta, grad);
-    return;
+}  // namespace
+
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gradients,
+                                 bool retain_graph, bool create_graph, const std::vector<Tensor>& inputs,
+                                 bool allow_unused, const char* api) {
+  if (roots.empty()) fail("{}: no tensors to differentiate", api);
+  if (!gradients.empty() && gradients.size() != roots.size())
+    fail("{}: got {} gradients for {} tensors (grad_tensors must be empty or have one per tensor)", api,
+         gradients.size(), roots.size());
+  const bool capture = !inputs.empty();
+  // Derivatives record only under create_graph; otherwise every gradient is a plain tensor.
+  GradModeGuard mode(create_graph);
+  auto plain = [create_graph](Tensor t) {
+    if (!create_graph) t.set_autograd(nullptr);
+    return t;
+  };
+
+  // What grad() returns: an input that is a non-leaf is found by its producer, a leaf by its state.
+  std::unordered_map<const Node*, size_t> input_node;
+  std::unordered_map<const AutogradMeta*, size_t> input_leaf;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    if (!x.defined()) fail("{}: input {} is undefined", api, i);
+    if (!x.requires_grad()) fail("{}: One of the differentiated Tensors does not require grad (input {}: {})", api, i, x.str());
+    if (x.autograd()->grad_fn) input_node.emplace(x.autograd()->grad_fn.get(), i);
+    else input_leaf.emplace(x.autograd().get(), i);
+  }
+  std::vector<Tensor> captured(inputs.size());
+  auto capture_add = [&](size_t i, Tensor g) {
+    captured[i] = captured[i].defined() ? add_grads(captured[i], g) : std::move(g);
+  };
+
+  // The roots' gradients, summed per starting node; leaf roots deliver straight to their leaf.
+  std::unordered_map<Node*, Tensor> grads;
+  std::unordered_map<AutogradMeta*, std::pair<int, Tensor>> leaves;  // edges still to come, sum so far
+  std::vector<std::shared_ptr<Node>> starts;
+  std::unordered_map<AutogradMeta*, std::shared_ptr<AutogradMeta>> root_leaves;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    Tensor g = plain(root_gradient(roots[i], gradients.empty() ? Tensor() : gradients[i], api));
+    const auto& meta = roots[i].autograd();
+    if (!meta->grad_fn) {
+      root_leaves.emplace(meta.get(), meta);
+      auto& [pending, sum] = leaves[meta.get()];
+      sum = sum.defined() ? add_grads(sum, g) : g;
+      continue;
+    }
+    auto [it, fresh] = grads.try_emplace(meta->grad_fn.get(), g);
+    if (fresh) starts.push_back(meta->grad_fn);
+    else it->second = add_grads(it->second, g);
   }
 
-  // Dependencies: how many edges from nodes reachable from the root lead to each node. A node
-  // runs once all of its consumers have run (reverse topological order).
-  Node* start = root_meta->grad_fn.get();
+  // Dependencies: how many edges from nodes reachable from the roots lead to each node (a node
+  // runs once all of its consumers have run: reverse topological order) and to each leaf.
   std::unordered_map<Node*, int> deps;
-  std::vector<Node*> stack{start};
-  std::unordered_set<Node*> seen{start};
+  std::unordered_map<Node*, std::vector<Node*>> consumers;  // only needed to prune for grad()
+  std::vector<Node*> stack;
+  std::unordered_set<Node*> seen;
+  for (const auto& n : starts)
+    if (seen.insert(n.get()).second) stack.push_back(n.get());
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next) {
+      if (e.leaf) ++leaves[e.leaf.get()].first;
       if (!e.node) continue;
       Node* m = e.node.get();
       ++deps[m];
+      if (capture) consumers[m].push_back(n);
       if (seen.insert(m).second) stack.push_back(m);
     }
   }
 
-  std::unordered_map<Node*, Tensor> grads;
-  grads[start] = std::move(grad);
-  std::vector<Node*> ready{start};
+  // For grad(): only the nodes from which an input is reachable below them need to run.
+  std::unordered_set<Node*> to_run;
+  if (capture) {
+    std::vector<Node*> work;
+    auto mark = [&](Node* n) {
+      if (to_run.insert(n).second) work.push_back(n);
+    };
+    for (Node* n : seen) {
+      for (const Edge& e : n->next)
+        if ((e.leaf && input_leaf.count(e.leaf.get())) || (e.node && input_node.count(e.node.get()))) mark(n);
+    }
+    while (!work.empty()) {
+      Node* n = work.back();
+      work.pop_back();
+      for (Node* c : consumers[n]) mark(c);
+    }
+  }
+
+  auto deliver_leaf = [&](const std::shared_ptr<AutogradMeta>& leaf) {
+    auto it = leaves.find(leaf.get());
+    Tensor g = std::move(it->second.second);
+    leaves.erase(it);
+    if (!g.defined()) return;
+    if (capture) {
+      if (auto in = input_leaf.find(leaf.get()); in != input_leaf.end()) {
+        if (!leaf->hooks.empty()) g = run_hooks(leaf->hooks, std::move(g));
+        capture_add(in->second, std::move(g));
+      }
+    } else if (leaf->requires_grad) {
+      accumulate_leaf(leaf, std::move(g));
+    }
+  };
+  for (auto& [raw, leaf] : root_leaves)
+    if (leaves[raw].first == 0) deliver_leaf(leaf);
+
+  std::vector<std::shared_ptr<Node>> ready;
+  for (const auto& n : starts)
+    if (deps[n.get()] == 0) ready.push_back(n);
+  const bool anomaly = autograd::anomaly_mode_enabled();
   while (!ready.empty()) {
-    Node* n = ready.back();
+    std::shared_ptr<Node> node = std::move(ready.back());
     ready.pop_back();
+    Node* n = node.get();
     Tensor g;
     if (auto it = grads.find(n); it != grads.end()) {
       g = std::move(it->second);
       grads.erase(it);
     }
     std::vector<Tensor> results;
+    const bool runs = !capture || to_run.count(n);
     if (g.defined()) {
       if (!n->pre_hooks.empty()) g = run_hooks(n->pre_hooks, std::move(g));
-      if (auto kept = n->retained.lock()) {
-        if (!kept->grad.defined()) kept->grad = owned_grad(g);
-        else kept->grad = ops::add(kept->grad, g);
+      if (auto kept = n->retained.lock(); kept && !capture) {
+        if (!kept->grad.defined()) kept->grad = owned_grad(plain(g));
+        else kept->grad = add_grads(kept->grad, g);
       }
-      results = n->backward(g);  // throws if the node was released
-      if (results.size() != n->next.size())
-        fail("{} backward: returned {} gradients for {} inputs", n->name(), results.size(), n->next.size());
-    } else if (n->released) {
+      if (auto in = input_node.find(n); in != input_node.end()) capture_add(in->second, g);
+      if (runs) {
+        CurrentNode current(node);
+        results = n->backward(g);  // throws if the node was released
+        if (results.size() != n->next.size())
+          fail("{} backward: returned {} gradients for {} inputs", n->name(), results.size(), n->next.size());
+        if (anomaly) check_anomaly(*n, results);
+      }
+    } else if (n->released && runs) {
       n->backward(g);  // no gradient reached it, but the graph was freed: same error as PyTorch
     }
     g = Tensor();
     for (size_t i = 0; i < n->next.size(); ++i) {
       const Edge& e = n->next[i];
-      Tensor r = i < results.size() ? std::move(results[i]) : Tensor();
+      Tensor r = i < results.size() ? plain(std::move(results[i])) : Tensor();
       if (e.node) {
         Node* m = e.node.get();
         if (r.defined()) {
-          r.set_autograd(nullptr);
           auto [it, fresh] = grads.try_emplace(m, r);
-          if (!fresh) it->second = it->second.defined() ? ops::add(it->second, r) : r;
+          if (!fresh) it->second = it->second.defined() ? add_grads(it->second, r) : r;
         }
-        if (--deps[m] == 0) ready.push_back(m);
-      } else if (e.leaf && r.defined() && e.leaf->requires_grad) {
-        accumulate_leaf(*e.leaf, std::move(r));
+        if (--deps[m] == 0) ready.push_back(e.node);
+      } else if (e.leaf) {
+        auto& [pending, sum] = leaves[e.leaf.get()];
+        if (r.defined()) sum = sum.defined() ? add_grads(sum, r) : std::move(r);
+        if (--pending == 0) deliver_leaf(e.leaf);
       }
     }
     results.clear();
-    if (!retain_graph) n->release();
+    if (!retain_graph && runs) n->release();
   }
+
+  if (capture && !allow_unused)
+    for (size_t i = 0; i < captured.size(); ++i)
+      if (!captured[i].defined())
+        fail("{}: One of the differentiated Tensors appears to not have been used in the graph. Set "
+             "allow_unused=True if this is the desired behavior. (input {}: {})",
+             api, i, inputs[i].str());
+  return captured;
+}
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  run_backward({root}, {gradient}, retain_graph, false, {}, false, "backward");
 }
 
 }  // namespace tritium::nn
+
+namespace tritium::autograd {
+
+tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const tensor_list& grad_outputs,
+                 std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+  if (inputs.empty()) fail("autograd::grad: grad requires at least one input tensor");
+  return nn::run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, inputs,
+                          allow_unused, "autograd::grad");
+}
+
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors, std::optional<bool> retain_graph,
+              bool create_graph) {
+  nn::run_backward(tensors, grad_tensors, retain_graph.value_or(create_graph), create_graph, {}, false,
+                   "autograd::backward");
+}
+
+}  // namespace tritium::autograd
 
 // ---- Tensor's autograd methods ------------------------------------------------------------------------
 
@@ -283,6 +474,9 @@ Tensor& Tensor::requires_grad_(bool on) {
     fail("requires_grad_: only leaf tensors can change requires_grad; {} is the result of {} (use detach() to "
          "make a leaf)",
          str(), autograd_->grad_fn->name());
+  if (on && is_inference() && !nn::is_inference_mode_enabled())
+    fail("requires_grad_: Setting requires_grad=True on inference tensor outside InferenceMode is not allowed ({})",
+         str());
   if (on && !is_float(dtype_))
     fail("requires_grad_: only tensors of floating point dtype can require gradients ({} has dtype {})", str(),
          dtype_name(dtype_));
@@ -304,9 +498,30 @@ void Tensor::zero_grad() {
 
 void Tensor::backward() const { nn::run_backward(*this, Tensor(), false); }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  nn::run_backward(*this, gradient, retain_graph);
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  nn::run_backward({*this}, {gradient}, retain_graph || create_graph, create_graph, {}, false, "backward");
 }
+
+nn::RemovableHandle Tensor::register_grad_hook(std::function<Tensor(const Tensor&)> hook) const {
+  return nn::register_hook(*this, std::move(hook));
+}
+
+nn::RemovableHandle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  return nn::register_post_accumulate_grad_hook(*this, std::move(hook));
+}
+
+void Tensor::retain_grad() const { nn::retain_grad(*this); }
+
+bool Tensor::retains_grad() const {
+  return autograd_ && autograd_->grad_fn && autograd_->grad_fn->retained.lock() == autograd_;
+}
+
+uint64_t Tensor::_version() const {
+  if (!defined()) fail("_version: the tensor is undefined");
+  return storage_->version();
+}
+
+bool Tensor::is_inference() const { return defined() && storage_->is_inference(); }
 
 Tensor Tensor::detach() const {
   Tensor t = *this;

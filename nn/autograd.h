@@ -3,11 +3,15 @@
 // backward needs; Tensor::backward() walks the graph in reverse topological order, calling each
 // node's backward (itself made of op-library kernels) and accumulating into leaves' .grad.
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "nn/removable_handle.h"
 #include "runtime/tensor.h"
 
 namespace tritium::nn {
@@ -19,6 +23,39 @@ struct Node;
 // A tensor's gradient hook (torch.Tensor.register_hook): called with the gradient computed for the
 // tensor; a defined result (of the same shape) replaces it, an undefined one keeps it.
 using GradHook = std::function<Tensor(const Tensor&)>;
+// A leaf's post-accumulate-grad hook (torch.Tensor.register_post_accumulate_grad_hook): called
+// with the leaf itself once a backward has accumulated its gradient into .grad.
+using PostAccumulateGradHook = std::function<void(const Tensor&)>;
+
+// Hooks in registration order, each removable through the handle add() returns.
+template <class Fn>
+class HookList {
+ public:
+  RemovableHandle add(Fn fn) {
+    if (!state_) state_ = std::make_shared<State>();
+    uint64_t id = state_->next_id++;
+    state_->entries.emplace_back(id, std::move(fn));
+    return RemovableHandle([weak = std::weak_ptr<State>(state_), id] {
+      if (auto s = weak.lock())
+        std::erase_if(s->entries, [id](const std::pair<uint64_t, Fn>& e) { return e.first == id; });
+    });
+  }
+  bool empty() const { return !state_ || state_->entries.empty(); }
+  // A copy, so that a hook may remove hooks (itself included) while they run.
+  std::vector<Fn> snapshot() const {
+    std::vector<Fn> out;
+    if (state_)
+      for (const auto& e : state_->entries) out.push_back(e.second);
+    return out;
+  }
+
+ private:
+  struct State {
+    std::vector<std::pair<uint64_t, Fn>> entries;
+    uint64_t next_id = 0;
+  };
+  std::shared_ptr<State> state_;
+};
 
 // Where a gradient goes: into another node's output slot, or into a leaf tensor's .grad.
 struct Edge {
@@ -42,22 +79,39 @@ struct Node {
   std::vector<Edge> next;
   // Hooks of the tensor this node produced, run on its gradient before backward (registration
   // order), then retain_grad's copy into that tensor's .grad (weak: the tensor owns this node).
-  std::vector<GradHook> pre_hooks;
+  HookList<GradHook> pre_hooks;
   std::weak_ptr<AutogradMeta> retained;
+  // Anomaly mode (autograd::DetectAnomalyGuard) only: what recorded this node, for the error
+  // that a NaN in its backward raises.
+  std::string recorded_at;
 };
 
 // Per-tensor autograd state, shared by copies of a Tensor handle (not by its views).
 struct AutogradMeta {
   bool requires_grad = false;
+  bool is_view = false;              // made by a view method
+  // A view of a tensor that requires grad: that tensor's state (the root base, for a view of a
+  // view) and its geometry then, so that a recorded in-place op on the view can rewrite the
+  // base's history (PyTorch's CopySlices). Null for a view of a tensor without grad.
+  std::shared_ptr<AutogradMeta> view_base;
+  std::vector<int64_t> base_shape, base_strides;
+  int64_t base_offset = 0;
   Tensor grad;                       // accumulated gradient of a leaf (undefined until backward)
   std::shared_ptr<Node> grad_fn;     // producer of a non-leaf
-  std::vector<GradHook> hooks;       // a leaf's hooks, run before each accumulation into .grad
+  HookList<GradHook> hooks;          // a leaf's hooks, run before each accumulation into .grad
+  // A leaf's post-accumulate hooks; each holds a detached handle of the leaf and gets the leaf
+  // (this state attached) after .grad was updated.
+  HookList<std::function<void(const std::shared_ptr<AutogradMeta>&)>> post_accumulate_hooks;
 };
 
-// torch.Tensor.register_hook (a free function until runtime::Tensor declares the method): `hook`
-// runs on each gradient computed for t, before it is accumulated into a leaf's .grad or passed on
-// from a non-leaf. Errors: an undefined tensor, a tensor that does not require grad.
-void register_hook(const Tensor& t, GradHook hook);
+// torch.Tensor.register_hook (also Tensor::register_hook): `hook` runs on each gradient computed
+// for t, before it is accumulated into a leaf's .grad or passed on from a non-leaf. Errors: an
+// undefined tensor, a tensor that does not require grad.
+RemovableHandle register_hook(const Tensor& t, GradHook hook);
+// torch.Tensor.register_post_accumulate_grad_hook: `hook(t)` runs after each backward has
+// accumulated t's gradient into t.grad() (once per backward, after t's gradient hooks). Errors: a
+// tensor that does not require grad, a non-leaf.
+RemovableHandle register_post_accumulate_grad_hook(const Tensor& t, PostAccumulateGradHook hook);
 // torch.Tensor.retain_grad: a non-leaf keeps its gradient in .grad (accumulated over backwards, as a
 // leaf's); a no-op on a leaf. Error: a tensor that does not require grad.
 void retain_grad(const Tensor& t);
@@ -104,8 +158,8 @@ class EnableGradGuard : public GradModeGuard {  // torch.enable_grad(): grad mod
 
 // torch.inference_mode(mode): grad mode off while enabled, and is_inference_mode_enabled() true.
 // Inside it, EnableGradGuard / set_grad_enabled(true) cannot turn recording back on (PyTorch's
-// rule). Not yet done: tensors made inside are not marked as inference tensors, so their later use
-// in autograd is not refused (that needs a flag in runtime::Tensor).
+// rule). Tensors allocated inside are inference tensors (Tensor::is_inference()): autograd refuses
+// to save them for backward, and in-place ops refuse them outside inference mode.
 class InferenceModeGuard {
  public:
   explicit InferenceModeGuard(bool enabled = true);
@@ -124,7 +178,44 @@ bool is_inference_mode_enabled();
 Tensor record(Tensor output, const std::vector<Tensor>& inputs, std::string name,
               std::function<std::vector<Tensor>(const Tensor&)> backward);
 
-// Runs the backward from `root` (retain_graph keeps the saved tensors for another backward).
+// The backward engine. From each root (with its gradient; undefined: ones, for a one-element root),
+// runs the nodes in reverse topological order. With `inputs` empty it accumulates into the leaves'
+// .grad (Tensor::backward, autograd::backward); otherwise it returns the gradient of each input
+// (undefined where none reached it: an error unless allow_unused) and touches no .grad
+// (autograd::grad), running only the nodes that lead to an input. retain_graph keeps the saved
+// tensors for another backward; create_graph runs the derivatives with grad mode on, so the
+// gradients have a graph of their own (double backward). `api` names the caller in errors.
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gradients,
+                                 bool retain_graph, bool create_graph, const std::vector<Tensor>& inputs,
+                                 bool allow_unused, const char* api);
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
+// The node whose backward the engine is running on this thread (null outside backward): a
+// derivative that saved its op's own output re-attaches it to this node under create_graph.
+const std::shared_ptr<Node>& current_backward_node();
+
+// Checks that a tensor may be saved for backward by `op` (PyTorch's refusal of inference tensors).
+void check_savable(const Tensor& t, const std::string& op);
+
 }  // namespace tritium::nn
+
+namespace tritium::autograd {
+
+using runtime::Tensor;
+using tensor_list = std::vector<Tensor>;
+using variable_list = tensor_list;
+
+// torch::autograd::grad: the gradients of `outputs` (weighted by grad_outputs; empty or undefined
+// entries mean ones, for one-element outputs) with respect to `inputs`, returned, not accumulated
+// into .grad. retain_graph defaults to create_graph; create_graph records the backward itself so
+// its results can be differentiated again. An input the outputs do not depend on is an error
+// unless allow_unused (then its entry is undefined).
+tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const tensor_list& grad_outputs = {},
+                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                 bool allow_unused = false);
+
+// torch::autograd::backward: Tensor::backward for several roots at once (gradients summed into .grad).
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors = {},
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
+
+}  // namespace tritium::autograd

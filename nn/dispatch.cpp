@@ -30,6 +30,24 @@ std::vector<Tensor> apply_derivatives(const OpDecl& op, const Tensor& grad, cons
   return grads;
 }
 
+// Gradients from a backward that is not written in recorded ops (a fused kernel): under
+// create_graph each is given a node whose own backward is PyTorch's "not implemented" error, so a
+// double backward through it fails instead of silently missing a term.
+std::vector<Tensor> not_differentiable_again(const OpDecl& op, const Tensor& grad, const ops::DerivativeContext& ctx,
+                                             std::vector<Tensor> grads) {
+  std::vector<Tensor> sources = ctx.saved_inputs();  // what the gradients depend on
+  sources.push_back(grad);
+  for (Tensor& g : grads) {
+    if (!g.defined() || g.requires_grad()) continue;
+    g = record(g, sources, op.node_name() + "Backward", [&op](const Tensor&) -> std::vector<Tensor> {
+      fail("{}: the derivative for {}'s backward is not implemented (double backward through {} is not "
+           "supported; its backward is a fused kernel)",
+           op.name, op.name, op.name);
+    });
+  }
+  return grads;
+}
+
 }  // namespace
 
 std::vector<Tensor> call(const OpDecl& op, std::vector<Tensor> inputs, ops::Attrs attrs) {
@@ -54,11 +72,14 @@ std::vector<Tensor> call(const OpDecl& op, std::vector<Tensor> inputs, ops::Attr
   for (Tensor& out : outputs) out.set_autograd(nullptr);  // outputs after the first never get history
   if (!any) return outputs;
 
-  // Save what the derivatives of the needed inputs read.
+  // Save what the derivatives of the needed inputs read: inputs with their history (a derivative
+  // run under create_graph differentiates through them), outputs detached (no cycle).
   std::vector<Tensor> saved_in(inputs.size()), saved_out(outputs.size());
   auto save = [&](const std::string& name) {
-    if (int i = op.input_index(name); i >= 0) saved_in[static_cast<size_t>(i)] = inputs[static_cast<size_t>(i)].detach();
-    else saved_out[static_cast<size_t>(op.output_index(name))] = outputs[static_cast<size_t>(op.output_index(name))].detach();
+    Tensor t;
+    if (int i = op.input_index(name); i >= 0) t = saved_in[static_cast<size_t>(i)] = inputs[static_cast<size_t>(i)];
+    else t = saved_out[static_cast<size_t>(op.output_index(name))] = outputs[static_cast<size_t>(op.output_index(name))].detach();
+    check_savable(t, op.name);
   };
   if (op.fused_backward) {
     for (const std::string& s : op.fused_saves) save(s);
@@ -76,7 +97,16 @@ std::vector<Tensor> call(const OpDecl& op, std::vector<Tensor> inputs, ops::Attr
   auto ctx = std::make_shared<const ops::DerivativeContext>(op, std::move(saved_in), std::move(saved_out),
                                                             std::move(shapes), needs, std::move(attrs));
   outputs[0] = record(std::move(outputs[0]), edges, op.node_name(), [&op, ctx](const Tensor& grad) {
-    return apply_derivatives(op, grad, *ctx);
+    if (!grad_enabled()) return apply_derivatives(op, grad, *ctx);
+    // create_graph: the formulas record, and a saved output differentiates through this node.
+    ops::DerivativeContext recording = *ctx;
+    auto meta = std::make_shared<AutogradMeta>();
+    meta->requires_grad = true;
+    meta->grad_fn = current_backward_node();
+    recording.attach_output_history(std::move(meta));
+    std::vector<Tensor> grads = apply_derivatives(op, grad, recording);
+    if (!op.twice_differentiable) grads = not_differentiable_again(op, grad, recording, std::move(grads));
+    return grads;
   });
   return outputs;
 }

@@ -47,6 +47,16 @@ Tensor amin(const Tensor& x, Dims dims, bool keepdim) {
   return nn::call("amin", {x}, Attrs{{"dims", std::move(dims)}, {"keepdim", keepdim}});
 }
 
+Tensor sum_to(const Tensor& x, const std::vector<int64_t>& shape) {
+  const int lead = x.dim() - static_cast<int>(shape.size());
+  if (lead < 0) fail("sum_to: cannot reduce {} to {} dims", x.str(), shape.size());
+  Dims dims;
+  for (int d = 0; d < x.dim(); ++d)
+    if (d < lead || (shape[static_cast<size_t>(d - lead)] == 1 && x.shape()[static_cast<size_t>(d)] != 1)) dims.push_back(d);
+  if (dims.empty()) return x.reshape(shape);
+  return tritium::sum(x, dims, /*keepdim=*/true).reshape(shape);
+}
+
 // ---- matmul, softmax, losses, normalisation, attention, dropout ---------------------------------------
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return nn::call("matmul", {a, b}); }

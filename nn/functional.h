@@ -40,6 +40,9 @@ Tensor sum(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 // Gradient of amax/amin: shared evenly by the elements equal to the extremum (PyTorch's amax rule;
 // with distinct values it all goes to the one max).
+// The reverse of broadcasting: x summed over the dims that broadcasting to x.shape() added or
+// stretched, giving `shape` (ops::sum_to, recorded: a sum and a reshape).
+Tensor sum_to(const Tensor& x, const std::vector<int64_t>& shape);
 Tensor amax(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& x, std::vector<int> dims = {}, bool keepdim = false);
 Tensor matmul(const Tensor& a, const Tensor& b);

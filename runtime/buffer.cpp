@@ -11,7 +11,12 @@
 namespace tritium::runtime {
 
 Buffer::Buffer(void* data, size_t nbytes, Device device, Deleter deleter)
-    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
+    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)), inference_(inference_mode_flag()) {}
+
+bool& inference_mode_flag() {
+  thread_local bool on = false;
+  return on;
+}
 
 Buffer::~Buffer() {
   if (deleter_) deleter_(data_);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "common/error.h"
 #include "ir/types.h"
+#include "nn/removable_handle.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
 
@@ -19,6 +21,9 @@ struct AutogradMeta;
 }
 namespace tritium::indexing {
 class TensorIndex;  // runtime/tensor_index.h
+}
+namespace tritium::ops {
+struct Scalar;
 }
 
 namespace tritium::runtime {
@@ -103,6 +108,26 @@ class Tensor {
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values);
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, double value);
 
+  // ---- in-place ops (nn/inplace_ops.cpp), as PyTorch's: they write this tensor's storage (every
+  // view sees the change), bump its version counter (a value saved for backward and modified
+  // since is an error at backward) and, when recorded, make this tensor the op's output.
+  // Errors: a leaf that requires grad (outside NoGradGuard), a view of a tensor that requires grad
+  // (when recorded), an inference tensor outside inference mode, a result of another shape (no
+  // broadcasting of self) or of a dtype self cannot hold (float into an integer tensor).
+  Tensor& add_(const Tensor& other);
+  Tensor& add_(const ops::Scalar& other);
+  Tensor& sub_(const Tensor& other);
+  Tensor& sub_(const ops::Scalar& other);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(const ops::Scalar& other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(const ops::Scalar& other);
+  Tensor& relu_();
+  Tensor& clamp_(std::optional<double> min, std::optional<double> max = std::nullopt);
+  Tensor& copy_(const Tensor& src);  // src broadcast to this shape and converted to this dtype
+  Tensor& fill_(const ops::Scalar& value);
+  Tensor& zero_();
+
   // ---- autograd (nn/autograd.cpp) --------------------------------------------------------------
   bool requires_grad() const;
   Tensor& requires_grad_(bool on = true);  // only on leaves
@@ -111,8 +136,28 @@ class Tensor {
   void zero_grad();             // drops the accumulated gradient
   // From a scalar (one-element) tensor, or with an explicit gradient of the same shape.
   void backward() const;
-  void backward(const Tensor& gradient, bool retain_graph = false) const;
+  // create_graph records the backward itself (double backward) and implies retain_graph.
+  void backward(const Tensor& gradient, bool retain_graph = false, bool create_graph = false) const;
   Tensor detach() const;        // same storage, no autograd history
+  // Hooks (nn/autograd.h): register_hook takes Tensor(const Tensor& grad) (a defined result
+  // replaces the gradient) or void(const Tensor& grad); the post-accumulate hook (leaves only)
+  // gets the leaf after its .grad was updated. The handle's remove() unregisters.
+  template <class F>
+  nn::RemovableHandle register_hook(F&& hook) const {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>)
+      return register_grad_hook([h = std::forward<F>(hook)](const Tensor& g) mutable {
+        h(g);
+        return Tensor();
+      });
+    else
+      return register_grad_hook(std::forward<F>(hook));
+  }
+  nn::RemovableHandle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  void retain_grad() const;     // a non-leaf keeps its gradient in .grad
+  bool retains_grad() const;
+  // PyTorch's _version: how many in-place ops modified this tensor's storage (shared by views).
+  uint64_t _version() const;
+  bool is_inference() const;    // allocated inside nn::InferenceModeGuard
   const std::shared_ptr<nn::AutogradMeta>& autograd() const { return autograd_; }
   void set_autograd(std::shared_ptr<nn::AutogradMeta> meta) { autograd_ = std::move(meta); }
 
@@ -157,6 +202,7 @@ class Tensor {
   std::string str() const;  // "Tensor([4, 8], f32, cpu)"
 
  private:
+  nn::RemovableHandle register_grad_hook(std::function<Tensor(const Tensor&)> hook) const;
   void check_dtype(DType wanted, const char* method, const char* type_name) const;
   void copy_to_contiguous(void* dst) const;  // dst: host memory; the tensor on cpu or cuda
   static std::string shape_str(const Shape& shape);

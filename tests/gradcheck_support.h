@@ -1,6 +1,7 @@
 // The finite-difference gradient check shared by test_gradcheck.cpp (hand-written cases) and
-// test_op_registry.cpp (every declared op): each input element is perturbed by ±eps, the scalar
-// L = sum(w * f(x)) (fixed random weights w, so that no gradient is trivially symmetric) is
+// test_op_registry.cpp (every declared op): the library's finite differences (nn/gradcheck.h),
+// reported through Boost.Test with those files' relative-error bound. Each input element is
+// perturbed by ±eps, the scalar L = sum(w * f(x)) (fixed random weights w, so that no gradient is trivially symmetric) is
 // evaluated without autograd, and (L+ - L-) / 2 eps is compared with the gradient that
 // backward(w) accumulated into the input's .grad. Inputs live on the backend's device and are
 // perturbed there by a fill kernel, never through a host pointer. Float64 inputs are the rule;
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "nn/autograd.h"
+#include "nn/gradcheck.h"
 #include "ops/ops.h"
 
 namespace tritium::test {
@@ -50,49 +52,21 @@ inline std::vector<double> host_f64(const Tensor& t) {
   return t.dtype() == DType::f64 ? t.to_vector<double>() : ops::to_dtype(t, DType::f64).to_vector<double>();
 }
 
-// Sets the element at row-major position i of a (possibly strided) float tensor to `value`, in
-// place on the tensor's device: a 0-d view of that element (as_strided of a detached handle, so
-// no autograd) written by ops::fill_.
-inline void set_element(const Tensor& t, int64_t i, double value) {
-  int64_t offset = t.storage_offset();
-  for (int d = t.dim() - 1; d >= 0; --d) {
-    int64_t size = t.shape()[static_cast<size_t>(d)];
-    offset += (i % size) * t.strides()[static_cast<size_t>(d)];
-    i /= size;
-  }
-  Tensor e = t.detach().as_strided({}, {}, offset);
-  ops::fill_(e, value);
-}
-
-inline double weighted_sum(const Tensor& out, const std::vector<double>& w) {
-  auto v = host_f64(out);
-  double s = 0;
-  for (size_t i = 0; i < v.size(); ++i) s += v[i] * w[i];
-  return s;
-}
+// Perturbs one element in place on the tensor's device (the library's, nn/gradcheck.h).
+using autograd::set_element;
 
 // The weights of L for an output of n elements.
 inline std::vector<double> gradcheck_weights(int64_t n) {
   return random_vector<double>(static_cast<size_t>(n), 4242, 0.5, 1.5);
 }
 
-// dL/d inputs[k] by central differences (the input is restored exactly afterwards).
+// dL/d inputs[k] by central differences (the library's autograd::numerical_gradient), checking
+// that the input is restored exactly afterwards.
 inline std::vector<double> numeric_gradient(const GradFn& f, const GradInputs& inputs, size_t k,
                                             const std::vector<double>& w, double eps) {
-  const Tensor& x = inputs[k];
-  std::vector<double> numeric(static_cast<size_t>(x.numel()));
-  nn::NoGradGuard no_grad;
-  const std::vector<double> original = host_f64(x);
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const double old = original[static_cast<size_t>(i)];
-    set_element(x, i, old + eps);
-    double plus = weighted_sum(f(inputs), w);
-    set_element(x, i, old - eps);
-    double minus = weighted_sum(f(inputs), w);
-    set_element(x, i, old);
-    numeric[static_cast<size_t>(i)] = (plus - minus) / (2 * eps);
-  }
-  BOOST_TEST_REQUIRE(host_f64(x) == original, "input " << k << " not restored");
+  const std::vector<double> original = host_f64(inputs[k]);
+  std::vector<double> numeric = autograd::numerical_gradient(f, inputs, k, w, eps);
+  BOOST_TEST_REQUIRE(host_f64(inputs[k]) == original, "input " << k << " not restored");
   return numeric;
 }
 

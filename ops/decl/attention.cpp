@@ -31,6 +31,7 @@ void declare_attention(OpRegistry& r) {
          },
          .fused_saves = {"query", "key", "value", "result", "lse"},
          .fused_backward_name = "scaled_dot_product_attention_backward",
+         .twice_differentiable = false,
          // The kernels take f16, bf16 and f32 (no f64): an f32 check with a larger step and bound.
          .gradcheck_samples = [](Device d) {
            auto u = [d](const Shape& s, uint64_t seed) { return to_dtype(sample_uniform(s, d, seed), DType::f32); };

@@ -26,6 +26,7 @@ void declare_dropout(OpRegistry& r) {
                           .formula = [](const Tensor& g, const DerivativeContext& c) {
                             return dropout_backward(g, c.attrs().get<DropoutState>("state"));
                           }}},
+         .twice_differentiable = false,  // dropout_backward is a fused kernel
          // Each evaluation restarts the generator, so the finite differences see one mask.
          .gradcheck_samples = [](Device d) {
            auto gen = std::make_shared<Generator>(0);

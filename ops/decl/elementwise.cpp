@@ -1,7 +1,11 @@
 // Declarations of the elementwise ops: arithmetic (tensor and Scalar overloads), math functions,
 // activations and where. Each derivative is written as derivatives.yaml writes it ("self: grad *
-// other") over op-library calls.
+// other") in recorded calls (tritium:: functions, `ad::` here), so that under create_graph the
+// backward records a graph of its own; fused backward kernels serve the plain backward.
 #include "ops/decl/op_decl.h"
+
+#include "nn/autograd.h"
+#include "nn/functional.h"
 
 // Declarations name only the fields they set (designated initializers); GCC 12 warns about the
 // rest although they have default member initializers.
@@ -13,6 +17,7 @@ namespace {
 
 using Ctx = DerivativeContext;
 using Inputs = std::vector<Tensor>;
+namespace ad = ::tritium;  // the recorded (differentiable) functions
 
 // Samples of a binary broadcasting op: same shapes, broadcast both ways, a 0-d operand and a
 // transposed (strided) operand; `other` is drawn from [other_lo, other_hi] (away from 0 for div).
@@ -88,7 +93,7 @@ void declare_elementwise(OpRegistry& r) {
          .forward = [](const Inputs& in, Attrs&) { return Inputs{sub(in[0], in[1])}; },
          .result_dtype = ResultDType::promote,
          .derivatives = {{.input = "self", .text = "grad", .formula = [](const Tensor& g, const Ctx&) { return g; }},
-                         {.input = "other", .text = "-grad", .formula = [](const Tensor& g, const Ctx&) { return neg(g); }}},
+                         {.input = "other", .text = "-grad", .formula = [](const Tensor& g, const Ctx&) { return ad::neg(g); }}},
          .gradcheck_samples = binary_samples()});
   r.add({.name = "mul",
          .torch_name = "torch.mul",
@@ -96,9 +101,9 @@ void declare_elementwise(OpRegistry& r) {
          .forward = [](const Inputs& in, Attrs&) { return Inputs{mul(in[0], in[1])}; },
          .result_dtype = ResultDType::promote,
          .derivatives = {{.input = "self", .saves = {"other"}, .text = "grad * other",
-                          .formula = [](const Tensor& g, const Ctx& c) { return mul(g, c.saved("other")); }},
+                          .formula = [](const Tensor& g, const Ctx& c) { return ad::mul(g, c.saved("other")); }},
                          {.input = "other", .saves = {"self"}, .text = "grad * self",
-                          .formula = [](const Tensor& g, const Ctx& c) { return mul(g, c.saved("self")); }}},
+                          .formula = [](const Tensor& g, const Ctx& c) { return ad::mul(g, c.saved("self")); }}},
          .gradcheck_samples = binary_samples()});
   r.add({.name = "div",
          .torch_name = "torch.div",
@@ -106,11 +111,11 @@ void declare_elementwise(OpRegistry& r) {
          .forward = [](const Inputs& in, Attrs&) { return Inputs{div(in[0], in[1])}; },
          .result_dtype = ResultDType::promote_to_float,
          .derivatives = {{.input = "self", .saves = {"other"}, .text = "grad / other",
-                          .formula = [](const Tensor& g, const Ctx& c) { return div(g, c.saved("other")); }},
+                          .formula = [](const Tensor& g, const Ctx& c) { return ad::div(g, c.saved("other")); }},
                          // d(a/b)/db = -a/b^2 = -(grad / b) * result
                          {.input = "other", .saves = {"other", "result"}, .text = "-grad / other * result",
                           .formula = [](const Tensor& g, const Ctx& c) {
-                            return neg(mul(div(g, c.saved("other")), c.saved("result")));
+                            return ad::neg(ad::mul(ad::div(g, c.saved("other")), c.saved("result")));
                           }}},
          .gradcheck_samples = binary_samples(0.5, 2)});
 
@@ -132,11 +137,11 @@ void declare_elementwise(OpRegistry& r) {
   scalar_op("sub.Scalar", "torch.sub", [](const Tensor& a, Scalar b) { return sub(a, b); }, "grad",
             [](const Tensor& g, const Ctx&) { return g; }, Scalar(3));
   scalar_op("rsub.Scalar", "torch.rsub", [](const Tensor& a, Scalar b) { return rsub(a, b); }, "-grad",
-            [](const Tensor& g, const Ctx&) { return neg(g); }, Scalar(2.0));
+            [](const Tensor& g, const Ctx&) { return ad::neg(g); }, Scalar(2.0));
   scalar_op("mul.Scalar", "torch.mul", [](const Tensor& a, Scalar b) { return mul(a, b); }, "grad * other",
-            [](const Tensor& g, const Ctx& c) { return mul(g, c.attrs().get<Scalar>("other")); }, Scalar(-1.5));
+            [](const Tensor& g, const Ctx& c) { return g * c.attrs().get<Scalar>("other"); }, Scalar(-1.5));
   scalar_op("div.Scalar", "torch.div", [](const Tensor& a, Scalar b) { return div(a, b); }, "grad / other",
-            [](const Tensor& g, const Ctx& c) { return div(g, c.attrs().get<Scalar>("other")); }, Scalar(4),
+            [](const Tensor& g, const Ctx& c) { return g / c.attrs().get<Scalar>("other"); }, Scalar(4),
             ResultDType::promote_to_float);  // true division: integers give f32
 
   r.add({.name = "pow",
@@ -160,7 +165,7 @@ void declare_elementwise(OpRegistry& r) {
                             Scalar em1 = e == static_cast<double>(static_cast<int64_t>(e))
                                              ? Scalar(static_cast<int64_t>(e) - 1)
                                              : Scalar(e - 1);
-                            return mul(mul(g, pow(c.saved("self"), em1)), e);
+                            return g * ad::pow(c.saved("self"), em1) * e;
                           }}},
          .gradcheck_samples = [](Device d) {
            return std::vector<GradcheckSample>{
@@ -177,22 +182,29 @@ void declare_elementwise(OpRegistry& r) {
          .torch_name = "torch.neg",
          .inputs = {{.name = "self", .accepts = Accepts::non_bool}},
          .forward = [](const Inputs& in, Attrs&) { return Inputs{neg(in[0])}; },
-         .derivatives = {{.input = "self", .text = "-grad", .formula = [](const Tensor& g, const Ctx&) { return neg(g); }}},
+         .derivatives = {{.input = "self", .text = "-grad", .formula = [](const Tensor& g, const Ctx&) { return ad::neg(g); }}},
          .gradcheck_samples = unary_samples()});
   r.add(unary_float("exp", exp, AutocastClass::fp32, {"result"}, "grad * result",
-                    [](const Tensor& g, const Ctx& c) { return mul(g, c.saved("result")); }));
+                    [](const Tensor& g, const Ctx& c) { return ad::mul(g, c.saved("result")); }));
   r.add(unary_float("log", log, AutocastClass::fp32, {"self"}, "grad / self",
-                    [](const Tensor& g, const Ctx& c) { return div(g, c.saved("self")); }, 0.5, 2));
+                    [](const Tensor& g, const Ctx& c) { return ad::div(g, c.saved("self")); }, 0.5, 2));
   r.add(unary_float("sqrt", sqrt, AutocastClass::none, {"result"}, "grad / (2 * result)",
-                    [](const Tensor& g, const Ctx& c) { return div(mul(g, 0.5), c.saved("result")); }, 0.5, 2));
+                    [](const Tensor& g, const Ctx& c) { return ad::div(g * 0.5, c.saved("result")); }, 0.5, 2));
   r.add(unary_float("tanh", tanh, AutocastClass::none, {"result"}, "tanh_backward(grad, result)",
-                    [](const Tensor& g, const Ctx& c) { return tanh_backward(g, c.saved("result")); }));
+                    [](const Tensor& g, const Ctx& c) {
+                      const Tensor& y = c.saved("result");
+                      return nn::grad_enabled() ? g * (1.0 - y * y) : tanh_backward(g, y);
+                    }));
   r.add(unary_float("sigmoid", sigmoid, AutocastClass::none, {"result"}, "sigmoid_backward(grad, result)",
-                    [](const Tensor& g, const Ctx& c) { return sigmoid_backward(g, c.saved("result")); }));
+                    [](const Tensor& g, const Ctx& c) {
+                      const Tensor& y = c.saved("result");
+                      return nn::grad_enabled() ? g * y * (1.0 - y) : sigmoid_backward(g, y);
+                    }));
   {
     OpDecl gelu_op = unary_float("gelu", gelu, AutocastClass::none, {"self"}, "gelu_backward(grad, self)",
                                  [](const Tensor& g, const Ctx& c) { return gelu_backward(g, c.saved("self")); }, -2, 2);
     gelu_op.torch_name = "torch.nn.functional.gelu";
+    gelu_op.twice_differentiable = false;  // gelu_backward is a fused kernel (its derivative needs erf)
     r.add(std::move(gelu_op));
   }
   r.add({.name = "relu",
@@ -200,14 +212,19 @@ void declare_elementwise(OpRegistry& r) {
          .inputs = {{.name = "self", .accepts = Accepts::non_bool}},
          .forward = [](const Inputs& in, Attrs&) { return Inputs{relu(in[0])}; },
          .derivatives = {{.input = "self", .saves = {"self"}, .text = "relu_backward(grad, self)",
-                          .formula = [](const Tensor& g, const Ctx& c) { return relu_backward(g, c.saved("self")); }}},
+                          .formula = [](const Tensor& g, const Ctx& c) {
+                            const Tensor& x = c.saved("self");
+                            // threshold_backward: the mask is a constant (its derivative is zero).
+                            return nn::grad_enabled() ? ad::mul(g, to_dtype(gt(x.detach(), Scalar(0)), g.dtype()))
+                                                      : relu_backward(g, x);
+                          }}},
          .gradcheck_samples = unary_samples(0.1, 1, /*away_from_zero=*/true)});
 
   // ---- where(condition, self, other) ----
   auto masked = [](bool keep_where_true) {
     return [keep_where_true](const Tensor& g, const Ctx& c) {
       Tensor zero = zeros(Shape{}, g.dtype(), g.device());
-      return keep_where_true ? where(c.saved("condition"), g, zero) : where(c.saved("condition"), zero, g);
+      return keep_where_true ? ad::where(c.saved("condition"), g, zero) : ad::where(c.saved("condition"), zero, g);
     };
   };
   r.add({.name = "where",

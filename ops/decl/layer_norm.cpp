@@ -29,6 +29,7 @@ void declare_layer_norm(OpRegistry& r) {
          },
          .fused_saves = {"input", "weight", "mean", "rstd"},
          .fused_backward_name = "layer_norm_backward",
+         .twice_differentiable = false,
          .gradcheck_samples = [](Device d) {
            auto attrs = [](Shape s) { return [s] { return Attrs{{"normalized_shape", s}, {"eps", 1e-5}}; }; };
            return std::vector<GradcheckSample>{

@@ -1,6 +1,8 @@
 // Declaration of matmul (torch.matmul: 1-D, 2-D and batched with broadcast batch dims).
 #include "ops/decl/op_decl.h"
 
+#include "nn/functional.h"
+
 // Declarations name only the fields they set (designated initializers); GCC 12 warns about the
 // rest although they have default member initializers.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -17,9 +19,9 @@ using Inputs = std::vector<Tensor>;
 // and the promotion is undone by a reshape.
 Tensor grad_as_matrix(const Tensor& g, const Ctx& c) {
   bool a1 = c.input_shape("self").size() == 1, b1 = c.input_shape("other").size() == 1;
-  if (a1 && b1) return runtime::view_of(contiguous(g), {1, 1});
-  if (a1) return runtime::unsqueeze_of(g, -2);
-  if (b1) return runtime::unsqueeze_of(g, -1);
+  if (a1 && b1) return g.reshape({1, 1});
+  if (a1) return g.unsqueeze(-2);
+  if (b1) return g.unsqueeze(-1);
   return g;
 }
 
@@ -27,22 +29,22 @@ Tensor grad_self(const Tensor& g, const Ctx& c) {
   const Shape& a_shape = c.input_shape("self");
   const Tensor& b = c.saved("other");
   bool a1 = a_shape.size() == 1;
-  Tensor b2 = b.dim() == 1 ? runtime::unsqueeze_of(b, 1) : b;
+  Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
   Shape a2_shape = a1 ? Shape{1, a_shape[0]} : a_shape;
-  Tensor ga = matmul(grad_as_matrix(g, c), runtime::transpose_of(b2, -1, -2));
-  if (ga.shape() != a2_shape) ga = sum_to(ga, a2_shape);
-  return a1 ? runtime::view_of(contiguous(ga), a_shape) : ga;
+  Tensor ga = tritium::matmul(grad_as_matrix(g, c), b2.transpose(-1, -2));
+  if (ga.shape() != a2_shape) ga = tritium::sum_to(ga, a2_shape);
+  return a1 ? ga.reshape(a_shape) : ga;
 }
 
 Tensor grad_other(const Tensor& g, const Ctx& c) {
   const Shape& b_shape = c.input_shape("other");
   const Tensor& a = c.saved("self");
   bool b1 = b_shape.size() == 1;
-  Tensor a2 = a.dim() == 1 ? runtime::unsqueeze_of(a, 0) : a;
+  Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
   Shape b2_shape = b1 ? Shape{b_shape[0], 1} : b_shape;
-  Tensor gb = matmul(runtime::transpose_of(a2, -1, -2), grad_as_matrix(g, c));
-  if (gb.shape() != b2_shape) gb = sum_to(gb, b2_shape);
-  return b1 ? runtime::view_of(contiguous(gb), b_shape) : gb;
+  Tensor gb = tritium::matmul(a2.transpose(-1, -2), grad_as_matrix(g, c));
+  if (gb.shape() != b2_shape) gb = tritium::sum_to(gb, b2_shape);
+  return b1 ? gb.reshape(b_shape) : gb;
 }
 
 }  // namespace

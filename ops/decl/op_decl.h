@@ -79,7 +79,9 @@ const char* autocast_class_name(AutocastClass c);
 struct OpDecl;
 
 // The saved values of one recorded call: the inputs and outputs its derivatives declared they use
-// (detached handles), every input's shape and dtype, the attributes after the forward, and which
+// (inputs with their autograd state, for double backward; outputs detached) and the version of
+// each one's storage then (reading one modified in place since is PyTorch's error), every input's
+// shape and dtype, the attributes after the forward, and which
 // inputs need a gradient.
 class DerivativeContext {
  public:
@@ -94,10 +96,19 @@ class DerivativeContext {
   const OpDecl& op() const { return *op_; }
   // Every tensor argument's shape, in call order (a variadic list gives one per tensor).
   const std::vector<Shape>& input_shapes() const { return shapes_; }
+  // Under create_graph: the saved first output gets the autograd state `meta` (its producer, the
+  // node being differentiated), so formulas reading "result" differentiate through it. Saved
+  // outputs are otherwise detached: a node must not keep its own output's state alive.
+  void attach_output_history(std::shared_ptr<nn::AutogradMeta> meta);
+  const std::vector<Tensor>& saved_inputs() const { return inputs_; }
 
  private:
+  // An error when a saved tensor's storage was modified in place after it was saved.
+  void check_version(const Tensor& t, uint64_t saved_version, std::string_view name, bool is_output) const;
+
   const OpDecl* op_;
   std::vector<Tensor> inputs_, outputs_;
+  std::vector<uint64_t> input_versions_, output_versions_;  // storage versions when saved
   std::vector<Shape> shapes_;
   std::vector<bool> needs_;
   Attrs attrs_;
@@ -157,6 +168,10 @@ struct OpDecl {
   FusedBackward fused_backward;
   std::vector<std::string> fused_saves;
   std::string fused_backward_name;
+  // The derivatives are written in recorded ops (tritium:: functions, Tensor methods), so a
+  // backward run under create_graph can be differentiated again (double backward, gradgradcheck).
+  // False where the backward is a fused kernel: a double backward through it is an error.
+  bool twice_differentiable = true;
   std::function<std::vector<GradcheckSample>(Device)> gradcheck_samples;
 
   bool differentiable() const { return !derivatives.empty() || static_cast<bool>(fused_backward); }

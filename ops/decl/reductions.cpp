@@ -2,6 +2,8 @@
 // keepdim): each gradient is the output's gradient seen at the input's rank and expanded back.
 #include "ops/decl/op_decl.h"
 
+#include "nn/functional.h"
+
 // Declarations name only the fields they set (designated initializers); GCC 12 warns about the
 // rest although they have default member initializers.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -44,11 +46,11 @@ int64_t reduced_count(const Shape& shape, const Dims& dims) {
 
 // A reduction's output (or its gradient) seen with the input's rank (size 1 at reduced dims): a
 // view when the strides allow it, else a contiguous copy.
+// The gradient with the reduced dims back as size-1 dims (a recorded reshape: the derivatives
+// are written in recorded calls so that create_graph differentiates them).
 Tensor unreduce(const Tensor& g, const Shape& in_shape, const Dims& dims, bool keepdim) {
   if (keepdim) return g;
-  Shape s = keepdim_shape(in_shape, dims);
-  if (runtime::view_strides(g.shape(), g.strides(), s)) return runtime::view_of(g, s);
-  return runtime::view_of(contiguous(g), s);
+  return g.reshape(keepdim_shape(in_shape, dims));
 }
 
 const Dims& dims_of(const Ctx& c) { return c.attrs().get<Dims>("dims"); }
@@ -58,11 +60,12 @@ bool keepdim_of(const Ctx& c) { return c.attrs().get<bool>("keepdim"); }
 // with distinct values it all goes to the single extremum).
 Tensor extremum_backward(const Tensor& g, const Ctx& c) {
   const Tensor& x = c.saved("self");
-  Tensor yk = unreduce(c.saved("result"), x.shape(), dims_of(c), keepdim_of(c));
+  // The mask and the count are constants (PyTorch's amax backward does not differentiate them).
+  Tensor yk = unreduce(c.saved("result").detach(), x.shape(), dims_of(c), keepdim_of(c));
   Tensor gk = unreduce(g, x.shape(), dims_of(c), keepdim_of(c));
-  Tensor mask = to_dtype(eq(x, yk), g.dtype());
+  Tensor mask = to_dtype(eq(x.detach(), yk), g.dtype());
   Tensor count = sum(mask, dims_of(c), /*keepdim=*/true);
-  return mul(mask, div(gk, count));
+  return tritium::mul(mask, tritium::div(gk, count));
 }
 
 std::vector<GradcheckSample> reduction_samples(Device d) {
@@ -98,13 +101,13 @@ void declare_reductions(OpRegistry& r) {
   r.add(reduction("sum", sum, ResultDType::sum, AutocastClass::fp32, Accepts::any, {}, "grad.expand(self.sizes())",
                   [](const Tensor& g, const Ctx& c) {
                     const Shape& in = c.input_shape("self");
-                    return runtime::expand_of(unreduce(g, in, dims_of(c), keepdim_of(c)), in);
+                    return unreduce(g, in, dims_of(c), keepdim_of(c)).expand(in);
                   }));
   r.add(reduction("mean", mean, ResultDType::same_as_input, AutocastClass::none, Accepts::floating, {},
                   "grad.expand(self.sizes()) / numel_reduced", [](const Tensor& g, const Ctx& c) {
                     const Shape& in = c.input_shape("self");
                     double count = static_cast<double>(reduced_count(in, dims_of(c)));
-                    return runtime::expand_of(unreduce(div(g, count), in, dims_of(c), keepdim_of(c)), in);
+                    return unreduce(g / count, in, dims_of(c), keepdim_of(c)).expand(in);
                   }));
   r.add(reduction("amax", amax, ResultDType::same_as_input, AutocastClass::none, Accepts::any, {"self", "result"},
                   "grad * (self == result) / count(self == result)", extremum_backward));

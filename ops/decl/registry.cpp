@@ -57,20 +57,54 @@ const char* autocast_class_name(AutocastClass c) {
 
 // ---- saved values -------------------------------------------------------------------------------
 
+namespace {
+std::vector<uint64_t> versions_of(const std::vector<Tensor>& tensors) {
+  std::vector<uint64_t> v(tensors.size(), 0);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].defined()) v[i] = tensors[i]._version();
+  return v;
+}
+}  // namespace
+
 DerivativeContext::DerivativeContext(const OpDecl& op, std::vector<Tensor> saved_inputs,
                                      std::vector<Tensor> saved_outputs, std::vector<Shape> input_shapes,
                                      std::vector<bool> needs_input_grad, Attrs attrs)
     : op_(&op), inputs_(std::move(saved_inputs)), outputs_(std::move(saved_outputs)),
+      input_versions_(versions_of(inputs_)), output_versions_(versions_of(outputs_)),
       shapes_(std::move(input_shapes)), needs_(std::move(needs_input_grad)), attrs_(std::move(attrs)) {}
+
+void DerivativeContext::attach_output_history(std::shared_ptr<nn::AutogradMeta> meta) {
+  if (!outputs_.empty() && outputs_[0].defined()) outputs_[0].set_autograd(std::move(meta));
+}
+
+void DerivativeContext::check_version(const Tensor& t, uint64_t saved_version, std::string_view name,
+                                      bool is_output) const {
+  if (t._version() == saved_version) return;
+  fail("{} backward: one of the variables needed for gradient computation has been modified by an inplace "
+       "operation: [{} [{}]], which is {} '{}' of {}, is at version {}; expected version {} instead. Hint: the "
+       "value was saved by the forward of {} and changed before backward (clone it before the in-place op)",
+       op_->name, dtype_name(t.dtype()), fmt::join(t.shape(), ", "), is_output ? "output" : "input", name,
+       op_->node_name(), t._version(), saved_version, op_->name);
+}
 
 const Tensor& DerivativeContext::saved(std::string_view name) const {
   const Tensor* t = nullptr;
-  if (int i = op_->input_index(name); i >= 0) t = &inputs_[static_cast<size_t>(i)];
-  else if (int o = op_->output_index(name); o >= 0) t = &outputs_[static_cast<size_t>(o)];
-  else fail("{} backward: '{}' is neither an input nor an output of {}", op_->name, name, op_->name);
+  uint64_t version = 0;
+  bool is_output = false;
+  if (int i = op_->input_index(name); i >= 0) {
+    t = &inputs_[static_cast<size_t>(i)];
+    version = input_versions_[static_cast<size_t>(i)];
+  } else if (int o = op_->output_index(name); o >= 0) {
+    t = &outputs_[static_cast<size_t>(o)];
+    version = output_versions_[static_cast<size_t>(o)];
+    is_output = true;
+  } else {
+    fail("{} backward: '{}' is neither an input nor an output of {}", op_->name, name, op_->name);
+  }
   // An optional input given as undefined stays undefined; any other undefined value was not saved.
   if (!t->defined() && !(op_->input_index(name) >= 0 && op_->inputs[static_cast<size_t>(op_->input_index(name))].optional))
     fail("{} backward: the derivative reads '{}' but its declaration does not list it in `saves`", op_->name, name);
+  if (t->defined()) check_version(*t, version, name, is_output);
   return *t;
 }
 

@@ -2,6 +2,9 @@
 // cross_entropy (logits and integer targets; a fused backward kernel for the logits).
 #include "ops/decl/op_decl.h"
 
+#include "nn/autograd.h"
+#include "nn/functional.h"
+
 // Declarations name only the fields they set (designated initializers); GCC 12 warns about the
 // rest although they have default member initializers.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -23,8 +26,17 @@ std::vector<GradcheckSample> softmax_samples(Device d) {
   };
 }
 
+// The backward in recorded ops, for create_graph (the fused kernel serves the plain backward).
+using RecordedBackward = Tensor (*)(const Tensor& grad, const Tensor& result, int dim);
+Tensor softmax_backward_recorded(const Tensor& g, const Tensor& y, int dim) {
+  return y * (g - tritium::sum(g * y, {dim}, /*keepdim=*/true));
+}
+Tensor log_softmax_backward_recorded(const Tensor& g, const Tensor& y, int dim) {
+  return g - tritium::exp(y) * tritium::sum(g, {dim}, /*keepdim=*/true);
+}
+
 OpDecl softmax_like(std::string name, Tensor (*fw)(const Tensor&, int),
-                    Tensor (*bw)(const Tensor&, const Tensor&, int), std::string text) {
+                    Tensor (*bw)(const Tensor&, const Tensor&, int), RecordedBackward recorded, std::string text) {
   OpDecl op;
   op.torch_name = "torch." + name;
   op.name = std::move(name);
@@ -32,8 +44,9 @@ OpDecl softmax_like(std::string name, Tensor (*fw)(const Tensor&, int),
   op.forward = [fw](const Inputs& in, Attrs& a) { return Inputs{fw(in[0], a.get<int>("dim"))}; };
   op.autocast = AutocastClass::fp32;
   op.derivatives = {{.input = "self", .saves = {"result"}, .text = std::move(text),
-                     .formula = [bw](const Tensor& g, const Ctx& c) {
-                       return bw(g, c.saved("result"), c.attrs().get<int>("dim"));
+                     .formula = [bw, recorded](const Tensor& g, const Ctx& c) {
+                       int dim = c.attrs().get<int>("dim");
+                       return nn::grad_enabled() ? recorded(g, c.saved("result"), dim) : bw(g, c.saved("result"), dim);
                      }}};
   op.gradcheck_samples = softmax_samples;
   return op;
@@ -42,8 +55,10 @@ OpDecl softmax_like(std::string name, Tensor (*fw)(const Tensor&, int),
 }  // namespace
 
 void declare_softmax_and_losses(OpRegistry& r) {
-  r.add(softmax_like("softmax", softmax, softmax_backward, "softmax_backward(grad, result, dim)"));
-  r.add(softmax_like("log_softmax", log_softmax, log_softmax_backward, "log_softmax_backward(grad, result, dim)"));
+  r.add(softmax_like("softmax", softmax, softmax_backward, softmax_backward_recorded,
+                     "softmax_backward(grad, result, dim)"));
+  r.add(softmax_like("log_softmax", log_softmax, log_softmax_backward, log_softmax_backward_recorded,
+                     "log_softmax_backward(grad, result, dim)"));
   r.add({.name = "cross_entropy",
          .torch_name = "torch.nn.functional.cross_entropy",
          .inputs = {{.name = "self", .accepts = Accepts::floating},
@@ -54,6 +69,7 @@ void declare_softmax_and_losses(OpRegistry& r) {
                           .formula = [](const Tensor& g, const Ctx& c) {
                             return cross_entropy_backward(g, c.saved("self"), c.saved("target"));
                           }}},
+         .twice_differentiable = false,  // cross_entropy_backward is a fused kernel
          .gradcheck_samples = [](Device d) {
            Generator gen(91);
            Tensor t = randint(0, 5, {4}, gen, DType::i64, d);
