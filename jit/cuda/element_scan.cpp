@@ -1,6 +1,9 @@
 // The element-loop generator's scans (tl::cumsum, tl::cumprod, tl::associative_scan): the parallel
-// scan of scan.h over the result buffers, reading the operands as fused expressions. Each result
-// is a buffer (shared memory while the budget lasts, else the program's global scratch).
+// scan of scan.h. Each result is a buffer (shared memory while the budget lasts, else the program's
+// global scratch). Where shared memory allows, the operands are first copied (coalesced) into a
+// padded shared copy, one spare slot after every 32 elements, so that the threads of a warp
+// walking their chunks (stride = chunk) hit distinct banks; the scan runs in place there and the
+// results are copied out. Else it runs in place in the result buffers.
 #include "jit/cuda/codegen_impl.h"
 #include "jit/cuda/scan.h"
 
@@ -27,6 +30,28 @@ void Codegen::emit_scan(const ir::Op* op) {
     idx.insert(idx.begin() + axis, pos);
     return idx;
   };
+  const int64_t elems = numel(s);
+  const int64_t padded_elems = elems + elems / 32 + 1;
+  int64_t staging_bytes = 0;
+  for (ir::Value* x : op->operands) staging_bytes += (padded_elems * std::max(4, dtype_bytes(x->type.dtype)) + 15) / 16 * 16;
+  const bool staged = smem_ + staging_bytes <= smem_budget_;
+  std::vector<std::string> stage;
+  auto padded = [](const std::string& e) { return fmt::format("({0}) + ({0}) / 32", e); };
+  auto slot = [&](size_t i, const std::string& row, const std::string& pos) {
+    std::string e = flatten(at(row, pos), s);
+    return staged ? fmt::format("{}[{}]", stage[i], padded(e)) : fmt::format("{}[{}]", outs[i], e);
+  };
+  sync();
+  if (staged) {
+    for (size_t i = 0; i < op->operands.size(); ++i)
+      stage.push_back(alloc_shared(shape.types[i], padded_elems, std::max(4, dtype_bytes(op->operands[i]->type.dtype))));
+    std::string e = fresh("e");
+    open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", e, elems, nt_));
+    Index idx = index_of(s, e);
+    for (size_t i = 0; i < stage.size(); ++i) line(fmt::format("{}[{}] = {};", stage[i], padded(e), eval(op->operands[i], idx)));
+    close();
+    sync();
+  }
   ScanHooks h;
   h.line = [&](const std::string& l) { line(l); };
   h.open = [&](const std::string& l) { open(l); };
@@ -34,18 +59,24 @@ void Codegen::emit_scan(const ir::Op* op) {
   h.fresh = [&](const char* p) { return fresh(p); };
   h.tmp = [&](const std::string& t, const std::string& e) { return tmp(t, e); };
   h.combine = [&](const std::vector<std::string>& a, const std::vector<std::string>& b) { return combine(region, a, b); };
-  h.input = [&](size_t i, const std::string& row, const std::string& pos) { return eval(op->operands[i], at(row, pos)); };
-  h.result = [&](size_t i, const std::string& row, const std::string& pos) {
-    return fmt::format("{}[{}]", outs[i], flatten(at(row, pos), s));
+  h.input = [&](size_t i, const std::string& row, const std::string& pos) {
+    return staged ? slot(i, row, pos) : eval(op->operands[i], at(row, pos));
   };
+  h.result = slot;
   h.write = [&](size_t i, const std::string& row, const std::string& pos, const std::string& v) {
-    line(fmt::format("{}[{}] = {};", outs[i], flatten(at(row, pos), s), v));
+    line(fmt::format("{} = {};", slot(i, row, pos), v));
   };
   h.shared_array = [&](const std::string& t, int64_t count) { return alloc_shared(t, count, 8); };
   h.barrier = [&] { line("__syncthreads();"); };
-  sync();
   emit_parallel_scan(shape, h);
   sync();
+  if (staged) {
+    std::string e = fresh("e");
+    open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", e, elems, nt_));
+    for (size_t i = 0; i < stage.size(); ++i) line(fmt::format("{}[{}] = {}[{}];", outs[i], e, stage[i], padded(e)));
+    close();
+    sync();
+  }
 }
 
 }  // namespace tritium::jit::cuda::detail

@@ -1,6 +1,8 @@
 // Scans over layouts (tl::cumsum, tl::cumprod, tl::associative_scan): the operands' registers go to
-// shared memory in row-major order, the parallel scan of jit/cuda/scan.h runs in place there, and
-// every thread reads its result registers back.
+// shared memory in row-major order with a spare slot after every 32 elements (the threads of a
+// warp walk their chunks at a stride of the chunk length: the padding puts them in distinct banks),
+// the parallel scan of jit/cuda/scan.h runs in place there, and every thread reads its result
+// registers back.
 #include "jit/cuda/lowering/lowering.h"
 #include "jit/cuda/scan.h"
 
@@ -23,13 +25,14 @@ void Lowering::emit_scan(const ir::Op* op) {
   std::vector<std::string> bufs;
   for (size_t i = 0; i < n; ++i) {
     shape.types.push_back(ctype(op->operand(i)->type.element()));
-    offs.push_back(alloc_smem(elems * std::max(4, dtype_bytes(op->operand(i)->type.dtype)), 16));
+    offs.push_back(alloc_smem((elems + elems / 32 + 1) * std::max(4, dtype_bytes(op->operand(i)->type.dtype)), 16));
     bufs.push_back(fmt::format("reinterpret_cast<{}*>(tt_smem + {})", shape.types[i], offs[i]));
   }
+  auto padded = [](const std::string& e) { return fmt::format("({0}) + ({0}) / 32", e); };
   auto flat = [&](int r) {
     std::string e = "0";
     for (size_t d = 0; d < s.size(); ++d) e = fmt::format("({}) * {} + {}", e, s[d], coord(l, r, static_cast<int>(d)));
-    return e;
+    return padded(e);
   };
   sync();
   open(fmt::format("if ({})", owner(l)));
@@ -42,7 +45,8 @@ void Lowering::emit_scan(const ir::Op* op) {
   sync();
   // Element `pos` of row `row`: rows run over the dims before the axis, then those after it.
   auto at = [&](size_t i, const std::string& row, const std::string& pos) {
-    return fmt::format("{}[(({}) / {}) * {} + ({}) % {} + ({}) * {}]", bufs[i], row, inner, len * inner, row, inner, pos, inner);
+    return fmt::format("{}[{}]", bufs[i],
+                       padded(fmt::format("(({}) / {}) * {} + ({}) % {} + ({}) * {}", row, inner, len * inner, row, inner, pos, inner)));
   };
   ScanHooks h;
   h.line = [&](const std::string& x) { line(x); };
