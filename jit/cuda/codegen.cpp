@@ -1,6 +1,6 @@
 // The CUDA code generator's core (class and design: jit/cuda/codegen_impl.h): kernel assembly,
 // values (scalars, inline, registers, buffers), loop nests and vector accesses, memory, atomics,
-// reductions and scans, control flow with software pipelining, prints and asserts.
+// reductions (scans: element_scan.cpp), control flow with software pipelining, prints and asserts.
 #include "jit/cuda/codegen_impl.h"
 
 #include <cerrno>
