@@ -144,6 +144,36 @@ BOOST_AUTO_TEST_CASE(every_split_compiles) {
   check_cases({{{4096}, 0, 1, 4096, 256, 16}, {{4, 64}, 1, 4, 64, 64, 1}}, 8);  // rows over 8 and 2 warps
 }
 
+// The element-loop generator scans in a padded shared copy when it fits the shared-memory budget
+// beside the result buffer, else in place in the result buffer (an H100's budget here).
+BOOST_AUTO_TEST_CASE(padded_copy_only_where_it_fits) {
+  if (!cuda::nvrtc_available()) {
+    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+    return;
+  }
+  tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", "legacy");
+  auto k = tritium::kernel("scan_large", [](tl::ptr<double> x, tl::ptr<double> out, int N) {
+    auto offs = tl::arange(0, N);
+    tl::store(out + offs, tl::cumsum(tl::load(x + offs), 0));
+  });
+  for (int n : {4096, 16384}) {
+    auto f = k.optimized_function(addr<double>(0), addr<double>(1), n);
+    tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
+    tritium::jit::CompileOptions opts;
+    opts.num_warps = 8;
+    cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, 219 * 1024, 90);
+    BOOST_TEST_CONTEXT(n << " f64") {
+      const std::string body = ks.source.substr(ks.source.find("__global__"));
+      BOOST_TEST(body.find(fmt::format("// scan: 1 rows of {}, 256 threads a row, {} elements a thread", n, n / 256)) !=
+                 std::string::npos);
+      const bool padded = body.find(") / 32]") != std::string::npos;  // a padded index
+      BOOST_TEST(padded == (n == 4096));  // 32 + 33 KB fit; 128 + 132 KB do not
+      BOOST_TEST(body.find("(shared)") != std::string::npos);  // the result buffer stays in shared memory
+      BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a").empty());
+    }
+  }
+}
+
 // The split's arithmetic on its own: no thread left without a row when rows are few, a thread a
 // row when they are many, never more threads than elements.
 BOOST_AUTO_TEST_CASE(split_rules) {

@@ -673,6 +673,35 @@ BOOST_AUTO_TEST_CASE(scan_shapes) {
   });
 }
 
+// A block whose padded shared copy does not fit beside its result buffer (16384 f64: 128 KB of
+// result, 132 KB of copy, past an H100's 219 KB budget): the element-loop generator scans in place
+// in the result buffer instead (jit/cuda/element_scan.cpp), one row over 8 warps, 64 elements a
+// thread.
+BOOST_AUTO_TEST_CASE(scan_larger_than_shared_copy) {
+  auto k = tritium::kernel("scan_large", [](tl::ptr<double> x, tl::ptr<double> out, bool REVERSE, int N) {
+    auto offs = tl::arange(0, N);
+    tl::store(out + offs, tl::cumsum(tl::load(x + offs), 0, REVERSE));
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int N = 16384;
+    auto x = tt::random_vector<double>(N, 801, -1, 1);
+    auto dx = be.upload<double>(x);
+    tritium::Options opts = be.options();
+    opts.num_warps = 8;
+    for (bool reverse : {false, true}) {
+      std::vector<double> ref(N);
+      double sum = 0;
+      for (int s = 0; s < N; ++s) {
+        int at = reverse ? N - 1 - s : s;
+        ref[at] = sum += x[at];
+      }
+      auto out = be.alloc_poisoned<double>(N);
+      k[{1}](dx.ptr(), out.ptr(), reverse, N, opts);
+      tt::check_close<double>(out.download(), ref, 1e-12, reverse ? "reverse" : "forward");
+    }
+  });
+}
+
 // ---- reductions of fused expressions, broadcasts, reshapes, transposes, bools, scans -----------
 
 BOOST_AUTO_TEST_CASE(reduce_of_expressions) {
