@@ -598,6 +598,110 @@ BOOST_AUTO_TEST_CASE(scan_two_operands_recurrence) {
   });
 }
 
+// Scans of every shape the CUDA parallel scan splits differently (jit/cuda/scan.h; the split each
+// gets at 4 warps is in the comments, tests/test_cuda_scans checks the generated code): cumsum and
+// the non-commutative two-operand recurrence h = a * h_prev + b, forward and reverse, in one kernel.
+BOOST_AUTO_TEST_CASE(scan_shapes) {
+  auto k = tritium::kernel("scan_shapes", [](tl::ptr<float> x, tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> out,
+                                            int AXIS, bool REVERSE, int D0, int D1, int D2) {
+    std::vector<int64_t> shape;
+    for (int d : {D0, D1, D2})
+      if (d > 0) shape.push_back(d);
+    int n = static_cast<int>(product(shape));
+    auto offs = offsets_for(shape);
+    tl::store(out + offs, tl::cumsum(tl::load(x + offs), AXIS, REVERSE));
+    auto r = tl::associative_scan(
+        {tl::load(a + offs), tl::load(b + offs)}, AXIS,
+        [](std::span<const tl::tensor> l, std::span<const tl::tensor> r) {
+          return std::vector<tl::tensor>{l[0] * r[0], l[1] * r[0] + r[1]};
+        },
+        REVERSE);
+    tl::store(out + n + offs, r[1]);
+  });
+  struct Case {
+    std::vector<int64_t> shape;
+    int axis, num_warps = 4;
+  };
+  const std::vector<Case> cases = {
+      {{4096}, 0},     // one row over 4 warps, 32 elements a thread
+      {{4096}, 0, 8},  // over 8 warps
+      {{64}, 0},       // two warps, an element a thread
+      {{16}, 0},       // half a warp
+      {{4, 256}, 1},   // a warp a row
+      {{4, 256}, 0},   // 256 rows: a thread a row, two passes
+      {{256, 8}, 0},   // half a warp a row, along the outer dim
+      {{2, 8, 16}, 0}, {{2, 8, 16}, 1}, {{2, 8, 16}, 2},  // a thread a row; 4 and 8 threads a row
+      {{1024, 2}, 0},  // two rows of two warps each
+      {{1024, 2}, 1},  // a thread a row, eight passes
+  };
+  tt::for_each_backend([&](const tt::Backend& be) {
+    uint32_t seed = 700;
+    for (const Case& c : cases)
+      for (bool reverse : {false, true}) {
+        const int64_t n = product(c.shape);
+        auto x = tt::random_vector<float>(n, ++seed, -1, 1);
+        auto a = tt::random_vector<float>(n, ++seed, 0.9, 1.0);
+        auto b = tt::random_vector<float>(n, ++seed, -1, 1);
+        int64_t outer = 1, inner = 1, len = c.shape[c.axis];
+        for (int d = 0; d < c.axis; ++d) outer *= c.shape[d];
+        for (size_t d = c.axis + 1; d < c.shape.size(); ++d) inner *= c.shape[d];
+        std::vector<double> ref(2 * n);
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i) {
+            double sum = 0, h = 0;
+            for (int64_t s = 0; s < len; ++s) {
+              int64_t at = (o * len + (reverse ? len - 1 - s : s)) * inner + i;
+              sum += x[at];
+              h = s == 0 ? double(b[at]) : double(a[at]) * h + b[at];
+              ref[at] = sum;
+              ref[n + at] = h;
+            }
+          }
+        auto dx = be.upload<float>(x), da = be.upload<float>(a), db = be.upload<float>(b);
+        auto out = be.alloc_poisoned<float>(2 * n);
+        tritium::Options opts = be.options();
+        opts.num_warps = c.num_warps;
+        int d0 = static_cast<int>(c.shape[0]), d1 = c.shape.size() > 1 ? static_cast<int>(c.shape[1]) : 0;
+        int d2 = c.shape.size() > 2 ? static_cast<int>(c.shape[2]) : 0;
+        k[{1}](dx.ptr(), da.ptr(), db.ptr(), out.ptr(), c.axis, reverse, d0, d1, d2, opts);
+        // (f32 sums in another association than the reference's: rounding only, far below a
+        // misplaced or missing prefix.)
+        tt::check_close<float>(out.download(), ref, 1e-5,
+                               tritium::ir::shape_str(c.shape) + " axis " + std::to_string(c.axis) + " num_warps " +
+                                   std::to_string(c.num_warps) + (reverse ? " reverse" : ""));
+      }
+  });
+}
+
+// A block whose padded shared copy does not fit beside its result buffer (16384 f64: 128 KB of
+// result, 132 KB of copy, past an H100's 219 KB budget): the element-loop generator scans in place
+// in the result buffer instead (jit/cuda/element_scan.cpp), one row over 8 warps, 64 elements a
+// thread.
+BOOST_AUTO_TEST_CASE(scan_larger_than_shared_copy) {
+  auto k = tritium::kernel("scan_large", [](tl::ptr<double> x, tl::ptr<double> out, bool REVERSE, int N) {
+    auto offs = tl::arange(0, N);
+    tl::store(out + offs, tl::cumsum(tl::load(x + offs), 0, REVERSE));
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int N = 16384;
+    auto x = tt::random_vector<double>(N, 801, -1, 1);
+    auto dx = be.upload<double>(x);
+    tritium::Options opts = be.options();
+    opts.num_warps = 8;
+    for (bool reverse : {false, true}) {
+      std::vector<double> ref(N);
+      double sum = 0;
+      for (int s = 0; s < N; ++s) {
+        int at = reverse ? N - 1 - s : s;
+        ref[at] = sum += x[at];
+      }
+      auto out = be.alloc_poisoned<double>(N);
+      k[{1}](dx.ptr(), out.ptr(), reverse, N, opts);
+      tt::check_close<double>(out.download(), ref, 1e-12, reverse ? "reverse" : "forward");
+    }
+  });
+}
+
 // ---- reductions of fused expressions, broadcasts, reshapes, transposes, bools, scans -----------
 
 BOOST_AUTO_TEST_CASE(reduce_of_expressions) {

@@ -1,6 +1,6 @@
 // The CUDA code generator's core (class and design: jit/cuda/codegen_impl.h): kernel assembly,
 // values (scalars, inline, registers, buffers), loop nests and vector accesses, memory, atomics,
-// reductions and scans, control flow with software pipelining, prints and asserts.
+// reductions (scans: element_scan.cpp), control flow with software pipelining, prints and asserts.
 #include "jit/cuda/codegen_impl.h"
 
 #include <cerrno>
@@ -1057,51 +1057,6 @@ void Codegen::emit_reduce(const ir::Op* op) {
     for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
     close();
   }
-  sync();
-}
-
-void Codegen::emit_scan(const ir::Op* op) {
-  ++shared_writes_;
-  const Shape& s = op->operand(0)->type.shape;
-  int axis = op->attrs.axis;
-  bool reverse = op->attrs.flag;
-  int64_t len = s[static_cast<size_t>(axis)];
-  const ir::Block* region = op->regions[0];
-  size_t n = op->operands.size();
-  std::vector<std::string> outs, types;
-  for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
-  for (ir::Value* x : op->operands) types.push_back(ctype(x->type.element()));
-  Shape outer = s;
-  outer.erase(outer.begin() + axis);
-  sync();
-  // One thread per row along the axis, serial (simple and correct; a parallel scan comes later).
-  std::string o = fresh("o");
-  open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", o, numel(outer), nt_));
-  Index oi = index_of(outer, o);
-  auto at = [&](const std::string& pos) {
-    Index idx(oi);
-    idx.insert(idx.begin() + axis, pos);
-    return idx;
-  };
-  std::string p0 = reverse ? std::to_string(len - 1) : "0";
-  std::vector<std::string> acc;
-  for (size_t i = 0; i < n; ++i) {
-    acc.push_back(fresh("acc"));
-    line(fmt::format("{} {} = {};", types[i], acc.back(), eval(op->operands[i], at(p0))));
-    line(fmt::format("{}[{}] = {};", outs[i], flatten(at(p0), s), acc.back()));
-  }
-  std::string k = fresh("k");
-  open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", k, len));
-  std::string pos = tmp("int", reverse ? fmt::format("{} - {}", len - 1, k) : k);
-  std::vector<std::string> xs;
-  for (ir::Value* x : op->operands) xs.push_back(eval(x, at(pos)));
-  std::vector<std::string> r = combine(region, acc, xs);
-  for (size_t i = 0; i < n; ++i) {
-    line(fmt::format("{} = {};", acc[i], r[i]));
-    line(fmt::format("{}[{}] = {};", outs[i], flatten(at(pos), s), acc[i]));
-  }
-  close();
-  close();
   sync();
 }
 

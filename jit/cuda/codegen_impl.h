@@ -335,6 +335,7 @@ class Codegen {
 
   void emit_reduce(const ir::Op* op);
 
+  // Scans (element_scan.cpp): the parallel scan of jit/cuda/scan.h over padded shared copies.
   void emit_scan(const ir::Op* op);
   // Data movement within a block (jit/cuda/block_data.cpp): counts in shared memory, gathers and
   // splits read from buffers.

@@ -150,6 +150,25 @@ TT_INLINE tt_f8e5m2 tt_shfl_xor(tt_f8e5m2 v, int m) { return tt_f8e5m2{(uint8_t)
 template <class T> TT_INLINE T* tt_shfl_xor(T* v, int m) {
   return (T*)__shfl_xor_sync(0xffffffffu, (unsigned long long)v, m);
 }
+// From the lane `d` below (a lane below `d` keeps its own value): the scans' warp step.
+TT_INLINE int32_t tt_shfl_up(int32_t v, int d) { return __shfl_up_sync(0xffffffffu, v, d); }
+TT_INLINE uint32_t tt_shfl_up(uint32_t v, int d) { return __shfl_up_sync(0xffffffffu, v, d); }
+TT_INLINE int64_t tt_shfl_up(int64_t v, int d) { return __shfl_up_sync(0xffffffffu, (long long)v, d); }
+TT_INLINE uint64_t tt_shfl_up(uint64_t v, int d) { return __shfl_up_sync(0xffffffffu, (unsigned long long)v, d); }
+TT_INLINE float tt_shfl_up(float v, int d) { return __shfl_up_sync(0xffffffffu, v, d); }
+TT_INLINE double tt_shfl_up(double v, int d) { return __shfl_up_sync(0xffffffffu, v, d); }
+TT_INLINE bool tt_shfl_up(bool v, int d) { return __shfl_up_sync(0xffffffffu, (int)v, d) != 0; }
+TT_INLINE int8_t tt_shfl_up(int8_t v, int d) { return (int8_t)__shfl_up_sync(0xffffffffu, (int)v, d); }
+TT_INLINE uint8_t tt_shfl_up(uint8_t v, int d) { return (uint8_t)__shfl_up_sync(0xffffffffu, (int)v, d); }
+TT_INLINE int16_t tt_shfl_up(int16_t v, int d) { return (int16_t)__shfl_up_sync(0xffffffffu, (int)v, d); }
+TT_INLINE uint16_t tt_shfl_up(uint16_t v, int d) { return (uint16_t)__shfl_up_sync(0xffffffffu, (int)v, d); }
+TT_INLINE tt_f16 tt_shfl_up(tt_f16 v, int d) { return tt_f16{(uint16_t)__shfl_up_sync(0xffffffffu, (int)v.bits, d)}; }
+TT_INLINE tt_bf16 tt_shfl_up(tt_bf16 v, int d) { return tt_bf16{(uint16_t)__shfl_up_sync(0xffffffffu, (int)v.bits, d)}; }
+TT_INLINE tt_f8e4m3 tt_shfl_up(tt_f8e4m3 v, int d) { return tt_f8e4m3{(uint8_t)__shfl_up_sync(0xffffffffu, (int)v.bits, d)}; }
+TT_INLINE tt_f8e5m2 tt_shfl_up(tt_f8e5m2 v, int d) { return tt_f8e5m2{(uint8_t)__shfl_up_sync(0xffffffffu, (int)v.bits, d)}; }
+template <class T> TT_INLINE T* tt_shfl_up(T* v, int d) {
+  return (T*)__shfl_up_sync(0xffffffffu, (unsigned long long)v, d);
+}
 
 // Atomics. Native instructions where the hardware has them (the code generator picks those);
 // everything else through a compare-and-swap loop, on the containing 32-bit word for 8- and

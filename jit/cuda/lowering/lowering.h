@@ -15,8 +15,9 @@
 //
 // Files, by op family: lowering.cpp (kernel, scalars, op dispatch, shared memory), values.cpp
 // (constants, aranges, views, elementwise), memory.cpp (loads, stores, atomics), reduce.cpp
-// (reductions, scans), convert.cpp (layout conversions, tiles), dot.cpp (tensor cores and the FMA
-// dot), control_flow.cpp (loops, branches, pipelining), debug.cpp (print, assert).
+// (reductions), scan.cpp (scans, through jit/cuda/scan.cpp), convert.cpp (layout conversions,
+// tiles), dot.cpp (tensor cores and the FMA dot), control_flow.cpp (loops, branches, pipelining),
+// debug.cpp (print, assert).
 #pragma once
 #include <functional>
 #include <map>
@@ -135,7 +136,7 @@ class Lowering {
   // Reads a tile into registers of layout `to`.
   void load_tile(const std::string& base, const Layout& tile, DType d, const Val& out, const Layout& to);
 
-  // ---- reductions and scans (reduce.cpp) --------------------------------------------------------
+  // ---- reductions (reduce.cpp) and scans (scan.cpp) --------------------------------------------
   std::vector<std::string> combine(const ir::Block* region, const std::vector<std::string>& lhs,
                                    const std::vector<std::string>& rhs);
   void emit_reduce(const ir::Op* op);

@@ -2,8 +2,8 @@
 // result (the slice of the operand's layout), the thread's own registers along the axis first, then
 // the lanes whose bits run along it (shuffles, lower lane first so any combine function gives the
 // sequential order's result), then the warps along it (one pass through shared memory); every
-// thread then holds the result for its slice elements, with no identity element needed. Scans go
-// through shared memory, one thread per row (a parallel scan comes later).
+// thread then holds the result for its slice elements, with no identity element needed. Scans are in
+// scan.cpp.
 #include "jit/cuda/lowering/lowering.h"
 
 #include <map>
@@ -176,68 +176,6 @@ void Lowering::emit_reduce(const ir::Op* op) {
     if (v.layout->num_regs() != out.num_regs())
       fail("internal error: reduce result layout {} against {}", v.layout->str(), out.str());
   }
-}
-
-void Lowering::emit_scan(const ir::Op* op) {
-  const int axis = op->attrs.axis;
-  const bool reverse = op->attrs.flag;
-  const size_t n = op->operands.size();
-  const Layout& l = layout(op->operand(0));
-  const ir::Shape& s = op->operand(0)->type.shape;
-  const int64_t elems = numel(s), len = s[static_cast<size_t>(axis)];
-  int64_t inner = 1;
-  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) inner *= s[d];
-  const int64_t rows = elems / len;
-  std::vector<int64_t> offs;
-  std::vector<std::string> types, bufs;
-  for (size_t i = 0; i < n; ++i) {
-    types.push_back(ctype(op->operand(i)->type.element()));
-    offs.push_back(alloc_smem(elems * std::max(4, dtype_bytes(op->operand(i)->type.dtype)), 16));
-    bufs.push_back(fmt::format("reinterpret_cast<{}*>(tt_smem + {})", types[i], offs[i]));
-  }
-  auto flat = [&](int r) {
-    std::string e = "0";
-    for (size_t d = 0; d < s.size(); ++d) e = fmt::format("({}) * {} + {}", e, s[d], coord(l, r, static_cast<int>(d)));
-    return e;
-  };
-  sync();
-  const std::string own = owner(l);
-  open(fmt::format("if ({})", own));
-  for (size_t i = 0; i < n; ++i) {
-    const Val& x = val(op->operand(i));
-    for (int r = 0; r < l.num_regs(); ++r) line(fmt::format("{}[{}] = {};", bufs[i], flat(r), x.at(r)));
-  }
-  close();
-  touched();
-  sync();
-  // One thread per row: element j of row (o, q) is at o * len * inner + j * inner + q.
-  std::string row = fresh("row");
-  open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", row, rows, nt_));
-  std::string base = tmp("int", fmt::format("({0} / {1}) * {2} + {0} % {1}", row, inner, len * inner));
-  std::string j = fresh("j");
-  std::vector<std::string> acc;
-  for (size_t i = 0; i < n; ++i) {
-    acc.push_back(fresh("acc"));
-    line(fmt::format("{} {} = {}[{} + {} * {}];", types[i], acc[i], bufs[i], base, reverse ? len - 1 : 0, inner));
-  }
-  open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", j, len));
-  std::string at = tmp("int", fmt::format("{} + ({}) * {}", base, reverse ? fmt::format("{} - {}", len - 1, j) : j, inner));
-  std::vector<std::string> x;
-  for (size_t i = 0; i < n; ++i) x.push_back(tmp(types[i], fmt::format("{}[{}]", bufs[i], at)));
-  std::vector<std::string> c = combine(op->regions[0], acc, x);
-  for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", acc[i], c[i]));
-  for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", bufs[i], at, acc[i]));
-  close();
-  close();
-  touched();
-  sync();
-  for (size_t i = 0; i < n; ++i) {
-    Val& out = declare_regs(op->results[i]);
-    const Layout& rl = layout(op->results[i]);
-    for (int r = 0; r < rl.num_regs(); ++r) line(fmt::format("{}[{}] = {}[{}];", out.name, r, bufs[i], flat(r)));
-  }
-  touched();
-  for (size_t i = n; i-- > 0;) free_smem(offs[i]);
 }
 
 }  // namespace tritium::jit::cuda::lowering
