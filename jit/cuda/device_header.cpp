@@ -128,7 +128,6 @@ template <class T> TT_INLINE T tt_umulhi(T a, T b) {
   return (T)(U)(p >> (sizeof(T) * 8));
   }
 }
-TT_INLINE float tt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 TT_INLINE double tt_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 // Warp shuffles of every register type.
@@ -505,6 +504,9 @@ TT_INLINE float tt_rsqrt(float x) {
   asm("rsqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// Triton's sigmoid is 1 / (1 + exp(-x)) in these defaults (ex2.approx, div.full); expf and the IEEE
+// division took about twice the instructions of Liger's swiglu (docs/cuda-backend.md, 2026-11-26).
+TT_INLINE float tt_sigmoid(float x) { return tt_fdiv(1.0f, 1.0f + tt_exp(-x)); }
 
 // ---- device_assert and debug checks: the first failure records (check id + 1, program id, lane,
 // payload) for the host: int [0] id + 1, [1..3] program, long long at byte 16: lane, payload[3] ----
