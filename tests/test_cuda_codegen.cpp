@@ -1076,6 +1076,23 @@ int cubin_registers(const std::vector<char>& cubin) {
   return regs;
 }
 
+// The SASS instructions of the kernel of `cubin`: its .text sections' bytes over 16 (the size of
+// one instruction from Volta on).
+int64_t cubin_instructions(const std::vector<char>& cubin) {
+  auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, cubin.data() + at, 2); return v; };
+  auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, cubin.data() + at, 4); return v; };
+  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, cubin.data() + at, 8); return v; };
+  if (cubin.size() < 64 || std::memcmp(cubin.data(), "\x7f" "ELF", 4) != 0) return -1;
+  const uint64_t shoff = u64(0x28);
+  const uint16_t shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
+  auto header = [&](int i) { return shoff + static_cast<uint64_t>(i) * shentsize; };
+  const uint64_t names = u64(header(shstrndx) + 24);
+  int64_t bytes = 0;
+  for (int i = 0; i < shnum; ++i)
+    if (std::strncmp(cubin.data() + names + u32(header(i)), ".text.", 6) == 0) bytes += static_cast<int64_t>(u64(header(i) + 32));
+  return bytes / 16;
+}
+
 // What the CUDA backend builds for a kernel on an H100/H200 (CudaBackend::generate without a
 // device): the PTX generator's code through nvJitLink when it takes the kernel, else NVRTC's,
 // at the fast level for the short kernels compiles_fast() accepts.
@@ -1139,6 +1156,39 @@ BOOST_AUTO_TEST_CASE(swiglu_row_keeps_triton_occupancy) {
     BOOST_TEST(occurrences(built.source, "tt_ld_pred<16>") == 2u, built.source);  // in a loop of 4
     BOOST_TEST(occurrences(built.source, "tt_st_pred<16>") == 1u, built.source);
   }
+}
+
+// Liger's poly_norm forward at its benchmark settings (bf16 rows of 4096, 8 warps): every bf16
+// product and sum is rounded back to bf16 (Triton's semantics), 182 roundings a thread. The NaN
+// fix-up of each (NaN -> 0x7fc0, as on the CPU) was a bit test (LOP3 + ISETP + SEL): 1440 SASS
+// instructions; as a float compare 1272 (Triton's build of the original, on packed bf16x2
+// arithmetic: 504).
+BOOST_AUTO_TEST_CASE(poly_norm_row_bf16_rounding_cost) {
+  if (!nvrtc_or_skip() || !nvjitlink_or_skip()) return;
+  using P = tl::ptr<tl::any>;
+  auto poly_norm = tritium::kernel(
+      "liger_poly_norm_fwd", [](P Y, tl::i32 y_stride, P X, tl::i32 x_stride, P W, P Bias, P RSTD, tl::i32 rstd_stride,
+                                tl::i32 n_cols, tl::f32 eps, int BLOCK) {
+        auto row = tl::program_id(0).to(tl::int64);
+        auto cols = tl::arange(0, BLOCK);
+        auto mask = cols < n_cols;
+        Y += row * y_stride, X += row * x_stride, RSTD += row * rstd_stride;
+        auto x = tl::load(X + cols, mask, 0.0);
+        auto x3 = x * x * x, x2 = x * x;
+        auto r3 = tl::rsqrt(tl::sum(x3 * x3, 0) / n_cols + eps);
+        auto r2 = tl::rsqrt(tl::sum(x2 * x2, 0) / n_cols + eps);
+        auto r1 = tl::rsqrt(tl::sum(x * x, 0) / n_cols + eps);
+        tl::store(RSTD + 0, r3), tl::store(RSTD + 1, r2), tl::store(RSTD + 2, r1);
+        auto y = tl::load(W + 0) * (x3 * r3) + tl::load(W + 1) * (x2 * r2) + tl::load(W + 2) * (x * r1) + tl::load(Bias);
+        tl::store(Y + cols, y, mask);
+      });
+  BackendBuild built = backend_build(poly_norm, 8, addr<bf16_t>(0), 4096, addr<bf16_t>(1), 4096, addr<float>(2),
+                                     addr<float>(3), addr<float>(4), 3, 4096, 1e-6f, 4096);
+  BOOST_TEST(!built.ptx);  // reductions: NVRTC
+  const int64_t instructions = cubin_instructions(built.cubin);
+  BOOST_TEST(instructions > 500);
+  BOOST_TEST(instructions <= 1300, "SASS instructions: " << instructions);
+  BOOST_TEST(occurrences(built.source, "tt_ld_pred<16>") == 1u, built.source);  // X: 2 x 16 bytes a thread
 }
 
 // bf16 results are rounded by one cvt.rn.bf16.f32 (and the NaN fix-up) from sm_80 on, not by the
