@@ -1191,6 +1191,36 @@ BOOST_AUTO_TEST_CASE(poly_norm_row_bf16_rounding_cost) {
   BOOST_TEST(occurrences(built.source, "tt_ld_pred<16>") == 1u, built.source);  // X: 2 x 16 bytes a thread
 }
 
+// A f32 weight beside a bf16 row (Liger's rms_norm forward: bf16 X, f32 W, 4096 columns, 8 warps):
+// the row sets 8 lanes a chunk (16 bytes of bf16), and the weight's 8 lanes (32 bytes) were
+// loaded one by one - 16 LDG.E.32 a thread where Triton has 4 LDG.128. They move as two 16-byte
+// accesses now, masked (the mask is constant over each) or not.
+BOOST_AUTO_TEST_CASE(wider_loads_beside_a_narrow_row_stay_vectors) {
+  if (!nvrtc_or_skip()) return;
+  auto scale = tritium::kernel("bf16_row_f32_weight", [](tl::ptr<bf16_t> y, tl::ptr<bf16_t> x, tl::ptr<float> w,
+                                                           tl::i32 n_cols, int BLOCK, bool masked) {
+    auto row = tl::program_id(0).to(tl::int64);
+    auto cols = tl::arange(0, BLOCK);
+    auto mask = cols < n_cols;
+    auto xr = masked ? tl::load(x + row * n_cols + cols, mask, 0.0f) : tl::load(x + row * n_cols + cols);
+    auto wr = masked ? tl::load(w + cols, mask, 0.0f) : tl::load(w + cols);
+    auto v = xr.to(tl::float32);
+    auto r = tl::rsqrt(tl::sum(v * v, 0) / n_cols + 1e-6f);
+    if (masked) tl::store(y + row * n_cols + cols, (v * r * wr).to(tl::bfloat16), mask);
+    else tl::store(y + row * n_cols + cols, (v * r * wr).to(tl::bfloat16));
+  });
+  {
+    auto ks = compile(scale, 8, addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), 4096, 4096, true);
+    const std::string body = kernel_body(ks);
+    BOOST_TEST(occurrences(body, "tt_ld_pred<16>(") == 3u, body);  // x once, w twice, in the loop of 2 chunks
+  }
+  {
+    auto ks = compile(scale, 8, addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), 4096, 4096, false);
+    const std::string body = kernel_body(ks);
+    BOOST_TEST(occurrences(body, "reinterpret_cast<uint4*>") == 4u, body);  // x, w twice, the store of y
+  }
+}
+
 // bf16 results are rounded by one cvt.rn.bf16.f32 (and the NaN fix-up) from sm_80 on, not by the
 // 9-instruction integer rounding: on swiglu it was half of the PTX generator's instructions.
 BOOST_AUTO_TEST_CASE(ptx_rounds_bf16_with_cvt) {
