@@ -768,7 +768,13 @@ void Codegen::emit_store(const ir::Op* op) {
   sync_if_reading({p, val, has_mask ? op->operand(2) : p});
   if (store_through_shared(op)) return;
   int V = choose_width(shape, roots, op);
-  bool vector_store = V > 1 && access_width(op) >= V;
+  // A wider type than the one that set the shape's V stores as V / w parts of w lanes (as
+  // emit_split_vector_load), when its mask (if any) is constant over each part.
+  const int w = access_width(op);
+  const ir::Value* mask_value = has_mask ? op->operand(2) : nullptr;
+  const bool split_store = V > 1 && w > 1 && w < V && V % w == 0 &&
+                           (!mask_value || (axis_.contains(mask_value) && axis_.get(mask_value).constancy.back() >= w));
+  bool vector_store = V > 1 && (w >= V || split_store);
   std::string sv, sm;
   thread_loop(
       shape, V,
@@ -793,6 +799,19 @@ void Codegen::emit_store(const ir::Op* op) {
       },
       [&](const Index& base) {
         if (!vector_store) return;
+        if (split_store) {
+          const int64_t bytes = int64_t(w) * dtype_bytes(d);
+          for (int part = 0; part < V / w; ++part) {
+            Index pi(base);
+            pi.back() = fmt::format("({} + {})", base.back(), part * w);
+            std::string ptr = tmp(ct + "*", eval(p, pi));
+            std::string src = fmt::format("({} + {})", sv, part * w);
+            if (has_mask) line(fmt::format("tt_st_pred{}<{}>({}, {}, {}[{}]);", hint, bytes, ptr, src, sm, part * w));
+            else if (!hint.empty()) line(fmt::format("tt_st_pred{}<{}>({}, {}, true);", hint, bytes, ptr, src));
+            else line(fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});", vector_type(bytes), ptr, src));
+          }
+          return;
+        }
         std::string ptr = tmp(ct + "*", eval(p, base));
         std::string vec = hint.empty() ? fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
                                                      vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv)
