@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <tuple>
@@ -1038,6 +1039,216 @@ BOOST_AUTO_TEST_CASE(every_op_of_the_ptx_subset_assembles) {
       } catch (const tritium::Error& e) {
         BOOST_ERROR(e.what());
       }
+    }
+  }
+}
+
+// ---- memory-bound kernels against Triton's code (docs/cuda-backend.md, 2026-11-26) ----------------
+
+namespace {
+
+// The registers ptxas gave the kernel of `cubin`: the EIATTR_REGCOUNT attribute (0x2f, a symbol
+// index and the count) of its .nv.info sections; -1 when there is none.
+int cubin_registers(const std::vector<char>& cubin) {
+  auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, cubin.data() + at, 2); return v; };
+  auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, cubin.data() + at, 4); return v; };
+  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, cubin.data() + at, 8); return v; };
+  if (cubin.size() < 64 || std::memcmp(cubin.data(), "\x7f" "ELF", 4) != 0) return -1;
+  const uint64_t shoff = u64(0x28);
+  const uint16_t shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
+  auto header = [&](int i) { return shoff + static_cast<uint64_t>(i) * shentsize; };
+  const uint64_t names = u64(header(shstrndx) + 24);
+  int regs = -1;
+  for (int i = 0; i < shnum; ++i) {
+    const char* name = cubin.data() + names + u32(header(i));
+    if (std::strncmp(name, ".nv.info", 8) != 0) continue;
+    const uint64_t begin = u64(header(i) + 24), end = begin + u64(header(i) + 32);
+    for (uint64_t at = begin; at + 4 <= end;) {
+      const uint8_t format = static_cast<uint8_t>(cubin[at]), attribute = static_cast<uint8_t>(cubin[at + 1]);
+      if (format == 4) {  // a sized value
+        if (attribute == 0x2f) regs = std::max(regs, static_cast<int>(u32(at + 8)));
+        at += 4 + u16(at + 2);
+      } else {
+        at += format == 1 ? 2 : 4;
+      }
+    }
+  }
+  return regs;
+}
+
+// The SASS instructions of the kernel of `cubin`: its .text sections' bytes over 16 (the size of
+// one instruction from Volta on).
+int64_t cubin_instructions(const std::vector<char>& cubin) {
+  auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, cubin.data() + at, 2); return v; };
+  auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, cubin.data() + at, 4); return v; };
+  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, cubin.data() + at, 8); return v; };
+  if (cubin.size() < 64 || std::memcmp(cubin.data(), "\x7f" "ELF", 4) != 0) return -1;
+  const uint64_t shoff = u64(0x28);
+  const uint16_t shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
+  auto header = [&](int i) { return shoff + static_cast<uint64_t>(i) * shentsize; };
+  const uint64_t names = u64(header(shstrndx) + 24);
+  int64_t bytes = 0;
+  for (int i = 0; i < shnum; ++i)
+    if (std::strncmp(cubin.data() + names + u32(header(i)), ".text.", 6) == 0) bytes += static_cast<int64_t>(u64(header(i) + 32));
+  return bytes / 16;
+}
+
+// What the CUDA backend builds for a kernel on an H100/H200 (CudaBackend::generate without a
+// device): the PTX generator's code through nvJitLink when it takes the kernel, else NVRTC's,
+// at the fast level for the short kernels compiles_fast() accepts.
+struct BackendBuild {
+  bool ptx = false;
+  std::string source;
+  std::vector<char> cubin;
+};
+template <class... A> BackendBuild backend_build(tritium::Kernel& k, int num_warps, const A&... args) {
+  auto f = k.optimized_function(args...);
+  tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = num_warps;
+  BackendBuild b;
+  if (auto ks = cuda::generate_ptx(*f, axis, opts, "sm_90a")) {
+    b.ptx = true, b.source = ks->source, b.cubin = cuda::ptx_to_cubin(ks->source, ks->entry, "sm_90a");
+    return b;
+  }
+  cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, H100_SHARED_MEMORY);
+  std::vector<std::string> options;
+  if (cuda::compiles_fast(*f)) options.push_back(cuda::kFastCompileOption);
+  b.source = kernel_body(ks), b.cubin = cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a", options);
+  return b;
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
+  return n;
+}
+
+}  // namespace
+
+// Liger's swiglu forward at its benchmark settings (bf16 rows of 14336, a 16384 block over 16
+// warps, rows 16-byte aligned): 128-bit loads and stores, and few enough registers for 3 blocks of
+// 512 threads an SM, as Triton's build of the original (36 registers). With sigmoid as expf and an
+// IEEE division the kernel took 65 registers (one block an SM: a quarter of the warps) and 2.5
+// times Triton's instructions.
+BOOST_AUTO_TEST_CASE(swiglu_row_keeps_triton_occupancy) {
+  if (!nvrtc_or_skip() || !nvjitlink_or_skip()) return;
+  using P = tl::ptr<tl::any>;
+  auto swiglu = tritium::kernel(
+      "liger_swiglu_fwd", [](P a, P b, P c, tl::i32 stride, tl::f32 gate, int n_cols, int BLOCK) {
+        auto row = tl::program_id(0).to(tl::int64);
+        a += row * stride, b += row * stride, c += row * stride;
+        auto cols = tl::arange(0, BLOCK);
+        auto mask = cols < n_cols;
+        auto x = tl::load(a + cols, mask, 0).to(tl::float32) * gate;
+        auto y = tl::load(b + cols, mask, 0);
+        tl::store(c + cols, (x * tl::sigmoid(x)).to(y.dtype()) * y, mask);
+      });
+  BackendBuild built = backend_build(swiglu, 16, addr<bf16_t>(0), addr<bf16_t>(1), addr<bf16_t>(2), 14336, 1.0f, 14336, 16384);
+  const int regs = cubin_registers(built.cubin);
+  BOOST_TEST(regs > 0);
+  BOOST_TEST(regs <= 40, "registers: " << regs << (built.ptx ? " (PTX generator)" : " (NVRTC)"));
+  // 32 elements a thread: 4 16-byte accesses per operand.
+  if (built.ptx) {
+    BOOST_TEST(occurrences(built.source, "ld.global.v4.b32") == 8u, built.source);
+    BOOST_TEST(occurrences(built.source, "st.global.v4.b32") == 4u, built.source);
+  } else {
+    BOOST_TEST(occurrences(built.source, "tt_ld_pred<16>") == 2u, built.source);  // in a loop of 4
+    BOOST_TEST(occurrences(built.source, "tt_st_pred<16>") == 1u, built.source);
+  }
+}
+
+// Liger's poly_norm forward at its benchmark settings (bf16 rows of 4096, 8 warps): every bf16
+// product and sum is rounded back to bf16 (Triton's semantics), 182 roundings a thread. The NaN
+// fix-up of each (NaN -> 0x7fc0, as on the CPU) was a bit test (LOP3 + ISETP + SEL): 1440 SASS
+// instructions; as a float compare 1272 (Triton's build of the original, on packed bf16x2
+// arithmetic: 504).
+BOOST_AUTO_TEST_CASE(poly_norm_row_bf16_rounding_cost) {
+  if (!nvrtc_or_skip() || !nvjitlink_or_skip()) return;
+  using P = tl::ptr<tl::any>;
+  auto poly_norm = tritium::kernel(
+      "liger_poly_norm_fwd", [](P Y, tl::i32 y_stride, P X, tl::i32 x_stride, P W, P Bias, P RSTD, tl::i32 rstd_stride,
+                                tl::i32 n_cols, tl::f32 eps, int BLOCK) {
+        auto row = tl::program_id(0).to(tl::int64);
+        auto cols = tl::arange(0, BLOCK);
+        auto mask = cols < n_cols;
+        Y += row * y_stride, X += row * x_stride, RSTD += row * rstd_stride;
+        auto x = tl::load(X + cols, mask, 0.0);
+        auto x3 = x * x * x, x2 = x * x;
+        auto r3 = tl::rsqrt(tl::sum(x3 * x3, 0) / n_cols + eps);
+        auto r2 = tl::rsqrt(tl::sum(x2 * x2, 0) / n_cols + eps);
+        auto r1 = tl::rsqrt(tl::sum(x * x, 0) / n_cols + eps);
+        tl::store(RSTD + 0, r3), tl::store(RSTD + 1, r2), tl::store(RSTD + 2, r1);
+        auto y = tl::load(W + 0) * (x3 * r3) + tl::load(W + 1) * (x2 * r2) + tl::load(W + 2) * (x * r1) + tl::load(Bias);
+        tl::store(Y + cols, y, mask);
+      });
+  BackendBuild built = backend_build(poly_norm, 8, addr<bf16_t>(0), 4096, addr<bf16_t>(1), 4096, addr<float>(2),
+                                     addr<float>(3), addr<float>(4), 3, 4096, 1e-6f, 4096);
+  BOOST_TEST(!built.ptx);  // reductions: NVRTC
+  const int64_t instructions = cubin_instructions(built.cubin);
+  BOOST_TEST(instructions > 500);
+  BOOST_TEST(instructions <= 1300, "SASS instructions: " << instructions);
+  BOOST_TEST(occurrences(built.source, "tt_ld_pred<16>") == 1u, built.source);  // X: 2 x 16 bytes a thread
+}
+
+// A f32 weight beside a bf16 row (Liger's rms_norm forward: bf16 X, f32 W, 4096 columns, 8 warps):
+// the row sets 8 lanes a chunk (16 bytes of bf16), and the weight's 8 lanes (32 bytes) were
+// loaded one by one - 16 LDG.E.32 a thread where Triton has 4 LDG.128. They move as two 16-byte
+// accesses now, masked (the mask is constant over each) or not.
+BOOST_AUTO_TEST_CASE(wider_loads_beside_a_narrow_row_stay_vectors) {
+  if (!nvrtc_or_skip()) return;
+  auto scale = tritium::kernel("bf16_row_f32_weight", [](tl::ptr<bf16_t> y, tl::ptr<bf16_t> x, tl::ptr<float> w,
+                                                           tl::i32 n_cols, int BLOCK, bool masked) {
+    auto row = tl::program_id(0).to(tl::int64);
+    auto cols = tl::arange(0, BLOCK);
+    auto mask = cols < n_cols;
+    auto xr = masked ? tl::load(x + row * n_cols + cols, mask, 0.0f) : tl::load(x + row * n_cols + cols);
+    auto wr = masked ? tl::load(w + cols, mask, 0.0f) : tl::load(w + cols);
+    auto v = xr.to(tl::float32);
+    auto r = tl::rsqrt(tl::sum(v * v, 0) / n_cols + 1e-6f);
+    if (masked) tl::store(y + row * n_cols + cols, (v * r * wr).to(tl::bfloat16), mask);
+    else tl::store(y + row * n_cols + cols, (v * r * wr).to(tl::bfloat16));
+  });
+  {
+    auto ks = compile(scale, 8, addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), 4096, 4096, true);
+    const std::string body = kernel_body(ks);
+    BOOST_TEST(occurrences(body, "tt_ld_pred<16>(") == 3u, body);  // x once, w twice, in the loop of 2 chunks
+  }
+  {
+    auto ks = compile(scale, 8, addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), 4096, 4096, false);
+    const std::string body = kernel_body(ks);
+    BOOST_TEST(occurrences(body, "reinterpret_cast<uint4*>") == 4u, body);  // x, w twice, the store of y
+  }
+  // And a f32 store of the row's shape: two 16-byte stores a chunk, not eight of 4 bytes.
+  auto to_f32 = tritium::kernel("bf16_row_f32_out", [](tl::ptr<float> y, tl::ptr<bf16_t> x, tl::i32 n_cols, int BLOCK) {
+    auto row = tl::program_id(0).to(tl::int64);
+    auto cols = tl::arange(0, BLOCK);
+    auto mask = cols < n_cols;
+    auto v = tl::load(x + row * n_cols + cols, mask, 0.0f).to(tl::float32);
+    tl::store(y + row * n_cols + cols, v * tl::rsqrt(tl::sum(v * v, 0) / n_cols + 1e-6f), mask);
+  });
+  auto ks = compile(to_f32, 8, addr<float>(0), addr<bf16_t>(1), 4096, 4096);
+  const std::string body = kernel_body(ks);
+  BOOST_TEST(occurrences(body, "tt_st_pred<16>(") == 2u, body);
+  BOOST_TEST(occurrences(body, "tt_ld_pred<16>(") == 1u, body);
+}
+
+// bf16 results are rounded by one cvt.rn.bf16.f32 (and the NaN fix-up) from sm_80 on, not by the
+// 9-instruction integer rounding: on swiglu it was half of the PTX generator's instructions.
+BOOST_AUTO_TEST_CASE(ptx_rounds_bf16_with_cvt) {
+  auto k = tritium::kernel("ptx_bf16_round", [](tl::ptr<float> x, tl::ptr<bf16_t> out, int B) {
+    auto offs = tl::program_id(0) * B + tl::arange(0, B);
+    tl::store(out + offs, tl::load(x + offs).to(tl::bfloat16));
+  });
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    BOOST_TEST_CONTEXT(arch) {
+      std::string declined;
+      auto ks = ptx_of(k, arch, &declined, addr<float>(0), addr<bf16_t>(1), 1024);
+      BOOST_TEST_REQUIRE(ks.has_value(), declined);
+      BOOST_TEST(occurrences(ks->source, "cvt.rn.bf16.f32") == 8u, ks->source);  // 8 elements a thread
+      BOOST_TEST(occurrences(ks->source, "setp.nan.f32") == 8u, ks->source);
+      BOOST_TEST(occurrences(ks->source, "32767") == 0u, ks->source);
+      if (nvjitlink_or_skip()) BOOST_TEST(!cuda::ptx_to_cubin(ks->source, ks->entry, arch).empty());
     }
   }
 }

@@ -553,7 +553,12 @@ void Codegen::emit_vector_loads(const std::vector<const ir::Value*>& roots, cons
   std::vector<std::pair<const ir::Op*, Index>> loads;
   for (const ir::Value* r : roots) collect_loads(r, base, loads);
   for (auto& [op, idx] : loads) {
-    if (access_width(op) < V) continue;
+    // V lanes of a type wider than the one that set V (a f32 weight beside a bf16 row: 8 lanes,
+    // 32 bytes) move as several accesses of at most 16 bytes, not lane by lane.
+    if (const int w = access_width(op); w < V) {
+      if (w > 1 && V % w == 0) emit_split_vector_load(op, idx, V, w);
+      continue;
+    }
     DType d = op->operand(0)->type.pointee;
     std::string ct = ctype(d);
     std::string arr = fresh("ld");
@@ -607,6 +612,37 @@ void Codegen::emit_vector_loads(const std::vector<const ir::Value*>& roots, cons
     close();
     vec_loads_[op] = arr;
   }
+}
+
+void Codegen::emit_split_vector_load(const ir::Op* op, const Index& idx, int V, int w) {
+  const ir::Value* mask = op->operands.size() < 2 ? nullptr : op->operand(1);
+  // Each w-lane part needs one mask for its lanes; other masks stay lane by lane.
+  if (mask && !(axis_.contains(mask) && axis_.get(mask).constancy.back() >= w)) return;
+  const DType d = op->operand(0)->type.pointee;
+  const std::string ct = ctype(d), arr = fresh("ld"), hint = cache_hint_suffix(*op);
+  const int64_t bytes = int64_t(w) * dtype_bytes(d);
+  line(fmt::format("__align__(16) {} {}[{}];", ct, arr, V));
+  open("");
+  if (mask) {  // `other` first, then predicated parts
+    std::string l = fresh("l");
+    Index li(idx);
+    li.back() = fmt::format("({} + {})", idx.back(), l);
+    line("#pragma unroll");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+    line(fmt::format("{}[{}] = {};", arr, l, op->operands.size() > 2 ? eval(op->operand(2), li) : ct + "{}"));
+    close();
+  }
+  for (int part = 0; part < V / w; ++part) {
+    Index pi(idx);
+    pi.back() = fmt::format("({} + {})", idx.back(), part * w);
+    std::string p = tmp("const " + ct + "*", eval(op->operand(0), pi));
+    std::string dst = fmt::format("({} + {})", arr, part * w);
+    if (mask) line(fmt::format("tt_ld_pred{}<{}>({}, {}, {});", hint, bytes, dst, p, eval(mask, pi)));
+    else if (!hint.empty()) line(fmt::format("tt_ld_pred{}<{}>({}, {}, true);", hint, bytes, dst, p));
+    else line(fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});", vector_type(bytes), dst, p));
+  }
+  close();
+  vec_loads_[op] = arr;
 }
 
 std::string Codegen::scalar(const ir::Value* v) {
@@ -732,7 +768,13 @@ void Codegen::emit_store(const ir::Op* op) {
   sync_if_reading({p, val, has_mask ? op->operand(2) : p});
   if (store_through_shared(op)) return;
   int V = choose_width(shape, roots, op);
-  bool vector_store = V > 1 && access_width(op) >= V;
+  // A wider type than the one that set the shape's V stores as V / w parts of w lanes (as
+  // emit_split_vector_load), when its mask (if any) is constant over each part.
+  const int w = access_width(op);
+  const ir::Value* mask_value = has_mask ? op->operand(2) : nullptr;
+  const bool split_store = V > 1 && w > 1 && w < V && V % w == 0 &&
+                           (!mask_value || (axis_.contains(mask_value) && axis_.get(mask_value).constancy.back() >= w));
+  bool vector_store = V > 1 && (w >= V || split_store);
   std::string sv, sm;
   thread_loop(
       shape, V,
@@ -757,6 +799,19 @@ void Codegen::emit_store(const ir::Op* op) {
       },
       [&](const Index& base) {
         if (!vector_store) return;
+        if (split_store) {
+          const int64_t bytes = int64_t(w) * dtype_bytes(d);
+          for (int part = 0; part < V / w; ++part) {
+            Index pi(base);
+            pi.back() = fmt::format("({} + {})", base.back(), part * w);
+            std::string ptr = tmp(ct + "*", eval(p, pi));
+            std::string src = fmt::format("({} + {})", sv, part * w);
+            if (has_mask) line(fmt::format("tt_st_pred{}<{}>({}, {}, {}[{}]);", hint, bytes, ptr, src, sm, part * w));
+            else if (!hint.empty()) line(fmt::format("tt_st_pred{}<{}>({}, {}, true);", hint, bytes, ptr, src));
+            else line(fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});", vector_type(bytes), ptr, src));
+          }
+          return;
+        }
         std::string ptr = tmp(ct + "*", eval(p, base));
         std::string vec = hint.empty() ? fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
                                                      vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv)

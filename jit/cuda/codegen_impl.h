@@ -277,6 +277,8 @@ class Codegen {
   // become one vector load into a per-thread array (element loads under the mask when some lane
   // is off); the lanes read the array.
   void emit_vector_loads(const std::vector<const ir::Value*>& roots, const Index& base, int V);
+  // One load of V lanes as V / w accesses of w lanes (w: the op's own access width, below V).
+  void emit_split_vector_load(const ir::Op* op, const Index& idx, int V, int w);
 
   // ---- evaluation of block values at an index ---------------------------------------------
 

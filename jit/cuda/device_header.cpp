@@ -23,14 +23,16 @@ TT_INLINE float tt_to_f32(tt_f16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(
 TT_INLINE float tt_to_f32(tt_bf16 h) { return __uint_as_float(((uint32_t)h.bits) << 16); }
 TT_INLINE tt_f16 tt_f16_from(float f) { uint16_t b; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(f)); return tt_f16{b}; }
 TT_INLINE tt_bf16 tt_bf16_from(float f) {  // round to nearest even; NaN stays a quiet NaN (0x7fc0, as on the CPU)
-  uint32_t u = __float_as_uint(f);
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   // One cvt (a matmul's bf16 epilogue converts 128 values a thread; the integer rounding took 5
   // instructions each).
   uint16_t b;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
-  return tt_bf16{(u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)0x7fc0 : b};
+  // NaN test as a float compare: one FSETP.NAN, where the bit test took LOP3 + ISETP (2026-11-26:
+  // the fix-up was 38 % of poly_norm's forward instructions).
+  return tt_bf16{f != f ? (uint16_t)0x7fc0 : b};
 #else
+  uint32_t u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return tt_bf16{(uint16_t)0x7fc0};
   u += 0x7fffu + ((u >> 16) & 1u);
   return tt_bf16{(uint16_t)(u >> 16)};
@@ -128,7 +130,6 @@ template <class T> TT_INLINE T tt_umulhi(T a, T b) {
   return (T)(U)(p >> (sizeof(T) * 8));
   }
 }
-TT_INLINE float tt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 TT_INLINE double tt_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 // Warp shuffles of every register type.
@@ -524,6 +525,9 @@ TT_INLINE float tt_rsqrt(float x) {
   asm("rsqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// Triton's sigmoid is 1 / (1 + exp(-x)) in these defaults (ex2.approx, div.full); expf and the IEEE
+// division took about twice the instructions of Liger's swiglu (docs/cuda-backend.md, 2026-11-26).
+TT_INLINE float tt_sigmoid(float x) { return tt_fdiv(1.0f, 1.0f + tt_exp(-x)); }
 
 // ---- device_assert and debug checks: the first failure records (check id + 1, program id, lane,
 // payload) for the host: int [0] id + 1, [1..3] program, long long at byte 16: lane, payload[3] ----
