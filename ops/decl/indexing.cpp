@@ -127,7 +127,17 @@ Tensor mask(std::vector<bool> v, Shape s, Device d) { return Tensor::from_vector
 
 }  // namespace
 
-void declare_indexing(OpRegistry& r) {
+void declare_indexing(OpRegistry& registry) {
+  // These derivative formulas call the op library directly, outside autograd's recording, so a
+  // double backward (create_graph) through these ops is refused with an error rather than giving a
+  // wrong second derivative. Recorded formulas are left for later (issue 29).
+  struct FirstOrderOnly {
+    OpRegistry& to;
+    void add(OpDecl d) {
+      d.twice_differentiable = false;
+      to.add(std::move(d));
+    }
+  } r{registry};
   r.add({.name = "gather",
          .torch_name = "torch.gather",
          .inputs = {{.name = "self"}, kIndex},
