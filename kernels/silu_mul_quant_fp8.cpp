@@ -125,9 +125,10 @@ std::pair<Tensor, Tensor> silu_mul_per_token_group_quant_fp8_colmajor(const Tens
 
 std::vector<double> host(const Tensor& t) { return t.to(DType::f64).to_vector<double>(); }
 
-// Rounds float64 values to `dtype` (the host conversion: round to nearest even).
-std::vector<double> rounded(const std::vector<double>& v, DType dtype) {
-  return host(Tensor::from_vector(v, {int64_t(v.size())}, tritium::Device::cpu()).to(dtype));
+// Rounds float64 values to `dtype` on the host (round to nearest even, as the kernel's casts).
+std::vector<double> rounded(std::vector<double> v, DType dtype) {
+  for (double& x : v) x = suite::round_to(x, dtype);
+  return v;
 }
 
 struct Errors {

@@ -51,4 +51,9 @@ bool report(const std::string& name, const tritium::Device& device, double rel, 
 // ||got - ref|| / ||ref|| over doubles (NaN or infinity in got: infinity).
 double rel_error(const std::vector<float>& got, const std::vector<double>& ref);
 
+// x rounded to `dtype` on the host, as a kernel's cast would (f64 -> f32, then round to nearest
+// even into f16 / bf16 / fp8, saturating fp8 as the generated code does): references that model a
+// kernel's intermediate casts without running a backend (a CUDA-only build has no CPU backend).
+double round_to(double x, tritium::DType dtype);
+
 }  // namespace suite
