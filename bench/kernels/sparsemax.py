@@ -12,6 +12,8 @@ written and read, y written; backward y and grad_out read twice, dx written).
 import os
 import sys
 
+import typing
+
 import torch
 import triton
 
@@ -24,7 +26,7 @@ UPSTREAM = [_liger.ops_file("sparsemax")]
 
 def _original():
     return _liger.load("sparsemax", ["_sparsemax_forward_kernel", "_sparsemax_backward_kernel", "_sparsemax_forward",
-                                     "_sparsemax_backward"])
+                                     "_sparsemax_backward"], extra={"Tuple": typing.Tuple})  # its annotations
 
 
 def _reference(x, dim):
