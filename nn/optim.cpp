@@ -131,6 +131,7 @@ void SGD::step() {
     tritium::Options opts{.device = p.device()};
     if (momentum == 0) {
       sgd_kernel[grid_for(n)](p, g, n, float(lr), float(weight_decay), kBlock, opts);
+      p.storage()->bump_version();  // an in-place update, as PyTorch's: a graph that saved p refuses backward
       continue;
     }
     bool first = !buffers_[i].defined();
@@ -139,6 +140,7 @@ void SGD::step() {
     float scale = first ? 1.0f : float(1 - dampening);
     sgd_momentum_kernel[grid_for(n)](p, g, buffers_[i], n, float(lr), float(weight_decay), float(momentum), keep,
                                       scale, nesterov, kBlock, opts);
+    p.storage()->bump_version();
   }
 }
 
@@ -174,6 +176,7 @@ void AdamW::step() {
                               float(1 - beta1), float(beta2), float(1 - beta2), float(lr / bias_correction1),
                               float(std::sqrt(bias_correction2)), float(eps), kBlock,
                               tritium::Options{.device = p.device()});
+    p.storage()->bump_version();
   }
 }
 

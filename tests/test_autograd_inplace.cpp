@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "nn/autograd.h"
 #include "nn/functional.h"
+#include "nn/optim.h"
 
 namespace tt = tritium::test;
 namespace nn = tritium::nn;
@@ -229,6 +231,32 @@ BOOST_AUTO_TEST_CASE(modified_saved_tensors_and_refusals) {
     }
     auto xv = values(x);
     BOOST_TEST((values(plain) == std::vector<double>{xv[0], xv[1], 3, 4}));
+  });
+}
+
+// An optimiser step updates its parameters in place: their version counters move, so a graph that
+// saved a parameter before the step refuses its backward after it (PyTorch's error), while a new
+// forward after the step is fine.
+BOOST_AUTO_TEST_CASE(optimiser_steps_bump_parameter_versions) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (int which = 0; which < 3; ++which) {
+      Tensor w = data({5}, 30 + which).to(DType::f32).requires_grad_();  // the optimisers take f32
+      Tensor x = data({5}, 40 + which).to(DType::f32).requires_grad_();
+      tritium::sum(tritium::mul(w, x)).backward();
+      std::unique_ptr<nn::Optimizer> opt;
+      if (which == 0) opt = std::make_unique<nn::SGD>(std::vector<Tensor>{w}, 0.1);
+      if (which == 1) opt = std::make_unique<nn::SGD>(std::vector<Tensor>{w}, 0.1, 0.9);
+      if (which == 2) opt = std::make_unique<nn::AdamW>(std::vector<Tensor>{w}, 0.01);
+      Tensor stale = tritium::mul(w, x);  // saves w at its current version
+      const uint64_t before = w._version();
+      opt->step();
+      BOOST_TEST(w._version() == before + 1);
+      BOOST_TEST(w.is_leaf());
+      tt::check_throws([&] { tritium::sum(stale).backward(); },
+                       {"modified by an inplace operation", "of MulBackward", "is at version"},
+                       "backward through a graph that saved a parameter before the step");
+      tritium::sum(tritium::mul(w, x)).backward();  // a forward after the step is fine
+    }
   });
 }
 
