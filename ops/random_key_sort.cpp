@@ -4,6 +4,7 @@
 // one block that is bitonic by then, so one tl::sort of the block in the stage's direction does
 // all of them at once.
 #include "ops/random_key_sort.h"
+#include "ops/sampling_kernels.h"
 
 #include <algorithm>
 
@@ -11,12 +12,12 @@
 
 namespace tritium::ops::detail {
 
-namespace {
-
 namespace tl = tritium::tl;
 using runtime::Tensor;
 
+namespace {
 constexpr int64_t kMaxSortBlock = 1024;
+}  // namespace
 
 // Program (b, r): block b of row r sorted ascending if (its first index & K) == 0, else descending.
 Kernel& block_sort_kernel() {
@@ -54,8 +55,6 @@ Kernel& merge_pass_kernel() {
       {"keys", "n", "K", "J", "BLOCK"});
   return k;
 }
-
-}  // namespace
 
 void sort_rows_u64(Tensor& keys) {
   if (keys.dtype() != DType::u64 || keys.dim() != 2 || !keys.is_contiguous())

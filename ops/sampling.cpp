@@ -13,15 +13,17 @@
 #include "ops/elementwise_kernels.h"
 #include "ops/random.h"
 #include "ops/random_key_sort.h"
+#include "ops/sampling_kernels.h"
 #include "runtime/dtype_dispatch.h"
 #include "runtime/views.h"
 
 namespace tritium::ops {
 
-namespace {
-
 namespace tl = tritium::tl;
 using P = tl::ptr<tl::any>;
+using namespace detail;
+
+namespace {
 
 constexpr int kBlock = 1024;
 
@@ -31,9 +33,122 @@ tl::tensor element_index(int BLOCK) { return tl::program_id(0).to(tl::int64) * B
 
 // ---- element-wise samplers -------------------------------------------------------------------
 
-// What one element's value is, from the words of its counter and parameters a, b (per element
-// from A, B when given, else the scalars).
+// The distributions of detail::sampler_kernel (its DIST).
 enum Dist : int { kNormal, kLogNormal, kExponential, kGeometric, kCauchy, kBernoulli, kRandom };
+
+struct SamplerArgs {
+  Dist dist;
+  Tensor A = Tensor(), B = Tensor();  // per-element parameters (contiguous, out's shape) or undefined
+  double a = 0, b = 0;
+  int64_t low = 0;
+  uint64_t range = 1;
+};
+
+// Fills the contiguous `out` from numel counters of gen.
+void run_sampler(const Tensor& out, const SamplerArgs& s, Generator& gen) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const bool f64_math = s.dist == kGeometric || s.dist == kCauchy || s.dist == kBernoulli || s.dist == kRandom;
+  const DType compute = f64_math || !is_float(out.dtype()) ? DType::f64 : detail::math_type(out.dtype());
+  const bool wide = s.range == 0 || s.range > (uint64_t(1) << 32);
+  Generator::Stream r = gen.reserve(static_cast<uint64_t>(n));
+  sampler_kernel()[{cdiv(n, kBlock)}](out, s.A, s.B, n, r.seed, r.offset, s.a, s.b, s.low, s.range,
+                                      static_cast<int>(s.dist), static_cast<int>(out.dtype()),
+                                      static_cast<int>(compute), wide, kBlock, on(out));
+}
+
+// Samples into x (any strides): directly when contiguous, else through a contiguous temporary,
+// so the counter of an element is its row-major index either way.
+void sample_into(Tensor& x, const SamplerArgs& s, Generator& gen) {
+  if (x.is_contiguous()) return run_sampler(x, s, gen);
+  Tensor tmp = Tensor::empty(x.shape(), x.dtype(), x.device());
+  run_sampler(tmp, s, gen);
+  copy_(x, tmp);
+}
+
+// A parameter tensor broadcast to `shape`, contiguous.
+Tensor param(const Tensor& p, const Shape& shape) { return contiguous(runtime::expand_of(p, shape)); }
+
+// ---- value checks that need the data -----------------------------------------------------------
+
+bool any_outside(const Tensor& x_in, double lo, double hi) {
+  Tensor x = contiguous(x_in);
+  if (x.numel() == 0) return false;
+  Tensor flag = zeros({1}, DType::i32, x.device());
+  outside_kernel()[{cdiv(x.numel(), kBlock)}](x, flag, x.numel(), lo, hi, kBlock, on(x));
+  return flag.to_vector<int32_t>()[0] != 0;
+}
+
+void check_float(const char* op, const Tensor& x) {
+  if (!x.defined()) fail("{}: the tensor is undefined", op);
+  if (!is_float(x.dtype()))
+    fail("{}: expects a floating-point tensor (f16, bf16, f32 or f64), got {}", op, dtype_name(x.dtype()));
+}
+
+// ---- poisson -----------------------------------------------------------------------------------
+
+// log(k!) = lgamma(k + 1) for k >= 0 (f64): Stirling's series at x + 8 >= 9 (error below 1e-13),
+// shifted down by log(x (x+1) ... (x+7)).
+tl::tensor log_factorial(const tl::tensor& k) {
+  auto x = k + 1.0;
+  auto y = x + 8.0;
+  auto shift = x * (x + 1.0) * (x + 2.0) * (x + 3.0) * (x + 4.0) * (x + 5.0) * (x + 6.0) * (x + 7.0);
+  auto inv = 1.0 / y, inv2 = inv * inv;
+  auto series = inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680))));
+  return (y - 0.5) * tl::log(y) - y + 0.91893853320467274 + series - tl::log(shift);
+}
+
+constexpr double kPtrsThreshold = 10.0;  // rates below: inversion; from here: PTRS
+constexpr int kInversionSteps = 64;      // P(Poisson(10) > 64) < 1e-25
+constexpr int kPtrsTries = 32;           // PTRS accepts with probability > 0.85: 0.15^32 < 1e-26
+
+// ---- multinomial -------------------------------------------------------------------------------
+
+// The first index j of cdf[0, C) with cdf[j] > u (STRICT) or cdf[j] >= u, C if none: a binary
+// search of `steps` = bit width of C halvings on blocks lo, hi.
+tl::tensor search(const tl::ptr<double>& cdf, const tl::tensor& row_start, const tl::tensor& u, const tl::tensor& C,
+                  const tl::tensor& steps, bool strict) {
+  auto lo = tl::zeros(u.shape(), tl::int64);
+  auto hi = lo + C;
+  for ([[maybe_unused]] auto s : tl::range(0, steps)) {
+    auto active = lo < hi;
+    auto mid = (lo + hi) / 2;
+    auto v = tl::load(cdf + row_start + mid, active, 0.0);
+    auto right = strict ? (v <= u) : (v < u);
+    lo = tl::where(active && right, mid + 1, lo);
+    hi = tl::where(active && !right, mid, hi);
+  }
+  return lo;
+}
+
+// ---- randperm and helpers -------------------------------------------------------------------------
+
+int64_t next_pow2(int64_t n) { return n <= 1 ? 1 : int64_t(1) << std::bit_width(static_cast<uint64_t>(n - 1)); }
+int bit_width(int64_t n) { return static_cast<int>(std::bit_width(static_cast<uint64_t>(n))); }
+
+// The largest integer of dtype d as __int128 (floats: 2^mantissa digits, PyTorch's random_ bound).
+__int128 dtype_max(DType d) {
+  switch (d) {
+    case DType::i1: return 1;
+    case DType::f16: return int64_t(1) << 11;
+    case DType::bf16: return int64_t(1) << 8;
+    case DType::f32: return int64_t(1) << 24;
+    case DType::f64: return int64_t(1) << 53;
+    default:
+      return is_signed_int(d) ? (static_cast<__int128>(1) << (dtype_bits(d) - 1)) - 1
+                              : (static_cast<__int128>(1) << dtype_bits(d)) - 1;
+  }
+}
+__int128 dtype_min(DType d) {
+  if (is_float(d)) return -dtype_max(d);
+  return is_signed_int(d) ? -dtype_max(d) - 1 : 0;
+}
+
+}  // namespace
+
+// ---- the kernels (ops/sampling_kernels.h) ------------------------------------------------------
+
+namespace detail {
 
 Kernel& sampler_kernel() {
   static Kernel k = kernel(
@@ -73,42 +188,6 @@ Kernel& sampler_kernel() {
   return k;
 }
 
-struct SamplerArgs {
-  Dist dist;
-  Tensor A = Tensor(), B = Tensor();  // per-element parameters (contiguous, out's shape) or undefined
-  double a = 0, b = 0;
-  int64_t low = 0;
-  uint64_t range = 1;
-};
-
-// Fills the contiguous `out` from numel counters of gen.
-void run_sampler(const Tensor& out, const SamplerArgs& s, Generator& gen) {
-  const int64_t n = out.numel();
-  if (n == 0) return;
-  const bool f64_math = s.dist == kGeometric || s.dist == kCauchy || s.dist == kBernoulli || s.dist == kRandom;
-  const DType compute = f64_math || !is_float(out.dtype()) ? DType::f64 : detail::math_type(out.dtype());
-  const bool wide = s.range == 0 || s.range > (uint64_t(1) << 32);
-  Generator::Stream r = gen.reserve(static_cast<uint64_t>(n));
-  sampler_kernel()[{cdiv(n, kBlock)}](out, s.A, s.B, n, r.seed, r.offset, s.a, s.b, s.low, s.range,
-                                      static_cast<int>(s.dist), static_cast<int>(out.dtype()),
-                                      static_cast<int>(compute), wide, kBlock, on(out));
-}
-
-// Samples into x (any strides): directly when contiguous, else through a contiguous temporary,
-// so the counter of an element is its row-major index either way.
-void sample_into(Tensor& x, const SamplerArgs& s, Generator& gen) {
-  if (x.is_contiguous()) return run_sampler(x, s, gen);
-  Tensor tmp = Tensor::empty(x.shape(), x.dtype(), x.device());
-  run_sampler(tmp, s, gen);
-  copy_(x, tmp);
-}
-
-// A parameter tensor broadcast to `shape`, contiguous.
-Tensor param(const Tensor& p, const Shape& shape) { return contiguous(runtime::expand_of(p, shape)); }
-
-// ---- value checks that need the data -----------------------------------------------------------
-
-// 1 if any element of x is outside [lo, hi] or NaN.
 Kernel& outside_kernel() {
   static Kernel k = kernel(
       "sample_check_range",
@@ -123,39 +202,6 @@ Kernel& outside_kernel() {
   return k;
 }
 
-bool any_outside(const Tensor& x_in, double lo, double hi) {
-  Tensor x = contiguous(x_in);
-  if (x.numel() == 0) return false;
-  Tensor flag = zeros({1}, DType::i32, x.device());
-  outside_kernel()[{cdiv(x.numel(), kBlock)}](x, flag, x.numel(), lo, hi, kBlock, on(x));
-  return flag.to_vector<int32_t>()[0] != 0;
-}
-
-void check_float(const char* op, const Tensor& x) {
-  if (!x.defined()) fail("{}: the tensor is undefined", op);
-  if (!is_float(x.dtype()))
-    fail("{}: expects a floating-point tensor (f16, bf16, f32 or f64), got {}", op, dtype_name(x.dtype()));
-}
-
-// ---- poisson -----------------------------------------------------------------------------------
-
-// log(k!) = lgamma(k + 1) for k >= 0 (f64): Stirling's series at x + 8 >= 9 (error below 1e-13),
-// shifted down by log(x (x+1) ... (x+7)).
-tl::tensor log_factorial(const tl::tensor& k) {
-  auto x = k + 1.0;
-  auto y = x + 8.0;
-  auto shift = x * (x + 1.0) * (x + 2.0) * (x + 3.0) * (x + 4.0) * (x + 5.0) * (x + 6.0) * (x + 7.0);
-  auto inv = 1.0 / y, inv2 = inv * inv;
-  auto series = inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680))));
-  return (y - 0.5) * tl::log(y) - y + 0.91893853320467274 + series - tl::log(shift);
-}
-
-constexpr double kPtrsThreshold = 10.0;  // rates below: inversion; from here: PTRS
-constexpr int kInversionSteps = 64;      // P(Poisson(10) > 64) < 1e-25
-constexpr int kPtrsTries = 32;           // PTRS accepts with probability > 0.85: 0.15^32 < 1e-26
-
-// Element i: inversion with the uniform of counter (base + i, subsequence 0); PTRS try t with
-// counter (base + i, subsequence t + 1), U from words 0-1 and V from words 2-3.
 Kernel& poisson_kernel() {
   static Kernel k = kernel(
       "poisson",
@@ -210,10 +256,6 @@ Kernel& poisson_kernel() {
   return k;
 }
 
-// ---- multinomial -------------------------------------------------------------------------------
-
-// Program r: the row's running sums in f64 (into cdf when WRITE_CDF), its total, whether it has a
-// negative / NaN / infinite weight, and its number of positive weights.
 Kernel& multinomial_rows_kernel() {
   static Kernel k = kernel(
       "multinomial_rows",
@@ -243,26 +285,6 @@ Kernel& multinomial_rows_kernel() {
   return k;
 }
 
-// The first index j of cdf[0, C) with cdf[j] > u (STRICT) or cdf[j] >= u, C if none: a binary
-// search of `steps` = bit width of C halvings on blocks lo, hi.
-tl::tensor search(const tl::ptr<double>& cdf, const tl::tensor& row_start, const tl::tensor& u, const tl::tensor& C,
-                  const tl::tensor& steps, bool strict) {
-  auto lo = tl::zeros(u.shape(), tl::int64);
-  auto hi = lo + C;
-  for ([[maybe_unused]] auto s : tl::range(0, steps)) {
-    auto active = lo < hi;
-    auto mid = (lo + hi) / 2;
-    auto v = tl::load(cdf + row_start + mid, active, 0.0);
-    auto right = strict ? (v <= u) : (v < u);
-    lo = tl::where(active && right, mid + 1, lo);
-    hi = tl::where(active && !right, mid, hi);
-  }
-  return lo;
-}
-
-// With replacement: sample s of row r uses counter base + r * S + s; u = U[0, 1) * total, and the
-// category is the first with cdf > u (never a zero weight: its cdf equals its predecessor's),
-// capped at the first reaching the total (u can round up to it).
 Kernel& multinomial_draw_kernel() {
   static Kernel k = kernel(
       "multinomial_with_replacement",
@@ -282,11 +304,6 @@ Kernel& multinomial_draw_kernel() {
   return k;
 }
 
-// Without replacement (the exponential race: the categories in increasing E_j / p_j with E_j
-// exponential are a draw without replacement, each pick proportional to the remaining weights):
-// key of (r, j) = the f64 bits of E_j / p_j (counter base + r * C + j) with the low IB bits
-// replaced by j, so one u64 sort orders by key, ties by index; a zero weight gives +inf, after
-// every positive weight; padding is all ones.
 Kernel& race_keys_kernel() {
   static Kernel k = kernel(
       "multinomial_race_keys",
@@ -306,7 +323,6 @@ Kernel& race_keys_kernel() {
   return k;
 }
 
-// out[r, s] = low IB bits of keys[r, s] for s < S, converted to out's dtype.
 Kernel& key_index_kernel() {
   static Kernel k = kernel(
       "random_key_indices",
@@ -321,10 +337,6 @@ Kernel& key_index_kernel() {
   return k;
 }
 
-// ---- randperm ----------------------------------------------------------------------------------
-
-// Key i = 64 random bits of counter base + i (words 0, 1) with the low IB bits replaced by i
-// (IB = bit width of n, so no real key is all ones); padding up to N is all ones.
 Kernel& randperm_keys_kernel() {
   static Kernel k = kernel(
       "randperm_keys",
@@ -340,28 +352,8 @@ Kernel& randperm_keys_kernel() {
   return k;
 }
 
-int64_t next_pow2(int64_t n) { return n <= 1 ? 1 : int64_t(1) << std::bit_width(static_cast<uint64_t>(n - 1)); }
-int bit_width(int64_t n) { return static_cast<int>(std::bit_width(static_cast<uint64_t>(n))); }
+}  // namespace detail
 
-// The largest integer of dtype d as __int128 (floats: 2^mantissa digits, PyTorch's random_ bound).
-__int128 dtype_max(DType d) {
-  switch (d) {
-    case DType::i1: return 1;
-    case DType::f16: return int64_t(1) << 11;
-    case DType::bf16: return int64_t(1) << 8;
-    case DType::f32: return int64_t(1) << 24;
-    case DType::f64: return int64_t(1) << 53;
-    default:
-      return is_signed_int(d) ? (static_cast<__int128>(1) << (dtype_bits(d) - 1)) - 1
-                              : (static_cast<__int128>(1) << dtype_bits(d)) - 1;
-  }
-}
-__int128 dtype_min(DType d) {
-  if (is_float(d)) return -dtype_max(d);
-  return is_signed_int(d) ? -dtype_max(d) - 1 : 0;
-}
-
-}  // namespace
 
 // ---- *_like ------------------------------------------------------------------------------------
 
