@@ -179,7 +179,9 @@ Kernel& sampler_kernel() {
           default: {
             tl::tensor bits = w[0].to(tl::uint64);
             if (WIDE) bits = (bits << 32) | w[1].to(tl::uint64);
-            v = low + (bits % range).to(tl::int64, true);
+            // range 0 stands for 2^64 (random_() of u64): every bit pattern.
+            auto reduced = tl::where(range == 0, bits, bits % tl::maximum(range, 1));
+            v = low + reduced.to(tl::int64, true);
           }
         }
         tl::store(out + i, v.to(out_t), mask);

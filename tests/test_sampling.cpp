@@ -327,6 +327,11 @@ BOOST_AUTO_TEST_CASE(discrete_inplace_distributions) {
     auto bv = big.to_vector<int64_t>();
     BOOST_TEST(*std::min_element(bv.begin(), bv.end()) >= 0);
     BOOST_TEST(*std::max_element(bv.begin(), bv.end()) > (int64_t(1) << 62));  // 64-bit draws reach the top
+    Tensor all_bits = ops::zeros({n}, DType::u64);
+    ops::random_(all_bits, gen);  // the range is 2^64
+    auto uv = all_bits.to_vector<uint64_t>();
+    BOOST_TEST(*std::max_element(uv.begin(), uv.end()) > (uint64_t(1) << 63));
+    check_mean(f64_values(all_bits), 0x1p63, 0x1p64 / std::sqrt(12.0), "random_() u64");
 
     Tensor y = ops::zeros({3}, DType::f32);
     tt::check_throws([&] { ops::geometric_(y, 0.0, gen); }, {"geometric_ expects p to be in (0, 1)", "p=0"}, "p = 0");
