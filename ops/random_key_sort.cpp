@@ -19,13 +19,16 @@ namespace {
 constexpr int64_t kMaxSortBlock = 1024;
 }  // namespace
 
-// Program (b, r): block b of row r sorted ascending if (its first index & K) == 0, else descending.
+// Program p = r * (n / BLOCK) + b (rows flattened into grid x, whose size CUDA does not cap at
+// 65535): block b of row r sorted ascending if (its first index & K) == 0, else descending.
 Kernel& block_sort_kernel() {
   static Kernel k = kernel(
       "random_key_block_sort",
       [](tl::ptr<uint64_t> keys, tl::i64 n, tl::i64 K, int BLOCK) {
-        auto row = tl::program_id(1).to(tl::int64) * n;
-        auto start = tl::program_id(0).to(tl::int64) * BLOCK;
+        auto pid = tl::program_id(0).to(tl::int64);
+        auto blocks = n / BLOCK;
+        auto row = (pid / blocks) * n;
+        auto start = (pid % blocks) * BLOCK;
         auto lane = tl::arange(0, BLOCK).to(tl::int64);
         auto sorted = tl::sort(tl::load(keys + row + start + lane));
         auto descending = (start & K) != 0;
@@ -36,14 +39,16 @@ Kernel& block_sort_kernel() {
   return k;
 }
 
-// One compare-exchange pass at stride J of stage K: program (b, r) takes pairs b*BLOCK.. of row r
-// (n / 2 pairs; pair p joins i = (p / J) * 2J + p % J and i + J).
+// One compare-exchange pass at stride J of stage K: program r * (n / 2 / BLOCK) + b takes pairs
+// b*BLOCK.. of row r (n / 2 pairs; pair p joins i = (p / J) * 2J + p % J and i + J).
 Kernel& merge_pass_kernel() {
   static Kernel k = kernel(
       "random_key_merge_pass",
       [](tl::ptr<uint64_t> keys, tl::i64 n, tl::i64 K, tl::i64 J, int BLOCK) {
-        auto row = tl::program_id(1).to(tl::int64) * n;
-        auto p = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK);
+        auto pid = tl::program_id(0).to(tl::int64);
+        auto blocks = n / 2 / BLOCK;
+        auto row = (pid / blocks) * n;
+        auto p = (pid % blocks) * BLOCK + tl::arange(0, BLOCK);
         auto i = (p / J) * (2 * J) + p % J;
         auto a = tl::load(keys + row + i);
         auto b = tl::load(keys + row + i + J);
@@ -66,13 +71,12 @@ void sort_rows_u64(Tensor& keys) {
   const int64_t pair_block = std::min(n / 2, kMaxSortBlock);
   const Options on{.device = keys.device()};
   auto sort_blocks = [&](int64_t K) {
-    block_sort_kernel()[{static_cast<uint32_t>(n / block), static_cast<uint32_t>(rows)}](keys, n, K,
-                                                                                       static_cast<int>(block), on);
+    block_sort_kernel()[{n / block * rows}](keys, n, K, static_cast<int>(block), on);
   };
   sort_blocks(block);
   for (int64_t K = 2 * block; K <= n; K *= 2) {
     for (int64_t J = K / 2; J >= block; J /= 2)
-      merge_pass_kernel()[{static_cast<uint32_t>(n / 2 / pair_block), static_cast<uint32_t>(rows)}](
+      merge_pass_kernel()[{n / 2 / pair_block * rows}](
           keys, n, K, J, static_cast<int>(pair_block), on);
     sort_blocks(K);
   }

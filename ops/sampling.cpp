@@ -31,6 +31,17 @@ Options on(const Tensor& x) { return Options{.device = x.device()}; }
 
 tl::tensor element_index(int BLOCK) { return tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK); }
 
+// Row-wise launches flatten (row, block) into grid x (CUDA's y and z stop at 65535): program p
+// is block p % blocks_per_row of row p / blocks_per_row, over `per_row` elements.
+struct RowElements {
+  tl::tensor row, index;  // the row (i64 scalar) and the block's element indices in it
+};
+RowElements row_elements(const tl::tensor& per_row, int BLOCK) {
+  auto pid = tl::program_id(0).to(tl::int64);
+  auto blocks_per_row = (per_row + (BLOCK - 1)) / BLOCK;
+  return {pid / blocks_per_row, (pid % blocks_per_row) * BLOCK + tl::arange(0, BLOCK)};
+}
+
 // ---- element-wise samplers -------------------------------------------------------------------
 
 // The distributions of detail::sampler_kernel (its DIST).
@@ -292,8 +303,7 @@ Kernel& multinomial_draw_kernel() {
       "multinomial_with_replacement",
       [](tl::ptr<double> cdf, tl::ptr<double> total, tl::ptr<int64_t> out, tl::i64 C, tl::i64 S, tl::i32 steps,
          tl::u64 seed, tl::u64 base, int BLOCK) {
-        auto row = tl::program_id(1).to(tl::int64);
-        auto s = element_index(BLOCK);
+        auto [row, s] = row_elements(S, BLOCK);
         auto m = s < S;
         auto w = philox::random_words(seed, base + (row * S + s).to(tl::uint64, true));
         auto t = tl::load(total + row);
@@ -310,8 +320,7 @@ Kernel& race_keys_kernel() {
   static Kernel k = kernel(
       "multinomial_race_keys",
       [](P probs, tl::ptr<uint64_t> keys, tl::i64 C, tl::i64 N, tl::i64 IB, tl::u64 seed, tl::u64 base, int BLOCK) {
-        auto row = tl::program_id(1).to(tl::int64);
-        auto j = element_index(BLOCK);
+        auto [row, j] = row_elements(N, BLOCK);
         auto m = j < C;
         auto p = tl::load(probs + row * C + j, m, 1.0).to(tl::float64);
         auto w = philox::random_words(seed, base + (row * C + j).to(tl::uint64, true));
@@ -329,8 +338,7 @@ Kernel& key_index_kernel() {
   static Kernel k = kernel(
       "random_key_indices",
       [](tl::ptr<uint64_t> keys, P out, tl::i64 N, tl::i64 S, tl::i64 IB, int BLOCK) {
-        auto row = tl::program_id(1).to(tl::int64);
-        auto s = element_index(BLOCK);
+        auto [row, s] = row_elements(S, BLOCK);
         auto low_mask = (tl::full({}, 1, tl::uint64) << IB.to(tl::uint64, true)) - 1;
         auto idx = (tl::load(keys + row * N + s, s < S, 0) & low_mask).to(tl::int64, true);
         tl::store(out + row * S + s, idx.to(out.element_ty()), s < S);
@@ -557,7 +565,7 @@ Tensor multinomial(const Tensor& probs_in, int64_t num_samples, bool replacement
   if (replacement) {
     Generator::Stream s = gen.reserve(static_cast<uint64_t>(R * num_samples));
     const int block = 256;
-    multinomial_draw_kernel()[{cdiv(num_samples, block), R}](cdf, total, out, C, num_samples, bit_width(C) + 1,
+    multinomial_draw_kernel()[{cdiv(num_samples, block) * R}](cdf, total, out, C, num_samples, bit_width(C) + 1,
                                                              s.seed, s.offset, block, on(probs));
     return out;
   }
@@ -565,9 +573,9 @@ Tensor multinomial(const Tensor& probs_in, int64_t num_samples, bool replacement
   const int64_t ib = bit_width(C);
   Tensor keys = Tensor::empty({R, N}, DType::u64, dev);
   Generator::Stream s = gen.reserve(static_cast<uint64_t>(R * C));
-  race_keys_kernel()[{cdiv(N, kBlock), R}](probs, keys, C, N, ib, s.seed, s.offset, kBlock, on(probs));
+  race_keys_kernel()[{cdiv(N, kBlock) * R}](probs, keys, C, N, ib, s.seed, s.offset, kBlock, on(probs));
   detail::sort_rows_u64(keys);
-  key_index_kernel()[{cdiv(num_samples, kBlock), R}](keys, out, N, num_samples, ib, kBlock, on(probs));
+  key_index_kernel()[{cdiv(num_samples, kBlock) * R}](keys, out, N, num_samples, ib, kBlock, on(probs));
   return out;
 }
 
@@ -586,7 +594,7 @@ Tensor randperm(int64_t n, Generator& gen, DType dtype, Device device) {
   Generator::Stream s = gen.reserve(static_cast<uint64_t>(n));
   randperm_keys_kernel()[{cdiv(N, kBlock)}](keys, n, N, ib, s.seed, s.offset, kBlock, on(keys));
   detail::sort_rows_u64(keys);
-  key_index_kernel()[{cdiv(n, kBlock), 1}](keys, out, N, n, ib, kBlock, on(keys));
+  key_index_kernel()[{cdiv(n, kBlock)}](keys, out, N, n, ib, kBlock, on(keys));
   return out;
 }
 
