@@ -29,6 +29,47 @@ std::array<tl::tensor, 4> random_words(const tl::tensor& seed, const tl::tensor&
   return tl::philox(seed, o.to(tl::uint32), (o >> 32).to(tl::uint32), zero, zero);
 }
 
+std::array<tl::tensor, 4> random_words(const tl::tensor& seed, const tl::tensor& offset, const tl::tensor& subsequence) {
+  tl::tensor o = offset.to(tl::uint64, offset.dtype() == DType::i64);
+  tl::tensor zero = tl::zeros(o.shape(), tl::uint32);
+  tl::tensor sub = subsequence.to(tl::uint32, subsequence.dtype() == DType::i32);
+  return tl::philox(seed, o.to(tl::uint32), (o >> 32).to(tl::uint32), sub + zero, zero);
+}
+
+namespace {
+// The largest value below 1 in dtype d, as f32 (f16: 1 - 2^-11, bf16: 1 - 2^-8): uniforms are
+// clamped to it before rounding so that they stay in [0, 1).
+float below_one(DType d) { return d == DType::f16 ? 0.99951171875f : d == DType::bf16 ? 0.99609375f : 1.0f; }
+tl::tensor bits53(const tl::tensor& hi, const tl::tensor& lo) {
+  return ((hi.to(tl::uint64) << 32) | lo.to(tl::uint64)) >> 11;
+}
+}  // namespace
+
+tl::tensor uniform_f64(const tl::tensor& hi, const tl::tensor& lo) {
+  return bits53(hi, lo).to(tl::float64) * 1.1102230246251565e-16;  // 2^-53
+}
+
+tl::tensor open_uniform_f64(const tl::tensor& hi, const tl::tensor& lo) {
+  return (bits53(hi, lo).to(tl::float64) + 0.5) * 1.1102230246251565e-16;
+}
+
+tl::tensor uniform01(const std::array<tl::tensor, 4>& w, DType d) {
+  if (d == DType::f64) return uniform_f64(w[0], w[1]);
+  auto u = tl::uint_to_uniform_float(w[0]);
+  if (d != DType::f32) u = tl::minimum(u, below_one(d));
+  return u;
+}
+
+tl::tensor standard_normal(const std::array<tl::tensor, 4>& w, DType d) {
+  if (d == DType::f64) {
+    // u1 in (0, 1] from words 0 and 1, u2 in [0, 1) from words 2 and 3.
+    auto u1 = (bits53(w[0], w[1]) + 1).to(tl::float64) * 1.1102230246251565e-16;
+    auto u2 = uniform_f64(w[2], w[3]);
+    return tl::sqrt(-2.0 * tl::log(u1)) * tl::cos(6.283185307179586 * u2);
+  }
+  return tl::pair_uniform_to_normal(tl::uint_to_uniform_float(w[0]), tl::uint_to_uniform_float(w[1]))[0];
+}
+
 namespace {
 Kernel& raw_kernel() {
   static Kernel k = kernel(
@@ -113,37 +154,8 @@ using runtime::Tensor;
 
 constexpr int kBlock = 1024;
 
-// The largest value below 1 in dtype d, as f32 (f16: 1 - 2^-11, bf16: 1 - 2^-8): uniforms are
-// clamped to it before rounding so that they stay in [0, 1).
-float below_one(DType d) { return d == DType::f16 ? 0.99951171875f : d == DType::bf16 ? 0.99609375f : 1.0f; }
-
-// A uniform in [0, 1) in dtype T: f32 as Triton (one word), f64 from 53 bits of words 0 and 1.
-template <class T> tl::tensor uniform01(const std::array<tl::tensor, 4>& w) {
-  constexpr DType d = dtype_of<T>();
-  if constexpr (d == DType::f64) {
-    auto bits = ((w[0].to(tl::uint64) << 32) | w[1].to(tl::uint64)) >> 11;
-    return bits.to(tl::float64) * 1.1102230246251565e-16;  // 2^-53
-  } else {
-    auto u = tl::uint_to_uniform_float(w[0]);
-    if constexpr (d != DType::f32) u = tl::minimum(u, below_one(d));
-    return u;
-  }
-}
-
-// A standard normal in dtype T (f32 arithmetic for f16/bf16/f32, as Triton's randn; f64 uses
-// 53-bit uniforms from all four words, u1 in (0, 1]).
-template <class T> tl::tensor normal(const std::array<tl::tensor, 4>& w) {
-  constexpr DType d = dtype_of<T>();
-  if constexpr (d == DType::f64) {
-    auto b1 = ((w[0].to(tl::uint64) << 32) | w[1].to(tl::uint64)) >> 11;
-    auto b2 = ((w[2].to(tl::uint64) << 32) | w[3].to(tl::uint64)) >> 11;
-    auto u1 = (b1 + 1).to(tl::float64) * 1.1102230246251565e-16;
-    auto u2 = b2.to(tl::float64) * 1.1102230246251565e-16;
-    return tl::sqrt(-2.0 * tl::log(u1)) * tl::cos(6.283185307179586 * u2);
-  } else {
-    return tl::pair_uniform_to_normal(tl::uint_to_uniform_float(w[0]), tl::uint_to_uniform_float(w[1]))[0];
-  }
-}
+template <class T> tl::tensor uniform01(const std::array<tl::tensor, 4>& w) { return philox::uniform01(w, dtype_of<T>()); }
+template <class T> tl::tensor normal(const std::array<tl::tensor, 4>& w) { return philox::standard_normal(w, dtype_of<T>()); }
 
 // Counters for the elements of a program: base + linear index.
 tl::tensor element_offsets(int BLOCK) { return tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK); }

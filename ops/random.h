@@ -24,5 +24,20 @@ std::array<tl::tensor, 4> random_words(const tl::tensor& seed, const tl::tensor&
 // Host-callable: runs the Philox kernel on counters [N, 4] (u32, contiguous) with key (k0, k1)
 // and returns [N, 4] u32 output words. For known-answer tests.
 runtime::Tensor philox4x32_10(const runtime::Tensor& counters, uint32_t k0, uint32_t k1);
+// As random_words, with counter word 2 = `subsequence` (a u32 scalar or block): the further
+// independent draws of one element (a rejection sampler's tries) use subsequences 1, 2, ...
+std::array<tl::tensor, 4> random_words(const tl::tensor& seed, const tl::tensor& offset, const tl::tensor& subsequence);
+
+// The op library's conversions of the words of one counter (used by every sampler, so that one
+// counter gives the same value whatever the op):
+// a uniform in [0, 1) in dtype d's compute type (f32 as Triton from word 0, clamped below 1 for
+// f16/bf16; f64 from 53 bits of words 0 and 1);
+tl::tensor uniform01(const std::array<tl::tensor, 4>& w, DType d);
+// a standard normal (f32 Box-Muller on words 0 and 1 as Triton's randn; f64 from all four words);
+tl::tensor standard_normal(const std::array<tl::tensor, 4>& w, DType d);
+// f64 uniforms from the 53 high bits of (hi, lo): in [0, 1), and in (0, 1) (never 0, so its log
+// is finite).
+tl::tensor uniform_f64(const tl::tensor& hi, const tl::tensor& lo);
+tl::tensor open_uniform_f64(const tl::tensor& hi, const tl::tensor& lo);
 
 }  // namespace tritium::ops::philox
