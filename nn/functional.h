@@ -2,6 +2,7 @@
 // autograd nodes when an input requires grad. Namespace tritium, so `tritium::relu(x)`, plus the
 // arithmetic operators on tensors.
 #pragma once
+#include "nn/sampling_inplace.h"  // sampling, seeds and in-place samplers (issue 29, item 6)
 #include "nn/tensor_ops.h"  // shape ops and indexing (issue 29, item 2)
 #include "ops/ops.h"
 
