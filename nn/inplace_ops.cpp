@@ -178,18 +178,21 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (!src.defined()) fail("copy_: the source tensor is undefined");
   return apply_inplace(*this, "copy_", {src}, [&](const Tensor& s) {
     // src broadcast to self's shape and converted to self's dtype; gradient: g to src (summed back
-    // to its shape, in its dtype by record), none to the overwritten values.
+    // to its shape, in its dtype by record), zeros to the overwritten values (derivatives.yaml's
+    // `self: zeros_like(grad)`): self's old history stays connected but gets nothing, even when
+    // src does not require grad.
     Tensor out = Tensor::empty(s.shape(), s.dtype(), s.device());
     ops::copy_(out, src.detach());
-    return nn::record(std::move(out), {src}, "CopyBackwards", [](const Tensor& g) { return std::vector<Tensor>{g}; });
+    return nn::record(std::move(out), {s, src}, "CopyBackwards",
+                      [](const Tensor& g) { return std::vector<Tensor>{ops::zeros_like(g), g}; });
   });
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {
   return apply_inplace(*this, "fill_", {}, [&](const Tensor& s) {
-    // A constant: self's earlier history gets no gradient from here on (PyTorch's FillBackward).
+    // A constant: self's earlier history gets zeros from here on (PyTorch's FillBackward).
     return nn::record(ops::full(s.shape(), value, s.dtype(), s.device()), {s}, "FillBackward",
-                      [](const Tensor&) { return std::vector<Tensor>{Tensor()}; });
+                      [](const Tensor& g) { return std::vector<Tensor>{ops::zeros_like(g)}; });
   });
 }
 

@@ -147,6 +147,21 @@ BOOST_AUTO_TEST_CASE(gradients_through_inplace_ops) {
     }
     tt::check_close<double>(values(w.grad()), gw2, 1e-14, "clamp_ gradient");
     tt::check_close<double>(values(s.grad()), std::vector<double>(6, 3.0), 0, "copy_ gradient");
+
+    // Overwriting a non-leaf from values without grad (copy_ of a plain tensor, fill_, zero_):
+    // the old history gets zeros (PyTorch's CopyBackwards / FillBackward), not the gradient.
+    for (int how = 0; how < 3; ++how) {
+      Tensor u = leaf({6}, 10 + how);
+      Tensor h = u * 2.0;
+      if (how == 0) h.copy_(data({6}, 11));
+      if (how == 1) h.fill_(1.5);
+      if (how == 2) h.zero_();
+      BOOST_TEST(h.requires_grad());
+      BOOST_TEST(h.autograd()->grad_fn->name() == (how == 0 ? "CopyBackwards" : "FillBackward"));
+      tritium::sum(h * 3.0).backward();
+      BOOST_REQUIRE(u.grad().defined());
+      tt::check_close<double>(values(u.grad()), std::vector<double>(6, 0.0), 0, "history overwritten without grad");
+    }
   });
 }
 
