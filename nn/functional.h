@@ -3,6 +3,7 @@
 // arithmetic operators on tensors.
 #pragma once
 #include "nn/tensor_ops.h"  // shape ops and indexing (issue 29, item 2)
+#include "nn/matmul_family.h"  // mm, bmm, ..., tensordot, einsum (issue 29, item 5)
 #include "ops/ops.h"
 
 namespace tritium {

@@ -1,0 +1,226 @@
+// torch.einsum lowered to recorded tensor ops, so that its gradient flows through the lowering:
+//   1. each operand: diagonals for a subscript repeated within it (a view), sums over subscripts
+//      no other operand and not the output has, then a permute and size-1 dims (views) that align
+//      it to one order of all subscripts (the output's first, then the contracted ones);
+//   2. while more than one operand is left, the pair whose result is smallest (greedy, as
+//      opt_einsum's "greedy"; ties: the leftmost pair) is contracted: dims both have and the
+//      output keeps are batch dims, dims both have and nothing later needs are summed in a
+//      batched matmul ([B, M, K] @ [B, K, N], the reshapes views where the strides allow), a
+//      size-1 side of a summed dim is summed beforehand, and a pair with nothing to sum is a
+//      broadcast multiply;
+//   3. the result, aligned, is reshaped to the output (a view).
+// Operands of one dtype and device (PyTorch's rule); the products need float dtypes (the matmul
+// kernel's).
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "nn/functional.h"
+#include "ops/einsum_equation.h"
+
+namespace tritium {
+namespace {
+
+using ops::EinsumEquation;
+using ops::Shape;
+
+// An operand aligned to the full subscript order: rank = the number of subscripts, each dim of the
+// subscript's size or 1; `has` marks the subscripts whose dims it really holds (not yet summed).
+struct Aligned {
+  Tensor t;
+  std::vector<bool> has;
+};
+
+int64_t product(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
+}
+
+// Contracts a and b over the aligned dims in `sum` (true: summed in this step).
+Aligned contract(const Aligned& a_in, const Aligned& b_in, const std::vector<bool>& sum) {
+  const int rank = a_in.t.dim();
+  Tensor a = a_in.t, b = b_in.t;
+  std::vector<int> batch, lro, ro, k, sum_a, sum_b;
+  for (int d = 0; d < rank; ++d) {
+    const bool in_a = a.size(d) != 1, in_b = b.size(d) != 1;
+    if (sum[d]) {
+      if (in_a && in_b) k.push_back(d);
+      else if (in_a) sum_a.push_back(d);
+      else if (in_b) sum_b.push_back(d);
+    } else if (in_a && in_b) {
+      batch.push_back(d);
+    } else if (in_a) {
+      lro.push_back(d);
+    } else if (in_b) {
+      ro.push_back(d);
+    }
+  }
+  // A summed dim only one side holds: sum x_i y = y sum x_i, before the product.
+  if (!sum_a.empty()) a = tritium::sum(a, sum_a, true);
+  if (!sum_b.empty()) b = tritium::sum(b, sum_b, true);
+  Aligned out;
+  out.has.resize(rank);
+  for (int d = 0; d < rank; ++d) out.has[d] = (a_in.has[d] || b_in.has[d]) && !sum[d];
+  if (k.empty()) {  // nothing to contract: a broadcast multiply
+    out.t = tritium::mul(a, b);
+    return out;
+  }
+  // The rest: size-1 dims on both sides (their place in the aligned order is kept by the final
+  // permute).
+  std::vector<int> rest;
+  for (int d = 0; d < rank; ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() && std::find(lro.begin(), lro.end(), d) == lro.end() &&
+        std::find(ro.begin(), ro.end(), d) == ro.end())
+      rest.push_back(d);
+  auto sizes = [](const Tensor& t, const std::vector<int>& dims) {
+    std::vector<int64_t> s;
+    for (int d : dims) s.push_back(t.size(d));
+    return s;
+  };
+  auto concat = [](std::initializer_list<std::vector<int>> parts) {
+    std::vector<int> r;
+    for (const auto& p : parts) r.insert(r.end(), p.begin(), p.end());
+    return r;
+  };
+  std::vector<int> rest_a, rest_b;  // every dim of a (b) outside batch, lro (ro) and k
+  for (int d = 0; d < rank; ++d) {
+    bool k_dim = std::find(k.begin(), k.end(), d) != k.end();
+    bool b_dim = std::find(batch.begin(), batch.end(), d) != batch.end();
+    if (!k_dim && !b_dim && std::find(lro.begin(), lro.end(), d) == lro.end()) rest_a.push_back(d);
+    if (!k_dim && !b_dim && std::find(ro.begin(), ro.end(), d) == ro.end()) rest_b.push_back(d);
+  }
+  const auto bs = sizes(a, batch), ms = sizes(a, lro), ns = sizes(b, ro), ks = sizes(a, k);
+  const int64_t B = product(bs), M = product(ms), N = product(ns), K = product(ks);
+  Tensor a3 = a.permute(concat({batch, lro, k, rest_a})).reshape({B, M, K});
+  Tensor b3 = b.permute(concat({batch, k, ro, rest_b})).reshape({B, K, N});
+  Tensor c = tritium::matmul(a3, b3);  // [B, M, N]: one launch over the batch
+  // Back to the aligned order: [batch..., lro..., ro..., 1 for the rest], then permuted.
+  Shape shape = bs;
+  shape.insert(shape.end(), ms.begin(), ms.end());
+  shape.insert(shape.end(), ns.begin(), ns.end());
+  shape.insert(shape.end(), rest.size(), 1);
+  const std::vector<int> order = concat({batch, lro, ro, rest});
+  std::vector<int> inverse(rank);
+  for (int i = 0; i < rank; ++i) inverse[order[i]] = i;
+  out.t = c.reshape(shape).permute(inverse);
+  return out;
+}
+
+// The size of the contraction of operands i and j: the subscripts either holds that the output
+// or another operand still needs.
+int64_t result_size(const std::vector<Aligned>& ops, size_t i, size_t j, const std::vector<int64_t>& dim_sizes,
+                    const std::vector<bool>& in_output, std::vector<bool>* summed = nullptr) {
+  const size_t rank = dim_sizes.size();
+  int64_t size = 1;
+  if (summed) summed->assign(rank, false);
+  for (size_t d = 0; d < rank; ++d) {
+    if (!ops[i].has[d] && !ops[j].has[d]) continue;
+    bool needed = in_output[d];
+    for (size_t o = 0; o < ops.size() && !needed; ++o) needed = o != i && o != j && ops[o].has[d];
+    if (needed) size *= dim_sizes[d];
+    else if (summed) (*summed)[d] = true;
+  }
+  return size;
+}
+
+}  // namespace
+
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
+  if (operands.empty()) fail("einsum(): must provide at least one operand (equation '{}')", equation);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (!operands[i].defined()) fail("einsum(): operand {} is undefined", i);
+    if (operands[i].dtype() != operands[0].dtype())
+      fail("einsum(): expected all operands to have the same dtype, but operand 0 is {} and operand {} is {}",
+           dtype_name(operands[0].dtype()), i, dtype_name(operands[i].dtype()));
+    if (operands[i].device() != operands[0].device())
+      fail("einsum(): expected all operands to be on the same device, but operand 0 is on {} and operand {} on {}",
+           operands[0].device().str(), i, operands[i].device().str());
+  }
+  std::vector<Shape> shapes;
+  for (const Tensor& t : operands) shapes.push_back(t.shape());
+  const EinsumEquation eq = ops::parse_einsum(equation, shapes);
+
+  // The aligned order: the output's subscripts, then every other used one.
+  std::vector<int> order = eq.output;
+  for (int l = 0; l < eq.num_labels(); ++l)
+    if (eq.sizes[l] >= 0 && std::find(order.begin(), order.end(), l) == order.end()) order.push_back(l);
+  const int rank = static_cast<int>(order.size());
+  std::vector<int> position(eq.num_labels(), -1);
+  for (int p = 0; p < rank; ++p) position[order[p]] = p;
+  std::vector<int64_t> dim_sizes(rank);
+  std::vector<bool> in_output(rank, false);
+  for (int p = 0; p < rank; ++p) dim_sizes[p] = eq.sizes[order[p]];
+  for (int l : eq.output) in_output[position[l]] = true;
+  std::vector<int> holders(rank, 0);  // operands holding each aligned dim
+  for (const auto& labels : eq.operands) {
+    std::vector<bool> seen(rank, false);
+    for (int l : labels) seen[position[l]] = true;
+    for (int p = 0; p < rank; ++p) holders[p] += seen[p];
+  }
+
+  // 1. Each operand: diagonals, sums of its own subscripts, aligned.
+  std::vector<Aligned> ops;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    Tensor t = operands[k];
+    std::vector<int> labels = eq.operands[k];
+    for (bool found = true; found;) {  // a repeated subscript: its diagonal (moved to the end)
+      found = false;
+      for (size_t d1 = 0; d1 < labels.size() && !found; ++d1)
+        for (size_t d2 = d1 + 1; d2 < labels.size() && !found; ++d2)
+          if (labels[d1] == labels[d2]) {
+            t = tritium::diagonal(t, 0, static_cast<int>(d1), static_cast<int>(d2));
+            const int l = labels[d1];
+            labels.erase(labels.begin() + d2);
+            labels.erase(labels.begin() + d1);
+            labels.push_back(l);
+            found = true;
+          }
+    }
+    std::vector<int> own;  // held by this operand only and not in the output: summed now
+    for (size_t d = 0; d < labels.size(); ++d) {
+      const int p = position[labels[d]];
+      if (holders[p] == 1 && !in_output[p]) own.push_back(static_cast<int>(d));
+    }
+    if (!own.empty()) {
+      t = tritium::sum(t, own, false);
+      for (size_t i = own.size(); i-- > 0;) labels.erase(labels.begin() + own[i]);
+    }
+    // Permute into the aligned order, then a size-1 dim for each subscript it does not hold.
+    std::vector<int> perm(labels.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::sort(perm.begin(), perm.end(), [&](int x, int y) { return position[labels[x]] < position[labels[y]]; });
+    if (!std::is_sorted(perm.begin(), perm.end())) t = t.permute(perm);
+    Aligned a;
+    a.has.assign(rank, false);
+    for (int l : labels) a.has[position[l]] = true;
+    Shape aligned_shape(rank, 1);
+    for (int p = 0; p < rank; ++p)
+      if (a.has[p]) aligned_shape[p] = t.size(static_cast<int>(std::count(a.has.begin(), a.has.begin() + p, true)));
+    a.t = t.dim() == rank ? t : t.reshape(aligned_shape);  // inserting size-1 dims: a view
+    ops.push_back(std::move(a));
+  }
+
+  // 2. Contract pairs, the smallest result first.
+  while (ops.size() > 1) {
+    size_t bi = 0, bj = 1;
+    int64_t best = -1;
+    for (size_t i = 0; i < ops.size(); ++i)
+      for (size_t j = i + 1; j < ops.size(); ++j) {
+        int64_t s = result_size(ops, i, j, dim_sizes, in_output);
+        if (best < 0 || s < best) best = s, bi = i, bj = j;
+      }
+    std::vector<bool> summed;
+    result_size(ops, bi, bj, dim_sizes, in_output, &summed);
+    Aligned c = contract(ops[bi], ops[bj], summed);
+    ops.erase(ops.begin() + bj);
+    ops[bi] = std::move(c);
+  }
+
+  // 3. The output: the aligned dims past it have size 1 now.
+  Shape out_shape;
+  for (int l : eq.output) out_shape.push_back(ops[0].t.size(position[l]));
+  Tensor r = ops[0].t;
+  return r.dim() == static_cast<int>(out_shape.size()) ? r : r.reshape(out_shape);
+}
+
+}  // namespace tritium
