@@ -3,7 +3,8 @@
 //      no other operand and not the output has, then a permute and size-1 dims (views) that align
 //      it to one order of all subscripts (the output's first, then the contracted ones);
 //   2. while more than one operand is left, the pair whose result is smallest (greedy, as
-//      opt_einsum's "greedy"; ties: the leftmost pair) is contracted: dims both have and the
+//      opt_einsum's "greedy"; ties: the leftmost pair; ops::einsum_contraction_path) is
+//      contracted: dims both have and the
 //      output keeps are batch dims, dims both have and nothing later needs are summed in a
 //      batched matmul ([B, M, K] @ [B, K, N], the reshapes views where the strides allow), a
 //      size-1 side of a summed dim is summed beforehand, and a pair with nothing to sum is a
@@ -106,23 +107,6 @@ Aligned contract(const Aligned& a_in, const Aligned& b_in, const std::vector<boo
   return out;
 }
 
-// The size of the contraction of operands i and j: the subscripts either holds that the output
-// or another operand still needs.
-int64_t result_size(const std::vector<Aligned>& ops, size_t i, size_t j, const std::vector<int64_t>& dim_sizes,
-                    const std::vector<bool>& in_output, std::vector<bool>* summed = nullptr) {
-  const size_t rank = dim_sizes.size();
-  int64_t size = 1;
-  if (summed) summed->assign(rank, false);
-  for (size_t d = 0; d < rank; ++d) {
-    if (!ops[i].has[d] && !ops[j].has[d]) continue;
-    bool needed = in_output[d];
-    for (size_t o = 0; o < ops.size() && !needed; ++o) needed = o != i && o != j && ops[o].has[d];
-    if (needed) size *= dim_sizes[d];
-    else if (summed) (*summed)[d] = true;
-  }
-  return size;
-}
-
 }  // namespace
 
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
@@ -147,9 +131,7 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
   const int rank = static_cast<int>(order.size());
   std::vector<int> position(eq.num_labels(), -1);
   for (int p = 0; p < rank; ++p) position[order[p]] = p;
-  std::vector<int64_t> dim_sizes(rank);
   std::vector<bool> in_output(rank, false);
-  for (int p = 0; p < rank; ++p) dim_sizes[p] = eq.sizes[order[p]];
   for (int l : eq.output) in_output[position[l]] = true;
   std::vector<int> holders(rank, 0);  // operands holding each aligned dim
   for (const auto& labels : eq.operands) {
@@ -200,20 +182,14 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
     ops.push_back(std::move(a));
   }
 
-  // 2. Contract pairs, the smallest result first.
-  while (ops.size() > 1) {
-    size_t bi = 0, bj = 1;
-    int64_t best = -1;
-    for (size_t i = 0; i < ops.size(); ++i)
-      for (size_t j = i + 1; j < ops.size(); ++j) {
-        int64_t s = result_size(ops, i, j, dim_sizes, in_output);
-        if (best < 0 || s < best) best = s, bi = i, bj = j;
-      }
-    std::vector<bool> summed;
-    result_size(ops, bi, bj, dim_sizes, in_output, &summed);
-    Aligned c = contract(ops[bi], ops[bj], summed);
-    ops.erase(ops.begin() + bj);
-    ops[bi] = std::move(c);
+  // 2. Contract pairs in the greedy order (ops::einsum_contraction_path).
+  for (const ops::EinsumStep& step : ops::einsum_contraction_path(eq)) {
+    std::vector<bool> summed(rank, false);
+    for (int l = 0; l < eq.num_labels(); ++l)
+      if (step.summed[l]) summed[position[l]] = true;
+    Aligned c = contract(ops[step.first], ops[step.second], summed);
+    ops.erase(ops.begin() + step.second);
+    ops[step.first] = std::move(c);
   }
 
   // 3. The output: the aligned dims past it have size 1 now.

@@ -136,4 +136,47 @@ EinsumEquation parse_einsum(const std::string& eq, const std::vector<Shape>& sha
   return out;
 }
 
+std::vector<EinsumStep> einsum_contraction_path(const EinsumEquation& eq) {
+  const int n = eq.num_labels();
+  std::vector<bool> in_output(n, false);
+  for (int l : eq.output) in_output[l] = true;
+  std::vector<int> holders(n, 0);
+  std::vector<std::vector<bool>> has;
+  for (const auto& labels : eq.operands) {
+    std::vector<bool> h(n, false);
+    for (int l : labels) h[l] = true;
+    for (int l = 0; l < n; ++l) holders[l] += h[l];
+    has.push_back(std::move(h));
+  }
+  for (auto& h : has)
+    for (int l = 0; l < n; ++l) h[l] = h[l] && (holders[l] > 1 || in_output[l]);
+
+  // The labels the pair (i, j) holds that nothing else needs, and the size of its result.
+  auto pair = [&](size_t i, size_t j, std::vector<bool>& summed) {
+    int64_t size = 1;
+    summed.assign(n, false);
+    for (int l = 0; l < n; ++l) {
+      if (!has[i][l] && !has[j][l]) continue;
+      bool needed = in_output[l];
+      for (size_t o = 0; o < has.size() && !needed; ++o) needed = o != i && o != j && has[o][l];
+      if (needed) size *= eq.sizes[l];
+      else summed[l] = true;
+    }
+    return size;
+  };
+  std::vector<EinsumStep> path;
+  std::vector<bool> summed;
+  while (has.size() > 1) {
+    EinsumStep best{0, 1, {}};
+    int64_t best_size = -1;
+    for (size_t i = 0; i < has.size(); ++i)
+      for (size_t j = i + 1; j < has.size(); ++j)
+        if (int64_t s = pair(i, j, summed); best_size < 0 || s < best_size) best = {i, j, summed}, best_size = s;
+    for (int l = 0; l < n; ++l) has[best.first][l] = (has[best.first][l] || has[best.second][l]) && !best.summed[l];
+    has.erase(has.begin() + best.second);
+    path.push_back(std::move(best));
+  }
+  return path;
+}
+
 }  // namespace tritium::ops

@@ -27,4 +27,16 @@ struct EinsumEquation {
 // subscript whose sizes differ within an operand, and sizes that do not broadcast across operands.
 EinsumEquation parse_einsum(const std::string& equation, const std::vector<Shape>& shapes);
 
+// The order of contraction, from the shapes alone: each operand holds its distinct subscripts,
+// less those only it holds and the output does not keep (summed before any product). While two
+// or more operands are left, the pair whose result is smallest is contracted (greedy on the
+// intermediate sizes, as opt_einsum's "greedy"; ties go to the leftmost pair): the result takes
+// the first one's place and the second is removed. A step sums the subscripts that neither the
+// output nor another operand still holds.
+struct EinsumStep {
+  size_t first, second;       // positions in the list of operands left before this step
+  std::vector<bool> summed;   // per label id
+};
+std::vector<EinsumStep> einsum_contraction_path(const EinsumEquation& eq);
+
 }  // namespace tritium::ops

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "nn/functional.h"
+#include "ops/einsum_equation.h"
 #include "runtime/views.h"
 
 namespace tt = tritium::test;
@@ -139,6 +140,30 @@ BOOST_AUTO_TEST_CASE(a_permute_is_a_view) {
     BOOST_TEST((y.storage() == x.storage()));
     BOOST_TEST((y.shape() == Shape{4, 3}));
   });
+}
+
+// The greedy order: the pair with the smallest intermediate first, ties to the leftmost pair.
+BOOST_AUTO_TEST_CASE(contraction_order_is_greedy_on_intermediate_sizes) {
+  using Steps = std::vector<std::pair<size_t, size_t>>;
+  auto path = [](const std::string& eq, const std::vector<Shape>& shapes) {
+    Steps out;
+    for (const auto& s : tritium::ops::einsum_contraction_path(tritium::ops::parse_einsum(eq, shapes)))
+      out.emplace_back(s.first, s.second);
+    return out;
+  };
+  // [33, 2] [2, 17] [17, 3]: (1, 2) gives [2, 3], (0, 1) [33, 17]; left to right would make the big one.
+  BOOST_TEST((path("ij,jk,kl->il", {{33, 2}, {2, 17}, {17, 3}}) == Steps{{1, 2}, {0, 1}}));
+  BOOST_TEST((path("ij,jk,kl->il", {{3, 17}, {17, 2}, {2, 33}}) == Steps{{0, 1}, {0, 1}}));
+  // The outer product of operands 0 and 1 (no shared subscript) is avoided.
+  BOOST_TEST((path("ab,cd,bc->ad", {{3, 4}, {5, 2}, {4, 5}}) == Steps{{1, 2}, {0, 1}}));
+  BOOST_TEST((path("i,i,i->", {{17}, {17}, {17}}) == Steps{{0, 1}, {0, 1}}));  // a tie: leftmost
+  BOOST_TEST(path("ij->j", {{3, 4}}).empty());
+  // A step sums what nothing later needs: j after the first step of the chain.
+  auto steps = tritium::ops::einsum_contraction_path(tritium::ops::parse_einsum("ij,jk,kl->il", {{33, 2}, {2, 17}, {17, 3}}));
+  const int j = 26 + ('j' - 'a'), k = 26 + ('k' - 'a');
+  BOOST_TEST(!steps[0].summed[j]);
+  BOOST_TEST(steps[0].summed[k]);
+  BOOST_TEST(steps[1].summed[j]);
 }
 
 BOOST_AUTO_TEST_CASE(gradients_through_the_lowering) {

@@ -13,6 +13,8 @@
 #include <limits>
 
 #include "nn/functional.h"
+#include "nn/autograd.h"
+#include "ops/decl/op_decl.h"
 #include "runtime/views.h"
 
 namespace tt = tritium::test;
@@ -128,6 +130,37 @@ BOOST_AUTO_TEST_CASE(products_against_float64_for_each_dtype) {
     products_of_one_dtype<float>();
     products_of_one_dtype<f16_t>();
     products_of_one_dtype<bf16_t>();
+  });
+}
+
+// Past 32768 elements a dot product is a multiply in the accumulation dtype and a split sum.
+BOOST_AUTO_TEST_CASE(long_dot_products) {
+  tt::for_each_backend([](const tt::Backend&) {
+    for (int64_t k : {32767, 40001}) {
+      Tensor x = rnd<float>({k}, 131), y = tritium::runtime::slice_of(rnd<float>({2 * k}, 132), 0, 1, 2 * k, 2);
+      check(T::dot(x, y), tt::host_einsum("i,i->", {host(x), host(y)}), 2e-6, "f32 dot of " + std::to_string(k));
+      Tensor h = rnd<f16_t>({k}, 133), g = rnd<f16_t>({k}, 134);
+      check(T::vdot(h, g), tt::host_einsum("i,i->", {host(h), host(g)}), 2e-3, "f16 vdot of " + std::to_string(k));
+    }
+  });
+}
+
+// The declarations: PyTorch's names, autograd node names and autocast class.
+BOOST_AUTO_TEST_CASE(declared_in_the_registry) {
+  const auto& r = tritium::ops::op_registry();
+  for (const char* n : {"mm", "bmm", "mv", "dot", "vdot", "addmm", "addmv", "addr", "baddbmm", "addbmm"}) {
+    const tritium::ops::OpDecl* op = r.find(n);
+    BOOST_TEST_REQUIRE(op != nullptr, n << " is not declared");
+    BOOST_TEST(op->torch_name == std::string("torch.") + n);
+    BOOST_TEST((op->autocast == tritium::ops::AutocastClass::lower_precision_fp));
+    BOOST_TEST(op->twice_differentiable);
+  }
+  BOOST_TEST(r.at("addmm").node_name() == "AddmmBackward");
+  BOOST_TEST(r.at("baddbmm").derivatives.at(0).text == "maybe_multiply(grad, beta)");
+  tt::for_each_backend([](const tt::Backend&) {
+    Tensor a = tt::input({2, 3}, 135), b = tt::input({3, 2}, 136);
+    BOOST_TEST(T::mm(a, b).autograd()->grad_fn->name() == "MmBackward");
+    BOOST_TEST(T::einsum("ij,jk", {a, b}).autograd()->grad_fn != nullptr);
   });
 }
 
