@@ -37,70 +37,62 @@ int64_t product(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
 }
 
+// What an aligned dim is in one contraction: held by both and kept (a batch dim of the product),
+// held by one side only and kept, summed by the product, or of size 1 on both sides.
+enum class Role { batch, left, right, summed, none };
+
 // Contracts a and b over the aligned dims in `sum` (true: summed in this step).
 Aligned contract(const Aligned& a_in, const Aligned& b_in, const std::vector<bool>& sum) {
   const int rank = a_in.t.dim();
   Tensor a = a_in.t, b = b_in.t;
-  std::vector<int> batch, lro, ro, k, sum_a, sum_b;
+  std::vector<Role> role(rank, Role::none);
+  std::vector<int> sum_a, sum_b;
   for (int d = 0; d < rank; ++d) {
     const bool in_a = a.size(d) != 1, in_b = b.size(d) != 1;
     if (sum[d]) {
-      if (in_a && in_b) k.push_back(d);
-      else if (in_a) sum_a.push_back(d);
+      if (in_a && in_b) role[d] = Role::summed;
+      else if (in_a) sum_a.push_back(d);  // sum_i x_i y = y sum_i x_i: summed before the product
       else if (in_b) sum_b.push_back(d);
-    } else if (in_a && in_b) {
-      batch.push_back(d);
-    } else if (in_a) {
-      lro.push_back(d);
-    } else if (in_b) {
-      ro.push_back(d);
+    } else {
+      role[d] = in_a && in_b ? Role::batch : in_a ? Role::left : in_b ? Role::right : Role::none;
     }
   }
-  // A summed dim only one side holds: sum x_i y = y sum x_i, before the product.
   if (!sum_a.empty()) a = tritium::sum(a, sum_a, true);
   if (!sum_b.empty()) b = tritium::sum(b, sum_b, true);
   Aligned out;
   out.has.resize(rank);
   for (int d = 0; d < rank; ++d) out.has[d] = (a_in.has[d] || b_in.has[d]) && !sum[d];
-  if (k.empty()) {  // nothing to contract: a broadcast multiply
-    out.t = tritium::mul(a, b);
+  if (std::find(role.begin(), role.end(), Role::summed) == role.end()) {  // nothing to contract
+    out.t = tritium::mul(a, b);  // a broadcast multiply
     return out;
   }
-  // The rest: size-1 dims on both sides (their place in the aligned order is kept by the final
-  // permute).
-  std::vector<int> rest;
-  for (int d = 0; d < rank; ++d)
-    if (std::find(batch.begin(), batch.end(), d) == batch.end() && std::find(lro.begin(), lro.end(), d) == lro.end() &&
-        std::find(ro.begin(), ro.end(), d) == ro.end())
-      rest.push_back(d);
-  auto sizes = [](const Tensor& t, const std::vector<int>& dims) {
-    std::vector<int64_t> s;
-    for (int d : dims) s.push_back(t.size(d));
-    return s;
-  };
-  auto concat = [](std::initializer_list<std::vector<int>> parts) {
+  // The dims of each role in aligned order, then the rest (size 1 on that side).
+  auto dims = [&](std::initializer_list<Role> roles) {
     std::vector<int> r;
-    for (const auto& p : parts) r.insert(r.end(), p.begin(), p.end());
+    for (Role want : roles)
+      for (int d = 0; d < rank; ++d)
+        if (role[d] == want) r.push_back(d);
     return r;
   };
-  std::vector<int> rest_a, rest_b;  // every dim of a (b) outside batch, lro (ro) and k
-  for (int d = 0; d < rank; ++d) {
-    bool k_dim = std::find(k.begin(), k.end(), d) != k.end();
-    bool b_dim = std::find(batch.begin(), batch.end(), d) != batch.end();
-    if (!k_dim && !b_dim && std::find(lro.begin(), lro.end(), d) == lro.end()) rest_a.push_back(d);
-    if (!k_dim && !b_dim && std::find(ro.begin(), ro.end(), d) == ro.end()) rest_b.push_back(d);
-  }
-  const auto bs = sizes(a, batch), ms = sizes(a, lro), ns = sizes(b, ro), ks = sizes(a, k);
-  const int64_t B = product(bs), M = product(ms), N = product(ns), K = product(ks);
-  Tensor a3 = a.permute(concat({batch, lro, k, rest_a})).reshape({B, M, K});
-  Tensor b3 = b.permute(concat({batch, k, ro, rest_b})).reshape({B, K, N});
-  Tensor c = tritium::matmul(a3, b3);  // [B, M, N]: one launch over the batch
-  // Back to the aligned order: [batch..., lro..., ro..., 1 for the rest], then permuted.
+  auto sizes = [](const Tensor& t, const std::vector<int>& ds) {
+    Shape s;
+    for (int d : ds) s.push_back(t.size(d));
+    return s;
+  };
+  const auto batch = dims({Role::batch}), left = dims({Role::left}), right = dims({Role::right}),
+             summed = dims({Role::summed});
+  const Shape bs = sizes(a, batch), ms = sizes(a, left), ns = sizes(b, right);
+  const int64_t B = product(bs), M = product(ms), N = product(ns), K = product(sizes(a, summed));
+  // [B, M, K] @ [B, K, N]: the reshapes are views when the strides allow (else copies).
+  Tensor a3 = a.permute(dims({Role::batch, Role::left, Role::summed, Role::right, Role::none})).reshape({B, M, K});
+  Tensor b3 = b.permute(dims({Role::batch, Role::summed, Role::right, Role::left, Role::none})).reshape({B, K, N});
+  Tensor c = tritium::matmul(a3, b3);  // one launch over the batch
+  // Back to the aligned order: viewed as [batch..., left..., right..., 1 for the rest], permuted.
+  const std::vector<int> order = dims({Role::batch, Role::left, Role::right, Role::summed, Role::none});
   Shape shape = bs;
   shape.insert(shape.end(), ms.begin(), ms.end());
   shape.insert(shape.end(), ns.begin(), ns.end());
-  shape.insert(shape.end(), rest.size(), 1);
-  const std::vector<int> order = concat({batch, lro, ro, rest});
+  shape.resize(rank, 1);
   std::vector<int> inverse(rank);
   for (int i = 0; i < rank; ++i) inverse[order[i]] = i;
   out.t = c.reshape(shape).permute(inverse);
