@@ -34,17 +34,18 @@ std::function<DType(const Inputs&, const Attrs&)> same_dtype(const char* op, std
 using Samples = std::vector<GradcheckSample>;
 Attrs scales(double beta, double alpha) { return Attrs{{"beta", beta}, {"alpha", alpha}}; }
 
-// The declaration of a two-operand product (no attributes).
+// The declaration of a two-operand product (no attributes). Autocast: PyTorch's CUDA list casts
+// mm, mv, bmm to the lower precision, not dot or vdot.
 void add_product(OpRegistry& r, const char* name, const char* torch_name, std::vector<const char*> names,
                  Tensor (*forward)(const Tensor&, const Tensor&), Derivative d0, Derivative d1,
-                 std::function<Samples(Device)> samples) {
+                 std::function<Samples(Device)> samples, AutocastClass autocast = AutocastClass::lower_precision_fp) {
   r.add({.name = name,
          .torch_name = torch_name,
          .inputs = {{.name = names[0]}, {.name = names[1]}},
          .forward = [forward](const Inputs& in, Attrs&) { return Inputs{forward(in[0], in[1])}; },
          .result_dtype = ResultDType::custom,
          .custom_result_dtype = same_dtype(name, names),
-         .autocast = AutocastClass::lower_precision_fp,
+         .autocast = autocast,
          .derivatives = {std::move(d0), std::move(d1)},
          .gradcheck_samples = std::move(samples)});
 }
@@ -118,7 +119,8 @@ void declare_matmul_family(OpRegistry& r) {
         [u, none](Device d) {
           auto x = u(d);
           return Samples{{"[5] . [5]", {x({5}, 331), x({5}, 332)}, none}};
-        });
+        },
+        AutocastClass::none);
   }
 
   add_scaled_product(
