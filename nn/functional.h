@@ -4,6 +4,7 @@
 #pragma once
 #include "nn/sampling_inplace.h"  // sampling, seeds and in-place samplers (issue 29, item 6)
 #include "nn/tensor_ops.h"  // shape ops and indexing (issue 29, item 2)
+#include "nn/matmul_family.h"  // mm, bmm, ..., tensordot, einsum (issue 29, item 5)
 #include "ops/ops.h"
 
 namespace tritium {
