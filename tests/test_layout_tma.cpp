@@ -10,8 +10,10 @@
 #include <fstream>
 #include <string>
 
+#include "common/env.h"
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/nvrtc.h"
+#include "jit/passes/axis_info.h"
 
 namespace tl = tritium::tl;
 namespace cuda = tritium::jit::cuda;
@@ -180,6 +182,34 @@ BOOST_AUTO_TEST_CASE(block_pointer_tiles_by_tma) {
   BOOST_TEST(loop.find("tt_cp_async") == std::string::npos);
   auto nan = through_layouts(block_pointer_matmul, 8, 90, "sm_90a", a, b, c, 4096, 4096, 4096, 128, 256, 64, true);
   BOOST_TEST(has_maps(nan, {"p1 i5 i4 i4 c1 2 6 64 64"}));  // A's NaN padding: A is loaded in the loop
+}
+
+// Both generators ask the shared analysis (jit/cuda/tma.h) the same questions: tutorial 03's tiles
+// get the same maps from the element-loop generator's matmul loop (TRITIUM_CUDA_CODEGEN=legacy,
+// which also stores C through a third map, persistent) as from the layout generator's ring.
+BOOST_AUTO_TEST_CASE(both_generators_plan_the_same_tiles) {
+  if (!cuda::nvrtc_available()) return;
+  std::string previous;
+  const bool had = std::getenv("TRITIUM_CUDA_CODEGEN") != nullptr;
+  if (had) previous = std::getenv("TRITIUM_CUDA_CODEGEN");
+  setenv("TRITIUM_CUDA_CODEGEN", "legacy", 1);
+  tritium::reload_env_for_tests();
+  auto f = tutorial_matmul.optimized_function(addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256,
+                                              64, 0.0f);
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = 8;
+  opts.num_stages = 3;
+  cuda::KernelSource legacy = cuda::generate_cuda(*f, tritium::jit::analyze_axis_info(*f), opts, H100_SHARED_MEMORY, 90);
+  if (had) setenv("TRITIUM_CUDA_CODEGEN", previous.c_str(), 1);
+  else unsetenv("TRITIUM_CUDA_CODEGEN");
+  tritium::reload_env_for_tests();
+  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
+    std::ofstream(std::string(dir) + "/" + legacy.entry + ".legacy.cu") << legacy.source;
+  BOOST_TEST(legacy.matmul_loops == 1);
+  BOOST_TEST(has_maps(legacy, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64", "p2 i3 i4 i4 c1 2 6 64 128"}));
+  cuda::KernelSource layouts = through_layouts(tutorial_matmul, 8, 90, "sm_90a", addr<f16_t>(0), addr<f16_t>(1),
+                                               addr<f16_t>(2), 4096, 4096, 4096, 128, 256, 64, 0.0f);
+  BOOST_TEST(has_maps(layouts, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

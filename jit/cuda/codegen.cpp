@@ -1513,47 +1513,6 @@ std::string Codegen::emit_scalar(const ir::Op* op) {
 }  // namespace tritium::jit::cuda::detail
 
 namespace tritium::jit::cuda {
-std::optional<RecipeValue> parse_recipe_value(const std::string& token) {
-  if (token.size() < 2 || std::string_view("piuc").find(token[0]) == std::string_view::npos) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(token.c_str() + 1, &end, 10);
-  if (*end != '\0' || errno != 0 || (token[0] != 'c' && v < 0)) return std::nullopt;
-  return RecipeValue{token[0], v};
-}
-
-int64_t recipe_value(const RecipeValue& v, const uint64_t* args) {
-  switch (v.kind) {
-    case 'c': return v.value;
-    case 'i': return static_cast<int32_t>(static_cast<uint32_t>(args[v.value]));
-    case 'u': return static_cast<uint32_t>(args[v.value]);
-    default: return static_cast<int64_t>(args[v.value]);
-  }
-}
-
-std::optional<TensorMapRecipe> parse_tensor_map_recipe(const std::string& line, size_t num_params) {
-  std::istringstream in(line);
-  TensorMapRecipe r;
-  for (RecipeValue& v : r.values) {
-    std::string tok;
-    in >> tok;
-    std::optional<RecipeValue> x = parse_recipe_value(tok);
-    if (!x || (x->param() && static_cast<size_t>(x->value) >= num_params)) return std::nullopt;
-    v = *x;
-  }
-  in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
-  std::string rest;
-  if (!in || (in >> rest) || r.esize <= 0 || r.values[4].kind != 'c' || r.values[4].value != 1) return std::nullopt;
-  return r;
-}
-
-bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esize) {
-  // cuTensorMapEncodeTiled: dims in [1, 2^32], the row stride in bytes a multiple of 16 below 2^40.
-  constexpr int64_t kMaxDim = int64_t{1} << 32;
-  return shape0 >= 1 && shape0 <= kMaxDim && shape1 >= 1 && shape1 <= kMaxDim && stride0 >= 1 &&
-         stride0 < (int64_t{1} << 40) / esize && (stride0 * esize) % 16 == 0;
-}
-
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget, int compute_capability) {
   f.renumber();

@@ -1,16 +1,20 @@
 // The TMA analysis both CUDA generators share (jit/cuda/tma.h): which tiles the bulk tensor copy
 // engine can load or store, the tensor maps the launcher encodes for them, and the guards under
-// which a copy moves exactly what the IR's load or store moves. Also the element-loop generator's
+// which a copy moves exactly what the IR's load or store moves; the maps' recipes as the launcher
+// reads them back (parse_tensor_map_recipe, tensor_map_usable). Also the element-loop generator's
 // calls into it (Codegen::plan_tma, plan_tma_store); the layout generator's are in
 // lowering/tma_ring.cpp.
 #include "jit/cuda/tma.h"
 
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <iterator>
+#include <cstdlib>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/ranges.h>
 
@@ -281,7 +285,7 @@ int64_t Planner::recipe_divisibility(const std::string& token) const {
 
 std::string Planner::tensor_map_usable_expr(const std::string& shape0, const std::string& shape1,
                                             const std::string& stride0) const {
-  // tensor_map_usable (codegen.cpp) for 2-byte elements: the launcher encoded the map.
+  // tensor_map_usable (below) for 2-byte elements: the launcher encoded the map.
   return fmt::format("tt_tensor_map_usable({}, {}, {})", recipe_expr(shape0), recipe_expr(shape1), recipe_expr(stride0));
 }
 
@@ -515,6 +519,49 @@ std::optional<TmaTile> Planner::store(const ir::Op* st) {
 }
 
 }  // namespace
+
+// ---- tensor map recipes (KernelSource::tma_maps), as the kernel names them and the launcher reads them
+
+std::optional<RecipeValue> parse_recipe_value(const std::string& token) {
+  if (token.size() < 2 || std::string_view("piuc").find(token[0]) == std::string_view::npos) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(token.c_str() + 1, &end, 10);
+  if (*end != '\0' || errno != 0 || (token[0] != 'c' && v < 0)) return std::nullopt;
+  return RecipeValue{token[0], v};
+}
+
+int64_t recipe_value(const RecipeValue& v, const uint64_t* args) {
+  switch (v.kind) {
+    case 'c': return v.value;
+    case 'i': return static_cast<int32_t>(static_cast<uint32_t>(args[v.value]));
+    case 'u': return static_cast<uint32_t>(args[v.value]);
+    default: return static_cast<int64_t>(args[v.value]);
+  }
+}
+
+std::optional<TensorMapRecipe> parse_tensor_map_recipe(const std::string& line, size_t num_params) {
+  std::istringstream in(line);
+  TensorMapRecipe r;
+  for (RecipeValue& v : r.values) {
+    std::string tok;
+    in >> tok;
+    std::optional<RecipeValue> x = parse_recipe_value(tok);
+    if (!x || (x->param() && static_cast<size_t>(x->value) >= num_params)) return std::nullopt;
+    v = *x;
+  }
+  in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
+  std::string rest;
+  if (!in || (in >> rest) || r.esize <= 0 || r.values[4].kind != 'c' || r.values[4].value != 1) return std::nullopt;
+  return r;
+}
+
+bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esize) {
+  // cuTensorMapEncodeTiled: dims in [1, 2^32], the row stride in bytes a multiple of 16 below 2^40.
+  constexpr int64_t kMaxDim = int64_t{1} << 32;
+  return shape0 >= 1 && shape0 <= kMaxDim && shape1 >= 1 && shape1 <= kMaxDim && stride0 >= 1 &&
+         stride0 < (int64_t{1} << 40) / esize && (stride0 * esize) % 16 == 0;
+}
 
 std::optional<TmaTile> plan_tma_load(const TmaContext& ctx, const ir::Op* load, int64_t rows, int64_t cols,
                                      const ir::Op* loop, const ir::Value* init, const ir::Value* step) {

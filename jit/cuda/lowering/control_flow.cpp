@@ -8,7 +8,10 @@
 // offsets: `value + k * step` k trips later) and values from before the loop - is issued
 // num_stages - 1 trips ahead with cp.async into a ring of num_stages tiles. Each trip waits for its
 // own tiles, a barrier makes them visible (and frees the slot the previous trip read), and the trip
-// num_stages - 1 ahead is issued into that slot before the body runs.
+// num_stages - 1 ahead is issued into that slot before the body runs. On Hopper, where the TMA
+// analysis takes every load of the ring (tma_ring.cpp), the loop is emitted twice: under the
+// plans' run-time guard with the ring filled by bulk tensor copies from thread 0 (the consumers
+// wait on a stage's mbarrier), and as the cp.async loop otherwise.
 #include "jit/cuda/lowering/lowering.h"
 
 namespace tritium::jit::cuda::lowering {
@@ -291,6 +294,14 @@ void Lowering::emit_for(const ir::Op* op) {
                                        ": ((int64_t){0} > (int64_t){1} ? ((int64_t){0} - {1} - {2} - 1) / -(int64_t){2} : 0)",
                                        lb, ub, step));
     line(fmt::format("// pipelined: {} load(s) into {} stages, {} trips ahead", pipes.size(), S, S - 1));
+    tma = plan_tma_ring(op, pipes);
+    if (tma) {
+      tma->bar = fmt::format("(tt_smem_base + {})", alloc_smem(8 * S, 8));
+      // The copy engine writes the ring through the async proxy: the threads' earlier writes to
+      // these bytes (an earlier tile's) are ordered before it by a proxy fence and the barrier.
+      line("tt_fence_async_shared();");
+      synced_ = false;
+    }
     sync();  // the ring's bytes may have been read before
     // The prefill's trip k is `k` trips after the first: the first trip's values are the inits.
     scalars_[body->args[0]] = lb;
@@ -298,8 +309,6 @@ void Lowering::emit_for(const ir::Op* op) {
       const ir::Value* arg = body->args[i + 1];
       if (arg->type.is_scalar()) scalars_[arg] = carry[i];
     }
-    tma = plan_tma_ring(op, pipes);
-    if (tma) tma->bar = fmt::format("(tt_smem_base + {})", alloc_smem(8 * S, 8));
   }
   auto cp_async_prefill = [&]() {
     scalars_[body->args[0]] = lb;

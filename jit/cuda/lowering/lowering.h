@@ -11,12 +11,14 @@
 // through shared memory). A dot runs on wgmma (Hopper) or mma.sync from its accumulator's registers,
 // its A operand from registers or a tile, B from a tile. In a `tl::range` loop, loads that become
 // tiles and whose addresses advance by a loop-invariant step are issued num_stages - 1 trips ahead
-// with cp.async into a ring of tiles.
+// with cp.async into a ring of tiles - on Hopper by the bulk tensor copy engine (TMA) where the
+// shared analysis (jit/cuda/tma.h) proves each tile a box of a tensor.
 //
 // Files, by op family: lowering.cpp (kernel, scalars, op dispatch, shared memory), values.cpp
 // (constants, aranges, views, elementwise), memory.cpp (loads, stores, atomics), reduce.cpp
 // (reductions), scan.cpp (scans, through jit/cuda/scan.cpp), convert.cpp (layout conversions,
 // tiles), dot.cpp (tensor cores and the FMA dot), control_flow.cpp (loops, branches, pipelining),
+// tma_ring.cpp (the ring's tiles through TMA),
 // debug.cpp (print, assert).
 #pragma once
 #include <functional>
