@@ -1513,62 +1513,27 @@ std::string Codegen::emit_scalar(const ir::Op* op) {
 }  // namespace tritium::jit::cuda::detail
 
 namespace tritium::jit::cuda {
-std::optional<RecipeValue> parse_recipe_value(const std::string& token) {
-  if (token.size() < 2 || std::string_view("piuc").find(token[0]) == std::string_view::npos) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(token.c_str() + 1, &end, 10);
-  if (*end != '\0' || errno != 0 || (token[0] != 'c' && v < 0)) return std::nullopt;
-  return RecipeValue{token[0], v};
-}
-
-int64_t recipe_value(const RecipeValue& v, const uint64_t* args) {
-  switch (v.kind) {
-    case 'c': return v.value;
-    case 'i': return static_cast<int32_t>(static_cast<uint32_t>(args[v.value]));
-    case 'u': return static_cast<uint32_t>(args[v.value]);
-    default: return static_cast<int64_t>(args[v.value]);
-  }
-}
-
-std::optional<TensorMapRecipe> parse_tensor_map_recipe(const std::string& line, size_t num_params) {
-  std::istringstream in(line);
-  TensorMapRecipe r;
-  for (RecipeValue& v : r.values) {
-    std::string tok;
-    in >> tok;
-    std::optional<RecipeValue> x = parse_recipe_value(tok);
-    if (!x || (x->param() && static_cast<size_t>(x->value) >= num_params)) return std::nullopt;
-    v = *x;
-  }
-  in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
-  std::string rest;
-  if (!in || (in >> rest) || r.esize <= 0 || r.values[4].kind != 'c' || r.values[4].value != 1) return std::nullopt;
-  return r;
-}
-
-bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esize) {
-  // cuTensorMapEncodeTiled: dims in [1, 2^32], the row stride in bytes a multiple of 16 below 2^40.
-  constexpr int64_t kMaxDim = int64_t{1} << 32;
-  return shape0 >= 1 && shape0 <= kMaxDim && shape1 >= 1 && shape1 <= kMaxDim && stride0 >= 1 &&
-         stride0 < (int64_t{1} << 40) / esize && (stride0 * esize) % 16 == 0;
-}
-
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget, int compute_capability) {
   f.renumber();
   const std::string& mode = env().cuda_codegen;
   if (mode == "layouts") return generate_cuda_layouts(f, opts, smem_budget, compute_capability, env().dump_dir);
-  int dots = 0;
-  f.walk([&](ir::Op* op) { dots += op->kind == OpKind::Dot; });
+  int dots = 0, tf32_dots = 0;
+  f.walk([&](ir::Op* op) {
+    dots += op->kind == OpKind::Dot;
+    tf32_dots += op->kind == OpKind::Dot && op->operand(0)->type.dtype == DType::f32;
+  });
   if (mode == "legacy" || dots == 0) return detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
-  // A kernel whose every dot the matmul-loop matcher takes (tutorial 03's loop, with TMA and
-  // persistent programs, still faster there) keeps the element-loop generator's code; any other dot
-  // kernel goes through layouts, where every dot gets tensor cores.
-  try {
-    KernelSource legacy = detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
-    if (legacy.matmul_loops == dots) return legacy;
-  } catch (const Error&) {  // what the element-loop generator cannot do, the layouts may
+  // Dot kernels go through layouts, whose pipelined ring has TMA on Hopper since stop 37 (the
+  // matmul-loop matcher's speed there is still to be measured against it: TRITIUM_CUDA_CODEGEN=legacy
+  // keeps the old code for the comparison). Except fp32 (tf32) matmul loops: the layout generator
+  // does not pipeline tiles it rounds, the element-loop generator's raw stages do.
+  if (tf32_dots > 0) {
+    try {
+      KernelSource legacy = detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
+      if (legacy.matmul_loops == dots) return legacy;
+    } catch (const Error&) {  // what the element-loop generator cannot do, the layouts may
+    }
   }
   return generate_cuda_layouts(f, opts, smem_budget, compute_capability, env().dump_dir);
 }

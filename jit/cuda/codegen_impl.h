@@ -38,6 +38,7 @@
 
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/scalar_expr.h"
+#include "jit/cuda/tma.h"
 #include "jit/passes/block_plan.h"
 
 namespace tritium::jit::cuda::detail {
@@ -500,50 +501,16 @@ class Codegen {
   // The inits of the carried pointers a vector tile load reads through, at each of the thread's
   // chunks, into registers before the loop (TileLoad::hoisted).
   void hoist_carried_pointers(TileLoad& tl, const ir::Op* loop, const MmaLoop& m);
-  // A tile the bulk tensor copy engine (TMA) can fill (tma.cpp): 16-bit elements, not transposed,
-  // rows of 64-element column blocks (the stages' 128-byte swizzle is TMA's), a 16-byte aligned base
-  // and row stride, and a load that reads what the copy reads, zeros exactly where the copy leaves
-  // the tensor. Two forms: a bounds-checked, zero-padded load through a block pointer or tensor
-  // descriptor (the load's `tensor` recipe), whose coordinates are `row` / `col` (the tile's indices
-  // along dims 0 / 1, from the bounds mask) evaluated at element (0, 0) of a trip; or a carried
-  // pointer block base + rows * stride + cols advanced along one dim, whose coordinates are
-  // start[d] + trip * adv[d] - given `guard`, which each program tests once: its rows or columns
-  // do not wrap (`% M`), and the load's mask is the tensor's bound at every trip.
-  struct TmaTile {
-    std::string map;  // the KernelSource::tma_maps entry
-    const ir::Value* row = nullptr;
-    const ir::Value* col = nullptr;
-    std::string start[2];
-    int64_t adv[2] = {0, 0};
-    std::string guard;  // a C++ bool over values from before the loop; the map is usable at least
-  };
+  // A tile the bulk tensor copy engine (TMA) can fill or drain: the analysis both generators share
+  // (jit/cuda/tma.h), called for a matmul loop's tile (not transposed, 16-byte chunks, read through
+  // a carried pointer block or a block pointer) and for the store of C (tma.cpp).
+  using TmaTile = cuda::TmaTile;
+  TmaContext tma_context();
   std::optional<TmaTile> plan_tma(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m);
-  std::optional<TmaTile> plan_tma_block_ptr(const TileLoad& tl);
-  std::optional<TmaTile> plan_tma_pointers(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m);
-  // A store's tile through the copy engine (start, map and guard; tma.cpp), and the store that
-  // takes it (tensor_cores.cpp): the fragments into a swizzled buffer the copy reads.
   std::optional<TmaTile> plan_tma_store(const ir::Op* st);
+  // The store that takes a planned C tile (tensor_cores.cpp): the fragments into a swizzled buffer
+  // the copy reads.
   bool store_through_tma(const ir::Op* op, const TmaTile& tile);
-  // A kernel parameter or constant as a recipe value ("pN", "iN", "uN", "cV"; tma.cpp).
-  std::optional<std::string> recipe_token(const ir::Value* v) const;
-  std::optional<std::string> recipe_token(const RecipeValue& v) const;
-  // A parameter or, v null, the constant c as a recipe value; a map's base and row stride as recipe
-  // values when they are 16-byte aligned (f16/bf16 rows); a scalar's C++ name where it is known.
-  std::optional<std::string> value_token(const ir::Value* v, int64_t c) const;
-  std::optional<std::pair<std::string, std::string>> map_base_stride(const ir::Value* base, const ir::Value* stride,
-                                                                     int64_t c) const;
-  std::optional<std::string> known_scalar(const ir::Value* v);
-  // A recipe value as the kernel reads it (an int64 C++ expression), and its known divisor.
-  std::string recipe_expr(const std::string& token);
-  int64_t recipe_divisibility(const std::string& token) const;
-  // The map's recipe (base, shape0, shape1, stride0, 1), element type, box; and the kernel's test
-  // that the launcher encoded it (tensor_map_usable).
-  std::string tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,
-                      const std::string& stride0, DType dt, int64_t rows) const;
-  std::string tensor_map_usable_expr(const std::string& shape0, const std::string& shape1, const std::string& stride0);
-  // A scalar of a loop's body as c0 + trip * c1 (int64 C++ expressions over values from before
-  // the loop; c1 empty when 0), or nothing when it is not affine in the trip.
-  std::optional<std::pair<std::string, std::string>> trip_affine(const ir::Value* v, const ir::Op* loop);
   void emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
                       const std::string& base);
   // One 16-byte chunk of a vector tile load: where it goes, where it comes from, its lanes' masks.

@@ -376,7 +376,7 @@ TT_INLINE void tt_mbarrier_wait(uint32_t bar, uint32_t parity) {
                ::"r"(bar), "r"(parity) : "memory");
 }
 // Whether the launcher encoded a 2-D tensor map of 2-byte elements with this shape and row
-// stride (tensor_map_usable in codegen.cpp): dims in [1, 2^32], rows 16-byte aligned, < 2^40 bytes.
+// stride (tensor_map_usable in tma.cpp): dims in [1, 2^32], rows 16-byte aligned, < 2^40 bytes.
 TT_INLINE bool tt_tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0) {
   return shape0 >= 1 && shape0 <= (1ll << 32) && shape1 >= 1 && shape1 <= (1ll << 32) && stride0 >= 1 &&
          stride0 < (1ll << 39) && stride0 % 8 == 0;

@@ -1,26 +1,38 @@
-// Which matmul tiles the bulk tensor copy engine (TMA) fills on Hopper, and what it needs: the
-// tensor a tile comes from (base, shape and row stride as kernel parameters or constants, so that
-// the launcher can encode a tensor map), the tile's coordinates at a trip, and the guard under
-// which the copy reads exactly what the load reads. emit_mma_loop (tensor_cores.cpp) emits the TMA
-// loop under the guard and the cp.async loop otherwise, so a guess here can cost speed, never a
-// wrong value.
-#include "jit/cuda/codegen_impl.h"
+// The TMA analysis both CUDA generators share (jit/cuda/tma.h): which tiles the bulk tensor copy
+// engine can load or store, the tensor maps the launcher encodes for them, and the guards under
+// which a copy moves exactly what the IR's load or store moves; the maps' recipes as the launcher
+// reads them back (parse_tensor_map_recipe, tensor_map_usable). Also the element-loop generator's
+// calls into it (Codegen::plan_tma, plan_tma_store); the layout generator's are in
+// lowering/tma_ring.cpp.
+#include "jit/cuda/tma.h"
 
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <iterator>
+#include <cstdlib>
 #include <sstream>
+#include <string_view>
 
-namespace tritium::jit::cuda::detail {
+#include <fmt/ranges.h>
+
+#include "jit/cuda/codegen.h"
+#include "jit/cuda/codegen_impl.h"
+#include "jit/cuda/scalar_expr.h"
+
+namespace tritium::jit::cuda {
+
+using ir::OpKind;
+using ir::Shape;
 
 namespace {
 
-// Broadcasts and hints keep every element's value along the dims that matter here.
+// Broadcasts, hints and layout conversions keep every element's value along the dims that matter here.
 const ir::Value* peel(const ir::Value* v) {
   while (v->def && (v->def->kind == OpKind::Broadcast || v->def->kind == OpKind::MultipleOf ||
-                    v->def->kind == OpKind::MaxContiguous))
+                    v->def->kind == OpKind::MaxContiguous || v->def->kind == OpKind::ConvertLayout))
     v = v->def->operand(0);
   return v;
 }
@@ -182,12 +194,51 @@ bool is_zero_constant(const ir::Value* v) {
          !std::signbit(v->def->attrs.fval);
 }
 
-}  // namespace
+// The analysis over one kernel (TmaContext): recipe values, guards, plans.
+class Planner {
+ public:
+  explicit Planner(const TmaContext& c) : c_(c) {}
+  std::optional<TmaTile> block_ptr(const ir::Op* ld, int64_t R, int64_t C);
+  std::optional<TmaTile> pointers(const ir::Op* ld, int64_t R, const ir::Op* loop, const ir::Value* init,
+                                  const ir::Value* step);
+  std::optional<TmaTile> store(const ir::Op* st);
 
-std::optional<std::string> Codegen::recipe_token(const ir::Value* v) const {
+ private:
+  const TmaContext& c_;
+  // A kernel parameter or constant as a recipe value ("pN", "iN", "uN", "cV").
+  std::optional<std::string> recipe_token(const ir::Value* v) const;
+  std::optional<std::string> recipe_token(const RecipeValue& v) const;
+  // A parameter or, v null, the constant c as a recipe value; a map's base and row stride as recipe
+  // values when they are 16-byte aligned (f16/bf16 rows).
+  std::optional<std::string> value_token(const ir::Value* v, int64_t c) const;
+  std::optional<std::pair<std::string, std::string>> map_base_stride(const ir::Value* base, const ir::Value* stride,
+                                                                     int64_t c) const;
+  std::optional<std::string> known_scalar(const ir::Value* v) const { return c_.known(v); }
+  std::string scalar(const ir::Value* v) const;  // a value the generator must have emitted
+  // A recipe value as the kernel reads it (an int64 C++ expression), and its known divisor.
+  std::string recipe_expr(const std::string& token) const;
+  int64_t recipe_divisibility(const std::string& token) const;
+  // The map's recipe (base, shape0, shape1, stride0, 1), element type, box; and the kernel's test
+  // that the launcher encoded it (tensor_map_usable).
+  std::string tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,
+                      const std::string& stride0, DType dt, int64_t rows) const;
+  std::string tensor_map_usable_expr(const std::string& shape0, const std::string& shape1,
+                                     const std::string& stride0) const;
+  // A scalar of a loop's body as c0 + trip * c1 (int64 C++ expressions over values from before
+  // the loop; c1 empty when 0), or nothing when it is not affine in the trip.
+  std::optional<std::pair<std::string, std::string>> trip_affine(const ir::Value* v, const ir::Op* loop) const;
+};
+
+std::string Planner::scalar(const ir::Value* v) const {
+  std::optional<std::string> s = c_.known(v);
+  if (!s) fail("internal error: the TMA analysis reads scalar %{}, which was not emitted", v->id);
+  return *s;
+}
+
+std::optional<std::string> Planner::recipe_token(const ir::Value* v) const {
   if (v->def && v->def->kind == OpKind::Constant && v->type.is_scalar() && is_int(v->type.dtype))
     return fmt::format("c{}", v->def->attrs.ival);
-  if (!v->is_block_arg() || v->owner != f_.body) return std::nullopt;
+  if (!v->is_block_arg() || v->owner != c_.f.body) return std::nullopt;
   switch (v->type.dtype) {
     case DType::ptr: case DType::i64: case DType::u64: return fmt::format("p{}", v->index);
     case DType::i32: return fmt::format("i{}", v->index);
@@ -196,64 +247,60 @@ std::optional<std::string> Codegen::recipe_token(const ir::Value* v) const {
   }
 }
 
-std::optional<std::string> Codegen::recipe_token(const RecipeValue& v) const {
+std::optional<std::string> Planner::recipe_token(const RecipeValue& v) const {
   if (!v.param()) return fmt::format("c{}", v.value);
-  if (static_cast<size_t>(v.value) >= f_.body->args.size()) return std::nullopt;
-  return recipe_token(f_.body->args[static_cast<size_t>(v.value)]);
+  if (static_cast<size_t>(v.value) >= c_.f.body->args.size()) return std::nullopt;
+  return recipe_token(c_.f.body->args[static_cast<size_t>(v.value)]);
 }
 
-std::optional<std::string> Codegen::value_token(const ir::Value* v, int64_t c) const {
+std::optional<std::string> Planner::value_token(const ir::Value* v, int64_t c) const {
   return v ? recipe_token(v) : std::optional<std::string>(fmt::format("c{}", c));
 }
 
-std::optional<std::pair<std::string, std::string>> Codegen::map_base_stride(const ir::Value* base,
+std::optional<std::pair<std::string, std::string>> Planner::map_base_stride(const ir::Value* base,
                                                                             const ir::Value* stride, int64_t c) const {
   std::optional<std::string> b = recipe_token(base), st = value_token(stride, c);
   if (!b || !st || recipe_divisibility(*b) % 16 != 0 || recipe_divisibility(*st) % 8 != 0) return std::nullopt;
   return std::make_pair(*b, *st);
 }
 
-std::optional<std::string> Codegen::known_scalar(const ir::Value* v) {
-  if (!scalars_.count(v)) return std::nullopt;
-  return scalar(v);
-}
-
-std::string Codegen::tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,
+std::string Planner::tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,
                              const std::string& stride0, DType dt, int64_t rows) const {
   // + element bytes, CUtensorMapDataType (FLOAT16 6, BFLOAT16 9), box (a column block, R rows).
   return fmt::format("{} {} {} {} c1 2 {} 64 {}", base, shape0, shape1, stride0, dt == DType::f16 ? 6 : 9, rows);
 }
 
-std::string Codegen::recipe_expr(const std::string& token) {
+std::string Planner::recipe_expr(const std::string& token) const {
   std::optional<RecipeValue> v = parse_recipe_value(token);
   if (!v) fail("internal error: bad recipe value '{}'", token);
   if (!v->param()) return fmt::format("(int64_t){}", v->value);
-  return fmt::format("(int64_t)({})", scalar(f_.body->args[static_cast<size_t>(v->value)]));
+  return fmt::format("(int64_t)({})", scalar(c_.f.body->args[static_cast<size_t>(v->value)]));
 }
 
-int64_t Codegen::recipe_divisibility(const std::string& token) const {
+int64_t Planner::recipe_divisibility(const std::string& token) const {
   std::optional<RecipeValue> v = parse_recipe_value(token);
   if (!v) fail("internal error: bad recipe value '{}'", token);
-  return v->param() ? axis_.get(f_.body->args[static_cast<size_t>(v->value)]).divisibility[0] : v->value;
+  return v->param() ? c_.axis.get(c_.f.body->args[static_cast<size_t>(v->value)]).divisibility[0] : v->value;
 }
 
-std::string Codegen::tensor_map_usable_expr(const std::string& shape0, const std::string& shape1,
-                                            const std::string& stride0) {
-  // tensor_map_usable (codegen.cpp) for 2-byte elements: the launcher encoded the map.
+std::string Planner::tensor_map_usable_expr(const std::string& shape0, const std::string& shape1,
+                                            const std::string& stride0) const {
+  // tensor_map_usable (below) for 2-byte elements: the launcher encoded the map.
   return fmt::format("tt_tensor_map_usable({}, {}, {})", recipe_expr(shape0), recipe_expr(shape1), recipe_expr(stride0));
 }
 
-std::optional<std::pair<std::string, std::string>> Codegen::trip_affine(const ir::Value* v, const ir::Op* loop) {
+std::optional<std::pair<std::string, std::string>> Planner::trip_affine(const ir::Value* v, const ir::Op* loop) const {
   const ir::Block* body = loop->regions[0];
   if (!v->type.is_scalar() || !is_int(v->type.dtype) || v->type.dtype == DType::i1) return std::nullopt;
   if (v == body->args[0])
     return std::make_pair(fmt::format("(int64_t)({})", scalar(loop->operand(0))),
                           fmt::format("(int64_t)({})", scalar(loop->operand(2))));
   if (v->def && v->def->kind == OpKind::Constant) return std::make_pair(fmt::format("(int64_t){}", v->def->attrs.ival), std::string());
-  const bool outside = v->is_block_arg() ? v->owner == f_.body : v->def->parent != body;
+  const bool outside = v->is_block_arg() ? v->owner == c_.f.body : v->def->parent != body;
   if (outside) {
-    if (!scalars_.count(v)) return std::nullopt;
-    return std::make_pair(fmt::format("(int64_t)({})", scalar(v)), std::string());
+    std::optional<std::string> name = known_scalar(v);
+    if (!name) return std::nullopt;
+    return std::make_pair(fmt::format("(int64_t)({})", *name), std::string());
   }
   if (v->is_block_arg()) return std::nullopt;  // carried by this loop
   const ir::Op* d = v->def;
@@ -280,18 +327,7 @@ std::optional<std::pair<std::string, std::string>> Codegen::trip_affine(const ir
                         b->second.empty() ? std::string() : fmt::format("({} * {})", a->first, b->second));
 }
 
-std::optional<Codegen::TmaTile> Codegen::plan_tma(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m) {
-  const ir::Op* ld = tl.load;
-  const DType dt = ld->result()->type.dtype;
-  if (cc_ < 90 || !tl.vector || tl.transposed || tl.epc != 8 || (dt != DType::f16 && dt != DType::bf16) ||
-      tl.C % 64 != 0 || tl.R % 8 != 0 || tl.R > 256)
-    return std::nullopt;
-  if (ld->attrs.str.rfind("tensor ", 0) == 0) return plan_tma_block_ptr(tl);
-  return plan_tma_pointers(tl, loop, m);
-}
-
-std::optional<Codegen::TmaTile> Codegen::plan_tma_block_ptr(const TileLoad& tl) {
-  const ir::Op* ld = tl.load;
+std::optional<TmaTile> Planner::block_ptr(const ir::Op* ld, int64_t R, int64_t C) {
   if (ld->operands.size() != 3) return std::nullopt;
   // base, shape0, shape1, stride0, stride1 (block_ptr.cpp); the last stride must be 1.
   std::istringstream in(ld->attrs.str.substr(7));
@@ -317,13 +353,13 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_block_ptr(const TileLoad& tl) 
     } else if (d->kind == OpKind::CmpGe && d->operand(1)->def && d->operand(1)->def->kind == OpKind::Constant &&
                d->operand(1)->def->attrs.ival == 0) {
       const ir::Shape& sh = d->operand(0)->type.shape;
-      if (sh == ir::Shape{tl.R, 1}) r.row = d->operand(0);
-      if (sh == ir::Shape{1, tl.C}) r.col = d->operand(0);
+      if (sh == ir::Shape{R, 1}) r.row = d->operand(0);
+      if (sh == ir::Shape{1, C}) r.col = d->operand(0);
     }
   };
   walk(ld->operand(1));
   if (!r.row || !r.col) return std::nullopt;
-  r.map = tma_map(tok[0], tok[1], tok[2], tok[3], ld->result()->type.dtype, tl.R);
+  r.map = tma_map(tok[0], tok[1], tok[2], tok[3], ld->result()->type.dtype, R);
   r.guard = tensor_map_usable_expr(tok[1], tok[2], tok[3]);
   return r;
 }
@@ -334,18 +370,13 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_block_ptr(const TileLoad& tl) 
 // (each program's guard, from values before the loop): no index wraps (off % D + n <= D), none is
 // negative, and each dim's mask at every trip is the tensor's bound (shape - start - trip * adv);
 // a dim without a mask must not advance and its `% D` bounds it.
-std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m) {
-  const ir::Op* ld = tl.load;
-  const ir::Block* body = loop->regions[0];
-  const ir::Value* init = nullptr;
-  const ir::Value* step = nullptr;
-  for (auto& [i, s] : m.pointers)
-    if (ld->operand(0) == body->args[1 + i]) init = loop->operands[3 + i], step = s;
-  if (!init) return std::nullopt;
+std::optional<TmaTile> Planner::pointers(const ir::Op* ld, int64_t R, const ir::Op* loop, const ir::Value* init,
+                                         const ir::Value* step) {
+  if (!init || !step) return std::nullopt;
   if (ld->operands.size() == 3 && !is_zero_constant(ld->operand(2))) return std::nullopt;
 
   // The init: base + one index term per dim.
-  std::optional<PointerBlock> pb = pointer_block(init, f_.body);
+  std::optional<PointerBlock> pb = pointer_block(init, c_.f.body);
   if (!pb) return std::nullopt;
   const ir::Value* base = pb->base;
   const PointerBlock::Term* dims = pb->dims;
@@ -440,7 +471,7 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
       return std::nullopt;
     }
   }
-  r.map = tma_map(base_tok, shape[0], shape[1], stride_tok, ld->result()->type.dtype, tl.R);
+  r.map = tma_map(base_tok, shape[0], shape[1], stride_tok, ld->result()->type.dtype, R);
   guard.push_back(tensor_map_usable_expr(shape[0], shape[1], stride_tok));
   r.guard = fmt::format("({})", fmt::join(guard, ") && ("));
   return r;
@@ -452,14 +483,14 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_pointers(const TileLoad& tl, c
 // row start) of the M x N tensor writes what lies inside it and skips the rest: the masked store
 // exactly when (the guard) no start is negative, each mask's index starts where the pointer's does,
 // and the launcher encoded the map.
-std::optional<Codegen::TmaTile> Codegen::plan_tma_store(const ir::Op* st) {
+std::optional<TmaTile> Planner::store(const ir::Op* st) {
   const ir::Value* p = st->operand(0);
   const Shape& s = p->type.shape;
   const DType dt = p->type.pointee;
-  if (cc_ < 90 || (dt != DType::f16 && dt != DType::bf16) || st->operands.size() != 3 || s.size() != 2 ||
+  if (c_.cc < 90 || (dt != DType::f16 && dt != DType::bf16) || st->operands.size() != 3 || s.size() != 2 ||
       s[1] % 64 != 0 || s[0] % 8 != 0 || s[0] > 256)
     return std::nullopt;
-  std::optional<PointerBlock> pb = pointer_block(p, f_.body);
+  std::optional<PointerBlock> pb = pointer_block(p, c_.f.body);
   std::optional<std::array<Bound, 2>> bounds = bound_mask(st->operand(2));
   if (!pb || !bounds) return std::nullopt;
   const PointerBlock::Term* dims = pb->dims;
@@ -486,5 +517,89 @@ std::optional<Codegen::TmaTile> Codegen::plan_tma_store(const ir::Op* st) {
   r.guard = fmt::format("({})", fmt::join(guard, ") && ("));
   return r;
 }
+
+}  // namespace
+
+// ---- tensor map recipes (KernelSource::tma_maps), as the kernel names them and the launcher reads them
+
+std::optional<RecipeValue> parse_recipe_value(const std::string& token) {
+  if (token.size() < 2 || std::string_view("piuc").find(token[0]) == std::string_view::npos) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(token.c_str() + 1, &end, 10);
+  if (*end != '\0' || errno != 0 || (token[0] != 'c' && v < 0)) return std::nullopt;
+  return RecipeValue{token[0], v};
+}
+
+int64_t recipe_value(const RecipeValue& v, const uint64_t* args) {
+  switch (v.kind) {
+    case 'c': return v.value;
+    case 'i': return static_cast<int32_t>(static_cast<uint32_t>(args[v.value]));
+    case 'u': return static_cast<uint32_t>(args[v.value]);
+    default: return static_cast<int64_t>(args[v.value]);
+  }
+}
+
+std::optional<TensorMapRecipe> parse_tensor_map_recipe(const std::string& line, size_t num_params) {
+  std::istringstream in(line);
+  TensorMapRecipe r;
+  for (RecipeValue& v : r.values) {
+    std::string tok;
+    in >> tok;
+    std::optional<RecipeValue> x = parse_recipe_value(tok);
+    if (!x || (x->param() && static_cast<size_t>(x->value) >= num_params)) return std::nullopt;
+    v = *x;
+  }
+  in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];
+  std::string rest;
+  if (!in || (in >> rest) || r.esize <= 0 || r.values[4].kind != 'c' || r.values[4].value != 1) return std::nullopt;
+  return r;
+}
+
+bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esize) {
+  // cuTensorMapEncodeTiled: dims in [1, 2^32], the row stride in bytes a multiple of 16 below 2^40.
+  constexpr int64_t kMaxDim = int64_t{1} << 32;
+  return shape0 >= 1 && shape0 <= kMaxDim && shape1 >= 1 && shape1 <= kMaxDim && stride0 >= 1 &&
+         stride0 < (int64_t{1} << 40) / esize && (stride0 * esize) % 16 == 0;
+}
+
+std::optional<TmaTile> plan_tma_load(const TmaContext& ctx, const ir::Op* load, int64_t rows, int64_t cols,
+                                     const ir::Op* loop, const ir::Value* init, const ir::Value* step) {
+  const DType dt = load->result()->type.dtype;
+  if (ctx.cc < 90 || load->result()->type.rank() != 2 || (dt != DType::f16 && dt != DType::bf16) || cols % 64 != 0 ||
+      rows % 8 != 0 || rows > 256 || load->result()->type.shape != ir::Shape{rows, cols})
+    return std::nullopt;
+  Planner p(ctx);
+  if (load->attrs.str.rfind("tensor ", 0) == 0) return p.block_ptr(load, rows, cols);
+  return p.pointers(load, rows, loop, init, step);
+}
+
+std::optional<TmaTile> plan_tma_store(const TmaContext& ctx, const ir::Op* store) { return Planner(ctx).store(store); }
+
+}  // namespace tritium::jit::cuda
+
+namespace tritium::jit::cuda::detail {
+
+TmaContext Codegen::tma_context() {
+  return TmaContext{f_, axis_, cc_, [this](const ir::Value* v) -> std::optional<std::string> {
+                      if (!scalars_.count(v)) return std::nullopt;
+                      return scalar(v);
+                    }};
+}
+
+// A matmul loop's tile: row-major 16-byte chunks (not the K-major B form), read through a carried
+// pointer block (its init and step from match_mma_loop) or a block pointer.
+std::optional<TmaTile> Codegen::plan_tma(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m) {
+  if (!tl.vector || tl.transposed || tl.epc != 8) return std::nullopt;
+  const ir::Op* ld = tl.load;
+  const ir::Block* body = loop->regions[0];
+  const ir::Value* init = nullptr;
+  const ir::Value* step = nullptr;
+  for (auto& [i, s] : m.pointers)
+    if (ld->operand(0) == body->args[1 + i]) init = loop->operands[3 + i], step = s;
+  return plan_tma_load(tma_context(), ld, tl.R, tl.C, loop, init, step);
+}
+
+std::optional<TmaTile> Codegen::plan_tma_store(const ir::Op* st) { return cuda::plan_tma_store(tma_context(), st); }
 
 }  // namespace tritium::jit::cuda::detail

@@ -8,7 +8,10 @@
 // offsets: `value + k * step` k trips later) and values from before the loop - is issued
 // num_stages - 1 trips ahead with cp.async into a ring of num_stages tiles. Each trip waits for its
 // own tiles, a barrier makes them visible (and frees the slot the previous trip read), and the trip
-// num_stages - 1 ahead is issued into that slot before the body runs.
+// num_stages - 1 ahead is issued into that slot before the body runs. On Hopper, where the TMA
+// analysis takes every load of the ring (tma_ring.cpp), the loop is emitted twice: under the
+// plans' run-time guard with the ring filled by bulk tensor copies from thread 0 (the consumers
+// wait on a stage's mbarrier), and as the cp.async loop otherwise.
 #include "jit/cuda/lowering/lowering.h"
 
 namespace tritium::jit::cuda::lowering {
@@ -284,121 +287,181 @@ void Lowering::emit_for(const ir::Op* op) {
     }
   }
   std::string trips;
+  std::optional<TmaRing> tma;
   if (!pipes.empty()) {
     for (Pipelined& p : pipes) p.offset = alloc_smem(p.stage_bytes * S, 1024);
     trips = tmp("int64_t", fmt::format("({2} > 0) ? ((int64_t){1} > (int64_t){0} ? ((int64_t){1} - {0} + {2} - 1) / {2} : 0) "
                                        ": ((int64_t){0} > (int64_t){1} ? ((int64_t){0} - {1} - {2} - 1) / -(int64_t){2} : 0)",
                                        lb, ub, step));
     line(fmt::format("// pipelined: {} load(s) into {} stages, {} trips ahead", pipes.size(), S, S - 1));
+    tma = plan_tma_ring(op, pipes);
+    if (tma) {
+      tma->bar = fmt::format("(tt_smem_base + {})", alloc_smem(8 * S, 8));
+      // The copy engine writes the ring through the async proxy: the threads' earlier writes to
+      // these bytes (an earlier tile's) are ordered before it by a proxy fence and the barrier.
+      line("tt_fence_async_shared();");
+      synced_ = false;
+    }
     sync();  // the ring's bytes may have been read before
+    // The prefill's trip k is `k` trips after the first: the first trip's values are the inits.
+    scalars_[body->args[0]] = lb;
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* arg = body->args[i + 1];
+      if (arg->type.is_scalar()) scalars_[arg] = carry[i];
+    }
+  }
+  auto cp_async_prefill = [&]() {
+    scalars_[body->args[0]] = lb;
     for (int k = 0; k + 1 < S; ++k) {
-      for (const Pipelined& p : pipes) {
-        // Trip k of the loop is `k` trips after the first: the first trip's values are the inits.
-        const ir::Value* iv = body->args[0];
-        scalars_[iv] = lb;
-        for (size_t i = 0; i < n; ++i) {
-          const ir::Value* arg = body->args[i + 1];
-          if (arg->type.is_scalar()) scalars_[arg] = carry[i];
-        }
-        issue_stage(op, p, fmt::format("{}", k), fmt::format("{}", k), fmt::format("{} < {}", k, trips));
-      }
-      line("tt_cp_async_commit();");
-    }
-  }
-  const std::string iv = fresh("iv"), trip = fresh("trip");
-  const std::string ivt = ctype(body->args[0]->type);
-  // Positive steps count up, negative ones down (Triton's range); the step is uniform.
-  open(fmt::format("for ({0} {1} = {2}, {3} = 0; ({4} > 0) ? ({1} < {5}) : ({1} > {5}); {1} += {4}, ++{3})", ivt, iv, lb,
-                   trip, step, ub));
-  line(fmt::format("(void){};", trip));
-  scalars_[body->args[0]] = iv;
-  synced_ = false;  // the previous trip's accesses
-  // A trip may read what the previous one stored (through a parameter it also stores through).
-  auto stores = [&](ir::Op* o) {
-    if (o->kind == OpKind::Store || is_atomic(o->kind)) mark_global_write(o->operand(0));
-  };
-  ir::Function::walk_block(const_cast<ir::Block*>(body), stores);
-  if (!pipes.empty()) {
-    line(fmt::format("const int tt_slot{} = (int)({} % {});", trip, trip, S));
-    line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles", S - 2));
-    line(!deferred.empty() ? "__syncthreads();  // ... are everyone's"
-                           : "__syncthreads();  // ... are everyone's; the slot the previous trip read is free");
-    synced_ = true;
-    auto refill = [this, op, pipes, S, trip, trips]() {
       for (const Pipelined& p : pipes)
-        issue_stage(op, p, fmt::format("{}", S - 1), fmt::format("(({} + {}) % {})", trip, S - 1, S),
-                    fmt::format("{} + {} < {}", trip, S - 1, trips));
+        issue_stage(op, p, fmt::format("{}", k), fmt::format("{}", k), fmt::format("{} < {}", k, trips));
       line("tt_cp_async_commit();");
+    }
+  };
+  // The loop itself: its stages filled by TMA (`ring`) or by the threads' cp.async (null).
+  auto emit_loop = [&](const TmaRing* ring) {
+    // The body's values of an earlier emission of this loop (the TMA loop before its fallback) are
+    // not this one's: their arrays must not count as sharing this emission's (reusable()).
+    auto forget = [&](ir::Op* o) {
+      for (const ir::Value* r : o->results) vals_.erase(r), scalars_.erase(r);
     };
-    if (!deferred.empty()) retire_hook_ = refill;
-    else refill();
-    for (const Pipelined& p : pipes)
-      stage_slot_[p.convert] = fmt::format("({} + tt_slot{} * {})", p.offset, trip, p.stage_bytes);
-  }
-  // The previous trip's deferred groups, as the body sees them at its top (none at the first trip:
-  // waiting for them then is waiting for nothing).
-  for (auto [d, i] : deferred) {
-    deferred_dots_.insert(d);
-    pending_mma_.push_back({carry[i], 1, true});
-  }
-  std::unordered_set<const ir::Op*> skip;
-  for (const Pipelined& p : pipes) skip.insert(p.load);
-  {
-    const size_t live = smem_live_.size();
-    for (const ir::Op* o : body->ops)
-      if (!skip.count(o)) emit_op(o);
-    if (smem_live_.size() > live) {
-      wait_mma();
-      sync();
-      while (smem_live_.size() > live) free_smem(smem_live_.back().first);
+    ir::Function::walk_block(const_cast<ir::Block*>(body), forget);
+    const std::string iv = fresh("iv"), trip = fresh("trip");
+    const std::string ivt = ctype(body->args[0]->type);
+    // Positive steps count up, negative ones down (Triton's range); the step is uniform.
+    open(fmt::format("for ({0} {1} = {2}, {3} = 0; ({4} > 0) ? ({1} < {5}) : ({1} > {5}); {1} += {4}, ++{3})", ivt, iv,
+                     lb, trip, step, ub));
+    line(fmt::format("(void){};", trip));
+    scalars_[body->args[0]] = iv;
+    synced_ = false;  // the previous trip's accesses
+    // A trip may read what the previous one stored (through a parameter it also stores through).
+    auto stores = [&](ir::Op* o) {
+      if (o->kind == OpKind::Store || is_atomic(o->kind)) mark_global_write(o->operand(0));
+    };
+    ir::Function::walk_block(const_cast<ir::Block*>(body), stores);
+    if (!pipes.empty()) {
+      line(fmt::format("const int tt_slot{} = (int)({} % {});", trip, trip, S));
+      if (ring) {
+        line(fmt::format("tt_mbarrier_wait({} + tt_slot{} * 8, (uint32_t)({} / {}) & 1u);  // this trip's tiles have landed",
+                         ring->bar, trip, trip, S));
+        if (deferred.empty()) {
+          line("__syncthreads();  // the slot the previous trip read is free");
+          synced_ = true;
+        }
+      } else {
+        line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles", S - 2));
+        line(!deferred.empty() ? "__syncthreads();  // ... are everyone's"
+                               : "__syncthreads();  // ... are everyone's; the slot the previous trip read is free");
+        synced_ = true;
+      }
+      auto refill = [this, op, &pipes, S, trip, trips, ring]() {
+        const std::string ahead = fmt::format("{}", S - 1), slot = fmt::format("(({} + {}) % {})", trip, S - 1, S),
+                          live = fmt::format("{} + {} < {}", trip, S - 1, trips);
+        if (ring) {
+          issue_tma_stage(op, pipes, *ring, ahead, fmt::format("({} + {})", trip, S - 1), slot, live);
+          return;
+        }
+        for (const Pipelined& p : pipes) issue_stage(op, p, ahead, slot, live);
+        line("tt_cp_async_commit();");
+      };
+      if (!deferred.empty()) retire_hook_ = refill;
+      else refill();
+      for (const Pipelined& p : pipes)
+        stage_slot_[p.convert] = fmt::format("({} + tt_slot{} * {})", p.offset, trip, p.stage_bytes);
     }
-  }
-  if (deferred.empty()) wait_mma();
-  // The yield: carried values take the yielded ones (through copies when one reads another's array).
-  std::vector<std::string> next(n);
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Value* y = yield->operand(i);
-    if (y->type.is_scalar()) {
-      next[i] = tmp(ctype(y->type), scalar(y));
-      continue;
+    // The previous trip's deferred groups, as the body sees them at its top (none at the first trip:
+    // waiting for them then is waiting for nothing).
+    for (auto [d, i] : deferred) {
+      deferred_dots_.insert(d);
+      pending_mma_.push_back({carry[i], 1, true});
     }
-    const Val& v = vals_.at(y);  // not val(): an array updated in place is not read (its wgmma may run on)
-    bool reads_other = false;
-    for (size_t j = 0; j < n; ++j) reads_other = reads_other || (j != i && v.kind == Val::Kind::Regs && v.name == carry[j]);
-    if (reads_other) {
-      wait_mma_for(v.name);
-      std::string t = fresh("y");
-      line(fmt::format("{} {}[{}];", ctype(y->type.element()), t, layout(y).num_regs()));
-      line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {}[tt_r];", layout(y).num_regs(), t, v.name));
-      next[i] = t;
-    } else {
-      next[i] = v.kind == Val::Kind::Regs ? v.name : "=" + v.name;
+    std::unordered_set<const ir::Op*> skip;
+    for (const Pipelined& p : pipes) skip.insert(p.load);
+    {
+      const size_t live = smem_live_.size();
+      for (const ir::Op* o : body->ops)
+        if (!skip.count(o)) emit_op(o);
+      if (smem_live_.size() > live) {
+        wait_mma();
+        sync();
+        while (smem_live_.size() > live) free_smem(smem_live_.back().first);
+      }
     }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Value* arg = body->args[i + 1];
-    if (arg->type.is_scalar()) {
-      line(fmt::format("{} = {};", carry[i], next[i]));
-      continue;
+    if (deferred.empty()) wait_mma();
+    // The yield: carried values take the yielded ones (through copies when one reads another's array).
+    std::vector<std::string> next(n);
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* y = yield->operand(i);
+      if (y->type.is_scalar()) {
+        next[i] = tmp(ctype(y->type), scalar(y));
+        continue;
+      }
+      const Val& v = vals_.at(y);  // not val(): an array updated in place is not read (its wgmma may run on)
+      bool reads_other = false;
+      for (size_t j = 0; j < n; ++j) reads_other = reads_other || (j != i && v.kind == Val::Kind::Regs && v.name == carry[j]);
+      if (reads_other) {
+        wait_mma_for(v.name);
+        std::string t = fresh("y");
+        line(fmt::format("{} {}[{}];", ctype(y->type.element()), t, layout(y).num_regs()));
+        line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {}[tt_r];", layout(y).num_regs(), t, v.name));
+        next[i] = t;
+      } else {
+        next[i] = v.kind == Val::Kind::Regs ? v.name : "=" + v.name;
+      }
     }
-    if (next[i] == carry[i]) continue;  // updated in place
-    if (next[i][0] != '=') wait_mma_for(next[i]);  // a copy reads the registers: their wgmma must be done
-    line("#pragma unroll");
-    if (next[i][0] == '=')
-      line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), carry[i],
-                       next[i].substr(1)));
-    else
-      line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {}[tt_r];", layout(arg).num_regs(), carry[i],
-                       next[i]));
-  }
-  close();
-  for (auto [d, i] : deferred) deferred_dots_.erase(d);
-  if (retire_hook_) fail("internal error: a loop's stages were never refilled (no wgmma wait in its body)");
-  wait_mma();
-  synced_ = false;
-  if (!pipes.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* arg = body->args[i + 1];
+      if (arg->type.is_scalar()) {
+        line(fmt::format("{} = {};", carry[i], next[i]));
+        continue;
+      }
+      if (next[i] == carry[i]) continue;  // updated in place
+      if (next[i][0] != '=') wait_mma_for(next[i]);  // a copy reads the registers: their wgmma must be done
+      line("#pragma unroll");
+      if (next[i][0] == '=')
+        line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), carry[i],
+                         next[i].substr(1)));
+      else
+        line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {}[tt_r];", layout(arg).num_regs(), carry[i],
+                         next[i]));
+    }
+    close();
+    for (auto [d, i] : deferred) deferred_dots_.erase(d);
+    if (retire_hook_) fail("internal error: a loop's stages were never refilled (no wgmma wait in its body)");
+    wait_mma();
+    synced_ = false;
+  };
+  if (tma) {
+    // The TMA loop where every tile's plan holds (tested once, before the loop), the cp.async loop
+    // otherwise (an index that wraps, a tensor no map describes): a wrong guess costs speed only.
+    const std::string use_tma = tmp("bool", tma->guard);
+    line(fmt::format("// stages filled by TMA under its guard ({} bulk tensor copies a stage), by cp.async otherwise",
+                     [&] {
+                       int64_t copies = 0;
+                       for (const Pipelined& p : pipes) copies += p.load->result()->type.shape[1] / 64;
+                       return copies;
+                     }()));
+    open(fmt::format("if ({})", use_tma));
+    begin_tma_ring(op, pipes, *tma, S, trips);
+    emit_loop(&*tma);
+    end_tma_ring(*tma, S);
+    close();
+    open("else");
+    line("// the cp.async loop: some tile's TMA guard failed");
+    synced_ = true;
+    cp_async_prefill();
+    emit_loop(nullptr);
     line("tt_cp_async_wait<0>();  // no copy lands after the loop");
+    close();
+    synced_ = false;
+  } else {
+    if (!pipes.empty()) cp_async_prefill();
+    emit_loop(nullptr);
+    if (!pipes.empty()) line("tt_cp_async_wait<0>();  // no copy lands after the loop");
+  }
+  if (!pipes.empty()) {
     sync();
+    if (tma) free_smem(smem_live_.back().first);  // the mbarriers
     for (auto it = pipes.rbegin(); it != pipes.rend(); ++it) free_smem(it->offset);
     for (const Pipelined& p : pipes) stage_slot_.erase(p.convert);
   }

@@ -36,8 +36,14 @@ KernelSource Lowering::run() {
   std::string src = device_header();
   src += fmt::format("\n// Kernel {}: {} threads ({} warps), {} bytes of shared memory; lowered through layouts.\n",
                      f_.name, nt_, nwarps_, smem_peak_);
-  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert) {{\n",
-                     nt_, ks.entry, params);
+  // Tensor maps (tma_ring.cpp) follow tt_assert, as the element-loop generator's do: the launcher
+  // encodes them from KernelSource::tma_maps.
+  ks.tma_maps = tma_maps_;
+  std::string maps;
+  if (!tma_maps_.empty()) src += "struct __align__(64) tt_tmap_t { unsigned long long v[16]; };  // a CUtensorMap\n";
+  for (size_t i = 0; i < tma_maps_.size(); ++i) maps += fmt::format(", const __grid_constant__ tt_tmap_t tt_tmap{}", i);
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}uint8_t* tt_scratch, int* tt_assert{}) {{\n",
+                     nt_, ks.entry, params, maps);
   src += "  extern __shared__ __align__(1024) uint8_t tt_smem[];\n";
   src += "  const int tid = (int)threadIdx.x;\n";
   src += "  const int tt_lane = tid & 31;\n";

@@ -11,12 +11,14 @@
 // through shared memory). A dot runs on wgmma (Hopper) or mma.sync from its accumulator's registers,
 // its A operand from registers or a tile, B from a tile. In a `tl::range` loop, loads that become
 // tiles and whose addresses advance by a loop-invariant step are issued num_stages - 1 trips ahead
-// with cp.async into a ring of tiles.
+// with cp.async into a ring of tiles - on Hopper by the bulk tensor copy engine (TMA) where the
+// shared analysis (jit/cuda/tma.h) proves each tile a box of a tensor.
 //
 // Files, by op family: lowering.cpp (kernel, scalars, op dispatch, shared memory), values.cpp
 // (constants, aranges, views, elementwise), memory.cpp (loads, stores, atomics), reduce.cpp
 // (reductions), scan.cpp (scans, through jit/cuda/scan.cpp), convert.cpp (layout conversions,
 // tiles), dot.cpp (tensor cores and the FMA dot), control_flow.cpp (loops, branches, pipelining),
+// tma_ring.cpp (the ring's tiles through TMA),
 // debug.cpp (print, assert).
 #pragma once
 #include <functional>
@@ -29,6 +31,7 @@
 
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/scalar_expr.h"
+#include "jit/cuda/tma.h"
 #include "jit/passes/assign_layouts.h"
 
 namespace tritium::jit::cuda::lowering {
@@ -198,6 +201,31 @@ class Lowering {
   std::unordered_map<std::string, std::string> ahead_memo_;
   std::unordered_map<const ir::Op*, std::string> stage_slot_;  // pipelined converts -> current slot base
   bool ahead_computable(const ir::Value* v, const ir::Op* loop, int depth = 0) const;
+
+  // ---- the ring's tiles through TMA (tma_ring.cpp) ----------------------------------------------
+  // On Hopper, a loop's pipelined loads whose every tile the shared analysis (jit/cuda/tma.h) can
+  // name as a box of a tensor are filled by the bulk tensor copy engine: thread 0 arms a stage's
+  // mbarrier with the stage's bytes and issues the copies, the consumers wait on the mbarrier.
+  // emit_for emits that loop under the plans' guards and the cp.async loop otherwise.
+  std::vector<std::string> tma_maps_;  // KernelSource::tma_maps (at most kMaxTensorMaps)
+  struct TmaRing {
+    std::vector<TmaTile> tiles;  // one per pipelined load, in order
+    std::string guard;           // every tile's guard
+    int64_t tx_bytes = 0;        // the bytes the copies of one stage deliver
+    int first_map = 0;           // tiles[i]'s map is tt_tmap{first_map + i}
+    std::string bar;             // the stages' mbarriers (u32 shared address; 8 bytes a stage)
+  };
+  std::optional<TmaRing> plan_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& pipes);
+  // The stage of the trip `ahead` trips after the current one (trip number `trip`, counting from
+  // the loop's first) into slot `slot`, when `live`: thread 0 arms the slot's mbarrier and issues
+  // one copy per 64-column block of each tile.
+  void issue_tma_stage(const ir::Op* loop, const std::vector<Pipelined>& pipes, const TmaRing& ring,
+                       const std::string& ahead, const std::string& trip, const std::string& slot, const std::string& live);
+  // Before the loop (inside the guard): thread 0 initialises the mbarriers and asks for the first
+  // S - 1 stages; a barrier publishes the mbarriers. After it: they are invalidated.
+  void begin_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& pipes, TmaRing& ring, int stages,
+                      const std::string& trips);
+  void end_tma_ring(const TmaRing& ring, int stages);
 
   // ---- debugging (debug.cpp) --------------------------------------------------------------------
   int num_asserts_ = 0;

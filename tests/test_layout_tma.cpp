@@ -1,0 +1,255 @@
+// The layout generator's pipelined ring filled by the bulk tensor copy engine (TMA) on Hopper
+// (jit/cuda/lowering/tma_ring.cpp, the analysis in jit/cuda/tma.h): generated and compiled with
+// NVRTC for sm_90a, never run here (no GPU in CI: scripts/gpu_layouts.sh runs the value checks of
+// these kernels through layouts on a GPU). Skips when NVRTC is unavailable.
+#include <boost/test/unit_test.hpp>
+#include <tritium/tritium.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "common/env.h"
+#include "jit/cuda/codegen.h"
+#include "jit/cuda/nvrtc.h"
+#include "jit/passes/axis_info.h"
+
+namespace tl = tritium::tl;
+namespace cuda = tritium::jit::cuda;
+using tritium::f16_t;
+
+namespace {
+
+template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
+constexpr int64_t H100_SHARED_MEMORY = 219 * 1024;
+
+// Through layouts for `cc` (generated only: the cases that check what is absent).
+template <class... A> cuda::KernelSource generated(tritium::Kernel& k, int num_warps, int cc, const A&... args) {
+  auto f = k.optimized_function(args...);
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = num_warps;
+  opts.num_stages = 3;
+  return cuda::generate_cuda_layouts(*f, opts, H100_SHARED_MEMORY, cc);
+}
+
+// ... and compiled for `arch` (a compile error fails the test).
+template <class... A>
+cuda::KernelSource through_layouts(tritium::Kernel& k, int num_warps, int cc, const std::string& arch, const A&... args) {
+  cuda::KernelSource ks = generated(k, num_warps, cc, args...);
+  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
+    std::ofstream(std::string(dir) + "/" + ks.entry + "." + arch + ".cu") << ks.source;
+  try {
+    BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, arch).empty());
+  } catch (const tritium::Error& e) {
+    BOOST_ERROR("kernel " << ks.entry << " does not compile for " << arch << ":\n" << e.what());
+  }
+  return ks;
+}
+
+std::string kernel_body(const cuda::KernelSource& ks) { return ks.source.substr(ks.source.find("__global__")); }
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Whether the kernel takes exactly these tensor maps (in any order): A's (M x K, row stride K; box
+// 64 x BM) and B's (K x N, row stride N; box 64 x BK) recipes: base, shape0, shape1, stride0, 1 (i:
+// a 32-bit parameter), 2-byte elements, CU_TENSOR_MAP_DATA_TYPE_FLOAT16 (6), the box.
+bool has_maps(const cuda::KernelSource& ks, std::vector<std::string> want) {
+  std::vector<std::string> got = ks.tma_maps;
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  return got == want;
+}
+
+// The TMA loop's text (from its guard to the cp.async fallback), empty when there is none.
+std::string tma_loop(const std::string& body) {
+  const size_t from = body.find("// stages filled by TMA under its guard");
+  const size_t to = body.find("// the cp.async loop: some tile's TMA guard failed");
+  if (from == std::string::npos || to == std::string::npos || to < from) return "";
+  return body.substr(from, to - from);
+}
+
+// Tutorial 03's kernel: pointer blocks with rows `% M` and columns `% N`, masks on K.
+auto tutorial_matmul = tritium::kernel(
+    "mm_layout_tma", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N, tl::i32 K, int BM,
+                        int BN, int BK, float OTHER) {
+      auto pid_m = tl::program_id(0), pid_n = tl::program_id(1);
+      auto offs_am = (pid_m * BM + tl::arange(0, BM)) % M, offs_bn = (pid_n * BN + tl::arange(0, BN)) % N;
+      auto offs_k = tl::arange(0, BK);
+      auto a_ptrs = a + (offs_am(tl::_, tl::None) * K + offs_k(tl::None, tl::_));
+      auto b_ptrs = b + (offs_k(tl::_, tl::None) * N + offs_bn(tl::None, tl::_));
+      auto acc = tl::zeros({BM, BN}, tl::float32);
+      for (auto k : tl::range(0, tl::cdiv(K, BK))) {
+        acc += tl::dot(tl::load(a_ptrs, offs_k(tl::None, tl::_) < K - k * BK, OTHER),
+                       tl::load(b_ptrs, offs_k(tl::_, tl::None) < K - k * BK, 0.0));
+        a_ptrs += BK;
+        b_ptrs += BK * N;
+      }
+      auto offs_cm = pid_m * BM + tl::arange(0, BM), offs_cn = pid_n * BN + tl::arange(0, BN);
+      tl::store(c + N * offs_cm(tl::_, tl::None) + offs_cn(tl::None, tl::_), acc.to(tl::float16),
+                (offs_cm(tl::_, tl::None) < M) & (offs_cn(tl::None, tl::_) < N));
+    });
+
+// Block pointer A, tensor descriptor B (loaded at the loop variable's offset).
+auto block_pointer_matmul = tritium::kernel(
+    "mm_layout_tma_bp", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<f16_t> c, tl::i32 M, tl::i32 N, tl::i32 K,
+                           int BM, int BN, int BK, bool NAN_PAD) {
+      auto pm = tl::program_id(0), pn = tl::program_id(1);
+      auto a_bp = tl::make_block_ptr(a, {M, K}, {K, 1}, {pm * BM, 0}, {BM, BK}, {1, 0});
+      auto b_d = tl::make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+      auto acc = tl::zeros({BM, BN}, tl::float32);
+      for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+        acc = tl::dot(tl::load(a_bp, {0, 1}, NAN_PAD ? "nan" : "zero"), b_d.load({kt * BK, pn * BN}), acc);
+        a_bp = tl::advance(a_bp, {0, BK});
+      }
+      tl::store(tl::make_block_ptr(c, {M, N}, {N, 1}, {pm * BM, pn * BN}, {BM, BN}, {1, 0}), acc.to(tl::float16), {0, 1});
+    });
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_layout_tma)
+
+// Tutorial 03 through layouts on sm_90a at 128 x 256 x 64, 3 stages: both tiles by TMA (maps A: M x
+// K from the `% M` and the K mask, row stride K; B: K x N, stride N), issued by thread 0 alone (one
+// copy for A's 64 columns, four for B's 256), the consumers waiting on the stage's mbarrier, no
+// cp.async in the TMA loop, the wgmma group kept in flight (wait_group 1) and the stage it read
+// refilled after it; the cp.async loop follows as the fallback under the guard.
+BOOST_AUTO_TEST_CASE(tutorial_matmul_fills_its_ring_by_tma) {
+  if (!cuda::nvrtc_available()) return;
+  auto p = addr<f16_t>(0);
+  cuda::KernelSource ks =
+      through_layouts(tutorial_matmul, 8, 90, "sm_90a", p, addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256, 64, 0.0f);
+  const std::string body = kernel_body(ks);
+  BOOST_TEST(has_maps(ks, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64"}));
+  BOOST_TEST(body.find("const __grid_constant__ tt_tmap_t tt_tmap1") != std::string::npos);
+  BOOST_TEST(body.find("// pipelined: 2 load(s) into 3 stages, 2 trips ahead") != std::string::npos);
+  const std::string loop = tma_loop(body);
+  BOOST_TEST_REQUIRE(!loop.empty());
+  BOOST_TEST(loop.find("(5 bulk tensor copies a stage)") != std::string::npos);
+  BOOST_TEST(loop.find("tt_tensor_map_usable(") == std::string::npos);  // the guard is computed before it
+  BOOST_TEST(body.find("tt_tensor_map_usable(") < body.find("// stages filled by TMA"));
+  // Two stages ahead before the loop and one refill a trip: 3 x (1 + 4) copies, each from thread 0.
+  BOOST_TEST(count(loop, "tt_tma_load_2d(") == 15u);
+  BOOST_TEST(count(loop, "tt_mbarrier_expect_tx(") == 3u);
+  BOOST_TEST(count(loop, "if (tid == 0 && ") == 3u);
+  BOOST_TEST(loop.find("tt_mbarrier_wait(") != std::string::npos);
+  BOOST_TEST(loop.find("tt_cp_async") == std::string::npos);
+  BOOST_TEST(loop.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") != std::string::npos);
+  const size_t wait1 = loop.find("tt_wgmma_wait<1>();");
+  BOOST_TEST_REQUIRE(wait1 != std::string::npos);
+  BOOST_TEST(loop.find("tt_tma_load_2d(", wait1) != std::string::npos);  // the refill, after the retire
+  BOOST_TEST(loop.find("tt_mbarrier_inval(") != std::string::npos);
+  // The fallback: the same loop with cp.async.
+  BOOST_TEST(body.find("tt_cp_async<16>(", body.find("// the cp.async loop")) != std::string::npos);
+  // The stages, the mbarriers and nothing else: three of 16 KB + 32 KB, 3 x 8 bytes (as the
+  // element-loop generator's TMA loop); C's staging reuses the stages' bytes.
+  BOOST_TEST(ks.smem_bytes == 3 * (128 * 64 + 64 * 256) * 2 + 3 * 8);
+}
+
+// What the copy cannot do keeps cp.async alone: sm_80 (no TMA), a row stride with no known 16-byte
+// alignment (K = 4100: not a multiple of 16, so not specialised), BK = 32 (A's rows of 64 bytes:
+// not a 64-column box). A load whose `other` is not +0 (the copy fills with zeros) is not in the
+// ring at all; the other tile's ring still takes TMA.
+BOOST_AUTO_TEST_CASE(tiles_the_copy_cannot_serve_keep_cp_async) {
+  if (!cuda::nvrtc_available()) return;
+  auto a = addr<f16_t>(0), b = addr<f16_t>(1), c = addr<f16_t>(2);
+  auto ampere = generated(tutorial_matmul, 4, 80, a, b, c, 4096, 4096, 4096, 128, 128, 64, 0.0f);
+  BOOST_TEST(ampere.tma_maps.empty());
+  BOOST_TEST(kernel_body(ampere).find("tt_tma_load_2d(") == std::string::npos);
+  auto odd = generated(tutorial_matmul, 8, 90, a, b, c, 4100, 4100, 4100, 128, 256, 64, 0.0f);
+  BOOST_TEST(odd.tma_maps.empty());
+  BOOST_TEST(kernel_body(odd).find("tt_tma_load_2d(") == std::string::npos);
+  BOOST_TEST(kernel_body(odd).find("// pipelined: 2 load(s)") != std::string::npos);  // element by element
+  // A's `other` is a run-time value: A is loaded in the loop, B alone fills the ring (by TMA).
+  auto other = through_layouts(tutorial_matmul, 8, 90, "sm_90a", a, b, c, 4096, 4096, 4096, 128, 256, 64, 1.0f);
+  BOOST_TEST(has_maps(other, {"p1 i5 i4 i4 c1 2 6 64 64"}));
+  BOOST_TEST(kernel_body(other).find("// pipelined: 1 load(s)") != std::string::npos);
+  auto narrow = generated(tutorial_matmul, 4, 90, a, b, c, 4096, 4096, 4096, 64, 128, 32, 0.0f);
+  BOOST_TEST(narrow.tma_maps.empty());
+}
+
+// Block pointers and tensor descriptors (every dim bounds-checked, zero padding): TMA for both
+// tiles, the coordinates the block pointer's carried offsets and the loop variable's offset, read
+// by thread 0 at element (0, 0). NaN padding is not the copy's fill (nor cp.async's): that load
+// stays in the loop, B's ring still takes TMA.
+BOOST_AUTO_TEST_CASE(block_pointer_tiles_by_tma) {
+  if (!cuda::nvrtc_available()) return;
+  auto a = addr<f16_t>(0), b = addr<f16_t>(1), c = addr<f16_t>(2);
+  auto ks = through_layouts(block_pointer_matmul, 8, 90, "sm_90a", a, b, c, 4096, 4096, 4096, 128, 256, 64, false);
+  BOOST_TEST(has_maps(ks, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64"}));
+  for (const std::string& m : ks.tma_maps) BOOST_TEST(cuda::parse_tensor_map_recipe(m, 10).has_value(), m);
+  const std::string loop = tma_loop(kernel_body(ks));
+  BOOST_TEST(count(loop, "tt_tma_load_2d(") == 15u);
+  BOOST_TEST(loop.find("tt_cp_async") == std::string::npos);
+  auto nan = generated(block_pointer_matmul, 8, 90, a, b, c, 4096, 4096, 4096, 128, 256, 64, true);
+  BOOST_TEST(has_maps(nan, {"p1 i5 i4 i4 c1 2 6 64 64"}));  // A's NaN padding: A is loaded in the loop
+}
+
+// Both generators ask the shared analysis (jit/cuda/tma.h) the same questions: tutorial 03's tiles
+// get the same maps from the element-loop generator's matmul loop (TRITIUM_CUDA_CODEGEN=legacy,
+// which also stores C through a third map, persistent) as from the layout generator's ring.
+BOOST_AUTO_TEST_CASE(both_generators_plan_the_same_tiles) {
+  if (!cuda::nvrtc_available()) return;
+  std::string previous;
+  const bool had = std::getenv("TRITIUM_CUDA_CODEGEN") != nullptr;
+  if (had) previous = std::getenv("TRITIUM_CUDA_CODEGEN");
+  setenv("TRITIUM_CUDA_CODEGEN", "legacy", 1);
+  tritium::reload_env_for_tests();
+  auto f = tutorial_matmul.optimized_function(addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256,
+                                              64, 0.0f);
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = 8;
+  opts.num_stages = 3;
+  cuda::KernelSource legacy = cuda::generate_cuda(*f, tritium::jit::analyze_axis_info(*f), opts, H100_SHARED_MEMORY, 90);
+  if (had) setenv("TRITIUM_CUDA_CODEGEN", previous.c_str(), 1);
+  else unsetenv("TRITIUM_CUDA_CODEGEN");
+  tritium::reload_env_for_tests();
+  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
+    std::ofstream(std::string(dir) + "/" + legacy.entry + ".legacy.cu") << legacy.source;
+  BOOST_TEST(legacy.matmul_loops == 1);
+  BOOST_TEST(has_maps(legacy, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64", "p2 i3 i4 i4 c1 2 6 64 128"}));
+  cuda::KernelSource layouts = generated(tutorial_matmul, 8, 90, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096,
+                                         4096, 4096, 128, 256, 64, 0.0f);
+  BOOST_TEST(has_maps(layouts, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64"}));
+}
+
+// generate_cuda's default: tutorial 03's f16 kernel through layouts (its ring on TMA); an fp32 (tf32)
+// matmul loop stays with the element-loop generator, whose raw stages pipeline the tiles it rounds.
+// (Only when TRITIUM_CUDA_CODEGEN does not choose a generator for every kernel.)
+BOOST_AUTO_TEST_CASE(dot_kernels_go_through_layouts_by_default) {
+  if (!cuda::nvrtc_available() || tritium::env().cuda_codegen == "legacy" || tritium::env().cuda_codegen == "layouts") return;
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = 8;
+  opts.num_stages = 3;
+  auto f = tutorial_matmul.optimized_function(addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256,
+                                              64, 0.0f);
+  cuda::KernelSource ks = cuda::generate_cuda(*f, tritium::jit::analyze_axis_info(*f), opts, H100_SHARED_MEMORY, 90);
+  BOOST_TEST(ks.source.find("lowered through layouts") != std::string::npos);
+  BOOST_TEST(ks.matmul_loops == 0);
+  BOOST_TEST(ks.tma_maps.size() == 2u);
+  auto tf32 = tritium::kernel("mm_tf32_default", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::i32 M,
+                                                    tl::i32 N, tl::i32 K, int BM, int BN, int BK) {
+    auto pm = tl::program_id(0), pn = tl::program_id(1);
+    auto rm = pm * BM + tl::arange(0, BM), rn = pn * BN + tl::arange(0, BN), rk = tl::arange(0, BK);
+    auto a_ptrs = a + ((rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_));
+    auto b_ptrs = b + (rk(tl::_, tl::None) * N + (rn % N)(tl::None, tl::_));
+    auto acc = tl::zeros({BM, BN}, tl::float32);
+    for (auto k : tl::range(0, tl::cdiv(K, BK))) {
+      acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - k * BK, 0.0f),
+                    tl::load(b_ptrs, rk(tl::_, tl::None) < K - k * BK, 0.0f), acc);
+      a_ptrs += BK;
+      b_ptrs += BK * N;
+    }
+    tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc, (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N));
+  });
+  auto g = tf32.optimized_function(addr<float>(0), addr<float>(1), addr<float>(2), 1024, 1024, 1024, 128, 128, 32);
+  cuda::KernelSource t = cuda::generate_cuda(*g, tritium::jit::analyze_axis_info(*g), opts, H100_SHARED_MEMORY, 90);
+  BOOST_TEST(t.matmul_loops == 1);
+  BOOST_TEST(t.source.find("lowered through layouts") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
