@@ -430,6 +430,9 @@ DType float_or_f32(DType d) { return is_float(d) ? d : DType::f32; }
 
 Tensor binary(const char* name, Ew op, const Tensor& a, const Tensor& b) {
   DType r = promote(name, {&a, &b});
+  // PyTorch refuses a bool operand of a subtraction whatever the other one (bool - int included).
+  if (op == Ew::sub && r != DType::i1 && (a.dtype() == DType::i1 || b.dtype() == DType::i1))
+    fail("{}: subtraction with a bool tensor is not supported; use ~ or logical_not to invert a mask", name);
   if (r == DType::i1) {
     if (op == Ew::add) op = Ew::logical_or;
     else if (op == Ew::mul) op = Ew::logical_and;
@@ -442,6 +445,9 @@ Tensor binary(const char* name, Ew op, const Tensor& a, const Tensor& b) {
 
 Tensor binary(const char* name, Ew op, const Tensor& a, const Scalar& b) {
   DType r = promote(name, {&a}, &b);
+  if ((op == Ew::sub || op == Ew::rsub) && r != DType::i1 &&
+      (a.dtype() == DType::i1 || std::holds_alternative<bool>(b.value)))
+    fail("{}: subtraction with a bool tensor is not supported; use ~ or logical_not to invert a mask", name);
   if (r == DType::i1) {
     if (op == Ew::add) op = Ew::logical_or;
     else if (op == Ew::mul) op = Ew::logical_and;

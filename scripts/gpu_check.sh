@@ -18,6 +18,7 @@ if [ "$filter" = "--portable" ]; then
   dist=/tmp/tritium-portable
   rm -rf "$dist" && mkdir -p "$dist" && tar -C "$dist" -xJf "$root/.carry/portable.tar.xz" || exit 1
   export LD_LIBRARY_PATH="$dist${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TRITIUM_CACHE_DIR=/tmp/tritium-cache
+  export TRITIUM_FIXTURES_DIR="$root/tests/fixtures"  # the binary runs away from its source tree
   tests_rc=0
   if [ -z "${GPU_CHECK_SKIP_TESTS:-}" ]; then  # set it to run only the benchmarks (the 10-minute limit)
     printf '\n== all suites, both backends\n'

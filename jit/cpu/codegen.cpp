@@ -785,7 +785,18 @@ class Codegen {
         Value* part = nullptr;
         llvm::BasicBlock *whole_bb = nullptr, *part_bb = nullptr;
         branch_on_all(mask, [&] { whole = b_.CreateAlignedLoad(vt, p0, align); whole_bb = b_.GetInsertBlock(); },
-                      [&] { part = b_.CreateMaskedLoad(vt, p0, align, mask, other); part_bb = b_.GetInsertBlock(); });
+                      [&] {
+                        // The pass-through goes in by a select of a frozen load, not as the
+                        // intrinsic's operand: LLVM 19's x86 lowering of a masked load split in halves
+                        // (16 f32 lanes on AVX2) with a zero pass-through and an all-false half loads
+                        // that half unmasked, reading past the buffer and using what it finds (a NaN
+                        // there made softmax_backward of a one-element row NaN; found by
+                        // tests/test_torch_parity.cpp). The freeze keeps InstCombine from folding the
+                        // select back into the intrinsic.
+                        Value* loaded = b_.CreateMaskedLoad(vt, p0, align, mask, llvm::PoisonValue::get(vt));
+                        part = b_.CreateSelect(mask, b_.CreateFreeze(loaded), other);
+                        part_bb = b_.GetInsertBlock();
+                      });
         llvm::PHINode* phi = b_.CreatePHI(vt, 2);
         phi->addIncoming(whole, whole_bb);
         phi->addIncoming(part, part_bb);

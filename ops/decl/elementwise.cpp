@@ -204,6 +204,7 @@ void declare_elementwise(OpRegistry& r) {
     OpDecl gelu_op = unary_float("gelu", gelu, AutocastClass::none, {"self"}, "gelu_backward(grad, self)",
                                  [](const Tensor& g, const Ctx& c) { return gelu_backward(g, c.saved("self")); }, -2, 2);
     gelu_op.torch_name = "torch.nn.functional.gelu";
+    gelu_op.inputs[0].accepts = Accepts::floating;  // PyTorch's gelu has no integer or bool kernels
     gelu_op.twice_differentiable = false;  // gelu_backward is a fused kernel (its derivative needs erf)
     r.add(std::move(gelu_op));
   }
