@@ -9,7 +9,11 @@
 // Effective bytes: every input, tensor attribute and output once; forward + backward adds the
 // output gradient and each input gradient once (a lower bound of the traffic, the same model for
 // both sides of the comparison).
+#include <time.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <string>
@@ -36,10 +40,13 @@ namespace {
 const char* kOpsUsage =
     "usage: tritium-bench --ops [--device cpu|cuda|cuda:N] [--filter REGEX] [--json FILE]\n"
     "                           [--elements N] [--dtypes f32,bf16] [--modes fwd,fwd+bwd] [--quick] [--list]\n"
+    "                           [--clock wall|cpu]\n"
     "Times each op of the op table through the registry at about N elements (default 2^24; sorting\n"
     "ops at N/16), forward and forward+backward, median of repeats. --filter selects cases whose\n"
     "'op variant' matches REGEX (std::regex_search); --list prints the cases and the registry's ops\n"
     "without an entry, and times nothing. --quick measures for 20 ms instead of 100 per case.\n"
+    "--clock cpu (CPU only) times each call by the process's CPU time instead of the wall clock: with\n"
+    "one thread, the work done, whatever else the machine runs (on a shared machine wall times swing).\n"
     "The CPU thread count is TRITIUM_NUM_THREADS (default: the CPUs this process may use).\n";
 
 const char* fill_name(Fill f) {
@@ -110,11 +117,40 @@ Tensor make_input(const InputSpec& s, Device device, ops::Generator& gen) {
   return ops::to_dtype(ops::sub(ops::mul(ops::rand(s.shape, gen, DType::f32, device), ops::Scalar(2.0)), ops::Scalar(1.0)), s.dtype);
 }
 
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
+}
+
+// do_bench's procedure (autotune/do_bench.cpp: an untimed first call, five to estimate, warm-up,
+// repetitions, median and minimum) timed by the process's CPU clock.
+BenchResult bench_cpu_clock(const std::function<void()>& fn, const BenchOptions& o) {
+  auto timed = [&](int n) {
+    std::vector<double> times;
+    for (int i = 0; i < n; ++i) {
+      if (o.before_each) o.before_each();
+      double t0 = process_cpu_ms();
+      fn();
+      times.push_back(process_cpu_ms() - t0);
+    }
+    return times;
+  };
+  timed(1);
+  auto estimate = timed(5);
+  double mean = std::max(1e-6, std::accumulate(estimate.begin(), estimate.end(), 0.0) / 5);
+  timed(std::min(o.max_reps, std::max(1, static_cast<int>(o.warmup_ms / mean))));
+  auto times = timed(std::clamp(static_cast<int>(o.rep_ms / mean), std::max(1, o.min_reps), o.max_reps));
+  std::sort(times.begin(), times.end());
+  return BenchResult{.median_ms = times[times.size() / 2], .min_ms = times.front(), .max_ms = times.back(),
+                     .reps = static_cast<int>(times.size())};
+}
+
 struct CaseResult {
   std::string op, variant, mode;
   DType dtype;
   OpCall call;
-  double ms = 0, bytes = 0;
+  double ms = 0, min_ms = 0, bytes = 0;
   int reps = 0;
   std::string error;
 };
@@ -123,6 +159,11 @@ struct Runner {
   Device device;
   BenchOptions options;
   ops::Generator gen{1234};
+  bool cpu_clock = false;
+
+  BenchResult time(const std::function<void()>& fn, const BenchOptions& o) const {
+    return cpu_clock ? bench_cpu_clock(fn, o) : do_bench(fn, device, o);
+  }
 
   // The call with the case's dtype filled in.
   static OpCall resolve(OpCall c, DType dtype) {
@@ -150,8 +191,8 @@ struct Runner {
     if (!backward) {
       Tensor y = forward();
       r.bytes = bytes + double(y.nbytes());
-      auto t = do_bench([&] { forward(); }, device, options);
-      r.ms = t.median_ms, r.reps = t.reps;
+      auto t = time([&] { forward(); }, options);
+      r.ms = t.median_ms, r.min_ms = t.min_ms, r.reps = t.reps;
       return;
     }
     std::vector<Tensor*> leaves;
@@ -167,8 +208,8 @@ struct Runner {
     o.before_each = [&] {
       for (Tensor* x : leaves) x->zero_grad();
     };
-    auto t = do_bench([&] { forward().backward(dy); }, device, o);
-    r.ms = t.median_ms, r.reps = t.reps;
+    auto t = time([&] { forward().backward(dy); }, o);
+    r.ms = t.median_ms, r.min_ms = t.min_ms, r.reps = t.reps;
   }
 };
 
@@ -180,6 +221,7 @@ int ops_bench(int argc, char** argv) {
   int64_t elements = int64_t(1) << 24;
   std::vector<std::string> dtypes = {"f32", "bf16"}, modes = {"fwd", "fwd+bwd"};
   bool quick = false, list = false;
+  std::string clock = "wall";
   cli::Args args(argc, argv, kOpsUsage, 2);
   auto split = [](const std::string& s) {
     std::vector<std::string> out;
@@ -205,6 +247,7 @@ int ops_bench(int argc, char** argv) {
       for (auto& m : modes) cli::parse_choice("--modes", m, {"fwd", "fwd+bwd"});
     } else if (args.is("--quick")) quick = true;
     else if (args.is("--list")) list = true;
+    else if (args.is("--clock")) clock = cli::parse_choice(args.option(), args.value(), {"wall", "cpu"});
     else args.unknown();
   }
   std::regex pattern;
@@ -226,11 +269,14 @@ int ops_bench(int argc, char** argv) {
   std::set<std::string> covered;
   Runner runner{.device = device};
   if (quick) runner.options.rep_ms = 20, runner.options.warmup_ms = 5;
+  if (clock == "cpu" && device.is_cuda()) throw cli::UsageError("--clock cpu times CPU work: it needs --device cpu");
+  runner.cpu_clock = clock == "cpu";
   int threads = runtime::ThreadPool::global().size();
   if (!list) {
     if (device.is_cuda()) std::printf("Op benchmarks on %s (%s), about %lld elements\n\n", device.str().c_str(),
                                       runtime::cuda::properties(device.index).name.c_str(), static_cast<long long>(elements));
-    else std::printf("Op benchmarks on the CPU (%d threads), about %lld elements\n\n", threads, static_cast<long long>(elements));
+    else std::printf("Op benchmarks on the CPU (%d threads, %s clock), about %lld elements\n\n", threads, clock.c_str(),
+                     static_cast<long long>(elements));
     std::printf("%-30s %-24s %-5s %-8s %-22s %11s %9s\n", "op", "variant", "dtype", "mode", "shape", "ms", "GB/s");
   }
   std::vector<CaseResult> results;
@@ -281,8 +327,8 @@ int ops_bench(int argc, char** argv) {
               missing.empty() ? "none" : fmt::format("{}", fmt::join(missing, ", ")).c_str());
 
   if (!json_path.empty() && !list) {
-    std::string json = fmt::format("{{\n  \"device\": {},\n  \"threads\": {},\n  \"elements\": {},\n  \"cases\": [\n",
-                                   json_string(device.str()), threads, elements);
+    std::string json = fmt::format("{{\n  \"device\": {},\n  \"threads\": {},\n  \"clock\": \"{}\",\n  \"elements\": {},\n  \"cases\": [\n",
+                                   json_string(device.str()), threads, clock, elements);
     for (size_t i = 0; i < results.size(); ++i) {
       const CaseResult& r = results[i];
       std::string inputs, attrs, tattrs;
@@ -296,8 +342,8 @@ int ops_bench(int argc, char** argv) {
       }
       json += fmt::format(
           "    {{\"op\": {}, \"variant\": {}, \"dtype\": \"{}\", \"mode\": \"{}\", \"inputs\": [{}], \"attrs\": {{{}}}, "
-          "\"tensor_attrs\": {{{}}}, \"ms\": {:.6f}, \"bytes\": {:.0f}, \"reps\": {}, \"error\": {}}}{}\n",
-          json_string(r.op), json_string(r.variant), dtype_name(r.dtype), r.mode, inputs, attrs, tattrs, r.ms, r.bytes,
+          "\"tensor_attrs\": {{{}}}, \"ms\": {:.6f}, \"min_ms\": {:.6f}, \"bytes\": {:.0f}, \"reps\": {}, \"error\": {}}}{}\n",
+          json_string(r.op), json_string(r.variant), dtype_name(r.dtype), r.mode, inputs, attrs, tattrs, r.ms, r.min_ms, r.bytes,
           r.reps, r.error.empty() ? "null" : json_string(r.error), i + 1 < results.size() ? "," : "");
     }
     std::string missing_json;
