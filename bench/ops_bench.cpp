@@ -250,6 +250,7 @@ int ops_bench(int argc, char** argv) {
     else if (args.is("--clock")) clock = cli::parse_choice(args.option(), args.value(), {"wall", "cpu"});
     else args.unknown();
   }
+  if (clock == "cpu" && device.is_cuda()) throw cli::UsageError("--clock cpu times CPU work: it needs --device cpu");
   std::regex pattern;
   try {
     pattern = std::regex(filter.empty() ? std::string(".") : filter);
@@ -269,7 +270,6 @@ int ops_bench(int argc, char** argv) {
   std::set<std::string> covered;
   Runner runner{.device = device};
   if (quick) runner.options.rep_ms = 20, runner.options.warmup_ms = 5;
-  if (clock == "cpu" && device.is_cuda()) throw cli::UsageError("--clock cpu times CPU work: it needs --device cpu");
   runner.cpu_clock = clock == "cpu";
   int threads = runtime::ThreadPool::global().size();
   if (!list) {
