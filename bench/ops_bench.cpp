@@ -5,7 +5,8 @@
 // bench/compare_ops.py to run the same calls in PyTorch.
 //
 // Timing: tritium::do_bench (the first call, which compiles, is not timed; warm-up, then the
-// median of the repetitions; on CUDA two events around each call and the L2 flushed before it).
+// median of the repetitions; on CUDA two events around each call and the L2 flushed before it),
+// or with --clock cpu the same procedure timed by the process's CPU clock.
 // Effective bytes: every input, tensor attribute and output once; forward + backward adds the
 // output gradient and each input gradient once (a lower bound of the traffic, the same model for
 // both sides of the comparison).
@@ -32,6 +33,8 @@
 #include "runtime/thread_pool.h"
 #include "tools/cli.h"
 
+// Results and specs name only the fields they set (designated initializers); GCC 12 warns about
+// the rest although they have default member initializers.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace tritium::bench {
