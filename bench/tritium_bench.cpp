@@ -7,6 +7,7 @@
 //   tritium-bench --matmul [SIZE]   fp32 matmul beside OpenBLAS (bench/matmul_vs_openblas.cpp)
 //   tritium-bench --ops-matmul ...  ops::matmul TFLOP/s on a GPU (bench/ops_matmul_gpu.cpp)
 //   tritium-bench --block-ptr-matmul ...  a matmul with pointer blocks against block pointers
+//   tritium-bench --ops ...         every op of the op table, forward and backward (bench/ops_bench.cpp)
 // On cuda the plain-loop column is absent (bench/compare_gpu.py sets Triton and PyTorch beside
 // these figures) and a bare cuLaunchKernel of an empty kernel is timed as the launch baseline.
 #include <unistd.h>
@@ -33,6 +34,9 @@
 int matmul_bench(int argc, char** argv);      // bench/matmul_vs_openblas.cpp
 int ops_matmul_bench(int argc, char** argv);  // bench/ops_matmul_gpu.cpp
 int block_ptr_matmul_bench(int argc, char** argv);  // bench/block_ptr_matmul.cpp
+namespace tritium::bench {
+int ops_bench(int argc, char** argv);  // bench/ops_bench.cpp
+}
 
 namespace tl = tritium::tl;
 using clock_type = std::chrono::steady_clock;
@@ -131,6 +135,7 @@ const char* kUsage =
     "       tritium-bench --matmul [SIZE (1 to 16384) [f32|f64|f16|bf16]]\n"
     "       tritium-bench --ops-matmul [--device D] [--sizes N,...] [--dtypes f16,bf16,f32,tf32]\n"
     "       tritium-bench --block-ptr-matmul [--device D] [--sizes N,...] [--rounds R] [--configs C,...]\n"
+    "       tritium-bench --ops [--device D] [--filter REGEX] [--json FILE] [--elements N] ...\n"
     "The CPU backend's core figures (vector add beside a plain loop, launch overhead, cold compile\n"
     "and disk-cache load), or one of the matmul benchmarks; --help after a mode lists its options.\n";
 
@@ -142,6 +147,7 @@ int bench_main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--matmul")) return matmul_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--ops-matmul")) return ops_matmul_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--block-ptr-matmul")) return block_ptr_matmul_bench(argc, argv);
+  if (argc > 1 && !std::strcmp(argv[1], "--ops")) return tritium::bench::ops_bench(argc, argv);
   std::string json_path;
   bool quick = false;
   tritium::cli::Args args(argc, argv, kUsage);

@@ -35,6 +35,8 @@ using detail::shape_str;
 constexpr int kMaxRank = 6;
 enum class Mode : int { store, add, max, min, prod };
 enum class OffsetSide : int { none, src, dst };
+// index_copy's COLS bits: column strides known at compile time.
+enum ColumnStrides : int { kDstUnit = 1, kSrcUnit = 2, kIndexUnit = 4, kIndexPerRow = 8 };
 
 }  // namespace
 
@@ -46,7 +48,7 @@ Kernel& detail::index_copy_kernel() {
          tl::i64 a0, tl::i64 a1, tl::i64 a2, tl::i64 a3, tl::i64 a4, tl::i64 a_col,
          tl::i64 b0, tl::i64 b1, tl::i64 b2, tl::i64 b3, tl::i64 b4, tl::i64 b_col,
          tl::i64 c0, tl::i64 c1, tl::i64 c2, tl::i64 c3, tl::i64 c4, tl::i64 c_col,  //
-         int RANK, int MODE, int SIDE, bool CHECK, int DDT, int BR, int BC) {
+         int RANK, int MODE, int SIDE, bool CHECK, int DDT, int BR, int BC, int COLS) {
         const std::array<tl::tensor, 5> d{d0, d1, d2, d3, d4}, a{a0, a1, a2, a3, a4}, b{b0, b1, b2, b3, b4},
             c{c0, c1, c2, c3, c4};
         // A [BR, BC] tile: BC elements of the last dim times BR rows (the other dims flattened);
@@ -64,20 +66,38 @@ Kernel& detail::index_copy_kernel() {
           rb = rb + idx * b[k];
           rc = rc + idx * c[k];
         }
-        auto tile = [&](const tl::tensor& r, const tl::tensor& stride) {
-          return r(tl::_, tl::None) + (col * stride)(tl::None, tl::_);
+        // COLS tells which column strides are known (ColumnStrides): a side with column stride 1
+        // is read or written as whole vectors (not a gather / scatter of computed addresses), and
+        // indices with column stride 0 (one index per row: index_select, x[idx] along rows) are
+        // loaded and checked once per row instead of once per element.
+        const bool a_unit = COLS & kDstUnit, b_unit = COLS & kSrcUnit, c_unit = COLS & kIndexUnit,
+                   c_per_row = COLS & kIndexPerRow;
+        auto tile = [&](const tl::tensor& r, const tl::tensor& stride, bool unit) {
+          return r(tl::_, tl::None) + (unit ? col : col * stride)(tl::None, tl::_);
         };
-        tl::tensor da = tile(ra, a_col), sb = tile(rb, b_col);
+        tl::tensor da = tile(ra, a_col, a_unit), sb = tile(rb, b_col, b_unit);
         if (SIDE != static_cast<int>(OffsetSide::none)) {
           // `off` holds indices along one dim (times istride); with CHECK, an index outside
           // [0, isize) is skipped and the largest such index goes to bad[0] for the host's error.
-          auto o = tl::load(off + tile(rc, c_col), mask, 0).to(tl::int64);
-          if (CHECK) {
-            auto outside = mask && ((o < 0) || (o >= isize));
-            tl::atomic_max(bad + o * 0, o, outside);
-            mask = mask && !outside;
+          tl::tensor o;
+          if (c_per_row) {
+            auto row_mask = row < rows;
+            o = tl::load(off + rc, row_mask, 0).to(tl::int64);
+            if (CHECK) {
+              auto outside = row_mask && ((o < 0) || (o >= isize));
+              tl::atomic_max(bad + o * 0, o, outside);
+              mask = mask && !outside(tl::_, tl::None);
+            }
+            o = (o * istride)(tl::_, tl::None);
+          } else {
+            o = tl::load(off + tile(rc, c_col, c_unit), mask, 0).to(tl::int64);
+            if (CHECK) {
+              auto outside = mask && ((o < 0) || (o >= isize));
+              tl::atomic_max(bad + o * 0, o, outside);
+              mask = mask && !outside;
+            }
+            o = o * istride;
           }
-          o = o * istride;
           if (SIDE == static_cast<int>(OffsetSide::src)) sb = sb + o;
           else da = da + o;
         }
@@ -227,6 +247,8 @@ void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layou
     while (p < x) p *= 4;
     return p;
   };
+  int cols_known = (t[0][5] == 1 ? kDstUnit : 0) | (t[1][5] == 1 ? kSrcUnit : 0);
+  if (side != OffsetSide::none) cols_known |= t[2][5] == 1 ? kIndexUnit : t[2][5] == 0 ? kIndexPerRow : 0;
   const int64_t tile = detail::default_block(n);
   const int64_t bc = cols >= tile ? tile : std::max<int64_t>(16, pow4_ceil(cols));
   const int64_t br = std::max<int64_t>(1, std::min(tile / bc, pow4_ceil(rows)));
@@ -237,7 +259,7 @@ void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layou
       t[1][0], t[1][1], t[1][2], t[1][3], t[1][4], t[1][5],                       //
       t[2][0], t[2][1], t[2][2], t[2][3], t[2][4], t[2][5],                       //
       rank, static_cast<int>(mode), static_cast<int>(side), scale.check, static_cast<int>(dst.dtype()),
-      static_cast<int>(br), static_cast<int>(bc));
+      static_cast<int>(br), static_cast<int>(bc), cols_known);
 }
 
 void check_combinable(const char* op, const Tensor& dst, Mode mode) {

@@ -379,10 +379,11 @@ Tensor triangle(const char* op, const Tensor& x, int64_t k, bool lower) {
   check_defined(op, x);
   if (x.dim() < 2) fail("{}: input tensor must have at least 2 dimensions, got {}", op, x.str());
   int64_t rows = size_at(x, x.dim() - 2), cols = size_at(x, x.dim() - 1);
-  Tensor r = runtime::view_of(arange(0, rows, 1, DType::i64, x.device()), {rows, 1});
+  // Column c of row r is kept where c - r <= k (tril) or >= k (triu): one broadcast comparison
+  // of the columns [1, cols] with r + k [rows, 1] gives the mask (no [rows, cols] i64 difference).
+  Tensor r = runtime::view_of(add(arange(0, rows, 1, DType::i64, x.device()), Scalar(k)), {rows, 1});
   Tensor c = runtime::view_of(arange(0, cols, 1, DType::i64, x.device()), {1, cols});
-  Tensor diff = sub(c, r);
-  Tensor keep = lower ? lt(diff, Scalar(k + 1)) : gt(diff, Scalar(k - 1));
+  Tensor keep = lower ? le(c, r) : ge(c, r);
   Tensor zero = zeros({}, x.dtype(), x.device());
   return where(keep, x, zero);
 }

@@ -59,6 +59,15 @@ expect 2 "--rounds: .*got '0'" "$bench" --block-ptr-matmul --device cpu --rounds
 expect 2 "--configs: a config reads" "$bench" --block-ptr-matmul --device cpu --configs 64x64
 expect 2 "--sizes: .*got '1x'" "$bench" --ops-matmul --device cpu --sizes 1x
 expect 2 "--dtypes: .*got 'f8'" "$bench" --ops-matmul --device cpu --dtypes f16,f8
+expect 0 "usage: tritium-bench --ops" "$bench" --ops --help
+expect 2 "--filter: '\(' is not a regular expression" "$bench" --ops --filter '('
+expect 2 "--elements: .*got '5'" "$bench" --ops --elements 5
+expect 2 "--dtypes: .*got 'f8'" "$bench" --ops --dtypes f32,f8
+expect 2 "--modes: .*got 'bwd'" "$bench" --ops --modes bwd
+expect 2 "--clock cpu times CPU work" "$bench" --ops --device cuda --clock cpu
+expect 2 "unknown option '--bogus'" "$bench" --ops --bogus
+expect 0 "not benchmarked" "$bench" --ops --list
+expect 0 "add +f32 +fwd\+bwd +\[1, 1024\] +[0-9.]+ +[0-9.]+" "$bench" --ops --device cpu --elements 1024 --filter '^add$' --dtypes f32 --quick
 
 expect 0 "usage: .*--backend" "$tutorial" --help
 expect 2 "--backend: .*tpu" "$tutorial" --backend tpu

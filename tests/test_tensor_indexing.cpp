@@ -419,14 +419,17 @@ BOOST_AUTO_TEST_CASE(cuda_code_compiles) {
   bool* b = nullptr;
   const int64_t n = 1000, s = 7, one = 1, zero = 0;
   namespace d = tritium::ops::detail;
-  auto strides = [&](auto&& k, auto* dst, auto* src, int mode, int side, int ddt) {
+  // cols: index_copy's known column strides (0: none; 11: dst and src unit, one index per row).
+  auto strides = [&](auto&& k, auto* dst, auto* src, int mode, int side, int ddt, int cols = 0) {
     return compiles(k, dst, src, i, i, s, one, n, s, s, one, one, one, one,  // indices, bad, rows, cols, outer sizes
                     s, zero, zero, zero, zero, one,                     // dst strides (outer, column)
                     zero, zero, zero, zero, zero, one,                  // src strides
                     one, zero, zero, zero, zero, zero,                  // index strides
-                    2, mode, side, side != 0, ddt, 16, 64);
+                    2, mode, side, side != 0, ddt, 16, 64, cols);
   };
   strides(d::index_copy_kernel(), f, f, 0, 1, static_cast<int>(DType::f32));
+  strides(d::index_copy_kernel(), f, f, 0, 1, static_cast<int>(DType::f32), 11);
+  strides(d::index_copy_kernel(), f, f, 1, 2, static_cast<int>(DType::f32), 11);
   std::string add = strides(d::index_copy_kernel(), f, f, 1, 2, static_cast<int>(DType::f32));
   BOOST_TEST(add.find("atomicAdd") != std::string::npos);
   compiles(d::index_prod_kernel(), f, f, i, s, n, s, s, one, one, one, one, s, one, zero, zero, zero, zero, zero, one, zero,
