@@ -236,7 +236,10 @@ ValuesIndices median(const Tensor& x, int dim, bool keepdim) {
 
 Tensor median(const Tensor& x) {
   detail::check_tensors("median", {&x});
-  if (x.numel() == 0) return full({}, NAN, x.dtype(), x.device());
+  if (x.numel() == 0) {
+    if (!is_float(x.dtype())) fail("median: an empty {} tensor has no median (NaN needs a floating-point dtype)", dtype_name(x.dtype()));
+    return full({}, NAN, x.dtype(), x.device());
+  }
   Tensor flat = contiguous(x);
   flat = flat.as_strided({x.numel()}, {1}, flat.storage_offset());
   Tensor v = median(flat, 0, false).values;
