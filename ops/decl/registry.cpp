@@ -300,6 +300,7 @@ const OpRegistry& op_registry() {
     decl::declare_dropout(r);
     decl::declare_shape(r);
     decl::declare_indexing(r);
+    decl::declare_reductions_more(r);
     return r;
   }();
   return registry;
