@@ -19,6 +19,7 @@
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/reduce_kernels.h"
 #include "ops/reduce_rows.h"
 
 namespace tritium::ops {
@@ -30,13 +31,16 @@ namespace {
 using P = tl::ptr<tl::any>;
 
 enum class Stat : int { var, std, prod, logsumexp, norm_p, norm0, norm1, norm2, norm_inf, norm_ninf, all, any, count };
+static_assert(static_cast<int>(Stat::count) + 1 == detail::kRowStatKinds);
 
 // NaN-propagating maximum (or minimum) of two blocks.
 tl::tensor nan_extreme(const tl::tensor& a, const tl::tensor& b, bool max) {
   return tl::where((max ? a > b : a < b) || a != a, a, b);
 }
 
-Kernel& row_stats_kernel() {
+}  // namespace
+
+Kernel& detail::row_stats_kernel() {
   static Kernel k = tritium::kernel(
       "row_stats", [](P x, P out, P out2, tl::i64 O, tl::i64 R, tl::f64 param, tl::f64 scale, int KIND, int ACC, int OUT,
                       bool MEAN_OUT, int BO, int BR) {
@@ -164,6 +168,8 @@ Kernel& row_stats_kernel() {
   return k;
 }
 
+namespace {
+
 int64_t pow2_ceil(int64_t x) {
   int64_t p = 1;
   while (p < x) p *= 2;
@@ -205,7 +211,7 @@ Tensor run_stat(Stat kind, const Tensor& x, const std::vector<int>& dims_in, boo
   const int64_t br = std::clamp<int64_t>(pow2_ceil(rows.R), 16, 1024);
   const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, pow2_ceil(rows.O)));
   Tensor out2 = second ? *second : out;
-  row_stats_kernel()[{cdiv(rows.O, bo)}](rows.data, out, out2, rows.O, rows.R, param, scale, static_cast<int>(kind),
+  detail::row_stats_kernel()[{cdiv(rows.O, bo)}](rows.data, out, out2, rows.O, rows.R, param, scale, static_cast<int>(kind),
                                          static_cast<int>(acc), static_cast<int>(out_t), second != nullptr, static_cast<int>(bo),
                                          static_cast<int>(br));
   return out;

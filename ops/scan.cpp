@@ -12,6 +12,7 @@
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/reduce_kernels.h"
 #include "ops/reduce_rows.h"
 #include "ops/reduce_stats.h"
 #include "runtime/views.h"
@@ -27,6 +28,7 @@ using P = tl::ptr<tl::any>;
 // excl_cumprod: prod_{j<k} x_j (the cumprod of x shifted right by one, 1 first).
 // affine_rev: S_k = g_k + x_{k+1} S_{k+1} from the end of the row (S_R = 0).
 enum class Scan : int { cumsum, cumprod, cummax, cummin, excl_cumprod, affine_rev };
+static_assert(static_cast<int>(Scan::affine_rev) + 1 == detail::kRowScanKinds);
 
 // The value of each row's last lane of a [BO, BR] block.
 tl::tensor last_lane(const tl::tensor& v, int BR) {
@@ -40,7 +42,9 @@ tl::tensor later_wins(bool max, const tl::tensor& a, const tl::tensor& b) {
   return (max ? b >= a : b <= a) || b != b;
 }
 
-Kernel& row_scan_kernel() {
+}  // namespace
+
+Kernel& detail::row_scan_kernel() {
   static Kernel k = tritium::kernel(
       "row_scan", [](P x, P g, P out, P idx, tl::i64 O, tl::i64 R, int KIND, int ACC, int OUT, int BO, int BR) {
         const Scan kind = static_cast<Scan>(KIND);
@@ -114,6 +118,8 @@ Kernel& row_scan_kernel() {
   return k;
 }
 
+namespace {
+
 int64_t pow2_ceil(int64_t x) {
   int64_t p = 1;
   while (p < x) p *= 2;
@@ -151,7 +157,7 @@ ValuesIndices run_scan(const char* op, Scan kind, const Tensor& x, const Tensor*
   const int64_t br = std::clamp<int64_t>(pow2_ceil(rows.R), 16, 1024);
   const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, pow2_ceil(rows.O)));
   DType acc = scan_acc(kind, kind == Scan::affine_rev ? g->dtype() : x.dtype());
-  row_scan_kernel()[{cdiv(rows.O, bo)}](rows.data, grows, out, idx, rows.O, rows.R, static_cast<int>(kind),
+  detail::row_scan_kernel()[{cdiv(rows.O, bo)}](rows.data, grows, out, idx, rows.O, rows.R, static_cast<int>(kind),
                                         static_cast<int>(acc), static_cast<int>(out_t), static_cast<int>(bo),
                                         static_cast<int>(br));
   ValuesIndices r{detail::rows_back(out, x, d, rows.R), Tensor()};

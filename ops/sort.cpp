@@ -20,6 +20,7 @@
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/indexing.h"
+#include "ops/reduce_kernels.h"
 #include "ops/reduce_rows.h"
 
 namespace tritium::ops {
@@ -40,7 +41,9 @@ tl::tensor before(const tl::tensor& a, const tl::tensor& b, bool descending, boo
 // The type comparisons run in: f16/bf16 as f32, bool as i32, others as they are.
 DType compare_type(DType d) { return d == DType::i1 ? DType::i32 : detail::math_type(d); }
 
-Kernel& sort_runs_kernel() {
+}  // namespace
+
+Kernel& detail::sort_runs_kernel() {
   static Kernel k = tritium::kernel(
       "sort_runs", [](P x, P keys, P idx, tl::i64 R, tl::i64 nruns, bool DESC, int CMP, int L0) {
         const DType cmp_t = static_cast<DType>(CMP);
@@ -62,7 +65,7 @@ Kernel& sort_runs_kernel() {
   return k;
 }
 
-Kernel& merge_runs_kernel() {
+Kernel& detail::merge_runs_kernel() {
   static Kernel k = tritium::kernel(
       "merge_runs", [](P keys, P idx, P keys_out, P idx_out, tl::i64 R, tl::i64 L, tl::i64 nchunks, tl::i64 steps,
                        bool DESC, int CMP, int BLOCK) {
@@ -102,6 +105,8 @@ Kernel& merge_runs_kernel() {
   return k;
 }
 
+namespace {
+
 int64_t pow2_ceil(int64_t x) {
   int64_t p = 1;
   while (p < x) p *= 2;
@@ -137,14 +142,14 @@ SortedRows sort_rows(const char* op, const Tensor& x, int dim, bool descending) 
   const int cmp = static_cast<int>(compare_type(x.dtype()));
   const int64_t L0 = std::clamp<int64_t>(pow2_ceil(R), 16, 64);
   const int64_t nruns = cdiv(R, L0);
-  sort_runs_kernel()[{O * nruns}](s.rows.data, s.keys, s.idx, R, nruns, descending, cmp, static_cast<int>(L0));
+  detail::sort_runs_kernel()[{O * nruns}](s.rows.data, s.keys, s.idx, R, nruns, descending, cmp, static_cast<int>(L0));
   if (R <= L0) return s;
   Tensor k2 = Tensor::empty({O, R}, x.dtype(), x.device()), i2 = Tensor::empty({O, R}, DType::i64, x.device());
   const int64_t block = std::clamp<int64_t>(pow2_ceil(R), 16, 1024);
   const int64_t nchunks = cdiv(R, block);
   for (int64_t L = L0; L < R; L *= 2) {
     const int64_t steps = bit_length(L) + 1;
-    merge_runs_kernel()[{O * nchunks}](s.keys, s.idx, k2, i2, R, L, nchunks, steps, descending, cmp,
+    detail::merge_runs_kernel()[{O * nchunks}](s.keys, s.idx, k2, i2, R, L, nchunks, steps, descending, cmp,
                                        static_cast<int>(block));
     std::swap(s.keys, k2);
     std::swap(s.idx, i2);

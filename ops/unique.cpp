@@ -10,6 +10,7 @@
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/indexing.h"
+#include "ops/reduce_kernels.h"
 #include "ops/sort.h"
 
 namespace tritium::ops {
@@ -20,7 +21,9 @@ namespace {
 
 using P = tl::ptr<tl::any>;
 
-Kernel& unique_runs_kernel() {
+}  // namespace
+
+Kernel& detail::unique_runs_kernel() {
   static Kernel k = tritium::kernel(
       "unique_runs", [](P s, P group, P values, P starts, tl::i64 n, tl::i64 groups, int MODE, int CMP, int BLOCK) {
         const DType cmp_t = static_cast<DType>(CMP);
@@ -46,6 +49,8 @@ Kernel& unique_runs_kernel() {
   return k;
 }
 
+namespace {
+
 constexpr int64_t kBlock = 1024;
 
 UniqueResult collapse_runs(const char* op, const Tensor& x, const Tensor& ordered, const Tensor& perm,
@@ -62,15 +67,15 @@ UniqueResult collapse_runs(const char* op, const Tensor& x, const Tensor& ordere
   (void)op;
   const int cmp = static_cast<int>(x.dtype() == DType::i1 ? DType::i32 : detail::math_type(x.dtype()));
   Tensor marks = Tensor::empty({n}, DType::i64, dev);
-  unique_runs_kernel()[{cdiv(n, kBlock)}](ordered, marks, marks, marks, n, int64_t(0), 0, cmp, static_cast<int>(kBlock));
+  detail::unique_runs_kernel()[{cdiv(n, kBlock)}](ordered, marks, marks, marks, n, int64_t(0), 0, cmp, static_cast<int>(kBlock));
   Tensor group = sub(cumsum(marks, 0), Scalar(1));
   const int64_t groups = group.as_strided({1}, {1}, group.storage_offset() + n - 1).to_vector<int64_t>()[0] + 1;
   r.values = Tensor::empty({groups}, x.dtype(), dev);
   Tensor starts = Tensor::empty({groups}, DType::i64, dev);
-  unique_runs_kernel()[{cdiv(n, kBlock)}](ordered, group, r.values, starts, n, groups, 1, cmp, static_cast<int>(kBlock));
+  detail::unique_runs_kernel()[{cdiv(n, kBlock)}](ordered, group, r.values, starts, n, groups, 1, cmp, static_cast<int>(kBlock));
   if (return_counts) {
     r.counts = Tensor::empty({groups}, DType::i64, dev);
-    unique_runs_kernel()[{cdiv(groups, kBlock)}](ordered, group, r.counts, starts, n, groups, 2, cmp,
+    detail::unique_runs_kernel()[{cdiv(groups, kBlock)}](ordered, group, r.counts, starts, n, groups, 2, cmp,
                                                  static_cast<int>(kBlock));
   }
   if (return_inverse) {
