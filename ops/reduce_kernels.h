@@ -9,9 +9,11 @@ class Kernel;
 
 namespace tritium::ops::detail {
 
-// row_stats(x, out, out2, O, R, param, scale; KIND, ACC, OUT, MEAN_OUT, BO, BR): ops/reduce_stats.cpp.
+// row_stats(x, out, out2, O, R, S, C, param, scale; KIND, ACC, OUT, MEAN_OUT, BO, BR) and
+// var_combine(means, m2s, out, out2, R, S, C, param; STD, MEAN_OUT, ACC, OUT, BS): ops/reduce_stats.cpp.
 Kernel& row_stats_kernel();
-inline constexpr int kRowStatKinds = 13;
+Kernel& var_combine_kernel();
+inline constexpr int kRowStatKinds = 14;
 // row_scan(x, g, out, idx, O, R; KIND, ACC, OUT, BO, BR): ops/scan.cpp.
 Kernel& row_scan_kernel();
 inline constexpr int kRowScanKinds = 6;

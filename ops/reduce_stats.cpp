@@ -30,8 +30,9 @@ namespace {
 
 using P = tl::ptr<tl::any>;
 
-enum class Stat : int { var, std, prod, logsumexp, norm_p, norm0, norm1, norm2, norm_inf, norm_ninf, all, any, count };
-static_assert(static_cast<int>(Stat::count) + 1 == detail::kRowStatKinds);
+// sum: the partial sums of a split count_nonzero.
+enum class Stat : int { var, std, prod, logsumexp, norm_p, norm0, norm1, norm2, norm_inf, norm_ninf, all, any, count, sum };
+static_assert(static_cast<int>(Stat::sum) + 1 == detail::kRowStatKinds);
 
 // NaN-propagating maximum (or minimum) of two blocks.
 tl::tensor nan_extreme(const tl::tensor& a, const tl::tensor& b, bool max) {
@@ -42,18 +43,23 @@ tl::tensor nan_extreme(const tl::tensor& a, const tl::tensor& b, bool max) {
 
 Kernel& detail::row_stats_kernel() {
   static Kernel k = tritium::kernel(
-      "row_stats", [](P x, P out, P out2, tl::i64 O, tl::i64 R, tl::f64 param, tl::f64 scale, int KIND, int ACC, int OUT,
-                      bool MEAN_OUT, int BO, int BR) {
+      "row_stats", [](P x, P out, P out2, tl::i64 O, tl::i64 R, tl::i64 S, tl::i64 C, tl::f64 param, tl::f64 scale,
+                      int KIND, int ACC, int OUT, bool MEAN_OUT, int BO, int BR) {
         const Stat kind = static_cast<Stat>(KIND);
         const DType acc_t = static_cast<DType>(ACC), out_t = static_cast<DType>(OUT);
         const ir::Shape tile{BO, BR};
+        // Output o is chunk o % S of row o / S: elements [s C, min(R, (s + 1) C)) (S = 1, C = R
+        // unless a few long rows are split).
         auto o = tl::program_id(0).to(tl::int64) * BO + tl::arange(0, BO);
-        auto omask = o < O;
-        auto rows = (o * R)(tl::_, tl::None);
+        auto omask = o < O * S;
+        auto start = (o / S) * R + (o % S) * C;
+        auto len = tl::minimum(tl::maximum(R - (o % S) * C, 0), C);
+        auto rows = start(tl::_, tl::None);
         auto rmask = omask(tl::_, tl::None);
+        auto rlen = len(tl::_, tl::None);
         auto load = [&](const tl::tensor& r0, tl::tensor& m) {
           auto r = (r0 + tl::arange(0, BR))(tl::None, tl::_);
-          m = rmask && (r < R);
+          m = rmask && (r < rlen);
           auto v = tl::load(x + (rows + r), m, 0);
           return v.dtype() == acc_t ? v : v.to(acc_t);
         };
@@ -64,19 +70,19 @@ Kernel& detail::row_stats_kernel() {
           case Stat::std: {
             // Pass 1 sums x - x_first: the shift keeps the sum small when the mean is large
             // against the spread, so the mean (and the deviations of pass 2) stay accurate.
-            auto first = tl::load(x + (o * R), omask && R > 0, 0);
+            auto first = tl::load(x + start, omask && len > 0, 0);
             auto shift = first.dtype() == acc_t ? first : first.to(acc_t);
             auto shift2 = shift(tl::_, tl::None);
             auto acc = tl::zeros(tile, acc_t);
-            for (auto r0 : tl::range(0, R, BR)) {
+            for (auto r0 : tl::range(0, C, BR)) {
               tl::tensor m;
               auto v = load(r0, m);
               acc = acc + tl::where(m, v - shift2, 0);
             }
-            auto mean = shift + tl::sum(acc, 1) * scale.to(acc_t);  // scale = 1 / R
+            auto mean = shift + tl::sum(acc, 1) / len.to(acc_t);  // 0 / 0: NaN for an empty row
             auto mean2 = mean(tl::_, tl::None);
             auto acc2 = tl::zeros(tile, acc_t);
-            for (auto r0 : tl::range(0, R, BR)) {
+            for (auto r0 : tl::range(0, C, BR)) {
               tl::tensor m;
               auto v = load(r0, m);
               auto d = tl::where(m, v - mean2, 0);
@@ -89,7 +95,7 @@ Kernel& detail::row_stats_kernel() {
           }
           case Stat::prod: {
             auto acc = tl::full(tile, 1, acc_t);
-            for (auto r0 : tl::range(0, R, BR)) {
+            for (auto r0 : tl::range(0, C, BR)) {
               tl::tensor m;
               auto v = load(r0, m);
               acc = acc * tl::where(m, v, 1);
@@ -99,7 +105,7 @@ Kernel& detail::row_stats_kernel() {
           }
           case Stat::logsumexp: {
             auto mx = tl::full(tile, -inf, acc_t);
-            for (auto r0 : tl::range(0, R, BR)) {
+            for (auto r0 : tl::range(0, C, BR)) {
               tl::tensor m;
               auto v = load(r0, m);
               mx = tl::where(m, nan_extreme(v, mx, true), mx);
@@ -110,7 +116,7 @@ Kernel& detail::row_stats_kernel() {
             auto shift = tl::where(tl::abs(rmax) == inf, 0, rmax);
             auto shift2 = shift(tl::_, tl::None);
             auto acc = tl::zeros(tile, acc_t);
-            for (auto r0 : tl::range(0, R, BR)) {
+            for (auto r0 : tl::range(0, C, BR)) {
               tl::tensor m;
               auto v = load(r0, m);
               acc = acc + tl::where(m, tl::exp(v - shift2), 0);
@@ -120,7 +126,7 @@ Kernel& detail::row_stats_kernel() {
           }
           case Stat::norm_p: case Stat::norm0: case Stat::norm1: case Stat::norm2: {
             auto acc = tl::zeros(tile, acc_t);
-            for (auto r0 : tl::range(0, R, BR)) {
+            for (auto r0 : tl::range(0, C, BR)) {
               tl::tensor m;
               auto v = load(r0, m);
               auto a = tl::abs(v);
@@ -139,7 +145,7 @@ Kernel& detail::row_stats_kernel() {
           case Stat::norm_inf: case Stat::norm_ninf: {
             const bool mxk = kind == Stat::norm_inf;
             auto acc = tl::full(tile, mxk ? -inf : inf, acc_t);
-            for (auto r0 : tl::range(0, R, BR)) {
+            for (auto r0 : tl::range(0, C, BR)) {
               tl::tensor m;
               auto a = tl::abs(load(r0, m));
               acc = tl::where(m, nan_extreme(a, acc, mxk), acc);
@@ -147,10 +153,19 @@ Kernel& detail::row_stats_kernel() {
             result = tl::reduce(acc, 1, [mxk](tl::tensor a, tl::tensor b) { return nan_extreme(a, b, mxk); });
             break;
           }
+          case Stat::sum: {
+            auto acc = tl::zeros(tile, acc_t);
+            for (auto r0 : tl::range(0, C, BR)) {
+              tl::tensor m;
+              acc = acc + load(r0, m);
+            }
+            result = tl::sum(acc, 1);
+            break;
+          }
           case Stat::all: case Stat::any: case Stat::count: {
             const bool is_all = kind == Stat::all;
             auto acc = kind == Stat::count ? tl::zeros(tile, tl::int64) : tl::full(tile, is_all ? 1 : 0, tl::int32);
-            for (auto r0 : tl::range(0, R, BR)) {
+            for (auto r0 : tl::range(0, C, BR)) {
               tl::tensor m;
               auto nz = load(r0, m) != 0;
               if (kind == Stat::count) acc = acc + tl::where(m, nz, false).to(tl::int64);
@@ -164,6 +179,41 @@ Kernel& detail::row_stats_kernel() {
         }
         tl::store(out + o, result.dtype() == out_t ? result : result.to(out_t), omask);
         if (MEAN_OUT) tl::store(out2 + o, result2.dtype() == out_t ? result2 : result2.to(out_t), omask);
+      });
+  return k;
+}
+
+Kernel& detail::var_combine_kernel() {
+  static Kernel k = tritium::kernel(
+      "var_combine", [](P means, P m2s, P out, P out2, tl::i64 R, tl::i64 S, tl::i64 C, tl::f64 param, bool STD,
+                        bool MEAN_OUT, int ACC, int OUT, int BS) {
+        const DType acc_t = static_cast<DType>(ACC), out_t = static_cast<DType>(OUT);
+        auto o = tl::program_id(0).to(tl::int64);
+        auto load = [&](P p, const tl::tensor& s, const tl::tensor& m) {
+          auto v = tl::load(p + (o * S + s), m, 0);
+          return v.dtype() == acc_t ? v : v.to(acc_t);
+        };
+        auto chunk_len = [&](const tl::tensor& s) { return tl::minimum(R - s * C, C).to(acc_t); };
+        // Chan et al.'s combination of (count, mean, M2) per chunk: the mean from the chunks'
+        // weighted means, then M2 = sum M2_s + n_s (mean_s - mean)^2.
+        auto total = tl::zeros({BS}, acc_t);
+        for (auto s0 : tl::range(0, S, BS)) {
+          auto s = s0 + tl::arange(0, BS).to(tl::int64);
+          auto m = s < S;
+          total = total + tl::where(m, chunk_len(s) * load(means, s, m), 0);
+        }
+        auto mean = tl::sum(total, 0) / R.to(acc_t);
+        auto m2 = tl::zeros({BS}, acc_t);
+        for (auto s0 : tl::range(0, S, BS)) {
+          auto s = s0 + tl::arange(0, BS).to(tl::int64);
+          auto m = s < S;
+          auto d = load(means, s, m) - mean;
+          m2 = m2 + tl::where(m, load(m2s, s, m) + chunk_len(s) * d * d, 0);
+        }
+        auto result = tl::sum(m2, 0) * param.to(acc_t);
+        if (STD) result = tl::sqrt(result);
+        tl::store(out + o, result.dtype() == out_t ? result : result.to(out_t));
+        if (MEAN_OUT) tl::store(out2 + o, mean.dtype() == out_t ? mean : mean.to(out_t));
       });
   return k;
 }
@@ -189,6 +239,59 @@ const char* stat_name(Stat s) {
   }
 }
 
+DType stat_acc(Stat kind, DType d) {
+  if (kind == Stat::all || kind == Stat::any) return d == DType::i1 ? DType::i32 : detail::math_type(d);
+  if (kind == Stat::count) return d == DType::i1 ? DType::i32 : d;
+  if (is_float(d)) return d == DType::f64 ? DType::f64 : DType::f32;
+  if (kind == Stat::prod || kind == Stat::sum) return DType::i64;
+  return DType::f32;  // logsumexp of integers
+}
+
+// Reduces the O contiguous rows of R elements of `data` into `out` (and the mean into `mean`,
+// for var/std). A few long rows are split in chunks (enough programs to fill a GPU, and both CPU
+// threads): a first launch reduces each chunk to a partial in the accumulation type, a second
+// combines the partials - the same kind again (a product of products, a p-norm of p-norms, a
+// logsumexp of logsumexps, ...), a sum for count_nonzero, Chan's formula for var/std.
+void launch_rows(Stat kind, const Tensor& data, int64_t O, int64_t R, Tensor& out, Tensor* mean, double param,
+                 double scale) {
+  const DType acc = stat_acc(kind, data.dtype());
+  const int64_t br = std::clamp<int64_t>(pow2_ceil(R), 16, 1024);
+  const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, pow2_ceil(O)));
+  int64_t S = 1, C = R;
+  if (cdiv(O, bo) < 64 && R >= 16384) {
+    S = std::clamp<int64_t>(256 / O, 1, cdiv(R, 4096));
+    C = cdiv(cdiv(R, S), br) * br;
+    S = cdiv(R, C);
+  }
+  const bool moments = kind == Stat::var || kind == Stat::std;
+  if (S == 1) {
+    Tensor out2 = mean ? *mean : out;
+    detail::row_stats_kernel()[{cdiv(O, bo)}](data, out, out2, O, R, int64_t(1), R, param, scale, static_cast<int>(kind),
+                                              static_cast<int>(acc), static_cast<int>(out.dtype()), mean != nullptr,
+                                              static_cast<int>(bo), static_cast<int>(br));
+    return;
+  }
+  const DType partial_t = kind == Stat::all || kind == Stat::any ? DType::i1 : kind == Stat::count ? DType::i64 : acc;
+  Tensor partial = Tensor::empty({O, S}, partial_t, data.device());
+  Tensor partial_mean = moments ? Tensor::empty({O, S}, acc, data.device()) : partial;
+  // var/std chunks give their M2 (divisor 1) and mean.
+  const Stat first = moments ? Stat::var : kind;
+  detail::row_stats_kernel()[{O * S}](data, partial, partial_mean, O, R, S, C, moments ? 1.0 : param, scale,
+                                      static_cast<int>(first), static_cast<int>(acc), static_cast<int>(partial_t),
+                                      moments, 1, static_cast<int>(br));
+  if (moments) {
+    Tensor out2 = mean ? *mean : out;
+    const int64_t bs = std::clamp<int64_t>(pow2_ceil(S), 16, 1024);
+    detail::var_combine_kernel()[{O}](partial_mean, partial, out, out2, R, S, C, param, kind == Stat::std,
+                                      mean != nullptr, static_cast<int>(acc), static_cast<int>(out.dtype()),
+                                      static_cast<int>(bs));
+    return;
+  }
+  // Counts add up (count_nonzero, and the 0-"norm"); the other kinds combine as themselves.
+  const Stat second = kind == Stat::count ? Stat::sum : kind == Stat::norm0 ? Stat::norm1 : kind;
+  launch_rows(second, partial, O, S, out, nullptr, param, scale);
+}
+
 // Reduces x over `dims` (as given by the user) with `kind` into results of dtype `out_t`
 // (`second` also gets the mean, for var_mean / std_mean).
 Tensor run_stat(Stat kind, const Tensor& x, const std::vector<int>& dims_in, bool keepdim, DType out_t, double param,
@@ -200,20 +303,7 @@ Tensor run_stat(Stat kind, const Tensor& x, const std::vector<int>& dims_in, boo
   if (second) *second = Tensor::empty(out_shape, out_t, x.device());
   if (out.numel() == 0) return out;
   detail::Rows rows = detail::rows_of(x, dims);
-  DType acc;
-  if (kind == Stat::all || kind == Stat::any) acc = DType::i32;
-  else if (kind == Stat::count) acc = x.dtype() == DType::i1 ? DType::i32 : x.dtype();
-  else if (is_float(x.dtype())) acc = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  else if (kind == Stat::prod) acc = DType::i64;
-  else acc = DType::f32;  // logsumexp of integers
-  if ((kind == Stat::all || kind == Stat::any) && x.dtype() != DType::i1) acc = detail::math_type(x.dtype());
-  if (kind == Stat::var || kind == Stat::std) scale = rows.R > 0 ? 1.0 / static_cast<double>(rows.R) : NAN;
-  const int64_t br = std::clamp<int64_t>(pow2_ceil(rows.R), 16, 1024);
-  const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, pow2_ceil(rows.O)));
-  Tensor out2 = second ? *second : out;
-  detail::row_stats_kernel()[{cdiv(rows.O, bo)}](rows.data, out, out2, rows.O, rows.R, param, scale, static_cast<int>(kind),
-                                         static_cast<int>(acc), static_cast<int>(out_t), second != nullptr, static_cast<int>(bo),
-                                         static_cast<int>(br));
+  launch_rows(kind, rows.data, rows.O, rows.R, out, second, param, scale);
   return out;
 }
 

@@ -60,25 +60,27 @@ BOOST_AUTO_TEST_CASE(row_stats_every_kind) {
   for (int kind = 0; kind < tritium::ops::detail::kRowStatKinds; ++kind) {
     // f32 input, f32 accumulation; one row per program of 1024 lanes, and 8 rows of 256.
     also_sm80 = kind == 0 || kind == 3 || kind == 8;
-    DType out = kind == 12 ? DType::i64 : kind >= 10 ? DType::i1 : DType::f32;  // count_nonzero; all, any
-    compile(k, "row_stats kind " + std::to_string(kind), addr<float>(0), addr<float>(1), addr<float>(2), O, R, 2.0, 0.5,
-            kind, d(DType::f32), d(out), kind <= 1, 8, 256);
+    DType out = kind == 12 ? DType::i64 : kind == 10 || kind == 11 ? DType::i1 : DType::f32;  // count_nonzero; all, any
+    compile(k, "row_stats kind " + std::to_string(kind), addr<float>(0), addr<float>(1), addr<float>(2), O, R,
+            int64_t(1), R, 2.0, 0.5, kind, d(DType::f32), d(out), kind <= 1, 8, 256);
   }
   also_sm80 = false;
   {
-    compile(k, "var, one row of 1024 lanes per program", addr<float>(0), addr<float>(1), addr<float>(2), O, R, 2.0, 0.5,
-            0, d(DType::f32), d(DType::f32), true, 1, 1024);
+    compile(k, "var of row chunks, 1024 lanes per program", addr<float>(0), addr<float>(1), addr<float>(2), O, R,
+            int64_t(4), int64_t(1024), 1.0, 0.5, 0, d(DType::f32), d(DType::f32), true, 1, 1024);
+    compile(tritium::ops::detail::var_combine_kernel(), "var_combine", addr<float>(0), addr<float>(1), addr<float>(2),
+            addr<float>(3), R, int64_t(40), int64_t(1024), 0.5, true, true, d(DType::f32), d(DType::f32), 64);
   }
   // f16 input (f32 accumulation, f16 result), f64, integer products and bool inputs.
-  compile(k, "var of f16", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2), O, R, 1.0, 0.5, 0,
+  compile(k, "var of f16", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2), O, R, int64_t(1), R, 1.0, 0.5, 0,
           d(DType::f32), d(DType::f16), true, 4, 256);
-  compile(k, "logsumexp of f64", addr<double>(0), addr<double>(1), addr<double>(2), O, R, 1.0, 0.5, 3, d(DType::f64),
+  compile(k, "logsumexp of f64", addr<double>(0), addr<double>(1), addr<double>(2), O, R, int64_t(1), R, 1.0, 0.5, 3, d(DType::f64),
           d(DType::f64), false, 4, 256);
-  compile(k, "prod of i32", addr<int32_t>(0), addr<int64_t>(1), addr<int64_t>(2), O, R, 0.0, 0.0, 2, d(DType::i64),
+  compile(k, "prod of i32", addr<int32_t>(0), addr<int64_t>(1), addr<int64_t>(2), O, R, int64_t(1), R, 0.0, 0.0, 2, d(DType::i64),
           d(DType::i64), false, 4, 256);
-  compile(k, "all of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), O, R, 0.0, 0.0, 10, d(DType::i32), d(DType::i1),
+  compile(k, "all of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), O, R, int64_t(1), R, 0.0, 0.0, 10, d(DType::i32), d(DType::i1),
           false, 4, 256);
-  compile(k, "count_nonzero of bool", addr<bool>(0), addr<int64_t>(1), addr<int64_t>(2), O, R, 0.0, 0.0, 12,
+  compile(k, "count_nonzero of bool", addr<bool>(0), addr<int64_t>(1), addr<int64_t>(2), O, R, int64_t(1), R, 0.0, 0.0, 12,
           d(DType::i32), d(DType::i64), false, 4, 256);
 }
 
