@@ -33,6 +33,7 @@ using P = tl::ptr<tl::any>;
 // sum: the partial sums of a split count_nonzero.
 enum class Stat : int { var, std, prod, logsumexp, norm_p, norm0, norm1, norm2, norm_inf, norm_ninf, all, any, count, sum };
 static_assert(static_cast<int>(Stat::sum) + 1 == detail::kRowStatKinds);
+static_assert(static_cast<int>(Stat::sum) == detail::kRowStatSum && static_cast<int>(Stat::prod) == detail::kRowStatProd);
 
 // NaN-propagating maximum (or minimum) of two blocks.
 tl::tensor nan_extreme(const tl::tensor& a, const tl::tensor& b, bool max) {

@@ -27,8 +27,9 @@ using P = tl::ptr<tl::any>;
 
 // excl_cumprod: prod_{j<k} x_j (the cumprod of x shifted right by one, 1 first).
 // affine_rev: S_k = g_k + x_{k+1} S_{k+1} from the end of the row (S_R = 0).
-enum class Scan : int { cumsum, cumprod, cummax, cummin, excl_cumprod, affine_rev };
-static_assert(static_cast<int>(Scan::affine_rev) + 1 == detail::kRowScanKinds);
+// excl_cumsum: sum_{j<k} x_j (the chunk offsets of a split cumsum).
+enum class Scan : int { cumsum, cumprod, cummax, cummin, excl_cumprod, affine_rev, excl_cumsum };
+static_assert(static_cast<int>(Scan::excl_cumsum) + 1 == detail::kRowScanKinds);
 
 // The value of each row's last lane of a [BO, BR] block.
 tl::tensor last_lane(const tl::tensor& v, int BR) {
@@ -46,22 +47,27 @@ tl::tensor later_wins(bool max, const tl::tensor& a, const tl::tensor& b) {
 
 Kernel& detail::row_scan_kernel() {
   static Kernel k = tritium::kernel(
-      "row_scan", [](P x, P g, P out, P idx, tl::i64 O, tl::i64 R, int KIND, int ACC, int OUT, int BO, int BR) {
+      "row_scan", [](P x, P g, P out, P idx, P init, tl::i64 O, tl::i64 R, tl::i64 S, tl::i64 C, int KIND, int ACC,
+                     int OUT, bool HAS_INIT, int BO, int BR) {
         const Scan kind = static_cast<Scan>(KIND);
         const DType acc_t = static_cast<DType>(ACC), out_t = static_cast<DType>(OUT);
-        auto o = tl::program_id(0).to(tl::int64) * BO + tl::arange(0, BO);
-        auto rows = (o * R)(tl::_, tl::None);
-        auto rmask = (o < O)(tl::_, tl::None);
+        // Program row p is chunk p % S of row p / S, elements [s C, min(R, (s + 1) C)), whose scan
+        // starts from init[p] when HAS_INIT (S = 1, C = R unless a few long rows are split).
+        auto prow = tl::program_id(0).to(tl::int64) * BO + tl::arange(0, BO);
+        auto vmask = prow < O * S;
+        auto rows = ((prow / S) * R + (prow % S) * C)(tl::_, tl::None);
+        auto rlen = tl::minimum(tl::maximum(R - (prow % S) * C, 0), C)(tl::_, tl::None);
+        auto rmask = vmask(tl::_, tl::None);
         auto lane = tl::arange(0, BR)(tl::None, tl::_).to(tl::int64);
-        auto cast = [&](tl::tensor v, DType d) { return v.dtype() == d ? v : v.to(d); };
-        auto nb = tl::cdiv(R, BR);
+        auto cast = [&](tl::tensor t, DType d) { return t.dtype() == d ? t : t.to(d); };
+        auto nb = tl::cdiv(C, BR);
         if (kind == Scan::affine_rev) {
           auto carry = tl::zeros({BO}, acc_t);
           for (auto t : tl::range(0, nb)) {
             auto pos = (nb - 1 - t) * BR + (BR - 1 - lane);  // lane 0 holds the block's last element
-            auto m = rmask && pos < R;
+            auto m = rmask && pos < rlen;
             auto b = cast(tl::load(g + (rows + pos), m, 0), acc_t);
-            auto a = cast(tl::load(x + (rows + pos + 1), m && pos + 1 < R, 1), acc_t);
+            auto a = cast(tl::load(x + (rows + pos + 1), m && pos + 1 < rlen, 1), acc_t);
             auto s = tl::associative_scan({a, b}, 1, [](std::span<const tl::tensor> l, std::span<const tl::tensor> r) {
               return std::vector<tl::tensor>{r[0] * l[0], r[1] + r[0] * l[1]};
             });
@@ -74,7 +80,9 @@ Kernel& detail::row_scan_kernel() {
         const bool ext = kind == Scan::cummax || kind == Scan::cummin;
         const bool mx = kind == Scan::cummax;
         tl::tensor carry, carry_i;
-        if (kind == Scan::cumsum) carry = tl::zeros({BO}, acc_t);
+        const bool sums = kind == Scan::cumsum || kind == Scan::excl_cumsum;
+        if (HAS_INIT) carry = cast(tl::load(init + prow, vmask, sums ? 0 : 1), acc_t);
+        else if (sums) carry = tl::zeros({BO}, acc_t);
         else if (!ext) carry = tl::full({BO}, 1, acc_t);
         else {
           // The identity: lower (higher) than every value, so the first element always wins.
@@ -86,11 +94,12 @@ Kernel& detail::row_scan_kernel() {
         }
         for (auto t : tl::range(0, nb)) {
           auto r = t * BR + lane;
-          auto m = rmask && r < R;
+          auto m = rmask && r < rlen;
           tl::tensor v;
-          if (kind == Scan::excl_cumprod) v = cast(tl::load(x + (rows + r - 1), m && r >= 1, 1), acc_t);
-          else v = cast(tl::load(x + (rows + r), m, kind == Scan::cumsum ? 0 : 1), acc_t);
-          if (kind == Scan::cumsum) {
+          if (kind == Scan::excl_cumprod || kind == Scan::excl_cumsum)
+            v = cast(tl::load(x + (rows + r - 1), m && r >= 1, sums ? 0 : 1), acc_t);
+          else v = cast(tl::load(x + (rows + r), m, sums ? 0 : 1), acc_t);
+          if (sums) {
             auto s = tl::cumsum(v, 1) + carry(tl::_, tl::None);
             tl::store(out + (rows + r), cast(s, out_t), m);
             carry = last_lane(s, BR);
@@ -132,6 +141,34 @@ DType scan_acc(Scan kind, DType d) {
   return DType::i64;
 }
 
+// Scans the O contiguous rows of R elements of `data` into `out` (and `idx`). A few long rows of
+// cumsum / cumprod are split in S chunks: the chunks' totals (row_stats), their exclusive scan,
+// then every chunk scanned at once from its offset.
+void launch_scan(Scan kind, const Tensor& data, const Tensor& g, Tensor& out, Tensor& idx, int64_t O, int64_t R, DType acc) {
+  const int64_t br = std::clamp<int64_t>(pow2_ceil(R), 16, 1024);
+  const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, pow2_ceil(O)));
+  const bool splittable = kind == Scan::cumsum || kind == Scan::cumprod;
+  if (!splittable || cdiv(O, bo) >= 64 || R < 16384) {
+    detail::row_scan_kernel()[{cdiv(O, bo)}](data, g, out, idx, out, O, R, int64_t(1), R, static_cast<int>(kind),
+                                             static_cast<int>(acc), static_cast<int>(out.dtype()), false,
+                                             static_cast<int>(bo), static_cast<int>(br));
+    return;
+  }
+  int64_t S = std::clamp<int64_t>(256 / O, 2, cdiv(R, 4096));
+  const int64_t C = cdiv(cdiv(R, S), br) * br;
+  S = cdiv(R, C);
+  const bool sums = kind == Scan::cumsum;
+  Tensor totals = Tensor::empty({O, S}, acc, data.device());
+  detail::row_stats_kernel()[{O * S}](data, totals, totals, O, R, S, C, 0.0, 0.0,
+                                      sums ? detail::kRowStatSum : detail::kRowStatProd, static_cast<int>(acc),
+                                      static_cast<int>(acc), false, 1, static_cast<int>(br));
+  Tensor offsets = Tensor::empty({O, S}, acc, data.device());
+  launch_scan(sums ? Scan::excl_cumsum : Scan::excl_cumprod, totals, totals, offsets, offsets, O, S, acc);
+  detail::row_scan_kernel()[{O * S}](data, g, out, idx, offsets, O, R, S, C, static_cast<int>(kind),
+                                     static_cast<int>(acc), static_cast<int>(out.dtype()), true, 1,
+                                     static_cast<int>(br));
+}
+
 // Runs `kind` along `dim` of x (and g for affine_rev); returns the values (dtype out_t, x's
 // shape) and, for cummax / cummin, the indices.
 ValuesIndices run_scan(const char* op, Scan kind, const Tensor& x, const Tensor* g, int dim, DType out_t) {
@@ -154,12 +191,8 @@ ValuesIndices run_scan(const char* op, Scan kind, const Tensor& x, const Tensor*
   Tensor grows = g ? detail::rows_of(*g, {d}).data : rows.data;
   Tensor out = Tensor::empty({rows.O, rows.R}, out_t, x.device());
   Tensor idx = ext ? Tensor::empty({rows.O, rows.R}, DType::i64, x.device()) : out;
-  const int64_t br = std::clamp<int64_t>(pow2_ceil(rows.R), 16, 1024);
-  const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, pow2_ceil(rows.O)));
   DType acc = scan_acc(kind, kind == Scan::affine_rev ? g->dtype() : x.dtype());
-  detail::row_scan_kernel()[{cdiv(rows.O, bo)}](rows.data, grows, out, idx, rows.O, rows.R, static_cast<int>(kind),
-                                        static_cast<int>(acc), static_cast<int>(out_t), static_cast<int>(bo),
-                                        static_cast<int>(br));
+  launch_scan(kind, rows.data, grows, out, idx, rows.O, rows.R, acc);
   ValuesIndices r{detail::rows_back(out, x, d, rows.R), Tensor()};
   if (ext) r.indices = detail::rows_back(idx, x, d, rows.R);
   return r;

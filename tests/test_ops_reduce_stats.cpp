@@ -492,6 +492,29 @@ BOOST_AUTO_TEST_CASE(scans) {
   });
 }
 
+// A few long rows are scanned in chunks (totals, their exclusive scan, then every chunk from
+// its offset).
+BOOST_AUTO_TEST_CASE(long_scans_split_in_chunks) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    auto add = [](double a, double b) { return a + b; };
+    auto mul = [](double a, double b) { return a * b; };
+    for (ou::Shape shape : {ou::Shape{100003}, ou::Shape{3, 40000}}) {
+      const int last = static_cast<int>(shape.size()) - 1;
+      const std::string what = " of " + shape_str(shape);
+      Tensor x = ou::random_tensor<float>(shape, 141, 0, 1);
+      ou::check_values(ops::cumsum(x, last), scan_ref(ou::values(x), shape, last, add), 1e-6, "cumsum" + what);
+      Tensor d = ou::random_tensor<double>(shape, 142, 0.9999, 1.0001);
+      auto vd = ou::values(d);
+      ou::check_values(ops::cumprod(d, last), scan_ref(vd, shape, last, mul), 1e-12, "cumprod" + what);
+      vd[static_cast<size_t>(shape.back() / 2 + 7)] = 0;  // a zero in a middle chunk
+      Tensor dz = Tensor::from_vector(vd, shape);
+      ou::check_values(ops::cumprod(dz, last), scan_ref(vd, shape, last, mul), 1e-12, "cumprod with a zero" + what);
+      Tensor i = ou::random_tensor<int32_t>(shape, 143, -1000000, 1000000);
+      check_exact(ops::cumsum(i, last), scan_ref(ou::values(i), shape, last, add), "cumsum of i32" + what);
+    }
+  });
+}
+
 // cumprod's gradient with zeros (one, several, at the ends) against the O(n^2) definition.
 BOOST_AUTO_TEST_CASE(cumprod_gradient_with_zeros) {
   tt::for_each_backend([&](const tt::Backend&) {
