@@ -61,3 +61,4 @@ Tensor where(const Tensor& cond, ops::Scalar a, const Tensor& b);
 std::vector<Tensor> where(const Tensor& cond);
 
 }  // namespace tritium
+#include "nn/reduction_ops.h"  // reductions, scans, sorting (issue 29, item 4)

@@ -301,6 +301,7 @@ const OpRegistry& op_registry() {
     decl::declare_shape(r);
     decl::declare_indexing(r);
     decl::declare_matmul_family(r);
+    decl::declare_reductions_more(r);
     return r;
   }();
   return registry;

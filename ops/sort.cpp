@@ -1,0 +1,254 @@
+// Sorting along a dim (ops/sort.h): a stable merge sort of each row of the contiguous [O, R]
+// matrix of detail::rows_of (the sorted dim last), for rows of any length.
+//  1. `sort_runs`: each program sorts one run of L0 (<= 64) elements of a row by ranking: element
+//     i goes to the number of elements that come before it (a [L0, L0] comparison block; equal
+//     elements come before it when their position is lower, which makes the order stable).
+//  2. `merge_runs`, once per doubling of the run length L until one run holds the row: each
+//     element of a pair of sorted runs finds by binary search how many elements of the other run
+//     come before it (strictly before for the left run, before or equal for the right one, so
+//     ties keep the left run first) and lands at its own position plus that count. Every element
+//     is placed independently, so a pass is one fully parallel launch over the rows.
+// The comparison puts NaN after every number (before it, descending), as PyTorch's sort.
+// topk, kthvalue and median select from the sorted rows.
+#include "ops/sort.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dsl/control_flow.h"
+#include "dsl/kernel.h"
+#include "dsl/ops.h"
+#include "ops/elementwise_kernels.h"
+#include "ops/indexing.h"
+#include "ops/reduce_kernels.h"
+#include "ops/reduce_rows.h"
+
+namespace tritium::ops {
+
+namespace tl = tritium::tl;
+
+namespace {
+
+using P = tl::ptr<tl::any>;
+
+// Whether a comes strictly before b in the order (NaN largest).
+tl::tensor before(const tl::tensor& a, const tl::tensor& b, bool descending, bool flt) {
+  tl::tensor r = descending ? a > b : a < b;
+  if (flt) r = r || (descending ? (a != a && b == b) : (a == a && b != b));
+  return r;
+}
+
+// The type comparisons run in: f16/bf16 as f32, bool as i32, others as they are.
+DType compare_type(DType d) { return d == DType::i1 ? DType::i32 : detail::math_type(d); }
+
+}  // namespace
+
+Kernel& detail::sort_runs_kernel() {
+  static Kernel k = tritium::kernel(
+      "sort_runs", [](P x, P keys, P idx, tl::i64 R, tl::i64 nruns, bool DESC, int CMP, int L0) {
+        const DType cmp_t = static_cast<DType>(CMP);
+        const bool flt = is_float(cmp_t);
+        auto pid = tl::program_id(0).to(tl::int64);
+        auto row = pid / nruns, start = (pid % nruns) * L0;
+        auto pos = start + tl::arange(0, L0).to(tl::int64);
+        auto m = pos < R;
+        auto v = tl::load(x + (row * R + pos), m, 0);
+        auto c = v.dtype() == cmp_t ? v : v.to(cmp_t);
+        auto ci = c(tl::_, tl::None), cj = c(tl::None, tl::_);
+        auto pi = pos(tl::_, tl::None), pj = pos(tl::None, tl::_);
+        auto earlier = before(cj, ci, DESC, flt) || (!before(ci, cj, DESC, flt) && pj < pi);
+        auto rank = tl::sum((earlier && m(tl::None, tl::_)).to(tl::int64), 1);
+        auto dest = row * R + start + rank;
+        tl::store(keys + dest, v, m);
+        tl::store(idx + dest, pos, m);
+      });
+  return k;
+}
+
+Kernel& detail::merge_runs_kernel() {
+  static Kernel k = tritium::kernel(
+      "merge_runs", [](P keys, P idx, P keys_out, P idx_out, tl::i64 R, tl::i64 L, tl::i64 nchunks, tl::i64 steps,
+                       bool DESC, int CMP, int BLOCK) {
+        const DType cmp_t = static_cast<DType>(CMP);
+        const bool flt = is_float(cmp_t);
+        auto pid = tl::program_id(0).to(tl::int64);
+        auto row = pid / nchunks;
+        auto p = (pid % nchunks) * BLOCK + tl::arange(0, BLOCK).to(tl::int64);
+        auto valid = p < R;
+        auto run = p / L;
+        auto left = run % 2 == 0;
+        auto base = (run / 2) * (2 * L);
+        auto j = p - run * L;
+        auto other = tl::where(left, base + L, base);
+        auto other_len = tl::minimum(tl::maximum(R - other, 0), L);
+        auto rowp = row * R;
+        auto v = tl::load(keys + (rowp + p), valid, 0);
+        auto c = v.dtype() == cmp_t ? v : v.to(cmp_t);
+        auto lo = tl::zeros({BLOCK}, tl::int64);
+        auto hi = other_len;
+        for (auto s : tl::range(0, steps)) {
+          (void)s;
+          auto active = lo < hi;
+          auto mid = (lo + hi) / 2;
+          auto y = tl::load(keys + (rowp + other + mid), valid && active, 0);
+          auto cy = y.dtype() == cmp_t ? y : y.to(cmp_t);
+          // Left elements count the right run's elements strictly before them; right elements
+          // count the left run's elements not after them.
+          auto goes_before = tl::where(left, before(cy, c, DESC, flt), !before(c, cy, DESC, flt));
+          lo = tl::where(active && goes_before, mid + 1, lo);
+          hi = tl::where(active && !goes_before, mid, hi);
+        }
+        auto dest = rowp + base + j + lo;
+        tl::store(keys_out + dest, v, valid);
+        tl::store(idx_out + dest, tl::load(idx + (rowp + p), valid, 0), valid);
+      });
+  return k;
+}
+
+namespace {
+
+int64_t pow2_ceil(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+int bit_length(int64_t x) {
+  int n = 0;
+  while (x > 0) ++n, x >>= 1;
+  return n;
+}
+
+struct SortedRows {
+  Tensor keys, idx;  // [O, R] contiguous
+  detail::Rows rows;
+  int dim = 0;
+};
+
+SortedRows sort_rows(const char* op, const Tensor& x, int dim, bool descending) {
+  detail::check_tensors(op, {&x});
+  SortedRows s;
+  s.dim = detail::normalize_dim(op, dim, x.dim());
+  if (x.dim() == 0) {
+    Tensor one = x.as_strided({1}, {1}, x.storage_offset());
+    s.rows = detail::rows_of(one, {0});
+  } else {
+    s.rows = detail::rows_of(x, {s.dim});
+  }
+  const int64_t O = s.rows.O, R = s.rows.R;
+  s.keys = Tensor::empty({O, R}, x.dtype(), x.device());
+  s.idx = Tensor::empty({O, R}, DType::i64, x.device());
+  if (O * R == 0) return s;
+  const int cmp = static_cast<int>(compare_type(x.dtype()));
+  const int64_t L0 = std::clamp<int64_t>(pow2_ceil(R), 16, 64);
+  const int64_t nruns = cdiv(R, L0);
+  detail::sort_runs_kernel()[{O * nruns}](s.rows.data, s.keys, s.idx, R, nruns, descending, cmp, static_cast<int>(L0));
+  if (R <= L0) return s;
+  Tensor k2 = Tensor::empty({O, R}, x.dtype(), x.device()), i2 = Tensor::empty({O, R}, DType::i64, x.device());
+  const int64_t block = std::clamp<int64_t>(pow2_ceil(R), 16, 1024);
+  const int64_t nchunks = cdiv(R, block);
+  for (int64_t L = L0; L < R; L *= 2) {
+    const int64_t steps = bit_length(L) + 1;
+    detail::merge_runs_kernel()[{O * nchunks}](s.keys, s.idx, k2, i2, R, L, nchunks, steps, descending, cmp,
+                                       static_cast<int>(block));
+    std::swap(s.keys, k2);
+    std::swap(s.idx, i2);
+  }
+  return s;
+}
+
+// [O, k] columns [from, from + k) of sorted rows, back in x's dim order.
+ValuesIndices columns_back(const SortedRows& s, const Tensor& x, int64_t from, int64_t k) {
+  Tensor kv = s.keys.as_strided({s.rows.O, k}, {s.rows.R, 1}, s.keys.storage_offset() + from);
+  Tensor ki = s.idx.as_strided({s.rows.O, k}, {s.rows.R, 1}, s.idx.storage_offset() + from);
+  return {detail::rows_back(kv, x, s.dim, k), detail::rows_back(ki, x, s.dim, k)};
+}
+
+// x's shape with `dim` dropped (or kept as 1).
+Shape selected_shape(const Tensor& x, int dim, bool keepdim) {
+  if (x.dim() == 0) return {};
+  return detail::reduced_shape_of(x, {dim}, keepdim);
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape st(shape.size());
+  int64_t s = 1;
+  for (size_t k = shape.size(); k-- > 0;) st[k] = s, s *= std::max<int64_t>(shape[k], 1);
+  return st;
+}
+
+// A contiguous result seen with another shape of the same number of elements.
+ValuesIndices reshaped(ValuesIndices r, const Shape& shape) {
+  r.values = r.values.as_strided(shape, contiguous_strides(shape), r.values.storage_offset());
+  r.indices = r.indices.as_strided(shape, contiguous_strides(shape), r.indices.storage_offset());
+  return r;
+}
+
+void check_selected_dim(const char* op, const Tensor& x, int dim) {
+  if (x.dim() > 0 && x.size(dim) == 0)
+    fail("{}: Expected reduction dim {} to have non-zero size (input shape {})", op, dim, detail::shape_str(x.shape()));
+}
+
+}  // namespace
+
+ValuesIndices sort(const Tensor& x, int dim, bool descending) {
+  SortedRows s = sort_rows("sort", x, dim, descending);
+  if (x.dim() == 0) return reshaped({s.keys, s.idx}, {});
+  return columns_back(s, x, 0, s.rows.R);
+}
+
+Tensor argsort(const Tensor& x, int dim, bool descending) { return sort(x, dim, descending).indices; }
+
+ValuesIndices topk(const Tensor& x, int64_t k, int dim, bool largest, bool /*sorted*/) {
+  detail::check_tensors("topk", {&x});
+  int d = detail::normalize_dim("topk", dim, x.dim());
+  const int64_t n = x.dim() == 0 ? 1 : x.size(d);
+  if (k < 0 || k > n) fail("topk: selected index k = {} out of range for a dimension of size {}", k, n);
+  SortedRows s = sort_rows("topk", x, dim, largest);
+  if (x.dim() == 0) return reshaped({s.keys, s.idx}, {});
+  return columns_back(s, x, 0, k);
+}
+
+ValuesIndices kthvalue(const Tensor& x, int64_t k, int dim, bool keepdim) {
+  detail::check_tensors("kthvalue", {&x});
+  int d = detail::normalize_dim("kthvalue", dim, x.dim());
+  check_selected_dim("kthvalue", x, d);
+  const int64_t n = x.dim() == 0 ? 1 : x.size(d);
+  if (k < 1 || k > n) fail("kthvalue: selected number k = {} out of range for dimension {} of size {}", k, d, n);
+  SortedRows s = sort_rows("kthvalue", x, dim, false);
+  if (x.dim() == 0) return reshaped({s.keys, s.idx}, {});
+  return reshaped(columns_back(s, x, k - 1, 1), selected_shape(x, d, keepdim));
+}
+
+ValuesIndices median(const Tensor& x, int dim, bool keepdim) {
+  detail::check_tensors("median", {&x});
+  int d = detail::normalize_dim("median", dim, x.dim());
+  check_selected_dim("median", x, d);
+  SortedRows s = sort_rows("median", x, dim, false);
+  const int64_t O = s.rows.O, R = s.rows.R;
+  // The lower median's column, or the first NaN's where a row holds one (NaN sorts last, and the
+  // sort is stable, so that is the row's first NaN).
+  Tensor col = full({O, 1}, (R - 1) / 2, DType::i64, x.device());
+  if (is_float(x.dtype()) && O > 0) {
+    Tensor nans = count_nonzero(ne(s.keys, s.keys), {1}).as_strided({O, 1}, {1, 1}, 0);
+    col = where(gt(nans, Scalar(0)), rsub(nans, Scalar(R)), col);
+  }
+  ValuesIndices picked{gather(s.keys, 1, col), gather(s.idx, 1, col)};
+  if (x.dim() == 0) return reshaped(picked, {});
+  return reshaped({detail::rows_back(picked.values, x, d, 1), detail::rows_back(picked.indices, x, d, 1)},
+                  selected_shape(x, d, keepdim));
+}
+
+Tensor median(const Tensor& x) {
+  detail::check_tensors("median", {&x});
+  if (x.numel() == 0) {
+    if (!is_float(x.dtype())) fail("median: an empty {} tensor has no median (NaN needs a floating-point dtype)", dtype_name(x.dtype()));
+    return full({}, NAN, x.dtype(), x.device());
+  }
+  Tensor flat = contiguous(x);
+  flat = flat.as_strided({x.numel()}, {1}, flat.storage_offset());
+  Tensor v = median(flat, 0, false).values;
+  return v;
+}
+
+}  // namespace tritium::ops

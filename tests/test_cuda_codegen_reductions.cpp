@@ -1,0 +1,142 @@
+// The kernels of the statistics reductions, scans, sorts and unique (ops/reduce_kernels.h) turned
+// into CUDA C++ and compiled by NVRTC for sm_90a and sm_80 without a GPU, for every kind and the
+// dtypes the ops launch them with. Running them is the shared suites' job on a GPU machine
+// (test_ops_reduce_stats, test_ops_sort). Skips when NVRTC cannot be opened or the CUDA backend
+// is not built.
+#include <boost/test/unit_test.hpp>
+#include <tritium/tritium.h>
+
+#include "test_support.h"
+
+#if TRITIUM_HAS_CUDA_BACKEND
+#include "ir/ir.h"
+#include "jit/cuda/codegen.h"
+#include "jit/cuda/nvrtc.h"
+#include "jit/passes/axis_info.h"
+#include "ops/reduce_kernels.h"
+
+namespace cuda = tritium::jit::cuda;
+using tritium::DType;
+
+namespace {
+
+template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
+
+// Traces `k` for `args`, generates CUDA C++ and compiles it for sm_90a, and for sm_80 too while
+// `also_sm80` is set (a few kernels of each family: NVRTC is slow on the 2-core CI machine).
+bool also_sm80 = false;
+template <class... A> void compile(tritium::Kernel& k, const std::string& what, const A&... args) {
+  auto f = k.optimized_function(args...);
+  tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = 4;
+  cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, cuda::kSharedMemoryBudget);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    if (std::string(arch) == "sm_80" && !also_sm80) continue;
+    try {
+      BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, arch).empty(), what << " for " << arch);
+    } catch (const tritium::Error& e) {
+      BOOST_ERROR(what << " does not compile for " << arch << ":\n" << e.what());
+    }
+  }
+}
+
+bool nvrtc_or_skip() {
+  if (cuda::nvrtc_available()) return true;
+  BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+  return false;
+}
+
+int d(DType t) { return static_cast<int>(t); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_cuda_codegen_reductions)
+
+BOOST_AUTO_TEST_CASE(row_stats_every_kind) {
+  if (!nvrtc_or_skip()) return;
+  auto& k = tritium::ops::detail::row_stats_kernel();
+  const int64_t O = 1000, R = 333;
+  for (int kind = 0; kind < tritium::ops::detail::kRowStatKinds; ++kind) {
+    // f32 input, f32 accumulation; one row per program of 1024 lanes, and 8 rows of 256.
+    also_sm80 = kind == 0 || kind == 3 || kind == 8;
+    DType out = kind == 12 ? DType::i64 : kind == 10 || kind == 11 ? DType::i1 : DType::f32;  // count_nonzero; all, any
+    compile(k, "row_stats kind " + std::to_string(kind), addr<float>(0), addr<float>(1), addr<float>(2), O, R,
+            int64_t(1), R, 2.0, 0.5, kind, d(DType::f32), d(out), kind <= 1, 8, 256);
+  }
+  also_sm80 = false;
+  {
+    compile(k, "var of row chunks, 1024 lanes per program", addr<float>(0), addr<float>(1), addr<float>(2), O, R,
+            int64_t(4), int64_t(1024), 1.0, 0.5, 0, d(DType::f32), d(DType::f32), true, 1, 1024);
+    compile(tritium::ops::detail::var_combine_kernel(), "var_combine", addr<float>(0), addr<float>(1), addr<float>(2),
+            addr<float>(3), R, int64_t(40), int64_t(1024), 0.5, true, true, d(DType::f32), d(DType::f32), 64);
+  }
+  // f16 input (f32 accumulation, f16 result), f64, integer products and bool inputs.
+  compile(k, "var of f16", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2), O, R, int64_t(1), R, 1.0, 0.5, 0,
+          d(DType::f32), d(DType::f16), true, 4, 256);
+  compile(k, "logsumexp of f64", addr<double>(0), addr<double>(1), addr<double>(2), O, R, int64_t(1), R, 1.0, 0.5, 3, d(DType::f64),
+          d(DType::f64), false, 4, 256);
+  compile(k, "prod of i32", addr<int32_t>(0), addr<int64_t>(1), addr<int64_t>(2), O, R, int64_t(1), R, 0.0, 0.0, 2, d(DType::i64),
+          d(DType::i64), false, 4, 256);
+  compile(k, "all of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), O, R, int64_t(1), R, 0.0, 0.0, 10, d(DType::i32), d(DType::i1),
+          false, 4, 256);
+  compile(k, "count_nonzero of bool", addr<bool>(0), addr<int64_t>(1), addr<int64_t>(2), O, R, int64_t(1), R, 0.0, 0.0, 12,
+          d(DType::i32), d(DType::i64), false, 4, 256);
+}
+
+BOOST_AUTO_TEST_CASE(row_scan_every_kind) {
+  if (!nvrtc_or_skip()) return;
+  auto& k = tritium::ops::detail::row_scan_kernel();
+  const int64_t O = 100, R = 5000;
+  for (int kind = 0; kind < tritium::ops::detail::kRowScanKinds; ++kind) {
+    also_sm80 = kind == 2 || kind == 5;
+    compile(k, "row_scan kind " + std::to_string(kind), addr<float>(0), addr<float>(1), addr<float>(2), addr<int64_t>(3),
+            addr<float>(4), O, R, int64_t(1), R, kind, d(DType::f32), d(DType::f32), false, 2, 1024);
+  }
+  also_sm80 = true;
+  compile(k, "cumsum of row chunks from offsets", addr<float>(0), addr<float>(1), addr<float>(2), addr<int64_t>(3),
+          addr<float>(4), O, R, int64_t(5), int64_t(1024), 0, d(DType::f32), d(DType::f32), true, 1, 1024);
+  also_sm80 = false;
+  compile(k, "cumsum of i32 in i64", addr<int32_t>(0), addr<int32_t>(1), addr<int64_t>(2), addr<int64_t>(3),
+          addr<int64_t>(4), O, R, int64_t(1), R, 0, d(DType::i64), d(DType::i64), false, 8, 256);
+  compile(k, "cummax of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), addr<int64_t>(3), addr<bool>(4), O, R,
+          int64_t(1), R, 2, d(DType::i32), d(DType::i1), false, 8, 256);
+  compile(k, "cumprod of f16 from offsets", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2),
+          addr<int64_t>(3), addr<float>(4), O, R, int64_t(5), int64_t(1024), 1, d(DType::f32), d(DType::f16), true, 1, 1024);
+}
+
+BOOST_AUTO_TEST_CASE(sort_and_merge_runs) {
+  if (!nvrtc_or_skip()) return;
+  auto& runs = tritium::ops::detail::sort_runs_kernel();
+  auto& merge = tritium::ops::detail::merge_runs_kernel();
+  const int64_t R = 1 << 20;
+  for (bool desc : {false, true}) {
+    also_sm80 = desc;
+    compile(runs, "sort_runs f32", addr<float>(0), addr<float>(1), addr<int64_t>(2), R, R / 64, desc, d(DType::f32), 64);
+    compile(merge, "merge_runs f32", addr<float>(0), addr<int64_t>(1), addr<float>(2), addr<int64_t>(3), R, int64_t(64),
+            R / 1024, int64_t(8), desc, d(DType::f32), 1024);
+  }
+  also_sm80 = false;
+  compile(runs, "sort_runs f16", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<int64_t>(2), R, R / 64, false,
+          d(DType::f32), 64);
+  compile(runs, "sort_runs i64", addr<int64_t>(0), addr<int64_t>(1), addr<int64_t>(2), R, R / 64, false, d(DType::i64), 64);
+  compile(runs, "sort_runs bool", addr<bool>(0), addr<bool>(1), addr<int64_t>(2), R, R / 16, false, d(DType::i32), 16);
+  compile(merge, "merge_runs i32", addr<int32_t>(0), addr<int64_t>(1), addr<int32_t>(2), addr<int64_t>(3), R, int64_t(64),
+          R / 1024, int64_t(8), false, d(DType::i32), 1024);
+  auto& uniq = tritium::ops::detail::unique_runs_kernel();
+  for (int mode : {0, 1})
+    compile(uniq, "unique_runs mode " + std::to_string(mode), addr<float>(0), addr<int64_t>(1), addr<float>(2),
+            addr<int64_t>(3), R, int64_t(1000), mode, d(DType::f32), 1024);
+  compile(uniq, "unique_runs counts", addr<float>(0), addr<int64_t>(1), addr<int64_t>(2), addr<int64_t>(3), R,
+          int64_t(1000), 2, d(DType::f32), 1024);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#else
+
+BOOST_AUTO_TEST_SUITE(test_cuda_codegen_reductions)
+BOOST_AUTO_TEST_CASE(skipped_without_the_cuda_backend) { BOOST_TEST_MESSAGE("skipped: the CUDA backend is not built"); }
+BOOST_AUTO_TEST_SUITE_END()
+
+#endif

@@ -1,0 +1,119 @@
+// The differentiable API of issue 29 item 4 (nn/reduction_ops.h) on top of the registry's
+// gradchecks (test_op_registry gradchecks every declaration's samples, test_autograd_grad
+// gradgradchecks them): the ops are declared, record PyTorch's node names, send gradients to
+// the selected indices only, handle zeros in prod/cumprod, and refuse bad inputs through the
+// dispatch with errors naming the op.
+#include "test_support.h"
+#include "gradcheck_support.h"
+
+#include <set>
+
+#include "nn/autograd.h"
+#include "nn/functional.h"
+#include "ops/decl/op_decl.h"
+
+namespace tt = tritium::test;
+namespace T = tritium;
+namespace ops = tritium::ops;
+using tritium::DType;
+using tritium::Tensor;
+
+BOOST_AUTO_TEST_SUITE(test_ops_reduce_autograd)
+
+namespace {
+Tensor leaf(std::vector<double> v, std::vector<int64_t> shape) {
+  Tensor t = Tensor::from_vector(v, shape);
+  t.requires_grad_();
+  return t;
+}
+std::vector<double> grad_of(const Tensor& t) { return t.grad().to_vector<double>(); }
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(declared_with_torch_names) {
+  std::set<std::string> names;
+  for (const auto& op : ops::op_registry().all()) names.insert(op->name);
+  for (const char* n : {"var", "std", "prod", "prod.dim_int", "logsumexp", "linalg_vector_norm", "max.dim", "min.dim",
+                        "median", "median.dim", "kthvalue", "cumsum", "cumprod", "cummax", "cummin", "sort", "topk"})
+    BOOST_TEST(names.count(n) == 1, n << " is not declared");
+  BOOST_TEST(ops::op_decl("linalg_vector_norm").torch_name == "torch.linalg.vector_norm");
+  BOOST_TEST(ops::op_decl("sort").outputs.size() == 2u);
+  BOOST_TEST(!ops::op_decl("cumprod").twice_differentiable);
+}
+
+BOOST_AUTO_TEST_CASE(gradients_go_to_the_selected_elements) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({3, 1, 4, 1, 5, 9}, {2, 3});
+    auto m = T::max(x, 1);
+    BOOST_TEST(m.values.requires_grad());
+    BOOST_TEST(!m.indices.requires_grad());
+    BOOST_TEST(m.values.autograd()->grad_fn->name() == "MaxBackward");
+    T::sum(m.values).backward();
+    BOOST_TEST(grad_of(x) == std::vector<double>({0, 0, 1, 0, 0, 1}));
+
+    Tensor y = leaf({2, 7, 1, 8}, {4});
+    auto s = T::sort(y, 0, true);
+    T::sum(T::mul(s.values, Tensor::from_vector<double>({1, 2, 3, 4}))).backward();
+    BOOST_TEST(grad_of(y) == std::vector<double>({3, 2, 4, 1}), "sort's gradient is the permuted weights");
+
+    Tensor z = leaf({2, 7, 1, 8}, {4});
+    T::sum(T::topk(z, 2).values).backward();
+    BOOST_TEST(grad_of(z) == std::vector<double>({0, 1, 0, 1}));
+
+    Tensor c = leaf({1, 3, 2, 5}, {4});
+    T::sum(T::cummax(c, 0).values).backward();
+    BOOST_TEST(grad_of(c) == std::vector<double>({1, 2, 0, 1}), "cummax: each prefix's max gets its gradient");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(prod_and_cumprod_with_zeros) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = leaf({2, 0, 3, 0, 4, 5}, {2, 3});
+    T::sum(T::prod(x, 1)).backward();
+    BOOST_TEST(grad_of(x) == std::vector<double>({0, 6, 0, 20, 0, 0}), "one zero: only it gets a gradient");
+    Tensor y = leaf({2, 0, 3}, {3});
+    T::prod(y).backward();
+    BOOST_TEST(grad_of(y) == std::vector<double>({0, 6, 0}));
+    Tensor c = leaf({2, 0, 3}, {3});
+    T::sum(T::cumprod(c, 0)).backward();
+    // d/dx0 (x0 + x0 x1 + x0 x1 x2) = 1 + x1 + x1 x2 = 1; d/dx1 = x0 + x0 x2 = 8; d/dx2 = x0 x1 = 0.
+    BOOST_TEST(grad_of(c) == std::vector<double>({1, 8, 0}));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(var_mean_and_norm) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = tt::input({3, 5}, 401);
+    x.requires_grad_();
+    auto [v, m] = T::var_mean(x, {1});
+    BOOST_TEST(v.requires_grad());
+    BOOST_TEST(m.requires_grad());
+    BOOST_TEST(v.autograd()->grad_fn->name() == "VarBackward");
+    tt::gradcheck("var_mean's mean + var", [](const std::vector<Tensor>& in) {
+      auto [vv, mm] = T::var_mean(in[0], {0}, 0);
+      return T::add(vv, mm);
+    }, {x});
+    tt::gradcheck("norm p=3", [](const std::vector<Tensor>& in) { return T::norm(in[0], 3, {1}); }, {x});
+    // Zero rows: the 2-norm's gradient is 0 there, not NaN.
+    Tensor z = leaf({0, 0, 3, 4}, {2, 2});
+    T::sum(T::vector_norm(z, 2, {1})).backward();
+    BOOST_TEST(grad_of(z) == std::vector<double>({0, 0, 0.6, 0.8}));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(bad_inputs_through_the_dispatch) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor i = T::ops::arange(0, 6, 1, DType::i32).reshape({2, 3});
+    tt::check_throws([&] { T::var(i, {1}, 0); }, {"var", "floating-point", "i32"}, "correction on an integer tensor");
+    tt::check_throws([&] { T::vector_norm(i); }, {"linalg_vector_norm", "floating-point", "i32"}, "norm of integers");
+    tt::check_throws([&] { T::topk(i, 4, 1); }, {"topk", "k = 4", "out of range"}, "k > size");
+    tt::check_throws([&] { T::kthvalue(i, 0, 1); }, {"kthvalue", "out of range"}, "k = 0");
+    tt::check_throws([&] { T::sort(i, 2); }, {"sort", "2"}, "dim out of range");
+    tt::check_throws([&] { T::cumsum(i, -3); }, {"cumsum", "-3"}, "negative dim out of range");
+    tt::check_throws([&] { T::max(Tensor::empty({0}, DType::f32)); }, {"max", "numel() == 0"}, "max of nothing");
+    BOOST_TEST((T::cumsum(i, 1).dtype() == DType::i64));
+    BOOST_TEST((T::prod(i).dtype() == DType::i64));
+    BOOST_TEST((T::logsumexp(i, {1}).dtype() == DType::f32));
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,267 @@
+// Sorting and selection (ops/sort.h: sort argsort topk kthvalue median unique unique_consecutive)
+// against a stable host sort in float64: rows of 1, 3, 1000 and 5000 elements (longer than one
+// sorted run, so the merge passes run), ties (the sort is stable: indices must match exactly),
+// NaN / Inf (NaN sorts as the largest), integer and bool dtypes, strided inputs along any dim,
+// empty tensors, and PyTorch's errors.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "ops/sort.h"
+#include "ops_test_helpers.h"
+
+namespace tt = tritium::test;
+namespace ou = tritium::test::ops_util;
+namespace ops = tritium::ops;
+using tritium::DType;
+using tritium::Tensor;
+
+BOOST_AUTO_TEST_SUITE(test_ops_sort)
+
+namespace {
+
+// Host reference: along `dim` of row-major values, the stable order (NaN largest; descending puts
+// NaN first), as values and indices in x's shape.
+struct Ref {
+  std::vector<double> values, indices;
+};
+
+// The flat indices of each line along `dim` (all other indices fixed), in order.
+std::vector<std::vector<int64_t>> lines(const ou::Shape& shape, int dim) {
+  std::vector<std::vector<int64_t>> out;
+  std::map<int64_t, size_t> key_to_line;
+  for (int64_t i = 0; i < ou::numel(shape); ++i) {
+    auto idx = ou::unravel(i, shape);
+    int64_t key = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (static_cast<int>(d) != dim) key = key * shape[d] + idx[d];
+    auto [it, fresh] = key_to_line.emplace(key, out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(i);
+  }
+  return out;
+}
+
+bool before(double a, double b, bool desc) {
+  if (desc) return (a > b) || (std::isnan(a) && !std::isnan(b));
+  return (a < b) || (!std::isnan(a) && std::isnan(b));
+}
+
+Ref sort_ref(const std::vector<double>& v, const ou::Shape& shape, int dim, bool desc) {
+  Ref r{std::vector<double>(v.size()), std::vector<double>(v.size())};
+  for (const auto& line : lines(shape, dim)) {
+    std::vector<int64_t> order(line.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return before(v[static_cast<size_t>(line[static_cast<size_t>(a)])], v[static_cast<size_t>(line[static_cast<size_t>(b)])], desc);
+    });
+    for (size_t k = 0; k < line.size(); ++k) {
+      r.values[static_cast<size_t>(line[k])] = v[static_cast<size_t>(line[static_cast<size_t>(order[k])])];
+      r.indices[static_cast<size_t>(line[k])] = static_cast<double>(order[k]);
+    }
+  }
+  return r;
+}
+
+void check_exact(const Tensor& out, const std::vector<double>& ref, const std::string& what) {
+  auto v = ou::values(out);
+  BOOST_TEST_REQUIRE(v.size() == ref.size(), what << ": " << v.size() << " elements, expected " << ref.size());
+  size_t bad = 0, first = v.size();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!(v[i] == ref[i] || (std::isnan(v[i]) && std::isnan(ref[i])))) bad++, first = std::min(first, i);
+  BOOST_TEST(bad == 0u, what << ": " << bad << " elements differ, first at " << first << ": "
+                             << (first < v.size() ? v[first] : 0) << " vs " << (first < v.size() ? ref[first] : 0));
+}
+
+std::string shape_str(const ou::Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(sort_rows_of_any_length) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    for (ou::Shape shape : {ou::Shape{1}, ou::Shape{3}, ou::Shape{4, 1000}, ou::Shape{5000}, ou::Shape{2, 3, 70}}) {
+      for (int dim = 0; dim < static_cast<int>(shape.size()); ++dim) {
+        // Floats with ties (a coarse grid) and some NaN and infinities.
+        Tensor x = ou::random_tensor<float>(shape, 101, -20, 20);
+        auto v = ou::values(x);
+        for (size_t i = 0; i < v.size(); ++i) {
+          v[i] = std::round(v[i]);
+          if (i % 97 == 5) v[i] = NAN;
+          if (i % 89 == 7) v[i] = i % 2 ? INFINITY : -INFINITY;
+        }
+        x = Tensor::from_vector(std::vector<float>(v.begin(), v.end()), shape);
+        for (bool desc : {false, true}) {
+          std::string what = shape_str(shape) + " dim " + std::to_string(dim) + (desc ? " descending" : "");
+          auto r = ops::sort(x, dim - static_cast<int>(shape.size()), desc);
+          BOOST_TEST((r.values.device() == be.device), what);
+          BOOST_TEST((r.indices.dtype() == DType::i64), what);
+          BOOST_TEST(r.values.shape() == shape, what);
+          Ref ref = sort_ref(v, shape, dim, desc);
+          check_exact(r.values, ref.values, "sort values " + what);
+          check_exact(r.indices, ref.indices, "sort indices (stable) " + what);
+          check_exact(ops::argsort(x, dim, desc), ref.indices, "argsort " + what);
+        }
+      }
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(sort_dtypes_and_strides) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor i = ou::random_tensor<int32_t>({3, 1500}, 102, -50, 50);  // many ties
+    auto vi = ou::values(i);
+    for (bool desc : {false, true}) {
+      auto r = ops::sort(i, 1, desc);
+      BOOST_TEST((r.values.dtype() == DType::i32));
+      Ref ref = sort_ref(vi, {3, 1500}, 1, desc);
+      check_exact(r.values, ref.values, "sort i32");
+      check_exact(r.indices, ref.indices, "sort i32 indices");
+    }
+    Tensor l = ou::random_tensor<int64_t>({2000}, 103, -1e12, 1e12);
+    check_exact(ops::sort(l).values, sort_ref(ou::values(l), {2000}, 0, false).values, "sort i64");
+    Tensor d = ou::random_tensor<double>({700}, 104);
+    check_exact(ops::sort(d, 0, true).indices, sort_ref(ou::values(d), {700}, 0, true).indices, "sort f64");
+    Tensor h = ops::to_dtype(ou::random_tensor<float>({300}, 105, -4, 4), DType::f16);
+    check_exact(ops::sort(h).indices, sort_ref(ou::values(h), {300}, 0, false).indices, "sort f16");
+    Tensor b = Tensor::from_vector<bool>({true, false, true, false, false});
+    auto rb = ops::sort(b);
+    check_exact(rb.values, {0, 0, 0, 1, 1}, "sort bool");
+    check_exact(rb.indices, {1, 3, 4, 0, 2}, "sort bool indices");
+    Tensor u = ou::random_tensor<uint8_t>({2, 100}, 106, 0, 255);
+    check_exact(ops::sort(u, 1, true).indices, sort_ref(ou::values(u), {2, 100}, 1, true).indices, "sort u8");
+    // A transposed (strided) input along both dims.
+    Tensor base = ou::random_tensor<float>({1200, 3}, 107);
+    auto vb = ou::values(base);
+    Tensor t = base.as_strided({3, 1200}, {1, 3}, 0);
+    std::vector<double> vt(3600);
+    for (int a = 0; a < 3; ++a)
+      for (int c = 0; c < 1200; ++c) vt[static_cast<size_t>(a * 1200 + c)] = vb[static_cast<size_t>(c * 3 + a)];
+    for (int dim : {0, 1}) check_exact(ops::sort(t, dim).indices, sort_ref(vt, {3, 1200}, dim, false).indices, "sort transposed");
+    // Empty and 0-dim.
+    BOOST_TEST(ops::sort(Tensor::empty({0, 3}, DType::f32), 1).values.shape() == (ou::Shape{0, 3}));
+    BOOST_TEST(ops::sort(Tensor::empty({3, 0}, DType::f32), 1).indices.shape() == (ou::Shape{3, 0}));
+    auto s0 = ops::sort(Tensor::from_vector<float>({4.f}, {}));
+    BOOST_TEST(s0.values.dim() == 0);
+    check_exact(s0.indices, {0}, "sort of a 0-dim tensor");
+    tt::check_throws([&] { ops::sort(t, 2); }, {"sort", "2"}, "dim out of range");
+    tt::check_throws([&] { ops::argsort(Tensor(), 0); }, {"sort", "undefined"}, "undefined");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(topk_kthvalue_median) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    Tensor x = ou::random_tensor<float>({3, 5000}, 111);
+    auto v = ou::values(x);
+    Ref desc = sort_ref(v, {3, 5000}, 1, true), asc = sort_ref(v, {3, 5000}, 1, false);
+    for (int64_t k : {int64_t(1), int64_t(7), int64_t(1000), int64_t(5000)}) {
+      auto r = ops::topk(x, k, 1);
+      BOOST_TEST(r.values.shape() == (ou::Shape{3, k}));
+      auto small = ops::topk(x, k, -1, false);
+      std::vector<double> rv, ri, sv, si;
+      for (int64_t row = 0; row < 3; ++row)
+        for (int64_t c = 0; c < k; ++c) {
+          size_t at = static_cast<size_t>(row * 5000 + c);
+          rv.push_back(desc.values[at]), ri.push_back(desc.indices[at]);
+          sv.push_back(asc.values[at]), si.push_back(asc.indices[at]);
+        }
+      check_exact(r.values, rv, "topk values k=" + std::to_string(k));
+      check_exact(r.indices, ri, "topk indices k=" + std::to_string(k));
+      check_exact(small.values, sv, "topk smallest k=" + std::to_string(k));
+      check_exact(small.indices, si, "topk smallest indices k=" + std::to_string(k));
+    }
+    // topk along dim 0 of a [5, 4] tensor.
+    Tensor y = ou::random_tensor<float>({5, 4}, 112);
+    auto vy = ou::values(y);
+    Ref dy = sort_ref(vy, {5, 4}, 0, true);
+    check_exact(ops::topk(y, 2, 0).values, std::vector<double>(dy.values.begin(), dy.values.begin() + 8), "topk dim 0");
+    for (int64_t k : {int64_t(1), int64_t(2500), int64_t(5000)}) {
+      auto r = ops::kthvalue(x, k, 1);
+      BOOST_TEST(r.values.shape() == (ou::Shape{3}));
+      std::vector<double> kv, ki;
+      for (int64_t row = 0; row < 3; ++row)
+        kv.push_back(asc.values[static_cast<size_t>(row * 5000 + k - 1)]), ki.push_back(asc.indices[static_cast<size_t>(row * 5000 + k - 1)]);
+      check_exact(r.values, kv, "kthvalue k=" + std::to_string(k));
+      check_exact(r.indices, ki, "kthvalue indices k=" + std::to_string(k));
+      BOOST_TEST(ops::kthvalue(x, k, 1, true).values.shape() == (ou::Shape{3, 1}));
+    }
+    // Lower median of even and odd rows; NaN rows give NaN at the first NaN.
+    for (int64_t n : {int64_t(1), int64_t(4), int64_t(1001)}) {
+      Tensor m = ou::random_tensor<float>({2, n}, 113);
+      Ref am = sort_ref(ou::values(m), {2, n}, 1, false);
+      auto r = ops::median(m, 1);
+      std::vector<double> mv, mi;
+      for (int64_t row = 0; row < 2; ++row)
+        mv.push_back(am.values[static_cast<size_t>(row * n + (n - 1) / 2)]), mi.push_back(am.indices[static_cast<size_t>(row * n + (n - 1) / 2)]);
+      check_exact(r.values, mv, "median n=" + std::to_string(n));
+      check_exact(r.indices, mi, "median indices n=" + std::to_string(n));
+      check_exact(ops::median(m.as_strided({n, 2}, {1, n}, 0), 0, true).values, mv, "median of a transposed input");
+    }
+    Tensor nan = Tensor::from_vector<float>({3, NAN, 1, NAN, 2, 5, 1, 4}, {2, 4});
+    auto rn = ops::median(nan, 1);
+    BOOST_TEST(std::isnan(ou::values(rn.values)[0]));
+    check_exact(rn.indices, {1, 0}, "median with NaN: the first NaN; else the lower median");
+    BOOST_TEST(ou::values(rn.values)[1] == 2.0);
+    BOOST_TEST(std::isnan(ou::values(ops::median(nan))[0]));
+    check_exact(ops::median(Tensor::from_vector<int32_t>({5, 1, 4, 2})), {2}, "median of all, i32");
+    BOOST_TEST(std::isnan(ou::values(ops::median(Tensor::empty({0}, DType::f32)))[0]));
+    check_exact(ops::kthvalue(nan, 4, 1).indices, {3, 1}, "kthvalue: NaN is the largest");
+    // Errors as PyTorch's.
+    tt::check_throws([&] { ops::topk(x, 5001, 1); }, {"topk", "k = 5001", "out of range"}, "k > size");
+    tt::check_throws([&] { ops::topk(x, -1, 1); }, {"topk", "out of range"}, "k < 0");
+    tt::check_throws([&] { ops::kthvalue(x, 0, 1); }, {"kthvalue", "out of range"}, "k = 0");
+    tt::check_throws([&] { ops::kthvalue(x, 5001, 1); }, {"kthvalue", "k = 5001"}, "k > size");
+    tt::check_throws([&] { ops::kthvalue(Tensor::empty({3, 0}, DType::f32), 1, 1); },
+                     {"kthvalue", "dim 1 to have non-zero size"}, "kthvalue over an empty dim");
+    tt::check_throws([&] { ops::median(Tensor::empty({2, 0}, DType::f32), 1); }, {"median", "non-zero size"},
+                     "median over an empty dim");
+    tt::check_throws([&] { ops::median(x, 2); }, {"median", "2"}, "median dim out of range");
+    BOOST_TEST(ops::topk(Tensor::empty({3, 0}, DType::f32), 0, 1).values.shape() == (ou::Shape{3, 0}));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(unique_ops) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (int64_t n : {int64_t(1), int64_t(3), int64_t(1000), int64_t(5000)}) {
+      Tensor x = ou::random_tensor<int32_t>({n}, 121, -40, 40);
+      auto v = ou::values(x);
+      std::map<double, int64_t> counts;
+      for (double e : v) counts[e]++;
+      std::vector<double> uv, uc;
+      for (auto [val, c] : counts) uv.push_back(val), uc.push_back(static_cast<double>(c));
+      std::vector<double> inv;
+      for (double e : v) inv.push_back(static_cast<double>(std::distance(counts.begin(), counts.find(e))));
+      auto r = ops::unique(x, true, true, true);
+      std::string what = "unique of " + std::to_string(n);
+      BOOST_TEST((r.values.dtype() == DType::i32));
+      check_exact(r.values, uv, what);
+      check_exact(r.inverse, inv, what + " inverse");
+      check_exact(r.counts, uc, what + " counts");
+      BOOST_TEST(!ops::unique(x).inverse.defined());
+    }
+    // A 2-D float input: flattened, inverse in the input's shape.
+    Tensor f = Tensor::from_vector<float>({2.5f, -1, 2.5f, 7, -1, 0}, {2, 3});
+    auto rf = ops::unique(f, true, true, true);
+    check_exact(rf.values, {-1, 0, 2.5, 7}, "unique f32");
+    BOOST_TEST(rf.inverse.shape() == (ou::Shape{2, 3}));
+    check_exact(rf.inverse, {2, 0, 2, 3, 0, 1}, "unique f32 inverse");
+    check_exact(rf.counts, {2, 1, 2, 1}, "unique f32 counts");
+    auto rc = ops::unique_consecutive(Tensor::from_vector<int64_t>({1, 1, 2, 2, 1, 3, 3, 3}), true, true);
+    check_exact(rc.values, {1, 2, 1, 3}, "unique_consecutive");
+    check_exact(rc.inverse, {0, 0, 1, 1, 2, 3, 3, 3}, "unique_consecutive inverse");
+    check_exact(rc.counts, {2, 2, 1, 3}, "unique_consecutive counts");
+    Tensor b = Tensor::from_vector<bool>({true, true, false});
+    check_exact(ops::unique(b).values, {0, 1}, "unique bool");
+    auto re = ops::unique(Tensor::empty({0}, DType::f32), true, true, true);
+    BOOST_TEST(re.values.numel() == 0);
+    BOOST_TEST(re.inverse.numel() == 0);
+    BOOST_TEST(re.counts.numel() == 0);
+    tt::check_throws([&] { ops::unique(Tensor()); }, {"unique", "undefined"}, "undefined");
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
