@@ -641,27 +641,38 @@ Outputs grpo_forward(const Inputs& in, const Params& p, Saved& saved) {
 Tensor grpo_backward(const Inputs& in, const Params& p, const Saved& s, const std::vector<double>& dloss_input) {
   const int64_t B = s.B, L = s.L, N = in.logits.size(2);
   std::vector<double> dloss(size_t(B * L));
-  auto seq_len = [&](int64_t b) {
+  // Each sequence's token count and the normalisers once (not per token: recounting a row for
+  // each of its tokens made this host loop O(B L^2), milliseconds inside the timed backward).
+  std::vector<double> seq_len(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
     double m = 0;
     for (int64_t l = 0; l < L; ++l) m += s.mask[size_t(b * L + l)];
-    return std::max(m, 1.0);
-  };
+    seq_len[size_t(b)] = std::max(m, 1.0);
+  }
   double msum = 0;
   for (double m : s.mask) msum += m;
+  // d(reduced loss)/d(per-token loss) = g * (mask or 1) / den[b]; the loss type is read once, not
+  // per token.
+  const std::string& lt = p.loss_type;
+  const bool luspo = lt == "luspo";
+  std::vector<double> den(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    double& d = den[size_t(b)];
+    if (!p.reduce) d = 1.0;
+    else if (lt == "grpo" || lt == "sapo") d = seq_len[size_t(b)] * double(B);
+    else if (lt == "bnpo") d = std::max(msum, 1.0);
+    else if (lt == "dr_grpo") d = double(B * p.max_completion_length.value_or(L));
+    else if (lt == "dapo" || lt == "cispo" || lt == "vespo") d = _compute_dapo_normalizer(s.mask, p.num_items_in_batch);
+    else if (luspo) d = double(B * L) / seq_len[size_t(b)];
+    else tritium::fail("Unknown loss_type: {}", lt);
+  }
   for (int64_t b = 0; b < B; ++b)
     for (int64_t l = 0; l < L; ++l) {
       const size_t i = size_t(b * L + l);
-      const double m = s.mask[i], g = p.reduce ? dloss_input[0] : dloss_input[i];
-      if (!p.reduce) dloss[i] = g;
-      else if (p.loss_type == "grpo" || p.loss_type == "sapo") dloss[i] = g * m / (seq_len(b) * double(B));
-      else if (p.loss_type == "bnpo") dloss[i] = g * m / std::max(msum, 1.0);
-      else if (p.loss_type == "dr_grpo") dloss[i] = g * m / double(B * p.max_completion_length.value_or(L));
-      else if (p.loss_type == "dapo" || p.loss_type == "cispo" || p.loss_type == "vespo")
-        dloss[i] = g * m / _compute_dapo_normalizer(s.mask, p.num_items_in_batch);
-      else if (p.loss_type == "luspo") dloss[i] = g * seq_len(b) / double(B * L);
-      else tritium::fail("Unknown loss_type: {}", p.loss_type);
+      if (!p.reduce) dloss[i] = dloss_input[i];
+      else dloss[i] = dloss_input[0] * (luspo ? 1.0 : s.mask[i]) / den[size_t(b)];
     }
-  Tensor dl = Tensor::from_vector(dloss, {B, L}, in.logits.device()).to(DType::f32);
+  Tensor dl = Tensor::from_vector(std::vector<float>(dloss.begin(), dloss.end()), {B, L}, in.logits.device());
 
   Tensor dlogits = p.inplace ? in.logits
                              : g_poison ? tritium::ops::full(in.logits.shape(), NAN, in.logits.dtype(), in.logits.device())
