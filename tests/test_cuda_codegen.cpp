@@ -93,6 +93,36 @@ struct LegacyCodegen {
 
 BOOST_AUTO_TEST_SUITE(test_cuda_codegen)
 
+// A one-warp program reduces a block to one value with warp shuffles only (Triton's lowering: no
+// shared partials, no barrier): grpo_loss's forward (num_warps=1, an online log-sum-exp over the
+// vocabulary) had three barriers and two shared-memory round trips in each chunk's trip. With
+// four warps the partials and the barrier stay. Values: tests/test_one_warp_reductions.cpp.
+BOOST_AUTO_TEST_CASE(one_warp_block_reductions_need_no_shared_memory_or_barrier) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("lse1", [](tl::ptr<tritium::bf16_t> x, tl::ptr<float> out, tl::i32 n, int BLOCK) {
+    auto base = x + tl::program_id(0).to(tl::int64) * n;
+    tl::tensor m = tl::full({}, -INFINITY, tl::float32);
+    tl::tensor l = tl::full({}, 0.0, tl::float32);
+    for (auto start : tl::range(0, n, BLOCK)) {
+      auto cols = start + tl::arange(0, BLOCK);
+      auto v = tl::load(base + cols, cols < n, -INFINITY).to(tl::float32);
+      auto m_new = tl::maximum(m, tl::max(v));
+      l = l * tl::exp(m - m_new) + tl::sum(tl::exp(v - m_new));
+      m = m_new;
+    }
+    tl::store(out + tl::program_id(0), m + tl::log(l));
+  });
+  auto one = compile(k, 1, addr<tritium::bf16_t>(0), addr<float>(1), 32000, 2048);
+  BOOST_TEST(kernel_body(one).find("__syncthreads") == std::string::npos, kernel_body(one));
+  BOOST_TEST(kernel_body(one).find("[tid >> 5]") == std::string::npos);  // no per-warp partials
+  BOOST_TEST(one.smem_bytes == 0);
+  BOOST_TEST(one.num_threads == 32);
+  auto four = compile(k, 4, addr<tritium::bf16_t>(0), addr<float>(1), 32000, 2048);
+  BOOST_TEST(kernel_body(four).find("[tid >> 5]") != std::string::npos);
+  BOOST_TEST(kernel_body(four).find("__syncthreads") != std::string::npos);
+  BOOST_TEST(four.smem_bytes > 0);
+}
+
 BOOST_AUTO_TEST_CASE(vector_add_uses_16_byte_accesses) {
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("add", [](tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out, tl::i32 n, int BLOCK) {

@@ -336,6 +336,9 @@ class Codegen {
                    const std::vector<std::string>& types, bool all_have);
 
   void emit_reduce(const ir::Op* op);
+  // A reduction of the whole block to one value (jit/cuda/block_reduce.cpp); outs: the output
+  // buffers of a keep_dims result, empty for a scalar one.
+  void emit_block_reduce(const ir::Op* op, const std::vector<std::string>& types, const std::vector<std::string>& outs);
 
   // Scans (element_scan.cpp): the parallel scan of jit/cuda/scan.h over padded shared copies.
   void emit_scan(const ir::Op* op);
