@@ -1309,11 +1309,15 @@ void Codegen::emit_if(const ir::Op* op) {
       line(fmt::format("{} {}{{}};", ctype(r->type), vars[i]));
     }
   }
+  const int64_t shared_writes_before = shared_writes_;
+  const DirtyState before = dirty_state();
+  DirtyState after_then;
   open(fmt::format("if ({})", scalar(op->operand(0))));
   for (int side = 0; side < 2; ++side) {
     if (side == 1) {
       close();
       open("else");
+      after_then = dirty_state(), set_dirty_state(before);  // each side starts from the state before
     }
     const ir::Block* region = op->regions[static_cast<size_t>(side)];
     emit_block(region);
@@ -1331,7 +1335,12 @@ void Codegen::emit_if(const ir::Op* op) {
     }
   }
   close();
-  sync();
+  // A barrier only for what other threads read next: shared memory or block results written in a
+  // branch. Global writes stay pending (either side's, branch_barriers.cpp) for sync_if_reading.
+  bool block_results = false;
+  for (const std::string& b : bufs) block_results = block_results || !b.empty();
+  if (shared_writes_ != shared_writes_before || block_results) sync();
+  else merge_dirty_state(after_then);
   for (size_t i = 0; i < n; ++i)
     if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
   for (const ir::Value* r : op->results)

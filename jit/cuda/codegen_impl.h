@@ -83,6 +83,15 @@ class Codegen {
   // to be distinct memory, as Triton does).
   std::vector<const ir::Value*> dirty_roots_;
   bool dirty_unknown_ = false;
+  // The pending global writes above, saved and merged across an if's two sides
+  // (jit/cuda/branch_barriers.cpp).
+  struct DirtyState {
+    bool dirty = false, unknown = false;
+    std::vector<const ir::Value*> roots;
+  };
+  DirtyState dirty_state() const;
+  void set_dirty_state(const DirtyState& s);
+  void merge_dirty_state(const DirtyState& s);  // union: the writes of either path are pending
   int64_t shared_writes_ = 0;  // ops emitted that write shared memory (buffers, partials, slots)
   int counter_ = 0;
   int64_t smem_budget_;
