@@ -15,6 +15,12 @@
 // Deviations: the wrappers' small [B, L] torch computations (the loss reductions, the metrics,
 // the gradient scaling, the sequence-level weights and summed dloss) run on the host from the
 // kernels' outputs; the autograd plumbing is left out (forward and backward are two functions).
+// luspo's backward: the original's reduced dloss is [B, 1] (not multiplied by the [B, L] mask)
+// and its kernel reads it with those strides (1, 1) as if [B, L], i.e. dloss[b + l], past the end
+// for b + l >= B; here dloss is [B, L], which gives the loss's gradient.
+// With delta < 1 + eps_high (outside TRL's recommended range) the original's gradient rule, kept
+// here, is not the derivative of its loss (it is 0 for delta < coef_1 <= 1 + eps_high, A < 0,
+// where the minimum is coef_1 * A); the check uses delta = 1.25.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -641,27 +647,38 @@ Outputs grpo_forward(const Inputs& in, const Params& p, Saved& saved) {
 Tensor grpo_backward(const Inputs& in, const Params& p, const Saved& s, const std::vector<double>& dloss_input) {
   const int64_t B = s.B, L = s.L, N = in.logits.size(2);
   std::vector<double> dloss(size_t(B * L));
-  auto seq_len = [&](int64_t b) {
+  // Each sequence's token count and the normalisers once (not per token: recounting a row for
+  // each of its tokens made this host loop O(B L^2), milliseconds inside the timed backward).
+  std::vector<double> seq_len(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
     double m = 0;
     for (int64_t l = 0; l < L; ++l) m += s.mask[size_t(b * L + l)];
-    return std::max(m, 1.0);
-  };
+    seq_len[size_t(b)] = std::max(m, 1.0);
+  }
   double msum = 0;
   for (double m : s.mask) msum += m;
+  // d(reduced loss)/d(per-token loss) = g * (mask or 1) / den[b]; the loss type is read once, not
+  // per token.
+  const std::string& lt = p.loss_type;
+  const bool luspo = lt == "luspo";
+  std::vector<double> den(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    double& d = den[size_t(b)];
+    if (!p.reduce) d = 1.0;
+    else if (lt == "grpo" || lt == "sapo") d = seq_len[size_t(b)] * double(B);
+    else if (lt == "bnpo") d = std::max(msum, 1.0);
+    else if (lt == "dr_grpo") d = double(B * p.max_completion_length.value_or(L));
+    else if (lt == "dapo" || lt == "cispo" || lt == "vespo") d = _compute_dapo_normalizer(s.mask, p.num_items_in_batch);
+    else if (luspo) d = double(B * L) / seq_len[size_t(b)];
+    else tritium::fail("Unknown loss_type: {}", lt);
+  }
   for (int64_t b = 0; b < B; ++b)
     for (int64_t l = 0; l < L; ++l) {
       const size_t i = size_t(b * L + l);
-      const double m = s.mask[i], g = p.reduce ? dloss_input[0] : dloss_input[i];
-      if (!p.reduce) dloss[i] = g;
-      else if (p.loss_type == "grpo" || p.loss_type == "sapo") dloss[i] = g * m / (seq_len(b) * double(B));
-      else if (p.loss_type == "bnpo") dloss[i] = g * m / std::max(msum, 1.0);
-      else if (p.loss_type == "dr_grpo") dloss[i] = g * m / double(B * p.max_completion_length.value_or(L));
-      else if (p.loss_type == "dapo" || p.loss_type == "cispo" || p.loss_type == "vespo")
-        dloss[i] = g * m / _compute_dapo_normalizer(s.mask, p.num_items_in_batch);
-      else if (p.loss_type == "luspo") dloss[i] = g * seq_len(b) / double(B * L);
-      else tritium::fail("Unknown loss_type: {}", p.loss_type);
+      if (!p.reduce) dloss[i] = dloss_input[i];
+      else dloss[i] = dloss_input[0] * (luspo ? 1.0 : s.mask[i]) / den[size_t(b)];
     }
-  Tensor dl = Tensor::from_vector(dloss, {B, L}, in.logits.device()).to(DType::f32);
+  Tensor dl = Tensor::from_vector(std::vector<float>(dloss.begin(), dloss.end()), {B, L}, in.logits.device());
 
   Tensor dlogits = p.inplace ? in.logits
                              : g_poison ? tritium::ops::full(in.logits.shape(), NAN, in.logits.dtype(), in.logits.device())
@@ -733,8 +750,11 @@ TokenRef token_reference(const Params& p, double logp, std::optional<double> old
     const double c1l = p.delta ? std::min(c1, *p.delta) : c1;
     t.clipped = (c1 < 1 - p.eps_low && adv < 0) || (c1 > 1 + p.eps_high && adv > 0);
     t.loss = -std::min(c1l * adv, c2 * adv);
-    // the unclipped term's slope where it is the minimum (and delta does not cap it), else 0
-    t.dlogp = c2 * adv >= c1l * adv && (!p.delta || c1 <= *p.delta) ? -c1 * adv : 0.0;
+    // the derivative of the minimum's term (d coef_1 / d logp = coef_1): the capped term's where
+    // it is the minimum, the clipped term's elsewhere (ties: the same slope inside the clip range)
+    const bool first = c1l * adv <= c2 * adv;
+    const bool slope = first ? !p.delta || c1 <= *p.delta : c1 >= 1 - p.eps_low && c1 <= 1 + p.eps_high;
+    t.dlogp = slope ? -c1 * adv : 0.0;
   }
   if (lt != "vespo") t.loss *= ratio, t.dlogp *= ratio;
   if (p.beta != 0) {
@@ -831,7 +851,9 @@ double relative_error(const tritium::Device& device, const Case& c, uint32_t see
       for (int64_t l = 0; l < L; ++l) {
         const size_t i = size_t(b * L + l);
         TokenRef t{logp[i], -std::min(c1l * A, c2 * A) * ratio[i], 0, double((c1 < 1 - c.p.eps_low && A < 0) || (c1 > 1 + c.p.eps_high && A > 0)), 0};
-        t.dlogp_seq = c2 * A >= c1l * A && (!c.p.delta || c1 <= *c.p.delta) ? -c1 * A / n : 0.0;
+        const bool first = c1l * A <= c2 * A;  // as per token: the slope of the minimum's term
+        const bool slope = first ? !c.p.delta || c1 <= *c.p.delta : c1 >= 1 - c.p.eps_low && c1 <= 1 + c.p.eps_high;
+        t.dlogp_seq = slope ? -c1 * A / n : 0.0;
         if (c.p.beta != 0) {
           t.kl = std::exp(ref[i] - logp[i]) - (ref[i] - logp[i]) - 1;
           if (c.p.use_bias_correction_kl) t.kl *= c1, t.dlogp = c.p.beta * c1 * (logp[i] - ref[i]);  // coef_1 detached
@@ -843,7 +865,8 @@ double relative_error(const tritium::Device& device, const Case& c, uint32_t see
     }
   }
   std::vector<double> per_token(tr.size());
-  for (size_t i = 0; i < tr.size(); ++i) per_token[i] = tr[i].loss;
+  // masked-out tokens' losses are 0 (their programs return early); luspo's reduction does not mask
+  for (size_t i = 0; i < tr.size(); ++i) per_token[i] = tr[i].loss * mask[i];
 
   Saved saved;
   std::vector<double> logits_before = lv;
@@ -913,7 +936,9 @@ double relative_error(const tritium::Device& device, const Case& c, uint32_t see
 
 bool check(const tritium::Device& device) {
   Params grpo;
-  grpo.beta = 0.1, grpo.delta = 1.1;
+  // delta >= 1 + eps_high (TRL's recommended range): below it the original's gradient rule (0
+  // wherever coef_1 > delta) is not the derivative of its loss, which the reference computes.
+  grpo.beta = 0.1, grpo.delta = 1.25;
   Params cispo;
   cispo.loss_type = "cispo", cispo.eps_high = 1.1, cispo.inplace = true;
   Params sapo;
@@ -925,7 +950,7 @@ bool check(const tritium::Device& device) {
   Params luspo;
   luspo.loss_type = "luspo", luspo.beta = 0.2;
   Params seq;
-  seq.importance_sampling_level = "sequence", seq.beta = 0.1, seq.use_bias_correction_kl = true, seq.delta = 1.15;
+  seq.importance_sampling_level = "sequence", seq.beta = 0.1, seq.use_bias_correction_kl = true, seq.delta = 1.25;
   Params seq_bnpo;
   seq_bnpo.importance_sampling_level = "sequence", seq_bnpo.loss_type = "bnpo";
   // Every loss type and both importance-sampling levels, masks with masked-out tokens (their programs return early), a vocabulary of
@@ -937,7 +962,7 @@ bool check(const tritium::Device& device) {
                                    {2, 3, 300, DType::f32, sapo, true, true, true, false, false},
                                    {2, 2, 300, DType::f32, vespo, true, true, true, false, true},
                                    {2, 3, 300, DType::f16, dr, false, true, false, false, false},
-                                   {3, 2, 200, DType::f32, luspo, true, false, false, false, false},
+                                   {3, 2, 200, DType::f32, luspo, true, true, false, false, false},
                                    {3, 4, 300, DType::f32, seq, true, true, true, false, false},
                                    {2, 3, 300, DType::bf16, seq_bnpo, false, false, false, false, false}};
   bool ok = true;

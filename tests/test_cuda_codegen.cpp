@@ -93,6 +93,70 @@ struct LegacyCodegen {
 
 BOOST_AUTO_TEST_SUITE(test_cuda_codegen)
 
+// A one-warp program reduces a block to one value with warp shuffles only (Triton's lowering: no
+// shared partials, no barrier): grpo_loss's forward (num_warps=1, an online log-sum-exp over the
+// vocabulary) had three barriers and two shared-memory round trips in each chunk's trip. With
+// four warps the partials and the barrier stay. Values: tests/test_one_warp_reductions.cpp.
+BOOST_AUTO_TEST_CASE(one_warp_block_reductions_need_no_shared_memory_or_barrier) {
+  if (!nvrtc_or_skip()) return;
+  auto k = tritium::kernel("lse1", [](tl::ptr<tritium::bf16_t> x, tl::ptr<float> out, tl::i32 n, int BLOCK) {
+    auto base = x + tl::program_id(0).to(tl::int64) * n;
+    tl::tensor m = tl::full({}, -INFINITY, tl::float32);
+    tl::tensor l = tl::full({}, 0.0, tl::float32);
+    for (auto start : tl::range(0, n, BLOCK)) {
+      auto cols = start + tl::arange(0, BLOCK);
+      auto v = tl::load(base + cols, cols < n, -INFINITY).to(tl::float32);
+      auto m_new = tl::maximum(m, tl::max(v));
+      l = l * tl::exp(m - m_new) + tl::sum(tl::exp(v - m_new));
+      m = m_new;
+    }
+    tl::store(out + tl::program_id(0), m + tl::log(l));
+  });
+  auto one = compile(k, 1, addr<tritium::bf16_t>(0), addr<float>(1), 32000, 2048);
+  BOOST_TEST(kernel_body(one).find("__syncthreads") == std::string::npos, kernel_body(one));
+  BOOST_TEST(kernel_body(one).find("[tid >> 5]") == std::string::npos);  // no per-warp partials
+  BOOST_TEST(one.smem_bytes == 0);
+  BOOST_TEST(one.num_threads == 32);
+  auto four = compile(k, 4, addr<tritium::bf16_t>(0), addr<float>(1), 32000, 2048);
+  BOOST_TEST(kernel_body(four).find("[tid >> 5]") != std::string::npos);
+  BOOST_TEST(kernel_body(four).find("__syncthreads") != std::string::npos);
+  BOOST_TEST(four.smem_bytes > 0);
+}
+
+// An if ends in a barrier only when a side wrote shared memory or a block result: tl::return_()
+// inside tl::if_ (a flag and an if around the rest) cost two barriers a program where Triton
+// exits (grpo_loss's backward had 3 against Triton's 1). Global writes in a side stay pending: a
+// later load through the same pointer still gets its barrier.
+BOOST_AUTO_TEST_CASE(an_if_ends_in_a_barrier_only_for_what_other_threads_read) {
+  if (!nvrtc_or_skip()) return;
+  auto early = tritium::kernel("early_exit", [](tl::ptr<float> x, tl::ptr<float> out, tl::i32 rows, tl::i32 n, int BLOCK) {
+    auto row = tl::program_id(0);
+    tl::if_(row >= rows, [&] { tl::return_(); });
+    auto cols = tl::arange(0, BLOCK);
+    tl::store(out + row * n + cols, tl::load(x + row * n + cols, cols < n) * 2.0f, cols < n);
+  });
+  auto ks = compile(early, addr<float>(0), addr<float>(1), 7, 1000, 1024);
+  BOOST_TEST(kernel_body(ks).find("__syncthreads") == std::string::npos, kernel_body(ks));
+  // Written in a branch, read by other threads after it: the barrier stays.
+  auto reread = tritium::kernel("branch_write_reread", [](tl::ptr<float> buf, tl::ptr<float> out, tl::i32 flag, int BLOCK) {
+    auto offs = tl::arange(0, BLOCK);
+    tl::if_(flag > 0, [&] { tl::store(buf + offs, offs.to(tl::float32)); });
+    tl::store(out + offs, tl::load(buf + (BLOCK - 1 - offs)));
+  });
+  auto ks2 = compile(reread, addr<float>(0), addr<float>(1), 1, 256);
+  BOOST_TEST(kernel_body(ks2).find("__syncthreads") != std::string::npos, kernel_body(ks2));
+  // Each side starts from the state before the if: the else side's load does not wait for the
+  // then side's store (they are on different paths), and nothing reads buf after the if.
+  auto sides = tritium::kernel("sides_apart", [](tl::ptr<float> buf, tl::ptr<float> out, tl::i32 flag, int BLOCK) {
+    auto offs = tl::arange(0, BLOCK);
+    tl::if_(
+        flag > 0, [&] { tl::store(buf + offs, offs.to(tl::float32)); },
+        [&] { tl::store(out + offs, tl::load(buf + (BLOCK - 1 - offs))); });
+  });
+  const std::string body3 = kernel_body(compile(sides, addr<float>(0), addr<float>(1), 1, 256));
+  BOOST_TEST(body3.find("__syncthreads") == std::string::npos, body3);
+}
+
 BOOST_AUTO_TEST_CASE(vector_add_uses_16_byte_accesses) {
   if (!nvrtc_or_skip()) return;
   auto k = tritium::kernel("add", [](tl::ptr<float> x, tl::ptr<float> y, tl::ptr<float> out, tl::i32 n, int BLOCK) {

@@ -985,7 +985,6 @@ void Codegen::warp_reduce(const ir::Block* region, const std::string& have, cons
 }
 
 void Codegen::emit_reduce(const ir::Op* op) {
-  ++shared_writes_;  // partials or the output buffer
   const Shape& s = op->operand(0)->type.shape;
   int axis = op->attrs.axis;
   int64_t K = s[static_cast<size_t>(axis)];
@@ -1018,64 +1017,8 @@ void Codegen::emit_reduce(const ir::Op* op) {
     have = fresh("have");
     line(fmt::format("bool {} = false;", have));
   };
-  if (OUT == 1) {
-    // The whole CTA: each thread combines the elements it owns (vector loads, registers), then
-    // warp shuffles, then one pass over the warps' partials in shared memory.
-    std::vector<const ir::Value*> roots(op->operands.begin(), op->operands.end());
-    sync_if_reading(roots);
-    open("");
-    std::vector<std::string> acc;
-    std::string have;
-    decl_acc(acc, have);
-    int V = choose_width(s, roots, nullptr);
-    thread_loop(
-        s, V, [&](const Index& base) { emit_vector_loads(roots, base, V); },
-        [&](const Index& idx) { accumulate(region, have, acc, eval_inputs(idx)); }, nullptr);
-    vec_loads_.clear();
-    // Every thread owns an element when the mapping's steps are all full.
-    bool all_have = numel(s) % (int64_t(nt_) * V) == 0;
-    warp_reduce(region, have, acc, types, all_have);
-    std::vector<std::string> part;
-    for (size_t i = 0; i < n; ++i) part.push_back(alloc_shared(types[i], nwarps_, 8));
-    std::string part_have = all_have ? "" : alloc_shared("bool", nwarps_, 1);
-    open("if ((tid & 31) == 0)");
-    for (size_t i = 0; i < n; ++i) line(fmt::format("{}[tid >> 5] = {};", part[i], acc[i]));
-    if (!all_have) line(fmt::format("{}[tid >> 5] = {};", part_have, have));
-    close();
-    sync();
-    close();
-    std::vector<std::string> res;
-    std::string rh;
-    decl_acc(res, rh);
-    std::string w = fresh("w");
-    std::vector<std::string> xs;
-    for (size_t i = 0; i < n; ++i) xs.push_back(fmt::format("{}[{}]", part[i], w));
-    if (all_have) {
-      for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {}[0];", res[i], part[i]));
-      line("#pragma unroll");
-      open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", w, nwarps_));
-      std::vector<std::string> r = combine(region, res, xs);
-      for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", res[i], r[i]));
-      close();
-    } else {
-      line("#pragma unroll");
-      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", w, nwarps_));
-      open(fmt::format("if ({}[{}])", part_have, w));
-      accumulate(region, rh, res, xs);
-      close();
-      close();
-    }
-    if (scalar_out) {
-      // No barrier: the partials are this op's own, and a loop around it ends in a barrier.
-      for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = res[i];
-      return;
-    }
-    open("if (tid == 0)");
-    for (size_t i = 0; i < n; ++i) line(fmt::format("{}[0] = {};", outs[i], res[i]));
-    close();
-    sync();
-    return;
-  }
+  if (OUT == 1) return emit_block_reduce(op, types, outs);
+  ++shared_writes_;  // partials or the output buffer
   sync();
   std::string o = fresh("o");
   if (axis == static_cast<int>(s.size()) - 1 && K >= 32) {
@@ -1366,11 +1309,15 @@ void Codegen::emit_if(const ir::Op* op) {
       line(fmt::format("{} {}{{}};", ctype(r->type), vars[i]));
     }
   }
+  const int64_t shared_writes_before = shared_writes_;
+  const DirtyState before = dirty_state();
+  DirtyState after_then;
   open(fmt::format("if ({})", scalar(op->operand(0))));
   for (int side = 0; side < 2; ++side) {
     if (side == 1) {
       close();
       open("else");
+      after_then = dirty_state(), set_dirty_state(before);  // each side starts from the state before
     }
     const ir::Block* region = op->regions[static_cast<size_t>(side)];
     emit_block(region);
@@ -1388,7 +1335,12 @@ void Codegen::emit_if(const ir::Op* op) {
     }
   }
   close();
-  sync();
+  // A barrier only for what other threads read next: shared memory or block results written in a
+  // branch. Global writes stay pending (either side's, branch_barriers.cpp) for sync_if_reading.
+  bool block_results = false;
+  for (const std::string& b : bufs) block_results = block_results || !b.empty();
+  if (shared_writes_ != shared_writes_before || block_results) sync();
+  else merge_dirty_state(after_then);
   for (size_t i = 0; i < n; ++i)
     if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];
   for (const ir::Value* r : op->results)

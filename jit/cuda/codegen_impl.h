@@ -84,6 +84,15 @@ class Codegen {
   // to be distinct memory, as Triton does).
   std::vector<const ir::Value*> dirty_roots_;
   bool dirty_unknown_ = false;
+  // The pending global writes above, saved and merged across an if's two sides
+  // (jit/cuda/branch_barriers.cpp).
+  struct DirtyState {
+    bool dirty = false, unknown = false;
+    std::vector<const ir::Value*> roots;
+  };
+  DirtyState dirty_state() const;
+  void set_dirty_state(const DirtyState& s);
+  void merge_dirty_state(const DirtyState& s);  // union: the writes of either path are pending
   int64_t shared_writes_ = 0;  // ops emitted that write shared memory (buffers, partials, slots)
   int counter_ = 0;
   int64_t smem_budget_;
@@ -337,6 +346,9 @@ class Codegen {
                    const std::vector<std::string>& types, bool all_have);
 
   void emit_reduce(const ir::Op* op);
+  // A reduction of the whole block to one value (jit/cuda/block_reduce.cpp); outs: the output
+  // buffers of a keep_dims result, empty for a scalar one.
+  void emit_block_reduce(const ir::Op* op, const std::vector<std::string>& types, const std::vector<std::string>& outs);
 
   // Scans (element_scan.cpp): the parallel scan of jit/cuda/scan.h over padded shared copies.
   void emit_scan(const ir::Op* op);
