@@ -22,6 +22,7 @@ start=$(date +%s)
 deadline=$(( start + ${GPU_DEADLINE:-560} ))
 step() { printf '\n== %s (t=%d s)\n' "$*" $(( $(date +%s) - start )); }
 export TRITIUM_CACHE_DIR=/tmp/tritium-cache
+export TRITIUM_FIXTURES_DIR="$root/tests/fixtures"  # carried binaries run away from the tree they were built in
 
 dist=/tmp/tritium-bin
 if [ "${1:-}" = "--carried" ]; then
