@@ -102,7 +102,9 @@ namespace {
 using Extra = std::array<std::optional<Scalar>, detail::kExtraScalars>;
 
 void check_float(const char* name, const Tensor& x) {
-  if (!is_float(x.dtype())) fail("{}: not implemented for {} tensors (expected a floating-point tensor)", name, dtype_name(x.dtype()));
+  if (!is_float(x.dtype()))
+    fail("{}: not implemented for {} tensors (expected a floating-point tensor)", name,
+         x.dtype() == DType::i1 ? "bool" : dtype_name(x.dtype()));
 }
 
 Tensor act(const char* name, A op, const Tensor& x, Extra extra = {}) {

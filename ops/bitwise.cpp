@@ -59,7 +59,8 @@ namespace {
 
 void check_integral(const char* name, DType d, bool bool_ok) {
   if (is_float(d) || (!bool_ok && d == DType::i1))
-    fail("{}: not implemented for {} tensors (expected integer{} tensors)", name, dtype_name(d), bool_ok ? " or bool" : "");
+    fail("{}: not implemented for {} tensors (expected integer{} tensors)", name, d == DType::i1 ? "bool" : dtype_name(d),
+         bool_ok ? " or bool" : "");
 }
 
 Tensor bitwise(const char* name, B op, const Tensor& a, const Tensor& b, bool bool_ok = true) {

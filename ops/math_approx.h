@@ -217,6 +217,7 @@ inline tl::tensor hypot(const tl::tensor& x, const tl::tensor& y) {
   tl::tensor r = n / m;
   r = m * tl::sqrt(1.0 + r * r);
   r = tl::where(m == 0.0, 0.0, r);
+  r = tl::where(isnan(x) || isnan(y), kNaN, r);
   return tl::where((ax == kInf) || (ay == kInf), kInf, r);
 }
 

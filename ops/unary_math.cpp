@@ -182,7 +182,7 @@ Tensor float_fn(const char* name, M op, const Tensor& x) {
 }
 
 [[noreturn]] void not_for(const char* name, DType d) {
-  fail("{}: not implemented for {} tensors", name, dtype_name(d));
+  fail("{}: not implemented for {} tensors", name, d == DType::i1 ? "bool" : dtype_name(d));
 }
 
 // floor / ceil / trunc / round: integers are already integral (a copy, as PyTorch).
@@ -326,8 +326,8 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   if (min) bounds.push_back(*min);
   if (max) bounds.push_back(*max);
   DType r = detail::promote_operands("clamp", {&x}, bounds);
-  if (r == DType::i1) not_for("clamp", r);
-  return run("clamp", M::clamp, r, math_type(r), {&x}, (min ? 1 : 0) | (max ? 2 : 0), {min, max, std::nullopt});
+  DType c = r == DType::i1 ? DType::i32 : math_type(r);  // bool (a bool tensor and bool bounds): compare as 0 / 1
+  return run("clamp", M::clamp, r, c, {&x}, (min ? 1 : 0) | (max ? 2 : 0), {min, max, std::nullopt});
 }
 
 Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
@@ -338,10 +338,10 @@ Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
     if (b->defined()) all.push_back(b);
   detail::check_tensors("clamp", all);
   DType r = detail::promote_operands("clamp", all);
-  if (r == DType::i1) not_for("clamp", r);
+  DType c = r == DType::i1 ? DType::i32 : math_type(r);
   const int param = (min.defined() ? 1 : 0) | (max.defined() ? 2 : 0) | 4;
   // The bounds sit in slots y and z; an absent one is x again (never read).
-  return run("clamp", M::clamp, r, math_type(r), {&x, min.defined() ? &min : &x, max.defined() ? &max : &x}, param);
+  return run("clamp", M::clamp, r, c, {&x, min.defined() ? &min : &x, max.defined() ? &max : &x}, param);
 }
 Tensor clamp_min(const Tensor& x, Scalar min) { return clamp(x, min, std::nullopt); }
 Tensor clamp_max(const Tensor& x, Scalar max) { return clamp(x, std::nullopt, max); }

@@ -217,6 +217,9 @@ void declare_attention(OpRegistry& r);
 void declare_dropout(OpRegistry& r);
 void declare_shape(OpRegistry& r);     // ops/decl/shape.cpp: views and copies of ops/shape.h
 void declare_indexing(OpRegistry& r);  // ops/decl/indexing.cpp: ops/indexing.h
+// issue 29 item 3, element-wise breadth:
+void declare_unary_math(OpRegistry& r);   // ops/decl/unary_math.cpp: ops/unary_math.h
+void declare_activations(OpRegistry& r);  // ops/decl/activations.cpp: ops/activations.h
 
 // Sample-making helpers shared by the families' gradcheck samples (float64, on `device`).
 Tensor sample_uniform(const Shape& shape, Device device, uint64_t seed, double lo = -1, double hi = 1);

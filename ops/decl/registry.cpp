@@ -300,6 +300,8 @@ const OpRegistry& op_registry() {
     decl::declare_dropout(r);
     decl::declare_shape(r);
     decl::declare_indexing(r);
+    decl::declare_unary_math(r);   // issue 29 item 3
+    decl::declare_activations(r);
     return r;
   }();
   return registry;
