@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "nn/autograd.h"
+#include "nn/inplace.h"
 #include "nn/functional.h"
 #include "ops/ops.h"
 
@@ -198,3 +199,12 @@ Tensor& Tensor::fill_(const Scalar& value) {
 Tensor& Tensor::zero_() { return fill_(Scalar(0)); }
 
 }  // namespace tritium::runtime
+
+namespace tritium::nn {
+
+Tensor& apply_inplace(Tensor& self, const char* name, const std::vector<Tensor>& others,
+                      const std::function<Tensor(const Tensor& self_value)>& compute) {
+  return runtime::apply_inplace(self, name, others, compute);
+}
+
+}  // namespace tritium::nn

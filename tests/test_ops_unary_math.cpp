@@ -7,6 +7,7 @@
 #include <boost/math/special_functions/erf.hpp>
 #include <cmath>
 
+#include "nn/elementwise_inplace.h"
 #include "nn/functional.h"
 #include "ops_test_helpers.h"
 #include "ew_test_support.h"
@@ -451,6 +452,43 @@ BOOST_AUTO_TEST_CASE(differentiable_functions_record_and_match_raw_ops) {
     y.backward();
     BOOST_TEST(x.grad().defined());
     ew::check_elements(tritium::erfinv(x).detach(), ou::values(ops::erfinv(x.detach())), 0, 0, "tritium::erfinv");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(inplace_forms) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    // Values, the same storage, the version counter.
+    Tensor x = ou::random_tensor<float>({7, 5}, 95, -0.9, 0.9);
+    Tensor y = x.clone();
+    const uint64_t v0 = y._version();
+    Tensor& r = tritium::asin_(y);
+    BOOST_TEST(&r == &y);
+    BOOST_TEST(y._version() > v0);
+    ew::check_elements(y, ou::values(ops::asin(x)), 0, 0, "asin_");
+    Tensor z = x.clone();
+    tritium::clamp_(z, Scalar(-0.5), Scalar(0.25));
+    ew::check_elements(z, ou::values(ops::clamp(x, Scalar(-0.5), Scalar(0.25))), 0, 0, "clamp_");
+    Tensor t = x.t().clone().t();  // strided storage: written through its strides
+    tritium::addcmul_(t, x, x, Scalar(2));
+    ew::check_elements(t, ou::values(ops::addcmul(x, x, x, Scalar(2))), 0, 0, "addcmul_ on a transposed tensor");
+    // Autograd through an in-place activation on a non-leaf: d/dw sum(silu(3 w)) = 3 silu'(3 w).
+    Tensor w = ou::random_tensor<float>({6}, 96, -2, 2);
+    w.requires_grad_();
+    Tensor h = tritium::mul(w, ops::full({}, Scalar(3.0f), DType::f32, w.device()));
+    tritium::silu_(h);
+    tritium::sum(h).backward();
+    std::vector<double> ref;
+    for (double v : ou::values(w.detach())) {
+      double u = 3 * v, s = 1 / (1 + std::exp(-u));
+      ref.push_back(3 * s * (1 + u * (1 - s)));
+    }
+    ew::check_elements(w.grad(), ref, 1e-5, 1e-6, "grad through silu_");
+    // PyTorch's refusals: a leaf that requires grad; a float result into an integer tensor.
+    EW_CHECK_ERROR(tritium::silu_(w), "silu_: a leaf Variable that requires grad is being used in an in-place operation");
+    Tensor i = Tensor::from_vector<int32_t>({-3, 4, 9}, {3});
+    EW_CHECK_ERROR(tritium::sin_(i), "sin_: result type f32 can't be cast to the desired output type i32");
+    tritium::clamp_(i, Scalar(0), Scalar(5));
+    BOOST_TEST((i.to_vector<int32_t>() == std::vector<int32_t>{0, 4, 5}));
   });
 }
 
