@@ -49,9 +49,32 @@ inline tl::tensor copysign(const tl::tensor& a, const tl::tensor& b) {
 }
 
 inline tl::tensor isnan(const tl::tensor& x) { return x != x; }
-inline tl::tensor isinf(const tl::tensor& x) { return tl::abs(x) == kInf; }
 
 inline tl::tensor trunc(const tl::tensor& x) { return tl::where(x < 0, tl::ceil(x), tl::floor(x)); }
+
+// 2^k for whole k in [-126, 127] (an f32 block), built from the exponent bits.
+inline tl::tensor pow2_f32(const tl::tensor& k) { return from_bits((k.to(DType::i32) + 127) << 23, DType::f32); }
+
+// exp to a few ulp on both backends. f32: the CUDA backend's tl::exp is Triton's ex2.approx of
+// x * log2(e), whose relative error grows like |x| 2^-24 (the product's rounding); here x is
+// reduced first (Cody-Waite: r = x - n ln 2, |r| <= ln(2) / 2, exact for the n that matter), so
+// tl::exp sees small arguments only (accurate on both backends, vectorised on the CPU), and the
+// result is scaled by 2^n in two factors (n clamped to +-252, past which it overflows or
+// underflows anyway).
+inline tl::tensor exp(const tl::tensor& x) {
+  if (wide(x)) return tl::exp(x);
+  constexpr double kLog2e = 1.44269504088896340736;
+  constexpr double kLn2Hi = 0.693145751953125;          // ln 2 with 16 significant bits: n ln2_hi is exact
+  constexpr double kLn2Lo = 1.4286068203094172321e-06;  // ln 2 - kLn2Hi
+  tl::tensor n = tl::floor(x * kLog2e + 0.5);
+  n = tl::where(isnan(n), 0.0, tl::where(n > 252.0, 252.0, tl::where(n < -252.0, -252.0, n)));
+  tl::tensor r = tl::fma(-n, kLn2Hi, x);
+  r = tl::fma(-n, kLn2Lo, r);
+  tl::tensor half = trunc(n * 0.5);
+  return tl::exp(r) * pow2_f32(half) * pow2_f32(n - half);
+}
+inline tl::tensor isinf(const tl::tensor& x) { return tl::abs(x) == kInf; }
+
 
 // Round half to even. x - floor(x) is exact, so ties are detected exactly; large values (already
 // integers), infinities and NaN pass through; the sign of x is kept (round(-0.3) is -0.0).
@@ -109,7 +132,7 @@ inline tl::tensor log1p(const tl::tensor& x) {
 
 // exp(x) - 1 with Kahan's correction: (u - 1) * x / log(u), u = exp(x).
 inline tl::tensor expm1(const tl::tensor& x) {
-  tl::tensor u = tl::exp(x);
+  tl::tensor u = exp(x);
   tl::tensor um1 = u - 1.0;
   tl::tensor r = tl::where(u == 1.0, x, um1 * (x / tl::log(u)));
   r = tl::where(um1 == -1.0, -1.0, r);
@@ -118,7 +141,7 @@ inline tl::tensor expm1(const tl::tensor& x) {
 
 // Overflow-safe exp(|x|) / 2 for large |x|: (exp(|x|/2) / 2) exp(|x|/2).
 inline tl::tensor half_exp_abs(const tl::tensor& a) {
-  tl::tensor h = tl::exp(0.5 * a);
+  tl::tensor h = exp(0.5 * a);
   return (0.5 * h) * h;
 }
 
@@ -126,14 +149,14 @@ inline tl::tensor sinh(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
   tl::tensor e = expm1(a);
   tl::tensor small = 0.5 * (e + e / (e + 1.0));
-  tl::tensor h = tl::exp(0.5 * a);
+  tl::tensor h = exp(0.5 * a);
   tl::tensor large = (0.5 * h) * h - 0.5 / (h * h);
   return copysign(tl::where(a < 1.0, small, large), x);
 }
 
 inline tl::tensor cosh(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
-  tl::tensor e = tl::exp(a);
+  tl::tensor e = exp(a);
   return tl::where(a < 20.0, 0.5 * (e + 1.0 / e), half_exp_abs(a));
 }
 
@@ -165,7 +188,7 @@ inline tl::tensor erfc(const tl::tensor& x) {
   const bool w = wide(x);
   tl::tensor h = w ? from_bits(bits(x) & int64_t(-4294967296), x.dtype())  // keep 20 mantissa bits
                    : from_bits(bits(x) & int32_t(-4096), x.dtype());       // keep 11 mantissa bits
-  tl::tensor e = tl::exp(-(h * h)) * tl::exp(-((x - h) * (x + h)));
+  tl::tensor e = exp(-(h * h)) * exp(-((x - h) * (x + h)));
   tl::tensor near = w ? horner(x - 1.75, kErfcNearF64) : horner(x - 1.75, kErfcNearF32);
   tl::tensor u = 1.0 / x;
   tl::tensor far = w ? horner(u - 0.2, kErfcFarF64) : horner(u - 0.2, kErfcFarF32);
@@ -188,19 +211,9 @@ inline tl::tensor erfinv(const tl::tensor& x) {
   return tl::where(tl::abs(x) > 1.0, kNaN, r);
 }
 
-// C's fmod: a - trunc(a / b) b, exact. The quotient is computed in f64 (f32 inputs: exact while
-// |a / b| < 2^29; f64 inputs while |a / b| < 2^53); a quotient that rounded up across an integer
-// leaves a remainder of the wrong sign, corrected by one b. The result has a's sign.
-inline tl::tensor fmod(const tl::tensor& a, const tl::tensor& b) {
-  DType d = a.dtype();
-  tl::tensor ad = a.to(DType::f64), bd = b.to(DType::f64);
-  tl::tensor q = trunc(ad / bd);
-  tl::tensor r = tl::fma(-q, bd, ad);
-  r = tl::where((r != 0.0) && (signbit(r) != signbit(ad)), r + copysign(bd, ad), r);
-  r = tl::where(isinf(bd) && !isinf(ad), ad, r);  // fmod(x, +-inf) = x
-  tl::tensor out = r.dtype() == d ? r : r.to(d);
-  return tl::where(isnan(out), out, copysign(out, a));
-}
+// C's fmod, exact for every pair: the IR's float remainder (LLVM's frem on the CPU, fmodf / fmod
+// on CUDA). The result has a's sign (fmod(-0.0, 3) is -0.0).
+inline tl::tensor fmod(const tl::tensor& a, const tl::tensor& b) { return a % b; }
 
 // Python's remainder: fmod, moved by one b when its sign differs from b's.
 inline tl::tensor remainder(const tl::tensor& a, const tl::tensor& b) {
@@ -223,7 +236,7 @@ inline tl::tensor hypot(const tl::tensor& x, const tl::tensor& y) {
 
 inline tl::tensor logaddexp(const tl::tensor& x, const tl::tensor& y) {
   tl::tensor m = tl::where(x > y, x, y);
-  tl::tensor r = m + log1p(tl::exp(-tl::abs(x - y)));
+  tl::tensor r = m + log1p(exp(-tl::abs(x - y)));
   return tl::where(isinf(x) && (x == y), x, r);
 }
 
