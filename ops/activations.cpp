@@ -29,7 +29,7 @@ constexpr double kGeluCoeff = 0.044715;
 
 tl::tensor softplus_of(const tl::tensor& x, const tl::tensor& beta, const tl::tensor& threshold) {
   tl::tensor bx = x * beta;
-  return tl::where(bx > threshold, x, detail::math::log1p(tl::exp(bx)) / beta);
+  return tl::where(bx > threshold, x, detail::math::log1p(detail::math::exp(bx)) / beta);
 }
 
 tl::tensor clamp01x6(const tl::tensor& x) {  // min(max(x + 3, 0), 6)
@@ -50,10 +50,10 @@ tl::tensor apply_activation(Ew op, DType, const EwOperands& v) {
   const auto& e = v.e;
   switch (static_cast<A>(static_cast<int>(op))) {
     case A::leaky_relu: return tl::where(x > 0.0, x, x * e[0]);
-    case A::silu: return x / (1.0 + tl::exp(-x));
+    case A::silu: return x / (1.0 + detail::math::exp(-x));
     case A::softplus: return softplus_of(x, e[0], e[1]);
     case A::elu: return tl::where(x > 0.0, x * e[1], m::expm1(x * e[2]) * (e[0] * e[1]));
-    case A::mish: return x * tl::tanh(m::log1p(tl::exp(x)));
+    case A::mish: return x * tl::tanh(m::log1p(detail::math::exp(x)));
     case A::hardswish: return x * clamp01x6(x) / 6.0;
     case A::hardsigmoid: return clamp01x6(x) / 6.0;
     case A::hardtanh: {
@@ -66,18 +66,18 @@ tl::tensor apply_activation(Ew op, DType, const EwOperands& v) {
 
     case A::leaky_relu_bw: return tl::where(y > 0.0, x, x * e[0]);
     case A::silu_bw: {
-      tl::tensor s = 1.0 / (1.0 + tl::exp(-y));
+      tl::tensor s = 1.0 / (1.0 + detail::math::exp(-y));
       return x * s * (1.0 + y * (1.0 - s));
     }
     case A::softplus_bw: {
-      tl::tensor z = tl::exp(y * e[0]);
+      tl::tensor z = detail::math::exp(y * e[0]);
       return tl::where(y * e[0] > e[1], x, x * z / (z + 1.0));
     }
     case A::elu_bw:
-      return tl::where(y > 0.0, x * e[1], x * (e[2] * e[0] * e[1]) * tl::exp(y * e[2]));
+      return tl::where(y > 0.0, x * e[1], x * (e[2] * e[0] * e[1]) * detail::math::exp(y * e[2]));
     case A::mish_bw: {
-      tl::tensor t = tl::tanh(m::log1p(tl::exp(y)));
-      tl::tensor s = 1.0 / (1.0 + tl::exp(-y));
+      tl::tensor t = tl::tanh(m::log1p(detail::math::exp(y)));
+      tl::tensor s = 1.0 / (1.0 + detail::math::exp(-y));
       return x * (t + y * s * (1.0 - t * t));
     }
     case A::hardswish_bw:
