@@ -4,6 +4,7 @@
 // makes self the output of the op's node (PyTorch's rebase_history). PyTorch's refusals come
 // first: a leaf that requires grad, a recorded in-place on a view, an inference tensor outside
 // inference mode.
+#include <cmath>
 #include <functional>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "nn/autograd.h"
+#include "nn/inplace.h"
 #include "nn/functional.h"
 #include "ops/ops.h"
 
@@ -163,15 +165,16 @@ Tensor& Tensor::relu_() {
 
 Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
   if (!min && !max) fail("clamp_: At least one of 'min' or 'max' must not be None");
-  // where(x < min, min, x), then the same for max: the gradient reaches x where it was kept, as
-  // PyTorch's clamp backward (x at a bound keeps it: strict comparisons).
-  return apply_inplace(*this, "clamp_", {}, [&](const Tensor& s) {
-    Tensor y = s;
-    auto bound = [&](double v) { return ops::full({}, Scalar(v), s.dtype(), s.device()); };
-    if (min) y = tritium::where(ops::lt(s.detach(), Scalar(*min)), bound(*min), y);
-    if (max) y = tritium::where(ops::gt(s.detach(), Scalar(*max)), bound(*max), y);
-    return y;
-  });
+  // The declared clamp (one kernel; its gradient reaches x where min <= x <= max, as PyTorch's
+  // clamp_backward).
+  // On an integer tensor a whole-number bound is an integer (as a Python int would be).
+  const bool integral = defined() && !is_float(dtype());
+  auto bound = [&](std::optional<double> v) -> std::optional<Scalar> {
+    if (!v) return std::nullopt;
+    if (integral && *v == std::floor(*v) && std::abs(*v) < 9e18) return Scalar(static_cast<int64_t>(*v));
+    return Scalar(*v);
+  };
+  return apply_inplace(*this, "clamp_", {}, [&](const Tensor& s) { return tritium::clamp(s, bound(min), bound(max)); });
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
@@ -199,3 +202,12 @@ Tensor& Tensor::fill_(const Scalar& value) {
 Tensor& Tensor::zero_() { return fill_(Scalar(0)); }
 
 }  // namespace tritium::runtime
+
+namespace tritium::nn {
+
+Tensor& apply_inplace(Tensor& self, const char* name, const std::vector<Tensor>& others,
+                      const std::function<Tensor(const Tensor& self_value)>& compute) {
+  return runtime::apply_inplace(self, name, others, compute);
+}
+
+}  // namespace tritium::nn

@@ -8,6 +8,7 @@
 
 #include "ops/indexing.h"
 #include "ops/shape.h"
+#include "nn/elementwise_ops.h"  // issue 29 item 3: element-wise math, activations, bitwise
 
 namespace tritium {
 

@@ -97,6 +97,13 @@ DType scalar_dtype(const Scalar& s) {
 
 int64_t default_block(int64_t n) { return n >= (int64_t(1) << 16) ? 4096 : 1024; }
 
+tl::tensor apply_family(Ew op, DType cdt, const EwOperands& v) {
+  const int k = static_cast<int>(op);
+  if (k >= static_cast<int>(Ew::bitwise_first)) return apply_bitwise(op, cdt, v);
+  if (k >= static_cast<int>(Ew::activation_first)) return apply_activation(op, cdt, v);
+  return apply_unary_math(op, cdt, v);
+}
+
 }  // namespace detail
 
 namespace {
@@ -123,7 +130,10 @@ tl::tensor int_power(const tl::tensor& x, int e) {
 }
 
 // The traced computation of one op on converted operands.
-tl::tensor apply(Ew op, DType cdt, int param, const tl::tensor& x, const tl::tensor& y, const tl::tensor& z) {
+tl::tensor apply(Ew op, DType cdt, int param, const tl::tensor& x, const tl::tensor& y, const tl::tensor& z,
+                 const std::array<tl::tensor, detail::kExtraScalars>& e) {
+  if (static_cast<int>(op) >= static_cast<int>(Ew::math_first))
+    return detail::apply_family(op, cdt, detail::EwOperands{x, y, z, e, param});
   switch (op) {
     case Ew::copy: return x;
     case Ew::add: return x + y;
@@ -164,6 +174,7 @@ tl::tensor apply(Ew op, DType cdt, int param, const tl::tensor& x, const tl::ten
     }
     case Ew::tanh_bw: return x * (1.0 - y * y);
     case Ew::sigmoid_bw: return x * y * (1.0 - y);
+    default: break;
   }
   (void)cdt;
   fail("elementwise: unknown op {}", static_cast<int>(op));
@@ -178,12 +189,20 @@ tl::tensor scalar_value(Ew op, DType cdt, const tl::tensor& sf, const tl::tensor
   if (op == Ew::pow_float) return sf;
   return is_float(cdt) ? convert(sf, cdt) : convert(si, cdt);
 }
+// The extra numbers in the compute type; EXTRA has bit k set when number k was given.
+std::array<tl::tensor, detail::kExtraScalars> extra_values(DType cdt, int EXTRA, const std::array<tl::tensor, 3>& f,
+                                                           const std::array<tl::tensor, 3>& i) {
+  std::array<tl::tensor, detail::kExtraScalars> e;
+  for (int k = 0; k < detail::kExtraScalars; ++k)
+    if (EXTRA & (1 << k)) e[k] = is_float(cdt) ? convert(f[k], cdt) : convert(i[k], cdt);
+  return e;
+}
 
 Kernel& contiguous_kernel() {
   static Kernel k = tritium::kernel(
       "ew_contig",
-      [](P out, P a, P b, P c, tl::f64 sf, tl::i64 si, tl::i64 n, int OP, int NIN, bool SCALAR, int CDT, int PARAM,
-         int BLOCK) {
+      [](P out, P a, P b, P c, tl::f64 sf, tl::i64 si, tl::f64 ef0, tl::f64 ef1, tl::f64 ef2, tl::i64 ei0, tl::i64 ei1,
+         tl::i64 ei2, tl::i64 n, int OP, int NIN, bool SCALAR, int CDT, int PARAM, int EXTRA, int BLOCK) {
         const Ew op = static_cast<Ew>(OP);
         const DType cdt = static_cast<DType>(CDT);
         auto offs = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK);
@@ -193,9 +212,11 @@ Kernel& contiguous_kernel() {
         if (SCALAR) y = scalar_value(op, cdt, sf, si);
         else if (NIN >= 2) y = operand_value(op, cdt, 1, tl::load(b + offs, mask));
         if (NIN >= 3) z = operand_value(op, cdt, 2, tl::load(c + offs, mask));
-        tl::store(out + offs, apply(op, cdt, PARAM, x, y, z), mask);
+        tl::store(out + offs, apply(op, cdt, PARAM, x, y, z, extra_values(cdt, EXTRA, {ef0, ef1, ef2}, {ei0, ei1, ei2})),
+                  mask);
       },
-      {"out", "a", "b", "c", "sf", "si", "n", "OP", "NIN", "SCALAR", "CDT", "PARAM", "BLOCK"});
+      {"out", "a", "b", "c", "sf", "si", "ef0", "ef1", "ef2", "ei0", "ei1", "ei2", "n", "OP", "NIN", "SCALAR", "CDT",
+       "PARAM", "EXTRA", "BLOCK"});
   return k;
 }
 
@@ -204,13 +225,14 @@ Kernel& contiguous_kernel() {
 Kernel& strided_kernel() {
   static Kernel k = tritium::kernel(
       "ew_strided",
-      [](P out, P a, P b, P c, tl::f64 sf, tl::i64 si, tl::i64 rows, tl::i64 cols,  //
+      [](P out, P a, P b, P c, tl::f64 sf, tl::i64 si, tl::f64 ef0, tl::f64 ef1, tl::f64 ef2, tl::i64 ei0,
+         tl::i64 ei1, tl::i64 ei2, tl::i64 rows, tl::i64 cols,  //
          tl::i64 d0, tl::i64 d1, tl::i64 d2, tl::i64 d3, tl::i64 d4, tl::i64 d5,     //
          tl::i64 so0, tl::i64 so1, tl::i64 so2, tl::i64 so3, tl::i64 so4, tl::i64 so5, tl::i64 soc,
          tl::i64 sa0, tl::i64 sa1, tl::i64 sa2, tl::i64 sa3, tl::i64 sa4, tl::i64 sa5, tl::i64 sac,
          tl::i64 sb0, tl::i64 sb1, tl::i64 sb2, tl::i64 sb3, tl::i64 sb4, tl::i64 sb5, tl::i64 sbc,
          tl::i64 sc0, tl::i64 sc1, tl::i64 sc2, tl::i64 sc3, tl::i64 sc4, tl::i64 sc5, tl::i64 scc,  //
-         int OP, int NIN, bool SCALAR, int CDT, int PARAM, int RANK, int BR, int BC) {
+         int OP, int NIN, bool SCALAR, int CDT, int PARAM, int EXTRA, int RANK, int BR, int BC) {
         const Ew op = static_cast<Ew>(OP);
         const DType cdt = static_cast<DType>(CDT);
         const std::array<tl::tensor, 6> d{d0, d1, d2, d3, d4, d5};
@@ -246,7 +268,8 @@ Kernel& strided_kernel() {
         if (SCALAR) y = scalar_value(op, cdt, sf, si);
         else if (NIN >= 2) y = operand_value(op, cdt, 1, tl::load(ptr(2), mask));
         if (NIN >= 3) z = operand_value(op, cdt, 2, tl::load(ptr(3), mask));
-        tl::store(ptr(0), apply(op, cdt, PARAM, x, y, z), mask);
+        tl::store(ptr(0), apply(op, cdt, PARAM, x, y, z, extra_values(cdt, EXTRA, {ef0, ef1, ef2}, {ei0, ei1, ei2})),
+                  mask);
       });
   return k;
 }
@@ -325,6 +348,17 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
     else if (auto* bv = std::get_if<bool>(&call.scalar->value)) si = *bv;
     else si = static_cast<int64_t>(sf);
   }
+  std::array<double, 3> ef{};
+  std::array<int64_t, 3> ei{};
+  int EXTRA = 0;
+  for (int k = 0; k < detail::kExtraScalars; ++k) {
+    if (!call.extra[k]) continue;
+    EXTRA |= 1 << k;
+    ef[k] = call.extra[k]->to_double();
+    if (auto* iv = std::get_if<int64_t>(&call.extra[k]->value)) ei[k] = *iv;
+    else if (auto* bv = std::get_if<bool>(&call.extra[k]->value)) ei[k] = *bv;
+    else if (std::isfinite(ef[k]) && std::abs(ef[k]) < 9.2e18) ei[k] = static_cast<int64_t>(ef[k]);
+  }
   const int OP = static_cast<int>(call.op), CDT = static_cast<int>(call.compute);
   const bool SCALAR = call.scalar.has_value();
   int64_t n = 1;
@@ -335,8 +369,8 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
     if (ops[j] && !c.sizes.empty() && c.strides[j][0] != 1) contiguous = false;
   if (contiguous) {
     int64_t block = detail::default_block(n);
-    contiguous_kernel()[{cdiv(n, block)}](*t[0], *t[1], *t[2], *t[3], sf, si, n, OP, nin, SCALAR, CDT, call.param,
-                                          static_cast<int>(block));
+    contiguous_kernel()[{cdiv(n, block)}](*t[0], *t[1], *t[2], *t[3], sf, si, ef[0], ef[1], ef[2], ei[0], ei[1],
+                                          ei[2], n, OP, nin, SCALAR, CDT, call.param, EXTRA, static_cast<int>(block));
     return;
   }
   const int rank = static_cast<int>(c.sizes.size());
@@ -354,13 +388,14 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
   const int64_t bc = cols >= tile ? tile : std::max<int64_t>(16, pow4_ceil(cols));
   const int64_t br = std::max<int64_t>(1, std::min(tile / bc, pow4_ceil(rows)));
   const int64_t grid = cdiv(rows, br) * cdiv(cols, bc);
-  strided_kernel()[{grid}](*t[0], *t[1], *t[2], *t[3], sf, si, rows, cols,  //
+  strided_kernel()[{grid}](*t[0], *t[1], *t[2], *t[3], sf, si, ef[0], ef[1], ef[2], ei[0], ei[1], ei[2], rows, cols,
                            d[0], d[1], d[2], d[3], d[4], d[5],                 //
                            s[0][0], s[0][1], s[0][2], s[0][3], s[0][4], s[0][5], s[0][6],
                            s[1][0], s[1][1], s[1][2], s[1][3], s[1][4], s[1][5], s[1][6],
                            s[2][0], s[2][1], s[2][2], s[2][3], s[2][4], s[2][5], s[2][6],
                            s[3][0], s[3][1], s[3][2], s[3][3], s[3][4], s[3][5], s[3][6],  //
-                           OP, nin, SCALAR, CDT, call.param, rank, static_cast<int>(br), static_cast<int>(bc));
+                           OP, nin, SCALAR, CDT, call.param, EXTRA, rank, static_cast<int>(br),
+                           static_cast<int>(bc));
 }
 
 }  // namespace
@@ -427,6 +462,19 @@ DType promote(const char* op, std::initializer_list<const Tensor*> ts, const Sca
 }
 
 DType float_or_f32(DType d) { return is_float(d) ? d : DType::f32; }
+
+}  // namespace
+
+DType detail::promote_operands(const char* op, const std::vector<const Tensor*>& ts, const std::vector<Scalar>& scalars) {
+  PromotionState st;
+  st.op = op;
+  for (const Tensor* t : ts)
+    if (t->defined()) st.add(*t);
+  for (const Scalar& s : scalars) st.add(s);
+  return st.result();
+}
+
+namespace {
 
 Tensor binary(const char* name, Ew op, const Tensor& a, const Tensor& b) {
   DType r = promote(name, {&a, &b});

@@ -1,6 +1,7 @@
 // Private to ops/: the generic elementwise machinery (ops/elementwise.cpp) and helpers shared
 // by the op library's files (argument checks, dims, type promotion). See docs/ops.md.
 #pragma once
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,23 @@ enum class Ew : int {
   eq, ne, lt, le, gt, ge,
   where,     // x ? y : z (x bool)
   relu_bw, gelu_bw, tanh_bw, sigmoid_bw,  // x = grad, y = input or output
+  // The families of ops/unary_math.cpp, ops/activations.cpp and ops/bitwise.cpp start at these
+  // values; apply() hands them to apply_family() (below).
+  math_first = 1000,
+  activation_first = 2000,
+  bitwise_first = 3000,
+};
+
+// Up to three extra numbers of an op (clamp's bounds, nan_to_num's replacements, an activation's
+// alpha / beta): kernel arguments, so a new value is a new launch, never a new kernel.
+constexpr int kExtraScalars = 3;
+
+// The traced values an op of a family computes from: operands x, y, z converted to the compute
+// type, the extra numbers e[0..2] in the compute type (undefined when not given), and PARAM.
+struct EwOperands {
+  tl::tensor x, y, z;
+  std::array<tl::tensor, kExtraScalars> e;
+  int param = 0;
 };
 
 // One elementwise launch: out = f(inputs..., scalar) with out's shape; inputs broadcast to it.
@@ -32,6 +50,7 @@ struct EwCall {
   DType compute = DType::f32;       // inputs are converted to this type before `op`
   int param = 0;                    // Ew::pow_int's exponent
   std::optional<Scalar> scalar;     // operand y when it is a C++ number
+  std::array<std::optional<Scalar>, kExtraScalars> extra;  // the extra numbers (EwOperands::e)
 };
 
 inline EwCall ew_call(const char* name, Ew op, DType compute, int param = 0, std::optional<Scalar> scalar = {}) {
@@ -39,6 +58,22 @@ inline EwCall ew_call(const char* name, Ew op, DType compute, int param = 0, std
   c.name = name, c.op = op, c.compute = compute, c.param = param, c.scalar = std::move(scalar);
   return c;
 }
+
+inline EwCall ew_call(const char* name, Ew op, DType compute, int param,
+                      std::array<std::optional<Scalar>, kExtraScalars> extra) {
+  EwCall c = ew_call(name, op, compute, param);
+  c.extra = std::move(extra);
+  return c;
+}
+
+// The traced computation of the ops of each family (one switch per family's file); `cdt` is the
+// compute dtype. apply_family() routes by the op's value.
+tl::tensor apply_unary_math(Ew op, DType cdt, const EwOperands& v);
+tl::tensor apply_activation(Ew op, DType cdt, const EwOperands& v);
+tl::tensor apply_bitwise(Ew op, DType cdt, const EwOperands& v);
+tl::tensor apply_family(Ew op, DType cdt, const EwOperands& v);
+// How many ops each family has (from its first value on): tests trace every one.
+extern const int kUnaryMathOps, kActivationOps, kBitwiseOps;
 
 // Runs `call` over `inputs` (1 to 3 tensors; with a scalar, inputs are x and optionally z),
 // writing into `out` (any strides; its shape is the broadcast shape). Collapses dims, picks the
@@ -71,7 +106,9 @@ int normalize_dim(const char* op, int dim, int rank);
 inline DType math_type(DType d) { return d == DType::f16 || d == DType::bf16 ? DType::f32 : d; }
 int kind_of(DType d);  // 0 bool, 1 integer, 2 float
 DType promote_types(const char* op, DType a, DType b);
-DType scalar_dtype(const Scalar& s);  // bool, i64 or (for promotion) f32 as PyTorch wraps numbers
+DType scalar_dtype(const Scalar& s);
+// PyTorch's result_type over tensors (undefined ones skipped) and C++ numbers (wrapped numbers).
+DType promote_operands(const char* op, const std::vector<const Tensor*>& ts, const std::vector<Scalar>& scalars = {});  // bool, i64 or (for promotion) f32 as PyTorch wraps numbers
 // The default launch block for n elements: enough programs for every thread of the pool.
 int64_t default_block(int64_t n);
 

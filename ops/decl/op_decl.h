@@ -219,6 +219,9 @@ void declare_shape(OpRegistry& r);     // ops/decl/shape.cpp: views and copies o
 void declare_indexing(OpRegistry& r);  // ops/decl/indexing.cpp: ops/indexing.h
 void declare_matmul_family(OpRegistry& r);  // ops/decl/matmul_family.cpp: ops/matmul_family.h
 void declare_reductions_more(OpRegistry& r);  // ops/decl/reductions_more.cpp: ops/reduce_stats.h, ops/sort.h
+// issue 29 item 3, element-wise breadth:
+void declare_unary_math(OpRegistry& r);   // ops/decl/unary_math.cpp: ops/unary_math.h
+void declare_activations(OpRegistry& r);  // ops/decl/activations.cpp: ops/activations.h
 
 // Sample-making helpers shared by the families' gradcheck samples (float64, on `device`).
 Tensor sample_uniform(const Shape& shape, Device device, uint64_t seed, double lo = -1, double hi = 1);

@@ -302,6 +302,8 @@ const OpRegistry& op_registry() {
     decl::declare_indexing(r);
     decl::declare_matmul_family(r);
     decl::declare_reductions_more(r);
+    decl::declare_unary_math(r);   // issue 29 item 3
+    decl::declare_activations(r);
     return r;
   }();
   return registry;

@@ -1,0 +1,243 @@
+// Private to ops/: the math functions the DSL has no primitive for (atan, atan2, asin, acos,
+// the hyperbolic functions, log1p, expm1, erfc, erfinv, trunc, round, fmod, copysign, ...),
+// traced from the primitives it has (exp, log, sqrt, sin, cos, tanh, erf, floor, ceil, bit casts)
+// and from polynomials fitted by scripts/fit_math_approx.py (ops/math_approx_tables.h). Every
+// function takes and returns an f32 or f64 block (f16/bf16 compute in f32) and keeps IEEE
+// special values as the C library does (NaN in, NaN out; signed zeros; infinities). Accuracy:
+// a few ulp in f32 and f64 (tests/test_ops_unary_math.cpp checks each against float64 / libm).
+#pragma once
+#include <cstdint>
+#include <limits>
+
+#include "dsl/ops.h"
+#include "ops/math_approx_tables.h"
+
+namespace tritium::ops::detail::math {
+
+namespace tl = tritium::tl;
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+inline bool wide(const tl::tensor& x) { return x.dtype() == DType::f64; }
+
+// p[0] + v (p[1] + v (...)): coefficients lowest degree first.
+template <size_t N>
+tl::tensor horner(const tl::tensor& v, const double (&p)[N]) {
+  tl::tensor r = tl::zeros_like(v) + p[N - 1];
+  for (size_t i = N - 1; i-- > 0;) r = r * v + p[i];
+  return r;
+}
+
+// The float's bits as a signed integer of its width (the sign bit is the integer's sign).
+inline tl::tensor bits(const tl::tensor& x) { return x.to(wide(x) ? DType::i64 : DType::i32, /*bitcast=*/true); }
+inline tl::tensor from_bits(const tl::tensor& b, DType d) { return b.to(d, /*bitcast=*/true); }
+
+// The sign bit (true for -0.0 and negative NaNs too).
+inline tl::tensor signbit(const tl::tensor& x) { return bits(x) < 0; }
+
+// |a| with b's sign bit.
+inline tl::tensor copysign(const tl::tensor& a, const tl::tensor& b) {
+  if (wide(a)) {
+    tl::tensor m = bits(a) & std::numeric_limits<int64_t>::max();
+    return from_bits(m | (bits(b) & std::numeric_limits<int64_t>::min()), a.dtype());
+  }
+  tl::tensor m = bits(a) & std::numeric_limits<int32_t>::max();
+  return from_bits(m | (bits(b) & std::numeric_limits<int32_t>::min()), a.dtype());
+}
+
+inline tl::tensor isnan(const tl::tensor& x) { return x != x; }
+
+inline tl::tensor trunc(const tl::tensor& x) { return tl::where(x < 0, tl::ceil(x), tl::floor(x)); }
+
+// 2^k for whole k in [-126, 127] (an f32 block), built from the exponent bits.
+inline tl::tensor pow2_f32(const tl::tensor& k) { return from_bits((k.to(DType::i32) + 127) << 23, DType::f32); }
+
+// exp to a few ulp on both backends. f32: the CUDA backend's tl::exp is Triton's ex2.approx of
+// x * log2(e), whose relative error grows like |x| 2^-24 (the product's rounding); here x is
+// reduced first (Cody-Waite: r = x - n ln 2, |r| <= ln(2) / 2, exact for the n that matter), so
+// tl::exp sees small arguments only (accurate on both backends, vectorised on the CPU), and the
+// result is scaled by 2^n in two factors (n clamped to +-252, past which it overflows or
+// underflows anyway).
+inline tl::tensor exp(const tl::tensor& x) {
+  if (wide(x)) return tl::exp(x);
+  constexpr double kLog2e = 1.44269504088896340736;
+  constexpr double kLn2Hi = 0.693145751953125;          // ln 2 with 16 significant bits: n ln2_hi is exact
+  constexpr double kLn2Lo = 1.4286068203094172321e-06;  // ln 2 - kLn2Hi
+  tl::tensor n = tl::floor(x * kLog2e + 0.5);
+  n = tl::where(isnan(n), 0.0, tl::where(n > 252.0, 252.0, tl::where(n < -252.0, -252.0, n)));
+  tl::tensor r = tl::fma(-n, kLn2Hi, x);
+  r = tl::fma(-n, kLn2Lo, r);
+  tl::tensor half = trunc(n * 0.5);
+  return tl::exp(r) * pow2_f32(half) * pow2_f32(n - half);
+}
+inline tl::tensor isinf(const tl::tensor& x) { return tl::abs(x) == kInf; }
+
+
+// Round half to even. x - floor(x) is exact, so ties are detected exactly; large values (already
+// integers), infinities and NaN pass through; the sign of x is kept (round(-0.3) is -0.0).
+inline tl::tensor round_half_even(const tl::tensor& x) {
+  tl::tensor f = tl::floor(x);
+  tl::tensor d = x - f;
+  tl::tensor odd = (f - 2.0 * tl::floor(f * 0.5)) == 1.0;
+  tl::tensor up = (d > 0.5) || ((d == 0.5) && odd);
+  tl::tensor r = tl::where(up, f + 1.0, f);
+  return tl::where(isnan(x), x, copysign(r, x));
+}
+
+// atan on [0, 1] (NaN passes): above tan(pi/8) the argument becomes (a - 1) / (a + 1) and pi/4
+// is added back; then a + a t Q(t), t = a^2, with Q fitted on |a| <= tan(pi/8).
+inline tl::tensor atan_unit(const tl::tensor& a) {
+  tl::tensor mid = a > 0.41421356237309504880;
+  tl::tensor r = tl::where(mid, (a - 1.0) / (a + 1.0), a);
+  tl::tensor t = r * r;
+  tl::tensor q = wide(a) ? horner(t, kAtanF64) : horner(t, kAtanF32);
+  tl::tensor p = r + r * t * q;
+  return tl::where(mid, kPi / 4 + p, p);
+}
+
+inline tl::tensor atan2(const tl::tensor& y, const tl::tensor& x) {
+  tl::tensor ax = tl::abs(x), ay = tl::abs(y);
+  tl::tensor y_larger = ay > ax;
+  tl::tensor mx = tl::where(y_larger, ay, ax), mn = tl::where(y_larger, ax, ay);
+  tl::tensor a = mn / mx;
+  a = tl::where(mx == 0.0, 0.0, a);                     // atan2(+-0, +-0)
+  a = tl::where((ax == kInf) && (ay == kInf), 1.0, a);  // atan2(+-inf, +-inf): odd multiples of pi/4
+  tl::tensor r = atan_unit(a);
+  r = tl::where(y_larger, kPi / 2 - r, r);
+  r = tl::where(signbit(x), kPi - r, r);
+  r = copysign(r, y);
+  return tl::where(isnan(x) || isnan(y), x + y, r);
+}
+
+inline tl::tensor atan(const tl::tensor& x) {
+  tl::tensor a = tl::abs(x);
+  tl::tensor big = a > 1.0;
+  tl::tensor r = atan_unit(tl::where(big, 1.0 / a, a));
+  return copysign(tl::where(big, kPi / 2 - r, r), x);
+}
+
+inline tl::tensor asin(const tl::tensor& x) { return atan2(x, tl::sqrt((1.0 - x) * (1.0 + x))); }
+inline tl::tensor acos(const tl::tensor& x) { return 2.0 * atan2(tl::sqrt(1.0 - x), tl::sqrt(1.0 + x)); }
+
+// log(1 + x) with Goldberg's correction: u = 1 + x rounds, and log(u) * x / (u - 1) cancels the
+// rounding to first order.
+inline tl::tensor log1p(const tl::tensor& x) {
+  tl::tensor u = 1.0 + x;
+  tl::tensor r = tl::where(u == 1.0, x, tl::log(u) * (x / (u - 1.0)));
+  return tl::where(x == kInf, x, r);
+}
+
+// exp(x) - 1 with Kahan's correction: (u - 1) * x / log(u), u = exp(x).
+inline tl::tensor expm1(const tl::tensor& x) {
+  tl::tensor u = exp(x);
+  tl::tensor um1 = u - 1.0;
+  tl::tensor r = tl::where(u == 1.0, x, um1 * (x / tl::log(u)));
+  r = tl::where(um1 == -1.0, -1.0, r);
+  return tl::where(u == kInf, u, r);
+}
+
+// Overflow-safe exp(|x|) / 2 for large |x|: (exp(|x|/2) / 2) exp(|x|/2).
+inline tl::tensor half_exp_abs(const tl::tensor& a) {
+  tl::tensor h = exp(0.5 * a);
+  return (0.5 * h) * h;
+}
+
+inline tl::tensor sinh(const tl::tensor& x) {
+  tl::tensor a = tl::abs(x);
+  tl::tensor e = expm1(a);
+  tl::tensor small = 0.5 * (e + e / (e + 1.0));
+  tl::tensor h = exp(0.5 * a);
+  tl::tensor large = (0.5 * h) * h - 0.5 / (h * h);
+  return copysign(tl::where(a < 1.0, small, large), x);
+}
+
+inline tl::tensor cosh(const tl::tensor& x) {
+  tl::tensor a = tl::abs(x);
+  tl::tensor e = exp(a);
+  return tl::where(a < 20.0, 0.5 * (e + 1.0 / e), half_exp_abs(a));
+}
+
+inline tl::tensor asinh(const tl::tensor& x) {
+  tl::tensor a = tl::abs(x);
+  tl::tensor a2 = a * a;
+  tl::tensor r = log1p(a + a2 / (1.0 + tl::sqrt(1.0 + a2)));
+  r = tl::where(a > 268435456.0, tl::log(a) + kLn2, r);  // past 2^28, 1 / (4 a^2) is below rounding
+  return copysign(r, x);
+}
+
+inline tl::tensor acosh(const tl::tensor& x) {
+  tl::tensor t = x - 1.0;
+  tl::tensor r = log1p(t + tl::sqrt(2.0 * t + t * t));
+  r = tl::where(x > 268435456.0, tl::log(x) + kLn2, r);
+  return tl::where(x < 1.0, kNaN, r);
+}
+
+inline tl::tensor atanh(const tl::tensor& x) {
+  tl::tensor a = tl::abs(x);
+  return copysign(0.5 * log1p(2.0 * a / (1.0 - a)), x);
+}
+
+// erfc: 1 - erf(x) below 0.5 (no cancellation there); above, exp(-x^2) R(x) / x with R fitted
+// on [0.5, 3] in x and on [3, 27] in 1/x, and exp(-x^2) split as exp(-h^2) exp(-(x - h)(x + h))
+// with h = x with its low mantissa bits cleared, so h^2 is exact and the large exponent carries
+// no rounding error.
+inline tl::tensor erfc(const tl::tensor& x) {
+  const bool w = wide(x);
+  tl::tensor h = w ? from_bits(bits(x) & int64_t(-4294967296), x.dtype())  // keep 20 mantissa bits
+                   : from_bits(bits(x) & int32_t(-4096), x.dtype());       // keep 11 mantissa bits
+  tl::tensor e = exp(-(h * h)) * exp(-((x - h) * (x + h)));
+  tl::tensor near = w ? horner(x - 1.75, kErfcNearF64) : horner(x - 1.75, kErfcNearF32);
+  tl::tensor u = 1.0 / x;
+  tl::tensor far = w ? horner(u - 0.2, kErfcFarF64) : horner(u - 0.2, kErfcFarF32);
+  tl::tensor tail = tl::where(x < 3.0, near, far) * u * e;
+  tail = tl::where(x == kInf, 0.0, tail);
+  return tl::where(x < 0.5, 1.0 - tl::erf(x), tail);
+}
+
+// erfinv: x P(w), w = -log((1 - x)(1 + x)) (Giles' variable: (1 - x)(1 + x) keeps its precision
+// near |x| = 1), P fitted in w below w = 6.25 and in sqrt(w) above (two pieces in f64).
+inline tl::tensor erfinv(const tl::tensor& x) {
+  const bool wd = wide(x);
+  tl::tensor w = -tl::log((1.0 - x) * (1.0 + x));
+  tl::tensor central = wd ? horner(w - 3.125, kErfinvCentralF64) : horner(w - 3.125, kErfinvCentralF32);
+  tl::tensor s = tl::sqrt(w);
+  tl::tensor tail = wd ? tl::where(s < 4.0, horner(s - 3.25, kErfinvTailF64), horner(s - 5.0, kErfinvFarTailF64))
+                       : horner(s - 3.25, kErfinvTailF32);
+  tl::tensor r = tl::where(w < 6.25, central, tail) * x;
+  r = tl::where(tl::abs(x) == 1.0, copysign(tl::zeros_like(x) + kInf, x), r);
+  return tl::where(tl::abs(x) > 1.0, kNaN, r);
+}
+
+// C's fmod, exact for every pair: the IR's float remainder (LLVM's frem on the CPU, fmodf / fmod
+// on CUDA). The result has a's sign (fmod(-0.0, 3) is -0.0).
+inline tl::tensor fmod(const tl::tensor& a, const tl::tensor& b) { return a % b; }
+
+// Python's remainder: fmod, moved by one b when its sign differs from b's.
+inline tl::tensor remainder(const tl::tensor& a, const tl::tensor& b) {
+  tl::tensor m = fmod(a, b);
+  return tl::where((m != 0.0) && ((b < 0.0) != (m < 0.0)), m + b, m);
+}
+
+// sqrt(x^2 + y^2) without overflow or underflow: m sqrt(1 + (n / m)^2), m = max(|x|, |y|); an
+// infinite operand gives inf even when the other is NaN (C's hypot).
+inline tl::tensor hypot(const tl::tensor& x, const tl::tensor& y) {
+  tl::tensor ax = tl::abs(x), ay = tl::abs(y);
+  tl::tensor x_larger = ax > ay;
+  tl::tensor m = tl::where(x_larger, ax, ay), n = tl::where(x_larger, ay, ax);
+  tl::tensor r = n / m;
+  r = m * tl::sqrt(1.0 + r * r);
+  r = tl::where(m == 0.0, 0.0, r);
+  r = tl::where(isnan(x) || isnan(y), kNaN, r);
+  return tl::where((ax == kInf) || (ay == kInf), kInf, r);
+}
+
+inline tl::tensor logaddexp(const tl::tensor& x, const tl::tensor& y) {
+  tl::tensor m = tl::where(x > y, x, y);
+  tl::tensor r = m + log1p(exp(-tl::abs(x - y)));
+  return tl::where(isinf(x) && (x == y), x, r);
+}
+
+}  // namespace tritium::ops::detail::math

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Fits the polynomial coefficients of ops/math_approx.h (atan, erfinv, erfc) with mpmath.
+
+Each function is interpolated at Chebyshev nodes in 60-digit arithmetic (close to the minimax
+polynomial), converted to monomial coefficients in the variable the kernel evaluates with Horner's
+rule, rounded to double, and its worst relative error on a dense grid is printed. Run it to check or
+regenerate the tables; the build does not depend on it (mpmath is only needed here)."""
+import sys
+import mpmath as mp
+
+mp.mp.dps = 60
+
+
+def cheb_fit(f, lo, hi, deg):
+    """Monomial coefficients (lowest first) of the degree-`deg` interpolant of f at Chebyshev nodes."""
+    n = deg + 1
+    nodes = [(lo + hi) / 2 + (hi - lo) / 2 * mp.cos(mp.pi * (2 * k + 1) / (2 * n)) for k in range(n)]
+    vals = [f(x) for x in nodes]
+    # Solve the Vandermonde system in high precision (fine at 60 digits for these degrees).
+    A = mp.matrix([[x ** j for j in range(n)] for x in nodes])
+    c = mp.lu_solve(A, mp.matrix(vals))
+    return [c[j] for j in range(n)]
+
+
+def horner(c, x):
+    r = mp.mpf(0)
+    for a in reversed(c):
+        r = r * x + a
+    return r
+
+
+def max_rel_err(f, approx, lo, hi, samples=2000):
+    worst = mp.mpf(0)
+    for k in range(samples + 1):
+        x = lo + (hi - lo) * k / samples
+        ref = f(x)
+        if ref == 0:
+            continue
+        worst = max(worst, abs((approx(x) - ref) / ref))
+    return worst
+
+
+def emit(name, coeffs):
+    body = ", ".join(repr(float(c)) for c in coeffs)
+    print(f"// {name}\nconstexpr double {name}[] = {{{body}}};")
+
+
+def fit(name, f, lo, hi, deg, shift=0):
+    """Fits f(v + shift) for v in [lo - shift, hi - shift]: a centred variable keeps the monomial
+    coefficients small, so rounding them to double loses nothing."""
+    lo, hi, shift = mp.mpf(lo), mp.mpf(hi), mp.mpf(shift)
+    g = lambda v: f(v + shift)
+    c = cheb_fit(g, lo - shift, hi - shift, deg)
+    c = [mp.mpf(float(a)) for a in c]  # as stored
+    err = max_rel_err(g, lambda v: horner(c, v), lo - shift, hi - shift)
+    sys.stderr.write(f"{name}: degree {deg} on [{mp.nstr(lo, 6)}, {mp.nstr(hi, 6)}] shifted by {mp.nstr(shift, 6)}, "
+                     f"max rel err {mp.nstr(err, 3)}\n")
+    emit(name, c)
+
+
+def main():
+    # atan(a) = a + a t Q(t), t = a^2, |a| <= tan(pi/8).
+    t_hi = mp.tan(mp.pi / 8) ** 2
+
+    def atan_q(t):
+        if t == 0:
+            return mp.mpf(-1) / 3
+        s = mp.sqrt(t)
+        return (mp.atan(s) / s - 1) / t
+
+    fit("kAtanF32", atan_q, 0, t_hi, 4)
+    fit("kAtanF64", atan_q, 0, t_hi, 10)
+
+    # erfinv(x) = x P(w), w = -log((1 - x)(1 + x)): central region w <= 6.25 (|x| < 0.99805)
+    # in w, tail region w > 6.25 in s = sqrt(w) (up to 1 - x = 2^-53: w ~ 36.7).
+    def x_of_w(w):
+        return mp.sqrt(-mp.expm1(-w))
+
+    def central(w):
+        if w == 0:
+            return mp.sqrt(mp.pi) / 2
+        x = x_of_w(w)
+        return mp.erfinv(x) / x
+
+    def tail(s):
+        x = x_of_w(s * s)
+        return mp.erfinv(x) / x
+
+    fit("kErfinvCentralF32", central, 0, 6.25, 10, shift=3.125)
+    fit("kErfinvTailF32", tail, 2.5, mp.sqrt(17), 7, shift=3.25)
+    fit("kErfinvCentralF64", central, 0, 6.25, 24, shift=3.125)
+    fit("kErfinvTailF64", tail, 2.5, 4, 20, shift=3.25)
+    fit("kErfinvFarTailF64", tail, 4, mp.sqrt(38), 16, shift=5)
+
+    # erfc(x) = exp(-x^2) R(x) / x for x >= 0.5: R on [0.5, 3] in x, on [3, 27] in u = 1/x.
+    def r_near(x):
+        return mp.erfc(x) * mp.exp(x * x) * x
+
+    def r_far(u):
+        x = 1 / u
+        return mp.erfc(x) * mp.exp(x * x) * x
+
+    fit("kErfcNearF32", r_near, 0.5, 3, 11, shift=1.75)
+    fit("kErfcFarF32", r_far, 1 / mp.mpf(11), mp.mpf(1) / 3, 6, shift=0.2)
+    fit("kErfcNearF64", r_near, 0.5, 3, 22, shift=1.75)
+    fit("kErfcFarF64", r_far, 1 / mp.mpf(27), mp.mpf(1) / 3, 16, shift=0.2)
+
+
+if __name__ == "__main__":
+    main()

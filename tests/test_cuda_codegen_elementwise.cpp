@@ -1,0 +1,103 @@
+// The CUDA code of the element-wise breadth ops (issue 29 item 3) without a GPU: for each family
+// (math, activations, bitwise) and compute dtype, one kernel applies every op of the family
+// (detail::apply_family, the body the elementwise kernels run) and sums the results; it is traced,
+// turned into CUDA C++ and compiled by NVRTC for sm_90a and sm_80. Ops a dtype does not take
+// (sin of an integer) fail at trace time and are skipped. Skips when libnvrtc cannot be opened;
+// running the ops on a GPU is the job of test_ops_unary_math / activations / bitwise there.
+#include <boost/test/unit_test.hpp>
+#include <tritium/tritium.h>
+
+#include "jit/cuda/codegen.h"
+#include "jit/cuda/nvrtc.h"
+#include "jit/passes/axis_info.h"
+#include "ops/elementwise_kernels.h"
+#include "test_support.h"
+
+namespace tl = tritium::tl;
+namespace cuda = tritium::jit::cuda;
+namespace detail = tritium::ops::detail;
+using tritium::DType;
+
+BOOST_AUTO_TEST_SUITE(test_cuda_codegen_elementwise)
+
+namespace {
+
+template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
+
+// One kernel: out = sum over the family's ops of op(x, y, z, e) converted to the compute type.
+tritium::Kernel& family_kernel() {
+  static tritium::Kernel k = tritium::kernel(
+      "ew_family_probe",
+      [](tl::ptr<tl::any> out, tl::ptr<tl::any> a, tl::ptr<tl::any> b, tl::ptr<tl::any> c, tl::f64 e0, tl::f64 e1,
+         tl::f64 e2, tl::i32 n, int FIRST, int COUNT, int CDT, int BLOCK) {
+        const DType cdt = static_cast<DType>(CDT);
+        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+        auto mask = offs < n;
+        auto conv = [&](const tl::tensor& t) { return t.dtype() == cdt ? t : t.to(cdt); };
+        detail::EwOperands v;
+        v.x = conv(tl::load(a + offs, mask));
+        v.y = conv(tl::load(b + offs, mask));
+        v.z = conv(tl::load(c + offs, mask));
+        v.e = {conv(e0), conv(e1), conv(e2)};
+        std::optional<tl::tensor> sum;
+        for (int k = 0; k < COUNT; ++k) {
+          for (int param : {0, 1, 7}) {  // PARAM variants: round's decimals, lerp's weight, clamp's bounds
+            tl::tensor r;
+            try {
+              r = detail::apply_family(static_cast<detail::Ew>(FIRST + k), cdt, [&] {
+                detail::EwOperands w = v;
+                w.param = param;
+                return w;
+              }());
+            } catch (const tritium::Error&) {
+              continue;  // not for this dtype
+            }
+            r = conv(r);
+            sum = sum ? *sum + r : r;
+          }
+        }
+        tl::store(out + offs, *sum, mask);
+      });
+  return k;
+}
+
+template <class T>
+void compile_family(int first, int count, DType cdt) {
+  auto f = family_kernel().optimized_function(addr<T>(0), addr<T>(1), addr<T>(2), addr<T>(3), 0.5, 1.5, -2.0,
+                                              1000, first, count, static_cast<int>(cdt), 256);
+  tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = 4;
+  cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, cuda::kSharedMemoryBudget);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    std::vector<char> cubin;
+    try {
+      cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch);
+    } catch (const tritium::Error& e) {
+      BOOST_ERROR("family " << first << " (" << tritium::dtype_name(cdt) << ") does not compile for " << arch << ":\n"
+                            << e.what());
+    }
+    BOOST_TEST(!cubin.empty(), "family " << first << " " << tritium::dtype_name(cdt) << " " << arch);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_op_compiles_with_nvrtc) {
+  if (!cuda::nvrtc_available()) {
+    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+    return;
+  }
+  const int math = static_cast<int>(detail::Ew::math_first), act = static_cast<int>(detail::Ew::activation_first),
+            bit = static_cast<int>(detail::Ew::bitwise_first);
+  compile_family<float>(math, detail::kUnaryMathOps, DType::f32);
+  compile_family<double>(math, detail::kUnaryMathOps, DType::f64);
+  compile_family<int32_t>(math, detail::kUnaryMathOps, DType::i32);
+  compile_family<float>(act, detail::kActivationOps, DType::f32);
+  compile_family<double>(act, detail::kActivationOps, DType::f64);
+  compile_family<int32_t>(bit, detail::kBitwiseOps, DType::i32);
+  compile_family<int8_t>(bit, detail::kBitwiseOps, DType::i8);
+  compile_family<int64_t>(bit, detail::kBitwiseOps, DType::i64);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
