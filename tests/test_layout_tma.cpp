@@ -24,19 +24,14 @@ namespace {
 template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
 constexpr int64_t H100_SHARED_MEMORY = 219 * 1024;
 
-// Through layouts for `cc` (generated only: the cases that check what is absent).
-template <class... A> cuda::KernelSource generated(tritium::Kernel& k, int num_warps, int cc, const A&... args) {
+// Through layouts for `cc`, compiled for `arch` (a compile error fails the test).
+template <class... A>
+cuda::KernelSource through_layouts(tritium::Kernel& k, int num_warps, int cc, const std::string& arch, const A&... args) {
   auto f = k.optimized_function(args...);
   tritium::jit::CompileOptions opts;
   opts.num_warps = num_warps;
   opts.num_stages = 3;
-  return cuda::generate_cuda_layouts(*f, opts, H100_SHARED_MEMORY, cc);
-}
-
-// ... and compiled for `arch` (a compile error fails the test).
-template <class... A>
-cuda::KernelSource through_layouts(tritium::Kernel& k, int num_warps, int cc, const std::string& arch, const A&... args) {
-  cuda::KernelSource ks = generated(k, num_warps, cc, args...);
+  cuda::KernelSource ks = cuda::generate_cuda_layouts(*f, opts, H100_SHARED_MEMORY, cc);
   if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
     std::ofstream(std::string(dir) + "/" + ks.entry + "." + arch + ".cu") << ks.source;
   try {
@@ -157,10 +152,10 @@ BOOST_AUTO_TEST_CASE(tutorial_matmul_fills_its_ring_by_tma) {
 BOOST_AUTO_TEST_CASE(tiles_the_copy_cannot_serve_keep_cp_async) {
   if (!cuda::nvrtc_available()) return;
   auto a = addr<f16_t>(0), b = addr<f16_t>(1), c = addr<f16_t>(2);
-  auto ampere = generated(tutorial_matmul, 4, 80, a, b, c, 4096, 4096, 4096, 128, 128, 64, 0.0f);
+  auto ampere = through_layouts(tutorial_matmul, 4, 80, "sm_80", a, b, c, 4096, 4096, 4096, 128, 128, 64, 0.0f);
   BOOST_TEST(ampere.tma_maps.empty());
   BOOST_TEST(kernel_body(ampere).find("tt_tma_load_2d(") == std::string::npos);
-  auto odd = generated(tutorial_matmul, 8, 90, a, b, c, 4100, 4100, 4100, 128, 256, 64, 0.0f);
+  auto odd = through_layouts(tutorial_matmul, 8, 90, "sm_90a", a, b, c, 4100, 4100, 4100, 128, 256, 64, 0.0f);
   BOOST_TEST(odd.tma_maps.empty());
   BOOST_TEST(kernel_body(odd).find("tt_tma_load_2d(") == std::string::npos);
   BOOST_TEST(kernel_body(odd).find("// pipelined: 2 load(s)") != std::string::npos);  // element by element
@@ -168,7 +163,7 @@ BOOST_AUTO_TEST_CASE(tiles_the_copy_cannot_serve_keep_cp_async) {
   auto other = through_layouts(tutorial_matmul, 8, 90, "sm_90a", a, b, c, 4096, 4096, 4096, 128, 256, 64, 1.0f);
   BOOST_TEST(has_maps(other, {"p1 i5 i4 i4 c1 2 6 64 64"}));
   BOOST_TEST(kernel_body(other).find("// pipelined: 1 load(s)") != std::string::npos);
-  auto narrow = generated(tutorial_matmul, 4, 90, a, b, c, 4096, 4096, 4096, 64, 128, 32, 0.0f);
+  auto narrow = through_layouts(tutorial_matmul, 4, 90, "sm_90a", a, b, c, 4096, 4096, 4096, 64, 128, 32, 0.0f);
   BOOST_TEST(narrow.tma_maps.empty());
 }
 
@@ -185,7 +180,7 @@ BOOST_AUTO_TEST_CASE(block_pointer_tiles_by_tma) {
   const std::string loop = tma_loop(kernel_body(ks));
   BOOST_TEST(count(loop, "tt_tma_load_2d(") == 15u);
   BOOST_TEST(loop.find("tt_cp_async") == std::string::npos);
-  auto nan = generated(block_pointer_matmul, 8, 90, a, b, c, 4096, 4096, 4096, 128, 256, 64, true);
+  auto nan = through_layouts(block_pointer_matmul, 8, 90, "sm_90a", a, b, c, 4096, 4096, 4096, 128, 256, 64, true);
   BOOST_TEST(has_maps(nan, {"p1 i5 i4 i4 c1 2 6 64 64"}));  // A's NaN padding: A is loaded in the loop
 }
 
@@ -212,44 +207,9 @@ BOOST_AUTO_TEST_CASE(both_generators_plan_the_same_tiles) {
     std::ofstream(std::string(dir) + "/" + legacy.entry + ".legacy.cu") << legacy.source;
   BOOST_TEST(legacy.matmul_loops == 1);
   BOOST_TEST(has_maps(legacy, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64", "p2 i3 i4 i4 c1 2 6 64 128"}));
-  cuda::KernelSource layouts = generated(tutorial_matmul, 8, 90, addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096,
-                                         4096, 4096, 128, 256, 64, 0.0f);
+  cuda::KernelSource layouts = through_layouts(tutorial_matmul, 8, 90, "sm_90a", addr<f16_t>(0), addr<f16_t>(1),
+                                               addr<f16_t>(2), 4096, 4096, 4096, 128, 256, 64, 0.0f);
   BOOST_TEST(has_maps(layouts, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64"}));
-}
-
-// generate_cuda's default: tutorial 03's f16 kernel through layouts (its ring on TMA); an fp32 (tf32)
-// matmul loop stays with the element-loop generator, whose raw stages pipeline the tiles it rounds.
-// (Only when TRITIUM_CUDA_CODEGEN does not choose a generator for every kernel.)
-BOOST_AUTO_TEST_CASE(dot_kernels_go_through_layouts_by_default) {
-  if (!cuda::nvrtc_available() || tritium::env().cuda_codegen == "legacy" || tritium::env().cuda_codegen == "layouts") return;
-  tritium::jit::CompileOptions opts;
-  opts.num_warps = 8;
-  opts.num_stages = 3;
-  auto f = tutorial_matmul.optimized_function(addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256,
-                                              64, 0.0f);
-  cuda::KernelSource ks = cuda::generate_cuda(*f, tritium::jit::analyze_axis_info(*f), opts, H100_SHARED_MEMORY, 90);
-  BOOST_TEST(ks.source.find("lowered through layouts") != std::string::npos);
-  BOOST_TEST(ks.matmul_loops == 0);
-  BOOST_TEST(ks.tma_maps.size() == 2u);
-  auto tf32 = tritium::kernel("mm_tf32_default", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::i32 M,
-                                                    tl::i32 N, tl::i32 K, int BM, int BN, int BK) {
-    auto pm = tl::program_id(0), pn = tl::program_id(1);
-    auto rm = pm * BM + tl::arange(0, BM), rn = pn * BN + tl::arange(0, BN), rk = tl::arange(0, BK);
-    auto a_ptrs = a + ((rm % M)(tl::_, tl::None) * K + rk(tl::None, tl::_));
-    auto b_ptrs = b + (rk(tl::_, tl::None) * N + (rn % N)(tl::None, tl::_));
-    auto acc = tl::zeros({BM, BN}, tl::float32);
-    for (auto k : tl::range(0, tl::cdiv(K, BK))) {
-      acc = tl::dot(tl::load(a_ptrs, rk(tl::None, tl::_) < K - k * BK, 0.0f),
-                    tl::load(b_ptrs, rk(tl::_, tl::None) < K - k * BK, 0.0f), acc);
-      a_ptrs += BK;
-      b_ptrs += BK * N;
-    }
-    tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), acc, (rm(tl::_, tl::None) < M) & (rn(tl::None, tl::_) < N));
-  });
-  auto g = tf32.optimized_function(addr<float>(0), addr<float>(1), addr<float>(2), 1024, 1024, 1024, 128, 128, 32);
-  cuda::KernelSource t = cuda::generate_cuda(*g, tritium::jit::analyze_axis_info(*g), opts, H100_SHARED_MEMORY, 90);
-  BOOST_TEST(t.matmul_loops == 1);
-  BOOST_TEST(t.source.find("lowered through layouts") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1470,22 +1470,16 @@ KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const Compi
   f.renumber();
   const std::string& mode = env().cuda_codegen;
   if (mode == "layouts") return generate_cuda_layouts(f, opts, smem_budget, compute_capability, env().dump_dir);
-  int dots = 0, tf32_dots = 0;
-  f.walk([&](ir::Op* op) {
-    dots += op->kind == OpKind::Dot;
-    tf32_dots += op->kind == OpKind::Dot && op->operand(0)->type.dtype == DType::f32;
-  });
+  int dots = 0;
+  f.walk([&](ir::Op* op) { dots += op->kind == OpKind::Dot; });
   if (mode == "legacy" || dots == 0) return detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
-  // Dot kernels go through layouts, whose pipelined ring has TMA on Hopper since stop 37 (the
-  // matmul-loop matcher's speed there is still to be measured against it: TRITIUM_CUDA_CODEGEN=legacy
-  // keeps the old code for the comparison). Except fp32 (tf32) matmul loops: the layout generator
-  // does not pipeline tiles it rounds, the element-loop generator's raw stages do.
-  if (tf32_dots > 0) {
-    try {
-      KernelSource legacy = detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
-      if (legacy.matmul_loops == dots) return legacy;
-    } catch (const Error&) {  // what the element-loop generator cannot do, the layouts may
-    }
+  // A kernel whose every dot the matmul-loop matcher takes (tutorial 03's loop, with TMA and
+  // persistent programs, still faster there) keeps the element-loop generator's code; any other dot
+  // kernel goes through layouts, where every dot gets tensor cores.
+  try {
+    KernelSource legacy = detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
+    if (legacy.matmul_loops == dots) return legacy;
+  } catch (const Error&) {  // what the element-loop generator cannot do, the layouts may
   }
   return generate_cuda_layouts(f, opts, smem_budget, compute_capability, env().dump_dir);
 }

@@ -30,8 +30,9 @@ struct KernelSource {
   // BOX1": the first five RecipeValues (below), then the element bytes, the CUtensorMapDataType
   // and the box (elements of the contiguous dim, rows).
   std::vector<std::string> tma_maps;
-  // Dots the element-loop generator lowered as matmul loops (match_mma_loop): for a tf32 kernel,
-  // generate_cuda keeps its code when that is every dot; otherwise the kernel goes through layouts.
+  // Dots the element-loop generator lowered as matmul loops (match_mma_loop): when that is every dot
+  // of the kernel, generate_cuda keeps its code (TMA, persistent programs); otherwise the kernel goes
+  // through layouts.
   int matmul_loops = 0;
 };
 inline constexpr size_t kMaxTensorMaps = 8;  // a kernel's tensor maps, at most
@@ -69,8 +70,8 @@ bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esiz
 inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (tests, tools)
 // compute_capability (e.g. 90) decides which tensor-core instructions `dot` may use. Which generator
 // lowers `f` (TRITIUM_CUDA_CODEGEN): "layouts" always the layout generator, "legacy" always the
-// element-loop one; by default kernels with a dot go through layouts (but fp32 / tf32 matmul loops
-// the element-loop generator's matcher takes whole), the others stay with the element-loop generator.
+// element-loop one; by default kernels with a dot the element-loop generator's matmul-loop matcher
+// does not take whole go through layouts, the others stay with the element-loop generator.
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget = kSharedMemoryBudget, int compute_capability = 90);
 
