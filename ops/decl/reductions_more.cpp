@@ -103,9 +103,9 @@ std::vector<GradcheckSample> var_samples(Device d) {
 
 // Inputs with zeros: one in a row, two in another (prod's derivative without division).
 Tensor with_zeros(const Shape& shape, Device d, uint64_t seed, std::vector<size_t> at) {
-  std::vector<double> v = sample_uniform(shape, Device::cpu(), seed, 0.5, 1.5).to_vector<double>();
+  std::vector<double> v = sample_uniform(shape, d, seed, 0.5, 1.5).to_vector<double>();  // on d: a CUDA-only build has no CPU
   for (size_t i : at) v[i] = 0;
-  return Tensor::from_vector(v, shape).to(d);
+  return Tensor::from_vector(v, shape, d);
 }
 
 OpDecl reduction_decl(std::string name, std::string torch_name, Accepts accepts, ResultDType rule) {
