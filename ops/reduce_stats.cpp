@@ -221,12 +221,6 @@ Kernel& detail::var_combine_kernel() {
 
 namespace {
 
-int64_t pow2_ceil(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
-
 const char* stat_name(Stat s) {
   switch (s) {
     case Stat::var: return "var";
@@ -256,8 +250,8 @@ DType stat_acc(Stat kind, DType d) {
 void launch_rows(Stat kind, const Tensor& data, int64_t O, int64_t R, Tensor& out, Tensor* mean, double param,
                  double scale) {
   const DType acc = stat_acc(kind, data.dtype());
-  const int64_t br = std::clamp<int64_t>(pow2_ceil(R), 16, 1024);
-  const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, pow2_ceil(O)));
+  const int64_t br = std::clamp<int64_t>(next_power_of_2(R), 16, 1024);
+  const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, next_power_of_2(O)));
   int64_t S = 1, C = R;
   if (cdiv(O, bo) < 64 && R >= 16384) {
     S = std::clamp<int64_t>(256 / O, 1, cdiv(R, 4096));
@@ -282,7 +276,7 @@ void launch_rows(Stat kind, const Tensor& data, int64_t O, int64_t R, Tensor& ou
                                       moments, 1, static_cast<int>(br));
   if (moments) {
     Tensor out2 = mean ? *mean : out;
-    const int64_t bs = std::clamp<int64_t>(pow2_ceil(S), 16, 1024);
+    const int64_t bs = std::clamp<int64_t>(next_power_of_2(S), 16, 1024);
     detail::var_combine_kernel()[{O}](partial_mean, partial, out, out2, R, S, C, param, kind == Stat::std,
                                       mean != nullptr, static_cast<int>(acc), static_cast<int>(out.dtype()),
                                       static_cast<int>(bs));

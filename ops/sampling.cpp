@@ -134,7 +134,6 @@ tl::tensor search(const tl::ptr<double>& cdf, const tl::tensor& row_start, const
 
 // ---- randperm and helpers -------------------------------------------------------------------------
 
-int64_t next_pow2(int64_t n) { return n <= 1 ? 1 : int64_t(1) << std::bit_width(static_cast<uint64_t>(n - 1)); }
 int bit_width(int64_t n) { return static_cast<int>(std::bit_width(static_cast<uint64_t>(n))); }
 
 // The largest integer of dtype d as __int128 (floats: 2^mantissa digits, PyTorch's random_ bound).
@@ -569,7 +568,7 @@ Tensor multinomial(const Tensor& probs_in, int64_t num_samples, bool replacement
                                                              s.seed, s.offset, block, on(probs));
     return out;
   }
-  const int64_t N = next_pow2(C);
+  const int64_t N = next_power_of_2(C);
   const int64_t ib = bit_width(C);
   Tensor keys = Tensor::empty({R, N}, DType::u64, dev);
   Generator::Stream s = gen.reserve(static_cast<uint64_t>(R * C));
@@ -588,7 +587,7 @@ Tensor randperm(int64_t n, Generator& gen, DType dtype, Device device) {
     fail("randperm: n = {} is too large for dtype {} (the values 0..n-1 must be exact in it)", n, dtype_name(dtype));
   Tensor out = Tensor::empty({n}, dtype, device);
   if (n == 0) return out;
-  const int64_t N = next_pow2(n);
+  const int64_t N = next_power_of_2(n);
   const int64_t ib = bit_width(n);
   Tensor keys = Tensor::empty({1, N}, DType::u64, device);
   Generator::Stream s = gen.reserve(static_cast<uint64_t>(n));

@@ -129,12 +129,6 @@ Kernel& detail::row_scan_kernel() {
 
 namespace {
 
-int64_t pow2_ceil(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
-
 DType scan_acc(Scan kind, DType d) {
   if (is_float(d)) return d == DType::f64 ? DType::f64 : DType::f32;
   if (kind == Scan::cummax || kind == Scan::cummin) return d == DType::i64 || d == DType::u64 || d == DType::u32 ? DType::i64 : DType::i32;
@@ -145,8 +139,8 @@ DType scan_acc(Scan kind, DType d) {
 // cumsum / cumprod are split in S chunks: the chunks' totals (row_stats), their exclusive scan,
 // then every chunk scanned at once from its offset.
 void launch_scan(Scan kind, const Tensor& data, const Tensor& g, Tensor& out, Tensor& idx, int64_t O, int64_t R, DType acc) {
-  const int64_t br = std::clamp<int64_t>(pow2_ceil(R), 16, 1024);
-  const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, pow2_ceil(O)));
+  const int64_t br = std::clamp<int64_t>(next_power_of_2(R), 16, 1024);
+  const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, next_power_of_2(O)));
   const bool splittable = kind == Scan::cumsum || kind == Scan::cumprod;
   if (!splittable || cdiv(O, bo) >= 64 || R < 16384) {
     detail::row_scan_kernel()[{cdiv(O, bo)}](data, g, out, idx, out, O, R, int64_t(1), R, static_cast<int>(kind),

@@ -107,12 +107,6 @@ Kernel& detail::merge_runs_kernel() {
 
 namespace {
 
-int64_t pow2_ceil(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
-
 int bit_length(int64_t x) {
   int n = 0;
   while (x > 0) ++n, x >>= 1;
@@ -140,12 +134,12 @@ SortedRows sort_rows(const char* op, const Tensor& x, int dim, bool descending) 
   s.idx = Tensor::empty({O, R}, DType::i64, x.device());
   if (O * R == 0) return s;
   const int cmp = static_cast<int>(compare_type(x.dtype()));
-  const int64_t L0 = std::clamp<int64_t>(pow2_ceil(R), 16, 64);
+  const int64_t L0 = std::clamp<int64_t>(next_power_of_2(R), 16, 64);
   const int64_t nruns = cdiv(R, L0);
   detail::sort_runs_kernel()[{O * nruns}](s.rows.data, s.keys, s.idx, R, nruns, descending, cmp, static_cast<int>(L0));
   if (R <= L0) return s;
   Tensor k2 = Tensor::empty({O, R}, x.dtype(), x.device()), i2 = Tensor::empty({O, R}, DType::i64, x.device());
-  const int64_t block = std::clamp<int64_t>(pow2_ceil(R), 16, 1024);
+  const int64_t block = std::clamp<int64_t>(next_power_of_2(R), 16, 1024);
   const int64_t nchunks = cdiv(R, block);
   for (int64_t L = L0; L < R; L *= 2) {
     const int64_t steps = bit_length(L) + 1;
