@@ -193,6 +193,11 @@ void Lowering::issue_stage(const ir::Op* loop, const Pipelined& p, const std::st
       line(fmt::format("*reinterpret_cast<{}*>(tt_smem + {} + {}) = {};", ctype(d), base, tile_offset(tl, d, coords), x));
     }
   }
+  // wgmma reads its operands through the async proxy: a stage written by st.shared (the generic
+  // proxy) must be fenced by each writer before the barrier that hands it over, or wgmma may read
+  // stale bytes (seen on an H200: 61 wrong elements of a 256 x 256 product whose B rows were
+  // gathered element by element).
+  if (!async && cc_ >= 90) line("tt_fence_async_shared();  // the stage's st.shared, before wgmma reads it");
   ahead_memo_.clear();
   close();
 }
