@@ -45,6 +45,14 @@ def indices(a):
     return tuple(a["indices"])
 
 
+def elu(x, a):
+    """Tritium's elu(alpha, scale, input_scale) is PyTorch's internal elu; F.elu is the case
+    scale = input_scale = 1, F.selu / F.celu the others."""
+    if a["scale"] == 1 and a["input_scale"] == 1:
+        return F.elu(x, a["alpha"])
+    return torch.ops.aten.elu(x, a["alpha"], a["scale"], a["input_scale"])
+
+
 # The PyTorch call of each op name of bench/ops_bench_table.cpp: f(inputs, attrs) -> output.
 TORCH_OPS = {
     # elementwise
@@ -67,6 +75,67 @@ TORCH_OPS = {
     "relu": lambda x, a: torch.relu(x[0]),
     "gelu": lambda x, a: F.gelu(x[0]),
     "where": lambda x, a: torch.where(x[0], x[1], x[2]),
+    # unary math (ops/decl/unary_math.cpp)
+    "abs": lambda x, a: torch.abs(x[0]),
+    "sign": lambda x, a: torch.sign(x[0]),
+    "square": lambda x, a: torch.square(x[0]),
+    "floor": lambda x, a: torch.floor(x[0]),
+    "ceil": lambda x, a: torch.ceil(x[0]),
+    "trunc": lambda x, a: torch.trunc(x[0]),
+    "round": lambda x, a: torch.round(x[0], decimals=a["decimals"]),
+    "frac": lambda x, a: torch.frac(x[0]),
+    "sin": lambda x, a: torch.sin(x[0]),
+    "cos": lambda x, a: torch.cos(x[0]),
+    "tan": lambda x, a: torch.tan(x[0]),
+    "asin": lambda x, a: torch.asin(x[0]),
+    "acos": lambda x, a: torch.acos(x[0]),
+    "atan": lambda x, a: torch.atan(x[0]),
+    "sinh": lambda x, a: torch.sinh(x[0]),
+    "cosh": lambda x, a: torch.cosh(x[0]),
+    "asinh": lambda x, a: torch.asinh(x[0]),
+    "acosh": lambda x, a: torch.acosh(x[0]),
+    "atanh": lambda x, a: torch.atanh(x[0]),
+    "log1p": lambda x, a: torch.log1p(x[0]),
+    "expm1": lambda x, a: torch.expm1(x[0]),
+    "log2": lambda x, a: torch.log2(x[0]),
+    "log10": lambda x, a: torch.log10(x[0]),
+    "exp2": lambda x, a: torch.exp2(x[0]),
+    "reciprocal": lambda x, a: torch.reciprocal(x[0]),
+    "rsqrt": lambda x, a: torch.rsqrt(x[0]),
+    "erf": lambda x, a: torch.erf(x[0]),
+    "erfc": lambda x, a: torch.erfc(x[0]),
+    "erfinv": lambda x, a: torch.erfinv(x[0]),
+    "nan_to_num": lambda x, a: torch.nan_to_num(x[0], nan=a["nan"], posinf=a["posinf"], neginf=a["neginf"]),
+    "minimum": lambda x, a: torch.minimum(x[0], x[1]),
+    "maximum": lambda x, a: torch.maximum(x[0], x[1]),
+    "fmin": lambda x, a: torch.fmin(x[0], x[1]),
+    "fmax": lambda x, a: torch.fmax(x[0], x[1]),
+    "atan2": lambda x, a: torch.atan2(x[0], x[1]),
+    "hypot": lambda x, a: torch.hypot(x[0], x[1]),
+    "copysign": lambda x, a: torch.copysign(x[0], x[1]),
+    "logaddexp": lambda x, a: torch.logaddexp(x[0], x[1]),
+    "fmod": lambda x, a: torch.fmod(x[0], x[1]),
+    "remainder": lambda x, a: torch.remainder(x[0], x[1]),
+    "fmod.Scalar": lambda x, a: torch.fmod(x[0], a["other"]),
+    "remainder.Scalar": lambda x, a: torch.remainder(x[0], a["other"]),
+    "clamp": lambda x, a: torch.clamp(x[0], a["min"] if a["has_min"] else None, a["max"] if a["has_max"] else None),
+    "clamp.Tensor": lambda x, a: torch.clamp(x[0], x[1], x[2]),
+    "lerp.Scalar": lambda x, a: torch.lerp(x[0], x[1], a["weight"]),
+    "lerp.Tensor": lambda x, a: torch.lerp(x[0], x[1], x[2]),
+    "addcmul": lambda x, a: torch.addcmul(x[0], x[1], x[2], value=a["value"]),
+    "addcdiv": lambda x, a: torch.addcdiv(x[0], x[1], x[2], value=a["value"]),
+    # activations (ops/decl/activations.cpp)
+    "leaky_relu": lambda x, a: F.leaky_relu(x[0], a["negative_slope"]),
+    "silu": lambda x, a: F.silu(x[0]),
+    "softplus": lambda x, a: F.softplus(x[0], a["beta"], a["threshold"]),
+    "elu": lambda x, a: elu(x[0], a),
+    "mish": lambda x, a: F.mish(x[0]),
+    "hardswish": lambda x, a: F.hardswish(x[0]),
+    "hardsigmoid": lambda x, a: F.hardsigmoid(x[0]),
+    "hardtanh": lambda x, a: F.hardtanh(x[0], a["min_val"], a["max_val"]),
+    "softsign": lambda x, a: F.softsign(x[0]),
+    "tanhshrink": lambda x, a: F.tanhshrink(x[0]),
+    "gelu.tanh": lambda x, a: F.gelu(x[0], approximate="tanh"),
     "eq": lambda x, a: torch.eq(x[0], x[1]),
     "gt.Scalar": lambda x, a: torch.gt(x[0], a["other"]),
     "to_dtype": lambda x, a: x[0].to(torch.bfloat16),
@@ -76,6 +145,25 @@ TORCH_OPS = {
     "mean": lambda x, a: torch.mean(x[0], dim=a["dims"] or None, keepdim=a["keepdim"]),
     "amax": lambda x, a: torch.amax(x[0], dim=tuple(a["dims"]), keepdim=a["keepdim"]),
     "amin": lambda x, a: torch.amin(x[0], dim=tuple(a["dims"]), keepdim=a["keepdim"]),
+    "var": lambda x, a: torch.var(x[0], dim=a["dims"] or None, correction=a["correction"], keepdim=a["keepdim"]),
+    "std": lambda x, a: torch.std(x[0], dim=a["dims"] or None, correction=a["correction"], keepdim=a["keepdim"]),
+    "prod": lambda x, a: torch.prod(x[0]),
+    "prod.dim_int": lambda x, a: torch.prod(x[0], a["dim"], keepdim=a["keepdim"]),
+    "logsumexp": lambda x, a: torch.logsumexp(x[0], dim=a["dims"] or list(range(x[0].dim())), keepdim=a["keepdim"]),
+    "linalg_vector_norm": lambda x, a: torch.linalg.vector_norm(x[0], a["ord"], dim=a["dims"] or None,
+                                                                keepdim=a["keepdim"]),
+    # (values, indices) ops: the values, the output Tritium's side times and differentiates
+    "max.dim": lambda x, a: torch.max(x[0], a["dim"], keepdim=a["keepdim"]).values,
+    "min.dim": lambda x, a: torch.min(x[0], a["dim"], keepdim=a["keepdim"]).values,
+    "cumsum": lambda x, a: torch.cumsum(x[0], a["dim"]),
+    "cumprod": lambda x, a: torch.cumprod(x[0], a["dim"]),
+    "cummax": lambda x, a: torch.cummax(x[0], a["dim"]).values,
+    "cummin": lambda x, a: torch.cummin(x[0], a["dim"]).values,
+    "sort": lambda x, a: torch.sort(x[0], dim=a["dim"], descending=a["descending"]).values,
+    "topk": lambda x, a: torch.topk(x[0], a["k"], dim=a["dim"], largest=a["largest"], sorted=a["sorted"]).values,
+    "kthvalue": lambda x, a: torch.kthvalue(x[0], a["k"], dim=a["dim"], keepdim=a["keepdim"]).values,
+    "median": lambda x, a: torch.median(x[0]),
+    "median.dim": lambda x, a: torch.median(x[0], a["dim"], keepdim=a["keepdim"]).values,
     "argmax": lambda x, a: torch.argmax(x[0], dim=a["dim"]),
     "argmin": lambda x, a: torch.argmin(x[0], dim=a["dim"]),
     # softmax, norms, losses, dropout
@@ -86,6 +174,16 @@ TORCH_OPS = {
     "dropout": lambda x, a: F.dropout(x[0], a["p"], training=True),
     # matmul, attention
     "matmul": lambda x, a: torch.matmul(x[0], x[1]),
+    "mm": lambda x, a: torch.mm(x[0], x[1]),
+    "bmm": lambda x, a: torch.bmm(x[0], x[1]),
+    "mv": lambda x, a: torch.mv(x[0], x[1]),
+    "dot": lambda x, a: torch.dot(x[0], x[1]),
+    "vdot": lambda x, a: torch.vdot(x[0], x[1]),
+    "addmm": lambda x, a: torch.addmm(x[0], x[1], x[2], beta=a["beta"], alpha=a["alpha"]),
+    "addmv": lambda x, a: torch.addmv(x[0], x[1], x[2], beta=a["beta"], alpha=a["alpha"]),
+    "addr": lambda x, a: torch.addr(x[0], x[1], x[2], beta=a["beta"], alpha=a["alpha"]),
+    "baddbmm": lambda x, a: torch.baddbmm(x[0], x[1], x[2], beta=a["beta"], alpha=a["alpha"]),
+    "addbmm": lambda x, a: torch.addbmm(x[0], x[1], x[2], beta=a["beta"], alpha=a["alpha"]),
     "scaled_dot_product_attention": lambda x, a: F.scaled_dot_product_attention(
         x[0], x[1], x[2], is_causal=a["is_causal"], scale=a["scale"]),
     # indexing
@@ -130,6 +228,10 @@ def make_input(spec, device, gen):
         return u < 0.5
     if fill == "positive":
         return (u + 0.5).to(dtype)
+    if fill == "unit":
+        return (u * 1.8 - 0.9).to(dtype)
+    if fill == "above_one":
+        return (u + 1.5).to(dtype)
     return (u * 2 - 1).to(dtype)
 
 

@@ -56,6 +56,8 @@ const char* fill_name(Fill f) {
   switch (f) {
     case Fill::uniform: return "uniform";
     case Fill::positive: return "positive";
+    case Fill::unit: return "unit";
+    case Fill::above_one: return "above_one";
     case Fill::index: return "index";
     case Fill::mask: return "mask";
   }
@@ -115,6 +117,9 @@ Tensor make_input(const InputSpec& s, Device device, ops::Generator& gen) {
     case Fill::index: return ops::randint(0, s.high, s.shape, gen, s.dtype, device);
     case Fill::mask: return ops::lt(ops::rand(s.shape, gen, DType::f32, device), ops::Scalar(0.5));
     case Fill::positive: return ops::to_dtype(ops::add(ops::rand(s.shape, gen, DType::f32, device), ops::Scalar(0.5)), s.dtype);
+    case Fill::unit:
+      return ops::to_dtype(ops::sub(ops::mul(ops::rand(s.shape, gen, DType::f32, device), ops::Scalar(1.8)), ops::Scalar(0.9)), s.dtype);
+    case Fill::above_one: return ops::to_dtype(ops::add(ops::rand(s.shape, gen, DType::f32, device), ops::Scalar(1.5)), s.dtype);
     case Fill::uniform: break;
   }
   return ops::to_dtype(ops::sub(ops::mul(ops::rand(s.shape, gen, DType::f32, device), ops::Scalar(2.0)), ops::Scalar(1.0)), s.dtype);

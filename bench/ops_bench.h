@@ -21,6 +21,8 @@ using ops::Shape;
 enum class Fill {
   uniform,    // U[-1, 1)
   positive,   // U[0.5, 1.5): log, sqrt, divisors
+  unit,       // U[-0.9, 0.9): inside the open interval (-1, 1) of asin, acos, atanh, erfinv
+  above_one,  // U[1.5, 2.5): acosh's domain (x >= 1) away from its edge
   index,      // integers in [0, high), i64
   mask,       // bool, true with probability 1/2
 };

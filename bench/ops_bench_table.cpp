@@ -1,6 +1,6 @@
 // The op benchmark table of `tritium-bench --ops`: one line per op case. Sizes follow the
 // element count n: row ops work on [n / 1024, 1024], matmul on two square matrices of about n
-// elements each, attention on [B, H, 1024, 64] with B * H * 1024 * 64 = n. Ops of the registry
+// elements each (the batched products on 16 matrices of about n / 16), attention on [B, H, 1024, 64] with B * H * 1024 * 64 = n. Ops of the registry
 // without a line here are listed as "not benchmarked" by the runner. bench/compare_ops.py has
 // the PyTorch call of each op name (keep the two in step when adding an op).
 #include <cmath>
@@ -41,6 +41,16 @@ std::function<OpCall(int64_t)> reduce(Dims dims, bool keepdim = false) {
 std::function<OpCall(int64_t)> along(int dim, Fill fill = Fill::uniform) { return unary(fill, Attrs{{"dim", dim}}); }
 
 const std::vector<DType> kF32 = {DType::f32};
+std::function<OpCall(int64_t)> ternary(Fill third_fill = Fill::uniform, Attrs attrs = {}) {
+  return [=](int64_t n) { return OpCall{.inputs = {in(mat(n)), in(mat(n)), in(mat(n), third_fill)}, .attrs = attrs}; };
+}
+// The batch of the batched products and the side of its square matrices: 16 of about n / 16
+// elements each, so that each operand holds about n elements like matmul's.
+constexpr int64_t kBatch = 16;
+int64_t batch_side(int64_t n) { return square_side(n / kBatch); }
+// beta and alpha of the add* products: neither 1, so that both scalings are done.
+Attrs scales() { return Attrs{{"beta", 0.5}, {"alpha", 2.0}}; }
+
 
 std::vector<OpBench> make_table() {
   using F = Fill;
@@ -66,6 +76,70 @@ std::vector<OpBench> make_table() {
       {"relu", "", unary()},
       {"gelu", "", unary()},
       {"where", "", [](int64_t n) { return OpCall{.inputs = {mask_in(mat(n)), in(mat(n)), in(mat(n))}}; }},
+
+      // ---- unary math (ops/decl/unary_math.cpp), each in its domain ----
+      {"abs", "", unary()},
+      {"sign", "", unary()},
+      {"square", "", unary()},
+      {"floor", "", unary()},
+      {"ceil", "", unary()},
+      {"trunc", "", unary()},
+      {"round", "", unary(F::uniform, Attrs{{"decimals", 0}})},
+      {"frac", "", unary()},
+      {"sin", "", unary()},
+      {"cos", "", unary()},
+      {"tan", "", unary()},
+      {"asin", "", unary(F::unit)},
+      {"acos", "", unary(F::unit)},
+      {"atan", "", unary()},
+      {"sinh", "", unary()},
+      {"cosh", "", unary()},
+      {"asinh", "", unary()},
+      {"acosh", "", unary(F::above_one)},
+      {"atanh", "", unary(F::unit)},
+      {"log1p", "", unary(F::positive)},
+      {"expm1", "", unary()},
+      {"log2", "", unary(F::positive)},
+      {"log10", "", unary(F::positive)},
+      {"exp2", "", unary()},
+      {"reciprocal", "", unary(F::positive)},
+      {"rsqrt", "", unary(F::positive)},
+      {"erf", "", unary()},
+      {"erfc", "", unary()},
+      {"erfinv", "", unary(F::unit)},
+      {"nan_to_num", "", unary(F::uniform, Attrs{{"nan", std::optional<double>(0.0)}, {"posinf", std::optional<double>()},
+                                                  {"neginf", std::optional<double>()}})},
+      {"minimum", "", binary()},
+      {"maximum", "", binary()},
+      {"fmin", "", binary()},
+      {"fmax", "", binary()},
+      {"atan2", "", binary(F::positive)},
+      {"hypot", "", binary()},
+      {"copysign", "", binary()},
+      {"logaddexp", "", binary()},
+      {"fmod", "", binary(F::positive)},
+      {"remainder", "", binary(F::positive)},
+      {"fmod.Scalar", "", with_scalar(0.3)},
+      {"remainder.Scalar", "", with_scalar(0.3)},
+      {"clamp", "min and max", unary(F::uniform, Attrs{{"has_min", true}, {"has_max", true}, {"min", Scalar(-0.5)}, {"max", Scalar(0.5)}})},
+      {"clamp.Tensor", "min and max", ternary()},
+      {"lerp.Scalar", "", [](int64_t n) { return OpCall{.inputs = {in(mat(n)), in(mat(n))}, .attrs = {{"weight", Scalar(0.3)}}}; }},
+      {"lerp.Tensor", "", ternary()},
+      {"addcmul", "", ternary(F::uniform, Attrs{{"value", Scalar(0.5)}})},
+      {"addcdiv", "", ternary(F::positive, Attrs{{"value", Scalar(0.5)}})},
+
+      // ---- activations (ops/decl/activations.cpp), PyTorch's default parameters ----
+      {"leaky_relu", "", unary(F::uniform, Attrs{{"negative_slope", 0.01}})},
+      {"silu", "", unary()},
+      {"softplus", "", unary(F::uniform, Attrs{{"beta", 1.0}, {"threshold", 20.0}})},
+      {"elu", "", unary(F::uniform, Attrs{{"alpha", 1.0}, {"scale", 1.0}, {"input_scale", 1.0}})},
+      {"mish", "", unary()},
+      {"hardswish", "", unary()},
+      {"hardsigmoid", "", unary()},
+      {"hardtanh", "", unary(F::uniform, Attrs{{"min_val", -0.5}, {"max_val", 0.5}})},
+      {"softsign", "", unary()},
+      {"tanhshrink", "", unary()},
+      {"gelu.tanh", "", unary()},
       // Not in the registry (not differentiable): the op library's function, forward only.
       {"eq", "", binary(), {DType::f32, DType::bf16}, false,
        [](const std::vector<Tensor>& x, const Attrs&) { return ops::eq(x[0], x[1]); }},
@@ -83,6 +157,28 @@ std::vector<OpBench> make_table() {
       {"mean", "dim -1", reduce({-1})},
       {"amax", "dim -1", reduce({-1})},
       {"amin", "dim 0", reduce({0})},
+      {"var", "dim -1", unary(F::uniform, Attrs{{"dims", Dims{-1}}, {"correction", 1.0}, {"keepdim", false}})},
+      {"std", "dim -1", unary(F::uniform, Attrs{{"dims", Dims{-1}}, {"correction", 1.0}, {"keepdim", false}})},
+      // Positive factors: a product of U[-1, 1) values underflows to zero within a row.
+      {"prod", "all", unary(F::positive)},
+      {"prod.dim_int", "dim -1", unary(F::positive, Attrs{{"dim", -1}, {"keepdim", false}})},
+      {"logsumexp", "dim -1", reduce({-1})},
+      {"linalg_vector_norm", "ord 2, dim -1", unary(F::uniform, Attrs{{"ord", 2.0}, {"dims", Dims{-1}}, {"keepdim", false}})},
+      {"max.dim", "dim -1", unary(F::uniform, Attrs{{"dim", -1}, {"keepdim", false}})},
+      {"min.dim", "dim 0", unary(F::uniform, Attrs{{"dim", 0}, {"keepdim", false}})},
+      // Scans along the rows.
+      {"cumsum", "dim -1", along(-1)},
+      {"cumprod", "dim -1", along(-1, F::positive)},
+      {"cummax", "dim -1", along(-1)},
+      {"cummin", "dim -1", along(-1)},
+      // Sorting and selection: at n / 16 elements (issue 29).
+      {"sort", "dim -1", unary(F::uniform, Attrs{{"dim", -1}, {"descending", false}}), {DType::f32, DType::bf16}, true},
+      {"topk", "k 8, dim -1", unary(F::uniform, Attrs{{"k", int64_t(8)}, {"dim", -1}, {"largest", true}, {"sorted", true}}),
+       {DType::f32, DType::bf16}, true},
+      {"kthvalue", "k 100, dim -1", unary(F::uniform, Attrs{{"k", int64_t(100)}, {"dim", -1}, {"keepdim", false}}),
+       {DType::f32, DType::bf16}, true},
+      {"median", "all", unary(), {DType::f32, DType::bf16}, true},
+      {"median.dim", "dim -1", unary(F::uniform, Attrs{{"dim", -1}, {"keepdim", false}}), {DType::f32, DType::bf16}, true},
       {"argmax", "dim -1", along(-1), {DType::f32, DType::bf16}, false,
        [](const std::vector<Tensor>& x, const Attrs& a) { return ops::argmax(x[0], a.get<int>("dim")); }},
       {"argmin", "dim 0", along(0), {DType::f32, DType::bf16}, false,
@@ -105,6 +201,36 @@ std::vector<OpBench> make_table() {
        [](int64_t n) {
          int64_t s = square_side(n);
          return OpCall{.inputs = {in({s, s}), in({s, s})}};
+       }},
+      // The matmul family: each matrix operand of about n elements, vectors of the matching length.
+      {"mm", "square", [](int64_t n) {
+         int64_t s = square_side(n);
+         return OpCall{.inputs = {in({s, s}), in({s, s})}};
+       }},
+      {"bmm", "16 square", [](int64_t n) {
+         int64_t s = batch_side(n);
+         return OpCall{.inputs = {in({kBatch, s, s}), in({kBatch, s, s})}};
+       }},
+      {"mv", "[*, 1024] @ [1024]", [](int64_t n) { return OpCall{.inputs = {in(mat(n)), in({kCols})}}; }},
+      {"dot", "", [](int64_t n) { return OpCall{.inputs = {in({n}), in({n})}}; }},
+      {"vdot", "", [](int64_t n) { return OpCall{.inputs = {in({n}), in({n})}}; }},
+      {"addmm", "square, beta 0.5, alpha 2", [](int64_t n) {
+         int64_t s = square_side(n);
+         return OpCall{.inputs = {in({s, s}), in({s, s}), in({s, s})}, .attrs = scales()};
+       }},
+      {"addmv", "[*, 1024] @ [1024], beta 0.5, alpha 2", [](int64_t n) {
+         return OpCall{.inputs = {in({rows(n)}), in(mat(n)), in({kCols})}, .attrs = scales()};
+       }},
+      {"addr", "[*] x [1024], beta 0.5, alpha 2", [](int64_t n) {
+         return OpCall{.inputs = {in(mat(n)), in({rows(n)}), in({kCols})}, .attrs = scales()};
+       }},
+      {"baddbmm", "16 square, beta 0.5, alpha 2", [](int64_t n) {
+         int64_t s = batch_side(n);
+         return OpCall{.inputs = {in({kBatch, s, s}), in({kBatch, s, s}), in({kBatch, s, s})}, .attrs = scales()};
+       }},
+      {"addbmm", "16 square, beta 0.5, alpha 2", [](int64_t n) {
+         int64_t s = batch_side(n);
+         return OpCall{.inputs = {in({s, s}), in({kBatch, s, s}), in({kBatch, s, s})}, .attrs = scales()};
        }},
       {"scaled_dot_product_attention", "causal, S 1024, D 64",
        [](int64_t n) {
