@@ -29,6 +29,7 @@
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/reduce_kernels.h"
 #include "ops/reduce_plan.h"
 
 namespace tritium::ops {
@@ -371,6 +372,8 @@ Tensor arg_op(Red kind, const Tensor& x, int dim, bool keepdim) {
 }
 
 }  // namespace
+
+Kernel& detail::plain_reduce_kernel() { return reduce_kernel(); }
 
 Tensor sum(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::sum, x, dims, keepdim); }
 Tensor mean(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::mean, x, dims, keepdim); }
