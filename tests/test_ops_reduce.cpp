@@ -286,6 +286,11 @@ BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
   BOOST_TEST(f.chunks == 512);
   BOOST_TEST(f.programs == 512);
   BOOST_TEST(f.programs2 == 1);
+  // 64 long rows: 9 chunks each (the old rule split only below 8 programs).
+  auto r = od::plan_reduce(64, 262144, 1, h100);
+  BOOST_TEST(r.chunks == 9);
+  BOOST_TEST(r.programs == 576);
+  BOOST_TEST(r.programs2 == 1);
   // Enough programs already: no split; the CPU's 2 threads: a split in 2.
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100).chunks == 1);
   BOOST_TEST(od::plan_reduce(600, 5000, 7, h100).chunks == 1);
