@@ -41,7 +41,7 @@ namespace {
 using P = tl::ptr<tl::any>;
 using detail::shape_str;
 using detail::plan_reduce;
-using detail::reduce_fill_programs;
+using detail::reduce_device;
 using detail::ReducePlan;
 
 enum class Red : int { sum, mean, max, min, argmax, argmin };
@@ -218,7 +218,7 @@ void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out,
 void launch_reduce(Red kind, const Tensor& x, Tensor& out, Problem p) {
   const DType acc = accumulate_type(kind, x.dtype());
   const double scale = p.R > 0 ? 1.0 / static_cast<double>(p.R) : std::numeric_limits<double>::quiet_NaN();
-  const ReducePlan plan = plan_reduce(p.O, p.R, p.I, reduce_fill_programs(x.device()));
+  const ReducePlan plan = plan_reduce(p.O, p.R, p.I, reduce_device(x.device()));
   // Tiles are [rows, r] for rows and [r, columns] for columns.
   auto tile = [&](int64_t br, int64_t bk) { return plan.columns ? std::pair{br, bk} : std::pair{bk, br}; };
   Tensor none;

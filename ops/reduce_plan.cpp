@@ -2,7 +2,8 @@
 #include "ops/reduce_plan.h"
 
 #include <algorithm>
-#include <atomic>
+#include <mutex>
+#include <optional>
 
 #include "common/error.h"
 #include "runtime/cuda_device.h"
@@ -18,10 +19,8 @@ constexpr int64_t kTile = 4096;
 // second launch and the partials' traffic than they gain in parallelism.
 constexpr int64_t kMinChunkElements = 4096;
 constexpr int64_t kMinChunkTiles = 4;
-// Programs per SM that make "a few waves" on CUDA (the tail of the last wave is then small).
-constexpr int64_t kProgramsPerSm = 4;
-
-std::atomic<int64_t> fill_override{0};
+std::mutex override_mutex;
+std::optional<ReduceDevice> device_override;
 
 int64_t pow4_ceil(int64_t x) {
   int64_t p = 1;
@@ -45,8 +44,10 @@ int64_t split_r(int64_t R, int64_t programs, int64_t fill, int64_t min_chunk, in
 
 }  // namespace
 
-ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, int64_t fill) {
-  if (O < 1 || R < 0 || I < 1 || fill < 1) fail("plan_reduce: bad problem O={} R={} I={} fill={}", O, R, I, fill);
+ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device) {
+  const int64_t fill = device.fill;
+  if (O < 1 || R < 0 || I < 1 || fill < 1 || device.max_columns < 16)
+    fail("plan_reduce: bad problem O={} R={} I={} fill={} max_columns={}", O, R, I, fill, device.max_columns);
   ReducePlan p;
   p.columns = I > 1;
   if (!p.columns) {
@@ -64,9 +65,8 @@ ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, int64_t fill) {
     }
     return p;
   }
-  // Columns: a program reduces a [block_r, block_k] tile along r, vectorised across i. At most 256
-  // columns a tile, so that wide rows give several programs before r has to be split.
-  p.block_k = std::clamp<int64_t>(pow4_ceil(I), 16, 256);
+  // Columns: a program reduces a [block_r, block_k] tile along r, vectorised across i.
+  p.block_k = std::clamp<int64_t>(pow4_ceil(I), 16, device.max_columns);
   p.block_r = std::clamp<int64_t>(kTile / p.block_k, 1, std::max<int64_t>(1, pow4_ceil(R)));
   const int64_t programs = O * cdiv(I, p.block_k);
   const int64_t min_chunk = std::max(kMinChunkTiles * p.block_r, cdiv(kMinChunkElements, p.block_k));
@@ -80,13 +80,23 @@ ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, int64_t fill) {
   return p;
 }
 
-int64_t reduce_fill_programs(Device device) {
-  if (int64_t f = fill_override.load(); f > 0) return f;
-  if (device.is_cuda()) return kProgramsPerSm * runtime::cuda::properties(device.index).multiprocessor_count;
-  return runtime::ThreadPool::global().size();
+ReduceDevice reduce_device(Device device) {
+  {
+    std::lock_guard lock(override_mutex);
+    if (device_override) return *device_override;
+  }
+  if (device.is_cuda()) return ReduceDevice::cuda(runtime::cuda::properties(device.index).multiprocessor_count);
+  return ReduceDevice::cpu(runtime::ThreadPool::global().size());
 }
 
-ScopedReduceFill::ScopedReduceFill(int64_t fill) : previous_(fill_override.exchange(fill)) {}
-ScopedReduceFill::~ScopedReduceFill() { fill_override.store(previous_); }
+ScopedReduceDevice::ScopedReduceDevice(ReduceDevice d) {
+  std::lock_guard lock(override_mutex);
+  if (device_override) fail("ScopedReduceDevice: already overridden (scopes do not nest)");
+  device_override = d;
+}
+ScopedReduceDevice::~ScopedReduceDevice() {
+  std::lock_guard lock(override_mutex);
+  device_override.reset();
+}
 
 }  // namespace tritium::ops::detail

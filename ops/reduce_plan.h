@@ -20,22 +20,30 @@ struct ReducePlan {
   int launches() const { return chunks > 1 ? 2 : 1; }
 };
 
-// The plan for an (O, R, I) problem on a device that `fill` programs keep busy.
-ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, int64_t fill);
+// What the plan needs to know of the device.
+struct ReduceDevice {
+  int64_t fill = 1;           // programs that keep it busy
+  int64_t max_columns = 256;  // widest column tile
+  // CUDA: 4 programs per SM (a few waves); column tiles of at most 256 so that wide rows give
+  // several programs, in the second launch too. CPU: one program per pool thread (a split beyond
+  // them only costs the second launch); column tiles up to 1024 (long contiguous vector rows).
+  static ReduceDevice cuda(int multiprocessors) { return {4 * int64_t(multiprocessors), 256}; }
+  static ReduceDevice cpu(int threads) { return {threads, 1024}; }
+};
 
-// Programs that keep `device` busy: a few waves of its SMs (CUDA), its pool's threads (CPU).
-int64_t reduce_fill_programs(Device device);
+// The plan for an (O, R, I) problem on `device`.
+ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device);
 
-// Makes reduce_fill_programs return `fill` for a scope (tests: run a GPU's plan on the CPU).
-class ScopedReduceFill {
+// The description of `device` (its SM count, its pool's threads).
+ReduceDevice reduce_device(Device device);
+
+// Makes reduce_device return `d` for a scope (tests: run a GPU's plan on the CPU).
+class ScopedReduceDevice {
  public:
-  explicit ScopedReduceFill(int64_t fill);
-  ~ScopedReduceFill();
-  ScopedReduceFill(const ScopedReduceFill&) = delete;
-  ScopedReduceFill& operator=(const ScopedReduceFill&) = delete;
-
- private:
-  int64_t previous_;
+  explicit ScopedReduceDevice(ReduceDevice d);
+  ~ScopedReduceDevice();
+  ScopedReduceDevice(const ScopedReduceDevice&) = delete;
+  ScopedReduceDevice& operator=(const ScopedReduceDevice&) = delete;
 };
 
 }  // namespace tritium::ops::detail

@@ -269,7 +269,9 @@ BOOST_AUTO_TEST_CASE(sum_to_op) {
 // The cut into programs (ops/reduce_plan.h) for an H100-like device: 132 SMs, 4 programs each.
 BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
   namespace od = tritium::ops::detail;
-  const int64_t h100 = 4 * 132;
+  const auto h100 = od::ReduceDevice::cuda(132);
+  const auto cpu2 = od::ReduceDevice::cpu(2);
+  BOOST_TEST(h100.fill == 528);
   // [16384, 1024] over dim 0 (a bias gradient): 4 column tiles of 256 would leave 128 SMs idle;
   // r is cut in 128 chunks of 128 rows: 512 programs, then 4 over the partials.
   auto c = od::plan_reduce(1, 16384, 1024, h100);
@@ -294,9 +296,15 @@ BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
   // Enough programs already: no split; the CPU's 2 threads: a split in 2.
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100).chunks == 1);
   BOOST_TEST(od::plan_reduce(600, 5000, 7, h100).chunks == 1);
-  BOOST_TEST(od::plan_reduce(1, 16384, 1024, 2).chunks == 1);  // 4 column tiles >= 2 threads
-  BOOST_TEST(od::plan_reduce(1, 5000, 7, 2).chunks == 2);
-  BOOST_TEST(od::plan_reduce(1, int64_t(1) << 20, 1, 2).chunks == 2);
+  // The CPU: column tiles up to 1024 wide, r cut for its threads.
+  auto cc = od::plan_reduce(1, 16384, 1024, cpu2);
+  BOOST_TEST(cc.block_k == 1024);
+  BOOST_TEST(cc.chunks == 2);
+  BOOST_TEST(cc.programs == 2);
+  BOOST_TEST(od::plan_reduce(1, 5000, 7, cpu2).chunks == 2);
+  BOOST_TEST(od::plan_reduce(1, int64_t(1) << 20, 1, cpu2).chunks == 2);
+  BOOST_TEST(od::plan_reduce(4, int64_t(1) << 20, 1, cpu2).chunks == 1);  // 4 rows >= 2 threads
+  BOOST_TEST(od::plan_reduce(1, int64_t(1) << 20, 1, od::ReduceDevice::cpu(1)).chunks == 1);
   // Short r is never cut below the minimum chunk, and R = 0 never splits.
   BOOST_TEST(od::plan_reduce(1, 4000, 1, h100).chunks == 1);
   BOOST_TEST(od::plan_reduce(5, 0, 1, h100).chunks == 1);
@@ -309,17 +317,20 @@ BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
     BOOST_TEST(p.chunk * (p.chunks - 1) < R);
     BOOST_TEST(p.chunk * p.chunks >= R);
   }
-  tt::check_throws([] { od::plan_reduce(0, 5, 1, 8); }, {"plan_reduce", "O=0"}, "empty problem");
+  tt::check_throws([&] { od::plan_reduce(0, 5, 1, h100); }, {"plan_reduce", "O=0"}, "empty problem");
+  tt::check_throws([&] { od::plan_reduce(1, 5, 1, od::ReduceDevice{0, 256}); }, {"plan_reduce", "fill=0"}, "no fill");
+  od::ScopedReduceDevice force(h100);
+  tt::check_throws([&] { od::ScopedReduceDevice again(cpu2); }, {"ScopedReduceDevice", "nest"}, "nested override");
 }
 
 // The split paths' values, with the CPU's plan and with an H100's (forced), on every backend.
 BOOST_AUTO_TEST_CASE(split_reductions) {
   namespace od = tritium::ops::detail;
   tt::for_each_backend([&](const tt::Backend& be) {
-    for (int64_t fill : {int64_t(0), int64_t(4 * 132)}) {
-      std::optional<od::ScopedReduceFill> force;
-      if (fill > 0) force.emplace(fill);
-      const std::string tag = fill > 0 ? " (H100 plan)" : " (device plan)";
+    for (bool h100 : {false, true}) {
+      std::optional<od::ScopedReduceDevice> force;
+      if (h100) force.emplace(od::ReduceDevice::cuda(132));
+      const std::string tag = h100 ? " (H100 plan)" : " (device plan)";
       struct Case { ou::Shape shape; std::vector<int> dims; };
       for (const Case& c : std::vector<Case>{{{5000, 7}, {0}}, {{3, 4000, 5}, {1}}, {{20000}, {}}, {{2, 70000}, {1}},
                                               {{9000, 300}, {0}}}) {
