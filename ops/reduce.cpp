@@ -9,10 +9,11 @@
 // Two variants of one kernel:
 //  - I == 1 ("rows"): a program reduces BO rows, looping over r in blocks of BR, accumulating a
 //    [BO, BR] block that is reduced along axis 1 at the end (vector loads when sr == 1).
-//    Few long rows (a full reduction) are split into chunks of r: a first launch writes partial
-//    results [O, S] in the accumulation type, a second reduces them (both threads busy, and
-//    shorter sequential sums).
 //  - I > 1 ("columns"): a program reduces a [BR, BI] block along axis 0, vectorised across i.
+// When those programs cannot fill the device (ops/reduce_plan.h decides), r is cut into S
+// chunks: a first launch writes partials [O, S] (rows) or [O, S, I] (columns) in the
+// accumulation type - for argmax/argmin the value and its index - and a second reduces them
+// over S (for argmax/argmin taking the indices from the partials).
 // Accumulation: sum/mean of f16/bf16/f32 in f32, f64 in f64, integers and bool in i64 (the
 // output of sum of integers is i64, as PyTorch). amax/amin propagate NaN; argmax/argmin return
 // the first index of the extreme value (NaN counts as the extreme, as PyTorch).
@@ -28,6 +29,8 @@
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/reduce_kernels.h"
+#include "ops/reduce_plan.h"
 
 namespace tritium::ops {
 
@@ -37,6 +40,9 @@ namespace {
 
 using P = tl::ptr<tl::any>;
 using detail::shape_str;
+using detail::plan_reduce;
+using detail::reduce_device;
+using detail::ReducePlan;
 
 enum class Red : int { sum, mean, max, min, argmax, argmin };
 
@@ -87,12 +93,15 @@ tl::tensor prefer(bool max, bool flt, const tl::tensor& a, const tl::tensor& ai,
   return better || (same && ai < bi);
 }
 
-// The reduction of a [T0, T1] block along AXIS into `out` (see the file comment).
+// The reduction of a [T0, T1] block along AXIS into `out` (see the file comment). r is cut in
+// chunks of `chunk`: program pid takes chunk pid % S and writes out[(o * S + s) * I + i].
+// For argmax/argmin, IDX_IN takes the candidates' indices from xi (at x's offsets) instead of r
+// (the second launch over partials) and VAL_OUT also stores the winning values to out_v.
 Kernel& reduce_kernel() {
   static Kernel k = tritium::kernel(
       "reduce",
-      [](P x, P out, tl::i64 O, tl::i64 R, tl::i64 I, tl::i64 so, tl::i64 sr, tl::i64 si, tl::i64 chunk, tl::f64 scale,
-         int KIND, int ACC, bool INNER, int T0, int T1) {
+      [](P x, P xi, P out, P out_v, tl::i64 O, tl::i64 R, tl::i64 I, tl::i64 so, tl::i64 sr, tl::i64 si, tl::i64 chunk,
+         tl::f64 scale, int KIND, int ACC, bool INNER, int T0, int T1, bool IDX_IN, bool VAL_OUT) {
         const Red kind = static_cast<Red>(KIND);
         const DType acc_t = static_cast<DType>(ACC);
         const bool flt = is_float(acc_t);
@@ -103,9 +112,9 @@ Kernel& reduce_kernel() {
         // Offsets of the block's elements besides r (broadcastable to the tile), the mask of the
         // kept index (likewise), the output offsets and their mask.
         tl::tensor xoff, kmask, outoff, omask, rbeg, rend;
+        auto S = tl::cdiv(tl::maximum(R, 1), chunk);
+        auto s = pid % S;
         if (!INNER) {
-          auto S = tl::cdiv(tl::maximum(R, 1), chunk);
-          auto s = pid % S;
           auto o = (pid / S) * T0 + tl::arange(0, T0);
           omask = o < O;
           kmask = omask(tl::_, tl::None);
@@ -115,14 +124,15 @@ Kernel& reduce_kernel() {
           rend = tl::minimum(rbeg + chunk, R);
         } else {
           auto nib = tl::cdiv(I, T1);
-          auto o = pid / nib;
-          auto i = (pid % nib) * T1 + tl::arange(0, T1);
+          auto rest = pid / S;
+          auto o = rest / nib;
+          auto i = (rest % nib) * T1 + tl::arange(0, T1);
           omask = i < I;
           kmask = omask(tl::None, tl::_);
           xoff = o * so + (i * si)(tl::None, tl::_);
-          outoff = o * I + i;
-          rbeg = tl::zeros({}, tl::int64);
-          rend = R + tl::zeros({}, tl::int64);
+          outoff = (o * S + s) * I + i;
+          rbeg = s * chunk;
+          rend = tl::minimum(rbeg + chunk, R);
         }
         const int RB = INNER ? T0 : T1;  // block along r
 
@@ -135,14 +145,16 @@ Kernel& reduce_kernel() {
           auto r = r0 + tl::arange(0, RB);
           auto r2 = INNER ? r(tl::_, tl::None) : r(tl::None, tl::_);
           auto m = kmask && (r2 < rend);
-          auto v = tl::load(x + (xoff + r2 * sr), m, 0);
+          auto off = xoff + r2 * sr;
+          auto v = tl::load(x + off, m, 0);
           if (v.dtype() != acc_t) v = v.to(acc_t);
           if (kind == Red::sum || kind == Red::mean) {
             acc = acc + v;
           } else {
             v = tl::where(m, v, acc);  // masked lanes keep the accumulator
             if (is_arg(kind)) {
-              auto vi = tl::broadcast_to(r2, tile);
+              auto vi = IDX_IN ? tl::broadcast_to(tl::load(xi + off, m, 0).to(tl::int64), tile)
+                               : tl::broadcast_to(r2, tile);
               auto take = m && prefer(is_max(kind), flt, v, vi, acc, acc_i);
               acc = tl::where(take, v, acc);
               acc_i = tl::where(take, vi, acc_i);
@@ -163,6 +175,7 @@ Kernel& reduce_kernel() {
             return std::vector<tl::tensor>{tl::where(take, a[0], b[0]), tl::where(take, a[1], b[1])};
           });
           result = rs[1];
+          if (VAL_OUT) tl::store(out_v + outoff, rs[0], omask);
         } else if (!flt) {
           result = is_max(kind) ? tl::max(acc, axis) : tl::min(acc, axis);
         } else {
@@ -174,12 +187,6 @@ Kernel& reduce_kernel() {
         tl::store(out + outoff, result, omask);
       });
   return k;
-}
-
-int64_t pow4_ceil(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 4;
-  return p;
 }
 
 DType accumulate_type(Red kind, DType d) {
@@ -195,40 +202,48 @@ struct Problem {
   int64_t O = 1, R = 1, I = 1, so = 0, sr = 0, si = 0;
 };
 
-// Launches the kernel on x viewed as (O, R, I) into `out` (contiguous, O * I elements).
+// One launch of the kernel: x viewed as (O, R, I) with r cut in chunks of `chunk`, tiles
+// [t0, t1]; xi: the indices of argmax/argmin partials (or undefined), out_v: where their values go.
+void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out, Tensor& out_v, const Problem& p,
+            int64_t chunk, double scale, int64_t programs, bool columns, int64_t t0, int64_t t1) {
+  const Tensor& idx_in = xi.defined() ? xi : x;
+  Tensor& val_out = out_v.defined() ? out_v : out;
+  reduce_kernel()[{programs}](x, idx_in, out, val_out, p.O, p.R, p.I, p.so, p.sr, p.si, chunk, scale,
+                              static_cast<int>(kind), static_cast<int>(acc), columns, static_cast<int>(t0),
+                              static_cast<int>(t1), xi.defined(), out_v.defined());
+}
+
+// Launches the reduction of x viewed as (O, R, I) into `out` (contiguous, O * I elements):
+// one launch, or two when the plan cuts r into chunks (partials [O, S, I], then over S).
 void launch_reduce(Red kind, const Tensor& x, Tensor& out, Problem p) {
   const DType acc = accumulate_type(kind, x.dtype());
   const double scale = p.R > 0 ? 1.0 / static_cast<double>(p.R) : std::numeric_limits<double>::quiet_NaN();
-  if (p.I == 1) {
-    const int64_t br = std::clamp<int64_t>(pow4_ceil(p.R), 16, 1024);
-    const int64_t bo = br >= 1024 ? 1 : std::clamp<int64_t>(4096 / br, 1, std::max<int64_t>(1, pow4_ceil(p.O)));
-    const int64_t programs = cdiv(p.O, bo);
-    // Few long rows: split r into chunks, reduce partials in a second launch.
-    if (!is_arg(kind) && programs < 8 && p.R >= 65536) {
-      const int64_t chunk = std::max<int64_t>(16384, cdiv(p.R, 64) / br * br + br);
-      const int64_t S = cdiv(p.R, chunk);
-      Tensor partial = Tensor::empty({p.O, S}, acc, x.device());
-      Red first = kind == Red::mean ? Red::sum : kind;
-      reduce_kernel()[{programs * S}](x, partial, p.O, p.R, int64_t(1), p.so, p.sr, int64_t(0), chunk, 1.0,
-                                      static_cast<int>(first), static_cast<int>(acc), false, static_cast<int>(bo),
-                                      static_cast<int>(br));
-      const int64_t br2 = std::clamp<int64_t>(pow4_ceil(S), 16, 1024);
-      const int64_t bo2 = std::clamp<int64_t>(4096 / br2, 1, std::max<int64_t>(1, pow4_ceil(p.O)));
-      reduce_kernel()[{cdiv(p.O, bo2)}](partial, out, p.O, S, int64_t(1), S, int64_t(1), int64_t(0), S, scale,
-                                        static_cast<int>(kind), static_cast<int>(acc), false, static_cast<int>(bo2),
-                                        static_cast<int>(br2));
-      return;
-    }
-    reduce_kernel()[{programs}](x, out, p.O, p.R, int64_t(1), p.so, p.sr, int64_t(0), std::max<int64_t>(p.R, 1), scale,
-                                static_cast<int>(kind), static_cast<int>(acc), false, static_cast<int>(bo),
-                                static_cast<int>(br));
+  const ReducePlan plan = plan_reduce(p.O, p.R, p.I, reduce_device(x.device()));
+  // Tiles are [rows, r] for rows and [r, columns] for columns.
+  auto tile = [&](int64_t br, int64_t bk) { return plan.columns ? std::pair{br, bk} : std::pair{bk, br}; };
+  Tensor none;
+  if (plan.chunks == 1) {
+    auto [t0, t1] = tile(plan.block_r, plan.block_k);
+    launch(kind, acc, x, none, out, none, p, plan.chunk, scale, plan.programs, plan.columns, t0, t1);
     return;
   }
-  const int64_t bi = std::clamp<int64_t>(pow4_ceil(p.I), 16, 1024);
-  const int64_t br = std::clamp<int64_t>(4096 / bi, 1, std::max<int64_t>(1, pow4_ceil(p.R)));
-  reduce_kernel()[{p.O * cdiv(p.I, bi)}](x, out, p.O, p.R, p.I, p.so, p.sr, p.si, std::max<int64_t>(p.R, 1), scale,
-                                         static_cast<int>(kind), static_cast<int>(acc), true, static_cast<int>(br),
-                                         static_cast<int>(bi));
+  const int64_t S = plan.chunks;
+  const Shape pshape = plan.columns ? Shape{p.O, S, p.I} : Shape{p.O, S};
+  Tensor partial = Tensor::empty(pshape, is_arg(kind) ? DType::i64 : acc, x.device());
+  Tensor partial_v = is_arg(kind) ? Tensor::empty(pshape, acc, x.device()) : Tensor();
+  {
+    auto [t0, t1] = tile(plan.block_r, plan.block_k);
+    launch(kind == Red::mean ? Red::sum : kind, acc, x, none, partial, partial_v, p, plan.chunk, 1.0, plan.programs,
+           plan.columns, t0, t1);
+  }
+  // The partials as (O, S, I), contiguous; the values are the input of the second launch.
+  Problem q;
+  q.O = p.O, q.R = S, q.I = p.I, q.so = S * p.I, q.sr = p.I, q.si = 1;
+  auto [t0, t1] = tile(plan.block_r2, plan.block_k2);
+  if (is_arg(kind))
+    launch(kind, acc, partial_v, partial, out, none, q, S, scale, plan.programs2, plan.columns, t0, t1);
+  else
+    launch(kind, acc, partial, none, out, none, q, S, scale, plan.programs2, plan.columns, t0, t1);
 }
 
 struct Dim {
@@ -357,6 +372,8 @@ Tensor arg_op(Red kind, const Tensor& x, int dim, bool keepdim) {
 }
 
 }  // namespace
+
+Kernel& detail::plain_reduce_kernel() { return reduce_kernel(); }
 
 Tensor sum(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::sum, x, dims, keepdim); }
 Tensor mean(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::mean, x, dims, keepdim); }

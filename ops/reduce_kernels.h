@@ -24,5 +24,8 @@ Kernel& sort_runs_kernel();
 Kernel& merge_runs_kernel();
 // unique_runs(s, group, values, starts, n, groups; MODE, CMP, BLOCK): ops/unique.cpp.
 Kernel& unique_runs_kernel();
+// reduce(x, xi, out, out_v, O, R, I, so, sr, si, chunk, scale; KIND, ACC, INNER, T0, T1, IDX_IN,
+// VAL_OUT): the sum/mean/amax/amin/argmax/argmin kernel of ops/reduce.cpp (KIND in that order).
+Kernel& plain_reduce_kernel();
 
 }  // namespace tritium::ops::detail

@@ -131,6 +131,50 @@ BOOST_AUTO_TEST_CASE(sort_and_merge_runs) {
           int64_t(1000), 2, d(DType::f32), 1024);
 }
 
+// ops/reduce.cpp's kernel in the launches of a split reduction (ops/reduce_plan.h): [16384, 1024]
+// over dim 0 as an H100's plan cuts it (128 chunks of 128 rows, tiles [16, 256]) and a full
+// reduction of 2^24 (512 chunks of 32768, tiles [1, 1024]), both launches, every kind.
+BOOST_AUTO_TEST_CASE(split_reduce_launches) {
+  if (!nvrtc_or_skip()) return;
+  auto& k = tritium::ops::detail::plain_reduce_kernel();
+  const int64_t R = 16384, I = 1024, S = 128;
+  for (int kind = 0; kind < 6; ++kind) {
+    const bool arg = kind >= 4;
+    const int first = kind == 1 ? 0 : kind;  // mean's first launch sums
+    also_sm80 = kind == 0 || kind == 5;
+    const std::string name = "reduce kind " + std::to_string(kind);
+    // Columns, f16 input: partials in f32 (argmax/argmin: i64 indices and f32 values).
+    if (arg) {
+      compile(k, name + " columns, first launch", addr<tritium::f16_t>(0), addr<tritium::f16_t>(0), addr<int64_t>(1),
+              addr<float>(2), int64_t(1), R, I, R * I, I, int64_t(1), S, 1.0, first, d(DType::f32), true, 16, 256,
+              false, true);
+      compile(k, name + " columns, over the partials", addr<float>(2), addr<int64_t>(1), addr<int64_t>(3),
+              addr<int64_t>(3), int64_t(1), S, I, S * I, I, int64_t(1), S, 1.0 / R, kind, d(DType::f32), true, 16,
+              256, true, false);
+    } else {
+      compile(k, name + " columns, first launch", addr<tritium::f16_t>(0), addr<tritium::f16_t>(0), addr<float>(1),
+              addr<float>(1), int64_t(1), R, I, R * I, I, int64_t(1), S, 1.0, first, d(DType::f32), true, 16, 256,
+              false, false);
+      compile(k, name + " columns, over the partials", addr<float>(1), addr<float>(1), addr<tritium::f16_t>(3),
+              addr<tritium::f16_t>(3), int64_t(1), S, I, S * I, I, int64_t(1), S, 1.0 / R, kind, d(DType::f32), true,
+              16, 256, false, false);
+    }
+  }
+  also_sm80 = false;
+  // Rows, f32: a full reduction's chunks, then one program over 512 partials.
+  const int64_t N = int64_t(1) << 24, C = 32768, P = 512;
+  compile(k, "reduce sum rows, first launch", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(1),
+          int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), C, 1.0, 0, d(DType::f32), false, 1, 1024, false, false);
+  compile(k, "reduce argmax rows, first launch", addr<float>(0), addr<float>(0), addr<int64_t>(1), addr<float>(2),
+          int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), C, 1.0, 4, d(DType::f32), false, 1, 1024, false, true);
+  compile(k, "reduce argmax rows, over the partials", addr<float>(2), addr<int64_t>(1), addr<int64_t>(3),
+          addr<int64_t>(3), int64_t(1), P, int64_t(1), P, int64_t(1), int64_t(1), P, 1.0, 4, d(DType::f32), false, 4,
+          1024, true, false);
+  compile(k, "reduce amin i32 columns, first launch", addr<int32_t>(0), addr<int32_t>(0), addr<int32_t>(1),
+          addr<int32_t>(1), int64_t(3), R, int64_t(5), R * 5, int64_t(5), int64_t(1), int64_t(1024), 1.0, 3,
+          d(DType::i32), true, 256, 16, false, false);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 #else

@@ -1,8 +1,11 @@
 // The op library's reductions (ops/reduce.cpp): sum mean amax amin argmax argmin sum_to over
 // dims lists, keepdim, strided inputs, long rows, dtypes and errors, against float64 host references.
 #include <cmath>
+#include <array>
 #include <limits>
+#include <optional>
 
+#include "ops/reduce_plan.h"
 #include "ops_test_helpers.h"
 
 namespace tt = tritium::test;
@@ -260,6 +263,129 @@ BOOST_AUTO_TEST_CASE(sum_to_op) {
                      "bias gradient");
     tt::check_throws([&] { ops::sum_to(g, {2, 5}); }, {"sum_to", "[2, 5]", "[4, 3, 5]"}, "sum_to incompatible");
     tt::check_throws([&] { ops::sum_to(g, {1, 4, 3, 5}); }, {"sum_to"}, "sum_to higher rank");
+  });
+}
+
+// The cut into programs (ops/reduce_plan.h) for an H100-like device: 132 SMs, 4 programs each.
+BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
+  namespace od = tritium::ops::detail;
+  const auto h100 = od::ReduceDevice::cuda(132);
+  const auto cpu2 = od::ReduceDevice::cpu(2);
+  BOOST_TEST(h100.fill == 528);
+  // [16384, 1024] over dim 0 (a bias gradient): 4 column tiles of 256 would leave 128 SMs idle;
+  // r is cut in 128 chunks of 128 rows: 512 programs, then 4 over the partials.
+  auto c = od::plan_reduce(1, 16384, 1024, h100);
+  BOOST_TEST(c.columns);
+  BOOST_TEST(c.chunks == 128);
+  BOOST_TEST(c.chunk == 128);
+  BOOST_TEST(c.programs == 512);
+  BOOST_TEST(c.launches() == 2);
+  BOOST_TEST(c.programs2 == 4);
+  BOOST_TEST(c.chunk % c.block_r == 0);
+  // The full reduction of 2^24: 512 chunks of 32768, then one program over them.
+  auto f = od::plan_reduce(1, int64_t(1) << 24, 1, h100);
+  BOOST_TEST(!f.columns);
+  BOOST_TEST(f.chunks == 512);
+  BOOST_TEST(f.programs == 512);
+  BOOST_TEST(f.programs2 == 1);
+  // 64 long rows: 9 chunks each (the old rule split only below 8 programs).
+  auto r = od::plan_reduce(64, 262144, 1, h100);
+  BOOST_TEST(r.chunks == 9);
+  BOOST_TEST(r.programs == 576);
+  BOOST_TEST(r.programs2 == 1);
+  // Enough programs already: no split; the CPU's 2 threads: a split in 2.
+  BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100).chunks == 1);
+  BOOST_TEST(od::plan_reduce(600, 5000, 7, h100).chunks == 1);
+  // The CPU: column tiles up to 1024 wide, r cut for its threads.
+  auto cc = od::plan_reduce(1, 16384, 1024, cpu2);
+  BOOST_TEST(cc.block_k == 1024);
+  BOOST_TEST(cc.chunks == 2);
+  BOOST_TEST(cc.programs == 2);
+  BOOST_TEST(od::plan_reduce(1, 5000, 7, cpu2).chunks == 2);
+  BOOST_TEST(od::plan_reduce(1, int64_t(1) << 20, 1, cpu2).chunks == 2);
+  BOOST_TEST(od::plan_reduce(4, int64_t(1) << 20, 1, cpu2).chunks == 1);  // 4 rows >= 2 threads
+  BOOST_TEST(od::plan_reduce(1, int64_t(1) << 20, 1, od::ReduceDevice::cpu(1)).chunks == 1);
+  // Short r is never cut below the minimum chunk, and R = 0 never splits.
+  BOOST_TEST(od::plan_reduce(1, 4000, 1, h100).chunks == 1);
+  BOOST_TEST(od::plan_reduce(5, 0, 1, h100).chunks == 1);
+  auto m = od::plan_reduce(3, 4000, 5, h100);
+  BOOST_TEST(m.chunks == 3);
+  BOOST_TEST(m.programs == 9);
+  // Every chunk is non-empty and together they cover r.
+  for (auto [O, R, I] : std::vector<std::array<int64_t, 3>>{{1, 16384, 1024}, {1, 20000, 1}, {3, 4000, 5}, {2, 70000, 1}}) {
+    auto p = od::plan_reduce(O, R, I, h100);
+    BOOST_TEST(p.chunk * (p.chunks - 1) < R);
+    BOOST_TEST(p.chunk * p.chunks >= R);
+  }
+  tt::check_throws([&] { od::plan_reduce(0, 5, 1, h100); }, {"plan_reduce", "O=0"}, "empty problem");
+  tt::check_throws([&] { od::plan_reduce(1, 5, 1, od::ReduceDevice{0, 256}); }, {"plan_reduce", "fill=0"}, "no fill");
+  od::ScopedReduceDevice force(h100);
+  tt::check_throws([&] { od::ScopedReduceDevice again(cpu2); }, {"ScopedReduceDevice", "nest"}, "nested override");
+}
+
+// The split paths' values, with the CPU's plan and with an H100's (forced), on every backend.
+BOOST_AUTO_TEST_CASE(split_reductions) {
+  namespace od = tritium::ops::detail;
+  tt::for_each_backend([&](const tt::Backend& be) {
+    for (bool h100 : {false, true}) {
+      std::optional<od::ScopedReduceDevice> force;
+      if (h100) force.emplace(od::ReduceDevice::cuda(132));
+      const std::string tag = h100 ? " (H100 plan)" : " (device plan)";
+      struct Case { ou::Shape shape; std::vector<int> dims; };
+      for (const Case& c : std::vector<Case>{{{5000, 7}, {0}}, {{3, 4000, 5}, {1}}, {{20000}, {}}, {{2, 70000}, {1}},
+                                              {{9000, 300}, {0}}}) {
+        Tensor x = ou::random_tensor<float>(c.shape, 21);
+        auto v = ou::values(x);
+        std::vector<int> nd = c.dims.empty() ? std::vector<int>{0} : c.dims;
+        std::string what = "[";
+        for (int64_t e : c.shape) what += std::to_string(e) + " ";
+        what += "]" + tag;
+        Tensor s = ops::sum(x, c.dims);
+        check_on(s, be, "sum " + what);
+        ou::check_values(s, reduce_ref(v, c.shape, nd, K::sum), 1e-5, "sum " + what);
+        ou::check_values(ops::mean(x, c.dims), reduce_ref(v, c.shape, nd, K::mean), 1e-5, "mean " + what);
+        ou::check_values(ops::amax(x, c.dims), reduce_ref(v, c.shape, nd, K::max), 0, "amax " + what);
+        ou::check_values(ops::amin(x, c.dims), reduce_ref(v, c.shape, nd, K::min), 0, "amin " + what);
+        if (!c.dims.empty()) {
+          check_exact(ops::argmax(x, c.dims[0]), reduce_ref(v, c.shape, nd, K::argmax), "argmax " + what);
+          check_exact(ops::argmin(x, c.dims[0]), reduce_ref(v, c.shape, nd, K::argmin), "argmin " + what);
+        }
+      }
+      // f64 and f16 partials; integer sums in i64; sum_to (bias gradients) through the same path.
+      Tensor d = ou::random_tensor<double>({6000, 3}, 22);
+      ou::check_values(ops::sum(d, {0}), reduce_ref(ou::values(d), {6000, 3}, {0}, K::sum), 1e-13, "sum f64" + tag);
+      Tensor h = ops::to_dtype(ou::random_tensor<float>({6000, 3}, 23, 0, 1), DType::f16);
+      Tensor sh = ops::sum(h, {0});
+      BOOST_TEST((sh.dtype() == DType::f16));
+      ou::check_values(sh, reduce_ref(ou::values(h), {6000, 3}, {0}, K::sum), 1e-3, "sum f16" + tag);
+      ou::check_values(ops::amax(h, {0}), reduce_ref(ou::values(h), {6000, 3}, {0}, K::max), 0, "amax f16" + tag);
+      Tensor i = ou::random_tensor<int32_t>({7000, 2}, 24, -1000000, 1000000);
+      check_exact(ops::sum(i, {0}), reduce_ref(ou::values(i), {7000, 2}, {0}, K::sum), "sum i32" + tag);
+      check_exact(ops::argmin(i, 0), reduce_ref(ou::values(i), {7000, 2}, {0}, K::argmin), "argmin i32" + tag);
+      Tensor g = ou::random_tensor<float>({4, 3000, 6}, 25);
+      ou::check_values(ops::sum_to(g, {6}), reduce_ref(ou::values(g), {4, 3000, 6}, {0, 1}, K::sum), 1e-5,
+                       "sum_to [6]" + tag);
+      ou::check_values(ops::sum_to(g, {3000, 1}), reduce_ref(ou::values(g), {4, 3000, 6}, {0, 2}, K::sum), 1e-5,
+                       "sum_to [3000, 1]" + tag);
+      // Ties and NaN across chunks: the first index of the extreme; NaN is the extreme.
+      for (bool cols : {true, false}) {
+        const int64_t n = 70000;
+        ou::Shape shape = cols ? ou::Shape{n, 2} : ou::Shape{2, n};
+        std::vector<float> t(2 * n, 1.0f);
+        auto at = [&](int64_t r, int64_t k) -> float& { return cols ? t[r * 2 + k] : t[k * n + r]; };
+        for (int64_t r : {int64_t(40000), int64_t(50000), int64_t(69999)}) at(r, 0) = 7.0f, at(r, 1) = -7.0f;
+        at(60000, 1) = NAN, at(65000, 1) = NAN;
+        Tensor x = Tensor::from_vector<float>(t, shape);
+        const int dim = cols ? 0 : 1;
+        const std::string w = (cols ? "columns" : "rows") + tag;
+        check_exact(ops::argmax(x, dim), {40000, 60000}, "argmax ties and NaN, " + w);
+        check_exact(ops::argmin(x, dim), {0, 60000}, "argmin ties and NaN, " + w);
+        auto mx = ou::values(ops::amax(x, {dim}));
+        BOOST_TEST(mx[0] == 7.0, w);
+        BOOST_TEST(std::isnan(mx[1]), w);
+        BOOST_TEST(std::isnan(ou::values(ops::sum(x, {dim}))[1]), w);
+      }
+    }
   });
 }
 

@@ -1,0 +1,102 @@
+// The cut of a reduction into programs (ops/reduce_plan.h).
+#include "ops/reduce_plan.h"
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+
+#include "common/error.h"
+#include "runtime/cuda_device.h"
+#include "runtime/thread_pool.h"
+
+namespace tritium::ops::detail {
+
+namespace {
+
+// Elements per tile: a program's registers on the GPU, a few vector registers per lane on the CPU.
+constexpr int64_t kTile = 4096;
+// A chunk holds at least this many elements and 4 tiles along r: shorter ones cost more in the
+// second launch and the partials' traffic than they gain in parallelism.
+constexpr int64_t kMinChunkElements = 4096;
+constexpr int64_t kMinChunkTiles = 4;
+std::mutex override_mutex;
+std::optional<ReduceDevice> device_override;
+
+int64_t pow4_ceil(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 4;
+  return p;
+}
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// How many chunks r is cut into when `programs` programs run without a split; 1 = no split.
+// `min_chunk` is the shortest worthwhile chunk, `step` the tile extent along r that a chunk
+// is a multiple of. Sets `chunk`.
+int64_t split_r(int64_t R, int64_t programs, int64_t fill, int64_t min_chunk, int64_t step, int64_t& chunk) {
+  chunk = std::max<int64_t>(R, 1);
+  if (programs >= fill) return 1;
+  int64_t S = std::min(cdiv(fill, programs), R / min_chunk);
+  if (S <= 1) return 1;
+  chunk = cdiv(cdiv(R, S), step) * step;
+  return cdiv(R, chunk);
+}
+
+}  // namespace
+
+ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device) {
+  const int64_t fill = device.fill;
+  if (O < 1 || R < 0 || I < 1 || fill < 1 || device.max_columns < 16)
+    fail("plan_reduce: bad problem O={} R={} I={} fill={} max_columns={}", O, R, I, fill, device.max_columns);
+  ReducePlan p;
+  p.columns = I > 1;
+  if (!p.columns) {
+    // Rows: a program reduces block_k rows, walking r in blocks of block_r (vector loads).
+    p.block_r = std::clamp<int64_t>(pow4_ceil(R), 16, 1024);
+    p.block_k = p.block_r >= 1024 ? 1 : std::clamp<int64_t>(kTile / p.block_r, 1, std::max<int64_t>(1, pow4_ceil(O)));
+    const int64_t programs = cdiv(O, p.block_k);
+    const int64_t min_chunk = std::max(kMinChunkTiles * p.block_r, cdiv(kMinChunkElements, p.block_k));
+    p.chunks = split_r(R, programs, fill, min_chunk, p.block_r, p.chunk);
+    p.programs = programs * p.chunks;
+    if (p.chunks > 1) {
+      p.block_r2 = std::clamp<int64_t>(pow4_ceil(p.chunks), 16, 1024);
+      p.block_k2 = std::clamp<int64_t>(kTile / p.block_r2, 1, std::max<int64_t>(1, pow4_ceil(O)));
+      p.programs2 = cdiv(O, p.block_k2);
+    }
+    return p;
+  }
+  // Columns: a program reduces a [block_r, block_k] tile along r, vectorised across i.
+  p.block_k = std::clamp<int64_t>(pow4_ceil(I), 16, device.max_columns);
+  p.block_r = std::clamp<int64_t>(kTile / p.block_k, 1, std::max<int64_t>(1, pow4_ceil(R)));
+  const int64_t programs = O * cdiv(I, p.block_k);
+  const int64_t min_chunk = std::max(kMinChunkTiles * p.block_r, cdiv(kMinChunkElements, p.block_k));
+  p.chunks = split_r(R, programs, fill, min_chunk, p.block_r, p.chunk);
+  p.programs = programs * p.chunks;
+  if (p.chunks > 1) {
+    p.block_k2 = p.block_k;
+    p.block_r2 = std::clamp<int64_t>(kTile / p.block_k2, 1, std::max<int64_t>(1, pow4_ceil(p.chunks)));
+    p.programs2 = programs;
+  }
+  return p;
+}
+
+ReduceDevice reduce_device(Device device) {
+  {
+    std::lock_guard lock(override_mutex);
+    if (device_override) return *device_override;
+  }
+  if (device.is_cuda()) return ReduceDevice::cuda(runtime::cuda::properties(device.index).multiprocessor_count);
+  return ReduceDevice::cpu(runtime::ThreadPool::global().size());
+}
+
+ScopedReduceDevice::ScopedReduceDevice(ReduceDevice d) {
+  std::lock_guard lock(override_mutex);
+  if (device_override) fail("ScopedReduceDevice: already overridden (scopes do not nest)");
+  device_override = d;
+}
+ScopedReduceDevice::~ScopedReduceDevice() {
+  std::lock_guard lock(override_mutex);
+  device_override.reset();
+}
+
+}  // namespace tritium::ops::detail

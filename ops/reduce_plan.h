@@ -1,0 +1,49 @@
+// How a reduction out[o*I + i] = reduce_r x[o*so + r*sr + i*si] is cut into programs
+// (ops/reduce.cpp launches it; docs/ops.md "Reductions"). Separate so that tests can check the
+// decision for a device they do not have (an H100's 132 SMs on a CPU-only machine).
+#pragma once
+#include <cstdint>
+
+#include "runtime/device.h"
+
+namespace tritium::ops::detail {
+
+struct ReducePlan {
+  bool columns = false;  // I > 1: tiles [block_r, block_k] reduced along axis 0; else [block_k, block_r] along 1
+  int64_t block_r = 1;   // tile extent along r
+  int64_t block_k = 1;   // tile extent along the kept index (o for rows, i for columns)
+  int64_t chunks = 1;    // S: r is cut into S chunks of `chunk`; S > 1 needs a second launch over S
+  int64_t chunk = 1;
+  int64_t programs = 1;  // of the first launch
+  // The second launch (chunks > 1): reduces the [O, S] or [O, S, I] partials over S.
+  int64_t block_r2 = 1, block_k2 = 1, programs2 = 0;
+  int launches() const { return chunks > 1 ? 2 : 1; }
+};
+
+// What the plan needs to know of the device.
+struct ReduceDevice {
+  int64_t fill = 1;           // programs that keep it busy
+  int64_t max_columns = 256;  // widest column tile
+  // CUDA: 4 programs per SM (a few waves); column tiles of at most 256 so that wide rows give
+  // several programs, in the second launch too. CPU: one program per pool thread (a split beyond
+  // them only costs the second launch); column tiles up to 1024 (long contiguous vector rows).
+  static ReduceDevice cuda(int multiprocessors) { return {4 * int64_t(multiprocessors), 256}; }
+  static ReduceDevice cpu(int threads) { return {threads, 1024}; }
+};
+
+// The plan for an (O, R, I) problem on `device`.
+ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device);
+
+// The description of `device` (its SM count, its pool's threads).
+ReduceDevice reduce_device(Device device);
+
+// Makes reduce_device return `d` for a scope (tests: run a GPU's plan on the CPU).
+class ScopedReduceDevice {
+ public:
+  explicit ScopedReduceDevice(ReduceDevice d);
+  ~ScopedReduceDevice();
+  ScopedReduceDevice(const ScopedReduceDevice&) = delete;
+  ScopedReduceDevice& operator=(const ScopedReduceDevice&) = delete;
+};
+
+}  // namespace tritium::ops::detail
