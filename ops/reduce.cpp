@@ -31,6 +31,7 @@
 #include "ops/elementwise_kernels.h"
 #include "ops/reduce_kernels.h"
 #include "ops/reduce_plan.h"
+#include "ops/reduce_rows.h"
 
 namespace tritium::ops {
 
@@ -340,16 +341,6 @@ Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Sha
   return out;
 }
 
-Shape reduced_shape(const Tensor& x, const std::vector<int>& dims, bool keepdim) {
-  Shape s;
-  for (int d = 0; d < x.dim(); ++d) {
-    bool r = std::find(dims.begin(), dims.end(), d) != dims.end();
-    if (!r) s.push_back(x.size(d));
-    else if (keepdim) s.push_back(1);
-  }
-  return s;
-}
-
 Tensor reduce_op(Red kind, const Tensor& x, const std::vector<int>& dims_in, bool keepdim) {
   const char* op = red_name(kind);
   detail::check_tensors(op, {&x});
@@ -360,7 +351,7 @@ Tensor reduce_op(Red kind, const Tensor& x, const std::vector<int>& dims_in, boo
          "(convert with to_dtype first)",
          dtype_name(x.dtype()));
   std::vector<int> dims = reduce_dims(op, x, dims_in);
-  return reduce(kind, x, dims, reduced_shape(x, dims, keepdim), out_dtype);
+  return reduce(kind, x, dims, detail::reduced_shape_of(x, dims, keepdim), out_dtype);
 }
 
 Tensor arg_op(Red kind, const Tensor& x, int dim, bool keepdim) {
@@ -368,7 +359,7 @@ Tensor arg_op(Red kind, const Tensor& x, int dim, bool keepdim) {
   detail::check_tensors(op, {&x});
   if (x.dtype() == DType::i1) fail("{}: not implemented for bool tensors", op);
   std::vector<int> dims = reduce_dims(op, x, {dim});  // reduce() checks the reduced dim is not empty
-  return reduce(kind, x, dims, reduced_shape(x, dims, keepdim), DType::i64);
+  return reduce(kind, x, dims, detail::reduced_shape_of(x, dims, keepdim), DType::i64);
 }
 
 }  // namespace
