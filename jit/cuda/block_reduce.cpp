@@ -9,20 +9,25 @@
 
 namespace tritium::jit::cuda::detail {
 
+// One accumulator per reduced operand (value-initialised) and a flag saying whether any element
+// has been combined yet: both block-reduce paths start this way.
+void Codegen::declare_accumulators(const std::vector<std::string>& types, std::vector<std::string>& acc,
+                                   std::string& have) {
+  for (const std::string& t : types) {
+    acc.push_back(fresh("acc"));
+    line(fmt::format("{} {}{{}};", t, acc.back()));
+  }
+  have = fresh("have");
+  line(fmt::format("bool {} = false;", have));
+}
+
 void Codegen::emit_block_reduce(const ir::Op* op, const std::vector<std::string>& types,
                                 const std::vector<std::string>& outs) {
   const Shape& s = op->operand(0)->type.shape;
   const size_t n = op->operands.size();
   const ir::Block* region = op->regions[0];
   const bool scalar_out = op->result()->type.is_scalar();
-  auto decl_acc = [&](std::vector<std::string>& acc, std::string& have) {
-    for (size_t i = 0; i < n; ++i) {
-      acc.push_back(fresh("acc"));
-      line(fmt::format("{} {}{{}};", types[i], acc.back()));
-    }
-    have = fresh("have");
-    line(fmt::format("bool {} = false;", have));
-  };
+  auto decl_acc = [&](std::vector<std::string>& acc, std::string& have) { declare_accumulators(types, acc, have); };
   std::vector<const ir::Value*> roots(op->operands.begin(), op->operands.end());
   sync_if_reading(roots);
   // One warp, scalar result: the accumulators live on past the block (declared outside it).

@@ -1009,14 +1009,7 @@ void Codegen::emit_reduce(const ir::Op* op) {
     for (ir::Value* x : op->operands) xs.push_back(eval(x, idx));
     return xs;
   };
-  auto decl_acc = [&](std::vector<std::string>& acc, std::string& have) {
-    for (size_t i = 0; i < n; ++i) {
-      acc.push_back(fresh("acc"));
-      line(fmt::format("{} {}{{}};", types[i], acc.back()));
-    }
-    have = fresh("have");
-    line(fmt::format("bool {} = false;", have));
-  };
+  auto decl_acc = [&](std::vector<std::string>& acc, std::string& have) { declare_accumulators(types, acc, have); };
   if (OUT == 1) return emit_block_reduce(op, types, outs);
   ++shared_writes_;  // partials or the output buffer
   sync();

@@ -349,6 +349,7 @@ class Codegen {
   // A reduction of the whole block to one value (jit/cuda/block_reduce.cpp); outs: the output
   // buffers of a keep_dims result, empty for a scalar one.
   void emit_block_reduce(const ir::Op* op, const std::vector<std::string>& types, const std::vector<std::string>& outs);
+  void declare_accumulators(const std::vector<std::string>& types, std::vector<std::string>& acc, std::string& have);
 
   // Scans (element_scan.cpp): the parallel scan of jit/cuda/scan.h over padded shared copies.
   void emit_scan(const ir::Op* op);
