@@ -595,8 +595,10 @@ case("index_put", "i64 accumulate", [rnd((4,), i64, -9, 9), rnd((3,), i64, -9, 9
 # ---- issue 29 item 8: the ops added by the op-breadth stop ------------------------------------------
 # The matmul family, the statistics / scans / sorting ops, the element-wise math ops, clamp, lerp,
 # addcmul / addcdiv and the activations (ops/decl/matmul_family.cpp, reductions_more.cpp,
-# unary_math.cpp, activations.cpp). The sampling ops have no fixtures (see SAMPLING_OPS_WITHOUT_FIXTURES
-# in tests/test_torch_parity.cpp): their streams are Philox, not PyTorch's generator.
+# unary_math.cpp, activations.cpp). The sampling ops (bernoulli, normal, multinomial, randperm, ...)
+# are raw ops outside the registry and have no fixtures: their streams are Philox, not PyTorch's
+# generator (a registry op that cannot have fixtures is listed in ops_without_fixtures() in
+# tests/test_torch_parity.cpp, with the reason).
 
 
 def _all_dims(x, dims):
