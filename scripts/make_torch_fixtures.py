@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """PyTorch parity fixtures for Tritium's op registry (issue 29, item 8).
 
-Writes tests/fixtures/torch/<op>.safetensors, one file per registry op, holding for each case of
-the table below: the inputs (a non-contiguous input is stored as its whole storage plus a
-shape/strides/offset recipe the C++ side rebuilds with as_strided), the attributes (typed, in
-__metadata__ as JSON), PyTorch's outputs and, for differentiable cases, the gradient of each
-floating input for a fixed random grad_output. A case where PyTorch raises records the error, and
-Tritium must raise one too. tests/test_torch_parity.cpp runs every case through the registry on
-every backend; CI needs no PyTorch.
+Writes tests/fixtures/torch/<op>.safetensors, one file per registry op (and einsum, unique),
+holding for each case of the table below: the inputs (a non-contiguous input is stored as its
+whole storage plus a shape/strides/offset recipe the C++ side rebuilds with as_strided), the
+attributes (typed, in __metadata__ as JSON), PyTorch's outputs and, for differentiable cases,
+the gradient of each floating input for a fixed random grad_output. A case where PyTorch raises
+records the error, and Tritium must raise one too. tests/test_torch_parity.cpp runs every case
+through the registry on every backend; CI needs no PyTorch.
 
     /work/.torchvenv/bin/python scripts/make_torch_fixtures.py          # (re)write the files
     /work/.torchvenv/bin/python scripts/make_torch_fixtures.py --check  # are the committed ones current?
@@ -1132,6 +1132,46 @@ case("elu", "selu's constants", [away((3, 4), f32, 0.1, 2.0)],
 case("elu", "celu alpha 0.5", [away((3, 4), f32, 0.1, 2.0)], {"alpha": Dbl(0.5), "scale": Dbl(1.0), "input_scale": Dbl(2.0)})
 case("hardtanh", "relu6 bounds", [rnd((3, 5), f32, -2, 8)], {"min_val": Dbl(0.0), "max_val": Dbl(6.0)})
 case("hardtanh", "min above max", [rnd((4,))], {"min_val": Dbl(1.0), "max_val": Dbl(-1.0)}, grad=False)
+
+
+# -- einsum and unique: PyTorch functions that are not registry ops (einsum is lowered to registry
+# ops, unique has no gradient); tests/test_torch_parity.cpp calls them through
+# functions_outside_the_registry().
+OPS["einsum"] = lambda *ts, equation: torch.einsum(equation, *ts)
+OPS["unique"] = lambda x, sorted, return_inverse, return_counts: torch.unique(
+    x, sorted=sorted, return_inverse=return_inverse, return_counts=return_counts)
+EQ = lambda e: {"equation": Str(e)}
+case("einsum", "ij,jk->ik", [rnd((3, 5)), rnd((5, 2))], EQ("ij,jk->ik"))
+case("einsum", "implicit output ij,jk", [rnd((3, 5)), T(rnd((5, 4)))], EQ("ij,jk"))
+case("einsum", "batched bij,bjk->bik", [rnd((2, 3, 4)), rnd((2, 4, 5))], EQ("bij,bjk->bik"))
+case("einsum", "ji->ij is a permute", [rnd((3, 4))], EQ("ji->ij"))
+case("einsum", "ii->i diagonal", [rnd((4, 4))], EQ("ii->i"))
+case("einsum", "ii trace", [rnd((3, 3))], EQ("ii"))
+case("einsum", "ij-> sum", [step2(rnd((3, 4)))], EQ("ij->"))
+case("einsum", "i,j->ij outer", [rnd((3,)), rnd((4,))], EQ("i,j->ij"))
+case("einsum", "bn,anm,bm->ba bilinear", [rnd((2, 3)), rnd((4, 3, 5)), rnd((2, 5))], EQ("bn,anm,bm->ba"))
+case("einsum", "three operands ij,jk,kl->il", [rnd((3, 4)), rnd((4, 6)), rnd((6, 2))], EQ("ij,jk,kl->il"))
+case("einsum", "ellipsis broadcast ...ij,...jk", [rnd((2, 1, 3, 4)), rnd((3, 4, 2))], EQ("...ij,...jk->...ik"))
+case("einsum", "size-1 dim broadcasts", [rnd((3, 1)), rnd((4, 5))], EQ("ij,jk->ik"))
+case("einsum", "upper-case subscripts", [rnd((2, 3)), rnd((3, 2))], EQ("Ab,bC->AC"))
+case("einsum", "f64", [rnd((3, 4), f64), rnd((4, 2), f64)], EQ("ij,jk->ik"))
+case("einsum", "bf16", [rnd((3, 4), bf16), rnd((4, 2), bf16)], EQ("ij,jk->ik"))
+case("einsum", "empty dim", [rnd((3, 0)), rnd((0, 2))], EQ("ij,jk->ik"))
+case("einsum", "sizes differ", [rnd((3, 4)), rnd((3, 2))], EQ("ij,jk->ik"), grad=False)
+case("einsum", "too few operands", [rnd((3, 4))], EQ("ij,jk->ik"), grad=False)
+case("einsum", "bad subscript", [rnd((3, 4))], EQ("i1->i"), grad=False)
+case("einsum", "output subscript not in the inputs", [rnd((3, 4))], EQ("ij->k"), grad=False)
+U = lambda srt=True, inv=False, cnt=False: {"sorted": Bool(srt), "return_inverse": Bool(inv),
+                                             "return_counts": Bool(cnt)}
+case("unique", "f32 repeats", [vals([3.0, 1.0, 2.0, 1.0, 3.0, -1.0, 2.0])], U(), grad=False)
+case("unique", "inverse and counts of a 2-D", [rnd((3, 4), i64, -3, 3)], U(True, True, True), grad=False)
+case("unique", "counts only, strided", [T(rnd((4, 3), i32, 0, 4))], U(True, False, True), grad=False)
+case("unique", "NaN each its own, signed zeros", [vals([3.0, 1.0, float("nan"), 1.0, 2.0, float("nan"), 0.0, 0.0])],
+     U(True, True, True), grad=False)
+case("unique", "bool", [rnd((7,), boolean)], U(True, True, True), grad=False)
+case("unique", "f16", [vals([0.5, 0.25, 0.5, -1.0], f16)], U(True, True), grad=False)
+case("unique", "sorted=False on integers", [vals([3, 1, 2, 1], i64)], U(False), grad=False)
+case("unique", "empty", [rnd((0,))], U(True, True, True), grad=False)
 
 
 # ---- building the files --------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,8 +30,10 @@
 #include "io/safetensors.h"
 #include "nn/autograd.h"
 #include "nn/dispatch.h"
+#include "nn/matmul_family.h"
 #include "ops/decl/op_decl.h"
 #include "ops/ops.h"
+#include "ops/sort.h"
 
 namespace tt = tritium::test;
 namespace io = tritium::io;
@@ -208,10 +211,47 @@ Tensor read_input(const io::Json& in, const io::TensorMap& tensors) {
   return t.as_strided(shape, strides, layout.at("offset", "layout").as_int64("layout offset"));
 }
 
+// ---- what a fixture file calls ------------------------------------------------------------------------
+
+// A registry op (through nn::call, autograd on), or one of the few PyTorch functions that are not
+// registry ops but compose them or have no gradient (einsum, unique): what a case runs and the
+// name of each tensor argument for messages.
+struct Callee {
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&, const ops::Attrs&)> call;
+  std::function<std::string(size_t)> arg_name;
+};
+
+Callee registry_callee(const ops::OpDecl& op) {
+  return {[&op](const std::vector<Tensor>& in, const ops::Attrs& a) { return tritium::nn::call(op, in, a); },
+          [&op](size_t i) { return op.arg_of(i).name; }};
+}
+
+// The functions outside the registry that have fixtures, by their fixture file's name.
+const std::map<std::string, Callee>& functions_outside_the_registry() {
+  static const std::map<std::string, Callee> functions = {
+      {"einsum",
+       {[](const std::vector<Tensor>& in, const ops::Attrs& a) {
+          return std::vector<Tensor>{tritium::einsum(a.get<std::string>("equation"), in)};
+        },
+        [](size_t i) { return fmt::format("operands[{}]", i); }}},
+      {"unique",
+       {[](const std::vector<Tensor>& in, const ops::Attrs& a) {
+          bool inverse = a.get<bool>("return_inverse"), counts = a.get<bool>("return_counts");
+          ops::UniqueResult r = ops::unique(in.at(0), a.get<bool>("sorted"), inverse, counts);
+          std::vector<Tensor> out{r.values};  // PyTorch's order: values, then inverse and counts if asked
+          if (inverse) out.push_back(r.inverse);
+          if (counts) out.push_back(r.counts);
+          return out;
+        },
+        [](size_t) { return std::string("self"); }}},
+  };
+  return functions;
+}
+
 // ---- running a case ---------------------------------------------------------------------------------
 
 // Runs one case; returns the differences from PyTorch (empty: it matches).
-std::vector<std::string> run_case(const ops::OpDecl& op, const io::Json& c, const io::TensorMap& tensors) {
+std::vector<std::string> run_case(const Callee& op, const io::Json& c, const io::TensorMap& tensors) {
   std::vector<std::string> diffs;
   CaseResources res;
   std::vector<Tensor> inputs;
@@ -232,7 +272,7 @@ std::vector<std::string> run_case(const ops::OpDecl& op, const io::Json& c, cons
 
   std::vector<Tensor> outs;
   try {
-    outs = tritium::nn::call(op, inputs, attrs);
+    outs = op.call(inputs, attrs);
   } catch (const tritium::Error& e) {
     if (check != "error") diffs.push_back(fmt::format("Tritium raised where PyTorch does not: {}", e.what()));
     return diffs;
@@ -301,7 +341,7 @@ std::vector<std::string> run_case(const ops::OpDecl& op, const io::Json& c, cons
       const Tensor& want = stored(tensors, name);
       Tensor got = inputs[pos].grad();
       if (!got.defined()) got = ops::zeros_like(want);  // no gradient reached it: PyTorch's None is zeros here
-      std::string what = fmt::format("gradient of input {} ('{}')", pos, op.arg_of(pos).name);
+      std::string what = fmt::format("gradient of input {} ('{}')", pos, op.arg_name(pos));
       if (auto d = compare(got, want, reference_grad(pos), tol, what.c_str())) diffs.push_back(*d);
     }
   }
@@ -352,11 +392,14 @@ BOOST_AUTO_TEST_CASE(every_case_matches_pytorch) {
         BOOST_TEST(fixture.at("format_version", "fixture").as_string("format_version") == "1");
         const std::string& op_name = fixture.at("op", "fixture").as_string("op");
         BOOST_TEST(op_name == f.op, "the file name and its op disagree");
-        const ops::OpDecl* op = ops::op_registry().find(op_name);
+        std::optional<Callee> op;
+        if (const ops::OpDecl* decl = ops::op_registry().find(op_name)) op = registry_callee(*decl);
+        else if (auto it = functions_outside_the_registry().find(op_name); it != functions_outside_the_registry().end())
+          op = it->second;
         if (!op) {
           BOOST_ERROR("fixture " << f.path.string() << " is for op '" << op_name
-                                 << "', which the op registry does not know (renamed or removed? regenerate with "
-                                    "scripts/make_torch_fixtures.py)");
+                                 << "', which neither the op registry nor functions_outside_the_registry() knows "
+                                    "(renamed or removed? regenerate with scripts/make_torch_fixtures.py)");
           continue;
         }
         for (const io::Json& c : fixture.at("cases", "fixture").as_array("cases")) {
@@ -404,6 +447,8 @@ BOOST_AUTO_TEST_CASE(every_registry_op_has_fixtures) {
   std::vector<std::string> without;
   for (const auto& op : ops::op_registry().all())
     if (!with.count(op->name) && !ops_without_fixtures().count(op->name)) without.push_back(op->name);
+  for (const auto& [name, _] : functions_outside_the_registry())
+    if (!with.count(name)) without.push_back(name);
   BOOST_TEST(without.empty(), "registry ops without PyTorch parity fixtures (add their cases to "
                               "scripts/make_torch_fixtures.py and run it, or list the op with the reason in "
                               "ops_without_fixtures()): "
