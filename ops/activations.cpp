@@ -7,6 +7,7 @@
 
 #include "ops/elementwise_kernels.h"
 #include "ops/math_approx.h"
+#include "ops/unary_math.h"
 
 namespace tritium::ops {
 
@@ -147,11 +148,25 @@ Tensor hardswish(const Tensor& x) { return act("hardswish", A::hardswish, x); }
 Tensor hardsigmoid(const Tensor& x) { return act("hardsigmoid", A::hardsigmoid, x); }
 Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
   if (min_val > max_val) fail("hardtanh: min_val cannot be greater than max_val (min_val {}, max_val {})", min_val, max_val);
+  // Integers clamp to the bounds converted to the integer type (truncated), as PyTorch's
+  // hardtanh (a clamp) does; bool is PyTorch's error.
+  if (x.defined() && !is_float(x.dtype())) {
+    if (x.dtype() == DType::i1) fail("hardtanh: Bool inputs not supported for hardtanh");
+    return clamp(x, Scalar(static_cast<int64_t>(min_val)), Scalar(static_cast<int64_t>(max_val)));
+  }
   return act("hardtanh", A::hardtanh, x, nums(min_val, max_val));
 }
 Tensor relu6(const Tensor& x) { return hardtanh(x, 0.0, 6.0); }
-Tensor softsign(const Tensor& x) { return act("softsign", A::softsign, x); }
-Tensor tanhshrink(const Tensor& x) { return act("tanhshrink", A::tanhshrink, x); }
+// PyTorch's softsign and tanhshrink are compositions (x / (1 + |x|), x - tanh(x)): integers give
+// f32; bool is an error there (abs and subtraction refuse it) and here.
+Tensor softsign(const Tensor& x) {
+  if (x.defined() && !is_float(x.dtype()) && x.dtype() != DType::i1) return softsign(to_dtype(x, DType::f32));
+  return act("softsign", A::softsign, x);
+}
+Tensor tanhshrink(const Tensor& x) {
+  if (x.defined() && !is_float(x.dtype()) && x.dtype() != DType::i1) return tanhshrink(to_dtype(x, DType::f32));
+  return act("tanhshrink", A::tanhshrink, x);
+}
 Tensor gelu_tanh(const Tensor& x) { return act("gelu", A::gelu_tanh, x); }
 
 Tensor leaky_relu_backward(const Tensor& g, const Tensor& x, double slope) {

@@ -54,6 +54,13 @@ OpDecl activation(std::string name, std::function<Tensor(const Tensor&, const At
 }  // namespace
 
 void declare_activations(OpRegistry& r) {
+  // softsign, tanhshrink and hardtanh take integers too (PyTorch's are compositions or a clamp):
+  // softsign and tanhshrink give f32, hardtanh keeps the integer dtype (ops/activations.cpp).
+  auto integers_too = [](OpDecl op, ResultDType rule) {
+    op.inputs[0].accepts = Accepts::non_bool;
+    op.result_dtype = rule;
+    return op;
+  };
   r.add(activation(
       "leaky_relu", [](const Tensor& x, const Attrs& a) { return leaky_relu(x, a.get<double>("negative_slope")); },
       "leaky_relu_backward(grad, self, negative_slope, false)",
@@ -132,7 +139,7 @@ void declare_activations(OpRegistry& r) {
         return ad::mul(g, mul(mask_of(inside, g), Scalar(1.0 / 6.0)));
       },
       samples(-5, 5, no_attrs)));
-  r.add(activation(
+  r.add(integers_too(activation(
       "hardtanh",
       [](const Tensor& x, const Attrs& a) { return hardtanh(x, a.get<double>("min_val"), a.get<double>("max_val")); },
       "hardtanh_backward(grad, self, min_val, max_val)",
@@ -144,21 +151,21 @@ void declare_activations(OpRegistry& r) {
         Tensor inside = logical_and(gt(xd, Scalar(lo)), lt(xd, Scalar(hi)));
         return ad::mul(g, mask_of(inside, g));
       },
-      samples(-2, 2, [] { return Attrs{{"min_val", -0.55}, {"max_val", 0.45}}; })));
-  r.add(activation(
+      samples(-2, 2, [] { return Attrs{{"min_val", -0.55}, {"max_val", 0.45}}; })), ResultDType::same_as_input));
+  r.add(integers_too(activation(
       "softsign", [](const Tensor& x, const Attrs&) { return softsign(x); }, "grad / (1 + self.abs()).pow(2)",
       [](const Tensor& g, const Ctx& c) {
         Tensor d = 1.0 + ad::abs(c.saved("self"));
         return ad::div(g, d * d);
       },
-      samples(0.1, 3, no_attrs, true)));
-  r.add(activation(
+      samples(0.1, 3, no_attrs, true)), ResultDType::int_to_float));
+  r.add(integers_too(activation(
       "tanhshrink", [](const Tensor& x, const Attrs&) { return tanhshrink(x); }, "grad * self.tanh().pow(2)",
       [](const Tensor& g, const Ctx& c) {
         Tensor t = ad::tanh(c.saved("self"));
         return ad::mul(g, t * t);
       },
-      samples(-2, 2, no_attrs)));
+      samples(-2, 2, no_attrs)), ResultDType::int_to_float));
   {
     OpDecl op = activation(
         "gelu.tanh", [](const Tensor& x, const Attrs&) { return gelu_tanh(x); },

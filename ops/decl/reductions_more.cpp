@@ -131,9 +131,13 @@ void declare_var_std(OpRegistry& r) {
                          .formula = [](const Tensor& g, const Ctx& c) { return var_backward(g, c.saved("self"), c); }}};
     } else {
       op.derivatives = {{.input = "self", .saves = {"self", "result"},
-                         .text = "var_backward(grad / (result * 2), self, dim, correction, keepdim)",
+                         .text = "var_backward((grad / (result * 2)).masked_fill_(result == 0, 0), self, dim, correction, keepdim)",
                          .formula = [](const Tensor& g, const Ctx& c) {
-                           return var_backward(tritium::div(g, c.saved("result") * 2.0), c.saved("self"), c);
+                           // A zero std (constant or single-element rows) has gradient 0, not
+                           // 0 / 0, as PyTorch's std_backward.
+                           const Tensor& result = c.saved("result");
+                           Tensor zero = ops::eq(result.detach(), Scalar(0));
+                           return var_backward(tritium::where(zero, 0.0, tritium::div(g, result * 2.0)), c.saved("self"), c);
                          }}};
     }
     op.gradcheck_samples = var_samples;

@@ -270,22 +270,27 @@ void declare_unary_math(OpRegistry& r) {
                          "at::where(self == other, grad / 2, grad).masked_fill_(self > other, 0)");
     r.add(binary_op("maximum", ops::maximum, promote, none, d1, d2, binary(-1, 1, -1, 1)));
   }
-  // fmin / fmax: the operand taken gets the gradient (a NaN other gives it to self).
+  // fmin / fmax: the operand taken gets the gradient, half to each on ties (as PyTorch 2.x's
+  // derivatives.yaml); a NaN operand is not taken unless both are (then self is).
   auto taken = [](bool smaller, bool self_side) {
     return [=](const Tensor& g, const Ctx& c) {
       Tensor a = raw(c.saved("self")), b = raw(c.saved("other"));
-      Tensor self_taken = ops::logical_or(smaller ? ops::le(a, b) : ops::ge(a, b), ops::isnan(b));
-      return ad::mul(g, mask_of(self_side ? self_taken : ops::logical_not(self_taken), g));
+      Tensor self_wins = ops::logical_or(smaller ? ops::lt(a, b) : ops::gt(a, b), ops::isnan(b));
+      Tensor tie = ops::eq(a, b);
+      Tensor wins = self_side ? self_wins : ops::logical_not(ops::logical_or(self_wins, tie));
+      return ad::mul(g, ops::add(mask_of(wins, g), ops::mul(mask_of(tie, g), Scalar(0.5))));
     };
   };
   {
-    auto [d1, d2] = both(taken(true, true), taken(true, false), "grad.masked_fill((self <= other).logical_or_(other.isnan()).logical_not_(), 0)",
-                         "grad.masked_fill((self <= other).logical_or_(other.isnan()), 0)");
+    auto [d1, d2] = both(taken(true, true), taken(true, false),
+                         "at::where(self == other, grad / 2, grad).masked_fill_((self < other).logical_or_(other.isnan()).logical_or_(self == other).logical_not_(), 0)",
+                         "at::where(self == other, grad / 2, grad).masked_fill_((self < other).logical_or_(other.isnan()), 0)");
     r.add(binary_op("fmin", ops::fmin, promote, none, d1, d2, binary(-1, 1, -1, 1)));
   }
   {
-    auto [d1, d2] = both(taken(false, true), taken(false, false), "grad.masked_fill((self >= other).logical_or_(other.isnan()).logical_not_(), 0)",
-                         "grad.masked_fill((self >= other).logical_or_(other.isnan()), 0)");
+    auto [d1, d2] = both(taken(false, true), taken(false, false),
+                         "at::where(self == other, grad / 2, grad).masked_fill_((self > other).logical_or_(other.isnan()).logical_or_(self == other).logical_not_(), 0)",
+                         "at::where(self == other, grad / 2, grad).masked_fill_((self > other).logical_or_(other.isnan()), 0)");
     r.add(binary_op("fmax", ops::fmax, promote, none, d1, d2, binary(-1, 1, -1, 1)));
   }
   {
@@ -328,10 +333,16 @@ void declare_unary_math(OpRegistry& r) {
                    }},
                   binary(-1, 1, -1, 1)));
   // fmod / remainder: self gets grad; other -grad * (the rounded quotient), a constant.
+  // The rounded quotient is (a - fmod(a, b)) / b (remainder for floor), rounded to the integer it
+  // is up to rounding, in f32 for f16/bf16: floor(a / b) of a rounded a / b is one off where the
+  // quotient rounds up to an integer (bf16 2.99 -> 3), as PyTorch's div_floor / div_trunc avoid.
   auto quotient_grad = [](bool floor_div) {
     return [=](const Tensor& g, const Ctx& c) {
-      Tensor q = ops::div(raw(c.saved("self")), raw(c.saved("other")));
-      return ad::neg(ad::mul(g, floor_div ? ops::floor(q) : ops::trunc(q)));
+      DType math = g.dtype() == DType::f64 ? DType::f64 : DType::f32;
+      Tensor a = to_dtype(raw(c.saved("self")), math), b = to_dtype(raw(c.saved("other")), math);
+      Tensor rest = floor_div ? ops::remainder(a, b) : ops::fmod(a, b);
+      Tensor q = to_dtype(ops::round(ops::div(ops::sub(a, rest), b), 0), g.dtype());
+      return ad::neg(ad::mul(g, q));
     };
   };
   auto identity = [](const Tensor& g, const Ctx&) { return g; };
