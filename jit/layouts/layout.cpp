@@ -337,6 +337,35 @@ std::optional<std::vector<int>> register_map(const Layout& from, const Layout& t
   return out;
 }
 
+// ---- join / split ----------------------------------------------------------------------------------
+
+Layout scalar_layout(int num_warps) {
+  Layout l;
+  l.lane.assign(5, LayoutBit{});
+  l.warp.assign(static_cast<size_t>(log2_exact(num_warps)), LayoutBit{});
+  l.name = "scalar";
+  return l;
+}
+
+Layout join_layout(const Layout& l) {
+  ir::Shape shape = l.shape;
+  shape.push_back(2);
+  Layout j = map_bits(l, shape, [](LayoutBit b) { return b; });
+  j.reg.insert(j.reg.begin(), LayoutBit{static_cast<int>(l.shape.size()), 0});
+  j.name = "linear<" + j.bits_str() + ">";
+  return j;
+}
+
+std::optional<Layout> split_layout(const Layout& l) {
+  const int last = l.rank() - 1;
+  if (last < 0 || l.shape.back() != 2) return std::nullopt;
+  bool in_regs = false;
+  for (LayoutBit b : l.reg) in_regs = in_regs || b.dim == last;
+  if (!in_regs) return std::nullopt;
+  ir::Shape shape(l.shape.begin(), l.shape.end() - 1);
+  return map_bits(l, shape, [&](LayoutBit b) -> LayoutBit { return b.dim == last ? LayoutBit{} : b; });
+}
+
 // ---- shared memory ------------------------------------------------------------------------------
 
 Layout shared_layout(const ir::Shape& shape, const std::vector<int>& order, int swizzle) {

@@ -139,6 +139,17 @@ Layout reshape_layout(const Layout& l, const ir::Shape& to);
 using CoordMap = std::function<std::vector<int64_t>(const std::vector<int64_t>&)>;
 std::optional<std::vector<int>> register_map(const Layout& from, const Layout& to, const CoordMap& to_from = {});
 
+// tl::join / tl::split (Triton's JoinOp, SplitOp): the joined dim, a new minor dim of size 2, is
+// the fastest register bit, so a join interleaves two register arrays and a split takes every
+// other register, with no data moved between threads. `scalar_layout` is the rank-0 layout (every
+// thread holds the value) whose join is a [2] block held whole by every thread.
+Layout scalar_layout(int num_warps);
+Layout join_layout(const Layout& l);
+// The operand layout of a split whose halves are in `half` (join_layout(half)); and the halves'
+// layout of a split of `l` when l holds the minor size-2 dim in a register bit (else nothing: the
+// operand must be converted first).
+std::optional<Layout> split_layout(const Layout& l);
+
 // ---- shared memory --------------------------------------------------------------------------
 
 // A 2-D tile in shared memory with order[0] contiguous and 16-byte chunks XOR-swizzled within rows

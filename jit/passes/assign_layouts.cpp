@@ -198,6 +198,45 @@ class Assigner {
       case OpKind::While:
         for (ir::Block* region : op->regions) forward(region);
         return;
+      case OpKind::Join: {
+        // Triton's join: the operands' layout with the new minor dim as the fastest register bit
+        // (a register interleave, no data moved). Two scalars join into a [2] every thread holds.
+        Layout in = scalar_layout(nw_);
+        const Layout* best = nullptr;
+        for (const ir::Value* o : op->operands)
+          if (has(o) && !home_[o].is_shared() && (!best || priority(home_[o]) > priority(*best))) best = &home_[o];
+        if (best) in = *best;
+        else if (op->operand(0)->type.is_block()) in = default_for(op->operand(0));
+        home_[op->result()] = join_layout(in);
+        return;
+      }
+      case OpKind::Split: {
+        // Triton's split: register-level when the operand holds its minor dim in a register bit;
+        // otherwise the halves take their default layout and the operand is converted to its join.
+        const ir::Value* x = op->operand(0);
+        Layout in = has(x) && !home_[x].is_shared() ? home_[x] : default_for(x);
+        std::optional<Layout> half = split_layout(in);
+        Layout h = half ? *half : x->type.rank() == 1 ? scalar_layout(nw_) : default_for(op->results[0]);
+        operand_in_[op] = half ? in : join_layout(h);
+        for (ir::Value* r : op->results)
+          if (r->type.is_block()) home_[r] = h;
+        return;
+      }
+      case OpKind::Gather: {
+        // The result is read at the index's elements: it takes the index's layout (Triton's rule);
+        // the source stays in its own (lowering/data_movement.cpp reads it through a warp's
+        // shuffles or through shared memory).
+        const ir::Value* idx = op->operand(1);
+        home_[op->result()] = has(idx) && !home_[idx].is_shared() ? home_[idx] : default_for(idx);
+        return;
+      }
+      case OpKind::Histogram: {
+        // Counted where the input lies (its mask beside it); the counts in the default layout.
+        const ir::Value* x = op->operand(0);
+        operand_in_[op] = has(x) && !home_[x].is_shared() ? home_[x] : default_for(x);
+        home_[op->result()] = default_for(op->result());
+        return;
+      }
       default: break;
     }
     if (is_atomic(op->kind)) {
@@ -439,7 +478,15 @@ class Assigner {
       }
       case OpKind::Reduce:
       case OpKind::Scan:
+      case OpKind::Split:
+      case OpKind::Histogram:
         for (size_t i = 0; i < op->operands.size(); ++i) require(op, i, operand_in_[op]);
+        return;
+      case OpKind::Join:  // both operands in the result's layout less its minor register bit
+        for (size_t i = 0; i < 2; ++i) require(op, i, *split_layout(home_[op->result()]));
+        return;
+      case OpKind::Gather:  // the index in the result's layout; the source anywhere
+        require(op, 1, home_[op->result()]);
         return;
       case OpKind::For: {
         ir::Block* body = op->regions[0];
@@ -634,6 +681,18 @@ void verify_layouts(ir::Function& f, const LayoutMap& layouts) {
       check(op, layouts.of(op->operand(0)) == squeeze_layout(l, op->attrs.axis), "operand layout");
     } else if (op->kind == OpKind::Permute) {
       check(op, layouts.of(op->operand(0)) == permute_source_layout(l, op->attrs.ints), "operand layout");
+    } else if (op->kind == OpKind::Join) {
+      for (const ir::Value* o : op->operands)
+        if (o->type.is_block()) check(op, split_layout(l) && layouts.of(o) == *split_layout(l), "operand layout");
+    } else if (op->kind == OpKind::Gather) {
+      check(op, layouts.of(op->operand(1)) == l, "the index is not in the result's layout");
+    } else if (op->kind == OpKind::Histogram && op->operands.size() > 1) {
+      check(op, layouts.of(op->operand(1)) == layouts.of(op->operand(0)), "the mask is not in the input's layout");
+    }
+    if (op->kind == OpKind::Split && op->operand(0)->type.is_block()) {
+      auto half = split_layout(layouts.of(op->operand(0)));
+      for (const ir::Value* r : op->results)
+        if (r->type.is_block()) check(op, half && layouts.of(r) == *half, "the halves are not the operand's split");
     }
   });
 }

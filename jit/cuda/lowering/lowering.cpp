@@ -227,6 +227,10 @@ void Lowering::emit_op(const ir::Op* op) {
     case OpKind::Assert: return emit_assert(op);
     case OpKind::DebugBarrier: return line("__syncthreads();");
     case OpKind::ConvertLayout: return emit_convert(op);
+    case OpKind::Join: return emit_join(op);
+    case OpKind::Split: return emit_split(op);
+    case OpKind::Gather: return emit_gather(op);
+    case OpKind::Histogram: return emit_histogram(op);
     default: break;
   }
   if (is_atomic(op->kind)) return emit_atomic(op);
@@ -253,16 +257,6 @@ namespace tritium::jit::cuda {
 
 KernelSource generate_cuda_layouts(ir::Function& f, const CompileOptions& opts, int64_t smem_budget, int cc,
                                    const std::string& dump_dir) {
-  // Histogram, gather, join and split have no layout rules yet: refused here, by name and line,
-  // rather than lowered wrongly (docs/cuda-backend.md). The element-loop generator lowers them.
-  f.walk([&](ir::Op* op) {
-    if (op->kind == ir::OpKind::Histogram || op->kind == ir::OpKind::Gather || op->kind == ir::OpKind::Join ||
-        op->kind == ir::OpKind::Split)
-      fail(op->loc, "tl::{} is not supported yet in a kernel that the CUDA layout generator compiles (a kernel with "
-                    "tl::dot outside the matmul loops the element-loop generator takes); move it to a kernel "
-                    "of its own",
-           ir::op_name(op->kind));
-  });
   AxisInfoMap axis = analyze_axis_info(f);
   LayoutMap layouts = assign_layouts(f, axis, LayoutOptions{opts.num_warps, cc});
   verify_layouts(f, layouts);

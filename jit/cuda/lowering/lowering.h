@@ -18,7 +18,7 @@
 // (constants, aranges, views, elementwise), memory.cpp (loads, stores, atomics), reduce.cpp
 // (reductions), scan.cpp (scans, through jit/cuda/scan.cpp), convert.cpp (layout conversions,
 // tiles), dot.cpp (tensor cores and the FMA dot), control_flow.cpp (loops, branches, pipelining),
-// tma_ring.cpp (the ring's tiles through TMA),
+// tma_ring.cpp (the ring's tiles through TMA), data_movement.cpp (join, split, gather, histogram),
 // debug.cpp (print, assert).
 #pragma once
 #include <functional>
@@ -144,6 +144,16 @@ class Lowering {
                                    const std::vector<std::string>& rhs);
   void emit_reduce(const ir::Op* op);
   void emit_scan(const ir::Op* op);
+
+  // ---- data movement (data_movement.cpp): tl::join, tl::split, tl::gather, tl::histogram ---------
+  void emit_join(const ir::Op* op);
+  void emit_split(const ir::Op* op);
+  void emit_gather(const ir::Op* op);
+  void emit_histogram(const ir::Op* op);
+  // Whether every source element an index element may name lies in the index element's warp, in
+  // a lane found from the index alone (Triton's isWarpLocal): the warps hold no bit of the axis, and
+  // the lanes and warps of both layouts hold the same bits off the axis.
+  bool warp_local_gather(const Layout& src, const Layout& index, int axis) const;
 
   // ---- dot (dot.cpp) ------------------------------------------------------------------------------
   // wgmma groups issued and not yet waited for, and the accumulator registers they write.
