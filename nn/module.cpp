@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <tuple>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -172,10 +173,24 @@ void Module::collect_buffers(const std::string& prefix, bool recurse,
     for (const auto& [name, child] : children_) child->collect_buffers(prefix + name + ".", true, out);
 }
 
+namespace {
+
+// PyTorch's remove_duplicate: a tensor reachable under several names (a module registered twice,
+// tied weights) is listed once, under its first name, so an optimiser never steps it twice.
+std::vector<std::pair<std::string, Tensor>> without_duplicates(std::vector<std::pair<std::string, Tensor>> all) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::set<std::tuple<const void*, const void*, std::vector<int64_t>, DType>> seen;
+  for (auto& [name, t] : all)
+    if (seen.emplace(t.storage().get(), t.raw_data(), t.shape(), t.dtype()).second) out.emplace_back(std::move(name), t);
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
   collect_parameters("", recurse, out);
-  return out;
+  return without_duplicates(std::move(out));
 }
 
 std::vector<Tensor> Module::parameters(bool recurse) const {
@@ -187,7 +202,7 @@ std::vector<Tensor> Module::parameters(bool recurse) const {
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
   collect_buffers("", recurse, out);
-  return out;
+  return without_duplicates(std::move(out));
 }
 
 std::vector<Tensor> Module::buffers(bool recurse) const {

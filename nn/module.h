@@ -72,7 +72,9 @@ class Module {
   // The class name str() prints ("Linear").
   virtual std::string type_name() const { return "Module"; }
 
-  // ---- walks (depth first, registration order; with recurse=false only this module's own) ----
+  // ---- walks (depth first, registration order; with recurse=false only this module's own; a
+  // tensor reachable under several names, as a shared module's, is listed once under its first,
+  // as PyTorch's remove_duplicate) ----
   std::vector<Tensor> parameters(bool recurse = true) const;
   // Dotted names: "weight", "0.weight", "encoder.0.bias".
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
