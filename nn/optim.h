@@ -9,14 +9,27 @@
 //   opt.zero_grad(); loss.backward(); opt.step();
 #pragma once
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "io/json.h"
+#include "nn/state_dict.h"
 #include "runtime/tensor.h"
 
 namespace tritium::nn {
 
 using runtime::Tensor;
+
+// An optimiser's state as PyTorch's optimizer.state_dict(), flattened for a safetensors file:
+// tensors "state.<i>.<name>" (i the parameter's index; "step" a 0-dim f32 as PyTorch's,
+// "momentum_buffer", "exp_avg", "exp_avg_sq") and string values "optimizer" (the class name),
+// "num_params" and "param_groups" (PyTorch's param_groups as JSON: the hyperparameters and
+// "params": [0, ..., n-1]).
+struct OptimizerState {
+  StateDict tensors;
+  io::Metadata metadata;
+};
 
 class Optimizer {
  public:
@@ -26,11 +39,30 @@ class Optimizer {
   void zero_grad();
   virtual void step() = 0;
   const std::vector<Tensor>& params() const { return params_; }
+  virtual std::string name() const = 0;
+
+  OptimizerState state_dict() const;
+  // Restores hyperparameters and state saved by state_dict() (of an optimiser of the same class
+  // over parameters of the same shapes). Everything is checked before anything changes: another
+  // optimiser class, another parameter count, a state tensor of the wrong shape or dtype, an
+  // unknown key or a malformed param_groups are errors naming the problem.
+  void load_state_dict(const OptimizerState& state);
 
  protected:
   // Checks parameter i and returns its gradient ready for a kernel (contiguous, same shape), or
   // an undefined tensor when it has none.
   Tensor grad_for_step(size_t i, const char* optimizer) const;
+
+  // What state_dict() / load_state_dict() need of each class: the hyperparameters as a JSON
+  // object's members, the names of the per-parameter state tensors, and the state itself.
+  virtual std::string hyperparameters_json() const = 0;
+  virtual void set_hyperparameters(const io::Json& group) = 0;
+  virtual std::vector<std::string> state_names() const = 0;
+  // The state tensor `name` of parameter i (undefined when not created yet).
+  virtual Tensor state_tensor(size_t i, const std::string& name) const = 0;
+  virtual void set_state_tensor(size_t i, const std::string& name, Tensor value) = 0;
+  // Clears the state of parameter i (a parameter the loaded state has none for).
+  virtual void clear_state(size_t i) = 0;
 
   std::vector<Tensor> params_;
 };
@@ -43,10 +75,19 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, double lr, double momentum = 0, double weight_decay = 0, double dampening = 0,
       bool nesterov = false);
   void step() override;
+  std::string name() const override { return "SGD"; }
   double lr, momentum, weight_decay, dampening;
   bool nesterov;
   // The momentum buffer of parameter i (undefined before its first step or without momentum).
   const Tensor& momentum_buffer(size_t i) const { return buffers_.at(i); }
+
+ protected:
+  std::string hyperparameters_json() const override;
+  void set_hyperparameters(const io::Json& group) override;
+  std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
+  Tensor state_tensor(size_t i, const std::string& name) const override;
+  void set_state_tensor(size_t i, const std::string& name, Tensor value) override;
+  void clear_state(size_t i) override { buffers_[i] = Tensor(); }
 
  private:
   std::vector<Tensor> buffers_;
@@ -60,12 +101,21 @@ class AdamW : public Optimizer {
   AdamW(std::vector<Tensor> params, double lr = 1e-3, std::pair<double, double> betas = {0.9, 0.999},
         double eps = 1e-8, double weight_decay = 1e-2);
   void step() override;
+  std::string name() const override { return "AdamW"; }
   double lr;
   std::pair<double, double> betas;
   double eps, weight_decay;
   const Tensor& exp_avg(size_t i) const { return exp_avg_.at(i); }
   const Tensor& exp_avg_sq(size_t i) const { return exp_avg_sq_.at(i); }
   int64_t step_count(size_t i) const { return steps_.at(i); }
+
+ protected:
+  std::string hyperparameters_json() const override;
+  void set_hyperparameters(const io::Json& group) override;
+  std::vector<std::string> state_names() const override { return {"step", "exp_avg", "exp_avg_sq"}; }
+  Tensor state_tensor(size_t i, const std::string& name) const override;
+  void set_state_tensor(size_t i, const std::string& name, Tensor value) override;
+  void clear_state(size_t i) override;
 
  private:
   std::vector<Tensor> exp_avg_, exp_avg_sq_;

@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(autograd_and_module) {
     const ou::Shape shape{6, 50};
     Tensor x = ou::random_tensor<double>(shape, 11).requires_grad_(true);
     tritium::nn::LayerNorm ln({50});
-    BOOST_TEST(ln.str() == "LayerNorm((50), eps=1e-05, elementwise_affine=true)");
+    BOOST_TEST(ln.str() == "LayerNorm((50,), eps=1e-05, elementwise_affine=True, bias=True)");
     BOOST_TEST((ln.weight.device() == be.device));
     BOOST_TEST(ou::values(ln.weight) == std::vector<double>(50, 1.0));
     BOOST_TEST(ou::values(ln.bias) == std::vector<double>(50, 0.0));

@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(linear_init_bounds_and_shapes) {
     nn::Linear no_bias(5, 3, false, gen);
     BOOST_TEST(!no_bias.bias.defined());
     BOOST_TEST(no_bias.named_parameters().size() == 1u);
-    BOOST_TEST(no_bias.str() == "Linear(in_features=5, out_features=3, bias=false)");
+    BOOST_TEST(no_bias.str() == "Linear(in_features=5, out_features=3, bias=False)");
   });
 }
 
