@@ -22,11 +22,26 @@ std::string shape_str(const Tensor::Shape& s) { return fmt::format("[{}]", fmt::
 
 thread_local std::shared_ptr<Node> t_current_node;
 
-// The gradient as stored in a leaf's .grad: its own contiguous storage, so that no later in-place
-// update of .grad (an optimiser, a second accumulation) can reach another tensor. Under
-// create_graph the gradient keeps its graph (a differentiable clone when it must be copied).
-Tensor owned_grad(Tensor g) {
+// A view that a backward formula made of a gradient the caller passed to backward() (the
+// reshape of flatten / ravel / view, a narrow of cat's gradient): the storage is the caller's, the
+// tensor is not the one the caller holds.
+bool is_view_of_callers_grad(const Tensor& g, const std::vector<Tensor>& callers) {
+  for (const Tensor& u : callers)
+    if (u.defined() && u.storage() == g.storage() &&
+        (u.storage_offset() != g.storage_offset() || u.shape() != g.shape() || u.strides() != g.strides()))
+      return true;
+  return false;
+}
+
+// The gradient as stored in a leaf's .grad: contiguous, and its own storage, so that no later
+// in-place update of .grad (an optimiser, a second accumulation) can reach another tensor; except,
+// as PyTorch's AccumulateGrad (which steals any gradient tensor no one else holds, views included),
+// a contiguous view that a backward made of the caller's gradient: .grad then shares the caller's
+// storage, as in PyTorch, and a view's backward copies nothing. Under create_graph the gradient
+// keeps its graph (a differentiable clone when it must be copied).
+Tensor owned_grad(Tensor g, const std::vector<Tensor>& callers = {}) {
   if (g.is_contiguous() && g.storage().use_count() == 1) return g;
+  if (g.is_contiguous() && !g.requires_grad() && is_view_of_callers_grad(g, callers)) return g;
   return g.requires_grad() ? g.clone() : ops::clone(g);
 }
 
@@ -50,9 +65,9 @@ Tensor run_hooks(const HookList<GradHook>& hooks, Tensor g) {
 
 // The summed gradient of a leaf, once every edge into it has delivered: hooks, then .grad, then
 // the post-accumulate hooks (PyTorch's AccumulateGrad node).
-void accumulate_leaf(const std::shared_ptr<AutogradMeta>& leaf, Tensor g) {
+void accumulate_leaf(const std::shared_ptr<AutogradMeta>& leaf, Tensor g, const std::vector<Tensor>& callers) {
   if (!leaf->hooks.empty()) g = run_hooks(leaf->hooks, std::move(g));
-  if (!leaf->grad.defined()) leaf->grad = owned_grad(std::move(g));
+  if (!leaf->grad.defined()) leaf->grad = owned_grad(std::move(g), callers);
   else leaf->grad = add_grads(leaf->grad, g);
   for (const auto& hook : leaf->post_accumulate_hooks.snapshot()) hook(leaf);
 }
@@ -371,7 +386,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         capture_add(in->second, std::move(g));
       }
     } else if (leaf->requires_grad) {
-      accumulate_leaf(leaf, std::move(g));
+      accumulate_leaf(leaf, std::move(g), gradients);
     }
   };
   for (auto& [raw, leaf] : root_leaves)

@@ -6,12 +6,17 @@
 // causal, keys after the query (PyTorch's top-left aligned lower triangle) get a score of -1e6, so a
 // row whose keys are all masked in a block adds nothing (and no 0 * inf turns into NaN).
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "dsl/block_ptr.h"
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
+#include "ops/attention_tuning.h"
 #include "ops/ops.h"
 
 namespace tritium::ops {
@@ -91,7 +96,10 @@ Kernel& fwd_kernel() {
         auto o_bp = tl::make_block_ptr(O + off_z * soz + off_h * soh, {N_Q, D}, {son, sod}, {start_m * BLOCK_M, 0},
                                        {BLOCK_M, BLOCK_D}, {1, 0});
         tl::store(o_bp, acc.to(dtype), {0, 1});
-      });
+      },
+      {"Q", "K", "V", "O", "LSE", "sm_scale", "sqz", "sqh", "sqn", "sqd", "skz", "skh", "skn", "skd", "svz", "svh",
+       "svn", "svd", "soz", "soh", "son", "sod", "H", "N_Q", "N_KV", "D", "BLOCK_M", "BLOCK_N", "BLOCK_D", "CAUSAL",
+       "IEEE"});
   return k;
 }
 
@@ -177,7 +185,10 @@ Kernel& dkdv_kernel() {
         tl::store(tl::make_block_ptr(DV + off_z * svz + off_h * svh, {N_KV, D}, {svn, svd}, {start_n, 0},
                                      {BLOCK_N, BLOCK_D}, {1, 0}),
                   dv.to(dtype), {0, 1});
-      });
+      },
+      {"Q", "K", "V", "DO", "DK", "DV", "LSE", "Delta", "sm_scale", "sqz", "sqh", "sqn", "sqd", "skz", "skh", "skn", "skd",
+       "svz", "svh", "svn", "svd", "sgz", "sgh", "sgn", "sgd", "H", "N_Q", "N_KV", "D", "BLOCK_M", "BLOCK_N", "BLOCK_D",
+       "CAUSAL", "IEEE"});
   return k;
 }
 
@@ -239,21 +250,93 @@ Kernel& dq_kernel() {
         tl::store(tl::make_block_ptr(DQ + off_z * sqz + off_h * sqh, {N_Q, D}, {sqn, sqd}, {start_m, 0},
                                      {BLOCK_M, BLOCK_D}, {1, 0}),
                   dq.to(dtype), {0, 1});
-      });
+      },
+      {"Q", "K", "V", "DO", "DQ", "LSE", "Delta", "sm_scale", "sqz", "sqh", "sqn", "sqd", "skz", "skh", "skn", "skd",
+       "svz", "svh", "svn", "svd", "sgz", "sgh", "sgn", "sgd", "H", "N_Q", "N_KV", "D", "BLOCK_M", "BLOCK_N", "BLOCK_D",
+       "CAUSAL", "IEEE"});
   return k;
 }
 
 struct Blocks {
   int m, n, d, warps, stages;
 };
-// Heuristic tiles (not tuned yet): a GPU takes 64 x 64 (128 x 64 past 1024 queries with 8 warps),
-// the CPU 32 x 32; the head dim padded to a power of two of at least 16.
+// The CPU's tiles (32 x 32, the head dim padded to a power of two of at least 16), and the delta
+// kernel's on the GPU (no dots, no pipeline).
 Blocks blocks_for(const Tensor& q, int64_t n_q, int64_t d) {
   int bd = 16;
   while (bd < d) bd *= 2;
   if (q.device().is_cpu()) return {32, 32, bd, 4, 1};
   const bool big = n_q >= 1024 && bd <= 128;
   return {big ? 128 : 64, 64, bd, big ? 8 : 4, bd > 128 ? 2 : 3};
+}
+
+// GPU tiles (BLOCK_M queries x BLOCK_N keys, warps, stages) per kernel, autotuned per lengths, head
+// dim, causality, dot precision and dtype. Shared memory grows with the element size (f32 tiles
+// take twice bf16's) and the head dim: a candidate the code generator cannot fit in the device's
+// shared memory fails to compile, and the autotuner skips it with its reason (one line on stderr),
+// so any dtype and head dim up to 256 finds one that fits (the last candidates are small); only
+// when none fits is it an error.
+std::vector<Config> tile_configs(std::initializer_list<std::array<int, 4>> list) {
+  std::vector<Config> out;
+  for (const auto& [m, n, warps, stages] : list) out.emplace_back(Meta{{"BLOCK_M", m}, {"BLOCK_N", n}}, warps, stages);
+  return out;
+}
+
+Autotuner& tuner_for(Kernel& k, std::vector<Config> configs) {
+  AutotuneOptions o;
+  o.key = {"N_Q", "N_KV", "D", "CAUSAL", "IEEE"};
+  o.warmup_ms = 10, o.rep_ms = 40;  // an op's first call per shape waits for this
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<Autotuner>> tuners;
+  std::lock_guard lock(mutex);
+  auto& t = tuners[k.name()];
+  if (!t) t = std::make_unique<Autotuner>(autotune(k, std::move(configs), o));
+  return *t;
+}
+
+}  // namespace
+
+namespace detail {
+
+const std::vector<Config>& attention_gpu_configs(const std::string& kernel_name) {
+  static const std::map<std::string, std::vector<Config>> configs = {
+      {"sdpa_fwd", tile_configs({{128, 64, 8, 3}, {128, 64, 8, 2}, {64, 64, 4, 3}, {128, 32, 4, 3}, {64, 32, 4, 2},
+                                 {32, 32, 4, 2}})},
+      {"sdpa_bwd_dkdv", tile_configs({{128, 64, 8, 3}, {64, 64, 4, 3}, {32, 128, 4, 3}, {64, 128, 8, 2}, {32, 64, 4, 2},
+                                      {32, 32, 4, 2}})},
+      {"sdpa_bwd_dq", tile_configs({{128, 64, 8, 3}, {64, 64, 4, 3}, {128, 32, 4, 3}, {64, 32, 4, 2}, {32, 32, 4, 2}})}};
+  auto it = configs.find(kernel_name);
+  if (it == configs.end()) fail("attention_gpu_configs: no kernel {}", kernel_name);
+  return it->second;
+}
+
+Kernel& attention_kernel(const std::string& kernel_name) {
+  if (kernel_name == "sdpa_fwd") return fwd_kernel();
+  if (kernel_name == "sdpa_bwd_dkdv") return dkdv_kernel();
+  if (kernel_name == "sdpa_bwd_dq") return dq_kernel();
+  fail("attention_kernel: no kernel {}", kernel_name);
+}
+
+}  // namespace detail
+
+namespace {
+
+// Launches `k` over [cdiv(rows, BLOCK_M or BLOCK_N), B * H]: with the CPU's fixed tiles, or
+// autotuned on a GPU. `args` are the kernel's arguments up to D; BLOCK_D, CAUSAL and IEEE follow.
+template <class... A>
+void launch_tiled(const char* name, const Tensor& q, int64_t rows, const char* row_block, int64_t BH, const Blocks& b,
+                  int causal, int ieee, const A&... args) {
+  Kernel& k = detail::attention_kernel(name);
+  if (q.device().is_cpu()) {
+    const int64_t block = std::string(row_block) == "BLOCK_M" ? b.m : b.n;
+    k[{cdiv(rows, block), BH}](args..., b.m, b.n, b.d, causal, ieee,
+                                Options{.num_warps = b.warps, .num_stages = b.stages, .device = {}});
+    return;
+  }
+  Autotuner& t = tuner_for(k, detail::attention_gpu_configs(name));
+  const std::string rb = row_block;
+  t[GridSpec([rows, rb, BH](const Meta& m) { return Grid(cdiv(rows, m[rb]), BH); })](
+      args..., Meta{{"BLOCK_D", b.d}, {"CAUSAL", causal}, {"IEEE", ieee}});
 }
 
 void check_inputs(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
@@ -295,9 +378,8 @@ AttentionResult scaled_dot_product_attention_forward(const Tensor& q, const Tens
   auto [vz, vh, vn, vd] = strides4(v);
   auto [oz, oh, on, od] = strides4(r.out);
   auto i32 = [](int64_t x) { return static_cast<int32_t>(x); };
-  fwd_kernel()[{cdiv(NQ, b.m), B * H}](q, k, v, r.out, r.lse, sm, qz, qh, qn, qd, kz, kh, kn, kd, vz, vh, vn, vd, oz, oh,
-                                       on, od, i32(H), i32(NQ), i32(NK), i32(D), b.m, b.n, b.d, is_causal ? 1 : 0,
-                                       ieee_dots(q.dtype()), Options{.num_warps = b.warps, .num_stages = b.stages, .device = {}});
+  launch_tiled("sdpa_fwd", q, NQ, "BLOCK_M", B * H, b, is_causal ? 1 : 0, ieee_dots(q.dtype()), q, k, v, r.out, r.lse, sm,
+               qz, qh, qn, qd, kz, kh, kn, kd, vz, vh, vn, vd, oz, oh, on, od, i32(H), i32(NQ), i32(NK), i32(D));
   return r;
 }
 
@@ -331,12 +413,11 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor& grad_in, cons
   Tensor delta = Tensor::empty({B, H, NQ}, DType::f32, q.device());
   delta_kernel()[{cdiv(NQ, b.m), B * H}](out, g, delta, oz, oh, on, od, gz, gh, gn, gd, i32(H), i32(NQ), i32(D), b.m, b.d,
                                          opts);
-  dkdv_kernel()[{cdiv(NK, b.n), B * H}](qc, kc, vc, g, r.dk, r.dv, lse, delta, sm, qz, qh, qn, qd, kz, kh, kn, kd, vz, vh,
-                                        vn, vd, gz, gh, gn, gd, i32(H), i32(NQ), i32(NK), i32(D), b.m, b.n, b.d,
-                                        is_causal ? 1 : 0, ieee, opts);
-  dq_kernel()[{cdiv(NQ, b.m), B * H}](qc, kc, vc, g, r.dq, lse, delta, sm, qz, qh, qn, qd, kz, kh, kn, kd, vz, vh, vn, vd,
-                                      gz, gh, gn, gd, i32(H), i32(NQ), i32(NK), i32(D), b.m, b.n, b.d, is_causal ? 1 : 0,
-                                      ieee, opts);
+  const int causal = is_causal ? 1 : 0;
+  launch_tiled("sdpa_bwd_dkdv", q, NK, "BLOCK_N", B * H, b, causal, ieee, qc, kc, vc, g, r.dk, r.dv, lse, delta, sm, qz,
+               qh, qn, qd, kz, kh, kn, kd, vz, vh, vn, vd, gz, gh, gn, gd, i32(H), i32(NQ), i32(NK), i32(D));
+  launch_tiled("sdpa_bwd_dq", q, NQ, "BLOCK_M", B * H, b, causal, ieee, qc, kc, vc, g, r.dq, lse, delta, sm, qz, qh, qn,
+               qd, kz, kh, kn, kd, vz, vh, vn, vd, gz, gh, gn, gd, i32(H), i32(NQ), i32(NK), i32(D));
   return r;
 }
 

@@ -5,7 +5,10 @@
 // x[idx]) or on the destination side (scatter, index_add, x[idx] = v), and (op) is a store or an
 // atomic add / max / min (scatter_add, index_add, scatter_reduce, accumulate). Each op only works
 // out the index space and the three stride sets (0 where a side does not move along a dim), so
-// every stride, broadcast and rank takes the same path. nonzero has its own three small kernels
+// every stride, broadcast and rank takes the same path. Indices along one dim (gather,
+// index_select, x[idx] with one index tensor) are checked by the kernel as it goes (negatives
+// wrapped first for x[idx]): one launch and one element read back, no bounds reductions or offset
+// tensors before it. nonzero has its own three small kernels
 // (count per block, scan the counts, write the coordinates).
 #include "ops/indexing.h"
 
@@ -37,6 +40,9 @@ enum class Mode : int { store, add, max, min, prod };
 enum class OffsetSide : int { none, src, dst };
 // index_copy's COLS bits: column strides known at compile time.
 enum ColumnStrides : int { kDstUnit = 1, kSrcUnit = 2, kIndexUnit = 4, kIndexPerRow = 8 };
+// index_copy's CHECK: indices used as they are, checked against [0, isize), or negatives wrapped
+// first (advanced indexing's x[-1]) and then checked.
+enum IndexCheck : int { kNoCheck = 0, kInRange = 1, kWrapNegative = 2 };
 
 }  // namespace
 
@@ -48,7 +54,7 @@ Kernel& detail::index_copy_kernel() {
          tl::i64 a0, tl::i64 a1, tl::i64 a2, tl::i64 a3, tl::i64 a4, tl::i64 a_col,
          tl::i64 b0, tl::i64 b1, tl::i64 b2, tl::i64 b3, tl::i64 b4, tl::i64 b_col,
          tl::i64 c0, tl::i64 c1, tl::i64 c2, tl::i64 c3, tl::i64 c4, tl::i64 c_col,  //
-         int RANK, int MODE, int SIDE, bool CHECK, int DDT, int BR, int BC, int COLS) {
+         int RANK, int MODE, int SIDE, int CHECK, int DDT, int BR, int BC, int COLS) {
         const std::array<tl::tensor, 5> d{d0, d1, d2, d3, d4}, a{a0, a1, a2, a3, a4}, b{b0, b1, b2, b3, b4},
             c{c0, c1, c2, c3, c4};
         // A [BR, BC] tile: BC elements of the last dim times BR rows (the other dims flattened);
@@ -78,22 +84,27 @@ Kernel& detail::index_copy_kernel() {
         tl::tensor da = tile(ra, a_col, a_unit), sb = tile(rb, b_col, b_unit);
         if (SIDE != static_cast<int>(OffsetSide::none)) {
           // `off` holds indices along one dim (times istride); with CHECK, an index outside
-          // [0, isize) is skipped and the largest such index goes to bad[0] for the host's error.
+          // [0, isize) (after wrapping negatives, kWrapNegative) is skipped and the largest such
+          // index as given goes to bad[0] for the host's error.
           tl::tensor o;
           if (c_per_row) {
             auto row_mask = row < rows;
             o = tl::load(off + rc, row_mask, 0).to(tl::int64);
             if (CHECK) {
+              auto given = o;
+              if (CHECK == kWrapNegative) o = o + (o < 0).to(tl::int64) * isize;
               auto outside = row_mask && ((o < 0) || (o >= isize));
-              tl::atomic_max(bad + o * 0, o, outside);
+              tl::atomic_max(bad + o * 0, given, outside);
               mask = mask && !outside(tl::_, tl::None);
             }
             o = (o * istride)(tl::_, tl::None);
           } else {
             o = tl::load(off + tile(rc, c_col, c_unit), mask, 0).to(tl::int64);
             if (CHECK) {
+              auto given = o;
+              if (CHECK == kWrapNegative) o = o + (o < 0).to(tl::int64) * isize;
               auto outside = mask && ((o < 0) || (o >= isize));
-              tl::atomic_max(bad + o * 0, o, outside);
+              tl::atomic_max(bad + o * 0, given, outside);
               mask = mask && !outside;
             }
             o = o * istride;
@@ -199,6 +210,7 @@ Tensor shifted(const Tensor& t, int64_t delta) { return t.as_strided({}, {}, t.s
 struct IndexScale {
   int64_t size = 0, stride = 1;
   bool check = false;
+  bool wrap = false;  // negatives count from the end (checked after wrapping)
   Tensor bad;  // one i64, INT64_MIN until an index is out of range
 };
 
@@ -258,7 +270,8 @@ void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layou
       t[0][0], t[0][1], t[0][2], t[0][3], t[0][4], t[0][5],                       //
       t[1][0], t[1][1], t[1][2], t[1][3], t[1][4], t[1][5],                       //
       t[2][0], t[2][1], t[2][2], t[2][3], t[2][4], t[2][5],                       //
-      rank, static_cast<int>(mode), static_cast<int>(side), scale.check, static_cast<int>(dst.dtype()),
+      rank, static_cast<int>(mode), static_cast<int>(side),
+      static_cast<int>(!scale.check ? kNoCheck : scale.wrap ? kWrapNegative : kInRange), static_cast<int>(dst.dtype()),
       static_cast<int>(br), static_cast<int>(bc), cols_known);
 }
 
@@ -281,9 +294,10 @@ void check_bounds(const char* op, const Tensor& index, int64_t size, int dim, bo
 // checks them as it goes, and the host reads one element back for the error; the product's kernel
 // has them checked before (it cannot skip a lane's loop cheaply).
 void run_indexed(const char* op, const Tensor& dst, const Tensor& src, const Tensor& index, const Layout& l, Mode mode,
-                 OffsetSide side, int dim, int64_t size, int64_t stride) {
+                 OffsetSide side, int dim, int64_t size, int64_t stride, bool wrap = false) {
   check_combinable(op, dst, mode);
-  IndexScale scale{size, stride, mode != Mode::prod, Tensor()};
+  if (wrap && mode == Mode::prod) fail("{}: internal: negative indices are not wrapped in the product mode", op);
+  IndexScale scale{size, stride, mode != Mode::prod, wrap, Tensor()};
   if (mode == Mode::prod) check_bounds(op, index, size, dim, false);
   else scale.bad = full({1}, Scalar(std::numeric_limits<int64_t>::min()), DType::i64, dst.device());
   launch(dst, src, index, collapse(l), mode, side, scale);
@@ -621,6 +635,10 @@ struct Plan {
   Shape result;
   Shape x_strides, off_strides;
   Tensor off;
+  // One index tensor (x[idx], x[:, idx], a mask's nonzero): `off` is that tensor as given, indices
+  // along dim `dim`, checked and wrapped by the kernel as it goes (one launch, no bounds reductions
+  // and offset tensors before it).
+  int dim = -1;
 };
 
 Plan plan(const char* op, const Tensor& x, const std::vector<Tensor>& idx) {
@@ -632,13 +650,18 @@ Plan plan(const char* op, const Tensor& x, const std::vector<Tensor>& idx) {
       indexed.push_back(static_cast<int>(k));
     }
   Plan p;
-  for (int k : indexed) {
-    const int64_t size = x.shape()[static_cast<size_t>(k)];
-    check_bounds(op, idx[static_cast<size_t>(k)], size, k, true);
-    Tensor o = offsets_of(idx[static_cast<size_t>(k)], x.strides()[static_cast<size_t>(k)], size, true);
-    p.off = p.off.defined() ? add(p.off, o) : o;
+  if (indexed.size() == 1) {
+    p.dim = indexed[0];
+    p.off = idx[static_cast<size_t>(p.dim)];
+  } else {
+    for (int k : indexed) {
+      const int64_t size = x.shape()[static_cast<size_t>(k)];
+      check_bounds(op, idx[static_cast<size_t>(k)], size, k, true);
+      Tensor o = offsets_of(idx[static_cast<size_t>(k)], x.strides()[static_cast<size_t>(k)], size, true);
+      p.off = p.off.defined() ? add(p.off, o) : o;
+    }
+    if (p.off.shape() != b) p.off = contiguous(runtime::expand_of(p.off, b));
   }
-  if (p.off.shape() != b) p.off = contiguous(runtime::expand_of(p.off, b));
   bool adjacent = indexed.back() - indexed.front() + 1 == static_cast<int>(indexed.size());
   auto push_x = [&](int k) {
     p.result.push_back(x.shape()[static_cast<size_t>(k)]);
@@ -673,7 +696,11 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   if (!any_defined(idx)) return x;
   Plan p = plan("index", x, idx);
   Tensor out = Tensor::empty(p.result, x.dtype(), x.device());
-  run("index", out, x, p.off, {p.result, {out.strides(), p.x_strides, p.off_strides}}, Mode::store, OffsetSide::src);
+  const Layout l{p.result, {out.strides(), p.x_strides, p.off_strides}};
+  if (p.dim >= 0)
+    run_indexed("index", out, x, p.off, l, Mode::store, OffsetSide::src, p.dim, x.size(p.dim), x.stride(p.dim), true);
+  else
+    run("index", out, x, p.off, l, Mode::store, OffsetSide::src);
   return out;
 }
 
@@ -696,8 +723,12 @@ void index_put_(Tensor& x, const std::vector<Tensor>& indices, const Tensor& val
     fail("index_put_: shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
          shape_str(values.shape()), shape_str(p.result));
   Tensor v = runtime::expand_of(values, p.result);
-  run("index_put_", x, v, p.off, {p.result, {p.x_strides, v.strides(), p.off_strides}},
-      accumulate ? Mode::add : Mode::store, OffsetSide::dst);
+  const Layout l{p.result, {p.x_strides, v.strides(), p.off_strides}};
+  const Mode mode = accumulate ? Mode::add : Mode::store;
+  if (p.dim >= 0)
+    run_indexed("index_put_", x, v, p.off, l, mode, OffsetSide::dst, p.dim, x.size(p.dim), x.stride(p.dim), true);
+  else
+    run("index_put_", x, v, p.off, l, mode, OffsetSide::dst);
 }
 
 }  // namespace tritium::ops

@@ -6,8 +6,10 @@
 // stable two-pass form), one for y = (x - mean) * rstd * w + b; mean and rstd ([M], f32 or f64)
 // are kept for the backward. A variance that overflows the accumulator makes the row NaN. Backward: one program per row for dx (one pass for the two row sums
 // c1 = mean(xhat * w * dy), c2 = mean(w * dy), one for dx = (w * dy - xhat * c1 - c2) * rstd),
-// and one program per column block for dw = sum(dy * xhat) and db = sum(dy) over the rows, in
-// row order: deterministic, unlike the tutorial's locked accumulation. f16/bf16 compute in f32.
+// and dw = sum(dy * xhat), db = sum(dy) over the rows as a column reduction cut by the reduction
+// plan (ops/reduce_plan.h: column blocks, and chunks of rows when the blocks alone leave the device
+// idle, their partials summed in chunk order): deterministic, unlike the tutorial's locked
+// accumulation. f16/bf16 compute in f32.
 #include <algorithm>
 #include <cmath>
 
@@ -16,6 +18,7 @@
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/ops.h"
+#include "ops/reduce_plan.h"
 
 namespace tritium::ops {
 
@@ -96,17 +99,22 @@ Kernel& backward_dx_kernel() {
   return k;
 }
 
+// dw and db partial sums: program (i, s) sums rows [s * CHUNK, min(M, (s + 1) * CHUNK)) of the
+// column block i into row s of the [S, N] partials (S = 1: the sums themselves).
 Kernel& backward_dwdb_kernel() {
   static Kernel k = tritium::kernel(
       "layer_norm_bwd_dwdb",
-      [](P dy, P x, P mean, P rstd, P dw, P db, tl::i64 M, tl::i64 N, int ACC, int BM, int BN) {
+      [](P dy, P x, P mean, P rstd, P dw, P db, tl::i64 M, tl::i64 N, tl::i64 CHUNK, int ACC, int BM, int BN) {
         const DType acc = static_cast<DType>(ACC);
         auto cols = tl::program_id(0).to(tl::int64) * BN + tl::arange(0, BN);
+        auto part = tl::program_id(1).to(tl::int64);
+        auto first = part * CHUNK;
+        auto last = tl::minimum(first + CHUNK, M);
         auto rows0 = tl::arange(0, BM).to(tl::int64);
         auto sw = tl::zeros({BM, BN}, acc), sb = tl::zeros({BM, BN}, acc);
-        for (auto r0 : tl::range(0, M, BM)) {
+        for (auto r0 : tl::range(first, last, BM)) {
           auto rows = r0 + rows0;
-          auto rm = rows < M;
+          auto rm = rows < last;
           auto mask = rm(tl::_, tl::None) & (cols < N)(tl::None, tl::_);
           auto off = rows(tl::_, tl::None) * N + cols(tl::None, tl::_);
           auto g = tl::load(dy + off, mask, 0).to(acc);
@@ -116,10 +124,10 @@ Kernel& backward_dwdb_kernel() {
           sw = sw + g * xhat;
           sb = sb + g;
         }
-        tl::store(dw + cols, tl::sum(sw, 0), cols < N);
-        tl::store(db + cols, tl::sum(sb, 0), cols < N);
+        tl::store(dw + part * N + cols, tl::sum(sw, 0), cols < N);
+        tl::store(db + part * N + cols, tl::sum(sb, 0), cols < N);
       },
-      {"dy", "x", "mean", "rstd", "dw", "db", "M", "N", "ACC", "BM", "BN"});
+      {"dy", "x", "mean", "rstd", "dw", "db", "M", "N", "CHUNK", "ACC", "BM", "BN"});
   return k;
 }
 
@@ -201,9 +209,15 @@ LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x_in, const
   backward_dx_kernel()[{M}](g, x, w, m, s, r.dx, N, static_cast<int>(acc), weight.defined(),
                             static_cast<int>(block_for(N)));
   if (weight.defined()) {
-    constexpr int BM = 32, BN = 64;
-    Tensor dw = Tensor::empty({N}, acc, x.device()), db = Tensor::empty({N}, acc, x.device());
-    backward_dwdb_kernel()[{cdiv(N, BN)}](g, x, m, s, dw, db, M, N, static_cast<int>(acc), BM, BN);
+    // A column reduction of [M, N] over the rows: the reduction plan's column tiles, and the rows
+    // cut into chunks when there are fewer column blocks than the device has room for (N = 1024
+    // gives 4 column blocks for 132 SMs), summed in chunk order by a second reduction.
+    const detail::ReducePlan plan = detail::plan_reduce(1, M, N, detail::reduce_device(x.device()));
+    const int64_t BN = plan.block_k, BM = std::max<int64_t>(1, plan.block_r / 2);  // two accumulators
+    Tensor dw = Tensor::empty({plan.chunks, N}, acc, x.device()), db = Tensor::empty({plan.chunks, N}, acc, x.device());
+    backward_dwdb_kernel()[{cdiv(N, BN), plan.chunks}](g, x, m, s, dw, db, M, N, plan.chunk, static_cast<int>(acc),
+                                                       static_cast<int>(BM), static_cast<int>(BN));
+    if (plan.chunks > 1) dw = sum(dw, {0}, false), db = sum(db, {0}, false);
     r.dweight = to_dtype(dw, weight.dtype()).as_strided(normalized_shape, contiguous_strides(normalized_shape), 0);
     r.dbias = to_dtype(db, weight.dtype()).as_strided(normalized_shape, contiguous_strides(normalized_shape), 0);
   }

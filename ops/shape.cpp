@@ -1,6 +1,7 @@
 // Shape ops (ops/shape.h): views are runtime::as_strided over the same storage; copies go through
 // the generic strided copy (ops::copy_ into a view of the output), so a strided input, a dtype
-// conversion (cat's promotion) and any rank take one path and no op has a kernel of its own.
+// conversion (cat's promotion) and any rank take one path and no op here has a kernel of its own
+// (tril / triu have one: ops/triangle.cpp).
 #include "ops/shape.h"
 
 #include <algorithm>
@@ -370,27 +371,5 @@ Tensor roll(const Tensor& x, const Shape& shifts, const std::vector<int>& dims) 
   }
   return out;
 }
-
-namespace {
-
-// Keeps the elements of the last two dims whose column - row is <= k (lower) or >= k (upper):
-// `where` against a 0-dim zero, the mask built from two broadcast aranges.
-Tensor triangle(const char* op, const Tensor& x, int64_t k, bool lower) {
-  check_defined(op, x);
-  if (x.dim() < 2) fail("{}: input tensor must have at least 2 dimensions, got {}", op, x.str());
-  int64_t rows = size_at(x, x.dim() - 2), cols = size_at(x, x.dim() - 1);
-  // Column c of row r is kept where c - r <= k (tril) or >= k (triu): one broadcast comparison
-  // of the columns [1, cols] with r + k [rows, 1] gives the mask (no [rows, cols] i64 difference).
-  Tensor r = runtime::view_of(add(arange(0, rows, 1, DType::i64, x.device()), Scalar(k)), {rows, 1});
-  Tensor c = runtime::view_of(arange(0, cols, 1, DType::i64, x.device()), {1, cols});
-  Tensor keep = lower ? le(c, r) : ge(c, r);
-  Tensor zero = zeros({}, x.dtype(), x.device());
-  return where(keep, x, zero);
-}
-
-}  // namespace
-
-Tensor tril(const Tensor& x, int64_t diagonal) { return triangle("tril", x, diagonal, true); }
-Tensor triu(const Tensor& x, int64_t diagonal) { return triangle("triu", x, diagonal, false); }
 
 }  // namespace tritium::ops

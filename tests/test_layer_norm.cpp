@@ -6,6 +6,7 @@
 #include "nn/autograd.h"
 #include "nn/functional.h"
 #include "nn/module.h"
+#include "ops/reduce_plan.h"
 #include "ops_test_helpers.h"
 
 namespace tt = tritium::test;
@@ -103,6 +104,21 @@ BOOST_AUTO_TEST_CASE(values_and_gradients) {
     check_case<double>({19, 1029}, {1029}, true, 1e-12, 5);
     check_case<tritium::f16_t>({33, 513}, {513}, true, 2e-3, 6);
     check_case<tritium::bf16_t>({9, 300}, {300}, true, 1.5e-2, 7);
+  });
+}
+
+// dw and db as a column reduction cut by the reduction plan: an H100's plan (forced on any backend)
+// splits the rows into chunks whose partials a second reduction sums; chunks that do not divide
+// the rows, and a column block wider than the row.
+BOOST_AUTO_TEST_CASE(weight_and_bias_gradients_with_the_rows_split) {
+  namespace od = tritium::ops::detail;
+  od::ScopedReduceDevice force(od::ReduceDevice::cuda(132));
+  for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{{1000, 77}, {2500, 300}})
+    BOOST_TEST(od::plan_reduce(1, M, N, od::ReduceDevice::cuda(132)).chunks > 1, "M=" << M << " N=" << N);
+  tt::for_each_backend([&](const tt::Backend&) {
+    check_case<float>({1000, 77}, {77}, true, 2e-6, 11);
+    check_case<double>({10, 250, 300}, {300}, true, 1e-12, 12);
+    check_case<tritium::bf16_t>({1000, 77}, {77}, true, 1.5e-2, 13);
   });
 }
 

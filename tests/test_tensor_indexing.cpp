@@ -420,16 +420,18 @@ BOOST_AUTO_TEST_CASE(cuda_code_compiles) {
   const int64_t n = 1000, s = 7, one = 1, zero = 0;
   namespace d = tritium::ops::detail;
   // cols: index_copy's known column strides (0: none; 11: dst and src unit, one index per row).
-  auto strides = [&](auto&& k, auto* dst, auto* src, int mode, int side, int ddt, int cols = 0) {
+  // check: 0 none, 1 in range, 2 negatives wrapped first (x[idx]); -1: 1 where there are indices.
+  auto strides = [&](auto&& k, auto* dst, auto* src, int mode, int side, int ddt, int cols = 0, int check = -1) {
     return compiles(k, dst, src, i, i, s, one, n, s, s, one, one, one, one,  // indices, bad, rows, cols, outer sizes
                     s, zero, zero, zero, zero, one,                     // dst strides (outer, column)
                     zero, zero, zero, zero, zero, one,                  // src strides
                     one, zero, zero, zero, zero, zero,                  // index strides
-                    2, mode, side, side != 0, ddt, 16, 64, cols);
+                    2, mode, side, check >= 0 ? check : side != 0 ? 1 : 0, ddt, 16, 64, cols);
   };
   strides(d::index_copy_kernel(), f, f, 0, 1, static_cast<int>(DType::f32));
   strides(d::index_copy_kernel(), f, f, 0, 1, static_cast<int>(DType::f32), 11);
   strides(d::index_copy_kernel(), f, f, 1, 2, static_cast<int>(DType::f32), 11);
+  strides(d::index_copy_kernel(), f, f, 0, 1, static_cast<int>(DType::f32), 11, 2);  // x[idx], negatives wrapped
   std::string add = strides(d::index_copy_kernel(), f, f, 1, 2, static_cast<int>(DType::f32));
   BOOST_TEST(add.find("atomicAdd") != std::string::npos);
   compiles(d::index_prod_kernel(), f, f, i, s, n, s, s, one, one, one, one, s, one, zero, zero, zero, zero, zero, one, zero,

@@ -194,6 +194,21 @@ BOOST_AUTO_TEST_CASE(tril_triu) {
     Tensor ints = ou::random_tensor<int64_t>({3, 3}, 17, 1, 9);
     BOOST_TEST((T::tril(ints).dtype() == DType::i64));
     BOOST_TEST(ou::values(T::tril(ints))[1] == 0);
+    // Rows wider than one column block (1500 columns), diagonals past either corner, and bool.
+    Tensor wide = randf({2, 3, 1500}, 18);
+    for (int64_t k : {int64_t{-2000}, int64_t{-1}, int64_t{700}, int64_t{1498}, int64_t{5000}}) {
+      check_mapped(T::tril(wide, k), wide, {2, 3, 1500},
+                   [k](const Shape& i) { return i[2] - i[1] <= k ? i : Shape{}; }, "wide tril " + std::to_string(k));
+      check_mapped(T::triu(wide, k), wide, {2, 3, 1500},
+                   [k](const Shape& i) { return i[2] - i[1] >= k ? i : Shape{}; }, "wide triu " + std::to_string(k));
+    }
+    Tensor flags = ops::ge(randf({4, 6}, 19), ops::zeros({}));
+    Tensor upper = T::triu(flags, 1);
+    BOOST_TEST((upper.dtype() == DType::i1));
+    auto fv = ou::values(flags), uv = ou::values(upper);
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < 6; ++c) BOOST_TEST(uv[size_t(r * 6 + c)] == (c - r >= 1 ? fv[size_t(r * 6 + c)] : 0.0));
+    BOOST_TEST(T::tril(ops::zeros({2, 0, 3})).shape() == Shape({2, 0, 3}));
   });
 }
 

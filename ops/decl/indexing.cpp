@@ -273,11 +273,17 @@ void declare_indexing(OpRegistry& registry) {
          .derivatives = {{.input = "self", .saves = {"mask"}, .text = "masked_select_backward(grad, self, mask)",
                           .formula = [](const Tensor& g, const Ctx& c) {
                             // The broadcast shape, with g put back where the mask is true (the
-                            // dispatch then sums a broadcast self back to its shape).
+                            // dispatch then sums a broadcast self back to its shape). Both seen
+                            // flat: one index along one dim, which the indexing kernel checks as
+                            // it goes (a mask over several dims would give an index per dim, each
+                            // checked by reductions first).
                             const Tensor& m = c.saved("mask");
                             Shape b = detail::broadcast_shapes("masked_select", c.input_shape("self"), m.shape());
                             Tensor z = zeros(b, g.dtype(), g.device());
-                            index_put_(z, {contiguous(runtime::expand_of(m, b))}, g, false);
+                            int64_t n = 1;
+                            for (int64_t s : b) n *= s;
+                            Tensor flat = runtime::view_of(z, {n});
+                            index_put_(flat, {runtime::view_of(contiguous(runtime::expand_of(m, b)), {n})}, g, false);
                             return z;
                           }}},
          .gradcheck_samples = [](Device d) {

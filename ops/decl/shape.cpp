@@ -34,15 +34,27 @@ Tensor through_zero_view(const Tensor& g, const Ctx& c, View view_of_zeros) {
   return z;
 }
 
-// unfold_backward: window w, element j came from input position w * step + j along dim; for each
-// j the positions over w are one strided slice, so the windows' overlaps are summed slice by slice.
+// unfold_backward: window w, element j came from input position w * step + j along dim. Windows
+// that do not overlap (step >= size) are one view of the input: the gradient is copied through it
+// in one launch (into an uninitialised tensor when the windows cover the dim exactly, a reshape of
+// the gradient when it is already laid out that way). Overlapping ones: for each j the positions
+// over w are one strided slice, so the overlaps are summed slice by slice.
 Tensor unfold_backward(const Tensor& g, const Ctx& c) {
   const Shape& in = c.input_shape("self");
   const int64_t size = c.attrs().get<int64_t>("size"), step = c.attrs().get<int64_t>("step");
   if (in.empty()) return reshape(g, {});  // a 0-dim input: one window of one element
   const int d = detail::normalize_dim("unfold", c.attrs().get<int>("dim"), static_cast<int>(in.size()));
-  Tensor z = zeros(in, g.dtype(), g.device());
   const int64_t windows = g.shape()[static_cast<size_t>(d)];
+  if (step >= size) {
+    const bool covers = windows * size == in[static_cast<size_t>(d)];
+    Tensor z = covers ? Tensor::empty(in, g.dtype(), g.device()) : zeros(in, g.dtype(), g.device());
+    if (windows == 0) return z;
+    Tensor target = unfold(z, d, size, step);
+    if (covers && g.is_contiguous() && target.strides() == g.strides()) return reshape(g, in);
+    copy_(target, g);
+    return z;
+  }
+  Tensor z = zeros(in, g.dtype(), g.device());
   if (windows == 0) return z;
   for (int64_t j = 0; j < size; ++j) {
     Tensor target = runtime::slice_of(z, d, j, j + (windows - 1) * step + 1, step);
