@@ -217,6 +217,14 @@ TORCH_OPS = {
     "stack": lambda x, a: torch.stack(x, a["dim"]),
 }
 
+# issue 30 item 1 (wt-conv): convolutions.
+TORCH_OPS.update({
+    "conv1d": lambda x, a: F.conv1d(x[0], x[1], x[2], a["stride"], a["padding"], a["dilation"], a["groups"]),
+    "conv2d": lambda x, a: F.conv2d(x[0], x[1], x[2], a["stride"], a["padding"], a["dilation"], a["groups"]),
+    "conv_transpose2d": lambda x, a: F.conv_transpose2d(x[0], x[1], x[2], a["stride"], a["padding"],
+                                                        a["output_padding"], a["groups"], a["dilation"]),
+})
+
 
 def make_input(spec, device, gen):
     shape, dtype = spec["shape"], DTYPES[spec["dtype"]]
