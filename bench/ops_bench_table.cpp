@@ -317,6 +317,10 @@ std::vector<OpBench> make_table() {
          const int64_t b = std::max<int64_t>(1, n / (256 * 28 * 28));
          return OpCall{.inputs = {in({b, 256, 28, 28}), in({256, 256, 3, 3}), in({256})}, .attrs = conv_attrs({2, 2}, {1, 1})};
        }},
+      {"conv2d", "small CNN 1->32 3x3 28x28", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (32 * 28 * 28));
+         return OpCall{.inputs = {in({b, 1, 28, 28}), in({32, 1, 3, 3}), in({32})}, .attrs = conv_attrs({1, 1}, {1, 1})};
+       }},
       {"conv2d", "small CNN 32->64 3x3 28x28", [](int64_t n) {
          const int64_t b = std::max<int64_t>(1, n / (32 * 28 * 28));
          return OpCall{.inputs = {in({b, 32, 28, 28}), in({64, 32, 3, 3}), in({64})}, .attrs = conv_attrs({1, 1}, {1, 1})};

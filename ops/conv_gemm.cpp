@@ -57,6 +57,8 @@ Tap tap_index(const tl::tensor& o, const tl::tensor& k, const tl::tensor& stride
   return {i, (t >= 0) & (t % stride == 0) & (i < size)};
 }
 
+}  // namespace
+
 Kernel& forward_kernel() {
   static Kernel k = tritium::kernel(
       "conv2d_implicit_gemm",
@@ -171,6 +173,8 @@ Kernel& weight_grad_kernel() {
        "sxn", "sxc", "sxh",  "sxw",     "spart",   "BLOCK_M", "BLOCK_N", "BLOCK_K", "ACC", "TF32"});
   return k;
 }
+
+namespace {
 
 int pow2_at_least(int64_t v, int lo, int hi) {
   int p = lo;

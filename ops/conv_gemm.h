@@ -32,4 +32,9 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
 Tensor weight_gradient(const Tensor& grad_out, const Tensor& in, int64_t kh, int64_t kw, const Conv2dGeometry& geo,
                        DType dtype);
 
+// The kernels themselves (for tests of their generated code): arguments as their definitions
+// in ops/conv_gemm.cpp name them.
+Kernel& forward_kernel();
+Kernel& weight_grad_kernel();
+
 }  // namespace tritium::ops::conv_detail
