@@ -75,6 +75,18 @@ BOOST_AUTO_TEST_CASE(forward_kernel_uses_tensor_cores_and_cp_async) {
   BOOST_TEST(t.find("wgmma.mma_async") != std::string::npos);
 }
 
+// The weight gradient at the same shape: grad_out [64, 64, 56, 56] times the gathered input, K =
+// N*OH*OW split in 8, partial sums in f32.
+BOOST_AUTO_TEST_CASE(weight_gradient_kernel_uses_tensor_cores) {
+  if (!cuda::nvrtc_available()) return;
+  const int32_t n = 64, c = 64, h = 56, w = 56, o = 64, p = n * h * w;
+  const std::string s = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), 4, 3, 90, "sm_90a",
+                                    addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), p, p / 8, 8, h, w, h, w, c, o, 3,
+                                    3, 1, 1, 1, 1, 1, 1, h * w * o, 1, w * o, o, h * w * c, 1, w * c, c, o * c * 9, 64,
+                                    128, 32, static_cast<int>(tritium::DType::f32), 0);
+  BOOST_TEST(s.find("wgmma.mma_async") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 #endif  // TRITIUM_HAS_CUDA_BACKEND
