@@ -300,6 +300,8 @@ def torch_case(case, device, bench):
     gen = torch.Generator().manual_seed(1234)
     backward = case["mode"] == "fwd+bwd"
     xs = [make_input(s, device, gen) for s in case["inputs"]]
+    xs = [x.contiguous(memory_format=torch.channels_last) if s.get("channels_last") else x
+          for x, s in zip(xs, case["inputs"])]
     attrs = dict(case["attrs"])
     for name, specs in case["tensor_attrs"].items():
         attrs[name] = [make_input(s, device, gen) for s in specs]

@@ -313,6 +313,17 @@ std::vector<OpBench> make_table() {
          const int64_t b = std::max<int64_t>(1, n / (64 * 56 * 56));
          return OpCall{.inputs = {in({b, 64, 56, 56}), in({64, 64, 3, 3}), in({64})}, .attrs = conv_attrs({1, 1}, {1, 1})};
        }},
+      // Channels-last input and weight, as a channels-last ResNet-50 runs (the GPU target: bf16).
+      {"conv2d", "ResNet-50 layer1 64->64 3x3 56x56 channels-last", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (64 * 56 * 56));
+         return OpCall{.inputs = {channels_last(in({b, 64, 56, 56})), channels_last(in({64, 64, 3, 3})), in({64})},
+                       .attrs = conv_attrs({1, 1}, {1, 1})};
+       }},
+      {"conv2d", "ResNet-50 layer2 128->512 1x1 28x28 channels-last", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (128 * 28 * 28));
+         return OpCall{.inputs = {channels_last(in({b, 128, 28, 28})), channels_last(in({512, 128, 1, 1})), in({512})},
+                       .attrs = conv_attrs({1, 1}, {0, 0})};
+       }},
       {"conv2d", "ResNet-50 layer3 256->256 3x3 stride 2 28x28", [](int64_t n) {
          const int64_t b = std::max<int64_t>(1, n / (256 * 28 * 28));
          return OpCall{.inputs = {in({b, 256, 28, 28}), in({256, 256, 3, 3}), in({256})}, .attrs = conv_attrs({2, 2}, {1, 1})};

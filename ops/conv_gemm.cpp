@@ -23,6 +23,7 @@
 #include "ops/conv_gemm.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "autotune/autotuner.h"
 #include "dsl/control_flow.h"
@@ -62,20 +63,42 @@ Tap tap_index(const tl::tensor& o, const tl::tensor& k, const tl::tensor& stride
 Kernel& forward_kernel() {
   static Kernel k = tritium::kernel(
       "conv2d_implicit_gemm",
-      [](P x, P w, P bias, P y, tl::i32 M, tl::i32 IH, tl::i32 IW, tl::i32 OH, tl::i32 OW, tl::i32 CG, tl::i32 OCG,
+      [](P x, P w, P bias, P y, P taps, tl::i32 M, tl::i32 IH, tl::i32 IW, tl::i32 OH, tl::i32 OW, tl::i32 CG, tl::i32 OCG,
          tl::i32 KH, tl::i32 KW, tl::i32 SH, tl::i32 SW, tl::i32 PH, tl::i32 PW, tl::i32 DH, tl::i32 DW, tl::i32 sxn,
          tl::i32 sxc, tl::i32 sxh, tl::i32 sxw, tl::i32 swg, tl::i32 swo, tl::i32 swc, tl::i32 swh, tl::i32 sww,
          tl::i32 syn, tl::i32 syc, tl::i32 syh, tl::i32 syw, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TRANSPOSED,
-         bool TAPS_OUTER, bool HAS_BIAS, int ACC, int TF32) {
+         bool TAPS_OUTER, bool PHASED, bool HAS_BIAS, int ACC, int TF32) {
         const DType acc_t = static_cast<DType>(ACC);
         const char* precision = TF32 ? "tf32" : "ieee";
-        auto g = tl::program_id(2);
         auto m = tl::program_id(0) * BLOCK_M + tl::arange(0, BLOCK_M);
-        auto m_in = m < M;
-        auto ow = m % OW;
-        auto nh = m / OW;
-        auto oh = nh % OH;
-        auto n = nh / OH;
+        // Taps along each axis: kh = k0h + step_h * j for j < count_h (every tap unless PHASED).
+        tl::tensor g = tl::program_id(2), m_in = m < M, oh = m, ow = m, n = m;
+        tl::tensor k0h = KH, step_h = KH, count_h = KH, k0w = KW, step_w = KW, count_w = KW;
+        if (PHASED) {
+          // Transposed with stride > 1: program_id(2) is (group, phase); a phase's outputs
+          // (oh % SH, ow % SW) = (rh, rw) only meet the taps that the stride divides for them,
+          // listed per phase residue in `taps` as (first, step, count), h residues then w.
+          auto phase = tl::program_id(2) % (SH * SW);
+          g = tl::program_id(2) / (SH * SW);
+          auto rh = phase / SW, rw = phase % SW;
+          auto rows = tl::cdiv(OH - rh, SH), cols = tl::cdiv(OW - rw, SW);
+          auto batch = M / (OH * OW);
+          m_in = m < batch * rows * cols;
+          auto t = m / cols;
+          ow = rw + (m % cols) * SW;
+          oh = rh + (t % rows) * SH;
+          n = t / rows;
+          k0h = tl::load(taps + rh * 3), step_h = tl::load(taps + rh * 3 + 1), count_h = tl::load(taps + rh * 3 + 2);
+          auto tw = taps + SH * 3 + rw * 3;
+          k0w = tl::load(tw), step_w = tl::load(tw + 1), count_w = tl::load(tw + 2);
+        } else {
+          ow = m % OW;
+          auto nh = m / OW;
+          oh = nh % OH;
+          n = nh / OH;
+        }
+        auto tap_h = [&](const tl::tensor& j) { return PHASED ? k0h + step_h * j : j; };
+        auto tap_w = [&](const tl::tensor& j) { return PHASED ? k0w + step_w * j : j; };
         auto oc = tl::program_id(1) * BLOCK_N + tl::arange(0, BLOCK_N);
         auto oc_in = oc < OCG;
         // Loop-invariant parts of the addresses: the input's sample and group, the weight's group
@@ -86,9 +109,9 @@ Kernel& forward_kernel() {
         if (TAPS_OUTER) {
           auto blocks = tl::cdiv(CG, BLOCK_K);
           auto ck = tl::arange(0, BLOCK_K);
-          for (auto step : tl::range(0, KH * KW * blocks)) {
+          for (auto step : tl::range(0, count_h * count_w * blocks)) {
             auto tap = step / blocks;
-            auto kh = tap / KW, kw = tap % KW;
+            auto kh = tap_h(tap / count_w), kw = tap_w(tap % count_w);
             auto c = (step % blocks) * BLOCK_K + ck;
             auto c_in = c < CG;
             Tap h = tap_index(oh, kh, SH, PH, DH, IH, TRANSPOSED);
@@ -99,13 +122,13 @@ Kernel& forward_kernel() {
             acc = tl::dot(a, b, acc, std::nullopt, precision);
           }
         } else {
-          auto K = CG * KH * KW;
+          auto K = CG * count_h * count_w;
           for (auto k0 : tl::range(0, K, BLOCK_K)) {
             auto kk = k0 + tl::arange(0, BLOCK_K);
             auto k_in = kk < K;
             auto c = kk % CG;
             auto tap = kk / CG;
-            auto kh = tap / KW, kw = tap % KW;
+            auto kh = tap_h(tap / count_w), kw = tap_w(tap % count_w);
             Tap h = tap_index(oh(_, None), kh(None, _), SH, PH, DH, IH, TRANSPOSED);
             Tap v = tap_index(ow(_, None), kw(None, _), SW, PW, DW, IW, TRANSPOSED);
             auto a = tl::load(x_rows + h.index * sxh + v.index * sxw + (c * sxc)(None, _),
@@ -119,10 +142,10 @@ Kernel& forward_kernel() {
         auto y_ptrs = y + (n * syn + oh * syh + ow * syw)(_, None) + (channel * syc)(None, _);
         tl::store(y_ptrs, acc, m_in(_, None) & oc_in(None, _));
       },
-      {"x",   "w",   "bias", "y",   "M",   "IH",  "IW",  "OH",  "OW",      "CG",      "OCG",     "KH",
+      {"x",   "w",   "bias", "y", "taps",  "M",   "IH",  "IW",  "OH",  "OW",      "CG",      "OCG",     "KH",
        "KW",  "SH",  "SW",   "PH",  "PW",  "DH",  "DW",  "sxn", "sxc",     "sxh",     "sxw",     "swg",
        "swo", "swc", "swh",  "sww", "syn", "syc", "syh", "syw", "BLOCK_M", "BLOCK_N", "BLOCK_K", "TRANSPOSED",
-       "TAPS_OUTER", "HAS_BIAS", "ACC", "TF32"});
+       "TAPS_OUTER", "PHASED", "HAS_BIAS", "ACC", "TF32"});
   return k;
 }
 
@@ -225,6 +248,30 @@ Autotuner& gpu_forward_tuner() {
   return tuner;
 }
 
+// For each output residue r = p % stride along one axis, the taps k whose transposed index
+// p + pad - k * dilation the stride divides: k = first + step * j, j < count (count 0: none).
+// h residues then w residues, three int32 each.
+Tensor phase_taps(const Conv2dGeometry& geo, int64_t kh, int64_t kw, Device device) {
+  std::vector<int32_t> table;
+  auto axis = [&](int64_t s, int64_t pad, int64_t d, int64_t k) {
+    const int64_t step = s / std::gcd(s, d);
+    for (int64_t r = 0; r < s; ++r) {
+      int64_t first = -1;
+      for (int64_t c = 0; c < step && c < k; ++c)
+        if (((r + pad - c * d) % s + s) % s == 0) {
+          first = c;
+          break;
+        }
+      const int64_t count = first < 0 ? 0 : cdiv(k - first, step);
+      table.insert(table.end(), {static_cast<int32_t>(std::max<int64_t>(first, 0)), static_cast<int32_t>(step),
+                                 static_cast<int32_t>(count)});
+    }
+  };
+  axis(geo.stride[0], geo.padding[0], geo.dilation[0], kh);
+  axis(geo.stride[1], geo.padding[1], geo.dilation[1], kw);
+  return Tensor::from_vector(table, {static_cast<int64_t>(table.size())}, device);
+}
+
 }  // namespace
 
 WeightStrides conv_weight_strides(const Tensor& w, int64_t out_per_group) {
@@ -254,17 +301,25 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
     }
     return;
   }
+  // Transposed with a stride: one launch axis per output phase (docs in the kernel); the tap
+  // table lists each phase residue's taps as (first, step, count).
+  const bool phased = transposed && (geo.stride[0] > 1 || geo.stride[1] > 1);
+  const int64_t phases = phased ? geo.stride[0] * geo.stride[1] : 1;
+  const int64_t grid_m = phased ? N * cdiv(OH, geo.stride[0]) * cdiv(OW, geo.stride[1]) : M;
+  Tensor taps = phased ? phase_taps(geo, kh, kw, in.device()) : weight;
   auto args = [&](auto&& launch) {
-    launch(in, weight, bias_arg, out, i32(M), i32(in.size(2)), i32(in.size(3)), i32(OH), i32(OW), i32(cg), i32(ocg),
+    launch(in, weight, bias_arg, out, taps, i32(M), i32(in.size(2)), i32(in.size(3)), i32(OH), i32(OW), i32(cg), i32(ocg),
            i32(kh), i32(kw), i32(geo.stride[0]), i32(geo.stride[1]), i32(geo.padding[0]), i32(geo.padding[1]),
            i32(geo.dilation[0]), i32(geo.dilation[1]), i32(in.stride(0)), i32(in.stride(1)), i32(in.stride(2)),
            i32(in.stride(3)), i32(ws.group), i32(ws.out_channel), i32(ws.in_channel), i32(ws.row), i32(ws.col),
            i32(out.stride(0)), i32(out.stride(1)), i32(out.stride(2)), i32(out.stride(3)));
   };
   if (in.device().is_cuda() && acc == DType::f32) {
-    auto grid = [&](const Meta& meta) { return Grid(cdiv(M, meta["BLOCK_M"]), cdiv(ocg, meta["BLOCK_N"]), groups); };
+    auto grid = [&](const Meta& meta) {
+      return Grid(cdiv(grid_m, meta["BLOCK_M"]), cdiv(ocg, meta["BLOCK_N"]), groups * phases);
+    };
     args([&](auto&&... a) {
-      gpu_forward_tuner()[grid](a..., Meta{{"TRANSPOSED", transposed}, {"TAPS_OUTER", taps_outer},
+      gpu_forward_tuner()[grid](a..., Meta{{"TRANSPOSED", transposed}, {"TAPS_OUTER", taps_outer}, {"PHASED", phased},
                                            {"HAS_BIAS", bias.defined()}, {"ACC", static_cast<int>(acc)},
                                            {"TF32", tf32_for(in.dtype())}});
     });
@@ -277,11 +332,11 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
   const int bk = taps_outer ? pow2_at_least(cg, 16, 32) : pow2_at_least(cg * kh * kw, 16, 32);
   int bm = 128;
   const int64_t threads = in.device().is_cpu() ? runtime::ThreadPool::global().size() : 1;
-  while (bm > 32 && cdiv(M, bm) * cdiv(ocg, bn) * groups < 2 * threads) bm /= 2;
+  while (bm > 32 && cdiv(grid_m, bm) * cdiv(ocg, bn) * groups * phases < 2 * threads) bm /= 2;
   args([&](auto&&... a) {
-    forward_kernel()[{cdiv(M, bm), cdiv(ocg, bn), groups}](a..., bm, bn, bk, transposed, taps_outer, bias.defined(),
-                                                           static_cast<int>(acc), tf32_for(in.dtype()),
-                                                           Options{.device = in.device()});
+    forward_kernel()[{cdiv(grid_m, bm), cdiv(ocg, bn), groups * phases}](
+        a..., bm, bn, bk, transposed, taps_outer, phased, bias.defined(), static_cast<int>(acc), tf32_for(in.dtype()),
+        Options{.device = in.device()});
   });
 }
 
@@ -295,11 +350,12 @@ Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw
   const bool gpu = x.device().is_cuda();
   const int bm = pow2_at_least(ocg, 16, gpu ? 128 : 64), bn = pow2_at_least(cols, 16, gpu ? 128 : 64);
   const int bk = gpu ? 32 : pow2_at_least(p_total, 16, 32);
-  // Split K until there are enough programs: two per thread on the CPU, two per SM on a GPU,
+  // Split K until there are enough programs: eight per thread on the CPU (few programs leave
+  // threads idle at the end: 5 tiles on 2 threads wait for the fifth), two per SM on a GPU,
   // keeping each split at least 8 K tiles long.
   const int64_t tiles = cdiv(ocg, bm) * cdiv(cols, bn) * groups;
   const int64_t want = gpu ? 2 * int64_t(runtime::cuda::properties(x.device().index).multiprocessor_count)
-                           : 2 * int64_t(runtime::ThreadPool::global().size());
+                           : 8 * int64_t(runtime::ThreadPool::global().size());
   int64_t splits = std::clamp<int64_t>(cdiv(want, tiles), 1, std::max<int64_t>(1, p_total / (8 * bk)));
   const int64_t chunk = cdiv(cdiv(p_total, splits), bk) * bk;
   splits = cdiv(p_total, chunk);

@@ -399,6 +399,14 @@ BOOST_AUTO_TEST_CASE(errors) {
     tt::check_throws([&] { ops::conv_transpose2d(x, make({5, 3, 3, 3}, f32, false, 713, h), {}, {1}, {0}, {0}, 1, {1}); },
                      {"Given transposed=1, weight of size [5, 3, 3, 3], expected input[2, 4, 5, 5] to have 5 channels, but got 4 channels instead"});
     tt::check_throws([&] { ops::conv_transpose2d(x, wt, {}, {1}, {4}, {0}, 1, {1}); }, {"conv_transpose2d", "too small"});
+    // An empty batch is no error (PyTorch's neither): empty output, zero weight and bias gradients.
+    Tensor e = make({0, 4, 5, 5}, f32, false, 715, h);
+    Tensor ye = ops::conv2d(e, w4, make({6}, f32, false, 716, h), {1}, 1, {1}, 1);
+    BOOST_TEST((ye.shape() == Shape{0, 6, 5, 5}));
+    ops::ConvGrads ge = ops::conv2d_backward(ye, e, w4, {1}, 1, {1}, 1);
+    BOOST_TEST((ge.weight.shape() == Shape{6, 4, 3, 3}));
+    BOOST_TEST((ou::values(ge.weight) == std::vector<double>(6 * 4 * 9, 0.0)), "empty batch: grad_weight is zero");
+    BOOST_TEST((ou::values(ge.bias) == std::vector<double>(6, 0.0)), "empty batch: grad_bias is zero");
     // Unbatched input: a 3-D [C, H, W] gives a 3-D output.
     Tensor y = ops::conv2d(make({4, 5, 5}, f32, false, 714, h), w4, {}, {1}, 1, {1}, 1);
     BOOST_TEST((y.shape() == Shape{6, 5, 5}));

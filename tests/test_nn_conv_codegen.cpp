@@ -49,9 +49,9 @@ std::string resnet_forward(int warps, int stages, int cc, const std::string& arc
                                                     int bn, int bk, bool transposed) {
   const int32_t n = 64, c = 64, h = 56, w = 56, o = 64;
   return compile_for(tritium::ops::conv_detail::forward_kernel(), warps, stages, cc, arch, addr<bf16_t>(0),
-                     addr<bf16_t>(1), addr<bf16_t>(2), addr<bf16_t>(3), n * h * w, h, w, h, w, c, o, 3, 3, 1, 1, 1, 1,
+                     addr<bf16_t>(1), addr<bf16_t>(2), addr<bf16_t>(3), addr<int32_t>(4), n * h * w, h, w, h, w, c, o, 3, 3, 1, 1, 1, 1,
                      1, 1, h * w * c, 1, w * c, c, 0, 9 * c, 1, 3 * c, c, h * w * o, 1, w * o, o, bm, bn, bk,
-                     transposed, true, false, static_cast<int>(tritium::DType::f32), 0);
+                     transposed, true, false, false, static_cast<int>(tritium::DType::f32), 0);
 }
 
 }  // namespace
