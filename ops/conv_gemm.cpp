@@ -155,7 +155,8 @@ Kernel& weight_grad_kernel() {
       [](P gy, P x, P part, tl::i32 P_TOTAL, tl::i32 CHUNK, tl::i32 SPLITS, tl::i32 IH, tl::i32 IW, tl::i32 OH,
          tl::i32 OW, tl::i32 CG, tl::i32 OCG, tl::i32 KH, tl::i32 KW, tl::i32 SH, tl::i32 SW, tl::i32 PH, tl::i32 PW,
          tl::i32 DH, tl::i32 DW, tl::i32 sgn, tl::i32 sgc, tl::i32 sgh, tl::i32 sgw, tl::i32 sxn, tl::i32 sxc,
-         tl::i32 sxh, tl::i32 sxw, tl::i32 spart, int BLOCK_M, int BLOCK_N, int BLOCK_K, int ACC, int TF32) {
+         tl::i32 sxh, tl::i32 sxw, tl::i32 spart, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TAP_COLUMNS, int ACC,
+         int TF32) {
         const DType acc_t = static_cast<DType>(ACC);
         const char* precision = TF32 ? "tf32" : "ieee";
         auto g = tl::program_id(2) / SPLITS;
@@ -163,11 +164,22 @@ Kernel& weight_grad_kernel() {
         auto o = tl::program_id(0) * BLOCK_M + tl::arange(0, BLOCK_M);
         auto o_in = o < OCG;
         // Columns: (kh, kw, c) with the channel fastest (contiguous in channels-last inputs).
-        auto col = tl::program_id(1) * BLOCK_N + tl::arange(0, BLOCK_N);
-        auto col_in = col < CG * KH * KW;
-        auto c = col % CG;
-        auto tap = col / CG;
-        auto kh = tap / KW, kw = tap % KW;
+        // TAP_COLUMNS (16 or more channels a group): a program's columns are channels of one tap
+        // (program_id(1) = (tap, channel block)), so the gathered input's offsets and masks are
+        // a row part plus a column part, not computed per element.
+        tl::tensor col = tl::program_id(1) * BLOCK_N + tl::arange(0, BLOCK_N), c = col, kh = col, kw = col;
+        tl::tensor col_in = col < CG * KH * KW;
+        if (TAP_COLUMNS) {
+          auto blocks = tl::cdiv(CG, BLOCK_N);
+          auto tap = tl::program_id(1) / blocks;
+          c = (tl::program_id(1) % blocks) * BLOCK_N + tl::arange(0, BLOCK_N);
+          col_in = c < CG;
+          kh = tap / KW, kw = tap % KW;
+        } else {
+          c = col % CG;
+          auto tap = col / CG;
+          kh = tap / KW, kw = tap % KW;
+        }
         auto gy_rows = gy + ((g * OCG + o) * sgc)(_, None);
         auto x_cols = x + ((g * CG + c) * sxc)(None, _);
         auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
@@ -181,10 +193,18 @@ Kernel& weight_grad_kernel() {
           auto r = nh % OH;
           auto n = nh / OH;
           auto a = tl::load(gy_rows + (n * sgn + r * sgh + q * sgw)(None, _), o_in(_, None) & p_in(None, _), 0.0);
-          Tap h = tap_index(r(_, None), kh(None, _), SH, PH, DH, IH, false);
-          Tap v = tap_index(q(_, None), kw(None, _), SW, PW, DW, IW, false);
-          auto b = tl::load(x_cols + (n * sxn)(_, None) + h.index * sxh + v.index * sxw,
-                            p_in(_, None) & col_in(None, _) & h.valid & v.valid, 0.0);
+          tl::tensor b;
+          if (TAP_COLUMNS) {
+            Tap h = tap_index(r, kh, SH, PH, DH, IH, false);
+            Tap v = tap_index(q, kw, SW, PW, DW, IW, false);
+            b = tl::load(x_cols + (n * sxn + h.index * sxh + v.index * sxw)(_, None),
+                         (p_in & h.valid & v.valid)(_, None) & col_in(None, _), 0.0);
+          } else {
+            Tap h = tap_index(r(_, None), kh(None, _), SH, PH, DH, IH, false);
+            Tap v = tap_index(q(_, None), kw(None, _), SW, PW, DW, IW, false);
+            b = tl::load(x_cols + (n * sxn)(_, None) + h.index * sxh + v.index * sxw,
+                         p_in(_, None) & col_in(None, _) & h.valid & v.valid, 0.0);
+          }
           acc = tl::dot(a, b, acc, std::nullopt, precision);
         }
         // part[split, g*OCg + o, c, kh, kw], contiguous.
@@ -193,7 +213,7 @@ Kernel& weight_grad_kernel() {
       },
       {"gy",  "x",   "part", "P_TOTAL", "CHUNK",   "SPLITS",  "IH",      "IW",  "OH",  "OW",  "CG",  "OCG",
        "KH",  "KW",  "SH",   "SW",      "PH",      "PW",      "DH",      "DW",  "sgn", "sgc", "sgh", "sgw",
-       "sxn", "sxc", "sxh",  "sxw",     "spart",   "BLOCK_M", "BLOCK_N", "BLOCK_K", "ACC", "TF32"});
+       "sxn", "sxc", "sxh",  "sxw",     "spart",   "BLOCK_M", "BLOCK_N", "BLOCK_K", "TAP_COLUMNS", "ACC", "TF32"});
   return k;
 }
 
@@ -348,12 +368,14 @@ Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw
   const int64_t cols = cg * kh * kw;
   if (p_total == 0 || cols == 0 || O == 0) return zeros({O, cg, kh, kw}, dtype, x.device());
   const bool gpu = x.device().is_cuda();
-  const int bm = pow2_at_least(ocg, 16, gpu ? 128 : 64), bn = pow2_at_least(cols, 16, gpu ? 128 : 64);
+  const bool tap_columns = cg >= 16;
+  const int bm = pow2_at_least(ocg, 16, gpu ? 128 : 64), bn = pow2_at_least(tap_columns ? cg : cols, 16, gpu ? 128 : 64);
+  const int64_t col_programs = tap_columns ? kh * kw * cdiv(cg, bn) : cdiv(cols, bn);
   const int bk = gpu ? 32 : pow2_at_least(p_total, 16, 32);
   // Split K until there are enough programs: eight per thread on the CPU (few programs leave
   // threads idle at the end: 5 tiles on 2 threads wait for the fifth), two per SM on a GPU,
   // keeping each split at least 8 K tiles long.
-  const int64_t tiles = cdiv(ocg, bm) * cdiv(cols, bn) * groups;
+  const int64_t tiles = cdiv(ocg, bm) * col_programs * groups;
   const int64_t want = gpu ? 2 * int64_t(runtime::cuda::properties(x.device().index).multiprocessor_count)
                            : 8 * int64_t(runtime::ThreadPool::global().size());
   int64_t splits = std::clamp<int64_t>(cdiv(want, tiles), 1, std::max<int64_t>(1, p_total / (8 * bk)));
@@ -361,12 +383,12 @@ Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw
   splits = cdiv(p_total, chunk);
   Tensor part = Tensor::empty({splits, O, cg, kh, kw}, acc, x.device());
   const int64_t warps = gpu ? 4 : 1;
-  weight_grad_kernel()[{cdiv(ocg, bm), cdiv(cols, bn), groups * splits}](
+  weight_grad_kernel()[{cdiv(ocg, bm), col_programs, groups * splits}](
       gy, x, part, i32(p_total), i32(chunk), i32(splits), i32(x.size(2)), i32(x.size(3)), i32(gy.size(2)),
       i32(gy.size(3)), i32(cg), i32(ocg), i32(kh), i32(kw), i32(geo.stride[0]), i32(geo.stride[1]),
       i32(geo.padding[0]), i32(geo.padding[1]), i32(geo.dilation[0]), i32(geo.dilation[1]), i32(gy.stride(0)),
       i32(gy.stride(1)), i32(gy.stride(2)), i32(gy.stride(3)), i32(x.stride(0)), i32(x.stride(1)), i32(x.stride(2)),
-      i32(x.stride(3)), i32(O * cols), bm, bn, bk, static_cast<int>(acc), tf32_for(x.dtype()),
+      i32(x.stride(3)), i32(O * cols), bm, bn, bk, tap_columns, static_cast<int>(acc), tf32_for(x.dtype()),
       Options{.num_warps = static_cast<int>(warps), .num_stages = 3, .device = x.device()});
   Tensor total = splits == 1 ? part.select(0, 0) : sum(part, {0});
   return total.dtype() == dtype ? total : to_dtype(total, dtype);

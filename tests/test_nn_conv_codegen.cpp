@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(weight_gradient_kernel_uses_tensor_cores) {
   const std::string s = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), 4, 3, 90, "sm_90a",
                                     addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), p, p / 8, 8, h, w, h, w, c, o, 3,
                                     3, 1, 1, 1, 1, 1, 1, h * w * o, 1, w * o, o, h * w * c, 1, w * c, c, o * c * 9, 64,
-                                    128, 32, static_cast<int>(tritium::DType::f32), 0);
+                                    64, 32, true, static_cast<int>(tritium::DType::f32), 0);
   BOOST_TEST(s.find("wgmma.mma_async") != std::string::npos);
 }
 
