@@ -217,6 +217,14 @@ TORCH_OPS = {
     "stack": lambda x, a: torch.stack(x, a["dim"]),
 }
 
+# issue 30 item 1 (wt-conv): convolutions.
+TORCH_OPS.update({
+    "conv1d": lambda x, a: F.conv1d(x[0], x[1], x[2], a["stride"], a["padding"], a["dilation"], a["groups"]),
+    "conv2d": lambda x, a: F.conv2d(x[0], x[1], x[2], a["stride"], a["padding"], a["dilation"], a["groups"]),
+    "conv_transpose2d": lambda x, a: F.conv_transpose2d(x[0], x[1], x[2], a["stride"], a["padding"],
+                                                        a["output_padding"], a["groups"], a["dilation"]),
+})
+
 
 def make_input(spec, device, gen):
     shape, dtype = spec["shape"], DTYPES[spec["dtype"]]
@@ -292,6 +300,8 @@ def torch_case(case, device, bench):
     gen = torch.Generator().manual_seed(1234)
     backward = case["mode"] == "fwd+bwd"
     xs = [make_input(s, device, gen) for s in case["inputs"]]
+    xs = [x.contiguous(memory_format=torch.channels_last) if s.get("channels_last") else x
+          for x, s in zip(xs, case["inputs"])]
     attrs = dict(case["attrs"])
     for name, specs in case["tensor_attrs"].items():
         attrs[name] = [make_input(s, device, gen) for s in specs]

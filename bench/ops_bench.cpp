@@ -107,8 +107,10 @@ std::string attr_json(const ops::AttrValue& v) {
 }
 
 std::string spec_json(const InputSpec& s) {
-  return fmt::format("{{\"shape\": {}, \"dtype\": \"{}\", \"fill\": \"{}\", \"high\": {}, \"grad\": {}}}",
-                     json_list(s.shape), dtype_name(s.dtype), fill_name(s.fill), s.high, s.grad ? "true" : "false");
+  return fmt::format(
+      "{{\"shape\": {}, \"dtype\": \"{}\", \"fill\": \"{}\", \"high\": {}, \"grad\": {}, \"channels_last\": {}}}",
+      json_list(s.shape), dtype_name(s.dtype), fill_name(s.fill), s.high, s.grad ? "true" : "false",
+      s.channels_last ? "true" : "false");
 }
 
 // Random values drawn as the spec says, on `device`.
@@ -185,7 +187,10 @@ struct Runner {
 
   void run(const OpBench& b, const ops::OpDecl* decl, bool backward, CaseResult& r) {
     std::vector<Tensor> inputs;
-    for (const auto& s : r.call.inputs) inputs.push_back(make_input(s, device, gen));
+    for (const auto& s : r.call.inputs) {
+      inputs.push_back(make_input(s, device, gen));
+      if (s.channels_last) inputs.back() = ops::contiguous(inputs.back().permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+    }
     Attrs attrs = r.call.attrs;
     double bytes = 0;
     for (const auto& [name, specs] : r.call.tensor_attrs) {

@@ -33,6 +33,7 @@ struct InputSpec {
   Fill fill = Fill::uniform;
   int64_t high = 0;              // Fill::index: the exclusive bound
   bool grad = true;              // requires grad in the forward+backward mode (floating inputs only)
+  bool channels_last = false;    // a 4-D input laid out NHWC (torch.channels_last), issue 30
 };
 
 // Shorthands for the table.
@@ -42,6 +43,7 @@ inline InputSpec index_in(Shape s, int64_t high) {
 }
 inline InputSpec mask_in(Shape s) { return {.shape = std::move(s), .dtype = DType::i1, .fill = Fill::mask, .grad = false}; }
 inline InputSpec no_grad(InputSpec s) { s.grad = false; return s; }
+inline InputSpec channels_last(InputSpec s) { s.channels_last = true; return s; }
 
 // One call of an op at one size: its tensor inputs, its attributes, and attributes that are
 // lists of tensors (index's `indices`), made from specs like the inputs.

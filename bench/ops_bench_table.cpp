@@ -52,6 +52,11 @@ int64_t batch_side(int64_t n) { return square_side(n / kBatch); }
 Attrs scales() { return Attrs{{"beta", 0.5}, {"alpha", 2.0}}; }
 
 
+// conv1d / conv2d attributes (issue 30 item 1): dilation 1, groups 1.
+Attrs conv_attrs(Dims stride, Dims padding) {
+  return Attrs{{"stride", stride}, {"padding", padding}, {"dilation", Dims(stride.size(), 1)}, {"groups", 1}};
+}
+
 std::vector<OpBench> make_table() {
   using F = Fill;
   std::vector<OpBench> t = {
@@ -301,6 +306,45 @@ std::vector<OpBench> make_table() {
       {"stack", "4 tensors, dim 0", [](int64_t n) {
          Shape q = {rows(n) / 4, kCols};
          return OpCall{.inputs = {in(q), in(q), in(q), in(q)}, .attrs = {{"dim", 0}}};
+       }},
+
+      // ---- issue 30 item 1 (wt-conv): convolutions, the batch from n ----
+      {"conv2d", "ResNet-50 layer1 64->64 3x3 56x56", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (64 * 56 * 56));
+         return OpCall{.inputs = {in({b, 64, 56, 56}), in({64, 64, 3, 3}), in({64})}, .attrs = conv_attrs({1, 1}, {1, 1})};
+       }},
+      // Channels-last input and weight, as a channels-last ResNet-50 runs (the GPU target: bf16).
+      {"conv2d", "ResNet-50 layer1 64->64 3x3 56x56 channels-last", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (64 * 56 * 56));
+         return OpCall{.inputs = {channels_last(in({b, 64, 56, 56})), channels_last(in({64, 64, 3, 3})), in({64})},
+                       .attrs = conv_attrs({1, 1}, {1, 1})};
+       }},
+      {"conv2d", "ResNet-50 layer2 128->512 1x1 28x28 channels-last", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (128 * 28 * 28));
+         return OpCall{.inputs = {channels_last(in({b, 128, 28, 28})), channels_last(in({512, 128, 1, 1})), in({512})},
+                       .attrs = conv_attrs({1, 1}, {0, 0})};
+       }},
+      {"conv2d", "ResNet-50 layer3 256->256 3x3 stride 2 28x28", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (256 * 28 * 28));
+         return OpCall{.inputs = {in({b, 256, 28, 28}), in({256, 256, 3, 3}), in({256})}, .attrs = conv_attrs({2, 2}, {1, 1})};
+       }},
+      {"conv2d", "small CNN 1->32 3x3 28x28", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (32 * 28 * 28));
+         return OpCall{.inputs = {in({b, 1, 28, 28}), in({32, 1, 3, 3}), in({32})}, .attrs = conv_attrs({1, 1}, {1, 1})};
+       }},
+      {"conv2d", "small CNN 32->64 3x3 28x28", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (32 * 28 * 28));
+         return OpCall{.inputs = {in({b, 32, 28, 28}), in({64, 32, 3, 3}), in({64})}, .attrs = conv_attrs({1, 1}, {1, 1})};
+       }},
+      {"conv1d", "64->64 k3 L 1024", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (64 * 1024));
+         return OpCall{.inputs = {in({b, 64, 1024}), in({64, 64, 3}), in({64})}, .attrs = conv_attrs({1}, {1})};
+       }},
+      {"conv_transpose2d", "64->32 2x2 stride 2 28x28", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (64 * 28 * 28));
+         return OpCall{.inputs = {in({b, 64, 28, 28}), in({64, 32, 2, 2}), in({32})},
+                       .attrs = {{"stride", Dims{2, 2}}, {"padding", Dims{0, 0}}, {"output_padding", Dims{0, 0}},
+                                 {"groups", 1}, {"dilation", Dims{1, 1}}}};
        }},
   };
   return t;

@@ -230,6 +230,15 @@ OPS = {
 }
 
 
+# ---- issue 30 item 1 (wt-conv): convolutions ---------------------------------------------------------
+OPS.update({
+    "conv1d": lambda x, w, b, stride, padding, dilation, groups: F.conv1d(x, w, b, stride, padding, dilation, groups),
+    "conv2d": lambda x, w, b, stride, padding, dilation, groups: F.conv2d(x, w, b, stride, padding, dilation, groups),
+    "conv_transpose2d": lambda x, w, b, stride, padding, output_padding, groups, dilation: F.conv_transpose2d(
+        x, w, b, stride, padding, output_padding, groups, dilation),
+})
+
+
 # ---- the cases ------------------------------------------------------------------------------------
 
 class Case:
@@ -1172,6 +1181,44 @@ case("unique", "bool", [rnd((7,), boolean)], U(True, True, True), grad=False)
 case("unique", "f16", [vals([0.5, 0.25, 0.5, -1.0], f16)], U(True, True), grad=False)
 case("unique", "sorted=False on integers", [vals([3, 1, 2, 1], i64)], U(False), grad=False)
 case("unique", "empty", [rnd((0,))], U(True, True, True), grad=False)
+
+# ---- issue 30 item 1 (wt-conv): conv1d / conv2d / conv_transpose2d --------------------------------------
+def CL(maker):
+    """The tensor stored channels-last (NHWC strides: torch.channels_last)."""
+    def make(g):
+        return maker(g).contiguous(memory_format=torch.channels_last)
+    return make
+
+
+def CONV(stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    pad = Str(padding) if isinstance(padding, str) else Dims(padding)
+    return {"stride": Dims(stride), "padding": pad, "dilation": Dims(dilation), "groups": Int(groups)}
+
+
+def CONVT(stride=(1, 1), padding=(0, 0), output_padding=(0, 0), groups=1, dilation=(1, 1)):
+    return {"stride": Dims(stride), "padding": Dims(padding), "output_padding": Dims(output_padding),
+            "groups": Int(groups), "dilation": Dims(dilation)}
+
+
+case("conv2d", "3->5 k3 bias", [rnd((2, 3, 7, 6)), rnd((5, 3, 3, 3)), rnd((5,))], CONV())
+case("conv2d", "stride 2 padding 1 groups 2", [rnd((2, 4, 9, 8)), rnd((6, 2, 3, 2)), NONE], CONV((2, 2), (1, 1), groups=2))
+case("conv2d", "depthwise same dilation 2", [rnd((1, 6, 8, 7)), rnd((6, 1, 3, 3)), rnd((6,))], CONV(padding="same", dilation=(2, 2), groups=6))
+case("conv2d", "even kernel same", [rnd((1, 3, 5, 6)), rnd((4, 3, 2, 4)), NONE], CONV(padding="same"))
+case("conv2d", "valid 17 channels channels-last", [CL(rnd((1, 17, 6, 5))), rnd((5, 17, 3, 3)), rnd((5,))], CONV((2, 1), "valid"))
+case("conv2d", "f64", [rnd((2, 3, 5, 5), f64), rnd((4, 3, 3, 3), f64), rnd((4,), f64)], CONV((2, 2), (1, 1), (2, 2)))
+case("conv2d", "f16 channels-last", [CL(rnd((1, 16, 5, 5), f16)), rnd((4, 16, 3, 3), f16), rnd((4,), f16)], CONV(padding=(1, 1)))
+case("conv2d", "bf16", [rnd((1, 16, 5, 5), bf16), rnd((4, 16, 3, 3), bf16), NONE], CONV(padding=(1, 1)))
+case("conv2d", "channel mismatch", [rnd((2, 4, 5, 5)), rnd((6, 2, 3, 3)), NONE], CONV(), grad=False)
+case("conv2d", "kernel larger than the padded input", [rnd((2, 4, 5, 5)), rnd((6, 4, 7, 7)), NONE], CONV(), grad=False)
+case("conv2d", "same with stride 2", [rnd((2, 4, 5, 5)), rnd((6, 4, 3, 3)), NONE], CONV((2, 2), "same"), grad=False)
+case("conv2d", "3-D weight", [rnd((2, 4, 5, 5)), rnd((6, 4, 3)), NONE], CONV(), grad=False)
+case("conv1d", "3->4 k3 stride 2 padding 1", [rnd((2, 3, 11)), rnd((4, 3, 3)), rnd((4,))], CONV((2,), (1,), (1,)))
+case("conv1d", "same dilation 2 groups 2", [rnd((2, 4, 9)), rnd((6, 2, 4)), NONE], CONV((1,), "same", (2,), 2))
+case("conv1d", "kernel larger than the input", [rnd((2, 4, 5)), rnd((6, 4, 7)), NONE], CONV((1,), (0,), (1,)), grad=False)
+case("conv_transpose2d", "stride 2 output_padding 1 groups 2", [rnd((2, 4, 4, 5)), rnd((4, 3, 3, 3)), rnd((6,))], CONVT((2, 2), (1, 1), (1, 1), 2))
+case("conv_transpose2d", "dilation channels-last", [CL(rnd((1, 17, 3, 3))), rnd((17, 3, 2, 3)), NONE], CONVT((1, 2), (0, 1), (0, 1), 1, (2, 1)))
+case("conv_transpose2d", "f64 stride 3", [rnd((2, 3, 4, 3), f64), rnd((3, 2, 3, 3), f64), rnd((2,), f64)], CONVT((3, 3), (2, 2)))
+case("conv_transpose2d", "output padding too large", [rnd((2, 4, 5, 5)), rnd((4, 3, 3, 3)), NONE], CONVT(output_padding=(1, 1)), grad=False)
 
 
 # ---- building the files --------------------------------------------------------------------------

@@ -288,6 +288,10 @@ void OpRegistry::add(OpDecl d) {
   ops_.push_back(std::make_unique<OpDecl>(std::move(d)));
 }
 
+namespace decl {
+void declare_conv(OpRegistry& r);  // issue 30 item 1: ops/decl/conv.cpp (ops/conv.h)
+}  // namespace decl
+
 const OpRegistry& op_registry() {
   static const OpRegistry registry = [] {
     OpRegistry r;
@@ -304,6 +308,7 @@ const OpRegistry& op_registry() {
     decl::declare_reductions_more(r);
     decl::declare_unary_math(r);   // issue 29 item 3
     decl::declare_activations(r);
+    decl::declare_conv(r);  // issue 30 item 1
     return r;
   }();
   return registry;

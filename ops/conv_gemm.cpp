@@ -1,0 +1,397 @@
+// The implicit-GEMM convolution kernels (ops/conv_gemm.h).
+//
+// Forward kernel: the output viewed as a GEMM [M = N*OH*OW, OCg] per group (program_id(2)),
+// K = Cg*kh*kw. Each program computes a BLOCK_M x BLOCK_N tile; its K loop gathers the input
+// tile of the taps it covers (im2col on the fly, the padding as load masks) and multiplies it with
+// the weight tile by tl::dot. Two ways to walk K, both general:
+//  - TAPS_OUTER: tap by tap, BLOCK_K channels at a time. The channel offsets are an arange, so
+//    with channels-last strides a K tile is contiguous (16-byte loads, the tensor-core path on a
+//    GPU); used when a group has enough channels to fill BLOCK_K (Cg >= 16).
+//  - flat: K as one range of Cg*kh*kw, each element of a K tile decoded to (kh, kw, c), channel
+//    fastest. Used for few channels per group (a first layer's 1 or 3 channels, depthwise's 1),
+//    where a tap-by-tap walk would multiply mostly padding.
+// TRANSPOSED switches the input index rule from conv's i = p*s - pad + k*d to the transposed
+// convolution's p = i*s - pad + k*d (i = (p + pad - k*d) / s where that divides evenly), so the
+// same kernel is conv2d's forward, its input gradient (a transposed convolution with the same
+// weight) and conv_transpose2d's forward. The transposed form reads every tap for every output
+// and masks the ones that do not divide: stride^2 more multiplies than needed for stride > 1.
+//
+// Weight-gradient kernel: the GEMM [OCg, Cg*kh*kw] per group with K = N*OH*OW (grad_out times the
+// gathered input). K is long and M, N small, so K is split over program_id(2) (with the group) to
+// fill the machine; the partial sums go to an f32 (f64) buffer [splits, O, Cg, kh, kw] that one
+// reduction sums in split order: deterministic, no atomics.
+#include "ops/conv_gemm.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "autotune/autotuner.h"
+#include "dsl/control_flow.h"
+#include "dsl/kernel.h"
+#include "dsl/ops.h"
+#include "runtime/cuda_device.h"
+#include "runtime/thread_pool.h"
+
+namespace tritium::ops::conv_detail {
+
+namespace tl = tritium::tl;
+
+namespace {
+
+using P = tl::ptr<tl::any>;
+using tl::_;
+using tl::None;
+
+// The input coordinate of output coordinate `o` for tap `k` along one axis, and whether it is
+// inside the input (and, transposed, whether the stride divides it).
+struct Tap {
+  tl::tensor index, valid;
+};
+Tap tap_index(const tl::tensor& o, const tl::tensor& k, const tl::tensor& stride, const tl::tensor& pad,
+              const tl::tensor& dilation, const tl::tensor& size, bool transposed) {
+  if (!transposed) {
+    auto i = o * stride - pad + k * dilation;
+    return {i, (i >= 0) & (i < size)};
+  }
+  auto t = o + pad - k * dilation;
+  auto i = t / stride;
+  return {i, (t >= 0) & (t % stride == 0) & (i < size)};
+}
+
+}  // namespace
+
+Kernel& forward_kernel() {
+  static Kernel k = tritium::kernel(
+      "conv2d_implicit_gemm",
+      [](P x, P w, P bias, P y, P taps, tl::i32 M, tl::i32 IH, tl::i32 IW, tl::i32 OH, tl::i32 OW, tl::i32 CG, tl::i32 OCG,
+         tl::i32 KH, tl::i32 KW, tl::i32 SH, tl::i32 SW, tl::i32 PH, tl::i32 PW, tl::i32 DH, tl::i32 DW, tl::i32 sxn,
+         tl::i32 sxc, tl::i32 sxh, tl::i32 sxw, tl::i32 swg, tl::i32 swo, tl::i32 swc, tl::i32 swh, tl::i32 sww,
+         tl::i32 syn, tl::i32 syc, tl::i32 syh, tl::i32 syw, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TRANSPOSED,
+         bool TAPS_OUTER, bool PHASED, bool HAS_BIAS, int ACC, int TF32) {
+        const DType acc_t = static_cast<DType>(ACC);
+        const char* precision = TF32 ? "tf32" : "ieee";
+        auto m = tl::program_id(0) * BLOCK_M + tl::arange(0, BLOCK_M);
+        // Taps along each axis: kh = k0h + step_h * j for j < count_h (every tap unless PHASED).
+        tl::tensor g = tl::program_id(2), m_in = m < M, oh = m, ow = m, n = m;
+        tl::tensor k0h = KH, step_h = KH, count_h = KH, k0w = KW, step_w = KW, count_w = KW;
+        if (PHASED) {
+          // Transposed with stride > 1: program_id(2) is (group, phase); a phase's outputs
+          // (oh % SH, ow % SW) = (rh, rw) only meet the taps that the stride divides for them,
+          // listed per phase residue in `taps` as (first, step, count), h residues then w.
+          auto phase = tl::program_id(2) % (SH * SW);
+          g = tl::program_id(2) / (SH * SW);
+          auto rh = phase / SW, rw = phase % SW;
+          auto rows = tl::cdiv(OH - rh, SH), cols = tl::cdiv(OW - rw, SW);
+          auto batch = M / (OH * OW);
+          m_in = m < batch * rows * cols;
+          auto t = m / cols;
+          ow = rw + (m % cols) * SW;
+          oh = rh + (t % rows) * SH;
+          n = t / rows;
+          k0h = tl::load(taps + rh * 3), step_h = tl::load(taps + rh * 3 + 1), count_h = tl::load(taps + rh * 3 + 2);
+          auto tw = taps + SH * 3 + rw * 3;
+          k0w = tl::load(tw), step_w = tl::load(tw + 1), count_w = tl::load(tw + 2);
+        } else {
+          ow = m % OW;
+          auto nh = m / OW;
+          oh = nh % OH;
+          n = nh / OH;
+        }
+        auto tap_h = [&](const tl::tensor& j) { return PHASED ? k0h + step_h * j : j; };
+        auto tap_w = [&](const tl::tensor& j) { return PHASED ? k0w + step_w * j : j; };
+        auto oc = tl::program_id(1) * BLOCK_N + tl::arange(0, BLOCK_N);
+        auto oc_in = oc < OCG;
+        // Loop-invariant parts of the addresses: the input's sample and group, the weight's group
+        // and output channels.
+        auto x_rows = x + g * CG * sxc + (n * sxn)(_, None);
+        auto w_cols = w + g * swg + (oc * swo)(None, _);
+        auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
+        if (TAPS_OUTER) {
+          auto blocks = tl::cdiv(CG, BLOCK_K);
+          auto ck = tl::arange(0, BLOCK_K);
+          for (auto step : tl::range(0, count_h * count_w * blocks)) {
+            auto tap = step / blocks;
+            auto kh = tap_h(tap / count_w), kw = tap_w(tap % count_w);
+            auto c = (step % blocks) * BLOCK_K + ck;
+            auto c_in = c < CG;
+            Tap h = tap_index(oh, kh, SH, PH, DH, IH, TRANSPOSED);
+            Tap v = tap_index(ow, kw, SW, PW, DW, IW, TRANSPOSED);
+            auto a = tl::load(x_rows + (h.index * sxh + v.index * sxw)(_, None) + (c * sxc)(None, _),
+                              (m_in & h.valid & v.valid)(_, None) & c_in(None, _), 0.0);
+            auto b = tl::load(w_cols + (c * swc)(_, None) + (kh * swh + kw * sww), c_in(_, None) & oc_in(None, _), 0.0);
+            acc = tl::dot(a, b, acc, std::nullopt, precision);
+          }
+        } else {
+          auto K = CG * count_h * count_w;
+          for (auto k0 : tl::range(0, K, BLOCK_K)) {
+            auto kk = k0 + tl::arange(0, BLOCK_K);
+            auto k_in = kk < K;
+            auto c = kk % CG;
+            auto tap = kk / CG;
+            auto kh = tap_h(tap / count_w), kw = tap_w(tap % count_w);
+            Tap h = tap_index(oh(_, None), kh(None, _), SH, PH, DH, IH, TRANSPOSED);
+            Tap v = tap_index(ow(_, None), kw(None, _), SW, PW, DW, IW, TRANSPOSED);
+            auto a = tl::load(x_rows + h.index * sxh + v.index * sxw + (c * sxc)(None, _),
+                              m_in(_, None) & k_in(None, _) & h.valid & v.valid, 0.0);
+            auto b = tl::load(w_cols + (c * swc + kh * swh + kw * sww)(_, None), k_in(_, None) & oc_in(None, _), 0.0);
+            acc = tl::dot(a, b, acc, std::nullopt, precision);
+          }
+        }
+        auto channel = g * OCG + oc;
+        if (HAS_BIAS) acc = acc + tl::load(bias + channel, oc_in, 0.0).to(acc_t)(None, _);
+        auto y_ptrs = y + (n * syn + oh * syh + ow * syw)(_, None) + (channel * syc)(None, _);
+        tl::store(y_ptrs, acc, m_in(_, None) & oc_in(None, _));
+      },
+      {"x",   "w",   "bias", "y", "taps",  "M",   "IH",  "IW",  "OH",  "OW",      "CG",      "OCG",     "KH",
+       "KW",  "SH",  "SW",   "PH",  "PW",  "DH",  "DW",  "sxn", "sxc",     "sxh",     "sxw",     "swg",
+       "swo", "swc", "swh",  "sww", "syn", "syc", "syh", "syw", "BLOCK_M", "BLOCK_N", "BLOCK_K", "TRANSPOSED",
+       "TAPS_OUTER", "PHASED", "HAS_BIAS", "ACC", "TF32"});
+  return k;
+}
+
+Kernel& weight_grad_kernel() {
+  static Kernel k = tritium::kernel(
+      "conv2d_weight_grad",
+      [](P gy, P x, P part, tl::i32 P_TOTAL, tl::i32 CHUNK, tl::i32 SPLITS, tl::i32 IH, tl::i32 IW, tl::i32 OH,
+         tl::i32 OW, tl::i32 CG, tl::i32 OCG, tl::i32 KH, tl::i32 KW, tl::i32 SH, tl::i32 SW, tl::i32 PH, tl::i32 PW,
+         tl::i32 DH, tl::i32 DW, tl::i32 sgn, tl::i32 sgc, tl::i32 sgh, tl::i32 sgw, tl::i32 sxn, tl::i32 sxc,
+         tl::i32 sxh, tl::i32 sxw, tl::i32 spart, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TAP_COLUMNS, int ACC,
+         int TF32) {
+        const DType acc_t = static_cast<DType>(ACC);
+        const char* precision = TF32 ? "tf32" : "ieee";
+        auto g = tl::program_id(2) / SPLITS;
+        auto split = tl::program_id(2) % SPLITS;
+        auto o = tl::program_id(0) * BLOCK_M + tl::arange(0, BLOCK_M);
+        auto o_in = o < OCG;
+        // Columns: (kh, kw, c) with the channel fastest (contiguous in channels-last inputs).
+        // TAP_COLUMNS (16 or more channels a group): a program's columns are channels of one tap
+        // (program_id(1) = (tap, channel block)), so the gathered input's offsets and masks are
+        // a row part plus a column part, not computed per element.
+        tl::tensor col = tl::program_id(1) * BLOCK_N + tl::arange(0, BLOCK_N), c = col, kh = col, kw = col;
+        tl::tensor col_in = col < CG * KH * KW;
+        if (TAP_COLUMNS) {
+          auto blocks = tl::cdiv(CG, BLOCK_N);
+          auto tap = tl::program_id(1) / blocks;
+          c = (tl::program_id(1) % blocks) * BLOCK_N + tl::arange(0, BLOCK_N);
+          col_in = c < CG;
+          kh = tap / KW, kw = tap % KW;
+        } else {
+          c = col % CG;
+          auto tap = col / CG;
+          kh = tap / KW, kw = tap % KW;
+        }
+        auto gy_rows = gy + ((g * OCG + o) * sgc)(_, None);
+        auto x_cols = x + ((g * CG + c) * sxc)(None, _);
+        auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
+        auto begin = split * CHUNK;
+        auto end = tl::minimum(begin + CHUNK, P_TOTAL);
+        for (auto p0 : tl::range(begin, end, BLOCK_K)) {
+          auto p = p0 + tl::arange(0, BLOCK_K);
+          auto p_in = p < end;
+          auto q = p % OW;
+          auto nh = p / OW;
+          auto r = nh % OH;
+          auto n = nh / OH;
+          auto a = tl::load(gy_rows + (n * sgn + r * sgh + q * sgw)(None, _), o_in(_, None) & p_in(None, _), 0.0);
+          tl::tensor b;
+          if (TAP_COLUMNS) {
+            Tap h = tap_index(r, kh, SH, PH, DH, IH, false);
+            Tap v = tap_index(q, kw, SW, PW, DW, IW, false);
+            b = tl::load(x_cols + (n * sxn + h.index * sxh + v.index * sxw)(_, None),
+                         (p_in & h.valid & v.valid)(_, None) & col_in(None, _), 0.0);
+          } else {
+            Tap h = tap_index(r(_, None), kh(None, _), SH, PH, DH, IH, false);
+            Tap v = tap_index(q(_, None), kw(None, _), SW, PW, DW, IW, false);
+            b = tl::load(x_cols + (n * sxn)(_, None) + h.index * sxh + v.index * sxw,
+                         p_in(_, None) & col_in(None, _) & h.valid & v.valid, 0.0);
+          }
+          acc = tl::dot(a, b, acc, std::nullopt, precision);
+        }
+        // part[split, g*OCg + o, c, kh, kw], contiguous.
+        auto out = part + split * spart + ((g * OCG + o) * (CG * KH * KW))(_, None) + (c * KH * KW + kh * KW + kw)(None, _);
+        tl::store(out, acc, o_in(_, None) & col_in(None, _));
+      },
+      {"gy",  "x",   "part", "P_TOTAL", "CHUNK",   "SPLITS",  "IH",      "IW",  "OH",  "OW",  "CG",  "OCG",
+       "KH",  "KW",  "SH",   "SW",      "PH",      "PW",      "DH",      "DW",  "sgn", "sgc", "sgh", "sgw",
+       "sxn", "sxc", "sxh",  "sxw",     "spart",   "BLOCK_M", "BLOCK_N", "BLOCK_K", "TAP_COLUMNS", "ACC", "TF32"});
+  return k;
+}
+
+namespace {
+
+int pow2_at_least(int64_t v, int lo, int hi) {
+  int p = lo;
+  while (p < v && p < hi) p *= 2;
+  return p;
+}
+
+int32_t i32(int64_t v) {
+  if (v > INT32_MAX || v < INT32_MIN) fail("conv2d: a size or stride of {} is past 32-bit indexing", v);
+  return static_cast<int32_t>(v);
+}
+
+DType acc_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
+// fp32 products are exact unless set_float32_matmul_precision allows tf32 (PyTorch's
+// torch.backends.cudnn.allow_tf32 is a separate switch; Tritium has one for every dot).
+int tf32_for(DType d) { return d == DType::f32 && get_float32_matmul_precision() != "highest"; }
+
+// GPU candidates (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): Triton's matmul / conv tensor-core
+// tiles, K steps of 32 and 64; tiles wider than a problem's (power-of-two) size are pruned.
+std::vector<Config> gpu_forward_configs() {
+  struct C { int m, n, k, warps, stages; };
+  const C list[] = {{128, 128, 64, 8, 3}, {128, 128, 32, 4, 4}, {128, 64, 64, 4, 3}, {128, 64, 32, 4, 4},
+                    {64, 128, 32, 4, 4},  {64, 64, 64, 4, 3},   {64, 64, 32, 4, 4},  {256, 128, 32, 8, 3},
+                    {128, 256, 32, 8, 3}, {64, 32, 32, 2, 5},   {32, 32, 32, 2, 4}};
+  std::vector<Config> out;
+  for (C c : list) out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}}, c.warps, c.stages);
+  return out;
+}
+
+std::vector<Config> fitting_forward_configs(const std::vector<Config>& configs, const ArgView& args) {
+  auto cap = [](int64_t v) { return std::max(32, pow2_at_least(v, 16, 1 << 30)); };
+  const int64_t n = args.integer("OCG"), cg = args.integer("CG");
+  std::vector<Config> out;
+  for (const Config& c : configs)
+    if (c.meta["BLOCK_N"] <= cap(n) && c.meta["BLOCK_K"] <= cap(cg)) out.push_back(c);
+  if (out.empty()) out.push_back(configs.back());
+  return out;
+}
+
+Autotuner& gpu_forward_tuner() {
+  static Autotuner tuner = [] {
+    AutotuneOptions o;
+    o.key = {"M", "IH", "IW", "OH", "OW", "CG", "OCG", "KH", "KW", "SH", "SW", "sxc", "swc", "syc"};
+    o.prune_configs_by.early_config_prune = fitting_forward_configs;
+    o.warmup_ms = 10, o.rep_ms = 40;
+    return autotune(forward_kernel(), gpu_forward_configs(), o);
+  }();
+  return tuner;
+}
+
+// For each output residue r = p % stride along one axis, the taps k whose transposed index
+// p + pad - k * dilation the stride divides: k = first + step * j, j < count (count 0: none).
+// h residues then w residues, three int32 each.
+Tensor phase_taps(const Conv2dGeometry& geo, int64_t kh, int64_t kw, Device device) {
+  std::vector<int32_t> table;
+  auto axis = [&](int64_t s, int64_t pad, int64_t d, int64_t k) {
+    const int64_t step = s / std::gcd(s, d);
+    for (int64_t r = 0; r < s; ++r) {
+      int64_t first = -1;
+      for (int64_t c = 0; c < step && c < k; ++c)
+        if (((r + pad - c * d) % s + s) % s == 0) {
+          first = c;
+          break;
+        }
+      const int64_t count = first < 0 ? 0 : cdiv(k - first, step);
+      table.insert(table.end(), {static_cast<int32_t>(std::max<int64_t>(first, 0)), static_cast<int32_t>(step),
+                                 static_cast<int32_t>(count)});
+    }
+  };
+  axis(geo.stride[0], geo.padding[0], geo.dilation[0], kh);
+  axis(geo.stride[1], geo.padding[1], geo.dilation[1], kw);
+  return Tensor::from_vector(table, {static_cast<int64_t>(table.size())}, device);
+}
+
+}  // namespace
+
+WeightStrides conv_weight_strides(const Tensor& w, int64_t out_per_group) {
+  return {out_per_group * w.stride(0), w.stride(0), w.stride(1), w.stride(2), w.stride(3)};
+}
+
+WeightStrides transposed_weight_strides(const Tensor& w, int64_t in_per_group) {
+  return {in_per_group * w.stride(0), w.stride(1), w.stride(0), w.stride(2), w.stride(3)};
+}
+
+void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& ws_in, int64_t kh, int64_t kw,
+                   const Tensor& bias, Tensor& out, const Conv2dGeometry& geo, bool transposed) {
+  const int64_t N = out.size(0), OH = out.size(2), OW = out.size(3);
+  const int64_t groups = geo.groups, cg = in.size(1) / groups, ocg = out.size(1) / groups;
+  const int64_t M = N * OH * OW;
+  if (M == 0 || ocg == 0) return;
+  const WeightStrides& ws = ws_in;
+  const DType acc = acc_dtype(in.dtype());
+  const bool taps_outer = cg >= 16;
+  const Tensor& bias_arg = bias.defined() ? bias : weight;
+  if (cg == 0 || kh * kw == 0) {  // an empty sum: the output is the bias (or zeros)
+    if (bias.defined()) {
+      Tensor b = bias.reshape({1, bias.size(0), 1, 1}).expand(out.shape());
+      copy_(out, b);
+    } else {
+      fill_(out, 0);
+    }
+    return;
+  }
+  // Transposed with a stride: one launch axis per output phase (docs in the kernel); the tap
+  // table lists each phase residue's taps as (first, step, count).
+  const bool phased = transposed && (geo.stride[0] > 1 || geo.stride[1] > 1);
+  const int64_t phases = phased ? geo.stride[0] * geo.stride[1] : 1;
+  const int64_t grid_m = phased ? N * cdiv(OH, geo.stride[0]) * cdiv(OW, geo.stride[1]) : M;
+  Tensor taps = phased ? phase_taps(geo, kh, kw, in.device()) : weight;
+  auto args = [&](auto&& launch) {
+    launch(in, weight, bias_arg, out, taps, i32(M), i32(in.size(2)), i32(in.size(3)), i32(OH), i32(OW), i32(cg), i32(ocg),
+           i32(kh), i32(kw), i32(geo.stride[0]), i32(geo.stride[1]), i32(geo.padding[0]), i32(geo.padding[1]),
+           i32(geo.dilation[0]), i32(geo.dilation[1]), i32(in.stride(0)), i32(in.stride(1)), i32(in.stride(2)),
+           i32(in.stride(3)), i32(ws.group), i32(ws.out_channel), i32(ws.in_channel), i32(ws.row), i32(ws.col),
+           i32(out.stride(0)), i32(out.stride(1)), i32(out.stride(2)), i32(out.stride(3)));
+  };
+  if (in.device().is_cuda() && acc == DType::f32) {
+    auto grid = [&](const Meta& meta) {
+      return Grid(cdiv(grid_m, meta["BLOCK_M"]), cdiv(ocg, meta["BLOCK_N"]), groups * phases);
+    };
+    args([&](auto&&... a) {
+      gpu_forward_tuner()[grid](a..., Meta{{"TRANSPOSED", transposed}, {"TAPS_OUTER", taps_outer}, {"PHASED", phased},
+                                           {"HAS_BIAS", bias.defined()}, {"ACC", static_cast<int>(acc)},
+                                           {"TF32", tf32_for(in.dtype())}});
+    });
+    return;
+  }
+  // CPU (and f64 on a GPU): one heuristic tile per shape (LLVM compiles are too slow to try
+  // several). The output-channel tile covers a group's channels up to 64; the row tile is
+  // 128 (64 when that leaves too few programs for the threads).
+  const int bn = pow2_at_least(ocg, 16, 64);
+  const int bk = taps_outer ? pow2_at_least(cg, 16, 32) : pow2_at_least(cg * kh * kw, 16, 32);
+  int bm = 128;
+  const int64_t threads = in.device().is_cpu() ? runtime::ThreadPool::global().size() : 1;
+  while (bm > 32 && cdiv(grid_m, bm) * cdiv(ocg, bn) * groups * phases < 2 * threads) bm /= 2;
+  args([&](auto&&... a) {
+    forward_kernel()[{cdiv(grid_m, bm), cdiv(ocg, bn), groups * phases}](
+        a..., bm, bn, bk, transposed, taps_outer, phased, bias.defined(), static_cast<int>(acc), tf32_for(in.dtype()),
+        Options{.device = in.device()});
+  });
+}
+
+Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw, const Conv2dGeometry& geo,
+                       DType dtype) {
+  const int64_t groups = geo.groups, cg = x.size(1) / groups, ocg = gy.size(1) / groups, O = gy.size(1);
+  const int64_t p_total = gy.size(0) * gy.size(2) * gy.size(3);
+  const DType acc = acc_dtype(x.dtype());
+  const int64_t cols = cg * kh * kw;
+  if (p_total == 0 || cols == 0 || O == 0) return zeros({O, cg, kh, kw}, dtype, x.device());
+  const bool gpu = x.device().is_cuda();
+  const bool tap_columns = cg >= 16;
+  const int bm = pow2_at_least(ocg, 16, gpu ? 128 : 64), bn = pow2_at_least(tap_columns ? cg : cols, 16, gpu ? 128 : 64);
+  const int64_t col_programs = tap_columns ? kh * kw * cdiv(cg, bn) : cdiv(cols, bn);
+  const int bk = gpu ? 32 : pow2_at_least(p_total, 16, 32);
+  // Split K until there are enough programs: eight per thread on the CPU (few programs leave
+  // threads idle at the end: 5 tiles on 2 threads wait for the fifth), two per SM on a GPU,
+  // keeping each split at least 8 K tiles long.
+  const int64_t tiles = cdiv(ocg, bm) * col_programs * groups;
+  const int64_t want = gpu ? 2 * int64_t(runtime::cuda::properties(x.device().index).multiprocessor_count)
+                           : 8 * int64_t(runtime::ThreadPool::global().size());
+  int64_t splits = std::clamp<int64_t>(cdiv(want, tiles), 1, std::max<int64_t>(1, p_total / (8 * bk)));
+  const int64_t chunk = cdiv(cdiv(p_total, splits), bk) * bk;
+  splits = cdiv(p_total, chunk);
+  Tensor part = Tensor::empty({splits, O, cg, kh, kw}, acc, x.device());
+  const int64_t warps = gpu ? 4 : 1;
+  weight_grad_kernel()[{cdiv(ocg, bm), col_programs, groups * splits}](
+      gy, x, part, i32(p_total), i32(chunk), i32(splits), i32(x.size(2)), i32(x.size(3)), i32(gy.size(2)),
+      i32(gy.size(3)), i32(cg), i32(ocg), i32(kh), i32(kw), i32(geo.stride[0]), i32(geo.stride[1]),
+      i32(geo.padding[0]), i32(geo.padding[1]), i32(geo.dilation[0]), i32(geo.dilation[1]), i32(gy.stride(0)),
+      i32(gy.stride(1)), i32(gy.stride(2)), i32(gy.stride(3)), i32(x.stride(0)), i32(x.stride(1)), i32(x.stride(2)),
+      i32(x.stride(3)), i32(O * cols), bm, bn, bk, tap_columns, static_cast<int>(acc), tf32_for(x.dtype()),
+      Options{.num_warps = static_cast<int>(warps), .num_stages = 3, .device = x.device()});
+  Tensor total = splits == 1 ? part.select(0, 0) : sum(part, {0});
+  return total.dtype() == dtype ? total : to_dtype(total, dtype);
+}
+
+}  // namespace tritium::ops::conv_detail
