@@ -232,7 +232,7 @@ BOOST_AUTO_TEST_CASE(dropout_statistics_and_masks) {
 
 // Rows of one element whose buffer is followed by NaNs: the masked-off lanes of the kernel's
 // 16-lane block must not be read (LLVM 19 once loaded an all-false half of a masked load unmasked
-// on AVX2, so the NaN reached the row's sum: jit/cpu/codegen.cpp's eval_load).
+// on AVX2, so the NaN reached the row's sum: jit/cpu/memory.cpp's eval_load).
 BOOST_AUTO_TEST_CASE(one_element_rows_ignore_the_memory_after_them) {
   tt::for_each_backend([&](const tt::Backend&) {
     std::vector<float> nan_after(64, NAN);

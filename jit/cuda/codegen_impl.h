@@ -1,6 +1,19 @@
-// The CUDA code generator (IR -> CUDA C++, docs/cuda-backend.md): its class, private to jit/cuda.
-// Definitions: jit/cuda/codegen.cpp (values, loop nests, memory, reductions, control flow) and
-// jit/cuda/tensor_cores.cpp (dot, matmul loops, mma.sync/wgmma, the store of C).
+// The element-loop CUDA code generator (IR -> CUDA C++, docs/cuda-backend.md): its class, private
+// to jit/cuda; its members are the state every file of the generator shares. Definitions, one file
+// per op family (the sections below name theirs):
+//   codegen.cpp              kernel signature and prologue, output, op dispatch, generate_cuda
+//   element_barriers.cpp     __syncthreads after shared or global writes, pending writes across if
+//   element_values.cpp       buffers, register values and their planning, materialisation
+//   element_loops.cpp        indices and the loop nests over a shape (thread_loop)
+//   element_eval.cpp         a value at an index: elementwise ops, views, inline loads; scalar ops
+//   element_memory.cpp       vector loads, scalar loads, stores, atomics
+//   element_reduce.cpp       combine regions, reductions along an axis (block_reduce.cpp: whole
+//                            block; element_scan.cpp: scans)
+//   block_data.cpp           histogram, gather, split
+//   element_control_flow.cpp for (software pipelining), while, if
+//   element_debug.cpp        device_print, device_assert
+//   tensor_cores.cpp         dot, matmul loops, mma.sync/wgmma, the store of C (tf32_tiles.cpp:
+//                            tf32 tiles; tma.cpp: TMA)
 //
 // One program is one CTA of num_warps * 32 threads. Scalars are C++ variables computed
 // uniformly by every thread. A block value is either *inline* (evaluated inside the loop nest of
@@ -36,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "jit/cuda/cache_hints.h"
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/scalar_expr.h"
 #include "jit/cuda/tma.h"
@@ -59,6 +73,17 @@ inline int access_width(const ir::Op* op, const AxisInfoMap& axis, int dim = -1)
   w = std::min(w, std::max<int64_t>(1, 16 / elem));
   w = std::min<int64_t>(w, p->type.shape[d]);
   return static_cast<int>(w);
+}
+
+// A global load (an expression) or store (a statement) of one element through `ptr`: the device
+// header's cache-hinted helpers when the op has hints (jit/cuda/cache_hints.h), plain C++ otherwise.
+inline std::string load_of(const ir::Op* op, const std::string& ptr) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? "*" + ptr : fmt::format("tt_ld{}({})", s, ptr);
+}
+inline std::string store_of(const ir::Op* op, const std::string& ptr, const std::string& v) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? fmt::format("*{} = {};", ptr, v) : fmt::format("tt_st{}({}, {});", s, ptr, v);
 }
 
 class Codegen {
@@ -85,7 +110,7 @@ class Codegen {
   std::vector<const ir::Value*> dirty_roots_;
   bool dirty_unknown_ = false;
   // The pending global writes above, saved and merged across an if's two sides
-  // (jit/cuda/branch_barriers.cpp).
+  // (jit/cuda/element_barriers.cpp).
   struct DirtyState {
     bool dirty = false, unknown = false;
     std::vector<const ir::Value*> roots;
@@ -187,7 +212,7 @@ class Codegen {
   };
   std::unordered_map<const ir::Value*, Affine> affine_;
 
-  // ---- output -------------------------------------------------------------------------------
+  // ---- output (codegen.cpp; barriers: element_barriers.cpp) -------------------------------------
 
   void line(const std::string& s);
   void open(const std::string& s);
@@ -210,14 +235,19 @@ class Codegen {
   // a barrier before the next loop nest or scalar load keeps program order within the program.
   void sync_after_global_writes();
 
-  // ---- buffers ----------------------------------------------------------------------------
+  // ---- buffers (element_values.cpp) -------------------------------------------------------------
 
   // Shared memory while the budget lasts, else this CTA's slice of the global scratch.
   std::string alloc_buffer(const ir::Type& t);
   // A small shared array (reduction partials, broadcast slots): always in shared memory.
   std::string alloc_shared(const std::string& ct, int64_t count, int64_t elem_bytes);
 
-  // ---- register values ----------------------------------------------------------------------
+  // Evaluates `v` over its whole shape into buffer `buf`.
+  void materialize_into(const ir::Value* v, const std::string& buf, const ir::Op* op = nullptr);
+
+  void copy_buffer(const std::string& from, const std::string& to, const ir::Type& t);
+
+  // ---- register values (element_values.cpp) -----------------------------------------------------
 
   // Per-thread registers a register value of type t would take: elements per thread (whole
   // mapping steps of V) times 32-bit words per element.
@@ -255,7 +285,7 @@ class Codegen {
   // The buffer copy of a register value read at other elements than its own.
   void spill_registers(const ir::Value* v);
 
-  // ---- indices ------------------------------------------------------------------------------
+  // ---- indices and loop nests (element_loops.cpp) -----------------------------------------------
 
   Index index_of(const Shape& s, const std::string& e);
 
@@ -267,7 +297,7 @@ class Codegen {
   void thread_loop(const Shape& shape, int V, const std::function<void(const Index&)>& pre,
                    const std::function<void(const Index&)>& body, const std::function<void(const Index&)>& post);
 
-  // ---- vector accesses --------------------------------------------------------------------
+  // ---- vector accesses (element_memory.cpp) -----------------------------------------------------
 
   // Elements one 16-byte access of `op`'s pointer may move (ignoring the mask: the code checks
   // at run time whether all lanes are on).
@@ -290,7 +320,7 @@ class Codegen {
   // One load of V lanes as V / w accesses of w lanes (w: the op's own access width, below V).
   void emit_split_vector_load(const ir::Op* op, const Index& idx, int V, int w);
 
-  // ---- evaluation of block values at an index ---------------------------------------------
+  // ---- evaluation of block values at an index (element_eval.cpp) --------------------------------
 
   std::string scalar(const ir::Value* v);
 
@@ -298,11 +328,11 @@ class Codegen {
 
   std::string eval_op(const ir::Op* op, const Index& idx);
 
-  // ---- constants and arithmetic -------------------------------------------------------------
+  // ---- constants and arithmetic (element_eval.cpp) ----------------------------------------------
 
   std::string constant_of(const ir::Op* op);
 
-  // ---- memory -----------------------------------------------------------------------------
+  // ---- memory (element_memory.cpp; the store of C: tensor_cores.cpp) -------------------------------
 
   std::string scalar_load(const ir::Op* op);
 
@@ -320,17 +350,11 @@ class Codegen {
   void write_fragments(const ir::Value* val, const std::string& buf, const BufferIndex& at);
   void store_row_chunks(const ir::Op* op, const std::string& buf, const BufferIndex& at);
 
-  // Evaluates `v` over its whole shape into buffer `buf`.
-  void materialize_into(const ir::Value* v, const std::string& buf, const ir::Op* op = nullptr);
-
-  void copy_buffer(const std::string& from, const std::string& to, const ir::Type& t);
-
-  // ---- atomics --------------------------------------------------------------------------------
-
+  // ---- atomics (element_memory.cpp) -------------------------------------------------------------
 
   void emit_atomic(const ir::Op* op);
 
-  // ---- reductions, scans, dot ---------------------------------------------------------------
+  // ---- reductions (element_reduce.cpp, block_reduce.cpp), scans, block data -----------------------
 
   // Emits a combine region on scalars: args lhs..., rhs... -> the yielded values.
   std::vector<std::string> combine(const ir::Block* region, const std::vector<std::string>& lhs,
@@ -359,7 +383,7 @@ class Codegen {
   void emit_gather(const ir::Op* op);
   void emit_split(const ir::Op* op);
 
-  // ---- tensor cores -------------------------------------------------------------------------
+  // ---- tensor cores (tensor_cores.cpp, tf32_tiles.cpp, tma.cpp) ---------------------------------
 
   // The warp tiling of a dot on tensor cores: f16 or bf16 operands (mma.sync.m16n8k16, wgmma), or
   // fp32 ones with input_precision tf32 / tf32x3 (mma.sync.m16n8k8; tf32 also wgmma, whose matmul
@@ -560,9 +584,9 @@ class Codegen {
   // A dot outside a matmul loop: tensor cores (emit_dot_mma_tiles), else an FMA loop per element.
   void emit_dot(const ir::Op* op);
 
-  // ---- control flow -----------------------------------------------------------------------
+  // ---- control flow (element_control_flow.cpp) --------------------------------------------------
 
-  // ---- software pipelining ------------------------------------------------------------------
+  // ---- software pipelining (element_control_flow.cpp; pointer_root: element_barriers.cpp) -------
 
   // The kernel parameter a pointer value is derived from (nullptr: unknown).
   static const ir::Value* pointer_root(const ir::Value* v);
@@ -612,7 +636,7 @@ class Codegen {
 
   void emit_if(const ir::Op* op);
 
-  // ---- debugging ----------------------------------------------------------------------------
+  // ---- debugging (element_debug.cpp) ------------------------------------------------------------
 
   // printf arguments of one value: (format, argument).
   std::pair<std::string, std::string> print_value(const std::string& x, const ir::Type& t);
@@ -621,7 +645,7 @@ class Codegen {
 
   void emit_assert(const ir::Op* op);
 
-  // ---- ops in program order -------------------------------------------------------------------
+  // ---- ops in program order (codegen.cpp; emit_scalar: element_eval.cpp) ------------------------
 
   void emit_block(const ir::Block* block);
 

@@ -1,4 +1,4 @@
-// The parallel scan both CUDA generators emit (codegen.cpp's element loops and lowering/'s
+// The parallel scan both CUDA generators emit (element_scan.cpp's element loops and lowering/'s
 // layouts): rows of `len` elements, each row split over T threads (a power of two) as contiguous
 // chunks; each thread scans its chunk serially in place, the chunk totals are scanned across the
 // row's threads (shuffles up within a warp, then the warps' totals through shared memory), and each

@@ -1,0 +1,136 @@
+// Reductions and scans in the CPU generator: combine regions on scalars or vectors, in-register
+// halving of vectors, reductions along any axis and scans.
+#include "jit/cpu/codegen_impl.h"
+
+namespace tritium::jit::cpu::detail {
+
+std::vector<Value*> Codegen::combine(const ir::Block* region, const std::vector<Value*>& lhs,
+                                     const std::vector<Value*>& rhs) {
+  std::unordered_map<const ir::Value*, Value*> local;
+  int w = width_of(lhs[0]);
+  for (size_t i = 0; i < lhs.size(); ++i) local[region->args[i]] = lhs[i];
+  for (size_t i = 0; i < rhs.size(); ++i) local[region->args[lhs.size() + i]] = rhs[i];
+  auto get = [&](const ir::Value* v) -> Value* {
+    if (auto it = local.find(v); it != local.end()) return it->second;
+    return splat(scalar(v), w);  // a scalar from outside the region
+  };
+  for (const ir::Op* op : region->ops) {
+    if (op->kind == OpKind::Yield) {
+      std::vector<Value*> out;
+      for (ir::Value* v : op->operands) out.push_back(get(v));
+      return out;
+    }
+    Value* r;
+    if (op->kind == OpKind::Constant) r = constant_of(op, w);
+    else if (op->kind == OpKind::MultipleOf || op->kind == OpKind::MaxContiguous) r = get(op->operand(0));
+    else if (ir::is_elementwise(op->kind)) {
+      std::vector<Value*> xs;
+      for (ir::Value* v : op->operands) xs.push_back(get(v));
+      r = elementwise(op, xs);
+    } else {
+      fail(op->loc, "a reduce/scan combine function may only use elementwise operations; {} is not supported",
+           ir::op_name(op->kind));
+    }
+    local[op->result()] = r;
+  }
+  fail("internal error: combine region without yield");
+}
+
+Value* Codegen::shuffle_half(Value* v, int from, int n) {
+  std::vector<int> m;
+  for (int i = 0; i < n; ++i) m.push_back(from + i);
+  return b_.CreateShuffleVector(v, m);
+}
+
+void Codegen::emit_reduce(const ir::Op* op) {
+  const Shape& s = op->operand(0)->type.shape;
+  int axis = op->attrs.axis, r = static_cast<int>(s.size());
+  size_t n = op->operands.size();
+  const ir::Block* region = op->regions[0];
+  bool scalar_out = op->result()->type.is_scalar();
+  std::vector<Value*> outs;
+  if (!scalar_out)
+    for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
+  Shape out_shape = op->result()->type.shape;
+
+  auto eval_inputs = [&](const Index& idx, int w) {
+    std::vector<Value*> xs;
+    for (ir::Value* x : op->operands) xs.push_back(eval(x, idx, w));
+    return xs;
+  };
+  auto with_axis = [&](const Index& out_idx, VIdx k) {
+    Index in(out_idx);
+    in.insert(in.begin() + axis, k);
+    return in;
+  };
+
+  if (axis == r - 1) {
+    // Along the contiguous axis: lanes accumulate strided partial results, then a tree.
+    int wk = lanes_for(s);
+    auto body = [&](const Index& out_index) {
+      // out_index comes from a 1-lane loop nest: its last dim has stride 1, which would move
+      // along the wk lanes here; the lanes move along the reduced axis only.
+      Index out_idx(out_index);
+      for (VIdx& x : out_idx) x.stride = 0;
+      std::vector<Value*> acc = eval_inputs(with_axis(out_idx, {i32(0), 1, nullptr, wk}), wk);
+      if (s[axis] > wk)
+        acc = emit_loop(i32(wk), i32(s[axis]), i32(wk), acc, [&](Value* k, std::vector<Value*> cur) {
+          return combine(region, cur, eval_inputs(with_axis(out_idx, {k, 1, nullptr, wk}), wk));
+        });
+      for (int half = wk / 2; half >= 1; half /= 2) {
+        std::vector<Value*> lo, hi;
+        for (Value* v : acc) lo.push_back(shuffle_half(v, 0, half)), hi.push_back(shuffle_half(v, half, half));
+        acc = combine(region, lo, hi);
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (scalar_out) scalars_[op->results[i]] = b_.CreateExtractElement(acc[i], uint64_t(0));
+        else write_buffer(outs[i], op->results[i]->type, out_idx, 1, acc[i]);
+      }
+    };
+    if (scalar_out) body({});
+    else loop_nest(out_shape, 1, body);
+    return;
+  }
+  // Along an outer axis: vectorise across the last dim, combine one slice at a time.
+  int w = lanes_for(out_shape);
+  loop_nest(out_shape, w, [&](const Index& out_idx) {
+    std::vector<Value*> acc = eval_inputs(with_axis(out_idx, {i32(0), 0, nullptr, int64_t(1) << 30}), w);
+    if (s[axis] > 1)
+      acc = emit_loop(i32(1), i32(s[axis]), i32(1), acc, [&](Value* k, std::vector<Value*> cur) {
+        return combine(region, cur, eval_inputs(with_axis(out_idx, {k, 0, nullptr, 1}), w));
+      });
+    for (size_t i = 0; i < n; ++i) write_buffer(outs[i], op->results[i]->type, out_idx, w, acc[i]);
+  });
+}
+
+void Codegen::emit_scan(const ir::Op* op) {
+  const Shape& s = op->operand(0)->type.shape;
+  int axis = op->attrs.axis, r = static_cast<int>(s.size());
+  bool reverse = op->attrs.flag;
+  const ir::Block* region = op->regions[0];
+  std::vector<Value*> outs;
+  for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
+  Shape outer = s;
+  outer.erase(outer.begin() + axis);
+  int w = axis == r - 1 ? 1 : lanes_for(outer);
+  int64_t len = s[axis];
+  auto step = [&](const Index& o, Value* k, std::vector<Value*>* acc) {
+    Index idx(o);
+    Value* pos = reverse ? b_.CreateSub(i32(len - 1), k) : k;
+    idx.insert(idx.begin() + axis, VIdx{pos, 0, nullptr, 1});
+    std::vector<Value*> xs;
+    for (ir::Value* x : op->operands) xs.push_back(eval(x, idx, w));
+    std::vector<Value*> next = acc ? combine(region, *acc, xs) : xs;
+    for (size_t i = 0; i < outs.size(); ++i) write_buffer(outs[i], op->results[i]->type, idx, w, next[i]);
+    return next;
+  };
+  auto body = [&](const Index& o) {
+    std::vector<Value*> acc = step(o, i32(0), nullptr);
+    if (len > 1)
+      emit_loop(i32(1), i32(len), i32(1), acc, [&](Value* k, std::vector<Value*> cur) { return step(o, k, &cur); });
+  };
+  if (outer.empty()) body({});
+  else loop_nest(outer, w, body);
+}
+
+}  // namespace tritium::jit::cpu::detail

@@ -1,0 +1,325 @@
+// Global memory in the element-loop generator: vector widths from the axis info, the 16-byte
+// (or split, or predicated) loads issued before a loop step's lanes, scalar loads, stores and
+// atomics. Inline element loads are evaluated in element_eval.cpp; tile loads of tensor-core
+// loops in tensor_cores.cpp.
+#include "jit/cuda/codegen_impl.h"
+
+namespace tritium::jit::cuda::detail {
+
+int Codegen::access_width(const ir::Op* op, int dim) { return detail::access_width(op, axis_, dim); }
+
+void Codegen::collect_loads(const ir::Value* v, const Index& idx, std::vector<std::pair<const ir::Op*, Index>>& out) {
+  if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) return;
+  const ir::Op* op = v->def;
+  const Shape& t = v->type.shape;
+  switch (op->kind) {
+    case OpKind::Load:
+      if (access_width(op) > 1) out.push_back({op, idx});
+      return;
+    case OpKind::MultipleOf: case OpKind::MaxContiguous: return collect_loads(op->operand(0), idx, out);
+    case OpKind::Broadcast: {
+      const Shape& s = op->operand(0)->type.shape;
+      if (s.back() != t.back()) return;
+      Index in(idx);
+      for (size_t d = 0; d < s.size(); ++d)
+        if (s[d] == 1 && t[d] != 1) in[d] = "0";
+      return collect_loads(op->operand(0), in, out);
+    }
+    case OpKind::ExpandDims: {
+      if (op->attrs.axis == static_cast<int>(t.size()) - 1) return;
+      Index in(idx);
+      in.erase(in.begin() + op->attrs.axis);
+      return collect_loads(op->operand(0), in, out);
+    }
+    default: break;
+  }
+  if (ir::is_elementwise(op->kind))
+    for (const ir::Value* o : op->operands) collect_loads(o, idx, out);
+}
+
+int Codegen::choose_width(const Shape& shape, const std::vector<const ir::Value*>& roots, const ir::Op* store) {
+  if (shape.empty()) return 1;
+  if (auto it = mapped_width_.find(shape); it != mapped_width_.end()) return it->second;
+  std::vector<std::pair<const ir::Op*, Index>> loads;
+  Index dummy(shape.size(), "0");
+  for (const ir::Value* r : roots) collect_loads(r, dummy, loads);
+  int V = 0;
+  for (auto& [op, _] : loads) V = V == 0 ? access_width(op) : std::min(V, access_width(op));
+  if (store) {
+    int w = access_width(store);
+    if (w > 1) V = V == 0 ? w : std::min(V, w);
+  }
+  if (V <= 1) return 1;
+  while (V > 1 && shape.back() % V != 0) V /= 2;
+  // Small blocks: keep every thread busy rather than move 16 bytes with a quarter of them.
+  while (V > 1 && numel(shape) / V < nt_) V /= 2;
+  return V;
+}
+
+const char* Codegen::vector_type(int64_t bytes) {
+  switch (bytes) {
+    case 16: return "uint4";
+    case 8: return "uint2";
+    case 4: return "uint32_t";
+    case 2: return "uint16_t";
+    default: return "uint8_t";
+  }
+}
+
+void Codegen::emit_vector_loads(const std::vector<const ir::Value*>& roots, const Index& base, int V) {
+  if (V == 1) return;
+  std::vector<std::pair<const ir::Op*, Index>> loads;
+  for (const ir::Value* r : roots) collect_loads(r, base, loads);
+  for (auto& [op, idx] : loads) {
+    // V lanes of a type wider than the one that set V (a f32 weight beside a bf16 row: 8 lanes,
+    // 32 bytes) move as several accesses of at most 16 bytes, not lane by lane.
+    if (const int w = access_width(op); w < V) {
+      if (w > 1 && V % w == 0) emit_split_vector_load(op, idx, V, w);
+      continue;
+    }
+    DType d = op->operand(0)->type.pointee;
+    std::string ct = ctype(d);
+    std::string arr = fresh("ld");
+    int64_t bytes = int64_t(V) * dtype_bytes(d);
+    line(fmt::format("__align__(16) {} {}[{}];", ct, arr, V));
+    open("");
+    std::string p = tmp("const " + ct + "*", eval(op->operand(0), idx));
+    const std::string hint = cache_hint_suffix(*op);
+    std::string vec = hint.empty() ? fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
+                                                 vector_type(bytes), arr, p)
+                                   : fmt::format("tt_ld_pred{}<{}>({}, {}, true);", hint, bytes, arr, p);
+    const ir::Value* mask = op->operands.size() < 2 ? nullptr : op->operand(1);
+    if (!mask) {
+      line(vec);
+    } else if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {
+      // One mask for the V lanes: `other` in the array, then one predicated load (no branch,
+      // so the loads of consecutive steps issue back to back).
+      std::string l = fresh("l");
+      Index li(idx);
+      li.back() = fmt::format("({} + {})", idx.back(), l);
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+      line(fmt::format("{}[{}] = {};", arr, l, op->operands.size() > 2 ? eval(op->operand(2), li) : ct + "{}"));
+      close();
+      line(fmt::format("tt_ld_pred{}<{}>({}, {}, {});", hint, bytes, arr, p, eval(mask, idx)));
+    } else {
+      std::string m = fresh("m"), all = fresh("all"), l = fresh("l");
+      line(fmt::format("bool {}[{}];", m, V));
+      line(fmt::format("bool {} = true;", all));
+      auto lane_index = [&] {
+        Index li(idx);
+        li.back() = fmt::format("({} + {})", idx.back(), l);
+        return li;
+      };
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+      line(fmt::format("{}[{}] = {};", m, l, eval(op->operand(1), lane_index())));
+      line(fmt::format("{} = {} && {}[{}];", all, all, m, l));
+      close();
+      open(fmt::format("if ({})", all));
+      line(vec);
+      close();
+      open("else");
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+      std::string other = op->operands.size() > 2 ? eval(op->operand(2), lane_index()) : ct + "{}";
+      line(fmt::format("{}[{}] = {}[{}] ? {} : {};", arr, l, m, l, load_of(op, fmt::format("({} + {})", p, l)), other));
+      close();
+      close();
+    }
+    close();
+    vec_loads_[op] = arr;
+  }
+}
+
+void Codegen::emit_split_vector_load(const ir::Op* op, const Index& idx, int V, int w) {
+  const ir::Value* mask = op->operands.size() < 2 ? nullptr : op->operand(1);
+  // Each w-lane part needs one mask for its lanes; other masks stay lane by lane.
+  if (mask && !(axis_.contains(mask) && axis_.get(mask).constancy.back() >= w)) return;
+  const DType d = op->operand(0)->type.pointee;
+  const std::string ct = ctype(d), arr = fresh("ld"), hint = cache_hint_suffix(*op);
+  const int64_t bytes = int64_t(w) * dtype_bytes(d);
+  line(fmt::format("__align__(16) {} {}[{}];", ct, arr, V));
+  open("");
+  if (mask) {  // `other` first, then predicated parts
+    std::string l = fresh("l");
+    Index li(idx);
+    li.back() = fmt::format("({} + {})", idx.back(), l);
+    line("#pragma unroll");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", l, V));
+    line(fmt::format("{}[{}] = {};", arr, l, op->operands.size() > 2 ? eval(op->operand(2), li) : ct + "{}"));
+    close();
+  }
+  for (int part = 0; part < V / w; ++part) {
+    Index pi(idx);
+    pi.back() = fmt::format("({} + {})", idx.back(), part * w);
+    std::string p = tmp("const " + ct + "*", eval(op->operand(0), pi));
+    std::string dst = fmt::format("({} + {})", arr, part * w);
+    if (mask) line(fmt::format("tt_ld_pred{}<{}>({}, {}, {});", hint, bytes, dst, p, eval(mask, pi)));
+    else if (!hint.empty()) line(fmt::format("tt_ld_pred{}<{}>({}, {}, true);", hint, bytes, dst, p));
+    else line(fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});", vector_type(bytes), dst, p));
+  }
+  close();
+  vec_loads_[op] = arr;
+}
+
+std::string Codegen::scalar_load(const ir::Op* op) {
+  if (may_read_written(op->operand(0))) sync_after_global_writes();
+  const ir::Value* p = op->operand(0);
+  std::string ct = ctype(p->type.pointee);
+  if (op->operands.size() < 2) return load_of(op, scalar(p));
+  std::string other = op->operands.size() > 2 ? scalar(op->operand(2)) : ct + "{}";
+  return fmt::format("{} ? {} : {}", scalar(op->operand(1)), load_of(op, scalar(p)), other);
+}
+
+void Codegen::emit_store(const ir::Op* op) {
+  const ir::Value* p = op->operand(0);
+  const ir::Value* val = op->operand(1);
+  DType d = p->type.pointee;
+  std::string ct = ctype(d);
+  bool has_mask = op->operands.size() > 2;
+  if (p->type.is_scalar()) {  // one thread stores
+    std::string cond = has_mask ? fmt::format("tid == 0 && {}", scalar(op->operand(2))) : "tid == 0";
+    line(fmt::format("if ({}) {}", cond, store_of(op, scalar(p), scalar(val))));
+    mark_global_write(p);
+    return;
+  }
+  const Shape& shape = p->type.shape;
+  const std::string hint = cache_hint_suffix(*op);
+  std::vector<const ir::Value*> roots = {val};
+  if (has_mask) roots.push_back(op->operand(2));
+  sync_if_reading({p, val, has_mask ? op->operand(2) : p});
+  if (store_through_shared(op)) return;
+  int V = choose_width(shape, roots, op);
+  // A wider type than the one that set the shape's V stores as V / w parts of w lanes (as
+  // emit_split_vector_load), when its mask (if any) is constant over each part.
+  const int w = access_width(op);
+  const ir::Value* mask_value = has_mask ? op->operand(2) : nullptr;
+  const bool split_store = V > 1 && w > 1 && w < V && V % w == 0 &&
+                           (!mask_value || (axis_.contains(mask_value) && axis_.get(mask_value).constancy.back() >= w));
+  bool vector_store = V > 1 && (w >= V || split_store);
+  std::string sv, sm;
+  thread_loop(
+      shape, V,
+      [&](const Index& base) {
+        emit_vector_loads(roots, base, V);
+        if (vector_store) {
+          sv = fresh("sv"), sm = fresh("sm");
+          line(fmt::format("__align__(16) {} {}[{}];", ct, sv, V));
+          if (has_mask) line(fmt::format("bool {}[{}];", sm, V));
+        }
+      },
+      [&](const Index& idx) {
+        std::string v = eval(val, idx);
+        std::string m = has_mask ? eval(op->operand(2), idx) : "";
+        if (vector_store) {
+          line(fmt::format("{}[{}] = {};", sv, lane_, v));
+          if (has_mask) line(fmt::format("{}[{}] = {};", sm, lane_, m));
+        } else {
+          std::string ptr = eval(p, idx);
+          line(has_mask ? fmt::format("if ({}) {}", m, store_of(op, ptr, v)) : store_of(op, ptr, v));
+        }
+      },
+      [&](const Index& base) {
+        if (!vector_store) return;
+        if (split_store) {
+          const int64_t bytes = int64_t(w) * dtype_bytes(d);
+          for (int part = 0; part < V / w; ++part) {
+            Index pi(base);
+            pi.back() = fmt::format("({} + {})", base.back(), part * w);
+            std::string ptr = tmp(ct + "*", eval(p, pi));
+            std::string src = fmt::format("({} + {})", sv, part * w);
+            if (has_mask) line(fmt::format("tt_st_pred{}<{}>({}, {}, {}[{}]);", hint, bytes, ptr, src, sm, part * w));
+            else if (!hint.empty()) line(fmt::format("tt_st_pred{}<{}>({}, {}, true);", hint, bytes, ptr, src));
+            else line(fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});", vector_type(bytes), ptr, src));
+          }
+          return;
+        }
+        std::string ptr = tmp(ct + "*", eval(p, base));
+        std::string vec = hint.empty() ? fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
+                                                     vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv)
+                                       : fmt::format("tt_st_pred{}<{}>({}, {}, true);", hint, int64_t(V) * dtype_bytes(d), ptr, sv);
+        if (!has_mask) {
+          line(vec);
+          return;
+        }
+        const ir::Value* mask = op->operand(2);
+        if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {  // one predicated store
+          line(fmt::format("tt_st_pred{}<{}>({}, {}, {}[0]);", hint, int64_t(V) * dtype_bytes(d), ptr, sv, sm));
+          return;
+        }
+        std::string all = fresh("all"), l = fresh("l");
+        line(fmt::format("bool {} = true;", all));
+        line("#pragma unroll");
+        line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {2} && {3}[{0}];", l, V, all, sm));
+        open(fmt::format("if ({})", all));
+        line(vec);
+        close();
+        open("else");
+        line("#pragma unroll");
+        line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) if ({2}[{0}]) {3}", l, V, sm,
+                         store_of(op, fmt::format("({} + {})", ptr, l), fmt::format("{}[{}]", sv, l))));
+        close();
+      });
+  vec_loads_.clear();
+  mark_global_write(p);
+}
+
+void Codegen::emit_atomic(const ir::Op* op) {
+  ++shared_writes_;  // the old value's slot or buffer
+  OpKind k = op->kind;
+  const ir::Value* p = op->operand(0);
+  DType d = p->type.pointee;
+  std::string ct = ctype(d);
+  bool cas = k == OpKind::AtomicCas;
+  bool has_mask = !cas && op->operands.size() > 2;
+  // Triton's atomics are acq_rel at GPU scope: every thread's earlier writes are released (a
+  // fence before), and what the atomic observed is acquired (a fence after), so a lock taken
+  // with atomic_cas and released with atomic_xchg protects plain loads and stores.
+  if (p->type.is_scalar()) {  // one thread; the old value reaches the others through shared memory
+    std::string slot = alloc_shared(ct, 1, std::max(8, dtype_bytes(d)));
+    std::string call = atomic_call(k, d, scalar(p), scalar(op->operand(cas ? 2 : 1)), cas ? scalar(op->operand(1)) : "");
+    // The barrier orders every thread's earlier writes before thread 0's fence (cumulativity),
+    // so only the thread doing the atomic fences (as Triton's elected thread does).
+    line("__syncthreads();");
+    synced_ = true;
+    clean();
+    if (has_mask)
+      line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {} ? {} : {}{{}}; tt_fence_acq_rel(); }}", slot,
+                       scalar(op->operand(2)), call, ct));
+    else line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {}; tt_fence_acq_rel(); }}", slot, call));
+    sync();
+    scalars_[op->result()] = tmp(ct, slot + "[0]");
+    return;
+  }
+  std::string out = plan_.users(op->result()).empty() ? "" : alloc_buffer(op->result()->type);
+  if (!out.empty()) buffers_[op->result()] = out;
+  if (!out.empty()) sync();
+  else sync_if_reading({p, op->operand(1), op->operands.back()});
+  line("tt_fence_acq_rel();");
+  thread_loop(p->type.shape, 1, nullptr, [&](const Index& idx) {
+    std::string ptr = eval(p, idx);
+    std::string val = eval(op->operand(cas ? 2 : 1), idx);
+    std::string cmp = cas ? eval(op->operand(1), idx) : "";
+    std::string call = atomic_call(k, d, ptr, val, cmp);
+    if (out.empty()) {  // the old value is unused
+      std::string m = has_mask ? eval(op->operand(2), idx) : "true";
+      line(fmt::format("if ({}) (void){};", m, call));
+      return;
+    }
+    std::string old;
+    if (has_mask) {
+      old = fresh("old");
+      line(fmt::format("{} {}{{}};", ct, old));
+      line(fmt::format("if ({}) {} = {};", eval(op->operand(2), idx), old, call));
+    } else {
+      old = tmp(ct, call);
+    }
+    line(fmt::format("{}[{}] = {};", out, flatten(idx, p->type.shape), old));
+  }, nullptr);
+  line("tt_fence_acq_rel();");
+  if (!out.empty()) sync();
+  else mark_global_write(p);
+}
+
+}  // namespace tritium::jit::cuda::detail

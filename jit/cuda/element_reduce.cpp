@@ -1,0 +1,137 @@
+// Reductions in the element-loop generator: combine regions on scalars (also used by scans),
+// accumulation with a "has a value" flag, warp shuffles, and emit_reduce's row and column paths
+// (whole-block reductions: block_reduce.cpp; scans: element_scan.cpp).
+#include "jit/cuda/codegen_impl.h"
+
+namespace tritium::jit::cuda::detail {
+
+std::vector<std::string> Codegen::combine(const ir::Block* region, const std::vector<std::string>& lhs,
+                                          const std::vector<std::string>& rhs) {
+  std::unordered_map<const ir::Value*, std::string> local;
+  for (size_t i = 0; i < lhs.size(); ++i) local[region->args[i]] = lhs[i];
+  for (size_t i = 0; i < rhs.size(); ++i) local[region->args[lhs.size() + i]] = rhs[i];
+  auto get = [&](const ir::Value* v) -> std::string {
+    if (auto it = local.find(v); it != local.end()) return it->second;
+    return scalar(v);
+  };
+  for (const ir::Op* op : region->ops) {
+    if (op->kind == OpKind::Yield) {
+      std::vector<std::string> out;
+      for (ir::Value* v : op->operands) out.push_back(get(v));
+      return out;
+    }
+    std::string r;
+    if (op->kind == OpKind::Constant) r = constant_of(op);
+    else if (op->kind == OpKind::MultipleOf || op->kind == OpKind::MaxContiguous) r = get(op->operand(0));
+    else if (ir::is_elementwise(op->kind)) {
+      std::vector<std::string> xs;
+      for (ir::Value* v : op->operands) xs.push_back(get(v));
+      r = tmp(ctype(op->result()->type.element()), elementwise(op, xs));
+    } else {
+      fail(op->loc, "a reduce/scan combine function may only use elementwise operations; {} is not supported",
+           ir::op_name(op->kind));
+    }
+    local[op->result()] = r;
+  }
+  fail("internal error: combine region without yield");
+}
+
+void Codegen::accumulate(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
+                         const std::vector<std::string>& x) {
+  open(fmt::format("if ({})", have));
+  std::vector<std::string> r = combine(region, acc, x);
+  for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], r[i]));
+  close();
+  open("else");
+  for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], x[i]));
+  line(fmt::format("{} = true;", have));
+  close();
+}
+
+void Codegen::warp_reduce(const ir::Block* region, const std::string& have, const std::vector<std::string>& acc,
+                          const std::vector<std::string>& types, bool all_have) {
+  std::string off = fresh("off");
+  line("#pragma unroll");
+  open(fmt::format("for (int {0} = 16; {0} > 0; {0} >>= 1)", off));
+  std::vector<std::string> other;
+  for (size_t i = 0; i < acc.size(); ++i) other.push_back(tmp(types[i], fmt::format("tt_shfl_xor({}, {})", acc[i], off)));
+  if (all_have) {
+    std::vector<std::string> r = combine(region, acc, other);
+    for (size_t i = 0; i < acc.size(); ++i) line(fmt::format("{} = {};", acc[i], r[i]));
+  } else {
+    std::string oh = tmp("bool", fmt::format("tt_shfl_xor({}, {})", have, off));
+    open(fmt::format("if ({})", oh));
+    accumulate(region, have, acc, other);
+    close();
+  }
+  close();
+}
+
+void Codegen::emit_reduce(const ir::Op* op) {
+  const Shape& s = op->operand(0)->type.shape;
+  int axis = op->attrs.axis;
+  int64_t K = s[static_cast<size_t>(axis)];
+  size_t n = op->operands.size();
+  const ir::Block* region = op->regions[0];
+  bool scalar_out = op->result()->type.is_scalar();
+  Shape outer = s;
+  outer.erase(outer.begin() + axis);
+  int64_t OUT = numel(outer);
+  std::vector<std::string> outs, types;
+  for (ir::Value* x : op->operands) types.push_back(ctype(x->type.element()));
+  if (!scalar_out)
+    for (ir::Value* res : op->results) outs.push_back(buffers_[res] = alloc_buffer(res->type));
+  // Output element o (an index into `outer`; keep_dims outputs have the same row-major order).
+  auto in_index = [&](const Index& o, const std::string& k) {
+    Index in(o);
+    in.insert(in.begin() + axis, k);
+    return in;
+  };
+  auto eval_inputs = [&](const Index& idx) {
+    std::vector<std::string> xs;
+    for (ir::Value* x : op->operands) xs.push_back(eval(x, idx));
+    return xs;
+  };
+  auto decl_acc = [&](std::vector<std::string>& acc, std::string& have) { declare_accumulators(types, acc, have); };
+  if (OUT == 1) return emit_block_reduce(op, types, outs);
+  ++shared_writes_;  // partials or the output buffer
+  sync();
+  std::string o = fresh("o");
+  if (axis == static_cast<int>(s.size()) - 1 && K >= 32) {
+    // One warp per output element: lanes strided along the row, then shuffles.
+    open(fmt::format("for (int {0} = tid >> 5; {0} < {1}; {0} += {2})", o, OUT, nwarps_));
+    Index oi = index_of(outer, o);
+    std::vector<std::string> acc;
+    std::string have;
+    decl_acc(acc, have);
+    std::string k = fresh("k");
+    open(fmt::format("for (int {0} = tid & 31; {0} < {1}; {0} += 32)", k, K));
+    accumulate(region, have, acc, eval_inputs(in_index(oi, k)));
+    close();
+    warp_reduce(region, have, acc, types, false);
+    open("if ((tid & 31) == 0)");
+    for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
+    close();
+    close();
+  } else {
+    // One thread per output element, serial along the axis.
+    open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", o, OUT, nt_));
+    Index oi = index_of(outer, o);
+    std::vector<std::string> x0 = eval_inputs(in_index(oi, "0"));
+    std::vector<std::string> acc;
+    for (size_t i = 0; i < n; ++i) {
+      acc.push_back(fresh("acc"));
+      line(fmt::format("{} {} = {};", types[i], acc.back(), x0[i]));
+    }
+    std::string k = fresh("k");
+    open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", k, K));
+    std::vector<std::string> r = combine(region, acc, eval_inputs(in_index(oi, k)));
+    for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", acc[i], r[i]));
+    close();
+    for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", outs[i], o, acc[i]));
+    close();
+  }
+  sync();
+}
+
+}  // namespace tritium::jit::cuda::detail

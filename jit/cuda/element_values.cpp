@@ -1,0 +1,231 @@
+// Where the element-loop generator keeps block values (codegen_impl.h, "Register values"): buffers
+// in shared memory or the global scratch, per-thread register arrays (which values get them:
+// plan_registers), and filling, copying and spilling either kind.
+#include "jit/cuda/codegen_impl.h"
+
+namespace tritium::jit::cuda::detail {
+
+std::string Codegen::alloc_buffer(const ir::Type& t) {
+  int64_t bytes = (t.numel() * mem_bytes(t) + 15) / 16 * 16;
+  std::string name = fresh("buf");
+  std::string ct = ctype(t.element());
+  if (smem_ + bytes <= smem_budget_) {
+    decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_smem + {});  // {} (shared)\n", ct, name, ct,
+                          smem_, t.str());
+    smem_ += bytes;
+  } else {
+    decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_scratch_cta + {});  // {} (global scratch)\n",
+                          ct, name, ct, scratch_, t.str());
+    scratch_ += bytes;
+    scratch_bufs_.insert(name);
+  }
+  return name;
+}
+
+std::string Codegen::alloc_shared(const std::string& ct, int64_t count, int64_t elem_bytes) {
+  std::string name = fresh("sh");
+  decls_ += fmt::format("  {}* const {} = reinterpret_cast<{}*>(tt_smem + {});\n", ct, name, ct, smem_);
+  smem_ += (count * elem_bytes + 15) / 16 * 16;
+  return name;
+}
+
+int64_t Codegen::register_words(const ir::Type& t, int V) {
+  int64_t step = int64_t(nt_) * V;
+  int64_t per_thread = (t.numel() + step - 1) / step * V;
+  return per_thread * std::max<int64_t>(1, mem_bytes(t) / 4);
+}
+
+bool Codegen::only_own_elements(const ir::Value* v) {
+  if (auto it = reg_ok_.find(v); it != reg_ok_.end()) return it->second;
+  reg_ok_[v] = false;  // cycles (none in SSA) stay conservative
+  bool ok = true;
+  for (const ir::Op* u : plan_.users(v)) {
+    switch (u->kind) {
+      case OpKind::Store: ok = u->operand(0)->type.shape == v->type.shape; break;
+      case OpKind::Reduce: {
+        const Shape& s = u->operand(0)->type.shape;
+        ok = s == v->type.shape && numel(s) == s[static_cast<size_t>(u->attrs.axis)];
+        break;
+      }
+      case OpKind::Yield: ok = u->parent->parent && (u->parent->parent->kind == OpKind::For ||
+                                                    u->parent->parent->kind == OpKind::If);
+        break;
+      case OpKind::For: ok = u->operands.size() > 3 && u->operands[0] != v && u->operands[1] != v && u->operands[2] != v;
+        break;
+      case OpKind::Dot:  // the accumulator of a tensor-core dot: read at the fragment's own elements
+        ok = u->operand(2) == v && u->operand(0) != v && u->operand(1) != v && mma_tiling(u).has_value();
+        break;
+      default:
+        if (ir::is_elementwise(u->kind) || u->kind == OpKind::Load || u->kind == OpKind::MultipleOf ||
+            u->kind == OpKind::MaxContiguous) {
+          const ir::Value* r = u->result();
+          ok = r->type.is_block() && r->type.shape == v->type.shape &&
+               (plan_.materialized(r) || only_own_elements(r));
+        } else {
+          ok = false;
+        }
+    }
+    if (!ok) break;
+  }
+  reg_ok_[v] = ok;
+  return ok;
+}
+
+int Codegen::mapped_width(const Shape& s) {
+  if (auto it = mapped_width_.find(s); it != mapped_width_.end()) return it->second;
+  auto it = widest_access_.find(s);
+  int V = it == widest_access_.end() ? 1 : it->second;
+  while (V > 1 && s.back() % V != 0) V /= 2;
+  while (V > 1 && numel(s) / V < nt_) V /= 2;
+  return V;
+}
+
+void Codegen::plan_registers() {
+  f_.walk([&](ir::Op* op) {
+    if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.is_block()) {
+      int& w = widest_access_[op->operand(0)->type.shape];
+      w = std::max(w, access_width(op));
+    }
+  });
+  // Tensor-core dots: their result shapes take the fragment mapping, their matmul loops are found.
+  f_.walk([&](ir::Op* op) {
+    if (op->kind != OpKind::Dot) return;
+    if (auto t = mma_tiling(op)) {
+      mma_map_[op->result()->type.shape] = *t;
+      mapped_width_[op->result()->type.shape] = 2;
+    }
+  });
+  f_.walk([&](ir::Op* op) {
+    if (op->kind == OpKind::For)
+      if (auto m = match_mma_loop(op)) mma_loops_[op] = *m;
+  });
+  auto fits = [&](const ir::Value* v) {
+    if (!v->type.is_block() || v->type.rank() == 0) return false;
+    int64_t limit = mma_map_.count(v->type.shape) ? kMaxMmaWords : kMaxRegisterWords;
+    return register_words(v->type, mapped_width(v->type.shape)) <= limit;
+  };
+  auto take = [&](const ir::Value* v) {
+    reg_planned_.insert(v);
+    mapped_width_[v->type.shape] = mapped_width(v->type.shape);
+  };
+  f_.walk([&](ir::Op* op) {
+    switch (op->kind) {
+      case OpKind::Reduce: case OpKind::Scan: return;
+      case OpKind::Histogram: case OpKind::Gather: case OpKind::Split: return;  // buffers of their own
+      case OpKind::Dot:  // tensor-core accumulators are registers in the fragment mapping
+        if (mma_tiling(op) && fits(op->result()) && only_own_elements(op->result())) take(op->result());
+        return;
+      case OpKind::For: {
+        const ir::Block* body = op->regions[0];
+        if (auto m = mma_loops_.find(op); m != mma_loops_.end()) {  // only the accumulator is carried
+          take(body->args[1 + m->second.acc]);
+          take(op->results[m->second.acc]);
+          if (!only_own_elements(op->results[m->second.acc])) reg_spill_.insert(op->results[m->second.acc]);
+          return;
+        }
+        for (size_t i = 0; i < op->results.size(); ++i) {
+          const ir::Value* arg = body->args[1 + i];
+          if (!fits(arg) || !only_own_elements(arg)) continue;
+          take(arg);
+          take(op->results[i]);
+          if (!only_own_elements(op->results[i])) reg_spill_.insert(op->results[i]);
+        }
+        return;
+      }
+      case OpKind::If:
+        for (const ir::Value* r : op->results)
+          if (fits(r)) {
+            take(r);
+            if (!only_own_elements(r)) reg_spill_.insert(r);
+          }
+        return;
+      default: break;
+    }
+    if (is_atomic(op->kind) || op->results.size() != 1) return;
+    const ir::Value* r = op->result();
+    if (!plan_.materialized(r) || !fits(r)) return;
+    for (const ir::Op* u : plan_.users(r))
+      if (u->kind == OpKind::Dot) return;  // dot reads its operands from a buffer
+    if (only_own_elements(r)) take(r);
+  });
+}
+
+bool Codegen::mapped(const Shape& s, int V) const {
+  auto it = mapped_width_.find(s);
+  return it != mapped_width_.end() && it->second == V;
+}
+
+std::string Codegen::register_at(const std::string& array, const ir::Value* v, const Index& idx) {
+  if (!loop_.active || v->type.shape != loop_.shape || idx.size() != loop_.base.size()) return "";
+  for (size_t d = 0; d + 1 < idx.size(); ++d)
+    if (idx[d] != loop_.base[d]) return "";
+  const std::string& b = loop_.base.back();
+  std::string lane;
+  if (idx.back() == b) lane = "0";
+  else if (std::string pre = "(" + b + " + "; idx.back().rfind(pre, 0) == 0 && idx.back().back() == ')')
+    lane = idx.back().substr(pre.size(), idx.back().size() - pre.size() - 1);
+  else return "";
+  return fmt::format("{}[{} * {} + {}]", array, loop_.k, loop_.V, lane);
+}
+
+std::string Codegen::declare_registers(const ir::Type& t) {
+  int V = mapped_width(t.shape);
+  int64_t step = int64_t(nt_) * V;
+  std::string name = fresh("r");
+  line(fmt::format("{} {}[{}];  // {} in registers", ctype(t.element()), name, (t.numel() + step - 1) / step * V, t.str()));
+  return name;
+}
+
+void Codegen::fill_registers(const std::string& array, const ir::Value* v, const ir::Op* op) {
+  std::vector<const ir::Value*> reads = {v};
+  if (op) reads.assign(op->operands.begin(), op->operands.end());
+  sync_if_reading(reads);
+  const Shape& s = v->type.shape;
+  int V = mapped_width(s);
+  thread_loop(
+      s, V, [&](const Index& base) { emit_vector_loads({v}, base, V); },
+      [&](const Index& idx) {
+        std::string x = op ? eval_op(op, idx) : eval(v, idx);
+        line(fmt::format("{}[{} * {} + {}] = {};", array, loop_.k, V, lane_, x));
+      },
+      nullptr);
+  vec_loads_.clear();
+}
+
+void Codegen::copy_registers(const std::string& to, const std::string& from) {
+  std::string j = fresh("j");
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < (int)(sizeof({1}) / sizeof({1}[0])); ++{0}) {1}[{0}] = {2}[{0}];", j, to,
+                   from));
+}
+
+void Codegen::spill_registers(const ir::Value* v) {
+  std::string buf = alloc_buffer(v->type);
+  materialize_into(v, buf);
+  buffers_[v] = buf;
+}
+
+void Codegen::materialize_into(const ir::Value* v, const std::string& buf, const ir::Op* op) {
+  ++shared_writes_;
+  sync();
+  int V = choose_width(v->type.shape, {v}, nullptr);
+  thread_loop(
+      v->type.shape, V, [&](const Index& base) { emit_vector_loads({v}, base, V); },
+      [&](const Index& idx) {
+        std::string x = op ? eval_op(op, idx) : eval(v, idx);
+        line(fmt::format("{}[{}] = {};", buf, flatten(idx, v->type.shape), x));
+      },
+      nullptr);
+  vec_loads_.clear();
+  sync();
+}
+
+void Codegen::copy_buffer(const std::string& from, const std::string& to, const ir::Type& t) {
+  ++shared_writes_;
+  sync();
+  std::string e = fresh("e");
+  line(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2}) {3}[{0}] = {4}[{0}];", e, t.numel(), nt_, to, from));
+  sync();
+}
+
+}  // namespace tritium::jit::cuda::detail
