@@ -304,6 +304,7 @@ const OpRegistry& op_registry() {
     decl::declare_reductions_more(r);
     decl::declare_unary_math(r);   // issue 29 item 3
     decl::declare_activations(r);
+    decl::declare_pooling(r);  // issue 30 item 1
     return r;
   }();
   return registry;
