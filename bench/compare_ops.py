@@ -170,6 +170,15 @@ TORCH_OPS = {
     "softmax": lambda x, a: torch.softmax(x[0], dim=a["dim"]),
     "log_softmax": lambda x, a: torch.log_softmax(x[0], dim=a["dim"]),
     "layer_norm": lambda x, a: F.layer_norm(x[0], a["normalized_shape"], x[1], x[2], a["eps"]),
+    # issue 30 item 1: pooling, interpolate, embedding
+    "max_pool2d": lambda x, a: F.max_pool2d(x[0], a["kernel_size"], a["stride"] or None, a["padding"], a["dilation"],
+                                            a["ceil_mode"]),
+    "avg_pool2d": lambda x, a: F.avg_pool2d(x[0], a["kernel_size"], a["stride"] or None, a["padding"], a["ceil_mode"],
+                                            a["count_include_pad"], a["divisor_override"] or None),
+    "adaptive_avg_pool2d": lambda x, a: F.adaptive_avg_pool2d(x[0], a["output_size"]),
+    "interpolate": lambda x, a: F.interpolate(x[0], size=a["size"] or None, scale_factor=a["scale_factor"],
+                                              mode=a["mode"], align_corners=a["align_corners"] or None),
+    "embedding": lambda x, a: F.embedding(x[1], x[0], None if a["padding_idx"] < 0 else a["padding_idx"]),
     "cross_entropy": lambda x, a: F.cross_entropy(x[0], x[1]),
     "dropout": lambda x, a: F.dropout(x[0], a["p"], training=True),
     # matmul, attention
