@@ -1,17 +1,18 @@
 // Pooling ops (ops/pool.h): max, average and adaptive average pooling over [N, C, H, W] and their
 // backwards. One forward kernel and one backward kernel serve the three modes.
 //
-// Forward: one lane per output element, BLOCK elements per program, taken in the output's memory
-// order (contiguous or channels-last), so stores are dense; the input is read through its four
-// strides, so any layout (contiguous, channels-last, a strided view) takes the same path. Each
-// lane walks its window with run-time loops over (kh, kw).
+// Forward: one program per output row of one image and a [columns, channels] tile of lanes (the
+// tile wide in channels for a channels-last tensor, in columns otherwise, so loads and stores run
+// along the contiguous dim); the input is read through its four strides, so any layout
+// (contiguous, channels-last, a strided view) takes the same path. Each lane walks its window with
+// run-time loops over (kh, kw). No lane divides to find its coordinates (a per-element i64
+// division was most of the time on the CPU).
 //
-// Backward: one lane per input element, gathering the output gradients of the windows that
-// contain it (for max pool, those whose saved index names it). Windows that overlap (stride <
+// Backward: the same tiling over input rows; each lane gathers the output gradients of the windows
+// that contain it (for max pool, those whose saved index names it). Windows that overlap (stride <
 // kernel) need no atomics this way and the result is deterministic on every backend; the number
-// of windows visited per element is the overlap factor ceil(k / s) per dim (k for max pool with
-// dilation, whose candidate windows are tested for divisibility), so non-overlapping windows cost
-// one visit.
+// of windows visited per element is the overlap factor ceil(extent / stride) per dim, so
+// non-overlapping windows cost one visit.
 #include "ops/pool.h"
 
 #include <algorithm>
@@ -34,25 +35,6 @@ using P = tl::ptr<tl::any>;
 using detail::shape_str;
 
 enum class Mode : int { max, avg, adaptive_avg };
-constexpr int kBlock = 256;
-
-// The output (or input) element of lane flat index i in memory order: (n, c, h, w) of sizes
-// (C, H, W), channels-last when CL.
-struct Coords {
-  tl::tensor n, c, h, w;
-};
-Coords unravel(const tl::tensor& i, const tl::tensor& C, const tl::tensor& H, const tl::tensor& W, bool CL) {
-  if (CL) {
-    auto c = i % C, t = i / C;
-    auto w = t % W;
-    t = t / W;
-    return {t / H, c, t % H, w};
-  }
-  auto w = i % W, t = i / W;
-  auto h = t % H;
-  t = t / H;
-  return {t / C, t % C, h, w};
-}
 
 // The adaptive window [start, end) of output o of O over an input of I: PyTorch's
 // start_index = floor(o I / O), end_index = ceil((o + 1) I / O).
@@ -60,30 +42,39 @@ std::pair<tl::tensor, tl::tensor> adaptive_window(const tl::tensor& o, const tl:
   return {(o * I) / O, tl::cdiv((o + 1) * I, O)};
 }
 
+// Both kernels work on one row of their lanes' plane per program: program (r, wb, cb) takes row
+// r % ROWS of image r / ROWS (scalar divisions, once per program) and a [BW columns, BC channels]
+// tile, so no lane divides to find its coordinates. Element (n, c, h, w) of a tensor is at
+// n s0 + c s1 + h s2 + w s3: any layout, the strides decide which tile dim is contiguous (the
+// host makes BC wide for channels-last tensors and BW wide otherwise).
 Kernel& forward_kernel() {
   static Kernel k = tritium::kernel(
       "pool2d_fwd",
-      [](P x, P y, P ind, tl::i64 total, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
-         tl::i64 xs0, tl::i64 xs1, tl::i64 xs2, tl::i64 xs3,                                        //
+      [](P x, P y, P ind, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
+         tl::i64 xs0, tl::i64 xs1, tl::i64 xs2, tl::i64 xs3, tl::i64 ys0, tl::i64 ys1, tl::i64 ys2, tl::i64 ys3,
          tl::i64 KH, tl::i64 KW, tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 DH, tl::i64 DW,
-         tl::i64 divisor, int MODE, bool CL, bool COUNT_PAD, int ACC, int BLOCK) {
+         tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
-        auto i = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK).to(tl::int64);
-        auto m = i < total;
-        auto [n, c, oh, ow] = unravel(i, C, OH, OW, CL);
-        auto base = n * xs0 + c * xs1;
+        auto r = tl::program_id(0).to(tl::int64);
+        auto n = r / OH, oh = r % OH;
+        auto ow = (tl::program_id(1).to(tl::int64) * BW + tl::arange(0, BW).to(tl::int64))(tl::_, tl::None);  // [BW, 1]
+        auto c = (tl::program_id(2).to(tl::int64) * BC + tl::arange(0, BC).to(tl::int64))(tl::None, tl::_);   // [1, BC]
+        auto m = (ow < OW) && (c < C);
+        auto base = x + n * xs0 + c * xs1;
+        auto out = n * ys0 + c * ys1 + oh * ys2 + ow * ys3;
         if (mode == Mode::max) {
-          auto best = tl::full({BLOCK}, -INFINITY, acc);
-          auto idx = tl::full({BLOCK}, -1, tl::int64);
-          auto h0 = oh * SH - PH, w0 = ow * SW - PW;
+          auto best = tl::full({BW, BC}, -INFINITY, acc);
+          auto idx = tl::full({BW, BC}, -1, tl::int64);
+          auto h0 = oh * SH - PH;
+          auto w0 = ow * SW - PW;
           for (auto kh : tl::range(0, KH)) {
             auto ih = h0 + kh * DH;
-            auto hok = m && (ih >= 0) && (ih < H);
+            auto hok = (ih >= 0) && (ih < H);
             for (auto kw : tl::range(0, KW)) {
               auto iw = w0 + kw * DW;
-              auto ok = hok && (iw >= 0) && (iw < W);
-              auto v = tl::load(x + base + ih * xs2 + iw * xs3, ok, 0).to(acc);
+              auto ok = m && hok && (iw >= 0) && (iw < W);
+              auto v = tl::load(base + ih * xs2 + iw * xs3, ok, 0).to(acc);
               // PyTorch's rule: a strictly greater value or a NaN replaces the maximum; the first
               // element inside the input starts it (so a window of -inf names its first element).
               auto take = ok && ((v > best) || (v != v) || (idx < 0));
@@ -91,8 +82,8 @@ Kernel& forward_kernel() {
               idx = tl::where(take, ih * W + iw, idx);
             }
           }
-          tl::store(y + i, best, m);
-          tl::store(ind + i, idx, m);
+          tl::store(y + out, best, m);
+          tl::store(ind + out, idx, m);
           return;
         }
         tl::tensor hs, he, ws, we, div;
@@ -108,76 +99,78 @@ Kernel& forward_kernel() {
           std::tie(ws, we) = adaptive_window(ow, W, OW);
           div = (he - hs) * (we - ws);
         }
-        auto sum = tl::zeros({BLOCK}, acc);
+        auto sum = tl::zeros({BW, BC}, acc);
         for (auto kh : tl::range(0, KH)) {
           auto ih = hs + kh;
-          auto hok = m && (ih < he);
+          auto hok = ih < he;
           for (auto kw : tl::range(0, KW)) {
             auto iw = ws + kw;
-            auto ok = hok && (iw < we);
-            sum = sum + tl::load(x + base + ih * xs2 + iw * xs3, ok, 0).to(acc);
+            auto ok = m && hok && (iw < we);
+            sum = sum + tl::load(base + ih * xs2 + iw * xs3, ok, 0).to(acc);
           }
         }
         // A window wholly in the padding (possible with ceil_mode) gives 0, as PyTorch.
         auto empty = (hs >= he) || (ws >= we);
-        tl::store(y + i, tl::where(empty, tl::zeros({BLOCK}, acc), sum / div.to(acc)), m);
+        tl::store(y + out, tl::where(empty, 0, sum / tl::maximum(div, 1).to(acc)).to(acc), m);
       },
-      {"x",  "y",  "ind", "total", "C",  "H",  "W",       "OH",   "OW", "xs0", "xs1", "xs2", "xs3", "KH",
-       "KW", "SH", "SW",  "PH",    "PW", "DH", "DW", "divisor", "MODE", "CL", "COUNT_PAD", "ACC", "BLOCK"});
+      {"x",   "y",   "ind", "C",   "H",   "W",   "OH",  "OW",  "xs0", "xs1", "xs2",     "xs3",  "ys0",       "ys1",
+       "ys2", "ys3", "KH",  "KW",  "SH",  "SW",  "PH",  "PW",  "DH",  "DW",  "divisor", "MODE", "COUNT_PAD", "ACC",
+       "BW",  "BC"});
   return k;
 }
 
-// grad_input[n, c, ih, iw] = the sum of the output gradients whose window holds (ih, iw) (max: and
-// whose index names it; avg: each divided by its window's divisor). gs*: grad strides, is*: the
-// indices' strides. KH, KW: the loop extents (max: the kernel; avg and adaptive: the most windows
-// that can hold one element).
+// grad_input[n, c, ih, iw] = the sum of the output gradients whose window holds (ih, iw) (max: those
+// whose saved index names it, which alone proves the window holds it; avg: each divided by its
+// window's divisor). The candidate windows along a dim are the LH (LW) ending at the last one
+// starting at or before the element: oh_last = (ih + PH) / SH, one division per row (per lane for
+// columns). gs*: grad strides, is*: the indices', ds*: grad_input's.
 Kernel& backward_kernel() {
   static Kernel k = tritium::kernel(
       "pool2d_bwd",
-      [](P g, P ind, P dx, tl::i64 total, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
+      [](P g, P ind, P dx, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
          tl::i64 gs0, tl::i64 gs1, tl::i64 gs2, tl::i64 gs3, tl::i64 is0, tl::i64 is1, tl::i64 is2, tl::i64 is3,
-         tl::i64 LH, tl::i64 LW, tl::i64 KH, tl::i64 KW, tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 DH,
-         tl::i64 DW, tl::i64 divisor, int MODE, bool CL, bool COUNT_PAD, int ACC, int BLOCK) {
+         tl::i64 ds0, tl::i64 ds1, tl::i64 ds2, tl::i64 ds3, tl::i64 LH, tl::i64 LW, tl::i64 KH, tl::i64 KW,
+         tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int BW,
+         int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
-        auto i = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK).to(tl::int64);
-        auto m = i < total;
-        auto [n, c, ih, iw] = unravel(i, C, H, W, CL);
-        auto gbase = n * gs0 + c * gs1;
-        auto sum = tl::zeros({BLOCK}, acc);
+        auto r = tl::program_id(0).to(tl::int64);
+        auto n = r / H, ih = r % H;
+        auto iw = (tl::program_id(1).to(tl::int64) * BW + tl::arange(0, BW).to(tl::int64))(tl::_, tl::None);  // [BW, 1]
+        auto c = (tl::program_id(2).to(tl::int64) * BC + tl::arange(0, BC).to(tl::int64))(tl::None, tl::_);   // [1, BC]
+        auto m = (iw < W) && (c < C);
+        auto gbase = g + n * gs0 + c * gs1;
+        auto sum = tl::zeros({BW, BC}, acc);
         if (mode == Mode::max) {
-          auto ibase = n * is0 + c * is1;
+          auto ibase = ind + n * is0 + c * is1;
           auto me = ih * W + iw;
-          for (auto kh : tl::range(0, LH)) {
-            auto t = ih + PH - kh * DH;
-            auto tp = tl::maximum(t, 0);
-            auto oh = tp / SH;
-            auto hok = m && (t >= 0) && (tp % SH == 0) && (oh < OH);
-            for (auto kw : tl::range(0, LW)) {
-              auto u = iw + PW - kw * DW;
-              auto up = tl::maximum(u, 0);
-              auto ow = up / SW;
-              auto ok = hok && (u >= 0) && (up % SW == 0) && (ow < OW);
-              auto named = tl::load(ind + ibase + oh * is2 + ow * is3, ok, -1) == me;
-              sum = sum + tl::load(g + gbase + oh * gs2 + ow * gs3, ok && named, 0).to(acc);
-            }
-          }
-        } else if (mode == Mode::avg) {
           auto oh_last = (ih + PH) / SH, ow_last = (iw + PW) / SW;  // non-negative: floor
           for (auto a : tl::range(0, LH)) {
             auto oh = oh_last - a;
+            auto hok = (oh >= 0) && (oh < OH);
+            for (auto b : tl::range(0, LW)) {
+              auto ow = ow_last - b;
+              auto ok = m && hok && (ow >= 0) && (ow < OW);
+              auto named = tl::load(ibase + oh * is2 + ow * is3, ok, -1) == me;
+              sum = sum + tl::load(gbase + oh * gs2 + ow * gs3, ok && named, 0).to(acc);
+            }
+          }
+        } else if (mode == Mode::avg) {
+          auto oh_last = (ih + PH) / SH, ow_last = (iw + PW) / SW;
+          for (auto a : tl::range(0, LH)) {
+            auto oh = oh_last - a;
             auto hs0 = oh * SH - PH;
-            auto hok = m && (oh >= 0) && (oh < OH) && (ih < hs0 + KH);
+            auto hok = (oh >= 0) && (oh < OH) && (ih < hs0 + KH);
             auto he0 = tl::minimum(hs0 + KH, H + PH);
             auto hs = tl::maximum(hs0, 0), he = tl::minimum(he0, H);
             for (auto b : tl::range(0, LW)) {
               auto ow = ow_last - b;
               auto ws0 = ow * SW - PW;
-              auto ok = hok && (ow >= 0) && (ow < OW) && (iw < ws0 + KW);
+              auto ok = m && hok && (ow >= 0) && (ow < OW) && (iw < ws0 + KW);
               auto we0 = tl::minimum(ws0 + KW, W + PW);
               auto ws = tl::maximum(ws0, 0), we = tl::minimum(we0, W);
               auto div = tl::where(divisor > 0, divisor, COUNT_PAD ? (he0 - hs0) * (we0 - ws0) : (he - hs) * (we - ws));
-              auto v = tl::load(g + gbase + oh * gs2 + ow * gs3, ok, 0).to(acc);
+              auto v = tl::load(gbase + oh * gs2 + ow * gs3, ok, 0).to(acc);
               sum = sum + tl::where(ok, v / tl::maximum(div, 1).to(acc), 0);
             }
           }
@@ -187,23 +180,37 @@ Kernel& backward_kernel() {
           auto ow0 = (iw * OW) / W, ow1 = tl::cdiv((iw + 1) * OW, W);
           for (auto a : tl::range(0, LH)) {
             auto oh = oh0 + a;
-            auto hok = m && (oh < oh1);
+            auto hok = oh < oh1;
             auto [hs, he] = adaptive_window(oh, H, OH);
             for (auto b : tl::range(0, LW)) {
               auto ow = ow0 + b;
-              auto ok = hok && (ow < ow1);
+              auto ok = m && hok && (ow < ow1);
               auto [ws, we] = adaptive_window(ow, W, OW);
-              auto v = tl::load(g + gbase + oh * gs2 + ow * gs3, ok, 0).to(acc);
-              sum = sum + tl::where(ok, v / ((he - hs) * (we - ws)).to(acc), 0);
+              auto v = tl::load(gbase + oh * gs2 + ow * gs3, ok, 0).to(acc);
+              sum = sum + tl::where(ok, v / tl::maximum((he - hs) * (we - ws), 1).to(acc), 0);
             }
           }
         }
-        tl::store(dx + i, sum, m);
+        tl::store(dx + n * ds0 + c * ds1 + ih * ds2 + iw * ds3, sum, m);
       },
-      {"g",   "ind", "dx",  "total", "C",   "H",   "W",   "OH",  "OW",  "gs0", "gs1", "gs2", "gs3", "is0",
-       "is1", "is2", "is3", "LH",    "LW",  "KH",  "KW",  "SH",  "SW",  "PH",  "PW",  "DH",  "DW",  "divisor",
-       "MODE", "CL", "COUNT_PAD", "ACC", "BLOCK"});
+      {"g",   "ind", "dx",  "C",   "H",   "W",   "OH",  "OW",  "gs0", "gs1", "gs2", "gs3",     "is0",  "is1",
+       "is2", "is3", "ds0", "ds1", "ds2", "ds3", "LH",  "LW",  "KH",  "KW",  "SH",  "SW",      "PH",   "PW",
+       "divisor", "MODE", "COUNT_PAD", "ACC", "BW", "BC"});
   return k;
+}
+
+// The [BW, BC] tile over (columns, channels) of `width` columns: wide in channels for a
+// channels-last tensor (contiguous channels), wide in columns otherwise; 256 lanes at most.
+std::pair<int, int> tile(int64_t width, int64_t C, bool channels_last) {
+  int64_t bw, bc;
+  if (channels_last) {
+    bc = std::clamp<int64_t>(next_power_of_2(C), 2, 64);
+    bw = std::clamp<int64_t>(256 / bc, 2, std::max<int64_t>(2, next_power_of_2(width)));
+  } else {
+    bw = std::clamp<int64_t>(next_power_of_2(width), 2, 128);
+    bc = std::clamp<int64_t>(256 / bw, 2, std::max<int64_t>(2, next_power_of_2(C)));
+  }
+  return {static_cast<int>(bw), static_cast<int>(bc)};
 }
 
 // ---- shapes and layouts ------------------------------------------------------------------------------
@@ -312,8 +319,7 @@ Tensor run_forward(const char* op, const Plan& pl, const Pool2dParams& p, Mode m
   Tensor y = empty_nchw(out_shape, x.dtype(), x.device(), cl);
   Tensor ind = mode == Mode::max ? empty_nchw(out_shape, DType::i64, x.device(), cl) : y;
   if (indices) *indices = ind;
-  int64_t total = y.numel();
-  if (total == 0) return y;
+  if (y.numel() == 0) return y;
   int64_t KH = p.kernel[0], KW = p.kernel[1];
   if (mode == Mode::adaptive_avg) {  // the widest adaptive window
     KH = KW = 0;
@@ -321,10 +327,12 @@ Tensor run_forward(const char* op, const Plan& pl, const Pool2dParams& p, Mode m
     for (int64_t o = 0; o < pl.OW; ++o) KW = std::max(KW, ceil_div((o + 1) * pl.W, pl.OW) - o * pl.W / pl.OW);
   }
   (void)op;
-  forward_kernel()[{cdiv(total, kBlock)}](
-      x, y, ind, total, pl.C, pl.H, pl.W, pl.OH, pl.OW, x.stride(0), x.stride(1), x.stride(2), x.stride(3), KH, KW,
-      p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1], divisor,
-      static_cast<int>(mode), cl, count_include_pad, static_cast<int>(detail::math_type(x.dtype())), kBlock);
+  auto [bw, bc] = tile(pl.OW, pl.C, cl);
+  forward_kernel()[{pl.N * pl.OH, cdiv(pl.OW, bw), cdiv(pl.C, bc)}](
+      x, y, ind, pl.C, pl.H, pl.W, pl.OH, pl.OW, x.stride(0), x.stride(1), x.stride(2), x.stride(3), y.stride(0),
+      y.stride(1), y.stride(2), y.stride(3), KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1],
+      p.dilation[0], p.dilation[1], divisor, static_cast<int>(mode), count_include_pad,
+      static_cast<int>(detail::math_type(x.dtype())), bw, bc);
   return y;
 }
 
@@ -358,22 +366,22 @@ Tensor run_backward(const char* op, const Tensor& grad, const Tensor& indices, c
   const bool cl = pl.in.channels_last;
   const DType acc = detail::math_type(x.dtype());
   Tensor dx = empty_nchw({pl.N, pl.C, pl.H, pl.W}, acc, x.device(), cl);
-  int64_t total = dx.numel();
-  if (total > 0) {
+  if (dx.numel() > 0) {
     int64_t LH = 0, LW = 0, KH = p.kernel[0], KW = p.kernel[1];
-    if (mode == Mode::max) {
-      LH = KH, LW = KW;
+    if (mode == Mode::max) {  // windows whose dilated extent can hold one element
+      LH = ceil_div((KH - 1) * p.dilation[0] + 1, p.stride[0]), LW = ceil_div((KW - 1) * p.dilation[1] + 1, p.stride[1]);
     } else if (mode == Mode::avg) {
       LH = ceil_div(KH, p.stride[0]), LW = ceil_div(KW, p.stride[1]);
     } else {  // the most adaptive windows holding one element
       for (int64_t i = 0; i < pl.H; ++i) LH = std::max(LH, ceil_div((i + 1) * pl.OH, pl.H) - i * pl.OH / pl.H);
       for (int64_t i = 0; i < pl.W; ++i) LW = std::max(LW, ceil_div((i + 1) * pl.OW, pl.W) - i * pl.OW / pl.W);
     }
-    backward_kernel()[{cdiv(total, kBlock)}](
-        g, ind, dx, total, pl.C, pl.H, pl.W, pl.OH, pl.OW, g.stride(0), g.stride(1), g.stride(2), g.stride(3),
-        ind.stride(0), ind.stride(1), ind.stride(2), ind.stride(3), LH, LW, KH, KW, p.stride[0], p.stride[1],
-        p.padding[0], p.padding[1], p.dilation[0], p.dilation[1], divisor, static_cast<int>(mode), cl,
-        count_include_pad, static_cast<int>(acc), kBlock);
+    auto [bw, bc] = tile(pl.W, pl.C, cl);
+    backward_kernel()[{pl.N * pl.H, cdiv(pl.W, bw), cdiv(pl.C, bc)}](
+        g, ind, dx, pl.C, pl.H, pl.W, pl.OH, pl.OW, g.stride(0), g.stride(1), g.stride(2), g.stride(3),
+        ind.stride(0), ind.stride(1), ind.stride(2), ind.stride(3), dx.stride(0), dx.stride(1), dx.stride(2),
+        dx.stride(3), LH, LW, KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1], divisor,
+        static_cast<int>(mode), count_include_pad, static_cast<int>(acc), bw, bc);
   }
   if (acc != x.dtype()) dx = cl ? to_dtype(dx.permute({0, 2, 3, 1}), x.dtype()).permute({0, 3, 1, 2}) : to_dtype(dx, x.dtype());
   return from_4d(dx, pl.in, one_d);
