@@ -1,14 +1,16 @@
 // interpolate (nearest, bilinear) and its backward (ops/interpolate.h).
 //
-// One kernel does both directions: one lane per output element, BLOCK per program, computing the
-// source index (nearest) or the two source indices and weights per dim (bilinear) with PyTorch's
-// formulas. Forward: the lanes go in the output's memory order and read the input through its
-// strides. Backward: the lanes go over the (contiguous) output gradient and add it, weighted, into
-// a zeroed contiguous gradient of the input in the math type with atomic adds, since several
-// outputs read one input element (PyTorch's CUDA kernels do the same); the sum's order, and so its
-// last bits, may vary between runs on the GPU.
+// One kernel does both directions: one program per output row of one image and a [columns,
+// channels] tile of lanes (wide along the contiguous dim), each lane computing its source index
+// (nearest) or two source indices and weights per dim (bilinear) with PyTorch's formulas; input
+// and output are read and written through their strides. Forward: the lanes read their sources
+// and store. Backward: the lanes read the output gradient and add it, weighted, into a zeroed
+// contiguous gradient of the input in the math type with atomic adds, since several outputs read
+// one input element (PyTorch's CUDA kernels do the same); the sum's order, and so its last bits,
+// may vary between runs on the GPU.
 #include "ops/interpolate.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -32,24 +34,17 @@ constexpr int kBlock = 256;
 Kernel& interpolate_kernel() {
   static Kernel k = tritium::kernel(
       "interpolate2d",
-      [](P x, P y, tl::i64 total, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
-         tl::i64 xs0, tl::i64 xs1, tl::i64 xs2, tl::i64 xs3, tl::f64 sh, tl::f64 sw,        //
-         bool BILINEAR, bool ALIGN, bool CL, bool BACKWARD, int ACC, int BLOCK) {
+      [](P x, P y, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
+         tl::i64 xs0, tl::i64 xs1, tl::i64 xs2, tl::i64 xs3, tl::i64 ys0, tl::i64 ys1, tl::i64 ys2, tl::i64 ys3,
+         tl::f64 sh, tl::f64 sw, bool BILINEAR, bool ALIGN, bool BACKWARD, int ACC, int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
-        auto i = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK).to(tl::int64);
-        auto m = i < total;
-        tl::tensor n, c, oh, ow;
-        if (CL) {
-          c = i % C;
-          auto t = i / C;
-          ow = t % OW, t = t / OW;
-          oh = t % OH, n = t / OH;
-        } else {
-          ow = i % OW;
-          auto t = i / OW;
-          oh = t % OH, t = t / OH;
-          c = t % C, n = t / C;
-        }
+        // One output row of one image per program, a [BW columns, BC channels] tile of lanes.
+        auto r = tl::program_id(0).to(tl::int64);
+        auto n = r / OH, oh = r % OH;
+        auto ow = (tl::program_id(1).to(tl::int64) * BW + tl::arange(0, BW).to(tl::int64))(tl::_, tl::None);
+        auto c = (tl::program_id(2).to(tl::int64) * BC + tl::arange(0, BC).to(tl::int64))(tl::None, tl::_);
+        auto m = (ow < OW) && (c < C);
+        auto i = n * ys0 + c * ys1 + oh * ys2 + ow * ys3;  // the output (gradient) element
         auto base = n * xs0 + c * xs1;
         if (!BILINEAR) {
           // floor in f32, as PyTorch's nearest_neighbor_compute_source_index (floorf(dst * scale)).
@@ -85,8 +80,8 @@ Kernel& interpolate_kernel() {
         auto v = hl0 * (wl0 * ld(h0, w0) + wl1 * ld(h0, w1)) + hl1 * (wl0 * ld(h1, w0) + wl1 * ld(h1, w1));
         tl::store(y + i, v, m);
       },
-      {"x", "y", "total", "C", "H", "W", "OH", "OW", "xs0", "xs1", "xs2", "xs3", "sh", "sw", "BILINEAR", "ALIGN",
-       "CL", "BACKWARD", "ACC", "BLOCK"});
+      {"x",   "y",   "C",   "H",   "W",   "OH",  "OW",  "xs0",      "xs1",   "xs2", "xs3", "ys0",
+       "ys1", "ys2", "ys3", "sh",  "sw",  "BILINEAR", "ALIGN", "BACKWARD", "ACC", "BW",  "BC"});
   return k;
 }
 
@@ -121,18 +116,26 @@ Layout4d as_4d(const Tensor& x) {
   return {v, cl};
 }
 
-void launch(const Tensor& x4, const Tensor& y, InterpolateMode mode, const InterpolatePlan& plan, bool align,
-            bool channels_last, bool backward, DType acc, const Shape& out4) {
-  int64_t total = out4[0] * out4[1] * out4[2] * out4[3];
-  if (total == 0) return;
+void launch(const Tensor& x4, const Tensor& y4, InterpolateMode mode, const InterpolatePlan& plan, bool align,
+            bool channels_last, bool backward, DType acc) {
+  if (y4.numel() == 0) return;
   const size_t sd = plan.output_size.size();
-  int64_t H = x4.size(2), W = x4.size(3);
-  double sh = sd == 2 ? kernel_scale(mode, H, out4[2], plan.scales[0], align, acc) : 1.0;
-  double sw = kernel_scale(mode, W, out4[3], plan.scales[sd - 1], align, acc);
-  interpolate_kernel()[{cdiv(total, kBlock)}](x4, y, total, out4[1], H, W, out4[2], out4[3], x4.stride(0),
-                                              x4.stride(1), x4.stride(2), x4.stride(3), sh, sw,
-                                              mode == InterpolateMode::bilinear, align, channels_last, backward,
-                                              static_cast<int>(acc), kBlock);
+  int64_t C = x4.size(1), H = x4.size(2), W = x4.size(3), OH = y4.size(2), OW = y4.size(3);
+  double sh = sd == 2 ? kernel_scale(mode, H, OH, plan.scales[0], align, acc) : 1.0;
+  double sw = kernel_scale(mode, W, OW, plan.scales[sd - 1], align, acc);
+  // The lane tile: wide in channels for channels-last data, in columns otherwise.
+  int64_t bw, bc;
+  if (channels_last) {
+    bc = std::clamp<int64_t>(next_power_of_2(C), 2, 64);
+    bw = std::clamp<int64_t>(256 / bc, 2, std::max<int64_t>(2, next_power_of_2(OW)));
+  } else {
+    bw = std::clamp<int64_t>(next_power_of_2(OW), 2, 128);
+    bc = std::clamp<int64_t>(256 / bw, 2, std::max<int64_t>(2, next_power_of_2(C)));
+  }
+  interpolate_kernel()[{y4.size(0) * OH, cdiv(OW, bw), cdiv(C, bc)}](
+      x4, y4, C, H, W, OH, OW, x4.stride(0), x4.stride(1), x4.stride(2), x4.stride(3), y4.stride(0), y4.stride(1),
+      y4.stride(2), y4.stride(3), sh, sw, mode == InterpolateMode::bilinear, align, backward, static_cast<int>(acc),
+      static_cast<int>(bw), static_cast<int>(bc));
 }
 
 Shape out_shape_4d(const Tensor& x4, const InterpolatePlan& plan) {
@@ -201,7 +204,7 @@ Tensor interpolate(const Tensor& x, InterpolateMode mode, const InterpolatePlan&
   Shape out4 = out_shape_4d(in.x, plan);
   Tensor y = in.channels_last ? Tensor::empty({out4[0], out4[2], out4[3], out4[1]}, x.dtype(), x.device()).permute({0, 3, 1, 2})
                               : Tensor::empty(out4, x.dtype(), x.device());
-  launch(in.x, y, mode, plan, align_corners, in.channels_last, false, detail::math_type(x.dtype()), out4);
+  launch(in.x, y, mode, plan, align_corners, in.channels_last, false, detail::math_type(x.dtype()));
   return x.dim() == 3 ? y.squeeze(2) : y;
 }
 
@@ -219,8 +222,8 @@ Tensor interpolate_backward(const Tensor& grad, const Tensor& x, InterpolateMode
          shape_str(want));
   const DType acc = detail::math_type(x.dtype());
   Tensor dx = zeros(in.x.shape(), acc, x.device());
-  Tensor g = contiguous(grad);
-  launch(dx, g, mode, plan, align_corners, false, true, acc, out4);
+  Tensor g = x.dim() == 3 ? grad.unsqueeze(2) : grad;  // read through its strides
+  launch(dx, g, mode, plan, align_corners, false, true, acc);
   dx = to_dtype(dx, x.dtype());
   return x.dim() == 3 ? dx.squeeze(2) : dx;
 }
