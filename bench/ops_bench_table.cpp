@@ -329,6 +329,18 @@ std::vector<OpBench> make_table() {
                        .attrs = {{"mode", std::string("bilinear")}, {"size", Dims{}}, {"scale_factor", std::optional<double>(2.0)},
                                  {"scale_factor_w", std::optional<double>()}, {"align_corners", false}}};
        }},
+      {"max_pool1d", "3 s2 p1, [*,64,3136]", [](int64_t n) {
+         Shape s = cnn_planes(n);
+         return OpCall{.inputs = {in({s[0], 64, 56 * 56})},
+                       .attrs = {{"kernel_size", Dims{3}}, {"stride", Dims{2}}, {"padding", Dims{1}},
+                                 {"dilation", Dims{1}}, {"ceil_mode", false}}};
+       }},
+      {"avg_pool1d", "2 s2, [*,64,3136]", [](int64_t n) {
+         Shape s = cnn_planes(n);
+         return OpCall{.inputs = {in({s[0], 64, 56 * 56})},
+                       .attrs = {{"kernel_size", Dims{2}}, {"stride", Dims{2}}, {"padding", Dims{0}}, {"ceil_mode", false},
+                                 {"count_include_pad", true}, {"divisor_override", 0}}};
+       }},
       {"embedding", "50304 x 768, 8192 tokens", [](int64_t) {
          return OpCall{.inputs = {in({50304, 768}), index_in({8192}, 50304)}, .attrs = {{"padding_idx", int64_t{-1}}}};
        }},
