@@ -57,6 +57,9 @@ Attrs conv_attrs(Dims stride, Dims padding) {
   return Attrs{{"stride", stride}, {"padding", padding}, {"dilation", Dims(stride.size(), 1)}, {"groups", 1}};
 }
 
+// [B, 64, 56, 56] with B * 64 * 56 * 56 about n (at least 1): the pooling entries' input.
+Shape cnn_planes(int64_t n) { return {std::max<int64_t>(1, n / (64 * 56 * 56)), 64, 56, 56}; }
+
 std::vector<OpBench> make_table() {
   using F = Fill;
   std::vector<OpBench> t = {
@@ -345,6 +348,44 @@ std::vector<OpBench> make_table() {
          return OpCall{.inputs = {in({b, 64, 28, 28}), in({64, 32, 2, 2}), in({32})},
                        .attrs = {{"stride", Dims{2, 2}}, {"padding", Dims{0, 0}}, {"output_padding", Dims{0, 0}},
                                  {"groups", 1}, {"dilation", Dims{1, 1}}}};
+       }},
+      // ---- issue 30 item 1: pooling, interpolate, embedding ----
+      // CNN-like planes: [B, 64, 56, 56] (ResNet's first pool) with B from n; embedding at a GPT-like
+      // size whatever n (vocab 50304, dim 768, 8192 tokens).
+      {"max_pool2d", "3x3 s2 p1, [*,64,56,56]", [](int64_t n) {
+         return OpCall{.inputs = {in(cnn_planes(n))},
+                       .attrs = {{"kernel_size", Dims{3}}, {"stride", Dims{2}}, {"padding", Dims{1}},
+                                 {"dilation", Dims{1}}, {"ceil_mode", false}}};
+       }},
+      {"avg_pool2d", "2x2 s2, [*,64,56,56]", [](int64_t n) {
+         return OpCall{.inputs = {in(cnn_planes(n))},
+                       .attrs = {{"kernel_size", Dims{2}}, {"stride", Dims{2}}, {"padding", Dims{0}}, {"ceil_mode", false},
+                                 {"count_include_pad", true}, {"divisor_override", 0}}};
+       }},
+      {"adaptive_avg_pool2d", "to 1x1, [*,64,56,56]", [](int64_t n) {
+         return OpCall{.inputs = {in(cnn_planes(n))}, .attrs = {{"output_size", Dims{1, 1}}}};
+       }},
+      {"interpolate", "bilinear x2, [*,64,56,56]", [](int64_t n) {
+         Shape s = cnn_planes(n);
+         s[0] = std::max<int64_t>(1, s[0] / 4);  // the output is 4x the input
+         return OpCall{.inputs = {in(s)},
+                       .attrs = {{"mode", std::string("bilinear")}, {"size", Dims{}}, {"scale_factor", std::optional<double>(2.0)},
+                                 {"scale_factor_w", std::optional<double>()}, {"align_corners", false}}};
+       }},
+      {"max_pool1d", "3 s2 p1, [*,64,3136]", [](int64_t n) {
+         Shape s = cnn_planes(n);
+         return OpCall{.inputs = {in({s[0], 64, 56 * 56})},
+                       .attrs = {{"kernel_size", Dims{3}}, {"stride", Dims{2}}, {"padding", Dims{1}},
+                                 {"dilation", Dims{1}}, {"ceil_mode", false}}};
+       }},
+      {"avg_pool1d", "2 s2, [*,64,3136]", [](int64_t n) {
+         Shape s = cnn_planes(n);
+         return OpCall{.inputs = {in({s[0], 64, 56 * 56})},
+                       .attrs = {{"kernel_size", Dims{2}}, {"stride", Dims{2}}, {"padding", Dims{0}}, {"ceil_mode", false},
+                                 {"count_include_pad", true}, {"divisor_override", 0}}};
+       }},
+      {"embedding", "50304 x 768, 8192 tokens", [](int64_t) {
+         return OpCall{.inputs = {in({50304, 768}), index_in({8192}, 50304)}, .attrs = {{"padding_idx", int64_t{-1}}}};
        }},
   };
   return t;

@@ -1185,6 +1185,36 @@ case("unique", "empty", [rnd((0,))], U(True, True, True), grad=False)
 # ---- issue 30 item 1 (wt-conv): conv1d / conv2d / conv_transpose2d --------------------------------------
 def CL(maker):
     """The tensor stored channels-last (NHWC strides: torch.channels_last)."""
+
+# ---- issue 30 item 1: pooling, interpolate, embedding (ops/decl/pool.cpp) ------------------------
+# Window attributes as the registry takes them: lists of one value or one per dim, [] for
+# stride = kernel_size; divisor_override 0 for None; interpolate's scale_factor (every dim) and
+# scale_factor_w (the last dim's, when it differs); embedding's padding_idx -1 for None.
+
+def _interp(x, mode, size, scale_factor, scale_factor_w, align_corners):
+    sf = None if scale_factor is None else scale_factor if scale_factor_w is None else (scale_factor, scale_factor_w)
+    return F.interpolate(x, size=size or None, scale_factor=sf, mode=mode,
+                         align_corners=align_corners if mode == "bilinear" else None)
+
+
+OPS.update({
+    "max_pool2d": lambda x, kernel_size, stride, padding, dilation, ceil_mode: F.max_pool2d(
+        x, kernel_size, stride or None, padding, dilation, ceil_mode, return_indices=True),
+    "max_pool1d": lambda x, kernel_size, stride, padding, dilation, ceil_mode: F.max_pool1d(
+        x, kernel_size, stride or None, padding, dilation, ceil_mode, return_indices=True),
+    "avg_pool2d": lambda x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: F.avg_pool2d(
+        x, kernel_size, stride or None, padding, ceil_mode, count_include_pad, divisor_override or None),
+    "avg_pool1d": lambda x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: F.avg_pool1d(
+        x, kernel_size, stride or None, padding, ceil_mode, count_include_pad),
+    "adaptive_avg_pool2d": lambda x, output_size: F.adaptive_avg_pool2d(
+        x, [None if s == -1 else s for s in output_size]),
+    "interpolate": _interp,
+    "embedding": lambda w, i, padding_idx: F.embedding(i, w, None if padding_idx < 0 else padding_idx),
+})
+
+
+def channels_last(maker):
+    """maker's [N, C, H, W] tensor with channels-last strides."""
     def make(g):
         return maker(g).contiguous(memory_format=torch.channels_last)
     return make
@@ -1220,6 +1250,51 @@ case("conv_transpose2d", "dilation channels-last", [CL(rnd((1, 17, 3, 3))), rnd(
 case("conv_transpose2d", "f64 stride 3", [rnd((2, 3, 4, 3), f64), rnd((3, 2, 3, 3), f64), rnd((2,), f64)], CONVT((3, 3), (2, 2)))
 case("conv_transpose2d", "output padding too large", [rnd((2, 4, 5, 5)), rnd((4, 3, 3, 3)), NONE], CONVT(output_padding=(1, 1)), grad=False)
 
+MAXP = lambda k, s=(), p=(0,), d=(1,), ceil=False: {"kernel_size": Dims(k), "stride": Dims(s), "padding": Dims(p),
+                                                    "dilation": Dims(d), "ceil_mode": Bool(ceil)}
+AVGP = lambda k, s=(), p=(0,), ceil=False, count_pad=True, div=0: {
+    "kernel_size": Dims(k), "stride": Dims(s), "padding": Dims(p), "ceil_mode": Bool(ceil),
+    "count_include_pad": Bool(count_pad), "divisor_override": Int(div)}
+case("max_pool2d", "k3 s2 p1", [rnd((2, 3, 9, 11), f32, -2, 2)], MAXP([3], [2], [1]))
+case("max_pool2d", "k(2,3) s(1,2) d2 ceil", [rnd((2, 2, 9, 10), f32, -2, 2)], MAXP([2, 3], [1, 2], [1], [2], True))
+case("max_pool2d", "channels_last", [channels_last(rnd((2, 5, 7, 6), f32, -2, 2))], MAXP([2], [], [1], [1], True))
+case("max_pool2d", "unbatched strided", [T(rnd((3, 6, 7), f32, -2, 2))], MAXP([3, 2], [2, 1]))
+case("max_pool2d", "f64", [rnd((1, 2, 6, 5), f64, -2, 2)], MAXP([3], [1], [1]))
+case("max_pool2d", "bf16", [rnd((1, 2, 6, 5), bf16, -2, 2)], MAXP([2]))
+case("max_pool2d", "ties nan -inf", [vals([1.0, 1.0, float("nan"), 2.0, float("nan"), 2.0, -float("inf"), -float("inf"),
+                                           0.5, 0.5, 3.0, 3.0], f32, (1, 1, 2, 6))], MAXP([2], [2], [0]), grad=False)
+case("max_pool2d", "padding over half the kernel", [rnd((1, 2, 5, 5))], MAXP([3], [], [2]), grad=False)
+case("max_pool2d", "kernel larger than the input", [rnd((1, 2, 5, 5))], MAXP([7]), grad=False)
+case("max_pool1d", "k3 s2 p1", [rnd((2, 3, 11), f32, -2, 2)], MAXP([3], [2], [1]))
+case("max_pool1d", "unbatched d2 ceil", [rnd((3, 10), f32, -2, 2)], MAXP([2], [3], [0], [2], True))
+case("avg_pool2d", "k3 s2 p1", [rnd((2, 3, 9, 11))], AVGP([3], [2], [1]))
+case("avg_pool2d", "ceil no pad count", [rnd((2, 2, 7, 6))], AVGP([3, 2], [2, 1], [1], True, False))
+case("avg_pool2d", "divisor 5 channels_last", [channels_last(rnd((2, 4, 6, 5)))], AVGP([2], [], [1], True, True, 5))
+case("avg_pool2d", "f16", [rnd((1, 2, 6, 5), f16)], AVGP([2], [1]))
+case("avg_pool2d", "padding over half the kernel", [rnd((1, 2, 5, 5))], AVGP([2], [], [2]), grad=False)
+case("avg_pool1d", "k3 s2 p1 no pad count", [rnd((2, 3, 11))], AVGP([3], [2], [1], False, False))
+case("avg_pool1d", "unbatched ceil", [rnd((3, 10))], AVGP([4], [3], [2], True))
+case("adaptive_avg_pool2d", "7x5 to 3x4", [rnd((2, 3, 7, 5))], {"output_size": Dims([3, 4])})
+case("adaptive_avg_pool2d", "upsampling 3x2 to 5x7", [rnd((1, 2, 3, 2))], {"output_size": Dims([5, 7])})
+case("adaptive_avg_pool2d", "None, channels_last", [channels_last(rnd((2, 4, 6, 5)))], {"output_size": Dims([-1, 2])})
+case("adaptive_avg_pool2d", "global f64", [rnd((2, 3, 7, 7), f64)], {"output_size": Dims([1, 1])})
+INTERP = lambda mode, size=(), sf=None, align=False, sf_w=None: {
+    "mode": Str(mode), "size": Dims(size), "scale_factor": OptDbl(sf), "scale_factor_w": OptDbl(sf_w),
+    "align_corners": Bool(align)}
+case("interpolate", "nearest size (9,4)", [rnd((2, 3, 5, 7))], INTERP("nearest", [9, 4]))
+case("interpolate", "nearest x2", [rnd((1, 2, 4, 3))], INTERP("nearest", [], 2.0))
+case("interpolate", "nearest x(2.5, 1.7)", [rnd((1, 2, 4, 6))], INTERP("nearest", [], 2.5, False, 1.7))
+case("interpolate", "nearest 1-d x0.6", [rnd((2, 3, 9))], INTERP("nearest", [], 0.6))
+case("interpolate", "bilinear size (7,5)", [rnd((1, 2, 4, 3))], INTERP("bilinear", [7, 5]))
+case("interpolate", "bilinear align x1.5", [rnd((2, 1, 3, 4))], INTERP("bilinear", [], 1.5, True))
+case("interpolate", "bilinear x(2.1,3) channels_last", [channels_last(rnd((2, 3, 5, 4)))],
+     INTERP("bilinear", [], 2.1, False, 3.0))
+case("interpolate", "bilinear f64 down to (3,2)", [rnd((1, 2, 7, 5), f64)], INTERP("bilinear", [3, 2]))
+case("interpolate", "bilinear 3-D", [rnd((2, 3, 4))], INTERP("bilinear", [], 2.0), grad=False)
+case("embedding", "[2,4] repeats", [rnd((7, 3)), idx([0, 6, 2, 2, 5, 0, 2, 1], (2, 4))], {"padding_idx": I64(-1)})
+case("embedding", "padding_idx 2 i32", [rnd((5, 4)), idx([2, 1, 2, 4, 3], (5,), i32)], {"padding_idx": I64(2)})
+case("embedding", "strided weight", [T(rnd((6, 9))), idx([5, 0, 3])], {"padding_idx": I64(-1)})
+case("embedding", "index out of range", [rnd((5, 4)), idx([0, 5])], {"padding_idx": I64(-1)}, grad=False)
 
 # ---- building the files --------------------------------------------------------------------------
 

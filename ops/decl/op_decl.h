@@ -222,6 +222,8 @@ void declare_reductions_more(OpRegistry& r);  // ops/decl/reductions_more.cpp: o
 // issue 29 item 3, element-wise breadth:
 void declare_unary_math(OpRegistry& r);   // ops/decl/unary_math.cpp: ops/unary_math.h
 void declare_activations(OpRegistry& r);  // ops/decl/activations.cpp: ops/activations.h
+// issue 30 item 1:
+void declare_pooling(OpRegistry& r);  // ops/decl/pool.cpp: ops/pool.h, ops/interpolate.h, ops/embedding.h
 
 // Sample-making helpers shared by the families' gradcheck samples (float64, on `device`).
 Tensor sample_uniform(const Shape& shape, Device device, uint64_t seed, double lo = -1, double hi = 1);

@@ -309,6 +309,7 @@ const OpRegistry& op_registry() {
     decl::declare_unary_math(r);   // issue 29 item 3
     decl::declare_activations(r);
     decl::declare_conv(r);  // issue 30 item 1
+    decl::declare_pooling(r);  // issue 30 item 1
     return r;
   }();
   return registry;
