@@ -288,6 +288,11 @@ void OpRegistry::add(OpDecl d) {
   ops_.push_back(std::make_unique<OpDecl>(std::move(d)));
 }
 
+// issue 30 item 1 (normalisation and losses), declared here so that op_decl.h stays untouched.
+namespace decl {
+void declare_norm(OpRegistry& r);  // ops/decl/norm.cpp: ops/norm.h
+}  // namespace decl
+
 const OpRegistry& op_registry() {
   static const OpRegistry registry = [] {
     OpRegistry r;
@@ -304,6 +309,7 @@ const OpRegistry& op_registry() {
     decl::declare_reductions_more(r);
     decl::declare_unary_math(r);   // issue 29 item 3
     decl::declare_activations(r);
+    decl::declare_norm(r);         // issue 30 item 1
     return r;
   }();
   return registry;
