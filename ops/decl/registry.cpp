@@ -290,7 +290,8 @@ void OpRegistry::add(OpDecl d) {
 
 // issue 30 item 1 (normalisation and losses), declared here so that op_decl.h stays untouched.
 namespace decl {
-void declare_norm(OpRegistry& r);  // ops/decl/norm.cpp: ops/norm.h
+void declare_norm(OpRegistry& r);    // ops/decl/norm.cpp: ops/norm.h
+void declare_losses(OpRegistry& r);  // ops/decl/losses.cpp: ops/losses.h
 }  // namespace decl
 
 const OpRegistry& op_registry() {
@@ -310,6 +311,7 @@ const OpRegistry& op_registry() {
     decl::declare_unary_math(r);   // issue 29 item 3
     decl::declare_activations(r);
     decl::declare_norm(r);         // issue 30 item 1
+    decl::declare_losses(r);
     return r;
   }();
   return registry;
