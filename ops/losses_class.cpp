@@ -21,20 +21,20 @@
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/losses.h"
+#include "ops/norm_loss_kernels.h"
 
 namespace tritium::ops {
 
 namespace tl = tritium::tl;
 
 namespace {
-
 using P = tl::ptr<tl::any>;
 using detail::shape_str;
-
 constexpr int64_t kTile = 4096;  // elements of a [T0, T1] tile
 constexpr int64_t kMaxT1 = 2048;
+}  // namespace
 
-Kernel& forward_kernel() {
+Kernel& detail::class_loss_forward_kernel() {
   static Kernel k = tritium::kernel(
       "class_loss_fwd",
       [](P x, P t, P w, P loss_out, P lse_out, P aux_out, P bad, tl::i64 R, tl::i64 C, tl::i64 ignore_index,
@@ -103,7 +103,7 @@ Kernel& forward_kernel() {
   return k;
 }
 
-Kernel& backward_kernel() {
+Kernel& detail::class_loss_backward_kernel() {
   static Kernel k = tritium::kernel(
       "class_loss_bwd",
       [](P x, P t, P w, P lse, P aux, P g, P wsum, P dx, tl::i64 R, tl::i64 C, tl::i64 g_stride,
@@ -149,6 +149,8 @@ Kernel& backward_kernel() {
       });
   return k;
 }
+
+namespace {
 
 struct Rows {
   Tensor x, t;   // [R, C] contiguous; t [R] labels or [R, C] probabilities
@@ -234,7 +236,7 @@ ClassLossResult run_forward(const char* op, const Rows& r, const Tensor& input, 
     Tensor bad = full({1}, Scalar(r.R), DType::i64, dev);
     Tensor w = weight.defined() ? contiguous(to_dtype(weight, acc)) : loss;
     auto [t0, t1] = tiles(r);
-    forward_kernel()[{cdiv(r.R, t0)}](r.x, r.t, w, loss, res.lse, res.aux, bad, r.R, r.C, ignore_index, smoothing, nll,
+    detail::class_loss_forward_kernel()[{cdiv(r.R, t0)}](r.x, r.t, w, loss, res.lse, res.aux, bad, r.R, r.C, ignore_index, smoothing, nll,
                                       r.prob, weight.defined(), smoothing > 0, static_cast<int>(acc),
                                       static_cast<int>(t0), static_cast<int>(t1));
     if (!r.prob) {
@@ -275,7 +277,7 @@ Tensor run_backward(const char* op, const Rows& r, const Tensor& grad, const Ten
     Tensor w = weight.defined() ? contiguous(to_dtype(weight, acc)) : g;
     Tensor wsum = weight.defined() ? sum(w).reshape({1}) : full({1}, Scalar(static_cast<double>(r.C)), acc, dev);
     auto [t0, t1] = tiles(r);
-    backward_kernel()[{cdiv(r.R, t0)}](r.x, r.t, w, lse.defined() ? contiguous(lse) : g, contiguous(aux), g, wsum,
+    detail::class_loss_backward_kernel()[{cdiv(r.R, t0)}](r.x, r.t, w, lse.defined() ? contiguous(lse) : g, contiguous(aux), g, wsum,
                                        dx_rows, r.R, r.C, reduction == Reduction::none ? int64_t{1} : int64_t{0},
                                        ignore_index, smoothing, nll, r.prob, weight.defined(), smoothing > 0,
                                        static_cast<int>(acc), static_cast<int>(t0), static_cast<int>(t1));

@@ -22,12 +22,11 @@ namespace tritium::ops::detail {
 namespace tl = tritium::tl;
 
 namespace {
-
 using P = tl::ptr<tl::any>;
-
 constexpr int64_t kTile = 2048;  // elements per [BC, BS] tile
+}  // namespace
 
-Kernel& sums_kernel() {
+Kernel& channel_sums_kernel() {
   static Kernel k = tritium::kernel(
       "channel_norm_sums",
       [](P x, P dy, P mean, P rstd, P out_a, P out_b, tl::i64 N, tl::i64 C, tl::i64 S, tl::i64 sN, tl::i64 sC,
@@ -72,7 +71,7 @@ Kernel& sums_kernel() {
   return k;
 }
 
-Kernel& affine_kernel() {
+Kernel& channel_affine_kernel() {
   static Kernel k = tritium::kernel(
       "channel_norm_affine",
       [](P u, P v, P out, P a, P b, P d, P m, tl::i64 C, tl::i64 S, tl::i64 sN, tl::i64 sC, tl::i64 sS, tl::i64 cN,
@@ -101,6 +100,8 @@ Kernel& affine_kernel() {
       });
   return k;
 }
+
+namespace {
 
 // The tile [BC, BS]: along S when positions are contiguous, along C when channels are.
 std::pair<int64_t, int64_t> tile_for(const ChannelView& v) {
@@ -188,7 +189,7 @@ std::pair<Tensor, Tensor> channel_sums(const ChannelView& x, const ChannelView* 
   const Tensor& g = dy ? dy->base : xs;
   const Tensor& m = mean.defined() ? mean : a;
   const Tensor& r = rstd.defined() ? rstd : a;
-  sums_kernel()[{c_blocks, splits}](xs, g, m, r, a, b, x.N, x.C, x.S, x.sN, x.sC, x.sS, at.stN, at.stS, at.cpg, per,
+  channel_sums_kernel()[{c_blocks, splits}](xs, g, m, r, a, b, x.N, x.C, x.S, x.sN, x.sC, x.sS, at.stN, at.stS, at.cpg, per,
                                     static_cast<int>(what), mean.defined(), at.stS != 0, static_cast<int>(acc),
                                     static_cast<int>(bc), static_cast<int>(bs));
   if (splits == 1) return {a.reshape({x.C}), what == ChannelSum::grad ? b.reshape({x.C}) : Tensor()};
@@ -201,7 +202,7 @@ void channel_affine(const ChannelView& u, const ChannelView* v, Tensor& out, con
   const int64_t c_blocks = cdiv(u.C, bc), s_blocks = cdiv(u.S, bs);
   const int64_t programs = c_blocks * u.N * s_blocks;
   if (programs == 0) return;
-  affine_kernel()[{programs}](u.base, v ? v->base : u.base, out, a, b.defined() ? b : a, d,
+  channel_affine_kernel()[{programs}](u.base, v ? v->base : u.base, out, a, b.defined() ? b : a, d,
                               center.defined() ? center : a, u.C, u.S, u.sN, u.sC, u.sS, cN, c_blocks, s_blocks,
                               v != nullptr, static_cast<int>(center.defined() ? which : Centre::none),
                               static_cast<int>(a.dtype()),

@@ -8,6 +8,10 @@
 
 #include "ops/ops.h"
 
+namespace tritium {
+class Kernel;
+}
+
 namespace tritium::ops::detail {
 
 struct ChannelView {
@@ -48,5 +52,9 @@ std::pair<Tensor, Tensor> channel_sums(const ChannelView& x, const ChannelView* 
 enum class Centre { none = 0, u = 1, v = 2 };
 void channel_affine(const ChannelView& u, const ChannelView* v, Tensor& out, const Tensor& a, const Tensor& b,
                     const Tensor& d, int64_t cN, const Tensor& center = Tensor(), Centre which = Centre::none);
+
+// The kernels behind the two functions (exposed for tests/test_cuda_codegen_norm.cpp).
+Kernel& channel_sums_kernel();
+Kernel& channel_affine_kernel();
 
 }  // namespace tritium::ops::detail

@@ -15,19 +15,19 @@
 #include "ops/elementwise_kernels.h"
 #include "ops/norm.h"
 #include "ops/norm_channels.h"
+#include "ops/norm_loss_kernels.h"
 
 namespace tritium::ops {
 
 namespace tl = tritium::tl;
 
 namespace {
-
 using P = tl::ptr<tl::any>;
 using detail::shape_str;
-
 constexpr int64_t kBlock = 2048;  // row chunk per step
+}  // namespace
 
-Kernel& forward_kernel() {
+Kernel& detail::rms_norm_forward_kernel() {
   static Kernel k = tritium::kernel(
       "rms_norm_fwd", [](P x, P w, P y, P rstd_out, tl::i64 N, tl::f64 eps, int ACC, bool AFFINE, int BLOCK) {
         const DType acc = static_cast<DType>(ACC);
@@ -51,7 +51,7 @@ Kernel& forward_kernel() {
   return k;
 }
 
-Kernel& backward_dx_kernel() {
+Kernel& detail::rms_norm_backward_dx_kernel() {
   static Kernel k = tritium::kernel(
       "rms_norm_bwd_dx", [](P dy, P x, P w, P rstd, P dx, tl::i64 N, int ACC, bool AFFINE, int BLOCK) {
         const DType acc = static_cast<DType>(ACC);
@@ -76,6 +76,8 @@ Kernel& backward_dx_kernel() {
       });
   return k;
 }
+
+namespace {
 
 int64_t block_for(int64_t N) { return std::clamp<int64_t>(next_power_of_2(N), 16, kBlock); }
 
@@ -120,7 +122,7 @@ NormResult rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Ten
   r.rstd = Tensor::empty({M}, acc, x.device());
   if (M == 0 || N == 0) return r;
   Tensor w = weight.defined() ? contiguous(to_dtype(weight, x.dtype())) : x;
-  forward_kernel()[{M}](x, w, r.y, r.rstd, N, eps, static_cast<int>(acc), weight.defined(),
+  detail::rms_norm_forward_kernel()[{M}](x, w, r.y, r.rstd, N, eps, static_cast<int>(acc), weight.defined(),
                         static_cast<int>(block_for(N)));
   return r;
 }
@@ -145,7 +147,7 @@ NormGrads rms_norm_backward(const Tensor& grad, const Tensor& x_in, const Shape&
     return r;
   }
   Tensor w = weight.defined() ? contiguous(to_dtype(weight, x.dtype())) : x;
-  backward_dx_kernel()[{M}](g, x, w, s, r.dx, N, static_cast<int>(acc), weight.defined(),
+  detail::rms_norm_backward_dx_kernel()[{M}](g, x, w, s, r.dx, N, static_cast<int>(acc), weight.defined(),
                             static_cast<int>(block_for(N)));
   if (weight.defined()) {
     // Columns as channels: (1, N, M) with column j at stride 1 and row i at stride N; rstd per row.

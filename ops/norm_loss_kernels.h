@@ -1,0 +1,17 @@
+// The row kernels of rms_norm (ops/norm_rms.cpp) and of cross_entropy / nll_loss
+// (ops/losses_class.cpp), exposed so that tests/test_cuda_codegen_norm.cpp can generate and
+// NVRTC-compile them without a GPU. Their arguments are documented where they are defined.
+#pragma once
+
+namespace tritium {
+class Kernel;
+}
+
+namespace tritium::ops::detail {
+
+Kernel& rms_norm_forward_kernel();
+Kernel& rms_norm_backward_dx_kernel();
+Kernel& class_loss_forward_kernel();
+Kernel& class_loss_backward_kernel();
+
+}  // namespace tritium::ops::detail
