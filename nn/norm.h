@@ -20,7 +20,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 // torch.nn.functional.group_norm over [N, C, *]; weight and bias [C] (each optional).
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
                   double eps = 1e-5);
-// torch.nn.functional.rms_norm; eps nullopt = torch.finfo(input.dtype).eps.
+// torch.nn.functional.rms_norm; eps nullopt: the epsilon of the compute type (f32's for f16 / bf16
+// / f32, f64's for f64), as PyTorch's kernel.
 Tensor rms_norm(const Tensor& input, const std::vector<int64_t>& normalized_shape, const Tensor& weight = {},
                 std::optional<double> eps = std::nullopt);
 

@@ -116,10 +116,11 @@ Kernel& detail::class_loss_backward_kernel() {
         auto gi = tl::load(g + row * g_stride, rm, 0).to(acc)(tl::_, tl::None);
         auto a = tl::load(aux + row, rm, 0).to(acc)(tl::_, tl::None);  // w_t (0 if ignored) or sum w p
         auto l = NLL ? a : tl::load(lse + row, rm, 0).to(acc)(tl::_, tl::None);
-        tl::tensor label, ok;
+        tl::tensor label, ok_row, ok;
         if (!PROB) {
           label = tl::load(t + row, rm, 0).to(tl::int64);
-          ok = (rm && (label != ignore_index) && (label >= 0) && (label < C)).to(acc)(tl::_, tl::None);
+          ok_row = (rm && (label != ignore_index) && (label >= 0) && (label < C))(tl::_, tl::None);
+          ok = ok_row.to(acc);
           label = label(tl::_, tl::None);
         }
         auto W = SMOOTH && !PROB ? tl::load(wsum).to(acc) : tl::zeros({}, acc);
@@ -144,7 +145,8 @@ Kernel& detail::class_loss_backward_kernel() {
               if (SMOOTH) d = d * (1 - ls) + ok * (W * sm - wc) * (ls / C.to(acc));
             }
           }
-          tl::store(dx + off, gi * d, m2);
+          // Ignored rows get 0, also when the mean's 1 / total weight is infinite (all ignored).
+          tl::store(dx + off, PROB ? gi * d : tl::where(ok_row, gi * d, 0.0).to(acc), m2);
         }
       });
   return k;

@@ -17,7 +17,8 @@ struct NormGrads {
 };
 
 // torch.nn.functional.rms_norm: y = x / sqrt(mean(x^2 over normalized_shape) + eps) * weight.
-// eps nullopt: the input dtype's machine epsilon (torch.finfo(x.dtype).eps), as PyTorch.
+// eps nullopt: as PyTorch, the machine epsilon of the compute type: f32's for f16 / bf16 / f32
+// inputs, f64's for f64 (PyTorch's docs say torch.finfo(x.dtype).eps; its kernel uses the opmath type).
 // `mean` of the result is undefined (no centring).
 NormResult rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                     std::optional<double> eps = std::nullopt);

@@ -92,13 +92,10 @@ std::pair<int64_t, int64_t> rows_cols(const char* op, const Tensor& x, const Sha
   return {N == 0 ? 0 : x.numel() / N, N};
 }
 
-double machine_epsilon(DType d) {
-  switch (d) {
-    case DType::f16: return 0.0009765625;  // 2^-10
-    case DType::bf16: return 0.0078125;    // 2^-7
-    case DType::f64: return std::numeric_limits<double>::epsilon();
-    default: return std::numeric_limits<float>::epsilon();
-  }
+// eps None: the epsilon of the type PyTorch computes in (its opmath type): f32's for f16, bf16
+// and f32 (torch.finfo(torch.float32).eps), f64's for f64 (checked against torch 2.15).
+double default_eps(DType d) {
+  return d == DType::f64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
 }
 
 }  // namespace
@@ -113,7 +110,7 @@ NormResult rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Ten
   if (weight.defined() && weight.shape() != normalized_shape)
     fail("{}: expected weight of the normalized shape {}, got {}", op, shape_str(normalized_shape),
          shape_str(weight.shape()));
-  const double eps = eps_in.value_or(machine_epsilon(x_in.dtype()));
+  const double eps = eps_in.value_or(default_eps(x_in.dtype()));
   if (!(eps >= 0)) fail("{}: eps must be >= 0, got {}", op, eps);
   const DType acc = detail::math_type(x_in.dtype());
   Tensor x = contiguous(x_in);

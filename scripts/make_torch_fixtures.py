@@ -592,6 +592,132 @@ case("index_put", "i64 accumulate", [rnd((4,), i64, -9, 9), rnd((3,), i64, -9, 9
      {"indices": Tensors(idx([0, 0, 3])), "accumulate": Bool(True)}, grad=False)
 
 
+# ---- issue 30 item 1: normalisation and losses (wt-norm) ------------------------------------------
+# Inputs that Tritium does not differentiate (running statistics, class weights, probability
+# targets) are detached inside the callables, so PyTorch's gradient for them is None (zeros).
+
+def _nograd(t):
+    return None if t is None else t.detach().clone()
+
+
+OPS.update({
+    "batch_norm": lambda x, rm, rv, w, b, training, momentum, eps: F.batch_norm(
+        x, _nograd(rm), _nograd(rv), w, b, training, momentum, eps),
+    "group_norm": lambda x, w, b, num_groups, eps: F.group_norm(x, num_groups, w, b, eps),
+    "rms_norm": lambda x, w, normalized_shape, eps: F.rms_norm(x, normalized_shape, w, eps),
+    "cross_entropy_loss": lambda x, t, w, ignore_index, reduction, label_smoothing: F.cross_entropy(
+        x, _nograd(t) if t.is_floating_point() else t, _nograd(w), ignore_index=ignore_index, reduction=reduction,
+        label_smoothing=label_smoothing),
+    "nll_loss": lambda x, t, w, ignore_index, reduction: F.nll_loss(
+        x, t, _nograd(w), ignore_index=ignore_index, reduction=reduction),
+})
+
+
+def channels_last(maker):
+    """A [N, C, H, W] view of a contiguous [N, H, W, C] tensor."""
+    def make(g):
+        return maker(g).permute(0, 3, 1, 2)
+    return make
+
+
+def BN(training, momentum=0.1, eps=1e-5):
+    return {"training": Bool(training), "momentum": Dbl(momentum), "eps": Dbl(eps)}
+
+
+case("batch_norm", "[6,3] training affine", [rnd((6, 3), f32, -2, 2), NONE, NONE, rnd((3,), f32, 0.5, 1.5), rnd((3,))],
+     BN(True))
+case("batch_norm", "[2,3,5] training running stats no affine",
+     [rnd((2, 3, 5), f32, -2, 2), rnd((3,)), rnd((3,), f32, 0.5, 2), NONE, NONE], BN(True, 0.3))
+case("batch_norm", "[2,3,4,5] training", [rnd((2, 3, 4, 5), f32, -2, 3), rnd((3,)), rnd((3,), f32, 0.5, 2),
+                                          rnd((3,), f32, 0.5, 1.5), rnd((3,))], BN(True))
+case("batch_norm", "[2,3,4,5] eval", [rnd((2, 3, 4, 5), f32, -2, 3), rnd((3,)), rnd((3,), f32, 0.5, 2),
+                                      rnd((3,), f32, 0.5, 1.5), rnd((3,))], BN(False))
+case("batch_norm", "channels-last training", [channels_last(rnd((2, 4, 5, 3), f32, -2, 2)), NONE, NONE,
+                                              rnd((3,), f32, 0.5, 1.5), rnd((3,))], BN(True))
+case("batch_norm", "f64 eps 1e-3", [rnd((4, 2, 3), f64, -2, 2), NONE, NONE, rnd((2,), f64, 0.5, 1.5), rnd((2,), f64)],
+     BN(True, 0.1, 1e-3))
+case("batch_norm", "f16", [rnd((4, 3, 5), f16, -2, 2), NONE, NONE, rnd((3,), f16, 0.5, 1.5), rnd((3,), f16)], BN(True))
+case("batch_norm", "bf16 eval", [rnd((4, 3, 5), bf16, -2, 2), rnd((3,)), rnd((3,), f32, 0.5, 2), NONE, NONE], BN(False))
+case("batch_norm", "one value per channel", [rnd((1, 3)), NONE, NONE, NONE, NONE], BN(True), grad=False)
+case("batch_norm", "eval without running stats", [rnd((4, 3)), NONE, NONE, NONE, NONE], BN(False), grad=False)
+case("batch_norm", "weight of the wrong length", [rnd((4, 3)), NONE, NONE, rnd((4,)), NONE], BN(True), grad=False)
+
+
+def GN(groups, eps=1e-5):
+    return {"num_groups": I64(groups), "eps": Dbl(eps)}
+
+
+case("group_norm", "[2,6,5] 3 groups affine", [rnd((2, 6, 5), f32, -2, 2), rnd((6,), f32, 0.5, 1.5), rnd((6,))], GN(3))
+case("group_norm", "[3,4,3,5] 2 groups", [rnd((3, 4, 3, 5), f32, -2, 3), rnd((4,), f32, 0.5, 1.5), rnd((4,))], GN(2))
+case("group_norm", "[2,6] no affine", [rnd((2, 6), f32, -2, 2), NONE, NONE], GN(2))
+case("group_norm", "transposed input", [T(rnd((3, 4, 10), f32, -2, 2), (0, 2)), rnd((4,), f32, 0.5, 1.5), rnd((4,))],
+     GN(2))
+case("group_norm", "f64", [rnd((2, 4, 3), f64, -2, 2), rnd((4,), f64, 0.5, 1.5), rnd((4,), f64)], GN(1, 1e-3))
+case("group_norm", "f16", [rnd((2, 4, 9), f16, -2, 2), rnd((4,), f16, 0.5, 1.5), rnd((4,), f16)], GN(2))
+case("group_norm", "bf16", [rnd((2, 4, 9), bf16, -2, 2), rnd((4,), bf16, 0.5, 1.5), rnd((4,), bf16)], GN(2))
+case("group_norm", "channels not divisible", [rnd((2, 3, 4)), NONE, NONE], GN(2), grad=False)
+case("group_norm", "weight of the wrong length", [rnd((2, 4, 4)), rnd((3,)), NONE], GN(2), grad=False)
+
+
+def RMS(shape, eps=None):
+    return {"normalized_shape": Sizes(shape), "eps": OptDbl(eps)}
+
+
+case("rms_norm", "[3,5] over [5] eps None", [rnd((3, 5), f32, -2, 2), rnd((5,), f32, 0.5, 1.5)], RMS([5]))
+case("rms_norm", "[2,3,4] over [3,4] no weight", [rnd((2, 3, 4), f32, -2, 2), NONE], RMS([3, 4], 1e-6))
+case("rms_norm", "transposed input", [T(rnd((4, 6), f32, -2, 2)), rnd((6,), f32, 0.5, 1.5)], RMS([6], 1e-5))
+case("rms_norm", "row of 2100 (over one block)", [rnd((1, 2100), f32, -2, 2), rnd((2100,), f32, 0.5, 1.5)], RMS([2100]))
+case("rms_norm", "f64", [rnd((3, 7), f64, -2, 2), rnd((7,), f64, 0.5, 1.5)], RMS([7], 1e-3))
+case("rms_norm", "f16 eps None", [rnd((3, 8), f16, -2, 2), rnd((8,), f16, 0.5, 1.5)], RMS([8]))
+case("rms_norm", "bf16 eps None", [rnd((3, 8), bf16, -2, 2), rnd((8,), bf16, 0.5, 1.5)], RMS([8]))
+case("rms_norm", "shape mismatch", [rnd((3, 4)), rnd((5,))], RMS([5]), grad=False)
+
+
+def CE(reduction="mean", ignore_index=-100, label_smoothing=0.0):
+    return {"ignore_index": I64(ignore_index), "reduction": Str(reduction), "label_smoothing": Dbl(label_smoothing)}
+
+
+def labels_with_ignored(n, classes, ignored_at):
+    def make(g):
+        t = torch.randint(0, classes, (n,), generator=g, dtype=i64)
+        t[list(ignored_at)] = -100
+        return t
+    return make
+
+
+for red in ("mean", "sum", "none"):
+    case("cross_entropy_loss", f"[4,5] {red}", [rnd((4, 5), f32, -3, 3), randidx((4,), 5), NONE], CE(red))
+    case("cross_entropy_loss", f"weight ignore_index smoothing {red}",
+         [rnd((6, 5), f32, -3, 3), labels_with_ignored(6, 5, [1, 4]), rnd((5,), f32, 0.5, 2)], CE(red, -100, 0.2))
+    case("cross_entropy_loss", f"[2,3,4,2] {red}", [rnd((2, 3, 4, 2), f32, -3, 3), randidx((2, 4, 2), 3), NONE],
+         CE(red, -100, 0.1))
+    case("cross_entropy_loss", f"probabilities {red}",
+         [rnd((4, 5), f32, -3, 3), rnd((4, 5), f32, 0, 1), rnd((5,), f32, 0.5, 2)], CE(red, -100, 0.1))
+case("cross_entropy_loss", "ignore_index a class", [rnd((5, 4), f32, -3, 3), randidx((5,), 4), NONE], CE("mean", 2))
+case("cross_entropy_loss", "every target ignored", [rnd((3, 4)), idx([-100, -100, -100]), NONE], CE("mean"))
+case("cross_entropy_loss", "f64", [rnd((3, 10), f64, -3, 3), randidx((3,), 10), rnd((10,), f64, 0.5, 2)],
+     CE("mean", -100, 0.3))
+case("cross_entropy_loss", "bf16", [rnd((3, 10), bf16, -3, 3), randidx((3,), 10), NONE], CE("mean", -100, 0.1))
+case("cross_entropy_loss", "target out of range", [rnd((3, 4)), idx([0, 4, 1]), NONE], CE(), grad=False)
+case("cross_entropy_loss", "i32 target", [rnd((3, 4)), idx([0, 1, 1], dtype=i32), NONE], CE(), grad=False)
+case("cross_entropy_loss", "weight of the wrong length", [rnd((3, 4)), idx([0, 1, 1]), rnd((3,)), ], CE(), grad=False)
+case("cross_entropy_loss", "smoothing above 1", [rnd((3, 4)), idx([0, 1, 1]), NONE], CE("mean", -100, 1.5), grad=False)
+
+
+def NLL(reduction="mean", ignore_index=-100):
+    return {"ignore_index": I64(ignore_index), "reduction": Str(reduction)}
+
+
+for red in ("mean", "sum", "none"):
+    case("nll_loss", f"[5,4] weight ignore {red}",
+         [rnd((5, 4), f32, -3, 0), labels_with_ignored(5, 4, [2]), rnd((4,), f32, 0.5, 2)], NLL(red))
+    case("nll_loss", f"[2,3,5] {red}", [rnd((2, 3, 5), f32, -3, 0), randidx((2, 5), 3), NONE], NLL(red, 1))
+case("nll_loss", "f64", [rnd((3, 6), f64, -3, 0), randidx((3,), 6), NONE], NLL())
+case("nll_loss", "target out of range", [rnd((3, 4)), idx([0, 7, 1]), NONE], NLL(), grad=False)
+case("nll_loss", "float target", [rnd((3, 4)), rnd((3,)), NONE], NLL(), grad=False)
+case("nll_loss", "batch sizes differ", [rnd((3, 4)), idx([0, 1]), NONE], NLL(), grad=False)
+
+
 # ---- building the files --------------------------------------------------------------------------
 
 def _storage_recipe(x):

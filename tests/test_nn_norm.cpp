@@ -181,12 +181,16 @@ void check_batch_norm(const ou::Shape& shape, bool training, bool affine, bool r
 // ---- group_norm -----------------------------------------------------------------------------------
 
 template <class T>
-void check_group_norm(const ou::Shape& shape, int64_t G, bool affine, double tol, uint32_t seed) {
-  const std::string what = fmt::format("group_norm {} {} G={} affine={}", tritium::dtype_name(tritium::dtype_of<T>()),
-                                       ou::Shape(shape), G, affine);
+void check_group_norm(const ou::Shape& shape, int64_t G, bool affine, double tol, uint32_t seed,
+                      bool transposed = false) {
+  const std::string what = fmt::format("group_norm {} {} G={} affine={} transposed={}",
+                                       tritium::dtype_name(tritium::dtype_of<T>()), ou::Shape(shape), G, affine,
+                                       transposed);
   BOOST_TEST_CONTEXT(what) {
     const NCS d = ncs_of(shape);
-    Tensor x = ou::random_tensor<T>(shape, seed, -2, 3), dy = ou::random_tensor<T>(shape, seed + 1);
+    Tensor x = transposed ? ou::random_tensor<T>({shape[2], shape[1], shape[0]}, seed, -2, 3).permute({2, 1, 0})
+                          : ou::random_tensor<T>(shape, seed, -2, 3);
+    Tensor dy = ou::random_tensor<T>(shape, seed + 1);
     Tensor w = affine ? ou::random_tensor<T>({d.C}, seed + 2, 0.5, 1.5) : Tensor();
     Tensor b = affine ? ou::random_tensor<T>({d.C}, seed + 3) : Tensor();
     const Vec xv = ou::values(x), dyv = ou::values(dy), wv = affine ? ou::values(w) : Vec{},
@@ -220,11 +224,8 @@ void check_rms_norm(const ou::Shape& shape, const ou::Shape& norm, bool affine, 
     Tensor x = ou::random_tensor<T>(shape, seed, -2, 3), dy = ou::random_tensor<T>(shape, seed + 1);
     Tensor w = affine ? ou::random_tensor<T>(norm, seed + 2, 0.5, 1.5) : Tensor();
     const Vec xv = ou::values(x), dyv = ou::values(dy), wv = affine ? ou::values(w) : Vec{};
-    // torch.finfo(dtype).eps when eps is None.
-    double finfo_eps = 0;
-    if constexpr (std::is_same_v<T, tritium::f16_t>) finfo_eps = 0x1p-10;
-    else if constexpr (std::is_same_v<T, tritium::bf16_t>) finfo_eps = 0x1p-7;
-    else finfo_eps = std::numeric_limits<T>::epsilon();
+    // eps None: the compute type's epsilon (f32's for f16 / bf16 / f32), as PyTorch's kernel.
+    const double finfo_eps = std::is_same_v<T, double> ? 0x1p-52 : 0x1p-23;
     const double e = eps ? *eps : finfo_eps;
     auto r = ops::rms_norm(x, norm, w, eps);
     ou::check_values(r.y, rms_norm_ref(xv, N, wv, e), tol, what + " y");
@@ -281,6 +282,8 @@ BOOST_AUTO_TEST_CASE(group_norm_values_and_gradients) {
     check_group_norm<float>({2, 6}, 2, true, 2e-6, 33);       // 2-D (no spatial dims)
     check_group_norm<float>({2, 6, 11}, 1, false, 2e-6, 34);  // one group, no affine
     check_group_norm<double>({3, 4, 9}, 4, true, 1e-11, 35);
+    check_group_norm<float>({2, 4, 7}, 4, true, 2e-6, 38, /*transposed=*/true);
+    check_group_norm<double>({2, 4, 7}, 2, true, 1e-11, 39, /*transposed=*/true);
     check_group_norm<tritium::f16_t>({2, 8, 33}, 4, true, 2e-3, 36);
     check_group_norm<tritium::bf16_t>({2, 4, 19}, 2, true, 1.5e-2, 37);
   });
