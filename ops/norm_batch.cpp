@@ -7,18 +7,112 @@
 // y = (w * rstd) (x - mean) + b. Backward: one pass for sum(dy) and sum(dy * xhat) per
 // channel (db and dw), then dx = w * rstd * (dy - sum(dy) / M - xhat * sum(dy * xhat) / M) as
 // another affine map of (dy, x - mean); in evaluation mode dx = w * rstd * dy. The [C]-sized algebra
-// between the passes runs as ops on [C] tensors (a few small launches).
+// between the passes (rstd, the running-statistics update, the affine coefficients) is one small
+// kernel, batch_norm_coefficients, instead of a dozen op launches.
+#include <algorithm>
 #include <cmath>
 
+#include "dsl/kernel.h"
+#include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/norm.h"
 #include "ops/norm_channels.h"
+#include "ops/norm_loss_kernels.h"
 
 namespace tritium::ops {
 
+namespace tl = tritium::tl;
+
 namespace {
 
+using P = tl::ptr<tl::any>;
 using detail::shape_str;
+
+enum Coefficients { kTrainForward = 0, kEvalForward = 1, kTrainBackward = 2, kEvalBackward = 3 };
+
+// Per channel c (the forward's s1 = sum of squared deviations; the backward's s1 = sum dy,
+// s2 = sum dy xhat):
+//   train forward: rstd = 1 / sqrt(s1 / M + eps), a = w rstd, d = b; running stats updated.
+//   eval forward:  mean = rm, rstd = 1 / sqrt(rv + eps), a = w rstd, d = b.
+//   train backward: a = w rstd, bx = -a rstd s2 / M, d = -a s1 / M.
+//   eval backward:  a = w rstd, d = 0.
+}  // namespace
+
+Kernel& detail::batch_norm_coefficients_kernel() {
+  static Kernel k = tritium::kernel(
+      "batch_norm_coefficients",
+      [](P s1, P s2, P mean, P rstd, P w, P b, P rm, P rv, P a_out, P b_out, P d_out, tl::i64 C, tl::f64 inv_m,
+         tl::f64 unbias, tl::f64 momentum, tl::f64 eps, int MODE, bool HAS_W, bool HAS_B, bool RUNNING, int ACC,
+         int BLOCK) {
+        const DType acc = static_cast<DType>(ACC);
+        auto c = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK).to(tl::int64);
+        auto m = c < C;
+        auto ld = [&](P p) { return tl::load(p + c, m, 0).to(acc); };
+        auto weight = HAS_W ? ld(w) : tl::full({BLOCK}, 1.0, acc);
+        if (MODE == kTrainBackward || MODE == kEvalBackward) {
+          auto r = ld(rstd);
+          auto a = weight * r;
+          tl::store(a_out + c, a, m);
+          if (MODE == kTrainBackward) {
+            tl::store(b_out + c, -(a * r * ld(s2) * inv_m.to(acc)), m);
+            tl::store(d_out + c, -(a * ld(s1) * inv_m.to(acc)), m);
+          } else {
+            tl::store(d_out + c, tl::zeros({BLOCK}, acc), m);
+          }
+          return;
+        }
+        tl::tensor mu, var;
+        if (MODE == kTrainForward) {
+          mu = ld(mean);
+          var = ld(s1) * inv_m.to(acc);
+        } else {
+          mu = ld(rm);
+          var = ld(rv);
+          tl::store(mean + c, mu, m);
+        }
+        auto r = 1 / tl::sqrt(var + eps.to(acc));
+        tl::store(rstd + c, r, m);
+        tl::store(a_out + c, weight * r, m);
+        tl::store(d_out + c, HAS_B ? ld(b) : tl::zeros({BLOCK}, acc), m);
+        if (MODE == kTrainForward && RUNNING) {
+          auto mom = momentum.to(acc);
+          tl::store(rm + c, (1 - mom) * ld(rm) + mom * mu, m);
+          tl::store(rv + c, (1 - mom) * ld(rv) + mom * var * unbias.to(acc), m);
+        }
+      });
+  return k;
+}
+
+namespace {
+
+struct CoefficientArgs {
+  Tensor s1, s2, mean, rstd, w, b, rm, rv;
+  int64_t M = 0;
+  double momentum = 0, eps = 0;
+};
+
+// Launches the coefficients kernel; returns (a, bx, d). Running statistics that are not
+// contiguous are updated through a contiguous copy.
+std::tuple<Tensor, Tensor, Tensor> coefficients(Coefficients mode, const CoefficientArgs& in, int64_t C, DType acc,
+                                                Device dev) {
+  Tensor a = Tensor::empty({C}, acc, dev), bx = Tensor::empty({C}, acc, dev), d = Tensor::empty({C}, acc, dev);
+  const bool running = in.rm.defined();
+  Tensor rm = running ? contiguous(in.rm) : a, rv = running ? contiguous(in.rv) : a;
+  auto or_a = [&](const Tensor& t) { return t.defined() ? contiguous(t) : a; };
+  const double inv_m = in.M > 0 ? 1.0 / static_cast<double>(in.M) : 0.0;
+  const double unbias = in.M > 1 ? static_cast<double>(in.M) / static_cast<double>(in.M - 1) : 0.0;
+  const int64_t block = std::clamp<int64_t>(next_power_of_2(C), 16, 1024);
+  detail::batch_norm_coefficients_kernel()[{cdiv(C, block)}](or_a(in.s1), or_a(in.s2), or_a(in.mean), or_a(in.rstd), or_a(in.w),
+                                          or_a(in.b), rm, rv, a, bx, d, C, inv_m, unbias, in.momentum, in.eps,
+                                          static_cast<int>(mode), in.w.defined(), in.b.defined(), running,
+                                          static_cast<int>(acc), static_cast<int>(block));
+  if (running && mode == kTrainForward) {
+    Tensor rm_out = in.rm, rv_out = in.rv;  // handles on the caller's storage
+    if (!rm_out.is_contiguous()) copy_(rm_out, rm);
+    if (!rv_out.is_contiguous()) copy_(rv_out, rv);
+  }
+  return {a, bx, d};
+}
 
 void check_vector(const char* what, const Tensor& t, int64_t C) {
   if (t.defined() && (t.dim() != 1 || t.size(0) != C))
@@ -60,27 +154,26 @@ NormResult batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor&
     r.rstd = zeros({C}, acc, x.device());
     return r;
   }
+  const Device dev = x.device();
+  CoefficientArgs in;
+  in.w = weight, in.b = bias, in.M = M, in.momentum = momentum, in.eps = eps;
+  Coefficients mode = kEvalForward;
   if (training) {
     auto [s, unused] = detail::channel_sums(v, nullptr, Tensor(), Tensor(), {}, detail::ChannelSum::values, acc);
     r.mean = div(s, Scalar(static_cast<double>(M)));
     auto [sq, unused2] = detail::channel_sums(v, nullptr, r.mean, Tensor(), {}, detail::ChannelSum::squared_dev, acc);
-    Tensor var = div(sq, Scalar(static_cast<double>(M)));
-    r.rstd = pow(add(var, Scalar(eps)), Scalar(-0.5));
-    if (running_mean.defined()) {
-      Tensor rm = running_mean, rv = running_var;
-      Tensor unbiased = mul(var, Scalar(static_cast<double>(M) / static_cast<double>(M - 1)));
-      Tensor new_mean = add(mul(to_dtype(rm, acc), Scalar(1 - momentum)), mul(r.mean, Scalar(momentum)));
-      Tensor new_var = add(mul(to_dtype(rv, acc), Scalar(1 - momentum)), mul(unbiased, Scalar(momentum)));
-      copy_(rm, new_mean);
-      copy_(rv, new_var);
-    }
+    in.s1 = sq;
+    in.rm = running_mean, in.rv = running_var;
+    mode = kTrainForward;
   } else {
-    r.mean = clone(to_dtype(running_mean, acc));  // not an alias of the buffer that training updates
-    r.rstd = pow(add(to_dtype(running_var, acc), Scalar(eps)), Scalar(-0.5));
+    r.mean = Tensor::empty({C}, acc, dev);  // the kernel copies running_mean into it
+    in.rm = running_mean, in.rv = running_var;
   }
-  Tensor a = weight.defined() ? mul(r.rstd, to_dtype(weight, acc)) : r.rstd;
-  Tensor d = bias.defined() ? contiguous(to_dtype(bias, acc)) : zeros({C}, acc, x.device());
-  detail::channel_affine(v, nullptr, r.y, contiguous(a), Tensor(), d, 0, r.mean, detail::Centre::u);
+  in.mean = r.mean;
+  r.rstd = Tensor::empty({C}, acc, dev);
+  in.rstd = r.rstd;
+  auto [a, unused_b, d] = coefficients(mode, in, C, acc, dev);
+  detail::channel_affine(v, nullptr, r.y, a, Tensor(), d, 0, r.mean, detail::Centre::u);
   return r;
 }
 
@@ -110,17 +203,14 @@ NormGrads batch_norm_backward(const Tensor& grad, const Tensor& x, const Tensor&
   auto [sum_dy, sum_dy_xhat] = detail::channel_sums(v, &g, m, s, {}, detail::ChannelSum::grad, acc);
   if (weight.defined()) r.dweight = to_dtype(sum_dy_xhat, weight.dtype());
   if (bias.defined()) r.dbias = to_dtype(sum_dy, bias.dtype());
-  Tensor a = weight.defined() ? mul(s, to_dtype(weight, acc)) : s;  // w * rstd
-  if (!training) {
-    detail::channel_affine(g, nullptr, r.dx, contiguous(a), Tensor(), zeros({C}, acc, x.device()), 0);
-    return r;
-  }
-  // dx = a dy - a rstd k2 (x - mean) - a k1, with k1 = sum(dy) / M, k2 = sum(dy xhat) / M.
-  const double inv = 1.0 / static_cast<double>(M);
-  Tensor k1 = mul(sum_dy, Scalar(inv)), k2 = mul(sum_dy_xhat, Scalar(inv));
-  Tensor bx = neg(mul(mul(a, s), k2));
-  Tensor d = neg(mul(a, k1));
-  detail::channel_affine(g, &v, r.dx, contiguous(a), contiguous(bx), contiguous(d), 0, m, detail::Centre::v);
+  // dx = a dy + bx (x - mean) + d with a = w rstd, bx = -a rstd sum(dy xhat) / M, d = -a sum(dy) / M.
+  CoefficientArgs in;
+  in.s1 = sum_dy, in.s2 = sum_dy_xhat, in.rstd = s, in.w = weight, in.M = M;
+  auto [a, bx, d] = coefficients(training ? kTrainBackward : kEvalBackward, in, C, acc, x.device());
+  if (training)
+    detail::channel_affine(g, &v, r.dx, a, bx, d, 0, m, detail::Centre::v);
+  else
+    detail::channel_affine(g, nullptr, r.dx, a, Tensor(), d, 0);
   return r;
 }
 

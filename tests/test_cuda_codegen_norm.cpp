@@ -78,6 +78,16 @@ BOOST_AUTO_TEST_CASE(channel_kernels) {
           256, 8);
 }
 
+BOOST_AUTO_TEST_CASE(batch_norm_coefficients) {
+  if (!nvrtc_or_skip()) return;
+  auto& k = detail::batch_norm_coefficients_kernel();
+  for (int mode = 0; mode < 4; ++mode)
+    compile(k, "batch_norm coefficients mode " + std::to_string(mode), mode == 0, addr<float>(0), addr<float>(1),
+            addr<float>(2), addr<float>(3), addr<tritium::bf16_t>(4), addr<tritium::bf16_t>(5), addr<float>(6),
+            addr<float>(7), addr<float>(8), addr<float>(9), addr<float>(10), int64_t(256), 1.0 / 200704,
+            200704.0 / 200703, 0.1, 1e-5, mode, true, true, mode == 0, d(DType::f32), 256);
+}
+
 BOOST_AUTO_TEST_CASE(row_kernels) {
   if (!nvrtc_or_skip()) return;
   compile(detail::rms_norm_forward_kernel(), "rms_norm forward bf16", true, addr<tritium::bf16_t>(0),
