@@ -6,16 +6,78 @@
 // y = (w[c] rstd[n,g]) (x - mean[n,g]) + b[c]. Backward: per-(sample, channel) sums
 // of dy and dy * xhat over the (1, N*C, S) view give db and dw (summed over samples) and the
 // group terms c1 = sum(w dy xhat) / L, c2 = sum(w dy) / L; dx = rstd (w dy - xhat c1 - c2) is
-// again an affine map of (dy, x). The [N, C]-sized algebra runs as ops on small tensors.
+// again an affine map of (dy, x). The [N, C]-sized algebra between the passes (rstd, the group
+// terms, the affine coefficients) is one small kernel, group_norm_coefficients.
+#include <algorithm>
+
+#include "dsl/control_flow.h"
+#include "dsl/kernel.h"
+#include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/norm.h"
 #include "ops/norm_channels.h"
+#include "ops/norm_loss_kernels.h"
 
 namespace tritium::ops {
 
-namespace {
+namespace tl = tritium::tl;
 
+namespace {
+using P = tl::ptr<tl::any>;
 using detail::shape_str;
+}  // namespace
+
+// One program per (sample, group) row, over its cpg channels k = row * cpg + j:
+//   forward:  rstd = 1 / sqrt(sq / L + eps); a = w rstd, centre = mean, d = b.
+//   backward: c1 = sum_j w B / L, c2 = sum_j w A / L (A = sum dy, B = sum dy xhat per channel);
+//             a = w rstd, bx = -c1 rstd^2, centre = mean, d = -c2 rstd.
+Kernel& detail::group_norm_coefficients_kernel() {
+  static Kernel k = tritium::kernel(
+      "group_norm_coefficients",
+      [](P A, P B, P sq, P mean, P rstd, P w, P b, P a_out, P bx_out, P d_out, P centre_out, tl::i64 G, tl::i64 cpg,
+         tl::f64 inv_l, tl::f64 eps, bool BACKWARD, bool HAS_W, bool HAS_B, int ACC, int BLOCK) {
+        const DType acc = static_cast<DType>(ACC);
+        auto row = tl::program_id(0).to(tl::int64);
+        auto base = row * cpg, wbase = (row % G) * cpg;
+        auto cols = tl::arange(0, BLOCK).to(tl::int64);
+        auto mu = tl::load(mean + row).to(acc);
+        auto weight = [&](const tl::tensor& j, const tl::tensor& m) {
+          return HAS_W ? tl::load(w + wbase + j, m, 0).to(acc) : tl::where(m, 1.0, 0.0).to(acc);
+        };
+        tl::tensor r, c1, c2;
+        if (BACKWARD) {
+          r = tl::load(rstd + row).to(acc);
+          auto s1 = tl::zeros({BLOCK}, acc), s2 = tl::zeros({BLOCK}, acc);
+          for (auto j0 : tl::range(0, cpg, BLOCK)) {
+            auto j = j0 + cols;
+            auto m = j < cpg;
+            auto wj = weight(j, m);
+            s1 = s1 + wj * tl::load(B + base + j, m, 0).to(acc);
+            s2 = s2 + wj * tl::load(A + base + j, m, 0).to(acc);
+          }
+          c1 = tl::sum(s1, 0) * inv_l.to(acc);
+          c2 = tl::sum(s2, 0) * inv_l.to(acc);
+        } else {
+          r = 1 / tl::sqrt(tl::load(sq + row).to(acc) * inv_l.to(acc) + eps.to(acc));
+          tl::store(rstd + row, r);
+        }
+        for (auto j0 : tl::range(0, cpg, BLOCK)) {
+          auto j = j0 + cols;
+          auto m = j < cpg;
+          tl::store(a_out + base + j, weight(j, m) * r, m);
+          tl::store(centre_out + base + j, mu + tl::zeros({BLOCK}, acc), m);
+          if (BACKWARD) {
+            tl::store(bx_out + base + j, -(c1 * r * r) + tl::zeros({BLOCK}, acc), m);
+            tl::store(d_out + base + j, -(c2 * r) + tl::zeros({BLOCK}, acc), m);
+          } else {
+            tl::store(d_out + base + j, HAS_B ? tl::load(b + wbase + j, m, 0).to(acc) : tl::zeros({BLOCK}, acc), m);
+          }
+        }
+      });
+  return k;
+}
+
+namespace {
 
 struct Dims {
   int64_t N, C, G, S;
@@ -40,13 +102,24 @@ detail::ChannelView rows(const Tensor& xc, int64_t n_rows, int64_t len) {
   return v;
 }
 
-// [N, G] -> [N, C] by repeating each group's value over its channels.
-Tensor per_channel(const Tensor& t, const Dims& d) {
-  return contiguous(mul(t.reshape({d.N, d.G, 1}), ones({1, 1, d.C / d.G}, t.dtype(), t.device())).reshape({d.N, d.C}));
-}
+struct GroupCoefficients {
+  Tensor a, bx, d, centre;  // [N * C] each
+};
 
-Tensor weight_row(const Tensor& w, const Dims& d, DType acc, Device dev) {
-  return w.defined() ? to_dtype(w, acc).reshape({1, d.C}) : ones({1, d.C}, acc, dev);
+GroupCoefficients launch_coefficients(const Dims& d, const Tensor& A, const Tensor& B, const Tensor& sq,
+                                      const Tensor& mean, const Tensor& rstd, const Tensor& weight, const Tensor& bias,
+                                      double eps, bool backward, DType acc, Device dev) {
+  GroupCoefficients out;
+  const int64_t k = d.N * d.C, cpg = d.C / d.G;
+  out.a = Tensor::empty({k}, acc, dev), out.d = Tensor::empty({k}, acc, dev), out.centre = Tensor::empty({k}, acc, dev);
+  out.bx = backward ? Tensor::empty({k}, acc, dev) : out.a;
+  auto or_a = [&](const Tensor& t) { return t.defined() ? contiguous(t) : out.a; };
+  const int64_t block = std::clamp<int64_t>(next_power_of_2(cpg), 16, 1024);
+  detail::group_norm_coefficients_kernel()[{d.N * d.G}](
+      or_a(A), or_a(B), or_a(sq), mean, rstd, or_a(weight), or_a(bias), out.a, out.bx, out.d, out.centre, d.G, cpg,
+      1.0 / static_cast<double>(cpg * d.S), eps, backward, weight.defined(), bias.defined(), static_cast<int>(acc),
+      static_cast<int>(block));
+  return out;
 }
 
 }  // namespace
@@ -78,13 +151,11 @@ NormResult group_norm(const Tensor& x_in, int64_t num_groups, const Tensor& weig
   auto [s, u1] = detail::channel_sums(gv, nullptr, Tensor(), Tensor(), {}, detail::ChannelSum::values, acc);
   r.mean = div(s, Scalar(static_cast<double>(L))).reshape({d.N, d.G});
   auto [sq, u2] = detail::channel_sums(gv, nullptr, r.mean, Tensor(), {}, detail::ChannelSum::squared_dev, acc);
-  r.rstd = pow(add(div(sq, Scalar(static_cast<double>(L))), Scalar(eps)), Scalar(-0.5)).reshape({d.N, d.G});
-  Tensor a = mul(per_channel(r.rstd, d), weight_row(weight, d, acc, x.device()));
-  Tensor c = bias.defined() ? mul(to_dtype(bias, acc).reshape({1, d.C}), ones({d.N, 1}, acc, x.device()))
-                            : zeros({d.N, d.C}, acc, x.device());
+  r.rstd = Tensor::empty({d.N, d.G}, acc, x.device());
+  GroupCoefficients k = launch_coefficients(d, Tensor(), Tensor(), sq, r.mean, r.rstd, weight, bias, eps, false, acc,
+                                            x.device());
   detail::ChannelView cv = rows(x, d.N * d.C, d.S);
-  detail::channel_affine(cv, nullptr, r.y, contiguous(a), Tensor(), contiguous(c), 0, per_channel(r.mean, d),
-                         detail::Centre::u);
+  detail::channel_affine(cv, nullptr, r.y, k.a, Tensor(), k.d, 0, k.centre, detail::Centre::u);
   return r;
 }
 
@@ -117,20 +188,9 @@ NormGrads group_norm_backward(const Tensor& grad, const Tensor& x_in, int64_t nu
   B = B.reshape({d.N, d.C});
   if (weight.defined()) r.dweight = to_dtype(sum(B, {0}), weight.dtype());
   if (bias.defined()) r.dbias = to_dtype(sum(A, {0}), bias.dtype());
-  Tensor w = weight_row(weight, d, acc, x.device());
-  const double inv = 1.0 / static_cast<double>(d.C / d.G * d.S);
-  auto group_mean = [&](const Tensor& t) {  // [N, C] -> [N, G]: the group's sum / L
-    return mul(sum(mul(t, w).reshape({d.N, d.G, d.C / d.G}), {2}), Scalar(inv));
-  };
-  Tensor c1 = group_mean(B), c2 = group_mean(A);
-  Tensor rs = rstd.reshape({d.N, d.G});
-  Tensor rs_c = per_channel(to_dtype(rs, acc), d), mean_c = per_channel(to_dtype(mean, acc).reshape({d.N, d.G}), d);
-  Tensor c1_c = per_channel(c1, d), c2_c = per_channel(c2, d);
+  GroupCoefficients k = launch_coefficients(d, A, B, Tensor(), m, s, weight, Tensor(), 0.0, true, acc, x.device());
   // dx = rstd w dy - c1 rstd^2 (x - mean) - c2 rstd.
-  Tensor a = mul(rs_c, w);
-  Tensor bx = neg(mul(c1_c, mul(rs_c, rs_c)));
-  Tensor c = neg(mul(c2_c, rs_c));
-  detail::channel_affine(gv, &xv, r.dx, contiguous(a), contiguous(bx), contiguous(c), 0, mean_c, detail::Centre::v);
+  detail::channel_affine(gv, &xv, r.dx, k.a, k.bx, k.d, 0, k.centre, detail::Centre::v);
   return r;
 }
 

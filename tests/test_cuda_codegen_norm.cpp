@@ -88,6 +88,15 @@ BOOST_AUTO_TEST_CASE(batch_norm_coefficients) {
             200704.0 / 200703, 0.1, 1e-5, mode, true, true, mode == 0, d(DType::f32), 256);
 }
 
+BOOST_AUTO_TEST_CASE(group_norm_coefficients) {
+  if (!nvrtc_or_skip()) return;
+  for (bool backward : {false, true})
+    compile(detail::group_norm_coefficients_kernel(), backward ? "group_norm coefficients backward" : "forward",
+            backward, addr<float>(0), addr<float>(1), addr<float>(2), addr<float>(3), addr<float>(4),
+            addr<tritium::bf16_t>(5), addr<tritium::bf16_t>(6), addr<float>(7), addr<float>(8), addr<float>(9),
+            addr<float>(10), int64_t(32), int64_t(2), 1.0 / 6272, 1e-5, backward, true, !backward, d(DType::f32), 16);
+}
+
 BOOST_AUTO_TEST_CASE(row_kernels) {
   if (!nvrtc_or_skip()) return;
   compile(detail::rms_norm_forward_kernel(), "rms_norm forward bf16", true, addr<tritium::bf16_t>(0),
