@@ -184,6 +184,13 @@ TORCH_OPS = {
                                               mode=a["mode"], align_corners=a["align_corners"] or None),
     "embedding": lambda x, a: F.embedding(x[1], x[0], None if a["padding_idx"] < 0 else a["padding_idx"]),
     "cross_entropy": lambda x, a: F.cross_entropy(x[0], x[1]),
+    # issue 30 item 1 (wt-norm)
+    "batch_norm": lambda x, a: F.batch_norm(x[0], x[1], x[2], x[3], x[4], a["training"], a["momentum"], a["eps"]),
+    "group_norm": lambda x, a: F.group_norm(x[0], a["num_groups"], x[1], x[2], a["eps"]),
+    "rms_norm": lambda x, a: F.rms_norm(x[0], a["normalized_shape"], x[1], a["eps"]),
+    "cross_entropy_loss": lambda x, a: F.cross_entropy(x[0], x[1], x[2], ignore_index=a["ignore_index"],
+                                                       reduction=a["reduction"], label_smoothing=a["label_smoothing"]),
+    "nll_loss": lambda x, a: F.nll_loss(x[0], x[1], x[2], ignore_index=a["ignore_index"], reduction=a["reduction"]),
     "dropout": lambda x, a: F.dropout(x[0], a["p"], training=True),
     # matmul, attention
     "matmul": lambda x, a: torch.matmul(x[0], x[1]),

@@ -203,6 +203,40 @@ std::vector<OpBench> make_table() {
       {"cross_entropy", "1024 classes",
        [](int64_t n) { return OpCall{.inputs = {in(mat(n)), index_in({rows(n)}, kCols)}}; }},
       {"dropout", "p 0.1", unary(F::uniform, Attrs{{"p", 0.1}})},
+      // issue 30 item 1 (wt-norm): normalisation at a CNN layer's size ([N, 64, 56, 56], N from n),
+      // rms_norm on [2n / 4096, 4096] (8192 rows at the default n), cross_entropy over GPT-2's
+      // 50304 classes on [n / 2048, 50304] (8192 rows at the default) with weight, ignore_index
+      // and label smoothing.
+      {"batch_norm", "[N, 64, 56, 56] training",
+       [](int64_t n) {
+         int64_t N = std::max<int64_t>(2, n / (64 * 56 * 56));
+         return OpCall{.inputs = {in({N, 64, 56, 56}), no_grad(in({64})), no_grad(in({64}, F::positive)),
+                                  in({64}, F::positive), in({64})},
+                       .attrs = {{"training", true}, {"momentum", 0.1}, {"eps", 1e-5}}};
+       }},
+      {"group_norm", "[N, 64, 56, 56] 32 groups",
+       [](int64_t n) {
+         int64_t N = std::max<int64_t>(1, n / (64 * 56 * 56));
+         return OpCall{.inputs = {in({N, 64, 56, 56}), in({64}, F::positive), in({64})},
+                       .attrs = {{"num_groups", int64_t{32}}, {"eps", 1e-5}}};
+       }},
+      {"rms_norm", "[*, 4096]",
+       [](int64_t n) {
+         return OpCall{.inputs = {in({std::max<int64_t>(1, 2 * n / 4096), 4096}), in({4096}, F::positive)},
+                       .attrs = {{"normalized_shape", Shape{4096}}, {"eps", std::optional<double>(1e-6)}}};
+       }},
+      {"cross_entropy_loss", "50304 classes, weight, ignore_index, smoothing 0.1",
+       [](int64_t n) {
+         int64_t R = std::max<int64_t>(1, n / 2048);
+         return OpCall{.inputs = {in({R, 50304}), index_in({R}, 50304), no_grad(in({50304}, F::positive))},
+                       .attrs = {{"ignore_index", int64_t{0}}, {"reduction", std::string("mean")},
+                                 {"label_smoothing", 0.1}}};
+       }},
+      {"nll_loss", "1024 classes",
+       [](int64_t n) {
+         return OpCall{.inputs = {in(mat(n)), index_in({rows(n)}, kCols), no_grad(in({kCols}, F::positive))},
+                       .attrs = {{"ignore_index", int64_t{-100}}, {"reduction", std::string("mean")}}};
+       }},
 
       // ---- matmul, attention ----
       {"matmul", "square",

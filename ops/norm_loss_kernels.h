@@ -1,0 +1,19 @@
+// The row kernels of rms_norm (ops/norm_rms.cpp), batch and group norm's coefficients
+// (ops/norm_batch.cpp, ops/norm_group.cpp) and the kernels of cross_entropy / nll_loss (ops/losses_class.cpp), exposed so that tests/test_cuda_codegen_norm.cpp can generate and
+// NVRTC-compile them without a GPU. Their arguments are documented where they are defined.
+#pragma once
+
+namespace tritium {
+class Kernel;
+}
+
+namespace tritium::ops::detail {
+
+Kernel& batch_norm_coefficients_kernel();
+Kernel& group_norm_coefficients_kernel();
+Kernel& rms_norm_forward_kernel();
+Kernel& rms_norm_backward_dx_kernel();
+Kernel& class_loss_forward_kernel();
+Kernel& class_loss_backward_kernel();
+
+}  // namespace tritium::ops::detail

@@ -1,0 +1,135 @@
+// The kernels of batch_norm / group_norm / rms_norm (ops/norm_channels.h, ops/norm_loss_kernels.h)
+// and of cross_entropy / nll_loss turned into CUDA C++ and compiled by NVRTC for sm_90a (and two
+// for sm_80: NVRTC is slow on the 2-core machine) without a GPU, with the argument kinds the ops launch them with. Running them is
+// test_nn_norm's and test_nn_loss's job on a GPU machine. Skips when NVRTC cannot be opened or
+// the CUDA backend is not built.
+#include <boost/test/unit_test.hpp>
+#include <tritium/tritium.h>
+
+#include "test_support.h"
+
+#if TRITIUM_HAS_CUDA_BACKEND
+#include "ir/ir.h"
+#include "jit/cuda/codegen.h"
+#include "jit/cuda/nvrtc.h"
+#include "jit/passes/axis_info.h"
+#include "ops/norm_channels.h"
+#include "ops/norm_loss_kernels.h"
+
+namespace cuda = tritium::jit::cuda;
+namespace detail = tritium::ops::detail;
+using tritium::DType;
+
+namespace {
+
+template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
+
+template <class... A> void compile(tritium::Kernel& k, const std::string& what, bool also_sm80, const A&... args) {
+  auto f = k.optimized_function(args...);
+  tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = 4;
+  cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, cuda::kSharedMemoryBudget);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    if (std::string(arch) == "sm_80" && !also_sm80) continue;
+    try {
+      BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, arch).empty(), what << " for " << arch);
+    } catch (const tritium::Error& e) {
+      BOOST_ERROR(what << " does not compile for " << arch << ":\n" << e.what());
+    }
+  }
+}
+
+bool nvrtc_or_skip() {
+  if (cuda::nvrtc_available()) return true;
+  BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+  return false;
+}
+
+int d(DType t) { return static_cast<int>(t); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_cuda_codegen_norm)
+
+BOOST_AUTO_TEST_CASE(channel_kernels) {
+  if (!nvrtc_or_skip()) return;
+  auto& sums = detail::channel_sums_kernel();
+  const int64_t N = 64, C = 256, S = 3136, one = 1;
+  // NCHW f32: sums, squared deviations, and the backward's two sums ([2, 1024] tiles).
+  for (int mode = 0; mode < 3; ++mode)
+    compile(sums, "channel sums NCHW mode " + std::to_string(mode), false, addr<float>(0), addr<float>(1),
+            addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5), N, C, S, C * S, S, one, int64_t(0),
+            int64_t(0), one, int64_t(50), mode, mode != 0, false, d(DType::f32), 2, 1024);
+  // Channels-last bf16 ([256, 8] tiles along the channels), and rms_norm's columns (statistics per position).
+  compile(sums, "channel sums channels-last bf16", false, addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1),
+          addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5), one, C, N * S, int64_t(0), one, C, int64_t(0),
+          int64_t(0), one, int64_t(50), 2, true, false, d(DType::f32), 256, 8);
+  compile(sums, "rms_norm column sums", false, addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), addr<float>(2),
+          addr<float>(3), addr<float>(4), addr<float>(5), one, int64_t(4096), int64_t(8192), int64_t(0), one,
+          int64_t(4096), int64_t(0), one, one, int64_t(64), 2, false, true, d(DType::f32), 256, 8);
+  auto& affine = detail::channel_affine_kernel();
+  compile(affine, "channel affine forward NCHW", true, addr<float>(0), addr<float>(1), addr<float>(2), addr<float>(3),
+          addr<float>(4), addr<float>(5), addr<float>(6), C, S, C * S, S, one, int64_t(0), int64_t(128), int64_t(4), false,
+          1, d(DType::f32), 2, 1024);
+  compile(affine, "channel affine backward channels-last f16", false, addr<tritium::f16_t>(0),
+          addr<tritium::f16_t>(1), addr<tritium::f16_t>(2), addr<float>(3), addr<float>(4), addr<float>(5),
+          addr<float>(6), C, N * S, int64_t(0), one, C, int64_t(0), int64_t(1), int64_t(25088), true, 2, d(DType::f32),
+          256, 8);
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_coefficients) {
+  if (!nvrtc_or_skip()) return;
+  auto& k = detail::batch_norm_coefficients_kernel();
+  for (int mode = 0; mode < 4; ++mode)
+    compile(k, "batch_norm coefficients mode " + std::to_string(mode), false, addr<float>(0), addr<float>(1),
+            addr<float>(2), addr<float>(3), addr<tritium::bf16_t>(4), addr<tritium::bf16_t>(5), addr<float>(6),
+            addr<float>(7), addr<float>(8), addr<float>(9), addr<float>(10), int64_t(256), 1.0 / 200704,
+            200704.0 / 200703, 0.1, 1e-5, mode, true, true, mode == 0, d(DType::f32), 256);
+}
+
+BOOST_AUTO_TEST_CASE(group_norm_coefficients) {
+  if (!nvrtc_or_skip()) return;
+  for (bool backward : {false, true})
+    compile(detail::group_norm_coefficients_kernel(), backward ? "group_norm coefficients backward" : "forward",
+            false, addr<float>(0), addr<float>(1), addr<float>(2), addr<float>(3), addr<float>(4),
+            addr<tritium::bf16_t>(5), addr<tritium::bf16_t>(6), addr<float>(7), addr<float>(8), addr<float>(9),
+            addr<float>(10), int64_t(32), int64_t(2), 1.0 / 6272, 1e-5, backward, true, !backward, d(DType::f32), 16);
+}
+
+BOOST_AUTO_TEST_CASE(row_kernels) {
+  if (!nvrtc_or_skip()) return;
+  compile(detail::rms_norm_forward_kernel(), "rms_norm forward bf16", false, addr<tritium::bf16_t>(0),
+          addr<tritium::bf16_t>(1), addr<tritium::bf16_t>(2), addr<float>(3), int64_t(4096), 1e-6, d(DType::f32), true,
+          2048);
+  compile(detail::rms_norm_backward_dx_kernel(), "rms_norm backward bf16", false, addr<tritium::bf16_t>(0),
+          addr<tritium::bf16_t>(1), addr<tritium::bf16_t>(2), addr<float>(3), addr<tritium::bf16_t>(4), int64_t(4096),
+          d(DType::f32), true, 2048);
+  const int64_t R = 8192, C = 50304;
+  // cross_entropy with label smoothing and weight; probability targets; nll_loss.
+  compile(detail::class_loss_forward_kernel(), "cross_entropy forward", true, addr<float>(0), addr<int64_t>(1),
+          addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5), addr<int64_t>(6), R, C, int64_t(-100), 0.1,
+          false, false, true, true, d(DType::f32), 2, 2048);
+  compile(detail::class_loss_forward_kernel(), "cross_entropy forward probabilities bf16", false,
+          addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), addr<float>(2), addr<float>(3), addr<float>(4),
+          addr<float>(5), addr<int64_t>(6), R, int64_t(1000), int64_t(-100), 0.0, false, true, false, false,
+          d(DType::f32), 4, 1024);
+  compile(detail::class_loss_forward_kernel(), "nll_loss forward", false, addr<float>(0), addr<int64_t>(1),
+          addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5), addr<int64_t>(6), R, int64_t(10), int64_t(-100),
+          0.0, true, false, true, false, d(DType::f32), 256, 16);
+  compile(detail::class_loss_backward_kernel(), "cross_entropy backward", false, addr<float>(0), addr<int64_t>(1),
+          addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5), addr<float>(6), addr<float>(7), R, C,
+          int64_t(0), int64_t(-100), 0.1, false, false, true, true, d(DType::f32), 2, 2048);
+  compile(detail::class_loss_backward_kernel(), "nll_loss backward, per-row grad", false, addr<float>(0),
+          addr<int64_t>(1), addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5), addr<float>(6),
+          addr<float>(7), R, int64_t(10), int64_t(1), int64_t(-100), 0.0, true, false, false, false, d(DType::f32), 256,
+          16);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#else
+BOOST_AUTO_TEST_SUITE(test_cuda_codegen_norm)
+BOOST_AUTO_TEST_CASE(skipped_without_the_cuda_backend) { BOOST_TEST_MESSAGE("skipped: the CUDA backend is not built"); }
+BOOST_AUTO_TEST_SUITE_END()
+#endif
