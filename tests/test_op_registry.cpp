@@ -6,6 +6,7 @@
 #include "test_support.h"
 #include "gradcheck_support.h"
 
+#include <cstdlib>
 #include <set>
 #include <string>
 
@@ -57,9 +58,22 @@ BOOST_AUTO_TEST_SUITE(test_op_registry)
 
 // ---- every declared derivative against finite differences ------------------------------------------
 
+// $TRITIUM_GRADCHECK_OPS ("conv2d,batch_norm") limits the walk to those ops: to rerun one op while
+// debugging it, or to check a few new ops on a GPU without the whole registry's compile time.
 BOOST_AUTO_TEST_CASE(every_differentiable_op_passes_gradcheck) {
+  std::set<std::string> only;
+  if (const char* env = std::getenv("TRITIUM_GRADCHECK_OPS")) {
+    std::string list = env;
+    for (size_t start = 0; start <= list.size();) {
+      size_t comma = std::min(list.find(',', start), list.size());
+      if (comma > start) only.insert(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    BOOST_TEST_MESSAGE("TRITIUM_GRADCHECK_OPS: only " << list);
+  }
   tt::for_each_backend([&](const tt::Backend& be) {
     for (const ops::OpDecl* op : ops::op_registry().differentiable()) {
+      if (!only.empty() && !only.count(op->name)) continue;
       std::vector<ops::GradcheckSample> samples = op->gradcheck_samples(be.device);
       BOOST_TEST(!samples.empty(), op->name << " declares no gradcheck samples");
       for (const ops::GradcheckSample& s : samples) {
