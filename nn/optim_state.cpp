@@ -149,7 +149,8 @@ void AdamW::set_hyperparameters(const io::Json& group) {
 
 Tensor AdamW::state_tensor(size_t i, const std::string& name) const {
   if (!exp_avg_[i].defined()) return Tensor();
-  if (name == "step") return ops::full({}, static_cast<double>(steps_[i]), DType::f32, Device::cpu());
+  // On the host as PyTorch keeps it, written without a kernel (a CUDA-only build has no CPU backend).
+  if (name == "step") return Tensor::from_vector(std::vector<float>{static_cast<float>(steps_[i])}, {}, Device::cpu());
   return name == "exp_avg" ? exp_avg_[i] : exp_avg_sq_[i];
 }
 

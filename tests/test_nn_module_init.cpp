@@ -60,9 +60,11 @@ BOOST_AUTO_TEST_CASE(gains_and_fans) {
   BOOST_TEST(init::calculate_gain("selu") == 0.75);
   tt::check_throws([] { init::calculate_gain("swish"); }, {"unsupported nonlinearity swish"}, "unknown nonlinearity");
   tt::check_throws([] { init::calculate_gain("leaky_relu", NAN); }, {"negative_slope", "not a valid number"}, "NaN slope");
-  BOOST_TEST((init::calculate_fan_in_and_fan_out(ops::zeros({30, 20})) == std::pair<int64_t, int64_t>{20, 30}));
-  BOOST_TEST((init::calculate_fan_in_and_fan_out(ops::zeros({8, 4, 3, 5})) == std::pair<int64_t, int64_t>{60, 120}));
-  tt::check_throws([] { init::calculate_fan_in_and_fan_out(ops::zeros({7})); }, {"fewer than 2 dimensions"}, "fan of 1-D");
+  tt::for_each_backend([&](const tt::Backend&) {
+    BOOST_TEST((init::calculate_fan_in_and_fan_out(ops::zeros({30, 20})) == std::pair<int64_t, int64_t>{20, 30}));
+    BOOST_TEST((init::calculate_fan_in_and_fan_out(ops::zeros({8, 4, 3, 5})) == std::pair<int64_t, int64_t>{60, 120}));
+    tt::check_throws([] { init::calculate_fan_in_and_fan_out(ops::zeros({7})); }, {"fewer than 2 dimensions"}, "fan of 1-D");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(kaiming_and_xavier) {
