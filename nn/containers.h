@@ -3,6 +3,7 @@
 // forward) and ModuleDict (modules by name). Their str() is PyTorch's repr (ModuleList folds
 // runs of identical modules into "(0-2): 3 x Linear(...)", as PyTorch does).
 #pragma once
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -77,6 +78,8 @@ class ModuleList : public Module {
   void push_back(std::shared_ptr<Module> module);
   void extend(const std::vector<std::shared_ptr<Module>>& modules);
   void extend(const ModuleList& other);
+  // extend({a, b}): a braced list would otherwise match both overloads above.
+  void extend(std::initializer_list<std::shared_ptr<Module>> modules) { extend(std::vector<std::shared_ptr<Module>>(modules)); }
   // Inserts before position `index` (negative counts from the end; index == size() appends) and
   // renumbers the children, as PyTorch's ModuleList.insert.
   void insert(int64_t index, std::shared_ptr<Module> module);

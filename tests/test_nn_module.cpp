@@ -292,7 +292,7 @@ BOOST_AUTO_TEST_CASE(module_list) {
     nn::ModuleList list;
     BOOST_TEST(list.empty());
     list.push_back(std::make_shared<nn::Linear>(2, 3));
-    list.extend(std::vector<std::shared_ptr<nn::Module>>{std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(3, 1)});
+    list.extend({std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(3, 1)});
     list.insert(1, std::make_shared<nn::Tanh>());  // children renumbered as PyTorch's insert
     Names types;
     for (const auto& m : list) types.push_back(m->type_name());
