@@ -23,7 +23,8 @@ using runtime::Tensor;
 
 // An optimiser's state as PyTorch's optimizer.state_dict(), flattened for a safetensors file:
 // tensors "state.<i>.<name>" (i the parameter's index; "step" a 0-dim f32 as PyTorch's,
-// "momentum_buffer", "exp_avg", "exp_avg_sq") and string values "optimizer" (the class name),
+// "momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum":
+// PyTorch's names) and string values "optimizer" (the class name),
 // "num_params" and "param_groups" (PyTorch's param_groups as JSON: the hyperparameters and
 // "params": [0, ..., n-1]).
 struct OptimizerState {
