@@ -106,17 +106,17 @@ std::vector<Case> cases() {
                  adam_ref(1e-2, 0.9, 0.99, 1e-8, 0.05, true), 0, {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}});
   out.push_back({"RMSprop", [](P p) { return std::make_unique<nn::RMSprop>(p); }, rmsprop_ref(1e-2, 0.99, 1e-8, 0, 0, false),
                  0, {"step", "square_avg"}});
-  out.push_back({"RMSprop weight_decay momentum",
-                 [](P p) { return std::make_unique<nn::RMSprop>(p, 5e-3, 0.9, 1e-6, 0.1, 0.8); },
-                 rmsprop_ref(5e-3, 0.9, 1e-6, 0.1, 0.8, false), 0, {"step", "square_avg", "momentum_buffer"}});
+  out.push_back({"RMSprop weight_decay momentum large eps",
+                 [](P p) { return std::make_unique<nn::RMSprop>(p, 5e-3, 0.9, 0.1, 0.1, 0.8); },
+                 rmsprop_ref(5e-3, 0.9, 0.1, 0.1, 0.8, false), 0, {"step", "square_avg", "momentum_buffer"}});
   out.push_back({"RMSprop centered momentum",
                  [](P p) { return std::make_unique<nn::RMSprop>(p, 1e-2, 0.9, 1e-8, 0, 0.5, true); },
                  rmsprop_ref(1e-2, 0.9, 1e-8, 0, 0.5, true), 0, {"step", "square_avg", "momentum_buffer", "grad_avg"}});
   out.push_back({"Adagrad", [](P p) { return std::make_unique<nn::Adagrad>(p); }, adagrad_ref(1e-2, 0, 0, 1e-10), 0,
                  {"step", "sum"}});
-  out.push_back({"Adagrad lr_decay weight_decay initial_accumulator_value",
-                 [](P p) { return std::make_unique<nn::Adagrad>(p, 5e-2, 0.1, 0.2, 0.5, 1e-6); },
-                 adagrad_ref(5e-2, 0.1, 0.2, 1e-6), 0.5, {"step", "sum"}});
+  out.push_back({"Adagrad lr_decay weight_decay initial_accumulator_value large eps",
+                 [](P p) { return std::make_unique<nn::Adagrad>(p, 5e-2, 0.1, 0.2, 0.5, 0.1); },
+                 adagrad_ref(5e-2, 0.1, 0.2, 0.1), 0.5, {"step", "sum"}});
   return out;
 }
 
