@@ -23,7 +23,8 @@ using runtime::Tensor;
 
 // An optimiser's state as PyTorch's optimizer.state_dict(), flattened for a safetensors file:
 // tensors "state.<i>.<name>" (i the parameter's index; "step" a 0-dim f32 as PyTorch's,
-// "momentum_buffer", "exp_avg", "exp_avg_sq") and string values "optimizer" (the class name),
+// "momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum":
+// PyTorch's names) and string values "optimizer" (the class name),
 // "num_params" and "param_groups" (PyTorch's param_groups as JSON: the hyperparameters and
 // "params": [0, ..., n-1]).
 struct OptimizerState {
@@ -63,6 +64,11 @@ class Optimizer {
   virtual void set_state_tensor(size_t i, const std::string& name, Tensor value) = 0;
   // Clears the state of parameter i (a parameter the loaded state has none for).
   virtual void clear_state(size_t i) = 0;
+
+  // Runs update(i, p, g, n, opts) for every parameter i with a gradient, outside autograd, and
+  // marks p as changed in place (a graph that saved p then refuses backward, as PyTorch's).
+  template <class Update>
+  void update_each(const char* optimizer, Update&& update);
 
   std::vector<Tensor> params_;
 };
@@ -119,6 +125,91 @@ class AdamW : public Optimizer {
 
  private:
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  std::vector<int64_t> steps_;
+};
+
+// Adam, PyTorch's torch.optim.Adam: weight_decay is L2 added to the gradient (g += wd * p), then
+// as AdamW; with amsgrad, max_exp_avg_sq = max(max_exp_avg_sq, v) replaces v in the denominator.
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, double lr = 1e-3, std::pair<double, double> betas = {0.9, 0.999},
+       double eps = 1e-8, double weight_decay = 0, bool amsgrad = false);
+  void step() override;
+  std::string name() const override { return "Adam"; }
+  double lr;
+  std::pair<double, double> betas;
+  double eps, weight_decay;
+  bool amsgrad;
+  const Tensor& exp_avg(size_t i) const { return exp_avg_.at(i); }
+  const Tensor& exp_avg_sq(size_t i) const { return exp_avg_sq_.at(i); }
+  const Tensor& max_exp_avg_sq(size_t i) const { return max_exp_avg_sq_.at(i); }
+  int64_t step_count(size_t i) const { return steps_.at(i); }
+
+ protected:
+  std::string hyperparameters_json() const override;
+  void set_hyperparameters(const io::Json& group) override;
+  std::vector<std::string> state_names() const override;
+  Tensor state_tensor(size_t i, const std::string& name) const override;
+  void set_state_tensor(size_t i, const std::string& name, Tensor value) override;
+  void clear_state(size_t i) override;
+
+ private:
+  std::vector<Tensor> exp_avg_, exp_avg_sq_, max_exp_avg_sq_;
+  std::vector<int64_t> steps_;
+};
+
+// RMSprop, PyTorch's torch.optim.RMSprop: g = grad + wd * p; sq = alpha sq + (1 - alpha) g^2;
+// centered: ga = alpha ga + (1 - alpha) g, avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps;
+// momentum > 0: buf = momentum buf + g / avg, p -= lr buf; else p -= lr g / avg.
+class RMSprop : public Optimizer {
+ public:
+  RMSprop(std::vector<Tensor> params, double lr = 1e-2, double alpha = 0.99, double eps = 1e-8,
+          double weight_decay = 0, double momentum = 0, bool centered = false);
+  void step() override;
+  std::string name() const override { return "RMSprop"; }
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered;
+  const Tensor& square_avg(size_t i) const { return square_avg_.at(i); }
+  int64_t step_count(size_t i) const { return steps_.at(i); }
+
+ protected:
+  std::string hyperparameters_json() const override;
+  void set_hyperparameters(const io::Json& group) override;
+  // step and square_avg; momentum_buffer with momentum > 0; grad_avg when centered (as PyTorch).
+  std::vector<std::string> state_names() const override;
+  Tensor state_tensor(size_t i, const std::string& name) const override;
+  void set_state_tensor(size_t i, const std::string& name, Tensor value) override;
+  void clear_state(size_t i) override;
+
+ private:
+  std::vector<Tensor> square_avg_, grad_avg_, momentum_buffer_;
+  std::vector<int64_t> steps_;
+};
+
+// Adagrad, PyTorch's torch.optim.Adagrad: t += 1; g = grad + wd * p; sum += g^2;
+// p -= clr * g / (sqrt(sum) + eps), clr = lr / (1 + (t - 1) * lr_decay). The state (sum filled
+// with initial_accumulator_value) is created on a parameter's first step, not in the constructor
+// as PyTorch's, so a state_dict before any step is empty.
+class Adagrad : public Optimizer {
+ public:
+  Adagrad(std::vector<Tensor> params, double lr = 1e-2, double lr_decay = 0, double weight_decay = 0,
+          double initial_accumulator_value = 0, double eps = 1e-10);
+  void step() override;
+  std::string name() const override { return "Adagrad"; }
+  double lr, lr_decay, weight_decay, initial_accumulator_value, eps;
+  const Tensor& sum(size_t i) const { return sum_.at(i); }
+  int64_t step_count(size_t i) const { return steps_.at(i); }
+
+ protected:
+  std::string hyperparameters_json() const override;
+  void set_hyperparameters(const io::Json& group) override;
+  std::vector<std::string> state_names() const override { return {"step", "sum"}; }
+  Tensor state_tensor(size_t i, const std::string& name) const override;
+  void set_state_tensor(size_t i, const std::string& name, Tensor value) override;
+  void clear_state(size_t i) override;
+
+ private:
+  std::vector<Tensor> sum_;
   std::vector<int64_t> steps_;
 };
 

@@ -27,6 +27,25 @@ double read_number(const io::Json& group, const char* key, const std::string& op
   return group.at(key, optimizer + " param_groups").as_double(fmt::format("{} param_groups \"{}\"", optimizer, key));
 }
 
+// A step count as PyTorch keeps it: a 0-dim f32 on the host, written without a kernel (a
+// CUDA-only build has no CPU backend); and back (load_state_dict has checked it).
+Tensor step_tensor(int64_t step) {
+  return Tensor::from_vector(std::vector<float>{static_cast<float>(step)}, {}, Device::cpu());
+}
+int64_t read_step(const Tensor& t) {
+  return static_cast<int64_t>(t.reshape({}).to(Device::cpu()).to_vector<float>().at(0));
+}
+
+std::pair<double, double> read_betas(const io::Json& group, const std::string& optimizer) {
+  const auto& b = group.at("betas", optimizer + " param_groups").as_array(optimizer + " param_groups \"betas\"");
+  if (b.size() != 2) fail("{}::load_state_dict: betas must hold 2 numbers, got {}", optimizer, b.size());
+  return {b[0].as_double(optimizer + " betas"), b[1].as_double(optimizer + " betas")};
+}
+
+bool read_bool(const io::Json& group, const char* key, const std::string& optimizer) {
+  return group.at(key, optimizer + " param_groups").as_bool(fmt::format("{} param_groups \"{}\"", optimizer, key));
+}
+
 }  // namespace
 
 OptimizerState Optimizer::state_dict() const {
@@ -139,9 +158,7 @@ std::string AdamW::hyperparameters_json() const {
 void AdamW::set_hyperparameters(const io::Json& group) {
   double new_lr = read_number(group, "lr", "AdamW"), new_eps = read_number(group, "eps", "AdamW");
   double new_wd = read_number(group, "weight_decay", "AdamW");
-  const auto& b = group.at("betas", "AdamW param_groups").as_array("AdamW param_groups \"betas\"");
-  if (b.size() != 2) fail("AdamW::load_state_dict: betas must hold 2 numbers, got {}", b.size());
-  std::pair<double, double> new_betas{b[0].as_double("AdamW betas"), b[1].as_double("AdamW betas")};
+  std::pair<double, double> new_betas = read_betas(group, "AdamW");
   if (group.find("amsgrad") && group.at("amsgrad", "AdamW").as_bool("AdamW param_groups \"amsgrad\""))
     fail("AdamW::load_state_dict: the state uses amsgrad, which this AdamW does not implement");
   lr = new_lr, eps = new_eps, weight_decay = new_wd, betas = new_betas;
@@ -150,13 +167,13 @@ void AdamW::set_hyperparameters(const io::Json& group) {
 Tensor AdamW::state_tensor(size_t i, const std::string& name) const {
   if (!exp_avg_[i].defined()) return Tensor();
   // On the host as PyTorch keeps it, written without a kernel (a CUDA-only build has no CPU backend).
-  if (name == "step") return Tensor::from_vector(std::vector<float>{static_cast<float>(steps_[i])}, {}, Device::cpu());
+  if (name == "step") return step_tensor(steps_[i]);
   return name == "exp_avg" ? exp_avg_[i] : exp_avg_sq_[i];
 }
 
 void AdamW::set_state_tensor(size_t i, const std::string& name, Tensor value) {
   if (name == "step") {
-    steps_[i] = static_cast<int64_t>(value.reshape({}).to(Device::cpu()).to_vector<float>().at(0));  // checked
+    steps_[i] = read_step(value);
   } else if (name == "exp_avg") {
     exp_avg_[i] = std::move(value);
   } else {
@@ -166,6 +183,126 @@ void AdamW::set_state_tensor(size_t i, const std::string& name, Tensor value) {
 
 void AdamW::clear_state(size_t i) {
   exp_avg_[i] = Tensor(), exp_avg_sq_[i] = Tensor();
+  steps_[i] = 0;
+}
+
+// ---- Adam -----------------------------------------------------------------------------------------
+
+std::string Adam::hyperparameters_json() const {
+  return fmt::format("\"lr\": {}, \"betas\": [{}, {}], \"eps\": {}, \"weight_decay\": {}, \"amsgrad\": {}, "
+                     "\"maximize\": false, \"foreach\": null, \"capturable\": false, \"differentiable\": false, "
+                     "\"fused\": null, \"decoupled_weight_decay\": false", json_number(lr), json_number(betas.first),
+                     json_number(betas.second), json_number(eps), json_number(weight_decay), amsgrad ? "true" : "false");
+}
+
+void Adam::set_hyperparameters(const io::Json& group) {
+  double new_lr = read_number(group, "lr", "Adam"), new_eps = read_number(group, "eps", "Adam");
+  double new_wd = read_number(group, "weight_decay", "Adam");
+  std::pair<double, double> new_betas = read_betas(group, "Adam");
+  bool new_amsgrad = read_bool(group, "amsgrad", "Adam");
+  if (group.find("decoupled_weight_decay") && read_bool(group, "decoupled_weight_decay", "Adam"))
+    fail("Adam::load_state_dict: the state uses decoupled_weight_decay (that is AdamW)");
+  lr = new_lr, eps = new_eps, weight_decay = new_wd, betas = new_betas, amsgrad = new_amsgrad;
+}
+
+std::vector<std::string> Adam::state_names() const {
+  if (amsgrad) return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  return {"step", "exp_avg", "exp_avg_sq"};
+}
+
+Tensor Adam::state_tensor(size_t i, const std::string& name) const {
+  if (!exp_avg_[i].defined()) return Tensor();
+  if (name == "step") return step_tensor(steps_[i]);
+  if (name == "exp_avg") return exp_avg_[i];
+  return name == "exp_avg_sq" ? exp_avg_sq_[i] : max_exp_avg_sq_[i];
+}
+
+void Adam::set_state_tensor(size_t i, const std::string& name, Tensor value) {
+  if (name == "step") steps_[i] = read_step(value);
+  else if (name == "exp_avg") exp_avg_[i] = std::move(value);
+  else if (name == "exp_avg_sq") exp_avg_sq_[i] = std::move(value);
+  else max_exp_avg_sq_[i] = std::move(value);
+}
+
+void Adam::clear_state(size_t i) {
+  exp_avg_[i] = Tensor(), exp_avg_sq_[i] = Tensor(), max_exp_avg_sq_[i] = Tensor();
+  steps_[i] = 0;
+}
+
+// ---- RMSprop --------------------------------------------------------------------------------------
+
+std::string RMSprop::hyperparameters_json() const {
+  return fmt::format("\"lr\": {}, \"momentum\": {}, \"alpha\": {}, \"eps\": {}, \"centered\": {}, "
+                     "\"weight_decay\": {}, \"capturable\": false, \"foreach\": null, \"maximize\": false, "
+                     "\"differentiable\": false", json_number(lr), json_number(momentum), json_number(alpha),
+                     json_number(eps), centered ? "true" : "false", json_number(weight_decay));
+}
+
+void RMSprop::set_hyperparameters(const io::Json& group) {
+  double new_lr = read_number(group, "lr", "RMSprop"), new_momentum = read_number(group, "momentum", "RMSprop");
+  double new_alpha = read_number(group, "alpha", "RMSprop"), new_eps = read_number(group, "eps", "RMSprop");
+  double new_wd = read_number(group, "weight_decay", "RMSprop");
+  bool new_centered = read_bool(group, "centered", "RMSprop");
+  if ((new_momentum > 0) != (momentum > 0) || new_centered != centered)
+    fail("RMSprop::load_state_dict: the state is of an RMSprop with momentum {} and centered={}, this one has "
+         "momentum {} and centered={} (their state tensors differ)", new_momentum, new_centered, momentum, centered);
+  lr = new_lr, momentum = new_momentum, alpha = new_alpha, eps = new_eps, weight_decay = new_wd;
+}
+
+std::vector<std::string> RMSprop::state_names() const {
+  std::vector<std::string> names{"step", "square_avg"};
+  if (momentum > 0) names.push_back("momentum_buffer");
+  if (centered) names.push_back("grad_avg");
+  return names;
+}
+
+Tensor RMSprop::state_tensor(size_t i, const std::string& name) const {
+  if (!square_avg_[i].defined()) return Tensor();
+  if (name == "step") return step_tensor(steps_[i]);
+  if (name == "square_avg") return square_avg_[i];
+  return name == "momentum_buffer" ? momentum_buffer_[i] : grad_avg_[i];
+}
+
+void RMSprop::set_state_tensor(size_t i, const std::string& name, Tensor value) {
+  if (name == "step") steps_[i] = read_step(value);
+  else if (name == "square_avg") square_avg_[i] = std::move(value);
+  else if (name == "momentum_buffer") momentum_buffer_[i] = std::move(value);
+  else grad_avg_[i] = std::move(value);
+}
+
+void RMSprop::clear_state(size_t i) {
+  square_avg_[i] = Tensor(), grad_avg_[i] = Tensor(), momentum_buffer_[i] = Tensor();
+  steps_[i] = 0;
+}
+
+// ---- Adagrad --------------------------------------------------------------------------------------
+
+std::string Adagrad::hyperparameters_json() const {
+  return fmt::format("\"lr\": {}, \"lr_decay\": {}, \"eps\": {}, \"weight_decay\": {}, "
+                     "\"initial_accumulator_value\": {}, \"foreach\": null, \"maximize\": false, "
+                     "\"differentiable\": false, \"fused\": null", json_number(lr), json_number(lr_decay),
+                     json_number(eps), json_number(weight_decay), json_number(initial_accumulator_value));
+}
+
+void Adagrad::set_hyperparameters(const io::Json& group) {
+  double new_lr = read_number(group, "lr", "Adagrad"), new_decay = read_number(group, "lr_decay", "Adagrad");
+  double new_eps = read_number(group, "eps", "Adagrad"), new_wd = read_number(group, "weight_decay", "Adagrad");
+  double new_init = read_number(group, "initial_accumulator_value", "Adagrad");
+  lr = new_lr, lr_decay = new_decay, eps = new_eps, weight_decay = new_wd, initial_accumulator_value = new_init;
+}
+
+Tensor Adagrad::state_tensor(size_t i, const std::string& name) const {
+  if (!sum_[i].defined()) return Tensor();
+  return name == "step" ? step_tensor(steps_[i]) : sum_[i];
+}
+
+void Adagrad::set_state_tensor(size_t i, const std::string& name, Tensor value) {
+  if (name == "step") steps_[i] = read_step(value);
+  else sum_[i] = std::move(value);
+}
+
+void Adagrad::clear_state(size_t i) {
+  sum_[i] = Tensor();
   steps_[i] = 0;
 }
 

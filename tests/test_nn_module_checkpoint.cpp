@@ -282,6 +282,13 @@ BOOST_AUTO_TEST_CASE(optimizers_resume_bit_for_bit) {
   tt::for_each_backend([&](const tt::Backend&) {
     check_resume("SGD", [](nn::Module& m) { return std::make_unique<nn::SGD>(m.parameters(), 0.05, 0.9, 1e-3, 0.0, true); });
     check_resume("AdamW", [](nn::Module& m) { return std::make_unique<nn::AdamW>(m.parameters(), 1e-2); });
+    check_resume("Adam amsgrad", [](nn::Module& m) {
+      return std::make_unique<nn::Adam>(m.parameters(), 1e-2, std::pair{0.9, 0.99}, 1e-8, 1e-3, true);
+    });
+    check_resume("RMSprop centered momentum", [](nn::Module& m) {
+      return std::make_unique<nn::RMSprop>(m.parameters(), 1e-2, 0.9, 1e-8, 1e-3, 0.5, true);
+    });
+    check_resume("Adagrad", [](nn::Module& m) { return std::make_unique<nn::Adagrad>(m.parameters(), 5e-2, 0.1, 0, 0.1); });
     // The hyperparameters come back too, as PyTorch's load_state_dict restores param_groups.
     Generator g(1);
     auto m = make_mlp(g);

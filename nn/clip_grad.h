@@ -1,0 +1,24 @@
+// Gradient clipping, as torch.nn.utils.clip_grad_norm_ / clip_grad_value_: the parameters'
+// .grad tensors are changed in place (outside autograd); parameters without a gradient are
+// skipped.
+#pragma once
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace tritium::nn {
+
+using runtime::Tensor;
+
+// The norm of order norm_type of all gradients together (the norm of the per-gradient norms;
+// norm_type > 0 or +-infinity) is returned as a 0-dim f32 tensor on the gradients' device; every
+// gradient is multiplied by min(max_norm / (total + 1e-6), 1), as PyTorch (also when that is 1).
+// With error_if_nonfinite a NaN or infinite total is an error and no gradient changes. No
+// gradients at all: returns 0. Gradients on different devices are an error.
+Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
+                       bool error_if_nonfinite = false);
+
+// Clamps every gradient to [-clip_value, clip_value].
+void clip_grad_value_(const std::vector<Tensor>& params, double clip_value);
+
+}  // namespace tritium::nn
