@@ -90,7 +90,7 @@ struct TempFile {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(nn_walkthrough)
+BOOST_AUTO_TEST_SUITE(test_nn_walkthrough)
 
 BOOST_AUTO_TEST_CASE(residual_block_keys_values_and_checkpoints) {
   tt::for_each_backend([&](const tt::Backend&) {
