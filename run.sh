@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: set up (install what is missing, build), then train an MLP on Fashion-MNIST.
+# The main job: set up (install what is missing, build), then train an MLP (or, with --model cnn,
+# a CNN) on Fashion-MNIST.
 #   ./run.sh [train-mnist options]   train-mnist, 5 epochs by default (--help lists the options)
 #   ./run.sh tutorials               all tutorials (each checks its own result)
 #   ./run.sh --bench                 the tutorials' benchmarks and tritium-bench

@@ -37,6 +37,9 @@ expect 2 "--backend: .*tpu" "$train" --backend tpu
 expect 2 "--epochs needs a value" "$train" --epochs
 expect 2 "unknown option '--epoch'" "$train" --epoch 3
 expect 2 "train-mnist: error: .*no-such-dir" "$train" --data /no-such-dir --limit-batches 1
+expect 2 "--model: expected one of mlp, cnn, got 'resnet'" "$train" --model resnet
+expect 2 "--save needs a value" "$train" --save
+expect 2 "train-mnist: error: .*/no-such-dir/model.safetensors" "$train" --model cnn --epochs 0 --load /no-such-dir/model.safetensors
 
 expect 0 "usage: tritium-tune" "$tune" --help
 expect 2 "--device: .*tpu" "$tune" --device tpu

@@ -1,5 +1,6 @@
-// train-mnist: a multilayer perceptron (784-512-512-10, ReLU) trained on Fashion-MNIST with
-// AdamW and cross-entropy. Every operation of the forward pass, the backward pass and the
+// train-mnist: a multilayer perceptron (784-512-512-10, ReLU) or a small CNN (two
+// conv-batchnorm-relu-maxpool stages, then two linear layers) trained on Fashion-MNIST with
+// AdamW and cross-entropy; checkpoints of the model and the optimiser with --save / --load. Every operation of the forward pass, the backward pass and the
 // optimiser step is a Tritium kernel. Run with --help for the options.
 #include <chrono>
 #include <cstdio>
@@ -11,12 +12,18 @@
 
 #include "tools/cli.h"
 
+#include "io/safetensors.h"
 #include "nn/autograd.h"
+#include "nn/containers.h"
+#include "nn/conv.h"
 #include "ops/ops.h"
 #include "nn/data.h"
 #include "nn/functional.h"
 #include "nn/module.h"
+#include "nn/norm.h"
 #include "nn/optim.h"
+#include "nn/pooling.h"
+#include "nn/serialize.h"
 
 using namespace tritium;
 using Clock = std::chrono::steady_clock;
@@ -32,11 +39,16 @@ struct Config {
   std::string backend = "cpu";
   int64_t limit_batches = -1;  // all
   bool tf32 = false;
+  std::string model = "mlp";        // mlp or cnn
+  std::string save_path, load_path;  // empty: none
 };
 
 const char* kUsage =
     "usage: train-mnist [options]\n"
-    "Trains a 784-512-512-10 MLP on Fashion-MNIST with AdamW; every op is a Tritium kernel.\n"
+    "Trains a model on Fashion-MNIST with AdamW; every op is a Tritium kernel.\n"
+    "  --model mlp|cnn     mlp: 784-512-512-10 with ReLU (the default); cnn: two stages of\n"
+    "                      conv 3x3 (32, then 64 channels)-batchnorm-relu-maxpool 2x2, then\n"
+    "                      linear 3136-128-relu-10\n"
     "  --epochs N          epochs, 0 to 10000 (default 5)\n"
     "  --batch-size B      batch size, 1 to 60000 (default 128)\n"
     "  --lr LR             AdamW learning rate, above 0 and at most 10 (default 1e-3)\n"
@@ -48,6 +60,11 @@ const char* kUsage =
     "  --limit-batches K   train on at most K batches per epoch, 1 to 2^31 - 1 (quick runs)\n"
     "  --tf32              fp32 matmuls on tf32 tensor cores on a GPU (PyTorch's\n"
     "                      set_float32_matmul_precision(\"high\"); default: exact fp32)\n"
+    "  --save PATH         after training, write the model to PATH and the optimiser's state\n"
+    "                      to PATH.optim (safetensors, PyTorch's state_dict names)\n"
+    "  --load PATH         before training, read the model from PATH and, when training\n"
+    "                      (--epochs above 0), the optimiser from PATH.optim; with --epochs 0\n"
+    "                      the loaded model is only evaluated\n"
     "  --help              this text\n"
     "Mistakes in the options, and errors while running, end the program with one line on\n"
     "stderr and exit status 2.\n";
@@ -67,10 +84,70 @@ Config parse(int argc, char** argv) {
     else if (args.is("--seed")) c.seed = cli::parse_uint64(o, args.value());
     else if (args.is("--limit-batches")) c.limit_batches = cli::parse_int(o, args.value(), 1, INT32_MAX);
     else if (args.is("--data")) c.data = args.value();
+    else if (args.is("--model")) {
+      c.model = args.value();
+      if (c.model != "mlp" && c.model != "cnn")
+        throw cli::UsageError("--model: expected one of mlp, cnn, got '" + c.model + "'");
+    } else if (args.is("--save")) c.save_path = args.value();
+    else if (args.is("--load")) c.load_path = args.value();
     else if (args.is("--backend")) c.backend = cli::parse_device(o, args.value()).str();
     else args.unknown();
   }
   return c;
+}
+
+// The models, from the library's modules. Both take the loader's [N, 784] images; the CNN
+// unflattens them to [N, 1, 28, 28] as its first layer. The children are named so that a
+// checkpoint's keys say what they are ("conv1.weight", "bn1.running_mean", ...).
+nn::Sequential make_mlp(Generator& gen) {
+  return nn::Sequential(nn::Linear(784, 512, true, gen), nn::ReLU(), nn::Linear(512, 512, true, gen), nn::ReLU(),
+                        nn::Linear(512, 10, true, gen));
+}
+
+nn::Sequential make_cnn(Generator& gen) {
+  auto conv = [&](int64_t in, int64_t out) {
+    return std::make_shared<nn::Conv2d>(in, out, 3, 1, 1, 1, 1, true, "zeros", gen);
+  };
+  return nn::Sequential(std::vector<nn::NamedModule>{
+      {"unflatten", std::make_shared<nn::Unflatten>(1, std::vector<int64_t>{1, 28, 28})},
+      {"conv1", conv(1, 32)},
+      {"bn1", std::make_shared<nn::BatchNorm2d>(32)},
+      {"relu1", std::make_shared<nn::ReLU>()},
+      {"pool1", std::make_shared<nn::MaxPool2d>(Ints{2})},
+      {"conv2", conv(32, 64)},
+      {"bn2", std::make_shared<nn::BatchNorm2d>(64)},
+      {"relu2", std::make_shared<nn::ReLU>()},
+      {"pool2", std::make_shared<nn::MaxPool2d>(Ints{2})},
+      {"flatten", std::make_shared<nn::Flatten>()},
+      {"fc1", std::make_shared<nn::Linear>(64 * 7 * 7, 128, true, gen)},
+      {"relu3", std::make_shared<nn::ReLU>()},
+      {"fc2", std::make_shared<nn::Linear>(128, 10, true, gen)},
+  });
+}
+
+// Checkpoints carry the model's name in their metadata, so that loading one of the other model
+// says so instead of listing every missing key.
+constexpr const char* kModelKey = "train-mnist.model";
+
+std::string optimizer_path(const std::string& model_path) { return model_path + ".optim"; }
+
+void load_checkpoint(const Config& cfg, nn::Module& model, nn::Optimizer& optimizer, Device device) {
+  io::Safetensors file = io::load_safetensors(cfg.load_path, device);
+  auto it = file.metadata.find(kModelKey);
+  if (it != file.metadata.end() && it->second != cfg.model)
+    fail("--load {}: a checkpoint of the {} model, but --model is {} (pass --model {})", cfg.load_path, it->second,
+         cfg.model, it->second);
+  try {
+    model.load_state_dict(nn::StateDict(file.tensors));
+  } catch (const Error& e) {
+    fail("--load {}: not a checkpoint of the {} model: {}", cfg.load_path, cfg.model, e.what());
+  }
+  if (cfg.epochs > 0) nn::load(optimizer, optimizer_path(cfg.load_path));
+}
+
+void save_checkpoint(const Config& cfg, const nn::Module& model, const nn::Optimizer& optimizer) {
+  nn::save(model, cfg.save_path, {{kModelKey, cfg.model}});
+  nn::save(optimizer, optimizer_path(cfg.save_path));
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -135,18 +212,18 @@ int run(const Config& cfg) {
   nn::DataLoader train_loader(train_set, cfg.batch_size, /*shuffle=*/true, cfg.seed);
   nn::DataLoader test_loader(test_set, 1000);
 
-  nn::Sequential model(nn::Linear(784, 512, true, gen), nn::ReLU(), nn::Linear(512, 512, true, gen), nn::ReLU(),
-                       nn::Linear(512, 10, true, gen));
+  nn::Sequential model = cfg.model == "cnn" ? make_cnn(gen) : make_mlp(gen);
   Device device = Device::parse(cfg.backend);
   model.to(device);  // before the optimiser, which holds the parameters
   if (cfg.tf32) tritium::ops::set_float32_matmul_precision("high");
   nn::AdamW optimizer(model.parameters(), cfg.lr, {0.9, 0.999}, 1e-8, cfg.weight_decay);
+  if (!cfg.load_path.empty()) load_checkpoint(cfg, model, optimizer, device);
 
   int64_t batches = train_loader.size();
   if (cfg.limit_batches > 0) batches = std::min(batches, cfg.limit_batches);
-  std::printf("train-mnist: %lld training and %lld test samples, %lld batches of %lld per epoch, seed %llu, "
+  std::printf("train-mnist: %s, %lld training and %lld test samples, %lld batches of %lld per epoch, seed %llu, "
               "fp32 matmuls %s\n",
-              static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()),
+              cfg.model.c_str(), static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()),
               static_cast<long long>(batches), static_cast<long long>(cfg.batch_size),
               static_cast<unsigned long long>(cfg.seed), cfg.tf32 ? "as tf32" : "in fp32");
   std::fflush(stdout);
@@ -177,6 +254,12 @@ int run(const Config& cfg) {
     std::printf("epoch %d: train loss %.4f, test accuracy %.2f%%, %.1f s (%.0f samples/s)\n", epoch,
                 done ? loss_sum / done : 0.0, 100 * accuracy, seconds, samples / seconds);
     std::fflush(stdout);
+  }
+  if (cfg.epochs == 0) accuracy = evaluate(model, test_loader, device);  // a loaded model, only evaluated
+  if (!cfg.save_path.empty()) {
+    save_checkpoint(cfg, model, optimizer);
+    std::printf("saved the model to %s and the optimiser to %s\n", cfg.save_path.c_str(),
+                optimizer_path(cfg.save_path).c_str());
   }
   std::printf("final: test accuracy %.2f%%, mean throughput %.0f samples/s\n", 100 * accuracy,
               train_seconds > 0 ? train_samples / train_seconds : 0.0);
