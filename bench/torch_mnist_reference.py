@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""PyTorch eager reference for train-mnist: the same MLP (784-512-512-10, ReLU), AdamW lr 1e-3
-weight decay 1e-2, batch 128, shuffled, the same normalisation; prints test accuracy and
-samples/s per epoch. Run on the GPU machine beside `train-mnist --backend cuda`.
+"""PyTorch eager reference for train-mnist: the same models (the MLP 784-512-512-10 with ReLU, or
+the CNN: two stages of conv 3x3 (32, then 64 channels)-batchnorm-relu-maxpool 2x2, then
+3136-128-10), AdamW lr 1e-3 weight decay 1e-2, batch 128, shuffled, the same normalisation;
+prints test accuracy and samples/s per epoch. Run on the GPU machine beside
+`train-mnist --backend cuda [--model cnn]`.
 
-    python3 bench/torch_mnist_reference.py DATA_DIR [EPOCHS]
+    python3 bench/torch_mnist_reference.py DATA_DIR [EPOCHS] [mlp|cnn] [cuda|cpu]
 """
 import gzip
 import sys
@@ -21,7 +23,8 @@ def idx(path, offset):
 def main():
     root = sys.argv[1]
     epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    dev = "cuda"
+    kind = sys.argv[3] if len(sys.argv) > 3 else "mlp"
+    dev = sys.argv[4] if len(sys.argv) > 4 else "cuda"
     xs = torch.tensor(idx(f"{root}/train-images-idx3-ubyte.gz", 16).reshape(-1, 784), dtype=torch.float32)
     ys = torch.tensor(idx(f"{root}/train-labels-idx1-ubyte.gz", 8), dtype=torch.int64)
     xt = torch.tensor(idx(f"{root}/t10k-images-idx3-ubyte.gz", 16).reshape(-1, 784), dtype=torch.float32)
@@ -30,13 +33,21 @@ def main():
     xs, xt = norm(xs), norm(xt).to(dev)
     yt = yt.to(dev)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(dev)
+    nn = torch.nn
+    if kind == "cnn":
+        stage = lambda i, o: [nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(), nn.MaxPool2d(2)]
+        model = nn.Sequential(nn.Unflatten(1, (1, 28, 28)), *stage(1, 32), *stage(32, 64), nn.Flatten(),
+                              nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10)).to(dev)
+    else:
+        model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                              nn.Linear(512, 10)).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-2)
     loss_fn = torch.nn.CrossEntropyLoss()
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
     for epoch in range(1, epochs + 1):
         perm = torch.randperm(xs.shape[0])
-        torch.cuda.synchronize()
+        model.train()
+        sync()
         t0 = time.perf_counter()
         for i in range(0, xs.shape[0] - 127, 128):
             idx_b = perm[i:i + 128]
@@ -46,8 +57,9 @@ def main():
             loss.backward()
             opt.step()
             loss.item()  # as train-mnist reads the loss every step
-        torch.cuda.synchronize()
+        sync()
         dt = time.perf_counter() - t0
+        model.eval()
         with torch.no_grad():
             acc = (model(xt).argmax(1) == yt).float().mean().item()
         n = (xs.shape[0] // 128) * 128

@@ -4,14 +4,15 @@
 # Quicker than scripts/gpu_layouts.sh when only some suites changed.
 #   SUITES="test_nn_conv test_nn_pool" [OPS=conv2d,max_pool2d] scripts/gpu_suites.sh
 # OPS limits test_torch_parity's fixtures and test_op_registry's gradcheck to those ops
-# (TRITIUM_PARITY_OPS, TRITIUM_GRADCHECK_OPS).
+# (TRITIUM_PARITY_OPS, TRITIUM_GRADCHECK_OPS). TARGETS names more targets to build into /tmp/bg
+# (e.g. TARGETS="train-mnist tritium-bench" for the training and op-comparison runs after it).
 set -uo pipefail
 : "${SUITES:?name the suites: SUITES=\"test_a test_b\"}"
 start=$(date +%s)
 deadline=${GPU_DEADLINE:-500}
 out=${OUT:-/tmp/gpu-suites}
 cmake -S . -B /tmp/bg -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRITIUM_CPU_BACKEND=OFF >/tmp/cfg.log 2>&1 || { tail -20 /tmp/cfg.log; exit 1; }
-cmake --build /tmp/bg -j"$(nproc)" --target tritium-tests >/tmp/b.log 2>&1 || { grep -E "error" /tmp/b.log | head -30; exit 1; }
+cmake --build /tmp/bg -j"$(nproc)" --target tritium-tests ${TARGETS:-} >/tmp/b.log 2>&1 || { grep -E "error" /tmp/b.log | head -30; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 export TRITIUM_FIXTURES_DIR=$PWD/tests/fixtures LD_LIBRARY_PATH=/tmp/bg
 [ -n "${OPS:-}" ] && export TRITIUM_PARITY_OPS=$OPS TRITIUM_GRADCHECK_OPS=$OPS
