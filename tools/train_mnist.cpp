@@ -212,9 +212,13 @@ int run(const Config& cfg) {
   nn::DataLoader train_loader(train_set, cfg.batch_size, /*shuffle=*/true, cfg.seed);
   nn::DataLoader test_loader(test_set, 1000);
 
-  nn::Sequential model = cfg.model == "cnn" ? make_cnn(gen) : make_mlp(gen);
   Device device = Device::parse(cfg.backend);
-  model.to(device);  // before the optimiser, which holds the parameters
+  // Built and initialised on the device it trains on (Philox draws the same values everywhere),
+  // so a build without the CPU backend trains too.
+  nn::Sequential model = [&] {
+    DefaultDeviceGuard on(device);
+    return cfg.model == "cnn" ? make_cnn(gen) : make_mlp(gen);
+  }();
   if (cfg.tf32) tritium::ops::set_float32_matmul_precision("high");
   nn::AdamW optimizer(model.parameters(), cfg.lr, {0.9, 0.999}, 1e-8, cfg.weight_decay);
   if (!cfg.load_path.empty()) load_checkpoint(cfg, model, optimizer, device);
