@@ -408,7 +408,7 @@ std::string Linear::extra_repr() const {
 
 // ---- LayerNorm ----------------------------------------------------------------------------------
 
-LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool elementwise_affine)
+LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool elementwise_affine, bool with_bias)
     : normalized_shape(std::move(shape)), eps(eps_) {
   if (normalized_shape.empty()) fail("LayerNorm: normalized_shape is empty");
   for (int64_t d : normalized_shape)
@@ -416,7 +416,7 @@ LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool elementwise_a
   if (elementwise_affine) {
     NoGradGuard no_grad;
     weight = register_parameter("weight", ops::ones(normalized_shape));
-    bias = register_parameter("bias", ops::zeros(normalized_shape));
+    if (with_bias) bias = register_parameter("bias", ops::zeros(normalized_shape));
   }
 }
 
@@ -426,13 +426,13 @@ Tensor LayerNorm::forward(const Tensor& x) {
 }
 
 std::string LayerNorm::extra_repr() const {
-  const char* affine = weight.defined() ? "True" : "False";
   return fmt::format("{}, eps={}, elementwise_affine={}, bias={}", python_tuple(normalized_shape), python_float(eps),
-                     affine, affine);
+                     weight.defined() ? "True" : "False", bias.defined() ? "True" : "False");
 }
 
 void LayerNorm::parameters_moved() {
-  if (weight.defined()) weight = parameter("weight"), bias = parameter("bias");
+  if (weight.defined()) weight = parameter("weight");
+  if (bias.defined()) bias = parameter("bias");
 }
 
 // ---- ReLU, Dropout -----------------------------------------------------------------------------

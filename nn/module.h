@@ -204,7 +204,9 @@ class ReLU : public Module {
 // elementwise_affine, a weight (ones) and a bias (zeros) of that shape.
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  // bias=false: a weight without a bias (PyTorch's LayerNorm(bias=False)).
+  explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
+                     bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   std::string type_name() const override { return "LayerNorm"; }

@@ -162,7 +162,7 @@ LayerNormResult layer_norm(const Tensor& x_in, const Shape& normalized_shape, co
   detail::check_tensors(op, ts);
   if (!is_float(x_in.dtype())) fail("{}: expected a floating-point input, got {}", op, dtype_name(x_in.dtype()));
   auto [M, N] = rows_cols(op, x_in, normalized_shape);
-  if (weight.defined() != bias.defined()) fail("{}: give both weight and bias, or neither", op);
+  if (bias.defined() && !weight.defined()) fail("{}: a bias without a weight is not supported", op);
   for (const Tensor* t : {&weight, &bias})
     if (t->defined() && t->shape() != normalized_shape)
       fail("{}: weight and bias must have the normalized shape {}, got {}", op, shape_str(normalized_shape),
@@ -175,7 +175,9 @@ LayerNormResult layer_norm(const Tensor& x_in, const Shape& normalized_shape, co
   r.mean = Tensor::empty({M}, acc, x.device());
   r.rstd = Tensor::empty({M}, acc, x.device());
   if (M == 0 || N == 0) return r;
-  Tensor w = weight.defined() ? contiguous(to_dtype(weight, x.dtype())) : x, b = bias.defined() ? contiguous(to_dtype(bias, x.dtype())) : x;
+  // A weight without a bias (LayerNorm(bias=False)) runs the affine kernel with a zero bias.
+  Tensor w = weight.defined() ? contiguous(to_dtype(weight, x.dtype())) : x;
+  Tensor b = bias.defined() ? contiguous(to_dtype(bias, x.dtype())) : weight.defined() ? zeros(normalized_shape, x.dtype(), x.device()) : x;
   forward_kernel()[{M}](x, w, b, r.y, r.mean, r.rstd, N, eps, static_cast<int>(acc), weight.defined(),
                         static_cast<int>(block_for(N)));
   return r;

@@ -188,7 +188,13 @@ BOOST_AUTO_TEST_CASE(errors) {
                      {"layer_norm", "normalized_shape [12]", "trailing dims", "[4, 10]"}, "shape");
     tt::check_throws([&] { ops::layer_norm(x, {10}, tritium::ops::ones({9}), b, 1e-5); },
                      {"weight and bias must have the normalized shape [10]", "[9]"}, "weight shape");
-    tt::check_throws([&] { ops::layer_norm(x, {10}, w, Tensor(), 1e-5); }, {"both weight and bias"}, "bias missing");
+    tt::check_throws([&] { ops::layer_norm(x, {10}, Tensor(), b, 1e-5); }, {"a bias without a weight"}, "weight missing");
+    // A weight without a bias (LayerNorm(bias=False)) is the affine form with a zero bias.
+    Tensor rw = ou::random_tensor<float>({10}, 23);
+    auto weight_only = ops::layer_norm(x, {10}, rw, Tensor(), 1e-5).y.to(DType::f64).to(tritium::Device::cpu()).to_vector<double>();
+    auto zero_bias = ops::layer_norm(x, {10}, rw, tritium::ops::zeros({10}, x.dtype(), x.device()), 1e-5)
+                         .y.to(DType::f64).to(tritium::Device::cpu()).to_vector<double>();
+    BOOST_TEST(weight_only == zero_bias, boost::test_tools::per_element());
     tt::check_throws([&] { ops::layer_norm(x, {10}, w, b, -1); }, {"eps must be >= 0"}, "eps");
     tt::check_throws([&] { ops::layer_norm(ou::random_tensor<int32_t>({4, 10}, 22, -5, 5), {10}, w, b, 1e-5); },
                      {"floating-point input", "i32"}, "dtype");

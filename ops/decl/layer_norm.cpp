@@ -36,6 +36,9 @@ void declare_layer_norm(OpRegistry& r) {
                {"[3,5] over [5] affine",
                 {sample_uniform({3, 5}, d, 101, -2, 2), sample_uniform({5}, d, 102, 0.5, 1.5), sample_uniform({5}, d, 103)},
                 attrs({5})},
+               {"[3,5] over [5] weight only (bias=False)",
+                {sample_uniform({3, 5}, d, 105, -2, 2), sample_uniform({5}, d, 106, 0.5, 1.5), Tensor()},
+                attrs({5})},
                {"[2,3,4] over [3,4] no affine", {sample_uniform({2, 3, 4}, d, 104, -2, 2), Tensor(), Tensor()}, attrs({3, 4})},
            };
          }});
