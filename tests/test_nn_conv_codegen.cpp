@@ -135,6 +135,19 @@ BOOST_AUTO_TEST_CASE(weight_gradient_kernel_uses_tensor_cores) {
                                       64, 32, true, static_cast<int>(tritium::DType::f32), 0);
     BOOST_TEST(has(s, cc == 90 ? "wgmma.mma_async" : "mma.sync"));
   }
+  // The autotuner's 2-warp candidates on Hopper: mma.sync, whose M-major gradient tile is read
+  // with ldmatrix.trans behind 16-byte cp.async (the wgmma path gathers it one element at a time:
+  // the layout generator's wgmma takes A K-major only).
+  for (auto [bm, bn, bk, stages] : {std::tuple{64, 64, 32, 4}, std::tuple{64, 128, 32, 4}, std::tuple{128, 64, 32, 4}}) {
+    const std::string s = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), "wgrad_2warps", 2, stages, 90,
+                                      "sm_90a", addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), p, p / 8, 8, H, W, H,
+                                      W, C, O, 3, 3, 1, 1, 1, 1, 1, 1, g.n, g.c, g.h, g.w, x.n, x.c, x.h, x.w,
+                                      O * C * 9, bm, bn, bk, true, static_cast<int>(tritium::DType::f32), 0);
+    BOOST_TEST(has(s, "mma.sync"));
+    BOOST_TEST(has(s, "tt_ldsm_x4_trans("));
+    BOOST_TEST(has(s, "tt_cp_async<16>("));
+    BOOST_TEST(has(s, "// pipelined:"));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
