@@ -44,9 +44,9 @@ bool channels_last_strides(const Tensor& t) {
 }
 
 // `t` (4-D) with NHWC strides when `channels_last` (itself when it has them, else one copy);
-// otherwise `t` as it is (the kernels read any strides).
+// otherwise `t` as it is (the kernels read any strides; one channel has nothing to reorder).
 Tensor in_format(const Tensor& t, bool channels_last) {
-  if (!channels_last || channels_last_strides(t)) return t;
+  if (!channels_last || t.size(1) == 1 || channels_last_strides(t)) return t;
   return contiguous(t.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
 }
 
