@@ -122,6 +122,22 @@ BOOST_AUTO_TEST_CASE(input_gradient_uses_tensor_cores_and_cp_async) {
   BOOST_TEST(has(a, "mma.sync"));
 }
 
+// dgrad of a strided convolution (ResNet-50 layer3's 3x3 stride 2, 256 channels, 28x28 -> 14x14):
+// one launch, program_id(2) the output phase, each phase's taps from the host's table.
+BOOST_AUTO_TEST_CASE(phased_input_gradient_uses_tensor_cores_and_cp_async) {
+  if (!cuda::nvrtc_available()) return;
+  const int32_t c = 256, ih = 28, oh = 14;
+  ForwardCall call{N, c, oh, oh, c, ih, ih, 3, 2, 1, nhwc(c, oh, oh), nhwc(c, ih, ih),
+                   {c * 9 * c, 1, 9 * c, 3 * c, c}, true, true};
+  const std::string h = forward(call, "dgrad_phased", 8, 3, 90, "sm_90a", 128, 128, 64);
+  BOOST_TEST(has(h, "wgmma.mma_async"));
+  BOOST_TEST(has(h, "tt_cp_async<16>("));
+  BOOST_TEST(has(h, "// pipelined:"));
+  const std::string a = forward(call, "dgrad_phased", 4, 4, 80, "sm_80", 128, 128, 32);
+  BOOST_TEST(has(a, "mma.sync"));
+  BOOST_TEST(has(a, "tt_cp_async<16>("));
+}
+
 // The weight gradient at the same shape: grad_out [64, 64, 56, 56] times the gathered input, K =
 // N*OH*OW split in 8, partial sums in f32.
 BOOST_AUTO_TEST_CASE(weight_gradient_kernel_uses_tensor_cores) {
