@@ -236,12 +236,15 @@ DType acc_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
 int tf32_for(DType d) { return d == DType::f32 && get_float32_matmul_precision() != "highest"; }
 
 // GPU candidates (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): Triton's matmul / conv tensor-core
-// tiles, K steps of 32 and 64; tiles wider than a problem's (power-of-two) size are pruned.
+// tiles, K steps of 32 and 64 (128 x 128 and 128 x 256 with 64-wide K steps in 3-4 stages: the
+// bf16 tiles of wide layers such as ResNet-50's 1x1 128 -> 512); tiles wider than a problem's
+// (power-of-two) size are pruned.
 std::vector<Config> gpu_forward_configs() {
   struct C { int m, n, k, warps, stages; };
   const C list[] = {{128, 128, 64, 8, 3}, {128, 128, 32, 4, 4}, {128, 64, 64, 4, 3}, {128, 64, 32, 4, 4},
                     {64, 128, 32, 4, 4},  {64, 64, 64, 4, 3},   {64, 64, 32, 4, 4},  {256, 128, 32, 8, 3},
-                    {128, 256, 32, 8, 3}, {64, 32, 32, 2, 5},   {32, 32, 32, 2, 4}};
+                    {128, 256, 32, 8, 3}, {128, 256, 64, 8, 3}, {128, 128, 64, 4, 4}, {64, 32, 32, 2, 5},
+                    {32, 32, 32, 2, 4}};
   std::vector<Config> out;
   for (C c : list) out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}}, c.warps, c.stages);
   return out;

@@ -96,6 +96,12 @@ BOOST_AUTO_TEST_CASE(forward_kernel_uses_tensor_cores_and_cp_async) {
   BOOST_TEST(has(h, "wgmma.mma_async"));
   BOOST_TEST(has(h, "tt_cp_async<16>("));
   BOOST_TEST(has(h, "// pipelined:"));
+  // The widest candidate (128 x 256 x 64, 8 warps, 3 stages) at ResNet-50 layer2's 1x1 128 -> 512.
+  const std::string w = forward({N, 128, 28, 28, 512, 28, 28, 1, 1, 0, nhwc(128, 28, 28), nhwc(512, 28, 28),
+                                 {0, 128, 1, 128, 128}, false, false},
+                                "fwd_wide", 8, 3, 90, "sm_90a", 128, 256, 64);
+  BOOST_TEST(has(w, "wgmma.mma_async"));
+  BOOST_TEST(has(w, "tt_cp_async<16>("));
   const std::string a = forward(layer1_forward(), "fwd", 4, 3, 80, "sm_80", 128, 64, 32);
   BOOST_TEST(has(a, "mma.sync"));
   BOOST_TEST(!has(a, "wgmma"));
