@@ -365,6 +365,23 @@ std::vector<OpBench> make_table() {
          const int64_t b = std::max<int64_t>(1, n / (256 * 28 * 28));
          return OpCall{.inputs = {in({b, 256, 28, 28}), in({256, 256, 3, 3}), in({256})}, .attrs = conv_attrs({2, 2}, {1, 1})};
        }},
+      // More of ResNet-50's shapes channels-last (issue 30's bar): a strided 3x3 (dgrad by output
+      // phase), a 1x1 reducing channels, the last stage's 7x7 planes.
+      {"conv2d", "ResNet-50 layer3 256->256 3x3 stride 2 28x28 channels-last", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (256 * 28 * 28));
+         return OpCall{.inputs = {channels_last(in({b, 256, 28, 28})), channels_last(in({256, 256, 3, 3})), in({256})},
+                       .attrs = conv_attrs({2, 2}, {1, 1})};
+       }},
+      {"conv2d", "ResNet-50 layer1 256->64 1x1 56x56 channels-last", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (256 * 56 * 56));
+         return OpCall{.inputs = {channels_last(in({b, 256, 56, 56})), channels_last(in({64, 256, 1, 1})), in({64})},
+                       .attrs = conv_attrs({1, 1}, {0, 0})};
+       }},
+      {"conv2d", "ResNet-50 layer4 512->512 3x3 7x7 channels-last", [](int64_t n) {
+         const int64_t b = std::max<int64_t>(1, n / (512 * 7 * 7));
+         return OpCall{.inputs = {channels_last(in({b, 512, 7, 7})), channels_last(in({512, 512, 3, 3})), in({512})},
+                       .attrs = conv_attrs({1, 1}, {1, 1})};
+       }},
       {"conv2d", "small CNN 1->32 3x3 28x28", [](int64_t n) {
          const int64_t b = std::max<int64_t>(1, n / (32 * 28 * 28));
          return OpCall{.inputs = {in({b, 1, 28, 28}), in({32, 1, 3, 3}), in({32})}, .attrs = conv_attrs({1, 1}, {1, 1})};

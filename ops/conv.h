@@ -3,8 +3,10 @@
 // checks, shapes and memory formats; docs/ops.md, "Convolutions").
 //
 // Inputs may be contiguous ([N, C, H, W]) or channels-last (NHWC strides, PyTorch's
-// memory_format=torch.channels_last); any other strides are read as they are (no copy). The
-// output is channels-last when the input or the weight is, as PyTorch's. Dtypes f16, bf16, f32
+// memory_format=torch.channels_last) or any other strides. The output is channels-last when the
+// input or the weight is, as PyTorch's. The kernels read the operands channels-last when that
+// rule says so and always on a GPU (converting an operand once where it is not); on the CPU
+// otherwise through their strides as they are. Dtypes f16, bf16, f32
 // (accumulating in f32) and f64; one dtype for input, weight and bias.
 #pragma once
 #include <array>

@@ -236,12 +236,15 @@ DType acc_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
 int tf32_for(DType d) { return d == DType::f32 && get_float32_matmul_precision() != "highest"; }
 
 // GPU candidates (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): Triton's matmul / conv tensor-core
-// tiles, K steps of 32 and 64; tiles wider than a problem's (power-of-two) size are pruned.
+// tiles, K steps of 32 and 64 (128 x 128 and 128 x 256 with 64-wide K steps in 3-4 stages: the
+// bf16 tiles of wide layers such as ResNet-50's 1x1 128 -> 512); tiles wider than a problem's
+// (power-of-two) size are pruned.
 std::vector<Config> gpu_forward_configs() {
   struct C { int m, n, k, warps, stages; };
   const C list[] = {{128, 128, 64, 8, 3}, {128, 128, 32, 4, 4}, {128, 64, 64, 4, 3}, {128, 64, 32, 4, 4},
                     {64, 128, 32, 4, 4},  {64, 64, 64, 4, 3},   {64, 64, 32, 4, 4},  {256, 128, 32, 8, 3},
-                    {128, 256, 32, 8, 3}, {64, 32, 32, 2, 5},   {32, 32, 32, 2, 4}};
+                    {128, 256, 32, 8, 3}, {128, 256, 64, 8, 3}, {128, 128, 64, 4, 4}, {64, 32, 32, 2, 5},
+                    {32, 32, 32, 2, 4}};
   std::vector<Config> out;
   for (C c : list) out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}}, c.warps, c.stages);
   return out;
@@ -264,6 +267,51 @@ Autotuner& gpu_forward_tuner() {
     o.prune_configs_by.early_config_prune = fitting_forward_configs;
     o.warmup_ms = 10, o.rep_ms = 40;
     return autotune(forward_kernel(), gpu_forward_configs(), o);
+  }();
+  return tuner;
+}
+
+// The weight-gradient kernel's TAP_COLUMNS: a program's columns are channels of one tap when a
+// group has enough channels to fill a tile.
+bool tap_columns_for(int64_t cg) { return cg >= 16; }
+
+// Weight-gradient candidates (BLOCK_M over output channels, BLOCK_N over a tap's input
+// channels, BLOCK_K over pixels). The gradient's tile is M-major (output channels contiguous,
+// pixels strided), which the layout generator's wgmma path cannot take from shared memory (it
+// reads A K-major only, so it gathers A one element at a time); with 2 warps the dot lowers to
+// mma.sync instead, which reads M-major tiles with ldmatrix.trans behind 16-byte cp.async. Both
+// kinds are candidates and the autotuner measures them.
+std::vector<Config> gpu_weight_grad_configs() {
+  struct C { int m, n, k, warps, stages; };
+  const C list[] = {{64, 64, 32, 4, 3},  {128, 64, 32, 4, 4}, {64, 128, 32, 4, 4}, {128, 128, 32, 8, 3},
+                    {128, 128, 64, 8, 3}, {64, 64, 32, 2, 4},  {64, 128, 32, 2, 4}, {128, 64, 32, 2, 4},
+                    {64, 64, 64, 2, 3},  {32, 64, 32, 2, 4},  {32, 32, 32, 2, 4}};
+  std::vector<Config> out;
+  for (C c : list) out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}}, c.warps, c.stages);
+  return out;
+}
+
+// The K split is chosen before the tile (it sizes the partial-sum buffer), so a config's
+// BLOCK_K must divide the split's length; tiles wider than the problem are pruned.
+std::vector<Config> fitting_weight_grad_configs(const std::vector<Config>& configs, const ArgView& args) {
+  auto cap = [](int64_t v) { return std::max(32, pow2_at_least(v, 16, 1 << 30)); };
+  const int64_t ocg = args.integer("OCG"), cg = args.integer("CG"), chunk = args.integer("CHUNK");
+  const int64_t cols = tap_columns_for(cg) ? cg : cg * args.integer("KH") * args.integer("KW");
+  std::vector<Config> out;
+  for (const Config& c : configs)
+    if (c.meta["BLOCK_M"] <= cap(ocg) && c.meta["BLOCK_N"] <= cap(cols) && chunk % c.meta["BLOCK_K"] == 0)
+      out.push_back(c);
+  if (out.empty()) out.push_back(configs.back());
+  return out;
+}
+
+Autotuner& gpu_weight_grad_tuner() {
+  static Autotuner tuner = [] {
+    AutotuneOptions o;
+    o.key = {"P_TOTAL", "CHUNK", "IH", "IW", "OH", "OW", "CG", "OCG", "KH", "KW", "SH", "SW", "sgc", "sxc"};
+    o.prune_configs_by.early_config_prune = fitting_weight_grad_configs;
+    o.warmup_ms = 10, o.rep_ms = 40;
+    return autotune(weight_grad_kernel(), gpu_weight_grad_configs(), o);
   }();
   return tuner;
 }
@@ -368,28 +416,47 @@ Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw
   const int64_t cols = cg * kh * kw;
   if (p_total == 0 || cols == 0 || O == 0) return zeros({O, cg, kh, kw}, dtype, x.device());
   const bool gpu = x.device().is_cuda();
-  const bool tap_columns = cg >= 16;
-  const int bm = pow2_at_least(ocg, 16, gpu ? 128 : 64), bn = pow2_at_least(tap_columns ? cg : cols, 16, gpu ? 128 : 64);
-  const int64_t col_programs = tap_columns ? kh * kw * cdiv(cg, bn) : cdiv(cols, bn);
-  const int bk = gpu ? 32 : pow2_at_least(p_total, 16, 32);
+  const bool tap_columns = tap_columns_for(cg);
+  const bool tuned = gpu && acc == DType::f32;
+  // The tile that sizes the K split: the tuned kernel's smallest common one on a GPU (the
+  // autotuner then picks the tile), a heuristic tile elsewhere.
+  const int bm = pow2_at_least(ocg, 16, 64), bn = pow2_at_least(tap_columns ? cg : cols, 16, 64);
+  auto col_programs = [&](int64_t block_n) { return tap_columns ? kh * kw * cdiv(cg, block_n) : cdiv(cols, block_n); };
+  const int bk = gpu ? 64 : pow2_at_least(p_total, 16, 32);
   // Split K until there are enough programs: eight per thread on the CPU (few programs leave
   // threads idle at the end: 5 tiles on 2 threads wait for the fifth), two per SM on a GPU,
-  // keeping each split at least 8 K tiles long.
-  const int64_t tiles = cdiv(ocg, bm) * col_programs * groups;
+  // keeping each split at least 8 K tiles long. On a GPU the split's length is a multiple of 64,
+  // which every candidate's BLOCK_K divides.
+  const int64_t tiles = cdiv(ocg, bm) * col_programs(bn) * groups;
   const int64_t want = gpu ? 2 * int64_t(runtime::cuda::properties(x.device().index).multiprocessor_count)
                            : 8 * int64_t(runtime::ThreadPool::global().size());
   int64_t splits = std::clamp<int64_t>(cdiv(want, tiles), 1, std::max<int64_t>(1, p_total / (8 * bk)));
   const int64_t chunk = cdiv(cdiv(p_total, splits), bk) * bk;
   splits = cdiv(p_total, chunk);
   Tensor part = Tensor::empty({splits, O, cg, kh, kw}, acc, x.device());
-  const int64_t warps = gpu ? 4 : 1;
-  weight_grad_kernel()[{cdiv(ocg, bm), col_programs, groups * splits}](
-      gy, x, part, i32(p_total), i32(chunk), i32(splits), i32(x.size(2)), i32(x.size(3)), i32(gy.size(2)),
-      i32(gy.size(3)), i32(cg), i32(ocg), i32(kh), i32(kw), i32(geo.stride[0]), i32(geo.stride[1]),
-      i32(geo.padding[0]), i32(geo.padding[1]), i32(geo.dilation[0]), i32(geo.dilation[1]), i32(gy.stride(0)),
-      i32(gy.stride(1)), i32(gy.stride(2)), i32(gy.stride(3)), i32(x.stride(0)), i32(x.stride(1)), i32(x.stride(2)),
-      i32(x.stride(3)), i32(O * cols), bm, bn, bk, tap_columns, static_cast<int>(acc), tf32_for(x.dtype()),
-      Options{.num_warps = static_cast<int>(warps), .num_stages = 3, .device = x.device()});
+  auto args = [&](auto&& launch) {
+    launch(gy, x, part, i32(p_total), i32(chunk), i32(splits), i32(x.size(2)), i32(x.size(3)), i32(gy.size(2)),
+           i32(gy.size(3)), i32(cg), i32(ocg), i32(kh), i32(kw), i32(geo.stride[0]), i32(geo.stride[1]),
+           i32(geo.padding[0]), i32(geo.padding[1]), i32(geo.dilation[0]), i32(geo.dilation[1]), i32(gy.stride(0)),
+           i32(gy.stride(1)), i32(gy.stride(2)), i32(gy.stride(3)), i32(x.stride(0)), i32(x.stride(1)),
+           i32(x.stride(2)), i32(x.stride(3)), i32(O * cols));
+  };
+  if (tuned) {
+    auto grid = [&](const Meta& meta) {
+      return Grid(cdiv(ocg, meta["BLOCK_M"]), col_programs(meta["BLOCK_N"]), groups * splits);
+    };
+    args([&](auto&&... a) {
+      gpu_weight_grad_tuner()[grid](a..., Meta{{"TAP_COLUMNS", tap_columns}, {"ACC", static_cast<int>(acc)},
+                                               {"TF32", tf32_for(x.dtype())}});
+    });
+  } else {
+    const int warps = gpu ? 4 : 1;
+    args([&](auto&&... a) {
+      weight_grad_kernel()[{cdiv(ocg, bm), col_programs(bn), groups * splits}](
+          a..., bm, bn, gpu ? 32 : bk, tap_columns, static_cast<int>(acc), tf32_for(x.dtype()),
+          Options{.num_warps = warps, .num_stages = 3, .device = x.device()});
+    });
+  }
   Tensor total = splits == 1 ? part.select(0, 0) : sum(part, {0});
   return total.dtype() == dtype ? total : to_dtype(total, dtype);
 }

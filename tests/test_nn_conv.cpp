@@ -38,6 +38,9 @@ struct Case {
   bool transposed = false;
   Shape output_padding = {0, 0};
   bool one_d = false;  // conv1d: h == 1, kh == 1 and 1-D arguments
+  // Memory formats apart from the input's: a channels-last weight (the output is then
+  // channels-last, as PyTorch's), an output gradient in the other format than the input's.
+  bool weight_channels_last = false, grad_other_format = false;
 };
 
 struct Ref {
@@ -138,7 +141,8 @@ void check_case(const Case& k, uint32_t seed) {
   const Shape ws = k.transposed ? Shape{k.c, k.o / k.groups, k.kh, k.kw}
                                 : (k.one_d ? Shape{k.o, k.c / k.groups, k.kw} : Shape{k.o, k.c / k.groups, k.kh, k.kw});
   Tensor x = make(xs, k.dtype, k.channels_last, seed, hx);
-  Tensor w = make(ws, k.dtype, false, seed + 1, hw);
+  Tensor w = make(ws, k.dtype, k.weight_channels_last, seed + 1, hw);
+  const bool cl_out = k.channels_last || k.weight_channels_last;
   Tensor b = k.bias ? make({k.o}, k.dtype, false, seed + 2, hb) : Tensor();
   int64_t pad_h = k.padding[0], pad_w = k.padding[1], oh, ow;
   if (k.transposed) {
@@ -157,8 +161,8 @@ void check_case(const Case& k, uint32_t seed) {
   const Shape ys = k.one_d ? Shape{k.n, k.o, ow} : Shape{k.n, k.o, oh, ow};
   BOOST_TEST_REQUIRE(y.shape() == ys, what << ": output shape");
   BOOST_TEST((y.dtype() == k.dtype), what << ": output dtype");
-  if (!k.one_d && k.o > 1) BOOST_TEST(is_channels_last(y) == k.channels_last, what << ": output memory format");
-  Tensor gy = make(ys, k.dtype, k.channels_last, seed + 3, hgy);
+  if (!k.one_d && k.o > 1) BOOST_TEST(is_channels_last(y) == cl_out, what << ": output memory format");
+  Tensor gy = make(ys, k.dtype, cl_out != k.grad_other_format, seed + 3, hgy);
   Ref r = reference(k, hx, hw, hb, &hgy, oh, ow, pad_h, pad_w);
   const double tol = tolerance(k.dtype);
   ou::check_values(y, r.y, tol, what + ": forward");
@@ -170,7 +174,7 @@ void check_case(const Case& k, uint32_t seed) {
   BOOST_TEST_REQUIRE(g.input.shape() == x.shape(), what << ": grad_input shape");
   BOOST_TEST_REQUIRE(g.weight.shape() == w.shape(), what << ": grad_weight shape");
   BOOST_TEST((g.weight.dtype() == k.dtype), what << ": grad_weight dtype");
-  if (!k.one_d && k.c > 1) BOOST_TEST(is_channels_last(g.input) == k.channels_last, what << ": grad_input format");
+  if (!k.one_d && k.c > 1) BOOST_TEST(is_channels_last(g.input) == cl_out, what << ": grad_input format");
   // Gradients sum over more terms than the forward (N*OH*OW for the weight): f16/bf16 looser.
   const double gtol = k.dtype == DType::f16 ? 5e-3 : k.dtype == DType::bf16 ? 2e-2 : tol;
   ou::check_values(g.input, r.gx, gtol, what + ": grad_input");
@@ -248,6 +252,38 @@ BOOST_AUTO_TEST_CASE(conv_transpose2d_cases) {
     Case c{"transposed 3->2 k3 s3 p2 f64", 2, 3, 4, 3, 2, 3, 3, {3, 3}, {2, 2}, "", {1, 1}, 1, true, false, DType::f64};
     c.transposed = true;
     check_case(c, seed += 10);
+  });
+}
+
+// Operands in different memory formats: a contiguous output gradient for a channels-last output
+// (what a loss's gradient often is; converted once before the kernels), a channels-last
+// gradient for a contiguous one, a channels-last weight with a contiguous input (a channels-last
+// output; the input converted), for conv2d's direct and phased (stride 2) gradients and
+// conv_transpose2d.
+BOOST_AUTO_TEST_CASE(mixed_memory_formats) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    uint32_t seed = 400;
+    for (bool cl : {false, true}) {
+      Case a{"20->18 k3 p1 grad in the other format", 2, 20, 7, 5, 18, 3, 3, {1, 1}, {1, 1}, "", {1, 1}, 1, true, cl, f32};
+      a.grad_other_format = true;
+      check_case(a, seed += 10);
+      Case b{"17->16 k3 s2 p1 grad in the other format bf16", 2, 17, 9, 6, 16, 3, 3, {2, 2}, {1, 1}, "", {1, 1}, 1,
+             true, cl, DType::bf16};
+      b.grad_other_format = true;
+      check_case(b, seed += 10);
+      Case t{"transposed 16->6 k3 s2 p1 grad in the other format", 2, 16, 4, 5, 6, 3, 3, {2, 2}, {1, 1}, "", {1, 1}, 2,
+             true, cl, f32};
+      t.transposed = true, t.grad_other_format = true;
+      check_case(t, seed += 10);
+    }
+    Case w{"18->20 k3 s(1,2) p1 channels-last weight", 2, 18, 6, 7, 20, 3, 3, {1, 2}, {1, 1}, "", {1, 1}, 2, true, false,
+           f32};
+    w.weight_channels_last = true;
+    check_case(w, seed += 10);
+    Case wt{"transposed 16->12 k2 s2 channels-last weight", 1, 16, 5, 4, 12, 2, 2, {2, 2}, {0, 0}, "", {1, 1}, 1, true,
+            false, f32};
+    wt.transposed = true, wt.weight_channels_last = true;
+    check_case(wt, seed += 10);
   });
 }
 

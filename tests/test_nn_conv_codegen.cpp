@@ -1,9 +1,10 @@
-// The convolution kernels' CUDA code without a GPU (issue 30 item 1): the implicit-GEMM forward
-// kernel (conv2d's forward and dgrad, conv_transpose2d's forward) and the weight-gradient kernel,
-// traced at a ResNet-50 layer shape (batch 64, bf16, channels-last input and weight), generated
-// through the layout generator and compiled by NVRTC for sm_90a and sm_80: the dot must run on
-// tensor cores (wgmma on Hopper, mma.sync on Ampere) and the gathered tiles be loaded with
-// cp.async into pipeline stages. Running them is for the GPU machine (tests/test_nn_conv.cpp).
+// The convolution kernels' CUDA code without a GPU (issue 30): the implicit-GEMM forward kernel
+// (conv2d's forward and dgrad, conv_transpose2d's forward) and the weight-gradient kernel, traced
+// with the arguments ops/conv.cpp passes at ResNet-50 layer shapes (batch 64, bf16, channels-last
+// tensors), generated through the layout generator and compiled by NVRTC for sm_90a and sm_80:
+// the dot must run on tensor cores (wgmma on Hopper, mma.sync on Ampere) and the gathered tiles be
+// loaded with 16-byte cp.async into pipeline stages. Running them is for the GPU machine
+// (tests/test_nn_conv.cpp). TRITIUM_DUMP=<dir> writes each generated source there.
 #include <boost/test/unit_test.hpp>
 
 #ifdef TRITIUM_HAS_CUDA_BACKEND
@@ -24,35 +25,63 @@ namespace {
 template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x1000000); }
 
 template <class... A>
-std::string compile_for(tritium::Kernel& k, int num_warps, int num_stages, int cc, const std::string& arch,
-                        const A&... args) {
+std::string compile_for(tritium::Kernel& k, const std::string& tag, int num_warps, int num_stages, int cc,
+                        const std::string& arch, const A&... args) {
   auto f = k.optimized_function(args...);
   tritium::jit::CompileOptions opts;
   opts.num_warps = num_warps;
   opts.num_stages = num_stages;
   cuda::KernelSource ks = cuda::generate_cuda_layouts(*f, opts, 219 * 1024, cc);
   if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
-    std::ofstream(std::string(dir) + "/" + ks.entry + "." + arch + ".cu") << ks.source;
+    std::ofstream(std::string(dir) + "/" + ks.entry + "." + tag + "." + arch + ".cu") << ks.source;
   std::vector<char> cubin;
   try {
     cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch);
   } catch (const tritium::Error& e) {
-    BOOST_ERROR("kernel " << ks.entry << " does not compile for " << arch << ":\n" << e.what());
+    BOOST_ERROR("kernel " << ks.entry << " (" << tag << ") does not compile for " << arch << ":\n" << e.what());
   }
   BOOST_TEST(!cubin.empty());
   return ks.source.substr(ks.source.find("__global__"));
 }
 
-// ResNet-50 layer1's 3x3 convolution: 64 -> 64 channels at 56 x 56, batch 64, padding 1, bf16,
-// NHWC input and output, the weight [O, kh, kw, C] in memory (channels-last too).
-std::string resnet_forward(int warps, int stages, int cc, const std::string& arch, int bm,
-                                                    int bn, int bk, bool transposed) {
-  const int32_t n = 64, c = 64, h = 56, w = 56, o = 64;
-  return compile_for(tritium::ops::conv_detail::forward_kernel(), warps, stages, cc, arch, addr<bf16_t>(0),
-                     addr<bf16_t>(1), addr<bf16_t>(2), addr<bf16_t>(3), addr<int32_t>(4), n * h * w, h, w, h, w, c, o, 3, 3, 1, 1, 1, 1,
-                     1, 1, h * w * c, 1, w * c, c, 0, 9 * c, 1, 3 * c, c, h * w * o, 1, w * o, o, bm, bn, bk,
-                     transposed, true, false, false, static_cast<int>(tritium::DType::f32), 0);
+// NHWC strides (n, c, h, w) of an [n, c, h, w] tensor.
+struct Strides4 {
+  int32_t n, c, h, w;
+};
+Strides4 nhwc(int32_t c, int32_t h, int32_t w) { return {h * w * c, 1, w * c, c}; }
+Strides4 nchw(int32_t c, int32_t h, int32_t w) { return {c * h * w, h * w, w, 1}; }
+
+// One call of the forward kernel as ops/conv_gemm.cpp's implicit_gemm makes it (no bias, one
+// group): input [n, c, ih, iw] with strides xs, weight strides ws (group, out_channel,
+// in_channel, row, col), output [n, o, oh, ow] with strides ys.
+struct ForwardCall {
+  int32_t n, c, ih, iw, o, oh, ow, k, stride, pad;
+  Strides4 xs, ys;
+  int32_t ws[5];
+  bool transposed, phased;
+};
+std::string forward(const ForwardCall& a, const std::string& tag, int warps, int stages, int cc,
+                    const std::string& arch, int bm, int bn, int bk) {
+  return compile_for(tritium::ops::conv_detail::forward_kernel(), tag, warps, stages, cc, arch, addr<bf16_t>(0),
+                     addr<bf16_t>(1), addr<bf16_t>(2), addr<bf16_t>(3), addr<int32_t>(4), a.n * a.oh * a.ow, a.ih, a.iw,
+                     a.oh, a.ow, a.c, a.o, a.k, a.k, a.stride, a.stride, a.pad, a.pad, 1, 1, a.xs.n, a.xs.c, a.xs.h,
+                     a.xs.w, a.ws[0], a.ws[1], a.ws[2], a.ws[3], a.ws[4], a.ys.n, a.ys.c, a.ys.h, a.ys.w, bm, bn, bk,
+                     a.transposed, true, a.phased, false, static_cast<int>(tritium::DType::f32), 0);
 }
+
+// ResNet-50 layer1's 3x3 convolution: 64 -> 64 channels at 56 x 56, batch 64, padding 1; the
+// weight [O, C, 3, 3] channels-last in memory ([O, 3, 3, C]).
+constexpr int32_t N = 64, C = 64, H = 56, W = 56, O = 64;
+ForwardCall layer1_forward() {
+  return {N, C, H, W, O, H, W, 3, 1, 1, nhwc(C, H, W), nhwc(O, H, W), {0, 9 * C, 1, 3 * C, C}, false, false};
+}
+// Its input gradient: the output gradient [N, O, H, W] through the same weight read transposed
+// (transposed_weight_strides: out_channel = w.stride(1), in_channel = w.stride(0)).
+ForwardCall layer1_dgrad() {
+  return {N, O, H, W, C, H, W, 3, 1, 1, nhwc(O, H, W), nhwc(C, H, W), {O * 9 * C, 1, 9 * C, 3 * C, C}, true, false};
+}
+
+bool has(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 
 }  // namespace
 
@@ -63,28 +92,84 @@ BOOST_AUTO_TEST_CASE(forward_kernel_uses_tensor_cores_and_cp_async) {
     BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
     return;
   }
-  const std::string h = resnet_forward(4, 3, 90, "sm_90a", 128, 64, 64, false);
-  BOOST_TEST(h.find("wgmma.mma_async") != std::string::npos);
-  BOOST_TEST(h.find("tt_cp_async<16>(") != std::string::npos);
-  BOOST_TEST(h.find("// pipelined:") != std::string::npos);
-  const std::string a = resnet_forward(4, 3, 80, "sm_80", 128, 64, 32, false);
-  BOOST_TEST(a.find("mma.sync") != std::string::npos);
-  BOOST_TEST(a.find("wgmma") == std::string::npos);
-  // The transposed index rule (dgrad) compiles to the same tensor-core loop.
-  const std::string t = resnet_forward(4, 3, 90, "sm_90a", 128, 64, 64, true);
-  BOOST_TEST(t.find("wgmma.mma_async") != std::string::npos);
+  const std::string h = forward(layer1_forward(), "fwd", 4, 3, 90, "sm_90a", 128, 64, 64);
+  BOOST_TEST(has(h, "wgmma.mma_async"));
+  BOOST_TEST(has(h, "tt_cp_async<16>("));
+  BOOST_TEST(has(h, "// pipelined:"));
+  // The widest candidate (128 x 256 x 64, 8 warps, 3 stages) at ResNet-50 layer2's 1x1 128 -> 512.
+  const std::string w = forward({N, 128, 28, 28, 512, 28, 28, 1, 1, 0, nhwc(128, 28, 28), nhwc(512, 28, 28),
+                                 {0, 128, 1, 128, 128}, false, false},
+                                "fwd_wide", 8, 3, 90, "sm_90a", 128, 256, 64);
+  BOOST_TEST(has(w, "wgmma.mma_async"));
+  BOOST_TEST(has(w, "tt_cp_async<16>("));
+  const std::string a = forward(layer1_forward(), "fwd", 4, 3, 80, "sm_80", 128, 64, 32);
+  BOOST_TEST(has(a, "mma.sync"));
+  BOOST_TEST(!has(a, "wgmma"));
+}
+
+// A contiguous (NCHW) output written directly: the tile's rows (pixels) are contiguous there.
+BOOST_AUTO_TEST_CASE(forward_kernel_writes_a_contiguous_output) {
+  if (!cuda::nvrtc_available()) return;
+  ForwardCall call = layer1_forward();
+  call.ys = nchw(O, H, W);
+  const std::string h = forward(call, "fwd_nchw_out", 4, 3, 90, "sm_90a", 128, 64, 64);
+  BOOST_TEST(has(h, "wgmma.mma_async"));
+  BOOST_TEST(has(h, "tt_cp_async<16>("));
+}
+
+// dgrad as conv_backward launches it: the transposed index rule, the weight's output channels
+// contiguous along the dot's N.
+BOOST_AUTO_TEST_CASE(input_gradient_uses_tensor_cores_and_cp_async) {
+  if (!cuda::nvrtc_available()) return;
+  const std::string h = forward(layer1_dgrad(), "dgrad", 4, 3, 90, "sm_90a", 128, 64, 64);
+  BOOST_TEST(has(h, "wgmma.mma_async"));
+  BOOST_TEST(has(h, "tt_cp_async<16>("));
+  const std::string a = forward(layer1_dgrad(), "dgrad", 4, 3, 80, "sm_80", 128, 64, 32);
+  BOOST_TEST(has(a, "mma.sync"));
+}
+
+// dgrad of a strided convolution (ResNet-50 layer3's 3x3 stride 2, 256 channels, 28x28 -> 14x14):
+// one launch, program_id(2) the output phase, each phase's taps from the host's table.
+BOOST_AUTO_TEST_CASE(phased_input_gradient_uses_tensor_cores_and_cp_async) {
+  if (!cuda::nvrtc_available()) return;
+  const int32_t c = 256, ih = 28, oh = 14;
+  ForwardCall call{N, c, oh, oh, c, ih, ih, 3, 2, 1, nhwc(c, oh, oh), nhwc(c, ih, ih),
+                   {c * 9 * c, 1, 9 * c, 3 * c, c}, true, true};
+  const std::string h = forward(call, "dgrad_phased", 8, 3, 90, "sm_90a", 128, 128, 64);
+  BOOST_TEST(has(h, "wgmma.mma_async"));
+  BOOST_TEST(has(h, "tt_cp_async<16>("));
+  BOOST_TEST(has(h, "// pipelined:"));
+  const std::string a = forward(call, "dgrad_phased", 4, 4, 80, "sm_80", 128, 128, 32);
+  BOOST_TEST(has(a, "mma.sync"));
+  BOOST_TEST(has(a, "tt_cp_async<16>("));
 }
 
 // The weight gradient at the same shape: grad_out [64, 64, 56, 56] times the gathered input, K =
 // N*OH*OW split in 8, partial sums in f32.
 BOOST_AUTO_TEST_CASE(weight_gradient_kernel_uses_tensor_cores) {
   if (!cuda::nvrtc_available()) return;
-  const int32_t n = 64, c = 64, h = 56, w = 56, o = 64, p = n * h * w;
-  const std::string s = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), 4, 3, 90, "sm_90a",
-                                    addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), p, p / 8, 8, h, w, h, w, c, o, 3,
-                                    3, 1, 1, 1, 1, 1, 1, h * w * o, 1, w * o, o, h * w * c, 1, w * c, c, o * c * 9, 64,
-                                    64, 32, true, static_cast<int>(tritium::DType::f32), 0);
-  BOOST_TEST(s.find("wgmma.mma_async") != std::string::npos);
+  const int32_t p = N * H * W;
+  const Strides4 g = nhwc(O, H, W), x = nhwc(C, H, W);
+  for (auto [cc, arch] : {std::pair{90, "sm_90a"}, std::pair{80, "sm_80"}}) {
+    const std::string s = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), "wgrad", 4, 3, cc, arch,
+                                      addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), p, p / 8, 8, H, W, H, W, C, O,
+                                      3, 3, 1, 1, 1, 1, 1, 1, g.n, g.c, g.h, g.w, x.n, x.c, x.h, x.w, O * C * 9, 64,
+                                      64, 32, true, static_cast<int>(tritium::DType::f32), 0);
+    BOOST_TEST(has(s, cc == 90 ? "wgmma.mma_async" : "mma.sync"));
+  }
+  // The autotuner's 2-warp candidates on Hopper: mma.sync, whose M-major gradient tile is read
+  // with ldmatrix.trans behind 16-byte cp.async (the wgmma path gathers it one element at a time:
+  // the layout generator's wgmma takes A K-major only).
+  for (auto [bm, bn, bk, stages] : {std::tuple{64, 64, 32, 4}, std::tuple{64, 128, 32, 4}, std::tuple{128, 64, 32, 4}}) {
+    const std::string s = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), "wgrad_2warps", 2, stages, 90,
+                                      "sm_90a", addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), p, p / 8, 8, H, W, H,
+                                      W, C, O, 3, 3, 1, 1, 1, 1, 1, 1, g.n, g.c, g.h, g.w, x.n, x.c, x.h, x.w,
+                                      O * C * 9, bm, bn, bk, true, static_cast<int>(tritium::DType::f32), 0);
+    BOOST_TEST(has(s, "mma.sync"));
+    BOOST_TEST(has(s, "tt_ldsm_x4_trans("));
+    BOOST_TEST(has(s, "tt_cp_async<16>("));
+    BOOST_TEST(has(s, "// pipelined:"));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
