@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kBlock = 1024;
 // Elements per row of a multi-tensor table (PyTorch's multi_tensor_apply uses 65536 too): small
-// tensors take one row, large ones a row per CHUNK, so the table stays small (a GPT's 50 tensors
+// tensors take one row, large ones a row per kChunk elements, so the table stays small (a GPT's 50 tensors
 // of 120M elements: ~2k rows) while every program has work.
 constexpr int kChunk = 65536;
 constexpr int kRow = 7;  // p, g, state0, state1, state2 addresses, first offset, end offset
@@ -113,14 +113,17 @@ void adagrad_body(const tl::tensor& p_ptr, const tl::tensor& g_ptr, const tl::te
   auto mask = offs < n;
 
 // Multi-tensor: program i reads row i of the table and loops over its chunk in BLOCK steps.
+// The pointers start at the chunk (64-bit), so the loop's offsets and mask are 32-bit, as the
+// per-parameter kernels' (a 64-bit mask costs as much again on the CPU).
 struct Row {
-  tl::tensor p, g, s0, s1, s2, first, end, c0, c1;
+  tl::tensor p, g, s0, s1, s2, count, c0, c1;
 };
 Row read_row(const tl::tensor& table, const tl::tensor& scalars, DType dt) {
   auto pid = tl::program_id(0);
   auto row = table + pid * kRow;
-  auto addr = [&](int k) { return tl::load(row + k).to(tl::pointer_type(dt)); };
-  return {addr(0), addr(1), addr(2), addr(3), addr(4), tl::load(row + 5), tl::load(row + 6),
+  auto first = tl::load(row + 5);
+  auto addr = [&](int k) { return tl::load(row + k).to(tl::pointer_type(dt)) + first; };
+  return {addr(0), addr(1), addr(2), addr(3), addr(4), (tl::load(row + 6) - first).to(tl::int32),
           tl::load(scalars + pid * 2), tl::load(scalars + pid * 2 + 1)};
 }
 
@@ -136,14 +139,14 @@ auto sgd_one = tritium::kernel(
 auto sgd_multi = tritium::kernel(
     "sgd_multi_tensor_step",
     [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 lr, tl::f32 wd, tl::f32 momentum,
-       tl::constexpr_<DType> DT, bool MOMENTUM, bool NESTEROV, int BLOCK, int CHUNK) {
+       tl::constexpr_<DType> DT, bool MOMENTUM, bool NESTEROV, int BLOCK) {
       Row r = read_row(table, scalars, DT);
-      for (auto o : tl::range(0, CHUNK, BLOCK)) {
-        auto offs = r.first + o + tl::arange(0, BLOCK);
-        sgd_body(r.p, r.g, r.s0, offs, offs < r.end, r.c0, r.c1, lr, wd, momentum, MOMENTUM, NESTEROV);
+      for (auto o : tl::range(0, r.count, BLOCK)) {
+        auto offs = o + tl::arange(0, BLOCK);
+        sgd_body(r.p, r.g, r.s0, offs, offs < r.count, r.c0, r.c1, lr, wd, momentum, MOMENTUM, NESTEROV);
       }
     },
-    {"table", "scalars", "lr", "wd", "momentum", "DT", "MOMENTUM", "NESTEROV", "BLOCK", "CHUNK"});
+    {"table", "scalars", "lr", "wd", "momentum", "DT", "MOMENTUM", "NESTEROV", "BLOCK"});
 
 auto adam_one = tritium::kernel(
     "adam_step",
@@ -161,16 +164,16 @@ auto adam_multi = tritium::kernel(
     "adam_multi_tensor_step",
     [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 decay, tl::f32 l2, tl::f32 beta1,
        tl::f32 one_minus_beta1, tl::f32 beta2, tl::f32 one_minus_beta2, tl::f32 eps, tl::constexpr_<DType> DT,
-       bool AMSGRAD, int BLOCK, int CHUNK) {
+       bool AMSGRAD, int BLOCK) {
       Row r = read_row(table, scalars, DT);
-      for (auto o : tl::range(0, CHUNK, BLOCK)) {
-        auto offs = r.first + o + tl::arange(0, BLOCK);
-        adam_body(r.p, r.g, r.s0, r.s1, r.s2, offs, offs < r.end, r.c0, r.c1, decay, l2, beta1, one_minus_beta1,
+      for (auto o : tl::range(0, r.count, BLOCK)) {
+        auto offs = o + tl::arange(0, BLOCK);
+        adam_body(r.p, r.g, r.s0, r.s1, r.s2, offs, offs < r.count, r.c0, r.c1, decay, l2, beta1, one_minus_beta1,
                   beta2, one_minus_beta2, eps, AMSGRAD);
       }
     },
     {"table", "scalars", "decay", "l2", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "eps", "DT",
-     "AMSGRAD", "BLOCK", "CHUNK"});
+     "AMSGRAD", "BLOCK"});
 
 auto rmsprop_one = tritium::kernel(
     "rmsprop_step",
@@ -186,16 +189,16 @@ auto rmsprop_one = tritium::kernel(
 auto rmsprop_multi = tritium::kernel(
     "rmsprop_multi_tensor_step",
     [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 lr, tl::f32 wd, tl::f32 alpha, tl::f32 one_minus_alpha,
-       tl::f32 eps, tl::f32 momentum, tl::constexpr_<DType> DT, bool CENTERED, bool MOMENTUM, int BLOCK, int CHUNK) {
+       tl::f32 eps, tl::f32 momentum, tl::constexpr_<DType> DT, bool CENTERED, bool MOMENTUM, int BLOCK) {
       Row r = read_row(table, scalars, DT);
-      for (auto o : tl::range(0, CHUNK, BLOCK)) {
-        auto offs = r.first + o + tl::arange(0, BLOCK);
-        rmsprop_body(r.p, r.g, r.s0, r.s1, r.s2, offs, offs < r.end, lr, wd, alpha, one_minus_alpha, eps, momentum,
+      for (auto o : tl::range(0, r.count, BLOCK)) {
+        auto offs = o + tl::arange(0, BLOCK);
+        rmsprop_body(r.p, r.g, r.s0, r.s1, r.s2, offs, offs < r.count, lr, wd, alpha, one_minus_alpha, eps, momentum,
                      CENTERED, MOMENTUM);
       }
     },
     {"table", "scalars", "lr", "wd", "alpha", "one_minus_alpha", "eps", "momentum", "DT", "CENTERED", "MOMENTUM",
-     "BLOCK", "CHUNK"});
+     "BLOCK"});
 
 auto adagrad_one = tritium::kernel(
     "adagrad_step",
@@ -208,15 +211,14 @@ auto adagrad_one = tritium::kernel(
 
 auto adagrad_multi = tritium::kernel(
     "adagrad_multi_tensor_step",
-    [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 wd, tl::f32 eps, tl::constexpr_<DType> DT, int BLOCK,
-       int CHUNK) {
+    [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 wd, tl::f32 eps, tl::constexpr_<DType> DT, int BLOCK) {
       Row r = read_row(table, scalars, DT);
-      for (auto o : tl::range(0, CHUNK, BLOCK)) {
-        auto offs = r.first + o + tl::arange(0, BLOCK);
-        adagrad_body(r.p, r.g, r.s0, offs, offs < r.end, r.c0, wd, eps);
+      for (auto o : tl::range(0, r.count, BLOCK)) {
+        auto offs = o + tl::arange(0, BLOCK);
+        adagrad_body(r.p, r.g, r.s0, offs, offs < r.count, r.c0, wd, eps);
       }
     },
-    {"table", "scalars", "wd", "eps", "DT", "BLOCK", "CHUNK"});
+    {"table", "scalars", "wd", "eps", "DT", "BLOCK"});
 
 #undef PER_PARAM_PROLOGUE
 
@@ -264,7 +266,7 @@ int64_t sgd(const std::vector<Slot>& slots, bool multi, float lr, float weight_d
     Table t = make_table(slots);
     if (t.count == 0) return 0;
     sgd_multi[tritium::Grid(t.count)](t.rows, t.scalars, lr, weight_decay, momentum, slots.front().p.dtype(),
-                                      has_momentum, nesterov, kBlock, kChunk, opts);
+                                      has_momentum, nesterov, kBlock, opts);
     return 1;
   }
   for (const Slot& s : slots) {
@@ -284,7 +286,7 @@ int64_t adam(const std::vector<Slot>& slots, bool multi, float decay, float l2, 
     Table t = make_table(slots);
     if (t.count == 0) return 0;
     adam_multi[tritium::Grid(t.count)](t.rows, t.scalars, decay, l2, float(beta1), omb1, float(beta2), omb2, eps,
-                                       slots.front().p.dtype(), amsgrad, kBlock, kChunk, opts);
+                                       slots.front().p.dtype(), amsgrad, kBlock, opts);
     return 1;
   }
   for (const Slot& s : slots) {
@@ -304,7 +306,7 @@ int64_t rmsprop(const std::vector<Slot>& slots, bool multi, float lr, float weig
     Table t = make_table(slots);
     if (t.count == 0) return 0;
     rmsprop_multi[tritium::Grid(t.count)](t.rows, t.scalars, lr, weight_decay, float(alpha), oma, eps, momentum,
-                                          slots.front().p.dtype(), centered, has_momentum, kBlock, kChunk, opts);
+                                          slots.front().p.dtype(), centered, has_momentum, kBlock, opts);
     return 1;
   }
   for (const Slot& s : slots) {
@@ -321,8 +323,7 @@ int64_t adagrad(const std::vector<Slot>& slots, bool multi, float weight_decay, 
   if (multi) {
     Table t = make_table(slots);
     if (t.count == 0) return 0;
-    adagrad_multi[tritium::Grid(t.count)](t.rows, t.scalars, weight_decay, eps, slots.front().p.dtype(), kBlock, kChunk,
-                                          opts);
+    adagrad_multi[tritium::Grid(t.count)](t.rows, t.scalars, weight_decay, eps, slots.front().p.dtype(), kBlock, opts);
     return 1;
   }
   for (const Slot& s : slots) {
