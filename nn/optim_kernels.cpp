@@ -258,6 +258,14 @@ Table make_table(const std::vector<Slot>& slots) {
 
 }  // namespace
 
+Kernel& multi_tensor_kernel(const std::string& optimizer) {
+  if (optimizer == "sgd") return sgd_multi;
+  if (optimizer == "adam") return adam_multi;
+  if (optimizer == "rmsprop") return rmsprop_multi;
+  if (optimizer == "adagrad") return adagrad_multi;
+  fail("optim_kernels::multi_tensor_kernel: no optimizer '{}' (sgd, adam, rmsprop, adagrad)", optimizer);
+}
+
 int64_t sgd(const std::vector<Slot>& slots, bool multi, float lr, float weight_decay, float momentum, bool has_momentum,
             bool nesterov) {
   if (slots.empty()) return 0;

@@ -9,9 +9,14 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "runtime/tensor.h"
+
+namespace tritium {
+class Kernel;
+}
 
 namespace tritium::nn::optim_kernels {
 
@@ -38,5 +43,10 @@ int64_t rmsprop(const std::vector<Slot>& slots, bool multi, float lr, float weig
                 float momentum, bool centered, bool has_momentum);
 // Adagrad: state sum; scalars: clr.
 int64_t adagrad(const std::vector<Slot>& slots, bool multi, float weight_decay, float eps);
+
+// The multi-tensor kernel of "sgd", "adam", "rmsprop" or "adagrad", for the CUDA code-generation
+// check (tests/test_nn_optim_groups.cpp compiles them with NVRTC where no GPU is present).
+// Arguments: table (int64*), scalars (float*), the optimiser's f32 scalars, DT, its flags, BLOCK.
+Kernel& multi_tensor_kernel(const std::string& optimizer);
 
 }  // namespace tritium::nn::optim_kernels
