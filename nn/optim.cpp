@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -52,13 +53,17 @@ void Optimizer::init(std::vector<ParamGroup> groups) {
 
 void Optimizer::add_param_group(ParamGroup group) {
   if (group.params.empty()) fail("{}: optimizer got an empty parameter list (parameter group {})", name_, groups_.size());
-  std::set<const void*> seen;
-  for (const Tensor& p : params_) seen.insert(p.storage().get());
+  // A parameter's identity: its storage, offset and shape (parameters may be views of one
+  // flat buffer; the same view twice is the same parameter).
+  using Key = std::tuple<const void*, int64_t, std::vector<int64_t>>;
+  auto key = [](const Tensor& p) { return Key{p.storage().get(), p.storage_offset(), p.shape()}; };
+  std::set<Key> seen;
+  for (const Tensor& p : params_) seen.insert(key(p));
   for (size_t i = 0; i < group.params.size(); ++i) {
     const Tensor& p = group.params[i];
     if (!p.defined()) fail("{}: parameter {} of group {} is an undefined tensor", name_, i, groups_.size());
     if (!p.is_leaf()) fail("{}: parameter {} of group {} ({}) is not a leaf tensor", name_, i, groups_.size(), p.str());
-    if (!seen.insert(p.storage().get()).second)
+    if (!seen.insert(key(p)).second)
       fail("{}: some parameters appear in more than one parameter group (parameter {} of group {})", name_, i,
            groups_.size());
   }
