@@ -168,7 +168,8 @@ int64_t SGD::update(const OptionMap& o, const std::vector<size_t>& idx, bool mul
   double momentum = o.at("momentum");
   std::vector<ok::Slot> slots;
   for (size_t i : idx) {
-    ok::Slot s{params_[i], grads_[i]};
+    ok::Slot s;
+    s.p = params_[i], s.g = grads_[i];
     if (momentum != 0) {
       bool first = !state(i, "momentum_buffer").defined();
       s.state[0] = state_or_fill(i, "momentum_buffer");
@@ -226,7 +227,8 @@ int64_t Adam::update(const OptionMap& o, const std::vector<size_t>& idx, bool mu
   bool amsgrad = flag(o, "amsgrad");
   std::vector<ok::Slot> slots;
   for (size_t i : idx) {
-    ok::Slot s{params_[i], grads_[i]};
+    ok::Slot s;
+    s.p = params_[i], s.g = grads_[i];
     s.state[0] = state_or_fill(i, "exp_avg");
     s.state[1] = state_or_fill(i, "exp_avg_sq");
     if (amsgrad) s.state[2] = state_or_fill(i, "max_exp_avg_sq");
@@ -272,7 +274,8 @@ int64_t RMSprop::update(const OptionMap& o, const std::vector<size_t>& idx, bool
   bool centered = flag(o, "centered");
   std::vector<ok::Slot> slots;
   for (size_t i : idx) {
-    ok::Slot s{params_[i], grads_[i]};
+    ok::Slot s;
+    s.p = params_[i], s.g = grads_[i];
     s.state[0] = state_or_fill(i, "square_avg");
     if (centered) s.state[1] = state_or_fill(i, "grad_avg");
     if (momentum > 0) s.state[2] = state_or_fill(i, "momentum_buffer");
@@ -309,7 +312,8 @@ int64_t Adagrad::update(const OptionMap& o, const std::vector<size_t>& idx, bool
   double lr = o.at("lr"), lr_decay = o.at("lr_decay");
   std::vector<ok::Slot> slots;
   for (size_t i : idx) {
-    ok::Slot s{params_[i], grads_[i]};
+    ok::Slot s;
+    s.p = params_[i], s.g = grads_[i];
     s.state[0] = state_or_fill(i, "sum", o.at("initial_accumulator_value"));
     double t = double(++steps_[i]);
     s.scalars = {float(lr / (1 + (t - 1) * lr_decay)), 0.0f};
