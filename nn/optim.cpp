@@ -1,327 +1,325 @@
 #include "nn/optim.h"
 
 #include <cmath>
-#include <limits>
+#include <set>
+#include <tuple>
 
-#include <tritium/tritium.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "nn/autograd.h"
+#include "nn/optim_kernels.h"
 #include "ops/ops.h"
 
 namespace tritium::nn {
-namespace tl = tritium::tl;
+
+namespace ok = optim_kernels;
 
 namespace {
 
-constexpr int kBlock = 1024;
-
-// One program updates BLOCK consecutive elements. The arithmetic is PyTorch's, in f32; the
-// scalars that depend only on the step (bias corrections, 1 - beta, ...) come from the host.
-
-// SGD without momentum: g = grad + wd * p; p -= lr * g.
-auto sgd_kernel = tritium::kernel(
-    "sgd_step",
-    [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::i32 n, tl::f32 lr, tl::f32 weight_decay, int BLOCK) {
-      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      auto mask = offs < n;
-      auto p = tl::load(p_ptr + offs, mask);
-      auto g = tl::load(g_ptr + offs, mask) + weight_decay * p;
-      tl::store(p_ptr + offs, p - lr * g, mask);
-    },
-    {"p_ptr", "g_ptr", "n", "lr", "weight_decay", "BLOCK"});
-
-// SGD with momentum: g = grad + wd * p; buf = keep * buf + scale * g (keep = momentum and
-// scale = 1 - dampening, or 0 and 1 on the first step, when buf holds zeros: buf = g);
-// p -= lr * (nesterov ? g + momentum * buf : buf).
-auto sgd_momentum_kernel = tritium::kernel(
-    "sgd_momentum_step",
-    [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::ptr<float> buf_ptr, tl::i32 n, tl::f32 lr,
-       tl::f32 weight_decay, tl::f32 momentum, tl::f32 keep, tl::f32 scale, bool NESTEROV, int BLOCK) {
-      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      auto mask = offs < n;
-      auto p = tl::load(p_ptr + offs, mask);
-      auto g = tl::load(g_ptr + offs, mask) + weight_decay * p;
-      auto buf = keep * tl::load(buf_ptr + offs, mask) + scale * g;
-      tl::store(buf_ptr + offs, buf, mask);
-      auto d = NESTEROV ? g + momentum * buf : buf;
-      tl::store(p_ptr + offs, p - lr * d, mask);
-    },
-    {"p_ptr", "g_ptr", "buf_ptr", "n", "lr", "weight_decay", "momentum", "keep", "scale", "NESTEROV", "BLOCK"});
-
-// Adam and AdamW: p *= decay (AdamW's decoupled decay, 1 - lr * wd; 1 for Adam);
-// g = grad + l2 * p (Adam's weight decay; 0 for AdamW); m = beta1 * m + (1 - beta1) * g;
-// v = beta2 * v + (1 - beta2) * g^2; with AMSGRAD vmax = max(vmax, v) stands in for v below;
-// p -= step_size * m / (sqrt(v) / bc2_sqrt + eps), step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t).
-// Without AMSGRAD vmax_ptr is never touched.
-auto adam_kernel = tritium::kernel(
-    "adam_step",
-    [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::ptr<float> m_ptr, tl::ptr<float> v_ptr,
-       tl::ptr<float> vmax_ptr, tl::i32 n, tl::f32 decay, tl::f32 l2, tl::f32 beta1, tl::f32 one_minus_beta1,
-       tl::f32 beta2, tl::f32 one_minus_beta2, tl::f32 step_size, tl::f32 bc2_sqrt, tl::f32 eps, bool AMSGRAD,
-       int BLOCK) {
-      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      auto mask = offs < n;
-      auto p = tl::load(p_ptr + offs, mask);
-      auto g = tl::load(g_ptr + offs, mask) + l2 * p;
-      p = p * decay;
-      auto m = beta1 * tl::load(m_ptr + offs, mask) + one_minus_beta1 * g;
-      auto v = beta2 * tl::load(v_ptr + offs, mask) + one_minus_beta2 * (g * g);
-      tl::store(m_ptr + offs, m, mask);
-      tl::store(v_ptr + offs, v, mask);
-      if (AMSGRAD) {
-        v = tl::maximum(tl::load(vmax_ptr + offs, mask), v);
-        tl::store(vmax_ptr + offs, v, mask);
-      }
-      auto denom = tl::sqrt(v) / bc2_sqrt + eps;
-      tl::store(p_ptr + offs, p - step_size * (m / denom), mask);
-    },
-    {"p_ptr", "g_ptr", "m_ptr", "v_ptr", "vmax_ptr", "n", "decay", "l2", "beta1", "one_minus_beta1", "beta2",
-     "one_minus_beta2", "step_size", "bc2_sqrt", "eps", "AMSGRAD", "BLOCK"});
-
-// RMSprop: g = grad + wd * p; sq = alpha * sq + (1 - alpha) * g^2; CENTERED: ga = alpha * ga +
-// (1 - alpha) * g, avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps; MOMENTUM: buf = momentum *
-// buf + g / avg, p -= lr * buf, else p -= lr * g / avg. ga_ptr / buf_ptr are untouched when unused.
-auto rmsprop_kernel = tritium::kernel(
-    "rmsprop_step",
-    [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::ptr<float> sq_ptr, tl::ptr<float> ga_ptr,
-       tl::ptr<float> buf_ptr, tl::i32 n, tl::f32 lr, tl::f32 weight_decay, tl::f32 alpha, tl::f32 one_minus_alpha,
-       tl::f32 eps, tl::f32 momentum, bool CENTERED, bool MOMENTUM, int BLOCK) {
-      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      auto mask = offs < n;
-      auto p = tl::load(p_ptr + offs, mask);
-      auto g = tl::load(g_ptr + offs, mask) + weight_decay * p;
-      auto sq = alpha * tl::load(sq_ptr + offs, mask) + one_minus_alpha * (g * g);
-      tl::store(sq_ptr + offs, sq, mask);
-      auto var = sq;
-      if (CENTERED) {
-        auto ga = alpha * tl::load(ga_ptr + offs, mask) + one_minus_alpha * g;
-        tl::store(ga_ptr + offs, ga, mask);
-        var = sq - ga * ga;
-      }
-      auto d = g / (tl::sqrt(var) + eps);
-      if (MOMENTUM) {
-        d = momentum * tl::load(buf_ptr + offs, mask) + d;
-        tl::store(buf_ptr + offs, d, mask);
-      }
-      tl::store(p_ptr + offs, p - lr * d, mask);
-    },
-    {"p_ptr", "g_ptr", "sq_ptr", "ga_ptr", "buf_ptr", "n", "lr", "weight_decay", "alpha", "one_minus_alpha", "eps",
-     "momentum", "CENTERED", "MOMENTUM", "BLOCK"});
-
-// Adagrad: g = grad + wd * p; sum += g^2; p -= clr * g / (sqrt(sum) + eps), clr from the host.
-auto adagrad_kernel = tritium::kernel(
-    "adagrad_step",
-    [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::ptr<float> sum_ptr, tl::i32 n, tl::f32 clr,
-       tl::f32 weight_decay, tl::f32 eps, int BLOCK) {
-      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      auto mask = offs < n;
-      auto p = tl::load(p_ptr + offs, mask);
-      auto g = tl::load(g_ptr + offs, mask) + weight_decay * p;
-      auto sum = tl::load(sum_ptr + offs, mask) + g * g;
-      tl::store(sum_ptr + offs, sum, mask);
-      tl::store(p_ptr + offs, p - clr * (g / (tl::sqrt(sum) + eps)), mask);
-    },
-    {"p_ptr", "g_ptr", "sum_ptr", "n", "clr", "weight_decay", "eps", "BLOCK"});
-
-// Adam's and AdamW's launch: the scalars of step t, then the kernel.
-void launch_adam(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, Tensor& vmax, int32_t n, int64_t t, double lr,
-                 std::pair<double, double> betas, double eps, double decay, double l2, const tritium::Options& opts);
-
-int32_t kernel_size(const Tensor& p, const char* optimizer) {
-  if (p.numel() > std::numeric_limits<int32_t>::max())
-    fail("{}: parameter {} has more than 2^31 - 1 elements", optimizer, p.str());
-  return static_cast<int32_t>(p.numel());
-}
-
-tritium::Grid grid_for(int32_t n) { return tritium::Grid(std::max<int64_t>(1, tritium::cdiv(n, kBlock))); }
-
-void launch_adam(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, Tensor& vmax, int32_t n, int64_t t, double lr,
-                 std::pair<double, double> betas, double eps, double decay, double l2, const tritium::Options& opts) {
-  auto [beta1, beta2] = betas;
-  double bias_correction1 = 1 - std::pow(beta1, double(t));
-  double bias_correction2 = 1 - std::pow(beta2, double(t));
-  bool amsgrad = vmax.defined();
-  adam_kernel[grid_for(n)](p, g, m, v, amsgrad ? vmax : v, n, float(decay), float(l2), float(beta1), float(1 - beta1),
-                           float(beta2), float(1 - beta2), float(lr / bias_correction1),
-                           float(std::sqrt(bias_correction2)), float(eps), amsgrad, kBlock, opts);
-}
-
-Tensor zeros_like_param(const Tensor& p) { return ops::zeros(p.shape(), DType::f32, p.device()); }
-
 // PyTorch's constructor checks, with its wording.
-void check_at_least(const char* optimizer, const char* what, double value, double low) {
+void check_at_least(const std::string& optimizer, const char* what, double value, double low) {
   if (!(value >= low)) fail("{}: invalid {} {}", optimizer, what, value);
 }
+void check_beta(const std::string& optimizer, int index, double beta) {
+  if (!(beta >= 0 && beta < 1)) fail("{}: invalid beta parameter at index {}: {}", optimizer, index, beta);
+}
+bool flag(const OptionMap& o, const char* name) { return o.at(name) != 0; }
 
 }  // namespace
 
-template <class Update>
-void Optimizer::update_each(const char* optimizer, Update&& update) {
-  NoGradGuard no_grad;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor g = grad_for_step(i, optimizer);
-    if (!g.defined()) continue;
-    Tensor& p = params_[i];
-    update(i, p, g, kernel_size(p, optimizer), tritium::Options{.device = p.device()});
-    p.storage()->bump_version();  // an in-place update, as PyTorch's: a graph that saved p refuses backward
+// ---- ParamGroup -------------------------------------------------------------------------------------
+
+double& ParamGroup::option(const std::string& name) {
+  auto it = options.find(name);
+  if (it == options.end()) {
+    std::vector<std::string> known;
+    for (const auto& [k, v] : options) known.push_back(k);
+    fail("ParamGroup: no option \"{}\" (the group has {})", name, fmt::join(known, ", "));
   }
+  return it->second;
+}
+double ParamGroup::option(const std::string& name) const { return const_cast<ParamGroup*>(this)->option(name); }
+
+// ---- Optimizer --------------------------------------------------------------------------------------
+
+Optimizer::Optimizer(std::string name, OptionMap defaults) : name_(std::move(name)), defaults_(std::move(defaults)) {}
+
+void Optimizer::init(std::vector<ParamGroup> groups) {
+  check_options(defaults_);
+  if (groups.empty()) fail("{}: optimizer got an empty parameter list", name_);
+  for (ParamGroup& g : groups) add_param_group(std::move(g));
 }
 
-// ---- Optimizer -----------------------------------------------------------------------------------
-
-Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
-    if (!p.defined()) fail("Optimizer: parameter {} is an undefined tensor", i);
-    if (!p.is_leaf()) fail("Optimizer: parameter {} ({}) is not a leaf tensor", i, p.str());
+void Optimizer::add_param_group(ParamGroup group) {
+  if (group.params.empty()) fail("{}: optimizer got an empty parameter list (parameter group {})", name_, groups_.size());
+  // A parameter's identity: its storage, offset and shape (parameters may be views of one
+  // flat buffer; the same view twice is the same parameter).
+  using Key = std::tuple<const void*, int64_t, std::vector<int64_t>>;
+  auto key = [](const Tensor& p) { return Key{p.storage().get(), p.storage_offset(), p.shape()}; };
+  std::set<Key> seen;
+  for (const Tensor& p : params_) seen.insert(key(p));
+  for (size_t i = 0; i < group.params.size(); ++i) {
+    const Tensor& p = group.params[i];
+    if (!p.defined()) fail("{}: parameter {} of group {} is an undefined tensor", name_, i, groups_.size());
+    if (!p.is_leaf()) fail("{}: parameter {} of group {} ({}) is not a leaf tensor", name_, i, groups_.size(), p.str());
+    if (!seen.insert(key(p)).second)
+      fail("{}: some parameters appear in more than one parameter group (parameter {} of group {})", name_, i,
+           groups_.size());
   }
+  OptionMap merged = defaults_;
+  for (const auto& [k, v] : group.options) merged[k] = v;
+  check_options(merged);
+  group.options = std::move(merged);
+  for (const Tensor& p : group.params) {
+    params_.push_back(p);
+    state_.emplace_back();
+    steps_.push_back(0);
+  }
+  groups_.push_back(std::move(group));
 }
 
 void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.zero_grad();
 }
 
-Tensor Optimizer::grad_for_step(size_t i, const char* optimizer) const {
+Tensor Optimizer::state(size_t i, const std::string& name) const {
+  const auto& s = state_.at(i);
+  auto it = s.find(name);
+  return it == s.end() ? Tensor() : it->second;
+}
+
+Tensor& Optimizer::state_or_fill(size_t i, const std::string& name, double fill) {
+  Tensor& t = state_.at(i)[name];
+  if (!t.defined()) t = ops::full(params_[i].shape(), fill, params_[i].dtype(), params_[i].device());
+  return t;
+}
+
+Tensor Optimizer::grad_for_step(size_t i) const {
   const Tensor& p = params_[i];
   Tensor g = p.grad();
   if (!g.defined()) return g;
-  if (p.dtype() != DType::f32 || g.dtype() != DType::f32)
-    fail("{}: parameter {} is {} with a {} gradient; only f32 parameters are supported", optimizer, i,
-         dtype_name(p.dtype()), dtype_name(g.dtype()));
-  if (g.shape() != p.shape()) fail("{}: parameter {} is {} but its gradient is {}", optimizer, i, p.str(), g.str());
+  if (p.dtype() != DType::f32 && p.dtype() != DType::f16 && p.dtype() != DType::bf16)
+    fail("{}: parameter {} is {}; f32, f16 and bf16 parameters are supported", name_, i, dtype_name(p.dtype()));
+  if (g.dtype() != p.dtype())
+    fail("{}: parameter {} is {} with a {} gradient; they must have the same dtype", name_, i, dtype_name(p.dtype()),
+         dtype_name(g.dtype()));
+  if (g.shape() != p.shape()) fail("{}: parameter {} is {} but its gradient is {}", name_, i, p.str(), g.str());
   if (!(g.device() == p.device()))
-    fail("{}: parameter {} is on {} but its gradient on {}", optimizer, i, p.device().str(), g.device().str());
-  if (!p.is_contiguous()) fail("{}: parameter {} ({}) is not contiguous", optimizer, i, p.str());
+    fail("{}: parameter {} is on {} but its gradient on {}", name_, i, p.device().str(), g.device().str());
+  if (!p.is_contiguous()) fail("{}: parameter {} ({}) is not contiguous", name_, i, p.str());
   return g.is_contiguous() ? g : ops::contiguous(g);
 }
 
-// ---- SGD -------------------------------------------------------------------------------------------
-
-SGD::SGD(std::vector<Tensor> params, double lr_, double momentum_, double weight_decay_, double dampening_,
-         bool nesterov_)
-    : Optimizer(std::move(params)), lr(lr_), momentum(momentum_), weight_decay(weight_decay_),
-      dampening(dampening_), nesterov(nesterov_), buffers_(params_.size()) {
-  if (!(lr >= 0)) fail("SGD: invalid learning rate {}", lr);
-  if (!(momentum >= 0)) fail("SGD: invalid momentum {}", momentum);
-  if (!(weight_decay >= 0)) fail("SGD: invalid weight_decay {}", weight_decay);
-  if (nesterov && (momentum <= 0 || dampening != 0))
-    fail("SGD: nesterov momentum requires a momentum > 0 and zero dampening (momentum {}, dampening {})", momentum,
-         dampening);
-}
-
-void SGD::step() {
-  update_each("SGD", [&](size_t i, Tensor& p, const Tensor& g, int32_t n, const tritium::Options& opts) {
-    if (momentum == 0) {
-      sgd_kernel[grid_for(n)](p, g, n, float(lr), float(weight_decay), kBlock, opts);
-      return;
+void Optimizer::step() {
+  NoGradGuard no_grad;
+  // Everything is checked before anything changes.
+  grads_.assign(params_.size(), Tensor());
+  for (size_t i = 0; i < params_.size(); ++i) grads_[i] = grad_for_step(i);
+  last_step_launches_ = 0;
+  size_t first = 0;
+  for (const ParamGroup& group : groups_) {
+    // The group's parameters with a gradient, by dtype and device: one list per launch.
+    std::vector<std::vector<size_t>> lists;
+    for (size_t i = first; i < first + group.params.size(); ++i) {
+      if (!grads_[i].defined()) continue;
+      auto same = [&](const std::vector<size_t>& l) {
+        return params_[l[0]].dtype() == params_[i].dtype() && params_[l[0]].device() == params_[i].device();
+      };
+      auto it = std::find_if(lists.begin(), lists.end(), same);
+      if (it == lists.end()) lists.push_back({i});
+      else it->push_back(i);
     }
-    bool first = !buffers_[i].defined();
-    if (first) buffers_[i] = zeros_like_param(p);
-    float keep = first ? 0.0f : float(momentum);
-    float scale = first ? 1.0f : float(1 - dampening);
-    sgd_momentum_kernel[grid_for(n)](p, g, buffers_[i], n, float(lr), float(weight_decay), float(momentum), keep,
-                                      scale, nesterov, kBlock, opts);
-  });
+    for (const auto& idx : lists) last_step_launches_ += update(group.options, idx, foreach && idx.size() > 1);
+    for (const auto& idx : lists)
+      for (size_t i : idx) params_[i].storage()->bump_version();  // in place, as PyTorch's: a graph that saved p refuses backward
+    first += group.params.size();
+  }
+  grads_.clear();
 }
 
-// ---- AdamW ---------------------------------------------------------------------------------------
+// ---- SGD ---------------------------------------------------------------------------------------------
 
-AdamW::AdamW(std::vector<Tensor> params, double lr_, std::pair<double, double> betas_, double eps_,
-             double weight_decay_)
-    : Optimizer(std::move(params)), lr(lr_), betas(betas_), eps(eps_), weight_decay(weight_decay_),
-      exp_avg_(params_.size()), exp_avg_sq_(params_.size()), steps_(params_.size(), 0) {
-  if (!(lr >= 0)) fail("AdamW: invalid learning rate {}", lr);
-  if (!(eps >= 0)) fail("AdamW: invalid epsilon {}", eps);
-  if (!(betas.first >= 0 && betas.first < 1)) fail("AdamW: invalid beta parameter at index 0: {}", betas.first);
-  if (!(betas.second >= 0 && betas.second < 1)) fail("AdamW: invalid beta parameter at index 1: {}", betas.second);
-  if (!(weight_decay >= 0)) fail("AdamW: invalid weight_decay {}", weight_decay);
+SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, double dampening, bool nesterov)
+    : SGD(std::vector<ParamGroup>{{std::move(params), {}}}, lr, momentum, weight_decay, dampening, nesterov) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, double weight_decay, double dampening,
+         bool nesterov)
+    : Optimizer("SGD", {{"lr", lr}, {"momentum", momentum}, {"dampening", dampening}, {"weight_decay", weight_decay},
+                        {"nesterov", nesterov ? 1 : 0}}) {
+  init(std::move(groups));
 }
 
-void AdamW::step() {
-  update_each("AdamW", [&](size_t i, Tensor& p, const Tensor& g, int32_t n, const tritium::Options& opts) {
-    if (!exp_avg_[i].defined()) exp_avg_[i] = zeros_like_param(p), exp_avg_sq_[i] = zeros_like_param(p);
-    Tensor no_max;
-    launch_adam(p, g, exp_avg_[i], exp_avg_sq_[i], no_max, n, ++steps_[i], lr, betas, eps, 1 - lr * weight_decay, 0,
-                opts);
-  });
+void SGD::check_options(const OptionMap& o) const {
+  check_at_least(name_, "learning rate", o.at("lr"), 0);
+  check_at_least(name_, "momentum", o.at("momentum"), 0);
+  check_at_least(name_, "weight_decay", o.at("weight_decay"), 0);
+  if (flag(o, "nesterov") && (o.at("momentum") <= 0 || o.at("dampening") != 0))
+    fail("SGD: nesterov momentum requires a momentum > 0 and zero dampening (momentum {}, dampening {})",
+         o.at("momentum"), o.at("dampening"));
 }
 
-// ---- Adam ----------------------------------------------------------------------------------------
-
-Adam::Adam(std::vector<Tensor> params, double lr_, std::pair<double, double> betas_, double eps_, double weight_decay_,
-           bool amsgrad_)
-    : Optimizer(std::move(params)), lr(lr_), betas(betas_), eps(eps_), weight_decay(weight_decay_), amsgrad(amsgrad_),
-      exp_avg_(params_.size()), exp_avg_sq_(params_.size()), max_exp_avg_sq_(params_.size()),
-      steps_(params_.size(), 0) {
-  check_at_least("Adam", "learning rate", lr, 0);
-  check_at_least("Adam", "epsilon", eps, 0);
-  if (!(betas.first >= 0 && betas.first < 1)) fail("Adam: invalid beta parameter at index 0: {}", betas.first);
-  if (!(betas.second >= 0 && betas.second < 1)) fail("Adam: invalid beta parameter at index 1: {}", betas.second);
-  check_at_least("Adam", "weight_decay", weight_decay, 0);
+std::vector<std::string> SGD::state_names(const OptionMap& o) const {
+  if (o.at("momentum") == 0) return {};
+  return {"momentum_buffer"};
 }
 
-void Adam::step() {
-  update_each("Adam", [&](size_t i, Tensor& p, const Tensor& g, int32_t n, const tritium::Options& opts) {
-    if (!exp_avg_[i].defined()) {
-      exp_avg_[i] = zeros_like_param(p), exp_avg_sq_[i] = zeros_like_param(p);
-      if (amsgrad) max_exp_avg_sq_[i] = zeros_like_param(p);
+int64_t SGD::update(const OptionMap& o, const std::vector<size_t>& idx, bool multi) {
+  double momentum = o.at("momentum");
+  std::vector<ok::Slot> slots;
+  for (size_t i : idx) {
+    ok::Slot s;
+    s.p = params_[i], s.g = grads_[i];
+    if (momentum != 0) {
+      bool first = !state(i, "momentum_buffer").defined();
+      s.state[0] = state_or_fill(i, "momentum_buffer");
+      s.scalars = {first ? 0.0f : float(momentum), first ? 1.0f : float(1 - o.at("dampening"))};
     }
-    Tensor no_max;
-    launch_adam(p, g, exp_avg_[i], exp_avg_sq_[i], amsgrad ? max_exp_avg_sq_[i] : no_max, n, ++steps_[i], lr, betas,
-                eps, 1, weight_decay, opts);
-  });
+    slots.push_back(std::move(s));
+  }
+  return ok::sgd(slots, multi, float(o.at("lr")), float(o.at("weight_decay")), float(momentum), momentum != 0,
+                 flag(o, "nesterov"));
 }
 
-// ---- RMSprop -------------------------------------------------------------------------------------
+// ---- Adam and AdamW ----------------------------------------------------------------------------------
 
-RMSprop::RMSprop(std::vector<Tensor> params, double lr_, double alpha_, double eps_, double weight_decay_,
-                 double momentum_, bool centered_)
-    : Optimizer(std::move(params)), lr(lr_), alpha(alpha_), eps(eps_), weight_decay(weight_decay_),
-      momentum(momentum_), centered(centered_), square_avg_(params_.size()), grad_avg_(params_.size()),
-      momentum_buffer_(params_.size()), steps_(params_.size(), 0) {
-  check_at_least("RMSprop", "learning rate", lr, 0);
-  check_at_least("RMSprop", "epsilon", eps, 0);
-  check_at_least("RMSprop", "momentum", momentum, 0);
-  check_at_least("RMSprop", "weight_decay", weight_decay, 0);
-  check_at_least("RMSprop", "alpha", alpha, 0);
+Adam::Adam(const char* name, bool decoupled, double lr, std::pair<double, double> betas, double eps,
+           double weight_decay, bool amsgrad)
+    : Optimizer(name, {{"lr", lr}, {"beta1", betas.first}, {"beta2", betas.second}, {"eps", eps},
+                       {"weight_decay", weight_decay}, {"amsgrad", amsgrad ? 1 : 0}}),
+      decoupled_(decoupled) {}
+
+Adam::Adam(std::vector<Tensor> params, double lr, std::pair<double, double> betas, double eps, double weight_decay,
+           bool amsgrad)
+    : Adam(std::vector<ParamGroup>{{std::move(params), {}}}, lr, betas, eps, weight_decay, amsgrad) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas, double eps, double weight_decay,
+           bool amsgrad)
+    : Adam("Adam", false, lr, betas, eps, weight_decay, amsgrad) {
+  init(std::move(groups));
 }
 
-void RMSprop::step() {
-  update_each("RMSprop", [&](size_t i, Tensor& p, const Tensor& g, int32_t n, const tritium::Options& opts) {
-    if (!square_avg_[i].defined()) {
-      square_avg_[i] = zeros_like_param(p);
-      if (momentum > 0) momentum_buffer_[i] = zeros_like_param(p);
-      if (centered) grad_avg_[i] = zeros_like_param(p);
-    }
+AdamW::AdamW(std::vector<Tensor> params, double lr, std::pair<double, double> betas, double eps, double weight_decay,
+             bool amsgrad)
+    : AdamW(std::vector<ParamGroup>{{std::move(params), {}}}, lr, betas, eps, weight_decay, amsgrad) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas, double eps,
+             double weight_decay, bool amsgrad)
+    : Adam("AdamW", true, lr, betas, eps, weight_decay, amsgrad) {
+  init(std::move(groups));
+}
+
+void Adam::check_options(const OptionMap& o) const {
+  check_at_least(name_, "learning rate", o.at("lr"), 0);
+  check_at_least(name_, "epsilon", o.at("eps"), 0);
+  check_beta(name_, 0, o.at("beta1"));
+  check_beta(name_, 1, o.at("beta2"));
+  check_at_least(name_, "weight_decay", o.at("weight_decay"), 0);
+}
+
+std::vector<std::string> Adam::state_names(const OptionMap& o) const {
+  if (flag(o, "amsgrad")) return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  return {"step", "exp_avg", "exp_avg_sq"};
+}
+
+int64_t Adam::update(const OptionMap& o, const std::vector<size_t>& idx, bool multi) {
+  double lr = o.at("lr"), beta1 = o.at("beta1"), beta2 = o.at("beta2"), wd = o.at("weight_decay");
+  bool amsgrad = flag(o, "amsgrad");
+  std::vector<ok::Slot> slots;
+  for (size_t i : idx) {
+    ok::Slot s;
+    s.p = params_[i], s.g = grads_[i];
+    s.state[0] = state_or_fill(i, "exp_avg");
+    s.state[1] = state_or_fill(i, "exp_avg_sq");
+    if (amsgrad) s.state[2] = state_or_fill(i, "max_exp_avg_sq");
+    double t = double(++steps_[i]);
+    double bias_correction1 = 1 - std::pow(beta1, t), bias_correction2 = 1 - std::pow(beta2, t);
+    s.scalars = {float(lr / bias_correction1), float(std::sqrt(bias_correction2))};
+    slots.push_back(std::move(s));
+  }
+  return ok::adam(slots, multi, decoupled_ ? float(1 - lr * wd) : 1.0f, decoupled_ ? 0.0f : float(wd), beta1, beta2,
+                  float(o.at("eps")), amsgrad);
+}
+
+// ---- RMSprop -----------------------------------------------------------------------------------------
+
+RMSprop::RMSprop(std::vector<Tensor> params, double lr, double alpha, double eps, double weight_decay, double momentum,
+                 bool centered)
+    : RMSprop(std::vector<ParamGroup>{{std::move(params), {}}}, lr, alpha, eps, weight_decay, momentum, centered) {}
+
+RMSprop::RMSprop(std::vector<ParamGroup> groups, double lr, double alpha, double eps, double weight_decay,
+                 double momentum, bool centered)
+    : Optimizer("RMSprop", {{"lr", lr}, {"momentum", momentum}, {"alpha", alpha}, {"eps", eps},
+                            {"centered", centered ? 1 : 0}, {"weight_decay", weight_decay}}) {
+  init(std::move(groups));
+}
+
+void RMSprop::check_options(const OptionMap& o) const {
+  check_at_least(name_, "learning rate", o.at("lr"), 0);
+  check_at_least(name_, "epsilon", o.at("eps"), 0);
+  check_at_least(name_, "momentum", o.at("momentum"), 0);
+  check_at_least(name_, "weight_decay", o.at("weight_decay"), 0);
+  check_at_least(name_, "alpha", o.at("alpha"), 0);
+}
+
+std::vector<std::string> RMSprop::state_names(const OptionMap& o) const {
+  std::vector<std::string> names{"step", "square_avg"};
+  if (o.at("momentum") > 0) names.push_back("momentum_buffer");
+  if (flag(o, "centered")) names.push_back("grad_avg");
+  return names;
+}
+
+int64_t RMSprop::update(const OptionMap& o, const std::vector<size_t>& idx, bool multi) {
+  double momentum = o.at("momentum");
+  bool centered = flag(o, "centered");
+  std::vector<ok::Slot> slots;
+  for (size_t i : idx) {
+    ok::Slot s;
+    s.p = params_[i], s.g = grads_[i];
+    s.state[0] = state_or_fill(i, "square_avg");
+    if (centered) s.state[1] = state_or_fill(i, "grad_avg");
+    if (momentum > 0) s.state[2] = state_or_fill(i, "momentum_buffer");
     ++steps_[i];
-    Tensor& sq = square_avg_[i];
-    rmsprop_kernel[grid_for(n)](p, g, sq, centered ? grad_avg_[i] : sq, momentum > 0 ? momentum_buffer_[i] : sq, n,
-                                float(lr), float(weight_decay), float(alpha), float(1 - alpha), float(eps),
-                                float(momentum), centered, momentum > 0, kBlock, opts);
-  });
+    slots.push_back(std::move(s));
+  }
+  return ok::rmsprop(slots, multi, float(o.at("lr")), float(o.at("weight_decay")), o.at("alpha"), float(o.at("eps")),
+                     float(momentum), centered, momentum > 0);
 }
 
-// ---- Adagrad -------------------------------------------------------------------------------------
+// ---- Adagrad -----------------------------------------------------------------------------------------
 
-Adagrad::Adagrad(std::vector<Tensor> params, double lr_, double lr_decay_, double weight_decay_,
-                 double initial_accumulator_value_, double eps_)
-    : Optimizer(std::move(params)), lr(lr_), lr_decay(lr_decay_), weight_decay(weight_decay_),
-      initial_accumulator_value(initial_accumulator_value_), eps(eps_), sum_(params_.size()),
-      steps_(params_.size(), 0) {
-  check_at_least("Adagrad", "learning rate", lr, 0);
-  check_at_least("Adagrad", "lr_decay", lr_decay, 0);
-  check_at_least("Adagrad", "weight_decay", weight_decay, 0);
-  check_at_least("Adagrad", "initial_accumulator_value", initial_accumulator_value, 0);
-  check_at_least("Adagrad", "epsilon", eps, 0);
+Adagrad::Adagrad(std::vector<Tensor> params, double lr, double lr_decay, double weight_decay,
+                 double initial_accumulator_value, double eps)
+    : Adagrad(std::vector<ParamGroup>{{std::move(params), {}}}, lr, lr_decay, weight_decay, initial_accumulator_value,
+              eps) {}
+
+Adagrad::Adagrad(std::vector<ParamGroup> groups, double lr, double lr_decay, double weight_decay,
+                 double initial_accumulator_value, double eps)
+    : Optimizer("Adagrad", {{"lr", lr}, {"lr_decay", lr_decay}, {"eps", eps}, {"weight_decay", weight_decay},
+                            {"initial_accumulator_value", initial_accumulator_value}}) {
+  init(std::move(groups));
 }
 
-void Adagrad::step() {
-  update_each("Adagrad", [&](size_t i, Tensor& p, const Tensor& g, int32_t n, const tritium::Options& opts) {
-    if (!sum_[i].defined()) sum_[i] = ops::full(p.shape(), initial_accumulator_value, DType::f32, p.device());
-    double t = static_cast<double>(++steps_[i]);
-    double clr = lr / (1 + (t - 1) * lr_decay);
-    adagrad_kernel[grid_for(n)](p, g, sum_[i], n, float(clr), float(weight_decay), float(eps), kBlock, opts);
-  });
+void Adagrad::check_options(const OptionMap& o) const {
+  check_at_least(name_, "learning rate", o.at("lr"), 0);
+  check_at_least(name_, "lr_decay", o.at("lr_decay"), 0);
+  check_at_least(name_, "weight_decay", o.at("weight_decay"), 0);
+  check_at_least(name_, "initial_accumulator_value", o.at("initial_accumulator_value"), 0);
+  check_at_least(name_, "epsilon", o.at("eps"), 0);
+}
+
+int64_t Adagrad::update(const OptionMap& o, const std::vector<size_t>& idx, bool multi) {
+  double lr = o.at("lr"), lr_decay = o.at("lr_decay");
+  std::vector<ok::Slot> slots;
+  for (size_t i : idx) {
+    ok::Slot s;
+    s.p = params_[i], s.g = grads_[i];
+    s.state[0] = state_or_fill(i, "sum", o.at("initial_accumulator_value"));
+    double t = double(++steps_[i]);
+    s.scalars = {float(lr / (1 + (t - 1) * lr_decay)), 0.0f};
+    slots.push_back(std::move(s));
+  }
+  return ok::adagrad(slots, multi, float(o.at("weight_decay")), float(o.at("eps")));
 }
 
 }  // namespace tritium::nn

@@ -1,6 +1,6 @@
 // Optimizer::state_dict / load_state_dict (nn/optim.h): PyTorch's optimizer.state_dict()
-// flattened into safetensors-ready tensors and string metadata, and the per-class pieces of SGD
-// and AdamW. Loading validates everything before it changes anything.
+// flattened into safetensors-ready tensors and string metadata, with every parameter group, and
+// the per-class JSON of a group's options. Loading validates everything before it changes anything.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -19,48 +19,56 @@ namespace {
 
 // A double as a JSON number that reads back to the same double.
 std::string json_number(double v) {
-  if (!std::isfinite(v)) fail("optimizer state_dict: hyperparameter {} is not finite", v);
+  if (!std::isfinite(v)) fail("optimizer state_dict: option value {} is not finite", v);
   return fmt::format("{}", v);
 }
+const char* json_bool(double v) { return v != 0 ? "true" : "false"; }
 
-double read_number(const io::Json& group, const char* key, const std::string& optimizer) {
-  return group.at(key, optimizer + " param_groups").as_double(fmt::format("{} param_groups \"{}\"", optimizer, key));
+// The options of `o` that the class did not write (a scheduler's "initial_lr", ...), as numbers.
+std::string extra_options_json(const OptionMap& o, const std::set<std::string>& written) {
+  std::string out;
+  for (const auto& [k, v] : o)
+    if (!written.count(k)) out += fmt::format(", \"{}\": {}", k, json_number(v));
+  return out;
 }
 
+// Keys of PyTorch's param_groups that are constant here (flags this implementation does not
+// have): read back and ignored, as are nulls.
+const std::set<std::string> kIgnoredKeys = {"maximize", "foreach", "capturable", "differentiable", "fused",
+                                            "decoupled_weight_decay", "params"};
+
 // A step count as PyTorch keeps it: a 0-dim f32 on the host, written without a kernel (a
-// CUDA-only build has no CPU backend); and back (load_state_dict has checked it).
+// CUDA-only build has no CPU backend).
 Tensor step_tensor(int64_t step) {
   return Tensor::from_vector(std::vector<float>{static_cast<float>(step)}, {}, Device::cpu());
 }
-int64_t read_step(const Tensor& t) {
-  return static_cast<int64_t>(t.reshape({}).to(Device::cpu()).to_vector<float>().at(0));
-}
-
-std::pair<double, double> read_betas(const io::Json& group, const std::string& optimizer) {
-  const auto& b = group.at("betas", optimizer + " param_groups").as_array(optimizer + " param_groups \"betas\"");
-  if (b.size() != 2) fail("{}::load_state_dict: betas must hold 2 numbers, got {}", optimizer, b.size());
-  return {b[0].as_double(optimizer + " betas"), b[1].as_double(optimizer + " betas")};
-}
-
-bool read_bool(const io::Json& group, const char* key, const std::string& optimizer) {
-  return group.at(key, optimizer + " param_groups").as_bool(fmt::format("{} param_groups \"{}\"", optimizer, key));
-}
+float read_scalar(const Tensor& t) { return t.reshape({}).to(Device::cpu()).to_vector<float>().at(0); }
 
 }  // namespace
 
 OptimizerState Optimizer::state_dict() const {
   OptimizerState out;
-  for (size_t i = 0; i < params_.size(); ++i)
-    for (const std::string& name : state_names()) {
-      Tensor t = state_tensor(i, name);
-      if (t.defined()) out.tensors.insert(fmt::format("state.{}.{}", i, name), t);
+  std::vector<std::string> groups_json;
+  size_t first = 0;
+  for (const ParamGroup& g : groups_) {
+    std::vector<size_t> indices;
+    for (size_t i = first; i < first + g.params.size(); ++i) {
+      indices.push_back(i);
+      for (const std::string& field : state_names(g.options)) {
+        if (field == "step") {
+          if (steps_[i] > 0) out.tensors.insert(fmt::format("state.{}.step", i), step_tensor(steps_[i]));
+          continue;
+        }
+        Tensor t = state(i, field);
+        if (t.defined()) out.tensors.insert(fmt::format("state.{}.{}", i, field), t);
+      }
     }
-  std::vector<size_t> indices(params_.size());
-  for (size_t i = 0; i < indices.size(); ++i) indices[i] = i;
+    groups_json.push_back(fmt::format("{{{}, \"params\": [{}]}}", options_json(g.options), fmt::join(indices, ", ")));
+    first += g.params.size();
+  }
   out.metadata["optimizer"] = name();
   out.metadata["num_params"] = std::to_string(params_.size());
-  out.metadata["param_groups"] =
-      fmt::format("[{{{}, \"params\": [{}]}}]", hyperparameters_json(), fmt::join(indices, ", "));
+  out.metadata["param_groups"] = fmt::format("[{}]", fmt::join(groups_json, ", "));
   return out;
 }
 
@@ -77,17 +85,49 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
     fail("{}: the state is for {} parameters, this optimizer has {}", who, meta("num_params"), params_.size());
   io::Json groups = io::parse_json(meta("param_groups"), who + ": param_groups");
   const auto& list = groups.as_array(who + ": param_groups");
-  if (list.size() != 1) fail("{}: {} parameter groups in the state; one is supported", who, list.size());
-  const io::Json& group = list[0];
-  const auto& indices = group.at("params", who + ": param_groups").as_array(who + ": param_groups \"params\"");
-  if (indices.size() != params_.size())
-    fail("{}: param_groups lists {} parameters, this optimizer has {}", who, indices.size(), params_.size());
-  for (size_t i = 0; i < indices.size(); ++i)
-    if (indices[i].as_int64(who + ": param_groups \"params\"") != static_cast<int64_t>(i))
-      fail("{}: param_groups \"params\" must be 0, 1, ..., {}", who, params_.size() - 1);
+  if (list.size() != groups_.size())
+    fail("{}: loaded state dict has {} parameter groups, this optimizer has {}", who, list.size(), groups_.size());
 
-  // Every tensor: a known name, a parameter index in range, the parameter's shape (step: 0-dim), f32.
-  const std::vector<std::string> names = state_names();
+  // Each group: the same number of parameters, indices first, first + 1, ... (PyTorch's
+  // numbering over the groups in order), and options: every one the class has (numbers; booleans;
+  // betas as [beta1, beta2]) plus any other number.
+  std::vector<OptionMap> new_options;
+  size_t first = 0;
+  for (size_t k = 0; k < list.size(); ++k) {
+    const io::Json& group = list[k];
+    std::string where = fmt::format("{}: param_groups[{}]", who, k);
+    const auto& indices = group.at("params", where).as_array(where + " \"params\"");
+    if (indices.size() != groups_[k].params.size())
+      fail("{} has {} parameters, this optimizer's group {} has {} (loaded state dict contains a parameter group "
+           "that doesn't match the size of optimizer's group)", where, indices.size(), k, groups_[k].params.size());
+    for (size_t j = 0; j < indices.size(); ++j)
+      if (indices[j].as_int64(where + " \"params\"") != static_cast<int64_t>(first + j))
+        fail("{} \"params\" must be {}, ..., {}", where, first, first + indices.size() - 1);
+    OptionMap o;
+    for (const auto& [key, value] : group.as_object(where)) {
+      if (kIgnoredKeys.count(key) || value.is_null()) continue;
+      if (key == "betas") {
+        const auto& b = value.as_array(where + " \"betas\"");
+        if (b.size() != 2) fail("{}: betas must hold 2 numbers, got {}", where, b.size());
+        o["beta1"] = b[0].as_double(where + " \"betas\""), o["beta2"] = b[1].as_double(where + " \"betas\"");
+      } else if (value.is_bool()) {
+        o[key] = value.as_bool(where) ? 1 : 0;
+      } else {
+        o[key] = value.as_double(fmt::format("{} \"{}\"", where, key));
+      }
+    }
+    for (const auto& [key, v] : defaults_)
+      if (!o.count(key)) fail("{} has no \"{}\"", where, key == "beta1" || key == "beta2" ? "betas" : key);
+    check_options(o);
+    new_options.push_back(std::move(o));
+    first += indices.size();
+  }
+
+  // Every tensor: a known name of its group's state, a parameter index in range, the
+  // parameter's shape and dtype (step: one f32, a positive integer).
+  std::vector<size_t> group_of(params_.size());
+  for (size_t k = 0, i = 0; k < groups_.size(); ++k)
+    for (size_t j = 0; j < groups_[k].params.size(); ++j) group_of[i++] = k;
   std::map<size_t, std::map<std::string, Tensor>> by_param;
   for (const auto& [key, t] : state.tensors) {
     size_t dot1 = key.find('.'), dot2 = key.find('.', dot1 + 1);
@@ -98,212 +138,77 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
       fail("{}: unexpected key \"{}\" (expected state.<index>.<name>)", who, key);
     size_t i = std::stoul(index_text);
     if (i >= params_.size()) fail("{}: \"{}\" is for parameter {}, this optimizer has {}", who, key, i, params_.size());
+    std::vector<std::string> names = state_names(new_options[group_of[i]]);
     if (std::find(names.begin(), names.end(), field) == names.end())
-      fail("{}: unexpected key \"{}\" ({} state is {})", who, key, name(), fmt::join(names, ", "));
-    if (t.dtype() != DType::f32) fail("{}: \"{}\" is {}, expected f32", who, key, dtype_name(t.dtype()));
+      fail("{}: unexpected key \"{}\" ({} state with these options is {})", who, key, name(), fmt::join(names, ", "));
     bool scalar = field == "step";
+    DType want = scalar ? DType::f32 : params_[i].dtype();
+    if (t.dtype() != want) fail("{}: \"{}\" is {}, expected {}", who, key, dtype_name(t.dtype()), dtype_name(want));
     if (scalar ? t.numel() != 1 : t.shape() != params_[i].shape())
       fail("{}: \"{}\" has shape [{}], parameter {} has shape [{}]", who, key, fmt::join(t.shape(), ", "), i,
            fmt::join(params_[i].shape(), ", "));
     if (scalar) {
-      float step = t.reshape({}).to(Device::cpu()).to_vector<float>().at(0);
+      float step = read_scalar(t);
       if (!(step >= 1) || step != std::floor(step))
         fail("{}: \"{}\" is {}, not a positive integer step count", who, key, step);
     }
     by_param[i][field] = t;
   }
-  for (const auto& [i, fields] : by_param)
+  for (const auto& [i, fields] : by_param) {
+    std::vector<std::string> names = state_names(new_options[group_of[i]]);
     if (fields.size() != names.size())
       fail("{}: the state of parameter {} is incomplete (has {} of {})", who, i, fields.size(), fmt::join(names, ", "));
+  }
 
-  set_hyperparameters(group);  // validates and throws before assigning
   NoGradGuard no_grad;
+  for (size_t k = 0; k < groups_.size(); ++k) groups_[k].options = std::move(new_options[k]);
   for (size_t i = 0; i < params_.size(); ++i) {
-    clear_state(i);
+    state_[i].clear();
+    steps_[i] = 0;
     auto it = by_param.find(i);
     if (it == by_param.end()) continue;
-    for (auto& [field, t] : it->second) set_state_tensor(i, field, ops::clone(t.to(params_[i].device())));
+    for (auto& [field, t] : it->second) {
+      if (field == "step") steps_[i] = static_cast<int64_t>(read_scalar(t));
+      else state_[i][field] = ops::clone(t.to(params_[i].device()));
+    }
   }
 }
 
-// ---- SGD ------------------------------------------------------------------------------------------
+// ---- each class's options, in PyTorch's order ----------------------------------------------------------
 
-std::string SGD::hyperparameters_json() const {
+std::string SGD::options_json(const OptionMap& o) const {
   return fmt::format("\"lr\": {}, \"momentum\": {}, \"dampening\": {}, \"weight_decay\": {}, \"nesterov\": {}, "
-                     "\"maximize\": false, \"foreach\": null, \"differentiable\": false, \"fused\": null",
-                     json_number(lr), json_number(momentum), json_number(dampening), json_number(weight_decay),
-                     nesterov ? "true" : "false");
+                     "\"maximize\": false, \"foreach\": null, \"differentiable\": false, \"fused\": null{}",
+                     json_number(o.at("lr")), json_number(o.at("momentum")), json_number(o.at("dampening")),
+                     json_number(o.at("weight_decay")), json_bool(o.at("nesterov")),
+                     extra_options_json(o, {"lr", "momentum", "dampening", "weight_decay", "nesterov"}));
 }
 
-void SGD::set_hyperparameters(const io::Json& group) {
-  double new_lr = read_number(group, "lr", "SGD"), new_momentum = read_number(group, "momentum", "SGD");
-  double new_dampening = read_number(group, "dampening", "SGD");
-  double new_wd = read_number(group, "weight_decay", "SGD");
-  bool new_nesterov = group.at("nesterov", "SGD param_groups").as_bool("SGD param_groups \"nesterov\"");
-  lr = new_lr, momentum = new_momentum, dampening = new_dampening, weight_decay = new_wd, nesterov = new_nesterov;
-}
-
-Tensor SGD::state_tensor(size_t i, const std::string&) const { return buffers_[i]; }
-void SGD::set_state_tensor(size_t i, const std::string&, Tensor value) { buffers_[i] = std::move(value); }
-
-// ---- AdamW ----------------------------------------------------------------------------------------
-
-std::string AdamW::hyperparameters_json() const {
-  return fmt::format("\"lr\": {}, \"betas\": [{}, {}], \"eps\": {}, \"weight_decay\": {}, \"amsgrad\": false, "
-                     "\"maximize\": false, \"foreach\": null, \"capturable\": false, \"differentiable\": false, "
-                     "\"fused\": null", json_number(lr), json_number(betas.first), json_number(betas.second),
-                     json_number(eps), json_number(weight_decay));
-}
-
-void AdamW::set_hyperparameters(const io::Json& group) {
-  double new_lr = read_number(group, "lr", "AdamW"), new_eps = read_number(group, "eps", "AdamW");
-  double new_wd = read_number(group, "weight_decay", "AdamW");
-  std::pair<double, double> new_betas = read_betas(group, "AdamW");
-  if (group.find("amsgrad") && group.at("amsgrad", "AdamW").as_bool("AdamW param_groups \"amsgrad\""))
-    fail("AdamW::load_state_dict: the state uses amsgrad, which this AdamW does not implement");
-  lr = new_lr, eps = new_eps, weight_decay = new_wd, betas = new_betas;
-}
-
-Tensor AdamW::state_tensor(size_t i, const std::string& name) const {
-  if (!exp_avg_[i].defined()) return Tensor();
-  // On the host as PyTorch keeps it, written without a kernel (a CUDA-only build has no CPU backend).
-  if (name == "step") return step_tensor(steps_[i]);
-  return name == "exp_avg" ? exp_avg_[i] : exp_avg_sq_[i];
-}
-
-void AdamW::set_state_tensor(size_t i, const std::string& name, Tensor value) {
-  if (name == "step") {
-    steps_[i] = read_step(value);
-  } else if (name == "exp_avg") {
-    exp_avg_[i] = std::move(value);
-  } else {
-    exp_avg_sq_[i] = std::move(value);
-  }
-}
-
-void AdamW::clear_state(size_t i) {
-  exp_avg_[i] = Tensor(), exp_avg_sq_[i] = Tensor();
-  steps_[i] = 0;
-}
-
-// ---- Adam -----------------------------------------------------------------------------------------
-
-std::string Adam::hyperparameters_json() const {
+std::string Adam::options_json(const OptionMap& o) const {
   return fmt::format("\"lr\": {}, \"betas\": [{}, {}], \"eps\": {}, \"weight_decay\": {}, \"amsgrad\": {}, "
                      "\"maximize\": false, \"foreach\": null, \"capturable\": false, \"differentiable\": false, "
-                     "\"fused\": null, \"decoupled_weight_decay\": false", json_number(lr), json_number(betas.first),
-                     json_number(betas.second), json_number(eps), json_number(weight_decay), amsgrad ? "true" : "false");
+                     "\"fused\": null{}{}", json_number(o.at("lr")), json_number(o.at("beta1")),
+                     json_number(o.at("beta2")), json_number(o.at("eps")), json_number(o.at("weight_decay")),
+                     json_bool(o.at("amsgrad")), decoupled_ ? "" : ", \"decoupled_weight_decay\": false",
+                     extra_options_json(o, {"lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad"}));
 }
 
-void Adam::set_hyperparameters(const io::Json& group) {
-  double new_lr = read_number(group, "lr", "Adam"), new_eps = read_number(group, "eps", "Adam");
-  double new_wd = read_number(group, "weight_decay", "Adam");
-  std::pair<double, double> new_betas = read_betas(group, "Adam");
-  bool new_amsgrad = read_bool(group, "amsgrad", "Adam");
-  if (group.find("decoupled_weight_decay") && read_bool(group, "decoupled_weight_decay", "Adam"))
-    fail("Adam::load_state_dict: the state uses decoupled_weight_decay (that is AdamW)");
-  lr = new_lr, eps = new_eps, weight_decay = new_wd, betas = new_betas, amsgrad = new_amsgrad;
-}
-
-std::vector<std::string> Adam::state_names() const {
-  if (amsgrad) return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
-  return {"step", "exp_avg", "exp_avg_sq"};
-}
-
-Tensor Adam::state_tensor(size_t i, const std::string& name) const {
-  if (!exp_avg_[i].defined()) return Tensor();
-  if (name == "step") return step_tensor(steps_[i]);
-  if (name == "exp_avg") return exp_avg_[i];
-  return name == "exp_avg_sq" ? exp_avg_sq_[i] : max_exp_avg_sq_[i];
-}
-
-void Adam::set_state_tensor(size_t i, const std::string& name, Tensor value) {
-  if (name == "step") steps_[i] = read_step(value);
-  else if (name == "exp_avg") exp_avg_[i] = std::move(value);
-  else if (name == "exp_avg_sq") exp_avg_sq_[i] = std::move(value);
-  else max_exp_avg_sq_[i] = std::move(value);
-}
-
-void Adam::clear_state(size_t i) {
-  exp_avg_[i] = Tensor(), exp_avg_sq_[i] = Tensor(), max_exp_avg_sq_[i] = Tensor();
-  steps_[i] = 0;
-}
-
-// ---- RMSprop --------------------------------------------------------------------------------------
-
-std::string RMSprop::hyperparameters_json() const {
+std::string RMSprop::options_json(const OptionMap& o) const {
   return fmt::format("\"lr\": {}, \"momentum\": {}, \"alpha\": {}, \"eps\": {}, \"centered\": {}, "
                      "\"weight_decay\": {}, \"capturable\": false, \"foreach\": null, \"maximize\": false, "
-                     "\"differentiable\": false", json_number(lr), json_number(momentum), json_number(alpha),
-                     json_number(eps), centered ? "true" : "false", json_number(weight_decay));
+                     "\"differentiable\": false{}", json_number(o.at("lr")), json_number(o.at("momentum")),
+                     json_number(o.at("alpha")), json_number(o.at("eps")), json_bool(o.at("centered")),
+                     json_number(o.at("weight_decay")),
+                     extra_options_json(o, {"lr", "momentum", "alpha", "eps", "centered", "weight_decay"}));
 }
 
-void RMSprop::set_hyperparameters(const io::Json& group) {
-  double new_lr = read_number(group, "lr", "RMSprop"), new_momentum = read_number(group, "momentum", "RMSprop");
-  double new_alpha = read_number(group, "alpha", "RMSprop"), new_eps = read_number(group, "eps", "RMSprop");
-  double new_wd = read_number(group, "weight_decay", "RMSprop");
-  bool new_centered = read_bool(group, "centered", "RMSprop");
-  if ((new_momentum > 0) != (momentum > 0) || new_centered != centered)
-    fail("RMSprop::load_state_dict: the state is of an RMSprop with momentum {} and centered={}, this one has "
-         "momentum {} and centered={} (their state tensors differ)", new_momentum, new_centered, momentum, centered);
-  lr = new_lr, momentum = new_momentum, alpha = new_alpha, eps = new_eps, weight_decay = new_wd;
-}
-
-std::vector<std::string> RMSprop::state_names() const {
-  std::vector<std::string> names{"step", "square_avg"};
-  if (momentum > 0) names.push_back("momentum_buffer");
-  if (centered) names.push_back("grad_avg");
-  return names;
-}
-
-Tensor RMSprop::state_tensor(size_t i, const std::string& name) const {
-  if (!square_avg_[i].defined()) return Tensor();
-  if (name == "step") return step_tensor(steps_[i]);
-  if (name == "square_avg") return square_avg_[i];
-  return name == "momentum_buffer" ? momentum_buffer_[i] : grad_avg_[i];
-}
-
-void RMSprop::set_state_tensor(size_t i, const std::string& name, Tensor value) {
-  if (name == "step") steps_[i] = read_step(value);
-  else if (name == "square_avg") square_avg_[i] = std::move(value);
-  else if (name == "momentum_buffer") momentum_buffer_[i] = std::move(value);
-  else grad_avg_[i] = std::move(value);
-}
-
-void RMSprop::clear_state(size_t i) {
-  square_avg_[i] = Tensor(), grad_avg_[i] = Tensor(), momentum_buffer_[i] = Tensor();
-  steps_[i] = 0;
-}
-
-// ---- Adagrad --------------------------------------------------------------------------------------
-
-std::string Adagrad::hyperparameters_json() const {
+std::string Adagrad::options_json(const OptionMap& o) const {
   return fmt::format("\"lr\": {}, \"lr_decay\": {}, \"eps\": {}, \"weight_decay\": {}, "
                      "\"initial_accumulator_value\": {}, \"foreach\": null, \"maximize\": false, "
-                     "\"differentiable\": false, \"fused\": null", json_number(lr), json_number(lr_decay),
-                     json_number(eps), json_number(weight_decay), json_number(initial_accumulator_value));
-}
-
-void Adagrad::set_hyperparameters(const io::Json& group) {
-  double new_lr = read_number(group, "lr", "Adagrad"), new_decay = read_number(group, "lr_decay", "Adagrad");
-  double new_eps = read_number(group, "eps", "Adagrad"), new_wd = read_number(group, "weight_decay", "Adagrad");
-  double new_init = read_number(group, "initial_accumulator_value", "Adagrad");
-  lr = new_lr, lr_decay = new_decay, eps = new_eps, weight_decay = new_wd, initial_accumulator_value = new_init;
-}
-
-Tensor Adagrad::state_tensor(size_t i, const std::string& name) const {
-  if (!sum_[i].defined()) return Tensor();
-  return name == "step" ? step_tensor(steps_[i]) : sum_[i];
-}
-
-void Adagrad::set_state_tensor(size_t i, const std::string& name, Tensor value) {
-  if (name == "step") steps_[i] = read_step(value);
-  else sum_[i] = std::move(value);
-}
-
-void Adagrad::clear_state(size_t i) {
-  sum_[i] = Tensor();
-  steps_[i] = 0;
+                     "\"differentiable\": false, \"fused\": null{}", json_number(o.at("lr")),
+                     json_number(o.at("lr_decay")), json_number(o.at("eps")), json_number(o.at("weight_decay")),
+                     json_number(o.at("initial_accumulator_value")),
+                     extra_options_json(o, {"lr", "lr_decay", "eps", "weight_decay", "initial_accumulator_value"}));
 }
 
 }  // namespace tritium::nn

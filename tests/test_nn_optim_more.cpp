@@ -213,12 +213,21 @@ BOOST_AUTO_TEST_CASE(optimizer_bad_arguments) {
     tt::check_throws([&] { nn::Adagrad({q}, 1e-2, 0, 0, -1); }, {"Adagrad", "invalid initial_accumulator_value"},
                      "Adagrad initial accumulator");
     tt::check_throws([&] { nn::Adagrad({q}, 1e-2, 0, 0, 0, -1); }, {"Adagrad", "invalid epsilon"}, "Adagrad eps");
-    // A state of another RMSprop configuration has other tensors: refused before anything changes.
+    // A state whose tensors do not match its own options (centered without grad_avg) is refused
+    // before anything changes; a complete one of another configuration brings its options, as
+    // PyTorch's load_state_dict replaces param_groups.
     nn::RMSprop plain({q}), centered({q}, 1e-2, 0.99, 1e-8, 0, 0, true);
     set_grad(q, {0.5, -0.25});
     centered.step();
-    tt::check_throws([&] { plain.load_state_dict(centered.state_dict()); }, {"RMSprop", "grad_avg"}, "centered state");
+    nn::OptimizerState full = centered.state_dict(), partial;
+    partial.metadata = full.metadata;
+    for (const auto& [key, t] : full.tensors)
+      if (key != "state.0.grad_avg") partial.tensors.insert(key, t);
+    tt::check_throws([&] { plain.load_state_dict(partial); }, {"RMSprop", "incomplete", "grad_avg"}, "centered state");
     BOOST_TEST(plain.step_count(0) == 0);
+    plain.load_state_dict(full);
+    BOOST_TEST(plain.param_groups()[0].option("centered") == 1);
+    BOOST_TEST(plain.state(0, "grad_avg").defined());
   });
 }
 
