@@ -32,20 +32,25 @@ void DevicePrefetcher::release_finished() {
 Batch DevicePrefetcher::copy_async(const Batch& host, std::shared_ptr<cuda::Event>& done) {
   const cuda::Driver& d = cuda::driver();
   const int dev = device_.index;
-  // The destinations come from the default stream's cache: wait for the work queued there so far.
+  auto check_host = [&](const Tensor& h) {
+    if (h.defined() && !h.device().is_cpu())
+      fail("DevicePrefetcher: the loader gave a batch on {}, expected host tensors", h.device().str());
+  };
+  check_host(host.x), check_host(host.y);
+  auto allocate = [&](const Tensor& h) { return h.defined() ? Tensor::empty(h.shape(), h.dtype(), device_) : Tensor(); };
+  Batch out{allocate(host.x), allocate(host.y)};
+  // The destinations come from the default stream's cache, and allocation may queue work there (the
+  // poisoning memset): the side stream waits for everything queued there so far, allocation included.
   cuda::Event compute_ready(dev, cuda::CU_EVENT_DISABLE_TIMING);
   compute_ready.record(cuda::default_stream(dev));
   cuda::check(d.cuStreamWaitEvent(side_->get(), compute_ready.get(), 0), "cuStreamWaitEvent", "DevicePrefetcher");
-  auto copy = [&](const Tensor& h) {
-    if (!h.defined()) return Tensor();
-    if (!h.device().is_cpu()) fail("DevicePrefetcher: the loader gave a batch on {}, expected host tensors", h.device().str());
+  auto copy = [&](const Tensor& h, const Tensor& dst) {
+    if (!h.defined()) return;
     Tensor src = h.is_contiguous() ? h : ops::contiguous(h);
-    Tensor out = Tensor::empty(h.shape(), h.dtype(), device_);
-    cuda::copy_h2d(cuda::to_deviceptr(out.raw_data()), src.raw_data(), static_cast<size_t>(src.nbytes()), dev,
+    cuda::copy_h2d(cuda::to_deviceptr(dst.raw_data()), src.raw_data(), static_cast<size_t>(src.nbytes()), dev,
                    side_->get());
-    return out;
   };
-  Batch out{copy(host.x), copy(host.y)};
+  copy(host.x, out.x), copy(host.y, out.y);
   done = std::make_shared<cuda::Event>(dev, cuda::CU_EVENT_DISABLE_TIMING);
   done->record(side_->get());
   in_flight_.push_back(InFlight{host, done});
