@@ -8,6 +8,7 @@
 //   tritium-bench --ops-matmul ...  ops::matmul TFLOP/s on a GPU (bench/ops_matmul_gpu.cpp)
 //   tritium-bench --block-ptr-matmul ...  a matmul with pointer blocks against block pointers
 //   tritium-bench --ops ...         every op of the op table, forward and backward (bench/ops_bench.cpp)
+//   tritium-bench --data-loader ... the DataLoader's batches/s by worker count (bench/data_loader_bench.cpp)
 // On cuda the plain-loop column is absent (bench/compare_gpu.py sets Triton and PyTorch beside
 // these figures) and a bare cuLaunchKernel of an empty kernel is timed as the launch baseline.
 #include <unistd.h>
@@ -37,6 +38,7 @@ int block_ptr_matmul_bench(int argc, char** argv);  // bench/block_ptr_matmul.cp
 namespace tritium::bench {
 int ops_bench(int argc, char** argv);  // bench/ops_bench.cpp
 int optim_bench(int argc, char** argv);  // bench/optim_step_bench.cpp (issue 30: multi-tensor optimiser steps)
+int data_loader_bench(int argc, char** argv);  // bench/data_loader_bench.cpp
 }
 
 namespace tl = tritium::tl;
@@ -151,6 +153,7 @@ int bench_main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--block-ptr-matmul")) return block_ptr_matmul_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--ops")) return tritium::bench::ops_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--optim")) return tritium::bench::optim_bench(argc, argv);
+  if (argc > 1 && !std::strcmp(argv[1], "--data-loader")) return tritium::bench::data_loader_bench(argc, argv);
   std::string json_path;
   bool quick = false;
   tritium::cli::Args args(argc, argv, kUsage);

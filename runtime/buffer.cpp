@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/pinned_host_cache.h"
 
 namespace tritium::runtime {
 
@@ -32,6 +33,14 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {
     if (env().poison_buffers) cuda::memset_d8(p, 0xFF, nbytes, device.index, cuda::default_stream(device.index));
     return std::shared_ptr<Buffer>(
         new Buffer(cuda::from_deviceptr(p), nbytes, device, [](void* q) { cuda::free(cuda::to_deviceptr(q)); }));
+  }
+  if (pinned_host_allocation_flag() && cuda::device_count() > 0) {
+    // Page-locked (cuMemAllocHost: aligned far beyond kHostAlignment), from a cache of freed
+    // blocks since the driver call costs far more than the copies it serves.
+    void* data = cuda::pinned_cache_allocate(nbytes);
+    if (env().poison_buffers) std::memset(data, 0xFF, nbytes);
+    return std::shared_ptr<Buffer>(
+        new Buffer(data, nbytes, device, [nbytes](void* p) { cuda::pinned_cache_free(p, nbytes); }));
   }
   // aligned_alloc wants a multiple of the alignment; never zero, so data() is never null.
   size_t rounded = nbytes == 0 ? kHostAlignment : (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;

@@ -40,6 +40,7 @@ expect 2 "train-mnist: error: .*no-such-dir" "$train" --data /no-such-dir --limi
 expect 2 "--model: expected one of mlp, cnn, got 'resnet'" "$train" --model resnet
 expect 2 "--save needs a value" "$train" --save
 expect 2 "train-mnist: error: .*/no-such-dir/model.safetensors" "$train" --model cnn --epochs 0 --load /no-such-dir/model.safetensors
+expect 2 "--workers: expected an integer in \[0, 64\], got '-1'" "$train" --workers -1  # wt-data (issue 31)
 
 expect 0 "usage: tritium-tune" "$tune" --help
 expect 2 "--device: .*tpu" "$tune" --device tpu

@@ -1,6 +1,12 @@
 // IDX reading (plain and gzip; errors for missing, corrupt and truncated files), Fashion-MNIST,
-// and the DataLoader (batching, drop_last, seeded shuffling, the background thread's shutdown).
+// datasets (TensorDataset, Subset, collate), samplers (against PyTorch's DistributedSampler
+// indices), the DataLoader (batching, drop_last, seeded shuffling, worker threads delivering in
+// order, errors from workers, shutdown, bad arguments), pinned memory and the device prefetcher.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <thread>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -316,6 +322,492 @@ BOOST_AUTO_TEST_CASE(loader_over_fashion_mnist) {
   }
   BOOST_TEST(batches == 79);
   BOOST_TEST(samples == 10000);
+}
+
+
+// ---- the data pipeline: datasets, samplers, workers ------------------------------------------------
+namespace {
+
+std::vector<int64_t> iota_vec(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), int64_t(0));
+  return v;
+}
+
+bool is_permutation_of_range(std::vector<int64_t> v, int64_t n) {
+  std::sort(v.begin(), v.end());
+  return v == iota_vec(n);
+}
+
+// Sample i: data (i, i + 0.5, -i) and target i, as counting_dataset, but get() sleeps a delay
+// that depends on i (0 to ~1.5 ms), so workers finish out of order; fail_at makes get throw.
+class SlowDataset : public nn::Dataset {
+ public:
+  explicit SlowDataset(int64_t n, int64_t fail_at = -1, bool delays = true) : n_(n), fail_at_(fail_at), delays_(delays) {}
+  int64_t size() const override { return n_; }
+  nn::Example get(int64_t i) const override {
+    if (i == fail_at_) throw std::runtime_error("sample " + std::to_string(i) + " is corrupt");
+    if (delays_) std::this_thread::sleep_for(std::chrono::microseconds((i * 7919) % 13 * 120));
+    ++calls;
+    return nn::Example{Tensor::from_vector(std::vector<float>{float(i), float(i) + 0.5f, -float(i)}, {3}, Device::cpu()),
+                       Tensor::from_vector(std::vector<int64_t>{i}, {}, Device::cpu())};
+  }
+  mutable std::atomic<int64_t> calls{0};
+
+ private:
+  int64_t n_, fail_at_;
+  bool delays_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(dataset_get_subset_and_collate) {
+  std::vector<float> values;
+  for (int i = 0; i < 5 * 6; ++i) values.push_back(float(i) * 0.25f - 3);
+  std::vector<int64_t> labels = {4, 0, 3, 1, 2};
+  nn::TensorDataset ds(Tensor::from_vector(values, {5, 2, 3}, Device::cpu()), Tensor::from_vector(labels, {5}, Device::cpu()));
+  for (int64_t i = 0; i < 5; ++i) {
+    nn::Example e = ds.get(i);
+    BOOST_TEST((e.data.shape() == Tensor::Shape{2, 3}));
+    BOOST_TEST(e.target.dim() == 0);
+    BOOST_TEST(e.target.to_vector<int64_t>()[0] == labels[size_t(i)]);
+    auto d = e.data.to_vector<float>();
+    BOOST_TEST(d == std::vector<float>(values.begin() + 6 * i, values.begin() + 6 * (i + 1)), boost::test_tools::per_element());
+  }
+  // collate of samples in any order equals the rows stacked; get_batch gives the same.
+  std::vector<int64_t> pick = {3, 0, 4, 3};
+  std::vector<nn::Example> samples;
+  for (int64_t i : pick) samples.push_back(ds.get(i));
+  for (const nn::Batch& b : {nn::collate(samples), ds.get_batch(pick), ds.nn::Dataset::get_batch(pick)}) {
+    BOOST_TEST((b.x.shape() == Tensor::Shape{4, 2, 3}));
+    BOOST_TEST((b.y.shape() == Tensor::Shape{4}));
+    auto x = b.x.to_vector<float>();
+    auto y = b.y.to_vector<int64_t>();
+    for (size_t r = 0; r < pick.size(); ++r) {
+      BOOST_TEST(y[r] == labels[size_t(pick[r])]);
+      for (int k = 0; k < 6; ++k) BOOST_TEST(x[6 * r + k] == values[size_t(6 * pick[r] + k)]);
+    }
+  }
+  // A strided sample is stacked by value (made contiguous by a CPU kernel first).
+  if (runtime::device_available(Device::cpu())) {
+  Tensor wide = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}, Device::cpu());
+  nn::Batch tb = nn::collate({nn::Example{wide.t(), Tensor()}, nn::Example{wide.t(), Tensor()}});
+  BOOST_TEST(!tb.y.defined());
+  BOOST_TEST(tb.x.to_vector<float>() == (std::vector<float>{1, 4, 2, 5, 3, 6, 1, 4, 2, 5, 3, 6}), boost::test_tools::per_element());
+  }
+
+  // Subset: samples at its indices, in that order.
+  auto shared = std::make_shared<nn::TensorDataset>(ds);
+  nn::Subset sub(shared, {4, 1, 1});
+  BOOST_TEST(sub.size() == 3);
+  BOOST_TEST(sub.get(0).target.to_vector<int64_t>()[0] == labels[4]);
+  BOOST_TEST(sub.get_batch({2, 0}).y.to_vector<int64_t>() == (std::vector<int64_t>{labels[1], labels[4]}), boost::test_tools::per_element());
+  nn::DataLoader over_subset(sub, 2);
+  std::vector<int64_t> seen;
+  for (auto& [x, y] : over_subset)
+    for (int64_t v : y.to_vector<int64_t>()) seen.push_back(v);
+  BOOST_TEST(seen == (std::vector<int64_t>{labels[4], labels[1], labels[1]}), boost::test_tools::per_element());
+
+  // Errors name the problem and the sample.
+  tt::check_throws([&] { ds.get(5); }, {"TensorDataset::get", "index 5", "5 samples"}, "get out of range");
+  tt::check_throws([&] { ds.get(-1); }, {"TensorDataset::get", "index -1"}, "negative index");
+  tt::check_throws([&] { ds.get_batch({0, 7}); }, {"get_batch", "index 7"}, "get_batch out of range");
+  tt::check_throws([&] { nn::Subset(shared, {0, 5}); }, {"Subset", "indices[1] = 5", "5 samples"}, "subset index");
+  tt::check_throws([&] { sub.get(3); }, {"Subset::get", "index 3"}, "subset get");
+  tt::check_throws([&] { nn::Subset(nullptr, {}); }, {"Subset", "null"}, "null dataset");
+  Tensor a = Tensor::zeros({2, 3}, DType::f32, Device::cpu()), b = Tensor::zeros({3, 2}, DType::f32, Device::cpu());
+  Tensor c = Tensor::zeros({2, 3}, DType::f64, Device::cpu()), t = Tensor::zeros({}, DType::i64, Device::cpu());
+  tt::check_throws([&] { nn::collate({}); }, {"collate", "no samples"}, "empty");
+  tt::check_throws([&] { nn::collate({{a, t}, {b, t}}); }, {"collate", "sample 1 data", "[3, 2]", "[2, 3]", "equal shapes"},
+                   "shape mismatch");
+  tt::check_throws([&] { nn::collate({{a, t}, {a, t}, {c, t}}); }, {"collate", "sample 2 data", "dtype", "f64", "f32"},
+                   "dtype mismatch");
+  tt::check_throws([&] { nn::collate({{a, t}, {a, Tensor()}}); }, {"collate", "sample 1", "target"}, "missing target");
+  tt::check_throws([&] { nn::collate({{a, t}, {Tensor(), t}}); }, {"collate", "sample 1", "no data"}, "missing data");
+}
+
+BOOST_AUTO_TEST_CASE(samplers_sequential_random_batch) {
+  nn::SequentialSampler seq(7);
+  BOOST_TEST(seq.size() == 7);
+  BOOST_TEST(seq.indices(3) == iota_vec(7), boost::test_tools::per_element());
+
+  // Without replacement: a permutation per epoch, the same for the same (seed, epoch).
+  nn::RandomSampler r(50, false, std::nullopt, 9), r_same(50, false, std::nullopt, 9), r_other(50, false, std::nullopt, 10);
+  BOOST_TEST(r.size() == 50);
+  BOOST_TEST(is_permutation_of_range(r.indices(0), 50));
+  BOOST_TEST(r.indices(0) == r_same.indices(0));
+  BOOST_TEST(r.indices(1) == r_same.indices(1));
+  BOOST_TEST(r.indices(0) != r.indices(1));
+  BOOST_TEST(r.indices(0) != r_other.indices(0));
+  BOOST_TEST(r.indices(0) != iota_vec(50));
+  // num_samples beyond n: whole permutations, then the start of another (PyTorch's rule).
+  nn::RandomSampler longer(10, false, 25, 1);
+  auto li = longer.indices(0);
+  BOOST_TEST(li.size() == 25u);
+  BOOST_TEST(is_permutation_of_range({li.begin(), li.begin() + 10}, 10));
+  BOOST_TEST(is_permutation_of_range({li.begin() + 10, li.begin() + 20}, 10));
+  std::set<int64_t> tail(li.begin() + 20, li.end());
+  BOOST_TEST(tail.size() == 5u);  // the start of a permutation: no repeats
+  nn::RandomSampler shorter(10, false, 4, 1);
+  auto si = shorter.indices(0);
+  BOOST_TEST(std::set<int64_t>(si.begin(), si.end()).size() == 4u);
+  // With replacement: num_samples draws in range, with repeats, roughly uniform.
+  nn::RandomSampler with(6, true, 6000, 3);
+  auto wi = with.indices(0);
+  BOOST_TEST(wi.size() == 6000u);
+  std::vector<int> counts(6, 0);
+  for (int64_t i : wi) {
+    BOOST_TEST_REQUIRE((i >= 0 && i < 6));
+    counts[size_t(i)]++;
+  }
+  for (int c : counts) BOOST_TEST(std::abs(c - 1000) < 150);
+  BOOST_TEST(with.indices(0) == nn::RandomSampler(6, true, 6000, 3).indices(0));
+  tt::check_throws([&] { nn::RandomSampler(5, false, 0); }, {"RandomSampler", "num_samples should be a positive integer",
+                                                             "num_samples=0"}, "num_samples 0");
+  tt::check_throws([&] { nn::RandomSampler(0); }, {"RandomSampler", "num_samples=0"}, "empty dataset");
+  tt::check_throws([&] { nn::RandomSampler(-2, false, 3); }, {"RandomSampler", "non-negative", "-2"}, "negative size");
+
+  // BatchSampler: groups in order, the last batch short unless drop_last.
+  auto base = std::make_shared<nn::SequentialSampler>(10);
+  nn::BatchSampler keep(base, 4, false), drop(base, 4, true);
+  BOOST_TEST(keep.size() == 3);
+  BOOST_TEST(drop.size() == 2);
+  auto kb = keep.batches(0);
+  BOOST_TEST_REQUIRE(kb.size() == 3u);
+  BOOST_TEST(kb[2] == (std::vector<int64_t>{8, 9}), boost::test_tools::per_element());
+  BOOST_TEST(drop.batches(0).size() == 2u);
+  BOOST_TEST(drop.batches(0)[1] == (std::vector<int64_t>{4, 5, 6, 7}), boost::test_tools::per_element());
+  tt::check_throws([&] { nn::BatchSampler(base, 0, false); }, {"BatchSampler", "batch_size should be a positive integer",
+                                                                "batch_size=0"}, "batch size 0");
+  tt::check_throws([&] { nn::BatchSampler(nullptr, 2, false); }, {"BatchSampler", "null"}, "null sampler");
+}
+
+BOOST_AUTO_TEST_CASE(weighted_random_sampler) {
+  std::vector<double> w = {1, 2, 0, 7};
+  // With replacement: frequencies follow the weights; a zero weight is never drawn.
+  nn::WeightedRandomSampler with(w, 20000, true, 5);
+  BOOST_TEST(with.size() == 20000);
+  std::vector<double> freq(4, 0);
+  for (int64_t i : with.indices(0)) freq.at(size_t(i)) += 1.0 / 20000;
+  BOOST_TEST(freq[2] == 0.0);
+  for (size_t i = 0; i < 4; ++i) BOOST_TEST(std::abs(freq[i] - w[i] / 10) < 0.015, "index " << i << " freq " << freq[i]);
+  BOOST_TEST(with.indices(1) != with.indices(0));
+  BOOST_TEST(with.indices(1) == nn::WeightedRandomSampler(w, 20000, true, 5).indices(1));
+  // Without replacement: distinct indices of positive weight; the first draw follows the weights.
+  nn::WeightedRandomSampler without(w, 3, false, 5);
+  std::vector<double> first(4, 0);
+  const int epochs = 4000;
+  for (int e = 0; e < epochs; ++e) {
+    auto idx = without.indices(e);
+    BOOST_TEST_REQUIRE(idx.size() == 3u);
+    BOOST_TEST_REQUIRE(std::set<int64_t>(idx.begin(), idx.end()).size() == 3u);
+    BOOST_TEST_REQUIRE((std::find(idx.begin(), idx.end(), 2) == idx.end()));
+    first[size_t(idx[0])] += 1.0 / epochs;
+  }
+  for (size_t i = 0; i < 4; ++i) BOOST_TEST(std::abs(first[i] - w[i] / 10) < 0.03, "index " << i << " first " << first[i]);
+  // Second draw given the first: P(second = 1 | first = 3) = 2 / 3.
+  int given = 0, second_one = 0;
+  for (int e = 0; e < epochs; ++e) {
+    auto idx = without.indices(e);
+    if (idx[0] == 3) given++, second_one += idx[1] == 1;
+  }
+  BOOST_TEST(std::abs(double(second_one) / given - 2.0 / 3) < 0.04);
+
+  tt::check_throws([&] { nn::WeightedRandomSampler(w, 0); }, {"WeightedRandomSampler", "num_samples=0"}, "num_samples 0");
+  tt::check_throws([&] { nn::WeightedRandomSampler({}, 3); }, {"WeightedRandomSampler", "weights is empty"}, "empty");
+  tt::check_throws([&] { nn::WeightedRandomSampler({1, -1}, 3); }, {"WeightedRandomSampler", "weights[1] = -1"}, "negative");
+  tt::check_throws([&] { nn::WeightedRandomSampler({1, NAN}, 3); }, {"WeightedRandomSampler", "weights[1]"}, "nan");
+  tt::check_throws([&] { nn::WeightedRandomSampler({0, 0}, 3); }, {"WeightedRandomSampler", "sum to 0"}, "all zero");
+  tt::check_throws([&] { nn::WeightedRandomSampler(w, 4, false); }, {"WeightedRandomSampler", "cannot draw 4",
+                                                                     "3 positive"}, "too many without replacement");
+}
+
+BOOST_AUTO_TEST_CASE(distributed_sampler_matches_pytorch) {
+  // torch.utils.data.DistributedSampler(range(n), num_replicas, rank, shuffle=False, drop_last)
+  // for every rank, listed by scripts/make_data_fixtures.py (torch 2.x).
+  struct Case {
+    int64_t n, replicas;
+    bool drop_last;
+    std::vector<std::vector<int64_t>> per_rank;
+  };
+  const std::vector<Case> cases = {
+    {10, 3, false, {{0, 3, 6, 9}, {1, 4, 7, 0}, {2, 5, 8, 1}}},
+    {10, 3, true, {{0, 3, 6}, {1, 4, 7}, {2, 5, 8}}},
+    {10, 4, false, {{0, 4, 8}, {1, 5, 9}, {2, 6, 0}, {3, 7, 1}}},
+    {10, 4, true, {{0, 4}, {1, 5}, {2, 6}, {3, 7}}},
+    {10, 5, false, {{0, 5}, {1, 6}, {2, 7}, {3, 8}, {4, 9}}},
+    {10, 5, true, {{0, 5}, {1, 6}, {2, 7}, {3, 8}, {4, 9}}},
+    {7, 3, false, {{0, 3, 6}, {1, 4, 0}, {2, 5, 1}}},
+    {7, 3, true, {{0, 3}, {1, 4}, {2, 5}}},
+    {7, 4, false, {{0, 4}, {1, 5}, {2, 6}, {3, 0}}},
+    {7, 4, true, {{0}, {1}, {2}, {3}}},
+    {7, 5, false, {{0, 5}, {1, 6}, {2, 0}, {3, 1}, {4, 2}}},
+    {7, 5, true, {{0}, {1}, {2}, {3}, {4}}},
+    {2, 3, false, {{0}, {1}, {0}}},
+    {2, 3, true, {{}, {}, {}}},
+    {2, 4, false, {{0}, {1}, {0}, {1}}},
+    {2, 4, true, {{}, {}, {}, {}}},
+    {2, 5, false, {{0}, {1}, {0}, {1}, {0}}},
+    {2, 5, true, {{}, {}, {}, {}, {}}},
+    {12, 3, false, {{0, 3, 6, 9}, {1, 4, 7, 10}, {2, 5, 8, 11}}},
+    {12, 3, true, {{0, 3, 6, 9}, {1, 4, 7, 10}, {2, 5, 8, 11}}},
+    {12, 4, false, {{0, 4, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}}},
+    {12, 4, true, {{0, 4, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}}},
+    {12, 5, false, {{0, 5, 10}, {1, 6, 11}, {2, 7, 0}, {3, 8, 1}, {4, 9, 2}}},
+    {12, 5, true, {{0, 5}, {1, 6}, {2, 7}, {3, 8}, {4, 9}}},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT("n " << c.n << " replicas " << c.replicas << " drop_last " << c.drop_last) {
+      for (int64_t rank = 0; rank < c.replicas; ++rank) {
+        nn::DistributedSampler s(c.n, c.replicas, rank, /*shuffle=*/false, 0, c.drop_last);
+        BOOST_TEST(s.size() == int64_t(c.per_rank[size_t(rank)].size()));
+        BOOST_TEST(s.indices(0) == c.per_rank[size_t(rank)], boost::test_tools::per_element());
+      }
+    }
+  }
+  // Shuffled: the same assignment applied to the permutation of seed + epoch; set_epoch changes
+  // it, the DataLoader's epoch does not; the ranks together cover every sample.
+  for (bool drop_last : {false, true}) {
+    const int64_t n = 23, replicas = 4;
+    std::vector<int64_t> covered;
+    for (int64_t rank = 0; rank < replicas; ++rank) {
+      nn::DistributedSampler s(n, replicas, rank, true, 11, drop_last);
+      s.set_epoch(3);
+      auto perm = nn::random_permutation(n, 11 + 3, 0);
+      int64_t total = s.total_size();
+      BOOST_TEST(total == (drop_last ? 20 : 24));
+      for (int64_t i = 0; perm.size() < size_t(total); ++i) perm.push_back(perm[size_t(i)]);
+      perm.resize(size_t(total));
+      std::vector<int64_t> expected;
+      for (int64_t i = rank; i < total; i += replicas) expected.push_back(perm[size_t(i)]);
+      BOOST_TEST(s.indices(0) == expected, boost::test_tools::per_element());
+      BOOST_TEST(s.indices(7) == expected, boost::test_tools::per_element());
+      covered.insert(covered.end(), expected.begin(), expected.end());
+      s.set_epoch(4);
+      BOOST_TEST(s.indices(0) != expected);
+    }
+    std::set<int64_t> distinct(covered.begin(), covered.end());
+    BOOST_TEST(distinct.size() == size_t(drop_last ? 20 : 23));
+  }
+  tt::check_throws([&] { nn::DistributedSampler(10, 3, 3); }, {"DistributedSampler", "Invalid rank 3", "[0, 2]"}, "rank too big");
+  tt::check_throws([&] { nn::DistributedSampler(10, 3, -1); }, {"DistributedSampler", "Invalid rank -1"}, "negative rank");
+  tt::check_throws([&] { nn::DistributedSampler(10, 0, 0); }, {"DistributedSampler", "num_replicas=0"}, "no replicas");
+}
+
+BOOST_AUTO_TEST_CASE(loader_workers_deliver_every_sample_once_in_order) {
+  const int64_t n = 37;
+  for (int workers : {0, 1, 3}) {
+    for (int prefetch : {1, 3}) {
+      if (workers == 0 && prefetch != 1) continue;
+      BOOST_TEST_CONTEXT("num_workers " << workers << " prefetch_factor " << prefetch) {
+        nn::DataLoaderOptions o{.batch_size = 4, .shuffle = true, .num_workers = workers, .seed = 17};
+        if (workers > 0) o.prefetch_factor = prefetch;
+        auto ds = std::make_shared<SlowDataset>(n);
+        nn::DataLoader loader(ds, o);
+        BOOST_TEST(loader.size() == 10);
+        for (int epoch = 0; epoch < 2; ++epoch) {
+          std::vector<int64_t> sizes;
+          auto seen = epoch_targets(loader, &sizes);
+          BOOST_TEST(seen == loader.order(epoch), boost::test_tools::per_element());  // the sampler's order
+          BOOST_TEST(is_permutation_of_range(seen, n));                               // every sample once
+          BOOST_TEST(sizes.back() == 1);
+          // The order is the RandomSampler's of (seed, epoch), whatever the workers.
+          BOOST_TEST(seen == nn::RandomSampler(n, false, std::nullopt, 17).indices(epoch), boost::test_tools::per_element());
+        }
+        BOOST_TEST(ds->calls.load() == 2 * n);
+      }
+    }
+  }
+  // A user sampler, a batch sampler and a collate function.
+  auto ds = std::make_shared<SlowDataset>(20, -1, false);
+  auto weighted = std::make_shared<nn::WeightedRandomSampler>(std::vector<double>(20, 1.0), 30, true, 2);
+  nn::DataLoader by_sampler(ds, {.batch_size = 8, .sampler = weighted, .num_workers = 2, .drop_last = true});
+  BOOST_TEST(by_sampler.size() == 3);
+  auto got = epoch_targets(by_sampler);
+  auto expected = weighted->indices(0);
+  BOOST_TEST(got == std::vector<int64_t>(expected.begin(), expected.begin() + 24), boost::test_tools::per_element());
+
+  auto batches = std::make_shared<nn::BatchSampler>(std::make_shared<nn::SequentialSampler>(20), 6, false);
+  std::atomic<int> collated{0};
+  // The collate function runs in the workers; it receives the batch's samples in order.
+  auto tens = [&](const std::vector<nn::Example>& samples) {
+    ++collated;
+    nn::Batch b = nn::collate(samples);
+    std::vector<int64_t> y;
+    for (const auto& e : samples) y.push_back(e.target.to_vector<int64_t>()[0] * 10 + 1);
+    b.y = Tensor::from_vector(y, {int64_t(y.size())}, Device::cpu());
+    return b;
+  };
+  nn::DataLoader custom(ds, {.batch_sampler = batches, .num_workers = 2, .collate = tens});
+  BOOST_TEST(custom.size() == 4);
+  BOOST_TEST(custom.batch_size() == 6);
+  std::vector<int64_t> ys;
+  for (auto& [x, y] : custom) {
+    auto xv = x.to_vector<float>();
+    auto yv = y.to_vector<int64_t>();
+    for (size_t r = 0; r < yv.size(); ++r) BOOST_TEST(yv[r] == int64_t(xv[3 * r]) * 10 + 1);
+    ys.insert(ys.end(), yv.begin(), yv.end());
+  }
+  BOOST_TEST(collated.load() == 4);
+  std::vector<int64_t> expected_y;
+  for (int64_t i = 0; i < 20; ++i) expected_y.push_back(i * 10 + 1);
+  BOOST_TEST(ys == expected_y, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(loader_worker_errors_reach_the_consumer) {
+  for (int workers : {0, 1, 3}) {
+    for (bool custom_collate : {false, true}) {
+      BOOST_TEST_CONTEXT("num_workers " << workers << " custom collate " << custom_collate) {
+        nn::DataLoaderOptions o{.batch_size = 5, .num_workers = workers};
+        if (custom_collate) o.collate = [](const std::vector<nn::Example>& s) { return nn::collate(s); };
+        nn::DataLoader loader(std::make_shared<SlowDataset>(30, /*fail_at=*/13), o);
+        int64_t delivered = 0;
+        std::string msg = tt::check_throws(
+            [&] {
+              for (auto& [x, y] : loader) delivered += y.size(0);
+            },
+            {"DataLoader", "sample 13", "batch 2 of epoch 0", "sample 13 is corrupt"}, "failing sample");
+        if (workers > 0) BOOST_TEST(msg.find("worker") != std::string::npos, msg);
+        BOOST_TEST(delivered == 10);  // the batches before the failing one arrived, in order
+        // The next epoch runs again (and fails again at the same sample).
+        tt::check_throws([&] { for (auto& b : loader) (void)b; }, {"sample 13", "epoch 1"}, "second epoch");
+      }
+    }
+  }
+  // A batch-level failure (samples of different shapes) names the batch and the problem.
+  class Ragged : public nn::Dataset {
+   public:
+    int64_t size() const override { return 6; }
+    nn::Example get(int64_t i) const override {
+      return nn::Example{Tensor::zeros({i < 4 ? 2 : 3}, DType::f32, Device::cpu()), Tensor()};
+    }
+  };
+  for (int workers : {0, 2}) {
+    nn::DataLoader loader(Ragged{}, {.batch_size = 3, .num_workers = workers});
+    tt::check_throws([&] { for (auto& b : loader) (void)b; },
+                     {"DataLoader", "batch 1 of epoch 0", "samples [3, 4, 5]", "collate", "sample 1 data", "[3]", "[2]"},
+                     "ragged batch");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(loader_workers_stop_early) {
+  auto ds = std::make_shared<SlowDataset>(400);
+  for (int workers : {1, 3}) {
+    // break after two batches: the workers stop and are joined; few samples were loaded beyond.
+    for (int round = 0; round < 5; ++round) {
+      nn::DataLoader loader(ds, {.batch_size = 4, .shuffle = true, .num_workers = workers, .seed = uint64_t(round)});
+      int batches = 0;
+      for (auto& b : loader) {
+        (void)b;
+        if (++batches == 2) break;
+      }
+      BOOST_TEST(batches == 2);
+    }
+    // Iterations begun and dropped at once, many times (workers mid-batch).
+    nn::DataLoader loader(ds, {.batch_size = 2, .num_workers = workers, .prefetch_factor = 1});
+    for (int round = 0; round < 20; ++round) {
+      auto it = loader.begin();
+      BOOST_TEST((it != loader.end()));
+    }
+    // The loader destroyed while an iteration lives: the iteration ends cleanly.
+    auto owned = std::make_unique<nn::DataLoader>(ds, nn::DataLoaderOptions{.batch_size = 4, .num_workers = workers});
+    auto it = owned->begin();
+    BOOST_TEST((*it).x.size(0) == 4);
+    owned.reset();
+    int more = 0;
+    for (; it != std::default_sentinel; ++it) ++more;
+    BOOST_TEST(more <= workers * 2 + 1);  // at most the batches already loaded
+  }
+  // The queue is bounded: with the consumer idle, workers load num_workers * prefetch_factor batches.
+  auto counted = std::make_shared<SlowDataset>(200, -1, false);
+  nn::DataLoader loader(counted, {.batch_size = 5, .num_workers = 2, .prefetch_factor = 2});
+  auto it = loader.begin();  // delivers batch 0
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  BOOST_TEST(counted->calls.load() == (1 + 4) * 5);  // batch 0 and 4 ahead
+}
+
+BOOST_AUTO_TEST_CASE(loader_bad_arguments) {
+  auto ds = std::make_shared<SlowDataset>(10, -1, false);
+  auto sampler = std::make_shared<nn::SequentialSampler>(10);
+  auto batches = std::make_shared<nn::BatchSampler>(sampler, 2, false);
+  tt::check_throws([&] { nn::DataLoader(ds, {.num_workers = -1}); }, {"DataLoader", "num_workers", "non-negative", "-1"},
+                   "negative workers");
+  tt::check_throws([&] { nn::DataLoader(ds, {.prefetch_factor = 2}); },
+                   {"DataLoader", "prefetch_factor", "num_workers > 0"}, "prefetch without workers");
+  tt::check_throws([&] { nn::DataLoader(ds, {.num_workers = 1, .prefetch_factor = 0}); },
+                   {"DataLoader", "prefetch_factor should be a positive integer", "prefetch_factor=0"}, "prefetch 0");
+  tt::check_throws([&] { nn::DataLoader(ds, {.batch_size = 2, .batch_sampler = batches}); },
+                   {"DataLoader", "batch_sampler option is mutually exclusive with batch_size"}, "batch_size and batch_sampler");
+  tt::check_throws([&] { nn::DataLoader(ds, {.shuffle = true, .batch_sampler = batches}); },
+                   {"batch_sampler option is mutually exclusive"}, "shuffle and batch_sampler");
+  tt::check_throws([&] { nn::DataLoader(ds, {.sampler = sampler, .batch_sampler = batches}); },
+                   {"batch_sampler option is mutually exclusive"}, "sampler and batch_sampler");
+  tt::check_throws([&] { nn::DataLoader(ds, {.batch_sampler = batches, .drop_last = true}); },
+                   {"batch_sampler option is mutually exclusive"}, "drop_last and batch_sampler");
+  tt::check_throws([&] { nn::DataLoader(ds, {.shuffle = true, .sampler = sampler}); },
+                   {"DataLoader", "sampler option is mutually exclusive with shuffle"}, "shuffle and sampler");
+  tt::check_throws([&] { nn::DataLoader(ds, {.batch_size = 0}); }, {"DataLoader", "batch_size=0"}, "batch size 0");
+  tt::check_throws([&] { nn::DataLoader(std::shared_ptr<const nn::Dataset>(), {}); }, {"DataLoader", "null"}, "null dataset");
+  nn::DataLoader defaults(ds);
+  BOOST_TEST(defaults.batch_size() == 1);  // PyTorch's default
+  BOOST_TEST(defaults.size() == 10);
+  BOOST_TEST(defaults.num_workers() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(loader_pin_memory_and_device_prefetcher) {
+  auto ds = counting_dataset(23);
+  // pin_memory: the same batches; pinned exactly where a CUDA device makes pinning meaningful.
+  for (int workers : {0, 2}) {
+    nn::DataLoader pinned(ds, {.batch_size = 5, .shuffle = true, .num_workers = workers, .pin_memory = true, .seed = 4});
+    int64_t batches = 0;
+    for (auto& [x, y] : pinned) {
+      BOOST_TEST(nn::is_pinned(x) == nn::pinned_memory_available());
+      BOOST_TEST(nn::is_pinned(y) == nn::pinned_memory_available());
+      BOOST_TEST(x.device().is_cpu());
+      ++batches;
+    }
+    BOOST_TEST(batches == 5);
+    nn::DataLoader again(ds, {.batch_size = 5, .shuffle = true, .num_workers = workers, .pin_memory = true, .seed = 4});
+    BOOST_TEST(epoch_targets(again) == again.order(0), boost::test_tools::per_element());
+  }
+  Tensor host = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}, Device::cpu());
+  Tensor p = nn::pin_memory(host);
+  BOOST_TEST(p.to_vector<float>() == (std::vector<float>{1, 2, 3, 4, 5, 6}), boost::test_tools::per_element());
+  BOOST_TEST(nn::is_pinned(p) == nn::pinned_memory_available());
+  BOOST_TEST(!nn::is_pinned(host));
+  BOOST_TEST(nn::is_pinned(nn::pin_memory(p)) == nn::pinned_memory_available());
+  if (runtime::device_available(Device::cpu()))  // a strided tensor is made contiguous by a CPU kernel
+    BOOST_TEST(nn::pin_memory(host.t()).to_vector<float>() == (std::vector<float>{1, 4, 2, 5, 3, 6}),
+               boost::test_tools::per_element());
+  tt::check_throws([&] { nn::pin_memory(Tensor()); }, {"pin_memory", "undefined"}, "undefined");
+
+  // The prefetcher: the loader's batches, on the device, in order (a plain pass-through on cpu).
+  tt::for_each_backend([&](const tt::Backend& be) {
+    if (be.device.is_cuda())
+      tt::check_throws([&] { nn::pin_memory(Tensor::zeros({2}, DType::f32, be.device)); }, {"pin_memory", "not a host tensor"},
+                       "device tensor");
+    for (int workers : {0, 2}) {
+      nn::DataLoader loader(ds, {.batch_size = 4, .shuffle = true, .num_workers = workers, .pin_memory = true, .seed = 8});
+      nn::DevicePrefetcher prefetcher(loader, be.device);
+      for (int epoch = 0; epoch < 2; ++epoch) {
+        std::vector<int64_t> seen;
+        for (auto& [x, y] : prefetcher) {
+          BOOST_TEST((x.device() == be.device));
+          BOOST_TEST((y.device() == be.device));
+          auto xv = x.to_vector<float>();
+          auto yv = y.to_vector<int64_t>();
+          for (size_t r = 0; r < yv.size(); ++r) BOOST_TEST(xv[3 * r + 1] == float(yv[r]) + 0.5f);
+          seen.insert(seen.end(), yv.begin(), yv.end());
+        }
+        BOOST_TEST(seen == loader.order(epoch), boost::test_tools::per_element());
+      }
+      // Stopping after one batch leaves nothing behind.
+      for (auto& b : prefetcher) {
+        (void)b;
+        break;
+      }
+    }
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

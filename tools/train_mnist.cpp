@@ -41,6 +41,7 @@ struct Config {
   bool tf32 = false;
   std::string model = "mlp";        // mlp or cnn
   std::string save_path, load_path;  // empty: none
+  int workers = 1;                   // data-loading threads (0: on the training thread)
 };
 
 const char* kUsage =
@@ -65,6 +66,8 @@ const char* kUsage =
     "  --load PATH         before training, read the model from PATH and, when training\n"
     "                      (--epochs above 0), the optimiser from PATH.optim; with --epochs 0\n"
     "                      the loaded model is only evaluated\n"
+    "  --workers N         data-loading threads, 0 to 64 (default 1; 0 loads each batch on the\n"
+    "                      training thread)\n"
     "  --help              this text\n"
     "Mistakes in the options, and errors while running, end the program with one line on\n"
     "stderr and exit status 2.\n";
@@ -90,6 +93,7 @@ Config parse(int argc, char** argv) {
         throw cli::UsageError("--model: expected one of mlp, cnn, got '" + c.model + "'");
     } else if (args.is("--save")) c.save_path = args.value();
     else if (args.is("--load")) c.load_path = args.value();
+    else if (args.is("--workers")) c.workers = static_cast<int>(cli::parse_int(o, args.value(), 0, 64));
     else if (args.is("--backend")) c.backend = cli::parse_device(o, args.value()).str();
     else args.unknown();
   }
@@ -209,8 +213,9 @@ int run(const Config& cfg) {
     }
   };
   nn::FashionMNIST train_set = load(/*train=*/true), test_set = load(/*train=*/false);
-  nn::DataLoader train_loader(train_set, cfg.batch_size, /*shuffle=*/true, cfg.seed);
-  nn::DataLoader test_loader(test_set, 1000);
+  nn::DataLoader train_loader(
+      train_set, {.batch_size = cfg.batch_size, .shuffle = true, .num_workers = cfg.workers, .seed = cfg.seed});
+  nn::DataLoader test_loader(test_set, {.batch_size = 1000, .num_workers = cfg.workers});
 
   Device device = Device::parse(cfg.backend);
   // Built and initialised on the device it trains on (Philox draws the same values everywhere),
