@@ -236,7 +236,8 @@ class Lowering {
   // On Hopper, a loop's pipelined loads whose every tile the shared analysis (jit/cuda/tma.h) can
   // name as a box of a tensor are filled by the bulk tensor copy engine: thread 0 arms a stage's
   // mbarrier with the stage's bytes and issues the copies, the consumers wait on the mbarrier.
-  // emit_for emits that loop under the plans' guards and the cp.async loop otherwise.
+  // emit_for emits one loop whose waits and refills take that way where the plans' guards hold
+  // (a bool uniform in the CTA) and cp.async's otherwise.
   std::vector<std::string> tma_maps_;  // KernelSource::tma_maps (at most kMaxTensorMaps)
   struct TmaRing {
     std::vector<TmaTile> tiles;  // one per pipelined load, in order
@@ -251,10 +252,11 @@ class Lowering {
   // one copy per 64-column block of each tile.
   void issue_tma_stage(const ir::Op* loop, const std::vector<Pipelined>& pipes, const TmaRing& ring,
                        const std::string& ahead, const std::string& trip, const std::string& slot, const std::string& live);
-  // Before the loop (inside the guard): thread 0 initialises the mbarriers and asks for the first
-  // S - 1 stages; a barrier publishes the mbarriers. After it: they are invalidated.
+  // Before the loop, as `if (use_tma) {...}` (the caller adds the else branch and the barrier
+  // that publishes the mbarriers): thread 0 initialises the mbarriers and asks for the first S - 1
+  // stages. After it (under the guard): they are invalidated.
   void begin_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& pipes, TmaRing& ring, int stages,
-                      const std::string& trips);
+                      const std::string& trips, const std::string& use_tma);
   void end_tma_ring(const TmaRing& ring, int stages);
 
   // ---- debugging (debug.cpp) --------------------------------------------------------------------
