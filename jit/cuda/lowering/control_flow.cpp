@@ -328,8 +328,9 @@ void Lowering::emit_for(const ir::Op* op) {
   // The loop itself: its stages filled by the threads' cp.async (`ring` null), or by TMA where the
   // bool `use_tma` holds and by cp.async where it does not.
   auto emit_loop = [&](const TmaRing* ring, const std::string& use_tma) {
-    // The body's values of an earlier emission of this loop (the TMA loop before its fallback) are
-    // not this one's: their arrays must not count as sharing this emission's (reusable()).
+    // Values the body's ops may have left from an earlier emission are not this one's: their arrays
+    // must not count as sharing this emission's (reusable()). (Since stop 39 a loop is emitted once;
+    // this stays as a guard.)
     auto forget = [&](ir::Op* o) {
       for (const ir::Value* r : o->results) vals_.erase(r), scalars_.erase(r);
     };
