@@ -61,11 +61,21 @@ bool has_maps(const cuda::KernelSource& ks, std::vector<std::string> want) {
 }
 
 // The TMA loop's text (from its guard to the cp.async fallback), empty when there is none.
+// The ring's loop, from its prefill to its end: one loop whose waits and refills branch on the
+// TMA guard (docs/cuda-backend.md, "TMA for the ring").
 std::string tma_loop(const std::string& body) {
   const size_t from = body.find("// stages filled by TMA under its guard");
-  const size_t to = body.find("// the cp.async loop: some tile's TMA guard failed");
-  if (from == std::string::npos || to == std::string::npos || to < from) return "";
+  const size_t to = body.find("tt_cp_async_wait<0>();  // no copy lands after the loop", from);
+  if (from == std::string::npos || to == std::string::npos) return "";
   return body.substr(from, to - from);
+}
+
+// The guard's variable: the bool defined just before the loop's comment.
+std::string tma_guard(const std::string& body) {
+  const size_t at = body.rfind("bool const ", body.find("// stages filled by TMA under its guard"));
+  if (at == std::string::npos) return "";
+  const size_t from = at + 11;
+  return body.substr(from, body.find(' ', from) - from);
 }
 
 // Tutorial 03's kernel: pointer blocks with rows `% M` and columns `% N`, masks on K.
@@ -110,9 +120,10 @@ BOOST_AUTO_TEST_SUITE(test_layout_tma)
 
 // Tutorial 03 through layouts on sm_90a at 128 x 256 x 64, 3 stages: both tiles by TMA (maps A: M x
 // K from the `% M` and the K mask, row stride K; B: K x N, stride N), issued by thread 0 alone (one
-// copy for A's 64 columns, four for B's 256), the consumers waiting on the stage's mbarrier, no
-// cp.async in the TMA loop, the wgmma group kept in flight (wait_group 1) and the stage it read
-// refilled after it; the cp.async loop follows as the fallback under the guard.
+// copy for A's 64 columns, four for B's 256), the consumers waiting on the stage's mbarrier, the
+// wgmma group kept in flight (wait_group 1) and the stage it read refilled after it. Where the
+// guard fails the same loop waits for and refills its stages with cp.async: the loop and its dots
+// are emitted once, only the prefill, the waits, the refills and the end branch on the guard.
 BOOST_AUTO_TEST_CASE(tutorial_matmul_fills_its_ring_by_tma) {
   if (!cuda::nvrtc_available()) return;
   auto p = addr<f16_t>(0);
@@ -131,15 +142,22 @@ BOOST_AUTO_TEST_CASE(tutorial_matmul_fills_its_ring_by_tma) {
   BOOST_TEST(count(loop, "tt_tma_load_2d(") == 15u);
   BOOST_TEST(count(loop, "tt_mbarrier_expect_tx(") == 3u);
   BOOST_TEST(count(loop, "if (tid == 0 && ") == 3u);
-  BOOST_TEST(loop.find("tt_mbarrier_wait(") != std::string::npos);
-  BOOST_TEST(loop.find("tt_cp_async") == std::string::npos);
-  BOOST_TEST(loop.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") != std::string::npos);
+  BOOST_TEST(count(loop, "tt_mbarrier_wait(") == 1u);
+  // One loop, one dot (4 k-steps of 16), and cp.async's prefill (2 stages) and refill beside TMA's.
+  BOOST_TEST(count(body, "for (int32_t iv") == 1u);
+  BOOST_TEST(count(body, "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4u);
+  BOOST_TEST(count(loop, "tt_cp_async_commit();") == 3u);
+  BOOST_TEST(count(loop, "tt_cp_async_wait<1>();  // this trip's tiles") == 1u);
+  // The branches: the prefill, the wait, the refill and the end test the guard, computed once.
+  const std::string guard = tma_guard(body);
+  BOOST_TEST_REQUIRE(!guard.empty());
+  BOOST_TEST(count(body, "if (" + guard + ") {") == 4u);
+  BOOST_TEST(count(body, "bool const " + guard + " = ") == 1u);
   const size_t wait1 = loop.find("tt_wgmma_wait<1>();");
   BOOST_TEST_REQUIRE(wait1 != std::string::npos);
   BOOST_TEST(loop.find("tt_tma_load_2d(", wait1) != std::string::npos);  // the refill, after the retire
-  BOOST_TEST(loop.find("tt_mbarrier_inval(") != std::string::npos);
-  // The fallback: the same loop with cp.async.
-  BOOST_TEST(body.find("tt_cp_async<16>(", body.find("// the cp.async loop")) != std::string::npos);
+  BOOST_TEST(body.find("tt_mbarrier_inval(") > body.find("tt_cp_async_wait<1>();  // this trip's tiles"));
+  BOOST_TEST(count(loop, "tt_cp_async<16>(") > 0u);
   // The stages, the mbarriers and nothing else: three of 16 KB + 32 KB, 3 x 8 bytes (as the
   // element-loop generator's TMA loop); C's staging reuses the stages' bytes.
   BOOST_TEST(ks.smem_bytes == 3 * (128 * 64 + 64 * 256) * 2 + 3 * 8);
@@ -182,7 +200,7 @@ BOOST_AUTO_TEST_CASE(block_pointer_tiles_by_tma) {
   for (const std::string& m : ks.tma_maps) BOOST_TEST(cuda::parse_tensor_map_recipe(m, 10).has_value(), m);
   const std::string loop = tma_loop(kernel_body(ks));
   BOOST_TEST(count(loop, "tt_tma_load_2d(") == 15u);
-  BOOST_TEST(loop.find("tt_cp_async") == std::string::npos);
+  BOOST_TEST(count(kernel_body(ks), "for (int32_t iv") == 1u);
   auto nan = through_layouts(block_pointer_matmul, 8, 90, "sm_90a", a, b, c, 4096, 4096, 4096, 128, 256, 64, true);
   BOOST_TEST(has_maps(nan, {"p1 i5 i4 i4 c1 2 6 64 64"}));  // A's NaN padding: A is loaded in the loop
 }

@@ -9,9 +9,11 @@
 // num_stages - 1 trips ahead with cp.async into a ring of num_stages tiles. Each trip waits for its
 // own tiles, a barrier makes them visible (and frees the slot the previous trip read), and the trip
 // num_stages - 1 ahead is issued into that slot before the body runs. On Hopper, where the TMA
-// analysis takes every load of the ring (tma_ring.cpp), the loop is emitted twice: under the
-// plans' run-time guard with the ring filled by bulk tensor copies from thread 0 (the consumers
-// wait on a stage's mbarrier), and as the cp.async loop otherwise.
+// analysis takes every load of the ring (tma_ring.cpp), the plans' run-time guard (tested once, a
+// value uniform in the CTA) picks how the ring is filled: by bulk tensor copies from thread 0 (the
+// consumers wait on a stage's mbarrier), or by the threads' cp.async. The loop and its body are
+// emitted once; only the waits and the refills branch on the guard (emitting the whole loop twice
+// doubled NVRTC's time on large tiles: docs/cuda-backend.md, "Register loops").
 #include "jit/cuda/lowering/lowering.h"
 
 namespace tritium::jit::cuda::lowering {
@@ -323,10 +325,12 @@ void Lowering::emit_for(const ir::Op* op) {
       line("tt_cp_async_commit();");
     }
   };
-  // The loop itself: its stages filled by TMA (`ring`) or by the threads' cp.async (null).
-  auto emit_loop = [&](const TmaRing* ring) {
-    // The body's values of an earlier emission of this loop (the TMA loop before its fallback) are
-    // not this one's: their arrays must not count as sharing this emission's (reusable()).
+  // The loop itself: its stages filled by the threads' cp.async (`ring` null), or by TMA where the
+  // bool `use_tma` holds and by cp.async where it does not.
+  auto emit_loop = [&](const TmaRing* ring, const std::string& use_tma) {
+    // Values the body's ops may have left from an earlier emission are not this one's: their arrays
+    // must not count as sharing this emission's (reusable()). (Since stop 39 a loop is emitted once;
+    // this stays as a guard.)
     auto forget = [&](ir::Op* o) {
       for (const ir::Value* r : o->results) vals_.erase(r), scalars_.erase(r);
     };
@@ -347,10 +351,16 @@ void Lowering::emit_for(const ir::Op* op) {
     if (!pipes.empty()) {
       line(fmt::format("const int tt_slot{} = (int)({} % {});", trip, trip, S));
       if (ring) {
+        open(fmt::format("if ({})", use_tma));
         line(fmt::format("tt_mbarrier_wait({} + tt_slot{} * 8, (uint32_t)({} / {}) & 1u);  // this trip's tiles have landed",
                          ring->bar, trip, trip, S));
+        close();
+        open("else");
+        line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles", S - 2));
+        if (!deferred.empty()) line("__syncthreads();  // ... are everyone's");
+        close();
         if (deferred.empty()) {
-          line("__syncthreads();  // the slot the previous trip read is free");
+          line("__syncthreads();  // the slot the previous trip read is free (and cp.async's tiles are everyone's)");
           synced_ = true;
         }
       } else {
@@ -359,15 +369,18 @@ void Lowering::emit_for(const ir::Op* op) {
                                : "__syncthreads();  // ... are everyone's; the slot the previous trip read is free");
         synced_ = true;
       }
-      auto refill = [this, op, &pipes, S, trip, trips, ring]() {
+      auto refill = [this, op, &pipes, S, trip, trips, ring, use_tma]() {
         const std::string ahead = fmt::format("{}", S - 1), slot = fmt::format("(({} + {}) % {})", trip, S - 1, S),
                           live = fmt::format("{} + {} < {}", trip, S - 1, trips);
         if (ring) {
+          open(fmt::format("if ({})", use_tma));
           issue_tma_stage(op, pipes, *ring, ahead, fmt::format("({} + {})", trip, S - 1), slot, live);
-          return;
+          close();
+          open("else");
         }
         for (const Pipelined& p : pipes) issue_stage(op, p, ahead, slot, live);
         line("tt_cp_async_commit();");
+        if (ring) close();
       };
       if (!deferred.empty()) retire_hook_ = refill;
       else refill();
@@ -382,6 +395,21 @@ void Lowering::emit_for(const ir::Op* op) {
     }
     std::unordered_set<const ir::Op*> skip;
     for (const Pipelined& p : pipes) skip.insert(p.load);
+    // What only the pipelined loads read (their masks and addresses: the stages compute their own
+    // from the definitions, ahead_value) is not emitted either.
+    if (!skip.empty()) {
+      std::unordered_map<const ir::Value*, int> skipped_uses;
+      for (const ir::Op* l : skip)
+        for (const ir::Value* o : l->operands) ++skipped_uses[o];
+      for (auto it = body->ops.rbegin(); it != body->ops.rend(); ++it) {
+        const ir::Op* o = *it;
+        if (skip.count(o) || o->results.size() != 1 || !pure_kind(o->kind)) continue;
+        const ir::Value* r = o->result();
+        if (uses_[r] == 0 || skipped_uses[r] != uses_[r]) continue;
+        skip.insert(o);
+        for (const ir::Value* x : o->operands) ++skipped_uses[x];
+      }
+    }
     {
       const size_t live = smem_live_.size();
       for (const ir::Op* o : body->ops)
@@ -437,8 +465,9 @@ void Lowering::emit_for(const ir::Op* op) {
     synced_ = false;
   };
   if (tma) {
-    // The TMA loop where every tile's plan holds (tested once, before the loop), the cp.async loop
-    // otherwise (an index that wraps, a tensor no map describes): a wrong guess costs speed only.
+    // Stages through TMA where every tile's plan holds (tested once, before the loop), through
+    // cp.async otherwise (an index that wraps, a tensor no map describes): a wrong guess costs
+    // speed only. One loop; its waits and refills branch on the guard.
     const std::string use_tma = tmp("bool", tma->guard);
     line(fmt::format("// stages filled by TMA under its guard ({} bulk tensor copies a stage), by cp.async otherwise",
                      [&] {
@@ -446,22 +475,22 @@ void Lowering::emit_for(const ir::Op* op) {
                        for (const Pipelined& p : pipes) copies += p.load->result()->type.shape[1] / 64;
                        return copies;
                      }()));
+    begin_tma_ring(op, pipes, *tma, S, trips, use_tma);
+    open("else");
+    cp_async_prefill();
+    close();
+    line("__syncthreads();  // the mbarriers are initialised for every thread");
+    emit_loop(&*tma, use_tma);
     open(fmt::format("if ({})", use_tma));
-    begin_tma_ring(op, pipes, *tma, S, trips);
-    emit_loop(&*tma);
     end_tma_ring(*tma, S);
     close();
     open("else");
-    line("// the cp.async loop: some tile's TMA guard failed");
-    synced_ = true;
-    cp_async_prefill();
-    emit_loop(nullptr);
     line("tt_cp_async_wait<0>();  // no copy lands after the loop");
     close();
     synced_ = false;
   } else {
     if (!pipes.empty()) cp_async_prefill();
-    emit_loop(nullptr);
+    emit_loop(nullptr, "");
     if (!pipes.empty()) line("tt_cp_async_wait<0>();  // no copy lands after the loop");
   }
   if (!pipes.empty()) {

@@ -132,7 +132,7 @@ void Lowering::emit_convert(const ir::Op* op) {
   }
   if (in.kind == Val::Kind::Uniform) return set_uniform(r, in.name);
   if (auto map = same_thread_map(from, to)) {
-    define_regs(r, [&](int i) { return in.at((*map)[static_cast<size_t>(i)]); });
+    define_mapped_regs(r, in, *map);
     return;
   }
   // Through shared memory: row-major, rows padded by 16 bytes.

@@ -61,6 +61,47 @@ KernelSource Lowering::run() {
   return ks;
 }
 
+std::optional<std::string> bit_linear_expr(const std::function<int64_t(int)>& f, int n, const std::string& var) {
+  int bits = 0;
+  while ((1 << bits) < n) ++bits;
+  if ((1 << bits) != n) return std::nullopt;
+  const int64_t c0 = f(0);
+  std::vector<int64_t> c(static_cast<size_t>(bits));
+  for (int i = 0; i < bits; ++i) c[static_cast<size_t>(i)] = f(1 << i) - c0;
+  for (int r = 0; r < n; ++r) {
+    int64_t sum = c0;
+    for (int i = 0; i < bits; ++i)
+      if ((r >> i) & 1) sum += c[static_cast<size_t>(i)];
+    if (sum != f(r)) return std::nullopt;
+  }
+  std::vector<std::string> terms;
+  for (int i = 0; i < bits;) {
+    const int64_t ci = c[static_cast<size_t>(i)];
+    if (ci == 0) {
+      ++i;
+      continue;
+    }
+    if (ci < 0 || (ci & (ci - 1)) != 0) {  // not a power of two: this bit alone, times its weight
+      terms.push_back(fmt::format("(({} >> {}) & 1) * {}", var, i, ci));
+      ++i;
+      continue;
+    }
+    int j = 0;
+    while ((int64_t{1} << j) != ci) ++j;
+    int k = 1;  // bits i .. i+k-1 of var land on bits j .. j+k-1 of the value
+    while (i + k < bits && c[static_cast<size_t>(i + k)] == ci << k) ++k;
+    std::string x = var;
+    if (i > 0) x = fmt::format("({} >> {})", x, i);
+    if (i + k < bits) x = fmt::format("({} & {})", x, (1 << k) - 1);
+    if (j > 0) x = fmt::format("({} << {})", x, j);
+    terms.push_back(x);
+    i += k;
+  }
+  if (c0 != 0 || terms.empty()) terms.push_back(fmt::format("{}", c0));
+  if (terms.size() == 1) return terms[0];
+  return fmt::format("({})", fmt::join(terms, " + "));
+}
+
 // ---- output -------------------------------------------------------------------------------------
 
 void Lowering::line(const std::string& s) {
@@ -132,6 +173,27 @@ Val& Lowering::define_regs(const ir::Value* v, const std::function<std::string(i
   return out;
 }
 
+Val& Lowering::define_regs(const ir::Value* v, const std::function<std::string(int)>& fn,
+                           const std::function<std::optional<std::string>(const std::string&)>& loop_fn) {
+  const int n = layout(v).num_regs();
+  std::optional<std::string> e = n > 1 ? loop_fn("tt_r") : std::nullopt;
+  if (!e) return define_regs(v, fn);
+  Val& out = declare_regs(v);
+  line("#pragma unroll");
+  line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", n, out.name, *e));
+  return out;
+}
+
+Val& Lowering::define_mapped_regs(const ir::Value* v, const Val& in, const std::vector<int>& map) {
+  return define_regs(
+      v, [&](int i) { return in.at(map[static_cast<size_t>(i)]); },
+      [&](const std::string& var) -> std::optional<std::string> {
+        auto idx = bit_linear_expr([&](int i) { return map[static_cast<size_t>(i)]; }, static_cast<int>(map.size()), var);
+        if (!idx) return std::nullopt;
+        return in.at(*idx);
+      });
+}
+
 void Lowering::set_uniform(const ir::Value* v, const std::string& expr) {
   Val& out = vals_[v];
   out.kind = Val::Kind::Uniform;
@@ -161,6 +223,14 @@ std::string Lowering::coord(const Layout& l, int r, int dim) {
   int64_t c = l.reg_coords(r)[static_cast<size_t>(dim)];
   if (t == "0") return fmt::format("{}", c);
   return c ? fmt::format("({} + {})", t, c) : t;
+}
+
+std::optional<std::string> Lowering::coord_expr(const Layout& l, const std::string& var, int dim) {
+  auto e = bit_linear_expr([&](int r) { return l.reg_coords(r)[static_cast<size_t>(dim)]; }, l.num_regs(), var);
+  if (!e) return std::nullopt;
+  const std::string t = thread_coord(l, dim);
+  if (t == "0") return e;
+  return *e == "0" ? t : fmt::format("({} + {})", t, *e);
 }
 
 std::string Lowering::owner(const Layout& l) {

@@ -43,7 +43,17 @@ struct Val {
   const Layout* layout = nullptr;  // the value's layout (the LayoutMap's)
   // Element r of a register or uniform value.
   std::string at(int r) const { return kind == Kind::Uniform ? name : fmt::format("{}[{}]", name, r); }
+  // Element `idx` (an int expression: a register loop's counter) of a register or uniform value.
+  std::string at(const std::string& idx) const { return kind == Kind::Uniform ? name : fmt::format("{}[{}]", name, idx); }
 };
+
+// Register arrays are filled by `#pragma unroll` loops wherever the register -> element map is
+// regular, so the source stays small and NVRTC unrolls them itself (docs/cuda-backend.md, "Register
+// loops"). Every layout's map from a register index to an element coordinate, and every register
+// permutation between two layouts, is linear in the index's bits: f(r) = f(0) + the sum of
+// f(2^i) over r's set bits. This is f as an int expression of `var` (runs of bits that move
+// together as one shift and mask), or nothing when f is not of that form.
+std::optional<std::string> bit_linear_expr(const std::function<int64_t(int)>& f, int n, const std::string& var);
 
 class Lowering {
  public:
@@ -78,12 +88,22 @@ class Lowering {
   const Layout& layout(const ir::Value* v) const { return layouts_.of(v); }
   // A register array for `v` (declared here), filled by fn(r) -> element r's expression.
   Val& define_regs(const ir::Value* v, const std::function<std::string(int)>& fn);
+  // The same, as one `#pragma unroll` loop over `tt_r` when loop_fn("tt_r") gives the element
+  // expression of the counter (a regular map); element by element when it gives nothing.
+  Val& define_regs(const ir::Value* v, const std::function<std::string(int)>& fn,
+                   const std::function<std::optional<std::string>(const std::string&)>& loop_fn);
+  // The array `in` read through a register map (map[r] the register of `in` that register r takes):
+  // in[expr(tt_r)] when the map is regular.
+  Val& define_mapped_regs(const ir::Value* v, const Val& in, const std::vector<int>& map);
   Val& declare_regs(const ir::Value* v);  // declared, not filled
   void set_uniform(const ir::Value* v, const std::string& expr);
   // The thread's part of layout l's coordinate along `dim` (an int expression hoisted to the kernel
   // top), and the element coordinate of register r.
   std::string thread_coord(const Layout& l, int dim);
   std::string coord(const Layout& l, int r, int dim);
+  // The coordinate of register `var` (an int expression) along `dim`: nothing when the layout's
+  // map is not regular (every layout's is; see bit_linear_expr).
+  std::optional<std::string> coord_expr(const Layout& l, const std::string& var, int dim);
   std::unordered_map<std::string, std::string> thread_coords_;
   // Whether this thread holds the first copy of its elements (side effects are done by it alone).
   std::string owner(const Layout& l);
@@ -216,7 +236,8 @@ class Lowering {
   // On Hopper, a loop's pipelined loads whose every tile the shared analysis (jit/cuda/tma.h) can
   // name as a box of a tensor are filled by the bulk tensor copy engine: thread 0 arms a stage's
   // mbarrier with the stage's bytes and issues the copies, the consumers wait on the mbarrier.
-  // emit_for emits that loop under the plans' guards and the cp.async loop otherwise.
+  // emit_for emits one loop whose waits and refills take that way where the plans' guards hold
+  // (a bool uniform in the CTA) and cp.async's otherwise.
   std::vector<std::string> tma_maps_;  // KernelSource::tma_maps (at most kMaxTensorMaps)
   struct TmaRing {
     std::vector<TmaTile> tiles;  // one per pipelined load, in order
@@ -231,10 +252,11 @@ class Lowering {
   // one copy per 64-column block of each tile.
   void issue_tma_stage(const ir::Op* loop, const std::vector<Pipelined>& pipes, const TmaRing& ring,
                        const std::string& ahead, const std::string& trip, const std::string& slot, const std::string& live);
-  // Before the loop (inside the guard): thread 0 initialises the mbarriers and asks for the first
-  // S - 1 stages; a barrier publishes the mbarriers. After it: they are invalidated.
+  // Before the loop, as `if (use_tma) {...}` (the caller adds the else branch and the barrier
+  // that publishes the mbarriers): thread 0 initialises the mbarriers and asks for the first S - 1
+  // stages. After it (under the guard): they are invalidated.
   void begin_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& pipes, TmaRing& ring, int stages,
-                      const std::string& trips);
+                      const std::string& trips, const std::string& use_tma);
   void end_tma_ring(const TmaRing& ring, int stages);
 
   // ---- debugging (debug.cpp) --------------------------------------------------------------------

@@ -44,13 +44,15 @@ std::optional<Lowering::TmaRing> Lowering::plan_tma_ring(const ir::Op* loop, con
 }
 
 void Lowering::begin_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& pipes, TmaRing& ring, int stages,
-                              const std::string& trips) {
+                              const std::string& trips, const std::string& use_tma) {
   ring.first_map = static_cast<int>(tma_maps_.size());
   for (const TmaTile& t : ring.tiles) tma_maps_.push_back(t.map);
-  // A pointer block's starts (the guard holds here: a wrapped index's divisor is not zero).
+  // A pointer block's starts, read in the loop's TMA refills: evaluated only where the guard holds
+  // (a wrapped index's divisor is not zero then).
   for (TmaTile& t : ring.tiles)
     if (!t.row)
-      for (std::string& st : t.start) st = tmp("int", st);
+      for (std::string& st : t.start) st = tmp("int", fmt::format("{} ? (int)({}) : 0", use_tma, st));
+  open(fmt::format("if ({})", use_tma));
   open("if (tid == 0)");
   for (size_t i = 0; i < ring.tiles.size(); ++i)
     line(fmt::format("tt_prefetch_tensormap(&tt_tmap{});", ring.first_map + static_cast<int>(i)));
@@ -60,8 +62,7 @@ void Lowering::begin_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& 
   for (int k = 0; k + 1 < stages; ++k)
     issue_tma_stage(loop, pipes, ring, fmt::format("{}", k), fmt::format("{}", k), fmt::format("{}", k),
                     fmt::format("{} < {}", k, trips));
-  line("__syncthreads();  // the mbarriers are initialised for every thread");
-  synced_ = true;
+  close();  // the caller emits the else branch (cp.async's prefill) and the barrier after both
 }
 
 void Lowering::end_tma_ring(const TmaRing& ring, int stages) {

@@ -34,9 +34,16 @@ void Lowering::emit_source(const ir::Op* op) {
     case OpKind::Arange: {
       const Layout& l = layout(r);
       const int64_t start = op->attrs.ints[0];
-      define_regs(r, [&](int i) {
-        return start ? fmt::format("(int32_t)({}) + {}", coord(l, i, 0), start) : fmt::format("(int32_t)({})", coord(l, i, 0));
-      });
+      auto element = [&](const std::string& c) {
+        return start ? fmt::format("(int32_t)({}) + {}", c, start) : fmt::format("(int32_t)({})", c);
+      };
+      define_regs(
+          r, [&](int i) { return element(coord(l, i, 0)); },
+          [&](const std::string& var) -> std::optional<std::string> {
+            auto c = coord_expr(l, var, 0);
+            if (!c) return std::nullopt;
+            return element(*c);
+          });
       return;
     }
     default: fail("internal error: {} is not a source op", ir::op_name(op->kind));
@@ -65,7 +72,7 @@ void Lowering::emit_view(const ir::Op* op) {
     out.layout = &to;
     return;
   }
-  define_regs(r, [&](int i) { return in.at(regs[static_cast<size_t>(i)]); });
+  define_mapped_regs(r, in, regs);
 }
 
 std::vector<int> Lowering::view_regs(const ir::Op* op) {
