@@ -23,6 +23,10 @@ constexpr int kMaxBlock = 256;
 
 int mode_int(RnnMode m) { return static_cast<int>(m); }
 
+}  // namespace
+
+namespace rnn_detail {
+
 // One step forward: the gate pre-activations gx (+ b_ih) and gh (+ b_hh) of row b, hidden units
 // j, to the new h (and c), and the workspace the backward reads.
 Kernel& forward_step_kernel() {
@@ -142,6 +146,13 @@ Kernel& backward_step_kernel() {
        "BLOCK"});
   return k;
 }
+
+}  // namespace rnn_detail
+
+namespace {
+
+using rnn_detail::backward_step_kernel;
+using rnn_detail::forward_step_kernel;
 
 int block_for(int64_t H) { return static_cast<int>(std::clamp<int64_t>(next_power_of_2(H), 16, kMaxBlock)); }
 

@@ -16,6 +16,10 @@
 
 #include "ops/ops.h"
 
+namespace tritium {
+class Kernel;
+}
+
 namespace tritium::ops {
 
 enum class RnnMode { rnn_tanh, rnn_relu, lstm, gru };
@@ -45,5 +49,14 @@ struct RnnRecurrenceGrads {
 RnnRecurrenceGrads rnn_recurrence_backward(RnnMode mode, const Tensor& grad_states, const Tensor& h0,
                                            const Tensor& c0, const Tensor& w_hh, bool has_b_ih, bool has_b_hh,
                                            const Tensor& states, const Tensor& workspace, bool reverse);
+
+namespace rnn_detail {
+// The per-step gate kernels, for the CUDA code-generation tests (tests/test_nn_rnn_codegen.cpp).
+// Forward: gx, gh, b_ih, b_hh, h_prev, c_prev, h_out, c_out, workspace, H, ACC, MODE, HAS_BI,
+// HAS_BH, BLOCK. Backward: grad_h, grad_c, dh_rec, dc_carry, dh_direct, workspace, h_prev, c_prev,
+// h_t, c_t, dgates_x, dgates_h, H, ACC, MODE, HAS_DHR, BLOCK. Grid: (B, cdiv(H, BLOCK)).
+Kernel& forward_step_kernel();
+Kernel& backward_step_kernel();
+}  // namespace rnn_detail
 
 }  // namespace tritium::ops
