@@ -246,6 +246,23 @@ TORCH_OPS.update({
 })
 
 
+# issue 30 item 1 (wt-rnn): the LSTM time loop over precomputed input gates, as eager PyTorch code
+# writes it (one addmm and the gate ops per step); whole modules are compared by bench/compare_rnn.py.
+def _lstm_recurrence(x, a):
+    gx, h, c, w_hh, b_ih, b_hh = x
+    assert a["mode"] == "lstm"
+    outs = []
+    for t in (range(gx.shape[0] - 1, -1, -1) if a["reverse"] else range(gx.shape[0])):
+        g = torch.addmm(gx[t] + b_ih + b_hh, h, w_hh.t())
+        i, f, n, o = g.chunk(4, 1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(n)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        outs.append(torch.stack((h, c)))
+    return torch.stack(outs)
+
+
+TORCH_OPS["rnn_recurrence"] = _lstm_recurrence
+
 def make_input(spec, device, gen):
     shape, dtype = spec["shape"], DTYPES[spec["dtype"]]
     fill = spec["fill"]

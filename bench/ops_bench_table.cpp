@@ -438,6 +438,13 @@ std::vector<OpBench> make_table() {
       {"embedding", "50304 x 768, 8192 tokens", [](int64_t) {
          return OpCall{.inputs = {in({50304, 768}), index_in({8192}, 50304)}, .attrs = {{"padding_idx", int64_t{-1}}}};
        }},
+      // ---- issue 30 item 1 (wt-rnn): the LSTM time loop at a fixed realistic size (seq 64, batch 32,
+      // hidden 256) whatever n; compare_ops.py runs the same loop in eager PyTorch (addmm + gate ops
+      // per step). tritium-bench --rnn times whole modules against torch.nn.LSTM / GRU / RNN.
+      {"rnn_recurrence", "lstm T 64, B 32, H 256", [](int64_t) {
+         return OpCall{.inputs = {in({64, 32, 1024}), in({32, 256}), in({32, 256}), in({1024, 256}), in({1024}), in({1024})},
+                       .attrs = {{"mode", std::string("lstm")}, {"reverse", false}}};
+       }, {DType::f32}},
   };
   return t;
 }

@@ -1429,6 +1429,43 @@ case("nll_loss", "float target", [rnd((3, 4)), rnd((3,)), NONE], NLL(), grad=Fal
 case("nll_loss", "batch sizes differ", [rnd((3, 4)), idx([0, 1]), NONE], NLL(), grad=False)
 
 
+# ---- issue 30 item 1 (wt-rnn): rnn_recurrence, the time loop of RNN / LSTM / GRU ----------------------
+# Checked against PyTorch's own cells, one step at a time over precomputed input gates: the cell's
+# input is gates_x[t] with an identity W_ih, so its gate maths (order, biases, GRU's r * (W_hn h +
+# b_hn)) is PyTorch's. states: [T, B, H] ([T, 2, B, H] for lstm: h then c) at each step's position.
+def _rnn_recurrence(gx, h0, c0, w_hh, b_ih, b_hh, mode, reverse):
+    T, G = gx.shape[0], gx.shape[2]
+    eye = torch.eye(G, dtype=gx.dtype)
+    cell = {"rnn_tanh": torch.rnn_tanh_cell, "rnn_relu": torch.rnn_relu_cell, "gru": torch.gru_cell}.get(mode)
+    h, c, out = h0, c0, [None] * T
+    for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        if mode == "lstm":
+            h, c = torch.lstm_cell(gx[t], (h, c), eye, w_hh, b_ih, b_hh)
+            out[t] = torch.stack((h, c))
+        else:
+            h = cell(gx[t], h, eye, w_hh, b_ih, b_hh)
+            out[t] = h
+    return torch.stack(out)
+
+
+OPS["rnn_recurrence"] = _rnn_recurrence
+
+
+def RNNR(mode, reverse=False):
+    return {"mode": Str(mode), "reverse": Bool(reverse)}
+
+
+for _mode, _g in (("rnn_tanh", 1), ("rnn_relu", 1), ("lstm", 4), ("gru", 3)):
+    _c0 = (lambda b, h=5, dt=f32: rnd((b, h), dt)) if _mode == "lstm" else (lambda b, h=5, dt=f32: NONE)
+    case("rnn_recurrence", f"{_mode} T=4 B=3 H=5", [rnd((4, 3, 5 * _g)), rnd((3, 5)), _c0(3), rnd((5 * _g, 5), f32, -0.5, 0.5),
+                                                    rnd((5 * _g,)), rnd((5 * _g,))], RNNR(_mode))
+    case("rnn_recurrence", f"{_mode} reverse no bias", [rnd((3, 2, 5 * _g)), rnd((2, 5)), _c0(2), rnd((5 * _g, 5), f32, -0.5, 0.5),
+                                                        NONE, NONE], RNNR(_mode, True))
+    case("rnn_recurrence", f"{_mode} f64 H=17", [rnd((2, 2, 17 * _g), f64), rnd((2, 17), f64),
+                                                 _c0(2, 17, f64),
+                                                 rnd((17 * _g, 17), f64, -0.3, 0.3), rnd((17 * _g,), f64), NONE], RNNR(_mode))
+
+
 # ---- building the files --------------------------------------------------------------------------
 
 def _storage_recipe(x):

@@ -294,6 +294,8 @@ namespace decl {
 void declare_conv(OpRegistry& r);    // ops/decl/conv.cpp: ops/conv.h
 void declare_norm(OpRegistry& r);    // ops/decl/norm.cpp: ops/norm.h
 void declare_losses(OpRegistry& r);  // ops/decl/losses.cpp: ops/losses.h
+// issue 30 item 1, recurrent layers:
+void declare_rnn(OpRegistry& r);  // ops/decl/rnn.cpp: ops/rnn.h
 }  // namespace decl
 
 const OpRegistry& op_registry() {
@@ -316,6 +318,7 @@ const OpRegistry& op_registry() {
     decl::declare_pooling(r);  // issue 30 item 1
     decl::declare_norm(r);         // issue 30 item 1
     decl::declare_losses(r);
+    decl::declare_rnn(r);  // issue 30 item 1, recurrent layers
     return r;
   }();
   return registry;
