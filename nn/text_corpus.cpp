@@ -66,7 +66,7 @@ std::pair<Tensor, Tensor> TextCorpus::get_batch(Split split, int64_t batch, int6
          data.size());
   const int64_t starts_count = static_cast<int64_t>(data.size()) - context;
   std::vector<int64_t> starts =
-      ops::randint(0, starts_count, {batch}, gen, DType::i64, Device::cpu()).to_vector<int64_t>();
+      ops::randint(0, starts_count, {batch}, gen, DType::i64, device).to_vector<int64_t>();  // a kernel: on `device`
   std::vector<int64_t> x(static_cast<size_t>(batch * context)), y(x.size());
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = 0; t < context; ++t) {
