@@ -283,6 +283,8 @@ Tensor GPT::generate(const Tensor& prompt_in, const GenerationConfig& gen_cfg, s
   const bool one_dim = prompt_in.dim() == 1;
   Tensor prompt = one_dim ? prompt_in.unsqueeze(0) : prompt_in;
   if (prompt.size(1) < 1) fail("GPT::generate: the prompt is empty (give at least one token)");
+  if (!is_int(prompt.dtype()) || prompt.dtype() == DType::i1)
+    fail("GPT::generate: prompt tokens must be integers, got {}", dtype_name(prompt.dtype()));
   if (prompt.size(1) > cfg_.block_size)
     fail("GPT::generate: the prompt has {} tokens, longer than the context block_size = {}", prompt.size(1),
          cfg_.block_size);

@@ -8,6 +8,8 @@
 #include <map>
 #include <numeric>
 
+#include "fixtures_dir.h"
+#include "io/safetensors.h"
 #include "nn/autograd.h"
 #include "nn/functional.h"
 #include "nn/gpt.h"
@@ -393,6 +395,8 @@ BOOST_AUTO_TEST_CASE(errors) {
     expect_error([&] { model.generate(std::vector<int64_t>(10, 1), {.max_new_tokens = 1}); },
                  "the prompt has 10 tokens, longer than the context block_size = 9");
     expect_error([&] { model.generate(std::vector<int64_t>{}, {.max_new_tokens = 1}); }, "the prompt is empty");
+    expect_error([&] { model.generate(Tensor::from_vector(std::vector<float>{1, 2}), {.max_new_tokens = 1}); },
+                 "prompt tokens must be integers, got f32");
     expect_error([&] { model.generate(ok, {.top_p = 0.0}); }, "top_p must be in (0, 1], got 0");
     expect_error([&] { model.generate(ok, {.top_p = 1.5}); }, "top_p must be in (0, 1], got 1.5");
     expect_error([&] { model.generate(ok, {.temperature = 0.0}); }, "temperature must be a finite number above 0");
@@ -443,6 +447,32 @@ BOOST_AUTO_TEST_CASE(cache_after_a_prompt_one_token_at_a_time) {
     Vec more = ou::values(rest);
     got.insert(got.end(), more.begin(), more.end());
     ou::check_values(Tensor::from_vector(got), whole, 1e-5, "cached logits");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(pytorch_parity) {
+  // bench/torch_gpt_reference.py's model (nanoGPT's names) with random weights, its logits, loss
+  // and gradients (scripts/make_torch_gpt_fixtures.py): the same keys in the same order, and the
+  // same numbers from the loaded checkpoint, the tied head's gradient included.
+  tt::for_each_backend([&](const tt::Backend&) {
+    auto dir = tt::fixtures_dir() / "torch_gpt";
+    auto ckpt = tritium::io::load_safetensors((dir / "tiny.safetensors").string());
+    auto io = tritium::io::load_safetensors((dir / "tiny_io.safetensors").string());
+    Generator gen(8);
+    nn::GPT model(tiny_config(), gen);
+    std::string keys = "[";
+    for (auto& [name, p] : model.named_parameters()) keys += (keys.size() > 1 ? ", \"" : "\"") + name + "\"";
+    BOOST_TEST(keys + "]" == ckpt.metadata.at("keys"));
+    model.load_state_dict(nn::StateDict(ckpt.tensors));
+    const Tensor& tokens = io.tensors.at("tokens");
+    const Tensor& targets = io.tensors.at("targets");
+    ou::check_values(model(tokens), ou::values(io.tensors.at("logits")), 1e-5, "logits");
+    Tensor loss = model.loss(tokens, targets);
+    double want = ou::values(io.tensors.at("loss"))[0];
+    BOOST_TEST(std::abs(ou::values(loss)[0] - want) < 1e-5 * want);
+    loss.backward();
+    for (auto& [name, p] : model.named_parameters())
+      ou::check_values(p.grad(), ou::values(io.tensors.at("grad." + name)), 1e-4, "grad " + name);
   });
 }
 
