@@ -190,9 +190,12 @@ def main():
           f"context {a.context}, batch {a.batch_size}, {a.device}{', compiled' if a.compile else ''}", flush=True)
     gen = torch.Generator().manual_seed(a.seed + 1)
     ema, tokens, train_s, t0 = 0.0, 0, 0.0, time.perf_counter()
+    done = 0
     for step in range(a.steps):
         if a.max_minutes and time.perf_counter() - t0 > 60 * a.max_minutes:
+            print(f"stopping after {(time.perf_counter() - t0) / 60:.1f} minutes (--max-minutes)")
             break
+        done = step + 1
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
         x, y = batch(train, a.batch_size, a.context, gen, a.device)
@@ -209,6 +212,9 @@ def main():
         if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
             print(f"step {step + 1}: train loss {ema:.4f}, held-out loss {evaluate():.4f}, "
                   f"{time.perf_counter() - t0:.1f} s, {tokens / train_s:.0f} tokens/s", flush=True)
+    if done % a.eval_every != 0 and done != a.steps:
+        print(f"step {done}: train loss {ema:.4f}, held-out loss {evaluate():.4f}, "
+              f"{time.perf_counter() - t0:.1f} s, {tokens / max(train_s, 1e-9):.0f} tokens/s", flush=True)
 
 
 if __name__ == "__main__":

@@ -235,8 +235,9 @@ int run(const Config& c) {
     held_out = evaluate(model, corpus, nn::TextCorpus::Split::held_out, c, device);
     eval_seconds += seconds_since(eval_start);
     if (g_progress_open) std::fputc('\n', stderr), g_progress_open = false;
-    std::printf("step %lld: train loss %.4f, held-out loss %.4f (unigram %.4f), %.1f s, %.0f tokens/s\n",
-                static_cast<long long>(start_step + s), loss_ema, held_out, unigram, seconds_since(start),
+    std::string train_loss = s > 0 ? fmt::format("train loss {:.4f}, ", loss_ema) : std::string();
+    std::printf("step %lld: %sheld-out loss %.4f (unigram %.4f), %.1f s, %.0f tokens/s\n",
+                static_cast<long long>(start_step + s), train_loss.c_str(), held_out, unigram, seconds_since(start),
                 tokens_seen / train_seconds_so_far());
     std::fflush(stdout);
   };
