@@ -2,6 +2,7 @@
 # The main job: set up (install what is missing, build), then train an MLP (or, with --model cnn,
 # a CNN) on Fashion-MNIST.
 #   ./run.sh [train-mnist options]   train-mnist, 5 epochs by default (--help lists the options)
+#   ./run.sh --model gpt [options]   train-gpt: a byte-level GPT on Debian's fortunes (docs/gpt.md)
 #   ./run.sh tutorials               all tutorials (each checks its own result)
 #   ./run.sh --bench                 the tutorials' benchmarks and tritium-bench
 set -euo pipefail
@@ -25,6 +26,14 @@ case "${1:-}" in
     "$root/build/bench/tritium-bench" --json "$root/build/bench-results.json"
     ;;
   *)
+    # --model gpt (anywhere among the options) goes to train-gpt; everything else to train-mnist.
+    prev=""
+    for a in "$@"; do
+      if [ "$prev" = "--model" ] && [ "$a" = "gpt" ]; then
+        exec "$root/build/tools/train-gpt" "$@"
+      fi
+      prev="$a"
+    done
     exec "$root/build/tools/train-mnist" "$@"
     ;;
 esac

@@ -2,7 +2,8 @@
 # Installs (apt-get) the Debian packages the build and the tests need, when any is missing.
 # Used by scripts/setup.sh and scripts/sanitize.sh.
 set -euo pipefail
-packages=(cmake ninja-build g++ llvm-19-dev libfmt-dev libboost-test-dev zlib1g-dev dataset-fashion-mnist)
+packages=(cmake ninja-build g++ llvm-19-dev libfmt-dev libboost-test-dev zlib1g-dev dataset-fashion-mnist
+  fortunes)  # fortunes: the GPT's text corpus (issue 31, tools/train_gpt.cpp)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

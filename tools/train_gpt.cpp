@@ -1,0 +1,314 @@
+// train-gpt: a byte-level GPT (nn/gpt.h) trained on Debian's fortune databases (nn/text_corpus.h)
+// with AdamW, a linear warm-up and a cosine decay of the learning rate, periodic held-out
+// evaluation against the unigram model's loss, checkpoints (--save / --load) and generated text at
+// the end. `./run.sh --model gpt [options]` runs it. Every operation of the forward pass, the
+// backward pass, the optimiser step and the sampling is a Tritium kernel. --help lists the options.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <tritium/tritium.h>
+
+#include "tools/cli.h"
+
+#include "io/safetensors.h"
+#include "nn/autograd.h"
+#include "nn/functional.h"
+#include "nn/gpt.h"
+#include "nn/optim.h"
+#include "nn/serialize.h"
+#include "nn/text_corpus.h"
+
+using namespace tritium;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Config {
+  int64_t layers = -1, width = -1, heads = -1, context = -1, batch_size = -1, steps = -1;  // -1: the device's default
+  double lr = -1, min_lr = -1, weight_decay = 0.1, dropout = 0.0, max_minutes = 0;
+  int64_t warmup = -1, eval_every = -1, eval_batches = 20;
+  uint64_t seed = 0;
+  std::string backend = "cpu";
+  std::string corpus = nn::TextCorpus::default_fortunes_dir();
+  std::string save_path, load_path;
+  bool tf32 = false;
+  int64_t generate = 300;
+  std::string prompt = "The ";
+  double temperature = 0.8, top_p = 1.0;
+  int64_t top_k = 40;
+};
+
+const char* kUsage =
+    "usage: train-gpt [options]   (./run.sh --model gpt [options])\n"
+    "Trains a byte-level GPT on Debian's fortune databases with AdamW (warm-up, then cosine decay of\n"
+    "the learning rate), evaluates it on held-out fortunes and prints generated text; every op is a\n"
+    "Tritium kernel. Defaults in brackets: CPU / GPU.\n"
+    "  --layers N          transformer blocks [4 / 6]\n"
+    "  --width C           embedding width, divisible by --heads [128 / 384]\n"
+    "  --heads H           attention heads [4 / 6]\n"
+    "  --context T         context length in bytes [64 / 256]\n"
+    "  --batch-size B      sequences per step [16 / 64]\n"
+    "  --steps N           optimiser steps in all, those of a --load checkpoint included; 0 (or no\n"
+    "                      more than the checkpoint's) evaluates and generates only [1500 / 5000]\n"
+    "  --max-minutes M     also stop training after M minutes (0: no limit; default 0)\n"
+    "  --lr LR             peak learning rate [2e-3 / 1e-3]; --min-lr the cosine's end [lr / 10]\n"
+    "  --warmup N          linear warm-up steps [100 / 100]\n"
+    "  --weight-decay WD   AdamW's, on the matrices only (nanoGPT's groups; default 0.1)\n"
+    "  --dropout P         dropout after the embeddings, attention and MLP outputs (default 0)\n"
+    "  --eval-every N      held-out evaluation every N steps [250 / 250]; --eval-batches N (default 20)\n"
+    "  --seed S            initialisation, batches and sampling (default 0)\n"
+    "  --device DEVICE     cpu, cuda or cuda:N (default cpu; --backend is the same option)\n"
+    "  --tf32              fp32 matmuls on tf32 tensor cores on a GPU\n"
+    "  --corpus DIR        the fortune files (default /usr/share/games/fortunes, Debian's fortunes)\n"
+    "  --save PATH         after training, the model to PATH and AdamW's state to PATH.optim and\n"
+    "                      PATH.optim-no-decay (safetensors)\n"
+    "  --load PATH         before training, a model saved by --save (same architecture options);\n"
+    "                      its optimiser state and step too, when training goes on\n"
+    "  --generate N        bytes generated at the end (default 300; 0: none)\n"
+    "  --prompt TEXT       their prompt (default 'The ')\n"
+    "  --temperature T     sampling temperature, 0 for greedy (default 0.8)\n"
+    "  --top-k K           keep the K most likely bytes, 0 all (default 40); --top-p P (default 1)\n"
+    "  --help              this text\n"
+    "Mistakes in the options, and errors while running, end the program with one line on\n"
+    "stderr and exit status 2.\n";
+
+Config parse(int argc, char** argv) {
+  Config c;
+  cli::Args args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& o = args.option();
+    if (args.is("--layers")) c.layers = cli::parse_int(o, args.value(), 1, 256);
+    else if (args.is("--width")) c.width = cli::parse_int(o, args.value(), 1, 65536);
+    else if (args.is("--heads")) c.heads = cli::parse_int(o, args.value(), 1, 1024);
+    else if (args.is("--context")) c.context = cli::parse_int(o, args.value(), 1, 65536);
+    else if (args.is("--batch-size")) c.batch_size = cli::parse_int(o, args.value(), 1, 1 << 20);
+    else if (args.is("--steps")) c.steps = cli::parse_int(o, args.value(), 0, INT32_MAX);
+    else if (args.is("--max-minutes")) c.max_minutes = cli::parse_double(o, args.value(), 0, 1e6);
+    else if (args.is("--lr") || args.is("--min-lr")) {
+      double v = cli::parse_double(o, args.value(), 0, 10);
+      if (args.is("--lr") && v == 0) throw cli::UsageError("--lr: the learning rate must be above 0");
+      (args.is("--lr") ? c.lr : c.min_lr) = v;
+    } else if (args.is("--warmup")) c.warmup = cli::parse_int(o, args.value(), 0, INT32_MAX);
+    else if (args.is("--weight-decay")) c.weight_decay = cli::parse_double(o, args.value(), 0, 10);
+    else if (args.is("--dropout")) {
+      c.dropout = cli::parse_double(o, args.value(), 0, 1);
+      if (c.dropout == 1) throw cli::UsageError("--dropout: expected a probability below 1");
+    } else if (args.is("--eval-every")) c.eval_every = cli::parse_int(o, args.value(), 1, INT32_MAX);
+    else if (args.is("--eval-batches")) c.eval_batches = cli::parse_int(o, args.value(), 1, 100000);
+    else if (args.is("--seed")) c.seed = cli::parse_uint64(o, args.value());
+    else if (args.is("--device") || args.is("--backend")) c.backend = cli::parse_device(o, args.value()).str();
+    else if (args.is("--tf32")) c.tf32 = true;
+    else if (args.is("--corpus")) c.corpus = args.value();
+    else if (args.is("--save")) c.save_path = args.value();
+    else if (args.is("--load")) c.load_path = args.value();
+    else if (args.is("--generate")) c.generate = cli::parse_int(o, args.value(), 0, 1 << 20);
+    else if (args.is("--prompt")) c.prompt = args.value();
+    else if (args.is("--temperature")) c.temperature = cli::parse_double(o, args.value(), 0, 100);
+    else if (args.is("--top-k")) c.top_k = cli::parse_int(o, args.value(), 0, nn::TextCorpus::vocab_size);
+    else if (args.is("--top-p")) {
+      c.top_p = cli::parse_double(o, args.value(), 0, 1);
+      if (c.top_p == 0) throw cli::UsageError("--top-p: expected a number in (0, 1]");
+    } else if (args.is("--model")) {
+      std::string m = args.value();  // run.sh passes --model gpt through
+      if (m != "gpt") throw cli::UsageError("--model: train-gpt trains the gpt model, got '" + m + "'");
+    } else args.unknown();
+  }
+  // The device's defaults: a model that learns in minutes on 2 CPU cores, nanoGPT's character
+  // model (6 x 384, 6 heads, context 256) on a GPU.
+  const bool gpu = Device::parse(c.backend).is_cuda();
+  auto pick = [&](auto& v, auto cpu, auto cuda) {
+    if (v < 0) v = gpu ? cuda : cpu;
+  };
+  pick(c.layers, 4, 6), pick(c.width, 128, 384), pick(c.heads, 4, 6), pick(c.context, 64, 256);
+  pick(c.batch_size, 16, 64), pick(c.steps, 1500, 5000), pick(c.lr, 2e-3, 1e-3), pick(c.warmup, 100, 100);
+  pick(c.eval_every, 250, 250);
+  if (c.min_lr < 0) c.min_lr = c.lr / 10;
+  if (c.width % c.heads != 0)
+    throw cli::UsageError(fmt::format("--width ({}) must be divisible by --heads ({})", c.width, c.heads));
+  if (static_cast<int64_t>(c.prompt.size()) > c.context)
+    throw cli::UsageError(fmt::format("--prompt: {} bytes, longer than the context ({})", c.prompt.size(), c.context));
+  if (c.prompt.empty()) throw cli::UsageError("--prompt: give at least one byte");
+  return c;
+}
+
+// Warm-up from 0 to lr over `warmup` steps, then a cosine from lr down to min_lr at the last step.
+double learning_rate(const Config& c, int64_t step) {
+  if (step < c.warmup) return c.lr * static_cast<double>(step + 1) / static_cast<double>(c.warmup);
+  if (c.steps <= c.warmup) return c.lr;
+  double progress = static_cast<double>(step - c.warmup) / static_cast<double>(std::max<int64_t>(1, c.steps - c.warmup));
+  progress = std::min(progress, 1.0);
+  return c.min_lr + 0.5 * (1.0 + std::cos(M_PI * progress)) * (c.lr - c.min_lr);
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Checkpoint metadata: the architecture, so that loading another model's checkpoint says so.
+constexpr const char* kArchKey = "train-gpt.architecture";
+constexpr const char* kStepKey = "train-gpt.step";
+
+std::string architecture(const Config& c) {
+  return fmt::format("layers={},width={},heads={},context={},vocab={}", c.layers, c.width, c.heads, c.context,
+                     nn::TextCorpus::vocab_size);
+}
+
+// Mean loss over `batches` windows of a split, drawn from a generator of a fixed seed (the same
+// windows at every evaluation), in eval mode without autograd.
+double evaluate(nn::GPT& model, const nn::TextCorpus& corpus, nn::TextCorpus::Split split, const Config& c,
+                Device device) {
+  nn::NoGradGuard no_grad;
+  model.eval();
+  Generator gen(c.seed + 1000003);
+  double sum = 0;
+  for (int64_t i = 0; i < c.eval_batches; ++i) {
+    auto [x, y] = corpus.get_batch(split, c.batch_size, c.context, gen, device);
+    sum += model.loss(x, y).to(DType::f32).to_vector<float>()[0];
+  }
+  model.train();
+  return sum / static_cast<double>(c.eval_batches);
+}
+
+bool g_progress_open = false;
+
+int run(const Config& c) {
+  Device device = Device::parse(c.backend);
+  nn::TextCorpus corpus = nn::TextCorpus::fortunes(c.corpus);
+  const double unigram = corpus.unigram_held_out_loss();
+  if (c.context + 1 > corpus.size(nn::TextCorpus::Split::held_out))
+    fail("--context {}: the held-out split has only {} bytes", c.context, corpus.size(nn::TextCorpus::Split::held_out));
+
+  Generator init_gen(c.seed);
+  nn::GPT model(nn::GPTConfig{.vocab_size = nn::TextCorpus::vocab_size, .block_size = c.context, .n_layer = c.layers,
+                              .n_head = c.heads, .n_embd = c.width, .dropout = c.dropout, .bias = true},
+                init_gen);
+  model.to(device);
+  if (c.tf32) ops::set_float32_matmul_precision("high");
+  // nanoGPT's groups: weight decay on the matrices (dim >= 2), none on biases and LayerNorms.
+  std::vector<Tensor> decay, no_decay;
+  for (auto& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  nn::AdamW opt_decay(decay, c.lr, {0.9, 0.99}, 1e-8, c.weight_decay);
+  nn::AdamW opt_no_decay(no_decay, c.lr, {0.9, 0.99}, 1e-8, 0.0);
+
+  int64_t start_step = 0;
+  if (!c.load_path.empty()) {
+    io::Safetensors file = io::load_safetensors(c.load_path, device);
+    auto it = file.metadata.find(kArchKey);
+    if (it == file.metadata.end() || it->second != architecture(c))
+      fail("--load {}: a checkpoint of {}, but the options give {}", c.load_path,
+           it == file.metadata.end() ? std::string("another program") : it->second, architecture(c));
+    model.load_state_dict(nn::StateDict(file.tensors));
+    if (auto s = file.metadata.find(kStepKey); s != file.metadata.end()) start_step = std::stoll(s->second);
+    if (c.steps > start_step) {
+      nn::load(opt_decay, c.load_path + ".optim");
+      nn::load(opt_no_decay, c.load_path + ".optim-no-decay");
+    }
+  }
+
+  std::printf("train-gpt: %lld layers, width %lld, %lld heads, context %lld, %.2fM parameters, on %s\n",
+              static_cast<long long>(c.layers), static_cast<long long>(c.width), static_cast<long long>(c.heads),
+              static_cast<long long>(c.context), static_cast<double>(model.num_parameters_without_positions()) / 1e6,
+              device.str().c_str());
+  std::printf("corpus: %s, %lld training bytes (%lld fortunes), %lld held-out bytes (%lld fortunes)\n",
+              c.corpus.c_str(), static_cast<long long>(corpus.size(nn::TextCorpus::Split::train)),
+              static_cast<long long>(corpus.documents(nn::TextCorpus::Split::train)),
+              static_cast<long long>(corpus.size(nn::TextCorpus::Split::held_out)),
+              static_cast<long long>(corpus.documents(nn::TextCorpus::Split::held_out)));
+  std::printf("unigram model's held-out loss: %.4f (uniform over bytes: %.4f)\n", unigram, std::log(256.0));
+  std::printf("batch %lld x %lld tokens, %lld steps, lr %.3g -> %.3g (warm-up %lld), weight decay %.3g, seed %llu\n",
+              static_cast<long long>(c.batch_size), static_cast<long long>(c.context), static_cast<long long>(c.steps),
+              c.lr, c.min_lr, static_cast<long long>(c.warmup), c.weight_decay,
+              static_cast<unsigned long long>(c.seed));
+  std::fflush(stdout);
+
+  Generator batch_gen(c.seed + 1);
+  auto start = Clock::now();
+  auto last_draw = start - std::chrono::seconds(1);
+  double loss_ema = 0, held_out = NAN;
+  int64_t tokens_seen = 0, step = 0;
+  double eval_seconds = 0;  // tokens/s counts training time only
+  auto train_seconds_so_far = [&] { return std::max(1e-9, seconds_since(start) - eval_seconds); };
+  auto report = [&](int64_t s) {
+    auto eval_start = Clock::now();
+    held_out = evaluate(model, corpus, nn::TextCorpus::Split::held_out, c, device);
+    eval_seconds += seconds_since(eval_start);
+    if (g_progress_open) std::fputc('\n', stderr), g_progress_open = false;
+    std::string train_loss = s > 0 ? fmt::format("train loss {:.4f}, ", loss_ema) : std::string();
+    std::printf("step %lld: %sheld-out loss %.4f (unigram %.4f), %.1f s, %.0f tokens/s\n",
+                static_cast<long long>(start_step + s), train_loss.c_str(), held_out, unigram, seconds_since(start),
+                tokens_seen / train_seconds_so_far());
+    std::fflush(stdout);
+  };
+  // --steps counts from the start of training: a loaded checkpoint's steps are done already.
+  const int64_t todo = std::max<int64_t>(0, c.steps - start_step);
+  for (step = 0; step < todo; ++step) {
+    if (c.max_minutes > 0 && seconds_since(start) > 60 * c.max_minutes) {
+      std::printf("stopping after %.1f minutes (--max-minutes)\n", seconds_since(start) / 60);
+      break;
+    }
+    double lr = learning_rate(c, start_step + step);
+    opt_decay.lr = opt_no_decay.lr = lr;
+    auto [x, y] = corpus.get_batch(nn::TextCorpus::Split::train, c.batch_size, c.context, batch_gen, device);
+    Tensor loss = model.loss(x, y);
+    opt_decay.zero_grad(), opt_no_decay.zero_grad();
+    loss.backward();
+    opt_decay.step(), opt_no_decay.step();
+    double l = loss.to(DType::f32).to_vector<float>()[0];
+    loss_ema = step == 0 ? l : 0.95 * loss_ema + 0.05 * l;
+    tokens_seen += c.batch_size * c.context;
+    if (Clock::now() - last_draw > std::chrono::milliseconds(200) || step + 1 == todo) {
+      last_draw = Clock::now();
+      constexpr int kWidth = 24;
+      int filled = static_cast<int>(kWidth * (start_step + step + 1) / c.steps);
+      std::string bar(filled, '=');
+      if (filled < kWidth) bar += '>' + std::string(kWidth - filled - 1, ' ');
+      std::fprintf(stderr, "\rstep %lld/%lld [%s] loss %.4f  lr %.2e  %.0f tokens/s ",
+                   static_cast<long long>(start_step + step + 1), static_cast<long long>(c.steps),
+                   bar.c_str(), loss_ema, lr, tokens_seen / train_seconds_so_far());
+      std::fflush(stderr);
+      g_progress_open = true;
+    }
+    if ((start_step + step + 1) % c.eval_every == 0) report(step + 1);
+  }
+  const double train_seconds = seconds_since(start) - eval_seconds;
+  if ((start_step + step) % c.eval_every != 0 || step == 0) report(step);
+  if (!c.save_path.empty()) {
+    nn::save(model, c.save_path, {{kArchKey, architecture(c)}, {kStepKey, std::to_string(start_step + step)}});
+    nn::save(opt_decay, c.save_path + ".optim");
+    nn::save(opt_no_decay, c.save_path + ".optim-no-decay");
+    std::printf("saved the model to %s (AdamW's state beside it)\n", c.save_path.c_str());
+  }
+  if (c.generate > 0) {
+    nn::GenerationConfig g{.max_new_tokens = c.generate, .temperature = c.temperature > 0 ? c.temperature : 1.0,
+                           .top_k = c.top_k, .top_p = c.top_p, .greedy = c.temperature == 0, .seed = c.seed};
+    Tensor out = model.generate(nn::TextCorpus::encode(c.prompt), g);
+    std::printf("generated (temperature %.2f, top-k %lld, top-p %.2f):\n%s\n", c.temperature,
+                static_cast<long long>(c.top_k), c.top_p,
+                nn::TextCorpus::decode(out.to_vector<int64_t>()).c_str());
+  }
+  std::printf("final: held-out loss %.4f (unigram %.4f), %lld steps in %.1f s, %.0f tokens/s\n", held_out, unigram,
+              static_cast<long long>(step), train_seconds, train_seconds > 0 ? tokens_seen / train_seconds : 0.0);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return cli::run_main("train-gpt", [&] {
+    Config cfg = parse(argc, argv);
+    Device device = Device::parse(cfg.backend);
+    if (!runtime::device_available(device)) {
+      std::fprintf(stderr, "train-gpt: %s the %s backend is unavailable: %s\n", device.is_cuda() ? "" : "skipped:",
+                   device.is_cuda() ? "CUDA" : "CPU", runtime::device_unavailable_reason(device).c_str());
+      return device.is_cuda() ? 2 : 77;
+    }
+    try {
+      return run(cfg);
+    } catch (...) {
+      if (g_progress_open) std::fputc('\n', stderr);
+      throw;
+    }
+  });
+}
