@@ -109,9 +109,9 @@ KeyAverages::KeyAverages(const std::vector<Event>& events, bool group_by_input_s
   }
 }
 
-const KeyAverage* KeyAverages::find(std::string_view name) const {
+const KeyAverage* KeyAverages::find(std::string_view name, EventKind kind) const {
   for (const KeyAverage& r : rows_)
-    if (r.name == name) return &r;
+    if (r.name == name && r.kind == kind) return &r;
   return nullptr;
 }
 

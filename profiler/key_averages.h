@@ -36,8 +36,8 @@ class KeyAverages {
   KeyAverages(const std::vector<Event>& events, bool group_by_input_shape);
 
   const std::vector<KeyAverage>& rows() const { return rows_; }
-  // The row of this name (and kind op, range or kernel, first match); nullptr when absent.
-  const KeyAverage* find(std::string_view name) const;
+  // The row of this name and kind (the first, when grouped by shape); nullptr when absent.
+  const KeyAverage* find(std::string_view name, EventKind kind = EventKind::op) const;
 
   // Rows sorted by `sort_by` (descending): "cpu_time_total", "self_cpu_time_total",
   // "cpu_time" (average), "cuda_time_total" (alias "device_time_total"), "self_cuda_time_total",
