@@ -74,6 +74,7 @@ KeyAverages::KeyAverages(const std::vector<Event>& events, bool group_by_input_s
     if (e.kind == EventKind::memory) {
       const bool on_cpu = e.device == "cpu";
       has_memory_ = true;
+      has_gpu_memory_ = has_gpu_memory_ || !on_cpu;
       if (!p) continue;
       size_t pi = index[p->id];
       (on_cpu ? mem[pi].self_cpu : mem[pi].self_gpu) += e.bytes;
@@ -82,6 +83,7 @@ KeyAverages::KeyAverages(const std::vector<Event>& events, bool group_by_input_s
     }
     if (p) child_us[index[p->id]] += e.dur_us;
     if (e.kind == EventKind::kernel && e.gpu_dur_us >= 0) {
+      has_gpu_time_ = true;
       gpu_us[index[e.id]] += e.gpu_dur_us;
       for (; p; p = parent_of(*p)) gpu_us[index[p->id]] += e.gpu_dur_us;
     }
@@ -146,18 +148,23 @@ std::string KeyAverages::table(std::string_view sort_by, int row_limit) const {
   };
   std::vector<Column> cols = {
       {"Name", name_w, [&](const KeyAverage& r) { return cut(r.name, name_w); }},
+      {"Kind", 6, [](const KeyAverage& r) { return std::string(event_kind_name(r.kind)); }},
       {"Self CPU %", 10, [&](const KeyAverage& r) { return percent(r.cpu_self_us, self_sum); }},
       {"Self CPU", 12, [](const KeyAverage& r) { return time_text(r.cpu_self_us); }},
       {"CPU total %", 11, [&](const KeyAverage& r) { return percent(r.cpu_total_us, self_sum); }},
       {"CPU total", 12, [](const KeyAverage& r) { return time_text(r.cpu_total_us); }},
       {"CPU time avg", 12, [](const KeyAverage& r) { return time_text(r.cpu_avg_us()); }},
-      {"GPU total", 12, [](const KeyAverage& r) { return time_text(r.gpu_total_us); }},
-      {"GPU time avg", 12, [](const KeyAverage& r) { return time_text(r.gpu_avg_us()); }},
-      {"# of Calls", 10, [](const KeyAverage& r) { return fmt::format("{}", r.count); }},
   };
+  if (has_gpu_time_) {
+    cols.push_back({"GPU total", 12, [](const KeyAverage& r) { return time_text(r.gpu_total_us); }});
+    cols.push_back({"GPU time avg", 12, [](const KeyAverage& r) { return time_text(r.gpu_avg_us()); }});
+  }
+  cols.push_back({"# of Calls", 10, [](const KeyAverage& r) { return fmt::format("{}", r.count); }});
   if (has_memory_) {
     cols.push_back({"CPU Mem", 11, [](const KeyAverage& r) { return bytes_text(r.cpu_memory); }});
     cols.push_back({"Self CPU Mem", 12, [](const KeyAverage& r) { return bytes_text(r.self_cpu_memory); }});
+  }
+  if (has_gpu_memory_) {
     cols.push_back({"GPU Mem", 11, [](const KeyAverage& r) { return bytes_text(r.gpu_memory); }});
     cols.push_back({"Self GPU Mem", 12, [](const KeyAverage& r) { return bytes_text(r.self_gpu_memory); }});
   }
@@ -165,19 +172,21 @@ std::string KeyAverages::table(std::string_view sort_by, int row_limit) const {
   std::string rule, header;
   for (size_t c = 0; c < cols.size(); ++c) {
     rule += std::string(cols[c].width, '-') + "  ";
-    header += c == 0 ? fmt::format("{:<{}}  ", cols[c].title, cols[c].width) : fmt::format("{:>{}}  ", cols[c].title, cols[c].width);
+    header += c == 0 || c == 1 ? fmt::format("{:<{}}  ", cols[c].title, cols[c].width) : fmt::format("{:>{}}  ", cols[c].title, cols[c].width);
   }
-  std::string out = rule + "\n" + header + "\n" + rule + "\n";
+  auto trim = [](std::string line) { return line.erase(line.find_last_not_of(' ') + 1) + "\n"; };
+  std::string out = trim(rule) + trim(header) + trim(rule);
   for (const KeyAverage& r : rows) {
+    std::string line;
     for (size_t c = 0; c < cols.size(); ++c) {
       std::string v = cols[c].cell(r);
-      out += c == 0 ? fmt::format("{:<{}}  ", v, cols[c].width) : fmt::format("{:>{}}  ", v, cols[c].width);
+      line += c == 0 || c == 1 ? fmt::format("{:<{}}  ", v, cols[c].width) : fmt::format("{:>{}}  ", v, cols[c].width);
     }
-    out += "\n";
+    out += trim(line);
   }
-  out += rule + "\n";
+  out += trim(rule);
   out += fmt::format("Self CPU time total: {}\n", time_text(self_sum));
-  out += fmt::format("Self GPU time total: {}\n", time_text(gpu_sum));
+  if (has_gpu_time_) out += fmt::format("Self GPU time total: {}\n", time_text(gpu_sum));
   return out;
 }
 

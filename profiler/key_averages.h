@@ -45,16 +45,18 @@ class KeyAverages {
   // "self_cuda_memory_usage". An unknown key is a tritium::Error listing these.
   std::vector<KeyAverage> sorted(std::string_view sort_by) const;
 
-  // A fixed-width table of at most row_limit rows (< 0: all), then the totals of self CPU and GPU
-  // time. Columns: Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg, GPU total,
-  // GPU time avg, # of Calls, and the memory columns when any event allocated memory, and Input
-  // Shapes when grouped by shape.
+  // A fixed-width table of at most row_limit rows (< 0: all), then the total self CPU time (and
+  // GPU time). Columns: Name, Kind (op, range, kernel: an op and its kernel often share a name),
+  // Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg, # of Calls; GPU total and GPU time
+  // avg when a kernel was timed on a GPU; CPU Mem and Self CPU Mem (and the GPU's) when memory was
+  // profiled; Input Shapes when grouped by shape.
   std::string table(std::string_view sort_by = "cpu_time_total", int row_limit = 100) const;
 
  private:
   std::vector<KeyAverage> rows_;
   bool by_shape_ = false;
-  bool has_memory_ = false;
+  bool has_memory_ = false, has_gpu_memory_ = false;
+  bool has_gpu_time_ = false;  // any kernel timed on a GPU
 };
 
 }  // namespace tritium::profiler
