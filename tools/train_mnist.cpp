@@ -24,6 +24,9 @@
 #include "nn/optim.h"
 #include "nn/pooling.h"
 #include "nn/serialize.h"
+#include "profiler/memory_usage.h"
+#include "profiler/scalar_log.h"
+#include "profiler/step_profiler.h"
 
 using namespace tritium;
 using Clock = std::chrono::steady_clock;
@@ -41,6 +44,7 @@ struct Config {
   bool tf32 = false;
   std::string model = "mlp";        // mlp or cnn
   std::string save_path, load_path;  // empty: none
+  std::string profile_path, log_path;  // --profile, --log (issue 31 items 6, 8); empty: none
 };
 
 const char* kUsage =
@@ -65,6 +69,10 @@ const char* kUsage =
     "  --load PATH         before training, read the model from PATH and, when training\n"
     "                      (--epochs above 0), the optimiser from PATH.optim; with --epochs 0\n"
     "                      the loaded model is only evaluated\n"
+    "  --profile FILE      profile 5 training steps after 3 warm-up steps: write their Chrome\n"
+    "                      trace (Perfetto) to FILE and print the top 15 ops and kernels\n"
+    "  --log FILE          log loss, lr, samples/s and memory per step as JSON lines to FILE,\n"
+    "                      and plot them at the end in FILE.svg\n"
     "  --help              this text\n"
     "Mistakes in the options, and errors while running, end the program with one line on\n"
     "stderr and exit status 2.\n";
@@ -90,6 +98,8 @@ Config parse(int argc, char** argv) {
         throw cli::UsageError("--model: expected one of mlp, cnn, got '" + c.model + "'");
     } else if (args.is("--save")) c.save_path = args.value();
     else if (args.is("--load")) c.load_path = args.value();
+    else if (args.is("--profile")) c.profile_path = args.value();
+    else if (args.is("--log")) c.log_path = args.value();
     else if (args.is("--backend")) c.backend = cli::parse_device(o, args.value()).str();
     else args.unknown();
   }
@@ -230,6 +240,11 @@ int run(const Config& cfg) {
 
   double train_seconds = 0, accuracy = 0;
   int64_t train_samples = 0;
+  std::unique_ptr<profiler::StepProfiler> step_profiler;  // --profile
+  if (!cfg.profile_path.empty()) step_profiler = std::make_unique<profiler::StepProfiler>(cfg.profile_path);
+  std::unique_ptr<profiler::ScalarLog> scalar_log;  // --log
+  if (!cfg.log_path.empty()) scalar_log = std::make_unique<profiler::ScalarLog>(cfg.log_path);
+  int64_t step = 0;
   for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
     ProgressBar bar(epoch, cfg.epochs, batches);
     auto start = Clock::now();
@@ -245,6 +260,12 @@ int run(const Config& cfg) {
       samples += x.size(0);
       ++done;
       bar.update(done, loss_sum / done, samples / seconds_since(start), done == batches);
+      if (step_profiler) step_profiler->step();
+      if (scalar_log)
+        scalar_log->log(step, {{"loss", loss.to_vector<float>()[0]}, {"lr", cfg.lr},
+                               {"samples_per_s", samples / seconds_since(start)},
+                               {"memory", static_cast<double>(profiler::memory_in_use(device))}});
+      ++step;
       if (done == batches) break;
     }
     double seconds = seconds_since(start);
@@ -256,6 +277,8 @@ int run(const Config& cfg) {
     std::fflush(stdout);
   }
   if (cfg.epochs == 0) accuracy = evaluate(model, test_loader, device);  // a loaded model, only evaluated
+  if (step_profiler) step_profiler->finish();
+  if (scalar_log) profiler::write_scalar_plots(scalar_log->records(), "train-mnist " + cfg.model, cfg.log_path + ".svg");
   if (!cfg.save_path.empty()) {
     save_checkpoint(cfg, model, optimizer);
     std::printf("saved the model to %s and the optimiser to %s\n", cfg.save_path.c_str(),
