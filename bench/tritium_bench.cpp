@@ -36,6 +36,7 @@ int ops_matmul_bench(int argc, char** argv);  // bench/ops_matmul_gpu.cpp
 int block_ptr_matmul_bench(int argc, char** argv);  // bench/block_ptr_matmul.cpp
 namespace tritium::bench {
 int ops_bench(int argc, char** argv);  // bench/ops_bench.cpp
+int profiler_overhead_bench(int argc, char** argv);  // bench/profiler_overhead.cpp
 }
 
 namespace tl = tritium::tl;
@@ -136,6 +137,7 @@ const char* kUsage =
     "       tritium-bench --ops-matmul [--device D] [--sizes N,...] [--dtypes f16,bf16,f32,tf32]\n"
     "       tritium-bench --block-ptr-matmul [--device D] [--sizes N,...] [--rounds R] [--configs C,...]\n"
     "       tritium-bench --ops [--device D] [--filter REGEX] [--json FILE] [--elements N] ...\n"
+    "       tritium-bench --profiler-overhead [ops|mlp] [--reps R]\n"
     "The CPU backend's core figures (vector add beside a plain loop, launch overhead, cold compile\n"
     "and disk-cache load), or one of the matmul benchmarks; --help after a mode lists its options.\n";
 
@@ -148,6 +150,7 @@ int bench_main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--ops-matmul")) return ops_matmul_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--block-ptr-matmul")) return block_ptr_matmul_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--ops")) return tritium::bench::ops_bench(argc, argv);
+  if (argc > 1 && !std::strcmp(argv[1], "--profiler-overhead")) return tritium::bench::profiler_overhead_bench(argc, argv);
   std::string json_path;
   bool quick = false;
   tritium::cli::Args args(argc, argv, kUsage);
