@@ -4,10 +4,13 @@
 
 #include <fmt/format.h>
 
+#include "io/text_file.h"
+
 namespace tritium::profiler {
 
 StepProfiler::StepProfiler(std::string trace_path, int warmup, int steps, int rows, ProfileOptions options)
     : path_(std::move(trace_path)), warmup_(warmup), steps_(steps), rows_(rows), options_(options) {
+  io::write_text_file(path_, "");  // a path that cannot be written fails now, not after the run
   if (warmup_ <= 0) begin_profile();
 }
 

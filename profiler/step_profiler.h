@@ -2,7 +2,8 @@
 // the end of every step; the profile starts after `warmup` steps (compilation and autotuning out
 // of the way), records `steps` steps, then writes the Chrome trace to the path and prints the
 // key_averages table (top `rows` by CPU total) to stdout. A run shorter than that is written by
-// finish() with the steps it had.
+// finish() with the steps it had. The trace file is created (empty) at construction, so a path
+// that cannot be written is an error before training, not after it.
 #pragma once
 #include <memory>
 #include <string>

@@ -40,6 +40,11 @@ expect 2 "train-mnist: error: .*no-such-dir" "$train" --data /no-such-dir --limi
 expect 2 "--model: expected one of mlp, cnn, got 'resnet'" "$train" --model resnet
 expect 2 "--save needs a value" "$train" --save
 expect 2 "train-mnist: error: .*/no-such-dir/model.safetensors" "$train" --model cnn --epochs 0 --load /no-such-dir/model.safetensors
+# --profile / --log (profiler/, issue 31 items 6 and 8): a path that cannot be written fails before training
+expect 2 "--profile needs a value" "$train" --profile
+expect 2 "--log needs a value" "$train" --log
+expect 2 "train-mnist: error: .*/no-such-dir/trace.json" "$train" --epochs 0 --profile /no-such-dir/trace.json
+expect 2 "train-mnist: error: scalar log: cannot write /no-such-dir/log.jsonl" "$train" --epochs 0 --log /no-such-dir/log.jsonl
 
 expect 0 "usage: tritium-tune" "$tune" --help
 expect 2 "--device: .*tpu" "$tune" --device tpu

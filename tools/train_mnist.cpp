@@ -229,6 +229,11 @@ int run(const Config& cfg) {
   nn::AdamW optimizer(model.parameters(), cfg.lr, {0.9, 0.999}, 1e-8, cfg.weight_decay);
   if (!cfg.load_path.empty()) load_checkpoint(cfg, model, optimizer, device);
 
+  std::unique_ptr<profiler::StepProfiler> step_profiler;  // --profile
+  if (!cfg.profile_path.empty()) step_profiler = std::make_unique<profiler::StepProfiler>(cfg.profile_path);
+  std::unique_ptr<profiler::ScalarLog> scalar_log;  // --log
+  if (!cfg.log_path.empty()) scalar_log = std::make_unique<profiler::ScalarLog>(cfg.log_path);
+  int64_t step = 0;
   int64_t batches = train_loader.size();
   if (cfg.limit_batches > 0) batches = std::min(batches, cfg.limit_batches);
   std::printf("train-mnist: %s, %lld training and %lld test samples, %lld batches of %lld per epoch, seed %llu, "
@@ -240,11 +245,6 @@ int run(const Config& cfg) {
 
   double train_seconds = 0, accuracy = 0;
   int64_t train_samples = 0;
-  std::unique_ptr<profiler::StepProfiler> step_profiler;  // --profile
-  if (!cfg.profile_path.empty()) step_profiler = std::make_unique<profiler::StepProfiler>(cfg.profile_path);
-  std::unique_ptr<profiler::ScalarLog> scalar_log;  // --log
-  if (!cfg.log_path.empty()) scalar_log = std::make_unique<profiler::ScalarLog>(cfg.log_path);
-  int64_t step = 0;
   for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
     ProgressBar bar(epoch, cfg.epochs, batches);
     auto start = Clock::now();
