@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "io/svg_line_plot.h"
+#include "io/text_file.h"
 
 namespace tritium::sweep {
 
@@ -85,24 +87,6 @@ std::string json_string(const std::string& s) {
   return out + '"';
 }
 
-std::string xml(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') out += ' ';  // not allowed in XML 1.0
-        else out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 // Number of UTF-8 code points (what the legend's width estimate counts).
 size_t text_length(const std::string& s) {
   size_t n = 0;
@@ -118,26 +102,6 @@ std::string shorten(const std::string& s, size_t max) {
     if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && n++ == max - 1) break;
   }
   return s.substr(0, i) + "\u2026";
-}
-
-// Estimated width in pixels of text in DejaVu Sans (the widest of the fonts the SVG names) at
-// `px` pixels: the legend is laid out from it, as SVG cannot measure text for us.
-double text_width(const std::string& s, double px, bool bold) {
-  // Advance widths in em for ' ' .. '~'.
-  static const double em[95] = {
-      .318, .401, .460, .838, .636, .950, .780, .275, .390, .390, .500, .838, .318, .361, .318, .337,  //  !"#$%&'()*+,-./
-      .636, .636, .636, .636, .636, .636, .636, .636, .636, .636, .337, .337, .838, .838, .838, .531,  // 0-9:;<=>?
-      1.0,  .684, .686, .698, .770, .632, .575, .775, .752, .295, .295, .656, .557, .863, .748, .787,  // @A-O
-      .603, .787, .695, .635, .611, .732, .684, .989, .685, .611, .685, .390, .337, .390, .838, .500,  // P-Z[\]^_
-      .500, .613, .635, .550, .635, .615, .352, .635, .634, .278, .278, .579, .278, .974, .634, .612,  // `a-o
-      .635, .635, .411, .521, .392, .634, .592, .818, .592, .592, .525, .636, .337, .636, .838};       // p-z{|}~
-  double w = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 32 && c < 127) w += em[c - 32];
-    else if ((c & 0xC0) != 0x80) w += 0.8;  // the first byte of any other character
-  }
-  return w * px * (bold ? 1.1 : 1.0);
 }
 
 }  // namespace
@@ -306,14 +270,7 @@ std::string to_json(const SweepReport& report) {
   return out;
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) fail("cannot write {}: {}", path, std::strerror(errno));
-  size_t n = std::fwrite(text.data(), 1, text.size(), f);
-  int err = n == text.size() ? 0 : errno;
-  if (std::fclose(f) != 0 && !err) err = errno;
-  if (err || n != text.size()) fail("cannot write {}: {}", path, std::strerror(err ? err : EIO));
-}
+void write_text_file(const std::string& path, const std::string& text) { io::write_text_file(path, text); }
 
 void write_csv(const SweepReport& report, const std::string& path) { write_text_file(path, to_csv(report)); }
 void write_json(const SweepReport& report, const std::string& path) { write_text_file(path, to_json(report)); }
@@ -334,82 +291,6 @@ bool use_log2_x(const SweepReport& report) {
 }
 
 namespace {
-
-// Ticks at multiples of a 1-2-5 step covering [lo, hi] (about `target` of them).
-struct Ticks {
-  std::vector<double> values;
-  int decimals = 0;
-};
-Ticks nice_ticks(double lo, double hi, int target) {
-  Ticks t;
-  double span = hi - lo;
-  if (!(span > 0)) span = std::fabs(hi) > 0 ? std::fabs(hi) : 1;
-  double raw = span / target;
-  double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = mag;
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * mag >= raw) {
-      step = m * mag;
-      break;
-    }
-  t.decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step) + 1e-9)));
-  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k += 1)
-    t.values.push_back(k * step + 0.0);  // + 0.0: no "-0"
-  return t;
-}
-
-// A power of two as "256", "64K", "16M", "2G"; other values as plain numbers.
-std::string x_tick_text(double v) {
-  if (v >= 65536 && std::fmod(v, 1024) == 0) {
-    const char* units[] = {"K", "M", "G", "T"};
-    int u = -1;
-    while (v >= 1024 && std::fmod(v, 1024) == 0 && u < 3) {
-      v /= 1024;
-      ++u;
-    }
-    return fmt::format("{}{}", v, units[u]);
-  }
-  if (std::fabs(v) >= 1e7) return fmt::format("{:.3g}", v);
-  return fmt::format("{}", v);
-}
-
-struct Style {
-  const char* color;
-  const char* dash;  // stroke-dasharray, "" for solid
-  int marker;        // 0 circle, 1 square, 2 triangle, 3 diamond
-};
-
-// Tableau's ten colours; past ten, the colours come round again with another dash pattern and
-// marker, so 40 lines differ in at least colour or style.
-Style style_for(size_t i) {
-  static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-  static const char* dashes[] = {"", "7,3", "2,2", "9,3,2,3"};
-  size_t round = (i / 10) % 4;
-  return {colors[i % 10], dashes[round], static_cast<int>(round)};
-}
-
-std::string marker(const Style& st, double x, double y, bool hollow, const std::string& tooltip) {
-  std::string fill = hollow ? "#ffffff" : st.color;
-  std::string common = fmt::format("fill=\"{}\" stroke=\"{}\" stroke-width=\"1.2\"", fill, st.color);
-  std::string shape, tag;
-  switch (st.marker) {
-    case 1: tag = "rect", shape = fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"6\" height=\"6\" {}", x - 3, y - 3, common); break;
-    case 2:
-      tag = "polygon";
-      shape = fmt::format("<polygon points=\"{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}\" {}", x, y - 4, x - 3.6, y + 2.6,
-                          x + 3.6, y + 2.6, common);
-      break;
-    case 3:
-      tag = "polygon";
-      shape = fmt::format("<polygon points=\"{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}\" {}", x, y - 4,
-                          x + 4, y, x, y + 4, x - 4, y, common);
-      break;
-    default: tag = "circle", shape = fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.2\" {}", x, y, common);
-  }
-  if (tooltip.empty()) return shape + "/>";
-  return shape + "><title>" + xml(tooltip) + "</title></" + tag + ">";
-}
 
 struct Point {
   double x, value;
@@ -440,13 +321,24 @@ std::string to_svg(const SweepReport& report) {
     if (st == RowState::failed || !std::isfinite(v) || !std::isfinite(r.x)) continue;
     f.points.push_back({r.x, v, st == RowState::early_stopped, &r});
   }
+  io::LinePlot plot;
+  plot.title = report.kernel + " \u2014 " + report.device;
+  std::map<std::string, int> shapes, configs;
+  for (const SweepRow& r : report.rows) shapes[r.shape], configs[r.config];
+  plot.subtitle = fmt::format("{} shape{} \u00d7 {} config{}, {} measurement{}, {:.1f} s", shapes.size(),
+                              shapes.size() == 1 ? "" : "s", configs.size(), configs.size() == 1 ? "" : "s",
+                              report.rows.size(), report.rows.size() == 1 ? "" : "s", report.seconds);
+  plot.x_label = report.x_label;
+  plot.y_label = report.metric;
+  plot.log2_x = use_log2_x(report);
+  for (const SweepRow& r : report.rows) plot.x_values.push_back(r.x);  // every shape has its place
   size_t failed_families = 0;
-  std::vector<Family> drawn;
   for (Family& f : families) {
     if (f.points.empty()) {
       ++failed_families;
       continue;
     }
+    // Several rows of a family at one x: the highest value.
     std::stable_sort(f.points.begin(), f.points.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
     std::vector<Point> one_per_x;
     for (const Point& p : f.points) {
@@ -456,212 +348,22 @@ std::string to_svg(const SweepReport& report) {
         one_per_x.push_back(p);
       }
     }
-    f.points = std::move(one_per_x);
-    for (const Point& p : f.points) any_early = any_early || p.early;
-    drawn.push_back(std::move(f));
-  }
-
-  // Data ranges (x over every row, so each shape has its place; y from 0).
-  bool log_x = use_log2_x(report);
-  double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo, y_hi = 0;
-  for (const SweepRow& r : report.rows) {
-    if (!std::isfinite(r.x)) continue;
-    x_lo = std::min(x_lo, r.x);
-    x_hi = std::max(x_hi, r.x);
-  }
-  for (const Family& f : drawn)
-    for (const Point& p : f.points) y_hi = std::max(y_hi, p.value);
-  if (!std::isfinite(x_lo)) x_lo = 0, x_hi = 1;
-  auto tx = [&](double x) { return log_x ? std::log2(x) : x; };
-  double d_lo = tx(x_lo), d_hi = tx(x_hi);
-  if (d_hi - d_lo <= 0) {  // one x value: centre it
-    double half = log_x ? 1 : (std::fabs(d_lo) > 0 ? std::fabs(d_lo) * 0.5 : 1);
-    d_lo -= half;
-    d_hi += half;
-  } else {
-    double pad = (d_hi - d_lo) * 0.04;
-    d_lo -= pad;
-    d_hi += pad;
-  }
-  // y from 0 to the first tick at or above the data plus a little headroom.
-  double y_want = y_hi > 0 ? y_hi * 1.04 : 1;
-  Ticks y_ticks = nice_ticks(0, y_want, 6);
-  if (y_ticks.values.size() >= 2 && y_ticks.values.back() < y_want)
-    y_ticks.values.push_back(y_ticks.values.back() + (y_ticks.values[1] - y_ticks.values[0]));
-  double y_top = y_ticks.values.size() >= 2 ? y_ticks.values.back() : y_want;
-
-  // Layout.
-  const double left = 78, top = 58, plot_w = 620, plot_h = 400, bottom = 58, line_h = 17;
-  const size_t max_label = 90;
-  // Words (space-separated, e.g. "GROUP_M=8") that every line's name holds are said once, below
-  // the legend, and left out of its entries.
-  std::vector<std::vector<std::string>> words(drawn.size());
-  std::vector<std::string> common;
-  if (drawn.size() >= 2) {
-    for (size_t i = 0; i < drawn.size(); ++i) {
-      std::istringstream in(drawn[i].name);
-      for (std::string w; in >> w;) words[i].push_back(w);
-    }
-    for (const std::string& w : words[0]) {
-      bool everywhere = std::all_of(words.begin(), words.end(), [&](const std::vector<std::string>& ws) {
-        return std::find(ws.begin(), ws.end(), w) != ws.end();
-      });
-      if (everywhere && std::find(common.begin(), common.end(), w) == common.end()) common.push_back(w);
-    }
-    // Only when every entry keeps a word of its own.
-    for (const auto& ws : words)
-      if (std::all_of(ws.begin(), ws.end(), [&](const std::string& w) {
-            return std::find(common.begin(), common.end(), w) != common.end();
-          }))
-        common.clear();
-  }
-  std::vector<std::string> labels;
-  double longest = 0;  // estimated width in pixels
-  for (size_t i = 0; i < drawn.size(); ++i) {
-    const Family& f = drawn[i];
-    std::string name;
-    if (common.empty()) {
-      name = f.name;
-    } else {
-      for (const std::string& w : words[i])
-        if (std::find(common.begin(), common.end(), w) == common.end()) name += (name.empty() ? "" : " ") + w;
-    }
-    std::string label = shorten(name, max_label) + (f.is_default ? " (default)" : "");
-    longest = std::max(longest, text_width(label, 12, f.is_default));
-    labels.push_back(label);
-  }
-  std::vector<std::string> notes;
-  if (!common.empty()) {
-    std::string all;
-    for (const std::string& w : common) all += (all.empty() ? "" : " ") + w;
-    notes.push_back("every line: " + shorten(all, max_label));
-  }
-  if (any_early) notes.push_back("hollow marker: early-stopped (an upper bound)");
-  if (failed_families)
-    notes.push_back(fmt::format("{} {} failed on every shape (not drawn)", failed_families,
-                                failed_families == 1 ? "family" : "families"));
-  size_t n = drawn.size();
-  size_t per_column = std::max<size_t>(1, static_cast<size_t>(plot_h / line_h) - notes.size());
-  per_column = std::max(per_column, (n + 1) / 2);  // at most two columns; past that, taller
-  size_t columns = n ? (n + per_column - 1) / per_column : 0;
-  double col_w = 38 + longest + 20;
-  double legend_x = left + plot_w + 24;
-  double notes_w = 0;
-  for (const std::string& note : notes) notes_w = std::max(notes_w, text_width(note, 11, false));
-  double width = legend_x + std::max({static_cast<double>(columns) * col_w, notes_w, 200.0}) + 10;
-  double legend_rows = static_cast<double>(std::min(n, per_column) + notes.size() + (notes.empty() ? 0 : 1));
-  double height = std::max(top + plot_h + bottom, top + legend_rows * line_h + 10);
-
-  auto px = [&](double x) { return left + (tx(x) - d_lo) / (d_hi - d_lo) * plot_w; };
-  auto py = [&](double v) { return top + plot_h - v / y_top * plot_h; };
-
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
-      "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
-      width, height);
-  out += fmt::format("<title>{}</title>\n", xml(report.kernel + " \u2014 " + report.device));
-  out += fmt::format("<rect x=\"0\" y=\"0\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#ffffff\"/>\n", width, height);
-  out += fmt::format("<text x=\"{:.1f}\" y=\"24\" font-size=\"16\" font-weight=\"bold\" text-anchor=\"middle\">{}</text>\n",
-                     left + plot_w / 2, xml(report.kernel + " \u2014 " + report.device));
-  std::map<std::string, int> shapes, configs;
-  for (const SweepRow& r : report.rows) shapes[r.shape], configs[r.config];
-  out += fmt::format(
-      "<text x=\"{:.1f}\" y=\"42\" font-size=\"11\" fill=\"#555555\" text-anchor=\"middle\">{} shape{} \u00d7 {} "
-      "config{}, {} measurement{}, {:.1f} s</text>\n",
-      left + plot_w / 2, shapes.size(), shapes.size() == 1 ? "" : "s", configs.size(), configs.size() == 1 ? "" : "s",
-      report.rows.size(), report.rows.size() == 1 ? "" : "s", report.seconds);
-
-  // Grid, ticks and tick labels.
-  out += "<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n";
-  std::string labels_svg;
-  for (double v : y_ticks.values) {
-    if (v > y_top + 1e-12) continue;
-    double y = py(v);
-    out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", left, y, left + plot_w, y);
-    labels_svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{:.{}f}</text>\n", left - 8, y + 4, v,
-                              y_ticks.decimals);
-    labels_svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333333\"/>\n",
-                              left - 5, y, left, y);
-  }
-  std::vector<double> x_ticks;
-  if (log_x) {
-    int e_lo = static_cast<int>(std::ceil(d_lo - 1e-9)), e_hi = static_cast<int>(std::floor(d_hi + 1e-9));
-    int step = std::max(1, (e_hi - e_lo + 10) / 10);
-    for (int e = e_lo; e <= e_hi; ++e)
-      if ((e - e_lo) % step == 0) x_ticks.push_back(std::ldexp(1.0, e));
-  } else {
-    Ticks t = nice_ticks(d_lo, d_hi, 7);
-    for (double v : t.values)
-      if (v >= d_lo - 1e-9 && v <= d_hi + 1e-9) x_ticks.push_back(v);
-  }
-  for (double v : x_ticks) {
-    double x = px(v);
-    out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", x, top, x, top + plot_h);
-    labels_svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x, top + plot_h + 18,
-                              xml(x_tick_text(v)));
-    labels_svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333333\"/>\n", x,
-                              top + plot_h, x, top + plot_h + 5);
-  }
-  out += "</g>\n";
-  out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" stroke=\"#333333\"/>\n",
-                     left, top, plot_w, plot_h);
-  out += labels_svg;
-  std::string x_title = report.x_label.empty() ? std::string("x") : report.x_label;
-  if (log_x) x_title += " (log scale)";
-  out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"13\">{}</text>\n",
-                     left + plot_w / 2, top + plot_h + 42, xml(x_title));
-  out += fmt::format(
-      "<text x=\"{0:.1f}\" y=\"{1:.1f}\" text-anchor=\"middle\" font-size=\"13\" transform=\"rotate(-90 {0:.1f} "
-      "{1:.1f})\">{2}</text>\n",
-      22.0, top + plot_h / 2, xml(report.metric));
-  if (drawn.empty())
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#999999\">no measurements</text>\n",
-                       left + plot_w / 2, top + plot_h / 2);
-
-  // Lines: the default's last, so it stays on top.
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !drawn[i].is_default; });
-  for (size_t i : order) {
-    const Family& f = drawn[i];
-    Style st = style_for(i);
-    out += fmt::format("<g><title>{}</title>\n<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{} points=\"",
-                       xml(f.name), st.color, f.is_default ? "2.8" : "1.6",
-                       *st.dash ? fmt::format(" stroke-dasharray=\"{}\"", st.dash) : std::string());
-    for (size_t k = 0; k < f.points.size(); ++k)
-      out += fmt::format("{}{:.1f},{:.1f}", k ? " " : "", px(f.points[k].x), py(f.points[k].value));
-    out += "\"/>\n";
-    for (const Point& p : f.points) {
-      std::string tip = fmt::format("{}\n{}\n{} {}{}{}", p.row->shape, p.row->config, p.early ? "<= " : "",
-                                    sig3(p.value), report.metric,
+    io::PlotSeries series{f.name, f.is_default, {}};
+    for (const Point& p : one_per_x) {
+      any_early = any_early || p.early;
+      std::string tip = fmt::format("{}\n{}\n{} {}{}{}", p.row->shape, p.row->config, p.early ? "<= " : "", sig3(p.value),
+                                    report.metric,
                                     p.early ? fmt::format(" (early-stopped, >= {} ms)", ms_text(p.row->ms))
                                             : fmt::format(" ({} ms)", ms_text(p.row->ms)));
-      out += marker(st, px(p.x), py(p.value), p.early, tip) + "\n";
+      series.points.push_back({p.x, p.value, p.early, tip});
     }
-    out += "</g>\n";
+    plot.series.push_back(std::move(series));
   }
-
-  // Legend beside the plot.
-  out += "<g font-size=\"12\">\n";
-  for (size_t i = 0; i < n; ++i) {
-    Style st = style_for(i);
-    double x = legend_x + static_cast<double>(i / per_column) * col_w;
-    double y = top + 6 + static_cast<double>(i % per_column) * line_h;
-    out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
-                       x, y, x + 30, y, st.color, drawn[i].is_default ? "2.8" : "1.6",
-                       *st.dash ? fmt::format(" stroke-dasharray=\"{}\"", st.dash) : std::string());
-    out += marker(st, x + 15, y, false, "") + "\n";
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\"{}>{}</text>\n", x + 38, y + 4,
-                       drawn[i].is_default ? " font-weight=\"bold\"" : "", xml(labels[i]));
-  }
-  double note_y = top + 6 + static_cast<double>(std::min(n, per_column)) * line_h + (n ? line_h * 0.5 : 0);
-  for (const std::string& note : notes) {
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#666666\" font-size=\"11\">{}</text>\n", legend_x,
-                       note_y + 4, xml(note));
-    note_y += line_h;
-  }
-  out += "</g>\n</svg>\n";
-  return out;
+  if (any_early) plot.notes.push_back("hollow marker: early-stopped (an upper bound)");
+  if (failed_families)
+    plot.notes.push_back(fmt::format("{} {} failed on every shape (not drawn)", failed_families,
+                                     failed_families == 1 ? "family" : "families"));
+  return io::to_svg(plot);
 }
 
 void write_svg(const SweepReport& report, const std::string& path) { write_text_file(path, to_svg(report)); }

@@ -40,6 +40,7 @@ int ops_bench(int argc, char** argv);  // bench/ops_bench.cpp
 int optim_bench(int argc, char** argv);  // bench/optim_step_bench.cpp (issue 30: multi-tensor optimiser steps)
 int data_loader_bench(int argc, char** argv);  // bench/data_loader_bench.cpp
 int rnn_bench(int argc, char** argv);  // bench/rnn_bench.cpp (issue 30, wt-rnn)
+int profiler_overhead_bench(int argc, char** argv);  // bench/profiler_overhead.cpp
 }
 
 namespace tl = tritium::tl;
@@ -142,6 +143,7 @@ const char* kUsage =
     "       tritium-bench --rnn [--device D] [--modules lstm,gru,rnn] [--seq N] ... (bench/rnn_bench.cpp)\n"
     "       tritium-bench --ops [--device D] [--filter REGEX] [--json FILE] [--elements N] ...\n"
     "       tritium-bench --optim [--device D] [--layers L] [--optimizer adamw|adam|sgd] ...\n"
+    "       tritium-bench --profiler-overhead [ops|mlp] [--reps R]\n"
     "The CPU backend's core figures (vector add beside a plain loop, launch overhead, cold compile\n"
     "and disk-cache load), or one of the matmul benchmarks; --help after a mode lists its options.\n";
 
@@ -157,6 +159,7 @@ int bench_main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--optim")) return tritium::bench::optim_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--data-loader")) return tritium::bench::data_loader_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--rnn")) return tritium::bench::rnn_bench(argc, argv);
+  if (argc > 1 && !std::strcmp(argv[1], "--profiler-overhead")) return tritium::bench::profiler_overhead_bench(argc, argv);
   std::string json_path;
   bool quick = false;
   tritium::cli::Args args(argc, argv, kUsage);

@@ -14,6 +14,7 @@
 #include "jit/compiled_kernel.h"
 #include "jit/passes/index_width.h"
 #include "jit/passes/pipeline.h"
+#include "profiler/hooks.h"
 #include "common/env.h"
 
 namespace tritium {
@@ -638,6 +639,7 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
   }
   if (b.wide_tensors & spec->narrow_mask) impl_->refuse_narrow_offsets(*spec, b, args, grid.loc);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;
+  profiler::detail::KernelScope profiled(impl_->name, g.x, g.y, g.z);  // one flag check when off
   spec->compiled->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
 }
 

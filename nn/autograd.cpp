@@ -12,6 +12,7 @@
 #include "nn/anomaly_mode.h"
 #include "nn/functional.h"
 #include "ops/ops.h"
+#include "profiler/profile.h"
 
 namespace tritium::nn {
 namespace {
@@ -416,6 +417,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       if (auto in = input_node.find(n); in != input_node.end()) capture_add(in->second, g);
       if (runs) {
         CurrentNode current(node);
+        profiler::RecordFunction profiled(profiler::is_recording() ? n->name() : std::string());  // flag check when off
         results = n->backward(g);  // throws if the node was released
         if (results.size() != n->next.size())
           fail("{} backward: returned {} gradients for {} inputs", n->name(), results.size(), n->next.size());

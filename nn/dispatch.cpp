@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "nn/autograd.h"
+#include "profiler/op_scope.h"
 
 namespace tritium::nn {
 namespace {
@@ -51,6 +52,7 @@ std::vector<Tensor> not_differentiable_again(const OpDecl& op, const Tensor& gra
 }  // namespace
 
 std::vector<Tensor> call(const OpDecl& op, std::vector<Tensor> inputs, ops::Attrs attrs) {
+  profiler::OpScope profiled(op.name, inputs);  // one flag check when no profile records
   const DType declared = op.check_dtypes(inputs, attrs);
 
   // Which gradients will be wanted, decided at forward time so that the backward skips the

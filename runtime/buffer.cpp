@@ -5,6 +5,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "profiler/hooks.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
 #include "runtime/pinned_host_cache.h"
@@ -12,7 +13,9 @@
 namespace tritium::runtime {
 
 Buffer::Buffer(void* data, size_t nbytes, Device device, Deleter deleter)
-    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)), inference_(inference_mode_flag()) {}
+    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)), inference_(inference_mode_flag()) {
+  profiler::detail::record_memory(static_cast<int64_t>(nbytes_), device_);  // one flag check when off
+}
 
 bool& inference_mode_flag() {
   thread_local bool on = false;
@@ -21,6 +24,7 @@ bool& inference_mode_flag() {
 
 Buffer::~Buffer() {
   if (deleter_) deleter_(data_);
+  profiler::detail::record_memory(-static_cast<int64_t>(nbytes_), device_);
 }
 
 std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {

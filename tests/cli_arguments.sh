@@ -41,6 +41,11 @@ expect 2 "--model: expected one of mlp, cnn, got 'resnet'" "$train" --model resn
 expect 2 "--save needs a value" "$train" --save
 expect 2 "train-mnist: error: .*/no-such-dir/model.safetensors" "$train" --model cnn --epochs 0 --load /no-such-dir/model.safetensors
 expect 2 "--workers: expected an integer in \[0, 64\], got '-1'" "$train" --workers -1  # wt-data (issue 31)
+# --profile / --log (profiler/, issue 31 items 6 and 8): a path that cannot be written fails before training
+expect 2 "--profile needs a value" "$train" --profile
+expect 2 "--log needs a value" "$train" --log
+expect 2 "train-mnist: error: .*/no-such-dir/trace.json" "$train" --epochs 0 --profile /no-such-dir/trace.json
+expect 2 "train-mnist: error: scalar log: cannot write /no-such-dir/log.jsonl" "$train" --epochs 0 --log /no-such-dir/log.jsonl
 
 expect 0 "usage: tritium-tune" "$tune" --help
 expect 2 "--device: .*tpu" "$tune" --device tpu

@@ -24,6 +24,9 @@
 #include "nn/optim.h"
 #include "nn/pooling.h"
 #include "nn/serialize.h"
+#include "profiler/memory_usage.h"
+#include "profiler/scalar_log.h"
+#include "profiler/step_profiler.h"
 
 using namespace tritium;
 using Clock = std::chrono::steady_clock;
@@ -42,6 +45,7 @@ struct Config {
   std::string model = "mlp";        // mlp or cnn
   std::string save_path, load_path;  // empty: none
   int workers = 1;                   // data-loading threads (0: on the training thread)
+  std::string profile_path, log_path;  // --profile, --log (issue 31 items 6, 8); empty: none
 };
 
 const char* kUsage =
@@ -68,6 +72,10 @@ const char* kUsage =
     "                      the loaded model is only evaluated\n"
     "  --workers N         data-loading threads, 0 to 64 (default 1; 0 loads each batch on the\n"
     "                      training thread)\n"
+    "  --profile FILE      profile 5 training steps after 3 warm-up steps: write their Chrome\n"
+    "                      trace (Perfetto) to FILE and print the top 15 ops and kernels\n"
+    "  --log FILE          log loss, lr, samples/s and memory per step as JSON lines to FILE,\n"
+    "                      and plot them at the end in FILE.svg\n"
     "  --help              this text\n"
     "Mistakes in the options, and errors while running, end the program with one line on\n"
     "stderr and exit status 2.\n";
@@ -94,6 +102,8 @@ Config parse(int argc, char** argv) {
     } else if (args.is("--save")) c.save_path = args.value();
     else if (args.is("--load")) c.load_path = args.value();
     else if (args.is("--workers")) c.workers = static_cast<int>(cli::parse_int(o, args.value(), 0, 64));
+    else if (args.is("--profile")) c.profile_path = args.value();
+    else if (args.is("--log")) c.log_path = args.value();
     else if (args.is("--backend")) c.backend = cli::parse_device(o, args.value()).str();
     else args.unknown();
   }
@@ -228,6 +238,11 @@ int run(const Config& cfg) {
   nn::AdamW optimizer(model.parameters(), cfg.lr, {0.9, 0.999}, 1e-8, cfg.weight_decay);
   if (!cfg.load_path.empty()) load_checkpoint(cfg, model, optimizer, device);
 
+  std::unique_ptr<profiler::StepProfiler> step_profiler;  // --profile
+  if (!cfg.profile_path.empty()) step_profiler = std::make_unique<profiler::StepProfiler>(cfg.profile_path);
+  std::unique_ptr<profiler::ScalarLog> scalar_log;  // --log
+  if (!cfg.log_path.empty()) scalar_log = std::make_unique<profiler::ScalarLog>(cfg.log_path);
+  int64_t step = 0;
   int64_t batches = train_loader.size();
   if (cfg.limit_batches > 0) batches = std::min(batches, cfg.limit_batches);
   std::printf("train-mnist: %s, %lld training and %lld test samples, %lld batches of %lld per epoch, seed %llu, "
@@ -254,6 +269,12 @@ int run(const Config& cfg) {
       samples += x.size(0);
       ++done;
       bar.update(done, loss_sum / done, samples / seconds_since(start), done == batches);
+      if (step_profiler) step_profiler->step();
+      if (scalar_log)
+        scalar_log->log(step, {{"loss", loss.to_vector<float>()[0]}, {"lr", cfg.lr},
+                               {"samples_per_s", samples / seconds_since(start)},
+                               {"memory", static_cast<double>(profiler::memory_in_use(device))}});
+      ++step;
       if (done == batches) break;
     }
     double seconds = seconds_since(start);
@@ -265,6 +286,8 @@ int run(const Config& cfg) {
     std::fflush(stdout);
   }
   if (cfg.epochs == 0) accuracy = evaluate(model, test_loader, device);  // a loaded model, only evaluated
+  if (step_profiler) step_profiler->finish();
+  if (scalar_log) profiler::write_scalar_plots(scalar_log->records(), "train-mnist " + cfg.model, cfg.log_path + ".svg");
   if (!cfg.save_path.empty()) {
     save_checkpoint(cfg, model, optimizer);
     std::printf("saved the model to %s and the optimiser to %s\n", cfg.save_path.c_str(),

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "jit/backend.h"
 #include "jit/check_failure.h"
+#include "profiler/hooks.h"
 #include "jit/passes/debug_checks.h"
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/nvjitlink.h"
@@ -175,8 +176,10 @@ class CudaKernel : public CompiledKernel {
     }
     const unsigned gx = persistent ? static_cast<unsigned>(ctas) : static_cast<unsigned>(grid.x);
     const unsigned gy = persistent ? 1u : static_cast<unsigned>(grid.y), gz = persistent ? 1u : static_cast<unsigned>(grid.z);
+    const profiler::detail::GpuTiming timed = profiler::detail::gpu_timing_begin(device_, stream);
     cu::CUresult r = d.cuLaunchKernel(function_, gx, gy, gz, static_cast<unsigned>(header_.num_threads), 1, 1,
                                       static_cast<unsigned>(header_.smem_bytes), stream, params.data(), nullptr);
+    if (r == cu::CUDA_SUCCESS) profiler::detail::gpu_timing_end(timed, device_, stream);
     // The allocator reuses a freed block only for later work on the same stream.
     if (scratch) cu::free(scratch);
     if (r != cu::CUDA_SUCCESS) {

@@ -1,0 +1,193 @@
+// The recorder: hooks (profiler/hooks.h) append to one list under a mutex; each thread keeps the
+// stack of its open scopes so an event knows its parent. A generation number ties every open
+// scope to the profile it began in, so a scope that outlives its profile is dropped, not mixed
+// into the next one.
+#include "profiler/recorder.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "common/error.h"
+
+namespace tritium::profiler::detail {
+
+std::atomic<bool> g_recording{false};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct State {
+  std::mutex mutex;
+  bool active = false;
+  uint64_t generation = 0;
+  ProfileOptions options;
+  Clock::time_point start;
+  std::atomic<int64_t> next_id{0};
+  std::vector<Event> events;
+  std::map<std::string, int64_t> allocated;  // device -> bytes, since the profile started
+};
+State& state() {
+  static State s;
+  return s;
+}
+
+std::atomic<int> g_next_thread{0};
+
+// This thread's open scopes, innermost last.
+struct ThreadScopes {
+  int thread = g_next_thread.fetch_add(1);
+  std::vector<Event> open;
+  std::vector<uint64_t> generation;
+};
+ThreadScopes& thread_scopes() {
+  thread_local ThreadScopes t;
+  return t;
+}
+
+// The id of the innermost scope of this profile open on this thread; -1 when none.
+int64_t current_parent(ThreadScopes& t, uint64_t generation) {
+  for (size_t i = t.open.size(); i-- > 0;)
+    if (t.generation[i] == generation) return t.open[i].id;
+  return -1;
+}
+
+OpenScope begin(EventKind kind, std::string_view name) {
+  State& s = state();
+  ThreadScopes& t = thread_scopes();
+  const uint64_t gen = [&] {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.active ? s.generation : 0;
+  }();
+  if (gen == 0) return {};
+  Event e;
+  e.id = s.next_id.fetch_add(1, std::memory_order_relaxed);
+  e.parent = current_parent(t, gen);
+  e.kind = kind;
+  e.name = std::string(name);
+  e.thread = t.thread;
+  e.start_us = now_us();
+  t.open.push_back(std::move(e));
+  t.generation.push_back(gen);
+  return {t.open.back().id, gen};
+}
+
+}  // namespace
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(Clock::now() - state().start).count();
+}
+
+bool recording_shapes() { return recording() && state().options.record_shapes; }
+
+OpenScope begin_op(std::string_view name, std::string shapes, std::string dtypes) {
+  OpenScope s = begin(EventKind::op, name);
+  if (s.id >= 0) {
+    Event& e = thread_scopes().open.back();
+    e.input_shapes = std::move(shapes);
+    e.input_dtypes = std::move(dtypes);
+  }
+  return s;
+}
+
+OpenScope begin_range(std::string_view name) { return begin(EventKind::range, name); }
+
+OpenScope begin_kernel(std::string_view name, int64_t gx, int64_t gy, int64_t gz) {
+  OpenScope s = begin(EventKind::kernel, name);
+  if (s.id >= 0) {
+    Event& e = thread_scopes().open.back();
+    e.grid[0] = gx, e.grid[1] = gy, e.grid[2] = gz;
+  }
+  return s;
+}
+
+void end_scope(const OpenScope& scope) {
+  const double end = now_us();
+  ThreadScopes& t = thread_scopes();
+  // RAII scopes end innermost first; search anyway, so a mismatch cannot corrupt the stack.
+  size_t i = t.open.size();
+  while (i-- > 0)
+    if (t.open[i].id == scope.id && t.generation[i] == scope.generation) break;
+  if (i == static_cast<size_t>(-1)) return;
+  Event e = std::move(t.open[i]);
+  t.open.erase(t.open.begin() + static_cast<std::ptrdiff_t>(i));
+  t.generation.erase(t.generation.begin() + static_cast<std::ptrdiff_t>(i));
+  e.dur_us = end - e.start_us;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.active && s.generation == scope.generation) s.events.push_back(std::move(e));
+}
+
+// The kernel scope open on this thread (the CUDA backend's timing hooks attach to it).
+int64_t open_kernel_id(std::string* device_out, int device) {
+  ThreadScopes& t = thread_scopes();
+  if (t.open.empty() || t.open.back().kind != EventKind::kernel) return -1;
+  Event& e = t.open.back();
+  e.device = "cuda:" + std::to_string(device);
+  if (device_out) *device_out = e.device;
+  return e.id;
+}
+
+void set_open_kernel_stream(int64_t id, int stream) {
+  ThreadScopes& t = thread_scopes();
+  if (!t.open.empty() && t.open.back().id == id) t.open.back().stream = stream;
+}
+
+bool cuda_timing_enabled() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.active && s.options.cuda_timing;
+}
+
+void record_memory_slow(int64_t bytes, runtime::Device device) {
+  State& s = state();
+  ThreadScopes& t = thread_scopes();
+  Event e;
+  e.kind = EventKind::memory;
+  e.name = "[memory]";
+  e.thread = t.thread;
+  e.device = device.str();
+  e.bytes = bytes;
+  e.start_us = now_us();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.active || !s.options.profile_memory) return;
+  e.id = s.next_id.fetch_add(1, std::memory_order_relaxed);
+  e.parent = current_parent(t, s.generation);
+  e.allocated = s.allocated[e.device] += bytes;
+  s.events.push_back(std::move(e));
+}
+
+void start_recording(const ProfileOptions& options) {
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.active)
+      fail("profiler: a Profile is already recording (one profile records at a time; stop() the other first)");
+    s.active = true;
+    ++s.generation;
+    s.options = options;
+    s.events.clear();
+    s.allocated.clear();
+    s.start = Clock::now();
+  }
+  reset_gpu_timing();
+  g_recording.store(true, std::memory_order_relaxed);
+}
+
+std::vector<Event> stop_recording() {
+  State& s = state();
+  g_recording.store(false, std::memory_order_relaxed);
+  std::vector<Event> events;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.active = false;
+    events = std::move(s.events);
+    s.events.clear();
+  }
+  resolve_gpu_times(events);
+  return events;
+}
+
+}  // namespace tritium::profiler::detail
