@@ -41,6 +41,7 @@ expect 2 "--model: expected one of mlp, cnn, got 'resnet'" "$train" --model resn
 expect 2 "--save needs a value" "$train" --save
 expect 2 "train-mnist: error: .*/no-such-dir/model.safetensors" "$train" --model cnn --epochs 0 --load /no-such-dir/model.safetensors
 expect 2 "--workers: expected an integer in \[0, 64\], got '-1'" "$train" --workers -1  # wt-data (issue 31)
+expect 2 "--schedule: expected cosine or constant, got 'step'" "$train" --schedule step
 # --profile / --log (profiler/, issue 31 items 6 and 8): a path that cannot be written fails before training
 expect 2 "--profile needs a value" "$train" --profile
 expect 2 "--log needs a value" "$train" --log
