@@ -249,7 +249,7 @@ int run(const Config& c) {
       break;
     }
     double lr = learning_rate(c, start_step + step);
-    opt_decay.lr = opt_no_decay.lr = lr;
+    opt_decay.param_groups()[0].option("lr") = opt_no_decay.param_groups()[0].option("lr") = lr;
     auto [x, y] = corpus.get_batch(nn::TextCorpus::Split::train, c.batch_size, c.context, batch_gen, device);
     Tensor loss = model.loss(x, y);
     opt_decay.zero_grad(), opt_no_decay.zero_grad();
