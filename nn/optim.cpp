@@ -15,20 +15,27 @@ namespace {
 
 constexpr int kBlock = 1024;
 
+// Optimizer::skip_if: with SKIPPABLE the program ends before touching anything when the device
+// flag found_inf is nonzero (GradScaler found an inf/NaN gradient).
+void return_if_found_inf(tl::ptr<float> found_inf_ptr, bool SKIPPABLE) {
+  if (SKIPPABLE) tl::if_(tl::load(found_inf_ptr) != 0.0f, [] { tl::return_(); });
+}
+
 // One program updates BLOCK consecutive elements. The arithmetic is PyTorch's, in f32; the
 // scalars that depend only on the step (bias corrections, 1 - beta, ...) come from the host.
 
 // SGD without momentum: g = grad + wd * p; p -= lr * g.
 auto sgd_kernel = tritium::kernel(
     "sgd_step",
-    [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::i32 n, tl::f32 lr, tl::f32 weight_decay, int BLOCK) {
+    [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::i32 n, tl::f32 lr, tl::f32 weight_decay, tl::ptr<float> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
+      return_if_found_inf(found_inf_ptr, SKIPPABLE);
       auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
       auto mask = offs < n;
       auto p = tl::load(p_ptr + offs, mask);
       auto g = tl::load(g_ptr + offs, mask) + weight_decay * p;
       tl::store(p_ptr + offs, p - lr * g, mask);
     },
-    {"p_ptr", "g_ptr", "n", "lr", "weight_decay", "BLOCK"});
+    {"p_ptr", "g_ptr", "n", "lr", "weight_decay", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 // SGD with momentum: g = grad + wd * p; buf = keep * buf + scale * g (keep = momentum and
 // scale = 1 - dampening, or 0 and 1 on the first step, when buf holds zeros: buf = g);
@@ -36,7 +43,8 @@ auto sgd_kernel = tritium::kernel(
 auto sgd_momentum_kernel = tritium::kernel(
     "sgd_momentum_step",
     [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::ptr<float> buf_ptr, tl::i32 n, tl::f32 lr,
-       tl::f32 weight_decay, tl::f32 momentum, tl::f32 keep, tl::f32 scale, bool NESTEROV, int BLOCK) {
+       tl::f32 weight_decay, tl::f32 momentum, tl::f32 keep, tl::f32 scale, bool NESTEROV, tl::ptr<float> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
+      return_if_found_inf(found_inf_ptr, SKIPPABLE);
       auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
       auto mask = offs < n;
       auto p = tl::load(p_ptr + offs, mask);
@@ -46,7 +54,7 @@ auto sgd_momentum_kernel = tritium::kernel(
       auto d = NESTEROV ? g + momentum * buf : buf;
       tl::store(p_ptr + offs, p - lr * d, mask);
     },
-    {"p_ptr", "g_ptr", "buf_ptr", "n", "lr", "weight_decay", "momentum", "keep", "scale", "NESTEROV", "BLOCK"});
+    {"p_ptr", "g_ptr", "buf_ptr", "n", "lr", "weight_decay", "momentum", "keep", "scale", "NESTEROV", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 // Adam and AdamW: p *= decay (AdamW's decoupled decay, 1 - lr * wd; 1 for Adam);
 // g = grad + l2 * p (Adam's weight decay; 0 for AdamW); m = beta1 * m + (1 - beta1) * g;
@@ -58,7 +66,8 @@ auto adam_kernel = tritium::kernel(
     [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::ptr<float> m_ptr, tl::ptr<float> v_ptr,
        tl::ptr<float> vmax_ptr, tl::i32 n, tl::f32 decay, tl::f32 l2, tl::f32 beta1, tl::f32 one_minus_beta1,
        tl::f32 beta2, tl::f32 one_minus_beta2, tl::f32 step_size, tl::f32 bc2_sqrt, tl::f32 eps, bool AMSGRAD,
-       int BLOCK) {
+       tl::ptr<float> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
+      return_if_found_inf(found_inf_ptr, SKIPPABLE);
       auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
       auto mask = offs < n;
       auto p = tl::load(p_ptr + offs, mask);
@@ -76,7 +85,7 @@ auto adam_kernel = tritium::kernel(
       tl::store(p_ptr + offs, p - step_size * (m / denom), mask);
     },
     {"p_ptr", "g_ptr", "m_ptr", "v_ptr", "vmax_ptr", "n", "decay", "l2", "beta1", "one_minus_beta1", "beta2",
-     "one_minus_beta2", "step_size", "bc2_sqrt", "eps", "AMSGRAD", "BLOCK"});
+     "one_minus_beta2", "step_size", "bc2_sqrt", "eps", "AMSGRAD", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 // RMSprop: g = grad + wd * p; sq = alpha * sq + (1 - alpha) * g^2; CENTERED: ga = alpha * ga +
 // (1 - alpha) * g, avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps; MOMENTUM: buf = momentum *
@@ -85,7 +94,8 @@ auto rmsprop_kernel = tritium::kernel(
     "rmsprop_step",
     [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::ptr<float> sq_ptr, tl::ptr<float> ga_ptr,
        tl::ptr<float> buf_ptr, tl::i32 n, tl::f32 lr, tl::f32 weight_decay, tl::f32 alpha, tl::f32 one_minus_alpha,
-       tl::f32 eps, tl::f32 momentum, bool CENTERED, bool MOMENTUM, int BLOCK) {
+       tl::f32 eps, tl::f32 momentum, bool CENTERED, bool MOMENTUM, tl::ptr<float> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
+      return_if_found_inf(found_inf_ptr, SKIPPABLE);
       auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
       auto mask = offs < n;
       auto p = tl::load(p_ptr + offs, mask);
@@ -106,13 +116,14 @@ auto rmsprop_kernel = tritium::kernel(
       tl::store(p_ptr + offs, p - lr * d, mask);
     },
     {"p_ptr", "g_ptr", "sq_ptr", "ga_ptr", "buf_ptr", "n", "lr", "weight_decay", "alpha", "one_minus_alpha", "eps",
-     "momentum", "CENTERED", "MOMENTUM", "BLOCK"});
+     "momentum", "CENTERED", "MOMENTUM", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 // Adagrad: g = grad + wd * p; sum += g^2; p -= clr * g / (sqrt(sum) + eps), clr from the host.
 auto adagrad_kernel = tritium::kernel(
     "adagrad_step",
     [](tl::ptr<float> p_ptr, tl::ptr<float> g_ptr, tl::ptr<float> sum_ptr, tl::i32 n, tl::f32 clr,
-       tl::f32 weight_decay, tl::f32 eps, int BLOCK) {
+       tl::f32 weight_decay, tl::f32 eps, tl::ptr<float> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
+      return_if_found_inf(found_inf_ptr, SKIPPABLE);
       auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
       auto mask = offs < n;
       auto p = tl::load(p_ptr + offs, mask);
@@ -121,11 +132,12 @@ auto adagrad_kernel = tritium::kernel(
       tl::store(sum_ptr + offs, sum, mask);
       tl::store(p_ptr + offs, p - clr * (g / (tl::sqrt(sum) + eps)), mask);
     },
-    {"p_ptr", "g_ptr", "sum_ptr", "n", "clr", "weight_decay", "eps", "BLOCK"});
+    {"p_ptr", "g_ptr", "sum_ptr", "n", "clr", "weight_decay", "eps", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 // Adam's and AdamW's launch: the scalars of step t, then the kernel.
 void launch_adam(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, Tensor& vmax, int32_t n, int64_t t, double lr,
-                 std::pair<double, double> betas, double eps, double decay, double l2, const tritium::Options& opts);
+                 std::pair<double, double> betas, double eps, double decay, double l2, const Tensor& skip_flag, bool skippable,
+                 const tritium::Options& opts);
 
 int32_t kernel_size(const Tensor& p, const char* optimizer) {
   if (p.numel() > std::numeric_limits<int32_t>::max())
@@ -136,14 +148,15 @@ int32_t kernel_size(const Tensor& p, const char* optimizer) {
 tritium::Grid grid_for(int32_t n) { return tritium::Grid(std::max<int64_t>(1, tritium::cdiv(n, kBlock))); }
 
 void launch_adam(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, Tensor& vmax, int32_t n, int64_t t, double lr,
-                 std::pair<double, double> betas, double eps, double decay, double l2, const tritium::Options& opts) {
+                 std::pair<double, double> betas, double eps, double decay, double l2, const Tensor& skip_flag, bool skippable,
+                 const tritium::Options& opts) {
   auto [beta1, beta2] = betas;
   double bias_correction1 = 1 - std::pow(beta1, double(t));
   double bias_correction2 = 1 - std::pow(beta2, double(t));
   bool amsgrad = vmax.defined();
   adam_kernel[grid_for(n)](p, g, m, v, amsgrad ? vmax : v, n, float(decay), float(l2), float(beta1), float(1 - beta1),
                            float(beta2), float(1 - beta2), float(lr / bias_correction1),
-                           float(std::sqrt(bias_correction2)), float(eps), amsgrad, kBlock, opts);
+                           float(std::sqrt(bias_correction2)), float(eps), amsgrad, skip_flag, skippable, kBlock, opts);
 }
 
 Tensor zeros_like_param(const Tensor& p) { return ops::zeros(p.shape(), DType::f32, p.device()); }
@@ -162,6 +175,8 @@ void Optimizer::update_each(const char* optimizer, Update&& update) {
     Tensor g = grad_for_step(i, optimizer);
     if (!g.defined()) continue;
     Tensor& p = params_[i];
+    if (found_inf_.defined() && !(found_inf_.device() == p.device()))
+      fail("{}: found_inf is on {} but parameter {} on {}", optimizer, found_inf_.device().str(), i, p.device().str());
     update(i, p, g, kernel_size(p, optimizer), tritium::Options{.device = p.device()});
     p.storage()->bump_version();  // an in-place update, as PyTorch's: a graph that saved p refuses backward
   }
@@ -212,7 +227,7 @@ SGD::SGD(std::vector<Tensor> params, double lr_, double momentum_, double weight
 void SGD::step() {
   update_each("SGD", [&](size_t i, Tensor& p, const Tensor& g, int32_t n, const tritium::Options& opts) {
     if (momentum == 0) {
-      sgd_kernel[grid_for(n)](p, g, n, float(lr), float(weight_decay), kBlock, opts);
+      sgd_kernel[grid_for(n)](p, g, n, float(lr), float(weight_decay), skip_flag(p), found_inf_.defined(), kBlock, opts);
       return;
     }
     bool first = !buffers_[i].defined();
@@ -220,7 +235,7 @@ void SGD::step() {
     float keep = first ? 0.0f : float(momentum);
     float scale = first ? 1.0f : float(1 - dampening);
     sgd_momentum_kernel[grid_for(n)](p, g, buffers_[i], n, float(lr), float(weight_decay), float(momentum), keep,
-                                      scale, nesterov, kBlock, opts);
+                                      scale, nesterov, skip_flag(p), found_inf_.defined(), kBlock, opts);
   });
 }
 
@@ -242,7 +257,7 @@ void AdamW::step() {
     if (!exp_avg_[i].defined()) exp_avg_[i] = zeros_like_param(p), exp_avg_sq_[i] = zeros_like_param(p);
     Tensor no_max;
     launch_adam(p, g, exp_avg_[i], exp_avg_sq_[i], no_max, n, ++steps_[i], lr, betas, eps, 1 - lr * weight_decay, 0,
-                opts);
+                skip_flag(p), found_inf_.defined(), opts);
   });
 }
 
@@ -268,7 +283,7 @@ void Adam::step() {
     }
     Tensor no_max;
     launch_adam(p, g, exp_avg_[i], exp_avg_sq_[i], amsgrad ? max_exp_avg_sq_[i] : no_max, n, ++steps_[i], lr, betas,
-                eps, 1, weight_decay, opts);
+                eps, 1, weight_decay, skip_flag(p), found_inf_.defined(), opts);
   });
 }
 
@@ -297,7 +312,7 @@ void RMSprop::step() {
     Tensor& sq = square_avg_[i];
     rmsprop_kernel[grid_for(n)](p, g, sq, centered ? grad_avg_[i] : sq, momentum > 0 ? momentum_buffer_[i] : sq, n,
                                 float(lr), float(weight_decay), float(alpha), float(1 - alpha), float(eps),
-                                float(momentum), centered, momentum > 0, kBlock, opts);
+                                float(momentum), centered, momentum > 0, skip_flag(p), found_inf_.defined(), kBlock, opts);
   });
 }
 
@@ -320,7 +335,7 @@ void Adagrad::step() {
     if (!sum_[i].defined()) sum_[i] = ops::full(p.shape(), initial_accumulator_value, DType::f32, p.device());
     double t = static_cast<double>(++steps_[i]);
     double clr = lr / (1 + (t - 1) * lr_decay);
-    adagrad_kernel[grid_for(n)](p, g, sum_[i], n, float(clr), float(weight_decay), float(eps), kBlock, opts);
+    adagrad_kernel[grid_for(n)](p, g, sum_[i], n, float(clr), float(weight_decay), float(eps), skip_flag(p), found_inf_.defined(), kBlock, opts);
   });
 }
 

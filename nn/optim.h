@@ -42,6 +42,12 @@ class Optimizer {
   const std::vector<Tensor>& params() const { return params_; }
   virtual std::string name() const = 0;
 
+  // GradScaler (nn/grad_scaler.h): while found_inf (a 0-dim f32 tensor on the parameters'
+  // device) is set, every update kernel reads it and leaves the parameter and its state
+  // unchanged when it is nonzero, without a host synchronisation (PyTorch's fused optimisers'
+  // found_inf). An undefined tensor turns the check off.
+  void skip_if(Tensor found_inf) { found_inf_ = std::move(found_inf); }
+
   OptimizerState state_dict() const;
   // Restores hyperparameters and state saved by state_dict() (of an optimiser of the same class
   // over parameters of the same shapes). Everything is checked before anything changes: another
@@ -70,7 +76,11 @@ class Optimizer {
   template <class Update>
   void update_each(const char* optimizer, Update&& update);
 
+  // skip_if's flag for a launch over p (p itself, never read, when the check is off).
+  const Tensor& skip_flag(const Tensor& p) const { return found_inf_.defined() ? found_inf_ : p; }
+
   std::vector<Tensor> params_;
+  Tensor found_inf_;  // skip_if's flag
 };
 
 // p -= lr * g', where g = grad + weight_decay * p, and with momentum:
