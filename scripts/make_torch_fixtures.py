@@ -1429,6 +1429,17 @@ case("nll_loss", "float target", [rnd((3, 4)), rnd((3,)), NONE], NLL(), grad=Fal
 case("nll_loss", "batch sizes differ", [rnd((3, 4)), idx([0, 1]), NONE], NLL(), grad=False)
 
 
+# ---- issue 31 item 4 (wt-amp): linear, the op nn::Linear runs (one op, as autocast needs) ---------
+OPS["linear"] = lambda x, w, b: F.linear(x, w, b)
+case("linear", "[3,5] x [4,5] + [4]", [rnd((3, 5)), rnd((4, 5)), rnd((4,))])
+case("linear", "[2,3,5] x [4,5] no bias", [rnd((2, 3, 5)), rnd((4, 5)), NONE])
+case("linear", "[5] x [4,5] + [4]", [rnd((5,)), rnd((4, 5)), rnd((4,))])
+case("linear", "transposed weight, K = 70", [rnd((3, 70)), T(rnd((6, 70))), rnd((6,))])
+case("linear", "f64", [rnd((4, 6), f64), rnd((3, 6), f64), rnd((3,), f64)])
+case("linear", "in_features differ", [rnd((3, 5)), rnd((4, 6)), rnd((4,))], grad=False)
+case("linear", "bias of the wrong size", [rnd((3, 5)), rnd((4, 5)), rnd((3,))], grad=False)
+
+
 # ---- building the files --------------------------------------------------------------------------
 
 def _storage_recipe(x):

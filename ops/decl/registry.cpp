@@ -294,6 +294,7 @@ namespace decl {
 void declare_conv(OpRegistry& r);    // ops/decl/conv.cpp: ops/conv.h
 void declare_norm(OpRegistry& r);    // ops/decl/norm.cpp: ops/norm.h
 void declare_losses(OpRegistry& r);  // ops/decl/losses.cpp: ops/losses.h
+void declare_linear(OpRegistry& r);  // issue 31 item 4 (autocast): ops/decl/linear.cpp
 }  // namespace decl
 
 const OpRegistry& op_registry() {
@@ -316,6 +317,7 @@ const OpRegistry& op_registry() {
     decl::declare_pooling(r);  // issue 30 item 1
     decl::declare_norm(r);         // issue 30 item 1
     decl::declare_losses(r);
+    decl::declare_linear(r);  // issue 31 item 4
     return r;
   }();
   return registry;
