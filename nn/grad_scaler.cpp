@@ -19,7 +19,12 @@ constexpr int kBlock = 1024;
 // g /= scale in place (times the f32 reciprocal, PyTorch's), and found_inf = 1 when an element
 // of g is inf or NaN (x * 0 is 0 only for finite x; every program that finds one stores the
 // same 1, so the race is benign).
-auto unscale_kernel = tritium::kernel(
+}  // namespace
+
+namespace detail {
+
+tritium::Kernel& unscale_kernel() {
+  static tritium::Kernel k = tritium::kernel(
     "amp_unscale_and_check",
     [](tl::ptr<float> g_ptr, tl::ptr<float> scale_ptr, tl::ptr<float> found_inf_ptr, tl::i32 n, int BLOCK) {
       auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
@@ -31,11 +36,14 @@ auto unscale_kernel = tritium::kernel(
       tl::if_(bad > 0.0f, [&] { tl::store(found_inf_ptr, 1.0f); });
     },
     {"g_ptr", "scale_ptr", "found_inf_ptr", "n", "BLOCK"});
+  return k;
+}
 
 // PyTorch's _amp_update_scale_, one program: on found_inf the scale backs off and the tracker
 // restarts; otherwise the tracker counts the clean step and, at growth_interval, restarts while
 // the scale grows (unless growing would overflow f32).
-auto update_kernel = tritium::kernel(
+tritium::Kernel& update_scale_kernel() {
+  static tritium::Kernel k = tritium::kernel(
     "amp_update_scale",
     [](tl::ptr<float> scale_ptr, tl::ptr<int32_t> tracker_ptr, tl::ptr<float> found_inf_ptr, tl::f32 growth_factor,
        tl::f32 backoff_factor, tl::i32 growth_interval) {
@@ -50,6 +58,12 @@ auto update_kernel = tritium::kernel(
       tl::store(tracker_ptr, tl::where(found || grow, 0, successful));
     },
     {"scale_ptr", "tracker_ptr", "found_inf_ptr", "growth_factor", "backoff_factor", "growth_interval"});
+  return k;
+}
+
+}  // namespace detail
+
+namespace {
 
 tritium::Grid grid_for(int64_t n) { return tritium::Grid(std::max<int64_t>(1, tritium::cdiv(n, kBlock))); }
 
@@ -107,7 +121,7 @@ void GradScaler::unscale_(Optimizer& optimizer) {
       fail("GradScaler::unscale_: parameter {} has more than 2^31 - 1 elements", i);
     Tensor flat = g.is_contiguous() ? g : ops::contiguous(g);
     const auto n = static_cast<int32_t>(g.numel());
-    unscale_kernel[grid_for(n)](flat, scale_, found_inf, n, kBlock, tritium::Options{.device = device_});
+    detail::unscale_kernel()[grid_for(n)](flat, scale_, found_inf, n, kBlock, tritium::Options{.device = device_});
     if (!g.is_contiguous()) ops::copy_(g, flat);
     g.storage()->bump_version();
   }
@@ -144,7 +158,7 @@ void GradScaler::update(std::optional<double> new_scale) {
       if (st.found_inf.defined()) found = found.defined() ? ops::add(found, st.found_inf) : st.found_inf;
     if (!found.defined())
       fail("GradScaler::update: no inf checks were recorded prior to update() (call step() or unscale_() first)");
-    update_kernel[tritium::Grid(1)](scale_, growth_tracker_, found, float(growth_factor_), float(backoff_factor_),
+    detail::update_scale_kernel()[tritium::Grid(1)](scale_, growth_tracker_, found, float(growth_factor_), float(backoff_factor_),
                                     growth_interval_, tritium::Options{.device = device_});
   }
   optimizers_.clear();

@@ -29,6 +29,10 @@
 #include "nn/state_dict.h"
 #include "runtime/tensor.h"
 
+namespace tritium {
+class Kernel;  // dsl/kernel.h
+}
+
 namespace tritium::nn {
 
 // A GradScaler's state as PyTorch's state_dict(): tensors "scale" (0-dim f32) and
@@ -94,5 +98,13 @@ class GradScaler {
   Tensor growth_tracker_;  // 0-dim i32
   std::map<const Optimizer*, PerOptimizer> optimizers_;
 };
+
+namespace detail {
+// The scaler's kernels (for tests/test_amp_codegen.cpp, which generates their CUDA code):
+// amp_unscale_and_check(g, scale, found_inf, n, BLOCK) and
+// amp_update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval).
+tritium::Kernel& unscale_kernel();
+tritium::Kernel& update_scale_kernel();
+}  // namespace detail
 
 }  // namespace tritium::nn
