@@ -40,6 +40,9 @@ expect 2 "train-mnist: error: .*no-such-dir" "$train" --data /no-such-dir --limi
 expect 2 "--model: expected one of mlp, cnn, got 'resnet'" "$train" --model resnet
 expect 2 "--save needs a value" "$train" --save
 expect 2 "train-mnist: error: .*/no-such-dir/model.safetensors" "$train" --model cnn --epochs 0 --load /no-such-dir/model.safetensors
+# issue 31 item 4 (wt-amp): mixed precision and gradient accumulation
+expect 2 "--amp: expected bf16 or f16, got 'f32'" "$train" --amp f32
+expect 2 "--accumulate: .*got '0'" "$train" --accumulate 0
 
 expect 0 "usage: tritium-tune" "$tune" --help
 expect 2 "--device: .*tpu" "$tune" --device tpu
