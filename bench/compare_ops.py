@@ -200,6 +200,7 @@ TORCH_OPS = {
     "dot": lambda x, a: torch.dot(x[0], x[1]),
     "vdot": lambda x, a: torch.vdot(x[0], x[1]),
     "addmm": lambda x, a: torch.addmm(x[0], x[1], x[2], beta=a["beta"], alpha=a["alpha"]),
+    "linear": lambda x, a: torch.nn.functional.linear(x[0], x[1], x[2]),  # issue 31 (autocast)
     "addmv": lambda x, a: torch.addmv(x[0], x[1], x[2], beta=a["beta"], alpha=a["alpha"]),
     "addr": lambda x, a: torch.addr(x[0], x[1], x[2], beta=a["beta"], alpha=a["alpha"]),
     "baddbmm": lambda x, a: torch.baddbmm(x[0], x[1], x[2], beta=a["beta"], alpha=a["alpha"]),

@@ -274,6 +274,10 @@ std::vector<OpBench> make_table() {
          int64_t s = batch_side(n);
          return OpCall{.inputs = {in({s, s}), in({kBatch, s, s}), in({kBatch, s, s})}, .attrs = scales()};
        }},
+      // issue 31 (autocast): F.linear, the op nn::Linear runs.
+      {"linear", "[*, 1024] x [1024, 1024]^T + [1024]", [](int64_t n) {
+         return OpCall{.inputs = {in(mat(n)), in({kCols, kCols}), in({kCols})}};
+       }},
       {"scaled_dot_product_attention", "causal, S 1024, D 64",
        [](int64_t n) {
          int64_t bh = std::max<int64_t>(1, n / (1024 * 64));

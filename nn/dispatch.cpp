@@ -7,6 +7,7 @@
 #include <memory>
 #include <utility>
 
+#include "nn/autocast.h"
 #include "nn/autograd.h"
 #include "profiler/op_scope.h"
 
@@ -53,6 +54,7 @@ std::vector<Tensor> not_differentiable_again(const OpDecl& op, const Tensor& gra
 
 std::vector<Tensor> call(const OpDecl& op, std::vector<Tensor> inputs, ops::Attrs attrs) {
   profiler::OpScope profiled(op.name, inputs);  // one flag check when no profile records
+  inputs = autocast_inputs(op, std::move(inputs));  // AMP: the op's autocast class (nn/autocast.h)
   const DType declared = op.check_dtypes(inputs, attrs);
 
   // Which gradients will be wanted, decided at forward time so that the backward skips the

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "nn/autograd.h"
+#include "nn/linear_functional.h"
 
 namespace tritium::nn {
 
@@ -397,8 +398,7 @@ Tensor Linear::forward(const Tensor& x) {
   if (!x.defined()) fail("Linear::forward: the input is undefined");
   if (x.dim() < 1 || x.size(-1) != in_features)
     fail("Linear::forward: input {} does not end in in_features = {}", x.str(), in_features);
-  Tensor y = tritium::matmul(x, weight.t());
-  return bias.defined() ? y + bias : y;
+  return tritium::linear(x, weight, bias);  // one op: autocast casts the weight once per scope
 }
 
 std::string Linear::extra_repr() const {

@@ -114,8 +114,16 @@ Tensor Optimizer::grad_for_step(size_t i) const {
 void Optimizer::step() {
   NoGradGuard no_grad;
   // Everything is checked before anything changes.
+  if (found_inf_.defined() && (found_inf_.dtype() != DType::f32 || found_inf_.numel() != 1))
+    fail("{}: found_inf must be a 0-dim f32 tensor (skip_if), got {}", name_, found_inf_.str());
   grads_.assign(params_.size(), Tensor());
-  for (size_t i = 0; i < params_.size(); ++i) grads_[i] = grad_for_step(i);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    grads_[i] = grad_for_step(i);
+    // skip_if's flag is read by the kernels on the parameters' device.
+    if (found_inf_.defined() && grads_[i].defined() && !(found_inf_.device() == params_[i].device()))
+      fail("{}: found_inf is on {} but parameter {} on {}", name_, found_inf_.device().str(), i,
+           params_[i].device().str());
+  }
   last_step_launches_ = 0;
   size_t first = 0;
   for (const ParamGroup& group : groups_) {
@@ -178,7 +186,7 @@ int64_t SGD::update(const OptionMap& o, const std::vector<size_t>& idx, bool mul
     slots.push_back(std::move(s));
   }
   return ok::sgd(slots, multi, float(o.at("lr")), float(o.at("weight_decay")), float(momentum), momentum != 0,
-                 flag(o, "nesterov"));
+                 flag(o, "nesterov"), found_inf_);
 }
 
 // ---- Adam and AdamW ----------------------------------------------------------------------------------
@@ -238,7 +246,7 @@ int64_t Adam::update(const OptionMap& o, const std::vector<size_t>& idx, bool mu
     slots.push_back(std::move(s));
   }
   return ok::adam(slots, multi, decoupled_ ? float(1 - lr * wd) : 1.0f, decoupled_ ? 0.0f : float(wd), beta1, beta2,
-                  float(o.at("eps")), amsgrad);
+                  float(o.at("eps")), amsgrad, found_inf_);
 }
 
 // ---- RMSprop -----------------------------------------------------------------------------------------
@@ -283,7 +291,7 @@ int64_t RMSprop::update(const OptionMap& o, const std::vector<size_t>& idx, bool
     slots.push_back(std::move(s));
   }
   return ok::rmsprop(slots, multi, float(o.at("lr")), float(o.at("weight_decay")), o.at("alpha"), float(o.at("eps")),
-                     float(momentum), centered, momentum > 0);
+                     float(momentum), centered, momentum > 0, found_inf_);
 }
 
 // ---- Adagrad -----------------------------------------------------------------------------------------
@@ -319,7 +327,7 @@ int64_t Adagrad::update(const OptionMap& o, const std::vector<size_t>& idx, bool
     s.scalars = {float(lr / (1 + (t - 1) * lr_decay)), 0.0f};
     slots.push_back(std::move(s));
   }
-  return ok::adagrad(slots, multi, float(o.at("weight_decay")), float(o.at("eps")));
+  return ok::adagrad(slots, multi, float(o.at("weight_decay")), float(o.at("eps")), found_inf_);
 }
 
 }  // namespace tritium::nn

@@ -80,6 +80,13 @@ class Optimizer {
   // Kernel launches made by the last step() (what `foreach` saves).
   int64_t last_step_launches() const { return last_step_launches_; }
 
+  // GradScaler (nn/grad_scaler.h): while found_inf (a 0-dim f32 tensor on the parameters'
+  // device) is set, every update kernel (per-parameter and multi-tensor) reads it and leaves the
+  // parameters and their state unchanged when it is nonzero, without a host synchronisation
+  // (PyTorch's fused optimisers' found_inf). An undefined tensor turns the check off. The host's
+  // step counts still advance on a skipped step (nn/grad_scaler.h says what that changes).
+  void skip_if(Tensor found_inf) { found_inf_ = std::move(found_inf); }
+
   // The step count of parameter i (0 before its first step; SGD keeps none).
   int64_t step_count(size_t i) const { return steps_.at(i); }
   // The state tensor `name` of parameter i (PyTorch's state[p][name]; undefined when absent).
@@ -124,6 +131,7 @@ class Optimizer {
   std::vector<int64_t> steps_;
   std::vector<Tensor> grads_;  // during step(): each parameter's gradient, ready for a kernel
   int64_t last_step_launches_ = 0;
+  Tensor found_inf_;  // skip_if's flag (undefined: off), passed to every update kernel
 };
 
 // p -= lr * g', where g = grad + weight_decay * p, and with momentum:

@@ -103,12 +103,21 @@ void adagrad_body(const tl::tensor& p_ptr, const tl::tensor& g_ptr, const tl::te
   st(p_ptr, offs, mask, p - clr * (g / (tl::sqrt(sum) + eps)));
 }
 
+// Optimizer::skip_if (GradScaler): with SKIPPABLE the program ends before touching anything when
+// the device flag found_inf (a 0-dim f32) is nonzero, so a step with an inf/NaN gradient changes
+// no parameter and no state, without a host synchronisation (PyTorch's fused optimisers'
+// found_inf). Without it the pointer is never read (the caller passes any tensor of the device).
+void return_if_found_inf(const tl::tensor& found_inf_ptr, bool SKIPPABLE) {
+  if (SKIPPABLE) tl::if_(tl::load(found_inf_ptr).to(tl::float32) != 0.0f, [] { tl::return_(); });
+}
+
 // ---- launch shapes --------------------------------------------------------------------------------
 
 // Per parameter: program i updates elements [i * BLOCK, (i + 1) * BLOCK) of one tensor; s0..s2
 // are the state tensors (the parameter itself where unused: never touched), c0 / c1 the slot's
 // scalars.
 #define PER_PARAM_PROLOGUE                                                 \
+  return_if_found_inf(found_inf_ptr, SKIPPABLE);                          \
   auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);           \
   auto mask = offs < n;
 
@@ -130,41 +139,43 @@ Row read_row(const tl::tensor& table, const tl::tensor& scalars, DType dt) {
 auto sgd_one = tritium::kernel(
     "sgd_step",
     [](tl::ptr<tl::any> p, tl::ptr<tl::any> g, tl::ptr<tl::any> s0, tl::i32 n, tl::f32 c0, tl::f32 c1, tl::f32 lr,
-       tl::f32 wd, tl::f32 momentum, bool MOMENTUM, bool NESTEROV, int BLOCK) {
+       tl::f32 wd, tl::f32 momentum, bool MOMENTUM, bool NESTEROV, tl::ptr<tl::any> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
       PER_PARAM_PROLOGUE
       sgd_body(p, g, s0, offs, mask, c0, c1, lr, wd, momentum, MOMENTUM, NESTEROV);
     },
-    {"p", "g", "s0", "n", "c0", "c1", "lr", "wd", "momentum", "MOMENTUM", "NESTEROV", "BLOCK"});
+    {"p", "g", "s0", "n", "c0", "c1", "lr", "wd", "momentum", "MOMENTUM", "NESTEROV", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 auto sgd_multi = tritium::kernel(
     "sgd_multi_tensor_step",
     [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 lr, tl::f32 wd, tl::f32 momentum,
-       tl::constexpr_<DType> DT, bool MOMENTUM, bool NESTEROV, int BLOCK) {
+       tl::constexpr_<DType> DT, bool MOMENTUM, bool NESTEROV, tl::ptr<float> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
+      return_if_found_inf(found_inf_ptr, SKIPPABLE);
       Row r = read_row(table, scalars, DT);
       for (auto o : tl::range(0, r.count, BLOCK)) {
         auto offs = o + tl::arange(0, BLOCK);
         sgd_body(r.p, r.g, r.s0, offs, offs < r.count, r.c0, r.c1, lr, wd, momentum, MOMENTUM, NESTEROV);
       }
     },
-    {"table", "scalars", "lr", "wd", "momentum", "DT", "MOMENTUM", "NESTEROV", "BLOCK"});
+    {"table", "scalars", "lr", "wd", "momentum", "DT", "MOMENTUM", "NESTEROV", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 auto adam_one = tritium::kernel(
     "adam_step",
     [](tl::ptr<tl::any> p, tl::ptr<tl::any> g, tl::ptr<tl::any> s0, tl::ptr<tl::any> s1, tl::ptr<tl::any> s2,
        tl::i32 n, tl::f32 c0, tl::f32 c1, tl::f32 decay, tl::f32 l2, tl::f32 beta1, tl::f32 one_minus_beta1,
-       tl::f32 beta2, tl::f32 one_minus_beta2, tl::f32 eps, bool AMSGRAD, int BLOCK) {
+       tl::f32 beta2, tl::f32 one_minus_beta2, tl::f32 eps, bool AMSGRAD, tl::ptr<tl::any> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
       PER_PARAM_PROLOGUE
       adam_body(p, g, s0, s1, s2, offs, mask, c0, c1, decay, l2, beta1, one_minus_beta1, beta2, one_minus_beta2, eps,
                 AMSGRAD);
     },
     {"p", "g", "s0", "s1", "s2", "n", "c0", "c1", "decay", "l2", "beta1", "one_minus_beta1", "beta2",
-     "one_minus_beta2", "eps", "AMSGRAD", "BLOCK"});
+     "one_minus_beta2", "eps", "AMSGRAD", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 auto adam_multi = tritium::kernel(
     "adam_multi_tensor_step",
     [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 decay, tl::f32 l2, tl::f32 beta1,
        tl::f32 one_minus_beta1, tl::f32 beta2, tl::f32 one_minus_beta2, tl::f32 eps, tl::constexpr_<DType> DT,
-       bool AMSGRAD, int BLOCK) {
+       bool AMSGRAD, tl::ptr<float> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
+      return_if_found_inf(found_inf_ptr, SKIPPABLE);
       Row r = read_row(table, scalars, DT);
       for (auto o : tl::range(0, r.count, BLOCK)) {
         auto offs = o + tl::arange(0, BLOCK);
@@ -173,23 +184,24 @@ auto adam_multi = tritium::kernel(
       }
     },
     {"table", "scalars", "decay", "l2", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "eps", "DT",
-     "AMSGRAD", "BLOCK"});
+     "AMSGRAD", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 auto rmsprop_one = tritium::kernel(
     "rmsprop_step",
     [](tl::ptr<tl::any> p, tl::ptr<tl::any> g, tl::ptr<tl::any> s0, tl::ptr<tl::any> s1, tl::ptr<tl::any> s2,
        tl::i32 n, tl::f32 lr, tl::f32 wd, tl::f32 alpha, tl::f32 one_minus_alpha, tl::f32 eps, tl::f32 momentum,
-       bool CENTERED, bool MOMENTUM, int BLOCK) {
+       bool CENTERED, bool MOMENTUM, tl::ptr<tl::any> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
       PER_PARAM_PROLOGUE
       rmsprop_body(p, g, s0, s1, s2, offs, mask, lr, wd, alpha, one_minus_alpha, eps, momentum, CENTERED, MOMENTUM);
     },
     {"p", "g", "s0", "s1", "s2", "n", "lr", "wd", "alpha", "one_minus_alpha", "eps", "momentum", "CENTERED",
-     "MOMENTUM", "BLOCK"});
+     "MOMENTUM", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 auto rmsprop_multi = tritium::kernel(
     "rmsprop_multi_tensor_step",
     [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 lr, tl::f32 wd, tl::f32 alpha, tl::f32 one_minus_alpha,
-       tl::f32 eps, tl::f32 momentum, tl::constexpr_<DType> DT, bool CENTERED, bool MOMENTUM, int BLOCK) {
+       tl::f32 eps, tl::f32 momentum, tl::constexpr_<DType> DT, bool CENTERED, bool MOMENTUM, tl::ptr<float> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
+      return_if_found_inf(found_inf_ptr, SKIPPABLE);
       Row r = read_row(table, scalars, DT);
       for (auto o : tl::range(0, r.count, BLOCK)) {
         auto offs = o + tl::arange(0, BLOCK);
@@ -198,27 +210,28 @@ auto rmsprop_multi = tritium::kernel(
       }
     },
     {"table", "scalars", "lr", "wd", "alpha", "one_minus_alpha", "eps", "momentum", "DT", "CENTERED", "MOMENTUM",
-     "BLOCK"});
+     "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 auto adagrad_one = tritium::kernel(
     "adagrad_step",
     [](tl::ptr<tl::any> p, tl::ptr<tl::any> g, tl::ptr<tl::any> s0, tl::i32 n, tl::f32 c0, tl::f32 wd, tl::f32 eps,
-       int BLOCK) {
+       tl::ptr<tl::any> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
       PER_PARAM_PROLOGUE
       adagrad_body(p, g, s0, offs, mask, c0, wd, eps);
     },
-    {"p", "g", "s0", "n", "c0", "wd", "eps", "BLOCK"});
+    {"p", "g", "s0", "n", "c0", "wd", "eps", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 auto adagrad_multi = tritium::kernel(
     "adagrad_multi_tensor_step",
-    [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 wd, tl::f32 eps, tl::constexpr_<DType> DT, int BLOCK) {
+    [](tl::ptr<int64_t> table, tl::ptr<float> scalars, tl::f32 wd, tl::f32 eps, tl::constexpr_<DType> DT, tl::ptr<float> found_inf_ptr, bool SKIPPABLE, int BLOCK) {
+      return_if_found_inf(found_inf_ptr, SKIPPABLE);
       Row r = read_row(table, scalars, DT);
       for (auto o : tl::range(0, r.count, BLOCK)) {
         auto offs = o + tl::arange(0, BLOCK);
         adagrad_body(r.p, r.g, r.s0, offs, offs < r.count, r.c0, wd, eps);
       }
     },
-    {"table", "scalars", "wd", "eps", "DT", "BLOCK"});
+    {"table", "scalars", "wd", "eps", "DT", "found_inf_ptr", "SKIPPABLE", "BLOCK"});
 
 #undef PER_PARAM_PROLOGUE
 
@@ -256,6 +269,17 @@ Table make_table(const std::vector<Slot>& slots) {
   return t;
 }
 
+// skip_if's flag: a 0-dim f32 on the parameters' device (the kernels read it there).
+void check_found_inf(const Tensor& found_inf, const std::vector<Slot>& slots) {
+  if (!found_inf.defined()) return;
+  if (found_inf.dtype() != DType::f32 || found_inf.numel() != 1)
+    fail("optimizer step: found_inf must be a 0-dim f32 tensor, got {}", found_inf.str());
+  for (const Slot& s : slots)
+    if (!(found_inf.device() == s.p.device()))
+      fail("optimizer step: found_inf is on {} but a parameter ({}) on {}", found_inf.device().str(), s.p.str(),
+           s.p.device().str());
+}
+
 }  // namespace
 
 Kernel& multi_tensor_kernel(const std::string& optimizer) {
@@ -267,76 +291,84 @@ Kernel& multi_tensor_kernel(const std::string& optimizer) {
 }
 
 int64_t sgd(const std::vector<Slot>& slots, bool multi, float lr, float weight_decay, float momentum, bool has_momentum,
-            bool nesterov) {
+            bool nesterov, const Tensor& found_inf) {
   if (slots.empty()) return 0;
+  check_found_inf(found_inf, slots);
+  const bool skip = found_inf.defined();
   tritium::Options opts{.device = slots.front().p.device()};
   if (multi) {
     Table t = make_table(slots);
     if (t.count == 0) return 0;
     sgd_multi[tritium::Grid(t.count)](t.rows, t.scalars, lr, weight_decay, momentum, slots.front().p.dtype(),
-                                      has_momentum, nesterov, kBlock, opts);
+                                      has_momentum, nesterov, skip ? found_inf : t.scalars, skip, kBlock, opts);
     return 1;
   }
   for (const Slot& s : slots) {
     int32_t n = numel32(s.p);
     sgd_one[grid_for(n)](s.p, s.g, or_p(s, 0), n, s.scalars[0], s.scalars[1], lr, weight_decay, momentum, has_momentum,
-                         nesterov, kBlock, opts);
+                         nesterov, skip ? found_inf : s.p, skip, kBlock, opts);
   }
   return static_cast<int64_t>(slots.size());
 }
 
 int64_t adam(const std::vector<Slot>& slots, bool multi, float decay, float l2, double beta1, double beta2, float eps,
-             bool amsgrad) {
+             bool amsgrad, const Tensor& found_inf) {
   if (slots.empty()) return 0;
+  check_found_inf(found_inf, slots);
+  const bool skip = found_inf.defined();
   tritium::Options opts{.device = slots.front().p.device()};
   float omb1 = float(1 - beta1), omb2 = float(1 - beta2);
   if (multi) {
     Table t = make_table(slots);
     if (t.count == 0) return 0;
     adam_multi[tritium::Grid(t.count)](t.rows, t.scalars, decay, l2, float(beta1), omb1, float(beta2), omb2, eps,
-                                       slots.front().p.dtype(), amsgrad, kBlock, opts);
+                                       slots.front().p.dtype(), amsgrad, skip ? found_inf : t.scalars, skip, kBlock, opts);
     return 1;
   }
   for (const Slot& s : slots) {
     int32_t n = numel32(s.p);
     adam_one[grid_for(n)](s.p, s.g, or_p(s, 0), or_p(s, 1), or_p(s, 2), n, s.scalars[0], s.scalars[1], decay, l2, float(beta1),
-                          omb1, float(beta2), omb2, eps, amsgrad, kBlock, opts);
+                          omb1, float(beta2), omb2, eps, amsgrad, skip ? found_inf : s.p, skip, kBlock, opts);
   }
   return static_cast<int64_t>(slots.size());
 }
 
 int64_t rmsprop(const std::vector<Slot>& slots, bool multi, float lr, float weight_decay, double alpha, float eps,
-                float momentum, bool centered, bool has_momentum) {
+                float momentum, bool centered, bool has_momentum, const Tensor& found_inf) {
   if (slots.empty()) return 0;
+  check_found_inf(found_inf, slots);
+  const bool skip = found_inf.defined();
   tritium::Options opts{.device = slots.front().p.device()};
   float oma = float(1 - alpha);
   if (multi) {
     Table t = make_table(slots);
     if (t.count == 0) return 0;
     rmsprop_multi[tritium::Grid(t.count)](t.rows, t.scalars, lr, weight_decay, float(alpha), oma, eps, momentum,
-                                          slots.front().p.dtype(), centered, has_momentum, kBlock, opts);
+                                          slots.front().p.dtype(), centered, has_momentum, skip ? found_inf : t.scalars, skip, kBlock, opts);
     return 1;
   }
   for (const Slot& s : slots) {
     int32_t n = numel32(s.p);
     rmsprop_one[grid_for(n)](s.p, s.g, or_p(s, 0), or_p(s, 1), or_p(s, 2), n, lr, weight_decay, float(alpha), oma, eps,
-                             momentum, centered, has_momentum, kBlock, opts);
+                             momentum, centered, has_momentum, skip ? found_inf : s.p, skip, kBlock, opts);
   }
   return static_cast<int64_t>(slots.size());
 }
 
-int64_t adagrad(const std::vector<Slot>& slots, bool multi, float weight_decay, float eps) {
+int64_t adagrad(const std::vector<Slot>& slots, bool multi, float weight_decay, float eps, const Tensor& found_inf) {
   if (slots.empty()) return 0;
+  check_found_inf(found_inf, slots);
+  const bool skip = found_inf.defined();
   tritium::Options opts{.device = slots.front().p.device()};
   if (multi) {
     Table t = make_table(slots);
     if (t.count == 0) return 0;
-    adagrad_multi[tritium::Grid(t.count)](t.rows, t.scalars, weight_decay, eps, slots.front().p.dtype(), kBlock, opts);
+    adagrad_multi[tritium::Grid(t.count)](t.rows, t.scalars, weight_decay, eps, slots.front().p.dtype(), skip ? found_inf : t.scalars, skip, kBlock, opts);
     return 1;
   }
   for (const Slot& s : slots) {
     int32_t n = numel32(s.p);
-    adagrad_one[grid_for(n)](s.p, s.g, or_p(s, 0), n, s.scalars[0], weight_decay, eps, kBlock, opts);
+    adagrad_one[grid_for(n)](s.p, s.g, or_p(s, 0), n, s.scalars[0], weight_decay, eps, skip ? found_inf : s.p, skip, kBlock, opts);
   }
   return static_cast<int64_t>(slots.size());
 }

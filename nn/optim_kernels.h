@@ -32,21 +32,26 @@ struct Slot {
 };
 
 // Each returns the number of launches made: slots.size() per parameter, 1 multi-tensor.
+// found_inf (Optimizer::skip_if; undefined: off): a 0-dim f32 on the parameters' device (another
+// device is an error); every kernel reads it and returns before touching anything when it is
+// nonzero, with no host synchronisation.
 // SGD: state[0] the momentum buffer (with momentum); scalars: keep, scale (buf = keep * buf + scale * g).
 int64_t sgd(const std::vector<Slot>& slots, bool multi, float lr, float weight_decay, float momentum, bool has_momentum,
-            bool nesterov);
+            bool nesterov, const Tensor& found_inf = Tensor());
 // Adam / AdamW: state exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad); scalars: step_size, bc2_sqrt.
 int64_t adam(const std::vector<Slot>& slots, bool multi, float decay, float l2, double beta1, double beta2, float eps,
-             bool amsgrad);
+             bool amsgrad, const Tensor& found_inf = Tensor());
 // RMSprop: state square_avg, grad_avg (centered), momentum_buffer (momentum > 0); no scalars.
 int64_t rmsprop(const std::vector<Slot>& slots, bool multi, float lr, float weight_decay, double alpha, float eps,
-                float momentum, bool centered, bool has_momentum);
+                float momentum, bool centered, bool has_momentum, const Tensor& found_inf = Tensor());
 // Adagrad: state sum; scalars: clr.
-int64_t adagrad(const std::vector<Slot>& slots, bool multi, float weight_decay, float eps);
+int64_t adagrad(const std::vector<Slot>& slots, bool multi, float weight_decay, float eps,
+                const Tensor& found_inf = Tensor());
 
 // The multi-tensor kernel of "sgd", "adam", "rmsprop" or "adagrad", for the CUDA code-generation
 // check (tests/test_nn_optim_groups.cpp compiles them with NVRTC where no GPU is present).
-// Arguments: table (int64*), scalars (float*), the optimiser's f32 scalars, DT, its flags, BLOCK.
+// Arguments: table (int64*), scalars (float*), the optimiser's f32 scalars, DT, its flags,
+// found_inf_ptr (float*), SKIPPABLE, BLOCK.
 Kernel& multi_tensor_kernel(const std::string& optimizer);
 
 }  // namespace tritium::nn::optim_kernels

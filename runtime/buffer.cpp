@@ -9,6 +9,7 @@
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
 #include "runtime/pinned_host_cache.h"
+#include "runtime/memory_stats.h"
 
 namespace tritium::runtime {
 
@@ -52,7 +53,11 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {
   void* data = std::aligned_alloc(kHostAlignment, rounded);
   if (!data) fail("Buffer::allocate: out of host memory allocating {} bytes", nbytes);
   if (env().poison_buffers) std::memset(data, 0xFF, rounded);
-  return std::shared_ptr<Buffer>(new Buffer(data, nbytes, device, [](void* p) { std::free(p); }));
+  host_memory::note_allocated(rounded);  // memory_allocated(cpu) counts what aligned_alloc handed out
+  return std::shared_ptr<Buffer>(new Buffer(data, nbytes, device, [rounded](void* p) {
+    std::free(p);
+    host_memory::note_freed(rounded);
+  }));
 }
 
 std::shared_ptr<Buffer> Buffer::adopt(void* data, size_t nbytes, Device device, Deleter deleter) {

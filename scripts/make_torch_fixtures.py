@@ -1466,6 +1466,17 @@ for _mode, _g in (("rnn_tanh", 1), ("rnn_relu", 1), ("lstm", 4), ("gru", 3)):
                                                  rnd((17 * _g, 17), f64, -0.3, 0.3), rnd((17 * _g,), f64), NONE], RNNR(_mode))
 
 
+# ---- issue 31 item 4 (wt-amp): linear, the op nn::Linear runs (one op, as autocast needs) ---------
+OPS["linear"] = lambda x, w, b: F.linear(x, w, b)
+case("linear", "[3,5] x [4,5] + [4]", [rnd((3, 5)), rnd((4, 5)), rnd((4,))])
+case("linear", "[2,3,5] x [4,5] no bias", [rnd((2, 3, 5)), rnd((4, 5)), NONE])
+case("linear", "[5] x [4,5] + [4]", [rnd((5,)), rnd((4, 5)), rnd((4,))])
+case("linear", "transposed weight, K = 70", [rnd((3, 70)), T(rnd((6, 70))), rnd((6,))])
+case("linear", "f64", [rnd((4, 6), f64), rnd((3, 6), f64), rnd((3,), f64)])
+case("linear", "in_features differ", [rnd((3, 5)), rnd((4, 6)), rnd((4,))], grad=False)
+case("linear", "bias of the wrong size", [rnd((3, 5)), rnd((4, 5)), rnd((3,))], grad=False)
+
+
 # ---- building the files --------------------------------------------------------------------------
 
 def _storage_recipe(x):

@@ -47,6 +47,9 @@ expect 2 "--profile needs a value" "$train" --profile
 expect 2 "--log needs a value" "$train" --log
 expect 2 "train-mnist: error: .*/no-such-dir/trace.json" "$train" --epochs 0 --profile /no-such-dir/trace.json
 expect 2 "train-mnist: error: scalar log: cannot write /no-such-dir/log.jsonl" "$train" --epochs 0 --log /no-such-dir/log.jsonl
+# issue 31 item 4 (wt-amp): mixed precision and gradient accumulation
+expect 2 "--amp: expected bf16 or f16, got 'f32'" "$train" --amp f32
+expect 2 "--accumulate: .*got '0'" "$train" --accumulate 0
 
 expect 0 "usage: tritium-tune" "$tune" --help
 expect 2 "--device: .*tpu" "$tune" --device tpu

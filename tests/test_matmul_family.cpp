@@ -152,8 +152,8 @@ BOOST_AUTO_TEST_CASE(declared_in_the_registry) {
     const tritium::ops::OpDecl* op = r.find(n);
     BOOST_TEST_REQUIRE(op != nullptr, n << " is not declared");
     BOOST_TEST(op->torch_name == std::string("torch.") + n);
-    const bool lower = std::string(n) != "dot" && std::string(n) != "vdot";  // PyTorch's CUDA autocast list
-    BOOST_TEST((op->autocast == (lower ? tritium::ops::AutocastClass::lower_precision_fp : tritium::ops::AutocastClass::none)));
+    const bool lower = std::string(n) != "dot" && std::string(n) != "vdot";  // dot, vdot: PyTorch's promote list
+    BOOST_TEST((op->autocast == (lower ? tritium::ops::AutocastClass::lower_precision_fp : tritium::ops::AutocastClass::promote)));
     BOOST_TEST(op->twice_differentiable);
   }
   BOOST_TEST(r.at("addmm").node_name() == "AddmmBackward");

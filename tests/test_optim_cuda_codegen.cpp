@@ -47,18 +47,24 @@ BOOST_AUTO_TEST_CASE(multi_tensor_kernels_compile_for_sm90a_and_sm80) {
   }
   auto* table = addr<int64_t>(0);
   auto* scalars = addr<float>(1);
+  auto* found_inf = addr<float>(2);  // Optimizer::skip_if's flag, read with SKIPPABLE
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     std::string d = tritium::dtype_name(dt);
     for (bool a : {false, true}) {
       for (bool b : {false, true}) {
-        compile_both("sgd " + d, ok::multi_tensor_kernel("sgd"), table, scalars, 0.1f, 0.01f, 0.9f, dt, a, b, 1024);
+        // SKIPPABLE both ways over the flags' four combinations (the early return before the loop).
+        bool skip = a == b;
+        compile_both("sgd " + d, ok::multi_tensor_kernel("sgd"), table, scalars, 0.1f, 0.01f, 0.9f, dt, a, b,
+                     found_inf, skip, 1024);
         compile_both("rmsprop " + d, ok::multi_tensor_kernel("rmsprop"), table, scalars, 0.1f, 0.01f, 0.9f, 0.1f,
-                     1e-8f, 0.5f, dt, a, b, 1024);
+                     1e-8f, 0.5f, dt, a, b, found_inf, skip, 1024);
       }
       compile_both("adam " + d, ok::multi_tensor_kernel("adam"), table, scalars, 0.99f, 0.0f, 0.9f, 0.1f, 0.999f,
-                   0.001f, 1e-8f, dt, a, 1024);
+                   0.001f, 1e-8f, dt, a, found_inf, !a, 1024);
     }
-    compile_both("adagrad " + d, ok::multi_tensor_kernel("adagrad"), table, scalars, 0.01f, 1e-10f, dt, 1024);
+    for (bool skip : {false, true})
+      compile_both("adagrad " + d, ok::multi_tensor_kernel("adagrad"), table, scalars, 0.01f, 1e-10f, dt, found_inf,
+                   skip, 1024);
   }
 }
 

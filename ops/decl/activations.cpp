@@ -81,7 +81,7 @@ void declare_activations(OpRegistry& r) {
         return ad::mul(g, s * (1.0 + x * (1.0 - s)));
       },
       samples(-3, 3, no_attrs)));
-  r.add(activation(
+  OpDecl softplus_op = activation(
       "softplus",
       [](const Tensor& x, const Attrs& a) { return softplus(x, a.get<double>("beta"), a.get<double>("threshold")); },
       "softplus_backward(grad, self, beta, threshold)",
@@ -93,7 +93,9 @@ void declare_activations(OpRegistry& r) {
         return ad::mul(g, ad::sigmoid(x * beta) * (1.0 - linear) + linear);
       },
       // Both sides of the threshold: beta 2, threshold 1 switches at x = 0.5.
-      samples(-1, 1, [] { return Attrs{{"beta", 2.0}, {"threshold", 1.0}}; })));
+      samples(-1, 1, [] { return Attrs{{"beta", 2.0}, {"threshold", 1.0}}; }));
+  softplus_op.autocast = AutocastClass::fp32;  // PyTorch's autocast fp32 list
+  r.add(std::move(softplus_op));
   r.add(activation(
       "elu",
       [](const Tensor& x, const Attrs& a) {

@@ -180,6 +180,7 @@ void declare_indexing(OpRegistry& registry) {
          .torch_name = "torch.scatter_add",
          .inputs = {{.name = "self"}, kIndex, {.name = "src", .promotes = false}},
          .forward = [](const Inputs& in, Attrs& a) { return Inputs{scatter_add(in[0], a.get<int>("dim"), in[1], in[2])}; },
+         .autocast = AutocastClass::promote,  // PyTorch's autocast promote list
          .derivatives = {{.input = "self", .saves = {}, .text = "grad",
                           .formula = [](const Tensor& g, const Ctx&) { return g; }},
                          {.input = "src", .saves = {"index"}, .text = "grad.gather(dim, index)",
@@ -320,6 +321,7 @@ void declare_indexing(OpRegistry& registry) {
            index_put_(out, a.get<std::vector<Tensor>>("indices"), in[1], a.get<bool>("accumulate"));
            return Inputs{out};
          },
+         .autocast = AutocastClass::promote,  // PyTorch's autocast promote list
          .derivatives = {{.input = "self", .saves = {}, .text = "accumulate ? grad : grad.index_put(indices, 0)",
                           .formula = [](const Tensor& g, const Ctx& c) {
                             if (c.attrs().get<bool>("accumulate")) return g;

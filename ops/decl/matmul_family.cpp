@@ -120,7 +120,7 @@ void declare_matmul_family(OpRegistry& r) {
           auto x = u(d);
           return Samples{{"[5] . [5]", {x({5}, 331), x({5}, 332)}, none}};
         },
-        AutocastClass::none);
+        AutocastClass::promote);  // PyTorch's autocast promote list
   }
 
   add_scaled_product(

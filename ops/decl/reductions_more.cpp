@@ -125,7 +125,7 @@ void declare_var_std(OpRegistry& r) {
       auto f = is_std ? &ops::std : &ops::var;
       return Inputs{f(in[0], a.get<Dims>("dims"), a.get<double>("correction"), a.get<bool>("keepdim"))};
     };
-    op.autocast = AutocastClass::fp32;
+    op.autocast = AutocastClass::none;  // not in PyTorch's autocast lists: runs in the input's dtype
     if (!is_std) {
       op.derivatives = {{.input = "self", .saves = {"self"}, .text = "var_backward(grad, self, dim, correction, keepdim)",
                          .formula = [](const Tensor& g, const Ctx& c) { return var_backward(g, c.saved("self"), c); }}};
@@ -336,6 +336,7 @@ void declare_scans(OpRegistry& r) {
                        return tritium::flip(tritium::cumsum(tritium::flip(g, {d}), d), {d});
                      }}};
   cs.gradcheck_samples = samples;
+  cs.autocast = AutocastClass::fp32;  // PyTorch's fp32_set_opt_dtype list
   r.add(std::move(cs));
 
   OpDecl cp = reduction_decl("cumprod", "torch.cumprod", Accepts::any, ResultDType::sum);
@@ -348,6 +349,7 @@ void declare_scans(OpRegistry& r) {
     s.push_back({"zeros dim 1", {with_zeros({3, 5}, d, 364, {0, 6, 8, 14})}, [] { return Attrs{{"dim", 1}}; }});
     return s;
   };
+  cp.autocast = AutocastClass::fp32;  // PyTorch's fp32_set_opt_dtype list
   r.add(std::move(cp));
 }
 

@@ -296,6 +296,7 @@ void declare_norm(OpRegistry& r);    // ops/decl/norm.cpp: ops/norm.h
 void declare_losses(OpRegistry& r);  // ops/decl/losses.cpp: ops/losses.h
 // issue 30 item 1, recurrent layers:
 void declare_rnn(OpRegistry& r);  // ops/decl/rnn.cpp: ops/rnn.h
+void declare_linear(OpRegistry& r);  // issue 31 item 4 (autocast): ops/decl/linear.cpp
 }  // namespace decl
 
 const OpRegistry& op_registry() {
@@ -319,6 +320,7 @@ const OpRegistry& op_registry() {
     decl::declare_norm(r);         // issue 30 item 1
     decl::declare_losses(r);
     decl::declare_rnn(r);  // issue 30 item 1, recurrent layers
+    decl::declare_linear(r);  // issue 31 item 4
     return r;
   }();
   return registry;

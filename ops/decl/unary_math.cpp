@@ -304,7 +304,7 @@ void declare_unary_math(OpRegistry& r) {
           return ad::neg(ad::div(ad::mul(g, a), a * a + b * b));
         },
         "grad * other / (self * self + other * other)", "grad * -self / (self * self + other * other)");
-    r.add(binary_op("atan2", ops::atan2, to_float, none, d1, d2, binary(-1, 1, 0.5, 2)));
+    r.add(binary_op("atan2", ops::atan2, to_float, AutocastClass::promote, d1, d2, binary(-1, 1, 0.5, 2)));
   }
   r.add(binary_op("hypot", ops::hypot, promote, none,
                   {.input = "self", .saves = {"self", "result"}, .text = "grad * self / result",
@@ -494,6 +494,7 @@ void declare_unary_math(OpRegistry& r) {
          .forward = [](const Inputs& in, Attrs& a) { return Inputs{ops::addcmul(in[0], in[1], in[2], a.get<Scalar>("value"))}; },
          .result_dtype = ResultDType::custom,
          .custom_result_dtype = [](const Inputs& in, const Attrs& a) { return promote_all("addcmul", in, {a.get<Scalar>("value")}); },
+         .autocast = AutocastClass::promote,  // PyTorch's autocast promote list
          .derivatives = {{.input = "self", .text = "grad", .formula = identity},
                          {.input = "tensor1", .saves = {"tensor2"}, .text = "grad * tensor2 * value",
                           .formula = [=](const Tensor& g, const Ctx& c) { return ad::mul(g, c.saved("tensor2")) * value_of(c); }},
@@ -506,6 +507,7 @@ void declare_unary_math(OpRegistry& r) {
          .forward = [](const Inputs& in, Attrs& a) { return Inputs{ops::addcdiv(in[0], in[1], in[2], a.get<Scalar>("value"))}; },
          .result_dtype = ResultDType::custom,
          .custom_result_dtype = [](const Inputs& in, const Attrs& a) { return promote_all("addcdiv", in, {a.get<Scalar>("value")}); },
+         .autocast = AutocastClass::promote,  // PyTorch's autocast promote list
          .derivatives = {{.input = "self", .text = "grad", .formula = identity},
                          {.input = "tensor1", .saves = {"tensor2"}, .text = "grad * value / tensor2",
                           .formula = [=](const Tensor& g, const Ctx& c) { return ad::div(g, c.saved("tensor2")) * value_of(c); }},

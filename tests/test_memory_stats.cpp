@@ -1,0 +1,79 @@
+// Memory statistics (issue 31 item 5): memory_allocated / max_memory_allocated /
+// reset_peak_memory_stats / memory_reserved / memory_summary for the host allocator and the
+// CUDA caching allocator, with allocations of known sizes (odd byte counts, so the rounding of
+// each allocator shows), and the counters' thread safety. Every test runs on every backend.
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ops/ops.h"
+#include "runtime/memory_stats.h"
+#include "test_support.h"
+
+namespace tt = tritium::test;
+using namespace tritium;
+
+namespace {
+
+// What an allocation of nbytes counts on device: the host rounds to 64 bytes, the caching
+// allocator to its size class.
+size_t counted(Device d, size_t nbytes) {
+  if (d.is_cuda()) return runtime::cuda::round_size(nbytes);
+  return nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_memory_stats)
+
+BOOST_AUTO_TEST_CASE(allocation_and_free_move_the_counters) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const Device d = be.device;
+    const size_t base = memory_allocated(d);
+    reset_peak_memory_stats(d);
+    BOOST_TEST(max_memory_allocated(d) == base);
+    {
+      auto a = runtime::Buffer::allocate(1001, d);  // 1001 bytes: not a multiple of either rounding
+      BOOST_TEST(memory_allocated(d) == base + counted(d, 1001));
+      {
+        auto b = runtime::Buffer::allocate(3 << 20, d);  // 3 MiB: the caching allocator's large class
+        BOOST_TEST(memory_allocated(d) == base + counted(d, 1001) + counted(d, 3 << 20));
+        BOOST_TEST(memory_reserved(d) >= memory_allocated(d));
+      }
+      BOOST_TEST(memory_allocated(d) == base + counted(d, 1001));
+      BOOST_TEST(max_memory_allocated(d) == base + counted(d, 1001) + counted(d, 3 << 20));
+      reset_peak_memory_stats(d);
+      BOOST_TEST(max_memory_allocated(d) == base + counted(d, 1001));
+      // A tensor counts its buffer.
+      Tensor t = ops::zeros({37, 3}, DType::f32, d);
+      BOOST_TEST(memory_allocated(d) == base + counted(d, 1001) + counted(d, 37 * 3 * 4));
+    }
+    BOOST_TEST(memory_allocated(d) == base);
+    if (d.is_cpu()) BOOST_TEST(memory_reserved(d) == memory_allocated(d));  // no host cache
+    else BOOST_TEST(memory_reserved(d) >= base + counted(d, 3 << 20));      // the freed block stays cached
+    std::string s = memory_summary(d);
+    for (const char* part : {"memory summary of", "allocated (current)", "allocated (peak)", "reserved", "allocations"})
+      BOOST_TEST(s.find(part) != std::string::npos, part << " in " << s);
+    BOOST_TEST(s.find(d.str()) != std::string::npos);
+  });
+}
+
+// Several threads allocating and freeing at once leave the count where it was and the peak at
+// least as high as one buffer per thread.
+BOOST_AUTO_TEST_CASE(counters_are_thread_safe) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const Device d = be.device;
+    const size_t base = memory_allocated(d);
+    reset_peak_memory_stats(d);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([d] {
+        for (int i = 0; i < 200; ++i) auto b = runtime::Buffer::allocate(4000 + 64 * (i % 5), d);
+      });
+    for (auto& t : threads) t.join();
+    BOOST_TEST(memory_allocated(d) == base);
+    BOOST_TEST(max_memory_allocated(d) >= base + counted(d, 4000));
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
