@@ -233,6 +233,68 @@ BOOST_AUTO_TEST_CASE(optimizer_skip_if_reads_the_flag_on_the_device) {
   });
 }
 
+// Both launch shapes of every optimiser (nn/optim_kernels.h): the multi-tensor kernel (foreach,
+// the default: one launch for both parameters) and one launch per parameter (foreach = false)
+// read found_inf. Each matches an unscaled run on a clean step, leaves parameters and state
+// untouched on a step with an injected inf, and then matches the unscaled run again (Adam's
+// step count ran on through the skip, so Adam is compared between the two shapes instead).
+BOOST_AUTO_TEST_CASE(both_launch_shapes_skip_on_an_injected_inf) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    for (const Named& o : optimizers()) {
+      std::vector<std::vector<double>> finals;  // per shape: both parameters, concatenated
+      for (bool foreach : {true, false}) {
+        BOOST_TEST_CONTEXT(o.what << (foreach ? " multi-tensor" : " per parameter")) {
+          auto ps = two_params(17), ref = copies(ps);
+          auto opt = o.make(ps), opt_ref = o.make(ref);
+          opt->foreach = foreach, opt_ref->foreach = foreach;
+          nn::GradScaler scaler(be.device, 1024.0);
+          auto clean = [&](uint32_t seed) {
+            opt->zero_grad(), opt_ref->zero_grad();
+            scaler.scale(loss_of(ps, seed)).backward();
+            scaler.step(*opt), scaler.update();
+            loss_of(ref, seed).backward();
+            opt_ref->step();
+          };
+          clean(90);
+          BOOST_TEST(opt->last_step_launches() == (foreach ? 1 : 2));
+          for (size_t i = 0; i < ps.size(); ++i) BOOST_TEST(values_of(ps[i]) == values_of(ref[i]));
+          // The inf in the first parameter's gradient: the whole step is skipped, both tensors.
+          std::vector<std::vector<double>> before{values_of(ps[0]), values_of(ps[1])};
+          nn::OptimizerState saved = opt->state_dict();
+          std::vector<std::pair<std::string, std::vector<double>>> state_before;
+          for (const auto& [name, t] : saved.tensors.items()) state_before.emplace_back(name, values_of(t));
+          opt->zero_grad();
+          scaler.scale(loss_of(ps, 91)).backward();
+          auto g = ps[0].grad().to_vector<float>();
+          g[5] = std::numeric_limits<float>::infinity();
+          set_grad(ps[0], g);
+          scaler.step(*opt);
+          BOOST_TEST(opt->last_step_launches() == (foreach ? 1 : 2));  // launched, and returned on the device
+          for (size_t i = 0; i < ps.size(); ++i) BOOST_TEST(values_of(ps[i]) == before[i]);
+          auto state_after = opt->state_dict();
+          for (const auto& [name, v] : state_before)
+            if (!name.ends_with(".step")) BOOST_TEST(v == values_of(state_after.tensors.at(name)), name);
+          scaler.update();
+          BOOST_TEST(scaler.get_scale() == 512.0);
+          clean(92);
+          if (!o.what.starts_with("Adam"))
+            for (size_t i = 0; i < ps.size(); ++i) BOOST_TEST(values_of(ps[i]) == values_of(ref[i]));
+          auto f = values_of(ps[0]), f1 = values_of(ps[1]);
+          f.insert(f.end(), f1.begin(), f1.end());
+          finals.push_back(f);
+        }
+      }
+      BOOST_TEST(finals[0] == finals[1], o.what << ": the two launch shapes agree");
+    }
+    // The flag must be a 0-dim f32.
+    auto ps = two_params(19);
+    nn::SGD opt(ps, 0.1);
+    loss_of(ps, 93).backward();
+    opt.skip_if(ops::zeros({}, DType::i32, be.device));
+    tt::check_throws([&] { opt.step(); }, {"found_inf must be a 0-dim f32"});
+  });
+}
+
 BOOST_AUTO_TEST_CASE(state_dict_round_trip) {
   tt::for_each_backend([&](const tt::Backend& be) {
     auto ps = two_params(11);
