@@ -78,6 +78,7 @@ BOOST_AUTO_TEST_SUITE(test_amp_grad_scaler)
 // every optimiser equal those of an unscaled run, bit for bit.
 BOOST_AUTO_TEST_CASE(equals_an_unscaled_run_when_nothing_overflows) {
   tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);  // the tensors the helpers make live on this backend
     for (const Named& o : optimizers()) {
       BOOST_TEST_CONTEXT(o.what) {
         auto plain = two_params(1), scaled = copies(plain);
@@ -103,6 +104,7 @@ BOOST_AUTO_TEST_CASE(equals_an_unscaled_run_when_nothing_overflows) {
 // scale halves and the tracker restarts; the next clean step updates as an unscaled one would.
 BOOST_AUTO_TEST_CASE(an_injected_inf_skips_the_step_and_backs_off) {
   tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);  // the tensors the helpers make live on this backend
     for (double bad : {std::numeric_limits<double>::infinity(), std::nan("")}) {
       for (const Named& o : optimizers()) {
         BOOST_TEST_CONTEXT(o.what << " with " << bad) {
@@ -157,6 +159,7 @@ BOOST_AUTO_TEST_CASE(an_injected_inf_skips_the_step_and_backs_off) {
 // backoff in between restarts the count.
 BOOST_AUTO_TEST_CASE(the_scale_grows_after_growth_interval_clean_steps) {
   tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);  // the tensors the helpers make live on this backend
     auto ps = two_params(5);
     nn::SGD opt(ps, 1e-3);
     nn::GradScaler scaler(be.device, 8.0, 4.0, 0.25, 3);
@@ -191,6 +194,7 @@ BOOST_AUTO_TEST_CASE(the_scale_grows_after_growth_interval_clean_steps) {
 // unscale again. Compared with the unscaled run clipped the same way.
 BOOST_AUTO_TEST_CASE(unscale_then_clip_grad_norm) {
   tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);  // the tensors the helpers make live on this backend
     auto ps = two_params(7), ref = copies(ps);
     nn::SGD opt(ps, 0.1), opt_ref(ref, 0.1);
     nn::GradScaler scaler(be.device, 4096.0);
@@ -212,6 +216,7 @@ BOOST_AUTO_TEST_CASE(unscale_then_clip_grad_norm) {
 // step is the ordinary one.
 BOOST_AUTO_TEST_CASE(optimizer_skip_if_reads_the_flag_on_the_device) {
   tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);  // the tensors the helpers make live on this backend
     for (const Named& o : optimizers()) {
       BOOST_TEST_CONTEXT(o.what) {
         auto ps = two_params(9), ref = copies(ps);
@@ -240,6 +245,7 @@ BOOST_AUTO_TEST_CASE(optimizer_skip_if_reads_the_flag_on_the_device) {
 // step count ran on through the skip, so Adam is compared between the two shapes instead).
 BOOST_AUTO_TEST_CASE(both_launch_shapes_skip_on_an_injected_inf) {
   tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);  // the tensors the helpers make live on this backend
     for (const Named& o : optimizers()) {
       std::vector<std::vector<double>> finals;  // per shape: both parameters, concatenated
       for (bool foreach : {true, false}) {
@@ -297,6 +303,7 @@ BOOST_AUTO_TEST_CASE(both_launch_shapes_skip_on_an_injected_inf) {
 
 BOOST_AUTO_TEST_CASE(state_dict_round_trip) {
   tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);  // the tensors the helpers make live on this backend
     auto ps = two_params(11);
     nn::SGD opt(ps, 1e-3);
     nn::GradScaler a(be.device, 64.0, 2.0, 0.5, 5);
@@ -324,6 +331,7 @@ BOOST_AUTO_TEST_CASE(state_dict_round_trip) {
 
 BOOST_AUTO_TEST_CASE(disabled_scaler_passes_through) {
   tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);  // the tensors the helpers make live on this backend
     auto ps = two_params(13), ref = copies(ps);
     nn::SGD opt(ps, 0.1), opt_ref(ref, 0.1);
     nn::GradScaler scaler(be.device, 65536.0, 2.0, 0.5, 2000, /*enabled=*/false);
@@ -339,6 +347,7 @@ BOOST_AUTO_TEST_CASE(disabled_scaler_passes_through) {
 
 BOOST_AUTO_TEST_CASE(misuse_is_a_clear_error) {
   tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);  // the tensors the helpers make live on this backend
     auto ps = two_params(15);
     nn::SGD opt(ps, 0.1);
     nn::GradScaler scaler(be.device);
