@@ -3,6 +3,7 @@
 // untouched), growth after growth_interval clean steps, unscale_ then clip_grad_norm_, the
 // optimisers' device-side skip (Optimizer::skip_if) for every optimiser, state_dict, and each
 // misuse a clear error. Every test runs on every backend.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
