@@ -326,7 +326,7 @@ BOOST_AUTO_TEST_CASE(state_dict_round_trip) {
     bad.metadata["growth_factor"] = "0.5";
     tt::check_throws([&] { b.load_state_dict(bad); }, {"growth_factor must be above 1"});
     nn::GradScalerState missing;
-    missing.tensors.insert("scale", ops::full({}, 2.0, DType::f32, Device::cpu()));
+    missing.tensors.insert("scale", ops::full({}, 2.0, DType::f32, be.device));
     tt::check_throws([&] { b.load_state_dict(missing); }, {"missing '_growth_tracker'"});
     BOOST_TEST(b.get_scale() == 64.0);  // a refused state changed nothing
   });
