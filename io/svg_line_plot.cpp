@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "io/utf8_text.h"
+
 namespace tritium::io {
 namespace {
 
@@ -29,22 +31,8 @@ std::string xml(const std::string& s) {
   return out;
 }
 
-// Number of UTF-8 code points (what the legend's width estimate counts).
-size_t text_length(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
-// At most `max` code points, with "…" when cut.
-std::string shorten(const std::string& s, size_t max) {
-  if (text_length(s) <= max) return s;
-  size_t n = 0, i = 0;
-  for (; i < s.size(); ++i) {
-    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && n++ == max - 1) break;
-  }
-  return s.substr(0, i) + "\u2026";
-}
+size_t text_length(const std::string& s) { return io::utf8_length(s); }
+std::string shorten(const std::string& s, size_t max) { return io::utf8_shorten(s, max); }
 
 // Estimated width in pixels of text in DejaVu Sans (the widest of the fonts the SVG names) at
 // `px` pixels: the legend is laid out from it, as SVG cannot measure text for us.
