@@ -181,6 +181,8 @@ int run(const Config& c) {
     fail("--context {}: the held-out split has only {} bytes", c.context, corpus.size(nn::TextCorpus::Split::held_out));
 
   Generator init_gen(c.seed);
+  // Built and initialised on the training device (a CUDA-only build has no CPU kernels).
+  DefaultDeviceGuard on_device(device);
   nn::GPT model(nn::GPTConfig{.vocab_size = nn::TextCorpus::vocab_size, .block_size = c.context, .n_layer = c.layers,
                               .n_head = c.heads, .n_embd = c.width, .dropout = c.dropout, .bias = true},
                 init_gen);
