@@ -88,9 +88,6 @@ std::string json_string(const std::string& s) {
   return out + '"';
 }
 
-size_t text_length(const std::string& s) { return io::utf8_length(s); }
-std::string shorten(const std::string& s, size_t max) { return io::utf8_shorten(s, max); }
-
 }  // namespace
 
 RowState row_state(const SweepRow& row) {
@@ -198,14 +195,14 @@ std::string format_table(const SweepReport& report) {
   }
   std::vector<size_t> width(header.size());
   for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = text_length(header[c]);
-    for (auto& row : cells) width[c] = std::max(width[c], text_length(row[c]));
+    width[c] = io::utf8_length(header[c]);
+    for (auto& row : cells) width[c] = std::max(width[c], io::utf8_length(row[c]));
   }
   auto emit = [&](const std::vector<std::string>& row) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) {
       if (c) line += "  ";
-      std::string pad(width[c] - text_length(row[c]), ' ');
+      std::string pad(width[c] - io::utf8_length(row[c]), ' ');
       line += right[c] ? pad + row[c] : row[c] + (c + 1 < row.size() ? pad : "");
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
@@ -402,8 +399,8 @@ void ProgressBar::draw(const std::string& text, bool newline) {
     // Cut to the terminal's width ('\r' only returns to the start of the last wrapped line).
     std::string shown = text;
     size_t cols = terminal_width() - 1;
-    if (text_length(shown) > cols) shown = shorten(shown, cols);
-    size_t w = text_length(shown);
+    if (io::utf8_length(shown) > cols) shown = io::utf8_shorten(shown, cols);
+    size_t w = io::utf8_length(shown);
     std::string pad = last_width_ > w ? std::string(last_width_ - w, ' ') : std::string();
     last_width_ = w;
     write_stderr('\r' + shown + pad + (newline ? "\n" : ""));

@@ -31,9 +31,6 @@ std::string xml(const std::string& s) {
   return out;
 }
 
-size_t text_length(const std::string& s) { return io::utf8_length(s); }
-std::string shorten(const std::string& s, size_t max) { return io::utf8_shorten(s, max); }
-
 // Estimated width in pixels of text in DejaVu Sans (the widest of the fonts the SVG names) at
 // `px` pixels: the legend is laid out from it, as SVG cannot measure text for us.
 double text_width(const std::string& s, double px, bool bold) {
@@ -217,7 +214,7 @@ std::string to_svg(const LinePlot& plot) {
       for (const std::string& w : words[i])
         if (std::find(common.begin(), common.end(), w) == common.end()) name += (name.empty() ? "" : " ") + w;
     }
-    std::string label = shorten(name, max_label) + (f.emphasised ? plot.emphasis_suffix : "");
+    std::string label = io::utf8_shorten(name, max_label) + (f.emphasised ? plot.emphasis_suffix : "");
     longest = std::max(longest, text_width(label, 12, f.emphasised));
     labels.push_back(label);
   }
@@ -225,7 +222,7 @@ std::string to_svg(const LinePlot& plot) {
   if (!common.empty()) {
     std::string all;
     for (const std::string& w : common) all += (all.empty() ? "" : " ") + w;
-    notes.push_back("every line: " + shorten(all, max_label));
+    notes.push_back("every line: " + io::utf8_shorten(all, max_label));
   }
   for (const std::string& note : plot.notes) notes.push_back(note);
   size_t n = drawn.size();
