@@ -16,11 +16,14 @@
 
 #include "io/safetensors.h"
 #include "nn/autograd.h"
+#include "nn/autocast.h"
 #include "nn/functional.h"
 #include "nn/gpt.h"
+#include "nn/grad_scaler.h"
 #include "nn/optim.h"
 #include "nn/serialize.h"
 #include "nn/text_corpus.h"
+#include "profiler/step_profiler.h"
 
 using namespace tritium;
 using Clock = std::chrono::steady_clock;
@@ -36,6 +39,8 @@ struct Config {
   std::string corpus = nn::TextCorpus::default_fortunes_dir();
   std::string save_path, load_path;
   bool tf32 = false;
+  std::string amp;           // --amp: "", "bf16" or "f16"
+  std::string profile_path;  // --profile: empty for none
   int64_t generate = 300;
   std::string prompt = "The ";
   double temperature = 0.8, top_p = 1.0;
@@ -63,9 +68,13 @@ const char* kUsage =
     "  --seed S            initialisation, batches and sampling (default 0)\n"
     "  --device DEVICE     cpu, cuda or cuda:N (default cpu; --backend is the same option)\n"
     "  --tf32              fp32 matmuls on tf32 tensor cores on a GPU\n"
+    "  --amp bf16|f16      mixed precision (docs/amp.md): the forward under nn::autocast, f32\n"
+    "                      master weights; f16 scales the loss (GradScaler)\n"
+    "  --profile FILE      profile 5 training steps after 3 warm-up steps: their Chrome trace\n"
+    "                      (Perfetto) to FILE and the top 15 ops and kernels to stdout\n"
     "  --corpus DIR        the fortune files (default /usr/share/games/fortunes, Debian's fortunes)\n"
-    "  --save PATH         after training, the model to PATH and AdamW's state to PATH.optim and\n"
-    "                      PATH.optim-no-decay (safetensors)\n"
+    "  --save PATH         after training, the model to PATH and AdamW's state to PATH.optim\n"
+    "                      (safetensors)\n"
     "  --load PATH         before training, a model saved by --save (same architecture options);\n"
     "                      its optimiser state and step too, when training goes on\n"
     "  --generate N        bytes generated at the end (default 300; 0: none)\n"
@@ -102,6 +111,10 @@ Config parse(int argc, char** argv) {
     else if (args.is("--seed")) c.seed = cli::parse_uint64(o, args.value());
     else if (args.is("--device") || args.is("--backend")) c.backend = cli::parse_device(o, args.value()).str();
     else if (args.is("--tf32")) c.tf32 = true;
+    else if (args.is("--amp")) {
+      c.amp = args.value();
+      if (c.amp != "bf16" && c.amp != "f16") throw cli::UsageError("--amp: expected bf16 or f16, got '" + c.amp + "'");
+    } else if (args.is("--profile")) c.profile_path = args.value();
     else if (args.is("--corpus")) c.corpus = args.value();
     else if (args.is("--save")) c.save_path = args.value();
     else if (args.is("--load")) c.load_path = args.value();
@@ -189,10 +202,15 @@ int run(const Config& c) {
   model.to(device);
   if (c.tf32) ops::set_float32_matmul_precision("high");
   // nanoGPT's groups: weight decay on the matrices (dim >= 2), none on biases and LayerNorms.
-  std::vector<Tensor> decay, no_decay;
-  for (auto& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  nn::AdamW opt_decay(decay, c.lr, {0.9, 0.99}, 1e-8, c.weight_decay);
-  nn::AdamW opt_no_decay(no_decay, c.lr, {0.9, 0.99}, 1e-8, 0.0);
+  // One optimiser, two parameter groups (each group one multi-tensor launch per dtype).
+  nn::ParamGroup decay, no_decay;
+  for (auto& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  no_decay.options["weight_decay"] = 0.0;
+  nn::AdamW opt({decay, no_decay}, c.lr, {0.9, 0.99}, 1e-8, c.weight_decay);
+  // --amp f16 needs loss scaling; bf16 has f32's range and needs none (PyTorch's practice).
+  nn::GradScaler scaler(device, 65536.0, 2.0, 0.5, 2000, /*enabled=*/c.amp == "f16");
+  std::unique_ptr<profiler::StepProfiler> step_profiler;
+  if (!c.profile_path.empty()) step_profiler = std::make_unique<profiler::StepProfiler>(c.profile_path);
 
   int64_t start_step = 0;
   if (!c.load_path.empty()) {
@@ -203,10 +221,7 @@ int run(const Config& c) {
            it == file.metadata.end() ? std::string("another program") : it->second, architecture(c));
     model.load_state_dict(nn::StateDict(file.tensors));
     if (auto s = file.metadata.find(kStepKey); s != file.metadata.end()) start_step = std::stoll(s->second);
-    if (c.steps > start_step) {
-      nn::load(opt_decay, c.load_path + ".optim");
-      nn::load(opt_no_decay, c.load_path + ".optim-no-decay");
-    }
+    if (c.steps > start_step) nn::load(opt, c.load_path + ".optim");
   }
 
   std::printf("train-gpt: %lld layers, width %lld, %lld heads, context %lld, %.2fM parameters, on %s\n",
@@ -251,12 +266,18 @@ int run(const Config& c) {
       break;
     }
     double lr = learning_rate(c, start_step + step);
-    opt_decay.param_groups()[0].option("lr") = opt_no_decay.param_groups()[0].option("lr") = lr;
+    for (auto& g : opt.param_groups()) g.option("lr") = lr;
     auto [x, y] = corpus.get_batch(nn::TextCorpus::Split::train, c.batch_size, c.context, batch_gen, device);
-    Tensor loss = model.loss(x, y);
-    opt_decay.zero_grad(), opt_no_decay.zero_grad();
-    loss.backward();
-    opt_decay.step(), opt_no_decay.step();
+    Tensor loss;
+    {
+      nn::autocast amp(device.kind, c.amp == "f16" ? DType::f16 : DType::bf16, /*enabled=*/!c.amp.empty());
+      loss = model.loss(x, y);
+    }
+    opt.zero_grad();
+    scaler.scale(loss).backward();
+    scaler.step(opt);  // opt.step() unless f16; skipped on the device after an inf
+    scaler.update();
+    if (step_profiler) step_profiler->step();
     double l = loss.to(DType::f32).to_vector<float>()[0];
     loss_ema = step == 0 ? l : 0.95 * loss_ema + 0.05 * l;
     tokens_seen += c.batch_size * c.context;
@@ -275,11 +296,11 @@ int run(const Config& c) {
     if ((start_step + step + 1) % c.eval_every == 0) report(step + 1);
   }
   const double train_seconds = seconds_since(start) - eval_seconds;
+  if (step_profiler) step_profiler->finish();
   if ((start_step + step) % c.eval_every != 0 || step == 0) report(step);
   if (!c.save_path.empty()) {
     nn::save(model, c.save_path, {{kArchKey, architecture(c)}, {kStepKey, std::to_string(start_step + step)}});
-    nn::save(opt_decay, c.save_path + ".optim");
-    nn::save(opt_no_decay, c.save_path + ".optim-no-decay");
+    nn::save(opt, c.save_path + ".optim");
     std::printf("saved the model to %s (AdamW's state beside it)\n", c.save_path.c_str());
   }
   if (c.generate > 0) {
