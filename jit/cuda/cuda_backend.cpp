@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -23,6 +24,8 @@
 #include "jit/cuda/nvjitlink.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/cuda/ptx_codegen.h"
+#include "jit/passes/contract_fma.h"
+#include "jit/passes/dce.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
@@ -289,7 +292,15 @@ class CudaBackend : public Backend {
                        env().nvrtc_options);
   }
 
-  std::vector<char> generate(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts) override {
+  std::vector<char> generate(ir::Function& f, const AxisInfoMap& analysed, const CompileOptions& opts) override {
+    // Contraction is the IR's decision (jit/passes/contract_fma.h); the generators then emit
+    // exactly the fmas it made, so both round alike. New values need their axis facts.
+    std::optional<AxisInfoMap> contracted;
+    if (contract_multiply_add(f)) {
+      eliminate_dead_code(f);
+      contracted = analyze_axis_info(f);
+    }
+    const AxisInfoMap& axis = contracted ? *contracted : analysed;
     // Straight-line kernels of the PTX generator's subset skip NVRTC (any size: ptxas optimises
     // them fully); the rest of the short ones get NVRTC's fast level.
     if (env().fast_compile && direct_ptx() && env().cuda_codegen != "layouts") {
@@ -307,7 +318,7 @@ class CudaBackend : public Backend {
     cuda::KernelSource ks =
         cuda::generate_cuda(f, axis, opts, budget, cu::properties(device_).compute_capability());
     if (const std::string& dir = env().dump_dir; !dir.empty()) std::ofstream(dir + "/" + f.name + ".cu") << ks.source;
-    std::vector<std::string> options;
+    std::vector<std::string> options = {"--fmad=false"};  // no contraction but the IR's fmas
     if (env().fast_compile && cuda::compiles_fast(f)) options.push_back(cuda::kFastCompileOption);
     for (std::string& o : split_options(env().nvrtc_options)) options.push_back(std::move(o));
     std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch(), options);

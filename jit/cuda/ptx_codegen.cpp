@@ -265,9 +265,9 @@ class PtxEmitter {
     for (auto& v : x) v = to_f32(v, d);
     std::string r = reg(RegClass::b32);
     switch (k) {
-      case OpKind::Add: emit("add.f32 {}, {}, {};", r, x[0], x[1]); break;
-      case OpKind::Sub: emit("sub.f32 {}, {}, {};", r, x[0], x[1]); break;
-      case OpKind::Mul: emit("mul.f32 {}, {}, {};", r, x[0], x[1]); break;
+      case OpKind::Add: emit("add.rn.f32 {}, {}, {};", r, x[0], x[1]); break;
+      case OpKind::Sub: emit("sub.rn.f32 {}, {}, {};", r, x[0], x[1]); break;
+      case OpKind::Mul: emit("mul.rn.f32 {}, {}, {};", r, x[0], x[1]); break;
       case OpKind::Div: emit("div.full.f32 {}, {}, {};", r, x[0], x[1]); break;
       case OpKind::Neg: emit("neg.f32 {}, {};", r, x[0]); break;
       case OpKind::Min: emit("min.f32 {}, {}, {};", r, x[0], x[1]); break;
@@ -280,7 +280,7 @@ class PtxEmitter {
       case OpKind::Rsqrt: emit("rsqrt.approx.f32 {}, {};", r, x[0]); break;
       case OpKind::Exp: {  // tt_exp: ex2.approx of x * log2(e)
         std::string t = reg(RegClass::b32);
-        emit("mul.f32 {}, {}, {};", t, x[0], f32_literal(1.4426950408889634f));
+        emit("mul.rn.f32 {}, {}, {};", t, x[0], f32_literal(1.4426950408889634f));
         emit("ex2.approx.f32 {}, {};", r, t);
         break;
       }
