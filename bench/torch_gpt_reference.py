@@ -146,6 +146,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--corpus", default="/usr/share/games/fortunes")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--tf32", action="store_true", help="fp32 matmuls on tf32 tensor cores (train-gpt's --tf32)")
+    ap.add_argument("--amp", choices=["bf16", "f16"], default=None, help="autocast (f16 with a GradScaler)")
+    ap.add_argument("--profile", action="store_true",
+                    help="profile 5 steps after 3 warm-up steps and print the top ops by GPU (or CPU) time")
     a = ap.parse_args()
     gpu = a.device.startswith("cuda")
     defaults = dict(layers=(4, 6), width=(128, 384), heads=(4, 6), context=(64, 256), batch_size=(16, 64),
@@ -157,6 +161,11 @@ def main():
         a.lr = 1e-3 if gpu else 2e-3
     min_lr = a.lr / 10
     torch.set_num_threads(a.threads)
+    if a.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    amp_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.amp)
+    scaler = torch.amp.GradScaler(enabled=a.amp == "f16")
     torch.manual_seed(a.seed)
     train, held = fortunes(a.corpus)
     model = GPT(256, a.context, a.layers, a.heads, a.width).to(a.device)
@@ -201,11 +210,21 @@ def main():
         x, y = batch(train, a.batch_size, a.context, gen, a.device)
         sync()
         s0 = time.perf_counter()
-        loss = step_fn(x, y)
+        if a.profile and step == 3:
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU] +
+                                          ([torch.profiler.ProfilerActivity.CUDA] if gpu else []))
+            prof.__enter__()
+        with torch.autocast(device_type="cuda" if gpu else "cpu", dtype=amp_dtype or torch.bfloat16,
+                            enabled=amp_dtype is not None):
+            loss = step_fn(x, y)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         value = loss.item()
+        if a.profile and step == 7:
+            prof.__exit__(None, None, None)
+            print(prof.key_averages().table(sort_by="cuda_time_total" if gpu else "cpu_time_total", row_limit=25))
         train_s += time.perf_counter() - s0
         tokens += a.batch_size * a.context
         ema = value if step == 0 else 0.95 * ema + 0.05 * value
