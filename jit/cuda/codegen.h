@@ -70,8 +70,8 @@ bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esiz
 inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (tests, tools)
 // compute_capability (e.g. 90) decides which tensor-core instructions `dot` may use. Which generator
 // lowers `f` (TRITIUM_CUDA_CODEGEN): "layouts" always the layout generator, "legacy" always the
-// element-loop one; by default kernels with a dot the element-loop generator's matmul-loop matcher
-// does not take whole go through layouts, the others stay with the element-loop generator.
+// element-loop one (its matmul-loop matcher included, for comparison until it is deleted); by
+// default kernels with a dot go through layouts and the others through the element-loop generator.
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget = kSharedMemoryBudget, int compute_capability = 90);
 
