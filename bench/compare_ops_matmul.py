@@ -6,6 +6,7 @@ set_float32_matmul_precision("high")). TFLOP/s = 2 N^3 / median time (triton.tes
 for torch; Tritium's do_bench, the same method, for ours).
 
     python3 bench/compare_ops_matmul.py --bench build-gpu/bench/tritium-bench [--sizes 1024,2048,4096]
+    python3 bench/compare_ops_matmul.py --bench ... --linear 16384,384,1536   # a Linear layer's 3 products
 """
 import argparse
 import os
@@ -25,25 +26,54 @@ def torch_tflops(dtype, n):
     return 2 * n ** 3 / (ms * 1e-3) / 1e12
 
 
+def torch_linear_tflops(dtype, m, k, n):
+    import torch
+    import triton
+
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "tf32": torch.float32}[dtype]
+    x = torch.randn((m, k), device="cuda", dtype=tdt)
+    w = torch.randn((n, k), device="cuda", dtype=tdt)
+    dy = torch.randn((m, n), device="cuda", dtype=tdt)
+    out = {}
+    for name, a, b in (("fwd", x, w.t()), ("dgrad", dy, w), ("wgrad", dy.t(), x)):
+        ms = triton.testing.do_bench(lambda: torch.matmul(a, b), return_mode="median")
+        out[name] = 2 * m * n * k / (ms * 1e-3) / 1e12
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", required=True, help="the tritium-bench binary")
     ap.add_argument("--sizes", default="1024,2048,4096")
     ap.add_argument("--dtypes", default="f16,bf16,f32,tf32")
     ap.add_argument("--timeout", type=float, default=400)
+    ap.add_argument("--linear", default="", help="M,K,N: a Linear layer's three products instead of squares")
     args = ap.parse_args()
     if not os.path.exists(args.bench):
         sys.exit(f"no such binary: {args.bench}")
-    run = subprocess.run([args.bench, "--ops-matmul", "--device", "cuda", "--sizes", args.sizes, "--dtypes", args.dtypes],
-                         capture_output=True, text=True, timeout=args.timeout)
+    extra = ["--linear", args.linear] if args.linear else []
+    run = subprocess.run([args.bench, "--ops-matmul", "--device", "cuda", "--sizes", args.sizes, "--dtypes", args.dtypes]
+                         + extra, capture_output=True, text=True, timeout=args.timeout)
     ours = {}
     for line in run.stdout.splitlines():
         parts = line.split()
         if len(parts) == 4 and parts[0] == "ops-matmul":
             ours[(parts[1], int(parts[2]))] = float(parts[3])
+        if len(parts) == 7 and parts[0] == "ops-linear":
+            ours[(parts[1], parts[2])] = float(parts[6])
     if run.returncode != 0:
         print(run.stdout + run.stderr)
         sys.exit(f"tritium-bench --ops-matmul failed ({run.returncode})")
+    if args.linear:
+        m, k, n = (int(v) for v in args.linear.split(","))
+        print(f"Linear M={m} K={k} N={n}: TFLOP/s, ops::matmul vs torch.matmul on the same views")
+        for d in args.dtypes.split(","):
+            ref = torch_linear_tflops(d, m, k, n)
+            for name in ("fwd", "dgrad", "wgrad"):
+                t = ours.get((d, name), float("nan"))
+                print(f"{d:>5s} {name:>6s} {t:9.1f} {ref[name]:9.1f} {t / ref[name]:7.3f}")
+        return
     print(f"{'dtype':>5s} {'N':>6s} {'Tritium':>9s} {'cuBLAS':>9s} {'ratio':>7s}   (TFLOP/s, ops::matmul vs torch.matmul)")
     for d in args.dtypes.split(","):
         for n in (int(s) for s in args.sizes.split(",")):
