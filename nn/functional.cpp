@@ -76,7 +76,10 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) { return nn::call("cross_entropy", {logits, targets}); }
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
-  if (!training) return x;
+  if (!(p >= 0 && p <= 1)) fail("dropout probability has to be between 0 and 1, but got {}", p);
+  // As PyTorch's at::dropout: no kernel (and no copy) in eval mode or at p = 0 (the GPT's default,
+  // 13 copies a step forward and as many backward).
+  if (!training || p == 0) return x;
   return nn::call("dropout", {x}, Attrs{{"p", p}, {"generator", &gen}});
 }
 

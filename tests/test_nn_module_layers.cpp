@@ -183,6 +183,13 @@ BOOST_AUTO_TEST_CASE(dropout2d_drops_whole_channels) {
     BOOST_TEST(nn::Dropout2d(0.0)(x).to_vector<float>() == std::vector<float>(xv.begin(), xv.end()));
     for (float v : nn::Dropout2d(1.0)(x).to_vector<float>()) BOOST_TEST_REQUIRE(v == 0.0f);
     tt::check_throws([] { nn::Dropout2d(1.5); }, {"Dropout2d", "between 0 and 1", "1.5"}, "p out of range");
+    // F.dropout at p = 0 (training) or in eval mode returns its input, no kernel and no copy (as
+    // PyTorch's at::dropout); a probability out of range is still an error.
+    Generator g0(1);
+    Tensor same = tritium::dropout(x, 0.0, true, g0);
+    BOOST_TEST(same.data_ptr<float>() == x.data_ptr<float>());
+    BOOST_TEST(tritium::dropout(x, 0.3, false, g0).data_ptr<float>() == x.data_ptr<float>());
+    tt::check_throws([&] { tritium::dropout(x, -0.1, true, g0); }, {"dropout", "between 0 and 1", "-0.1"}, "F.dropout p < 0");
     tt::check_throws([] { nn::Dropout2d(0.5)(ops::ones({5})); }, {"dropout2d", "at least 2 dimensions"}, "1-D input");
     tt::check_throws([] { nn::Dropout2d(0.5)(ops::zeros({2, 2}, DType::i32)); }, {"dropout2d", "floating"}, "integer input");
   });
