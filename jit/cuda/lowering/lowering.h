@@ -212,6 +212,7 @@ class Lowering {
     const ir::Op* convert;  // its only use: the convert to a tile
     int64_t offset = 0;     // the ring's first stage
     int64_t stage_bytes = 0;
+    bool round_tf32 = false;  // read by a tf32 wgmma: rounded in place once landed
   };
   std::vector<Pipelined> pipelinable(const ir::Op* loop);
   // Carried values advanced by a loop-invariant step each trip (pointers, offsets): evaluated as
