@@ -154,6 +154,10 @@ BOOST_AUTO_TEST_CASE(transposed_a_is_an_m_major_tile_with_the_transpose_bit) {
     BOOST_TEST(g.body.find("// pipelined: 2 load(s) into 3 stages") != std::string::npos);
     BOOST_TEST(g.body.find("tt_cp_async<16>(") != std::string::npos);
     BOOST_TEST(!element_tile_writes(g.body));
+    // cp.async writes in the generic proxy: each trip's landed stage is fenced before wgmma reads it.
+    const size_t wait = g.body.find("// this trip's tiles");
+    BOOST_TEST((wait != std::string::npos &&
+                g.body.find("tt_fence_async_shared();  // cp.async's writes", wait) < g.body.find("wgmma.mma_async", wait)));
     // A's descriptor: 64-row blocks of K rows (64 x 128 bytes apart: the leading offset), 8-row
     // groups 1024 bytes apart, the 128-byte swizzle; every instruction transposes A and B.
     // (B's is alike: 64-column blocks of 64 rows.)

@@ -214,6 +214,8 @@ class Lowering {
     int64_t stage_bytes = 0;
   };
   std::vector<Pipelined> pipelinable(const ir::Op* loop);
+  // On Hopper, when a wgmma reads the ring: a proxy fence after the cp.async wait of a trip.
+  void fence_cp_async_for_wgmma();
   // Carried values advanced by a loop-invariant step each trip (pointers, offsets): evaluated as
   // `value + k * step` for trip t + k while issuing loads ahead.
   struct Induction {
