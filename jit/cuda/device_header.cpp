@@ -368,7 +368,8 @@ TT_INLINE uint64_t tt_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint
 TT_INLINE void tt_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 TT_INLINE void tt_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> TT_INLINE void tt_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
-// Shared memory written with st.shared before wgmma reads it (the async proxy); cp.async needs none.
+// Shared memory written in the generic proxy (st.shared, and cp.async's copies once waited for)
+// before wgmma reads it through the async proxy.
 TT_INLINE void tt_fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // Stages filled by the bulk tensor copy engine (TMA): one mbarrier per stage, armed by the issuing
 // thread with the stage's byte count; the copies complete the transaction, waiters test the phase.

@@ -153,8 +153,9 @@ std::optional<Layout> split_layout(const Layout& l);
 // ---- shared memory --------------------------------------------------------------------------
 
 // A 2-D tile in shared memory with order[0] contiguous and 16-byte chunks XOR-swizzled within rows
-// of min(128, row bytes) bytes (`swizzle` bytes; 0 for none). Rows longer than 128 bytes are split
-// into column blocks of 128 bytes stored one after the other (wgmma's and TMA's layouts).
+// of `swizzle` bytes (128, 64 or 32; 0 for none, plain rows): rows longer than that are split into
+// column blocks of `swizzle` bytes, each holding every row, stored one after the other (wgmma's and
+// TMA's layouts; a row is never narrower than the swizzle).
 Layout shared_layout(const ir::Shape& shape, const std::vector<int>& order, int swizzle);
 // The swizzle wgmma and ldmatrix want for a tile whose contiguous dim holds `bytes` bytes a row.
 int swizzle_for_row_bytes(int64_t bytes);

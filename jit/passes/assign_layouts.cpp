@@ -577,15 +577,25 @@ class Assigner {
     const bool tf32 = in == DType::f32, byte = is_byte(in);
     if (idx == 0 && register_computed(x) && !(tf32 && acc.mma.version == 3))
       return dot_operand_layout(acc, 0, K, tf32 ? 1 : byte ? 4 : 2, nw_);
-    // Tiles lie as their memory does (so loads copy them straight in), except where wgmma needs
-    // them K-major: A always, tf32 and 8-bit B, and B rows of N narrower than a 128-byte swizzle.
+    // Tiles lie as their memory does (so loads copy them straight in, 16 bytes a thread), except
+    // where wgmma cannot read them that way: it reads MN-major tiles (the transpose bits) of
+    // 16-bit types only, in swizzle atoms of 32 to 128 bytes along M or N that start each unit's
+    // part of the tile (64 rows of A; WTN columns of B) - so tf32 and 8-bit tiles, and MN-major B
+    // narrower than 32 bytes a unit, are K-major (written through registers, transposed).
     int cd = contiguous_dim(x);
+    int64_t row_bytes = x->type.shape[static_cast<size_t>(cd)] * dtype_bytes(in);
     if (acc.mma.version == 3) {
-      if (idx == 0 || tf32 || byte) cd = idx == 0 ? 1 : 0;
-      else if (cd == 1 && x->type.shape[1] / acc.mma.wn * dtype_bytes(in) < 128) cd = 0;
+      const int kd = idx == 0 ? 1 : 0, mnd = 1 - kd;
+      const int64_t unit = idx == 0 ? acc.shape[0] / acc.mma.wm : acc.shape[1] / acc.mma.wn;
+      const int64_t unit_bytes = unit * dtype_bytes(in);
+      if (cd == mnd && is_half(in) && unit_bytes >= 32) {
+        row_bytes = std::min(row_bytes, unit_bytes);
+      } else {
+        cd = kd;
+        row_bytes = K * dtype_bytes(in);
+      }
     }
     std::vector<int> order = {cd, 1 - cd};
-    int64_t row_bytes = x->type.shape[static_cast<size_t>(cd)] * dtype_bytes(in);
     return shared_layout(x->type.shape, order, swizzle_for_row_bytes(row_bytes));
   }
 };

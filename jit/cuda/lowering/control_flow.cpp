@@ -212,6 +212,18 @@ void Lowering::issue_stage(const ir::Op* loop, const Pipelined& p, const std::st
   close();
 }
 
+// cp.async writes shared memory in the generic proxy and wgmma reads it through the async proxy:
+// each thread fences its landed copies into the async proxy before the barrier that hands the stage
+// to the warpgroups (PTX's proxy rules; Triton fences its cp.async stages before wgmma too).
+void Lowering::fence_cp_async_for_wgmma() {
+  if (cc_ < 90) return;
+  bool wgmma = false;
+  f_.walk([&](ir::Op* u) {
+    wgmma = wgmma || (u->kind == OpKind::Dot && layout(u->result()).kind == LayoutKind::Mma && layout(u->result()).mma.version == 3);
+  });
+  if (wgmma) line("tt_fence_async_shared();  // cp.async's writes (generic proxy), before wgmma reads them");
+}
+
 void Lowering::emit_for(const ir::Op* op) {
   const ir::Block* body = op->regions[0];
   const size_t n = op->operands.size() - 3;
@@ -365,6 +377,7 @@ void Lowering::emit_for(const ir::Op* op) {
         close();
         open("else");
         line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles", S - 2));
+        fence_cp_async_for_wgmma();
         if (!deferred.empty()) line("__syncthreads();  // ... are everyone's");
         close();
         if (deferred.empty()) {
@@ -373,6 +386,7 @@ void Lowering::emit_for(const ir::Op* op) {
         }
       } else {
         line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles", S - 2));
+        fence_cp_async_for_wgmma();
         line(!deferred.empty() ? "__syncthreads();  // ... are everyone's"
                                : "__syncthreads();  // ... are everyone's; the slot the previous trip read is free");
         synced_ = true;

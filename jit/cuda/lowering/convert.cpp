@@ -20,15 +20,19 @@ std::string Lowering::tile_offset(const Layout& s, DType d, const std::vector<st
   const std::string& row = coords[static_cast<size_t>(o)];
   const std::string& col = coords[static_cast<size_t>(c)];
   if (s.swizzle == 0) return fmt::format("(({}) * {} + ({}) * {})", row, C * esz, col, esz);
-  // Chunk ch of row r of a tile whose rows hold rc 16-byte chunks (tile_chunk's layout): column
-  // blocks of 128 bytes one after the other, chunk ch ^ (r % 8) within 128-byte rows, and the
-  // 64- and 32-byte forms of the same XOR pattern.
-  const int64_t epc = 16 / esz, rc = C / epc;
+  // Column blocks of `swizzle` bytes (cb 16-byte chunks a row) stored one after the other, R rows
+  // each; within a block, chunk ch of row r at ch ^ ((r >> shift) % cb): the 128/64/32-byte XOR
+  // patterns of wgmma's descriptors and TMA (address bits [4, 4 + log2 cb) ^= bits [7, ...)).
+  const int64_t epc = 16 / esz, cb = s.swizzle / 16;
+  const int shift = cb == 8 ? 0 : cb == 4 ? 1 : 2, cbits = cb == 8 ? 3 : cb == 4 ? 2 : 1;
   const std::string ch = fmt::format("(({}) / {})", col, epc), within = fmt::format("(({}) % {})", col, epc);
+  if (C / epc < cb) fail("internal error: a {}-byte swizzle on rows of {} bytes ({})", s.swizzle, C * esz, s.str());
   std::string chunk;
-  if (rc >= 8) chunk = fmt::format("(({1} >> 3) * {2} + ({0}) * 8 + (({1} & 7) ^ (({0}) & 7)))", row, ch, R * 8);
-  else if (rc == 1) chunk = fmt::format("({})", row);
-  else chunk = fmt::format("(({0}) * {1} + ({2} ^ ((({0}) >> {3}) & {4})))", row, rc, ch, rc == 4 ? 1 : 2, rc - 1);
+  if (C / epc == cb)  // one block
+    chunk = fmt::format("(({0}) * {1} + ({2} ^ ((({0}) >> {3}) & {4})))", row, cb, ch, shift, cb - 1);
+  else
+    chunk = fmt::format("(({1} >> {5}) * {2} + ({0}) * {3} + (({1} & {4}) ^ ((({0}) >> {6}) & {4})))", row, ch, R * cb,
+                        cb, cb - 1, cbits, shift);
   return fmt::format("({} * 16 + {} * {})", chunk, within, esz);
 }
 

@@ -1,6 +1,7 @@
 // tl::dot from layouts. The accumulator is the result's register array in its mma layout; A is a
 // register fragment (a dot-operand layout: attention's P, no copy) or a shared-memory tile; B a
-// tile. wgmma (Hopper) reads tiles through matrix descriptors of the tiles' swizzle; mma.sync
+// tile, each in the majorness of its memory. wgmma (Hopper) reads tiles through matrix descriptors
+// of the tiles' swizzle (K-major, or MN-major with the transpose bit for 16-bit types); mma.sync
 // (sm_80+) reads fragments from them with ldmatrix. Other dtypes and shapes: an FMA loop over K
 // from the tiles (the `ieee` fp32 dot, f64, integers, shapes the warps cannot tile).
 #include "jit/cuda/lowering/lowering.h"
@@ -97,34 +98,46 @@ void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const st
   std::string wg = tmp("int", "tt_warp >> 2");
   std::string m0 = tmp("int", fmt::format("({} / {}) * {}", wg, wn, WTM));
   std::string n0 = tmp("int", fmt::format("({} % {}) * {}", wg, wn, WTN));
-  // Descriptors (tt_wgmma_desc: start, leading and stride byte offsets, swizzle mode).
-  auto kmajor_desc = [&](const Val& t, const std::string& row0, int64_t& a_row, int64_t& rca) {
-    rca = K * esz / 16;
-    a_row = std::min<int64_t>(rca, 8) * 16;
-    const int mode = rca >= 8 ? 1 : rca == 4 ? 2 : 3;
-    return tmp("uint64_t", fmt::format("tt_wgmma_desc(tt_smem_base + {} + {} * {}, 16, {}, {})", t.name, row0, a_row,
-                                       8 * a_row, mode));
+  // A tile's matrix descriptor for this warpgroup's part (tt_wgmma_desc: start, leading and stride
+  // byte offsets, swizzle mode) and the byte offset of one instruction's operand from it. Tiles are
+  // column blocks of `swizzle` bytes, R rows each (tile_offset). K-major: rows are M (N), 8-row
+  // groups `8 * swizzle` bytes apart, K advances inside a row and then by whole blocks. MN-major
+  // (the transpose bit; 16-bit types): rows are K, a block holds swizzle / esz elements of M (N),
+  // blocks `R * swizzle` bytes apart (the leading offset), 8-row groups `8 * swizzle` apart.
+  struct Desc {
+    std::string desc;
+    bool mn_major = false;
+    int64_t S = 0, rows = 0;
+    // Bytes from the descriptor's start to K byte kb of the sub-tile `sub` elements along M (N).
+    int64_t offset(int64_t kb, int64_t sub, int64_t esz_) const {
+      if (mn_major) return (sub * esz_ / S) * rows * S + (kb / esz_) * S;
+      return (kb / S) * (rows * S) + kb % S + sub * S;
+    }
   };
-  auto k_offset = [&](int64_t kb, int64_t rows, int64_t rca) {
-    return rca >= 8 ? (kb / 128) * (rows * 128) + kb % 128 : kb;
+  auto describe = [&](const Val& t, int mn_dim, const std::string& mn0, int64_t unit) {
+    const Layout& l = *t.layout;
+    Desc d;
+    d.S = l.swizzle;
+    d.mn_major = l.order[0] == mn_dim;
+    d.rows = l.shape[static_cast<size_t>(l.order[1])];
+    if (d.S < 32 || l.shape[static_cast<size_t>(l.order[0])] * esz < d.S)
+      fail("internal error: a wgmma operand tile {} of {}", l.str(), dtype_name(in));
+    const int mode = d.S == 128 ? 1 : d.S == 64 ? 2 : 3;
+    if (d.mn_major) {
+      if (esz != 2 || unit * esz % d.S != 0)
+        fail("internal error: an MN-major wgmma tile {} of {} for {}-element units", l.str(), dtype_name(in), unit);
+      d.desc = tmp("uint64_t", fmt::format("tt_wgmma_desc(tt_smem_base + {} + ({} / {}) * {}, {}, {}, {})", t.name, mn0,
+                                           d.S / esz, d.rows * d.S, d.rows * d.S, 8 * d.S, mode));
+    } else {
+      d.desc = tmp("uint64_t", fmt::format("tt_wgmma_desc(tt_smem_base + {} + {} * {}, 16, {}, {})", t.name, mn0, d.S,
+                                           8 * d.S, mode));
+    }
+    return d;
   };
-  int64_t a_row = 0, rca = 0, b_row = 0, rcb = 0;
-  std::string da;
-  if (a.kind == Val::Kind::Tile) {
-    if (a.layout->order[0] != 1) fail("internal error: wgmma reads A K-major only ({})", a.layout->str());
-    da = kmajor_desc(a, m0, a_row, rca);
-  }
-  const bool b_kmajor = b.layout->order[0] == 0;
-  std::string db;
-  if (b_kmajor) {
-    db = kmajor_desc(b, n0, b_row, rcb);
-  } else {
-    const int64_t per_block = 128 / esz;  // elements of N in a 128-byte column block
-    if (N * esz < 128 || (WTN % per_block != 0 && WTN > per_block))
-      fail("internal error: an N-major wgmma B tile of {} bytes a row", N * esz);
-    db = tmp("uint64_t", fmt::format("tt_wgmma_desc(tt_smem_base + {} + ({} / {}) * {}, {}, 1024, 1)", b.name, n0,
-                                     per_block, K * 128, K * 128));
-  }
+  Desc da, db = describe(b, 1, n0, WTN);
+  if (a.kind == Val::Kind::Tile) da = describe(a, 0, m0, 64);
+  if ((fp8 || tf32 || integer) && (da.mn_major || db.mn_major))
+    fail("internal error: wgmma reads {} tiles K-major only", dtype_name(in));
   // Register A: the fragment of k-step ks and row tile mi, packed into four 32-bit registers.
   const int kbits = log2i(K / kinstr);
   auto a_regs = [&](int64_t ks, int64_t mi) {
@@ -139,26 +152,29 @@ void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const st
   const std::string dtype = integer ? "s32" : "f32";
   for (int64_t kb = 0; kb < K * esz; kb += 32) {
     const int64_t ks = kb / 32;
-    const int64_t boff = b_kmajor ? k_offset(kb, N, rcb) : (kb / esz) * 128;
+    const int64_t boff = db.offset(kb, 0, esz);
     for (int64_t mi = 0; mi < MT; ++mi) {
       std::string regs, outs;
       for (int64_t i = 0; i < nr; ++i) {
         regs += fmt::format("{}%{}", i ? ", " : "", i);
         outs += fmt::format("{}\"+{}\"({}[{}])", i ? ", " : "", integer ? "r" : "f", acc, mi * nr + i);
       }
-      std::string tail = integer ? "p" : fp8 || tf32 ? "p, 1, 1" : fmt::format("p, 1, 1{}, {}", a.kind == Val::Kind::Tile ? ", 0" : "", b_kmajor ? 0 : 1);
+      std::string tail = integer ? "p"
+                         : fp8 || tf32 ? "p, 1, 1"
+                                       : fmt::format("p, 1, 1{}, {}", a.kind == Val::Kind::Tile ? da.mn_major ? ", 1" : ", 0" : "",
+                                                     db.mn_major ? 1 : 0);
       if (a.kind == Val::Kind::Tile) {
-        const int64_t aoff = mi * 64 * a_row + k_offset(kb, M, rca);
+        const int64_t aoff = da.offset(kb, mi * 64, esz);
         line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k{2}.{3}.{4}.{4} "
                          "{{{5}}}, %{6}, %{7}, {8}; }}\" : {9} : \"r\"(1), \"l\"({10} + {11}), \"l\"({12} + {13}));",
-                         nr, WTN, kinstr, dtype, ty, regs, nr + 1, nr + 2, tail, outs, da, aoff >> 4, db, boff >> 4));
+                         nr, WTN, kinstr, dtype, ty, regs, nr + 1, nr + 2, tail, outs, da.desc, aoff >> 4, db.desc, boff >> 4));
       } else {
         std::vector<std::string> ar = a_regs(ks, mi);
         line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k{2}.{3}.{4}.{4} "
                          "{{{5}}}, {{%{6}, %{7}, %{8}, %{9}}}, %{10}, {11}; }}\" : {12} : \"r\"(1), \"r\"({13}), \"r\"({14}), "
                          "\"r\"({15}), \"r\"({16}), \"l\"({17} + {18}));",
                          nr, WTN, kinstr, dtype, ty, regs, nr + 1, nr + 2, nr + 3, nr + 4, nr + 5, tail, outs, ar[0],
-                         ar[1], ar[2], ar[3], db, boff >> 4));
+                         ar[1], ar[2], ar[3], db.desc, boff >> 4));
       }
     }
   }

@@ -215,6 +215,8 @@ class Lowering {
     bool round_tf32 = false;  // read by a tf32 wgmma: rounded in place once landed
   };
   std::vector<Pipelined> pipelinable(const ir::Op* loop);
+  // On Hopper, when a wgmma reads the ring: a proxy fence after the cp.async wait of a trip.
+  void fence_cp_async_for_wgmma();
   // Carried values advanced by a loop-invariant step each trip (pointers, offsets): evaluated as
   // `value + k * step` for trip t + k while issuing loads ahead.
   struct Induction {
