@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "nn/autograd.h"
+#include "nn/checkpoint.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 #include "ops/ops.h"
@@ -178,7 +179,7 @@ Tensor GPT::head(const Tensor& x) {
 Tensor GPT::forward(const Tensor& tokens) {
   check_tokens(tokens, "forward", 0);
   Tensor x = embed(tokens, 0);
-  for (auto& block : blocks) x = (*block)(x);
+  for (auto& block : blocks) x = cfg_.gradient_checkpointing ? nn::checkpoint(*block, x) : (*block)(x);
   return head(x);
 }
 
