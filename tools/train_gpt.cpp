@@ -50,6 +50,7 @@ struct Config {
   bool checkpoint = false;   // --checkpoint: activation checkpointing of every block
   bool memory_summary = false, print_losses = false;
   std::string log_path;      // --log: empty for none
+  int workers = -1;          // --workers: the DataLoader's threads; -1: nanoGPT's get_batch
   bool tf32 = false;
   std::string amp;           // --amp: "", "bf16" or "f16"
   std::string profile_path;  // --profile: empty for none
@@ -94,6 +95,9 @@ const char* kUsage =
     "  --memory-summary    the device's memory statistics after the first step and at the end\n"
     "  --print-losses      each step's loss on stdout, exactly (to compare runs)\n"
     "  --corpus DIR        the fortune files (default /usr/share/games/fortunes, Debian's fortunes)\n"
+    "  --workers N         batches through nn::DataLoader: every training window once per epoch in\n"
+    "                      a shuffled order, loaded by N threads ahead (0: on the training thread);\n"
+    "                      default: nanoGPT's random windows, drawn on the training thread\n"
     "  --save PATH         after training, a checkpoint to PATH: one safetensors file with the model,\n"
     "                      AdamW, the schedule, the GradScaler, the random generators and the data\n"
     "                      position (docs/gpt.md)\n"
@@ -153,6 +157,7 @@ Config parse(int argc, char** argv) {
     else if (args.is("--memory-summary")) c.memory_summary = true;
     else if (args.is("--print-losses")) c.print_losses = true;
     else if (args.is("--log")) c.log_path = args.value();
+    else if (args.is("--workers")) c.workers = static_cast<int>(cli::parse_int(o, args.value(), 0, 64));
     else if (args.is("--generate")) c.generate = cli::parse_int(o, args.value(), 0, 1 << 20);
     else if (args.is("--prompt")) c.prompt = args.value();
     else if (args.is("--temperature")) c.temperature = cli::parse_double(o, args.value(), 0, 100);
@@ -198,9 +203,9 @@ std::string architecture(const Config& c) {
 // which changes no value, nor the evaluation, logging and generation options).
 std::string training_options(const Config& c) {
   return fmt::format("batch-size={},accumulate={},steps={},lr={},min-lr={},warmup={},weight-decay={},dropout={},"
-                     "amp={},seed={}",
+                     "amp={},seed={},data={}",
                      c.batch_size, c.accumulate, c.steps, c.lr, c.min_lr, c.warmup, c.weight_decay, c.dropout,
-                     c.amp.empty() ? "off" : c.amp, c.seed);
+                     c.amp.empty() ? "off" : c.amp, c.seed, c.workers >= 0 ? "loader" : "get_batch");
 }
 
 // Mean loss over `batches` windows of a split, drawn from a generator of a fixed seed (the same
@@ -223,7 +228,8 @@ bool g_progress_open = false;
 
 int run(const Config& c) {
   Device device = Device::parse(c.backend);
-  nn::TextCorpus corpus = nn::TextCorpus::fortunes(c.corpus);
+  auto corpus_ptr = std::make_shared<const nn::TextCorpus>(nn::TextCorpus::fortunes(c.corpus));
+  const nn::TextCorpus& corpus = *corpus_ptr;
   const double unigram = corpus.unigram_held_out_loss();
   if (c.context + 1 > corpus.size(nn::TextCorpus::Split::held_out))
     fail("--context {}: the held-out split has only {} bytes", c.context, corpus.size(nn::TextCorpus::Split::held_out));
@@ -266,6 +272,9 @@ int run(const Config& c) {
     progress = train_gpt::resume_checkpoint(c.resume_path, state, architecture(c), training_options(c));
     std::printf("resumed %s after step %lld\n", c.resume_path.c_str(), static_cast<long long>(progress.step));
   }
+  // The batches, from the data position the run is at.
+  train_gpt::TrainBatches batches(corpus_ptr, c.batch_size, c.context, c.workers, c.seed + 1, batch_gen, device,
+                                  progress.data);
   auto save = [&] { train_gpt::save_checkpoint(c.save_path, state, progress, architecture(c), training_options(c)); };
 
   std::printf("train-gpt: %lld layers, width %lld, %lld heads, context %lld, %.2fM parameters, on %s%s\n",
@@ -322,7 +331,7 @@ int run(const Config& c) {
     // Accumulation: the gradients of N batches' loss / N add up to those of their mean.
     double loss_sum = 0;
     for (int64_t micro = 0; micro < c.accumulate; ++micro) {
-      auto [x, y] = corpus.get_batch(nn::TextCorpus::Split::train, c.batch_size, c.context, batch_gen, device);
+      auto [x, y] = batches.next();
       Tensor loss;
       {
         nn::autocast amp(device.kind, c.amp == "f16" ? DType::f16 : DType::bf16, /*enabled=*/!c.amp.empty());
@@ -335,6 +344,7 @@ int run(const Config& c) {
     scaler.update();
     if (scheduler) scheduler->step();
     if (step_profiler) step_profiler->step();
+    progress.data = batches.position();
     const double l = loss_sum / accumulate;
     progress.loss_ema = progress.step == 0 ? l : 0.95 * progress.loss_ema + 0.05 * l;
     ++progress.step;

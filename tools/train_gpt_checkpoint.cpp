@@ -17,6 +17,7 @@ constexpr const char* kArchKey = "train-gpt.architecture";
 constexpr const char* kTrainingKey = "train-gpt.training";
 constexpr const char* kStepKey = "train-gpt.step";
 constexpr const char* kLossEmaKey = "train-gpt.loss_ema";
+constexpr const char* kDataKey = "train-gpt.data_position";
 constexpr const char* kSchedulerKey = "train-gpt.scheduler";
 constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kScalerPrefix = "grad_scaler.";
@@ -80,7 +81,8 @@ void save_checkpoint(const std::string& path, const RunState& run, const Progres
                         {kArchKey, architecture},
                         {kTrainingKey, training},
                         {kStepKey, std::to_string(progress.step)},
-                        {kLossEmaKey, fmt::format("{}", progress.loss_ema)}};
+                        {kLossEmaKey, fmt::format("{}", progress.loss_ema)},
+                        {kDataKey, fmt::format("{},{}", progress.data.epoch, progress.data.batch)}};
   nn::OptimizerState opt = run.optimizer.state_dict();
   for (const auto& [k, t] : opt.tensors) tensors.emplace(kOptimizerPrefix + k, t);
   for (const auto& [k, v] : opt.metadata) metadata.emplace(kOptimizerPrefix + k, v);
@@ -106,6 +108,11 @@ Progress resume_checkpoint(const std::string& path, RunState& run, const std::st
   const std::string& step = required(path, file, kStepKey);
   progress.step = static_cast<int64_t>(parse_number(path, kStepKey, step));
   progress.loss_ema = parse_number(path, kLossEmaKey, required(path, file, kLossEmaKey));
+  const std::string& data = required(path, file, kDataKey);
+  const size_t comma = data.find(',');
+  if (comma == std::string::npos) fail("--resume {}: '{}' is not 'epoch,batch': '{}'", path, kDataKey, data);
+  progress.data.epoch = static_cast<int64_t>(parse_number(path, kDataKey, data.substr(0, comma)));
+  progress.data.batch = static_cast<int64_t>(parse_number(path, kDataKey, data.substr(comma + 1)));
   const Tensor& batches = required_tensor(path, file, kBatchesRng);
   const Tensor& dropout = required_tensor(path, file, kDefaultRng);
   nn::OptimizerState opt{nn::StateDict(under(file.tensors, kOptimizerPrefix)), under(file.metadata, kOptimizerPrefix)};

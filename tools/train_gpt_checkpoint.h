@@ -4,11 +4,12 @@
 // run's future depends on:
 //   tensors   optimizer.state.<i>.<name>   AdamW's state (nn/optim.h's layout, prefixed)
 //             grad_scaler.scale, grad_scaler._growth_tracker   (with --amp f16 only)
-//             rng.batches   the batch generator's state: the data position
+//             rng.batches   the batch generator's state: get_batch's data position
 //             rng.default   the default generator's (dropout's) state; one generator serves
 //                           every device (ops/rng_state.h), so this is also the CUDA one
 //   metadata  train-gpt.architecture, train-gpt.training (the options that shape the run),
-//             train-gpt.step, train-gpt.loss_ema, train-gpt.scheduler (its state_dict JSON),
+//             train-gpt.step, train-gpt.loss_ema, train-gpt.data_position (the DataLoader's
+//             "epoch,batch" with --workers), train-gpt.scheduler (its state_dict JSON),
 //             optimizer.<key> (param_groups JSON, class), grad_scaler.<key>, format: pt
 // Resuming restores all of it, so the steps after it compute exactly what an uninterrupted run
 // computes (tests/train_gpt_resume.sh compares the losses bit for bit).
@@ -21,6 +22,7 @@
 #include "nn/lr_scheduler.h"
 #include "nn/optim.h"
 #include "ops/ops.h"
+#include "tools/train_gpt_data.h"
 
 namespace tritium::train_gpt {
 
@@ -37,6 +39,7 @@ struct RunState {
 struct Progress {
   int64_t step = 0;       // optimiser steps done
   double loss_ema = 0;    // the progress bar's smoothed loss
+  DataPosition data;      // the DataLoader's position (--workers; get_batch's is rng.batches)
 };
 
 // architecture / training: strings naming the model's shape and the options that shape the
