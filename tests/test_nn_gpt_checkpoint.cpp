@@ -24,9 +24,10 @@ using tritium::Tensor;
 
 namespace {
 
-nn::GPTConfig config(double dropout, bool checkpointing, int64_t layers = 3) {
+nn::GPTConfig config(double dropout, bool checkpointing, int64_t layers = 3, int64_t blocks = -1) {
   return nn::GPTConfig{.vocab_size = 29, .block_size = 11, .n_layer = layers, .n_head = 2, .n_embd = 12,
-                       .dropout = dropout, .bias = true, .gradient_checkpointing = checkpointing};
+                       .dropout = dropout, .bias = true, .gradient_checkpointing = checkpointing,
+                       .checkpoint_blocks = blocks};
 }
 
 Tensor random_tokens(int64_t B, int64_t T, int64_t vocab, uint32_t seed) {
@@ -43,9 +44,9 @@ struct Result {
 
 // Two training steps' worth of forward + backward (the second after more draws from the default
 // generator), from the same initialisation and the same dropout seed.
-Result run(bool checkpointing, double dropout, bool amp) {
+Result run(bool checkpointing, double dropout, bool amp, int64_t blocks = -1) {
   Generator init(7);
-  nn::GPT model(config(dropout, checkpointing), init);
+  nn::GPT model(config(dropout, checkpointing, 3, blocks), init);
   ops::manual_seed(99);
   const int64_t B = 3, T = 10;  // T below the context
   Result r{0, {}};
@@ -74,25 +75,26 @@ BOOST_AUTO_TEST_CASE(gradients_equal_those_without_checkpointing) {
   tt::for_each_backend([&](const tt::Backend& be) {
     const double tol = be.device.is_cpu() ? 0.0 : 1e-6;
     for (double dropout : {0.0, 0.3})
-      for (bool amp : {false, true}) {
-        BOOST_TEST_CONTEXT("dropout " << dropout << ", bf16 autocast " << amp) {
-          Result plain = run(false, dropout, amp), ckpt = run(true, dropout, amp);
-          BOOST_TEST(std::isfinite(plain.loss));
-          BOOST_TEST(std::abs(ckpt.loss - plain.loss) <= tol * std::abs(plain.loss));
-          BOOST_REQUIRE_EQUAL(ckpt.grads.size(), plain.grads.size());
-          for (size_t i = 0; i < plain.grads.size(); ++i) {
-            const auto& [name, want] = plain.grads[i];
-            const auto& got = ckpt.grads[i].second;
-            double max_diff = 0, max_abs = 0;
-            for (size_t k = 0; k < want.size(); ++k) {
-              max_diff = std::max(max_diff, std::abs(got[k] - want[k]));
-              max_abs = std::max(max_abs, std::abs(want[k]));
+      for (bool amp : {false, true})
+        for (int64_t blocks : {-1, 2}) {  // every block, or the first 2 of 3 (checkpoint_blocks)
+          BOOST_TEST_CONTEXT("dropout " << dropout << ", bf16 autocast " << amp << ", checkpoint_blocks " << blocks) {
+            Result plain = run(false, dropout, amp), ckpt = run(true, dropout, amp, blocks);
+            BOOST_TEST(std::isfinite(plain.loss));
+            BOOST_TEST(std::abs(ckpt.loss - plain.loss) <= tol * std::abs(plain.loss));
+            BOOST_REQUIRE_EQUAL(ckpt.grads.size(), plain.grads.size());
+            for (size_t i = 0; i < plain.grads.size(); ++i) {
+              const auto& [name, want] = plain.grads[i];
+              const auto& got = ckpt.grads[i].second;
+              double max_diff = 0, max_abs = 0;
+              for (size_t k = 0; k < want.size(); ++k) {
+                max_diff = std::max(max_diff, std::abs(got[k] - want[k]));
+                max_abs = std::max(max_abs, std::abs(want[k]));
+              }
+              BOOST_TEST(max_abs > 0.0, name << ": an all-zero gradient cannot tell the two apart");
+              BOOST_TEST(max_diff <= tol * max_abs, name << ": max difference " << max_diff << " (max " << max_abs << ")");
             }
-            BOOST_TEST(max_abs > 0.0, name << ": an all-zero gradient cannot tell the two apart");
-            BOOST_TEST(max_diff <= tol * max_abs, name << ": max difference " << max_diff << " (max " << max_abs << ")");
           }
         }
-      }
     // Dropout does change the gradients (so the comparison above would see a different mask).
     Result a = run(false, 0.0, false), b = run(false, 0.3, false);
     BOOST_TEST(a.loss != b.loss);
@@ -116,6 +118,15 @@ BOOST_AUTO_TEST_CASE(forward_keeps_less_memory, *tt::needs_cpu_backend()) {
   const double plain = kept(false), ckpt = kept(true);
   BOOST_TEST_MESSAGE("bytes kept by the forward: " << plain << " plain, " << ckpt << " checkpointed");
   BOOST_TEST(ckpt < 0.5 * plain);
+}
+
+BOOST_AUTO_TEST_CASE(checkpoint_blocks_out_of_range_is_an_error) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    Generator init(5);
+    tt::check_throws([&] { nn::GPT(config(0.0, true, 3, 4), init); },
+                     {"GPTConfig", "checkpoint_blocks", "n_layer = 3", "got 4"});
+    tt::check_throws([&] { nn::GPT(config(0.0, true, 3, -2), init); }, {"GPTConfig", "checkpoint_blocks", "got -2"});
+  });
 }
 
 BOOST_AUTO_TEST_CASE(a_parameter_changed_before_backward_is_an_error) {

@@ -33,6 +33,7 @@ expect 2 "--top-p: expected a number in \(0, 1\]" "$gpt" --top-p 0
 expect 2 "--model: train-gpt trains the gpt model, got 'cnn'" "$gpt" --model cnn
 expect 2 "--steps: .*got '-3'" "$gpt" --steps -3
 expect 2 "--dropout: expected a probability below 1" "$gpt" --dropout 1
+expect 2 "--checkpoint-blocks 5: the model has 4 blocks" "$gpt" --checkpoint-blocks 5
 expect 2 "train-gpt: error: .*no fortune databases at /no-such-dir: install Debian's fortunes package" \
   "$gpt" --corpus /no-such-dir
 if [ -d /usr/share/games/fortunes ]; then
