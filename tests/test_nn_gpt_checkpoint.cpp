@@ -77,6 +77,7 @@ BOOST_AUTO_TEST_CASE(gradients_equal_those_without_checkpointing) {
     for (double dropout : {0.0, 0.3})
       for (bool amp : {false, true})
         for (int64_t blocks : {-1, 2}) {  // every block, or the first 2 of 3 (checkpoint_blocks)
+          if (blocks == 2 && (amp || dropout == 0.0)) continue;  // one case of it suffices (test time)
           BOOST_TEST_CONTEXT("dropout " << dropout << ", bf16 autocast " << amp << ", checkpoint_blocks " << blocks) {
             Result plain = run(false, dropout, amp), ckpt = run(true, dropout, amp, blocks);
             BOOST_TEST(std::isfinite(plain.loss));
