@@ -171,7 +171,10 @@ def main():
     model = GPT(256, a.context, a.layers, a.heads, a.width).to(a.device)
     if a.init:
         from safetensors.torch import load_file
-        model.load_state_dict(load_file(a.init, device=a.device), strict=True)
+        # train-gpt's checkpoints also hold the resume state (optimizer., grad_scaler., rng. keys).
+        state = {k: v for k, v in load_file(a.init, device=a.device).items()
+                 if not k.startswith(("optimizer.", "grad_scaler.", "rng."))}
+        model.load_state_dict(state, strict=True)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "nn/autograd.h"
+#include "nn/checkpoint.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 #include "ops/ops.h"
@@ -27,6 +28,8 @@ void GPTConfig::validate() const {
   positive("n_embd", n_embd);
   if (n_embd % n_head != 0) fail("GPTConfig: n_embd ({}) must be divisible by n_head ({})", n_embd, n_head);
   if (!(dropout >= 0.0 && dropout < 1.0)) fail("GPTConfig: dropout must be in [0, 1), got {}", dropout);
+  if (checkpoint_blocks < -1 || checkpoint_blocks > n_layer)
+    fail("GPTConfig: checkpoint_blocks must be -1 (all) or in [0, n_layer = {}], got {}", n_layer, checkpoint_blocks);
 }
 
 // ---- LayerNorm with an optional bias -------------------------------------------------------------
@@ -178,7 +181,11 @@ Tensor GPT::head(const Tensor& x) {
 Tensor GPT::forward(const Tensor& tokens) {
   check_tokens(tokens, "forward", 0);
   Tensor x = embed(tokens, 0);
-  for (auto& block : blocks) x = (*block)(x);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const bool recompute = cfg_.gradient_checkpointing &&
+                           (cfg_.checkpoint_blocks < 0 || static_cast<int64_t>(i) < cfg_.checkpoint_blocks);
+    x = recompute ? nn::checkpoint(*blocks[i], x) : (*blocks[i])(x);
+  }
   return head(x);
 }
 

@@ -35,6 +35,14 @@ struct GPTConfig {
   int64_t n_embd = 384;      // divisible by n_head
   double dropout = 0.0;      // after the embeddings, the attention projection and the MLP
   bool bias = true;          // biases in the Linear layers and the LayerNorms (nanoGPT's `bias`)
+  // Activation checkpointing of every block (nn/checkpoint.h, Hugging Face's
+  // gradient_checkpointing): while recording, a block keeps only its input, and backward
+  // recomputes it (dropout replays the same mask). Same gradients, less memory, one more forward.
+  bool gradient_checkpointing = false;
+  // With gradient_checkpointing: how many blocks, from the first, are checkpointed (-1: every
+  // one; Megatron's recompute_num_layers, "block" method). Leaving the last ones plain trades
+  // memory for time: their recomputation would run right away in backward anyway.
+  int64_t checkpoint_blocks = -1;
   // Errors name the field: sizes below 1, n_embd not divisible by n_head, dropout outside [0, 1).
   void validate() const;
 };

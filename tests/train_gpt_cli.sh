@@ -33,10 +33,11 @@ expect 2 "--top-p: expected a number in \(0, 1\]" "$gpt" --top-p 0
 expect 2 "--model: train-gpt trains the gpt model, got 'cnn'" "$gpt" --model cnn
 expect 2 "--steps: .*got '-3'" "$gpt" --steps -3
 expect 2 "--dropout: expected a probability below 1" "$gpt" --dropout 1
+expect 2 "--checkpoint-blocks 5: the model has 4 blocks" "$gpt" --checkpoint-blocks 5
 expect 2 "train-gpt: error: .*no fortune databases at /no-such-dir: install Debian's fortunes package" \
   "$gpt" --corpus /no-such-dir
 if [ -d /usr/share/games/fortunes ]; then
-  expect 0 "saved the model" "$gpt" "${tiny[@]}" --steps 0 --save "$scratch/tiny.safetensors"
+  expect 0 "saved the checkpoint" "$gpt" "${tiny[@]}" --steps 0 --save "$scratch/tiny.safetensors"
   expect 2 "a checkpoint of layers=1,width=16,heads=2,context=8,vocab=256, but the options give layers=1,width=32" \
     "$gpt" "${tiny[@]}" --width 32 --steps 0 --load "$scratch/tiny.safetensors"
   expect 2 "train-gpt: error: .*missing.safetensors" "$gpt" "${tiny[@]}" --steps 0 --load "$scratch/missing.safetensors"

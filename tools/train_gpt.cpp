@@ -1,7 +1,8 @@
 // train-gpt: a byte-level GPT (nn/gpt.h) trained on Debian's fortune databases (nn/text_corpus.h)
-// with AdamW, a linear warm-up and a cosine decay of the learning rate, periodic held-out
-// evaluation against the unigram model's loss, checkpoints (--save / --load) and generated text at
-// the end. `./run.sh --model gpt [options]` runs it. Every operation of the forward pass, the
+// with AdamW, a linear warm-up and a cosine decay of the learning rate (LinearLR then
+// CosineAnnealingLR), periodic held-out evaluation against the unigram model's loss, gradient
+// accumulation and checkpointing, a scalar log, resumable checkpoints (--save / --save-every /
+// --resume; --load reads the model only) and generated text at the end. `./run.sh --model gpt [options]` runs it. Every operation of the forward pass, the
 // backward pass, the optimiser step and the sampling is a Tritium kernel. --help lists the options.
 #include <algorithm>
 #include <chrono>
@@ -20,10 +21,15 @@
 #include "nn/functional.h"
 #include "nn/gpt.h"
 #include "nn/grad_scaler.h"
+#include "nn/lr_scheduler_warmup_cosine.h"
 #include "nn/optim.h"
 #include "nn/serialize.h"
 #include "nn/text_corpus.h"
+#include "ops/rng_state.h"
+#include "profiler/scalar_log.h"
 #include "profiler/step_profiler.h"
+#include "runtime/memory_stats.h"
+#include "tools/train_gpt_checkpoint.h"
 
 using namespace tritium;
 using Clock = std::chrono::steady_clock;
@@ -37,7 +43,15 @@ struct Config {
   uint64_t seed = 0;
   std::string backend = "cpu";
   std::string corpus = nn::TextCorpus::default_fortunes_dir();
-  std::string save_path, load_path;
+  std::string save_path, load_path, resume_path;
+  int64_t save_every = 0;    // --save-every: 0 saves at the end only
+  int64_t stop_after = -1;   // --stop-after: end training after this step (-1: at --steps)
+  int64_t accumulate = 1;    // --accumulate: batches per optimiser step
+  bool checkpoint = false;   // --checkpoint: activation checkpointing of every block
+  int64_t checkpoint_blocks = -1;  // --checkpoint-blocks: of the first N only (-1: all)
+  bool memory_summary = false, print_losses = false;
+  std::string log_path;      // --log: empty for none
+  int workers = -1;          // --workers: the DataLoader's threads; -1: nanoGPT's get_batch
   bool tf32 = false;
   std::string amp;           // --amp: "", "bf16" or "f16"
   std::string profile_path;  // --profile: empty for none
@@ -56,27 +70,48 @@ const char* kUsage =
     "  --width C           embedding width, divisible by --heads [128 / 384]\n"
     "  --heads H           attention heads [4 / 6]\n"
     "  --context T         context length in bytes [64 / 256]\n"
-    "  --batch-size B      sequences per step [16 / 64]\n"
-    "  --steps N           optimiser steps in all, those of a --load checkpoint included; 0 (or no\n"
-    "                      more than the checkpoint's) evaluates and generates only [1500 / 5000]\n"
+    "  --batch-size B      sequences per batch [16 / 64]\n"
+    "  --accumulate N      gradient accumulation: N batches per optimiser step, each batch's loss / N\n"
+    "                      (the gradient of their mean over N x B sequences; default 1)\n"
+    "  --steps N           optimiser steps in all, those before a --resume included (the schedule\n"
+    "                      spans them); 0 evaluates and generates only [1500 / 5000]\n"
     "  --max-minutes M     also stop training after M minutes (0: no limit; default 0)\n"
     "  --lr LR             peak learning rate [2e-3 / 1e-3]; --min-lr the cosine's end [lr / 10]\n"
     "  --warmup N          linear warm-up steps [100 / 100]\n"
     "  --weight-decay WD   AdamW's, on the matrices only (nanoGPT's groups; default 0.1)\n"
     "  --dropout P         dropout after the embeddings, attention and MLP outputs (default 0)\n"
     "  --eval-every N      held-out evaluation every N steps [250 / 250]; --eval-batches N (default 20)\n"
-    "  --seed S            initialisation, batches and sampling (default 0)\n"
+    "  --seed S            initialisation, batches, dropout and sampling (default 0)\n"
     "  --device DEVICE     cpu, cuda or cuda:N (default cpu; --backend is the same option)\n"
     "  --tf32              fp32 matmuls on tf32 tensor cores on a GPU\n"
     "  --amp bf16|f16      mixed precision (docs/amp.md): the forward under nn::autocast, f32\n"
     "                      master weights; f16 scales the loss (GradScaler)\n"
+    "  --checkpoint        gradient checkpointing of every transformer block: the forward keeps only\n"
+    "                      the blocks' inputs and backward recomputes the rest (the same gradients,\n"
+    "                      less activation memory, about one more forward per step)\n"
+    "  --checkpoint-blocks N\n"
+    "                      checkpoint the first N blocks only (the last ones' recomputation would\n"
+    "                      come first in backward: less extra time, less saving)\n"
     "  --profile FILE      profile 5 training steps after 3 warm-up steps: their Chrome trace\n"
     "                      (Perfetto) to FILE and the top 15 ops and kernels to stdout\n"
+    "  --log FILE          JSON lines to FILE: loss, lr, tokens/s and memory per step and the\n"
+    "                      held-out loss of each evaluation; their plots in FILE.svg at the end\n"
+    "  --memory-summary    the device's memory statistics after the first step and at the end\n"
+    "  --print-losses      each step's loss on stdout, exactly (to compare runs)\n"
     "  --corpus DIR        the fortune files (default /usr/share/games/fortunes, Debian's fortunes)\n"
-    "  --save PATH         after training, the model to PATH and AdamW's state to PATH.optim\n"
-    "                      (safetensors)\n"
-    "  --load PATH         before training, a model saved by --save (same architecture options);\n"
-    "                      its optimiser state and step too, when training goes on\n"
+    "  --workers N         batches through nn::DataLoader: every training window once per epoch in\n"
+    "                      a shuffled order, loaded by N threads ahead (0: on the training thread);\n"
+    "                      default: nanoGPT's random windows, drawn on the training thread\n"
+    "  --save PATH         after training, a checkpoint to PATH: one safetensors file with the model,\n"
+    "                      AdamW, the schedule, the GradScaler, the random generators and the data\n"
+    "                      position (docs/gpt.md)\n"
+    "  --save-every N      also save it every N steps (needs --save)\n"
+    "  --stop-after N      end training after step N as if interrupted (the schedule still spans\n"
+    "                      --steps; with --save, a checkpoint to --resume from)\n"
+    "  --resume PATH       continue the run whose --save checkpoint PATH is, with the same options:\n"
+    "                      the steps after it compute what the uninterrupted run does, bit for bit\n"
+    "  --load PATH         before training, the model alone of a --save checkpoint (the same\n"
+    "                      architecture options): to evaluate and generate, or to train anew from\n"
     "  --generate N        bytes generated at the end (default 300; 0: none)\n"
     "  --prompt TEXT       their prompt (default 'The ')\n"
     "  --temperature T     sampling temperature, 0 for greedy (default 0.8)\n"
@@ -118,6 +153,16 @@ Config parse(int argc, char** argv) {
     else if (args.is("--corpus")) c.corpus = args.value();
     else if (args.is("--save")) c.save_path = args.value();
     else if (args.is("--load")) c.load_path = args.value();
+    else if (args.is("--resume")) c.resume_path = args.value();
+    else if (args.is("--save-every")) c.save_every = cli::parse_int(o, args.value(), 1, INT32_MAX);
+    else if (args.is("--stop-after")) c.stop_after = cli::parse_int(o, args.value(), 0, INT32_MAX);
+    else if (args.is("--accumulate")) c.accumulate = cli::parse_int(o, args.value(), 1, 1024);
+    else if (args.is("--checkpoint")) c.checkpoint = true;
+    else if (args.is("--checkpoint-blocks")) c.checkpoint = true, c.checkpoint_blocks = cli::parse_int(o, args.value(), 0, 256);
+    else if (args.is("--memory-summary")) c.memory_summary = true;
+    else if (args.is("--print-losses")) c.print_losses = true;
+    else if (args.is("--log")) c.log_path = args.value();
+    else if (args.is("--workers")) c.workers = static_cast<int>(cli::parse_int(o, args.value(), 0, 64));
     else if (args.is("--generate")) c.generate = cli::parse_int(o, args.value(), 0, 1 << 20);
     else if (args.is("--prompt")) c.prompt = args.value();
     else if (args.is("--temperature")) c.temperature = cli::parse_double(o, args.value(), 0, 100);
@@ -145,27 +190,29 @@ Config parse(int argc, char** argv) {
   if (static_cast<int64_t>(c.prompt.size()) > c.context)
     throw cli::UsageError(fmt::format("--prompt: {} bytes, longer than the context ({})", c.prompt.size(), c.context));
   if (c.prompt.empty()) throw cli::UsageError("--prompt: give at least one byte");
+  if (c.checkpoint_blocks > c.layers)
+    throw cli::UsageError(fmt::format("--checkpoint-blocks {}: the model has {} blocks", c.checkpoint_blocks, c.layers));
+  if (c.save_every > 0 && c.save_path.empty()) throw cli::UsageError("--save-every: give --save PATH too");
+  if (!c.resume_path.empty() && !c.load_path.empty())
+    throw cli::UsageError("--resume and --load: give one (--resume continues a run, --load reads a model only)");
   return c;
-}
-
-// Warm-up from 0 to lr over `warmup` steps, then a cosine from lr down to min_lr at the last step.
-double learning_rate(const Config& c, int64_t step) {
-  if (step < c.warmup) return c.lr * static_cast<double>(step + 1) / static_cast<double>(c.warmup);
-  if (c.steps <= c.warmup) return c.lr;
-  double progress = static_cast<double>(step - c.warmup) / static_cast<double>(std::max<int64_t>(1, c.steps - c.warmup));
-  progress = std::min(progress, 1.0);
-  return c.min_lr + 0.5 * (1.0 + std::cos(M_PI * progress)) * (c.lr - c.min_lr);
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Checkpoint metadata: the architecture, so that loading another model's checkpoint says so.
-constexpr const char* kArchKey = "train-gpt.architecture";
-constexpr const char* kStepKey = "train-gpt.step";
-
+// A checkpoint's architecture, so that loading another model's checkpoint says so.
 std::string architecture(const Config& c) {
   return fmt::format("layers={},width={},heads={},context={},vocab={}", c.layers, c.width, c.heads, c.context,
                      nn::TextCorpus::vocab_size);
+}
+
+// The options that shape a run's trajectory: --resume needs the same ones (not --checkpoint,
+// which changes no value, nor the evaluation, logging and generation options).
+std::string training_options(const Config& c) {
+  return fmt::format("batch-size={},accumulate={},steps={},lr={},min-lr={},warmup={},weight-decay={},dropout={},"
+                     "amp={},seed={},data={}",
+                     c.batch_size, c.accumulate, c.steps, c.lr, c.min_lr, c.warmup, c.weight_decay, c.dropout,
+                     c.amp.empty() ? "off" : c.amp, c.seed, c.workers >= 0 ? "loader" : "get_batch");
 }
 
 // Mean loss over `batches` windows of a split, drawn from a generator of a fixed seed (the same
@@ -188,7 +235,8 @@ bool g_progress_open = false;
 
 int run(const Config& c) {
   Device device = Device::parse(c.backend);
-  nn::TextCorpus corpus = nn::TextCorpus::fortunes(c.corpus);
+  auto corpus_ptr = std::make_shared<const nn::TextCorpus>(nn::TextCorpus::fortunes(c.corpus));
+  const nn::TextCorpus& corpus = *corpus_ptr;
   const double unigram = corpus.unigram_held_out_loss();
   if (c.context + 1 > corpus.size(nn::TextCorpus::Split::held_out))
     fail("--context {}: the held-out split has only {} bytes", c.context, corpus.size(nn::TextCorpus::Split::held_out));
@@ -197,7 +245,8 @@ int run(const Config& c) {
   // Built and initialised on the training device (a CUDA-only build has no CPU kernels).
   DefaultDeviceGuard on_device(device);
   nn::GPT model(nn::GPTConfig{.vocab_size = nn::TextCorpus::vocab_size, .block_size = c.context, .n_layer = c.layers,
-                              .n_head = c.heads, .n_embd = c.width, .dropout = c.dropout, .bias = true},
+                              .n_head = c.heads, .n_embd = c.width, .dropout = c.dropout, .bias = true,
+                              .gradient_checkpointing = c.checkpoint, .checkpoint_blocks = c.checkpoint_blocks},
                 init_gen);
   model.to(device);
   if (c.tf32) ops::set_float32_matmul_precision("high");
@@ -207,101 +256,142 @@ int run(const Config& c) {
   for (auto& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
   no_decay.options["weight_decay"] = 0.0;
   nn::AdamW opt({decay, no_decay}, c.lr, {0.9, 0.99}, 1e-8, c.weight_decay);
+  // Linear warm-up to lr, then a cosine down to min_lr at the last step (LinearLR, then
+  // CosineAnnealingLR, through SequentialLR), stepped after each optimiser step.
+  std::shared_ptr<nn::LRScheduler> scheduler;
+  if (c.steps > 0) scheduler = nn::warmup_cosine_lr(opt, c.warmup, c.steps, c.min_lr);
   // --amp f16 needs loss scaling; bf16 has f32's range and needs none (PyTorch's practice).
   nn::GradScaler scaler(device, 65536.0, 2.0, 0.5, 2000, /*enabled=*/c.amp == "f16");
   std::unique_ptr<profiler::StepProfiler> step_profiler;
   if (!c.profile_path.empty()) step_profiler = std::make_unique<profiler::StepProfiler>(c.profile_path);
+  std::unique_ptr<profiler::ScalarLog> scalar_log;
+  if (!c.log_path.empty()) scalar_log = std::make_unique<profiler::ScalarLog>(c.log_path);
 
-  int64_t start_step = 0;
-  if (!c.load_path.empty()) {
-    io::Safetensors file = io::load_safetensors(c.load_path, device);
-    auto it = file.metadata.find(kArchKey);
-    if (it == file.metadata.end() || it->second != architecture(c))
-      fail("--load {}: a checkpoint of {}, but the options give {}", c.load_path,
-           it == file.metadata.end() ? std::string("another program") : it->second, architecture(c));
-    model.load_state_dict(nn::StateDict(file.tensors));
-    if (auto s = file.metadata.find(kStepKey); s != file.metadata.end()) start_step = std::stoll(s->second);
-    if (c.steps > start_step) nn::load(opt, c.load_path + ".optim");
+  // The random streams: batches (their generator's position is the data position) and dropout
+  // (the default generator, which nn::Dropout draws from; one generator serves every device).
+  Generator batch_gen(c.seed + 1);
+  Generator& dropout_gen = ops::default_generator();
+  dropout_gen.manual_seed(c.seed + 2);
+  train_gpt::RunState state{model, opt, scheduler.get(), scaler, batch_gen, dropout_gen};
+  train_gpt::Progress progress;
+  if (!c.load_path.empty()) train_gpt::load_model(c.load_path, model, architecture(c));
+  if (!c.resume_path.empty()) {
+    progress = train_gpt::resume_checkpoint(c.resume_path, state, architecture(c), training_options(c));
+    std::printf("resumed %s after step %lld\n", c.resume_path.c_str(), static_cast<long long>(progress.step));
   }
+  // The batches, from the data position the run is at.
+  train_gpt::TrainBatches batches(corpus_ptr, c.batch_size, c.context, c.workers, c.seed + 1, batch_gen, device,
+                                  progress.data);
+  auto save = [&] { train_gpt::save_checkpoint(c.save_path, state, progress, architecture(c), training_options(c)); };
 
-  std::printf("train-gpt: %lld layers, width %lld, %lld heads, context %lld, %.2fM parameters, on %s\n",
+  std::printf("train-gpt: %lld layers, width %lld, %lld heads, context %lld, %.2fM parameters, on %s%s\n",
               static_cast<long long>(c.layers), static_cast<long long>(c.width), static_cast<long long>(c.heads),
               static_cast<long long>(c.context), static_cast<double>(model.num_parameters_without_positions()) / 1e6,
-              device.str().c_str());
+              device.str().c_str(),
+              !c.checkpoint                ? ""
+              : c.checkpoint_blocks < 0 ? ", blocks checkpointed"
+                                        : fmt::format(", {} blocks checkpointed", c.checkpoint_blocks).c_str());
   std::printf("corpus: %s, %lld training bytes (%lld fortunes), %lld held-out bytes (%lld fortunes)\n",
               c.corpus.c_str(), static_cast<long long>(corpus.size(nn::TextCorpus::Split::train)),
               static_cast<long long>(corpus.documents(nn::TextCorpus::Split::train)),
               static_cast<long long>(corpus.size(nn::TextCorpus::Split::held_out)),
               static_cast<long long>(corpus.documents(nn::TextCorpus::Split::held_out)));
   std::printf("unigram model's held-out loss: %.4f (uniform over bytes: %.4f)\n", unigram, std::log(256.0));
-  std::printf("batch %lld x %lld tokens, %lld steps, lr %.3g -> %.3g (warm-up %lld), weight decay %.3g, seed %llu\n",
-              static_cast<long long>(c.batch_size), static_cast<long long>(c.context), static_cast<long long>(c.steps),
-              c.lr, c.min_lr, static_cast<long long>(c.warmup), c.weight_decay,
+  std::printf("batch %lld x %lld tokens%s, %lld steps, lr %.3g -> %.3g (warm-up %lld), weight decay %.3g, seed %llu\n",
+              static_cast<long long>(c.batch_size), static_cast<long long>(c.context),
+              c.accumulate > 1 ? fmt::format(" x {} accumulated", c.accumulate).c_str() : "",
+              static_cast<long long>(c.steps), c.lr, c.min_lr, static_cast<long long>(c.warmup), c.weight_decay,
               static_cast<unsigned long long>(c.seed));
   std::fflush(stdout);
 
-  Generator batch_gen(c.seed + 1);
   auto start = Clock::now();
   auto last_draw = start - std::chrono::seconds(1);
-  double loss_ema = 0, held_out = NAN;
-  int64_t tokens_seen = 0, step = 0;
+  double held_out = NAN;
+  const int64_t start_step = progress.step;
+  int64_t tokens_seen = 0;
   double eval_seconds = 0;  // tokens/s counts training time only
   auto train_seconds_so_far = [&] { return std::max(1e-9, seconds_since(start) - eval_seconds); };
-  auto report = [&](int64_t s) {
+  auto report = [&] {
     auto eval_start = Clock::now();
     held_out = evaluate(model, corpus, nn::TextCorpus::Split::held_out, c, device);
     eval_seconds += seconds_since(eval_start);
     if (g_progress_open) std::fputc('\n', stderr), g_progress_open = false;
-    std::string train_loss = s > 0 ? fmt::format("train loss {:.4f}, ", loss_ema) : std::string();
+    std::string train_loss = progress.step > 0 ? fmt::format("train loss {:.4f}, ", progress.loss_ema) : std::string();
     std::printf("step %lld: %sheld-out loss %.4f (unigram %.4f), %.1f s, %.0f tokens/s\n",
-                static_cast<long long>(start_step + s), train_loss.c_str(), held_out, unigram, seconds_since(start),
+                static_cast<long long>(progress.step), train_loss.c_str(), held_out, unigram, seconds_since(start),
                 tokens_seen / train_seconds_so_far());
     std::fflush(stdout);
+    if (scalar_log) scalar_log->log(progress.step, {{"held_out_loss", held_out}});
   };
-  // --steps counts from the start of training: a loaded checkpoint's steps are done already.
-  const int64_t todo = std::max<int64_t>(0, c.steps - start_step);
-  for (step = 0; step < todo; ++step) {
+  auto print_memory = [&](const char* when) {
+    std::printf("memory %s:\n%s", when, memory_summary(device).c_str());
+    std::fflush(stdout);
+  };
+  // --steps counts from the start of the run: a resumed checkpoint's steps are done already.
+  const int64_t last = c.stop_after >= 0 ? std::min(c.stop_after, c.steps) : c.steps;
+  const double accumulate = static_cast<double>(c.accumulate);
+  reset_peak_memory_stats(device);
+  while (progress.step < last) {
     if (c.max_minutes > 0 && seconds_since(start) > 60 * c.max_minutes) {
       std::printf("stopping after %.1f minutes (--max-minutes)\n", seconds_since(start) / 60);
       break;
     }
-    double lr = learning_rate(c, start_step + step);
-    for (auto& g : opt.param_groups()) g.option("lr") = lr;
-    auto [x, y] = corpus.get_batch(nn::TextCorpus::Split::train, c.batch_size, c.context, batch_gen, device);
-    Tensor loss;
-    {
-      nn::autocast amp(device.kind, c.amp == "f16" ? DType::f16 : DType::bf16, /*enabled=*/!c.amp.empty());
-      loss = model.loss(x, y);
-    }
+    const double lr = opt.param_groups()[0].option("lr");
     opt.zero_grad();
-    scaler.scale(loss).backward();
+    // Accumulation: the gradients of N batches' loss / N add up to those of their mean.
+    double loss_sum = 0;
+    for (int64_t micro = 0; micro < c.accumulate; ++micro) {
+      auto [x, y] = batches.next();
+      Tensor loss;
+      {
+        nn::autocast amp(device.kind, c.amp == "f16" ? DType::f16 : DType::bf16, /*enabled=*/!c.amp.empty());
+        loss = model.loss(x, y);
+      }
+      scaler.scale(c.accumulate > 1 ? loss / accumulate : loss).backward();
+      loss_sum += loss.to(DType::f32).to_vector<float>()[0];
+    }
     scaler.step(opt);  // opt.step() unless f16; skipped on the device after an inf
     scaler.update();
+    if (scheduler) scheduler->step();
     if (step_profiler) step_profiler->step();
-    double l = loss.to(DType::f32).to_vector<float>()[0];
-    loss_ema = step == 0 ? l : 0.95 * loss_ema + 0.05 * l;
-    tokens_seen += c.batch_size * c.context;
-    if (Clock::now() - last_draw > std::chrono::milliseconds(200) || step + 1 == todo) {
+    progress.data = batches.position();
+    const double l = loss_sum / accumulate;
+    progress.loss_ema = progress.step == 0 ? l : 0.95 * progress.loss_ema + 0.05 * l;
+    ++progress.step;
+    tokens_seen += c.accumulate * c.batch_size * c.context;
+    if (c.print_losses) std::printf("loss %lld %.17g\n", static_cast<long long>(progress.step), l);
+    if (scalar_log)
+      scalar_log->log(progress.step, {{"loss", l},
+                                      {"lr", lr},
+                                      {"tokens_per_s", tokens_seen / train_seconds_so_far()},
+                                      {"memory_allocated", static_cast<double>(memory_allocated(device))},
+                                      {"max_memory_allocated", static_cast<double>(max_memory_allocated(device))}});
+    if (c.memory_summary && progress.step == start_step + 1) print_memory("after the first step");
+    if (Clock::now() - last_draw > std::chrono::milliseconds(200) || progress.step == last) {
       last_draw = Clock::now();
       constexpr int kWidth = 24;
-      int filled = static_cast<int>(kWidth * (start_step + step + 1) / c.steps);
+      int filled = static_cast<int>(kWidth * progress.step / c.steps);
       std::string bar(filled, '=');
       if (filled < kWidth) bar += '>' + std::string(kWidth - filled - 1, ' ');
       std::fprintf(stderr, "\rstep %lld/%lld [%s] loss %.4f  lr %.2e  %.0f tokens/s ",
-                   static_cast<long long>(start_step + step + 1), static_cast<long long>(c.steps),
-                   bar.c_str(), loss_ema, lr, tokens_seen / train_seconds_so_far());
+                   static_cast<long long>(progress.step), static_cast<long long>(c.steps), bar.c_str(),
+                   progress.loss_ema, lr, tokens_seen / train_seconds_so_far());
       std::fflush(stderr);
       g_progress_open = true;
     }
-    if ((start_step + step + 1) % c.eval_every == 0) report(step + 1);
+    if (progress.step % c.eval_every == 0) report();
+    if (c.save_every > 0 && progress.step % c.save_every == 0 && progress.step < last) save();
   }
   const double train_seconds = seconds_since(start) - eval_seconds;
+  const int64_t steps_run = progress.step - start_step;
   if (step_profiler) step_profiler->finish();
-  if ((start_step + step) % c.eval_every != 0 || step == 0) report(step);
+  if (progress.step % c.eval_every != 0 || steps_run == 0) report();
+  if (c.memory_summary) print_memory("at the end");
+  if (scalar_log) profiler::write_scalar_plots(scalar_log->records(), "train-gpt", c.log_path + ".svg");
   if (!c.save_path.empty()) {
-    nn::save(model, c.save_path, {{kArchKey, architecture(c)}, {kStepKey, std::to_string(start_step + step)}});
-    nn::save(opt, c.save_path + ".optim");
-    std::printf("saved the model to %s (AdamW's state beside it)\n", c.save_path.c_str());
+    save();
+    std::printf("saved the checkpoint of step %lld to %s\n", static_cast<long long>(progress.step),
+                c.save_path.c_str());
   }
   if (c.generate > 0) {
     nn::GenerationConfig g{.max_new_tokens = c.generate, .temperature = c.temperature > 0 ? c.temperature : 1.0,
@@ -312,7 +402,7 @@ int run(const Config& c) {
                 nn::TextCorpus::decode(out.to_vector<int64_t>()).c_str());
   }
   std::printf("final: held-out loss %.4f (unigram %.4f), %lld steps in %.1f s, %.0f tokens/s\n", held_out, unigram,
-              static_cast<long long>(step), train_seconds, train_seconds > 0 ? tokens_seen / train_seconds : 0.0);
+              static_cast<long long>(steps_run), train_seconds, train_seconds > 0 ? tokens_seen / train_seconds : 0.0);
   return 0;
 }
 
