@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Multi-process tests of dist/ and DistributedDataParallel on Gloo over loopback (issue 32).
+#   dist_ddp.sh TRITIUM_RUN WORKER SCRATCH losses|failures|collectives
+# losses:      2 and 3 ranks with global batch 24 print the same losses as 1 rank (within 1e-5
+#              over 20 steps), with one bucket and with many, and with no_sync accumulation
+# failures:    a rank killed mid-run stops the job with a message naming it (launcher) and makes
+#              the survivor exit with an error (no launcher), never a hang; bad variables (RANK >=
+#              WORLD_SIZE, an unreachable master) are clear errors
+# collectives: the free collectives and a sub-group across 3 processes
+set -u
+run=$1 worker=$2 scratch=$3 part=$4
+mkdir -p "$scratch"
+fail() { echo "FAIL: $*"; exit 1; }
+port() { "$worker" --free-port; }
+
+# Runs a job, failing the test on a non-zero exit (the output is shown).
+job() {
+  local out=$1; shift
+  timeout 60 "$@" >"$out" 2>&1 || { cat "$out"; fail "exit status $? from: $*"; }
+}
+
+# The "step K loss L" lines of two outputs agree within 1e-5, 20 of them.
+same_losses() {
+  local a=$1 b=$2
+  paste <(grep '^step ' "$a") <(grep '^step ' "$b") | awk -v A="$a" -v B="$b" '
+    { n++; d = $4 - $8; if (d < 0) d = -d; if (d > max) max = d; if ($2 != $6) bad = 1 }
+    END { printf "%s vs %s: %d steps, max |loss difference| %.3g\n", A, B, n, max;
+          exit (n != 20 || bad || max > 1e-5) }' || fail "losses differ: $a vs $b"
+}
+
+case $part in
+losses)
+  train=(--mode train --steps 20 --global-batch 24)
+  job "$scratch/w1.txt" "$run" --nproc-per-node 1 --master-port "$(port)" "$worker" "${train[@]}"
+  grep -q "world 1, 1 buckets" "$scratch/w1.txt" || fail "expected one bucket: $(head -1 "$scratch/w1.txt")"
+  job "$scratch/w2.txt" "$run" --nproc-per-node 2 --master-port "$(port)" "$worker" "${train[@]}"
+  same_losses "$scratch/w1.txt" "$scratch/w2.txt"
+  # Tiny caps: a bucket per parameter or two, launched as their gradients arrive.
+  job "$scratch/w3.txt" "$run" --nproc-per-node 3 --master-port "$(port)" "$worker" "${train[@]}" \
+    --bucket-cap-mb 0.00001 --first-bucket-cap-mb 0.00001
+  grep -q "world 3, 4 buckets" "$scratch/w3.txt" || fail "expected 4 buckets: $(head -1 "$scratch/w3.txt")"
+  same_losses "$scratch/w1.txt" "$scratch/w3.txt"
+  # Two micro-batches per step, the first under no_sync.
+  job "$scratch/w2acc.txt" "$run" --nproc-per-node 2 --master-port "$(port)" "$worker" "${train[@]}" --accumulate 2
+  same_losses "$scratch/w1.txt" "$scratch/w2acc.txt"
+  # A layer only rank 0 uses: find_unused_parameters lets the others finish their reduction.
+  job "$scratch/unused.txt" "$run" --nproc-per-node 2 --master-port "$(port)" "$worker" --mode train --steps 3 \
+    --find-unused
+  grep -q "^step 2 loss" "$scratch/unused.txt" || fail "find_unused run: $(cat "$scratch/unused.txt")"
+  ;;
+failures)
+  # Under the launcher: rank 1 dies at step 5; tritium-run names it and stops rank 0.
+  start=$(date +%s)
+  timeout 60 "$run" --nproc-per-node 2 --master-port "$(port)" --grace-period 2 "$worker" --mode train --steps 1000 \
+    --die-rank 1 --die-step 5 --timeout-ms 5000 >"$scratch/killed.txt" 2>&1
+  status=$?
+  took=$(( $(date +%s) - start ))
+  [ "$status" = 1 ] || { cat "$scratch/killed.txt"; fail "tritium-run exited with $status, expected 1"; }
+  grep -q "rank 1 (local rank 1, pid [0-9]*) was killed by signal 9" "$scratch/killed.txt" ||
+    { cat "$scratch/killed.txt"; fail "no line naming rank 1"; }
+  [ "$took" -le 20 ] || fail "the job took ${took}s to stop"
+  # Without the launcher: the survivor itself ends with an error naming the collective.
+  p=$(port)
+  common=(--mode train --steps 1000 --die-rank 1 --die-step 5 --timeout-ms 5000)
+  start=$(date +%s)
+  RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p timeout 60 "$worker" "${common[@]}" >/dev/null 2>&1 &
+  RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p timeout 60 "$worker" "${common[@]}" \
+    >"$scratch/survivor.txt" 2>&1
+  status=$?
+  wait
+  took=$(( $(date +%s) - start ))
+  [ "$status" = 2 ] || { cat "$scratch/survivor.txt"; fail "the survivor exited with $status, expected 2"; }
+  grep -q "tritium-dist-worker: error: .*(gloo) failed on rank 0 of 2" "$scratch/survivor.txt" ||
+    { cat "$scratch/survivor.txt"; fail "the survivor's error does not name the collective"; }
+  [ "$took" -le 20 ] || fail "the survivor took ${took}s to stop"
+  # RANK >= WORLD_SIZE.
+  RANK=2 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(port) "$worker" --mode collectives >"$scratch/bad.txt" 2>&1
+  [ $? = 2 ] && grep -q "RANK=2 is out of range: WORLD_SIZE=2" "$scratch/bad.txt" || { cat "$scratch/bad.txt"; fail "RANK=2"; }
+  # A master nobody serves (rank 1 of 2, rank 0 never starts): an error within the timeout.
+  start=$(date +%s)
+  RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(port) timeout 30 "$worker" --mode collectives \
+    --timeout-ms 1500 >"$scratch/unreachable.txt" 2>&1
+  status=$?
+  took=$(( $(date +%s) - start ))
+  [ "$status" = 2 ] && grep -q "could not reach the store at 127.0.0.1:[0-9]* within 1500 ms" "$scratch/unreachable.txt" ||
+    { cat "$scratch/unreachable.txt"; fail "unreachable master (status $status)"; }
+  [ "$took" -le 10 ] || fail "the unreachable master took ${took}s"
+  # A missing variable.
+  env -u RANK WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 "$worker" --mode collectives >"$scratch/missing.txt" 2>&1
+  grep -q "the environment variable RANK is not set" "$scratch/missing.txt" || { cat "$scratch/missing.txt"; fail "missing RANK"; }
+  ;;
+collectives)
+  job "$scratch/collectives.txt" "$run" --nproc-per-node 3 --master-port "$(port)" "$worker" --mode collectives
+  [ "$(grep -c 'collectives ok' "$scratch/collectives.txt")" = 3 ] || { cat "$scratch/collectives.txt"; fail "collectives"; }
+  ;;
+*) fail "unknown part $part" ;;
+esac
+echo "dist_ddp $part: ok"
