@@ -202,7 +202,7 @@ void DistributedDataParallel::launch_ready_buckets() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_]->pending == 0) {
     Bucket& b = *buckets_[next_bucket_];
     b.work = group_->all_reduce(b.flat, dist::ReduceOp::avg);
-    ++next_bucket_;
+    ++next_bucket_, ++buckets_reduced_;
   }
   if (next_bucket_ == buckets_.size()) finalize();
 }

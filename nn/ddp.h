@@ -58,6 +58,9 @@ class DistributedDataParallel : public Module {
   const std::shared_ptr<dist::ProcessGroup>& process_group() const { return group_; }
   // The buckets as indices into module().parameters() (requires_grad ones), in launch order.
   const std::vector<std::vector<int>>& bucket_assignment() const { return assignment_; }
+  // Bucket all-reduces launched so far (PyTorch's DDP logging counts the same): none under
+  // no_sync, one per bucket for each synchronised backward.
+  int64_t buckets_reduced() const { return buckets_reduced_; }
 
   // While alive, backward passes through this model do not reduce gradients (PyTorch's
   // no_sync() context manager).
@@ -100,6 +103,7 @@ class DistributedDataParallel : public Module {
   bool reduction_started_ = false;
   std::vector<char> ready_, used_;  // per parameter, this iteration
   size_t next_bucket_ = 0;
+  int64_t buckets_reduced_ = 0;
 };
 
 }  // namespace tritium::nn

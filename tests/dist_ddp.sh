@@ -85,6 +85,12 @@ failures)
   [ "$status" = 2 ] && grep -q "could not reach the store at 127.0.0.1:[0-9]* within 1500 ms" "$scratch/unreachable.txt" ||
     { cat "$scratch/unreachable.txt"; fail "unreachable master (status $status)"; }
   [ "$took" -le 10 ] || fail "the unreachable master took ${took}s"
+  # Replicas that differ (rank 1's hidden layer is wider): DDP refuses before training.
+  job_status=0
+  timeout 60 "$run" --nproc-per-node 2 --master-port "$(port)" "$worker" --mode train --steps 2 --mismatch \
+    >"$scratch/mismatch.txt" 2>&1 || job_status=$?
+  [ "$job_status" = 1 ] && grep -q "the replicas differ: rank 0 has 4 parameters of 731 elements, rank 1 has 4 of 753" \
+    "$scratch/mismatch.txt" || { cat "$scratch/mismatch.txt"; fail "mismatched replicas (status $job_status)"; }
   # A missing variable.
   env -u RANK WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 "$worker" --mode collectives >"$scratch/missing.txt" 2>&1
   grep -q "the environment variable RANK is not set" "$scratch/missing.txt" || { cat "$scratch/missing.txt"; fail "missing RANK"; }

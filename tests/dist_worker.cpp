@@ -38,6 +38,7 @@ struct Config {
   int64_t steps = 20, global_batch = 24, accumulate = 1;
   double bucket_cap_mb = 25, first_bucket_cap_mb = 1;
   bool find_unused = false;
+  bool mismatch = false;  // rank 1 builds a wider model (DDP must refuse)
   int64_t die_rank = -1, die_step = -1;
   int64_t timeout_ms = 30000;
 };
@@ -57,10 +58,10 @@ int free_port() {
 
 class TinyMlp : public nn::Module {
  public:
-  TinyMlp(bool extra_branch, bool use_extra, Generator& gen) : use_extra_(use_extra) {
-    fc1 = register_module("fc1", std::make_shared<nn::Linear>(kFeatures, kHidden, true, gen));
-    fc2 = register_module("fc2", std::make_shared<nn::Linear>(kHidden, kClasses, true, gen));
-    if (extra_branch) extra = register_module("extra", std::make_shared<nn::Linear>(kHidden, kClasses, true, gen));
+  TinyMlp(bool extra_branch, bool use_extra, int64_t hidden, Generator& gen) : use_extra_(use_extra) {
+    fc1 = register_module("fc1", std::make_shared<nn::Linear>(kFeatures, hidden, true, gen));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear>(hidden, kClasses, true, gen));
+    if (extra_branch) extra = register_module("extra", std::make_shared<nn::Linear>(hidden, kClasses, true, gen));
   }
   Tensor forward(const Tensor& x) override {
     Tensor h = relu((*fc1)(x));
@@ -124,7 +125,7 @@ int train(const Config& c) {
 
   // Each rank initialises differently: DDP's broadcast from rank 0 must make them equal.
   Generator gen(100 + rank);
-  auto model = std::make_shared<TinyMlp>(c.find_unused, rank == 0, gen);
+  auto model = std::make_shared<TinyMlp>(c.find_unused, rank == 0, c.mismatch && rank == 1 ? kHidden + 1 : kHidden, gen);
   nn::DistributedDataParallel ddp(model, {.process_group = nullptr,
                                           .bucket_cap_mb = c.bucket_cap_mb,
                                           .first_bucket_cap_mb = c.first_bucket_cap_mb,
@@ -218,6 +219,7 @@ Config parse(int argc, char** argv) {
     else if (args.is("--bucket-cap-mb")) c.bucket_cap_mb = cli::parse_double(o, args.value(), 1e-6, 1e4);
     else if (args.is("--first-bucket-cap-mb")) c.first_bucket_cap_mb = cli::parse_double(o, args.value(), 1e-6, 1e4);
     else if (args.is("--find-unused")) c.find_unused = true;
+    else if (args.is("--mismatch")) c.mismatch = true;
     else if (args.is("--die-rank")) c.die_rank = cli::parse_int(o, args.value(), 0, 1 << 20);
     else if (args.is("--die-step")) c.die_step = cli::parse_int(o, args.value(), 0, 1 << 20);
     else if (args.is("--timeout-ms")) c.timeout_ms = cli::parse_int(o, args.value(), 1, 86400000);
