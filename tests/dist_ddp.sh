@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Multi-process tests of dist/ and DistributedDataParallel on Gloo over loopback (issue 32).
-#   dist_ddp.sh TRITIUM_RUN WORKER SCRATCH losses|failures|collectives
+#   dist_ddp.sh TRITIUM_RUN WORKER SCRATCH losses|failures|collectives|mnist [TRAIN_MNIST]
 # losses:      2 and 3 ranks with global batch 24 print the same losses as 1 rank (within 1e-5
 #              over 20 steps), with one bucket and with many, and with no_sync accumulation
 # failures:    a rank killed mid-run stops the job with a message naming it (launcher) and makes
 #              the survivor exit with an error (no launcher), never a hang; bad variables (RANK >=
 #              WORLD_SIZE, an unreachable master) are clear errors
 # collectives: the free collectives and a sub-group across 3 processes
+# mnist:       train-mnist under tritium-run on 2 ranks ends with the loss and accuracy of one
+#              process at the same global batch (skipped, 77, without Fashion-MNIST)
 set -u
 run=$1 worker=$2 scratch=$3 part=$4
 mkdir -p "$scratch"
@@ -98,6 +100,20 @@ failures)
 collectives)
   job "$scratch/collectives.txt" "$run" --nproc-per-node 3 --master-port "$(port)" "$worker" --mode collectives
   [ "$(grep -c 'collectives ok' "$scratch/collectives.txt")" = 3 ] || { cat "$scratch/collectives.txt"; fail "collectives"; }
+  ;;
+mnist)
+  mnist=$5
+  [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] ||
+    { echo "skipped: Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"; exit 77; }
+  args=(--epochs 1 --limit-batches 6 --batch-size 48 --workers 0 --seed 2)
+  job "$scratch/mnist1.txt" "$mnist" "${args[@]}"
+  job "$scratch/mnist2.txt" "$run" --nproc-per-node 2 --master-port "$(port)" "$mnist" "${args[@]}"
+  grep -q "data parallel over 2 ranks (gloo), 24 samples per rank" "$scratch/mnist2.txt" || fail "not data parallel"
+  one=$(grep -o "train loss [0-9.]*, test accuracy [0-9.]*%" "$scratch/mnist1.txt")
+  two=$(grep -o "train loss [0-9.]*, test accuracy [0-9.]*%" "$scratch/mnist2.txt")
+  echo "1 rank: $one; 2 ranks: $two"
+  [ -n "$one" ] && [ "$one" = "$two" ] || fail "2 ranks differ from 1"
+  [ "$(grep -c '^final:' "$scratch/mnist2.txt")" = 1 ] || fail "rank 1 printed too"
   ;;
 *) fail "unknown part $part" ;;
 esac
