@@ -8,7 +8,9 @@
 // train options: --steps S, --global-batch B (divisible by the world size), --accumulate N
 // (micro-batches per step, all but the last under no_sync), --bucket-cap-mb / --first-bucket-cap-mb
 // (to force several buckets), --find-unused (a layer that only rank 0 uses), --die-rank R
-// --die-step K (rank R kills itself with SIGKILL at step K), --timeout-ms T.
+// --die-step K (rank R kills itself with SIGKILL at step K), --timeout-ms T, --mismatch (rank 1's
+// model is wider: DDP must refuse).
+// Both modes: --device cpu (Gloo, the default) or cuda (NCCL, device LOCAL_RANK).
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -41,7 +43,16 @@ struct Config {
   bool mismatch = false;  // rank 1 builds a wider model (DDP must refuse)
   int64_t die_rank = -1, die_step = -1;
   int64_t timeout_ms = 30000;
+  std::string device = "cpu";  // cuda: NCCL on cuda:LOCAL_RANK
 };
+
+// The backend and device of this rank (before init: LOCAL_RANK from the environment).
+Device rank_device(const Config& c) {
+  return c.device == "cuda" ? Device::cuda(dist::read_launch_environment().local_rank) : Device::cpu();
+}
+void init(const Config& c) {
+  dist::init_process_group(c.device == "cuda" ? "nccl" : "gloo", {.timeout = std::chrono::milliseconds(c.timeout_ms)});
+}
 
 constexpr int64_t kFeatures = 16, kHidden = 33, kClasses = 5;
 
@@ -101,7 +112,7 @@ Data make_data(int64_t n) {
   return d;
 }
 
-std::pair<Tensor, Tensor> gather_batch(const Data& d, const std::vector<int64_t>& idx) {
+std::pair<Tensor, Tensor> gather_batch(const Data& d, const std::vector<int64_t>& idx, Device device) {
   std::vector<float> x;
   std::vector<int64_t> y;
   for (int64_t i : idx) {
@@ -109,11 +120,12 @@ std::pair<Tensor, Tensor> gather_batch(const Data& d, const std::vector<int64_t>
     y.push_back(d.y[i]);
   }
   auto n = static_cast<int64_t>(idx.size());
-  return {Tensor::from_vector(x, {n, kFeatures}), Tensor::from_vector(y, {n})};
+  return {Tensor::from_vector(x, {n, kFeatures}, device), Tensor::from_vector(y, {n}, device)};
 }
 
 int train(const Config& c) {
-  dist::init_process_group("gloo", {.timeout = std::chrono::milliseconds(c.timeout_ms)});
+  Device device = rank_device(c);
+  init(c);
   int rank = dist::get_rank(), world = dist::get_world_size();
   if (c.global_batch % (world * c.accumulate) != 0)
     throw cli::UsageError(fmt::format("--global-batch {} is not divisible by world size {} x --accumulate {}",
@@ -125,6 +137,7 @@ int train(const Config& c) {
 
   // Each rank initialises differently: DDP's broadcast from rank 0 must make them equal.
   Generator gen(100 + rank);
+  DefaultDeviceGuard on(device);
   auto model = std::make_shared<TinyMlp>(c.find_unused, rank == 0, c.mismatch && rank == 1 ? kHidden + 1 : kHidden, gen);
   nn::DistributedDataParallel ddp(model, {.process_group = nullptr,
                                           .bucket_cap_mb = c.bucket_cap_mb,
@@ -143,7 +156,7 @@ int train(const Config& c) {
     double loss_sum = 0;
     for (int64_t m = 0; m < c.accumulate; ++m) {
       auto begin = order.begin() + step * local + m * micro;
-      auto [x, y] = gather_batch(data, std::vector<int64_t>(begin, begin + micro));
+      auto [x, y] = gather_batch(data, std::vector<int64_t>(begin, begin + micro), device);
       auto scaled = [&] {
         Tensor loss = cross_entropy(ddp(x), y);
         loss_sum += loss.to_vector<float>()[0];
@@ -157,7 +170,7 @@ int train(const Config& c) {
       }
     }
     optimizer.step();
-    Tensor loss = Tensor::from_vector<float>({static_cast<float>(loss_sum / c.accumulate)}, {1});
+    Tensor loss = Tensor::from_vector<float>({static_cast<float>(loss_sum / c.accumulate)}, {1}, device);
     dist::all_reduce(loss, dist::ReduceOp::avg);
     if (rank == 0) std::printf("step %lld loss %.8f\n", static_cast<long long>(step), loss.to_vector<float>()[0]);
     std::fflush(stdout);
@@ -175,17 +188,18 @@ int train(const Config& c) {
 }
 
 int collectives(const Config& c) {
-  dist::init_process_group("gloo", {.timeout = std::chrono::milliseconds(c.timeout_ms)});
+  Device device = rank_device(c);
+  init(c);
   int rank = dist::get_rank(), world = dist::get_world_size();
   auto expect = [&](bool ok, const std::string& what) {
     if (!ok) fail("rank {}: {} is wrong", rank, what);
   };
-  Tensor t = Tensor::from_vector<float>({static_cast<float>(rank + 1), -1.f}, {2});
+  Tensor t = Tensor::from_vector<float>({static_cast<float>(rank + 1), -1.f}, {2}, device);
   dist::all_reduce(t);
   expect(t.to_vector<float>() == std::vector<float>{world * (world + 1) / 2.f, -1.f * world}, "all_reduce sum");
   std::vector<Tensor> outs;
-  for (int r = 0; r < world; ++r) outs.push_back(Tensor::from_vector<int64_t>({-1}, {1}));
-  dist::all_gather(outs, Tensor::from_vector<int64_t>({10 * rank}, {1}));
+  for (int r = 0; r < world; ++r) outs.push_back(Tensor::from_vector<int64_t>({-1}, {1}, device));
+  dist::all_gather(outs, Tensor::from_vector<int64_t>({10 * rank}, {1}, device));
   for (int r = 0; r < world; ++r) expect(outs[r].to_vector<int64_t>()[0] == 10 * r, "all_gather");
   // The even ranks as a sub-group: a broadcast from its last member (a world rank).
   std::vector<int> evens;
@@ -193,15 +207,22 @@ int collectives(const Config& c) {
   auto group = dist::new_group(evens);
   expect((group != nullptr) == (rank % 2 == 0), "new_group membership");
   if (group) {
-    Tensor b = Tensor::from_vector<int32_t>({rank}, {1});
+    Tensor b = Tensor::from_vector<int32_t>({rank}, {1}, device);
     dist::broadcast(b, evens.back(), group);
     expect(b.to_vector<int32_t>()[0] == evens.back(), "sub-group broadcast");
-    Tensor s = Tensor::from_vector<int32_t>({1}, {1});
+    Tensor s = Tensor::from_vector<int32_t>({1}, {1}, device);
     dist::all_reduce(s, dist::ReduceOp::sum, group);
     expect(s.to_vector<int32_t>()[0] == static_cast<int>(evens.size()), "sub-group all_reduce");
   }
+  // reduce_scatter: part p of every rank's input is p + rank; rank r gets sum over ranks of r + rank'.
+  std::vector<Tensor> parts;
+  for (int p = 0; p < world; ++p) parts.push_back(Tensor::from_vector<float>({float(p + rank), 1.f}, {2}, device));
+  Tensor mine = Tensor::from_vector<float>({-1.f, -1.f}, {2}, device);
+  dist::reduce_scatter(mine, parts, dist::ReduceOp::sum);
+  expect(mine.to_vector<float>() == std::vector<float>{float(world * rank + world * (world - 1) / 2), float(world)},
+         "reduce_scatter");
   dist::barrier();
-  std::printf("rank %d: collectives ok\n", rank);
+  std::printf("rank %d: collectives ok (%s)\n", rank, dist::default_group()->backend().c_str());
   dist::destroy_process_group();
   return 0;
 }
@@ -220,6 +241,7 @@ Config parse(int argc, char** argv) {
     else if (args.is("--first-bucket-cap-mb")) c.first_bucket_cap_mb = cli::parse_double(o, args.value(), 1e-6, 1e4);
     else if (args.is("--find-unused")) c.find_unused = true;
     else if (args.is("--mismatch")) c.mismatch = true;
+    else if (args.is("--device")) c.device = cli::parse_choice(o, args.value(), {"cpu", "cuda"});
     else if (args.is("--die-rank")) c.die_rank = cli::parse_int(o, args.value(), 0, 1 << 20);
     else if (args.is("--die-step")) c.die_step = cli::parse_int(o, args.value(), 0, 1 << 20);
     else if (args.is("--timeout-ms")) c.timeout_ms = cli::parse_int(o, args.value(), 1, 86400000);
@@ -238,8 +260,8 @@ int main(int argc, char** argv) {
       std::printf("%d\n", free_port());
       return 0;
     }
-    if (c.mode == "train" && !runtime::device_available(Device::cpu())) {
-      std::fprintf(stderr, "skipped: the CPU backend is unavailable\n");
+    if (c.mode == "train" && !runtime::device_available(c.device == "cuda" ? Device::cuda() : Device::cpu())) {
+      std::fprintf(stderr, "skipped: the %s backend is unavailable\n", c.device.c_str());
       return 77;
     }
     return c.mode == "train" ? train(c) : collectives(c);
