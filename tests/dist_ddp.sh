@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Multi-process tests of dist/ and DistributedDataParallel on Gloo over loopback (issue 32).
-#   dist_ddp.sh TRITIUM_RUN WORKER SCRATCH losses|failures|collectives|mnist [TRAIN_MNIST]
+#   dist_ddp.sh TRITIUM_RUN WORKER SCRATCH launcher|losses|failures|collectives|mnist [TRAIN_MNIST]
+# launcher:    tritium-run's variables, options (--help, range errors), a failing rank named, SIGTERM
+#              passed on to every rank
 # losses:      2 and 3 ranks with global batch 24 print the same losses as 1 rank (within 1e-5
 #              over 20 steps), with one bucket and with many, and with no_sync accumulation
 # failures:    a rank killed mid-run stops the job with a message naming it (launcher) and makes
@@ -31,6 +33,44 @@ same_losses() {
 }
 
 case $part in
+launcher)
+  "$run" --help | grep -q "usage: tritium-run" || fail "--help"
+  "$run" --nproc-per-node 3 --nnodes 2 --node-rank 1 --master-addr 10.1.2.3 --master-port 1234 sh -c \
+    'echo "$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT"' \
+    | sort >"$scratch/vars.txt"
+  printf '3 0 6 3 1 10.1.2.3 1234\n4 1 6 3 1 10.1.2.3 1234\n5 2 6 3 1 10.1.2.3 1234\n' | diff - "$scratch/vars.txt" ||
+    fail "variables"
+  bad() {  # tritium-run ARGS... must exit 2 with one line containing $1
+    local expect=$1; shift
+    "$run" "$@" >"$scratch/bad.txt" 2>&1
+    local status=$?
+    [ $status = 2 ] && grep -q -- "$expect" "$scratch/bad.txt" || { cat "$scratch/bad.txt"; fail "$* (status $status)"; }
+  }
+  bad "--nproc-per-node: expected an integer in \[1, 1024\], got '0'" --nproc-per-node 0 true
+  bad "--nproc-per-node is required" true
+  bad "--master-port: expected an integer in \[1, 65535\], got '65536'" --nproc-per-node 1 --master-port 65536 true
+  bad "--node-rank: 2 is out of range for --nnodes 2" --nproc-per-node 1 --nnodes 2 --node-rank 2 true
+  bad "--node-rank is required with --nnodes above 1" --nproc-per-node 1 --nnodes 2 true
+  bad "no program to run" --nproc-per-node 1
+  bad "unknown option '--bogus'" --bogus 1 true
+  # A rank exiting with status 3 is named; the other (sleeping) rank is stopped.
+  start=$(date +%s)
+  "$run" --nproc-per-node 2 sh -c '[ "$RANK" = 1 ] && exit 3; sleep 60' >"$scratch/fail.txt" 2>&1
+  status=$?
+  [ $status = 1 ] && grep -q "rank 1 (local rank 1, pid [0-9]*) exited with status 3; stopping the other ranks" \
+    "$scratch/fail.txt" || { cat "$scratch/fail.txt"; fail "failing rank (status $status)"; }
+  [ $(( $(date +%s) - start )) -le 10 ] || fail "the sleeping rank was not stopped"
+  # SIGTERM to the launcher reaches every rank (each prints on TERM and exits 0).
+  "$run" --nproc-per-node 2 sh -c 'trap "echo rank $RANK got TERM; exit 0" TERM; while :; do sleep 0.1; done' \
+    >"$scratch/term.txt" 2>&1 &
+  launcher=$!
+  sleep 1
+  kill -TERM $launcher
+  wait $launcher
+  status=$?
+  [ $status = 143 ] && [ "$(grep -c 'got TERM' "$scratch/term.txt")" = 2 ] ||
+    { cat "$scratch/term.txt"; fail "SIGTERM (status $status)"; }
+  ;;
 losses)
   train=(--mode train --steps 20 --global-batch 24)
   job "$scratch/w1.txt" "$run" --nproc-per-node 1 --master-port "$(port)" "$worker" "${train[@]}"

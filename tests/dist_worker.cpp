@@ -10,7 +10,10 @@
 // (to force several buckets), --find-unused (a layer that only rank 0 uses), --die-rank R
 // --die-step K (rank R kills itself with SIGKILL at step K), --timeout-ms T, --mismatch (rank 1's
 // model is wider: DDP must refuse).
-// Both modes: --device cpu (Gloo, the default) or cuda (NCCL, device LOCAL_RANK).
+//   --mode allreduce-bench      all_reduce (sum, f32) bus bandwidth at --bytes N (1 MB to 256 MB when
+//                               unset), --iters K timed after 5 warm-up calls; rank 0 prints
+//                               nccl-tests' algbw and busbw (busbw = algbw x 2 (n - 1) / n)
+// All modes: --device cpu (Gloo, the default) or cuda (NCCL, device LOCAL_RANK).
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -28,6 +31,7 @@
 #include "nn/module.h"
 #include "nn/optim.h"
 #include "nn/sampler.h"
+#include "runtime/cuda_device.h"
 #include "tools/cli.h"
 
 using namespace tritium;
@@ -44,6 +48,7 @@ struct Config {
   int64_t die_rank = -1, die_step = -1;
   int64_t timeout_ms = 30000;
   std::string device = "cpu";  // cuda: NCCL on cuda:LOCAL_RANK
+  int64_t bytes = 0, iters = 20;  // allreduce-bench
 };
 
 // The backend and device of this rank (before init: LOCAL_RANK from the environment).
@@ -227,13 +232,48 @@ int collectives(const Config& c) {
   return 0;
 }
 
+// Waits for the device's queued work (the collectives on it included).
+void synchronize(Device device) {
+  if (device.is_cuda()) runtime::cuda::synchronize(device.index);
+}
+
+int allreduce_bench(const Config& c) {
+  Device device = rank_device(c);
+  init(c);
+  int world = dist::get_world_size();
+  std::vector<int64_t> sizes = {c.bytes};
+  if (c.bytes == 0) sizes = {1 << 20, 16 << 20, 64 << 20, 256 << 20};
+  for (int64_t bytes : sizes) {
+    Tensor t = Tensor::zeros({bytes / 4}, DType::f32, device);
+    for (int i = 0; i < 5; ++i) dist::all_reduce(t);
+    synchronize(device);
+    dist::barrier();
+    auto start = std::chrono::steady_clock::now();
+    std::vector<dist::WorkPtr> works;
+    for (int64_t i = 0; i < c.iters; ++i) works.push_back(dist::all_reduce(t, dist::ReduceOp::sum, nullptr, true));
+    for (auto& w : works) w->wait();
+    synchronize(device);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / c.iters;
+    double algbw = static_cast<double>(bytes) / seconds / 1e9;
+    if (dist::get_rank() == 0)
+      std::printf("all_reduce %s %d ranks %lld bytes: %.3f ms, algbw %.2f GB/s, busbw %.2f GB/s\n",
+                  dist::default_group()->backend().c_str(), world, static_cast<long long>(bytes), seconds * 1e3, algbw,
+                  algbw * 2.0 * (world - 1) / world);
+    std::fflush(stdout);
+  }
+  dist::destroy_process_group();
+  return 0;
+}
+
 Config parse(int argc, char** argv) {
   Config c;
   cli::Args args(argc, argv, "usage: tritium-dist-worker --mode train|collectives [options] (see the source)\n");
   while (args.next()) {
     const std::string& o = args.option();
     if (args.is("--free-port")) c.mode = "free-port";
-    else if (args.is("--mode")) c.mode = cli::parse_choice(o, args.value(), {"train", "collectives"});
+    else if (args.is("--mode")) c.mode = cli::parse_choice(o, args.value(), {"train", "collectives", "allreduce-bench"});
+    else if (args.is("--bytes")) c.bytes = cli::parse_int(o, args.value(), 4, int64_t(1) << 36) / 4 * 4;
+    else if (args.is("--iters")) c.iters = cli::parse_int(o, args.value(), 1, 100000);
     else if (args.is("--steps")) c.steps = cli::parse_int(o, args.value(), 1, 10000);
     else if (args.is("--global-batch")) c.global_batch = cli::parse_int(o, args.value(), 1, 100000);
     else if (args.is("--accumulate")) c.accumulate = cli::parse_int(o, args.value(), 1, 64);
@@ -264,6 +304,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "skipped: the %s backend is unavailable\n", c.device.c_str());
       return 77;
     }
+    if (c.mode == "allreduce-bench") return allreduce_bench(c);
     return c.mode == "train" ? train(c) : collectives(c);
   });
 }
