@@ -132,6 +132,24 @@ BOOST_AUTO_TEST_CASE(gradients_match_a_float64_reference_and_the_plain_module) {
     BOOST_TEST((mine[i].grad().to_vector<float>() == theirs[i].grad().to_vector<float>()));
 }
 
+BOOST_AUTO_TEST_CASE(buckets_launch_while_backward_goes_on) {
+  auto group = one_rank_group();
+  if (!group) return;
+  Generator gen(4);
+  auto model = std::make_shared<TwoLayers>(true, gen);
+  nn::DistributedDataParallel ddp(model, {.process_group = group, .bucket_cap_mb = 1e-5, .first_bucket_cap_mb = 1e-5});
+  // The first layer's gradients come last in backward; by the time they arrive, the buckets of the
+  // second layer (bias, then weight) have been launched.
+  int64_t launched_before_first_layer = -1;
+  auto handle = model->first->weight.register_hook([&](const Tensor&) {
+    launched_before_first_layer = ddp.buckets_reduced();
+  });
+  sum(ddp(Tensor::from_vector(random_values(2 * 7, 6), {2, 7}))).backward();
+  BOOST_TEST(launched_before_first_layer >= 2);
+  BOOST_TEST(ddp.buckets_reduced() == 4);
+  handle.remove();
+}
+
 BOOST_AUTO_TEST_CASE(no_sync_skips_the_reduction_and_accumulates) {
   auto group = one_rank_group();
   if (!group) return;
