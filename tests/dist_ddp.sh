@@ -8,7 +8,8 @@
 # failures:    a rank killed mid-run stops the job with a message naming it (launcher) and makes
 #              the survivor exit with an error (no launcher), never a hang; bad variables (RANK >=
 #              WORLD_SIZE, an unreachable master) are clear errors
-# collectives: the free collectives and a sub-group across 3 processes
+# collectives: the free collectives and a sub-group across 3 processes; SyncBatchNorm on 2 and 3
+#              ranks against BatchNorm on the whole batch
 # mnist:       train-mnist under tritium-run on 2 ranks ends with the loss and accuracy of one
 #              process at the same global batch (skipped, 77, without Fashion-MNIST)
 set -u
@@ -140,6 +141,11 @@ failures)
 collectives)
   job "$scratch/collectives.txt" "$run" --nproc-per-node 3 --master-port "$(port)" "$worker" --mode collectives
   [ "$(grep -c 'collectives ok' "$scratch/collectives.txt")" = 3 ] || { cat "$scratch/collectives.txt"; fail "collectives"; }
+  # SyncBatchNorm over 2 and 3 ranks equals BatchNorm over the whole batch.
+  for n in 2 3; do
+    job "$scratch/syncbn$n.txt" "$run" --nproc-per-node $n --master-port "$(port)" "$worker" --mode syncbn
+    [ "$(grep -c 'syncbn ok' "$scratch/syncbn$n.txt")" = $n ] || { cat "$scratch/syncbn$n.txt"; fail "syncbn $n"; }
+  done
   ;;
 mnist)
   mnist=$5

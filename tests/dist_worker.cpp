@@ -10,6 +10,9 @@
 // (to force several buckets), --find-unused (a layer that only rank 0 uses), --die-rank R
 // --die-step K (rank R kills itself with SIGKILL at step K), --timeout-ms T, --mismatch (rank 1's
 // model is wider: DDP must refuse).
+//   --mode syncbn               SyncBatchNorm on this rank's rows of a [12, 3, 5] batch against
+//                               BatchNorm1d on the whole batch: outputs, input gradients, the
+//                               summed weight and bias gradients, the running statistics
 //   --mode allreduce-bench      all_reduce (sum, f32) bus bandwidth at --bytes N (1 MB to 256 MB when
 //                               unset), --iters K timed after 5 warm-up calls; rank 0 prints
 //                               nccl-tests' algbw and busbw (busbw = algbw x 2 (n - 1) / n)
@@ -30,7 +33,9 @@
 #include "nn/functional.h"
 #include "nn/module.h"
 #include "nn/optim.h"
+#include "nn/norm.h"
 #include "nn/sampler.h"
+#include "nn/sync_batch_norm.h"
 #include "runtime/cuda_device.h"
 #include "tools/cli.h"
 
@@ -232,6 +237,69 @@ int collectives(const Config& c) {
   return 0;
 }
 
+double rel_error(const std::vector<float>& out, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(out[i])) return INFINITY;
+    num += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]), den += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+int syncbn(const Config& c) {
+  Device device = rank_device(c);
+  init(c);
+  int rank = dist::get_rank(), world = dist::get_world_size();
+  const int64_t n = 12, ch = 3, len = 5;
+  if (n % world) fail("--mode syncbn needs a world size dividing {}", n);
+  const int64_t rows = n / world;
+  std::mt19937 gen(11);
+  std::normal_distribution<float> normal(0.5f, 2.f);
+  std::vector<float> x(n * ch * len), r(n * ch * len);
+  for (auto& v : x) v = normal(gen);
+  for (auto& v : r) v = normal(gen);
+  DefaultDeviceGuard on(device);
+  auto shard = [&](const std::vector<float>& v) {
+    return std::vector<float>(v.begin() + rank * rows * ch * len, v.begin() + (rank + 1) * rows * ch * len);
+  };
+  auto setup = [&](nn::BatchNorm& bn) {
+    bn.weight.detach().copy_(Tensor::from_vector<float>({0.5f, 1.5f, -1.f}, {ch}, device));
+    bn.bias.detach().copy_(Tensor::from_vector<float>({0.1f, 0.2f, 0.3f}, {ch}, device));
+  };
+  nn::SyncBatchNorm sync(ch);
+  nn::BatchNorm1d whole(ch);
+  setup(sync), setup(whole);
+  for (int step = 0; step < 2; ++step) {  // twice: the running statistics' update compounds
+    Tensor xs = Tensor::from_vector(shard(x), {rows, ch, len}, device).requires_grad_();
+    Tensor xw = Tensor::from_vector(x, {n, ch, len}, device).requires_grad_();
+    Tensor ys = sync(xs), yw = whole(xw);
+    sum(ys * Tensor::from_vector(shard(r), {rows, ch, len}, device)).backward();
+    sum(yw * Tensor::from_vector(r, {n, ch, len}, device)).backward();
+    std::vector<float> yw_all = yw.to_vector<float>(), gw_all = xw.grad().to_vector<float>();
+    double e_y = rel_error(ys.to_vector<float>(), shard(yw_all));
+    double e_gx = rel_error(xs.grad().to_vector<float>(), shard(gw_all));
+    Tensor gweight = sync.weight.grad().detach().clone(), gbias = sync.bias.grad().detach().clone();
+    dist::all_reduce(gweight), dist::all_reduce(gbias);
+    double e_gw = rel_error(gweight.to_vector<float>(), whole.weight.grad().to_vector<float>());
+    double e_gb = rel_error(gbias.to_vector<float>(), whole.bias.grad().to_vector<float>());
+    double e_rm = rel_error(sync.running_mean.to_vector<float>(), whole.running_mean.to_vector<float>());
+    double e_rv = rel_error(sync.running_var.to_vector<float>(), whole.running_var.to_vector<float>());
+    std::printf("rank %d step %d: relative errors y %.2g, x grad %.2g, weight grad %.2g, bias grad %.2g, running mean "
+                "%.2g, running var %.2g\n", rank, step, e_y, e_gx, e_gw, e_gb, e_rm, e_rv);
+    for (double e : {e_y, e_gx, e_gw, e_gb, e_rm, e_rv})
+      if (!(e < 1e-5)) fail("rank {}: SyncBatchNorm differs from BatchNorm on the whole batch", rank);
+    sync.zero_grad(), whole.zero_grad();
+  }
+  sync.eval();  // evaluation: the running statistics, no collective
+  Tensor probe = Tensor::from_vector(shard(x), {rows, ch, len}, device);
+  whole.eval();
+  if (rel_error(sync(probe).to_vector<float>(), whole(probe).to_vector<float>()) > 1e-6) fail("rank {}: eval", rank);
+  dist::barrier();
+  std::printf("rank %d: syncbn ok\n", rank);
+  dist::destroy_process_group();
+  return 0;
+}
+
 // Waits for the device's queued work (the collectives on it included).
 void synchronize(Device device) {
   if (device.is_cuda()) runtime::cuda::synchronize(device.index);
@@ -271,7 +339,7 @@ Config parse(int argc, char** argv) {
   while (args.next()) {
     const std::string& o = args.option();
     if (args.is("--free-port")) c.mode = "free-port";
-    else if (args.is("--mode")) c.mode = cli::parse_choice(o, args.value(), {"train", "collectives", "allreduce-bench"});
+    else if (args.is("--mode")) c.mode = cli::parse_choice(o, args.value(), {"train", "collectives", "allreduce-bench", "syncbn"});
     else if (args.is("--bytes")) c.bytes = cli::parse_int(o, args.value(), 4, int64_t(1) << 36) / 4 * 4;
     else if (args.is("--iters")) c.iters = cli::parse_int(o, args.value(), 1, 100000);
     else if (args.is("--steps")) c.steps = cli::parse_int(o, args.value(), 1, 10000);
@@ -300,11 +368,12 @@ int main(int argc, char** argv) {
       std::printf("%d\n", free_port());
       return 0;
     }
-    if (c.mode == "train" && !runtime::device_available(c.device == "cuda" ? Device::cuda() : Device::cpu())) {
+    if ((c.mode == "train" || c.mode == "syncbn") && !runtime::device_available(c.device == "cuda" ? Device::cuda() : Device::cpu())) {
       std::fprintf(stderr, "skipped: the %s backend is unavailable\n", c.device.c_str());
       return 77;
     }
     if (c.mode == "allreduce-bench") return allreduce_bench(c);
+    if (c.mode == "syncbn") return syncbn(c);
     return c.mode == "train" ? train(c) : collectives(c);
   });
 }
