@@ -110,13 +110,22 @@ void init_process_group(const std::string& backend, std::shared_ptr<Store> store
   State& s = state();
   std::lock_guard lock(s.mutex);
   if (s.world) fail("dist::init_process_group: already initialised (call destroy_process_group first)");
-  // Every rank checks in, so that a missing rank is an error naming the count that arrived.
-  auto joined = std::make_shared<PrefixStore>("init", store);
-  joined->add("arrived", 1);
+  // Every rank checks in, so that a rank that never comes is an error saying how many did.
+  store->add("init/arrived", 1);
   std::vector<int> ranks(world_size);
   for (int r = 0; r < world_size; ++r) ranks[r] = r;
-  s.world = make_group(backend, std::make_shared<PrefixStore>("default_pg", store), rank, world_size,
-                       options.timeout, ranks, s.cuda_device);
+  try {
+    s.world = make_group(backend, std::make_shared<PrefixStore>("default_pg", store), rank, world_size,
+                         options.timeout, ranks, s.cuda_device);
+  } catch (const Error& e) {
+    int64_t arrived = -1;
+    try {
+      arrived = store->add("init/arrived", 0);
+    } catch (const Error&) {
+    }
+    if (arrived < 0) throw;
+    fail("{} ({} of {} ranks had arrived at the rendezvous)", e.what(), arrived, world_size);
+  }
   s.store = std::move(store);
   s.backend = backend;
   s.timeout = options.timeout;

@@ -176,7 +176,8 @@ void DistributedDataParallel::prepare_for_backward(const std::vector<Tensor>& ou
 }
 
 void DistributedDataParallel::on_gradient(int param) {
-  if (!expect_hooks_ || !sync_) return;
+  // The forward decided (PyTorch's rule): prepared outside no_sync, the reduction happens.
+  if (!expect_hooks_) return;
   if (ready_[param])
     fail("DistributedDataParallel: parameter '{}' received its gradient twice in one backward (a parameter used "
          "by two reentrant backward passes is not supported)",

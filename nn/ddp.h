@@ -62,8 +62,8 @@ class DistributedDataParallel : public Module {
   // no_sync, one per bucket for each synchronised backward.
   int64_t buckets_reduced() const { return buckets_reduced_; }
 
-  // While alive, backward passes through this model do not reduce gradients (PyTorch's
-  // no_sync() context manager).
+  // While alive, forward passes through this model prepare no reduction, so their backward
+  // passes reduce nothing (PyTorch's no_sync() context manager: the forward decides).
   class NoSyncGuard {
    public:
     explicit NoSyncGuard(DistributedDataParallel& ddp) : ddp_(&ddp), previous_(ddp.sync_) { ddp.sync_ = false; }

@@ -168,6 +168,19 @@ BOOST_AUTO_TEST_CASE(an_unreachable_master_is_an_error_within_the_timeout) {
   BOOST_TEST(!dist::is_initialized());
 }
 
+BOOST_AUTO_TEST_CASE(a_rank_that_never_comes_is_an_error_within_the_timeout) {
+  if (!dist::GlooProcessGroup::available()) return;
+  // Rank 0 of 2 serves the store; rank 1 never starts.
+  auto job = one_rank_job();
+  job["WORLD_SIZE"] = "2";
+  LaunchVariables env(job);
+  auto start = std::chrono::steady_clock::now();
+  check_error([] { dist::init_process_group("gloo", {.timeout = 500ms}); },
+              {"timed out", "(1 of 2 ranks had arrived at the rendezvous)"});
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 5s));
+  BOOST_TEST(!dist::is_initialized());
+}
+
 BOOST_AUTO_TEST_CASE(nccl_without_a_gpu_says_why) {
   if (runtime::device_available(Device::cuda(0))) {
     BOOST_TEST_MESSAGE("skipped: a GPU is present (the NCCL backend is checked by the multi-process test there)");
