@@ -16,7 +16,7 @@ install(TARGETS tritium EXPORT TritiumTargets
 # as "dsl/kernel.h" (the target adds include/tritium to the include path). jit/ is internal: no
 # installed header includes it (tests/consumer checks the installed tree compiles on its own).
 install(FILES ${PROJECT_SOURCE_DIR}/include/tritium/tritium.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tritium)
-foreach(dir common dsl ir runtime ops nn autotune io profiler)
+foreach(dir common dsl ir runtime ops nn autotune io profiler dist)  # dist: issue 32 (nn/ddp.h includes it)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tritium
     FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -3,7 +3,8 @@
 # Used by scripts/setup.sh and scripts/sanitize.sh.
 set -euo pipefail
 packages=(cmake ninja-build g++ llvm-19-dev libfmt-dev libboost-test-dev zlib1g-dev dataset-fashion-mnist
-  fortunes)  # fortunes: the GPT's text corpus (issue 31, tools/train_gpt.cpp)
+  fortunes  # fortunes: the GPT's text corpus (issue 31, tools/train_gpt.cpp)
+  libgloo-dev)  # libgloo-dev: dist/'s CPU collectives (issue 32)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -7,12 +7,12 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build-portable"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRITIUM_STATIC_LLVM=ON \
-  -DTRITIUM_BOOST_TEST_HEADER_ONLY=ON ${CCACHE_DIR:+-DCMAKE_CXX_COMPILER_LAUNCHER=ccache} >/dev/null
+  -DTRITIUM_BOOST_TEST_HEADER_ONLY=ON -DTRITIUM_GLOO=OFF ${CCACHE_DIR:+-DCMAKE_CXX_COMPILER_LAUNCHER=ccache} >/dev/null
 cmake --build "$build" -j "${TRITIUM_BUILD_JOBS:-2}"
 stage="$(mktemp -d)"
 cp "$build/libtritium.so" "$build/tests/tritium-tests" "$build"/tutorials/[0-9][0-9]-* \
    "$build/bench/tritium-bench" "$build/tools/train-mnist" "$build/tools/tritium-tune" \
-   "$build/kernels/tritium-kernels" "$stage/"
+   "$build/kernels/tritium-kernels" "$build/tools/tritium-run" "$build/tests/tritium-dist-worker" "$stage/"
 strip --strip-unneeded "$stage"/*
 mkdir -p "$root/.carry"
 tar -C "$stage" -cJf "$root/.carry/portable.tar.xz" .

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include <tritium/tritium.h>
@@ -17,6 +19,8 @@
 #include "nn/autograd.h"
 #include "nn/containers.h"
 #include "nn/conv.h"
+#include "nn/ddp.h"
+#include "dist/distributed.h"
 #include "ops/ops.h"
 #include "nn/data.h"
 #include "nn/functional.h"
@@ -26,6 +30,7 @@
 #include "nn/lr_scheduler.h"
 #include "nn/optim.h"
 #include "nn/pooling.h"
+#include "nn/sampler.h"
 #include "nn/serialize.h"
 #include "profiler/memory_usage.h"
 #include "profiler/scalar_log.h"
@@ -91,6 +96,10 @@ const char* kUsage =
     "  --log FILE          log loss, lr, samples/s and memory per step as JSON lines to FILE,\n"
     "                      and plot them at the end in FILE.svg\n"
     "  --help              this text\n"
+    "Under tritium-run (WORLD_SIZE set) it trains data-parallel (docs/distributed.md): one process\n"
+    "per rank (on cuda, device LOCAL_RANK, NCCL; on cpu, Gloo), --batch-size the global batch split\n"
+    "evenly over the ranks (each reads its DistributedSampler's share), the model wrapped in\n"
+    "DistributedDataParallel; rank 0 prints, logs, profiles and saves.\n"
     "Mistakes in the options, and errors while running, end the program with one line on\n"
     "stderr and exit status 2.\n";
 
@@ -195,8 +204,10 @@ bool g_progress_open = false;
 // One line on stderr, redrawn with '\r' at most 10 times a second (and at the end).
 class ProgressBar {
  public:
-  ProgressBar(int epoch, int epochs, int64_t total) : epoch_(epoch), epochs_(epochs), total_(total) {}
+  ProgressBar(int epoch, int epochs, int64_t total, bool shown = true)
+      : epoch_(epoch), epochs_(epochs), total_(total), shown_(shown) {}
   void update(int64_t done, double loss, double samples_per_s, bool force = false) {
+    if (!shown_) return;
     auto now = Clock::now();
     if (!force && now - last_ < std::chrono::milliseconds(100)) return;
     last_ = now;
@@ -210,6 +221,7 @@ class ProgressBar {
     g_progress_open = true;
   }
   void finish() {
+    if (!shown_) return;
     std::fputc('\n', stderr);
     g_progress_open = false;
   }
@@ -217,6 +229,7 @@ class ProgressBar {
  private:
   int epoch_, epochs_;
   int64_t total_;
+  bool shown_;
   Clock::time_point last_{};
 };
 
@@ -235,8 +248,32 @@ double evaluate(nn::Module& model, nn::DataLoader& loader, Device device) {
   return seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
 }
 
+// ---- data parallel (issue 32): the job tritium-run started, when it did --------------------------
+struct DataParallelJob {
+  bool on = false;
+  int rank = 0, world = 1;
+  bool lead() const { return rank == 0; }
+};
+
+// Joins the job (Gloo on cpu, NCCL on cuda:LOCAL_RANK, which `device` becomes) when WORLD_SIZE is
+// set; ranks other than 0 print nothing on stdout.
+DataParallelJob join_data_parallel_job(const Config& cfg, Device& device) {
+  DataParallelJob job;
+  if (!std::getenv("WORLD_SIZE")) return job;
+  dist::LaunchEnvironment env = dist::read_launch_environment();
+  if (device.is_cuda()) device = Device::cuda(env.local_rank);
+  dist::init_process_group(device.is_cuda() ? "nccl" : "gloo");
+  job.on = true, job.rank = dist::get_rank(), job.world = dist::get_world_size();
+  if (cfg.batch_size % job.world != 0)
+    fail("--batch-size {} is the global batch: it must be divisible by the {} ranks", cfg.batch_size, job.world);
+  if (!job.lead() && !std::freopen("/dev/null", "w", stdout)) fail("rank {}: cannot silence stdout", job.rank);
+  return job;
+}
+
 int run(const Config& cfg) {
   Generator gen(cfg.seed);
+  Device device = Device::parse(cfg.backend);
+  const DataParallelJob job = join_data_parallel_job(cfg, device);
   auto load = [&](bool train) {
     try {
       return nn::FashionMNIST(cfg.data, train);
@@ -246,17 +283,23 @@ int run(const Config& cfg) {
     }
   };
   nn::FashionMNIST train_set = load(/*train=*/true), test_set = load(/*train=*/false);
-  nn::DataLoader train_loader(
-      train_set, {.batch_size = cfg.batch_size, .shuffle = true, .num_workers = cfg.workers, .seed = cfg.seed});
+  // Data parallel: each rank reads its share of every epoch's permutation, batch_size / world at a time.
+  std::shared_ptr<nn::DistributedSampler> shard;
+  if (job.on) shard = std::make_shared<nn::DistributedSampler>(train_set.size(), job.world, job.rank, true, cfg.seed);
+  nn::DataLoader train_loader(train_set, {.batch_size = cfg.batch_size / job.world, .shuffle = !shard,
+                                          .sampler = shard, .num_workers = cfg.workers, .seed = cfg.seed});
   nn::DataLoader test_loader(test_set, {.batch_size = 1000, .num_workers = cfg.workers});
 
-  Device device = Device::parse(cfg.backend);
   // Built and initialised on the device it trains on (Philox draws the same values everywhere),
   // so a build without the CPU backend trains too.
   nn::Sequential model = [&] {
     DefaultDeviceGuard on(device);
     return cfg.model == "cnn" ? make_cnn(gen) : make_mlp(gen);
   }();
+  // DDP over the model (not owned: the model outlives it); the optimiser keeps the model's parameters.
+  std::unique_ptr<nn::DistributedDataParallel> ddp;
+  if (job.on) ddp = std::make_unique<nn::DistributedDataParallel>(std::shared_ptr<nn::Module>(&model, [](nn::Module*) {}));
+  nn::Module& net = ddp ? static_cast<nn::Module&>(*ddp) : model;
   if (cfg.tf32) tritium::ops::set_float32_matmul_precision("high");
   const double lr = cfg.lr > 0 ? cfg.lr : cfg.model == "cnn" ? 2e-3 : 1e-3;
   nn::AdamW optimizer(model.parameters(), lr, {0.9, 0.999}, 1e-8, cfg.weight_decay);
@@ -265,9 +308,9 @@ int run(const Config& cfg) {
   nn::GradScaler scaler(device, 65536.0, 2.0, 0.5, 2000, /*enabled=*/cfg.amp == "f16");
 
   std::unique_ptr<profiler::StepProfiler> step_profiler;  // --profile
-  if (!cfg.profile_path.empty()) step_profiler = std::make_unique<profiler::StepProfiler>(cfg.profile_path);
+  if (!cfg.profile_path.empty() && job.lead()) step_profiler = std::make_unique<profiler::StepProfiler>(cfg.profile_path);
   std::unique_ptr<profiler::ScalarLog> scalar_log;  // --log
-  if (!cfg.log_path.empty()) scalar_log = std::make_unique<profiler::ScalarLog>(cfg.log_path);
+  if (!cfg.log_path.empty() && job.lead()) scalar_log = std::make_unique<profiler::ScalarLog>(cfg.log_path);
   int64_t step = 0;
   int64_t batches = train_loader.size();
   if (cfg.limit_batches > 0) batches = std::min(batches, cfg.limit_batches);
@@ -279,6 +322,9 @@ int run(const Config& cfg) {
   if (!cfg.amp.empty() || cfg.accumulate > 1)
     std::printf("train-mnist: autocast %s, one optimiser step every %lld batches\n",
                 cfg.amp.empty() ? "off" : cfg.amp.c_str(), static_cast<long long>(cfg.accumulate));
+  if (job.on)
+    std::printf("train-mnist: data parallel over %d ranks (%s), %lld samples per rank and batch\n", job.world,
+                dist::default_group()->backend().c_str(), static_cast<long long>(cfg.batch_size / job.world));
   std::fflush(stdout);
   // Cosine annealing over the whole run, stepped every batch (at 5 epochs the CNN ends at 92.2-92.6 %
   // in PyTorch where a constant rate ends at 91.1-91.5 %: bench/RESULTS.md, stop 39).
@@ -291,28 +337,38 @@ int run(const Config& cfg) {
   double train_seconds = 0, accuracy = 0;
   int64_t train_samples = 0;
   for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
-    ProgressBar bar(epoch, cfg.epochs, batches);
+    ProgressBar bar(epoch, cfg.epochs, batches, job.lead());
+    if (shard) shard->set_epoch(epoch - 1);  // a new permutation each epoch, the same on every rank
     auto start = Clock::now();
     int64_t done = 0, samples = 0;
     double loss_sum = 0;
     for (auto& [x, y] : train_loader) {
       Tensor loss;
+      // Data parallel with --accumulate: the gradients are all-reduced once per optimiser step.
+      const bool steps_now = (done + 1) % cfg.accumulate == 0 || done + 1 == batches;
+      std::optional<nn::DistributedDataParallel::NoSyncGuard> no_sync;
+      if (ddp && !steps_now) no_sync.emplace(*ddp);
       {
         nn::autocast amp(device.kind, cfg.amp == "f16" ? DType::f16 : DType::bf16, /*enabled=*/!cfg.amp.empty());
-        loss = cross_entropy(model(x.to(device)), y.to(device));
+        loss = cross_entropy(net(x.to(device)), y.to(device));
       }
       // Accumulation: the gradients of N batches' loss / N add up to those of their mean.
       if (done % cfg.accumulate == 0) optimizer.zero_grad();
       scaler.scale(cfg.accumulate > 1 ? loss / static_cast<double>(cfg.accumulate) : loss).backward();
-      if ((done + 1) % cfg.accumulate == 0 || done + 1 == batches) {
+      no_sync.reset();
+      if (steps_now) {
         scaler.step(optimizer);  // optimizer.step() unless f16; skipped on the device after an inf
         scaler.update();
         // The schedule counts optimiser steps (one per batch without --accumulate).
         if (scheduler) scheduler->step();
       }
 
+      if (job.on) {  // the global batch's loss (the mean of the ranks' means), for rank 0's output
+        loss = loss.detach().clone();
+        dist::all_reduce(loss, dist::ReduceOp::avg);
+      }
       loss_sum += loss.to_vector<float>()[0];
-      samples += x.size(0);
+      samples += x.size(0) * job.world;
       ++done;
       bar.update(done, loss_sum / done, samples / seconds_since(start), done == batches);
       if (step_profiler) step_profiler->step();
@@ -326,7 +382,7 @@ int run(const Config& cfg) {
     double seconds = seconds_since(start);
     bar.finish();
     train_seconds += seconds, train_samples += samples;
-    accuracy = evaluate(model, test_loader, device);
+    if (job.lead()) accuracy = evaluate(model, test_loader, device);
     std::printf("epoch %d: train loss %.4f, test accuracy %.2f%%, %.1f s (%.0f samples/s)\n", epoch,
                 done ? loss_sum / done : 0.0, 100 * accuracy, seconds, samples / seconds);
     std::fflush(stdout);
@@ -334,13 +390,14 @@ int run(const Config& cfg) {
   if (cfg.epochs == 0) accuracy = evaluate(model, test_loader, device);  // a loaded model, only evaluated
   if (step_profiler) step_profiler->finish();
   if (scalar_log) profiler::write_scalar_plots(scalar_log->records(), "train-mnist " + cfg.model, cfg.log_path + ".svg");
-  if (!cfg.save_path.empty()) {
+  if (!cfg.save_path.empty() && job.lead()) {
     save_checkpoint(cfg, model, optimizer);
     std::printf("saved the model to %s and the optimiser to %s\n", cfg.save_path.c_str(),
                 optimizer_path(cfg.save_path).c_str());
   }
   std::printf("final: test accuracy %.2f%%, mean throughput %.0f samples/s\n", 100 * accuracy,
               train_seconds > 0 ? train_samples / train_seconds : 0.0);
+  if (job.on) dist::destroy_process_group();
   return 0;
 }
 

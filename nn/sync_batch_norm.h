@@ -1,0 +1,32 @@
+// torch.nn.SyncBatchNorm: batch normalisation whose statistics are those of the global batch (the
+// ranks' batches together) in training, for data-parallel training with small per-rank batches.
+// The per-channel sums travel through all-reduces that autograd differentiates (the gradient of an
+// all-reduce sum is the all-reduce sum of the gradients), so the input, weight and bias gradients
+// are those of BatchNorm on the global batch (weight and bias: this rank's share, which DDP then
+// averages). Evaluation, a group of one rank, and no initialised group behave as BatchNorm. Every
+// rank must run the same SyncBatchNorm layers in the same order (their collectives pair up).
+#pragma once
+#include <memory>
+
+#include "dist/process_group.h"
+#include "nn/norm.h"
+
+namespace tritium::nn {
+
+class SyncBatchNorm : public BatchNorm {
+ public:
+  // process_group null: dist::default_group() when initialised.
+  explicit SyncBatchNorm(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                         bool affine = true, bool track_running_stats = true,
+                         std::shared_ptr<dist::ProcessGroup> process_group = nullptr);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "SyncBatchNorm"; }
+
+ protected:
+  void check_input_dim(const Tensor& x) const override;  // [N, C, *]: at least 2D
+
+ private:
+  std::shared_ptr<dist::ProcessGroup> group_;
+};
+
+}  // namespace tritium::nn
