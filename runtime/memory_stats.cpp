@@ -81,6 +81,7 @@ std::string memory_summary(Device device) {
   row("allocations", fmt::format("{}", s.num_allocs));
   if (device.is_cuda()) {
     row("  served from the cache", fmt::format("{}", s.num_reuses));
+    row("cached, waiting for streams", human(s.pending_free));  // record_stream: docs/streams.md
     row("driver allocations (cuMemAlloc)", fmt::format("{}", s.num_driver_allocs));
     row("driver frees (cuMemFree)", fmt::format("{}", s.num_driver_frees));
   } else {
