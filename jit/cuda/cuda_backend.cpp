@@ -1,5 +1,5 @@
 // The CUDA backend: IR -> CUDA C++ (codegen.cpp) -> cubin (NVRTC) -> cuModuleLoadData, launched
-// on the device's default stream. Short straight-line kernels go IR -> PTX (ptx_codegen.cpp) ->
+// on the launching thread's current stream of the device (the default stream unless set). Short straight-line kernels go IR -> PTX (ptx_codegen.cpp) ->
 // cubin (nvJitLink) instead, skipping NVRTC's C++ front end and NVVM. libcuda, libnvrtc and
 // libnvJitLink are all opened at run time, so this file builds everywhere.
 //
@@ -143,7 +143,7 @@ class CudaKernel : public CompiledKernel {
   void launch(const uint64_t* args, const LaunchGrid& grid) override {
     const cu::Driver& d = cu::driver();
     cu::ensure_context(device_);
-    cu::CUstream stream = cu::default_stream(device_);
+    cu::CUstream stream = cu::current_stream(device_);  // the launching thread's (runtime/streams.h)
     // Every parameter is at most 8 bytes and little-endian in its 64-bit slot: a pointer to the
     // slot is a pointer to the parameter (i32 in the low 4 bytes, f32 bits in the low half, ...).
     // Kernels have at most 64 run-time parameters (dsl/kernel.cpp), plus scratch and flag here,
