@@ -8,6 +8,7 @@
 
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 
 namespace tritium {
 namespace {

@@ -6,6 +6,7 @@
 #include "ops/ops.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/pinned_host_cache.h"
 
 namespace tritium::nn {

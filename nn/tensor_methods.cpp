@@ -10,6 +10,7 @@
 #include "ops/ops.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/views.h"
 
 namespace tritium::runtime {

@@ -8,6 +8,7 @@
 #include "profiler/hooks.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/pinned_host_cache.h"
 #include "runtime/memory_stats.h"
 

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 
 namespace tritium::runtime::cuda {
 namespace {
@@ -93,13 +94,16 @@ class CachingAllocator {
         free_[key(b.device, b.stream)].emplace(b.size, p);
       } else {
         defer(p, b);
-        st.pending_free += b.size;
+        pending_bytes_[b.device] += b.size;
       }
     } catch (const std::exception& e) {
       // Out of host memory, or an event could not be recorded: leak the block rather than throw
       // from a deleter (or hand it out while another stream may still use it).
       std::fprintf(stderr, "tritium: cuda::free of a %zu-byte block on cuda:%d: %s; the block is leaked\n", b.size,
                    b.device, e.what());
+      st.allocated -= b.size;
+      return;
+    } catch (...) {
       st.allocated -= b.size;
       return;
     }
@@ -125,6 +129,12 @@ class CachingAllocator {
     for (auto& [dev, list] : pending_)
       if (!list.empty() && std::find(devices.begin(), devices.end(), dev) == devices.end()) devices.push_back(dev);
     for (int dev : devices) release_cached(dev);
+  }
+
+  size_t pending_free_bytes(int device) {
+    std::lock_guard lock(mu_);
+    auto it = pending_bytes_.find(device);
+    return it == pending_bytes_.end() ? 0 : it->second;
   }
 
   AllocatorStats stats(int device) {
@@ -173,7 +183,6 @@ class CachingAllocator {
     std::vector<PendingBlock>& list = found->second;
     const Driver& d = driver();
     ensure_context(device);
-    AllocatorStats& st = stats_[device];
     for (size_t i = 0; i < list.size();) {
       PendingBlock& pb = list[i];
       while (!pb.events.empty()) {
@@ -188,7 +197,7 @@ class CachingAllocator {
         continue;
       }
       free_[key(device, pb.block.stream)].emplace(pb.block.size, pb.ptr);
-      st.pending_free -= pb.block.size;
+      pending_bytes_[device] -= pb.block.size;
       list[i] = std::move(list.back());
       list.pop_back();
     }
@@ -235,6 +244,7 @@ class CachingAllocator {
   std::map<int, std::vector<PendingBlock>> pending_;  // per device
   std::map<int, std::vector<CUevent>> events_;        // per device, free events for pending blocks
   std::map<int, AllocatorStats> stats_;
+  std::map<int, size_t> pending_bytes_;               // per device, in pending_ (part of cached)
 };
 
 // Never destroyed: buffers freed during static destruction still find it (their blocks then just
@@ -264,6 +274,7 @@ CUdeviceptr allocate(size_t nbytes, int device, CUstream stream) {
 }
 void free(CUdeviceptr ptr) noexcept { the_allocator().free(ptr); }
 void record_stream(CUdeviceptr ptr, CUstream stream) { the_allocator().record_stream(ptr, stream); }
+size_t pending_free_bytes(int device) { return the_allocator().pending_free_bytes(device); }
 void empty_cache() {
   if (available()) the_allocator().empty_cache();
 }

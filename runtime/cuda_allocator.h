@@ -5,13 +5,10 @@
 // (device, stream) when a cached block of that class, or one at most twice as large, is there;
 // otherwise cuMemAlloc allocates a fresh block. free() puts the block back on the free list of
 // the stream it was allocated for: work later queued on that stream is ordered after the work
-// that used the block, so reuse needs no synchronisation. A block used on other streams too is
-// told so by record_stream (PyTorch's recordStream): its free() records an event on each of those
-// streams and the block waits on a pending list until every event has completed (queried at each
-// allocate, never waited for on the host), then joins its stream's free list.
-// When cuMemAlloc runs out of memory, the device's pending and cached blocks are released (after a
-// device synchronisation) and the allocation is retried once; then the error names the request
-// and the statistics.
+// that used the block, so reuse needs no synchronisation. A block also used on other streams is
+// marked by record_stream (runtime/cuda_streams.h): freed, it waits for events recorded there.
+// When cuMemAlloc runs out of memory, the device's pending and cached blocks are released (after
+// a synchronisation) and the allocation is retried once; then the error names request and stats.
 // All functions are thread-safe.
 #pragma once
 #include <cstddef>
@@ -36,7 +33,6 @@ struct AllocatorStats {
   uint64_t num_reuses = 0;    // allocate() calls served from a free list
   uint64_t num_driver_allocs = 0;  // cuMemAlloc calls
   uint64_t num_driver_frees = 0;   // cuMemFree calls
-  size_t pending_free = 0;    // bytes of freed blocks waiting for other streams' events (part of cached)
 };
 
 // Device memory of at least nbytes on device, usable in stream order on `stream`.
@@ -45,10 +41,6 @@ CUdeviceptr allocate(size_t nbytes, int device, CUstream stream = nullptr);
 // Returns a block from allocate() to its free list (never throws; unknown pointers are ignored
 // with a message on stderr).
 void free(CUdeviceptr ptr) noexcept;
-// Marks block `ptr` (from allocate) as used by `stream` too: its free() waits for the work queued
-// on `stream` by then (see above). The allocation stream itself and unknown pointers (memory the
-// allocator did not hand out) are ignored. Thread-safe.
-void record_stream(CUdeviceptr ptr, CUstream stream);
 // Returns every cached (free) block of every device to the driver, after synchronising the
 // devices that have some. Blocks in use are not touched.
 void empty_cache();

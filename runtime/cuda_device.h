@@ -8,11 +8,9 @@
 // contexts through the driver behind our back must call ensure_context again.
 //
 // Default stream: default_stream(device) is the legacy NULL stream (nullptr). It synchronises with
-// every other blocking stream of the context. Tensors, copies and kernel launches go on the
-// calling thread's current stream (runtime/streams.h), which is the default stream until the
-// user sets another. Stream objects created here use CU_STREAM_DEFAULT (blocking: they also order
-// with the NULL stream) unless given flags; the user-facing pool streams of runtime/streams.h are
-// non-blocking, as PyTorch's.
+// every other blocking stream of the context, which keeps the semantics of "the stream" simple:
+// tensors, copies and kernel launches that take no stream are ordered on it. Stream objects
+// created here use CU_STREAM_DEFAULT (blocking: they also order with the NULL stream).
 #pragma once
 #include <string>
 
@@ -52,11 +50,8 @@ CUdevice device_handle(int device);
 CUcontext primary_context(int device);
 // Makes device's primary context current on the calling thread (retaining it the first time).
 void ensure_context(int device);
-// The device's default stream: the legacy NULL stream (see above).
+// The stream used when none is given: the legacy NULL stream (see above).
 inline CUstream default_stream(int /*device*/) { return nullptr; }
-// The calling thread's current stream on device (runtime/streams.h): where launches, copies and
-// fills of tensors on device go. default_stream(device) until the thread sets another.
-CUstream current_stream(int device);
 // Waits for all work on device (cuCtxSynchronize in its primary context).
 void synchronize(int device);
 

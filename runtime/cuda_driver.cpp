@@ -115,9 +115,6 @@ Loaded load() {
   TRITIUM_RESOLVE(cuMemsetD8Async);
   TRITIUM_RESOLVE(cuMemsetD32Async);
   TRITIUM_RESOLVE(cuStreamCreate);
-  TRITIUM_RESOLVE(cuStreamCreateWithPriority);
-  TRITIUM_RESOLVE(cuStreamGetPriority);
-  TRITIUM_RESOLVE(cuCtxGetStreamPriorityRange);
   TRITIUM_RESOLVE(cuStreamDestroy);
   TRITIUM_RESOLVE(cuStreamSynchronize);
   TRITIUM_RESOLVE(cuStreamQuery);

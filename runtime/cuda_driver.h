@@ -147,9 +147,6 @@ struct Driver {
   CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned value, size_t count, CUstream stream);
 
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags);
-  CUresult (*cuStreamCreateWithPriority)(CUstream* stream, unsigned flags, int priority);
-  CUresult (*cuStreamGetPriority)(CUstream stream, int* priority);
-  CUresult (*cuCtxGetStreamPriorityRange)(int* least, int* greatest);  // least >= greatest (0 and -5 on H100)
   CUresult (*cuStreamDestroy)(CUstream stream);
   CUresult (*cuStreamSynchronize)(CUstream stream);
   CUresult (*cuStreamQuery)(CUstream stream);

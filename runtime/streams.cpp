@@ -1,11 +1,14 @@
 #include "runtime/streams.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,12 +16,43 @@
 #include "common/error.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/tensor.h"
 
 namespace tritium::runtime {
 namespace {
 
 constexpr int kStreamsPerPool = 32;  // per device and priority, as PyTorch's pool
+
+// The two stream-priority entry points of the driver, resolved the way runtime/cuda_driver.cpp
+// resolves its table (cuGetProcAddress_v2, the CUDA 12.0 ABI), on first use. (They are kept out
+// of cuda::Driver only because every test includes that header; they can join it.)
+struct PriorityEntryPoints {
+  cuda::CUresult (*cuStreamCreateWithPriority)(cuda::CUstream* stream, unsigned flags, int priority) = nullptr;
+  cuda::CUresult (*cuCtxGetStreamPriorityRange)(int* least, int* greatest) = nullptr;
+};
+
+const PriorityEntryPoints& priority_entry_points() {
+  static const PriorityEntryPoints entry = [] {
+    const cuda::Driver& d = cuda::driver();
+    using GetProc = cuda::CUresult (*)(const char*, void**, int, cuda::cuuint64_t, cuda::CUdriverProcAddressQueryResult*);
+    auto get_proc = reinterpret_cast<GetProc>(dlsym(d.handle, "cuGetProcAddress_v2"));
+    PriorityEntryPoints e;
+    auto resolve = [&](auto& fn, const char* name) {
+      void* p = nullptr;
+      cuda::CUdriverProcAddressQueryResult status = cuda::CU_GET_PROC_ADDRESS_SUCCESS;
+      if (!get_proc || get_proc(name, &p, cuda::kRequestedCudaVersion, cuda::CU_GET_PROC_ADDRESS_DEFAULT, &status) !=
+                           cuda::CUDA_SUCCESS ||
+          status != cuda::CU_GET_PROC_ADDRESS_SUCCESS || !p)
+        fail("the CUDA driver {} lacks {} (status {})", d.library_path, name, status);
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+    };
+    resolve(e.cuStreamCreateWithPriority, "cuStreamCreateWithPriority");
+    resolve(e.cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange");
+    return e;
+  }();
+  return entry;
+}
 
 void check_memory_device(Device device, const char* what) {
   if (!memory_available(device)) fail("{}: no streams on {}: {}", what, device.str(), memory_unavailable_reason(device));
@@ -40,7 +74,7 @@ class StreamPool {
     if (level.size() < kStreamsPerPool) {
       cuda::ensure_context(device);
       cuda::CUstream s = nullptr;
-      cuda::check(cuda::driver().cuStreamCreateWithPriority(&s, cuda::CU_STREAM_NON_BLOCKING, priority),
+      cuda::check(priority_entry_points().cuStreamCreateWithPriority(&s, cuda::CU_STREAM_NON_BLOCKING, priority),
                   "cuStreamCreateWithPriority", fmt::format("cuda:{} (priority {})", device, priority));
       level.push_back({s, ++d.last_id});
       return level.back();
@@ -54,7 +88,7 @@ class StreamPool {
     if (!d.range) {
       cuda::ensure_context(device);
       int least = 0, greatest = 0;
-      cuda::check(cuda::driver().cuCtxGetStreamPriorityRange(&least, &greatest), "cuCtxGetStreamPriorityRange",
+      cuda::check(priority_entry_points().cuCtxGetStreamPriorityRange(&least, &greatest), "cuCtxGetStreamPriorityRange",
                   fmt::format("cuda:{}", device));
       d.range = std::make_pair(least, greatest);
     }

@@ -25,6 +25,7 @@
 #include "jit/cuda/ptx_codegen.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/cuda_driver.h"
 
 namespace tritium::jit {
