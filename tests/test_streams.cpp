@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "autotune/do_bench.h"
 #include "nn/data_loader.h"
 #include "nn/dataset.h"
 #include "nn/device_prefetcher.h"
@@ -19,6 +20,7 @@
 #include "nn/pinned_memory.h"
 #include "ops/ops.h"
 #include "runtime/cuda_allocator.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/memory_stats.h"
 #include "runtime/streams.h"
 #include "test_support.h"
@@ -50,6 +52,9 @@ auto spin_kernel() {
 // About 70 ms on an H100 (a dependent fma chain of 2^25 steps); a trifle on the CPU, where
 // nothing runs concurrently anyway.
 int spin_iters(Device d) { return d.is_cuda() ? 1 << 25 : 64; }
+// A warm-up count specialised like spin_iters (neither 1 nor indivisible by 16), so the long
+// launch finds its kernel compiled.
+constexpr int kWarmIters = 16;
 
 std::vector<float> random_values(size_t n, uint32_t seed) { return tt::random_vector<float>(n, seed); }
 
@@ -228,13 +233,20 @@ BOOST_AUTO_TEST_CASE(wait_stream_orders_a_side_stream_after_a_long_kernel) {
     auto v = random_values(n, 14);
     Tensor x = Tensor::from_vector(v, {n}, dev);
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    {  // compile both kernels first: a compilation between the launches would hide the overlap
-      Tensor warm = ops::full({n}, nan, DType::f32, dev);
-      launch_spin(spin, x, warm, 1);
-      ops::add(warm, 1.0).to_vector<float>();
-    }
     Stream a(dev), b(dev);
     a.wait_stream(current_stream(dev));
+    b.wait_stream(current_stream(dev));
+    // Compile the kernels and leave a block of each size on each stream's free list: neither a
+    // compilation nor a driver allocation may come between the launches checked below.
+    {
+      StreamGuard on_a(a);
+      Tensor warm = ops::full({n}, nan, DType::f32, dev);
+      launch_spin(spin, x, warm, kWarmIters);
+      StreamGuard on_b(b);
+      b.wait_stream(a);
+      ops::add(warm, 1.0).to_vector<float>();
+      a.synchronize();
+    }
     auto run = [&](bool wait) {
       Tensor mid, y;
       Event a_done, b_done;
@@ -300,7 +312,7 @@ BOOST_AUTO_TEST_CASE(record_stream_defers_the_reuse_of_a_block) {
     const int64_t n = 100003;  // an odd size class (400384 bytes) no other block of these streams has
     const size_t block = runtime::cuda::round_size(size_t(n) * 4);
     Tensor x = Tensor::from_vector(random_values(n, 15), {n}, dev);
-    launch_spin(spin, x, ops::zeros_like(x), 1);  // compile first
+    launch_spin(spin, x, ops::zeros_like(x), kWarmIters);  // compile first
     runtime::cuda::empty_cache();  // no cached blocks of this class anywhere
     Stream a(dev), b(dev);
     a.wait_stream(current_stream(dev));
@@ -308,6 +320,7 @@ BOOST_AUTO_TEST_CASE(record_stream_defers_the_reuse_of_a_block) {
     StreamGuard on_a(a);
 
     // Without record_stream: freed and reused at once by the same stream.
+    Tensor spare = Tensor::empty({n}, DType::f32, dev);  // for u below: no driver call there
     void* first = nullptr;
     {
       Tensor t = Tensor::empty({n}, DType::f32, dev);
@@ -321,6 +334,8 @@ BOOST_AUTO_TEST_CASE(record_stream_defers_the_reuse_of_a_block) {
     // With it: b runs a long kernel over t, t is freed on the host at once.
     Tensor t = Tensor::empty({n}, DType::f32, dev);
     BOOST_TEST(t.raw_data() == first);
+    void* spare_block = spare.raw_data();
+    spare = Tensor();  // the one free block of this class on a
     b.wait_stream(a);  // t's allocation (and poisoning) happened on a
     {
       StreamGuard on_b(b);
@@ -331,22 +346,25 @@ BOOST_AUTO_TEST_CASE(record_stream_defers_the_reuse_of_a_block) {
     record_stream(t, b);  // twice is once
     record_stream(t, a);  // its own stream: nothing to wait for
     const runtime::cuda::AllocatorStats before = runtime::cuda::stats(dev.index);
+    const size_t pending_before = runtime::cuda::pending_free_bytes(dev.index);
     t = Tensor();
     const runtime::cuda::AllocatorStats freed = runtime::cuda::stats(dev.index);
     BOOST_TEST(freed.allocated == before.allocated - block);
     BOOST_TEST(freed.reserved == before.reserved);
     BOOST_TEST(freed.cached == before.cached + block);
-    BOOST_TEST(freed.pending_free == before.pending_free + block);
+    BOOST_TEST(runtime::cuda::pending_free_bytes(dev.index) == pending_before + block);
     BOOST_TEST(freed.reserved - freed.allocated == freed.cached);
 
     Tensor u = Tensor::empty({n}, DType::f32, dev);  // on a, the same size class
+    // Still running after the allocation, so it was running when the allocation looked.
     BOOST_TEST(!b_done.query(), "the long kernel ended before the allocation could be checked");
     BOOST_TEST(u.raw_data() != first, "a block still used by stream b was handed to stream a");
+    BOOST_TEST(u.raw_data() == spare_block);
     b_done.synchronize();
     Tensor w = Tensor::empty({n}, DType::f32, dev);  // b is done: the pending block is free again
     BOOST_TEST(w.raw_data() == first);
     const runtime::cuda::AllocatorStats after = runtime::cuda::stats(dev.index);
-    BOOST_TEST(after.pending_free == before.pending_free);
+    BOOST_TEST(runtime::cuda::pending_free_bytes(dev.index) == pending_before);
     BOOST_TEST(after.reserved - after.allocated == after.cached);
   });
 }
@@ -367,19 +385,22 @@ BOOST_AUTO_TEST_CASE(non_blocking_copies_from_pinned_memory) {
       return;
     }
     Tensor x = Tensor::from_vector(v, {n}, dev);
-    launch_spin(spin, x, ops::zeros_like(x), 1);  // compile first
+    launch_spin(spin, x, ops::zeros_like(x), kWarmIters);  // compile first
     Stream s(dev);
     s.wait_stream(current_stream(dev));
     StreamGuard on_s(s);
     Tensor pinned = nn::pin_memory(host);
     BOOST_REQUIRE(nn::is_pinned(pinned));
     const void* pinned_block = pinned.raw_data();
+    nn::pin_memory(host);  // a second pinned block of this size, free again: `other` below takes it
     launch_spin(spin, x, ops::zeros_like(x), spin_iters(dev));  // the copy queues behind this
     Event spun = s.record_event();
     Tensor on_device = nn::to(pinned, dev, true);
-    BOOST_TEST(!spun.query(), "the host waited for the stream");
     pinned = Tensor();  // freed while its copy is still queued
     Tensor other = nn::pin_memory(Tensor::from_vector(std::vector<float>(n, -7.0f), {n}, Device::cpu()));
+    // Still running after both calls: the host did not wait, and the copy was pending when the
+    // pinned cache chose a block.
+    BOOST_TEST(!spun.query(), "the host waited for the stream");
     BOOST_TEST(other.raw_data() != pinned_block, "a pinned block was recycled before its copy ran");
     Tensor doubled = ops::mul(on_device, 2.0);
     Tensor back = nn::to(doubled, Device::cpu(), true);
@@ -470,6 +491,29 @@ BOOST_AUTO_TEST_CASE(training_step_on_a_side_stream_equals_the_default_stream) {
     auto reference = train(false);
     auto on_side = train(true);
     BOOST_TEST(on_side == reference, boost::test_tools::per_element());
+  });
+}
+
+// do_bench (and so the autotuner) times the calls on the stream they launch on: under a guard of
+// a non-blocking stream, events on the default stream would bracket nothing.
+BOOST_AUTO_TEST_CASE(do_bench_times_on_the_current_stream) {
+  auto spin = spin_kernel();
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const Device dev = be.device;
+    const int64_t n = 300;
+    Tensor x = Tensor::from_vector(random_values(n, 19), {n}, dev);
+    Tensor out = ops::zeros_like(x);
+    Stream s(dev);
+    s.wait_stream(current_stream(dev));
+    StreamGuard on_s(s);
+    // 2^20 dependent steps: about 2 ms on an H100.
+    const int iters = dev.is_cuda() ? 1 << 20 : 64;
+    BenchResult r = do_bench([&] { launch_spin(spin, x, out, iters); }, dev,
+                             BenchOptions{.warmup_ms = 1, .rep_ms = 10, .min_reps = 3, .flush_l2 = false});
+    BOOST_TEST(r.reps >= 3);
+    if (dev.is_cuda()) BOOST_TEST(r.median_ms > 0.5, "the events did not bracket the kernel: " << r.median_ms << " ms");
+    auto got = out.to_vector<float>(), want = x.to_vector<float>();
+    BOOST_TEST(got == want, boost::test_tools::per_element());
   });
 }
 
