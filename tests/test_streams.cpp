@@ -453,8 +453,8 @@ BOOST_AUTO_TEST_CASE(prefetcher_hands_batches_to_the_current_stream) {
   });
 }
 
-// A few SGD steps of a small MLP under a non-default current stream give the same parameters,
-// bit for bit, as on the default stream (the same kernels in the same order).
+// A few SGD steps of a small MLP under a non-default current stream give the same parameters and
+// losses as on the default stream (the same kernels in the same order).
 BOOST_AUTO_TEST_CASE(training_step_on_a_side_stream_equals_the_default_stream) {
   tt::for_each_backend([&](const tt::Backend& be) {
     const Device dev = be.device;
@@ -490,7 +490,11 @@ BOOST_AUTO_TEST_CASE(training_step_on_a_side_stream_equals_the_default_stream) {
     };
     auto reference = train(false);
     auto on_side = train(true);
-    BOOST_TEST(on_side == reference, boost::test_tools::per_element());
+    // The same kernels in the same order: equal up to any non-deterministic reduction order (none
+    // on the CPU, where the comparison is exact); a missed wait would read garbage or NaN.
+    BOOST_REQUIRE(on_side.size() == reference.size());
+    if (dev.is_cpu()) BOOST_TEST(on_side == reference, boost::test_tools::per_element());
+    tt::check_close<float>(on_side, std::vector<double>(reference.begin(), reference.end()), 1e-6, "side vs default stream");
   });
 }
 

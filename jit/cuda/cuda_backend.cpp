@@ -1,7 +1,8 @@
 // The CUDA backend: IR -> CUDA C++ (codegen.cpp) -> cubin (NVRTC) -> cuModuleLoadData, launched
-// on the launching thread's current stream of the device (the default stream unless set). Short straight-line kernels go IR -> PTX (ptx_codegen.cpp) ->
-// cubin (nvJitLink) instead, skipping NVRTC's C++ front end and NVVM. libcuda, libnvrtc and
-// libnvJitLink are all opened at run time, so this file builds everywhere.
+// on the launching thread's current stream of the device (runtime/streams.h; the default stream
+// unless set). Short straight-line kernels go IR -> PTX (ptx_codegen.cpp) -> cubin (nvJitLink)
+// instead, skipping NVRTC's C++ front end and NVVM. libcuda, libnvrtc and libnvJitLink are all
+// opened at run time, so this file builds everywhere.
 //
 // The binary the disk cache stores is a small header (what the launch needs besides the cubin:
 // block size, dynamic shared memory, scratch bytes per program, number of device_assert sites,
