@@ -8,6 +8,7 @@
 
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 
 namespace tritium {
 namespace {
@@ -54,18 +55,20 @@ std::vector<double> time_calls(const std::function<void()>& fn, const runtime::D
     return times;
   }
   int dev = device.index;
+  // The calls launch on the caller's current stream (runtime/streams.h): flush and time there too.
+  const cu::CUstream stream = cu::current_stream(dev);
   cu::CUdeviceptr flush = o.flush_l2 ? flush_buffer(dev) : 0;
   std::vector<cu::Event> starts, ends;
   starts.reserve(static_cast<size_t>(n));
   ends.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     if (o.before_each) o.before_each();
-    if (flush) cu::memset_d8(flush, static_cast<unsigned char>(i), kFlushBytes, dev);
+    if (flush) cu::memset_d8(flush, static_cast<unsigned char>(i), kFlushBytes, dev, stream);
     starts.emplace_back(dev);
     ends.emplace_back(dev);
-    starts.back().record();
+    starts.back().record(stream);
     fn();
-    ends.back().record();
+    ends.back().record(stream);
   }
   for (int i = 0; i < n; ++i) times.push_back(cu::Event::elapsed_ms(starts[static_cast<size_t>(i)], ends[static_cast<size_t>(i)]));
   return times;

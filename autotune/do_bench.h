@@ -1,7 +1,7 @@
 // Timing a callable the way triton.testing.do_bench does: estimate, warm up for `warmup_ms`,
 // repeat for `rep_ms`, report the median. On the CPU, launches are synchronous and a steady
 // clock around each call is exact. On a CUDA device each repetition is timed by two events on
-// the default stream, and the L2 cache is flushed before it (a 256 MB buffer is overwritten,
+// the caller's current stream (runtime/streams.h), and the L2 cache is flushed before it (a 256 MB buffer is overwritten,
 // untimed), so that a kernel does not find its inputs in L2 from the previous repetition.
 #pragma once
 #include <functional>

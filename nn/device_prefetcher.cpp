@@ -12,8 +12,8 @@ namespace cuda = runtime::cuda;
 DevicePrefetcher::DevicePrefetcher(DataLoader& loader, Device device) : loader_(loader), device_(device) {
   if (!runtime::memory_available(device))
     fail("DevicePrefetcher: cannot place batches on {}: {}", device.str(), runtime::memory_unavailable_reason(device));
-  // Non-blocking: a stream created blocking would serialise with the legacy default stream.
-  if (device.is_cuda()) side_ = std::make_unique<cuda::Stream>(device.index, cuda::CU_STREAM_NON_BLOCKING);
+  // The pool's streams are non-blocking: they do not serialise with the legacy default stream.
+  if (device.is_cuda()) side_ = runtime::Stream(device);
 }
 
 DevicePrefetcher::~DevicePrefetcher() {
@@ -30,29 +30,26 @@ void DevicePrefetcher::release_finished() {
 }
 
 Batch DevicePrefetcher::copy_async(const Batch& host, std::shared_ptr<cuda::Event>& done) {
-  const cuda::Driver& d = cuda::driver();
   const int dev = device_.index;
   auto check_host = [&](const Tensor& h) {
     if (h.defined() && !h.device().is_cpu())
       fail("DevicePrefetcher: the loader gave a batch on {}, expected host tensors", h.device().str());
   };
   check_host(host.x), check_host(host.y);
+  // Allocated for the side stream (its cache: a block comes back there only after the consumer's
+  // work on it, by record_stream at hand-out), poisoned and filled there.
+  runtime::StreamGuard on_side(*side_);
   auto allocate = [&](const Tensor& h) { return h.defined() ? Tensor::empty(h.shape(), h.dtype(), device_) : Tensor(); };
   Batch out{allocate(host.x), allocate(host.y)};
-  // The destinations come from the default stream's cache, and allocation may queue work there (the
-  // poisoning memset): the side stream waits for everything queued there so far, allocation included.
-  cuda::Event compute_ready(dev, cuda::CU_EVENT_DISABLE_TIMING);
-  compute_ready.record(cuda::default_stream(dev));
-  cuda::check(d.cuStreamWaitEvent(side_->get(), compute_ready.get(), 0), "cuStreamWaitEvent", "DevicePrefetcher");
   auto copy = [&](const Tensor& h, const Tensor& dst) {
     if (!h.defined()) return;
     Tensor src = h.is_contiguous() ? h : ops::contiguous(h);
     cuda::copy_h2d(cuda::to_deviceptr(dst.raw_data()), src.raw_data(), static_cast<size_t>(src.nbytes()), dev,
-                   side_->get());
+                   static_cast<cuda::CUstream>(side_->native_handle()));
   };
   copy(host.x, out.x), copy(host.y, out.y);
   done = std::make_shared<cuda::Event>(dev, cuda::CU_EVENT_DISABLE_TIMING);
-  done->record(side_->get());
+  done->record(static_cast<cuda::CUstream>(side_->native_handle()));
   in_flight_.push_back(InFlight{host, done});
   return out;
 }
@@ -85,10 +82,15 @@ DevicePrefetcher::iterator& DevicePrefetcher::iterator::operator++() {
   }
   current_ = std::move(pending_);
   if (pending_done_) {
-    // Kernels queued from now on (on the default stream) run after the copy; the host goes on.
-    const int dev = owner_->device_.index;
-    cuda::check(cuda::driver().cuStreamWaitEvent(cuda::default_stream(dev), pending_done_->get(), 0),
+    // Kernels queued from now on on the consumer's stream run after the copy (the host goes on),
+    // and the batch's blocks are not reused by the side stream before that work is done.
+    const runtime::Stream consumer = runtime::current_stream(owner_->device_);
+    cuda::ensure_context(owner_->device_.index);
+    cuda::check(cuda::driver().cuStreamWaitEvent(static_cast<cuda::CUstream>(consumer.native_handle()),
+                                                 pending_done_->get(), 0),
                 "cuStreamWaitEvent", "DevicePrefetcher");
+    if (current_.x.defined()) runtime::record_stream(current_.x, consumer);
+    if (current_.y.defined()) runtime::record_stream(current_.y, consumer);
     pending_done_.reset();
   }
   ++source_;      // the loader's next host batch (its workers prepared it meanwhile)

@@ -1,21 +1,25 @@
 // Batches of a DataLoader moved to a device ahead of use: the host-to-device copy of batch i+1
 // is issued on a side stream when batch i is handed out, so it runs while the GPU computes on
 // batch i (from pinned batches, DataLoaderOptions::pin_memory, the copy is truly asynchronous).
-// The compute stream (the legacy default stream, where ops run) waits on an event recorded after
-// the copy just before the batch is handed out, so no kernel sees it early; the side stream waits
-// on an event of the compute stream before copying, since the destination comes from the
-// compute stream's allocator cache. Each pinned host batch stays alive until its copy's event has
-// completed (its block may then be reused). On the CPU device the batches pass through unchanged.
+// This is PyTorch's prefetcher recipe (runtime/streams.h): the destination is allocated and
+// copied under a StreamGuard of the side stream; when the batch is handed out, the consumer's
+// stream (the current stream of the device at that moment) waits for the copy's event and the
+// batch's tensors are record_stream'ed on it, so their blocks go back to the side stream's cache
+// only after the consumer's work on them. No host synchronisation on the way. Each pinned host
+// batch stays alive until its copy's event has completed. On the CPU device the batches pass
+// through unchanged.
 //
 //   nn::DataLoader loader(train, {.batch_size = 256, .shuffle = true, .num_workers = 2, .pin_memory = true});
 //   nn::DevicePrefetcher on_gpu(loader, Device::cuda(0));
-//   for (auto& [x, y] : on_gpu) { ... }   // x, y on cuda:0
+//   for (auto& [x, y] : on_gpu) { ... }   // x, y on cuda:0, ready on the current stream
 #pragma once
 #include <deque>
 #include <memory>
+#include <optional>
 
 #include "nn/data_loader.h"
 #include "runtime/cuda_device.h"
+#include "runtime/streams.h"
 
 namespace tritium::nn {
 
@@ -61,7 +65,7 @@ class DevicePrefetcher {
 
   DataLoader& loader_;
   Device device_;
-  std::unique_ptr<runtime::cuda::Stream> side_;  // cuda only
+  std::optional<runtime::Stream> side_;  // cuda only: a stream of the device's pool
   std::deque<InFlight> in_flight_;
 };
 

@@ -10,6 +10,7 @@
 #include "ops/ops.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/views.h"
 
 namespace tritium::runtime {
@@ -173,7 +174,7 @@ Tensor Tensor::to(Device device) const {
     Tensor src = is_contiguous() ? *this : ops::contiguous(*this);
     out = Tensor::empty(shape_, dtype_, device);
     cuda::copy_h2d(cuda::to_deviceptr(out.raw_data()), src.raw_data(), static_cast<size_t>(nbytes()), device.index,
-                   cuda::default_stream(device.index));
+                   cuda::current_stream(device.index));
   } else if (device.is_cpu()) {
     out = Tensor::empty(shape_, dtype_, device);
     copy_to_contiguous(out.raw_data());

@@ -8,6 +8,7 @@
 #include "profiler/hooks.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/pinned_host_cache.h"
 #include "runtime/memory_stats.h"
 
@@ -33,9 +34,10 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {
     fail("Buffer::allocate: cannot allocate {} bytes on {}: {}", nbytes, device.str(), memory_unavailable_reason(device));
   if (device.is_cuda()) {
     // The caching allocator: at least 512 bytes (never a null pointer), 256-byte aligned or better
-    // (cuMemAlloc), freed back to the cache of the default stream.
-    cuda::CUdeviceptr p = cuda::allocate(nbytes, device.index, cuda::default_stream(device.index));
-    if (env().poison_buffers) cuda::memset_d8(p, 0xFF, nbytes, device.index, cuda::default_stream(device.index));
+    // (cuMemAlloc), for the thread's current stream (freed back to that stream's cache).
+    const cuda::CUstream stream = cuda::current_stream(device.index);
+    cuda::CUdeviceptr p = cuda::allocate(nbytes, device.index, stream);
+    if (env().poison_buffers) cuda::memset_d8(p, 0xFF, nbytes, device.index, stream);
     return std::shared_ptr<Buffer>(
         new Buffer(cuda::from_deviceptr(p), nbytes, device, [](void* q) { cuda::free(cuda::to_deviceptr(q)); }));
   }

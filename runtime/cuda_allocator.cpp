@@ -1,6 +1,8 @@
 #include "runtime/cuda_allocator.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -12,6 +14,7 @@
 
 #include "common/error.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 
 namespace tritium::runtime::cuda {
 namespace {
@@ -19,7 +22,16 @@ namespace {
 struct Block {
   size_t size = 0;
   int device = 0;
-  CUstream stream = nullptr;
+  CUstream stream = nullptr;              // the stream it was allocated for
+  std::vector<CUstream> stream_uses;      // other streams that used it (record_stream)
+};
+
+// A freed block that other streams used: it joins its stream's free list once every event (one
+// recorded on each of those streams at free time) has completed.
+struct PendingBlock {
+  CUdeviceptr ptr = 0;
+  Block block;
+  std::vector<CUevent> events;
 };
 
 using FreeList = std::multimap<size_t, CUdeviceptr>;  // size -> block, best fit by lower_bound
@@ -31,13 +43,14 @@ class CachingAllocator {
     std::lock_guard lock(mu_);
     AllocatorStats& st = stats_[device];
     ++st.num_allocs;
+    collect_pending(device);
     FreeList& fl = free_[key(device, stream)];
     auto it = fl.lower_bound(size);
     if (it != fl.end() && it->first <= 2 * size) {
       CUdeviceptr p = it->second;
       size_t got = it->first;
       fl.erase(it);
-      active_[p] = Block{got, device, stream};
+      active_[p] = Block{got, device, stream, {}};
       ++st.num_reuses;
       st.cached -= got;
       add_allocated(st, got);
@@ -61,7 +74,7 @@ class CachingAllocator {
     }
     ++st.num_driver_allocs;
     st.reserved += size;
-    active_[p] = Block{size, device, stream};
+    active_[p] = Block{size, device, stream, {}};
     add_allocated(st, size);
     return p;
   }
@@ -73,16 +86,39 @@ class CachingAllocator {
       std::fprintf(stderr, "tritium: cuda::free of 0x%llx, which the caching allocator did not hand out: ignored\n", p);
       return;
     }
-    Block b = it->second;
+    Block b = std::move(it->second);
     active_.erase(it);
-    try {
-      free_[key(b.device, b.stream)].emplace(b.size, p);
-    } catch (...) {
-      return;  // out of host memory: leak the block rather than throw from a deleter
-    }
     AllocatorStats& st = stats_[b.device];
+    try {
+      if (b.stream_uses.empty()) {
+        free_[key(b.device, b.stream)].emplace(b.size, p);
+      } else {
+        defer(p, b);
+        pending_bytes_[b.device] += b.size;
+      }
+    } catch (const std::exception& e) {
+      // Out of host memory, or an event could not be recorded: leak the block rather than throw
+      // from a deleter (or hand it out while another stream may still use it).
+      std::fprintf(stderr, "tritium: cuda::free of a %zu-byte block on cuda:%d: %s; the block is leaked\n", b.size,
+                   b.device, e.what());
+      st.allocated -= b.size;
+      return;
+    } catch (...) {
+      st.allocated -= b.size;
+      return;
+    }
     st.allocated -= b.size;
     st.cached += b.size;
+  }
+
+  void record_stream(CUdeviceptr p, CUstream stream) {
+    std::lock_guard lock(mu_);
+    auto it = active_.find(p);
+    if (it == active_.end()) return;  // not ours (adopted memory): nothing to defer
+    Block& b = it->second;
+    if (stream == b.stream || std::find(b.stream_uses.begin(), b.stream_uses.end(), stream) != b.stream_uses.end())
+      return;
+    b.stream_uses.push_back(stream);
   }
 
   void empty_cache() {
@@ -90,7 +126,15 @@ class CachingAllocator {
     std::vector<int> devices;
     for (auto& [key, fl] : free_)
       if (!fl.empty() && (devices.empty() || devices.back() != key.first)) devices.push_back(key.first);
+    for (auto& [dev, list] : pending_)
+      if (!list.empty() && std::find(devices.begin(), devices.end(), dev) == devices.end()) devices.push_back(dev);
     for (int dev : devices) release_cached(dev);
+  }
+
+  size_t pending_free_bytes(int device) {
+    std::lock_guard lock(mu_);
+    auto it = pending_bytes_.find(device);
+    return it == pending_bytes_.end() ? 0 : it->second;
   }
 
   AllocatorStats stats(int device) {
@@ -111,12 +155,75 @@ class CachingAllocator {
     if (st.allocated > st.peak_allocated) st.peak_allocated = st.allocated;
   }
 
+  // Records an event on each stream that used block p besides its own, and parks the block on
+  // the pending list. Called with mu_ held.
+  void defer(CUdeviceptr p, const Block& b) {
+    ensure_context(b.device);
+    PendingBlock pending{p, b, {}};
+    try {
+      for (CUstream s : b.stream_uses) {
+        CUevent e = take_event(b.device);
+        pending.events.push_back(e);
+        check(driver().cuEventRecord(e, s), "cuEventRecord",
+              fmt::format("a block of {} bytes freed on cuda:{} and used on stream {}", b.size, b.device,
+                          static_cast<const void*>(s)));
+      }
+      pending_[b.device].push_back(std::move(pending));
+    } catch (...) {
+      for (CUevent e : pending.events) events_[b.device].push_back(e);
+      throw;
+    }
+  }
+
+  // Moves device's pending blocks whose events have all completed to their free lists (a query
+  // each: the host never waits here). Called with mu_ held.
+  void collect_pending(int device) {
+    auto found = pending_.find(device);
+    if (found == pending_.end() || found->second.empty()) return;
+    std::vector<PendingBlock>& list = found->second;
+    const Driver& d = driver();
+    ensure_context(device);
+    for (size_t i = 0; i < list.size();) {
+      PendingBlock& pb = list[i];
+      while (!pb.events.empty()) {
+        CUresult r = d.cuEventQuery(pb.events.back());
+        if (r == CUDA_ERROR_NOT_READY) break;
+        check(r, "cuEventQuery", fmt::format("a block of {} bytes freed on cuda:{}", pb.block.size, device));
+        events_[device].push_back(pb.events.back());
+        pb.events.pop_back();
+      }
+      if (!pb.events.empty()) {
+        ++i;
+        continue;
+      }
+      free_[key(device, pb.block.stream)].emplace(pb.block.size, pb.ptr);
+      pending_bytes_[device] -= pb.block.size;
+      list[i] = std::move(list.back());
+      list.pop_back();
+    }
+  }
+
+  // An event of device's pool (timing disabled: the cheapest kind). Called with mu_ held.
+  CUevent take_event(int device) {
+    std::vector<CUevent>& pool = events_[device];
+    if (!pool.empty()) {
+      CUevent e = pool.back();
+      pool.pop_back();
+      return e;
+    }
+    CUevent e = nullptr;
+    check(driver().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate", fmt::format("the allocator of cuda:{}", device));
+    return e;
+  }
+
   // Returns device's cached blocks (every stream) to the driver. Called with mu_ held. The
-  // streams may still have queued work reading blocks freed in stream order: synchronise first.
+  // streams may still have queued work reading blocks freed in stream order: synchronise first
+  // (which also completes every pending block's events).
   void release_cached(int device) {
     ensure_context(device);
     const Driver& d = driver();
     check(d.cuCtxSynchronize(), "cuCtxSynchronize", fmt::format("releasing cached blocks of cuda:{}", device));
+    collect_pending(device);
     AllocatorStats& st = stats_[device];
     for (auto it = free_.lower_bound(key(device, nullptr)); it != free_.end() && it->first.first == device; ++it) {
       for (auto& [size, p] : it->second) {
@@ -134,7 +241,10 @@ class CachingAllocator {
   using Key = std::pair<int, uintptr_t>;  // (device, stream); the default stream (0) sorts first
   static Key key(int device, CUstream stream) { return {device, reinterpret_cast<uintptr_t>(stream)}; }
   std::map<Key, FreeList> free_;
+  std::map<int, std::vector<PendingBlock>> pending_;  // per device
+  std::map<int, std::vector<CUevent>> events_;        // per device, free events for pending blocks
   std::map<int, AllocatorStats> stats_;
+  std::map<int, size_t> pending_bytes_;               // per device, in pending_ (part of cached)
 };
 
 // Never destroyed: buffers freed during static destruction still find it (their blocks then just
@@ -163,6 +273,8 @@ CUdeviceptr allocate(size_t nbytes, int device, CUstream stream) {
   return the_allocator().allocate(nbytes, device, stream);
 }
 void free(CUdeviceptr ptr) noexcept { the_allocator().free(ptr); }
+void record_stream(CUdeviceptr ptr, CUstream stream) { the_allocator().record_stream(ptr, stream); }
+size_t pending_free_bytes(int device) { return the_allocator().pending_free_bytes(device); }
 void empty_cache() {
   if (available()) the_allocator().empty_cache();
 }

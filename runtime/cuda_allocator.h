@@ -5,10 +5,10 @@
 // (device, stream) when a cached block of that class, or one at most twice as large, is there;
 // otherwise cuMemAlloc allocates a fresh block. free() puts the block back on the free list of
 // the stream it was allocated for: work later queued on that stream is ordered after the work
-// that used the block, so reuse needs no synchronisation. Using a block on another stream is the
-// caller's business: synchronise (or make that stream wait on an event) before freeing it.
-// When cuMemAlloc runs out of memory, the device's cached blocks are released (empty_cache) and
-// the allocation is retried once; then the error names the request and the statistics.
+// that used the block, so reuse needs no synchronisation. A block also used on other streams is
+// marked by record_stream (runtime/cuda_streams.h): freed, it waits for events recorded there.
+// When cuMemAlloc runs out of memory, the device's pending and cached blocks are released (after
+// a synchronisation) and the allocation is retried once; then the error names request and stats.
 // All functions are thread-safe.
 #pragma once
 #include <cstddef>

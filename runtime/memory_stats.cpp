@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "runtime/cuda_allocator.h"
+#include "runtime/cuda_streams.h"
 
 namespace tritium::runtime {
 namespace {
@@ -81,6 +82,7 @@ std::string memory_summary(Device device) {
   row("allocations", fmt::format("{}", s.num_allocs));
   if (device.is_cuda()) {
     row("  served from the cache", fmt::format("{}", s.num_reuses));
+    row("cached, waiting for streams", human(cuda::pending_free_bytes(device.index)));  // record_stream
     row("driver allocations (cuMemAlloc)", fmt::format("{}", s.num_driver_allocs));
     row("driver frees (cuMemFree)", fmt::format("{}", s.num_driver_frees));
   } else {

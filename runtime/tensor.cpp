@@ -8,6 +8,7 @@
 
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 
 namespace tritium::runtime {
 namespace {
@@ -67,7 +68,7 @@ Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
   // All-zero bytes are 0 in every dtype.
   if (device.is_cuda())
     cuda::memset_d8(cuda::to_deviceptr(t.raw_data()), 0, static_cast<size_t>(t.nbytes()), device.index,
-                    cuda::default_stream(device.index));
+                    cuda::current_stream(device.index));
   else
     std::memset(t.raw_data(), 0, static_cast<size_t>(t.nbytes()));
   return t;
@@ -135,8 +136,8 @@ void Tensor::copy_to_contiguous(void* dst) const {
   if (n == 0) return;
   if (device_.is_cuda()) {
     const int dev = device_.index;
-    const cuda::CUstream stream = cuda::default_stream(dev);
-    if (is_contiguous()) {  // D2H into pageable memory: returns once the data is here
+    const cuda::CUstream stream = cuda::current_stream(dev);  // where the tensor's producers ran
+    if (is_contiguous()) {  // D2H into pageable memory: returns once the data is here (a stream sync)
       cuda::copy_d2h(out, cuda::to_deviceptr(raw_data()), static_cast<size_t>(n * element), dev, stream);
       return;
     }

@@ -1,7 +1,8 @@
 // The CUDA backend: IR -> CUDA C++ (codegen.cpp) -> cubin (NVRTC) -> cuModuleLoadData, launched
-// on the device's default stream. Short straight-line kernels go IR -> PTX (ptx_codegen.cpp) ->
-// cubin (nvJitLink) instead, skipping NVRTC's C++ front end and NVVM. libcuda, libnvrtc and
-// libnvJitLink are all opened at run time, so this file builds everywhere.
+// on the launching thread's current stream of the device (runtime/streams.h; the default stream
+// unless set). Short straight-line kernels go IR -> PTX (ptx_codegen.cpp) -> cubin (nvJitLink)
+// instead, skipping NVRTC's C++ front end and NVVM. libcuda, libnvrtc and libnvJitLink are all
+// opened at run time, so this file builds everywhere.
 //
 // The binary the disk cache stores is a small header (what the launch needs besides the cubin:
 // block size, dynamic shared memory, scratch bytes per program, number of device_assert sites,
@@ -28,6 +29,7 @@
 #include "jit/passes/dce.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/cuda_driver.h"
 
 namespace tritium::jit {
@@ -146,7 +148,7 @@ class CudaKernel : public CompiledKernel {
   void launch(const uint64_t* args, const LaunchGrid& grid) override {
     const cu::Driver& d = cu::driver();
     cu::ensure_context(device_);
-    cu::CUstream stream = cu::default_stream(device_);
+    cu::CUstream stream = cu::current_stream(device_);  // the launching thread's (runtime/streams.h)
     // Every parameter is at most 8 bytes and little-endian in its 64-bit slot: a pointer to the
     // slot is a pointer to the parameter (i32 in the low 4 bytes, f32 bits in the low half, ...).
     // Kernels have at most 64 run-time parameters (dsl/kernel.cpp), plus scratch and flag here,
