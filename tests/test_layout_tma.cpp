@@ -114,51 +114,9 @@ auto block_pointer_matmul = tritium::kernel(
       tl::store(tl::make_block_ptr(c, {M, N}, {N, 1}, {pm * BM, pn * BN}, {BM, BN}, {1, 0}), acc.to(tl::float16), {0, 1});
     });
 
-// fp32 operands on tf32 tensor cores (Triton's default input_precision): A [M, K] row-major, B
-// [K, N] with strides given (row-major: N-major memory, which a tf32 wgmma tile cannot be).
-auto tf32_matmul = tritium::kernel(
-    "mm_layout_tf32", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<float> c, tl::i32 M, tl::i32 N, tl::i32 K,
-                         tl::i32 sbk, tl::i32 sbn, int BM, int BN, int BK) {
-      auto pid_m = tl::program_id(0), pid_n = tl::program_id(1);
-      auto offs_am = pid_m * BM + tl::arange(0, BM), offs_bn = pid_n * BN + tl::arange(0, BN);
-      auto offs_k = tl::arange(0, BK);
-      auto a_ptrs = a + (offs_am(tl::_, tl::None) * K + offs_k(tl::None, tl::_));
-      auto b_ptrs = b + (offs_k(tl::_, tl::None) * sbk + offs_bn(tl::None, tl::_) * sbn);
-      auto acc = tl::zeros({BM, BN}, tl::float32);
-      for (auto k : tl::range(0, tl::cdiv(K, BK))) {
-        acc += tl::dot(tl::load(a_ptrs), tl::load(b_ptrs));
-        a_ptrs += BK;
-        b_ptrs += BK * sbk;
-      }
-      auto offs_cm = pid_m * BM + tl::arange(0, BM), offs_cn = pid_n * BN + tl::arange(0, BN);
-      tl::store(c + N * offs_cm(tl::_, tl::None) + offs_cn(tl::None, tl::_), acc);
-    });
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_layout_tma)
-
-// tf32 tiles for wgmma are pipelined like 16-bit ones (cp.async or TMA into the ring) and rounded
-// to tf32 in place once they land (cvt.rna: wgmma would truncate), instead of passing through
-// registers unpipelined: with B's memory K-major (a transposed weight, 16-byte copies) and N-major
-// (4-byte copies into the K-major tile tf32 needs).
-BOOST_AUTO_TEST_CASE(tf32_tiles_are_pipelined_and_rounded_in_place) {
-  if (!cuda::nvrtc_available()) return;
-  auto p = addr<float>(0);
-  for (bool b_k_major : {true, false}) {
-    BOOST_TEST_CONTEXT("B " << (b_k_major ? "K-major" : "N-major") << " in memory") {
-      const int K = 512, N = 256;
-      cuda::KernelSource ks = through_layouts(tf32_matmul, 8, 90, "sm_90a", p, addr<float>(1), addr<float>(2), 1024, N, K,
-                                              b_k_major ? 1 : N, b_k_major ? K : 1, 128, 128, 32);
-      const std::string body = kernel_body(ks);
-      BOOST_TEST(body.find("f32.tf32.tf32") != std::string::npos);
-      BOOST_TEST(count(body, "tt_tf32_round_shared16(") >= 2u);        // both tiles, each trip
-      BOOST_TEST(body.find("tt_tf32(__float_as_uint") == std::string::npos);  // not through registers
-      BOOST_TEST((body.find("tt_cp_async<") != std::string::npos || body.find("tt_tma_load") != std::string::npos));
-      if (b_k_major) BOOST_TEST(body.find("tt_cp_async<16>") != std::string::npos);
-    }
-  }
-}
 
 // Tutorial 03 through layouts on sm_90a at 128 x 256 x 64, 3 stages: both tiles by TMA (maps A: M x
 // K from the `% M` and the K mask, row stride K; B: K x N, stride N), issued by thread 0 alone (one

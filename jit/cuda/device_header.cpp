@@ -329,15 +329,6 @@ TT_INLINE uint32_t tt_tf32(uint32_t x) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
   return r;
 }
-// A landed 16-byte chunk of a pipelined stage rounded to tf32 in place (cp.async and TMA copy
-// bytes; wgmma would truncate them).
-TT_INLINE void tt_tf32_round_shared16(uint32_t addr) {
-  uint32_t a, b, c, d;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr) : "memory");
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(tt_tf32(a)), "r"(tt_tf32(b)), "r"(tt_tf32(c)),
-               "r"(tt_tf32(d))
-               : "memory");
-}
 // Four fp32 values rounded to tf32, as one 16-byte chunk of a stage.
 TT_INLINE void tt_st_shared_tf32x4(uint32_t dst, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst), "r"(tt_tf32(a)), "r"(tt_tf32(b)), "r"(tt_tf32(c)),

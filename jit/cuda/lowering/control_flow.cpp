@@ -136,21 +136,14 @@ std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
       if (c->kind == OpKind::ConvertLayout && c->operand(0) == op->result()) conv = c;
     if (!conv || !layout(conv->result()).is_shared()) continue;
     const DType d = op->result()->type.dtype;
-    // tf32 tiles for wgmma are rounded (cvt.rna) after they land, in place (emit_for), so they
-    // pipeline like 16-bit ones; wgmma itself would truncate.
+    // tf32 tiles for wgmma are rounded on their way in (through registers).
     bool rounds = false;
     f_.walk([&](ir::Op* u) {
-      if (u->kind != OpKind::Dot || d != DType::f32 || layout(u->result()).kind != LayoutKind::Mma ||
-          layout(u->result()).mma.version != 3)
-        return;
-      for (size_t i = 0; i < 2; ++i) {
-        const ir::Value* o = u->operand(i);
-        while (o->def && (o->def->kind == OpKind::Permute || o->def->kind == OpKind::MultipleOf ||
-                          o->def->kind == OpKind::MaxContiguous))
-          o = o->def->operand(0);
-        rounds = rounds || o == conv->result();
-      }
+      if (u->kind == OpKind::Dot && d == DType::f32 && layout(u->result()).kind == LayoutKind::Mma &&
+          layout(u->result()).mma.version == 3)
+        rounds = true;
     });
+    if (rounds) continue;
     const ir::Value* root = pointer_root(op->operand(0));
     if (unknown || !root || std::find(written.begin(), written.end(), root) != written.end()) continue;
     bool ok = true;
@@ -165,7 +158,6 @@ std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
     Pipelined p;
     p.load = op;
     p.convert = conv;
-    p.round_tf32 = rounds;
     p.stage_bytes = (tile_bytes(layout(conv->result()), d) + 1023) / 1024 * 1024;
     out.push_back(p);
   }
@@ -408,23 +400,6 @@ void Lowering::emit_for(const ir::Op* op) {
       else refill();
       for (const Pipelined& p : pipes)
         stage_slot_[p.convert] = fmt::format("({} + tt_slot{} * {})", p.offset, trip, p.stage_bytes);
-      // tf32 stages: every thread rounds a share of this trip's landed bytes in place (the waits
-      // above made every copy visible to every thread: the cp.async paths end in a barrier, TMA's
-      // mbarrier is waited by all), fences them into the async proxy, and the barrier hands them
-      // to wgmma; the refill above goes on meanwhile.
-      bool rounding = false;
-      for (const Pipelined& p : pipes) rounding = rounding || p.round_tf32;
-      if (rounding) {
-        for (const Pipelined& p : pipes) {
-          if (!p.round_tf32) continue;
-          if (p.stage_bytes % 16 != 0) fail("internal error: a tf32 stage of {} bytes", p.stage_bytes);
-          line(fmt::format("for (int tt_b = tid * 16; tt_b < {}; tt_b += {}) tt_tf32_round_shared16(tt_smem_base + {} + tt_b);",
-                           p.stage_bytes, nt_ * 16, stage_slot_[p.convert]));
-        }
-        line("tt_fence_async_shared();  // the rounded words, before wgmma reads them");
-        line("__syncthreads();");
-        synced_ = true;
-      }
     }
     // The previous trip's deferred groups, as the body sees them at its top (none at the first trip:
     // waiting for them then is waiting for nothing).

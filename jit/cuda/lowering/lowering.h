@@ -212,7 +212,6 @@ class Lowering {
     const ir::Op* convert;  // its only use: the convert to a tile
     int64_t offset = 0;     // the ring's first stage
     int64_t stage_bytes = 0;
-    bool round_tf32 = false;  // read by a tf32 wgmma: rounded in place once landed
   };
   std::vector<Pipelined> pipelinable(const ir::Op* loop);
   // On Hopper, when a wgmma reads the ring: a proxy fence after the cp.async wait of a trip.
