@@ -3,6 +3,8 @@
 #
 #   scripts/sanitize.sh address [ctest args...]   # AddressSanitizer + UndefinedBehaviorSanitizer, build-asan/
 #   scripts/sanitize.sh thread  [ctest args...]   # ThreadSanitizer, build-tsan/
+#   TRITIUM_BUILD_TARGETS=tritium-tests scripts/sanitize.sh thread -R 'test_(data|thread_pool)'
+#                                                  # some suites only, building only what they need
 #
 # Any report fails the test that produced it. What the sanitizers report in code that is not ours
 # is suppressed in scripts/{lsan,ubsan,tsan}.supp, each entry with the reason it is not our bug.
@@ -78,7 +80,9 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags"
 fi
-cmake --build "$build" -j "${TRITIUM_BUILD_JOBS:-2}"
+# TRITIUM_BUILD_TARGETS (e.g. tritium-tests): build only those, for a run of some suites (-R ...).
+# shellcheck disable=SC2086
+cmake --build "$build" -j "${TRITIUM_BUILD_JOBS:-2}" ${TRITIUM_BUILD_TARGETS:+--target $TRITIUM_BUILD_TARGETS}
 phase build
 rm -rf "$build/test-cache"
 cd "$build"
