@@ -399,7 +399,9 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
   auto compile_start = Clock::now();
   if (!todo.empty()) {
     std::vector<std::string> errors(todo.size());
-    std::vector<bool> transient(todo.size(), false);
+    // One byte per candidate: the compiling threads set theirs at once (std::vector<bool> packs
+    // them into shared words, a data race).
+    std::vector<char> transient(todo.size(), 0);
     size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
     std::atomic<size_t> next{0};
     auto work = [&] {
@@ -410,7 +412,7 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
           errors[t] = first_line(e.what());
         } catch (const std::exception& e) {  // not the code's fault (memory, threads): not remembered
           errors[t] = e.what();
-          transient[t] = true;
+          transient[t] = 1;
         }
       }
     };

@@ -24,7 +24,9 @@ struct State {
   bool active = false;
   uint64_t generation = 0;
   ProfileOptions options;
-  Clock::time_point start;
+  // When the profile started (Clock ticks): atomic, as now_us() reads it without the mutex on any
+  // thread while the next profile may be setting it.
+  std::atomic<Clock::rep> start{0};
   std::atomic<int64_t> next_id{0};
   std::vector<Event> events;
   std::map<std::string, int64_t> allocated;  // device -> bytes, since the profile started
@@ -77,10 +79,18 @@ OpenScope begin(EventKind kind, std::string_view name) {
 }  // namespace
 
 double now_us() {
-  return std::chrono::duration<double, std::micro>(Clock::now() - state().start).count();
+  const Clock::duration since(Clock::now().time_since_epoch().count() - state().start.load(std::memory_order_relaxed));
+  return std::chrono::duration<double, std::micro>(since).count();
 }
 
-bool recording_shapes() { return recording() && state().options.record_shapes; }
+// Under the mutex: the options are those of the profile start_recording set, possibly on another
+// thread (the relaxed flag orders nothing).
+bool recording_shapes() {
+  if (!recording()) return false;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.active && s.options.record_shapes;
+}
 
 OpenScope begin_op(std::string_view name, std::string shapes, std::string dtypes) {
   OpenScope s = begin(EventKind::op, name);
@@ -170,7 +180,7 @@ void start_recording(const ProfileOptions& options) {
     s.options = options;
     s.events.clear();
     s.allocated.clear();
-    s.start = Clock::now();
+    s.start.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   }
   reset_gpu_timing();
   g_recording.store(true, std::memory_order_relaxed);

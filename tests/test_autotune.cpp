@@ -6,9 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -322,6 +325,57 @@ BOOST_AUTO_TEST_CASE(only_data_independent_failures_are_remembered) {
     BOOST_TEST(r.results[2].from_disk, "a compile failure was not stored");
     BOOST_TEST(r.results[2].status.rfind("failed: ", 0) == 0u, r.results[2].status);
     BOOST_TEST(r.benchmarked == 1);
+  });
+}
+
+// How many times the kernel body of transient_compile_failures_are_not_remembered was traced, per
+// MODE (tuner threads trace at once).
+std::array<std::atomic<int>, 8> g_traces_by_mode{};
+
+// A candidate whose compile fails with an exception that is not a tritium::Error (memory or
+// thread exhaustion; here the kernel body throws std::runtime_error when traced the second time,
+// which is the compile: the first trace only hashes the specialisation) is skipped but not
+// remembered: another tuner compiles it again. Several such candidates compile at once on the
+// tuner's threads, each marking its own result: while the marks were bits of one
+// std::vector<bool>, two threads marking at once raced on the same word (a data race for
+// ThreadSanitizer, a lost mark otherwise).
+BOOST_AUTO_TEST_CASE(transient_compile_failures_are_not_remembered) {
+  auto make = [] {
+    return tritium::kernel(
+        "sometimes_throws",
+        [](tl::ptr<float> x, tl::ptr<float> out, tl::i32 n, int BLOCK, int MODE) {
+          if (MODE > 0 && ++g_traces_by_mode[size_t(MODE)] == 2)
+            throw std::runtime_error("no resources for MODE " + std::to_string(MODE));
+          auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+          auto mask = offs < n;
+          // The factor makes each MODE's code differ (equal code would share one measurement).
+          tl::store(out + offs, tl::load(x + offs, mask) * float(2 + MODE), mask);
+        },
+        {"x", "out", "n", "BLOCK", "MODE"});
+  };
+  tt::for_each_backend([&](const tt::Backend&) {
+    FreshCache cache;
+    for (auto& t : g_traces_by_mode) t = 0;
+    const int n = 1000;
+    std::vector<Config> configs;
+    for (int mode = 0; mode < 8; ++mode) configs.push_back(Config({{"BLOCK", 128}, {"MODE", mode}}));
+    std::vector<float> xs = tt::random_vector<float>(n, 5);
+    Tensor x = Tensor::from_vector(xs), out = Tensor::from_vector(std::vector<float>(n, NAN));
+    auto first = tritium::autotune(make(), configs, quick({"n"}));
+    const auto& r = first.tune(grid_of(n), x, out, n);
+    BOOST_TEST(r.best == 0u);
+    for (int mode = 1; mode < 8; ++mode)
+      BOOST_TEST(r.results[size_t(mode)].status == "failed: no resources for MODE " + std::to_string(mode));
+    first[grid_of(n)](x, out, n);
+    check_scaled(out, xs, 1, "launch with the config that compiles");
+    // Another tuner compiles the seven again (their bodies no longer throw) and measures them.
+    auto second = tritium::autotune(make(), configs, quick({"n"}));
+    const auto& r2 = second.tune(grid_of(n), x, out, n);
+    BOOST_TEST(r2.results[0].from_disk);
+    for (int mode = 1; mode < 8; ++mode) {
+      BOOST_TEST(!r2.results[size_t(mode)].from_disk, "a transient failure was stored (MODE " << mode << ")");
+      BOOST_TEST(r2.results[size_t(mode)].ok(), r2.results[size_t(mode)].status);
+    }
   });
 }
 

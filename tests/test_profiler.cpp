@@ -3,12 +3,14 @@
 // (GPU times on CUDA), allocations, key_averages against the events, the Chrome trace parsed back,
 // an idle profiler recording nothing, and the errors (two profiles at once, unknown sort keys).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "io/json.h"
 #include "nn/autograd.h"
@@ -403,6 +405,48 @@ BOOST_AUTO_TEST_CASE(one_profile_at_a_time) {
   p.stop();
   prof::Profile again;  // a stopped profile no longer blocks
   BOOST_TEST(again.recording());
+}
+
+// Profiles start and stop on this thread while another thread runs ops: that thread's hooks read
+// the profile's options and start time as they change. ThreadSanitizer (scripts/sanitize.sh
+// thread) reported the unsynchronised reads of both; this case keeps the pattern under it.
+BOOST_AUTO_TEST_CASE(profiles_start_and_stop_while_another_thread_runs_ops, *tt::needs_cpu_backend()) {
+  DefaultDeviceGuard on_cpu(Device::cpu());
+  Inputs in = make_inputs(91);
+  const double ref = reference(in);
+  compute(in);  // compile outside the profiles
+  std::atomic<bool> done{false}, worker_failed{false};
+  std::atomic<int> runs{0}, wrong{0};
+  std::thread worker([&] {
+    try {
+      while (!done.load()) {
+        double g = compute(in).to_vector<float>().at(0);
+        if (!(std::fabs(g - ref) <= 1e-5 * std::max(1.0, std::fabs(ref)))) ++wrong;
+        ++runs;
+      }
+    } catch (...) {
+      worker_failed = true;
+    }
+  });
+  const int main_thread = [] {  // this thread's number in the events
+    prof::Profile p;
+    { prof::record_function r("main"); }
+    p.stop();
+    return named(p.events(), "main", prof::EventKind::range).at(0)->thread;
+  }();
+  size_t worker_ops = 0;
+  for (int i = 0; i < 40 || (runs.load() < 20 && !worker_failed.load()); ++i) {
+    prof::Profile p({.record_shapes = i % 2 == 0, .profile_memory = i % 3 == 0});
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    p.stop();
+    for (const prof::Event& e : p.events()) worker_ops += e.kind == prof::EventKind::op && e.thread != main_thread;
+  }
+  done = true;
+  worker.join();
+  BOOST_TEST(!worker_failed.load());
+  BOOST_TEST(wrong.load() == 0);
+  BOOST_TEST(runs.load() >= 20);
+  BOOST_TEST(worker_ops > 0u);  // the other thread's ops were recorded
 }
 
 BOOST_AUTO_TEST_SUITE_END()

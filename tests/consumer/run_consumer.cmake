@@ -1,7 +1,12 @@
 # Configures, builds and runs tests/consumer/project, an outside project using Tritium, one way:
 #   cmake -DMODE=package|subdirectory -DSOURCE_DIR=<tritium source> -DBINARY_DIR=<tritium build>
 #         -DWORK_DIR=<scratch> -DGENERATOR=... -DCXX_COMPILER=... -DBUILD_TYPE=...
-#         -DCPU_BACKEND=ON|OFF -DCUDA_BACKEND=ON|OFF -DMAKE_PROGRAM=<ninja> -P run_consumer.cmake
+#         -DCPU_BACKEND=ON|OFF -DCUDA_BACKEND=ON|OFF -DMAKE_PROGRAM=<ninja>
+#         -DCXX_FLAGS=... -DCXX_FLAGS_CONFIG=... -DEXE_LINKER_FLAGS=... -DSHARED_LINKER_FLAGS=...
+#         -P run_consumer.cmake
+# The flags are the Tritium build's own (CMAKE_CXX_FLAGS, CMAKE_CXX_FLAGS_<BUILD_TYPE>, the linker
+# flags), given to the consumer's build too: a sanitizer build's library needs its runtime in the
+# program, and the add_subdirectory mode reuses objects only where the compile commands match.
 # package:      `cmake --install` of the already-built BINARY_DIR into WORK_DIR/prefix, then the
 #               consumer finds it with find_package(Tritium) and builds only its own main.cpp.
 # subdirectory: the consumer add_subdirectory()s SOURCE_DIR, so Tritium is configured, generated
@@ -41,7 +46,13 @@ set(build ${WORK_DIR}/build)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(configure ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/project -B ${build} -G ${GENERATOR}
-    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE})
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
+    "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}"
+    "-DCMAKE_SHARED_LINKER_FLAGS=${SHARED_LINKER_FLAGS}")
+if(BUILD_TYPE)
+  string(TOUPPER "${BUILD_TYPE}" build_type_upper)
+  list(APPEND configure "-DCMAKE_CXX_FLAGS_${build_type_upper}=${CXX_FLAGS_CONFIG}")
+endif()
 
 if(MODE STREQUAL "package")
   run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${WORK_DIR}/prefix)
