@@ -57,7 +57,7 @@ Kernel& fused_kernel(bool in_loop) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(contract_fma)
+BOOST_AUTO_TEST_SUITE(test_contract_fma)
 
 BOOST_AUTO_TEST_CASE(fuses_products_whose_every_use_is_an_add_or_sub_in_the_same_block) {
   Function f("k");

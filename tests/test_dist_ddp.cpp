@@ -6,6 +6,8 @@
 // tests/dist_ddp.sh (CTest dist_ddp_*).
 #include <boost/test/unit_test.hpp>
 
+#include "test_support.h"
+
 #include <cmath>
 #include <random>
 
@@ -25,16 +27,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-template <class F> void check_error(F&& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-  } catch (const Error& e) {
-    std::string m = e.what();
-    for (const auto& frag : fragments) BOOST_TEST(m.find(frag) != std::string::npos, "'" << frag << "' in: " << m);
-    return;
-  }
-  BOOST_FAIL("expected a tritium::Error");
-}
 
 // A one-rank Gloo group, or null (with a message) where Gloo or the CPU backend is missing.
 std::shared_ptr<dist::ProcessGroup> one_rank_group() {
@@ -90,7 +82,7 @@ BOOST_AUTO_TEST_CASE(bucket_assignment_reverse_order_caps_and_kinds) {
   // A tensor above the cap gets a bucket of its own.
   b = nn::compute_bucket_assignment({{5, "a"}, {500, "a"}, {5, "a"}}, 100, 100);
   BOOST_TEST((b == std::vector<std::vector<int>>{{2, 1}, {0}}));
-  check_error([] { nn::compute_bucket_assignment({{1, "a"}}, 0, 10); }, {"bucket caps must be positive"});
+  tritium::test::check_throws([] { nn::compute_bucket_assignment({{1, "a"}}, 0, 10); }, {"bucket caps must be positive"});
 }
 
 BOOST_AUTO_TEST_CASE(gradients_match_a_float64_reference_and_the_plain_module) {
@@ -179,7 +171,7 @@ BOOST_AUTO_TEST_CASE(unused_parameters_error_or_find_unused_parameters) {
     auto model = std::make_shared<TwoLayers>(false, gen);
     nn::DistributedDataParallel ddp(model, {.process_group = group});
     sum(ddp(x)).backward();  // "second" got no gradient: the reduction cannot finish
-    check_error([&] { ddp(x); }, {"expected to have finished the gradient reduction",
+    tritium::test::check_throws([&] { ddp(x); }, {"expected to have finished the gradient reduction",
                                   "received no gradient on rank 0: second.weight, second.bias",
                                   "find_unused_parameters"});
   }
@@ -217,12 +209,12 @@ BOOST_AUTO_TEST_CASE(gradient_as_bucket_view) {
 BOOST_AUTO_TEST_CASE(bad_arguments) {
   auto group = one_rank_group();
   if (!group) return;
-  check_error([&] { nn::DistributedDataParallel(nullptr, {.process_group = group}); }, {"the module is null"});
+  tritium::test::check_throws([&] { nn::DistributedDataParallel(nullptr, {.process_group = group}); }, {"the module is null"});
   auto frozen = std::make_shared<nn::Linear>(3, 2);
   frozen->requires_grad_(false);
-  check_error([&] { nn::DistributedDataParallel(frozen, {.process_group = group}); },
+  tritium::test::check_throws([&] { nn::DistributedDataParallel(frozen, {.process_group = group}); },
               {"no parameter that requires grad"});
-  check_error([&] { nn::DistributedDataParallel(std::make_shared<nn::Linear>(3, 2), {.process_group = group,
+  tritium::test::check_throws([&] { nn::DistributedDataParallel(std::make_shared<nn::Linear>(3, 2), {.process_group = group,
                                                                                     .bucket_cap_mb = 0}); },
               {"bucket caps must be positive"});
 }

@@ -5,6 +5,8 @@
 // each bad argument a clear error.
 #include <boost/test/unit_test.hpp>
 
+#include "test_support.h"
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -55,16 +57,6 @@ void check_no_failures(const std::vector<std::string>& failures) {
   for (size_t r = 0; r < failures.size(); ++r) BOOST_TEST(failures[r].empty(), "rank " << r << ": " << failures[r]);
 }
 
-template <class F> void check_error(F&& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-  } catch (const Error& e) {
-    std::string m = e.what();
-    for (const auto& frag : fragments) BOOST_TEST(m.find(frag) != std::string::npos, "'" << frag << "' in: " << m);
-    return;
-  }
-  BOOST_FAIL("expected a tritium::Error");
-}
 
 }  // namespace
 
@@ -231,42 +223,42 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_clear_errors) {
   if (skip_without_gloo()) return;
   std::vector<std::string> messages;
   check_no_failures(tritium::test::run_gloo_ranks(1, [&](int, std::shared_ptr<dist::ProcessGroup> g) -> std::string {
-    check_error([&] {
+    tritium::test::check_throws([&] {
       Tensor t = Tensor::zeros({5}, DType::bf16);
       g->all_reduce(t);
     }, {"all_reduce (gloo)", "dtype bf16 is not supported"});
-    check_error([&] {
+    tritium::test::check_throws([&] {
       Tensor t = Tensor::zeros({4}, DType::i32);
       g->all_reduce(t, dist::ReduceOp::avg);
     }, {"avg needs a floating dtype", "i32"});
-    check_error([&] {
+    tritium::test::check_throws([&] {
       Tensor t = Tensor::zeros({4, 6}, DType::f32).as_strided({6, 4}, {1, 6}, 0);
       g->all_reduce(t);
     }, {"all_reduce", "must be contiguous", "[6, 4]"});
-    check_error([&] {
+    tritium::test::check_throws([&] {
       Tensor t;
       g->broadcast(t, 0);
     }, {"broadcast", "undefined"});
-    check_error([&] {
+    tritium::test::check_throws([&] {
       Tensor t = Tensor::zeros({4}, DType::f32);
       g->broadcast(t, 5);
     }, {"broadcast", "root 5 is not a rank of this group (0 to 0)"});
-    check_error([&] {
+    tritium::test::check_throws([&] {
       std::vector<Tensor> outs = {Tensor::zeros({4}, DType::f32), Tensor::zeros({4}, DType::f32)};
       g->all_gather(outs, Tensor::zeros({4}, DType::f32));
     }, {"all_gather", "outputs has 2 tensors, but the group has 1 ranks"});
-    check_error([&] {
+    tritium::test::check_throws([&] {
       std::vector<Tensor> outs = {Tensor::zeros({5}, DType::f32)};
       g->all_gather(outs, Tensor::zeros({4}, DType::f32));
     }, {"outputs[0] is [5] f32 on cpu, expected [4] f32 on cpu"});
-    check_error([&] {
+    tritium::test::check_throws([&] {
       Tensor out = Tensor::zeros({4}, DType::f32);
       std::vector<Tensor> ins = {Tensor::zeros({4}, DType::f64)};
       g->reduce_scatter(out, ins);
     }, {"reduce_scatter", "inputs[0] is [4] f64"});
     return "";
   }));
-  check_error([] { dist::GlooProcessGroup::create(nullptr, 2, 2, 100ms); }, {"rank 2 is out of range"});
+  tritium::test::check_throws([] { dist::GlooProcessGroup::create(nullptr, 2, 2, 100ms); }, {"rank 2 is out of range"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,6 +4,8 @@
 // an unreachable master (within the timeout), an unknown backend, init twice, NCCL without a GPU.
 #include <boost/test/unit_test.hpp>
 
+#include "test_support.h"
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -54,16 +56,6 @@ std::string free_port() {
   return std::to_string(ntohs(a.sin_port));
 }
 
-template <class F> void check_error(F&& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-  } catch (const Error& e) {
-    std::string m = e.what();
-    for (const auto& frag : fragments) BOOST_TEST(m.find(frag) != std::string::npos, "'" << frag << "' in: " << m);
-    return;
-  }
-  BOOST_FAIL("expected a tritium::Error");
-}
 
 std::map<std::string, std::optional<std::string>> one_rank_job() {
   return {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", free_port()}};
@@ -97,13 +89,13 @@ BOOST_AUTO_TEST_CASE(a_one_rank_job_end_to_end) {
   BOOST_TEST(sub->size() == 1);
   dist::broadcast(t, 0, sub);
   dist::barrier();
-  check_error([&] { dist::broadcast(t, 1, sub); }, {"src 1 is not a member of the group"});
-  check_error([] { dist::new_group({0, 0}); }, {"rank 0 is listed twice"});
-  check_error([] { dist::new_group({1}); }, {"rank 1 is not in the world (0 to 0)"});
-  check_error([] { dist::init_process_group("gloo"); }, {"already initialised"});
+  tritium::test::check_throws([&] { dist::broadcast(t, 1, sub); }, {"src 1 is not a member of the group"});
+  tritium::test::check_throws([] { dist::new_group({0, 0}); }, {"rank 0 is listed twice"});
+  tritium::test::check_throws([] { dist::new_group({1}); }, {"rank 1 is not in the world (0 to 0)"});
+  tritium::test::check_throws([] { dist::init_process_group("gloo"); }, {"already initialised"});
   dist::destroy_process_group();
   BOOST_TEST(!dist::is_initialized());
-  check_error([] { dist::get_rank(); }, {"not initialised", "init_process_group"});
+  tritium::test::check_throws([] { dist::get_rank(); }, {"not initialised", "init_process_group"});
   // A second job in the same process, on another port.
   LaunchVariables again(one_rank_job());
   dist::init_process_group("gloo", {.timeout = 5000ms});
@@ -125,7 +117,7 @@ BOOST_AUTO_TEST_CASE(bad_variables_are_clear_errors) {
   };
   for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
     LaunchVariables env(without(name));
-    check_error([] { dist::init_process_group("gloo"); },
+    tritium::test::check_throws([] { dist::init_process_group("gloo"); },
                 {std::string("the environment variable ") + name + " is not set", "tritium-run"});
   }
   {
@@ -133,23 +125,23 @@ BOOST_AUTO_TEST_CASE(bad_variables_are_clear_errors) {
     auto j = with("WORLD_SIZE", "2");
     j["RANK"] = "2";
     LaunchVariables env2(j);
-    check_error([] { dist::init_process_group("gloo"); }, {"RANK=2 is out of range: WORLD_SIZE=2", "0 to 1"});
+    tritium::test::check_throws([] { dist::init_process_group("gloo"); }, {"RANK=2 is out of range: WORLD_SIZE=2", "0 to 1"});
   }
   {
     LaunchVariables env(with("RANK", "one"));
-    check_error([] { dist::init_process_group("gloo"); }, {"RANK='one' is not an integer"});
+    tritium::test::check_throws([] { dist::init_process_group("gloo"); }, {"RANK='one' is not an integer"});
   }
   {
     LaunchVariables env(with("MASTER_PORT", "0"));
-    check_error([] { dist::init_process_group("gloo"); }, {"MASTER_PORT=0 is out of range (1 to 65535)"});
+    tritium::test::check_throws([] { dist::init_process_group("gloo"); }, {"MASTER_PORT=0 is out of range (1 to 65535)"});
   }
   {
     LaunchVariables env(with("LOCAL_RANK", "3"));
-    check_error([] { dist::init_process_group("gloo"); }, {"LOCAL_RANK=3 is out of range"});
+    tritium::test::check_throws([] { dist::init_process_group("gloo"); }, {"LOCAL_RANK=3 is out of range"});
   }
   {
     LaunchVariables env(job);
-    check_error([] { dist::init_process_group("mpi"); }, {"unknown backend 'mpi'", "gloo or nccl"});
+    tritium::test::check_throws([] { dist::init_process_group("mpi"); }, {"unknown backend 'mpi'", "gloo or nccl"});
   }
   BOOST_TEST(!dist::is_initialized());
 }
@@ -160,7 +152,7 @@ BOOST_AUTO_TEST_CASE(an_unreachable_master_is_an_error_within_the_timeout) {
   job["RANK"] = "1", job["WORLD_SIZE"] = "2";
   LaunchVariables env(job);
   auto start = std::chrono::steady_clock::now();
-  check_error([] { dist::init_process_group("gloo", {.timeout = 500ms}); },
+  tritium::test::check_throws([] { dist::init_process_group("gloo", {.timeout = 500ms}); },
               {"could not reach the store at 127.0.0.1:" + job["MASTER_PORT"].value(), "within 500 ms",
                "MASTER_ADDR:MASTER_PORT"});
   auto took = std::chrono::steady_clock::now() - start;
@@ -175,7 +167,7 @@ BOOST_AUTO_TEST_CASE(a_rank_that_never_comes_is_an_error_within_the_timeout) {
   job["WORLD_SIZE"] = "2";
   LaunchVariables env(job);
   auto start = std::chrono::steady_clock::now();
-  check_error([] { dist::init_process_group("gloo", {.timeout = 500ms}); },
+  tritium::test::check_throws([] { dist::init_process_group("gloo", {.timeout = 500ms}); },
               {"timed out", "(1 of 2 ranks had arrived at the rendezvous)"});
   BOOST_TEST((std::chrono::steady_clock::now() - start < 5s));
   BOOST_TEST(!dist::is_initialized());
@@ -187,7 +179,7 @@ BOOST_AUTO_TEST_CASE(nccl_without_a_gpu_says_why) {
     return;
   }
   LaunchVariables env(one_rank_job());
-  check_error([] { dist::init_process_group("nccl", {.timeout = 2000ms}); }, {"nccl backend"});
+  tritium::test::check_throws([] { dist::init_process_group("nccl", {.timeout = 2000ms}); }, {"nccl backend"});
   BOOST_TEST(!dist::is_initialized());
 }
 

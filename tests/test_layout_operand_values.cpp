@@ -4,6 +4,7 @@
 // (N-major) down to N = 16 a block. On Hopper through layouts these reach wgmma from tiles copied
 // 16 bytes at a time, with the transpose bits set (tests/test_layout_wgmma.cpp checks the code);
 // here the values, on every backend, against float64. Sizes are not multiples of the blocks.
+#include "operand_matmul_kernel.h"
 #include "test_support.h"
 
 #include <cmath>
@@ -12,40 +13,12 @@
 
 namespace tl = tritium::tl;
 namespace tt = tritium::test;
+using tritium::test::operand_matmul;
 using tritium::bf16_t;
 using tritium::f16_t;
 
 namespace {
 
-// out[M, N] (f32, row stride N) = A @ B, A = x [M, K] or trans(x) with x [K, M]; B = y [K, N].
-template <class T>
-tritium::Kernel& operand_matmul() {
-  static tritium::Kernel k = tritium::kernel(
-      "operand_matmul", [](tl::ptr<T> x, tl::ptr<T> y, tl::ptr<float> out, tl::i32 M, tl::i32 N, tl::i32 K, int BM,
-                           int BN, int BK, bool A_TRANSPOSED) {
-        auto pid_m = tl::program_id(0), pid_n = tl::program_id(1);
-        // Wrapped rows and columns (tutorial 03's form): loads need no mask along M and N.
-        auto rm = (pid_m * BM + tl::arange(0, BM)) % M, rn = (pid_n * BN + tl::arange(0, BN)) % N;
-        auto rk = tl::arange(0, BK);
-        auto x_ptrs = A_TRANSPOSED ? x + rk(tl::_, tl::None) * M + rm(tl::None, tl::_)
-                                   : x + rm(tl::_, tl::None) * K + rk(tl::None, tl::_);
-        auto y_ptrs = y + rk(tl::_, tl::None) * N + rn(tl::None, tl::_);
-        auto acc = tl::zeros({BM, BN}, tl::float32);
-        for (auto k : tl::range(0, tl::cdiv(K, BK))) {
-          auto left = K - k * BK;
-          tl::tensor a = A_TRANSPOSED ? tl::trans(tl::load(x_ptrs, rk(tl::_, tl::None) < left, 0.0))
-                                      : tl::load(x_ptrs, rk(tl::None, tl::_) < left, 0.0);
-          acc += tl::dot(a, tl::load(y_ptrs, rk(tl::_, tl::None) < left, 0.0));
-          if (A_TRANSPOSED) x_ptrs += BK * M;
-          else x_ptrs += BK;
-          y_ptrs += BK * N;
-        }
-        auto cm = pid_m * BM + tl::arange(0, BM), cn = pid_n * BN + tl::arange(0, BN);
-        tl::store(out + cm(tl::_, tl::None) * N + cn(tl::None, tl::_), acc,
-                  (cm(tl::_, tl::None) < M) & (cn(tl::None, tl::_) < N));
-      });
-  return k;
-}
 
 struct Case {
   int M, N, K, bm, bn, bk, warps;

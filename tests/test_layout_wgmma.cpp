@@ -16,6 +16,7 @@
 #include <string>
 
 #include "jit/cuda/codegen.h"
+#include "operand_matmul_kernel.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/passes/assign_layouts.h"
 #include "jit/passes/axis_info.h"
@@ -23,39 +24,12 @@
 namespace tl = tritium::tl;
 namespace cuda = tritium::jit::cuda;
 using namespace tritium::jit;
+using tritium::test::operand_matmul;
 
 namespace {
 
 template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
 
-// out = op(A) @ B as test_layout_operand_values' kernel: A = x [M, K] or trans(x [K, M]); B = y [K, N].
-template <class T>
-tritium::Kernel& operand_matmul() {
-  static tritium::Kernel k = tritium::kernel(
-      "operand_matmul", [](tl::ptr<T> x, tl::ptr<T> y, tl::ptr<float> out, tl::i32 M, tl::i32 N, tl::i32 K, int BM,
-                           int BN, int BK, bool A_TRANSPOSED) {
-        auto pid_m = tl::program_id(0), pid_n = tl::program_id(1);
-        auto rm = (pid_m * BM + tl::arange(0, BM)) % M, rn = (pid_n * BN + tl::arange(0, BN)) % N;
-        auto rk = tl::arange(0, BK);
-        auto x_ptrs = A_TRANSPOSED ? x + rk(tl::_, tl::None) * M + rm(tl::None, tl::_)
-                                   : x + rm(tl::_, tl::None) * K + rk(tl::None, tl::_);
-        auto y_ptrs = y + rk(tl::_, tl::None) * N + rn(tl::None, tl::_);
-        auto acc = tl::zeros({BM, BN}, tl::float32);
-        for (auto k : tl::range(0, tl::cdiv(K, BK))) {
-          auto left = K - k * BK;
-          tl::tensor a = A_TRANSPOSED ? tl::trans(tl::load(x_ptrs, rk(tl::_, tl::None) < left, 0.0))
-                                      : tl::load(x_ptrs, rk(tl::None, tl::_) < left, 0.0);
-          acc += tl::dot(a, tl::load(y_ptrs, rk(tl::_, tl::None) < left, 0.0));
-          if (A_TRANSPOSED) x_ptrs += BK * M;
-          else x_ptrs += BK;
-          y_ptrs += BK * N;
-        }
-        auto cm = pid_m * BM + tl::arange(0, BM), cn = pid_n * BN + tl::arange(0, BN);
-        tl::store(out + cm(tl::_, tl::None) * N + cn(tl::None, tl::_), acc,
-                  (cm(tl::_, tl::None) < M) & (cn(tl::None, tl::_) < N));
-      });
-  return k;
-}
 
 // One dot, no loop: the tiles are written by the threads from registers (store_tile).
 template <class T>
