@@ -38,6 +38,7 @@
 #include "nn/sync_batch_norm.h"
 #include "runtime/cuda_device.h"
 #include "tools/cli.h"
+#include "loopback_port.h"
 
 using namespace tritium;
 using runtime::Tensor;
@@ -66,16 +67,6 @@ void init(const Config& c) {
 
 constexpr int64_t kFeatures = 16, kHidden = 33, kClasses = 5;
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_LOOPBACK), a.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 class TinyMlp : public nn::Module {
  public:
@@ -365,7 +356,7 @@ int main(int argc, char** argv) {
   return cli::run_main("tritium-dist-worker", [&] {
     Config c = parse(argc, argv);
     if (c.mode == "free-port") {
-      std::printf("%d\n", free_port());
+      std::printf("%d\n", tritium::test::unused_loopback_port());
       return 0;
     }
     if ((c.mode == "train" || c.mode == "syncbn") && !runtime::device_available(c.device == "cuda" ? Device::cuda() : Device::cpu())) {

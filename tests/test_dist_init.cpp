@@ -18,6 +18,7 @@
 #include "dist/distributed.h"
 #include "dist/gloo_process_group.h"
 #include "runtime/device.h"
+#include "loopback_port.h"
 
 using namespace tritium;
 using runtime::Tensor;
@@ -45,20 +46,10 @@ class LaunchVariables {
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
-std::string free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_LOOPBACK), a.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return std::to_string(ntohs(a.sin_port));
-}
 
 
 std::map<std::string, std::optional<std::string>> one_rank_job() {
-  return {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", free_port()}};
+  return {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(tritium::test::unused_loopback_port())}};
 }
 
 }  // namespace

@@ -12,23 +12,13 @@
 
 #include "common/error.h"
 #include "dist/tcp_store.h"
+#include "loopback_port.h"
 
 using namespace tritium;
 using namespace std::chrono_literals;
 
 namespace {
 
-// A port nothing listens on: bound (so the kernel picks a free one), then closed.
-int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_LOOPBACK), a.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 template <class F> void check_error(F&& f, const std::vector<std::string>& fragments) {
   try {
@@ -103,7 +93,7 @@ BOOST_AUTO_TEST_CASE(timeouts_name_the_key) {
 }
 
 BOOST_AUTO_TEST_CASE(unreachable_server_is_an_error_within_the_timeout) {
-  int port = closed_port();
+  int port = tritium::test::unused_loopback_port();
   auto start = std::chrono::steady_clock::now();
   check_error([&] { dist::TCPStore("127.0.0.1", port, false, 400ms); },
               {"could not reach the store", "127.0.0.1:" + std::to_string(port), "400 ms", "refused"});
