@@ -11,6 +11,13 @@ drawn by different generators, so the curves agree within run-to-run noise, not 
 
     python3 bench/torch_gpt_reference.py [--device cpu|cuda] [--threads N] [--init FILE] [options]
     (the architecture and schedule options are train-gpt's, with the same CPU / GPU defaults)
+
+Under torchrun (WORLD_SIZE set) it trains data-parallel with DistributedDataParallel (NCCL on
+cuda, Gloo on the CPU): --batch-size stays the global batch, each rank draws its own share from a
+generator seeded by its rank, rank 0 alone prints - the PyTorch side of issue 33's scaling table:
+    torchrun --nproc-per-node 2 bench/torch_gpt_reference.py --device cuda --amp bf16 --steps 300
+The last line also gives the steady rate (tokens/s over the steps after the first 10), which
+leaves out torch.compile's tracing and any first-step costs.
 """
 import argparse
 import math
@@ -166,6 +173,17 @@ def main():
         torch.backends.cudnn.allow_tf32 = True
     amp_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.amp)
     scaler = torch.amp.GradScaler(enabled=a.amp == "f16")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        import torch.distributed as dist
+        if gpu:
+            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+            a.device = f"cuda:{torch.cuda.current_device()}"
+        dist.init_process_group("nccl" if gpu else "gloo")
+        if a.batch_size % world:
+            raise SystemExit(f"--batch-size {a.batch_size} is not a multiple of the {world} ranks")
+    local_batch = a.batch_size // world
     torch.manual_seed(a.seed)
     train, held = fortunes(a.corpus)
     model = GPT(256, a.context, a.layers, a.heads, a.width).to(a.device)
@@ -179,7 +197,8 @@ def main():
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
-    step_fn = torch.compile(model) if a.compile else model
+    ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    step_fn = torch.compile(ddp) if a.compile else ddp
 
     def lr_at(step):
         if step < a.warmup:
@@ -198,10 +217,13 @@ def main():
         return s / a.eval_batches
 
     sync = torch.cuda.synchronize if gpu else (lambda: None)
-    print(f"torch {torch.__version__}, {a.threads} threads, {a.layers} layers, width {a.width}, {a.heads} heads, "
-          f"context {a.context}, batch {a.batch_size}, {a.device}{', compiled' if a.compile else ''}", flush=True)
-    gen = torch.Generator().manual_seed(a.seed + 1)
+    say = print if rank == 0 else (lambda *args, **kw: None)
+    say(f"torch {torch.__version__}, {a.threads} threads, {a.layers} layers, width {a.width}, {a.heads} heads, "
+        f"context {a.context}, batch {a.batch_size}, {a.device}{', compiled' if a.compile else ''}"
+        f"{f', DDP over {world} ranks' if world > 1 else ''}", flush=True)
+    gen = torch.Generator().manual_seed(a.seed + 1 + 7919 * rank)
     ema, tokens, train_s, t0 = 0.0, 0, 0.0, time.perf_counter()
+    steady_tokens, steady_s = 0, 0.0
     done = 0
     for step in range(a.steps):
         if a.max_minutes and time.perf_counter() - t0 > 60 * a.max_minutes:
@@ -210,7 +232,7 @@ def main():
         done = step + 1
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
-        x, y = batch(train, a.batch_size, a.context, gen, a.device)
+        x, y = batch(train, local_batch, a.context, gen, a.device)
         sync()
         s0 = time.perf_counter()
         if a.profile and step == 3:
@@ -230,13 +252,22 @@ def main():
             print(prof.key_averages().table(sort_by="cuda_time_total" if gpu else "cpu_time_total", row_limit=25))
         train_s += time.perf_counter() - s0
         tokens += a.batch_size * a.context
+        if step >= 10:
+            steady_s += time.perf_counter() - s0
+            steady_tokens += a.batch_size * a.context
         ema = value if step == 0 else 0.95 * ema + 0.05 * value
         if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
-            print(f"step {step + 1}: train loss {ema:.4f}, held-out loss {evaluate():.4f}, "
-                  f"{time.perf_counter() - t0:.1f} s, {tokens / train_s:.0f} tokens/s", flush=True)
+            held_out = evaluate()  # every rank evaluates (the same batches), rank 0 prints
+            say(f"step {step + 1}: train loss {ema:.4f}, held-out loss {held_out:.4f}, "
+                f"{time.perf_counter() - t0:.1f} s, {tokens / train_s:.0f} tokens/s", flush=True)
     if done % a.eval_every != 0 and done != a.steps:
-        print(f"step {done}: train loss {ema:.4f}, held-out loss {evaluate():.4f}, "
-              f"{time.perf_counter() - t0:.1f} s, {tokens / max(train_s, 1e-9):.0f} tokens/s", flush=True)
+        held_out = evaluate()
+        say(f"step {done}: train loss {ema:.4f}, held-out loss {held_out:.4f}, "
+            f"{time.perf_counter() - t0:.1f} s, {tokens / max(train_s, 1e-9):.0f} tokens/s", flush=True)
+    if steady_s > 0:
+        say(f"steady: {steady_tokens / steady_s:.0f} tokens/s over steps 11-{done}", flush=True)
+    if world > 1:
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ dist.init_process_group("nccl" if cuda else "gloo")
 world = dist.get_world_size()
 device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
 sync = torch.cuda.synchronize if cuda else (lambda: None)
-for nbytes in [a.bytes] if a.bytes else [1 << 20, 16 << 20, 64 << 20, 256 << 20]:
+for nbytes in [a.bytes] if a.bytes else [1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]:
     t = torch.zeros(nbytes // 4, dtype=torch.float32, device=device)
     for _ in range(5):
         dist.all_reduce(t)
