@@ -5,7 +5,9 @@ the CNN: two stages of conv 3x3 (32, then 64 channels)-batchnorm-relu-maxpool 2x
 prints test accuracy and samples/s per epoch. Run on the GPU machine beside
 `train-mnist --backend cuda [--model cnn]`.
 
-    python3 bench/torch_mnist_reference.py DATA_DIR [EPOCHS] [mlp|cnn] [cuda|cpu]
+    python3 bench/torch_mnist_reference.py DATA_DIR [EPOCHS] [mlp|cnn] [cuda|cpu] [BATCHES]
+BATCHES (default all) cuts each epoch to that many batches, as train-mnist's --limit-batches. On
+the CPU the thread count is torch's default unless OMP_NUM_THREADS says otherwise.
 """
 import gzip
 import sys
@@ -25,6 +27,7 @@ def main():
     epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     kind = sys.argv[3] if len(sys.argv) > 3 else "mlp"
     dev = sys.argv[4] if len(sys.argv) > 4 else "cuda"
+    limit = int(sys.argv[5]) if len(sys.argv) > 5 else 1 << 30
     xs = torch.tensor(idx(f"{root}/train-images-idx3-ubyte.gz", 16).reshape(-1, 784), dtype=torch.float32)
     ys = torch.tensor(idx(f"{root}/train-labels-idx1-ubyte.gz", 8), dtype=torch.int64)
     xt = torch.tensor(idx(f"{root}/t10k-images-idx3-ubyte.gz", 16).reshape(-1, 784), dtype=torch.float32)
@@ -49,7 +52,7 @@ def main():
         model.train()
         sync()
         t0 = time.perf_counter()
-        for i in range(0, xs.shape[0] - 127, 128):
+        for i in range(0, min(xs.shape[0] - 127, 128 * limit), 128):
             idx_b = perm[i:i + 128]
             x, y = xs[idx_b].to(dev), ys[idx_b].to(dev)
             loss = loss_fn(model(x), y)
@@ -62,8 +65,9 @@ def main():
         model.eval()
         with torch.no_grad():
             acc = (model(xt).argmax(1) == yt).float().mean().item()
-        n = (xs.shape[0] // 128) * 128
-        print(f"torch epoch {epoch}: test accuracy {acc * 100:.2f}%, {dt:.2f} s ({n / dt:.0f} samples/s)")
+        n = min(xs.shape[0] // 128, limit) * 128
+        print(f"torch epoch {epoch}: test accuracy {acc * 100:.2f}%, {dt:.2f} s ({n / dt:.0f} samples/s, "
+              f"{torch.get_num_threads()} threads)")
 
 
 if __name__ == "__main__":
