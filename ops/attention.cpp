@@ -392,7 +392,9 @@ AttentionResult scaled_dot_product_attention_forward(const Tensor& q, const Tens
   check_inputs(op, q, k, v);
   const int64_t B = q.size(0), H = q.size(1), NQ = q.size(2), NK = k.size(2), D = q.size(3);
   const float sm = static_cast<float>(scale.value_or(default_attention_scale(D)));
-  AttentionResult r{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty({B, H, NQ}, DType::f32, q.device())};
+  // The output in q's dimension order (PyTorch's flash attention writes [B, N, H, D] too): for head
+  // views of a [B, N, H D] projection, the caller's transpose + reshape back to [B, N, H D] is a view.
+  AttentionResult r{empty_in_dim_order_of(q), Tensor::empty({B, H, NQ}, DType::f32, q.device())};
   if (B * H * NQ == 0) return r;
   const Blocks b = blocks_for(q, NQ, D);
   auto [qz, qh, qn, qd] = strides4(q);

@@ -123,9 +123,9 @@ BOOST_AUTO_TEST_CASE(matches_float64_at_any_length) {
 }
 
 // q, k and v as head views of one projection [B, N, 3 H D] (GPT's c_attn output split and
-// viewed as [B, H, N, D]): the backward reads them through their strides (no copy) and lays each
-// gradient out in its input's dimension order, so the transpose back to [B, N, H, D] is
-// contiguous and the reshape to [B, N, H D] a view. Values against the float64 reference, through
+// viewed as [B, H, N, D]): the forward writes the output, and the backward each gradient, in its
+// input's dimension order (the backward reads q, k and v through their strides, no copy), so the
+// transpose back to [B, N, H, D] is contiguous and the reshape to [B, N, H D] a view. Values against the float64 reference, through
 // the packed leaf's gradient.
 BOOST_AUTO_TEST_CASE(head_views_of_one_projection_get_gradients_in_their_layout) {
   tt::for_each_backend([&](const tt::Backend&) {
@@ -148,6 +148,7 @@ BOOST_AUTO_TEST_CASE(head_views_of_one_projection_get_gradients_in_their_layout)
       return qkv.grad().slice(2, part * C, (part + 1) * C).view({B, N, H, D}).transpose(1, 2);
     };
     BOOST_TEST(rel(host(o), ro) <= 1e-5);
+    BOOST_TEST(o.transpose(1, 2).is_contiguous());  // the output in q's order: [B, N, C] is a view
     BOOST_TEST(rel(host(grad_of(0)), rdq) <= 1e-5);
     BOOST_TEST(rel(host(grad_of(1)), rdk) <= 1e-5);
     BOOST_TEST(rel(host(grad_of(2)), rdv) <= 1e-5);
