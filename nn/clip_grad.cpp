@@ -111,7 +111,8 @@ Tensor make_table(const std::vector<Tensor>& grads) {
   std::vector<int64_t> rows;
   for (const Tensor& g : grads) {
     const int64_t n = g.numel(), address = reinterpret_cast<int64_t>(g.raw_data());
-    for (int64_t first = 0; first < n; first += kChunk) rows.insert(rows.end(), {address, first, std::min(n, first + kChunk)});
+    for (int64_t first = 0; first < n; first += kChunk)
+      rows.insert(rows.end(), {address, first, std::min(n, first + kChunk)});
   }
   return Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())}, grads.front().device());
 }
@@ -133,7 +134,7 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   const bool foreach = foreach_applies(grads, norm_type);
   Tensor table, total;
   if (foreach) {
-    grads.erase(std::remove_if(grads.begin(), grads.end(), [](const Tensor& g) { return g.numel() == 0; }), grads.end());
+    std::erase_if(grads, [](const Tensor& g) { return g.numel() == 0; });
     if (grads.empty()) return ops::zeros({}, DType::f32, params.front().grad().device());
     table = make_table(grads);
     const int64_t rows = table.numel() / kRow;

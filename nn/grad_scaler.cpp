@@ -132,7 +132,8 @@ void GradScaler::unscale_(Optimizer& optimizer) {
     Tensor flat = g.is_contiguous() ? g : ops::contiguous(g);
     if (!g.is_contiguous()) copied_back.emplace_back(g, flat);
     const int64_t n = g.numel(), address = reinterpret_cast<int64_t>(flat.raw_data());
-    for (int64_t first = 0; first < n; first += kChunk) rows.insert(rows.end(), {address, first, std::min(n, first + kChunk)});
+    for (int64_t first = 0; first < n; first += kChunk)
+      rows.insert(rows.end(), {address, first, std::min(n, first + kChunk)});
     g.storage()->bump_version();
   }
   if (!rows.empty()) {
