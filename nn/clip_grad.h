@@ -6,6 +6,10 @@
 
 #include "runtime/tensor.h"
 
+namespace tritium {
+class Kernel;
+}
+
 namespace tritium::nn {
 
 using runtime::Tensor;
@@ -20,5 +24,14 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 
 // Clamps every gradient to [-clip_value, clip_value].
 void clip_grad_value_(const std::vector<Tensor>& params, double clip_value);
+
+namespace detail {
+// The 2-norm's multi-tensor kernels (PyTorch's foreach norm and mul; for the CUDA code-generation
+// check in tests/test_amp_codegen.cpp): clip_grad_foreach_partial_norm(table, partial, DT, BLOCK)
+// and clip_grad_foreach_scale(table, total, max_norm, DT, BLOCK); a table row per chunk of a
+// gradient (address, first, end offsets).
+Kernel& foreach_partial_norm_kernel();
+Kernel& foreach_clip_kernel();
+}  // namespace detail
 
 }  // namespace tritium::nn

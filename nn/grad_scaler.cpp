@@ -15,27 +15,38 @@ namespace tl = tritium::tl;
 namespace {
 
 constexpr int kBlock = 1024;
+// The multi-tensor table: one row (gradient address, first offset, end offset) per kChunk
+// elements of a gradient, as the optimisers' multi-tensor kernels (nn/optim_kernels.h).
+constexpr int kUnscaleRow = 3;
+constexpr int64_t kChunk = 65536;
 
-// g /= scale in place (times the f32 reciprocal, PyTorch's), and found_inf = 1 when an element
-// of g is inf or NaN (x * 0 is 0 only for finite x; every program that finds one stores the
-// same 1, so the race is benign).
 }  // namespace
 
 namespace detail {
 
+// PyTorch's _amp_foreach_non_finite_check_and_unscale_: every gradient of an optimiser in one
+// launch. Program r reads row r of the table and, over its chunk, g /= scale in place (times the
+// f32 reciprocal, PyTorch's) and found_inf = 1 when an element is inf or NaN (x * 0 is 0 only for
+// finite x; every program that finds one stores the same 1, so the race is benign).
 tritium::Kernel& unscale_kernel() {
   static tritium::Kernel k = tritium::kernel(
-    "amp_unscale_and_check",
-    [](tl::ptr<float> g_ptr, tl::ptr<float> scale_ptr, tl::ptr<float> found_inf_ptr, tl::i32 n, int BLOCK) {
-      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      auto mask = offs < n;
-      auto g = tl::load(g_ptr + offs, mask, 0.0f);
+    "amp_foreach_unscale_and_check",
+    [](tl::ptr<int64_t> table, tl::ptr<float> scale_ptr, tl::ptr<float> found_inf_ptr, int BLOCK) {
+      auto row = table + tl::program_id(0) * kUnscaleRow;
+      auto first = tl::load(row + 1);
+      auto g_ptr = tl::load(row).to(tl::pointer_type(DType::f32)) + first;
+      auto count = (tl::load(row + 2) - first).to(tl::int32);
       auto inv_scale = 1.0f / tl::load(scale_ptr);
-      tl::store(g_ptr + offs, g * inv_scale, mask);
-      auto bad = tl::max(tl::where((g * 0.0f) == 0.0f, 0.0f, 1.0f), 0);
-      tl::if_(bad > 0.0f, [&] { tl::store(found_inf_ptr, 1.0f); });
+      for (auto o : tl::range(0, count, BLOCK)) {
+        auto offs = o + tl::arange(0, BLOCK);
+        auto mask = offs < count;
+        auto g = tl::load(g_ptr + offs, mask, 0.0f);
+        tl::store(g_ptr + offs, g * inv_scale, mask);
+        auto bad = tl::max(tl::where((g * 0.0f) == 0.0f, 0.0f, 1.0f), 0);
+        tl::if_(bad > 0.0f, [&] { tl::store(found_inf_ptr, 1.0f); });
+      }
     },
-    {"g_ptr", "scale_ptr", "found_inf_ptr", "n", "BLOCK"});
+    {"table", "scale_ptr", "found_inf_ptr", "BLOCK"});
   return k;
 }
 
@@ -64,8 +75,6 @@ tritium::Kernel& update_scale_kernel() {
 }  // namespace detail
 
 namespace {
-
-tritium::Grid grid_for(int64_t n) { return tritium::Grid(std::max<int64_t>(1, tritium::cdiv(n, kBlock))); }
 
 void check_factor(const char* what, double value, bool above_one) {
   if (!std::isfinite(value) || (above_one ? !(value > 1.0) : !(value > 0.0 && value < 1.0)))
@@ -107,6 +116,9 @@ void GradScaler::unscale_(Optimizer& optimizer) {
   NoGradGuard no_grad;
   Tensor found_inf = ops::zeros({}, DType::f32, device_);
   const std::vector<Tensor>& params = optimizer.params();
+  // Non-contiguous gradients (a user's .grad) are unscaled in a contiguous copy and copied back.
+  std::vector<std::pair<Tensor, Tensor>> copied_back;  // (the .grad, its contiguous copy)
+  std::vector<int64_t> rows;
   for (size_t i = 0; i < params.size(); ++i) {
     Tensor g = params[i].grad();
     if (!g.defined()) continue;
@@ -117,14 +129,19 @@ void GradScaler::unscale_(Optimizer& optimizer) {
     if (!(g.device() == device_))
       fail("GradScaler::unscale_: parameter {}'s gradient is on {} but the scaler on {}", i, g.device().str(),
            device_.str());
-    if (g.numel() > std::numeric_limits<int32_t>::max())
-      fail("GradScaler::unscale_: parameter {} has more than 2^31 - 1 elements", i);
     Tensor flat = g.is_contiguous() ? g : ops::contiguous(g);
-    const auto n = static_cast<int32_t>(g.numel());
-    detail::unscale_kernel()[grid_for(n)](flat, scale_, found_inf, n, kBlock, tritium::Options{.device = device_});
-    if (!g.is_contiguous()) ops::copy_(g, flat);
+    if (!g.is_contiguous()) copied_back.emplace_back(g, flat);
+    const int64_t n = g.numel(), address = reinterpret_cast<int64_t>(flat.raw_data());
+    for (int64_t first = 0; first < n; first += kChunk)
+      rows.insert(rows.end(), {address, first, std::min(n, first + kChunk)});
     g.storage()->bump_version();
   }
+  if (!rows.empty()) {
+    Tensor table = Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())}, device_);
+    detail::unscale_kernel()[{static_cast<int64_t>(rows.size()) / kUnscaleRow}](table, scale_, found_inf, kBlock,
+                                                                                tritium::Options{.device = device_});
+  }
+  for (auto& [g, flat] : copied_back) ops::copy_(g, flat);
   st.found_inf = found_inf;
   st.stage = Stage::unscaled;
 }

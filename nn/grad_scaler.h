@@ -101,7 +101,8 @@ class GradScaler {
 
 namespace detail {
 // The scaler's kernels (for tests/test_amp_codegen.cpp, which generates their CUDA code):
-// amp_unscale_and_check(g, scale, found_inf, n, BLOCK) and
+// amp_foreach_unscale_and_check(table, scale, found_inf, BLOCK) (a table row per chunk of a
+// gradient: address, first, end offsets; every gradient of an optimiser in one launch) and
 // amp_update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval).
 tritium::Kernel& unscale_kernel();
 tritium::Kernel& update_scale_kernel();

@@ -186,8 +186,9 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query_in, co
   Tensor context, weights;
   const bool only_causal = is_causal && !key_padding_mask.defined();
   if (!need_weights && p == 0.0 && (!attn_mask.defined() || only_causal) && !key_padding_mask.defined()) {
-    // The fused kernels: no probabilities materialised.
-    context = tritium::scaled_dot_product_attention(q.contiguous(), k.contiguous(), v.contiguous(), only_causal);
+    // The fused kernels: no probabilities materialised; they read the head views through their
+    // strides (a copy here would cost a launch per input, forward and backward).
+    context = tritium::scaled_dot_product_attention(q, k, v, only_causal);
   } else {
     Tensor scores = tritium::matmul(q * (1.0 / std::sqrt(static_cast<double>(head_dim))), k.transpose(-2, -1));
     if (attn_mask.defined()) scores = apply_mask(scores, attn_mask);

@@ -131,10 +131,12 @@ Kernel& dkdv_kernel() {
   static Kernel k = tritium::kernel(
       "sdpa_bwd_dkdv",
       [](P Q, P K, P V, P DO, P DK, P DV, tl::ptr<float> LSE, tl::ptr<float> Delta, tl::f32 sm_scale,  //
-         tl::i64 sqz, tl::i64 sqh, tl::i64 sqn, tl::i64 sqd,  // q (and dq)
-         tl::i64 skz, tl::i64 skh, tl::i64 skn, tl::i64 skd,  // k (and dk)
-         tl::i64 svz, tl::i64 svh, tl::i64 svn, tl::i64 svd,  // v (and dv)
+         tl::i64 sqz, tl::i64 sqh, tl::i64 sqn, tl::i64 sqd,  // q
+         tl::i64 skz, tl::i64 skh, tl::i64 skn, tl::i64 skd,  // k
+         tl::i64 svz, tl::i64 svh, tl::i64 svn, tl::i64 svd,  // v
          tl::i64 sgz, tl::i64 sgh, tl::i64 sgn, tl::i64 sgd,  // do
+         tl::i64 sdkz, tl::i64 sdkh, tl::i64 sdkn, tl::i64 sdkd,  // dk
+         tl::i64 sdvz, tl::i64 sdvh, tl::i64 sdvn, tl::i64 sdvd,  // dv
          tl::i32 H, tl::i32 N_Q, tl::i32 N_KV, tl::i32 D,  //
          int BLOCK_M, int BLOCK_N, int BLOCK_D, int CAUSAL, int IEEE) {
         const DType dtype = Q.type().pointee;
@@ -179,15 +181,16 @@ Kernel& dkdv_kernel() {
           g_bp = tl::advance(g_bp, {BLOCK_M, 0});
         }
         dk = dk * sm_scale;
-        tl::store(tl::make_block_ptr(DK + off_z * skz + off_h * skh, {N_KV, D}, {skn, skd}, {start_n, 0},
+        tl::store(tl::make_block_ptr(DK + off_z * sdkz + off_h * sdkh, {N_KV, D}, {sdkn, sdkd}, {start_n, 0},
                                      {BLOCK_N, BLOCK_D}, {1, 0}),
                   dk.to(dtype), {0, 1});
-        tl::store(tl::make_block_ptr(DV + off_z * svz + off_h * svh, {N_KV, D}, {svn, svd}, {start_n, 0},
+        tl::store(tl::make_block_ptr(DV + off_z * sdvz + off_h * sdvh, {N_KV, D}, {sdvn, sdvd}, {start_n, 0},
                                      {BLOCK_N, BLOCK_D}, {1, 0}),
                   dv.to(dtype), {0, 1});
       },
       {"Q", "K", "V", "DO", "DK", "DV", "LSE", "Delta", "sm_scale", "sqz", "sqh", "sqn", "sqd", "skz", "skh", "skn", "skd",
-       "svz", "svh", "svn", "svd", "sgz", "sgh", "sgn", "sgd", "H", "N_Q", "N_KV", "D", "BLOCK_M", "BLOCK_N", "BLOCK_D",
+       "svz", "svh", "svn", "svd", "sgz", "sgh", "sgn", "sgd", "sdkz", "sdkh", "sdkn", "sdkd", "sdvz", "sdvh", "sdvn",
+       "sdvd", "H", "N_Q", "N_KV", "D", "BLOCK_M", "BLOCK_N", "BLOCK_D",
        "CAUSAL", "IEEE"});
   return k;
 }
@@ -201,6 +204,7 @@ Kernel& dq_kernel() {
          tl::i64 skz, tl::i64 skh, tl::i64 skn, tl::i64 skd,  //
          tl::i64 svz, tl::i64 svh, tl::i64 svn, tl::i64 svd,  //
          tl::i64 sgz, tl::i64 sgh, tl::i64 sgn, tl::i64 sgd,  //
+         tl::i64 sdqz, tl::i64 sdqh, tl::i64 sdqn, tl::i64 sdqd,  // dq
          tl::i32 H, tl::i32 N_Q, tl::i32 N_KV, tl::i32 D,  //
          int BLOCK_M, int BLOCK_N, int BLOCK_D, int CAUSAL, int IEEE) {
         const DType dtype = Q.type().pointee;
@@ -247,13 +251,13 @@ Kernel& dq_kernel() {
           v_bp = tl::advance(v_bp, {BLOCK_N, 0});
         }
         dq = dq * sm_scale;
-        tl::store(tl::make_block_ptr(DQ + off_z * sqz + off_h * sqh, {N_Q, D}, {sqn, sqd}, {start_m, 0},
+        tl::store(tl::make_block_ptr(DQ + off_z * sdqz + off_h * sdqh, {N_Q, D}, {sdqn, sdqd}, {start_m, 0},
                                      {BLOCK_M, BLOCK_D}, {1, 0}),
                   dq.to(dtype), {0, 1});
       },
       {"Q", "K", "V", "DO", "DQ", "LSE", "Delta", "sm_scale", "sqz", "sqh", "sqn", "sqd", "skz", "skh", "skn", "skd",
-       "svz", "svh", "svn", "svd", "sgz", "sgh", "sgn", "sgd", "H", "N_Q", "N_KV", "D", "BLOCK_M", "BLOCK_N", "BLOCK_D",
-       "CAUSAL", "IEEE"});
+       "svz", "svh", "svn", "svd", "sgz", "sgh", "sgn", "sgd", "sdqz", "sdqh", "sdqn", "sdqd", "H", "N_Q", "N_KV", "D",
+       "BLOCK_M", "BLOCK_N", "BLOCK_D", "CAUSAL", "IEEE"});
   return k;
 }
 
@@ -339,6 +343,24 @@ void launch_tiled(const char* name, const Tensor& q, int64_t rows, const char* r
       args..., Meta{{"BLOCK_D", b.d}, {"CAUSAL", causal}, {"IEEE", ieee}});
 }
 
+// A new dense tensor of t's shape and dtype whose dims lie in memory in t's order (outermost =
+// largest stride; ties keep the dim order), as PyTorch's empty_like keeps a permuted layout. For a
+// head view of a projection ([B, T, H, D] transposed to [B, H, T, D]) that is [B, T, H, D] memory.
+Tensor empty_in_dim_order_of(const Tensor& t) {
+  const int r = t.dim();
+  std::array<int, 4> order{};
+  for (int i = 0; i < r; ++i) order[static_cast<size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.begin() + r, [&](int a, int b) { return t.stride(a) > t.stride(b); });
+  Shape strides(static_cast<size_t>(r));
+  int64_t step = 1;
+  for (int i = r - 1; i >= 0; --i) {
+    const int d = order[static_cast<size_t>(i)];
+    strides[static_cast<size_t>(d)] = step;
+    step *= std::max<int64_t>(t.size(d), 1);
+  }
+  return Tensor::empty({t.numel()}, t.dtype(), t.device()).as_strided(t.shape(), strides, 0);
+}
+
 void check_inputs(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
     fail("{}: expects [batch, heads, length, head dim] tensors, got q {}, k {}, v {}", op, q.str(), k.str(), v.str());
@@ -370,7 +392,9 @@ AttentionResult scaled_dot_product_attention_forward(const Tensor& q, const Tens
   check_inputs(op, q, k, v);
   const int64_t B = q.size(0), H = q.size(1), NQ = q.size(2), NK = k.size(2), D = q.size(3);
   const float sm = static_cast<float>(scale.value_or(default_attention_scale(D)));
-  AttentionResult r{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty({B, H, NQ}, DType::f32, q.device())};
+  // The output in q's dimension order (PyTorch's flash attention writes [B, N, H, D] too): for head
+  // views of a [B, N, H D] projection, the caller's transpose + reshape back to [B, N, H D] is a view.
+  AttentionResult r{empty_in_dim_order_of(q), Tensor::empty({B, H, NQ}, DType::f32, q.device())};
   if (B * H * NQ == 0) return r;
   const Blocks b = blocks_for(q, NQ, D);
   auto [qz, qh, qn, qd] = strides4(q);
@@ -393,31 +417,35 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor& grad_in, cons
   const Tensor g = grad_in.to(q.dtype());
   const int64_t B = q.size(0), H = q.size(1), NQ = q.size(2), NK = k.size(2), D = q.size(3);
   const float sm = static_cast<float>(scale.value_or(default_attention_scale(D)));
-  AttentionGrads r{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty(k.shape(), k.dtype(), k.device()),
-                   Tensor::empty(v.shape(), v.dtype(), v.device())};
+  AttentionGrads r{empty_in_dim_order_of(q), empty_in_dim_order_of(k), empty_in_dim_order_of(v)};
   if (B * H == 0) return r;
   if (NQ == 0) {  // no query reads any key: zero gradients for k and v
     return {r.dq, zeros(k.shape(), k.dtype(), k.device()), zeros(v.shape(), v.dtype(), v.device())};
   }
   const Blocks b = blocks_for(q, NQ, D);
   const int ieee = ieee_dots(q.dtype());
-  // The kernels write dq, dk, dv (contiguous) with q, k and v's strides: contiguous inputs agree.
-  const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-  auto [qz, qh, qn, qd] = strides4(qc);
-  auto [kz, kh, kn, kd] = strides4(kc);
-  auto [vz, vh, vn, vd] = strides4(vc);
+  // The kernels read q, k and v through their strides and write dq, dk and dv through theirs, so
+  // no input is copied; the gradients are laid out in their inputs' dimension order, which is
+  // what makes the backward of the caller's transpose + reshape (heads split from [B, T, C]) a view.
+  auto [qz, qh, qn, qd] = strides4(q);
+  auto [kz, kh, kn, kd] = strides4(k);
+  auto [vz, vh, vn, vd] = strides4(v);
   auto [oz, oh, on, od] = strides4(out);
   auto [gz, gh, gn, gd] = strides4(g);
+  auto [dqz, dqh, dqn, dqd] = strides4(r.dq);
+  auto [dkz, dkh, dkn, dkd] = strides4(r.dk);
+  auto [dvz, dvh, dvn, dvd] = strides4(r.dv);
   auto i32 = [](int64_t x) { return static_cast<int32_t>(x); };
   const Options opts{.num_warps = b.warps, .num_stages = b.stages, .device = {}};
   Tensor delta = Tensor::empty({B, H, NQ}, DType::f32, q.device());
   delta_kernel()[{cdiv(NQ, b.m), B * H}](out, g, delta, oz, oh, on, od, gz, gh, gn, gd, i32(H), i32(NQ), i32(D), b.m, b.d,
                                          opts);
   const int causal = is_causal ? 1 : 0;
-  launch_tiled("sdpa_bwd_dkdv", q, NK, "BLOCK_N", B * H, b, causal, ieee, qc, kc, vc, g, r.dk, r.dv, lse, delta, sm, qz,
-               qh, qn, qd, kz, kh, kn, kd, vz, vh, vn, vd, gz, gh, gn, gd, i32(H), i32(NQ), i32(NK), i32(D));
-  launch_tiled("sdpa_bwd_dq", q, NQ, "BLOCK_M", B * H, b, causal, ieee, qc, kc, vc, g, r.dq, lse, delta, sm, qz, qh, qn,
-               qd, kz, kh, kn, kd, vz, vh, vn, vd, gz, gh, gn, gd, i32(H), i32(NQ), i32(NK), i32(D));
+  launch_tiled("sdpa_bwd_dkdv", q, NK, "BLOCK_N", B * H, b, causal, ieee, q, k, v, g, r.dk, r.dv, lse, delta, sm, qz, qh,
+               qn, qd, kz, kh, kn, kd, vz, vh, vn, vd, gz, gh, gn, gd, dkz, dkh, dkn, dkd, dvz, dvh, dvn, dvd, i32(H),
+               i32(NQ), i32(NK), i32(D));
+  launch_tiled("sdpa_bwd_dq", q, NQ, "BLOCK_M", B * H, b, causal, ieee, q, k, v, g, r.dq, lse, delta, sm, qz, qh, qn, qd,
+               kz, kh, kn, kd, vz, vh, vn, vd, gz, gh, gn, gd, dqz, dqh, dqn, dqd, i32(H), i32(NQ), i32(NK), i32(D));
   return r;
 }
 

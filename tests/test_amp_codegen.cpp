@@ -1,7 +1,8 @@
-// The GradScaler's kernels' CUDA code without a GPU (issue 31 item 4): amp_unscale_and_check (a
+// The GradScaler's kernels' CUDA code without a GPU (issue 31 item 4): amp_foreach_unscale_and_check (a
 // block reduction of the inf/NaN flag, a conditional scalar store) and amp_update_scale (scalar
 // loads, selects and stores in one program) are traced, generated and compiled by NVRTC for
-// sm_90a and sm_80. Running them is for the GPU machine (tests/test_amp_grad_scaler.cpp).
+// sm_90a and sm_80, and so are clip_grad_norm_'s multi-tensor kernels. Running them is for the GPU
+// machine (tests/test_amp_grad_scaler.cpp, tests/test_nn_optim_more.cpp).
 #include <boost/test/unit_test.hpp>
 
 #ifdef TRITIUM_HAS_CUDA_BACKEND
@@ -10,6 +11,7 @@
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/passes/axis_info.h"
+#include "nn/clip_grad.h"
 #include "nn/grad_scaler.h"
 
 namespace cuda = tritium::jit::cuda;
@@ -47,9 +49,19 @@ BOOST_AUTO_TEST_SUITE(test_amp_codegen)
 
 BOOST_AUTO_TEST_CASE(grad_scaler_kernels_compile_for_sm90a_and_sm80) {
   if (!nvrtc_present()) return;
-  compiles(tritium::nn::detail::unscale_kernel(), addr<float>(0), addr<float>(1), addr<float>(2), 1000, 1024);
+  compiles(tritium::nn::detail::unscale_kernel(), addr<int64_t>(0), addr<float>(1), addr<float>(2), 1024);
   compiles(tritium::nn::detail::update_scale_kernel(), addr<float>(0), addr<int32_t>(1), addr<float>(2), 2.0f, 0.5f,
            2000);
+}
+
+// clip_grad_norm_'s multi-tensor kernels (the 2-norm's partial sums, the scale read from the
+// device), f32 and bf16 gradients.
+BOOST_AUTO_TEST_CASE(clip_grad_norm_kernels_compile_for_sm90a_and_sm80) {
+  if (!nvrtc_present()) return;
+  for (tritium::DType dt : {tritium::DType::f32, tritium::DType::bf16}) {
+    compiles(tritium::nn::detail::foreach_partial_norm_kernel(), addr<int64_t>(0), addr<float>(1), dt, 1024);
+    compiles(tritium::nn::detail::foreach_clip_kernel(), addr<int64_t>(0), addr<float>(1), 1.0f, dt, 1024);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

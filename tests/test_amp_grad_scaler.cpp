@@ -16,6 +16,7 @@
 #include "nn/functional.h"
 #include "nn/grad_scaler.h"
 #include "nn/optim.h"
+#include "profiler/profile.h"
 #include "test_support.h"
 
 namespace tt = tritium::test;
@@ -212,6 +213,52 @@ BOOST_AUTO_TEST_CASE(unscale_then_clip_grad_norm) {
     scaler.update();
     opt_ref.step();
     for (size_t i = 0; i < ps.size(); ++i) BOOST_TEST(values_of(ps[i]) == values_of(ref[i]));
+  });
+}
+
+// unscale_ is PyTorch's foreach check-and-unscale: one launch for every gradient of the
+// optimiser, a gradient larger than a table row's chunk (65536 elements) included, a
+// non-contiguous .grad unscaled through a copy. Values against g / scale on the host; an inf
+// in the large gradient's second chunk is found.
+BOOST_AUTO_TEST_CASE(unscale_is_one_launch_for_every_gradient) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    DefaultDeviceGuard on(be.device);
+    for (bool with_inf : {false, true}) {
+      std::vector<Tensor> ps = {parameter(37, 21), parameter(70001, 22), parameter(1100, 23), parameter(24, 24)};
+      std::vector<std::vector<float>> gs;
+      for (size_t i = 0; i < ps.size(); ++i) gs.push_back(tt::random_vector<float>(size_t(ps[i].numel()), 30 + uint32_t(i)));
+      if (with_inf) gs[1][66000] = std::numeric_limits<float>::infinity();
+      for (size_t i = 0; i < 3; ++i) set_grad(ps[i], gs[i]);
+      // The last parameter's .grad: a transposed [4, 6] view of a [6, 4] tensor (not contiguous).
+      std::vector<float> t(24);
+      for (int r = 0; r < 6; ++r)
+        for (int c = 0; c < 4; ++c) t[size_t(r * 4 + c)] = gs[3][size_t(c * 6 + r)];
+      ps[3] = Tensor::from_vector(tt::random_vector<float>(24, 25), {4, 6});
+      ps[3].requires_grad_(true);
+      ps[3].autograd()->grad = Tensor::from_vector(t, {6, 4}).t();
+      nn::SGD opt(ps, 0.1);
+      nn::GradScaler scaler(be.device, 8.0);
+      int64_t launches = 0;
+      {
+        profiler::Profile prof;
+        scaler.unscale_(opt);
+        prof.stop();
+        for (const profiler::Event& e : prof.events())
+          if (e.kind == profiler::EventKind::kernel && e.name == "amp_foreach_unscale_and_check") ++launches;
+      }
+      BOOST_TEST(launches == 1);
+      for (size_t i = 0; i < ps.size(); ++i) {
+        std::vector<double> got = values_of(ps[i].grad().contiguous());
+        bool ok = got.size() == gs[i].size();
+        for (size_t j = 0; ok && j < got.size(); ++j)
+          ok = std::isinf(gs[i][j]) ? std::isinf(got[j]) : got[j] == double(gs[i][j] * (1.0f / 8.0f));
+        BOOST_TEST(ok, "gradient " << i);
+      }
+      BOOST_TEST(!ps[3].grad().is_contiguous());  // still the user's tensor, unscaled in place
+      scaler.step(opt);
+      scaler.update();
+      BOOST_TEST(scaler.get_scale() == (with_inf ? 4.0 : 8.0));  // backoff only when the inf was found
+    }
   });
 }
 

@@ -122,6 +122,49 @@ BOOST_AUTO_TEST_CASE(matches_float64_at_any_length) {
   });
 }
 
+// q, k and v as head views of one projection [B, N, 3 H D] (GPT's c_attn output split and
+// viewed as [B, H, N, D]): the forward writes the output, and the backward each gradient, in its
+// input's dimension order (the backward reads q, k and v through their strides, no copy), so the
+// transpose back to [B, N, H, D] is contiguous and the reshape to [B, N, H D] a view. Values against the float64 reference, through
+// the packed leaf's gradient.
+BOOST_AUTO_TEST_CASE(head_views_of_one_projection_get_gradients_in_their_layout) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    const int64_t B = 2, N = 37, H = 3, D = 16, C = H * D;
+    const Case c{B, H, N, N, D, true, DType::f32, false};
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> h(size_t(B * N * 3 * C)), hg(size_t(B * N * C));
+    for (auto& x : h) x = normal(rng);
+    for (auto& x : hg) x = normal(rng);
+    Tensor qkv = Tensor::from_vector(h, {B, N, 3 * C}).requires_grad_();
+    auto heads = [&](int part) { return qkv.slice(2, part * C, (part + 1) * C).view({B, N, H, D}).transpose(1, 2); };
+    Tensor q = heads(0), k = heads(1), v = heads(2);
+    Tensor g = Tensor::from_vector(hg, {B, H, N, D});
+    Tensor o = tritium::scaled_dot_product_attention(q, k, v, true);
+    o.backward(g, false);
+    std::vector<double> ro, rdq, rdk, rdv;
+    reference(host(q), host(k), host(v), host(g), c, 1.0 / std::sqrt(double(D)), ro, rdq, rdk, rdv);
+    auto grad_of = [&](int part) {
+      return qkv.grad().slice(2, part * C, (part + 1) * C).view({B, N, H, D}).transpose(1, 2);
+    };
+    BOOST_TEST(rel(host(o), ro) <= 1e-5);
+    BOOST_TEST(o.transpose(1, 2).is_contiguous());  // the output in q's order: [B, N, C] is a view
+    BOOST_TEST(rel(host(grad_of(0)), rdq) <= 1e-5);
+    BOOST_TEST(rel(host(grad_of(1)), rdk) <= 1e-5);
+    BOOST_TEST(rel(host(grad_of(2)), rdv) <= 1e-5);
+
+    tritium::nn::NoGradGuard no_grad;
+    auto fwd = tritium::ops::scaled_dot_product_attention_forward(q, k, v, true, std::nullopt);
+    auto grads = tritium::ops::scaled_dot_product_attention_backward(g, q, k, v, fwd.out, fwd.lse, true, std::nullopt);
+    for (const Tensor* d : {&grads.dq, &grads.dk, &grads.dv}) {
+      BOOST_TEST(d->shape() == q.shape());
+      BOOST_TEST(d->transpose(1, 2).is_contiguous());  // [B, N, H, D] memory: reshape to [B, N, C] is a view
+    }
+    BOOST_TEST(rel(host(grads.dq), rdq) <= 1e-5);
+    BOOST_TEST(rel(host(grads.dv), rdv) <= 1e-5);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(bad_inputs_are_clear_errors) {
   tt::for_each_backend([&](const tt::Backend&) {
     auto t = [](std::vector<int64_t> s, DType d = DType::f16) { return tritium::ops::zeros(s, d); };

@@ -44,12 +44,12 @@ cuda::KernelSource generate(const std::string& name, const tritium::Config& c, i
                              sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, H, N, N, int32_t(D), bm, bn, bd, causal, ieee);
   else if (name == "sdpa_bwd_dkdv")
     f = k.optimized_function(addr<T>(0), addr<T>(1), addr<T>(2), addr<T>(3), addr<T>(4), addr<T>(5), addr<float>(6),
-                             addr<float>(7), 0.125f, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, H, N,
-                             N, int32_t(D), bm, bn, bd, causal, ieee);
+                             addr<float>(7), 0.125f, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh,
+                             sn, sd, sz, sh, sn, sd, H, N, N, int32_t(D), bm, bn, bd, causal, ieee);
   else
     f = k.optimized_function(addr<T>(0), addr<T>(1), addr<T>(2), addr<T>(3), addr<T>(4), addr<float>(5), addr<float>(6),
-                             0.125f, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, H, N, N, int32_t(D), bm,
-                             bn, bd, causal, ieee);
+                             0.125f, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, sz, sh, sn, sd, H, N, N,
+                             int32_t(D), bm, bn, bd, causal, ieee);
   tritium::jit::CompileOptions opts;
   opts.num_warps = c.num_warps;
   opts.num_stages = c.num_stages;

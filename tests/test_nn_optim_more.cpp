@@ -15,6 +15,7 @@
 #include "nn/autograd.h"
 #include "nn/clip_grad.h"
 #include "nn/optim.h"
+#include "profiler/profile.h"
 #include "test_support.h"
 
 namespace tt = tritium::test;
@@ -272,6 +273,44 @@ BOOST_AUTO_TEST_CASE(clip_grad_norm_values) {
     std::vector<Tensor> none{parameter({1.0, 2.0})};
     BOOST_TEST(values_of(nn::clip_grad_norm_(none, 1.0)).at(0) == 0.0);
     tt::check_throws([&] { nn::clip_grad_norm_(none, 1.0, 0.0); }, {"clip_grad_norm_", "norm_type 0"}, "norm 0");
+  });
+}
+
+// The 2-norm of contiguous gradients of one dtype is PyTorch's foreach path: one launch for the
+// partial norms of every gradient (one larger than a table row's 65536 elements included), one to
+// scale them all, whatever the number of parameters. Values against the float64 host norm.
+BOOST_AUTO_TEST_CASE(clip_grad_norm_is_a_few_launches_for_every_gradient) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    std::vector<std::vector<double>> g{random_f32(37, 41, -2, 2), random_f32(70001, 42, -2, 2), random_f32(5, 43, -2, 2)};
+    std::vector<Tensor> params;
+    for (size_t k = 0; k < g.size(); ++k) {
+      params.push_back(parameter(random_f32(g[k].size(), 50 + uint32_t(k))));
+      set_grad(params[k], g[k]);
+    }
+    int64_t partial = 0, scale = 0, launches = 0;
+    Tensor total;
+    {
+      tritium::profiler::Profile prof;
+      total = nn::clip_grad_norm_(params, 0.5);
+      prof.stop();
+      for (const tritium::profiler::Event& e : prof.events()) {
+        if (e.kind != tritium::profiler::EventKind::kernel) continue;
+        ++launches;
+        partial += e.name == "clip_grad_foreach_partial_norm";
+        scale += e.name == "clip_grad_foreach_scale";
+      }
+    }
+    BOOST_TEST(partial == 1);
+    BOOST_TEST(scale == 1);
+    BOOST_TEST(launches <= 5);  // the two, the table's reduction and sqrt
+    double ref_total = host_norm({host_norm(g[0], 2), host_norm(g[1], 2), host_norm(g[2], 2)}, 2);
+    tt::check_close<float>(total.to_vector<float>(), {ref_total}, 1e-5, "total norm");
+    const double coef = std::min(1.0, 0.5 / (ref_total + 1e-6));
+    for (size_t k = 0; k < g.size(); ++k) {
+      std::vector<double> want(g[k]);
+      for (double& x : want) x *= coef;
+      tt::check_close<float>(params[k].grad().to_vector<float>(), want, 1e-5, "clipped gradient " + std::to_string(k));
+    }
   });
 }
 
