@@ -152,6 +152,12 @@ class Lowering {
   // Element (coords) of a tile of layout s, as a byte offset expression from the tile's base.
   std::string tile_offset(const Layout& s, DType d, const std::vector<std::string>& coords) const;
   int64_t tile_bytes(const Layout& s, DType d) const;
+  // A conversion through shared memory writes 16-bit elements with stmatrix (sm_90) when the
+  // source's registers and lanes are mma fragments along the last dim: the matrices an instruction
+  // stores (4, 2 or 1), or nothing. `stmatrix_rows` is where lane l's row starts, as a layout whose
+  // register r is the r-th instruction.
+  std::optional<int> stmatrix_count(const Layout& from, DType d, const Val& in) const;
+  Layout stmatrix_rows(const Layout& from, int x) const;
   // Writes a register value into a tile at base (u32 shared address), 16-byte chunks where the
   // value's registers run along the tile's contiguous dim.
   void store_tile(const Val& v, const Layout& from, DType d, const std::string& base, const Layout& tile,
