@@ -72,6 +72,12 @@ std::string Lowering::ahead_value(const ir::Value* v, int r, const std::string& 
     const std::string step = scalar(loop->operand(2));
     if (v == body->args[0]) {
       out = tmp(ctype(v->type), fmt::format("{} + ({}) * {}", scalar(v), ahead, step));
+    } else if (auto u = uncarried_.find(v); u != uncarried_.end()) {  // init + (trip + ahead) * step
+      const Induction& ind = inductions_.at(v);
+      std::string s = ahead_value(ind.step, r, ahead, loop);
+      std::string k = fmt::format("({} + {})", u->second.trip, ahead);
+      out = ind.ptr ? tmp(ctype(v->type.element()), fmt::format("{} + (int64_t)({}) * (int64_t)({})", at(u->second.init, r), k, s))
+                    : tmp(ctype(v->type.element()), fmt::format("({})({} + ({}) * {})", ctype(v->type.element()), at(u->second.init, r), k, s));
     } else {
       const Induction& ind = inductions_.at(v);
       std::string s = ahead_value(ind.step, v->type.is_scalar() ? 0 : r, ahead, loop);
@@ -221,24 +227,6 @@ void Lowering::emit_for(const ir::Op* op) {
   const size_t n = op->operands.size() - 3;
   const std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), step = scalar(op->operand(2));
   wait_mma();
-  // Carried values: a variable (scalars) or an array in the carried layout.
-  std::vector<std::string> carry(n);
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Value* arg = body->args[i + 1];
-    const ir::Value* init = op->operand(3 + i);
-    if (arg->type.is_scalar()) {
-      carry[i] = fresh("c");
-      line(fmt::format("{} {} = {};", ctype(arg->type), carry[i], scalar(init)));
-      scalars_[arg] = carry[i];
-      continue;
-    }
-    const Val& in = val(init);
-    Val& a = declare_regs(arg);
-    carry[i] = a.name;
-    line("#pragma unroll");
-    line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), a.name,
-                     in.kind == Val::Kind::Regs ? in.name + "[tt_r]" : in.name));
-  }
   // Carried values advanced by a loop-invariant step (pointers, offsets, counters).
   const ir::Op* yield = body->ops.back();
   for (size_t i = 0; i < n; ++i) {
@@ -265,6 +253,60 @@ void Lowering::emit_for(const ir::Op* op) {
       }
     while (S >= 2 && smem_top_ + 1024 + ring * S + body_tiles > smem_budget_) --S;
     if (S < 2) pipes.clear();
+  }
+  // What only the pipelined loads read (their masks and addresses: the stages compute their own
+  // from the definitions, ahead_value) is not emitted in the body.
+  std::unordered_set<const ir::Op*> skip;
+  for (const Pipelined& p : pipes) skip.insert(p.load);
+  if (!skip.empty()) {
+    std::unordered_map<const ir::Value*, int> skipped_uses;
+    for (const ir::Op* l : skip)
+      for (const ir::Value* o : l->operands) ++skipped_uses[o];
+    for (auto it = body->ops.rbegin(); it != body->ops.rend(); ++it) {
+      const ir::Op* o = *it;
+      if (skip.count(o) || o->results.size() != 1 || !pure_kind(o->kind)) continue;
+      const ir::Value* r = o->result();
+      if (uses_[r] == 0 || skipped_uses[r] != uses_[r]) continue;
+      skip.insert(o);
+      for (const ir::Value* x : o->operands) ++skipped_uses[x];
+    }
+    // A carried induction (a pointer block or offsets advanced by a loop-invariant step) that only
+    // those skipped ops read, whose advance only the yield reads and whose final value nothing
+    // reads, is not carried at all: a stage computes it as init + trip * step (ahead_value), so a
+    // TMA-filled trip, which reads no address, spends nothing on it (and no registers hold it).
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* arg = body->args[i + 1];
+      auto ind = inductions_.find(arg);
+      if (ind == inductions_.end() || arg->type.is_scalar() || uses_[op->results[i]] != 0) continue;
+      const ir::Value* y = yield->operand(i);
+      if (uses_[y] != 1) continue;
+      int inside_uses = 0;
+      for (const ir::Op* o : body->ops)
+        if (skip.count(o))
+          for (const ir::Value* x : o->operands) inside_uses += x == arg;
+      if (inside_uses + 1 != uses_[arg]) continue;  // + the advance
+      skip.insert(y->def);
+      uncarried_[arg] = {op->operand(3 + i), "0"};
+    }
+  }
+  // Carried values: a variable (scalars) or an array in the carried layout.
+  std::vector<std::string> carry(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* arg = body->args[i + 1];
+    const ir::Value* init = op->operand(3 + i);
+    if (uncarried_.count(arg)) continue;
+    if (arg->type.is_scalar()) {
+      carry[i] = fresh("c");
+      line(fmt::format("{} {} = {};", ctype(arg->type), carry[i], scalar(init)));
+      scalars_[arg] = carry[i];
+      continue;
+    }
+    const Val& in = val(init);
+    Val& a = declare_regs(arg);
+    carry[i] = a.name;
+    line("#pragma unroll");
+    line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), a.name,
+                     in.kind == Val::Kind::Regs ? in.name + "[tt_r]" : in.name));
   }
   // Dots whose wgmma group runs on into the next trip: the result is carried (yielded, nothing else
   // reads it) and its accumulator comes from the carried value through ops that update it in place
@@ -353,6 +395,8 @@ void Lowering::emit_for(const ir::Op* op) {
     open(fmt::format("for ({0} {1} = {2}, {3} = 0; ({4} > 0) ? ({1} < {5}) : ({1} > {5}); {1} += {4}, ++{3})", ivt, iv,
                      lb, trip, step, ub));
     line(fmt::format("(void){};", trip));
+    for (auto& [arg, u] : uncarried_)
+      if (arg->owner == body) u.trip = trip;
     scalars_[body->args[0]] = iv;
     synced_ = false;  // the previous trip's accesses
     // A trip may read what the previous one stored (through a parameter it also stores through).
@@ -407,23 +451,6 @@ void Lowering::emit_for(const ir::Op* op) {
       deferred_dots_.insert(d);
       pending_mma_.push_back({carry[i], 1, true});
     }
-    std::unordered_set<const ir::Op*> skip;
-    for (const Pipelined& p : pipes) skip.insert(p.load);
-    // What only the pipelined loads read (their masks and addresses: the stages compute their own
-    // from the definitions, ahead_value) is not emitted either.
-    if (!skip.empty()) {
-      std::unordered_map<const ir::Value*, int> skipped_uses;
-      for (const ir::Op* l : skip)
-        for (const ir::Value* o : l->operands) ++skipped_uses[o];
-      for (auto it = body->ops.rbegin(); it != body->ops.rend(); ++it) {
-        const ir::Op* o = *it;
-        if (skip.count(o) || o->results.size() != 1 || !pure_kind(o->kind)) continue;
-        const ir::Value* r = o->result();
-        if (uses_[r] == 0 || skipped_uses[r] != uses_[r]) continue;
-        skip.insert(o);
-        for (const ir::Value* x : o->operands) ++skipped_uses[x];
-      }
-    }
     {
       const size_t live = smem_live_.size();
       for (const ir::Op* o : body->ops)
@@ -439,6 +466,7 @@ void Lowering::emit_for(const ir::Op* op) {
     std::vector<std::string> next(n);
     for (size_t i = 0; i < n; ++i) {
       const ir::Value* y = yield->operand(i);
+      if (uncarried_.count(body->args[i + 1])) continue;
       if (y->type.is_scalar()) {
         next[i] = tmp(ctype(y->type), scalar(y));
         continue;
@@ -458,6 +486,7 @@ void Lowering::emit_for(const ir::Op* op) {
     }
     for (size_t i = 0; i < n; ++i) {
       const ir::Value* arg = body->args[i + 1];
+      if (uncarried_.count(arg)) continue;
       if (arg->type.is_scalar()) {
         line(fmt::format("{} = {};", carry[i], next[i]));
         continue;
@@ -515,6 +544,7 @@ void Lowering::emit_for(const ir::Op* op) {
   }
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* r = op->results[i];
+    if (uncarried_.erase(body->args[i + 1])) continue;  // nothing reads it after the loop
     if (r->type.is_scalar()) {
       scalars_[r] = carry[i];
       continue;

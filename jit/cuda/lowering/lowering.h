@@ -229,6 +229,13 @@ class Lowering {
     bool ptr;
   };
   std::unordered_map<const ir::Value*, Induction> inductions_;
+  // Inductions only the pipelined loads read (emit_for): not carried; trip t's value is
+  // init + t * step, `trip` the loop's trip counter ("0" in the prefill).
+  struct Uncarried {
+    const ir::Value* init;
+    std::string trip;
+  };
+  std::unordered_map<const ir::Value*, Uncarried> uncarried_;
   // Issues the cp.async of `p`'s load for the trip `ahead` trips after the current one into slot
   // `slot` (an int expression), predicated by `live`.
   void issue_stage(const ir::Op* loop, const Pipelined& p, const std::string& ahead, const std::string& slot,
