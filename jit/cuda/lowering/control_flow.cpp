@@ -222,22 +222,113 @@ void Lowering::fence_cp_async_for_wgmma() {
   if (wgmma) line("tt_fence_async_shared();  // cp.async's writes (generic proxy), before wgmma reads them");
 }
 
-void Lowering::emit_for(const ir::Op* op) {
-  const ir::Block* body = op->regions[0];
-  const size_t n = op->operands.size() - 3;
-  const std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), step = scalar(op->operand(2));
-  wait_mma();
-  // Carried values advanced by a loop-invariant step (pointers, offsets, counters).
+void Lowering::find_inductions(const ir::Op* loop) {
+  const ir::Block* body = loop->regions[0];
   const ir::Op* yield = body->ops.back();
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i + 3 < loop->operands.size(); ++i) {
     const ir::Value* arg = body->args[i + 1];
     const ir::Value* y = yield->operand(i);
     if (!y->def || (y->def->kind != OpKind::AddPtr && y->def->kind != OpKind::Add) || y->def->parent != body) continue;
     const ir::Value* a = y->def->operand(0);
     const ir::Value* s = y->def->operand(1);
     if (s == arg && y->def->kind == OpKind::Add) std::swap(a, s);
-    if (a == arg && invariant(s, op)) inductions_[arg] = {s, y->def->kind == OpKind::AddPtr};
+    if (a == arg && invariant(s, loop)) inductions_[arg] = {s, y->def->kind == OpKind::AddPtr};
   }
+}
+
+// The pipelined loads and the pure ops of the body only they read (their masks and addresses: the
+// stages compute their own from the definitions, ahead_value).
+std::unordered_set<const ir::Op*> Lowering::skipped_ops(const ir::Op* loop, const std::vector<Pipelined>& pipes) {
+  const ir::Block* body = loop->regions[0];
+  std::unordered_set<const ir::Op*> skip;
+  for (const Pipelined& p : pipes) skip.insert(p.load);
+  if (skip.empty()) return skip;
+  std::unordered_map<const ir::Value*, int> skipped_uses;
+  for (const ir::Op* l : skip)
+    for (const ir::Value* o : l->operands) ++skipped_uses[o];
+  for (auto it = body->ops.rbegin(); it != body->ops.rend(); ++it) {
+    const ir::Op* o = *it;
+    if (skip.count(o) || o->results.size() != 1 || !pure_kind(o->kind)) continue;
+    const ir::Value* r = o->result();
+    if (uses_[r] == 0 || skipped_uses[r] != uses_[r]) continue;
+    skip.insert(o);
+    for (const ir::Value* x : o->operands) ++skipped_uses[x];
+  }
+  return skip;
+}
+
+// A carried induction (a pointer block or offsets advanced by a loop-invariant step) that only the
+// skipped ops read, whose advance only the yield reads and whose final value nothing reads, need
+// not be carried: a TMA-filled trip, which reads no address, then spends nothing on it (and no
+// registers hold it).
+std::vector<size_t> Lowering::address_only_inductions(const ir::Op* loop, const std::unordered_set<const ir::Op*>& skip) {
+  std::vector<size_t> out;
+  if (skip.empty()) return out;
+  const ir::Block* body = loop->regions[0];
+  const ir::Op* yield = body->ops.back();
+  for (size_t i = 0; i + 3 < loop->operands.size(); ++i) {
+    const ir::Value* arg = body->args[i + 1];
+    if (!inductions_.count(arg) || arg->type.is_scalar() || uses_[loop->results[i]] != 0) continue;
+    const ir::Value* y = yield->operand(i);
+    if (uses_[y] != 1) continue;
+    int inside_uses = 0;
+    for (const ir::Op* o : body->ops)
+      if (skip.count(o))
+        for (const ir::Value* x : o->operands) inside_uses += x == arg;
+    if (inside_uses + 1 == uses_[arg]) out.push_back(i);  // + the advance
+  }
+  return out;
+}
+
+void Lowering::defer_address_defs(const ir::Block* block) {
+  if (cc_ < 90) return;  // no TMA: nothing to skip
+  for (size_t at = 0; at < block->ops.size(); ++at) {
+    const ir::Op* loop = block->ops[at];
+    if (loop->kind != OpKind::For) continue;
+    find_inductions(loop);
+    const std::vector<Pipelined> pipes = pipelinable(loop);
+    const std::unordered_set<const ir::Op*> skip = skipped_ops(loop, pipes);
+    const std::vector<size_t> unc = address_only_inductions(loop, skip);
+    if (unc.empty()) continue;
+    // Which use of a value the deferred code may serve: an uncarried init of this loop, a skipped
+    // op of its body, or another deferred op.
+    std::unordered_set<const ir::Op*> deferred;
+    auto served = [&](const ir::Op* user, size_t operand) {
+      if (user == loop) return operand >= 3 && std::find(unc.begin(), unc.end(), operand - 3) != unc.end();
+      return deferred.count(user) > 0 || (user->parent == loop->regions[0] && skip.count(user) > 0);
+    };
+    std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Op*, size_t>>> users;
+    f_.walk([&](ir::Op* u) {
+      for (size_t k = 0; k < u->operands.size(); ++k) users[u->operand(k)].push_back({u, k});
+    });
+    for (size_t j = at; j-- > 0;) {
+      const ir::Op* o = block->ops[j];
+      if (deferred_defs_.count(o) || o->results.size() != 1 || !pure_kind(o->kind) || !o->result()->type.is_block())
+        continue;
+      const auto& us = users[o->result()];
+      bool all = !us.empty();
+      for (const auto& [u, k] : us) all = all && served(u, k);
+      if (all) deferred.insert(o);
+    }
+    for (const ir::Op* o : deferred) deferred_defs_[o] = loop;
+  }
+}
+
+void Lowering::emit_deferred_defs(const ir::Op* loop) {
+  std::vector<const ir::Op*> ops;
+  for (const ir::Op* o : loop->parent->ops)
+    if (auto it = deferred_defs_.find(o); it != deferred_defs_.end() && it->second == loop) ops.push_back(o);
+  for (const ir::Op* o : ops) deferred_defs_.erase(o);
+  for (const ir::Op* o : ops) emit_op(o);  // in program order
+}
+
+void Lowering::emit_for(const ir::Op* op) {
+  const ir::Block* body = op->regions[0];
+  const size_t n = op->operands.size() - 3;
+  const std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), step = scalar(op->operand(2));
+  wait_mma();
+  const ir::Op* yield = body->ops.back();
+  find_inductions(op);
   std::vector<Pipelined> pipes = pipelinable(op);
   // As many stages as fit beside what is live and the body's own tiles (num_stages at most; fewer
   // rather than none, as the bytes allow; below two there is nothing to overlap).
@@ -254,41 +345,15 @@ void Lowering::emit_for(const ir::Op* op) {
     while (S >= 2 && smem_top_ + 1024 + ring * S + body_tiles > smem_budget_) --S;
     if (S < 2) pipes.clear();
   }
-  // What only the pipelined loads read (their masks and addresses: the stages compute their own
-  // from the definitions, ahead_value) is not emitted in the body.
-  std::unordered_set<const ir::Op*> skip;
-  for (const Pipelined& p : pipes) skip.insert(p.load);
-  if (!skip.empty()) {
-    std::unordered_map<const ir::Value*, int> skipped_uses;
-    for (const ir::Op* l : skip)
-      for (const ir::Value* o : l->operands) ++skipped_uses[o];
-    for (auto it = body->ops.rbegin(); it != body->ops.rend(); ++it) {
-      const ir::Op* o = *it;
-      if (skip.count(o) || o->results.size() != 1 || !pure_kind(o->kind)) continue;
-      const ir::Value* r = o->result();
-      if (uses_[r] == 0 || skipped_uses[r] != uses_[r]) continue;
-      skip.insert(o);
-      for (const ir::Value* x : o->operands) ++skipped_uses[x];
-    }
-    // A carried induction (a pointer block or offsets advanced by a loop-invariant step) that only
-    // those skipped ops read, whose advance only the yield reads and whose final value nothing
-    // reads, is not carried at all: a stage computes it as init + trip * step (ahead_value), so a
-    // TMA-filled trip, which reads no address, spends nothing on it (and no registers hold it).
-    for (size_t i = 0; i < n; ++i) {
-      const ir::Value* arg = body->args[i + 1];
-      auto ind = inductions_.find(arg);
-      if (ind == inductions_.end() || arg->type.is_scalar() || uses_[op->results[i]] != 0) continue;
-      const ir::Value* y = yield->operand(i);
-      if (uses_[y] != 1) continue;
-      int inside_uses = 0;
-      for (const ir::Op* o : body->ops)
-        if (skip.count(o))
-          for (const ir::Value* x : o->operands) inside_uses += x == arg;
-      if (inside_uses + 1 != uses_[arg]) continue;  // + the advance
-      skip.insert(y->def);
-      uncarried_[arg] = {op->operand(3 + i), "0"};
-    }
+  // What only the pipelined loads read is not emitted in the body; inductions only that reads are
+  // not carried (a stage computes them as init + trip * step: ahead_value).
+  std::unordered_set<const ir::Op*> skip = skipped_ops(op, pipes);
+  for (size_t i : address_only_inductions(op, skip)) {
+    skip.insert(yield->operand(i)->def);
+    uncarried_[body->args[i + 1]] = {op->operand(3 + i), "0"};
   }
+  // Without a ring the deferred initial values are carried as usual: made before the loop.
+  if (pipes.empty()) emit_deferred_defs(op);
   // Carried values: a variable (scalars) or an array in the carried layout.
   std::vector<std::string> carry(n);
   for (size_t i = 0; i < n; ++i) {
@@ -518,10 +583,17 @@ void Lowering::emit_for(const ir::Op* op) {
                        for (const Pipelined& p : pipes) copies += p.load->result()->type.shape[1] / 64;
                        return copies;
                      }()));
+    const size_t decl_at = body_.size();
     begin_tma_ring(op, pipes, *tma, S, trips, use_tma);
     open("else");
+    std::string decls;
+    predecl_ = &decls;
+    predecl_indent_ = indent_ - 1;
+    emit_deferred_defs(op);  // the fallback's initial addresses: not computed where TMA fills the ring
+    predecl_ = nullptr;
     cp_async_prefill();
     close();
+    body_.insert(decl_at, decls);
     line("__syncthreads();  // the mbarriers are initialised for every thread");
     emit_loop(&*tma, use_tma);
     open(fmt::format("if ({})", use_tma));
@@ -532,6 +604,7 @@ void Lowering::emit_for(const ir::Op* op) {
     close();
     synced_ = false;
   } else {
+    emit_deferred_defs(op);
     if (!pipes.empty()) cp_async_prefill();
     emit_loop(nullptr, "");
     if (!pipes.empty()) line("tt_cp_async_wait<0>();  // no copy lands after the loop");

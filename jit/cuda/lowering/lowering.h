@@ -236,6 +236,24 @@ class Lowering {
     std::string trip;
   };
   std::unordered_map<const ir::Value*, Uncarried> uncarried_;
+  // emit_for's analysis, shared with defer_address_defs: the carried values advanced by a
+  // loop-invariant step (inductions_), the body's ops only the pipelined loads read (which the
+  // stages recompute), and the carried inductions only those ops read (uncarried).
+  void find_inductions(const ir::Op* loop);
+  std::unordered_set<const ir::Op*> skipped_ops(const ir::Op* loop, const std::vector<Pipelined>& pipes);
+  std::vector<size_t> address_only_inductions(const ir::Op* loop, const std::unordered_set<const ir::Op*>& skip);
+  // On Hopper, the pure ops before a pipelined loop whose values only its uncarried inductions'
+  // initial values need (tutorial 03's pointer blocks, their `% M` indices) are emitted by the
+  // loop where the ring's fallback fills it - inside the cp.async branch when the ring may be
+  // filled by TMA - so a TMA-filled program never computes them and issues its first copies
+  // sooner. deferred_defs_: such op -> its loop (emit_op skips it).
+  std::unordered_map<const ir::Op*, const ir::Op*> deferred_defs_;
+  void defer_address_defs(const ir::Block* block);
+  void emit_deferred_defs(const ir::Op* loop);
+  // While set, tmp() and declare_regs() put their declarations here (at predecl_indent_) and
+  // emit assignments: values made inside a branch and read after it.
+  std::string* predecl_ = nullptr;
+  int predecl_indent_ = 0;
   // Issues the cp.async of `p`'s load for the trip `ahead` trips after the current one into slot
   // `slot` (an int expression), predicated by `live`.
   void issue_stage(const ir::Op* loop, const Pipelined& p, const std::string& ahead, const std::string& slot,
