@@ -13,7 +13,9 @@
 // value uniform in the CTA) picks how the ring is filled: by bulk tensor copies from thread 0 (the
 // consumers wait on a stage's mbarrier), or by the threads' cp.async. The loop and its body are
 // emitted once; only the waits and the refills branch on the guard (emitting the whole loop twice
-// doubled NVRTC's time on large tiles: docs/cuda-backend.md, "Register loops").
+// doubled NVRTC's time on large tiles: docs/cuda-backend.md, "Register loops"). Addresses only the
+// ring's loads read are not carried (init + trip * step), and their initial values are made in the
+// cp.async branch of the prefill, so a TMA-filled program spends nothing on them.
 #include "jit/cuda/lowering/lowering.h"
 
 namespace tritium::jit::cuda::lowering {

@@ -2,7 +2,7 @@
 // that place each element in the same thread the registers are only renamed; otherwise the
 // elements go through shared memory (written by the first copy's thread, rows padded by 16 bytes so
 // an mma fragment's writes spread over the banks, read back in 16-byte runs where the target
-// layout has them). A convert to a shared layout writes the value into a tile (swizzled as wgmma,
+// layout has them; on sm_90 a 16-bit mma fragment is written by stmatrix, 16-byte rows). A convert to a shared layout writes the value into a tile (swizzled as wgmma,
 // ldmatrix and TMA read it) that lives until the end of the enclosing block.
 #include <bit>
 
