@@ -153,6 +153,11 @@ BOOST_AUTO_TEST_CASE(tutorial_matmul_fills_its_ring_by_tma) {
   BOOST_TEST_REQUIRE(!guard.empty());
   BOOST_TEST(count(body, "if (" + guard + ") {") == 4u);
   BOOST_TEST(count(body, "bool const " + guard + " = ") == 1u);
+  // The rows' `% M` and columns' `% N` and the pointer blocks only cp.async's stages read are made
+  // in the prefill's cp.async branch (stop 41): a TMA-filled program never computes them.
+  const size_t fallback = body.find("else {", body.find("if (" + guard + ") {"));
+  BOOST_TEST(body.find("tt_rem<int32_t>(v") > fallback);
+  BOOST_TEST(count(body, "tt_rem<int32_t>(v") == 2u);
   const size_t wait1 = loop.find("tt_wgmma_wait<1>();");
   BOOST_TEST_REQUIRE(wait1 != std::string::npos);
   BOOST_TEST(loop.find("tt_tma_load_2d(", wait1) != std::string::npos);  // the refill, after the retire

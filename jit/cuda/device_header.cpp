@@ -356,6 +356,20 @@ TT_INLINE uint64_t tt_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint
   return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
          ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | ((uint64_t)mode << 62);
 }
+// stmatrix (sm_90): X 8 x 8 matrices of 16-bit elements, matrix i from register i of every lane
+// (lane l: row l / 4, elements 2 (l % 4) and + 1), row j of matrix i written as 16 bytes at the
+// address lane 8 i + j gives (a layout conversion's 16-byte rows, convert.cpp).
+TT_INLINE uint32_t tt_pack_b16(const void* pair) { return *(const uint32_t*)pair; }
+TT_INLINE void tt_stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1), "r"(r2),
+               "r"(r3) : "memory");
+}
+TT_INLINE void tt_stmatrix_x2(uint32_t addr, uint32_t r0, uint32_t r1) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(r0), "r"(r1) : "memory");
+}
+TT_INLINE void tt_stmatrix_x1(uint32_t addr, uint32_t r0) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};" ::"r"(addr), "r"(r0) : "memory");
+}
 TT_INLINE void tt_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 TT_INLINE void tt_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> TT_INLINE void tt_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }

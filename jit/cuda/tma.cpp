@@ -367,8 +367,8 @@ std::optional<TmaTile> Planner::block_ptr(const ir::Op* ld, int64_t R, int64_t C
 // Tutorial 03's tiles: a carried pointer block whose init is base + rows[:, None] * stride + cols[None, :]
 // (rows, cols: off + arange, maybe % D), advanced by a multiple of one dim's stride, its mask
 // `index < bound` per dim. The copy at coordinates start + trip * adv reads what the load reads when
-// (each program's guard, from values before the loop): no index wraps (off % D + n <= D), none is
-// negative, and each dim's mask at every trip is the tensor's bound (shape - start - trip * adv);
+// (each program's guard, from values before the loop): no index wraps (0 <= off, off + n <= D: no
+// division), none is negative, and each dim's mask at every trip is the tensor's bound (shape - start - trip * adv);
 // a dim without a mask must not advance and its `% D` bounds it.
 std::optional<TmaTile> Planner::pointers(const ir::Op* ld, int64_t R, const ir::Op* loop, const ir::Value* init,
                                          const ir::Value* step) {
@@ -425,7 +425,7 @@ std::optional<TmaTile> Planner::pointers(const ir::Op* ld, int64_t R, const ir::
   for (int d = 0; d < 2; ++d) {
     const IndexVec& iv = *dims[d].idx;
     if (iv.dtype != DType::i32) return std::nullopt;  // the copy's coordinates are 32-bit
-    // The first index (a 32-bit remainder for a wrapped one, as the kernel computes it).
+    // The first index (for a wrapped one, its own remainder where the guard holds).
     const std::string ct = ctype(iv.dtype);
     std::optional<std::pair<std::string, std::string>> first = first_index(iv, known);
     if (!first) return std::nullopt;
@@ -434,8 +434,10 @@ std::optional<TmaTile> Planner::pointers(const ir::Op* ld, int64_t R, const ir::
       std::optional<std::string> D = uniform_expr(*iv.wrap, known);
       if (!D) return std::nullopt;
       const std::string d32 = fmt::format("({}){}", ct, *D);
-      guard.push_back(fmt::format("{2} > 0 && {0} && (int64_t)({1} % {2}) + {3} <= {2}", fits, pre, d32, iv.n));
-      r.start[d] = fmt::format("({} % {})", pre, d32);
+      // No division: a first index already inside [0, D - n] is its own remainder and does not
+      // wrap; one past D (no program of a cdiv grid) takes the fallback, slower but exact.
+      guard.push_back(fmt::format("{2} > 0 && {0} && (int64_t){1} + {3} <= {2}", fits, pre, d32, iv.n));
+      r.start[d] = pre;
     } else {
       guard.push_back(fits);
       r.start[d] = pre;

@@ -13,7 +13,9 @@
 // value uniform in the CTA) picks how the ring is filled: by bulk tensor copies from thread 0 (the
 // consumers wait on a stage's mbarrier), or by the threads' cp.async. The loop and its body are
 // emitted once; only the waits and the refills branch on the guard (emitting the whole loop twice
-// doubled NVRTC's time on large tiles: docs/cuda-backend.md, "Register loops").
+// doubled NVRTC's time on large tiles: docs/cuda-backend.md, "Register loops"). Addresses only the
+// ring's loads read are not carried (init + trip * step), and their initial values are made in the
+// cp.async branch of the prefill, so a TMA-filled program spends nothing on them.
 #include "jit/cuda/lowering/lowering.h"
 
 namespace tritium::jit::cuda::lowering {
@@ -72,6 +74,12 @@ std::string Lowering::ahead_value(const ir::Value* v, int r, const std::string& 
     const std::string step = scalar(loop->operand(2));
     if (v == body->args[0]) {
       out = tmp(ctype(v->type), fmt::format("{} + ({}) * {}", scalar(v), ahead, step));
+    } else if (auto u = uncarried_.find(v); u != uncarried_.end()) {  // init + (trip + ahead) * step
+      const Induction& ind = inductions_.at(v);
+      std::string s = ahead_value(ind.step, r, ahead, loop);
+      std::string k = fmt::format("({} + {})", u->second.trip, ahead);
+      out = ind.ptr ? tmp(ctype(v->type.element()), fmt::format("{} + (int64_t)({}) * (int64_t)({})", at(u->second.init, r), k, s))
+                    : tmp(ctype(v->type.element()), fmt::format("({})({} + ({}) * {})", ctype(v->type.element()), at(u->second.init, r), k, s));
     } else {
       const Induction& ind = inductions_.at(v);
       std::string s = ahead_value(ind.step, v->type.is_scalar() ? 0 : r, ahead, loop);
@@ -216,40 +224,113 @@ void Lowering::fence_cp_async_for_wgmma() {
   if (wgmma) line("tt_fence_async_shared();  // cp.async's writes (generic proxy), before wgmma reads them");
 }
 
-void Lowering::emit_for(const ir::Op* op) {
-  const ir::Block* body = op->regions[0];
-  const size_t n = op->operands.size() - 3;
-  const std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), step = scalar(op->operand(2));
-  wait_mma();
-  // Carried values: a variable (scalars) or an array in the carried layout.
-  std::vector<std::string> carry(n);
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Value* arg = body->args[i + 1];
-    const ir::Value* init = op->operand(3 + i);
-    if (arg->type.is_scalar()) {
-      carry[i] = fresh("c");
-      line(fmt::format("{} {} = {};", ctype(arg->type), carry[i], scalar(init)));
-      scalars_[arg] = carry[i];
-      continue;
-    }
-    const Val& in = val(init);
-    Val& a = declare_regs(arg);
-    carry[i] = a.name;
-    line("#pragma unroll");
-    line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), a.name,
-                     in.kind == Val::Kind::Regs ? in.name + "[tt_r]" : in.name));
-  }
-  // Carried values advanced by a loop-invariant step (pointers, offsets, counters).
+void Lowering::find_inductions(const ir::Op* loop) {
+  const ir::Block* body = loop->regions[0];
   const ir::Op* yield = body->ops.back();
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i + 3 < loop->operands.size(); ++i) {
     const ir::Value* arg = body->args[i + 1];
     const ir::Value* y = yield->operand(i);
     if (!y->def || (y->def->kind != OpKind::AddPtr && y->def->kind != OpKind::Add) || y->def->parent != body) continue;
     const ir::Value* a = y->def->operand(0);
     const ir::Value* s = y->def->operand(1);
     if (s == arg && y->def->kind == OpKind::Add) std::swap(a, s);
-    if (a == arg && invariant(s, op)) inductions_[arg] = {s, y->def->kind == OpKind::AddPtr};
+    if (a == arg && invariant(s, loop)) inductions_[arg] = {s, y->def->kind == OpKind::AddPtr};
   }
+}
+
+// The pipelined loads and the pure ops of the body only they read (their masks and addresses: the
+// stages compute their own from the definitions, ahead_value).
+std::unordered_set<const ir::Op*> Lowering::skipped_ops(const ir::Op* loop, const std::vector<Pipelined>& pipes) {
+  const ir::Block* body = loop->regions[0];
+  std::unordered_set<const ir::Op*> skip;
+  for (const Pipelined& p : pipes) skip.insert(p.load);
+  if (skip.empty()) return skip;
+  std::unordered_map<const ir::Value*, int> skipped_uses;
+  for (const ir::Op* l : skip)
+    for (const ir::Value* o : l->operands) ++skipped_uses[o];
+  for (auto it = body->ops.rbegin(); it != body->ops.rend(); ++it) {
+    const ir::Op* o = *it;
+    if (skip.count(o) || o->results.size() != 1 || !pure_kind(o->kind)) continue;
+    const ir::Value* r = o->result();
+    if (uses_[r] == 0 || skipped_uses[r] != uses_[r]) continue;
+    skip.insert(o);
+    for (const ir::Value* x : o->operands) ++skipped_uses[x];
+  }
+  return skip;
+}
+
+// A carried induction (a pointer block or offsets advanced by a loop-invariant step) that only the
+// skipped ops read, whose advance only the yield reads and whose final value nothing reads, need
+// not be carried: a TMA-filled trip, which reads no address, then spends nothing on it (and no
+// registers hold it).
+std::vector<size_t> Lowering::address_only_inductions(const ir::Op* loop, const std::unordered_set<const ir::Op*>& skip) {
+  std::vector<size_t> out;
+  if (skip.empty()) return out;
+  const ir::Block* body = loop->regions[0];
+  const ir::Op* yield = body->ops.back();
+  for (size_t i = 0; i + 3 < loop->operands.size(); ++i) {
+    const ir::Value* arg = body->args[i + 1];
+    if (!inductions_.count(arg) || arg->type.is_scalar() || uses_[loop->results[i]] != 0) continue;
+    const ir::Value* y = yield->operand(i);
+    if (uses_[y] != 1) continue;
+    int inside_uses = 0;
+    for (const ir::Op* o : body->ops)
+      if (skip.count(o))
+        for (const ir::Value* x : o->operands) inside_uses += x == arg;
+    if (inside_uses + 1 == uses_[arg]) out.push_back(i);  // + the advance
+  }
+  return out;
+}
+
+void Lowering::defer_address_defs(const ir::Block* block) {
+  if (cc_ < 90) return;  // no TMA: nothing to skip
+  for (size_t at = 0; at < block->ops.size(); ++at) {
+    const ir::Op* loop = block->ops[at];
+    if (loop->kind != OpKind::For) continue;
+    find_inductions(loop);
+    const std::vector<Pipelined> pipes = pipelinable(loop);
+    const std::unordered_set<const ir::Op*> skip = skipped_ops(loop, pipes);
+    const std::vector<size_t> unc = address_only_inductions(loop, skip);
+    if (unc.empty()) continue;
+    // Which use of a value the deferred code may serve: an uncarried init of this loop, a skipped
+    // op of its body, or another deferred op.
+    std::unordered_set<const ir::Op*> deferred;
+    auto served = [&](const ir::Op* user, size_t operand) {
+      if (user == loop) return operand >= 3 && std::find(unc.begin(), unc.end(), operand - 3) != unc.end();
+      return deferred.count(user) > 0 || (user->parent == loop->regions[0] && skip.count(user) > 0);
+    };
+    std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Op*, size_t>>> users;
+    f_.walk([&](ir::Op* u) {
+      for (size_t k = 0; k < u->operands.size(); ++k) users[u->operand(k)].push_back({u, k});
+    });
+    for (size_t j = at; j-- > 0;) {
+      const ir::Op* o = block->ops[j];
+      if (deferred_defs_.count(o) || o->results.size() != 1 || !pure_kind(o->kind) || !o->result()->type.is_block())
+        continue;
+      const auto& us = users[o->result()];
+      bool all = !us.empty();
+      for (const auto& [u, k] : us) all = all && served(u, k);
+      if (all) deferred.insert(o);
+    }
+    for (const ir::Op* o : deferred) deferred_defs_[o] = loop;
+  }
+}
+
+void Lowering::emit_deferred_defs(const ir::Op* loop) {
+  std::vector<const ir::Op*> ops;
+  for (const ir::Op* o : loop->parent->ops)
+    if (auto it = deferred_defs_.find(o); it != deferred_defs_.end() && it->second == loop) ops.push_back(o);
+  for (const ir::Op* o : ops) deferred_defs_.erase(o);
+  for (const ir::Op* o : ops) emit_op(o);  // in program order
+}
+
+void Lowering::emit_for(const ir::Op* op) {
+  const ir::Block* body = op->regions[0];
+  const size_t n = op->operands.size() - 3;
+  const std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), step = scalar(op->operand(2));
+  wait_mma();
+  const ir::Op* yield = body->ops.back();
+  find_inductions(op);
   std::vector<Pipelined> pipes = pipelinable(op);
   // As many stages as fit beside what is live and the body's own tiles (num_stages at most; fewer
   // rather than none, as the bytes allow; below two there is nothing to overlap).
@@ -265,6 +346,34 @@ void Lowering::emit_for(const ir::Op* op) {
       }
     while (S >= 2 && smem_top_ + 1024 + ring * S + body_tiles > smem_budget_) --S;
     if (S < 2) pipes.clear();
+  }
+  // What only the pipelined loads read is not emitted in the body; inductions only that reads are
+  // not carried (a stage computes them as init + trip * step: ahead_value).
+  std::unordered_set<const ir::Op*> skip = skipped_ops(op, pipes);
+  for (size_t i : address_only_inductions(op, skip)) {
+    skip.insert(yield->operand(i)->def);
+    uncarried_[body->args[i + 1]] = {op->operand(3 + i), "0"};
+  }
+  // Without a ring the deferred initial values are carried as usual: made before the loop.
+  if (pipes.empty()) emit_deferred_defs(op);
+  // Carried values: a variable (scalars) or an array in the carried layout.
+  std::vector<std::string> carry(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* arg = body->args[i + 1];
+    const ir::Value* init = op->operand(3 + i);
+    if (uncarried_.count(arg)) continue;
+    if (arg->type.is_scalar()) {
+      carry[i] = fresh("c");
+      line(fmt::format("{} {} = {};", ctype(arg->type), carry[i], scalar(init)));
+      scalars_[arg] = carry[i];
+      continue;
+    }
+    const Val& in = val(init);
+    Val& a = declare_regs(arg);
+    carry[i] = a.name;
+    line("#pragma unroll");
+    line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), a.name,
+                     in.kind == Val::Kind::Regs ? in.name + "[tt_r]" : in.name));
   }
   // Dots whose wgmma group runs on into the next trip: the result is carried (yielded, nothing else
   // reads it) and its accumulator comes from the carried value through ops that update it in place
@@ -353,6 +462,8 @@ void Lowering::emit_for(const ir::Op* op) {
     open(fmt::format("for ({0} {1} = {2}, {3} = 0; ({4} > 0) ? ({1} < {5}) : ({1} > {5}); {1} += {4}, ++{3})", ivt, iv,
                      lb, trip, step, ub));
     line(fmt::format("(void){};", trip));
+    for (auto& [arg, u] : uncarried_)
+      if (arg->owner == body) u.trip = trip;
     scalars_[body->args[0]] = iv;
     synced_ = false;  // the previous trip's accesses
     // A trip may read what the previous one stored (through a parameter it also stores through).
@@ -407,23 +518,6 @@ void Lowering::emit_for(const ir::Op* op) {
       deferred_dots_.insert(d);
       pending_mma_.push_back({carry[i], 1, true});
     }
-    std::unordered_set<const ir::Op*> skip;
-    for (const Pipelined& p : pipes) skip.insert(p.load);
-    // What only the pipelined loads read (their masks and addresses: the stages compute their own
-    // from the definitions, ahead_value) is not emitted either.
-    if (!skip.empty()) {
-      std::unordered_map<const ir::Value*, int> skipped_uses;
-      for (const ir::Op* l : skip)
-        for (const ir::Value* o : l->operands) ++skipped_uses[o];
-      for (auto it = body->ops.rbegin(); it != body->ops.rend(); ++it) {
-        const ir::Op* o = *it;
-        if (skip.count(o) || o->results.size() != 1 || !pure_kind(o->kind)) continue;
-        const ir::Value* r = o->result();
-        if (uses_[r] == 0 || skipped_uses[r] != uses_[r]) continue;
-        skip.insert(o);
-        for (const ir::Value* x : o->operands) ++skipped_uses[x];
-      }
-    }
     {
       const size_t live = smem_live_.size();
       for (const ir::Op* o : body->ops)
@@ -439,6 +533,7 @@ void Lowering::emit_for(const ir::Op* op) {
     std::vector<std::string> next(n);
     for (size_t i = 0; i < n; ++i) {
       const ir::Value* y = yield->operand(i);
+      if (uncarried_.count(body->args[i + 1])) continue;
       if (y->type.is_scalar()) {
         next[i] = tmp(ctype(y->type), scalar(y));
         continue;
@@ -458,6 +553,7 @@ void Lowering::emit_for(const ir::Op* op) {
     }
     for (size_t i = 0; i < n; ++i) {
       const ir::Value* arg = body->args[i + 1];
+      if (uncarried_.count(arg)) continue;
       if (arg->type.is_scalar()) {
         line(fmt::format("{} = {};", carry[i], next[i]));
         continue;
@@ -489,10 +585,17 @@ void Lowering::emit_for(const ir::Op* op) {
                        for (const Pipelined& p : pipes) copies += p.load->result()->type.shape[1] / 64;
                        return copies;
                      }()));
+    const size_t decl_at = body_.size();
     begin_tma_ring(op, pipes, *tma, S, trips, use_tma);
     open("else");
+    std::string decls;
+    predecl_ = &decls;
+    predecl_indent_ = indent_ - 1;
+    emit_deferred_defs(op);  // the fallback's initial addresses: not computed where TMA fills the ring
+    predecl_ = nullptr;
     cp_async_prefill();
     close();
+    body_.insert(decl_at, decls);
     line("__syncthreads();  // the mbarriers are initialised for every thread");
     emit_loop(&*tma, use_tma);
     open(fmt::format("if ({})", use_tma));
@@ -503,6 +606,7 @@ void Lowering::emit_for(const ir::Op* op) {
     close();
     synced_ = false;
   } else {
+    emit_deferred_defs(op);
     if (!pipes.empty()) cp_async_prefill();
     emit_loop(nullptr, "");
     if (!pipes.empty()) line("tt_cp_async_wait<0>();  // no copy lands after the loop");
@@ -515,6 +619,7 @@ void Lowering::emit_for(const ir::Op* op) {
   }
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* r = op->results[i];
+    if (uncarried_.erase(body->args[i + 1])) continue;  // nothing reads it after the loop
     if (r->type.is_scalar()) {
       scalars_[r] = carry[i];
       continue;

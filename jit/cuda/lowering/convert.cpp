@@ -2,14 +2,42 @@
 // that place each element in the same thread the registers are only renamed; otherwise the
 // elements go through shared memory (written by the first copy's thread, rows padded by 16 bytes so
 // an mma fragment's writes spread over the banks, read back in 16-byte runs where the target
-// layout has them). A convert to a shared layout writes the value into a tile (swizzled as wgmma,
+// layout has them; on sm_90 a 16-bit mma fragment is written by stmatrix, 16-byte rows). A convert to a shared layout writes the value into a tile (swizzled as wgmma,
 // ldmatrix and TMA read it) that lives until the end of the enclosing block.
+#include <bit>
+
 #include "jit/cuda/lowering/lowering.h"
 
 namespace tritium::jit::cuda::lowering {
 
 std::optional<std::vector<int>> Lowering::same_thread_map(const Layout& from, const Layout& to) const {
   return register_map(from, to);
+}
+
+std::optional<int> Lowering::stmatrix_count(const Layout& from, DType d, const Val& in) const {
+  // stmatrix's 8 x 8 matrix is an mma fragment: register bit 0 and lane bits 0-1 run along the
+  // contiguous (last) dim - one 16-byte row - and lane bits 2-4 pick 8 distinct rows.
+  if (cc_ < 90 || dtype_bytes(d) != 2 || in.kind != Val::Kind::Regs || from.reg.empty() || from.lane.size() < 5)
+    return std::nullopt;
+  const int c = from.rank() - 1;
+  if (from.reg[0] != LayoutBit{c, 0} || from.lane[0] != LayoutBit{c, 1} || from.lane[1] != LayoutBit{c, 2})
+    return std::nullopt;
+  for (int i = 2; i < 5; ++i)
+    if (from.lane[static_cast<size_t>(i)].none()) return std::nullopt;
+  return std::min(4, from.num_regs() / 2);  // matrices an instruction: register pairs
+}
+
+Layout Lowering::stmatrix_rows(const Layout& from, int x) const {
+  // Lane 8 i + j gives row j of matrix i: the row's start is the element of register pair i with
+  // lane bits 2-4 = j and lane bits 0-1 zero. As a layout: lanes are (lane bits 2-4, register bits
+  // 1..log2 x), registers the remaining register bits (one instruction each).
+  Layout rows = from;
+  rows.kind = LayoutKind::Linear;
+  const size_t pair_bits = 1 + static_cast<size_t>(std::countr_zero(static_cast<unsigned>(x)));
+  rows.lane = {from.lane[2], from.lane[3], from.lane[4], LayoutBit{}, LayoutBit{}};
+  for (size_t i = 1; i < pair_bits; ++i) rows.lane[2 + i] = from.reg[i];
+  rows.reg.assign(from.reg.begin() + static_cast<std::ptrdiff_t>(pair_bits), from.reg.end());
+  return rows;
 }
 
 int64_t Lowering::tile_bytes(const Layout& s, DType d) const { return numel(s.shape) * dtype_bytes(d); }
@@ -159,14 +187,28 @@ void Lowering::emit_convert(const ir::Op* op) {
   const std::string ct = ctype(r->type.element());
   const std::string buf = fmt::format("reinterpret_cast<{}*>(tt_smem + {})", ct, off);
   sync();
-  const std::string own = owner(from);
-  if (own != "true") open(fmt::format("if ({})", own));
-  const int vw = in.kind == Val::Kind::Regs ? width(from) : 1;
-  for (int g = 0; g < from.num_regs(); g += vw) {
-    if (vw == 1) line(fmt::format("{}[{}] = {};", buf, flat(from, g), in.at(g)));
-    else line(fmt::format("tt_vcopy<{}>(&{}[{}], &{}[{}]);", vw * esz, buf, flat(from, g), in.name, g));
+  if (std::optional<int> x = esz == 2 ? stmatrix_count(from, r->type.dtype, in) : std::nullopt) {
+    // Rows of 8 consecutive elements, 16 bytes each, written by stmatrix: the same bytes as the
+    // element stores below, a quarter of the instructions (Triton's stmatrix lowering of an mma
+    // accumulator). Row j of matrix i is the element of register g + 2i in the thread whose lane
+    // bits 2-4 are j and 0-1 zero (`rows`: those lane bits, then register bits 1-2, as lanes).
+    const Layout rows = stmatrix_rows(from, *x);
+    for (int g = 0; g < from.num_regs(); g += 2 * *x) {
+      std::string addr = fmt::format("tt_smem_base + {} + {} * {}", off, flat(rows, g / (2 * *x)), esz);
+      std::vector<std::string> regs;
+      for (int i = 0; i < *x; ++i) regs.push_back(fmt::format("tt_pack_b16(&{}[{}])", in.name, g + 2 * i));
+      line(fmt::format("tt_stmatrix_x{}({}, {});", *x, addr, fmt::join(regs, ", ")));
+    }
+  } else {
+    const std::string own = owner(from);
+    if (own != "true") open(fmt::format("if ({})", own));
+    const int vw = in.kind == Val::Kind::Regs ? width(from) : 1;
+    for (int g = 0; g < from.num_regs(); g += vw) {
+      if (vw == 1) line(fmt::format("{}[{}] = {};", buf, flat(from, g), in.at(g)));
+      else line(fmt::format("tt_vcopy<{}>(&{}[{}], &{}[{}]);", vw * esz, buf, flat(from, g), in.name, g));
+    }
+    if (own != "true") close();
   }
-  if (own != "true") close();
   touched();
   sync();
   Val& out = declare_regs(r);

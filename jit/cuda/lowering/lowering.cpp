@@ -122,6 +122,12 @@ void Lowering::close() {
 
 std::string Lowering::tmp(const std::string& type, const std::string& expr) {
   std::string n = fresh("t");
+  if (predecl_) {  // declared in the enclosing scope, assigned here (emit_deferred_defs)
+    predecl_->append(static_cast<size_t>(2 * predecl_indent_), ' ');
+    *predecl_ += fmt::format("{} {};\n", type, n);
+    line(fmt::format("{} = {};", n, expr));
+    return n;
+  }
   line(fmt::format("{} const {} = {};", type, n, expr));  // east const: pointers stay writable
   return n;
 }
@@ -162,7 +168,13 @@ Val& Lowering::declare_regs(const ir::Value* v) {
   out.kind = Val::Kind::Regs;
   out.layout = &l;
   out.name = fresh("v");
-  line(fmt::format("__align__(16) {} {}[{}];", ctype(v->type.element()), out.name, l.num_regs()));
+  const std::string decl = fmt::format("__align__(16) {} {}[{}];", ctype(v->type.element()), out.name, l.num_regs());
+  if (predecl_) {
+    predecl_->append(static_cast<size_t>(2 * predecl_indent_), ' ');
+    *predecl_ += decl + "\n";
+  } else {
+    line(decl);
+  }
   return out;
 }
 
@@ -274,6 +286,7 @@ void Lowering::sync() {
 
 void Lowering::emit_block(const ir::Block* block) {
   const size_t live = smem_live_.size();
+  defer_address_defs(block);
   for (const ir::Op* op : block->ops) emit_op(op);
   // Tiles made in this block die with it: a barrier before later code reuses their bytes.
   if (smem_live_.size() > live) {
@@ -284,6 +297,7 @@ void Lowering::emit_block(const ir::Block* block) {
 }
 
 void Lowering::emit_op(const ir::Op* op) {
+  if (deferred_defs_.count(op)) return;  // emitted by its loop (emit_deferred_defs)
   switch (op->kind) {
     case OpKind::Yield: return;
     case OpKind::For: return emit_for(op);

@@ -152,6 +152,12 @@ class Lowering {
   // Element (coords) of a tile of layout s, as a byte offset expression from the tile's base.
   std::string tile_offset(const Layout& s, DType d, const std::vector<std::string>& coords) const;
   int64_t tile_bytes(const Layout& s, DType d) const;
+  // A conversion through shared memory writes 16-bit elements with stmatrix (sm_90) when the
+  // source's registers and lanes are mma fragments along the last dim: the matrices an instruction
+  // stores (4, 2 or 1), or nothing. `stmatrix_rows` is where lane l's row starts, as a layout whose
+  // register r is the r-th instruction.
+  std::optional<int> stmatrix_count(const Layout& from, DType d, const Val& in) const;
+  Layout stmatrix_rows(const Layout& from, int x) const;
   // Writes a register value into a tile at base (u32 shared address), 16-byte chunks where the
   // value's registers run along the tile's contiguous dim.
   void store_tile(const Val& v, const Layout& from, DType d, const std::string& base, const Layout& tile,
@@ -223,6 +229,31 @@ class Lowering {
     bool ptr;
   };
   std::unordered_map<const ir::Value*, Induction> inductions_;
+  // Inductions only the pipelined loads read (emit_for): not carried; trip t's value is
+  // init + t * step, `trip` the loop's trip counter ("0" in the prefill).
+  struct Uncarried {
+    const ir::Value* init;
+    std::string trip;
+  };
+  std::unordered_map<const ir::Value*, Uncarried> uncarried_;
+  // emit_for's analysis, shared with defer_address_defs: the carried values advanced by a
+  // loop-invariant step (inductions_), the body's ops only the pipelined loads read (which the
+  // stages recompute), and the carried inductions only those ops read (uncarried).
+  void find_inductions(const ir::Op* loop);
+  std::unordered_set<const ir::Op*> skipped_ops(const ir::Op* loop, const std::vector<Pipelined>& pipes);
+  std::vector<size_t> address_only_inductions(const ir::Op* loop, const std::unordered_set<const ir::Op*>& skip);
+  // On Hopper, the pure ops before a pipelined loop whose values only its uncarried inductions'
+  // initial values need (tutorial 03's pointer blocks, their `% M` indices) are emitted by the
+  // loop where the ring's fallback fills it - inside the cp.async branch when the ring may be
+  // filled by TMA - so a TMA-filled program never computes them and issues its first copies
+  // sooner. deferred_defs_: such op -> its loop (emit_op skips it).
+  std::unordered_map<const ir::Op*, const ir::Op*> deferred_defs_;
+  void defer_address_defs(const ir::Block* block);
+  void emit_deferred_defs(const ir::Op* loop);
+  // While set, tmp() and declare_regs() put their declarations here (at predecl_indent_) and
+  // emit assignments: values made inside a branch and read after it.
+  std::string* predecl_ = nullptr;
+  int predecl_indent_ = 0;
   // Issues the cp.async of `p`'s load for the trip `ahead` trips after the current one into slot
   // `slot` (an int expression), predicated by `live`.
   void issue_stage(const ir::Op* loop, const Pipelined& p, const std::string& ahead, const std::string& slot,

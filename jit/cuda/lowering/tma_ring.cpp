@@ -47,11 +47,10 @@ void Lowering::begin_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& 
                               const std::string& trips, const std::string& use_tma) {
   ring.first_map = static_cast<int>(tma_maps_.size());
   for (const TmaTile& t : ring.tiles) tma_maps_.push_back(t.map);
-  // A pointer block's starts, read in the loop's TMA refills: evaluated only where the guard holds
-  // (a wrapped index's divisor is not zero then).
+  // A pointer block's starts, read in the loop's TMA refills (no division: see tma.cpp's guard).
   for (TmaTile& t : ring.tiles)
     if (!t.row)
-      for (std::string& st : t.start) st = tmp("int", fmt::format("{} ? (int)({}) : 0", use_tma, st));
+      for (std::string& st : t.start) st = tmp("int", fmt::format("(int)({})", st));
   open(fmt::format("if ({})", use_tma));
   open("if (tid == 0)");
   for (size_t i = 0; i < ring.tiles.size(); ++i)
