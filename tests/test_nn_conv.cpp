@@ -217,6 +217,12 @@ BOOST_AUTO_TEST_CASE(conv2d_channel_blocks) {
       check_case({"32->8 groups 2 k2 same (even)", 2, 32, 6, 7, 8, 2, 2, {1, 1}, {0, 0}, "same", {1, 1}, 2, true, cl, f32},
                  seed += 10);
     }
+    // 16+ channels a group on both sides, as the CNN of train-mnist (the CPU reads the input,
+    // the output gradient and the weight in the layouts of cpu_gemm_layout in ops/conv.cpp).
+    check_case({"32->40 groups 2 k3 p1", 3, 32, 9, 7, 40, 3, 3, {1, 1}, {1, 1}, "", {1, 1}, 2, true, false, f32},
+               seed += 10);
+    check_case({"16->33 k3 p1 f64", 2, 16, 5, 7, 33, 3, 3, {1, 1}, {1, 1}, "", {1, 1}, 1, false, false, DType::f64},
+               seed += 10);
     check_case({"16->20 k3 p1 f16", 2, 16, 6, 6, 20, 3, 3, {1, 1}, {1, 1}, "", {1, 1}, 1, true, true, DType::f16}, seed += 10);
     check_case({"16->20 k3 s2 p1 bf16", 2, 16, 7, 6, 20, 3, 3, {2, 2}, {1, 1}, "", {1, 1}, 1, true, true, DType::bf16},
                seed += 10);
