@@ -24,6 +24,7 @@ WorkPtr GlooProcessGroup::barrier() { return nullptr; }
 }  // namespace tritium::dist
 #else
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -188,6 +189,20 @@ struct GlooProcessGroup::Impl {
 
 bool GlooProcessGroup::available() { return true; }
 
+// Gloo's TCP pairs write with plain writev(): a write to a peer that has died raises SIGPIPE,
+// whose default action ends this process silently, mid-collective. PyTorch never sees it because
+// Python ignores SIGPIPE. Ignore it too, unless the program chose a disposition of its own: the
+// write then fails with EPIPE and the collective with an error naming it and this rank.
+static void ignore_sigpipe_if_default() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) != 0) return;
+  if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 GlooProcessGroup::GlooProcessGroup(int rank, int size, std::vector<int> global_ranks, std::chrono::milliseconds timeout)
     : ProcessGroup(rank, size, std::move(global_ranks), timeout), impl_(std::make_unique<Impl>()) {}
 
@@ -200,6 +215,7 @@ std::shared_ptr<GlooProcessGroup> GlooProcessGroup::create(std::shared_ptr<Store
   std::shared_ptr<GlooProcessGroup> group(new GlooProcessGroup(rank, size, std::move(global_ranks), timeout));
   Impl& impl = *group->impl_;
   impl.timeout = timeout, impl.rank = rank, impl.size = size;
+  ignore_sigpipe_if_default();
   try {
     auto device = gloo::transport::tcp::CreateDevice(device_attributes());
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);

@@ -1,6 +1,7 @@
-// NCCL's collectives on a communication stream, ordered against the computation stream by
-// events, and a watchdog for errors and timeouts. Written without a GPU at hand: it compiles and
-// links here; docs/distributed.md says how it is run on two GPUs.
+// NCCL's collectives on the group's communication stream, ordered against the caller's current
+// stream by events (PyTorch's ProcessGroupNCCL scheme), and a watchdog for errors and timeouts.
+// Written without a GPU at hand: it compiles and links here; docs/distributed.md says how it is run
+// on two GPUs.
 #include "dist/nccl_process_group.h"
 
 #include <atomic>
@@ -9,12 +10,14 @@
 #include <cstdlib>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/error.h"
 #include "dist/nccl_library.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
+#include "runtime/streams.h"
 
 namespace tritium::dist {
 
@@ -57,17 +60,16 @@ const void* ptr(const Tensor& t) { return t.raw_data(); }
 class NcclWork : public Work {
  public:
   NcclWork(int device, std::string what, std::vector<Tensor> keep, bool blocking)
-      : device_(device), what_(std::move(what)), keep_(std::move(keep)), blocking_(blocking), done_(device,
-        cuda::CU_EVENT_DISABLE_TIMING) {}
-  cuda::Event& done() { return done_; }
+      : device_(device), what_(std::move(what)), keep_(std::move(keep)), blocking_(blocking) {}
+  Event& done() { return done_; }
   const std::string& what() const { return what_; }
   std::chrono::steady_clock::time_point issued = std::chrono::steady_clock::now();
 
+  // The caller's current stream (at wait time, as PyTorch's Work::wait) waits on the GPU for the
+  // collective; the host returns at once. A barrier blocks the host instead.
   void wait() override {
-    cuda::ensure_context(device_);
     if (blocking_) done_.synchronize();
-    else cuda::check(cuda::driver().cuStreamWaitEvent(cuda::default_stream(device_), done_.get(), 0),
-                     "cuStreamWaitEvent", what_);
+    else current_stream(Device::cuda(device_)).wait_event(done_);
   }
   bool is_completed() override {
     cuda::ensure_context(device_);
@@ -80,32 +82,38 @@ class NcclWork : public Work {
   std::string what_;
   std::vector<Tensor> keep_;
   bool blocking_;
-  cuda::Event done_;
+  Event done_;
 };
 
 struct NcclProcessGroup::Impl {
   int device = 0, rank = 0, size = 1;
   std::chrono::milliseconds timeout{};
   nccl::Comm comm = nullptr;
-  std::unique_ptr<cuda::Stream> stream;  // the communication stream (non-blocking)
+  std::optional<Stream> stream;          // the communication stream (one of the device's pool)
   std::mutex mutex;                      // issue order and the watchdog's list
   std::list<std::shared_ptr<NcclWork>> in_flight;
   std::atomic<bool> stopping{false};
   std::thread watchdog;
 
-  // Issues `call` on the communication stream after the computation stream's work so far.
-  WorkPtr issue(const char* collective, std::vector<Tensor> keep, bool blocking,
+  // Issues `call` on the communication stream once the work queued so far on the caller's current
+  // stream is done (an event, no host wait). `used` are the caller's tensors the collective reads
+  // or writes: record_stream'ed on the communication stream, so that the caching allocator does
+  // not hand their blocks out again before the collective has run, even if the caller drops them
+  // at once. `call` runs with the communication stream current, so that the scratch it allocates
+  // belongs to that stream.
+  WorkPtr issue(const char* collective, const std::vector<Tensor>& used, bool blocking,
                 const std::function<void(cuda::CUstream)>& call) {
     std::lock_guard lock(mutex);
     cuda::ensure_context(device);
-    const auto& drv = cuda::driver();
-    cuda::Event ready(device, cuda::CU_EVENT_DISABLE_TIMING);
-    ready.record(cuda::default_stream(device));
-    cuda::check(drv.cuStreamWaitEvent(stream->get(), ready.get(), 0), "cuStreamWaitEvent", collective);
+    stream->wait_stream(current_stream(Device::cuda(device)));
+    for (const Tensor& t : used) record_stream(t, *stream);
     auto work = std::make_shared<NcclWork>(
-        device, fmt::format("dist::{} (nccl) on rank {} of {}", collective, rank, size), std::move(keep), blocking);
-    call(stream->get());
-    work->done().record(stream->get());
+        device, fmt::format("dist::{} (nccl) on rank {} of {}", collective, rank, size), used, blocking);
+    {
+      StreamGuard on_comm(*stream);
+      call(static_cast<cuda::CUstream>(stream->native_handle()));
+    }
+    work->done().record(*stream);
     in_flight.push_back(work);
     return work;
   }
@@ -185,7 +193,7 @@ std::shared_ptr<NcclProcessGroup> NcclProcessGroup::create(std::shared_ptr<Store
   for (int r = 0; r < size; ++r) keys.push_back("nccl_ready/" + std::to_string(r));
   store->wait(keys, timeout);
   nccl::check(lib.ncclCommInitRank(&impl.comm, size, id, rank), "ncclCommInitRank");
-  impl.stream = std::make_unique<cuda::Stream>(cuda_device, cuda::CU_STREAM_NON_BLOCKING);
+  impl.stream.emplace(Device::cuda(cuda_device));  // from the pool: non-blocking, as PyTorch's NCCL streams
   impl.watchdog = std::thread([&impl] { impl.watch(); });
   return group;
 }
@@ -237,11 +245,12 @@ WorkPtr NcclProcessGroup::all_gather(std::vector<Tensor>& outputs, const Tensor&
   check_cuda(input, "all_gather");
   check_list(outputs, input, "all_gather", "outputs");
   auto bytes = static_cast<size_t>(input.nbytes());
-  Tensor gathered = Tensor::empty({static_cast<int64_t>(bytes) * size()}, DType::u8, input.device());
-  std::vector<Tensor> keep = outputs;
-  keep.push_back(input), keep.push_back(gathered);
+  std::vector<Tensor> used = outputs;
+  used.push_back(input);
   auto comm = impl_->comm;
-  return impl_->issue("all_gather", keep, false, [&](cuda::CUstream s) {
+  return impl_->issue("all_gather", used, false, [&](cuda::CUstream s) {
+    // Scratch of the communication stream: freed there, reused only by its later work.
+    Tensor gathered = Tensor::empty({static_cast<int64_t>(bytes) * size()}, DType::u8, input.device());
     nccl::check(nccl::library().ncclAllGather(ptr(input), gathered.raw_data(), bytes, nccl::kUint8, comm, s),
                 "ncclAllGather");
     for (size_t r = 0; r < outputs.size(); ++r)
@@ -256,11 +265,11 @@ WorkPtr NcclProcessGroup::reduce_scatter(Tensor& output, const std::vector<Tenso
   check_list(inputs, output, "reduce_scatter", "inputs");
   int type = nccl_type(output.dtype(), "reduce_scatter");
   auto bytes = static_cast<size_t>(output.nbytes());
-  Tensor packed = Tensor::empty({output.numel() * size()}, output.dtype(), output.device());
-  std::vector<Tensor> keep = inputs;
-  keep.push_back(output), keep.push_back(packed);
+  std::vector<Tensor> used = inputs;
+  used.push_back(output);
   auto comm = impl_->comm;
-  return impl_->issue("reduce_scatter", keep, false, [&](cuda::CUstream s) {
+  return impl_->issue("reduce_scatter", used, false, [&](cuda::CUstream s) {
+    Tensor packed = Tensor::empty({output.numel() * size()}, output.dtype(), output.device());  // comm-stream scratch
     for (size_t r = 0; r < inputs.size(); ++r)
       cuda::check(cuda::driver().cuMemcpyDtoDAsync(cuda::to_deviceptr(packed.raw_data()) + r * bytes,
                                                    cuda::to_deviceptr(inputs[r].raw_data()), bytes, s),
@@ -273,9 +282,10 @@ WorkPtr NcclProcessGroup::reduce_scatter(Tensor& output, const std::vector<Tenso
 
 WorkPtr NcclProcessGroup::barrier() {
   // An all-reduce of one element, waited for on the host (PyTorch's barrier on NCCL).
-  Tensor one = Tensor::zeros({1}, DType::f32, Device::cuda(impl_->device));
   auto comm = impl_->comm;
-  return impl_->issue("barrier", {one}, true, [&](cuda::CUstream s) {
+  const Device device = Device::cuda(impl_->device);
+  return impl_->issue("barrier", {}, true, [&](cuda::CUstream s) {
+    Tensor one = Tensor::zeros({1}, DType::f32, device);  // filled and freed on the communication stream
     nccl::check(nccl::library().ncclAllReduce(ptr(one), one.raw_data(), 1, nccl::kFloat32, nccl::kSum, comm, s),
                 "ncclAllReduce");
   });

@@ -2,9 +2,11 @@
 // communication stream of their own so that they overlap the computation (DDP's all-reduce runs
 // while backward goes on). Rank 0 makes the NCCL unique id and passes it through the store.
 //
-// Ordering, as PyTorch's: a collective waits (on the GPU, through an event) for the work issued
-// before it on the computation stream (the legacy default stream, runtime/cuda_device.h);
-// Work::wait() makes that stream wait for the collective, and the host does not block. A watchdog
+// Ordering, as PyTorch's ProcessGroupNCCL: the group has one communication stream (from the
+// device's pool, runtime/streams.h). A collective first makes it wait (on the GPU, through an
+// event) for the work queued so far on the caller's current stream, and record_stream's the
+// caller's tensors on it; Work::wait() makes the caller's current stream (at wait time) wait for
+// the collective's event, and the host does not block (barrier() blocks the host). A watchdog
 // thread checks NCCL's asynchronous errors and the timeout: a collective that fails or does not
 // finish within it aborts the communicator and ends the process with a message naming the
 // collective and the rank (a hung peer must not hang the job; tritium-run then stops the rest).

@@ -112,6 +112,9 @@ Loaded load() {
   TRITIUM_RESOLVE(cuMemcpyHtoDAsync);
   TRITIUM_RESOLVE(cuMemcpyDtoHAsync);
   TRITIUM_RESOLVE(cuMemcpyDtoDAsync);
+  TRITIUM_RESOLVE(cuMemcpyPeerAsync);
+  TRITIUM_RESOLVE(cuDeviceCanAccessPeer);
+  TRITIUM_RESOLVE(cuCtxEnablePeerAccess);
   TRITIUM_RESOLVE(cuMemsetD8Async);
   TRITIUM_RESOLVE(cuMemsetD32Async);
   TRITIUM_RESOLVE(cuStreamCreate);

@@ -143,6 +143,11 @@ struct Driver {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyDtoHAsync)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  // Copies between devices (nn::to_device, model parallelism): peer access where the pair allows it.
+  CUresult (*cuMemcpyPeerAsync)(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes,
+                                CUstream stream);
+  CUresult (*cuDeviceCanAccessPeer)(int* can_access, CUdevice dev, CUdevice peer);
+  CUresult (*cuCtxEnablePeerAccess)(CUcontext peer, unsigned flags);
   CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream);
   CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned value, size_t count, CUstream stream);
 

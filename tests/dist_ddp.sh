@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Multi-process tests of dist/ and DistributedDataParallel on Gloo over loopback (issue 32).
-#   dist_ddp.sh TRITIUM_RUN WORKER SCRATCH launcher|losses|failures|collectives|mnist [TRAIN_MNIST]
+#   dist_ddp.sh TRITIUM_RUN WORKER SCRATCH launcher|losses|failures|collectives|mnist|gpt [TRAIN_MNIST|TRAIN_GPT]
 # launcher:    tritium-run's variables, options (--help, range errors), a failing rank named, SIGTERM
 #              passed on to every rank
 # losses:      2 and 3 ranks with global batch 24 print the same losses as 1 rank (within 1e-5
@@ -12,6 +12,12 @@
 #              ranks against BatchNorm on the whole batch
 # mnist:       train-mnist under tritium-run on 2 ranks ends with the loss and accuracy of one
 #              process at the same global batch (skipped, 77, without Fashion-MNIST)
+# gpt:         train-gpt (a tiny model) under tritium-run: 2 ranks print the losses of 1 process
+#              within 1e-5 (get_batch; the DataLoader's DistributedSampler across an epoch with
+#              --accumulate under no_sync); a 2-rank run stopped and resumed under 2 ranks continues
+#              bit for bit, resumed under 1 within 1e-5; rank 0 alone prints and writes --log;
+#              a global batch the ranks do not divide is a clear error (skipped, 77, without the
+#              fortunes)
 set -u
 run=$1 worker=$2 scratch=$3 part=$4
 mkdir -p "$scratch"
@@ -160,6 +166,49 @@ mnist)
   echo "1 rank: $one; 2 ranks: $two"
   [ -n "$one" ] && [ "$one" = "$two" ] || fail "2 ranks differ from 1"
   [ "$(grep -c '^final:' "$scratch/mnist2.txt")" = 1 ] || fail "rank 1 printed too"
+  ;;
+gpt)
+  gpt=$5
+  [ -d /usr/share/games/fortunes ] || { echo "skipped: the fortunes are not installed (apt-get install fortunes)"; exit 77; }
+  tiny=(--layers 2 --width 32 --heads 2 --context 16 --batch-size 8 --steps 6 --warmup 2 --eval-every 100
+        --eval-batches 1 --generate 0 --print-losses)
+  # within A B COUNT [TOLERANCE]: the "loss K L" lines of two outputs, COUNT of them, agree.
+  within() {
+    paste <(grep '^loss ' "$1") <(grep '^loss ' "$2") | awk -v A="$1" -v B="$2" -v N="$3" -v T="${4:-1e-5}" '
+      { n++; d = $3 - $6; if (d < 0) d = -d; if (d > max) max = d; if ($2 != $5) bad = 1 }
+      END { printf "%s vs %s: %d steps, max |loss difference| %.3g\n", A, B, n, max; exit (n != N || bad || max > T) }' ||
+      fail "losses differ: $1 vs $2"
+  }
+  job "$scratch/gpt1.txt" "$gpt" "${tiny[@]}"
+  job "$scratch/gpt2.txt" "$run" --nproc-per-node 2 --master-port "$(port)" "$gpt" "${tiny[@]}" --log "$scratch/gpt2.jsonl"
+  grep -q "data parallel over 2 ranks (gloo), 4 sequences per rank and batch" "$scratch/gpt2.txt" || fail "not data parallel"
+  within "$scratch/gpt1.txt" "$scratch/gpt2.txt" 6
+  [ "$(grep -c '^final:' "$scratch/gpt2.txt")" = 1 ] || fail "rank 1 printed too"
+  [ "$(grep -c '"loss"' "$scratch/gpt2.jsonl")" = 6 ] || fail "--log: expected rank 0's 6 loss lines"
+  # The DataLoader: 47 training windows of a tiny corpus, 5 global batches of 8 an epoch, so 6
+  # steps of 2 accumulated batches (the first under no_sync) cross two epochs.
+  corpus="$scratch/tiny-corpus"
+  mkdir -p "$corpus"
+  { for i in 1 2 3 4 5 6 7 8 9; do printf 'abc%d\n%%\n' "$i"; done
+    printf 'a held-out fortune that is long enough\n%%\n'; } >"$corpus/tiny"
+  loader=(--corpus "$corpus" --workers 0 --accumulate 2)
+  job "$scratch/loader1.txt" "$gpt" "${tiny[@]}" "${loader[@]}"
+  job "$scratch/loader2.txt" "$run" --nproc-per-node 2 --master-port "$(port)" "$gpt" "${tiny[@]}" "${loader[@]}"
+  within "$scratch/loader1.txt" "$scratch/loader2.txt" 6
+  # Resume: stopped after step 3 under 2 ranks, resumed under 2 (bit for bit) and under 1.
+  ck="$scratch/gpt2.safetensors"
+  job "$scratch/part.txt" "$run" --nproc-per-node 2 --master-port "$(port)" "$gpt" "${tiny[@]}" --stop-after 3 --save "$ck"
+  job "$scratch/rest2.txt" "$run" --nproc-per-node 2 --master-port "$(port)" "$gpt" "${tiny[@]}" --resume "$ck"
+  grep -q "resumed $ck after step 3" "$scratch/rest2.txt" || fail "the resumed run does not say where it resumed"
+  cat "$scratch/part.txt" "$scratch/rest2.txt" >"$scratch/resumed2.txt"
+  diff <(grep '^loss ' "$scratch/gpt2.txt") <(grep '^loss ' "$scratch/resumed2.txt") ||
+    fail "resumed under 2 ranks: the losses differ from the uninterrupted 2-rank run"
+  job "$scratch/rest1.txt" "$gpt" "${tiny[@]}" --resume "$ck"
+  within <(grep '^loss [456] ' "$scratch/gpt2.txt") "$scratch/rest1.txt" 3
+  # A global batch the ranks do not divide.
+  timeout 60 "$run" --nproc-per-node 3 --master-port "$(port)" "$gpt" "${tiny[@]}" >"$scratch/bad.txt" 2>&1
+  grep -q "batch-size 8 is the global batch: it must be divisible by the 3 ranks" "$scratch/bad.txt" ||
+    { cat "$scratch/bad.txt"; fail "--batch-size 8 on 3 ranks"; }
   ;;
 *) fail "unknown part $part" ;;
 esac

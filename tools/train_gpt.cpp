@@ -4,20 +4,24 @@
 // accumulation and checkpointing, a scalar log, resumable checkpoints (--save / --save-every /
 // --resume; --load reads the model only) and generated text at the end. `./run.sh --model gpt [options]` runs it. Every operation of the forward pass, the
 // backward pass, the optimiser step and the sampling is a Tritium kernel. --help lists the options.
+// Under tritium-run it trains data-parallel (DistributedDataParallel; docs/gpt.md).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <tritium/tritium.h>
 
 #include "tools/cli.h"
 
+#include "dist/distributed.h"
 #include "io/safetensors.h"
 #include "nn/autograd.h"
 #include "nn/autocast.h"
+#include "nn/ddp.h"
 #include "nn/functional.h"
 #include "nn/gpt.h"
 #include "nn/grad_scaler.h"
@@ -117,6 +121,11 @@ const char* kUsage =
     "  --temperature T     sampling temperature, 0 for greedy (default 0.8)\n"
     "  --top-k K           keep the K most likely bytes, 0 all (default 40); --top-p P (default 1)\n"
     "  --help              this text\n"
+    "Data parallel: under tritium-run (tritium-run --nproc-per-node N train-gpt ...) one process per\n"
+    "rank (on cuda, device LOCAL_RANK and NCCL; on cpu, Gloo), --batch-size the global batch split\n"
+    "evenly over the ranks, the model wrapped in DistributedDataParallel (--accumulate's inner\n"
+    "batches under no_sync); rank 0 alone prints, evaluates, logs, profiles, saves and generates.\n"
+    "--resume takes a checkpoint of any world size (the data position is global).\n"
     "Mistakes in the options, and errors while running, end the program with one line on\n"
     "stderr and exit status 2.\n";
 
@@ -233,8 +242,46 @@ double evaluate(nn::GPT& model, const nn::TextCorpus& corpus, nn::TextCorpus::Sp
 
 bool g_progress_open = false;
 
+// ---- data parallel (issue 32): the job tritium-run started, when it did --------------------------
+struct DataParallelJob {
+  bool on = false;
+  int rank = 0, world = 1;
+  bool lead() const { return rank == 0; }
+};
+
+// Joins the job (Gloo on cpu, NCCL on cuda:LOCAL_RANK, which `device` becomes) when WORLD_SIZE is
+// set; ranks other than 0 print nothing on stdout.
+DataParallelJob join_data_parallel_job(const Config& c, Device& device) {
+  DataParallelJob job;
+  if (!std::getenv("WORLD_SIZE")) return job;
+  dist::LaunchEnvironment env = dist::read_launch_environment();
+  if (device.is_cuda()) device = Device::cuda(env.local_rank);
+  dist::init_process_group(device.is_cuda() ? "nccl" : "gloo");
+  job.on = true, job.rank = dist::get_rank(), job.world = dist::get_world_size();
+  if (c.batch_size % job.world != 0)
+    fail("--batch-size {} is the global batch: it must be divisible by the {} ranks", c.batch_size, job.world);
+  if (!job.lead() && !std::freopen("/dev/null", "w", stdout)) fail("rank {}: cannot silence stdout", job.rank);
+  return job;
+}
+
+// The GPT's loss as a module's forward (x, y) -> loss, so that DistributedDataParallel's forward
+// (which prepares the reduction of the backward that follows) runs GPT::loss.
+class GPTLoss : public nn::Module {
+ public:
+  explicit GPTLoss(std::shared_ptr<nn::GPT> gpt) : gpt_(register_module("gpt", std::move(gpt))) {}
+  std::vector<Tensor> forward_many(const std::vector<Tensor>& inputs) override {
+    if (inputs.size() != 2) fail("GPTLoss: expected (tokens, targets), got {} inputs", inputs.size());
+    return {gpt_->loss(inputs[0], inputs[1])};
+  }
+  std::string type_name() const override { return "GPTLoss"; }
+
+ private:
+  std::shared_ptr<nn::GPT> gpt_;
+};
+
 int run(const Config& c) {
   Device device = Device::parse(c.backend);
+  const DataParallelJob job = join_data_parallel_job(c, device);
   auto corpus_ptr = std::make_shared<const nn::TextCorpus>(nn::TextCorpus::fortunes(c.corpus));
   const nn::TextCorpus& corpus = *corpus_ptr;
   const double unigram = corpus.unigram_held_out_loss();
@@ -244,10 +291,12 @@ int run(const Config& c) {
   Generator init_gen(c.seed);
   // Built and initialised on the training device (a CUDA-only build has no CPU kernels).
   DefaultDeviceGuard on_device(device);
-  nn::GPT model(nn::GPTConfig{.vocab_size = nn::TextCorpus::vocab_size, .block_size = c.context, .n_layer = c.layers,
-                              .n_head = c.heads, .n_embd = c.width, .dropout = c.dropout, .bias = true,
-                              .gradient_checkpointing = c.checkpoint, .checkpoint_blocks = c.checkpoint_blocks},
-                init_gen);
+  auto model_ptr = std::make_shared<nn::GPT>(
+      nn::GPTConfig{.vocab_size = nn::TextCorpus::vocab_size, .block_size = c.context, .n_layer = c.layers,
+                    .n_head = c.heads, .n_embd = c.width, .dropout = c.dropout, .bias = true,
+                    .gradient_checkpointing = c.checkpoint, .checkpoint_blocks = c.checkpoint_blocks},
+      init_gen);
+  nn::GPT& model = *model_ptr;
   model.to(device);
   if (c.tf32) ops::set_float32_matmul_precision("high");
   // nanoGPT's groups: weight decay on the matrices (dim >= 2), none on biases and LayerNorms.
@@ -263,9 +312,9 @@ int run(const Config& c) {
   // --amp f16 needs loss scaling; bf16 has f32's range and needs none (PyTorch's practice).
   nn::GradScaler scaler(device, 65536.0, 2.0, 0.5, 2000, /*enabled=*/c.amp == "f16");
   std::unique_ptr<profiler::StepProfiler> step_profiler;
-  if (!c.profile_path.empty()) step_profiler = std::make_unique<profiler::StepProfiler>(c.profile_path);
+  if (!c.profile_path.empty() && job.lead()) step_profiler = std::make_unique<profiler::StepProfiler>(c.profile_path);
   std::unique_ptr<profiler::ScalarLog> scalar_log;
-  if (!c.log_path.empty()) scalar_log = std::make_unique<profiler::ScalarLog>(c.log_path);
+  if (!c.log_path.empty() && job.lead()) scalar_log = std::make_unique<profiler::ScalarLog>(c.log_path);
 
   // The random streams: batches (their generator's position is the data position) and dropout
   // (the default generator, which nn::Dropout draws from; one generator serves every device).
@@ -279,10 +328,20 @@ int run(const Config& c) {
     progress = train_gpt::resume_checkpoint(c.resume_path, state, architecture(c), training_options(c));
     std::printf("resumed %s after step %lld\n", c.resume_path.c_str(), static_cast<long long>(progress.step));
   }
-  // The batches, from the data position the run is at.
+  // The batches, from the data position the run is at (a global position: any world size).
   train_gpt::TrainBatches batches(corpus_ptr, c.batch_size, c.context, c.workers, c.seed + 1, batch_gen, device,
-                                  progress.data);
-  auto save = [&] { train_gpt::save_checkpoint(c.save_path, state, progress, architecture(c), training_options(c)); };
+                                  progress.data, job.world, job.rank);
+  auto save = [&] {
+    if (job.lead()) train_gpt::save_checkpoint(c.save_path, state, progress, architecture(c), training_options(c));
+  };
+  // Data parallel: the loss through DistributedDataParallel (rank 0's parameters broadcast, the
+  // gradients averaged over the ranks during backward); the optimiser keeps the model's parameters.
+  std::shared_ptr<GPTLoss> loss_module;
+  std::unique_ptr<nn::DistributedDataParallel> ddp;
+  if (job.on) {
+    loss_module = std::make_shared<GPTLoss>(model_ptr);
+    ddp = std::make_unique<nn::DistributedDataParallel>(loss_module);
+  }
 
   std::printf("train-gpt: %lld layers, width %lld, %lld heads, context %lld, %.2fM parameters, on %s%s\n",
               static_cast<long long>(c.layers), static_cast<long long>(c.width), static_cast<long long>(c.heads),
@@ -302,6 +361,9 @@ int run(const Config& c) {
               c.accumulate > 1 ? fmt::format(" x {} accumulated", c.accumulate).c_str() : "",
               static_cast<long long>(c.steps), c.lr, c.min_lr, static_cast<long long>(c.warmup), c.weight_decay,
               static_cast<unsigned long long>(c.seed));
+  if (job.on)
+    std::printf("data parallel over %d ranks (%s), %lld sequences per rank and batch\n", job.world,
+                dist::default_group()->backend().c_str(), static_cast<long long>(c.batch_size / job.world));
   std::fflush(stdout);
 
   auto start = Clock::now();
@@ -312,6 +374,7 @@ int run(const Config& c) {
   double eval_seconds = 0;  // tokens/s counts training time only
   auto train_seconds_so_far = [&] { return std::max(1e-9, seconds_since(start) - eval_seconds); };
   auto report = [&] {
+    if (!job.lead()) return;  // rank 0 alone evaluates
     auto eval_start = Clock::now();
     held_out = evaluate(model, corpus, nn::TextCorpus::Split::held_out, c, device);
     eval_seconds += seconds_since(eval_start);
@@ -344,11 +407,20 @@ int run(const Config& c) {
       auto [x, y] = batches.next();
       Tensor loss;
       {
+        // Data parallel: the inner batches' forwards under no_sync, so that only the last
+        // backward reduces (the sum of the accumulated gradients).
+        std::optional<nn::DistributedDataParallel::NoSyncGuard> no_sync;
+        if (ddp && micro + 1 < c.accumulate) no_sync.emplace(*ddp);
         nn::autocast amp(device.kind, c.amp == "f16" ? DType::f16 : DType::bf16, /*enabled=*/!c.amp.empty());
-        loss = model.loss(x, y);
+        loss = ddp ? ddp->forward_many({x, y})[0] : model.loss(x, y);
       }
       scaler.scale(c.accumulate > 1 ? loss / accumulate : loss).backward();
       loss_sum += loss.to(DType::f32).to_vector<float>()[0];
+    }
+    if (job.on) {  // the global batch's loss: the mean of the ranks' means
+      Tensor global = Tensor::from_vector<double>({loss_sum}, {1}, device);
+      dist::all_reduce(global, dist::ReduceOp::avg);
+      loss_sum = global.to_vector<double>()[0];
     }
     scaler.step(opt);  // opt.step() unless f16; skipped on the device after an inf
     scaler.update();
@@ -367,7 +439,7 @@ int run(const Config& c) {
                                       {"memory_allocated", static_cast<double>(memory_allocated(device))},
                                       {"max_memory_allocated", static_cast<double>(max_memory_allocated(device))}});
     if (c.memory_summary && progress.step == start_step + 1) print_memory("after the first step");
-    if (Clock::now() - last_draw > std::chrono::milliseconds(200) || progress.step == last) {
+    if (job.lead() && (Clock::now() - last_draw > std::chrono::milliseconds(200) || progress.step == last)) {
       last_draw = Clock::now();
       constexpr int kWidth = 24;
       int filled = static_cast<int>(kWidth * progress.step / c.steps);
@@ -388,12 +460,12 @@ int run(const Config& c) {
   if (progress.step % c.eval_every != 0 || steps_run == 0) report();
   if (c.memory_summary) print_memory("at the end");
   if (scalar_log) profiler::write_scalar_plots(scalar_log->records(), "train-gpt", c.log_path + ".svg");
-  if (!c.save_path.empty()) {
+  if (!c.save_path.empty() && job.lead()) {
     save();
     std::printf("saved the checkpoint of step %lld to %s\n", static_cast<long long>(progress.step),
                 c.save_path.c_str());
   }
-  if (c.generate > 0) {
+  if (c.generate > 0 && job.lead()) {
     nn::GenerationConfig g{.max_new_tokens = c.generate, .temperature = c.temperature > 0 ? c.temperature : 1.0,
                            .top_k = c.top_k, .top_p = c.top_p, .greedy = c.temperature == 0, .seed = c.seed};
     Tensor out = model.generate(nn::TextCorpus::encode(c.prompt), g);
@@ -403,6 +475,9 @@ int run(const Config& c) {
   }
   std::printf("final: held-out loss %.4f (unigram %.4f), %lld steps in %.1f s, %.0f tokens/s\n", held_out, unigram,
               static_cast<long long>(steps_run), train_seconds, train_seconds > 0 ? tokens_seen / train_seconds : 0.0);
+  std::fflush(stdout);
+  ddp.reset();
+  if (job.on) dist::destroy_process_group();
   return 0;
 }
 
