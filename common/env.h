@@ -29,9 +29,9 @@ struct Env {
   // where a dot is traced.
   std::string f32_default;
   // TRITIUM_CUDA_CODEGEN: which CUDA code generator lowers a kernel: "layouts" (every kernel through
-  // layouts, jit/cuda/lowering), "legacy" (none: the element-loop generator, jit/cuda/codegen.cpp),
-  // empty (the default): kernels with a dot through layouts unless the element-loop generator's
-  // matmul-loop matcher takes all their dots. Part of the cache key.
+  // layouts, jit/cuda/lowering), empty (the default): kernels with a dot through layouts, the others
+  // through the element-loop generator (jit/cuda/codegen.cpp). Other values ("legacy", the removed
+  // matmul-loop matcher) are an error where a CUDA kernel is generated. Part of the cache key.
   std::string cuda_codegen;
   // TRITIUM_POISON_BUFFERS=1: every new tensor buffer is filled with 0xFF bytes (NaN in every
   // float dtype, -1 in integers) before anyone writes it, so a check sees the elements an op never

@@ -7,9 +7,7 @@
 #include <boost/test/unit_test.hpp>
 #include <tritium/tritium.h>
 
-#include "jit/cuda/codegen.h"
-#include "jit/cuda/nvrtc.h"
-#include "jit/passes/axis_info.h"
+#include "cuda_codegen_check.h"
 #include "ops/elementwise_kernels.h"
 #include "test_support.h"
 
@@ -22,7 +20,7 @@ BOOST_AUTO_TEST_SUITE(test_cuda_codegen_elementwise)
 
 namespace {
 
-template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
+template <class T> T* addr(uint64_t i) { return tritium::test::fake_address<T>(i); }
 
 // One kernel: out = sum over the family's ops of op(x, y, z, e) converted to the compute type.
 tritium::Kernel& family_kernel() {
@@ -63,31 +61,20 @@ tritium::Kernel& family_kernel() {
 
 template <class T>
 void compile_family(int first, int count, DType cdt) {
-  auto f = family_kernel().optimized_function(addr<T>(0), addr<T>(1), addr<T>(2), addr<T>(3), 0.5, 1.5, -2.0,
-                                              1000, first, count, static_cast<int>(cdt), 256);
-  tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
-  tritium::jit::CompileOptions opts;
-  opts.num_warps = 4;
-  cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, cuda::kSharedMemoryBudget);
-  for (const char* arch : {"sm_90a", "sm_80"}) {
-    std::vector<char> cubin;
-    try {
-      cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch);
-    } catch (const tritium::Error& e) {
-      BOOST_ERROR("family " << first << " (" << tritium::dtype_name(cdt) << ") does not compile for " << arch << ":\n"
-                            << e.what());
-    }
-    BOOST_TEST(!cubin.empty(), "family " << first << " " << tritium::dtype_name(cdt) << " " << arch);
-  }
+  tritium::test::compile_cuda(family_kernel(),
+                              tritium::test::CudaCheck()
+                                  .also_for("sm_80")
+                                  .routed()
+                                  .budget(cuda::kSharedMemoryBudget)
+                                  .named(fmt::format("family {} ({})", first, tritium::dtype_name(cdt))),
+                              addr<T>(0), addr<T>(1), addr<T>(2), addr<T>(3), 0.5, 1.5, -2.0, 1000, first, count,
+                              static_cast<int>(cdt), 256);
 }
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(every_op_compiles_with_nvrtc) {
-  if (!cuda::nvrtc_available()) {
-    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
-    return;
-  }
+  if (!tritium::test::nvrtc_or_skip()) return;
   const int math = static_cast<int>(detail::Ew::math_first), act = static_cast<int>(detail::Ew::activation_first),
             bit = static_cast<int>(detail::Ew::bitwise_first);
   compile_family<float>(math, detail::kUnaryMathOps, DType::f32);

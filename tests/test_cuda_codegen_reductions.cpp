@@ -9,10 +9,8 @@
 #include "test_support.h"
 
 #if TRITIUM_HAS_CUDA_BACKEND
+#include "cuda_codegen_check.h"
 #include "ir/ir.h"
-#include "jit/cuda/codegen.h"
-#include "jit/cuda/nvrtc.h"
-#include "jit/passes/axis_info.h"
 #include "ops/reduce_kernels.h"
 
 namespace cuda = tritium::jit::cuda;
@@ -20,32 +18,18 @@ using tritium::DType;
 
 namespace {
 
-template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
+template <class T> T* addr(uint64_t i) { return tritium::test::fake_address<T>(i); }
 
 // Traces `k` for `args`, generates CUDA C++ and compiles it for sm_90a, and for sm_80 too while
 // `also_sm80` is set (a few kernels of each family: NVRTC is slow on the 2-core CI machine).
 bool also_sm80 = false;
 template <class... A> void compile(tritium::Kernel& k, const std::string& what, const A&... args) {
-  auto f = k.optimized_function(args...);
-  tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
-  tritium::jit::CompileOptions opts;
-  opts.num_warps = 4;
-  cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, cuda::kSharedMemoryBudget);
-  for (const char* arch : {"sm_90a", "sm_80"}) {
-    if (std::string(arch) == "sm_80" && !also_sm80) continue;
-    try {
-      BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, arch).empty(), what << " for " << arch);
-    } catch (const tritium::Error& e) {
-      BOOST_ERROR(what << " does not compile for " << arch << ":\n" << e.what());
-    }
-  }
+  tritium::test::CudaCheck check = tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).named(what);
+  if (also_sm80) check.also_for("sm_80");
+  tritium::test::compile_cuda(k, check, args...);
 }
 
-bool nvrtc_or_skip() {
-  if (cuda::nvrtc_available()) return true;
-  BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
-  return false;
-}
+using tritium::test::nvrtc_or_skip;
 
 int d(DType t) { return static_cast<int>(t); }
 

@@ -84,8 +84,8 @@ void check_cases(const std::vector<Case>& cases, int num_warps, bool sm80 = fals
   }
   auto k = tritium::kernel(fmt::format("scans_{}", ++kernels), [&](tl::ptr<float> x, tl::ptr<float> a, tl::ptr<float> b, tl::ptr<f16_t> hx,
                                         tl::ptr<float> out, tl::ptr<f16_t> hout) { trace_scans(cases, x, a, b, hx, out, hout); });
-  for (const char* gen : {"legacy", "layouts"}) {
-    tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", gen);
+  for (const char* gen : {"elements", "layouts"}) {  // dot-free: the element-loop generator by default
+    tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", std::string(gen) == "layouts" ? gen : nullptr);
     for (int cc : {90, 80}) {
       if (cc == 80 && !sm80) continue;
       BOOST_TEST_CONTEXT("num_warps " << num_warps << ", " << gen << ", sm_" << cc) {
@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(padded_copy_only_where_it_fits) {
     BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
     return;
   }
-  tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", "legacy");
+  tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", nullptr);  // the element-loop generator (dot-free kernels' default)
   auto k = tritium::kernel("scan_large", [](tl::ptr<double> x, tl::ptr<double> out, int N) {
     auto offs = tl::arange(0, N);
     tl::store(out + offs, tl::cumsum(tl::load(x + offs), 0));

@@ -6,49 +6,28 @@
 #include <tritium/tritium.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
-#include "common/env.h"
-#include "jit/cuda/codegen.h"
-#include "jit/cuda/nvrtc.h"
-#include "jit/passes/axis_info.h"
+#include "cuda_codegen_check.h"
+#include "ops/ops.h"
 
 namespace tl = tritium::tl;
 namespace cuda = tritium::jit::cuda;
+namespace tt = tritium::test;
 using tritium::f16_t;
+using tt::kernel_body;
 
 namespace {
 
-template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
-constexpr int64_t H100_SHARED_MEMORY = 219 * 1024;
+template <class T> T* addr(uint64_t i) { return tt::fake_address<T>(i); }
 
-// Through layouts for `cc`, compiled for `arch` (a compile error fails the test).
+// Through layouts for `cc` with 3 stages, compiled for `arch` (tests/cuda_codegen_check.h).
 template <class... A>
 cuda::KernelSource through_layouts(tritium::Kernel& k, int num_warps, int cc, const std::string& arch, const A&... args) {
-  auto f = k.optimized_function(args...);
-  tritium::jit::CompileOptions opts;
-  opts.num_warps = num_warps;
-  opts.num_stages = 3;
-  cuda::KernelSource ks = cuda::generate_cuda_layouts(*f, opts, H100_SHARED_MEMORY, cc);
-  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
-    std::ofstream(std::string(dir) + "/" + ks.entry + "." + arch + ".cu") << ks.source;
-  try {
-    BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, arch).empty());
-  } catch (const tritium::Error& e) {
-    BOOST_ERROR("kernel " << ks.entry << " does not compile for " << arch << ":\n" << e.what());
-  }
-  return ks;
+  return tt::compile_cuda(k, tt::CudaCheck().warps(num_warps).target(cc, arch), args...);
 }
 
-std::string kernel_body(const cuda::KernelSource& ks) { return ks.source.substr(ks.source.find("__global__")); }
-
-size_t count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-  return n;
-}
+size_t count(const std::string& s, const std::string& what) { return tt::occurrences(s, what); }
 
 // Whether the kernel takes exactly these tensor maps (in any order): A's (M x K, row stride K; box
 // 64 x BM) and B's (K x N, row stride N; box 64 x BK) recipes: base, shape0, shape1, stride0, 1 (i:
@@ -210,32 +189,20 @@ BOOST_AUTO_TEST_CASE(block_pointer_tiles_by_tma) {
   BOOST_TEST(has_maps(nan, {"p1 i5 i4 i4 c1 2 6 64 64"}));  // A's NaN padding: A is loaded in the loop
 }
 
-// Both generators ask the shared analysis (jit/cuda/tma.h) the same questions: tutorial 03's tiles
-// get the same maps from the element-loop generator's matmul loop (TRITIUM_CUDA_CODEGEN=legacy,
-// which also stores C through a third map, persistent) as from the layout generator's ring.
-BOOST_AUTO_TEST_CASE(both_generators_plan_the_same_tiles) {
-  if (!cuda::nvrtc_available()) return;
-  std::string previous;
-  const bool had = std::getenv("TRITIUM_CUDA_CODEGEN") != nullptr;
-  if (had) previous = std::getenv("TRITIUM_CUDA_CODEGEN");
-  setenv("TRITIUM_CUDA_CODEGEN", "legacy", 1);
-  tritium::reload_env_for_tests();
-  auto f = tutorial_matmul.optimized_function(addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), 4096, 4096, 4096, 128, 256,
-                                              64, 0.0f);
-  tritium::jit::CompileOptions opts;
-  opts.num_warps = 8;
-  opts.num_stages = 3;
-  cuda::KernelSource legacy = cuda::generate_cuda(*f, tritium::jit::analyze_axis_info(*f), opts, H100_SHARED_MEMORY, 90);
-  if (had) setenv("TRITIUM_CUDA_CODEGEN", previous.c_str(), 1);
-  else unsetenv("TRITIUM_CUDA_CODEGEN");
-  tritium::reload_env_for_tests();
-  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
-    std::ofstream(std::string(dir) + "/" + legacy.entry + ".legacy.cu") << legacy.source;
-  BOOST_TEST(legacy.matmul_loops == 1);
-  BOOST_TEST(has_maps(legacy, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64", "p2 i3 i4 i4 c1 2 6 64 128"}));
-  cuda::KernelSource layouts = through_layouts(tutorial_matmul, 8, 90, "sm_90a", addr<f16_t>(0), addr<f16_t>(1),
-                                               addr<f16_t>(2), 4096, 4096, 4096, 128, 256, 64, 0.0f);
-  BOOST_TEST(has_maps(layouts, {"p0 i3 i5 i5 c1 2 6 64 128", "p1 i5 i4 i4 c1 2 6 64 64"}));
+// bf16 tiles too (CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9), through the op library's matmul kernel
+// with block pointers (64-bit strides: parameters read as 64 bits, `pN`). The matcher planned the
+// same two maps for this kernel before it was removed (stop 41).
+BOOST_AUTO_TEST_CASE(op_library_bf16_matmul_by_tma) {
+  if (!tt::nvrtc_or_skip()) return;
+  using tritium::bf16_t;
+  auto ks = through_layouts(
+      tritium::ops::matmul_kernel(tritium::DType::bf16), 8, 90, "sm_90a", addr<bf16_t>(0), addr<bf16_t>(1),
+      addr<bf16_t>(2), 4096, 4096, 4096, int64_t{4096}, int64_t{1}, int64_t{4096}, int64_t{1}, int64_t{4096}, int64_t{1},
+      int64_t{1}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0},
+      tritium::Meta{{"BLOCK_M", 128}, {"BLOCK_N", 256}, {"BLOCK_K", 64}, {"GROUP_M", 8}, {"TF32", 0},
+                    {"CARRY_POINTERS", false}, {"BLOCK_POINTERS", true}});
+  BOOST_TEST(has_maps(ks, {"p0 i3 i5 p6 c1 2 9 64 128", "p1 i5 i4 p8 c1 2 9 64 64"}));
+  BOOST_TEST(!tma_loop(kernel_body(ks)).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

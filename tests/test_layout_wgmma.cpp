@@ -8,18 +8,14 @@
 #include <boost/test/unit_test.hpp>
 #include <tritium/tritium.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <memory>
 #include <regex>
 #include <string>
 
-#include "jit/cuda/codegen.h"
-#include "operand_matmul_kernel.h"
-#include "jit/cuda/nvrtc.h"
+#include "cuda_codegen_check.h"
 #include "jit/passes/assign_layouts.h"
-#include "jit/passes/axis_info.h"
+#include "operand_matmul_kernel.h"
 
 namespace tl = tritium::tl;
 namespace cuda = tritium::jit::cuda;
@@ -28,8 +24,7 @@ using tritium::test::operand_matmul;
 
 namespace {
 
-template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
-
+template <class T> T* addr(uint64_t i) { return tritium::test::fake_address<T>(i); }
 
 // One dot, no loop: the tiles are written by the threads from registers (store_tile).
 template <class T>
@@ -60,19 +55,8 @@ Generated generate(tritium::Kernel& k, int num_warps, int num_stages, int cc, co
     g.layouts = assign_layouts(*f, axis, LayoutOptions{num_warps, cc});
     g.f = std::move(f);
   }
-  auto f = k.optimized_function(args...);
-  CompileOptions opts;
-  opts.num_warps = num_warps;
-  opts.num_stages = num_stages;
-  cuda::KernelSource ks = cuda::generate_cuda_layouts(*f, opts, 219 * 1024, cc);
-  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
-    std::ofstream(std::string(dir) + "/" + ks.entry + "." + arch + ".cu") << ks.source;
-  try {
-    BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, arch).empty());
-  } catch (const tritium::Error& e) {
-    BOOST_ERROR("kernel " << ks.entry << " does not compile for " << arch << ":\n" << e.what());
-  }
-  g.body = ks.source.substr(ks.source.find("__global__"));
+  g.body = tritium::test::kernel_body(tritium::test::compile_cuda(
+      k, tritium::test::CudaCheck().warps(num_warps).stages(num_stages).target(cc, arch), args...));
   return g;
 }
 
@@ -102,11 +86,7 @@ bool element_tile_writes(const std::string& body) {
   return std::regex_search(body, re);
 }
 
-bool skip() {
-  if (cuda::nvrtc_available()) return false;
-  BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
-  return true;
-}
+bool skip() { return !tritium::test::nvrtc_or_skip(); }
 
 }  // namespace
 

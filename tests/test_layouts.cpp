@@ -6,13 +6,11 @@
 #include <boost/test/unit_test.hpp>
 #include <tritium/tritium.h>
 
-#include <fstream>
 #include <map>
 #include <set>
 
+#include "cuda_codegen_check.h"
 #include "ir/ir.h"
-#include "jit/cuda/codegen.h"
-#include "jit/cuda/nvrtc.h"
 #include "jit/layouts/layout.h"
 #include "jit/passes/assign_layouts.h"
 #include "jit/passes/axis_info.h"
@@ -345,26 +343,13 @@ BOOST_AUTO_TEST_CASE(an_accumulator_too_large_for_the_registers_is_a_clear_error
 
 namespace {
 
-// Generates CUDA C++ through layouts for `k` and compiles it with NVRTC for `arch` (no GPU needed).
+// The kernel body through layouts for `cc`, compiled with NVRTC for `arch` (tests/cuda_codegen_check.h).
 template <class... A>
 std::string compile_layouts(tritium::Kernel& k, int num_warps, int num_stages, int cc, const std::string& arch,
                             const A&... args) {
-  namespace cuda = tritium::jit::cuda;
-  auto f = k.optimized_function(args...);
-  CompileOptions opts;
-  opts.num_warps = num_warps;
-  opts.num_stages = num_stages;
-  cuda::KernelSource ks = cuda::generate_cuda_layouts(*f, opts, 219 * 1024, cc);
-  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
-    std::ofstream(std::string(dir) + "/" + ks.entry + "." + arch + ".cu") << ks.source;
-  std::vector<char> cubin;
-  try {
-    cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch);
-  } catch (const tritium::Error& e) {
-    BOOST_ERROR("kernel " << ks.entry << " does not compile for " << arch << ":\n" << e.what());
-  }
-  BOOST_TEST(!cubin.empty());
-  return ks.source.substr(ks.source.find("__global__"));
+  namespace tt = tritium::test;
+  return tt::kernel_body(
+      tt::compile_cuda(k, tt::CudaCheck().warps(num_warps).stages(num_stages).target(cc, arch), args...));
 }
 
 }  // namespace

@@ -7,37 +7,19 @@
 #ifdef TRITIUM_HAS_CUDA_BACKEND
 #include <tritium/tritium.h>
 
-#include <cstdlib>
-#include <fstream>
-
-#include "jit/cuda/codegen.h"
-#include "jit/cuda/nvrtc.h"
+#include "cuda_codegen_check.h"
 #include "ops/rnn.h"
 
-namespace cuda = tritium::jit::cuda;
 namespace ops = tritium::ops;
 using tritium::DType;
 
 namespace {
 
-template <class T> T* addr(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x1000000); }
+template <class T> T* addr(uint64_t i) { return tritium::test::fake_address<T>(i); }
 
 template <class... A>
 std::string compile_for(tritium::Kernel& k, int cc, const std::string& arch, const A&... args) {
-  auto f = k.optimized_function(args...);
-  tritium::jit::CompileOptions opts;
-  opts.num_warps = 4;
-  cuda::KernelSource ks = cuda::generate_cuda_layouts(*f, opts, 219 * 1024, cc);
-  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
-    std::ofstream(std::string(dir) + "/" + ks.entry + "." + arch + ".cu") << ks.source;
-  std::vector<char> cubin;
-  try {
-    cubin = cuda::compile_to_cubin(ks.source, ks.entry, arch);
-  } catch (const tritium::Error& e) {
-    BOOST_ERROR("kernel " << ks.entry << " does not compile for " << arch << ":\n" << e.what());
-  }
-  BOOST_TEST(!cubin.empty());
-  return ks.source;
+  return tritium::test::compile_cuda(k, tritium::test::CudaCheck().target(cc, arch), args...).source;
 }
 
 template <class T> void compile_modes(int cc, const std::string& arch, DType acc) {
@@ -60,10 +42,7 @@ template <class T> void compile_modes(int cc, const std::string& arch, DType acc
 BOOST_AUTO_TEST_SUITE(test_nn_rnn_codegen)
 
 BOOST_AUTO_TEST_CASE(gate_kernels_compile_for_hopper_and_ampere) {
-  if (!cuda::nvrtc_available()) {
-    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
-    return;
-  }
+  if (!tritium::test::nvrtc_or_skip()) return;
   compile_modes<float>(90, "sm_90a", DType::f32);
   compile_modes<tritium::bf16_t>(90, "sm_90a", DType::f32);
   compile_modes<double>(80, "sm_80", DType::f64);

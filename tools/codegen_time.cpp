@@ -1,11 +1,10 @@
 // Compile time of CUDA code generation, without a GPU: tutorial 03's matmul kernel (its own source,
 // included) for every config of its CUDA autotune list at M = N = K = 4096, through the layout
-// generator and the element-loop generator (TRITIUM_CUDA_CODEGEN's layouts / legacy), each
-// generated and NVRTC-compiled to a cubin for sm_90a. Prints, per config and generator, the
+// generator, each generated and NVRTC-compiled to a cubin for sm_90a. Prints, per config, the
 // kernel's lines and the compile's CPU time (this process's, so a loaded machine's waiting is left
 // out) - the figures of issue 27's "layouts compile as fast as the matcher" (docs/cuda-backend.md,
-// "Register loops").
-//   codegen-time [f16|bf16] [layouts|legacy|both] [config index] [dump directory]
+// "Register loops"; the matcher, the element-loop generator's `legacy` side, went at stop 41).
+//   codegen-time [f16|bf16] [layouts] [config index] [dump directory]
 #define main tutorial03_main
 #include "03-matrix-multiplication.cpp"
 #undef main
@@ -14,10 +13,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "common/env.h"
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/nvrtc.h"
-#include "jit/passes/axis_info.h"
 
 namespace {
 
@@ -40,8 +37,12 @@ int main(int argc, char** argv) {
   const std::string dtype = argc > 1 ? argv[1] : "f16", which = argc > 2 ? argv[2] : "both";
   const int only = argc > 3 ? std::atoi(argv[3]) : -1;
   const std::string dump = argc > 4 ? argv[4] : "";
-  if ((dtype != "f16" && dtype != "bf16") || (which != "layouts" && which != "legacy" && which != "both")) {
-    std::cerr << "usage: codegen-time [f16|bf16] [layouts|legacy|both] [config index] [dump directory]\n";
+  if (which == "legacy" || which == "both") {
+    std::cerr << "codegen-time: the matmul-loop matcher ('legacy') was removed at stop 41 (issue 27)\n";
+    return 2;
+  }
+  if ((dtype != "f16" && dtype != "bf16") || (which != "layouts" && which != "both")) {
+    std::cerr << "usage: codegen-time [f16|bf16] [layouts] [config index] [dump directory]\n";
     return 2;
   }
   if (!cuda::nvrtc_available()) {
@@ -50,15 +51,14 @@ int main(int argc, char** argv) {
   }
   const int n = 4096;
   const std::vector<tritium::Config> configs = get_cuda_autotune_config();
-  double total[2] = {0, 0};
+  double total = 0;
   for (size_t i = 0; i < configs.size(); ++i) {
     if (only >= 0 && static_cast<int>(i) != only) continue;
     const tritium::Config& c = configs[i];
     const int bm = static_cast<int>(c.meta["BLOCK_SIZE_M"]), bn = static_cast<int>(c.meta["BLOCK_SIZE_N"]);
     const int bk = static_cast<int>(c.meta["BLOCK_SIZE_K"]), group = static_cast<int>(c.meta["GROUP_SIZE_M"]);
-    for (int g = 0; g < 2; ++g) {
-      const std::string mode = g == 0 ? "layouts" : "legacy";
-      if (which != "both" && which != mode) continue;
+    {
+      const std::string mode = "layouts";
       std::unique_ptr<tritium::ir::Function> f =
           dtype == "f16"
               ? matmul_kernel.optimized_function(fake_address<tritium::f16_t>(1), fake_address<tritium::f16_t>(2),
@@ -68,25 +68,11 @@ int main(int argc, char** argv) {
       tritium::jit::CompileOptions opts;
       opts.num_warps = c.num_warps;
       opts.num_stages = c.num_stages;
-      // The element-loop generator through generate_cuda's routing, told to take it
-      // (TRITIUM_CUDA_CODEGEN=legacy for this call; the environment is read again either way).
-      cuda::KernelSource ks;
-      if (g == 0) {
-        ks = cuda::generate_cuda_layouts(*f, opts, 219 * 1024, 90);
-      } else {
-        const char* before = std::getenv("TRITIUM_CUDA_CODEGEN");
-        const std::string saved = before ? before : "";
-        setenv("TRITIUM_CUDA_CODEGEN", "legacy", 1);
-        tritium::reload_env_for_tests();
-        ks = cuda::generate_cuda(*f, tritium::jit::analyze_axis_info(*f), opts, 219 * 1024, 90);
-        if (before) setenv("TRITIUM_CUDA_CODEGEN", saved.c_str(), 1);
-        else unsetenv("TRITIUM_CUDA_CODEGEN");
-        tritium::reload_env_for_tests();
-      }
+      const cuda::KernelSource ks = cuda::generate_cuda_layouts(*f, opts, 219 * 1024, 90);
       const double t0 = cpu_ms();
       std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a");
       const double ms = cpu_ms() - t0;
-      total[g] += ms;
+      total += ms;
       size_t lines = 0;
       for (size_t p = ks.source.find("// Kernel "); p < ks.source.size(); ++p) lines += ks.source[p] == '\n';
       std::printf("%s config %zu (%s) %-7s: kernel lines %5zu, NVRTC %6.0f ms CPU, cubin %zu bytes\n", dtype.c_str(), i,
@@ -98,6 +84,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("total NVRTC CPU time: layouts %.0f ms, legacy %.0f ms\n", total[0], total[1]);
+  std::printf("total NVRTC CPU time: layouts %.0f ms\n", total);
   return 0;
 }

@@ -24,16 +24,13 @@ struct KernelSource {
   bool has_print = false;       // device_print: the host waits for the kernel so the output is flushed
   // Persistent programs: the kernel takes the grid (tt_grid0..2, ints after tt_assert) and is
   // launched with as many CTAs as are resident (at most one per program), which walk over them.
+  // The launcher supports it; no generator sets it since the matmul-loop matcher went (stop 41).
   bool persistent = false;
   // Tensor maps the kernel takes after tt_assert (`const __grid_constant__ tt_tmap_t tt_tmapI`),
   // one per tile load copied with TMA, each "BASE SHAPE0 SHAPE1 STRIDE0 STRIDE1 ESIZE DTYPE BOX0
   // BOX1": the first five RecipeValues (below), then the element bytes, the CUtensorMapDataType
   // and the box (elements of the contiguous dim, rows).
   std::vector<std::string> tma_maps;
-  // Dots the element-loop generator lowered as matmul loops (match_mma_loop): when that is every dot
-  // of the kernel, generate_cuda keeps its code (TMA, persistent programs); otherwise the kernel goes
-  // through layouts.
-  int matmul_loops = 0;
 };
 inline constexpr size_t kMaxTensorMaps = 8;  // a kernel's tensor maps, at most
 
@@ -69,11 +66,14 @@ bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esiz
 // global scratch.
 inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (tests, tools)
 // compute_capability (e.g. 90) decides which tensor-core instructions `dot` may use. Which generator
-// lowers `f` (TRITIUM_CUDA_CODEGEN): "layouts" always the layout generator, "legacy" always the
-// element-loop one (its matmul-loop matcher included, for comparison until it is deleted); by
-// default kernels with a dot go through layouts and the others through the element-loop generator.
+// lowers `f` (TRITIUM_CUDA_CODEGEN): kernels with a dot always the layout generator; the others the
+// element-loop one by default, the layout one under "layouts". Throws tritium::Error for any other
+// value of the variable (check_codegen_mode).
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget = kSharedMemoryBudget, int compute_capability = 90);
+// Throws tritium::Error unless `mode` (TRITIUM_CUDA_CODEGEN, lower-cased) is empty or "layouts":
+// "legacy" (the matmul-loop matcher, removed) and unknown values are refused, not ignored.
+void check_codegen_mode(const std::string& mode);
 
 // IR -> CUDA C++ through layouts: runs the layout pass on `f` (which it changes: conversions and
 // clones), writes `<kernel>.layouts.ir` into dump_dir when given, and lowers it.

@@ -12,8 +12,8 @@
 //   block_data.cpp           histogram, gather, split
 //   element_control_flow.cpp for (software pipelining), while, if
 //   element_debug.cpp        device_print, device_assert
-//   tensor_cores.cpp         dot, matmul loops, mma.sync/wgmma, the store of C (tf32_tiles.cpp:
-//                            tf32 tiles; tma.cpp: TMA)
+// Kernels with a `dot` never come here: generate_cuda (codegen.cpp) sends them through layouts
+// (jit/cuda/lowering); this generator lowers the dot-free ones.
 //
 // One program is one CTA of num_warps * 32 threads. Scalars are C++ variables computed
 // uniformly by every thread. A block value is either *inline* (evaluated inside the loop nest of
@@ -33,11 +33,6 @@
 // array[k * V + lane] is a register. Reductions of a whole block read their input in that mapping
 // and combine with warp shuffles and one shared-memory pass; no barrier, no shared memory and no
 // layout conversion for elementwise chains between them.
-//
-// Tensor cores: the result shape of a tensor-core `dot` uses the mma fragment mapping instead, and
-// a matmul main loop (acc = dot(load, load, acc) with advancing pointers) streams its operand
-// tiles through swizzled shared-memory stages with cp.async into mma.sync or wgmma (see
-// jit/cuda/tensor_cores.cpp and docs/cuda-backend.md).
 #pragma once
 
 #include <functional>
@@ -52,7 +47,6 @@
 #include "jit/cuda/cache_hints.h"
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/scalar_expr.h"
-#include "jit/cuda/tma.h"
 #include "jit/passes/block_plan.h"
 
 namespace tritium::jit::cuda::detail {
@@ -122,18 +116,8 @@ class Codegen {
   int counter_ = 0;
   int64_t smem_budget_;
   int64_t smem_ = 0, scratch_ = 0;
-  int64_t smem_peak_ = 0;  // the high-water mark of smem_, which falls back after a matmul loop's stages
   int num_asserts_ = 0;
   bool has_print_ = false;
-  // Persistent programs (codegen.cpp, run): allowed for this kernel (Hopper, no atomics, its last
-  // memory access a masked top-level store of a 2-D block), and taken
-  // (a store went through the copy engine): resident CTAs then walk over the programs.
-  bool may_persist_ = false, persistent_ = false;
-  const ir::Op* last_memory_op_ = nullptr;  // the last load, store or atomic in program order
-  // The deferred C copy (store_through_tma): its statements, and whether a TMA loop calls it.
-  std::string store_flush_;
-  bool flush_calls_ = false;
-  std::vector<std::string> tma_maps_;  // KernelSource::tma_maps (at most kMaxTensorMaps)
   std::string lane_ = "0";
   // Inside a loop nest's lane loop: its width V, the last index of the lane's element
   // "(base + lane_)" and that of the chunk's first element, "base".
@@ -166,51 +150,6 @@ class Codegen {
     Index base;
   } loop_;
 
-  // Tensor cores (jit/cuda/tensor_cores.cpp). The warp tiling of the result shape of a dot that
-  // runs on mma.sync: WM x WN warps, each owning a WTM x WTN tile of MT x NT fragments of 16 x 8.
-  // Loop nests over such a shape use the fragment mapping (V = 2, see thread_loop) so that the
-  // accumulators, the loop-carried value and the epilogue are one register array.
-  // On Hopper (sm_90a, num_warps % 4 == 0) the units are warpgroups of 4 warps and the tiles
-  // 64 x WTN (wgmma.m64nWTNk16); warp w % 4 of a warpgroup owns rows 16 (w % 4) .. + 15 of each
-  // 64-row tile, the same fragments as mma.sync's, so both instructions can fill this mapping.
-  struct MmaTiling {
-    int WM = 1, WN = 1;          // units (warps, or warpgroups) along M and N
-    int64_t WTM = 16, WTN = 16;  // a unit's tile
-    int MT = 1, NT = 2;          // its fragments: MT row tiles of row_step rows, NT column tiles of 8
-    int row_step = 16;           // 16 (mma.sync), 64 (wgmma)
-    bool wgmma = false;
-    // C++ expressions of the unit's tile origin for thread `tid`.
-    std::string m0() const {
-      return wgmma ? fmt::format("((tid >> 7) / {}) * {} + ((tid >> 5) & 3) * 16", WN, WTM)
-                   : fmt::format("((tid >> 5) / {}) * {}", WN, WTM);
-    }
-    std::string n0() const { return fmt::format("((tid >> {}) % {}) * {}", wgmma ? 7 : 5, WN, WTN); }
-    bool operator==(const MmaTiling&) const = default;
-  };
-  std::map<Shape, MmaTiling> mma_map_;
-  static constexpr int64_t kMaxMmaWords = 128;  // accumulators per thread (Triton's 128 x 256, 8 warps)
-  // A `tl::range` loop that is a matmul main loop: acc = dot(load(a), load(b), acc) with pointers
-  // advanced by a loop-invariant step; its operand tiles stream through num_stages shared-memory
-  // buffers with cp.async (emit_mma_loop).
-  struct MmaLoop {
-    size_t acc = 0;  // the carried accumulator
-    const ir::Op* dot = nullptr;
-    const ir::Op* load_a = nullptr;
-    const ir::Op* load_b = nullptr;
-    std::vector<std::pair<size_t, const ir::Value*>> pointers;  // carried pointer block -> its step
-    // Carried integer scalars advanced by a loop-invariant step (a block pointer's offsets):
-    // init + trip * step at any trip.
-    std::vector<std::pair<size_t, const ir::Value*>> counters;
-  };
-  std::unordered_map<const ir::Op*, MmaLoop> mma_loops_;
-  int matmul_loops_ = 0;  // loops emitted by emit_mma_loop (KernelSource::matmul_loops)
-  // Carried pointer blocks of an MMA loop, evaluated as init + trip * step: `at` is the init's
-  // value at the element being evaluated (a hoisted register), `trip` the trip number.
-  struct Affine {
-    const ir::Value* step;
-    std::string at, trip;
-  };
-  std::unordered_map<const ir::Value*, Affine> affine_;
 
   // ---- output (codegen.cpp; barriers: element_barriers.cpp) -------------------------------------
 
@@ -332,23 +271,12 @@ class Codegen {
 
   std::string constant_of(const ir::Op* op);
 
-  // ---- memory (element_memory.cpp; the store of C: tensor_cores.cpp) -------------------------------
+  // ---- memory (element_memory.cpp) -------------------------------------------------------------
 
   std::string scalar_load(const ir::Op* op);
 
   void emit_store(const ir::Op* op);
 
-  // A store of a fragment-mapped value (a matmul's C): the fragments own 2 consecutive elements
-  // (4-byte stores, 8 rows per warp instruction), so the value goes through shared memory - rows
-  // padded by 16 bytes, conflict-free for the fragment writes - and leaves as 16-byte row chunks,
-  // coalesced, as Triton's epilogue does. Needs the pointer contiguous and the mask constant
-  // over the 16 bytes, and the room in shared memory.
-  bool store_through_shared(const ir::Op* op);
-  // Its two halves over a buffer in the layout `at` gives (row, column -> element index): the
-  // fragments written in, then 16-byte row chunks out to the store's pointers (and mask).
-  using BufferIndex = std::function<std::string(const std::string&, const std::string&)>;
-  void write_fragments(const ir::Value* val, const std::string& buf, const BufferIndex& at);
-  void store_row_chunks(const ir::Op* op, const std::string& buf, const BufferIndex& at);
 
   // ---- atomics (element_memory.cpp) -------------------------------------------------------------
 
@@ -383,208 +311,12 @@ class Codegen {
   void emit_gather(const ir::Op* op);
   void emit_split(const ir::Op* op);
 
-  // ---- tensor cores (tensor_cores.cpp, tf32_tiles.cpp, tma.cpp) ---------------------------------
-
-  // The warp tiling of a dot on tensor cores: f16 or bf16 operands (mma.sync.m16n8k16, wgmma), or
-  // fp32 ones with input_precision tf32 / tf32x3 (mma.sync.m16n8k8; tf32 also wgmma, whose matmul
-  // loops store both tiles K-major and rounded, tf32x3 never); on sm_90a with warpgroups also fp8
-  // (f32 result) and int8 (i32 result), K a multiple of 32, through wgmma only; an f32 result otherwise, M and N multiples
-  // of 16, K of 16 (8 for tf32), sm_80+, at most kMaxMmaWords accumulators per thread. The warps split M x N so that each
-  // loads the fewest fragments per k step (MT ldmatrix.x4 of A, NT / 2 of B, or NT pairs of
-  // 32-bit loads for tf32: the same bytes). One shape has one mapping: a dot whose tiling differs
-  // from the one its result shape already has (another dot's) gets none and takes the FMA loop.
-  std::optional<MmaTiling> mma_tiling(const ir::Op* dot) const;
-  static bool is_tf32(const ir::Op* dot) {
-    return dot->operand(0)->type.dtype == DType::f32 && (dot->attrs.str == "tf32" || dot->attrs.str == "tf32x3");
-  }
-
-  // The shared address (u32) of element (row, col) of an operand tile; ldmatrix reads 16 bytes
-  // there (col a multiple of 16 bytes' elements).
-  using TileAddress = std::function<std::string(const std::string& row, const std::string& col)>;
-
-  // acc (the fragment mapping of the result) += A[M, K] * B[K, N] for every warp's tiles of `dot`
-  // on mma.sync, for any tiling (a warpgroup tiling's fragments are mma.sync's: f16 dots outside
-  // matmul loops on Hopper come here too). f16/bf16 (m16n8k16): per k step of 16, ldmatrix.x4
-  // loads a 16 x 16 fragment of A per MT and ldmatrix.x4.trans two 16 x 8 fragments of B per
-  // NT / 2, then MT x NT mma.sync. fp32 as tf32 (m16n8k8): per k
-  // step of 8, ldmatrix.x4 reads a 16 x 8 fragment of A (8 rows of 16 bytes = 4 fp32 per matrix)
-  // and two 32-bit loads per thread B's 8 x 8 (N-major, no ldmatrix for 32-bit transposes).
-  // Operands are rounded to tf32 (cvt.rna: unbiased, the hardware would truncate); tf32x3 also
-  // runs the products of the rounding rests (small * big + big * small + big * big), close to fp32.
-  void emit_mma_tiles(const MmaTiling& t, int64_t K, const ir::Op* dot, const TileAddress& a_at, const TileAddress& b_at,
-                      const std::string& acc);
-
-  // The wgmma matrix descriptors of this warpgroup's A and B tiles in the stage at shared
-  // addresses a0 / b0. The warpgroup index comes through a shuffle from lane 0, so the compiler
-  // knows it is warp-uniform and keeps the descriptors in uniform registers (without it every trip
-  // rebuilt them in per-thread registers and moved them over, R2UR, between the wgmma).
-  std::pair<std::string, std::string> wgmma_descriptors(const MmaTiling& t, int64_t BK, DType in, bool b_kmajor,
-                                                        const std::string& a0, const std::string& b0);
-
-  // acc += A * B on Hopper for a warpgroup tiling: per 32 bytes of K and 64-row tile, one
-  // wgmma.mma_async.m64nWTNk{16|32} reading both operands from the swizzled stage buffers through
-  // matrix descriptors (A K-major; B N-major - the transposed-B form, 16-bit types only - or
-  // K-major when b_kmajor), accumulators in the
-  // fragment mapping; committed, then waited for until `in_flight` groups remain (the stage they
-  // read stays untouched until a later trip's barrier). da / db: the descriptors of the stage read
-  // (wgmma_descriptors plus the stage's offset).
-  void emit_wgmma_tiles(const MmaTiling& t, int64_t BM, int64_t BN, int64_t BK, DType in, bool b_kmajor,
-                        const std::string& da, const std::string& db, const std::string& acc, int in_flight);
-
-  // A dot outside a matmul loop (or one that did not match): the operands are buffers in shared
-  // memory (row-major), the accumulator a register array in the fragment mapping.
-  bool emit_dot_mma_tiles(const ir::Op* op);
-
-  // Whether check holds for v and everything its inline computation reads; check(x): 1 holds
-  // (stop there), 0 fails, -1 look at x's operands. Each value is visited once (kernels share
-  // subexpressions, e.g. Philox rounds: a plain recursion would be exponential).
-  bool all_inputs(const ir::Value* v, const std::function<int(const ir::Value*)>& check);
-  // Whether evaluating v at an element reads a register value (or a block argument).
-  bool reads_registers(const ir::Value* v);
-
-  // Scalars and inline values of a loop body computable for any trip from the induction
-  // variable (unless `invariant`), the carried pointers `carried` and inline values from before
-  // the loop.
-  bool trip_computable(const ir::Value* v, const ir::Block* body, const std::vector<const ir::Value*>& carried,
-                       bool invariant = false);
-  // A value from before a loop that can be evaluated at any element anywhere: a scalar, or an
-  // inline block value built from scalars (no buffer, no registers, no carried value).
-  bool outer_inline(const ir::Value* v);
-
-  std::optional<MmaLoop> match_mma_loop(const ir::Op* loop);
+  // ---- control flow (element_control_flow.cpp) --------------------------------------------------
 
   // Binds the body's scalars that `roots` need for the trip whose induction variable is `iv`
-  // (computed again there), and an MMA loop's counters at trip number `trip`; returns the
-  // bindings to restore.
+  // (computed again there); returns the bindings to restore.
   std::unordered_map<const ir::Value*, std::string> bind_trip(const ir::Op* loop, const std::vector<const ir::Value*>& roots,
-                                                             const std::string& iv, const MmaLoop* m = nullptr,
-                                                             const std::string& trip = "");
-
-  // Swizzled shared-memory layout of an R x C tile, in 16-byte chunks (RC = C / 8 of them a row
-  // for 16-bit elements, C / 4 for 32-bit): rows of 128 bytes (64 columns; wider tiles are stored as C / 64 such column
-  // blocks one after the other) with chunk ch of row r at ch ^ (r % 8); narrower rows of 64 (32)
-  // bytes XOR with (r / 2) % 4 ((r / 4) % 2). These are the 128/64/32-byte swizzles of wgmma's
-  // shared-memory operands (Swizzle<3|2|1,4,3> on the byte address, tiles 1024-byte aligned), and
-  // the 8 rows one ldmatrix reads fall in 8 different 16-byte bank groups.
-  static std::string tile_chunk(const std::string& row, const std::string& ch, int64_t R, int64_t rc);
-
-  // One operand tile of an MMA loop: its load for trip `trip` into shared memory at `base`
-  // (a u32 address). 16-byte cp.async per chunk when the pointer is contiguous and aligned (the
-  // mask checked per chunk: all lanes on, or all off with a zero `other` = zero fill; element
-  // loads otherwise), element loads and shared stores when it is not.
-  struct TileLoad {
-    const ir::Op* load;
-    int64_t R, C;
-    int epc;  // elements per 16-byte chunk
-    bool vector;
-    bool transposed;  // stored K-major: the tile's rows are the load's dim 1 (B's N), chunks along dim 0
-    // wgmma reads the tile (the async proxy): a thread that writes it with st.shared (element loads,
-    // a chunk across the mask's edge) fences after its write. cp.async writes need no fence (as in
-    // Triton's fence insertion and CUTLASS's cp.async wgmma mainloops).
-    bool async_reader = false;
-    // fp32 operands of a tf32 wgmma: loaded into registers (load_tf32_tiles; 16-byte chunks where
-    // `vector` says so) and rounded to tf32 on their way to the stage (wgmma reads shared memory as
-    // it is and would truncate the low mantissa bits).
-    bool round_tf32 = false;
-    // The load's index of tile element (row, col).
-    Index at(const std::string& row, const std::string& col) const { return transposed ? Index{col, row} : Index{row, col}; }
-    std::vector<std::pair<const ir::Value*, std::string>> hoisted;  // carried pointer -> per-chunk inits
-  };
-  int64_t chunks_per_thread(const TileLoad& tl) const { return (tl.R * tl.C / tl.epc + nt_ - 1) / nt_; }
-  // When the threads cover whole rows of chunks (NT a multiple of the chunks per row), thread
-  // tid's j-th chunk is in column tid % rc of row tid / rc + j * step: the step, else 0.
-  int64_t chunk_row_step(const TileLoad& tl) const {
-    int64_t rc = tl.C / tl.epc;
-    return nt_ % rc == 0 ? nt_ / rc : 0;
-  }
-  // The per-thread chunk loop of a vector tile load: fn(row, ch, j).
-  void for_each_chunk(const TileLoad& tl, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn);
-  TileLoad plan_tile_load(const ir::Op* ld, bool transposed);
-  // Tiles of TileLoad::round_tf32: a thread's elements go through registers (declared first), all
-  // of its loads before its stores into the stages at `bases`, which round them (the stores'
-  // memory clobbers would otherwise hold each load until the store before it; a matmul loop issues
-  // the loads of a refill before the trip's wgmma and rounds and stores after its barrier, so no
-  // instruction waits for the loads until then).
-  // How: 16-byte chunks along K (K-contiguous memory: A, or B given as its transpose), blocks of
-  // 4 x 4 transposed in registers (B K-major from N-contiguous memory), else element by element.
-  enum class TF32Load { Chunks, Blocks, Elements };
-  TF32Load tf32_load_mode(const TileLoad& tl);
-  void each_tf32_element(const TileLoad& tl,
-                         const std::function<void(const std::string& i, const std::string& row, const std::string& col)>& fn);
-  void each_tf32_block(const TileLoad& tl,
-                       const std::function<void(const std::string& i, const std::string& nb, const std::string& kb)>& fn);
-  std::string tf32_chunk_value(const ir::Op* ld, const Index& at, int dim);
-  // A matmul loop's carried pointers at the load index `idx` of trip `trip` (affine_: init at
-  // idx + trip * step); the caller clears affine_ after its evals.
-  void bind_carried_pointers(const ir::Op* loop, const MmaLoop& m, const Index& idx, const std::string& trip);
-  // A load's value at `idx` through `ptr`: `mask ? *ptr : other` (other defaults to zero).
-  std::string masked_element(const ir::Op* ld, const Index& idx, const std::string& ptr);
-  // The mask of each of `lanes` consecutive lanes along `dim` from `at` - one when the axis info
-  // says it is constant over them.
-  std::vector<std::string> lane_masks(const ir::Value* mask, const Index& at, int dim, int lanes);
-  std::vector<std::string> declare_tf32_registers(const std::vector<const TileLoad*>& tiles);
-  void load_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals, const ir::Op* loop,
-                       const MmaLoop& m, const std::string& trip);
-  void store_tf32_tiles(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals,
-                        const std::vector<std::string>& bases);
-  // The tiles of one trip from raw fp32 stages at `raw_bases` (cp.async'd as raw_tf32_tile plans
-  // them) into registers arranged as load_tf32_tiles arranges them (Chunks and Blocks modes only).
-  void read_tf32_stage(const std::vector<const TileLoad*>& tiles, const std::vector<std::string>& vals,
-                       const std::vector<std::string>& raw_bases);
-  // How a tf32 tile (TileLoad::round_tf32) is copied raw into a stage for read_tf32_stage: as its
-  // K-major buffer when its memory runs along K, as rows of N (a B read as Blocks) otherwise;
-  // nullopt when it has no 16-byte chunks to copy.
-  std::optional<TileLoad> raw_tf32_tile(const TileLoad& tl);
-  // The inits of the carried pointers a vector tile load reads through, at each of the thread's
-  // chunks, into registers before the loop (TileLoad::hoisted).
-  void hoist_carried_pointers(TileLoad& tl, const ir::Op* loop, const MmaLoop& m);
-  // A tile the bulk tensor copy engine (TMA) can fill or drain: the analysis both generators share
-  // (jit/cuda/tma.h), called for a matmul loop's tile (not transposed, 16-byte chunks, read through
-  // a carried pointer block or a block pointer) and for the store of C (tma.cpp).
-  using TmaTile = cuda::TmaTile;
-  TmaContext tma_context();
-  std::optional<TmaTile> plan_tma(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m);
-  std::optional<TmaTile> plan_tma_store(const ir::Op* st);
-  // The store that takes a planned C tile (tensor_cores.cpp): the fragments into a swizzled buffer
-  // the copy reads.
-  bool store_through_tma(const ir::Op* op, const TmaTile& tile);
-  void emit_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
-                      const std::string& base);
-  // One 16-byte chunk of a vector tile load: where it goes, where it comes from, its lanes' masks.
-  struct ChunkAccess {
-    std::string row, col, dst, ptr;
-    std::vector<std::string> masks;  // one when the mask is constant over the chunk
-    std::string all, whole;          // every lane loads; cp.async can move the chunk (both empty unmasked)
-  };
-  ChunkAccess chunk_access(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
-                           const std::string& base, const std::string& row, const std::string& ch, const std::string& j);
-  // A chunk across the mask's edge, element by element through st.shared.
-  void emit_edge_chunk(const TileLoad& tl, const ChunkAccess& a);
-  // A vector tile load in two halves, so that the addresses and masks are computed before a
-  // barrier and the cp.async issued right after it (Triton's loop does the same): per-thread
-  // arrays of each chunk's shared and global address, whether it is read (not past the last
-  // trip, where it zero-fills a retired slot) and whether cp.async moves it whole.
-  struct StagedLoad {
-    std::string dst, src, load, whole;  // load: cp.async reads (else zero-fills); whole: empty unmasked
-  };
-  StagedLoad stage_tile_load(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m, const std::string& trip,
-                             const std::string& base, const std::string& live);
-  void issue_staged_load(const TileLoad& tl, const StagedLoad& s, const ir::Op* loop, const MmaLoop& m,
-                         const std::string& trip, const std::string& base);
-
-  // A matmul main loop (match_mma_loop) with its operand tiles streamed through S = num_stages
-  // shared-memory buffers: the tiles of trips t + 1 .. t + S - 1 are in flight (cp.async groups,
-  // or TMA copies on the stages' mbarriers where plan_tma takes both tiles) while trip t runs on
-  // tensor cores; one barrier per trip, two when a trip's wgmma group stays
-  // in flight into the next (Triton's pipeliner, CUTLASS's multistage mainloop). After the loop
-  // (and a barrier) the stages' bytes are free for later buffers. False when the buffers do not
-  // fit: the loop is then emitted as any other.
-  bool emit_mma_loop(const ir::Op* loop, const MmaLoop& m);
-
-  // A dot outside a matmul loop: tensor cores (emit_dot_mma_tiles), else an FMA loop per element.
-  void emit_dot(const ir::Op* op);
-
-  // ---- control flow (element_control_flow.cpp) --------------------------------------------------
+                                                             const std::string& iv);
 
   // ---- software pipelining (element_control_flow.cpp; pointer_root: element_barriers.cpp) -------
 

@@ -303,6 +303,7 @@ class CudaBackend : public Backend {
       contracted = analyze_axis_info(f);
     }
     const AxisInfoMap& axis = contracted ? *contracted : analysed;
+    cuda::check_codegen_mode(env().cuda_codegen);  // before the PTX path, which would not look
     // Straight-line kernels of the PTX generator's subset skip NVRTC (any size: ptxas optimises
     // them fully); the rest of the short ones get NVRTC's fast level.
     if (env().fast_compile && direct_ptx() && env().cuda_codegen != "layouts") {

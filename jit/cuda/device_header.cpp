@@ -276,21 +276,11 @@ TT_INLINE uint32_t tt_smem_u32(const void* p) {
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   return a;
 }
-// 16 bytes global -> shared without registers; bytes < 16 zero-fills the rest (0: all zeros).
-TT_INLINE void tt_cp_async16(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
 // BYTES (4, 8 or 16) global -> shared; bytes < BYTES zero-fills the rest.
 template <int BYTES> TT_INLINE void tt_cp_async(uint32_t dst, const void* src, int bytes) {
   if (BYTES == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
   else asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(BYTES), "r"(bytes) : "memory");
 }
-TT_INLINE void tt_st_shared16(uint32_t dst, const void* src) {
-  const uint4 v = *(const uint4*)src;
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-TT_INLINE void tt_st_shared2(uint32_t dst, uint16_t v) { asm volatile("st.shared.b16 [%0], %1;" ::"r"(dst), "h"(v) : "memory"); }
-TT_INLINE void tt_st_shared1(uint32_t dst, uint8_t v) { asm volatile("st.shared.b8 [%0], %1;" ::"r"(dst), "h"((uint16_t)v) : "memory"); }
 TT_INLINE void tt_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> TT_INLINE void tt_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 TT_INLINE void tt_ldsm_x4(uint32_t* r, uint32_t addr) {
@@ -317,23 +307,11 @@ TT_INLINE uint32_t tt_ld_shared4(uint32_t addr) {
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr));
   return v;
 }
-TT_INLINE uint4 tt_ld_shared16(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
-  return v;
-}
-TT_INLINE void tt_st_shared4(uint32_t dst, uint32_t v) { asm volatile("st.shared.b32 [%0], %1;" ::"r"(dst), "r"(v) : "memory"); }
 // fp32 bits -> tf32 bits, rounded to nearest (ties away), the low 13 bits zero.
 TT_INLINE uint32_t tt_tf32(uint32_t x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
   return r;
-}
-// Four fp32 values rounded to tf32, as one 16-byte chunk of a stage.
-TT_INLINE void tt_st_shared_tf32x4(uint32_t dst, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst), "r"(tt_tf32(a)), "r"(tt_tf32(b)), "r"(tt_tf32(c)),
-               "r"(tt_tf32(d))
-               : "memory");
 }
 // tf32x3: x = big + small, both tf32 (x becomes big).
 TT_INLINE void tt_tf32_split(uint32_t& x, uint32_t& small) {
@@ -407,7 +385,8 @@ TT_INLINE void tt_tma_load_2d(uint32_t dst, const void* map, int c0, int c1, uin
                ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 // The other way: a box of shared memory at src into the tensor at (c0, c1); elements outside the
-// tensor are not written. The copies a thread issued form bulk groups (commit); wait_read<N> returns
+// tensor are not written (the device side of tma.h's plan_tma_store, unused since the matmul-loop
+// matcher went; kept with it for the layout generator's dot stores). The copies a thread issued form bulk groups (commit); wait_read<N> returns
 // once all but N groups finished reading shared memory, wait_all once they are done.
 TT_INLINE void tt_tma_store_2d(const void* map, int c0, int c1, uint32_t src) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"

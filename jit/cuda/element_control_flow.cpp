@@ -1,5 +1,5 @@
 // Control flow in the element-loop generator: tl::range loops (carried scalars, registers and
-// buffers; loads issued trips ahead, software pipelining; matmul loops go to tensor_cores.cpp),
+// buffers; loads issued trips ahead, software pipelining),
 // while loops and if (barriers after them: element_barriers.cpp).
 #include "jit/cuda/codegen_impl.h"
 
@@ -48,6 +48,24 @@ std::vector<const ir::Op*> Codegen::pipelined_loads(const ir::Block* body, const
   return out;
 }
 
+std::unordered_map<const ir::Value*, std::string> Codegen::bind_trip(const ir::Op* loop,
+                                                                     const std::vector<const ir::Value*>& roots,
+                                                                     const std::string& iv) {
+  const ir::Block* body = loop->regions[0];
+  auto saved = scalars_;
+  scalars_[body->args[0]] = iv;
+  std::unordered_set<const ir::Value*> needed;
+  std::function<void(const ir::Value*)> need = [&](const ir::Value* v) {
+    if (v->is_block_arg() || v->def->parent != body || !needed.insert(v).second) return;
+    for (const ir::Value* o : v->def->operands) need(o);
+  };
+  for (const ir::Value* r : roots) need(r);
+  for (const ir::Op* op : body->ops)  // in program order (the current trip's bindings are replaced)
+    if (op->results.size() == 1 && op->result()->type.is_scalar() && needed.count(op->result()))
+      scalars_[op->result()] = tmp(ctype(op->result()->type), emit_scalar(op));
+  return saved;
+}
+
 void Codegen::prefetch(const ir::Op* loop, const std::vector<const ir::Op*>& loads,
                        const std::vector<std::string>& arrays, const std::string& iv) {
   std::vector<const ir::Value*> roots;
@@ -58,10 +76,6 @@ void Codegen::prefetch(const ir::Op* loop, const std::vector<const ir::Op*>& loa
 }
 
 void Codegen::emit_for(const ir::Op* op) {
-  if (auto m = mma_loops_.find(op); m != mma_loops_.end() && emit_mma_loop(op, m->second)) {
-    ++matmul_loops_;
-    return;
-  }
   const ir::Block* body = op->regions[0];
   size_t n = op->results.size();
   // Each carried value is a scalar variable, a per-thread register array or a buffer.

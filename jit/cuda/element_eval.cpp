@@ -13,9 +13,6 @@ std::string Codegen::scalar(const ir::Value* v) {
 
 std::string Codegen::eval(const ir::Value* v, const Index& idx) {
   if (v->type.is_scalar()) return scalar(v);
-  if (auto it = affine_.find(v); it != affine_.end())  // a carried pointer of an MMA loop
-    return fmt::format("({} + (int64_t)({}) * (int64_t)({}))", it->second.at, it->second.trip,
-                       eval(it->second.step, idx));
   if (auto it = regs_.find(v); it != regs_.end()) {
     if (std::string r = register_at(it->second, v, idx); !r.empty()) return r;
     if (!buffers_.count(v))

@@ -1,6 +1,6 @@
 // The element-loop generator's loop nests: an element index split into one index per dim and
 // back, and thread_loop, which distributes a shape's elements over the CTA's threads (V lanes a
-// step, the register mapping's unrolled steps, or the mma fragment mapping of a dot's result).
+// step, or the register mapping's unrolled steps).
 #include "jit/cuda/codegen_impl.h"
 
 namespace tritium::jit::cuda::detail {
@@ -46,21 +46,7 @@ void Codegen::thread_loop(const Shape& shape, int V, const std::function<void(co
   std::string eb, k;
   bool guard = false;
   Index base;
-  auto mma = unrolled ? mma_map_.find(shape) : mma_map_.end();
-  if (mma != mma_map_.end()) {
-    // The mma.sync accumulator fragments (PTX ISA, "Matrix fragments for mma.m16n8k16"): in
-    // tile (mi, ni) of its warp, lane 4 * g + q owns rows g and g + 8, columns 2q and 2q + 1;
-    // step k = (mi * NT + ni) * 2 + h is row g + 8h, and array[k * 2 + lane] is c[2h + lane].
-    const MmaTiling& t = mma->second;
-    open("");
-    std::string r0 = tmp("int", fmt::format("{} + ((tid & 31) >> 2)", t.m0()));
-    std::string c0 = tmp("int", fmt::format("{} + 2 * (tid & 3)", t.n0()));
-    k = fresh("k");
-    line("#pragma unroll");
-    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, t.MT * t.NT * 2));
-    base = {tmp("int", fmt::format("{} + ({} / {}) * {} + 8 * ({} & 1)", r0, k, t.NT * 2, t.row_step, k)),
-            tmp("int", fmt::format("{} + (({} >> 1) % {}) * 8", c0, k, t.NT))};
-  } else if (unrolled) {
+  if (unrolled) {
     k = fresh("k");
     line("#pragma unroll");
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, (n + step - 1) / step));
@@ -71,7 +57,7 @@ void Codegen::thread_loop(const Shape& shape, int V, const std::function<void(co
     eb = fresh("e");
     open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", eb, V, n, step));
   }
-  if (mma == mma_map_.end()) base = index_of(shape, eb);
+  base = index_of(shape, eb);
   MappedLoop saved = loop_;
   loop_ = unrolled ? MappedLoop{true, shape, V, k, base} : MappedLoop{};
   if (pre) pre(base);
@@ -99,7 +85,6 @@ void Codegen::thread_loop(const Shape& shape, int V, const std::function<void(co
   loop_ = saved;
   if (guard) close();
   close();
-  if (mma != mma_map_.end()) close();
 }
 
 }  // namespace tritium::jit::cuda::detail

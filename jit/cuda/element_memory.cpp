@@ -1,7 +1,6 @@
 // Global memory in the element-loop generator: vector widths from the axis info, the 16-byte
 // (or split, or predicated) loads issued before a loop step's lanes, scalar loads, stores and
-// atomics. Inline element loads are evaluated in element_eval.cpp; tile loads of tensor-core
-// loops in tensor_cores.cpp.
+// atomics. Inline element loads are evaluated in element_eval.cpp.
 #include "jit/cuda/codegen_impl.h"
 
 namespace tritium::jit::cuda::detail {
@@ -189,7 +188,6 @@ void Codegen::emit_store(const ir::Op* op) {
   std::vector<const ir::Value*> roots = {val};
   if (has_mask) roots.push_back(op->operand(2));
   sync_if_reading({p, val, has_mask ? op->operand(2) : p});
-  if (store_through_shared(op)) return;
   int V = choose_width(shape, roots, op);
   // A wider type than the one that set the shape's V stores as V / w parts of w lanes (as
   // emit_split_vector_load), when its mask (if any) is constant over each part.

@@ -52,9 +52,6 @@ bool Codegen::only_own_elements(const ir::Value* v) {
         break;
       case OpKind::For: ok = u->operands.size() > 3 && u->operands[0] != v && u->operands[1] != v && u->operands[2] != v;
         break;
-      case OpKind::Dot:  // the accumulator of a tensor-core dot: read at the fragment's own elements
-        ok = u->operand(2) == v && u->operand(0) != v && u->operand(1) != v && mma_tiling(u).has_value();
-        break;
       default:
         if (ir::is_elementwise(u->kind) || u->kind == OpKind::Load || u->kind == OpKind::MultipleOf ||
             u->kind == OpKind::MaxContiguous) {
@@ -87,22 +84,9 @@ void Codegen::plan_registers() {
       w = std::max(w, access_width(op));
     }
   });
-  // Tensor-core dots: their result shapes take the fragment mapping, their matmul loops are found.
-  f_.walk([&](ir::Op* op) {
-    if (op->kind != OpKind::Dot) return;
-    if (auto t = mma_tiling(op)) {
-      mma_map_[op->result()->type.shape] = *t;
-      mapped_width_[op->result()->type.shape] = 2;
-    }
-  });
-  f_.walk([&](ir::Op* op) {
-    if (op->kind == OpKind::For)
-      if (auto m = match_mma_loop(op)) mma_loops_[op] = *m;
-  });
   auto fits = [&](const ir::Value* v) {
     if (!v->type.is_block() || v->type.rank() == 0) return false;
-    int64_t limit = mma_map_.count(v->type.shape) ? kMaxMmaWords : kMaxRegisterWords;
-    return register_words(v->type, mapped_width(v->type.shape)) <= limit;
+    return register_words(v->type, mapped_width(v->type.shape)) <= kMaxRegisterWords;
   };
   auto take = [&](const ir::Value* v) {
     reg_planned_.insert(v);
@@ -112,17 +96,8 @@ void Codegen::plan_registers() {
     switch (op->kind) {
       case OpKind::Reduce: case OpKind::Scan: return;
       case OpKind::Histogram: case OpKind::Gather: case OpKind::Split: return;  // buffers of their own
-      case OpKind::Dot:  // tensor-core accumulators are registers in the fragment mapping
-        if (mma_tiling(op) && fits(op->result()) && only_own_elements(op->result())) take(op->result());
-        return;
       case OpKind::For: {
         const ir::Block* body = op->regions[0];
-        if (auto m = mma_loops_.find(op); m != mma_loops_.end()) {  // only the accumulator is carried
-          take(body->args[1 + m->second.acc]);
-          take(op->results[m->second.acc]);
-          if (!only_own_elements(op->results[m->second.acc])) reg_spill_.insert(op->results[m->second.acc]);
-          return;
-        }
         for (size_t i = 0; i < op->results.size(); ++i) {
           const ir::Value* arg = body->args[1 + i];
           if (!fits(arg) || !only_own_elements(arg)) continue;
@@ -144,8 +119,6 @@ void Codegen::plan_registers() {
     if (is_atomic(op->kind) || op->results.size() != 1) return;
     const ir::Value* r = op->result();
     if (!plan_.materialized(r) || !fits(r)) return;
-    for (const ir::Op* u : plan_.users(r))
-      if (u->kind == OpKind::Dot) return;  // dot reads its operands from a buffer
     if (only_own_elements(r)) take(r);
   });
 }

@@ -1,8 +1,7 @@
 // The TMA analysis both CUDA generators share (jit/cuda/tma.h): which tiles the bulk tensor copy
 // engine can load or store, the tensor maps the launcher encodes for them, and the guards under
 // which a copy moves exactly what the IR's load or store moves; the maps' recipes as the launcher
-// reads them back (parse_tensor_map_recipe, tensor_map_usable). Also the element-loop generator's
-// calls into it (Codegen::plan_tma, plan_tma_store); the layout generator's are in
+// reads them back (parse_tensor_map_recipe, tensor_map_usable). The layout generator calls it from
 // lowering/tma_ring.cpp.
 #include "jit/cuda/tma.h"
 
@@ -19,7 +18,6 @@
 #include <fmt/ranges.h>
 
 #include "jit/cuda/codegen.h"
-#include "jit/cuda/codegen_impl.h"
 #include "jit/cuda/scalar_expr.h"
 
 namespace tritium::jit::cuda {
@@ -579,29 +577,3 @@ std::optional<TmaTile> plan_tma_load(const TmaContext& ctx, const ir::Op* load, 
 std::optional<TmaTile> plan_tma_store(const TmaContext& ctx, const ir::Op* store) { return Planner(ctx).store(store); }
 
 }  // namespace tritium::jit::cuda
-
-namespace tritium::jit::cuda::detail {
-
-TmaContext Codegen::tma_context() {
-  return TmaContext{f_, axis_, cc_, [this](const ir::Value* v) -> std::optional<std::string> {
-                      if (!scalars_.count(v)) return std::nullopt;
-                      return scalar(v);
-                    }};
-}
-
-// A matmul loop's tile: row-major 16-byte chunks (not the K-major B form), read through a carried
-// pointer block (its init and step from match_mma_loop) or a block pointer.
-std::optional<TmaTile> Codegen::plan_tma(const TileLoad& tl, const ir::Op* loop, const MmaLoop& m) {
-  if (!tl.vector || tl.transposed || tl.epc != 8) return std::nullopt;
-  const ir::Op* ld = tl.load;
-  const ir::Block* body = loop->regions[0];
-  const ir::Value* init = nullptr;
-  const ir::Value* step = nullptr;
-  for (auto& [i, s] : m.pointers)
-    if (ld->operand(0) == body->args[1 + i]) init = loop->operands[3 + i], step = s;
-  return plan_tma_load(tma_context(), ld, tl.R, tl.C, loop, init, step);
-}
-
-std::optional<TmaTile> Codegen::plan_tma_store(const ir::Op* st) { return cuda::plan_tma_store(tma_context(), st); }
-
-}  // namespace tritium::jit::cuda::detail

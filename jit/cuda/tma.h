@@ -1,8 +1,9 @@
-// Which tiles the bulk tensor copy engine (TMA) can move on Hopper, decided from the IR alone, for
-// both CUDA generators (the element-loop generator's matmul loop, tensor_cores.cpp; the layout
-// generator's pipelined ring and dot stores, lowering/). A plan names the tensor a tile belongs to
-// (base, shape and row stride as kernel parameters or constants, so that the launcher can encode a
-// tensor map), the tile's coordinates, and a guard - a C++ bool over values from before the loop
+// Which tiles the bulk tensor copy engine (TMA) can move on Hopper, decided from the IR alone: the
+// loads of the layout generator's pipelined ring (lowering/tma_ring.cpp), and stores of a 2-D tile
+// (plan_tma_store: the matmul-loop matcher's store of C, removed with it at stop 41; kept for the
+// layout generator's dot stores). A plan names the tensor a tile belongs to (base, shape and row
+// stride as kernel parameters or constants, so that the launcher can encode a tensor map), the
+// tile's coordinates, and a guard - a C++ bool over values from before the loop
 // or store - under which the copy moves exactly what the load or store moves (zeros exactly where
 // the copy's box leaves the tensor). Callers emit the TMA code under the guard and their ordinary
 // code otherwise, so a wrong guess here costs speed, never a value. docs/cuda-backend.md, "TMA".
