@@ -73,7 +73,7 @@ int ops_matmul_bench(int argc, char** argv) {
         tritium::BenchResult r = tritium::do_bench([&] { (void)tritium::ops::matmul(p.a, p.b); }, device);
         const int64_t splits =
             tritium::ops::split_k::plan_for_product(p.a.size(0), p.b.size(1), p.a.size(1), 1, dtype, device).splits;
-        std::printf("ops-linear %s %s %lld %lld %lld %.1f %lld\n", d.c_str(), p.name, static_cast<long long>(m),
+        std::printf("ops-linear %s %s %lld %lld %lld %.3f %lld\n", d.c_str(), p.name, static_cast<long long>(m),
                     static_cast<long long>(k), static_cast<long long>(n), 2.0 * m * n * k / (r.median_ms * 1e-3) / 1e12,
                     static_cast<long long>(splits));
         std::fflush(stdout);
