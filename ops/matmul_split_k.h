@@ -35,10 +35,19 @@ Plan plan(int64_t programs, int64_t K, int64_t granule, int64_t workers);
 // (ops/matmul.cpp: the tiles and granule of the kernel on that device, the device's SMs or threads).
 Plan plan_for_product(int64_t M, int64_t N, int64_t K, int64_t nbatch, DType dtype, const Device& device);
 
+// addmm's epilogue on the sum: beta * self + alpha * sum (self undefined: alpha * sum). self has
+// c's shape (expanded: stride 0 along broadcast dims), its batch strides collapsed as c's.
+struct Addend {
+  runtime::Tensor self;
+  int64_t ss1 = 0, ss2 = 0;
+  double beta = 1, alpha = 1;
+};
+
 // c (shape [..., M, N], any strides, batch dims collapsed to (NB1, NB2) as the matmul launch
-// does) = the sum over s of part[s] (contiguous [S, NB1 * NB2, M, N]), cast to c's dtype.
+// does) = the sum over s of part[s] (contiguous [S, NB1 * NB2, M, N]) in order, through the
+// addend's epilogue, cast to c's dtype.
 void reduce_partials(const runtime::Tensor& part, const runtime::Tensor& c, int64_t M, int64_t N, int64_t NB2,
-                     int64_t sc1, int64_t sc2);
+                     int64_t sc1, int64_t sc2, const Addend& addend = {});
 
 // The two kernels for `dtype` (the operands'), for code-generation tests: the product's over
 // one chunk of K (ops/matmul.cpp; its arguments are the unsplit kernel's, ops::matmul_kernel,

@@ -11,6 +11,7 @@
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/passes/axis_info.h"
+#include "ops/matmul_add.h"
 #include "ops/matmul_split_k.h"
 #include "ops/ops.h"
 
@@ -144,22 +145,50 @@ BOOST_AUTO_TEST_CASE(split_keeps_the_unsplit_loop) {
   }
 }
 
+// The sum of the partials, with and without addmm's epilogue (a bias row: stride 0 along M).
 BOOST_AUTO_TEST_CASE(sum_kernel_compiles) {
   if (!nvrtc_present()) return;
   for (DType d : {DType::f16, DType::bf16, DType::f32}) {
-    BOOST_TEST_CONTEXT(tritium::dtype_name(d)) {
-      tritium::Kernel& k = split_k::sum_kernel(d);
-      auto run = [&](auto* c) {
-        compiles(k, 4, addr<float>(0), c, int64_t{1536}, int64_t{384}, 4, int64_t{1536 * 384}, int64_t{1},
-                 int64_t{0}, int64_t{0}, int64_t{384}, int64_t{1}, 1024);
-      };
-      if (d == DType::f16) run(addr<f16_t>(1));
-      else if (d == DType::bf16) run(addr<bf16_t>(1));
-      else run(addr<float>(1));
+    for (bool has_self : {false, true}) {
+      BOOST_TEST_CONTEXT(tritium::dtype_name(d) << (has_self ? " with self" : "")) {
+        tritium::Kernel& k = split_k::sum_kernel(d);
+        auto run = [&](auto* c) {
+          compiles(k, 4, addr<float>(0), c, int64_t{1536}, int64_t{384}, 4, int64_t{1536 * 384}, int64_t{1},
+                   int64_t{0}, int64_t{0}, int64_t{384}, int64_t{1}, c + 0x100000, int64_t{0}, int64_t{0}, int64_t{0},
+                   int64_t{1}, 1.0f, 1.0f, 1024, has_self);
+        };
+        if (d == DType::f16) run(addr<f16_t>(1));
+        else if (d == DType::bf16) run(addr<bf16_t>(1));
+        else run(addr<float>(1));
+      }
     }
   }
   compiles(split_k::sum_kernel(DType::f64), 4, addr<double>(0), addr<double>(1), int64_t{100}, int64_t{70}, 3,
-           int64_t{7000}, int64_t{2}, int64_t{14000}, int64_t{7000}, int64_t{1}, int64_t{100}, 1024);
+           int64_t{7000}, int64_t{2}, int64_t{14000}, int64_t{7000}, int64_t{1}, int64_t{100}, addr<double>(3),
+           int64_t{7000}, int64_t{0}, int64_t{70}, int64_t{1}, 2.0, 0.5, 1024, true);
+}
+
+// The unsplit product with the epilogue: a Linear's bias in bf16 through TMA tiles, and addmm's
+// full self in fp32 on tf32 tensor cores; the tensor-core path is the plain kernel's.
+BOOST_AUTO_TEST_CASE(epilogue_kernel_compiles) {
+  if (!nvrtc_present()) return;
+  auto bias = compiles(tritium::ops::matmul_epilogue_kernel(DType::bf16), 8, addr<bf16_t>(0), addr<bf16_t>(1),
+                       addr<bf16_t>(2), 16384, 1536, 384, int64_t{384}, int64_t{1}, int64_t{1536}, int64_t{1},
+                       int64_t{1536}, int64_t{1}, int64_t{1}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0},
+                       int64_t{0}, int64_t{0}, addr<bf16_t>(3), int64_t{0}, int64_t{1}, int64_t{0}, int64_t{0}, 1.0f,
+                       1.0f, [] {
+                         Meta m = config(128, 256, 64, 0, false, true);
+                         m.set("HAS_SELF", true);
+                         return m;
+                       }());
+  BOOST_TEST(bias.tma_maps.size() == 2u);
+  BOOST_TEST(bias.source.find("wgmma.mma_async") != std::string::npos);
+  Meta tf32 = config(128, 128, 32, 1, true, false);
+  tf32.set("HAS_SELF", true);
+  compiles(tritium::ops::matmul_epilogue_kernel(DType::f32), 8, addr<float>(0), addr<float>(1), addr<float>(2), 1000,
+           700, 333, int64_t{333}, int64_t{1}, int64_t{700}, int64_t{1}, int64_t{700}, int64_t{1}, int64_t{1},
+           int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, addr<float>(3), int64_t{1},
+           int64_t{1000}, int64_t{0}, int64_t{0}, 0.5f, 2.0f, tf32);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
