@@ -5,7 +5,8 @@
 // One line per case: "ops-matmul DTYPE N TFLOPS" (tf32 = f32 under set_float32_matmul_precision("high")).
 // With --linear M,K,N instead: the three products of a Linear layer of K inputs and N outputs on
 // M rows (forward x W^T, input gradient dY W, weight gradient dY^T x; the transposes are views,
-// as autograd makes them), one line each: "ops-linear DTYPE fwd|dgrad|wgrad M K N TFLOPS".
+// as autograd makes them), one line each: "ops-linear DTYPE fwd|dgrad|wgrad M K N TFLOPS S", S the
+// number of K splits ops::matmul took (1: none; TRITIUM_MATMUL_SPLIT_K forces one, docs/tensors.md).
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <tritium/tritium.h>
 
 #include "autotune/do_bench.h"
+#include "ops/matmul_split_k.h"
 #include "ops/ops.h"
 #include "tools/cli.h"
 
@@ -69,8 +71,11 @@ int ops_matmul_bench(int argc, char** argv) {
       struct Product { const char* name; Tensor a, b; };
       for (const Product& p : {Product{"fwd", x, w.t()}, Product{"dgrad", dy, w}, Product{"wgrad", dy.t(), x}}) {
         tritium::BenchResult r = tritium::do_bench([&] { (void)tritium::ops::matmul(p.a, p.b); }, device);
-        std::printf("ops-linear %s %s %lld %lld %lld %.1f\n", d.c_str(), p.name, static_cast<long long>(m),
-                    static_cast<long long>(k), static_cast<long long>(n), 2.0 * m * n * k / (r.median_ms * 1e-3) / 1e12);
+        const int64_t splits =
+            tritium::ops::split_k::plan_for_product(p.a.size(0), p.b.size(1), p.a.size(1), 1, dtype, device).splits;
+        std::printf("ops-linear %s %s %lld %lld %lld %.3f %lld\n", d.c_str(), p.name, static_cast<long long>(m),
+                    static_cast<long long>(k), static_cast<long long>(n), 2.0 * m * n * k / (r.median_ms * 1e-3) / 1e12,
+                    static_cast<long long>(splits));
         std::fflush(stdout);
       }
       continue;

@@ -18,12 +18,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <tritium/tritium.h>
 
 #include "autotune/autotuner.h"
+#include "ops/matmul_add.h"
+#include "ops/matmul_split_k.h"
 #include "ops/ops.h"
 #include "runtime/cuda_device.h"
 #include "runtime/dtype_dispatch.h"
@@ -38,7 +41,133 @@ using runtime::Tensor;
 
 std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
-// C[b] = A[b] @ B[b] for the batch index b = program_id(1), split into (b1, b2) with b2 < NB2.
+// One program of C[b] = A[b] @ B[b]: the tile (pid_m, pid_n) of batch b = program_id(1), split
+// into (b1, b2) with b2 < NB2, over K or, with a split, over the chunk [s * K_CHUNK, (s + 1) *
+// K_CHUNK) of split s = program_id(2), its partial tile stored at c + s * stride_cs. The K loop
+// is the same in both forms; only its start and trip count change (K_CHUNK is a multiple of
+// BLOCK_K, so only the last chunk meets the K edge and block pointers keep K as their bound).
+struct KSplit {
+  tl::i32 chunk;
+  tl::i64 stride_cs;
+};
+// addmm's and linear's epilogue: C = alpha * (A @ B) + beta * self, self (when HAS_SELF) read
+// through its strides (0 along the dims it is broadcast over, as a bias's rows).
+struct Epilogue {
+  tl::tensor self;
+  tl::i64 stride_sm, stride_sn, ss1, ss2;
+  tl::tensor alpha, beta;
+  bool has_self;
+};
+template <class T, class Out>
+void matmul_program(tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<Out> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K,
+                    tl::i64 stride_am, tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm,
+                    tl::i64 stride_cn, tl::i64 NB2, tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1,
+                    tl::i64 sc2, int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int TF32, bool CARRY_POINTERS,
+                    bool BLOCK_POINTERS, const std::optional<KSplit>& split,
+                    const std::optional<Epilogue>& epilogue = std::nullopt) {
+  // Grouped ordering: GROUP_M rows of tiles are visited column by column, so the tiles of
+  // B stay in cache while A's rows are reused.
+  auto pid = tl::program_id(0);
+  auto num_pid_m = tl::cdiv(M, BLOCK_M);
+  auto num_pid_n = tl::cdiv(N, BLOCK_N);
+  auto num_pid_in_group = GROUP_M * num_pid_n;
+  auto group_id = pid / num_pid_in_group;
+  auto first_pid_m = group_id * GROUP_M;
+  auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_M);
+  auto pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m);
+  auto pid_n = (pid % num_pid_in_group) / group_size_m;
+
+  auto batch = tl::program_id(1).to(tl::int64);
+  auto b1 = batch / NB2, b2 = batch % NB2;
+  auto a_base = a_ptr + (b1 * sa1 + b2 * sa2);
+  auto b_base = b_ptr + (b1 * sb1 + b2 * sb2);
+  auto c_base = c_ptr + (b1 * sc1 + b2 * sc2);
+
+  // This program's K range: [k_lo, k_lo + k_len).
+  std::optional<tl::i32> k_lo;
+  tl::i32 k_len = K;
+  if (split) {
+    auto s = tl::program_id(2);
+    k_lo = s * split->chunk;
+    k_len = tl::minimum(K - *k_lo, split->chunk);
+    c_base = c_base + s.to(tl::int64) * split->stride_cs;
+  }
+
+  constexpr DType acc_t = dtype_of<T>() == DType::f64 ? DType::f64 : DType::f32;
+  auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
+  const char* precision = TF32 ? "tf32" : "ieee";
+  // Rows/columns past the edge wrap around (% M, % N): their loads stay in bounds and their
+  // results are masked off at the store.
+  auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
+  auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
+  auto offs_k = tl::arange(0, BLOCK_K);
+  if (BLOCK_POINTERS) {
+    // Hopper, one matrix of each (no batch offset, so the bases are the arguments): block
+    // pointers, whose bounds-checked tiles the CUDA backend copies with TMA
+    // (docs/cuda-backend.md) when the row strides are multiples of 8 elements.
+    const tl::operand k0 = k_lo ? tl::operand(*k_lo) : tl::operand(0);
+    auto a_bp = tl::make_block_ptr(a_ptr, {M, K}, {stride_am, stride_ak}, {pid_m * BLOCK_M, k0}, {BLOCK_M, BLOCK_K}, {1, 0});
+    auto b_bp = tl::make_block_ptr(b_ptr, {K, N}, {stride_bk, stride_bn}, {k0, pid_n * BLOCK_N}, {BLOCK_K, BLOCK_N}, {1, 0});
+    for (auto kk : tl::range(0, tl::cdiv(k_len, BLOCK_K))) {
+      (void)kk;
+      acc = tl::dot(tl::load(a_bp, {0, 1}), tl::load(b_bp, {0, 1}), acc, std::nullopt, precision);
+      a_bp = tl::advance(a_bp, {0, BLOCK_K});
+      b_bp = tl::advance(b_bp, {BLOCK_K, 0});
+    }
+  } else if (CARRY_POINTERS) {
+    // The GPU form (tutorial 03's): blocks of pointers carried through the loop and
+    // advanced by a K step. The matmul-loop lowering computes each chunk's address once
+    // before the loop (init + trip * step), not from the row offsets on every trip.
+    auto a_ptrs = a_base + (offs_am(tl::_, tl::None) * stride_am + offs_k.to(tl::int64)(tl::None, tl::_) * stride_ak);
+    auto b_ptrs = b_base + (offs_k.to(tl::int64)(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn);
+    if (k_lo) {
+      a_ptrs += k_lo->to(tl::int64) * stride_ak;
+      b_ptrs += k_lo->to(tl::int64) * stride_bk;
+    }
+    for (auto kk : tl::range(0, tl::cdiv(k_len, BLOCK_K))) {
+      auto a = tl::load(a_ptrs, offs_k(tl::None, tl::_) < k_len - kk * BLOCK_K, 0.0);
+      auto b = tl::load(b_ptrs, offs_k(tl::_, tl::None) < k_len - kk * BLOCK_K, 0.0);
+      acc = tl::dot(a, b, acc, std::nullopt, precision);
+      a_ptrs += BLOCK_K * stride_ak;
+      b_ptrs += BLOCK_K * stride_bk;
+    }
+  } else {
+    // The CPU form: the K part of the addresses is added inside the loop, so they stay
+    // affine (vector loads when a stride is 1) and no block of pointers is carried through
+    // the loop (on the CPU a buffer of pointers rewritten every trip). The row and column
+    // parts are computed once before it (materialised: 1.5x faster at 1024^3 than
+    // recomputing them, `%` included, inside the loop).
+    auto a_rows = a_base + offs_am(tl::_, tl::None) * stride_am;
+    auto b_cols = b_base + offs_bn(tl::None, tl::_) * stride_bn;
+    for (auto kk : tl::range(0, tl::cdiv(k_len, BLOCK_K))) {
+      auto kpos = kk * BLOCK_K + offs_k;
+      auto ks = (k_lo ? *k_lo + kpos : kpos).to(tl::int64);
+      auto k_in = ks < K;
+      auto a = tl::load(a_rows + ks(tl::None, tl::_) * stride_ak, k_in(tl::None, tl::_), 0.0);
+      auto b = tl::load(b_cols + ks(tl::_, tl::None) * stride_bk, k_in(tl::_, tl::None), 0.0);
+      acc = tl::dot(a, b, acc, std::nullopt, precision);
+    }
+  }
+
+  auto offs_cm = pid_m * BLOCK_M + tl::arange(0, BLOCK_M);
+  auto offs_cn = pid_n * BLOCK_N + tl::arange(0, BLOCK_N);
+  auto c_ptrs = c_base + (offs_cm.to(tl::int64)(tl::_, tl::None) * stride_cm +
+                          offs_cn.to(tl::int64)(tl::None, tl::_) * stride_cn);
+  auto c_mask = (offs_cm(tl::_, tl::None) < M) & (offs_cn(tl::None, tl::_) < N);
+  if (epilogue) {  // in the accumulator's precision, rounded once at the store
+    acc = acc * epilogue->alpha;
+    if (epilogue->has_self) {
+      auto s_ptrs = epilogue->self + (b1 * epilogue->ss1 + b2 * epilogue->ss2) +
+                    (offs_cm.to(tl::int64)(tl::_, tl::None) * epilogue->stride_sm +
+                     offs_cn.to(tl::int64)(tl::None, tl::_) * epilogue->stride_sn);
+      acc = acc + epilogue->beta * tl::load(s_ptrs, c_mask, 0.0).to(acc_t);
+    }
+  }
+  tl::store(c_ptrs, acc.to(dtype_of<Out>()), c_mask);
+}
+
+
+// The product C = A @ B in T.
 template <class T> Kernel& matmul_kernel() {
   static Kernel k = kernel(
       "matmul",
@@ -46,84 +175,57 @@ template <class T> Kernel& matmul_kernel() {
          tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm, tl::i64 stride_cn, tl::i64 NB2,
          tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2, int BLOCK_M, int BLOCK_N,
          int BLOCK_K, int GROUP_M, int TF32, bool CARRY_POINTERS, bool BLOCK_POINTERS) {
-        // Grouped ordering: GROUP_M rows of tiles are visited column by column, so the tiles of
-        // B stay in cache while A's rows are reused.
-        auto pid = tl::program_id(0);
-        auto num_pid_m = tl::cdiv(M, BLOCK_M);
-        auto num_pid_n = tl::cdiv(N, BLOCK_N);
-        auto num_pid_in_group = GROUP_M * num_pid_n;
-        auto group_id = pid / num_pid_in_group;
-        auto first_pid_m = group_id * GROUP_M;
-        auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_M);
-        auto pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m);
-        auto pid_n = (pid % num_pid_in_group) / group_size_m;
-
-        auto batch = tl::program_id(1).to(tl::int64);
-        auto b1 = batch / NB2, b2 = batch % NB2;
-        auto a_base = a_ptr + (b1 * sa1 + b2 * sa2);
-        auto b_base = b_ptr + (b1 * sb1 + b2 * sb2);
-        auto c_base = c_ptr + (b1 * sc1 + b2 * sc2);
-
-        constexpr DType acc_t = dtype_of<T>() == DType::f64 ? DType::f64 : DType::f32;
-        auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
-        const char* precision = TF32 ? "tf32" : "ieee";
-        // Rows/columns past the edge wrap around (% M, % N): their loads stay in bounds and their
-        // results are masked off at the store.
-        auto offs_am = ((pid_m * BLOCK_M + tl::arange(0, BLOCK_M)) % M).to(tl::int64);
-        auto offs_bn = ((pid_n * BLOCK_N + tl::arange(0, BLOCK_N)) % N).to(tl::int64);
-        auto offs_k = tl::arange(0, BLOCK_K);
-        if (BLOCK_POINTERS) {
-          // Hopper, one matrix of each (no batch offset, so the bases are the arguments): block
-          // pointers, whose bounds-checked tiles the CUDA backend copies with TMA
-          // (docs/cuda-backend.md) when the row strides are multiples of 8 elements.
-          auto a_bp = tl::make_block_ptr(a_ptr, {M, K}, {stride_am, stride_ak}, {pid_m * BLOCK_M, 0}, {BLOCK_M, BLOCK_K}, {1, 0});
-          auto b_bp = tl::make_block_ptr(b_ptr, {K, N}, {stride_bk, stride_bn}, {0, pid_n * BLOCK_N}, {BLOCK_K, BLOCK_N}, {1, 0});
-          for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
-            (void)kk;
-            acc = tl::dot(tl::load(a_bp, {0, 1}), tl::load(b_bp, {0, 1}), acc, std::nullopt, precision);
-            a_bp = tl::advance(a_bp, {0, BLOCK_K});
-            b_bp = tl::advance(b_bp, {BLOCK_K, 0});
-          }
-        } else if (CARRY_POINTERS) {
-          // The GPU form (tutorial 03's): blocks of pointers carried through the loop and
-          // advanced by a K step. The matmul-loop lowering computes each chunk's address once
-          // before the loop (init + trip * step), not from the row offsets on every trip.
-          auto a_ptrs = a_base + (offs_am(tl::_, tl::None) * stride_am + offs_k.to(tl::int64)(tl::None, tl::_) * stride_ak);
-          auto b_ptrs = b_base + (offs_k.to(tl::int64)(tl::_, tl::None) * stride_bk + offs_bn(tl::None, tl::_) * stride_bn);
-          for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
-            auto a = tl::load(a_ptrs, offs_k(tl::None, tl::_) < K - kk * BLOCK_K, 0.0);
-            auto b = tl::load(b_ptrs, offs_k(tl::_, tl::None) < K - kk * BLOCK_K, 0.0);
-            acc = tl::dot(a, b, acc, std::nullopt, precision);
-            a_ptrs += BLOCK_K * stride_ak;
-            b_ptrs += BLOCK_K * stride_bk;
-          }
-        } else {
-          // The CPU form: the K part of the addresses is added inside the loop, so they stay
-          // affine (vector loads when a stride is 1) and no block of pointers is carried through
-          // the loop (on the CPU a buffer of pointers rewritten every trip). The row and column
-          // parts are computed once before it (materialised: 1.5x faster at 1024^3 than
-          // recomputing them, `%` included, inside the loop).
-          auto a_rows = a_base + offs_am(tl::_, tl::None) * stride_am;
-          auto b_cols = b_base + offs_bn(tl::None, tl::_) * stride_bn;
-          for (auto kk : tl::range(0, tl::cdiv(K, BLOCK_K))) {
-            auto ks = (kk * BLOCK_K + offs_k).to(tl::int64);
-            auto k_in = ks < K;
-            auto a = tl::load(a_rows + ks(tl::None, tl::_) * stride_ak, k_in(tl::None, tl::_), 0.0);
-            auto b = tl::load(b_cols + ks(tl::_, tl::None) * stride_bk, k_in(tl::_, tl::None), 0.0);
-            acc = tl::dot(a, b, acc, std::nullopt, precision);
-          }
-        }
-
-        auto offs_cm = pid_m * BLOCK_M + tl::arange(0, BLOCK_M);
-        auto offs_cn = pid_n * BLOCK_N + tl::arange(0, BLOCK_N);
-        auto c_ptrs = c_base + (offs_cm.to(tl::int64)(tl::_, tl::None) * stride_cm +
-                                offs_cn.to(tl::int64)(tl::None, tl::_) * stride_cn);
-        auto c_mask = (offs_cm(tl::_, tl::None) < M) & (offs_cn(tl::None, tl::_) < N);
-        tl::store(c_ptrs, acc.to(dtype_of<T>()), c_mask);
+        matmul_program<T, T>(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                             stride_cn, NB2, sa1, sa2, sb1, sb2, sc1, sc2, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TF32,
+                             CARRY_POINTERS, BLOCK_POINTERS, std::nullopt);
       },
       {"a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
        "stride_cn", "NB2", "sa1", "sa2", "sb1", "sb2", "sc1", "sc2", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "TF32",
        "CARRY_POINTERS", "BLOCK_POINTERS"});
+  return k;
+}
+
+// The product with addmm's epilogue (Epilogue above): beta * self + alpha * A @ B.
+template <class T> using acc_type = std::conditional_t<std::is_same_v<T, double>, double, float>;
+template <class T> Kernel& matmul_epilogue_kernel() {
+  static Kernel k = kernel(
+      "matmul_epilogue",
+      [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K, tl::i64 stride_am,
+         tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm, tl::i64 stride_cn, tl::i64 NB2,
+         tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2, tl::ptr<T> s_ptr,
+         tl::i64 stride_sm, tl::i64 stride_sn, tl::i64 ss1, tl::i64 ss2, tl::scalar<dtype_of<acc_type<T>>()> alpha,
+         tl::scalar<dtype_of<acc_type<T>>()> beta, int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int TF32,
+         bool CARRY_POINTERS, bool BLOCK_POINTERS, bool HAS_SELF) {
+        matmul_program<T, T>(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                             stride_cn, NB2, sa1, sa2, sb1, sb2, sc1, sc2, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TF32,
+                             CARRY_POINTERS, BLOCK_POINTERS, std::nullopt,
+                             Epilogue{s_ptr, stride_sm, stride_sn, ss1, ss2, alpha, beta, HAS_SELF});
+      },
+      {"a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
+       "stride_cn", "NB2", "sa1", "sa2", "sb1", "sb2", "sc1", "sc2", "s_ptr", "stride_sm", "stride_sn", "ss1", "ss2",
+       "alpha", "beta", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "TF32", "CARRY_POINTERS", "BLOCK_POINTERS",
+       "HAS_SELF"});
+  return k;
+}
+
+// Split K: the partial tiles of the products over chunks of K, in the accumulation dtype (f32,
+// f64 for f64), into a workspace [S, batch, M, N] (ops/matmul_split_k.h adds them up).
+template <class T> Kernel& matmul_split_k_kernel() {
+  static Kernel k = kernel(
+      "matmul_split_k",
+      [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<acc_type<T>> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K,
+         tl::i64 stride_am, tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm,
+         tl::i64 stride_cn, tl::i64 NB2, tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2,
+         tl::i32 K_CHUNK, tl::i64 stride_cs, int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int TF32,
+         bool CARRY_POINTERS, bool BLOCK_POINTERS) {
+        matmul_program<T, acc_type<T>>(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                                       stride_cm, stride_cn, NB2, sa1, sa2, sb1, sb2, sc1, sc2, BLOCK_M, BLOCK_N,
+                                       BLOCK_K, GROUP_M, TF32, CARRY_POINTERS, BLOCK_POINTERS,
+                                       KSplit{K_CHUNK, stride_cs});
+      },
+      {"a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
+       "stride_cn", "NB2", "sa1", "sa2", "sb1", "sb2", "sc1", "sc2", "K_CHUNK", "stride_cs", "BLOCK_M", "BLOCK_N",
+       "BLOCK_K", "GROUP_M", "TF32", "CARRY_POINTERS", "BLOCK_POINTERS"});
   return k;
 }
 
@@ -200,66 +302,156 @@ template <class T> Autotuner& gpu_tuner() {
   return tuner;
 }
 
+// The split-K kernel's tuner: the split is chosen before the tile (split_k::plan_for_product,
+// from a reference tile of 128 x 128), so the chunk length is part of the key and the autotuner
+// picks the best tile for that split.
+template <class T> Autotuner& gpu_split_tuner() {
+  static Autotuner tuner = [] {
+    AutotuneOptions o;
+    o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2", "TF32", "K_CHUNK"};
+    o.prune_configs_by.early_config_prune = fitting_configs;
+    o.warmup_ms = 10, o.rep_ms = 40;
+    return autotune(matmul_split_k_kernel<T>(), gpu_configs(std::is_same_v<T, float>), o);
+  }();
+  return tuner;
+}
+
+// The epilogue kernel's tuner: the unsplit key, and whether and how self is read.
+template <class T> Autotuner& gpu_epilogue_tuner() {
+  static Autotuner tuner = [] {
+    AutotuneOptions o;
+    o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2", "TF32", "HAS_SELF",
+             "stride_sm", "stride_sn"};
+    o.prune_configs_by.early_config_prune = fitting_configs;
+    o.warmup_ms = 10, o.rep_ms = 40;
+    return autotune(matmul_epilogue_kernel<T>(), gpu_configs(std::is_same_v<T, float>), o);
+  }();
+  return tuner;
+}
+
+DType acc_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
+
 std::atomic<bool> g_allow_tf32{false};
 
-// A [Bt..., M, K], B [Bt..., K, N], C [Bt..., M, N], all with the same batch shape Bt (strides
-// of broadcast batch dims are 0).
-void launch(const Tensor& a, const Tensor& b, const Tensor& c) {
+// What the epilogue adds: C = beta * self + alpha * (A @ B); self (same dtype, expanded to C's
+// shape) undefined when beta is 0 (not read, so its NaN do not propagate, as PyTorch).
+struct ScaledAdd {
+  Tensor self;
+  double beta = 1, alpha = 1;
+};
+
+// A [Bt..., M, K], B [Bt..., K, N], C [Bt..., M, N] (and the epilogue's self), all with the same
+// batch shape Bt (strides of broadcast batch dims are 0).
+void launch(const Tensor& a, const Tensor& b, const Tensor& c, const ScaledAdd* add) {
   const int r = a.dim();
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   if (M == 0 || N == 0 || c.numel() == 0) return;
+  const Tensor* self = add && add->self.defined() ? &add->self : nullptr;
+  auto self_stride = [&](int d) { return self ? self->strides()[d] : int64_t{0}; };
   // Collapse the batch dims: drop size-1 dims, merge dims that are contiguous with each other
-  // in all three operands.
+  // in all the operands.
   struct Dim {
-    int64_t size, sa, sb, sc;
+    int64_t size, sa, sb, sc, ss;
   };
   std::vector<Dim> dims;
   for (int d = 0; d < r - 2; ++d) {
-    Dim x{a.shape()[d], a.strides()[d], b.strides()[d], c.strides()[d]};
+    Dim x{a.shape()[d], a.strides()[d], b.strides()[d], c.strides()[d], self_stride(d)};
     if (x.size == 1) continue;
     if (!dims.empty()) {
       Dim& p = dims.back();
-      if (p.sa == x.size * x.sa && p.sb == x.size * x.sb && p.sc == x.size * x.sc) {
-        p.size *= x.size, p.sa = x.sa, p.sb = x.sb, p.sc = x.sc;
+      if (p.sa == x.size * x.sa && p.sb == x.size * x.sb && p.sc == x.size * x.sc && p.ss == x.size * x.ss) {
+        p.size *= x.size, p.sa = x.sa, p.sb = x.sb, p.sc = x.sc, p.ss = x.ss;
         continue;
       }
     }
     dims.push_back(x);
   }
   if (dims.size() > 2) {  // one launch per index of the first batch dim
-    for (int64_t i = 0; i < a.shape()[0]; ++i)
-      launch(runtime::select_of(a, 0, i), runtime::select_of(b, 0, i), runtime::select_of(c, 0, i));
+    for (int64_t i = 0; i < a.shape()[0]; ++i) {
+      ScaledAdd sub;
+      if (add) sub = {self ? runtime::select_of(*self, 0, i) : Tensor(), add->beta, add->alpha};
+      launch(runtime::select_of(a, 0, i), runtime::select_of(b, 0, i), runtime::select_of(c, 0, i),
+             add ? &sub : nullptr);
+    }
     return;
   }
-  while (dims.size() < 2) dims.insert(dims.begin(), Dim{1, 0, 0, 0});
+  while (dims.size() < 2) dims.insert(dims.begin(), Dim{1, 0, 0, 0, 0});
   const int64_t nbatch = dims[0].size * dims[1].size;
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail("matmul: dimensions above 2^31 are not supported");
   const int tf32 = a.dtype() == DType::f32 && g_allow_tf32.load(std::memory_order_relaxed);
+  const split_k::Plan split = split_k::plan_for_product(M, N, K, nbatch, a.dtype(), a.device());
+  // With a split, the kernel writes partial tiles into a contiguous workspace [S, batch, M, N]
+  // (from the caching allocator) instead of C; the sum kernel applies the epilogue.
+  const Tensor part =
+      split.splits > 1 ? Tensor::empty({split.splits, nbatch, M, N}, acc_dtype(a.dtype()), a.device()) : Tensor();
+  const bool epilogue = add && split.splits == 1;
   runtime::dispatch_float(a.dtype(), "matmul", [&](auto tag) {
     using T = decltype(tag);
+    using Acc = acc_type<T>;
     const auto m32 = static_cast<int32_t>(M), n32 = static_cast<int32_t>(N), k32 = static_cast<int32_t>(K);
+    // The arguments before the meta-parameters: the plain kernel's; with a split, C is the
+    // workspace and K_CHUNK and its split stride follow; with an epilogue, self and the scales.
+    auto operands = [&](auto&& go, const auto&... rest) {
+      if (split.splits > 1)
+        return go(a, b, part, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), N, int64_t{1},
+                  dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[1].size * M * N, M * N,
+                  static_cast<int32_t>(split.chunk), part.stride(0), rest...);
+      if (epilogue)
+        return go(a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2),
+                  c.stride(-1), dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc, dims[1].sc,
+                  self ? *self : c, self ? self->stride(-2) : int64_t{0}, self ? self->stride(-1) : int64_t{0},
+                  dims[0].ss, dims[1].ss, static_cast<Acc>(add->alpha), static_cast<Acc>(add->beta), rest...);
+      return go(a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2),
+                c.stride(-1), dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc, dims[1].sc,
+                rest...);
+    };
     if (a.device().is_cuda() && !std::is_same_v<T, double>) {
-      auto grid = [&](const Meta& meta) { return Grid(cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), nbatch); };
+      auto grid = [&](const Meta& meta) {
+        return Grid(cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), nbatch, split.splits);
+      };
       // Block pointers where their tiles can take TMA: Hopper, 16-bit, one matrix each, rows
       // contiguous with 16-byte aligned strides (else the pointer form, faster without TMA).
       const bool tma = (std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>) &&
                        runtime::cuda::properties(a.device().index).compute_capability() >= 90 && nbatch == 1 &&
                        a.stride(-1) == 1 && b.stride(-1) == 1 && a.stride(-2) % 8 == 0 && b.stride(-2) % 8 == 0;
-      gpu_tuner<T>()[grid](a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2),
-                           c.stride(-1), dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc,
-                           dims[1].sc, Meta{{"TF32", tf32}, {"CARRY_POINTERS", !tma}, {"BLOCK_POINTERS", tma}});
-      return;
+      Meta flags{{"TF32", tf32}, {"CARRY_POINTERS", !tma}, {"BLOCK_POINTERS", tma}};
+      if (epilogue) flags.set("HAS_SELF", self != nullptr);
+      Autotuner& tuner = split.splits > 1 ? gpu_split_tuner<T>() : epilogue ? gpu_epilogue_tuner<T>() : gpu_tuner<T>();
+      operands([&](auto&&... x) { tuner[grid](x..., flags); });
+    } else {
+      Blocks bl = pick_blocks(M, N, K, nbatch, a.device());
+      const Grid grid(cdiv(M, bl.m) * cdiv(N, bl.n), nbatch, split.splits);
+      const Options options{.device = a.device()};
+      operands([&](auto&&... x) {
+        if (epilogue)
+          matmul_epilogue_kernel<T>()[grid](x..., bl.m, bl.n, bl.k, bl.group, tf32, false, false, self != nullptr,
+                                            options);
+        else
+          (split.splits > 1 ? matmul_split_k_kernel<T>() : matmul_kernel<T>())[grid](
+              x..., bl.m, bl.n, bl.k, bl.group, tf32, false, false, options);
+      });
     }
-    Blocks bl = pick_blocks(M, N, K, nbatch, a.device());
-    int64_t tiles = cdiv(M, bl.m) * cdiv(N, bl.n);
-    matmul_kernel<T>()[{tiles, nbatch}](
-        a, b, c, m32, n32, k32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2), c.stride(-1),
-        dims[1].size, dims[0].sa, dims[1].sa, dims[0].sb, dims[1].sb, dims[0].sc, dims[1].sc, bl.m, bl.n, bl.k, bl.group,
-        tf32, false, false, Options{.device = a.device()});
   });
+  if (split.splits > 1) {
+    split_k::Addend addend;
+    if (add) addend = {self ? *self : Tensor(), dims[0].ss, dims[1].ss, add->beta, add->alpha};
+    split_k::reduce_partials(part, c, M, N, dims[1].size, dims[0].sc, dims[1].sc, addend);
+  }
 }
 
 }  // namespace
+
+split_k::Plan split_k::plan_for_product(int64_t M, int64_t N, int64_t K, int64_t nbatch, DType dtype,
+                                        const Device& device) {
+  // The tile that sizes the split: on a GPU (the autotuned kernel) 128 x 128 and chunks of K in
+  // multiples of 64, which every candidate's BLOCK_K divides; elsewhere the heuristic's blocks.
+  const bool tuned = device.is_cuda() && dtype != DType::f64;
+  const Blocks bl = pick_blocks(M, N, K, nbatch, device);
+  const int64_t tiles = tuned ? cdiv(M, 128) * cdiv(N, 128) : cdiv(M, bl.m) * cdiv(N, bl.n);
+  const int64_t workers = device.is_cuda() ? int64_t{runtime::cuda::properties(device.index).multiprocessor_count}
+                                           : int64_t{runtime::ThreadPool::global().size()};
+  return plan(tiles * nbatch, K, tuned ? 64 : bl.k, workers);
+}
 
 void set_float32_matmul_precision(const std::string& precision) {
   if (precision != "highest" && precision != "high" && precision != "medium")
@@ -275,7 +467,23 @@ Kernel& matmul_kernel(DType dtype) {
   return *k;
 }
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+Kernel& matmul_epilogue_kernel(DType dtype) {
+  Kernel* k = nullptr;
+  runtime::dispatch_float(dtype, "matmul_epilogue_kernel", [&](auto tag) { k = &matmul_epilogue_kernel<decltype(tag)>(); });
+  return *k;
+}
+
+Kernel& split_k::product_kernel(DType dtype) {
+  Kernel* k = nullptr;
+  runtime::dispatch_float(dtype, "matmul_split_k_kernel", [&](auto tag) { k = &matmul_split_k_kernel<decltype(tag)>(); });
+  return *k;
+}
+
+namespace {
+
+// torch.matmul's shapes, then the launch; with `add`, its self (any shape that broadcasts to the
+// result's) goes into the epilogue.
+Tensor product(const Tensor& a_in, const Tensor& b_in, const ScaledAdd* add) {
   if (!a_in.defined() || !b_in.defined()) fail("matmul: an operand is undefined");
   if (a_in.dim() == 0 || b_in.dim() == 0)
     fail("matmul: both arguments need to be at least 1D, but they are {}D and {}D", a_in.dim(), b_in.dim());
@@ -314,14 +522,52 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   sc.insert(sc.end(), {M, N});
   Tensor ae = runtime::expand_of(a, sa), be = runtime::expand_of(b, sb);
 
-  Tensor c = K == 0 ? zeros(sc, a.dtype(), a.device()) : Tensor::empty(sc, a.dtype(), a.device());
-  if (K > 0) launch(ae, be, c);
-
-  // Remove the dims added for 1-D operands.
+  // The result's shape: without the dims added for 1-D operands.
   Shape out = batch;
   if (a_in.dim() > 1) out.push_back(M);
   if (b_in.dim() > 1) out.push_back(N);
+
+  ScaledAdd epilogue;
+  if (add) {
+    epilogue = *add;
+    if (epilogue.beta == 0) epilogue.self = Tensor();
+    if (epilogue.self.defined()) {
+      const Tensor& s = epilogue.self;
+      if (s.dtype() != a.dtype() || s.device() != a.device())
+        fail("matmul: the added tensor ({} on {}) must have the operands' dtype and device ({} on {})",
+             dtype_name(s.dtype()), s.device().str(), dtype_name(a.dtype()), a.device().str());
+      bool fits = s.dim() <= static_cast<int>(out.size());
+      for (int i = 1; fits && i <= s.dim(); ++i) fits = s.size(-i) == 1 || s.size(-i) == out[out.size() - i];
+      if (!fits)
+        fail("matmul: the added tensor of shape {} cannot be broadcast to the product's shape {}", shape_str(s.shape()),
+             shape_str(out));
+      // Expanded to the result's shape, then given C's dims (size 1 where an operand was 1-D).
+      Tensor e = runtime::expand_of(s, out);
+      if (a_in.dim() == 1) e = runtime::unsqueeze_of(e, static_cast<int>(batch.size()));
+      if (b_in.dim() == 1) e = runtime::unsqueeze_of(e, e.dim());
+      epilogue.self = e;
+    }
+  }
+
+  Tensor c;
+  if (K == 0) {  // an empty sum: zeros, or beta * self
+    c = zeros(sc, a.dtype(), a.device());
+    if (add && epilogue.self.defined()) c = mul(epilogue.self, Scalar(epilogue.beta));
+    c = contiguous(c);
+  } else {
+    c = Tensor::empty(sc, a.dtype(), a.device());
+    launch(ae, be, c, add ? &epilogue : nullptr);
+  }
   return out == sc ? c : runtime::view_of(c, out);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) { return product(a_in, b_in, nullptr); }
+
+Tensor matmul_add(const Tensor& self, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  const ScaledAdd add{self, beta, alpha};
+  return product(a, b, &add);
 }
 
 }  // namespace tritium::ops

@@ -1,9 +1,12 @@
 // torch.mm / bmm / mv / dot / vdot and the add* forms (addmm, addmv, addr, baddbmm, addbmm) on the
 // one matmul kernel (ops/matmul.cpp): each op checks its shapes with PyTorch's rules and messages,
 // then hands the operands to ops::matmul as they are, strides and all (a transposed operand is a
-// stride, a batch is one launch). The add* forms then scale and add the input with elementwise
-// kernels (beta = 0: the input is not read, so its NaNs do not propagate, as PyTorch).
+// stride, a batch is one launch). The add* forms add the scaled input in the kernel's epilogue
+// (ops::matmul_add; beta = 0: the input is not read, so its NaNs do not propagate, as PyTorch);
+// addr, an outer product, scales and adds with elementwise kernels.
 #include "ops/matmul_family.h"
+
+#include "ops/matmul_add.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -46,7 +49,7 @@ void check_broadcasts_to(const char* op, const Tensor& self, const Shape& target
          shape_str(target));
 }
 
-// beta * self + alpha * product (a new tensor of the product's shape).
+// beta * self + alpha * product (a new tensor of the product's shape), for addr.
 Tensor add_scaled(const Tensor& self, const Tensor& product, double beta, double alpha) {
   Tensor p = alpha == 1 ? product : mul(product, Scalar(alpha));
   if (beta == 0) return p;  // self is not read: NaN * 0 must not reach the result
@@ -144,7 +147,7 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, double 
     fail("addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", mat1.size(0), mat1.size(1),
          mat2.size(0), mat2.size(1));
   check_broadcasts_to("addmm", self, {mat1.size(0), mat2.size(1)});
-  return add_scaled(self, matmul(mat1, mat2), beta, alpha);
+  return matmul_add(self, mat1, mat2, beta, alpha);
 }
 
 Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, double beta, double alpha) {
@@ -155,7 +158,7 @@ Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, double be
     fail("addmv: size mismatch, got input ({}), mat ({}x{}), vec ({})", mat.size(0), mat.size(0), mat.size(1),
          vec.size(0));
   check_broadcasts_to("addmv", self, {mat.size(0)});
-  return add_scaled(self, matmul(mat, vec), beta, alpha);
+  return matmul_add(self, mat, vec, beta, alpha);
 }
 
 Tensor addr(const Tensor& self, const Tensor& vec1, const Tensor& vec2, double beta, double alpha) {
@@ -179,7 +182,7 @@ Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, d
          batch1.size(0), batch1.size(2), batch2.size(0), batch2.size(1), shape_str(batch1.shape()),
          shape_str(batch2.shape()));
   check_broadcasts_to("baddbmm", self, {batch1.size(0), batch1.size(1), batch2.size(2)});
-  return add_scaled(self, matmul(batch1, batch2), beta, alpha);
+  return matmul_add(self, batch1, batch2, beta, alpha);
 }
 
 Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, double beta, double alpha) {
@@ -201,7 +204,7 @@ Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, do
   };
   Tensor a = flat(runtime::permute_of(batch1, {1, 0, 2}), {n, B * k});
   Tensor b = flat(batch2, {B * k, m});
-  return add_scaled(self, matmul(a, b), beta, alpha);
+  return matmul_add(self, a, b, beta, alpha);
 }
 
 }  // namespace tritium::ops

@@ -5,6 +5,7 @@
 #include "ops/decl/op_decl.h"
 
 #include "nn/functional.h"
+#include "ops/matmul_add.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #include "runtime/views.h"
@@ -32,8 +33,9 @@ void declare_linear(OpRegistry& r) {
                     {.name = "weight", .accepts = Accepts::floating},
                     {.name = "bias", .accepts = Accepts::floating, .optional = true}},
          .forward = [](const Inputs& in, Attrs&) {
-           Tensor y = matmul(in[0], runtime::t_of(in[1]));
-           return Inputs{in[2].defined() ? add(y, in[2]) : y};
+           // The bias is added in the product's epilogue (one launch).
+           const Tensor w_t = runtime::t_of(in[1]);
+           return Inputs{in[2].defined() ? matmul_add(in[2], in[0], w_t) : matmul(in[0], w_t)};
          },
          .result_dtype = ResultDType::same_across,
          .autocast = AutocastClass::lower_precision_fp,

@@ -1,0 +1,106 @@
+// Split-K for ops::matmul: the split heuristic, TRITIUM_MATMUL_SPLIT_K, and the kernel that adds
+// the partial tiles (ops/matmul_split_k.h).
+#include "ops/matmul_split_k.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include <tritium/tritium.h>
+
+#include "runtime/dtype_dispatch.h"
+
+namespace tritium::ops::split_k {
+namespace {
+
+namespace tl = tritium::tl;
+using runtime::Tensor;
+
+constexpr int64_t kMaxSplits = 16;         // the heuristic's cap: more partials cost more than they fill
+constexpr int64_t kMaxRequested = 1024;    // TRITIUM_MATMUL_SPLIT_K's cap
+constexpr int64_t kMinGranulesPerSplit = 8;  // a split keeps at least 8 granules of K (8 x 64 on a GPU)
+
+// c[b1, b2, m, n] = alpha * sum_s part[s, b1 * NB2 + b2, m, n] (+ beta * self[b1, b2, m, n] with
+// HAS_SELF), one block of BLOCK elements of one batch matrix per program (program_id(1) = batch).
+// The splits are added in order 0..S-1.
+template <class Acc, class T> Kernel& typed_sum_kernel() {
+  static Kernel k = kernel(
+      "matmul_split_k_sum",
+      [](tl::ptr<Acc> part, tl::ptr<T> c, tl::i64 M, tl::i64 N, tl::i32 S, tl::i64 stride_ps, tl::i64 NB2, tl::i64 sc1,
+         tl::i64 sc2, tl::i64 stride_cm, tl::i64 stride_cn, tl::ptr<T> self, tl::i64 ss1, tl::i64 ss2,
+         tl::i64 stride_sm, tl::i64 stride_sn, tl::scalar<dtype_of<Acc>()> alpha, tl::scalar<dtype_of<Acc>()> beta,
+         int BLOCK, bool HAS_SELF) {
+        auto batch = tl::program_id(1).to(tl::int64);
+        auto offs = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK).to(tl::int64);
+        auto mask = offs < M * N;
+        auto p = part + batch * (M * N) + offs;
+        auto acc = tl::zeros({BLOCK}, dtype_of<Acc>());
+        for (auto s : tl::range(0, S)) acc = acc + tl::load(p + s.to(tl::int64) * stride_ps, mask, 0.0);
+        auto m = offs / N, n = offs % N;
+        auto b1 = batch / NB2, b2 = batch % NB2;
+        acc = acc * alpha;
+        if (HAS_SELF)
+          acc = acc + beta * tl::load(self + (b1 * ss1 + b2 * ss2 + m * stride_sm + n * stride_sn), mask, 0.0).to(dtype_of<Acc>());
+        tl::store(c + (b1 * sc1 + b2 * sc2 + m * stride_cm + n * stride_cn), acc.to(dtype_of<T>()), mask);
+      },
+      {"part", "c", "M", "N", "S", "stride_ps", "NB2", "sc1", "sc2", "stride_cm", "stride_cn", "self", "ss1", "ss2",
+       "stride_sm", "stride_sn", "alpha", "beta", "BLOCK", "HAS_SELF"});
+  return k;
+}
+
+}  // namespace
+
+int64_t requested_splits() {
+  const char* v = std::getenv("TRITIUM_MATMUL_SPLIT_K");
+  if (!v || !*v) return 0;
+  const std::string text(v);
+  const bool digits = text.size() <= 4 && text.find_first_not_of("0123456789") == std::string::npos;
+  const int64_t s = digits ? std::stoll(text) : -1;
+  if (s < 0 || s > kMaxRequested)
+    fail("TRITIUM_MATMUL_SPLIT_K=\"{}\": expected an integer in [0, {}] (0: the heuristic, 1: never split, S: S "
+         "splits of K)",
+         v, kMaxRequested);
+  return s;
+}
+
+Plan plan(int64_t programs, int64_t K, int64_t granule, int64_t workers) {
+  const int64_t requested = requested_splits();
+  int64_t s = requested;
+  if (requested == 0) {
+    // Split only while the tiles leave workers idle, and only as far as each split keeps
+    // kMinGranulesPerSplit granules of K: enough K steps to amortise its prologue and its partial
+    // tile's store and reload.
+    s = programs >= workers ? 1 : std::min({cdiv(workers, programs), K / (kMinGranulesPerSplit * granule), kMaxSplits});
+  }
+  s = std::max<int64_t>(s, 1);
+  if (s == 1) return {1, K};
+  const int64_t chunk = cdiv(cdiv(K, s), granule) * granule;
+  return {cdiv(K, chunk), chunk};
+}
+
+void reduce_partials(const Tensor& part, const Tensor& c, int64_t M, int64_t N, int64_t NB2, int64_t sc1, int64_t sc2,
+                     const Addend& addend) {
+  const int64_t splits = part.size(0), nbatch = part.size(1);
+  const int block = 1024;
+  const bool has_self = addend.self.defined();
+  const Tensor& self = has_self ? addend.self : c;  // not read without HAS_SELF
+  runtime::dispatch_float(c.dtype(), "matmul", [&](auto tag) {
+    using T = decltype(tag);
+    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    typed_sum_kernel<Acc, T>()[{cdiv(M * N, block), nbatch}](
+        part, c, M, N, static_cast<int32_t>(splits), part.stride(0), NB2, sc1, sc2, c.stride(-2), c.stride(-1), self,
+        addend.ss1, addend.ss2, has_self ? self.stride(-2) : int64_t{0}, has_self ? self.stride(-1) : int64_t{0},
+        static_cast<Acc>(addend.alpha), static_cast<Acc>(addend.beta), block, has_self, Options{.device = c.device()});
+  });
+}
+
+Kernel& sum_kernel(DType dtype) {
+  Kernel* k = nullptr;
+  runtime::dispatch_float(dtype, "matmul split-K sum", [&](auto tag) {
+    using T = decltype(tag);
+    k = &typed_sum_kernel<std::conditional_t<std::is_same_v<T, double>, double, float>, T>();
+  });
+  return *k;
+}
+
+}  // namespace tritium::ops::split_k
