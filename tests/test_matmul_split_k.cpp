@@ -172,7 +172,10 @@ BOOST_AUTO_TEST_CASE(tf32) {
 BOOST_AUTO_TEST_CASE(linear_autograd) {
   tt::for_each_backend([&](const tt::Backend&) {
     tt::ScopedEnv forced(kVar, "3");
-    const int64_t M = 90, K = 77, N = 70;  // each product's reduction (K, N, M) splits in 3 chunks of 32
+    // Each product's reduction (K, N, M) is in (128, 192], so it splits in 3 chunks of 64: the GPU's
+    // granule and two CPU blocks of 32. (90 x 77 x 70, as first written, gave 3 chunks of 32 on the
+    // CPU but 2 of 64 on the H100.)
+    const int64_t M = 150, K = 170, N = 140;
     for (auto [m, n, k] : {std::tuple{M, N, K}, std::tuple{M, K, N}, std::tuple{N, K, M}})
       BOOST_TEST(splits_of(m, n, k, 1, DType::f32) == 3);
     Tensor x = random_tensor<float>({M, K}, 81), w = random_tensor<float>({N, K}, 82), b = random_tensor<float>({N}, 83);
