@@ -11,7 +11,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRITIUM_STATI
 cmake --build "$build" -j "${TRITIUM_BUILD_JOBS:-2}"
 stage="$(mktemp -d)"
 cp "$build/libtritium.so" "$build/tests/tritium-tests" "$build"/tutorials/[0-9][0-9]-* \
-   "$build/bench/tritium-bench" "$build/tools/train-mnist" "$build/tools/tritium-tune" \
+   "$build/bench/tritium-bench" "$build/tools/train-mnist" "$build/tools/train-gpt" "$build/tools/tritium-tune" \
    "$build/kernels/tritium-kernels" "$build/tools/tritium-run" "$build/tests/tritium-dist-worker" "$stage/"
 strip --strip-unneeded "$stage"/*
 mkdir -p "$root/.carry"
