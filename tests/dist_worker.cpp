@@ -13,7 +13,7 @@
 //   --mode syncbn               SyncBatchNorm on this rank's rows of a [12, 3, 5] batch against
 //                               BatchNorm1d on the whole batch: outputs, input gradients, the
 //                               summed weight and bias gradients, the running statistics
-//   --mode allreduce-bench      all_reduce (sum, f32) bus bandwidth at --bytes N (1 MB to 256 MB when
+//   --mode allreduce-bench      all_reduce (sum, f32) bus bandwidth at --bytes N (1 MB to 1 GB when
 //                               unset), --iters K timed after 5 warm-up calls; rank 0 prints
 //                               nccl-tests' algbw and busbw (busbw = algbw x 2 (n - 1) / n)
 // All modes: --device cpu (Gloo, the default) or cuda (NCCL, device LOCAL_RANK).
@@ -301,7 +301,7 @@ int allreduce_bench(const Config& c) {
   init(c);
   int world = dist::get_world_size();
   std::vector<int64_t> sizes = {c.bytes};
-  if (c.bytes == 0) sizes = {1 << 20, 16 << 20, 64 << 20, 256 << 20};
+  if (c.bytes == 0) sizes = {1 << 20, 16 << 20, 64 << 20, 256 << 20, int64_t{1} << 30};
   for (int64_t bytes : sizes) {
     Tensor t = Tensor::zeros({bytes / 4}, DType::f32, device);
     for (int i = 0; i < 5; ++i) dist::all_reduce(t);
