@@ -142,7 +142,10 @@ void signal_all(std::vector<Rank>& ranks, int sig) {
     if (r.running) kill(-r.pid, sig), kill(r.pid, sig);
 }
 
-// Reaps ranks that ended; returns the first failure among them (or -1).
+// Reaps ranks that ended; returns the failure to report among them (or -1). When several ended
+// within one poll, a rank killed by a signal is named before ranks that exited with an error: a
+// killed peer makes the others' collectives fail at once ("Connection reset by peer"), and the
+// launcher should name the cause, not the first survivor it happened to reap.
 int reap(std::vector<Rank>& ranks, int* status_out) {
   int failed_index = -1;
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -151,7 +154,9 @@ int reap(std::vector<Rank>& ranks, int* status_out) {
     pid_t p = waitpid(ranks[i].pid, &status, WNOHANG);
     if (p != ranks[i].pid) continue;
     ranks[i].running = false;
-    if (failed(status) && failed_index < 0) failed_index = static_cast<int>(i), *status_out = status;
+    if (!failed(status)) continue;
+    if (failed_index < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(*status_out)))
+      failed_index = static_cast<int>(i), *status_out = status;
   }
   return failed_index;
 }
