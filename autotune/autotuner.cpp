@@ -71,8 +71,14 @@ runtime::Device launch_device(const LaunchArgs& args) {
   return runtime::Device::cpu();
 }
 
-std::string device_description(const runtime::Device& d) {
-  if (d.is_cuda()) return fmt::format("{} ({})", d.str(), runtime::cuda::properties(d.index).name);
+// What measurements on d are valid for: the device model, not its index, so the ranks of a
+// data-parallel run on cuda:0..3 of one host share their tuning records instead of each
+// re-measuring every config (Triton keys its tuning cache by the target, not the device index).
+std::string device_model(const runtime::Device& d) {
+  if (d.is_cuda()) {
+    const auto& p = runtime::cuda::properties(d.index);
+    return fmt::format("cuda {} (sm_{}, {} SMs)", p.name, p.compute_capability(), p.multiprocessor_count);
+  }
   return fmt::format("cpu ({} threads)", runtime::ThreadPool::global().size());
 }
 
@@ -281,7 +287,8 @@ struct Autotuner::Impl {
     return r.lo ^ r.hi;
   }
 
-  std::string key_text(const LaunchArgs& args) const {
+  // The key for reports ("..., cuda:1"); with_device false leaves the device out (the disk record).
+  std::string key_text(const LaunchArgs& args, bool with_device = true) const {
     ArgView view(kernel, args);
     std::string s;
     for (const std::string& name : options.key) {
@@ -291,6 +298,7 @@ struct Autotuner::Impl {
     }
     std::string types;
     for (const auto& a : args.values) types += fmt::format("{}{}", types.empty() ? "" : ",", dtype_name(a.dtype));
+    if (!with_device) return fmt::format("{}; {}", s, types);
     return fmt::format("{}; {}; {}", s, types, launch_device(args).str());
   }
 
@@ -374,8 +382,8 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
   Hash128 record_key = Hasher()
                            .add("autotune")
                            .add(kernel.name())
-                           .add(result->key)
-                           .add(device_description(device))
+                           .add(key_text(args, /*with_device=*/false))
+                           .add(device_model(device))
                            .add(jit::toolchain_id(device))
                            .finish();
   Record record;

@@ -18,6 +18,8 @@
 #include "autotune/autotuner.h"
 #include "autotune/do_bench.h"
 #include "ops/ops.h"
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_driver.h"
 #include "test_support.h"
 
 namespace tt = tritium::test;
@@ -189,6 +191,33 @@ BOOST_AUTO_TEST_CASE(results_persist_and_new_configs_add_to_them) {
     int rc = std::system(cmd.c_str());
     BOOST_TEST((WIFEXITED(rc) && WEXITSTATUS(rc) == 0), "child exited with " << rc);
   });
+}
+
+// The ranks of a data-parallel run tune on cuda:0, cuda:1, ... of one host: a device of the same
+// model reuses the records another one wrote (the disk record is keyed by the model, not the
+// index), so rank 3 does not re-measure every config. Needs two CUDA devices of one model.
+BOOST_AUTO_TEST_CASE(devices_of_one_model_share_tuning_records) {
+  namespace cuda = tritium::runtime::cuda;
+  if (!cuda::available() || cuda::device_count() < 2 || cuda::properties(0).name != cuda::properties(1).name) {
+    BOOST_TEST_MESSAGE("skipped: needs two CUDA devices of one model");
+    return;
+  }
+  FreshCache cache;
+  const int n = 5000;
+  std::vector<float> vx(n);
+  for (int i = 0; i < n; ++i) vx[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i % 97) - 3.0f;
+  std::vector<Config> two = {Config({{"BLOCK", 512}, {"REPS", 1}}), Config({{"BLOCK", 128}, {"REPS", 1}})};
+  auto tuner = tritium::autotune(make_costly_scale(), two, quick({"n"}));
+  for (int dev = 0; dev < 2; ++dev) {
+    const auto d = tritium::Device::cuda(dev);
+    Tensor x = Tensor::from_vector(vx).to(d), out = tritium::ops::full({n}, -1.0f, tritium::DType::f32, d);
+    const auto& r = tuner.tune(grid_of(n), x, out, n);
+    BOOST_TEST(r.benchmarked == (dev == 0 ? 2 : 0), "cuda:" << dev << " measured " << r.benchmarked);
+    if (dev == 1)
+      for (const auto& c : r.results) BOOST_TEST(c.from_disk);
+    tuner[grid_of(n)](x, out, n);
+    check_scaled(out, vx, 1, "the tuned launch on cuda:" + std::to_string(dev));
+  }
 }
 
 // Run by results_persist_and_new_configs_add_to_them in a child process with "-- <device>
