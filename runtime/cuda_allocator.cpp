@@ -19,11 +19,25 @@
 namespace tritium::runtime::cuda {
 namespace {
 
+// A stream that used a block, and the device the stream belongs to: another device's stream
+// (a peer copy reads the block there) gets its event from that device's pool and context.
+struct StreamUse {
+  CUstream stream = nullptr;
+  int device = 0;
+  bool operator==(const StreamUse&) const = default;
+};
+
 struct Block {
   size_t size = 0;
   int device = 0;
   CUstream stream = nullptr;              // the stream it was allocated for
-  std::vector<CUstream> stream_uses;      // other streams that used it (record_stream)
+  std::vector<StreamUse> stream_uses;     // other streams that used it (record_stream)
+};
+
+// An event recorded on a stream of `device` (and returned to that device's pool).
+struct PendingEvent {
+  CUevent event = nullptr;
+  int device = 0;
 };
 
 // A freed block that other streams used: it joins its stream's free list once every event (one
@@ -31,7 +45,7 @@ struct Block {
 struct PendingBlock {
   CUdeviceptr ptr = 0;
   Block block;
-  std::vector<CUevent> events;
+  std::vector<PendingEvent> events;
 };
 
 using FreeList = std::multimap<size_t, CUdeviceptr>;  // size -> block, best fit by lower_bound
@@ -111,14 +125,16 @@ class CachingAllocator {
     st.cached += b.size;
   }
 
-  void record_stream(CUdeviceptr p, CUstream stream) {
+  void record_stream(CUdeviceptr p, CUstream stream, int stream_device) {
     std::lock_guard lock(mu_);
     auto it = active_.find(p);
     if (it == active_.end()) return;  // not ours (adopted memory): nothing to defer
     Block& b = it->second;
-    if (stream == b.stream || std::find(b.stream_uses.begin(), b.stream_uses.end(), stream) != b.stream_uses.end())
+    const StreamUse use{stream, stream_device};
+    if ((stream == b.stream && stream_device == b.device) ||
+        std::find(b.stream_uses.begin(), b.stream_uses.end(), use) != b.stream_uses.end())
       return;
-    b.stream_uses.push_back(stream);
+    b.stream_uses.push_back(use);
   }
 
   void empty_cache() {
@@ -158,21 +174,22 @@ class CachingAllocator {
   // Records an event on each stream that used block p besides its own, and parks the block on
   // the pending list. Called with mu_ held.
   void defer(CUdeviceptr p, const Block& b) {
-    ensure_context(b.device);
     PendingBlock pending{p, b, {}};
     try {
-      for (CUstream s : b.stream_uses) {
-        CUevent e = take_event(b.device);
-        pending.events.push_back(e);
-        check(driver().cuEventRecord(e, s), "cuEventRecord",
-              fmt::format("a block of {} bytes freed on cuda:{} and used on stream {}", b.size, b.device,
-                          static_cast<const void*>(s)));
+      for (const StreamUse& use : b.stream_uses) {
+        ensure_context(use.device);  // an event and the stream it is recorded on share a context
+        CUevent e = take_event(use.device);
+        pending.events.push_back({e, use.device});
+        check(driver().cuEventRecord(e, use.stream), "cuEventRecord",
+              fmt::format("a block of {} bytes freed on cuda:{} and used on cuda:{} stream {}", b.size, b.device,
+                          use.device, static_cast<const void*>(use.stream)));
       }
       pending_[b.device].push_back(std::move(pending));
     } catch (...) {
-      for (CUevent e : pending.events) events_[b.device].push_back(e);
+      for (const PendingEvent& e : pending.events) events_[e.device].push_back(e.event);
       throw;
     }
+    ensure_context(b.device);
   }
 
   // Moves device's pending blocks whose events have all completed to their free lists (a query
@@ -186,10 +203,10 @@ class CachingAllocator {
     for (size_t i = 0; i < list.size();) {
       PendingBlock& pb = list[i];
       while (!pb.events.empty()) {
-        CUresult r = d.cuEventQuery(pb.events.back());
+        CUresult r = d.cuEventQuery(pb.events.back().event);
         if (r == CUDA_ERROR_NOT_READY) break;
         check(r, "cuEventQuery", fmt::format("a block of {} bytes freed on cuda:{}", pb.block.size, device));
-        events_[device].push_back(pb.events.back());
+        events_[pb.events.back().device].push_back(pb.events.back().event);
         pb.events.pop_back();
       }
       if (!pb.events.empty()) {
@@ -273,7 +290,9 @@ CUdeviceptr allocate(size_t nbytes, int device, CUstream stream) {
   return the_allocator().allocate(nbytes, device, stream);
 }
 void free(CUdeviceptr ptr) noexcept { the_allocator().free(ptr); }
-void record_stream(CUdeviceptr ptr, CUstream stream) { the_allocator().record_stream(ptr, stream); }
+void record_stream(CUdeviceptr ptr, CUstream stream, int stream_device) {
+  the_allocator().record_stream(ptr, stream, stream_device);
+}
 size_t pending_free_bytes(int device) { return the_allocator().pending_free_bytes(device); }
 void empty_cache() {
   if (available()) the_allocator().empty_cache();

@@ -17,8 +17,9 @@ CUstream current_stream(int device);
 // Marks block `ptr` (from allocate) as used by `stream` too: when freed, it rejoins its stream's
 // free list only once the work queued on `stream` by then has completed (an event recorded at
 // free time, queried by later allocations). The allocation stream itself and unknown pointers
-// (memory the allocator did not hand out) are ignored.
-void record_stream(CUdeviceptr ptr, CUstream stream);
+// (memory the allocator did not hand out) are ignored. `stream` may belong to another device
+// (stream_device; a peer copy reads the block there): its event is that device's.
+void record_stream(CUdeviceptr ptr, CUstream stream, int stream_device);
 // Bytes of freed blocks of device still waiting for such events (counted in the cached bytes).
 size_t pending_free_bytes(int device);
 

@@ -306,11 +306,14 @@ void* Event::native_handle() const { return state_->native ? state_->native->get
 
 void record_stream(const Tensor& tensor, const Stream& stream) {
   if (!tensor.defined()) fail("record_stream: the tensor is undefined");
-  if (stream.device() != tensor.device())
+  // A CUDA tensor may be used on another CUDA device's stream (a peer copy reads it there), as in
+  // PyTorch; a CPU tensor and a CUDA stream (or the reverse) is a mistake.
+  if (stream.device().kind != tensor.device().kind)
     fail("record_stream: {} is on {}, but {} is of {}", tensor.str(), tensor.device().str(), stream.str(),
          stream.device().str());
   if (tensor.device().is_cuda())
-    cuda::record_stream(cuda::to_deviceptr(tensor.storage()->data()), static_cast<cuda::CUstream>(stream.native_handle()));
+    cuda::record_stream(cuda::to_deviceptr(tensor.storage()->data()), static_cast<cuda::CUstream>(stream.native_handle()),
+                        stream.device().index);
 }
 
 }  // namespace tritium::runtime

@@ -20,6 +20,8 @@
 #include "nn/pinned_memory.h"
 #include "ops/ops.h"
 #include "runtime/cuda_allocator.h"
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/cuda_streams.h"
 #include "runtime/memory_stats.h"
 #include "runtime/streams.h"
@@ -367,6 +369,44 @@ BOOST_AUTO_TEST_CASE(record_stream_defers_the_reuse_of_a_block) {
     BOOST_TEST(runtime::cuda::pending_free_bytes(dev.index) == pending_before);
     BOOST_TEST(after.reserved - after.allocated == after.cached);
   });
+}
+
+// A block of cuda:0 read on a stream of cuda:1 (a peer copy's source, nn::to_device) is
+// record_stream'ed there: freed, it waits for an event of cuda:1's stream, not cuda:0's. Needs two
+// CUDA devices.
+BOOST_AUTO_TEST_CASE(record_stream_on_another_devices_stream) {
+  if (!runtime::cuda::available() || runtime::cuda::device_count() < 2) {
+    BOOST_TEST_MESSAGE("skipped: needs two CUDA devices");
+    return;
+  }
+  auto spin = spin_kernel();
+  const Device d0 = Device::cuda(0), d1 = Device::cuda(1);
+  const int64_t n = 100003;
+  Tensor x1 = Tensor::from_vector(random_values(n, 20), {n}, d1);
+  launch_spin(spin, x1, ops::zeros_like(x1), kWarmIters);  // compile first
+  runtime::cuda::empty_cache();
+  Stream b(d1);
+  b.wait_stream(current_stream(d1));
+  void* first = nullptr;
+  {
+    Tensor t = Tensor::empty({n}, DType::f32, d0);
+    first = t.raw_data();
+    runtime::cuda::synchronize(0);
+    {
+      StreamGuard on_b(b);
+      launch_spin(spin, x1, ops::zeros_like(x1), spin_iters(d1));  // b busy for a while
+    }
+    record_stream(t, b);  // t is read on b (as a peer copy would)
+  }
+  Event b_done = b.record_event();
+  BOOST_TEST(runtime::cuda::pending_free_bytes(0) > 0u);
+  Tensor u = Tensor::empty({n}, DType::f32, d0);
+  BOOST_TEST(!b_done.query(), "the long kernel on cuda:1 ended before the allocation could be checked");
+  BOOST_TEST(u.raw_data() != first, "a block still used by a stream of cuda:1 was handed out on cuda:0");
+  b_done.synchronize();
+  Tensor w = Tensor::empty({n}, DType::f32, d0);
+  BOOST_TEST(w.raw_data() == first, "the block did not come back once cuda:1's stream was done");
+  BOOST_TEST(runtime::cuda::pending_free_bytes(0) == 0u);
 }
 
 // Copies from pinned memory to the device and back without waiting: the host returns while the
