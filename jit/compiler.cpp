@@ -94,12 +94,16 @@ std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& 
   Hash128 key = key_of(text, backend, opts);
   auto passes_done = Clock::now();
 
-  // Specialisations whose optimised IR is identical share one loaded binary.
+  // Specialisations whose optimised IR is identical share one loaded binary - on one device: a
+  // loaded CUDA module belongs to its device's context, so cuda:1 must not launch cuda:0's (the
+  // disk entry, keyed by the target, is shared).
   static std::mutex mutex;
   static std::unordered_map<Hash128, std::weak_ptr<CompiledKernel>> loaded;
+  const Hash128 loaded_key =
+      Hasher().add(key).add(static_cast<uint64_t>(device.kind) << 32 | static_cast<uint32_t>(device.index)).finish();
   {
     std::lock_guard lock(mutex);
-    auto it = loaded.find(key);
+    auto it = loaded.find(loaded_key);
     if (it != loaded.end())
       if (auto k = it->second.lock()) {
         ++g_shared_hits;
@@ -150,7 +154,7 @@ std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& 
                       fmt::format(" (passes {:.2f}, generate {:.2f}, load {:.2f} ms)", ms_between(start, passes_done),
                                   ms_between(generate_start, generate_done), ms_between(generate_done, done)));
   std::lock_guard lock(mutex);
-  loaded[key] = kernel;
+  loaded[loaded_key] = kernel;
   return kernel;
 }
 

@@ -58,7 +58,6 @@ int spin_iters(Device d) { return d.is_cuda() ? 1 << 25 : 64; }
 // launch finds its kernel compiled.
 constexpr int kWarmIters = 16;
 
-std::vector<float> random_values(size_t n, uint32_t seed) { return tt::random_vector<float>(n, seed); }
 
 template <class K> void launch_spin(K& spin, const Tensor& x, const Tensor& out, int iters) {
   const int n = static_cast<int>(x.numel());
@@ -104,7 +103,7 @@ BOOST_AUTO_TEST_CASE(current_stream_defaults_guards_nest_and_restore) {
     BOOST_TEST((current_stream(dev) == initial));
 
     // Work under a guard: an op on a side stream gives what it gives on the default stream.
-    auto v = random_values(1000, 11);
+    auto v = tt::random_vector<float>(1000, 11);
     Tensor x = Tensor::from_vector(v, {1000}, dev);
     Stream side(dev);
     side.wait_stream(current_stream(dev));  // x was written on the current stream
@@ -126,7 +125,7 @@ BOOST_AUTO_TEST_CASE(current_stream_is_per_thread) {
     StreamGuard on_mine(mine);
     std::optional<Stream> seen_at_start, seen_after_set;
     std::vector<float> their_result;
-    auto v = random_values(777, 12);
+    auto v = tt::random_vector<float>(777, 12);
     std::thread other([&] {
       seen_at_start = current_stream(dev);  // a new thread starts on the default stream
       StreamGuard on_theirs(theirs);
@@ -183,7 +182,7 @@ BOOST_AUTO_TEST_CASE(events_record_query_wait_and_time) {
 
     Stream s(dev);
     s.wait_stream(current_stream(dev));
-    Tensor x = Tensor::from_vector(random_values(4096, 13), {4096}, dev);
+    Tensor x = Tensor::from_vector(tt::random_vector<float>(4096, 13), {4096}, dev);
     s.wait_stream(current_stream(dev));
     start.record(s);
     Tensor y;
@@ -232,7 +231,7 @@ BOOST_AUTO_TEST_CASE(wait_stream_orders_a_side_stream_after_a_long_kernel) {
   tt::for_each_backend([&](const tt::Backend& be) {
     const Device dev = be.device;
     const int64_t n = 1000;  // not a multiple of the block
-    auto v = random_values(n, 14);
+    auto v = tt::random_vector<float>(n, 14);
     Tensor x = Tensor::from_vector(v, {n}, dev);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     Stream a(dev), b(dev);
@@ -313,7 +312,7 @@ BOOST_AUTO_TEST_CASE(record_stream_defers_the_reuse_of_a_block) {
                      {"record_stream", "cpu", dev.str()}, "a host tensor and a cuda stream");
     const int64_t n = 100003;  // an odd size class (400384 bytes) no other block of these streams has
     const size_t block = runtime::cuda::round_size(size_t(n) * 4);
-    Tensor x = Tensor::from_vector(random_values(n, 15), {n}, dev);
+    Tensor x = Tensor::from_vector(tt::random_vector<float>(n, 15), {n}, dev);
     launch_spin(spin, x, ops::zeros_like(x), kWarmIters);  // compile first
     runtime::cuda::empty_cache();  // no cached blocks of this class anywhere
     Stream a(dev), b(dev);
@@ -371,6 +370,30 @@ BOOST_AUTO_TEST_CASE(record_stream_defers_the_reuse_of_a_block) {
   });
 }
 
+// One kernel (the same specialisation, the same optimised IR) launched on cuda:0 and then on
+// cuda:1: each device runs the module loaded in its own context (cuda:1 once launched cuda:0's
+// module with cuda:1's pointers and read garbage). Needs two CUDA devices.
+BOOST_AUTO_TEST_CASE(one_kernel_on_two_devices) {
+  if (!runtime::cuda::available() || runtime::cuda::device_count() < 2) {
+    BOOST_TEST_MESSAGE("skipped: needs two CUDA devices");
+    return;
+  }
+  const int64_t n = 3001;
+  const auto a = tt::random_vector<float>(n, 21), b = tt::random_vector<float>(n, 22);
+  for (int dev : {0, 1, 0}) {
+    const Device d = Device::cuda(dev);
+    Tensor sum = ops::add(Tensor::from_vector(a, {n}, d), Tensor::from_vector(b, {n}, d));
+    BOOST_TEST((sum.device() == d));
+    const auto got = sum.to_vector<float>();
+    for (int64_t i = 0; i < n; ++i)
+      if (got[static_cast<size_t>(i)] != a[static_cast<size_t>(i)] + b[static_cast<size_t>(i)]) {
+        BOOST_TEST(false, "cuda:" << dev << " element " << i << " = " << got[static_cast<size_t>(i)] << ", expected "
+                                  << a[static_cast<size_t>(i)] + b[static_cast<size_t>(i)]);
+        break;
+      }
+  }
+}
+
 // A block of cuda:0 read on a stream of cuda:1 (a peer copy's source, nn::to_device) is
 // record_stream'ed there: freed, it waits for an event of cuda:1's stream, not cuda:0's. Needs two
 // CUDA devices.
@@ -382,7 +405,7 @@ BOOST_AUTO_TEST_CASE(record_stream_on_another_devices_stream) {
   auto spin = spin_kernel();
   const Device d0 = Device::cuda(0), d1 = Device::cuda(1);
   const int64_t n = 100003;
-  Tensor x1 = Tensor::from_vector(random_values(n, 20), {n}, d1);
+  Tensor x1 = Tensor::from_vector(tt::random_vector<float>(n, 20), {n}, d1);
   launch_spin(spin, x1, ops::zeros_like(x1), kWarmIters);  // compile first
   runtime::cuda::empty_cache();
   Stream b(d1);
@@ -417,7 +440,7 @@ BOOST_AUTO_TEST_CASE(non_blocking_copies_from_pinned_memory) {
   tt::for_each_backend([&](const tt::Backend& be) {
     const Device dev = be.device;
     const int64_t n = 5003;
-    auto v = random_values(n, 16);
+    auto v = tt::random_vector<float>(n, 16);
     Tensor host = Tensor::from_vector(v, {n}, Device::cpu());
     if (dev.is_cpu()) {  // no GPU: a plain copy (or the tensor itself on its own device)
       Tensor same = nn::to(host, dev, true);
@@ -499,7 +522,7 @@ BOOST_AUTO_TEST_CASE(training_step_on_a_side_stream_equals_the_default_stream) {
   tt::for_each_backend([&](const tt::Backend& be) {
     const Device dev = be.device;
     const int64_t N = 19, I = 7, H = 13, O = 3;
-    auto xv = random_values(N * I, 17), tv = random_values(N * O, 18);
+    auto xv = tt::random_vector<float>(N * I, 17), tv = tt::random_vector<float>(N * O, 18);
     auto train = [&](bool on_side) {
       Generator gen(9);
       nn::Sequential model(nn::Linear(I, H, true, gen), nn::ReLU(), nn::Linear(H, O, true, gen));
@@ -545,7 +568,7 @@ BOOST_AUTO_TEST_CASE(do_bench_times_on_the_current_stream) {
   tt::for_each_backend([&](const tt::Backend& be) {
     const Device dev = be.device;
     const int64_t n = 300;
-    Tensor x = Tensor::from_vector(random_values(n, 19), {n}, dev);
+    Tensor x = Tensor::from_vector(tt::random_vector<float>(n, 19), {n}, dev);
     Tensor out = ops::zeros_like(x);
     Stream s(dev);
     s.wait_stream(current_stream(dev));
