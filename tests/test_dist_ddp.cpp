@@ -9,7 +9,6 @@
 #include "test_support.h"
 
 #include <cmath>
-#include <random>
 
 #include "common/error.h"
 #include "dist/gloo_process_group.h"
@@ -36,14 +35,6 @@ std::shared_ptr<dist::ProcessGroup> one_rank_group() {
   }
   auto store = std::make_shared<dist::TCPStore>("127.0.0.1", 0, true, 5000ms);
   return dist::GlooProcessGroup::create(store, 0, 1, 5000ms);
-}
-
-std::vector<float> random_values(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
 }
 
 // Two linear layers, the second optionally unused (its output dropped).
@@ -97,7 +88,7 @@ BOOST_AUTO_TEST_CASE(gradients_match_a_float64_reference_and_the_plain_module) {
   BOOST_TEST(ddp.state_dict().contains("module.first.weight"));  // PyTorch's key prefix
 
   const int64_t n = 9;
-  auto xs = random_values(n * 7, 1);
+  auto xs = tritium::test::random_vector<float>(n * 7, 1);
   Tensor x = Tensor::from_vector(xs, {n, 7});
   sum(ddp(x)).backward();
   sum(plain(x)).backward();
@@ -136,7 +127,7 @@ BOOST_AUTO_TEST_CASE(buckets_launch_while_backward_goes_on) {
   auto handle = model->first->weight.register_hook([&](const Tensor&) {
     launched_before_first_layer = ddp.buckets_reduced();
   });
-  sum(ddp(Tensor::from_vector(random_values(2 * 7, 6), {2, 7}))).backward();
+  sum(ddp(Tensor::from_vector(tritium::test::random_vector<float>(2 * 7, 6), {2, 7}))).backward();
   BOOST_TEST(launched_before_first_layer >= 2);
   BOOST_TEST(ddp.buckets_reduced() == 4);
   handle.remove();
@@ -149,7 +140,7 @@ BOOST_AUTO_TEST_CASE(no_sync_skips_the_reduction_and_accumulates) {
   auto model = std::make_shared<TwoLayers>(true, gen);
   nn::DistributedDataParallel ddp(model, {.process_group = group});
   BOOST_TEST(ddp.bucket_assignment().size() == 1u);
-  Tensor x = Tensor::from_vector(random_values(4 * 7, 2), {4, 7});
+  Tensor x = Tensor::from_vector(tritium::test::random_vector<float>(4 * 7, 2), {4, 7});
   {
     auto guard = ddp.no_sync();
     sum(ddp(x)).backward();
@@ -165,7 +156,7 @@ BOOST_AUTO_TEST_CASE(no_sync_skips_the_reduction_and_accumulates) {
 BOOST_AUTO_TEST_CASE(unused_parameters_error_or_find_unused_parameters) {
   auto group = one_rank_group();
   if (!group) return;
-  Tensor x = Tensor::from_vector(random_values(3 * 7, 4), {3, 7});
+  Tensor x = Tensor::from_vector(tritium::test::random_vector<float>(3 * 7, 4), {3, 7});
   {
     Generator gen(1);
     auto model = std::make_shared<TwoLayers>(false, gen);
@@ -195,7 +186,7 @@ BOOST_AUTO_TEST_CASE(gradient_as_bucket_view) {
   Generator gen(2);
   auto model = std::make_shared<TwoLayers>(true, gen);
   nn::DistributedDataParallel ddp(model, {.process_group = group, .gradient_as_bucket_view = true});
-  Tensor x = Tensor::from_vector(random_values(6 * 7, 5), {6, 7});
+  Tensor x = Tensor::from_vector(tritium::test::random_vector<float>(6 * 7, 5), {6, 7});
   for (int step = 0; step < 2; ++step) {
     model->zero_grad();
     sum(ddp(x)).backward();

@@ -9,7 +9,6 @@
 #include "test_support.h"
 
 #include <cmath>
-#include <random>
 
 #include "common/error.h"
 #include "nn/autograd.h"
@@ -26,14 +25,6 @@ namespace tt = tritium::test;
 namespace {
 
 constexpr int64_t kIn = 7, kHidden = 16, kOut = 5;
-
-std::vector<float> random_values(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
 
 // Stage 0: tanh(W1 x + b1); stage 1: W2 h + b2. `log` (if set) records (stage, micro-batch) per call.
 class Stage : public nn::Module {
@@ -116,7 +107,7 @@ struct SplitCase {
     first = std::make_shared<Stage>(0, kIn, kHidden, gen, log);
     second = std::make_shared<Stage>(1, kHidden, kOut, gen, log);
     first->to(d0), second->to(d1);
-    auto xs = random_values(static_cast<size_t>(n * kIn), 1), ts = random_values(static_cast<size_t>(n * kOut), 2);
+    auto xs = tt::random_vector<float>(static_cast<size_t>(n * kIn), 1), ts = tt::random_vector<float>(static_cast<size_t>(n * kOut), 2);
     x = Tensor::from_vector(xs, {n, kIn}, d0);
     t = Tensor::from_vector(ts, {n, kOut}, d1);
     auto host = [](const Tensor& p) { return p.to(Device::cpu()).to_vector<float>(); };
