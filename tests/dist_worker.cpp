@@ -321,7 +321,7 @@ int profile(const Config& c) {
   auto model = std::make_shared<nn::Sequential>(
       nn::Linear(kFeatures, 256, true, gen), nn::ReLU(), nn::Linear(256, 128, true, gen), nn::ReLU(),
       nn::Linear(128, 32, true, gen), nn::ReLU(), nn::Linear(32, kClasses, true, gen));
-  nn::DistributedDataParallel ddp(model, {.bucket_cap_mb = 1e-6, .first_bucket_cap_mb = 1e-6});
+  nn::DistributedDataParallel ddp(model, {.process_group = nullptr, .bucket_cap_mb = 1e-6, .first_bucket_cap_mb = 1e-6});
   const int buckets = static_cast<int>(ddp.bucket_assignment().size());
   nn::SGD optimizer(model->parameters(), 0.05);
   auto step = [&](int64_t k) {
@@ -358,8 +358,7 @@ int profile(const Config& c) {
          c.steps * (buckets + 1));
   if (rank == 0) std::printf("%s", averages.table("comm_time_total", 6).c_str());
   std::printf("rank %d: profile ok: %d steps, %d buckets, %d all-reduce spans, all-reduce overlapping backward in %d "
-              "of %d steps
-",
+              "of %d steps\n",
               rank, report.steps, buckets, report.collectives, report.overlapped_steps, report.steps);
   std::fflush(stdout);
   dist::barrier();
