@@ -12,7 +12,9 @@
 #              ranks against BatchNorm on the whole batch
 # profile:     2 ranks profile 4 DDP steps of 8 buckets and check their traces (tests/ddp_trace_check.h):
 #              one all-reduce span per bucket per step, issued in its ddp:bucket range, one
-#              beginning before the step's last backward node ends; key_averages lists them
+#              beginning before the step's last backward node ends (in at least 2 of the 4 steps:
+#              a loaded machine sometimes deschedules a rank's threads for longer than backward);
+#              key_averages lists them
 # mnist:       train-mnist under tritium-run on 2 ranks ends with the loss and accuracy of one
 #              process at the same global batch (skipped, 77, without Fashion-MNIST)
 # gpt:         train-gpt (a tiny model) under tritium-run: 2 ranks print the losses of 1 process
