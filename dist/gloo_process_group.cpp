@@ -46,10 +46,13 @@ WorkPtr GlooProcessGroup::barrier() { return nullptr; }
 #include <gloo/transport/tcp/device.h>
 
 #include "common/error.h"
+#include "profiler/hooks.h"
 
 namespace tritium::dist {
 
 namespace {
+
+namespace prof = profiler::detail;
 
 // Our store seen through Gloo's Store interface (Gloo's address exchange goes through it).
 class GlooStoreAdapter : public gloo::rendezvous::Store {
@@ -168,15 +171,19 @@ struct GlooProcessGroup::Impl {
   }
 
   // Queues `task` (given its tag) and returns its Work; errors name the collective and the rank.
-  WorkPtr enqueue(const char* collective, std::function<void(uint32_t)> task) {
+  // `issued`: the profiler's scope of the issue; the worker reports when it ran the collective.
+  WorkPtr enqueue(const char* collective, std::function<void(uint32_t)> task, const prof::OpenScope& issued) {
     auto work = std::make_shared<GlooWork>();
     std::string what = fmt::format("dist::{} (gloo) failed on rank {} of {}", collective, rank, size);
-    auto wrapped = [what, task = std::move(task)](uint32_t tag) {
+    auto wrapped = [what, task = std::move(task), issued](uint32_t tag) {
+      const auto start = std::chrono::steady_clock::now();
       try {
         task(tag);
       } catch (const std::exception& e) {
+        prof::record_collective_execution(issued, start);
         throw Error(fmt::format("{}: {}", what, e.what()));
       }
+      prof::record_collective_execution(issued, start);
     };
     {
       std::lock_guard lock(mutex);
@@ -256,6 +263,7 @@ WorkPtr GlooProcessGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   auto ctx = impl_->context;
   auto timeout = impl_->timeout;
   int size = this->size();
+  prof::CollectiveScope profiled("gloo", "all_reduce", dtype_name(tensor.dtype()), tensor.numel(), tensor.nbytes(), size);
   return impl_->enqueue("all_reduce", [=, t = tensor](uint32_t tag) {
     dispatch_reducible(t.dtype(), "all_reduce", [&](auto zero) {
       using T = decltype(zero);
@@ -271,7 +279,7 @@ WorkPtr GlooProcessGroup::all_reduce(Tensor& tensor, ReduceOp op) {
       if (op == ReduceOp::avg)
         for (size_t i = 0; i < n; ++i) data[i] /= static_cast<T>(size);
     });
-  });
+  }, profiled.handle());
 }
 
 WorkPtr GlooProcessGroup::broadcast(Tensor& tensor, int root) {
@@ -279,6 +287,7 @@ WorkPtr GlooProcessGroup::broadcast(Tensor& tensor, int root) {
   check_root(root, "broadcast");
   auto ctx = impl_->context;
   auto timeout = impl_->timeout;
+  prof::CollectiveScope profiled("gloo", "broadcast", dtype_name(tensor.dtype()), tensor.numel(), tensor.nbytes(), size());
   return impl_->enqueue("broadcast", [=, t = tensor](uint32_t tag) {
     if (t.nbytes() == 0) return;
     gloo::BroadcastOptions opts(ctx);
@@ -287,7 +296,7 @@ WorkPtr GlooProcessGroup::broadcast(Tensor& tensor, int root) {
     opts.setTag(tag);
     opts.setTimeout(timeout);
     gloo::broadcast(opts);
-  });
+  }, profiled.handle());
 }
 
 WorkPtr GlooProcessGroup::all_gather(std::vector<Tensor>& outputs, const Tensor& input) {
@@ -295,6 +304,7 @@ WorkPtr GlooProcessGroup::all_gather(std::vector<Tensor>& outputs, const Tensor&
   check_list(outputs, input, "all_gather", "outputs");
   auto ctx = impl_->context;
   auto timeout = impl_->timeout;
+  prof::CollectiveScope profiled("gloo", "all_gather", dtype_name(input.dtype()), input.numel(), input.nbytes(), size());
   return impl_->enqueue("all_gather", [=, in = input, outs = outputs](uint32_t tag) {
     auto bytes = static_cast<size_t>(in.nbytes());
     if (bytes == 0) return;
@@ -306,7 +316,7 @@ WorkPtr GlooProcessGroup::all_gather(std::vector<Tensor>& outputs, const Tensor&
     opts.setTimeout(timeout);
     gloo::allgather(opts);
     for (size_t r = 0; r < outs.size(); ++r) std::memcpy(outs[r].raw_data(), gathered.data() + r * bytes, bytes);
-  });
+  }, profiled.handle());
 }
 
 WorkPtr GlooProcessGroup::reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op) {
@@ -318,6 +328,8 @@ WorkPtr GlooProcessGroup::reduce_scatter(Tensor& output, const std::vector<Tenso
   auto ctx = impl_->context;
   auto timeout = impl_->timeout;
   int rank = this->rank(), size = this->size();
+  prof::CollectiveScope profiled("gloo", "reduce_scatter", dtype_name(output.dtype()), output.numel() * size,
+                                 output.nbytes() * size, size);
   return impl_->enqueue("reduce_scatter", [=, out = output, ins = inputs](uint32_t tag) {
     dispatch_reducible(out.dtype(), "reduce_scatter", [&](auto zero) {
       using T = decltype(zero);
@@ -335,18 +347,19 @@ WorkPtr GlooProcessGroup::reduce_scatter(Tensor& output, const std::vector<Tenso
       const T* mine = all.data() + static_cast<size_t>(rank) * n;
       for (size_t i = 0; i < n; ++i) dst[i] = op == ReduceOp::avg ? mine[i] / static_cast<T>(size) : mine[i];
     });
-  });
+  }, profiled.handle());
 }
 
 WorkPtr GlooProcessGroup::barrier() {
   auto ctx = impl_->context;
   auto timeout = impl_->timeout;
+  prof::CollectiveScope profiled("gloo", "barrier", "-", 0, 0, size());
   return impl_->enqueue("barrier", [=](uint32_t tag) {
     gloo::BarrierOptions opts(ctx);
     opts.setTag(tag);
     opts.setTimeout(timeout);
     gloo::barrier(opts);
-  });
+  }, profiled.handle());
 }
 
 }  // namespace tritium::dist

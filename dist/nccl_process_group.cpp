@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "dist/nccl_library.h"
+#include "profiler/hooks.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
 #include "runtime/streams.h"
@@ -100,10 +101,17 @@ struct NcclProcessGroup::Impl {
   // or writes: record_stream'ed on the communication stream, so that the caching allocator does
   // not hand their blocks out again before the collective has run, even if the caller drops them
   // at once. `call` runs with the communication stream current, so that the scratch it allocates
-  // belongs to that stream.
-  WorkPtr issue(const char* collective, const std::vector<Tensor>& used, bool blocking,
+  // belongs to that stream. `message` (this rank's tensor: dtype, elements, bytes) is what the
+  // profiler records; while one records, events on the communication stream around `call` time
+  // the collective there (read when the profile stops).
+  struct Message {
+    std::string_view dtype;
+    int64_t elements = 0, bytes = 0;
+  };
+  WorkPtr issue(const char* collective, const std::vector<Tensor>& used, bool blocking, Message message,
                 const std::function<void(cuda::CUstream)>& call) {
     std::lock_guard lock(mutex);
+    profiler::detail::CollectiveScope profiled("nccl", collective, message.dtype, message.elements, message.bytes, size);
     cuda::ensure_context(device);
     stream->wait_stream(current_stream(Device::cuda(device)));
     for (const Tensor& t : used) record_stream(t, *stream);
@@ -111,7 +119,10 @@ struct NcclProcessGroup::Impl {
         device, fmt::format("dist::{} (nccl) on rank {} of {}", collective, rank, size), used, blocking);
     {
       StreamGuard on_comm(*stream);
-      call(static_cast<cuda::CUstream>(stream->native_handle()));
+      void* native = stream->native_handle();
+      auto timing = profiler::detail::gpu_timing_begin(device, native);
+      call(static_cast<cuda::CUstream>(native));
+      profiler::detail::gpu_timing_end(timing, device, native);
     }
     work->done().record(*stream);
     in_flight.push_back(work);
@@ -223,7 +234,8 @@ WorkPtr NcclProcessGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   check_cuda(tensor, "all_reduce");
   int type = nccl_type(tensor.dtype(), "all_reduce");
   auto comm = impl_->comm;
-  return impl_->issue("all_reduce", {tensor}, false, [&](cuda::CUstream s) {
+  Impl::Message message{dtype_name(tensor.dtype()), tensor.numel(), tensor.nbytes()};
+  return impl_->issue("all_reduce", {tensor}, false, message, [&](cuda::CUstream s) {
     nccl::check(nccl::library().ncclAllReduce(ptr(tensor), tensor.raw_data(), static_cast<size_t>(tensor.numel()),
                                               type, nccl_op(op), comm, s),
                 "ncclAllReduce");
@@ -234,7 +246,8 @@ WorkPtr NcclProcessGroup::broadcast(Tensor& tensor, int root) {
   check_cuda(tensor, "broadcast");
   check_root(root, "broadcast");
   auto comm = impl_->comm;
-  return impl_->issue("broadcast", {tensor}, false, [&](cuda::CUstream s) {
+  Impl::Message message{dtype_name(tensor.dtype()), tensor.numel(), tensor.nbytes()};
+  return impl_->issue("broadcast", {tensor}, false, message, [&](cuda::CUstream s) {
     nccl::check(nccl::library().ncclBroadcast(ptr(tensor), tensor.raw_data(), static_cast<size_t>(tensor.nbytes()),
                                               nccl::kUint8, root, comm, s),
                 "ncclBroadcast");
@@ -248,7 +261,8 @@ WorkPtr NcclProcessGroup::all_gather(std::vector<Tensor>& outputs, const Tensor&
   std::vector<Tensor> used = outputs;
   used.push_back(input);
   auto comm = impl_->comm;
-  return impl_->issue("all_gather", used, false, [&](cuda::CUstream s) {
+  Impl::Message message{dtype_name(input.dtype()), input.numel(), input.nbytes()};
+  return impl_->issue("all_gather", used, false, message, [&](cuda::CUstream s) {
     // Scratch of the communication stream: freed there, reused only by its later work.
     Tensor gathered = Tensor::empty({static_cast<int64_t>(bytes) * size()}, DType::u8, input.device());
     nccl::check(nccl::library().ncclAllGather(ptr(input), gathered.raw_data(), bytes, nccl::kUint8, comm, s),
@@ -268,7 +282,8 @@ WorkPtr NcclProcessGroup::reduce_scatter(Tensor& output, const std::vector<Tenso
   std::vector<Tensor> used = inputs;
   used.push_back(output);
   auto comm = impl_->comm;
-  return impl_->issue("reduce_scatter", used, false, [&](cuda::CUstream s) {
+  Impl::Message message{dtype_name(output.dtype()), output.numel() * size(), output.nbytes() * size()};
+  return impl_->issue("reduce_scatter", used, false, message, [&](cuda::CUstream s) {
     Tensor packed = Tensor::empty({output.numel() * size()}, output.dtype(), output.device());  // comm-stream scratch
     for (size_t r = 0; r < inputs.size(); ++r)
       cuda::check(cuda::driver().cuMemcpyDtoDAsync(cuda::to_deviceptr(packed.raw_data()) + r * bytes,
@@ -284,7 +299,7 @@ WorkPtr NcclProcessGroup::barrier() {
   // An all-reduce of one element, waited for on the host (PyTorch's barrier on NCCL).
   auto comm = impl_->comm;
   const Device device = Device::cuda(impl_->device);
-  return impl_->issue("barrier", {}, true, [&](cuda::CUstream s) {
+  return impl_->issue("barrier", {}, true, {"-", 0, 0}, [&](cuda::CUstream s) {
     Tensor one = Tensor::zeros({1}, DType::f32, device);  // filled and freed on the communication stream
     nccl::check(nccl::library().ncclAllReduce(ptr(one), one.raw_data(), 1, nccl::kFloat32, nccl::kSum, comm, s),
                 "ncclAllReduce");

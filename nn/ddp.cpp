@@ -8,6 +8,7 @@
 #include "dist/distributed.h"
 #include "nn/autograd.h"
 #include "nn/ddp_buckets.h"
+#include "profiler/hooks.h"
 
 namespace tritium::nn {
 
@@ -66,21 +67,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   for (const Tensor& b : module_->buffers()) state.push_back(b);
   broadcast_from_rank0(state);
 
-  std::vector<BucketedTensor> sizes;
-  for (const Tensor& p : params_)
-    sizes.push_back({p.nbytes(), std::string(dtype_name(p.dtype())) + "@" + p.device().str()});
-  assignment_ = compute_bucket_assignment(sizes, static_cast<int64_t>(options_.first_bucket_cap_mb * 1024 * 1024),
-                                          static_cast<int64_t>(options_.bucket_cap_mb * 1024 * 1024));
-  location_.resize(params_.size());
-  for (size_t b = 0; b < assignment_.size(); ++b) {
-    auto bucket = std::make_unique<Bucket>();
-    bucket->params = assignment_[b];
-    int64_t total = 0;
-    for (int i : bucket->params) location_[i] = {static_cast<int>(b), total}, total += params_[i].numel();
-    const Tensor& first = params_[bucket->params[0]];
-    bucket->flat = Tensor::zeros({total}, first.dtype(), first.device());
-    buckets_.push_back(std::move(bucket));
-  }
+  std::vector<int> reverse;
+  for (int i = static_cast<int>(params_.size()) - 1; i >= 0; --i) reverse.push_back(i);
+  build_buckets(reverse);
   ready_.assign(params_.size(), 0);
   used_.assign(params_.size(), 0);
   for (size_t i = 0; i < params_.size(); ++i)
@@ -95,6 +84,44 @@ DistributedDataParallel::~DistributedDataParallel() {
         b->work->wait();
       } catch (const std::exception&) {
       }
+}
+
+// The buckets, filled in `order` (parameter indices), each closed at its cap.
+void DistributedDataParallel::build_buckets(const std::vector<int>& order) {
+  std::vector<BucketedTensor> sizes;
+  for (const Tensor& p : params_)
+    sizes.push_back({p.nbytes(), std::string(dtype_name(p.dtype())) + "@" + p.device().str()});
+  assignment_ = compute_bucket_assignment(sizes, static_cast<int64_t>(options_.first_bucket_cap_mb * 1024 * 1024),
+                                          static_cast<int64_t>(options_.bucket_cap_mb * 1024 * 1024), order);
+  buckets_.clear();
+  location_.assign(params_.size(), {0, 0});
+  for (size_t b = 0; b < assignment_.size(); ++b) {
+    auto bucket = std::make_unique<Bucket>();
+    bucket->params = assignment_[b];
+    int64_t total = 0;
+    for (int i : bucket->params) location_[i] = {static_cast<int>(b), total}, total += params_[i].numel();
+    const Tensor& first = params_[bucket->params[0]];
+    bucket->flat = Tensor::zeros({total}, first.dtype(), first.device());
+    buckets_.push_back(std::move(bucket));
+  }
+}
+
+// PyTorch's Reducer::rebuild_buckets: once, after the first synchronised backward, the buckets are
+// re-formed in the order its gradients became ready. Ranks may have seen different orders (the
+// engine's order is deterministic, but threads of a CPU backend are not the point): rank 0's wins.
+void DistributedDataParallel::rebuild_buckets() {
+  rebuilt_ = true;
+  std::vector<int> order = std::move(ready_order_);
+  ready_order_.clear();
+  if (order.size() != params_.size()) return;  // not every gradient arrived (cannot happen without unused ones)
+  if (group_->size() > 1) {
+    std::vector<int64_t> wide(order.begin(), order.end());
+    Tensor t = Tensor::from_vector<int64_t>(wide, {static_cast<int64_t>(wide.size())}, params_[0].device());
+    group_->broadcast(t, 0)->wait();
+    wide = t.to_vector<int64_t>();
+    order.assign(wide.begin(), wide.end());
+  }
+  build_buckets(order);
 }
 
 void DistributedDataParallel::check_same_parameters_on_every_rank() {
@@ -151,6 +178,8 @@ std::vector<Tensor> DistributedDataParallel::forward_many(const std::vector<Tens
       broadcast_from_rank0(buffers);
     }
   }
+  // The first synchronised backward recorded its gradient order: re-form the buckets once.
+  if (grad_enabled() && sync_ && !rebuilt_ && !ready_order_.empty()) rebuild_buckets();
   std::vector<Tensor> outputs = module_->forward_many(inputs);
   if (grad_enabled() && sync_) prepare_for_backward(outputs);
   return outputs;
@@ -184,6 +213,7 @@ void DistributedDataParallel::on_gradient(int param) {
          names_[param]);
   reduction_started_ = true;
   used_[param] = 1;
+  if (!rebuilt_ && !options_.find_unused_parameters) ready_order_.push_back(param);
   auto [b, offset] = location_[param];
   Tensor flat = buckets_[b]->flat;
   NoGradGuard no_grad;
@@ -202,6 +232,8 @@ void DistributedDataParallel::launch_ready_buckets() {
   // In bucket order, so that every rank issues the same collectives in the same order.
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_]->pending == 0) {
     Bucket& b = *buckets_[next_bucket_];
+    // A "ddp:bucket" range in a profile; the all-reduce issued inside carries the bucket's index.
+    profiler::detail::BucketScope profiled(static_cast<int>(next_bucket_), b.flat.nbytes());
     b.work = group_->all_reduce(b.flat, dist::ReduceOp::avg);
     ++next_bucket_, ++buckets_reduced_;
   }

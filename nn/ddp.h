@@ -22,6 +22,12 @@
 // PyTorch). gradient_as_bucket_view: after the reduction .grad is a view of its bucket (no
 // second copy of the gradients is kept between steps; the engine still accumulates into a new
 // tensor, which the next backward copies into the bucket).
+//
+// Buckets are rebuilt once, as PyTorch's Reducer does: the first synchronised backward records
+// the order in which the gradients became ready, and the next forward re-forms the buckets in
+// that order (rank 0's order, broadcast, so that every rank agrees), so that the first bucket
+// fills first even when the parameters were registered in another order than the forward uses
+// them. Not with find_unused_parameters (PyTorch's rule: the order may change every iteration).
 #pragma once
 #include <memory>
 #include <string>
@@ -58,6 +64,9 @@ class DistributedDataParallel : public Module {
   const std::shared_ptr<dist::ProcessGroup>& process_group() const { return group_; }
   // The buckets as indices into module().parameters() (requires_grad ones), in launch order.
   const std::vector<std::vector<int>>& bucket_assignment() const { return assignment_; }
+  // Whether the buckets have been rebuilt in the order gradients became ready (after the first
+  // synchronised backward, at the next forward).
+  bool buckets_rebuilt() const { return rebuilt_; }
   // Bucket all-reduces launched so far (PyTorch's DDP logging counts the same): none under
   // no_sync, one per bucket for each synchronised backward.
   int64_t buckets_reduced() const { return buckets_reduced_; }
@@ -87,6 +96,8 @@ class DistributedDataParallel : public Module {
   void mark_ready(int param);
   void launch_ready_buckets();
   void finalize();
+  void build_buckets(const std::vector<int>& order);
+  void rebuild_buckets();
   std::string unready_parameter_names() const;
 
   std::shared_ptr<Module> module_;
@@ -103,6 +114,8 @@ class DistributedDataParallel : public Module {
   bool reduction_started_ = false;
   std::vector<char> ready_, used_;  // per parameter, this iteration
   size_t next_bucket_ = 0;
+  bool rebuilt_ = false;
+  std::vector<int> ready_order_;  // the first synchronised backward's gradient order
   int64_t buckets_reduced_ = 0;
 };
 

@@ -19,5 +19,12 @@ struct BucketedTensor {
 // by their first (highest) index descending. Caps in bytes; both must be positive.
 std::vector<std::vector<int>> compute_bucket_assignment(const std::vector<BucketedTensor>& tensors,
                                                         int64_t first_bucket_cap_bytes, int64_t bucket_cap_bytes);
+// The same, filling the buckets in `order` (a permutation of the indices: the order gradients
+// became ready, when DDP rebuilds its buckets after the first iteration, as PyTorch's Reducer);
+// each bucket lists its indices in that order, and the buckets are ordered by their first one's
+// position in it. An `order` that is no permutation is an error.
+std::vector<std::vector<int>> compute_bucket_assignment(const std::vector<BucketedTensor>& tensors,
+                                                        int64_t first_bucket_cap_bytes, int64_t bucket_cap_bytes,
+                                                        const std::vector<int>& order);
 
 }  // namespace tritium::nn

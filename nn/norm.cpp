@@ -60,7 +60,25 @@ void BatchNorm::reset_running_stats() {
   ops::fill_(num_batches_tracked, Scalar(int64_t{0}));
 }
 
+BatchNorm::BatchNorm(ShareTensors, const BatchNorm& from)
+    : num_features(from.num_features), eps(from.eps), momentum(from.momentum), affine(from.affine),
+      track_running_stats(from.track_running_stats) {
+  if (from.weight.defined()) weight = register_parameter("weight", from.weight, from.weight.requires_grad());
+  if (from.bias.defined()) bias = register_parameter("bias", from.bias, from.bias.requires_grad());
+  if (track_running_stats) {
+    running_mean = register_buffer("running_mean", from.running_mean);
+    running_var = register_buffer("running_var", from.running_var);
+    num_batches_tracked = register_buffer("num_batches_tracked", from.num_batches_tracked);
+  }
+  train(from.is_training());
+}
+
 Tensor BatchNorm::forward(const Tensor& x) {
+  if (replaced_by_sync_)
+    fail("{}::forward: this module was replaced by a SyncBatchNorm (SyncBatchNorm::convert_sync_batchnorm) but is "
+         "still called: its parent calls it through a member handle, which the conversion cannot change (call the "
+         "children through Sequential / named_children(), or build the model with SyncBatchNorm)",
+         type_name());
   if (!x.defined()) fail("{}::forward: the input is undefined", type_name());
   check_input_dim(x);
   double factor = momentum.value_or(0.0);

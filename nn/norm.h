@@ -47,8 +47,16 @@ class BatchNorm : public Module {
   void reset_running_stats();
 
  protected:
+  friend class SyncBatchNorm;
+  // Set by SyncBatchNorm::convert_sync_batchnorm on the module it replaced: calling it afterwards
+  // (through a stale member handle) would normalise without the group, so it is an error.
+  bool replaced_by_sync_ = false;
   BatchNorm(int64_t num_features, double eps, std::optional<double> momentum, bool affine, bool track_running_stats,
             bool bias);
+  // The settings, training flag and the very parameter and buffer tensors of `from` (registered
+  // here too: SyncBatchNorm::convert_sync_batchnorm shares them, as PyTorch's does).
+  struct ShareTensors {};
+  BatchNorm(ShareTensors, const BatchNorm& from);
   virtual void check_input_dim(const Tensor& x) const = 0;
   void parameters_moved() override;
 };

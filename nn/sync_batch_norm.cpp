@@ -2,6 +2,9 @@
 // passes (the global mean, then the global variance of the centred input) for accuracy.
 #include "nn/sync_batch_norm.h"
 
+#include <functional>
+#include <unordered_map>
+
 #include "common/error.h"
 #include "dist/distributed.h"
 #include "nn/autograd.h"
@@ -35,10 +38,39 @@ SyncBatchNorm::SyncBatchNorm(int64_t num_features, double eps, std::optional<dou
     : BatchNorm(num_features, eps, momentum, affine, track_running_stats, /*bias=*/true),
       group_(std::move(process_group)) {}
 
+SyncBatchNorm::SyncBatchNorm(const BatchNorm& like, std::shared_ptr<dist::ProcessGroup> process_group)
+    : BatchNorm(ShareTensors{}, like), group_(std::move(process_group)) {}
+
 void SyncBatchNorm::check_input_dim(const Tensor& x) const {
   if (x.dim() < 2) fail("SyncBatchNorm: expected at least 2D input (got {}D input)", x.dim());
   if (x.size(1) != num_features)
     fail("SyncBatchNorm: expected {} channels in dim 1, got input of shape {}", num_features, ir::shape_str(x.shape()));
+}
+
+std::shared_ptr<Module> SyncBatchNorm::convert_sync_batchnorm(std::shared_ptr<Module> module,
+                                                             std::shared_ptr<dist::ProcessGroup> process_group) {
+  if (!module) fail("SyncBatchNorm::convert_sync_batchnorm: the module is null");
+  std::unordered_map<Module*, std::shared_ptr<Module>> converted;  // a shared child is converted once
+  std::function<std::shared_ptr<Module>(const std::shared_ptr<Module>&)> convert =
+      [&](const std::shared_ptr<Module>& m) -> std::shared_ptr<Module> {
+    if (auto it = converted.find(m.get()); it != converted.end()) return it->second;
+    std::shared_ptr<Module> out = m;
+    if (auto* bn = dynamic_cast<BatchNorm*>(m.get())) {
+      out = std::shared_ptr<SyncBatchNorm>(new SyncBatchNorm(*bn, process_group));
+      bn->replaced_by_sync_ = true;
+    } else {
+      // Module::replace_module is protected; a pointer to it formed through this derived class
+      // may be called on any module (PyTorch's add_module on a present name).
+      auto replace = &SyncBatchNorm::replace_module;
+      for (auto [name, child] : std::vector(m->named_children())) {
+        std::shared_ptr<Module> now = convert(child);
+        if (now != child) (m.get()->*replace)(name, now);
+      }
+    }
+    converted[m.get()] = out;
+    return out;
+  };
+  return convert(module);
 }
 
 Tensor SyncBatchNorm::forward(const Tensor& x) {

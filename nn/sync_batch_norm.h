@@ -22,10 +22,23 @@ class SyncBatchNorm : public BatchNorm {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "SyncBatchNorm"; }
 
+  // torch.nn.SyncBatchNorm.convert_sync_batchnorm: every BatchNorm1d / BatchNorm2d (any
+  // BatchNorm, a SyncBatchNorm included, which then gets this group) in the tree of `module` is
+  // replaced by a SyncBatchNorm with the same settings that shares its parameters and buffers
+  // (the same tensors: an optimiser built before keeps working) and its training flag. Returns
+  // the new module when `module` itself is one, else `module`, changed in place. A BatchNorm
+  // registered twice becomes one SyncBatchNorm registered twice. Call it before wrapping the model
+  // in DistributedDataParallel. A replaced BatchNorm that is still called afterwards (its parent
+  // calls a member handle instead of its registered child) is an error at that call.
+  static std::shared_ptr<Module> convert_sync_batchnorm(std::shared_ptr<Module> module,
+                                                        std::shared_ptr<dist::ProcessGroup> process_group = nullptr);
+
  protected:
   void check_input_dim(const Tensor& x) const override;  // [N, C, *]: at least 2D
 
  private:
+  // like's settings, training flag and tensors (shared), for convert_sync_batchnorm.
+  SyncBatchNorm(const BatchNorm& like, std::shared_ptr<dist::ProcessGroup> process_group);
   std::shared_ptr<dist::ProcessGroup> group_;
 };
 

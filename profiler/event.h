@@ -1,4 +1,5 @@
-// One recorded profiler event: an op call, a named range, a kernel launch or an allocation/free.
+// One recorded profiler event: an op call, a named range, a kernel launch, an allocation/free, or
+// a collective (all_reduce, broadcast, ... issued on a process group).
 // Times are microseconds since the profile started (steady clock); GPU times come from CUDA
 // events read when the profile stops.
 #pragma once
@@ -8,8 +9,19 @@
 
 namespace tritium::profiler {
 
-enum class EventKind { op, range, kernel, memory };
-const char* event_kind_name(EventKind k);  // "op", "range", "kernel", "memory"
+enum class EventKind { op, range, kernel, memory, collective };
+const char* event_kind_name(EventKind k);  // "op", "range", "kernel", "memory", "collective"
+
+// What a collective moves (PyTorch's record_param_comms arguments), and DDP's bucket ranges.
+struct CommInfo {
+  std::string collective;  // "all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"
+  std::string backend;     // "gloo", "nccl"
+  std::string dtype;       // Tritium's dtype name ("f32")
+  int64_t elements = 0;    // of the tensor this rank contributes
+  int64_t bytes = 0;
+  int group_size = 0;
+  int bucket = -1;  // DDP's bucket index when DDP issued it (and on the bucket's range); -1: none
+};
 
 struct Event {
   int64_t id = -1;
@@ -35,6 +47,14 @@ struct Event {
   // buffers the profile saw, after this event (starting from 0 when the profile started).
   int64_t bytes = 0;
   int64_t allocated = 0;
+
+  // Collectives (and DDP's bucket ranges: collective empty, bucket and bytes set). The host event
+  // (start_us, dur_us, thread) is the issue on the calling thread. Where the collective ran: on
+  // NCCL, gpu_start_us / gpu_dur_us on `stream` of `device` (the communication stream); on Gloo,
+  // exec_* on the group's worker thread. -1: not known (still running when the profile stopped).
+  CommInfo comm;
+  int exec_thread = -1;
+  double exec_start_us = -1, exec_dur_us = -1;
 };
 
 }  // namespace tritium::profiler

@@ -120,7 +120,7 @@ void resolve_gpu_times(std::vector<Event>& events) {
   if (pending.empty()) return;
   std::map<int64_t, size_t> index;
   for (size_t i = 0; i < events.size(); ++i)
-    if (events[i].kind == EventKind::kernel) index[events[i].id] = i;
+    if (events[i].kind == EventKind::kernel || events[i].kind == EventKind::collective) index[events[i].id] = i;
   const cu::Driver& d = cu::driver();
   for (const Pending& p : pending) {
     cu::ensure_context(p.device);

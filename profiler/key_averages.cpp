@@ -43,7 +43,10 @@ const std::vector<std::pair<std::string_view, Metric>>& metrics() {
       {"cpu_time", [](const KeyAverage& r) { return r.cpu_avg_us(); }},
       {"cuda_time_total", [](const KeyAverage& r) { return r.gpu_total_us; }},
       {"device_time_total", [](const KeyAverage& r) { return r.gpu_total_us; }},
-      {"self_cuda_time_total", [](const KeyAverage& r) { return r.kind == EventKind::kernel ? r.gpu_total_us : 0.0; }},
+      {"self_cuda_time_total", [](const KeyAverage& r) {
+         return r.kind == EventKind::kernel || r.kind == EventKind::collective ? r.gpu_total_us : 0.0;
+       }},
+      {"comm_time_total", [](const KeyAverage& r) { return r.comm_total_us; }},
       {"count", [](const KeyAverage& r) { return static_cast<double>(r.count); }},
       {"cpu_memory_usage", [](const KeyAverage& r) { return static_cast<double>(r.cpu_memory); }},
       {"self_cpu_memory_usage", [](const KeyAverage& r) { return static_cast<double>(r.self_cpu_memory); }},
@@ -82,7 +85,8 @@ KeyAverages::KeyAverages(const std::vector<Event>& events, bool group_by_input_s
       continue;
     }
     if (p) child_us[index[p->id]] += e.dur_us;
-    if (e.kind == EventKind::kernel && e.gpu_dur_us >= 0) {
+    if (e.kind == EventKind::collective) has_comm_ = true;
+    if ((e.kind == EventKind::kernel || e.kind == EventKind::collective) && e.gpu_dur_us >= 0) {
       has_gpu_time_ = true;
       gpu_us[index[e.id]] += e.gpu_dur_us;
       for (; p; p = parent_of(*p)) gpu_us[index[p->id]] += e.gpu_dur_us;
@@ -106,6 +110,8 @@ KeyAverages::KeyAverages(const std::vector<Event>& events, bool group_by_input_s
     r.cpu_total_us += e.dur_us;
     r.cpu_self_us += std::max(0.0, e.dur_us - child_us[i]);
     r.gpu_total_us += gpu_us[i];
+    if (e.kind == EventKind::collective)  // where it ran: the GPU (NCCL) or Gloo's worker thread
+      r.comm_total_us += e.gpu_dur_us >= 0 ? e.gpu_dur_us : std::max(0.0, e.exec_dur_us);
     r.cpu_memory += mem[i].cpu, r.self_cpu_memory += mem[i].self_cpu;
     r.gpu_memory += mem[i].gpu, r.self_gpu_memory += mem[i].self_gpu;
   }
@@ -137,7 +143,7 @@ std::string KeyAverages::table(std::string_view sort_by, int row_limit) const {
   double self_sum = 0, gpu_sum = 0;
   for (const KeyAverage& r : rows_) {
     self_sum += r.cpu_self_us;
-    if (r.kind == EventKind::kernel) gpu_sum += r.gpu_total_us;
+    if (r.kind == EventKind::kernel || r.kind == EventKind::collective) gpu_sum += r.gpu_total_us;
   }
   size_t name_w = 4;
   for (const KeyAverage& r : rows) name_w = std::max(name_w, std::min<size_t>(r.name.size(), 48));
@@ -148,7 +154,7 @@ std::string KeyAverages::table(std::string_view sort_by, int row_limit) const {
   };
   std::vector<Column> cols = {
       {"Name", name_w, [&](const KeyAverage& r) { return cut(r.name, name_w); }},
-      {"Kind", 6, [](const KeyAverage& r) { return std::string(event_kind_name(r.kind)); }},
+      {"Kind", 10, [](const KeyAverage& r) { return std::string(event_kind_name(r.kind)); }},
       {"Self CPU %", 10, [&](const KeyAverage& r) { return percent(r.cpu_self_us, self_sum); }},
       {"Self CPU", 12, [](const KeyAverage& r) { return time_text(r.cpu_self_us); }},
       {"CPU total %", 11, [&](const KeyAverage& r) { return percent(r.cpu_total_us, self_sum); }},
@@ -158,6 +164,9 @@ std::string KeyAverages::table(std::string_view sort_by, int row_limit) const {
   if (has_gpu_time_) {
     cols.push_back({"GPU total", 12, [](const KeyAverage& r) { return time_text(r.gpu_total_us); }});
     cols.push_back({"GPU time avg", 12, [](const KeyAverage& r) { return time_text(r.gpu_avg_us()); }});
+  }
+  if (has_comm_) {
+    cols.push_back({"Comm total", 12, [](const KeyAverage& r) { return r.kind == EventKind::collective ? time_text(r.comm_total_us) : std::string("-"); }});
   }
   cols.push_back({"# of Calls", 10, [](const KeyAverage& r) { return fmt::format("{}", r.count); }});
   if (has_memory_) {

@@ -13,6 +13,7 @@ const char* event_kind_name(EventKind k) {
     case EventKind::range: return "range";
     case EventKind::kernel: return "kernel";
     case EventKind::memory: return "memory";
+    case EventKind::collective: return "collective";
   }
   return "?";
 }

@@ -30,6 +30,14 @@ struct State {
   std::atomic<int64_t> next_id{0};
   std::vector<Event> events;
   std::map<std::string, int64_t> allocated;  // device -> bytes, since the profile started
+  // Gloo collectives' executions on their worker threads, merged into their events at stop (a
+  // worker may finish before or after the issuing scope has ended).
+  struct Execution {
+    int64_t id;
+    int thread;
+    double start_us, dur_us;
+  };
+  std::vector<Execution> executions;
 };
 State& state() {
   static State s;
@@ -78,10 +86,14 @@ OpenScope begin(EventKind kind, std::string_view name) {
 
 }  // namespace
 
-double now_us() {
-  const Clock::duration since(Clock::now().time_since_epoch().count() - state().start.load(std::memory_order_relaxed));
+namespace {
+double to_profile_us(Clock::time_point t) {
+  const Clock::duration since(t.time_since_epoch().count() - state().start.load(std::memory_order_relaxed));
   return std::chrono::duration<double, std::micro>(since).count();
 }
+}  // namespace
+
+double now_us() { return to_profile_us(Clock::now()); }
 
 // Under the mutex: the options are those of the profile start_recording set, possibly on another
 // thread (the relaxed flag orders nothing).
@@ -103,6 +115,41 @@ OpenScope begin_op(std::string_view name, std::string shapes, std::string dtypes
 }
 
 OpenScope begin_range(std::string_view name) { return begin(EventKind::range, name); }
+
+OpenScope begin_collective(CommInfo info) {
+  OpenScope s = begin(EventKind::collective, info.backend + ":" + info.collective);
+  if (s.id >= 0) {
+    ThreadScopes& t = thread_scopes();
+    // The bucket of the DDP launch this collective is issued in (the innermost open one).
+    for (size_t i = t.open.size() - 1; i-- > 0;)
+      if (t.generation[i] == s.generation && t.open[i].comm.bucket >= 0) {
+        info.bucket = t.open[i].comm.bucket;
+        break;
+      }
+    t.open.back().comm = std::move(info);
+  }
+  return s;
+}
+
+OpenScope begin_bucket_range(int bucket, int64_t bytes) {
+  OpenScope s = begin(EventKind::range, "ddp:bucket");
+  if (s.id >= 0) {
+    CommInfo& c = thread_scopes().open.back().comm;
+    c.bucket = bucket;
+    c.bytes = bytes;
+  }
+  return s;
+}
+
+void record_collective_execution(const OpenScope& issued, Clock::time_point start) {
+  if (issued.id < 0) return;
+  const double begin_us = to_profile_us(start), end_us = now_us();
+  const int thread = thread_scopes().thread;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.active && s.generation == issued.generation)
+    s.executions.push_back({issued.id, thread, begin_us, end_us - begin_us});
+}
 
 OpenScope begin_kernel(std::string_view name, int64_t gx, int64_t gy, int64_t gz) {
   OpenScope s = begin(EventKind::kernel, name);
@@ -130,10 +177,11 @@ void end_scope(const OpenScope& scope) {
   if (s.active && s.generation == scope.generation) s.events.push_back(std::move(e));
 }
 
-// The kernel scope open on this thread (the CUDA backend's timing hooks attach to it).
+// The kernel (or collective) scope open on this thread (the CUDA timing hooks attach to it).
 int64_t open_kernel_id(std::string* device_out, int device) {
   ThreadScopes& t = thread_scopes();
-  if (t.open.empty() || t.open.back().kind != EventKind::kernel) return -1;
+  if (t.open.empty() || (t.open.back().kind != EventKind::kernel && t.open.back().kind != EventKind::collective))
+    return -1;
   Event& e = t.open.back();
   e.device = "cuda:" + std::to_string(device);
   if (device_out) *device_out = e.device;
@@ -179,6 +227,7 @@ void start_recording(const ProfileOptions& options) {
     ++s.generation;
     s.options = options;
     s.events.clear();
+    s.executions.clear();
     s.allocated.clear();
     s.start.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   }
@@ -190,11 +239,22 @@ std::vector<Event> stop_recording() {
   State& s = state();
   g_recording.store(false, std::memory_order_relaxed);
   std::vector<Event> events;
+  std::vector<State::Execution> executions;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.active = false;
     events = std::move(s.events);
     s.events.clear();
+    executions = std::move(s.executions);
+    s.executions.clear();
+  }
+  if (!executions.empty()) {
+    std::map<int64_t, Event*> collectives;
+    for (Event& e : events)
+      if (e.kind == EventKind::collective) collectives[e.id] = &e;
+    for (const State::Execution& x : executions)
+      if (auto it = collectives.find(x.id); it != collectives.end())
+        it->second->exec_thread = x.thread, it->second->exec_start_us = x.start_us, it->second->exec_dur_us = x.dur_us;
   }
   resolve_gpu_times(events);
   return events;

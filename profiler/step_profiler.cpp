@@ -18,7 +18,17 @@ StepProfiler::~StepProfiler() {
   if (profile_) profile_->stop();  // never write from a destructor: an unwritten trace is finish()'s job
 }
 
-void StepProfiler::begin_profile() { profile_ = std::make_unique<Profile>(options_); }
+void StepProfiler::begin_profile() {
+  profile_ = std::make_unique<Profile>(options_);
+  open_step();
+}
+
+void StepProfiler::open_step() { step_range_ = detail::begin_range(fmt::format("ProfilerStep#{}", seen_)); }
+
+void StepProfiler::close_step() {
+  if (step_range_.id >= 0) detail::end_scope(step_range_);
+  step_range_ = {};
+}
 
 void StepProfiler::step() {
   if (done_) return;
@@ -27,12 +37,15 @@ void StepProfiler::step() {
     if (seen_ >= warmup_) begin_profile();
     return;
   }
+  close_step();
   if (seen_ >= warmup_ + steps_) finish();
+  else open_step();
 }
 
 void StepProfiler::finish() {
   if (done_ || !profile_) return;
   done_ = true;
+  close_step();  // a step cut short by finish() is recorded up to here
   profile_->stop();
   profile_->export_chrome_trace(path_);
   const int recorded = seen_ - std::max(warmup_, 0);

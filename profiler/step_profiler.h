@@ -2,7 +2,8 @@
 // the end of every step; the profile starts after `warmup` steps (compilation and autotuning out
 // of the way), records `steps` steps, then writes the Chrome trace to the path and prints the
 // key_averages table (top `rows` by CPU total) to stdout. A run shorter than that is written by
-// finish() with the steps it had. The trace file is created (empty) at construction, so a path
+// finish() with the steps it had. Each recorded step is a range "ProfilerStep#N" (N counts every
+// step, warm-up included), as PyTorch's profiler schedule marks them. The trace file is created (empty) at construction, so a path
 // that cannot be written is an error before training, not after it.
 #pragma once
 #include <memory>
@@ -24,12 +25,15 @@ class StepProfiler {
 
  private:
   void begin_profile();
+  void open_step();
+  void close_step();
   std::string path_;
   int warmup_, steps_, rows_;
   ProfileOptions options_;
   int seen_ = 0;
   bool done_ = false;
   std::unique_ptr<Profile> profile_;
+  detail::OpenScope step_range_;
 };
 
 }  // namespace tritium::profiler

@@ -10,9 +10,16 @@
 // (to force several buckets), --find-unused (a layer that only rank 0 uses), --die-rank R
 // --die-step K (rank R kills itself with SIGKILL at step K), --timeout-ms T, --mismatch (rank 1's
 // model is wider: DDP must refuse).
-//   --mode syncbn               SyncBatchNorm on this rank's rows of a [12, 3, 5] batch against
+//   --mode syncbn               SyncBatchNorm (a BatchNorm1d converted by convert_sync_batchnorm)
+//                               on this rank's rows of a [12, 3, 5] batch against
 //                               BatchNorm1d on the whole batch: outputs, input gradients, the
 //                               summed weight and bias gradients, the running statistics
+//   --mode profile              DDP on an MLP of 8 parameters with tiny bucket caps (8 buckets),
+//                               --steps S steps profiled after 2 warm-up steps, each in a
+//                               "ProfilerStep#K" range; each rank writes --trace PATH.rank<R>.json,
+//                               reads it back and checks it (tests/ddp_trace_check.h): one
+//                               all-reduce span per bucket per step, overlapping backward in at
+//                               least half the steps
 //   --mode allreduce-bench      all_reduce (sum, f32) bus bandwidth at --bytes N (1 MB to 1 GB when
 //                               unset), --iters K timed after 5 warm-up calls; rank 0 prints
 //                               nccl-tests' algbw and busbw (busbw = algbw x 2 (n - 1) / n)
@@ -24,7 +31,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include <tritium/tritium.h>
 
@@ -38,7 +47,10 @@
 #include "nn/sync_batch_norm.h"
 #include "runtime/cuda_device.h"
 #include "tools/cli.h"
+#include "ddp_trace_check.h"
+#include "io/json.h"
 #include "loopback_port.h"
+#include "profiler/profile.h"
 
 using namespace tritium;
 using runtime::Tensor;
@@ -55,6 +67,7 @@ struct Config {
   int64_t timeout_ms = 30000;
   std::string device = "cpu";  // cuda: NCCL on cuda:LOCAL_RANK
   int64_t bytes = 0, iters = 20;  // allreduce-bench
+  std::string trace;              // profile
 };
 
 // The backend and device of this rank (before init: LOCAL_RANK from the environment).
@@ -257,7 +270,10 @@ int syncbn(const Config& c) {
     bn.weight.detach().copy_(Tensor::from_vector<float>({0.5f, 1.5f, -1.f}, {ch}, device));
     bn.bias.detach().copy_(Tensor::from_vector<float>({0.1f, 0.2f, 0.3f}, {ch}, device));
   };
-  nn::SyncBatchNorm sync(ch);
+  // A model converted by convert_sync_batchnorm (PyTorch's way to get SyncBatchNorm layers).
+  auto tree = std::make_shared<nn::Sequential>(std::make_shared<nn::BatchNorm1d>(ch));
+  nn::SyncBatchNorm::convert_sync_batchnorm(tree);
+  auto& sync = tree->at<nn::SyncBatchNorm>(0);
   nn::BatchNorm1d whole(ch);
   setup(sync), setup(whole);
   for (int step = 0; step < 2; ++step) {  // twice: the running statistics' update compounds
@@ -287,6 +303,73 @@ int syncbn(const Config& c) {
   if (rel_error(sync(probe).to_vector<float>(), whole(probe).to_vector<float>()) > 1e-6) fail("rank {}: eval", rank);
   dist::barrier();
   std::printf("rank %d: syncbn ok\n", rank);
+  dist::destroy_process_group();
+  return 0;
+}
+
+// DDP steps profiled, the trace written and checked (issue 32: all-reduce overlapping backward).
+int profile(const Config& c) {
+  Device device = rank_device(c);
+  init(c);
+  int rank = dist::get_rank(), world = dist::get_world_size();
+  if (c.trace.empty()) throw cli::UsageError("--mode profile needs --trace PATH");
+  const int64_t local = 64;
+  Data data = make_data(local * world * (c.steps + 2));
+  Generator gen(5);
+  DefaultDeviceGuard on(device);
+  // Wide early layers: the backward of the first layers, which runs after the last layers' buckets
+  // are launched, takes milliseconds, well above the Gloo worker's wake-up on a loaded machine
+  // (with 256-wide layers it was about as long, and the first all-reduce began after backward
+  // in half the steps).
+  auto model = std::make_shared<nn::Sequential>(
+      nn::Linear(kFeatures, 512, true, gen), nn::ReLU(), nn::Linear(512, 512, true, gen), nn::ReLU(),
+      nn::Linear(512, 128, true, gen), nn::ReLU(), nn::Linear(128, kClasses, true, gen));
+  nn::DistributedDataParallel ddp(model, {.process_group = nullptr, .bucket_cap_mb = 1e-6, .first_bucket_cap_mb = 1e-6});
+  const int buckets = static_cast<int>(ddp.bucket_assignment().size());
+  nn::SGD optimizer(model->parameters(), 0.05);
+  auto step = [&](int64_t k) {
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < local; ++i) idx.push_back((k * world + rank) * local + i);
+    auto [x, y] = gather_batch(data, idx, device);
+    optimizer.zero_grad();
+    Tensor loss = cross_entropy(ddp(x), y);
+    loss.backward();
+    optimizer.step();
+    Tensor l = loss.detach().clone();
+    dist::all_reduce(l, dist::ReduceOp::avg);  // a collective outside DDP's buckets
+  };
+  step(0), step(1);  // compile the kernels first
+  profiler::Profile p({.record_shapes = true});
+  for (int64_t k = 0; k < c.steps; ++k) {
+    profiler::record_function r(fmt::format("ProfilerStep#{}", k));
+    step(k + 2);
+  }
+  p.stop();
+  const std::string path = fmt::format("{}.rank{}.json", c.trace, rank);
+  p.export_chrome_trace(path);
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  // Overlap in at least half the steps: on the shared 2-core CI machine a rank's threads are
+  // sometimes descheduled for 10-20 ms, long enough for backward to end before the Gloo worker
+  // wakes (seen in 1 step of 16); a reducer that does not overlap fails every step.
+  const int min_overlapped = static_cast<int>(c.steps + 1) / 2;
+  test::DdpTraceReport report =
+      test::check_ddp_trace(io::parse_json(text.str(), path), buckets, static_cast<int>(c.steps), min_overlapped);
+  if (!report.error.empty()) fail("rank {}: {}: {}", rank, path, report.error);
+  // The table lists the collectives: DDP's buckets and the loss's all-reduce, every step.
+  profiler::KeyAverages averages = p.key_averages();
+  const profiler::KeyAverage* row = averages.find("gloo:all_reduce", profiler::EventKind::collective);
+  if (c.device == "cuda") row = averages.find("nccl:all_reduce", profiler::EventKind::collective);
+  if (!row || row->count != c.steps * (buckets + 1) || !(row->comm_total_us > 0))
+    fail("rank {}: key_averages has no all_reduce row of {} calls with a communication time", rank,
+         c.steps * (buckets + 1));
+  if (rank == 0) std::printf("%s", averages.table("comm_time_total", 6).c_str());
+  std::printf("rank %d: profile ok: %d steps, %d buckets, %d all-reduce spans, all-reduce overlapping backward in %d "
+              "of %d steps\n",
+              rank, report.steps, buckets, report.collectives, report.overlapped_steps, report.steps);
+  std::fflush(stdout);
+  dist::barrier();
   dist::destroy_process_group();
   return 0;
 }
@@ -330,7 +413,8 @@ Config parse(int argc, char** argv) {
   while (args.next()) {
     const std::string& o = args.option();
     if (args.is("--free-port")) c.mode = "free-port";
-    else if (args.is("--mode")) c.mode = cli::parse_choice(o, args.value(), {"train", "collectives", "allreduce-bench", "syncbn"});
+    else if (args.is("--mode")) c.mode = cli::parse_choice(o, args.value(), {"train", "collectives", "allreduce-bench", "syncbn", "profile"});
+    else if (args.is("--trace")) c.trace = args.value();
     else if (args.is("--bytes")) c.bytes = cli::parse_int(o, args.value(), 4, int64_t(1) << 36) / 4 * 4;
     else if (args.is("--iters")) c.iters = cli::parse_int(o, args.value(), 1, 100000);
     else if (args.is("--steps")) c.steps = cli::parse_int(o, args.value(), 1, 10000);
@@ -359,12 +443,13 @@ int main(int argc, char** argv) {
       std::printf("%d\n", tritium::test::unused_loopback_port());
       return 0;
     }
-    if ((c.mode == "train" || c.mode == "syncbn") && !runtime::device_available(c.device == "cuda" ? Device::cuda() : Device::cpu())) {
+    if ((c.mode == "train" || c.mode == "syncbn" || c.mode == "profile") && !runtime::device_available(c.device == "cuda" ? Device::cuda() : Device::cpu())) {
       std::fprintf(stderr, "skipped: the %s backend is unavailable\n", c.device.c_str());
       return 77;
     }
     if (c.mode == "allreduce-bench") return allreduce_bench(c);
     if (c.mode == "syncbn") return syncbn(c);
+    if (c.mode == "profile") return profile(c);
     return c.mode == "train" ? train(c) : collectives(c);
   });
 }

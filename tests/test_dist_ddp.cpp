@@ -9,6 +9,7 @@
 #include "test_support.h"
 
 #include <cmath>
+#include <set>
 
 #include "common/error.h"
 #include "dist/gloo_process_group.h"
@@ -18,6 +19,7 @@
 #include "nn/ddp_buckets.h"
 #include "nn/functional.h"
 #include "nn/module.h"
+#include "nn/optim.h"
 #include "runtime/device.h"
 
 using namespace tritium;
@@ -50,6 +52,18 @@ class TwoLayers : public nn::Module {
   }
   std::shared_ptr<nn::Linear> first, second;
   bool use_second_;
+};
+
+// Parameters registered in another order than the forward uses them ("late" first), so that
+// reverse registration order is not the order backward produces the gradients.
+class Reordered : public nn::Module {
+ public:
+  explicit Reordered(Generator& gen) {
+    late = register_module("late", std::make_shared<nn::Linear>(5, 3, true, gen));
+    early = register_module("early", std::make_shared<nn::Linear>(7, 5, true, gen));
+  }
+  Tensor forward(const Tensor& x) override { return (*late)(relu((*early)(x))); }
+  std::shared_ptr<nn::Linear> late, early;
 };
 
 }  // namespace
@@ -195,6 +209,87 @@ BOOST_AUTO_TEST_CASE(gradient_as_bucket_view) {
     for (auto& p : params) BOOST_TEST(p.grad().storage() == params[0].grad().storage());
     for (float v : model->second->bias.grad().to_vector<float>()) BOOST_TEST(v == 6.f);
   }
+}
+
+BOOST_AUTO_TEST_CASE(bucket_assignment_in_a_given_order) {
+  using nn::BucketedTensor;
+  std::vector<BucketedTensor> t = {{10, "f32"}, {20, "f32"}, {30, "f32"}, {40, "f32"}, {50, "f32"}};
+  // Filled in the order 1, 3, 0, 4, 2: [1, 3] reach 60 >= 25, [0, 4] 60 >= 60, [2] stays open.
+  auto b = nn::compute_bucket_assignment(t, 25, 60, {1, 3, 0, 4, 2});
+  BOOST_TEST((b == std::vector<std::vector<int>>{{1, 3}, {0, 4}, {2}}));
+  // Kinds: buckets ordered by the position of their first tensor in the order.
+  std::vector<BucketedTensor> mixed = {{8, "f32"}, {8, "f64"}, {8, "f32"}, {8, "f64"}};
+  b = nn::compute_bucket_assignment(mixed, 1000, 1000, {1, 0, 2, 3});
+  BOOST_TEST((b == std::vector<std::vector<int>>{{1, 3}, {0, 2}}));
+  tritium::test::check_throws([&] { nn::compute_bucket_assignment(t, 25, 60, {1, 3, 0, 4}); },
+                              {"the bucket order lists 4 tensors, expected 5"});
+  tritium::test::check_throws([&] { nn::compute_bucket_assignment(t, 25, 60, {1, 3, 0, 3, 2}); },
+                              {"not a permutation of 0..4", "index 3 at position 3"});
+}
+
+BOOST_AUTO_TEST_CASE(buckets_are_rebuilt_in_the_order_gradients_became_ready) {
+  auto group = one_rank_group();
+  if (!group) return;
+  Generator g1(8), g2(8);
+  auto model = std::make_shared<Reordered>(g1);
+  Reordered plain(g2);
+  nn::DistributedDataParallel ddp(model, {.process_group = group, .bucket_cap_mb = 1e-5, .first_bucket_cap_mb = 1e-5});
+  // Another DDP of the same parameters would double the hooks; a second model with a small first
+  // bucket and a large second one checks the caps of the rebuilt buckets.
+  Generator g3(8);
+  auto grouped_model = std::make_shared<Reordered>(g3);
+  nn::DistributedDataParallel grouped(grouped_model, {.process_group = group, .bucket_cap_mb = 25,
+                                                      .first_bucket_cap_mb = 1e-5});
+  // params: 0 late.weight, 1 late.bias, 2 early.weight, 3 early.bias. Reverse order puts early's
+  // first, though backward produces late's first.
+  BOOST_TEST((ddp.bucket_assignment() == std::vector<std::vector<int>>{{3}, {2}, {1}, {0}}));
+  std::vector<int> order;
+  std::vector<nn::RemovableHandle> hooks;
+  auto params = model->parameters();
+  for (size_t i = 0; i < params.size(); ++i)
+    hooks.push_back(params[i].register_post_accumulate_grad_hook([&, i](const Tensor&) { order.push_back(int(i)); }));
+  int64_t launched_before_early_weight = -1;
+  hooks.push_back(model->early->weight.register_hook([&](const Tensor&) {
+    launched_before_early_weight = ddp.buckets_reduced() % 4;  // launched so far in this backward
+  }));
+  nn::SGD sgd(model->parameters(), 0.1), plain_sgd(plain.parameters(), 0.1);
+  Tensor x = Tensor::from_vector(tritium::test::random_vector<float>(5 * 7, 9), {5, 7});
+  std::vector<int64_t> launched;
+  std::vector<int> first_order;
+  for (int step = 0; step < 3; ++step) {
+    order.clear();
+    sgd.zero_grad(), plain_sgd.zero_grad();
+    sum(ddp(x)).backward();
+    sum(plain(x)).backward();
+    sum(grouped(x)).backward();
+    launched.push_back(launched_before_early_weight);
+    if (step == 0) {
+      BOOST_TEST(!ddp.buckets_rebuilt());
+      first_order = order;
+      BOOST_TEST_REQUIRE(first_order.size() == 4u);
+      BOOST_TEST((std::set<int>(first_order.begin(), first_order.begin() + 2) == std::set<int>{0, 1}));
+    } else {
+      // Rebuilt at the second forward, one parameter per bucket, in the order of the first backward.
+      BOOST_TEST(ddp.buckets_rebuilt());
+      BOOST_TEST((ddp.bucket_assignment() ==
+                  std::vector<std::vector<int>>{{first_order[0]}, {first_order[1]}, {first_order[2]}, {first_order[3]}}));
+      BOOST_TEST((grouped.bucket_assignment() ==
+                  std::vector<std::vector<int>>{{first_order[0]}, {first_order[1], first_order[2], first_order[3]}}));
+      BOOST_TEST(order == first_order);
+    }
+    // Results stay those of the plain module, bit for bit (one rank: the average is the sum).
+    auto mine = model->parameters(), theirs = plain.parameters();
+    for (size_t i = 0; i < mine.size(); ++i)
+      BOOST_TEST((mine[i].grad().to_vector<float>() == theirs[i].grad().to_vector<float>()), "step " << step << " " << i);
+    sgd.step(), plain_sgd.step();
+  }
+  // Before the rebuild the first bucket (early.bias) waited for the end of backward; after it,
+  // late's two buckets are launched before early's weight gradient arrives.
+  BOOST_TEST(launched[0] <= 1);
+  BOOST_TEST(launched[1] >= 2);
+  BOOST_TEST(launched[2] >= 2);
+  BOOST_TEST(ddp.buckets_reduced() == 12);
+  for (auto& h : hooks) h.remove();
 }
 
 BOOST_AUTO_TEST_CASE(bad_arguments) {

@@ -17,6 +17,7 @@
 #include "nn/functional.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/profile.h"
+#include "profiler/step_profiler.h"
 #include "test_support.h"
 
 namespace tt = tritium::test;
@@ -366,6 +367,37 @@ BOOST_AUTO_TEST_CASE(chrome_trace_parses) {
     BOOST_TEST(gpu_kernels == (be.device.is_cuda() ? launches : 0u));
     BOOST_TEST(memory >= 4u);  // at least the four ops' outputs
     tt::check_throws([&] { p.export_chrome_trace("/nonexistent-dir/trace.json"); }, {"cannot write", "/nonexistent-dir/trace.json"});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(step_profiler_marks_each_step) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    Inputs in = make_inputs(71);
+    std::string path = temp_path("steps.json");
+    {
+      prof::StepProfiler steps(path, /*warmup=*/2, /*steps=*/3, /*rows=*/3);
+      for (int k = 0; k < 7; ++k) {  // steps 0, 1 warm up; 2, 3, 4 recorded; 5, 6 after the end
+        compute(in).to_vector<float>();
+        steps.step();
+      }
+      BOOST_TEST(steps.done());
+    }
+    io::Json j = io::parse_json(read_file(path), path);
+    std::filesystem::remove(path);
+    std::vector<std::string> names;
+    std::map<int64_t, std::string> range_of;
+    size_t sums = 0;
+    for (const io::Json& e : j.at("traceEvents", "trace").as_array("traceEvents"))
+      if (e.at("ph", "e").as_string("ph") == "X" && e.at("cat", "e").as_string("cat") == "user_annotation") {
+        names.push_back(e.at("name", "e").as_string("name"));
+        range_of[e.at("args", "e").at("id", "a").as_int64("id")] = names.back();
+      }
+    for (const io::Json& e : j.at("traceEvents", "trace").as_array("traceEvents"))
+      if (e.at("ph", "e").as_string("ph") == "X" && e.at("name", "e").as_string("name") == "sum" &&
+          e.at("cat", "e").as_string("cat") == "cpu_op")
+        sums += range_of.count(e.at("args", "e").at("parent", "a").as_int64("parent"));
+    BOOST_TEST((names == std::vector<std::string>{"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"}));
+    BOOST_TEST(sums == 3u);  // each recorded step's op inside its step range
   });
 }
 
