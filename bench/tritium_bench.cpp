@@ -40,6 +40,7 @@ int ops_bench(int argc, char** argv);  // bench/ops_bench.cpp
 int optim_bench(int argc, char** argv);  // bench/optim_step_bench.cpp (issue 30: multi-tensor optimiser steps)
 int data_loader_bench(int argc, char** argv);  // bench/data_loader_bench.cpp
 int rnn_bench(int argc, char** argv);  // bench/rnn_bench.cpp (issue 30, wt-rnn)
+int matmul_shapes_bench(int argc, char** argv);  // bench/matmul_shapes_bench.cpp
 int profiler_overhead_bench(int argc, char** argv);  // bench/profiler_overhead.cpp
 }
 
@@ -140,6 +141,7 @@ const char* kUsage =
     "       tritium-bench --matmul [SIZE (1 to 16384) [f32|f64|f16|bf16]]\n"
     "       tritium-bench --ops-matmul [--device D] [--sizes N,...] [--dtypes f16,bf16,f32,tf32]\n"
     "       tritium-bench --block-ptr-matmul [--device D] [--sizes N,...] [--rounds R] [--configs C,...]\n"
+    "       tritium-bench --matmul-shapes [--tokens T] [--layers IN,OUT,...] [--rounds R] (the Linear products)\n"
     "       tritium-bench --rnn [--device D] [--modules lstm,gru,rnn] [--seq N] ... (bench/rnn_bench.cpp)\n"
     "       tritium-bench --ops [--device D] [--filter REGEX] [--json FILE] [--elements N] ...\n"
     "       tritium-bench --optim [--device D] [--layers L] [--optimizer adamw|adam|sgd] ...\n"
@@ -159,6 +161,7 @@ int bench_main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--optim")) return tritium::bench::optim_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--data-loader")) return tritium::bench::data_loader_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--rnn")) return tritium::bench::rnn_bench(argc, argv);
+  if (argc > 1 && !std::strcmp(argv[1], "--matmul-shapes")) return tritium::bench::matmul_shapes_bench(argc, argv);
   if (argc > 1 && !std::strcmp(argv[1], "--profiler-overhead")) return tritium::bench::profiler_overhead_bench(argc, argv);
   std::string json_path;
   bool quick = false;

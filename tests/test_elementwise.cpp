@@ -491,6 +491,49 @@ BOOST_AUTO_TEST_CASE(tanh_and_erf_to_a_few_ulp) {
   });
 }
 
+// exp2 in f32 on the CPU backend, which evaluates it inline (round to an integer n, e^((x - n) ln 2)
+// by exp's polynomial, times 2^n; a GPU's ex2.approx flushes subnormals): within 2 ulp of the
+// float64 value over its whole range, subnormal results, the overflow and underflow thresholds,
+// infinities and NaN.
+BOOST_AUTO_TEST_CASE(exp2_to_a_few_ulp, *tt::needs_cpu_backend()) {
+  static tritium::Kernel k = tritium::kernel("exp2_f32", [](tl::ptr<float> x, tl::ptr<float> o, tl::i32 n, int B) {
+    auto offs = tl::program_id(0) * B + tl::arange(0, B);
+    auto m = offs < n;
+    tl::store(o + offs, tl::exp2(tl::load(x + offs, m)), m);
+  });
+  std::vector<float> x = {0.0f, -0.0f, 0.5f, -0.5f, 1.0f, 127.0f, 127.99999f, 128.0f, 128.5f, -126.0f, -127.5f,
+                          -149.0f, -149.5f, -150.0f, -150.5f, -200.0f, 1e-8f, -1e-8f,
+                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()};
+  auto r = tt::random_vector<float>(6000, 42, -155, 130);
+  x.insert(x.end(), r.begin(), r.end());
+  auto small = tt::random_vector<float>(2000, 43, -1, 1);
+  x.insert(x.end(), small.begin(), small.end());
+  const int n = static_cast<int>(x.size());
+  {
+    const tt::Backend be{"cpu", tritium::Device::cpu()};
+    auto dx = be.upload<float>(x);
+    auto o = be.alloc_poisoned<float>(n);
+    k[{grid1(n)}](dx.ptr(), o.ptr(), n, BLOCK, be.options());
+    auto out = o.download();
+    int bad = 0;
+    for (int i = 0; i < n; ++i) {
+      double v = x[static_cast<size_t>(i)], got = out[static_cast<size_t>(i)], ref = std::exp2(v);
+      bool ok;
+      if (std::isnan(ref)) ok = std::isnan(got);
+      else if (ref > std::numeric_limits<float>::max() * (1 + 0x1p-25)) ok = std::isinf(got) && got > 0;
+      else if (ref == 0 || ref < 0x1p-150) ok = got == 0 || got == 0x1p-149;  // rounds to 0 or the smallest subnormal
+      else {
+        // ulp of the float result (subnormals have a fixed ulp of 2^-149)
+        double ulp = std::ldexp(1.0, std::max(std::ilogb(static_cast<float>(ref)), -126) - 23);
+        ok = std::abs(got - ref) <= 2 * ulp;
+      }
+      if (!ok && ++bad <= 5) BOOST_ERROR("exp2(" << v << ") = " << got << ", float64 gives " << ref);
+    }
+    BOOST_TEST(bad == 0);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(integer_abs_cdiv_umulhi) {
   tt::for_each_backend([&](const tt::Backend& be) {
     for_each_type(int_types{}, [&]<class T>() {

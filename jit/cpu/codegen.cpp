@@ -37,12 +37,7 @@ void Codegen::emit_op(const ir::Op* op) {
   if (is_atomic(op->kind)) return emit_atomic(op);
   const ir::Value* r = op->result();
   if (r->type.is_block()) {
-    if (plan_.materialized(r)) {
-      Value* buf = alloc_buffer(r->type);
-      int w = lanes_for(r->type.shape);
-      loop_nest(r->type.shape, w, [&](const Index& idx) { write_buffer(buf, r->type, idx, w, eval_op(op, idx, w)); });
-      buffers_[r] = buf;
-    }
+    if (plan_.materialized(r)) buffers_[r] = materialize_into(r);
     return;  // inline values are evaluated where they are used
   }
   scalars_[r] = emit_scalar(op);

@@ -14,6 +14,7 @@
 //   elementwise.cpp   LLVM types, constants, elementwise arithmetic and casts (exp, tanh, erf inline)
 //   loops.cpp         loops, loop nests over a shape, indices
 //   values.cpp        buffers (stack or heap), evaluation of a block value at an index
+//   transpose.cpp     materialising a transposed view in register-transposed square tiles
 //   memory.cpp        loads, stores, atomics
 //   reduce.cpp        combine regions, reductions, scans
 //   block_data.cpp    histogram, gather, split
@@ -157,6 +158,22 @@ class Codegen {
 
   void copy_buffer(Value* from, Value* to, const ir::Type& t);
 
+  // ---- transposed materialisation (transpose.cpp) -----------------------------------------------
+  //
+  // A block whose loads are contiguous in memory along the dim before the last, not along the
+  // last (a transposed view), is materialised in square tiles: wt vectors down that dim, a
+  // transpose in registers, wt row vectors stored, instead of one gather per chunk.
+
+  // wt (a power of two >= 4, at most one register of v's dtype) when v's inline tree has such a
+  // load and nothing the column order would make worse (a buffer read across rows, a load already
+  // contiguous along the last dim, a reshape); 0 otherwise.
+  int transposed_lanes(const ir::Value* v);
+
+  void materialize_transposed(const ir::Value* v, Value* buf, int wt);
+
+  // The transpose of a square of vectors (rows[i] lane j -> result[j] lane i).
+  std::vector<Value*> transpose_square(std::vector<Value*> rows);
+
   // ---- evaluation of block values at an index (values.cpp) --------------------------------------
 
   Value* scalar(const ir::Value* v);
@@ -174,6 +191,8 @@ class Codegen {
   // polynomial (~1 ulp), times 2^n built in two halves so subnormal results come out right.
   // Overflow gives inf, underflow 0, NaN stays NaN.
   Value* exp_f32(Value* x);
+  // exp2f the same way (base2): n = round(x), 2^(x - n) = e^((x - n) ln 2) by the same polynomial.
+  Value* exp_f32(Value* x, bool base2);
 
   // Horner's rule with fused multiply-adds; `cs` from the highest power down.
   Value* horner(std::initializer_list<double> cs, Value* x);
@@ -204,6 +223,9 @@ class Codegen {
 
   // Lanes of this chunk are consecutive elements of `ptr` (so one vector access can move them).
   bool contiguous(const ir::Value* ptr, const Index& idx, int w);
+
+  // Every lane of this chunk is the same element (no dim moves with the lane).
+  static bool uniform(const Index& idx);
 
   Value* eval_load(const ir::Op* op, const Index& idx, int w);
 

@@ -128,7 +128,9 @@ Value* Codegen::call_per_lane(const char* name32, const char* name64, Value* x, 
   return out;
 }
 
-Value* Codegen::exp_f32(Value* x) {
+Value* Codegen::exp_f32(Value* x) { return exp_f32(x, false); }
+
+Value* Codegen::exp_f32(Value* x, bool base2) {
   llvm::Type* t = x->getType();
   llvm::Type* it = t->isVectorTy()
                        ? static_cast<llvm::Type*>(llvm::VectorType::get(b_.getInt32Ty(), llvm::cast<llvm::VectorType>(t)))
@@ -138,11 +140,20 @@ Value* Codegen::exp_f32(Value* x) {
   auto fma = [&](Value* a, Value* m, Value* add) {
     return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {a, m, add});
   };
-  const double hi = 88.72283935546875, lo = -103.97208404541015625;
+  // Past hi the result is inf, below lo 0 (2^128 and 2^-150 rounded, in either base).
+  const double hi = base2 ? 128.0 : 88.72283935546875, lo = base2 ? -150.0 : -103.97208404541015625;
   Value* xc = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, c(hi)), c(lo));
-  Value* n = b_.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b_.CreateFMul(xc, c(1.44269504088896341)));
-  Value* r = fma(n, c(-0.693359375), xc);
-  r = fma(n, c(2.12194440e-4), r);
+  Value *n, *r;
+  if (base2) {
+    // 2^x = 2^n e^(f ln 2), f = x - n exact (|f| <= 1/2); f ln 2 with ln 2 in two parts.
+    n = b_.CreateUnaryIntrinsic(llvm::Intrinsic::rint, xc);
+    Value* f = b_.CreateFSub(xc, n);
+    r = fma(f, c(0.693145751953125), b_.CreateFMul(f, c(1.4286068203094173e-06)));
+  } else {
+    n = b_.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b_.CreateFMul(xc, c(1.44269504088896341)));
+    r = fma(n, c(-0.693359375), xc);
+    r = fma(n, c(2.12194440e-4), r);
+  }
   Value* p = c(1.9875691500e-4);
   for (double k : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1}) p = fma(p, r, c(k));
   Value* y = fma(b_.CreateFMul(p, r), r, b_.CreateFAdd(r, c(1.0)));  // p r^2 + r + 1
@@ -213,7 +224,7 @@ Value* Codegen::float_op(OpKind k, std::vector<Value*> x, DType d) {
     case OpKind::Max: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x[0], x[1]); break;
     case OpKind::Fma: r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {x[0]->getType()}, {x[0], x[1], x[2]}); break;
     case OpKind::Exp: r = x[0]->getType()->getScalarType()->isFloatTy() ? exp_f32(x[0]) : un(llvm::Intrinsic::exp); break;
-    case OpKind::Exp2: r = un(llvm::Intrinsic::exp2); break;
+    case OpKind::Exp2: r = x[0]->getType()->getScalarType()->isFloatTy() ? exp_f32(x[0], true) : un(llvm::Intrinsic::exp2); break;
     case OpKind::Log: r = un(llvm::Intrinsic::log); break;
     case OpKind::Log2: r = un(llvm::Intrinsic::log2); break;
     case OpKind::Sqrt: r = un(llvm::Intrinsic::sqrt); break;

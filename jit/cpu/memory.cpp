@@ -6,12 +6,23 @@ namespace tritium::jit::cpu::detail {
 
 bool Codegen::contiguous(const ir::Value* ptr, const Index& idx, int w) {
   if (w == 1) return true;
-  for (size_t d = 0; d + 1 < idx.size(); ++d)
-    if (idx[d].vec || idx[d].stride != 0) return false;
-  const VIdx& last = idx.back();
-  if (last.vec || last.stride != 1 || last.align % w != 0) return false;
+  // The lanes move along one dim (the last one, or another in a transposed materialisation).
+  int lane_dim = -1;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (idx[d].vec) return false;
+    if (idx[d].stride == 0) continue;
+    if (lane_dim >= 0 || idx[d].stride != 1 || idx[d].align % w != 0) return false;
+    lane_dim = static_cast<int>(d);
+  }
+  if (lane_dim < 0) return false;
   const AxisInfo& info = axis_.get(ptr);
-  return info.contiguity.back() >= w;
+  return info.contiguity[lane_dim] >= w;
+}
+
+bool Codegen::uniform(const Index& idx) {
+  for (const VIdx& x : idx)
+    if (x.vec || x.stride != 0) return false;
+  return true;
 }
 
 Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
@@ -52,6 +63,29 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
     } else {
       v = b_.CreateAlignedLoad(vec_of(mt, w), p0, align);
     }
+  } else if (uniform(idx) && w > 1) {
+    // Every lane reads one element (a load broadcast along the chunk: a bias, a row's mean):
+    // one scalar load, splat. A gather of w equal addresses is w scalar loads on AVX2.
+    llvm::BasicBlock* before = b_.GetInsertBlock();
+    Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
+    Value* o0 = b_.CreateExtractElement(other, uint64_t(0));
+    Value* s = nullptr;
+    if (mask) {
+      auto* then_bb = llvm::BasicBlock::Create(ctx_, "load.one", fn_);
+      auto* cont = llvm::BasicBlock::Create(ctx_, "loaded.one", fn_);
+      b_.CreateCondBr(b_.CreateExtractElement(mask, uint64_t(0)), then_bb, cont);
+      b_.SetInsertPoint(then_bb);
+      Value* loaded = b_.CreateAlignedLoad(mt, p0, align);
+      b_.CreateBr(cont);
+      b_.SetInsertPoint(cont);
+      llvm::PHINode* phi = b_.CreatePHI(mt, 2);
+      phi->addIncoming(loaded, then_bb);
+      phi->addIncoming(o0, before);
+      s = phi;
+    } else {
+      s = b_.CreateAlignedLoad(mt, p0, align);
+    }
+    v = splat(s, w);
   } else {
     v = b_.CreateMaskedGather(vec_of(mt, w), ptrs, align, mask, other);
   }

@@ -71,6 +71,10 @@ void Codegen::write_buffer(Value* buf, const ir::Type& t, const Index& idx, int 
 
 Value* Codegen::materialize_into(const ir::Value* v, Value* buf) {
   if (!buf) buf = alloc_buffer(v->type);
+  if (int wt = transposed_lanes(v)) {
+    materialize_transposed(v, buf, wt);
+    return buf;
+  }
   int w = lanes_for(v->type.shape);
   loop_nest(v->type.shape, w, [&](const Index& idx) { write_buffer(buf, v->type, idx, w, eval(v, idx, w)); });
   return buf;

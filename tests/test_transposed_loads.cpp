@@ -1,0 +1,124 @@
+// Loads of transposed views materialised into a block (the CPU backend reads them as vectors down
+// the columns and transposes in registers: jit/cpu/transpose.cpp): every element where it belongs,
+// the masked-off ones `other`, for dtypes of 1 to 8 bytes, tiles whose sizes are not multiples of
+// the block, a 3-D block, a transpose of a loaded tile (permute) and a dot of two transposed
+// views. References are the host's own copies (exact).
+#include "test_support.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace tl = tritium::tl;
+namespace tt = tritium::test;
+using tritium::f16_t;
+
+namespace {
+
+template <class T> std::string tname() { return tritium::dtype_name(tritium::dtype_of<T>()); }
+
+// x holds a [C, R] matrix row-major (per sample b of B); the program loads the [BR, BC] tile of its
+// transpose at (pid0, pid1) masked to R x C (`other` -7 outside), uses it twice (so it is
+// materialised) and stores: the tile where it belongs in out [B, R, C], and 2v + 1 unmasked into
+// its own slot of `tiles` (where the masked-off elements show as 2 * -7 + 1).
+template <class T> tritium::Kernel& transposed_tile_kernel() {
+  static tritium::Kernel k = tritium::kernel(
+      "transposed_tile_" + tname<T>(),
+      [](tl::ptr<T> x, tl::ptr<T> out, tl::ptr<T> tiles, tl::i32 R, tl::i32 C, int B, int BR, int BC) {
+        auto r = tl::program_id(0) * BR + tl::arange(0, BR);
+        auto c = tl::program_id(1) * BC + tl::arange(0, BC);
+        auto b = tl::arange(0, B);
+        auto b3 = b(tl::_, tl::None, tl::None), r3 = r(tl::None, tl::_, tl::None), c3 = c(tl::None, tl::None, tl::_);
+        auto m = (r3 < R) & (c3 < C);
+        auto v = tl::load(x + b3 * (R * C) + c3 * R + r3, m, -7);
+        tl::store(out + b3 * (R * C) + r3 * C + c3, v, m);
+        auto slot = (tl::program_id(1) * tl::num_programs(0) + tl::program_id(0)) * (B * BR * BC);
+        auto t = b3 * (BR * BC) + tl::arange(0, BR)(tl::None, tl::_, tl::None) * BC + tl::arange(0, BC)(tl::None, tl::None, tl::_);
+        tl::store(tiles + slot + t, v * 2 + 1);
+      });
+  return k;
+}
+
+template <class T> void check_transposed_tiles(const tt::Backend& be, int B, int R, int C, int BR, int BC) {
+  BOOST_TEST_CONTEXT(tname<T>() << " B " << B << " R " << R << " C " << C << " tile " << BR << "x" << BC) {
+    auto x = tt::random_vector<T>(size_t(B) * R * C, 7 + R + C, -50, 50);
+    const int gr = tritium::cdiv(R, BR), gc = tritium::cdiv(C, BC);
+    auto dx = be.upload<T>(x);
+    auto out = be.alloc_poisoned<T>(size_t(B) * R * C);
+    auto tiles = be.alloc_poisoned<T>(size_t(gr) * gc * B * BR * BC);
+    transposed_tile_kernel<T>()[{gr, gc}](dx.ptr(), out.ptr(), tiles.ptr(), R, C, B, BR, BC, be.options());
+    tt::host_vector<T> want(out.size()), want_tiles(tiles.size());
+    for (int b = 0; b < B; ++b)
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) want[(size_t(b) * R + r) * C + c] = x[(size_t(b) * C + c) * R + r];
+    for (int pc = 0; pc < gc; ++pc)
+      for (int pr = 0; pr < gr; ++pr)
+        for (int b = 0; b < B; ++b)
+          for (int i = 0; i < BR; ++i)
+            for (int j = 0; j < BC; ++j) {
+              const int r = pr * BR + i, c = pc * BC + j;
+              const double v = r < R && c < C ? tt::to_double(x[(size_t(b) * C + c) * R + r]) : -7.0;
+              want_tiles[(((size_t(pc) * gr + pr) * B + b) * BR + i) * BC + j] = tt::from_double<T>(2 * v + 1);
+            }
+    tt::check_equal<T>(out.download(), want, "the tile where it belongs");
+    tt::check_equal<T>(tiles.download(), want_tiles, "the whole tile, other where masked off");
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_transposed_loads)
+
+BOOST_AUTO_TEST_CASE(transposed_tiles_every_dtype) {
+  tt::for_each_backend([](const tt::Backend& be) {
+    // Sizes that are not multiples of the tile, a tile wider than tall and the other way round.
+    check_transposed_tiles<float>(be, 1, 37, 45, 32, 16);
+    check_transposed_tiles<float>(be, 1, 64, 64, 16, 64);
+    check_transposed_tiles<float>(be, 2, 19, 23, 8, 16);  // 3-D: an outer dim around the squares
+    check_transposed_tiles<double>(be, 1, 21, 33, 16, 16);
+    check_transposed_tiles<f16_t>(be, 1, 40, 50, 32, 32);
+    check_transposed_tiles<int32_t>(be, 1, 30, 17, 16, 32);
+    check_transposed_tiles<int8_t>(be, 1, 33, 31, 32, 32);
+  });
+}
+
+// The CPU code of a transposed tile has no gather (what it is for) and still reads it exactly.
+BOOST_AUTO_TEST_CASE(transposed_tile_is_read_without_gathers_on_the_cpu, *tt::needs_cpu_backend()) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tritium-transposed-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  tt::FreshCacheDir cache("transposed");
+  // The dot of a transposed view with another: [BR, K] @ [K, BC] where both come transposed.
+  static tritium::Kernel dot_k = tritium::kernel(
+      "transposed_dot", [](tl::ptr<float> a_t, tl::ptr<float> b_t, tl::ptr<float> o, tl::i32 M, tl::i32 N, tl::i32 K,
+                           int BM, int BN, int BK) {
+        auto rm = tl::arange(0, BM), rn = tl::arange(0, BN), rk = tl::arange(0, BK);
+        // a_t is A^T [K, M] row-major, b_t is B^T [N, K]: both tiles are transposed views.
+        auto a = tl::load(a_t + rk(tl::None, tl::_) * M + rm(tl::_, tl::None), (rm < M)(tl::_, tl::None) & (rk < K)(tl::None, tl::_), 0.0);
+        auto b = tl::load(b_t + rn(tl::None, tl::_) * K + rk(tl::_, tl::None), (rk < K)(tl::_, tl::None) & (rn < N)(tl::None, tl::_), 0.0);
+        tl::store(o + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), tl::dot(a, b), (rm < M)(tl::_, tl::None) & (rn < N)(tl::None, tl::_));
+      });
+  const int M = 29, N = 35, K = 27;
+  auto at = tt::random_vector<float>(size_t(K) * M, 91), bt = tt::random_vector<float>(size_t(N) * K, 92);
+  tt::host_vector<float> out = tt::poisoned<float>(size_t(M) * N);
+  {
+    tt::ScopedEnv dump("TRITIUM_DUMP", dir.c_str());
+    dot_k[{1}](at.data(), bt.data(), out.data(), M, N, K, 32, 64, 32, tritium::Options{.device = tritium::Device::cpu()});
+  }
+  std::vector<double> ref(size_t(M) * N), mag(ref.size());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int kk = 0; kk < K; ++kk) {
+        double p = double(at[size_t(kk) * M + i]) * double(bt[size_t(j) * K + kk]);
+        ref[size_t(i) * N + j] += p, mag[size_t(i) * N + j] += std::abs(p);
+      }
+  tt::check_dot<float>(out, ref, mag, 1e-5, "dot of two transposed views");
+  std::ifstream in(dir / "transposed_dot.opt.ll");
+  const std::string ll((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_TEST(ll.find("define ") != std::string::npos, "no LLVM IR dumped in " << dir);
+  BOOST_TEST(ll.find("gather") == std::string::npos, "the transposed tiles were gathered");
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
