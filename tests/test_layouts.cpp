@@ -14,6 +14,8 @@
 #include "jit/layouts/layout.h"
 #include "jit/passes/assign_layouts.h"
 #include "jit/passes/axis_info.h"
+#include "jit/passes/contract_fma.h"
+#include "jit/passes/dce.h"
 
 namespace tl = tritium::tl;
 using namespace tritium::jit;
@@ -445,6 +447,124 @@ BOOST_AUTO_TEST_CASE(attention_passes_p_in_registers) {
   BOOST_TEST(retired != std::string::npos);
   BOOST_TEST(body.find("tt_cp_async<16>(", retired) != std::string::npos);
   BOOST_TEST(body.find("tt_cp_async<16>(", retired) < pv);
+}
+
+namespace {
+
+// Tutorial 06's off-band trip (no mask): qk * qk_scale - m_ij[:, None], which the CUDA backend
+// contracts into fma(qk, qk_scale, -broadcast(m_ij)) before the layouts (contract_fma).
+auto attention_off_band = tritium::kernel(
+    "attn_fwd_off_band", [](tl::ptr<tritium::f16_t> Q, tl::ptr<tritium::f16_t> K, tl::ptr<tritium::f16_t> V,
+                            tl::ptr<tritium::f16_t> O, tl::f32 qk_scale, tl::i32 N_CTX, int BM, int BN, int D) {
+      auto offs_m = tl::program_id(0) * BM + tl::arange(0, BM);
+      auto offs_n = tl::arange(0, BN);
+      auto offs_d = tl::arange(0, D);
+      auto q = tl::load(Q + offs_m(tl::_, tl::None) * D + offs_d(tl::None, tl::_));
+      auto m_i = tl::zeros({BM}, tl::float32) - INFINITY;
+      auto l_i = tl::zeros({BM}, tl::float32) + 1.0f;
+      auto acc = tl::zeros({BM, D}, tl::float32);
+      for (auto start_n : tl::range(0, N_CTX, BN)) {
+        auto k = tl::load(K + (start_n + offs_n)(tl::None, tl::_) * D + offs_d(tl::_, tl::None));
+        auto qk = tl::dot(q, k);
+        auto m_ij = tl::maximum(m_i, tl::max(qk, 1) * qk_scale);
+        qk = qk * qk_scale - m_ij(tl::_, tl::None);
+        auto p = tl::exp2(qk);
+        auto alpha = tl::exp2(m_i - m_ij);
+        auto l_ij = tl::sum(p, 1);
+        acc = acc * alpha(tl::_, tl::None);
+        auto v = tl::load(V + (start_n + offs_n)(tl::_, tl::None) * D + offs_d(tl::None, tl::_));
+        acc = tl::dot(p.to(tl::float16), v, acc);
+        l_i = l_i * alpha + l_ij;
+        m_i = m_ij;
+      }
+      acc = acc / l_i(tl::_, tl::None);
+      tl::store(O + offs_m(tl::_, tl::None) * D + offs_d(tl::None, tl::_), acc.to(tl::float16));
+    });
+
+// The IR as the CUDA backend hands it to the generator: its fmas made (cuda_backend.cpp, generate).
+template <class... A> Assigned assign_contracted(tritium::Kernel& k, int num_warps, int cc, const A&... args) {
+  Assigned out;
+  out.f = k.optimized_function(args...);
+  BOOST_TEST_REQUIRE(contract_multiply_add(*out.f));
+  eliminate_dead_code(*out.f);
+  AxisInfoMap axis = analyze_axis_info(*out.f);
+  out.layouts = assign_layouts(*out.f, axis, LayoutOptions{num_warps, cc});
+  verify_layouts(*out.f, out.layouts);
+  out.text = out.layouts.annotated(*out.f);
+  return out;
+}
+
+}  // namespace
+
+// Issue 27 (stop 42): tutorial 06's forward ran at half its stop-36 speed once contract_fma made
+// fma(qk, scale, -broadcast(m_ij)): the neg kept the broadcast's register-replicated layout and
+// its [M, N] result went through shared memory into the accumulator layout every trip. A cheap
+// elementwise op over a view is recomputed in the layout its use needs instead.
+BOOST_AUTO_TEST_CASE(a_contracted_softmax_stays_in_the_accumulator_layout) {
+  for (int cc : {90, 80}) {
+    const int nw = cc == 90 ? 8 : 4;
+    auto* ptr = reinterpret_cast<tritium::f16_t*>(uint64_t{0x7f0000000000});
+    Assigned a = assign_contracted(attention_off_band, nw, cc, ptr, ptr, ptr, ptr, 0.18f, 4096, 128, 64, 64);
+    if (std::getenv("TRITIUM_TEST_PRINT")) std::printf("%s\n", a.text.c_str());
+    BOOST_TEST_CONTEXT("cc " << cc << "\n" << a.text) {
+      int fmas = 0, converts_in_loop = 0, shared_in_loop = 0;
+      each_op(*a.f, [&](tritium::ir::Op* op) {
+        using tritium::ir::OpKind;
+        if (op->kind == OpKind::Fma && op->result()->type.rank() == 2 && in_loop(op)) {
+          ++fmas;
+          BOOST_TEST((a.layouts.of(op->result()).kind == LayoutKind::Mma));
+        }
+        if (op->kind == OpKind::ConvertLayout && in_loop(op)) {
+          if (a.layouts.of(op->result()).is_shared()) ++shared_in_loop;
+          else ++converts_in_loop;
+        }
+      });
+      BOOST_TEST(fmas == 1);             // qk * qk_scale - m_ij, contracted
+      BOOST_TEST(shared_in_loop == 2);   // the K and V tiles
+      BOOST_TEST(converts_in_loop == 0);  // nothing else moves
+    }
+  }
+}
+
+// The same through the generator and NVRTC as the backend runs them: no f32 buffer in the loop,
+// and 128 x 128 tiles at HEAD_DIM 128 fit in shared memory again (the conversion's 64 KB buffer
+// had taken them past the budget: "needs 231424 bytes").
+BOOST_AUTO_TEST_CASE(a_contracted_softmax_needs_no_shared_memory_in_the_loop) {
+  if (!tritium::jit::cuda::nvrtc_available()) {
+    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << tritium::jit::cuda::nvrtc_unavailable_reason());
+    return;
+  }
+  namespace cuda = tritium::jit::cuda;
+  auto* ptr = reinterpret_cast<tritium::f16_t*>(uint64_t{0x7f0000000000});
+  struct Case { int bm, bn, d, warps, stages; };
+  for (const Case& c : {Case{128, 64, 64, 8, 3}, Case{128, 128, 128, 8, 3}, Case{64, 64, 64, 4, 3}}) {
+    BOOST_TEST_CONTEXT(c.bm << "x" << c.bn << ", HEAD_DIM " << c.d << ", " << c.warps << " warps") {
+      auto f = attention_off_band.optimized_function(ptr, ptr, ptr, ptr, 0.18f, 4096, c.bm, c.bn, c.d);
+      BOOST_TEST_REQUIRE(contract_multiply_add(*f));
+      eliminate_dead_code(*f);
+      CompileOptions opts;
+      opts.num_warps = c.warps;
+      opts.num_stages = c.stages;
+      cuda::KernelSource ks;
+      BOOST_REQUIRE_NO_THROW(ks = cuda::generate_cuda(*f, analyze_axis_info(*f), opts, tritium::test::kH100SharedMemory, 90));
+      const std::string h = tritium::test::kernel_body(ks);
+      BOOST_TEST(h.find("(register A)") != std::string::npos);  // P from registers
+      const size_t loop = h.find("for (int32_t iv"), end = h.find("no copy lands after the loop");
+      BOOST_REQUIRE(loop != std::string::npos);
+      BOOST_REQUIRE(end != std::string::npos);
+      const std::string body = h.substr(loop, end - loop);
+      BOOST_TEST(body.find("reinterpret_cast<float*>(tt_smem") == std::string::npos);
+      // One barrier for the landed tiles, one after the previous trip's wgmma retired: no third.
+      BOOST_TEST(tritium::test::occurrences(body, "__syncthreads();") == 2u);
+      // exp2 as Triton's (one ex2.approx.ftz), not CUDA's exp2f with its subnormal scaling.
+      BOOST_TEST(body.find("tt_exp2(") != std::string::npos);
+      BOOST_TEST(body.find("exp2f(") == std::string::npos);
+      // The row max's lane steps put the lower lane first (2 rows a thread x 2 lane bits x 2
+      // selects); the row sum's combine in either order, with no selects.
+      BOOST_TEST(tritium::test::occurrences(body, "(tt_lane & ") == 8u);
+      BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a", {"--fmad=false"}).empty());
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -504,6 +504,14 @@ TT_INLINE float tt_exp(float x) {
   asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
   return y;
 }
+// exp2 as Triton's tl.math.exp2 on f32: one MUFU.EX2 (ex2.approx.ftz), where CUDA's exp2f scales
+// subnormal results around it (an FSETP, two FMULs and an FSEL more per element: a quarter of
+// attention's inner loop). Results below 2^-126 flush to zero.
+TT_INLINE float tt_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 TT_INLINE float tt_fdiv(float a, float b) {
   float y;
   asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));

@@ -62,7 +62,8 @@ std::string float_op(OpKind k, std::vector<std::string> x, DType d) {
     case OpKind::Sub: r = fmt::format("{} - {}", x[0], x[1]); break;
     case OpKind::Mul: r = fmt::format("{} * {}", x[0], x[1]); break;
     // f32 (and f16/bf16, computed in f32) division, exp, sqrt and rsqrt are Triton's defaults:
-    // div.full (2 ulp), ex2.approx of x * log2(e), sqrt.approx, rsqrt.approx; f64 is exact.
+    // div.full (2 ulp), ex2.approx of x * log2(e), exp2 as ex2.approx.ftz, sqrt.approx,
+    // rsqrt.approx; f64 is exact.
     case OpKind::Div: r = dbl ? fmt::format("{} / {}", x[0], x[1]) : fmt::format("tt_fdiv({}, {})", x[0], x[1]); break;
     case OpKind::Rem: r = fmt::format("fmod{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
     case OpKind::Neg: r = fmt::format("-{}", x[0]); break;
@@ -70,7 +71,7 @@ std::string float_op(OpKind k, std::vector<std::string> x, DType d) {
     case OpKind::Max: r = fmt::format("fmax{}({}, {})", dbl ? "" : "f", x[0], x[1]); break;
     case OpKind::Fma: r = fmt::format("fma{}({}, {}, {})", dbl ? "" : "f", x[0], x[1], x[2]); break;
     case OpKind::Exp: r = dbl ? fn("exp") : fmt::format("tt_exp({})", x[0]); break;
-    case OpKind::Exp2: r = fn("exp2"); break;
+    case OpKind::Exp2: r = dbl ? fn("exp2") : fmt::format("tt_exp2({})", x[0]); break;
     case OpKind::Log: r = fn("log"); break;
     case OpKind::Log2: r = fn("log2"); break;
     case OpKind::Sqrt: r = dbl ? fn("sqrt") : fmt::format("tt_sqrt({})", x[0]); break;

@@ -382,12 +382,22 @@ class Assigner {
   }
 
   // A value that is cheap to compute again in another layout: constants, splats, aranges, index
-  // arithmetic over them, and views (whose conversion is better done on the viewed value).
-  bool remat(const ir::Value* v) const {
+  // arithmetic over them, views (whose conversion is better done on the viewed value), and
+  // elementwise ops over such values - the forward pass gives `-broadcast(m)` the broadcast's
+  // register-replicated layout, and converting the [M, N] result through shared memory costs far
+  // more than negating it again in the layout its use needs, where the conversion (if any) lands
+  // on the [M] vector (Triton's backward rematerialisation in RemoveLayoutConversions). An
+  // elementwise op over a load, a dot or a carried value keeps one layout and is converted.
+  bool remat(const ir::Value* v, int depth = 0) const {
     if (!v->def || v->type.is_scalar()) return false;
     OpKind k = v->def->kind;
     if (is_source(k) || is_view(k)) return true;
-    return ir::is_elementwise(k) && !has(v);
+    if (!ir::is_elementwise(k)) return false;
+    if (!has(v)) return true;
+    if (depth >= 8) return false;
+    for (const ir::Value* o : v->def->operands)
+      if (o->type.is_block() && !remat(o, depth + 1)) return false;
+    return true;
   }
 
   void resolve(ir::Value* v) {

@@ -41,6 +41,31 @@ std::vector<std::string> Lowering::combine(const ir::Block* region, const std::v
   fail("internal error: combine region without yield");
 }
 
+namespace {
+
+// Whether the combine region is one op whose operands may be swapped with the same bits: the
+// lane step then combines its own value with its partner's in either order (Triton's shuffle
+// reduction), without the two selects that put the lower lane first. f32 add and mul are exactly
+// commutative; float max / min are not taken (the sign of a zero result may depend on the order).
+bool swappable(const ir::Block* region) {
+  if (region->args.size() != 2 || region->ops.size() != 2) return false;
+  const ir::Op* op = region->ops[0];
+  const ir::Op* yield = region->ops[1];
+  if (yield->kind != OpKind::Yield || yield->operands.size() != 1 || yield->operand(0) != op->result()) return false;
+  if (op->operands.size() != 2) return false;
+  const bool args = (op->operand(0) == region->args[0] && op->operand(1) == region->args[1]) ||
+                    (op->operand(0) == region->args[1] && op->operand(1) == region->args[0]);
+  if (!args) return false;
+  const DType t = op->result()->type.dtype;
+  switch (op->kind) {
+    case OpKind::Add: case OpKind::Mul: return true;
+    case OpKind::Max: case OpKind::Min: case OpKind::And: case OpKind::Or: case OpKind::Xor: return is_int(t);
+    default: return false;
+  }
+}
+
+}  // namespace
+
 void Lowering::emit_reduce(const ir::Op* op) {
   const int axis = op->attrs.axis;
   const size_t n = op->operands.size();
@@ -82,7 +107,8 @@ void Lowering::emit_reduce(const ir::Op* op) {
     }
     for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = {};", acc[i], s, a[i]));
   }
-  // 2. Across the lanes along the axis, lower lane first.
+  // 2. Across the lanes along the axis, lower lane first (either order for a swappable combine).
+  const bool swap_free = n == 1 && swappable(region);
   for (size_t bit = 0; bit < in.lane.size(); ++bit) {
     if (in.lane[bit].dim != axis) continue;
     const int m = 1 << bit;
@@ -92,6 +118,11 @@ void Lowering::emit_reduce(const ir::Op* op) {
       for (size_t i = 0; i < n; ++i) {
         std::string mine = fmt::format("{}[{}]", acc[i], s);
         std::string other = tmp(types[i], fmt::format("tt_shfl_xor({}, {})", mine, m));
+        if (swap_free) {
+          lo.push_back(mine);
+          hi.push_back(other);
+          continue;
+        }
         lo.push_back(tmp(types[i], fmt::format("(tt_lane & {}) ? {} : {}", m, other, mine)));
         hi.push_back(tmp(types[i], fmt::format("(tt_lane & {}) ? {} : {}", m, mine, other)));
       }
