@@ -63,7 +63,7 @@ void matmul_program(tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<Out> c_ptr, tl::
                     tl::i64 stride_am, tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm,
                     tl::i64 stride_cn, tl::i64 NB2, tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1,
                     tl::i64 sc2, int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int TF32, bool CARRY_POINTERS,
-                    bool BLOCK_POINTERS, const std::optional<KSplit>& split,
+                    int BLOCK_POINTERS, const std::optional<KSplit>& split,
                     const std::optional<Epilogue>& epilogue = std::nullopt) {
   // Grouped ordering: GROUP_M rows of tiles are visited column by column, so the tiles of
   // B stay in cache while A's rows are reused.
@@ -104,15 +104,21 @@ void matmul_program(tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<Out> c_ptr, tl::
   if (BLOCK_POINTERS) {
     // Hopper, one matrix of each (no batch offset, so the bases are the arguments): block
     // pointers, whose bounds-checked tiles the CUDA backend copies with TMA
-    // (docs/cuda-backend.md) when the row strides are multiples of 8 elements.
+    // (docs/cuda-backend.md) when the row strides are 16-byte aligned. BLOCK_POINTERS 2: B is
+    // K-major (a Linear's forward, x @ W^T, in fp32 on tf32: wgmma reads 32-bit tiles K-major
+    // only); its block pointer describes the stored [N, K] matrix and B is its tile transposed.
+    const bool b_k_major = BLOCK_POINTERS == 2;
     const tl::operand k0 = k_lo ? tl::operand(*k_lo) : tl::operand(0);
     auto a_bp = tl::make_block_ptr(a_ptr, {M, K}, {stride_am, stride_ak}, {pid_m * BLOCK_M, k0}, {BLOCK_M, BLOCK_K}, {1, 0});
-    auto b_bp = tl::make_block_ptr(b_ptr, {K, N}, {stride_bk, stride_bn}, {k0, pid_n * BLOCK_N}, {BLOCK_K, BLOCK_N}, {1, 0});
+    auto b_bp = b_k_major
+                    ? tl::make_block_ptr(b_ptr, {N, K}, {stride_bn, stride_bk}, {pid_n * BLOCK_N, k0}, {BLOCK_N, BLOCK_K}, {1, 0})
+                    : tl::make_block_ptr(b_ptr, {K, N}, {stride_bk, stride_bn}, {k0, pid_n * BLOCK_N}, {BLOCK_K, BLOCK_N}, {1, 0});
     for (auto kk : tl::range(0, tl::cdiv(k_len, BLOCK_K))) {
       (void)kk;
-      acc = tl::dot(tl::load(a_bp, {0, 1}), tl::load(b_bp, {0, 1}), acc, std::nullopt, precision);
+      tl::tensor b = b_k_major ? tl::trans(tl::load(b_bp, {0, 1})) : tl::load(b_bp, {0, 1});
+      acc = tl::dot(tl::load(a_bp, {0, 1}), b, acc, std::nullopt, precision);
       a_bp = tl::advance(a_bp, {0, BLOCK_K});
-      b_bp = tl::advance(b_bp, {BLOCK_K, 0});
+      b_bp = b_k_major ? tl::advance(b_bp, {0, BLOCK_K}) : tl::advance(b_bp, {BLOCK_K, 0});
     }
   } else if (CARRY_POINTERS) {
     // The GPU form (tutorial 03's): blocks of pointers carried through the loop and
@@ -174,7 +180,7 @@ template <class T> Kernel& matmul_kernel() {
       [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr, tl::i32 M, tl::i32 N, tl::i32 K, tl::i64 stride_am,
          tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm, tl::i64 stride_cn, tl::i64 NB2,
          tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2, int BLOCK_M, int BLOCK_N,
-         int BLOCK_K, int GROUP_M, int TF32, bool CARRY_POINTERS, bool BLOCK_POINTERS) {
+         int BLOCK_K, int GROUP_M, int TF32, bool CARRY_POINTERS, int BLOCK_POINTERS) {
         matmul_program<T, T>(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
                              stride_cn, NB2, sa1, sa2, sb1, sb2, sc1, sc2, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TF32,
                              CARRY_POINTERS, BLOCK_POINTERS, std::nullopt);
@@ -195,7 +201,7 @@ template <class T> Kernel& matmul_epilogue_kernel() {
          tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2, tl::ptr<T> s_ptr,
          tl::i64 stride_sm, tl::i64 stride_sn, tl::i64 ss1, tl::i64 ss2, tl::scalar<dtype_of<acc_type<T>>()> alpha,
          tl::scalar<dtype_of<acc_type<T>>()> beta, int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int TF32,
-         bool CARRY_POINTERS, bool BLOCK_POINTERS, bool HAS_SELF) {
+         bool CARRY_POINTERS, int BLOCK_POINTERS, bool HAS_SELF) {
         matmul_program<T, T>(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
                              stride_cn, NB2, sa1, sa2, sb1, sb2, sc1, sc2, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TF32,
                              CARRY_POINTERS, BLOCK_POINTERS, std::nullopt,
@@ -217,7 +223,7 @@ template <class T> Kernel& matmul_split_k_kernel() {
          tl::i64 stride_am, tl::i64 stride_ak, tl::i64 stride_bk, tl::i64 stride_bn, tl::i64 stride_cm,
          tl::i64 stride_cn, tl::i64 NB2, tl::i64 sa1, tl::i64 sa2, tl::i64 sb1, tl::i64 sb2, tl::i64 sc1, tl::i64 sc2,
          tl::i32 K_CHUNK, tl::i64 stride_cs, int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int TF32,
-         bool CARRY_POINTERS, bool BLOCK_POINTERS) {
+         bool CARRY_POINTERS, int BLOCK_POINTERS) {
         matmul_program<T, acc_type<T>>(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                                        stride_cm, stride_cn, NB2, sa1, sa2, sb1, sb2, sc1, sc2, BLOCK_M, BLOCK_N,
                                        BLOCK_K, GROUP_M, TF32, CARRY_POINTERS, BLOCK_POINTERS,
@@ -409,12 +415,17 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c, const ScaledAdd* 
       auto grid = [&](const Meta& meta) {
         return Grid(cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), nbatch, split.splits);
       };
-      // Block pointers where their tiles can take TMA: Hopper, 16-bit, one matrix each, rows
-      // contiguous with 16-byte aligned strides (else the pointer form, faster without TMA).
-      const bool tma = (std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>) &&
-                       runtime::cuda::properties(a.device().index).compute_capability() >= 90 && nbatch == 1 &&
-                       a.stride(-1) == 1 && b.stride(-1) == 1 && a.stride(-2) % 8 == 0 && b.stride(-2) % 8 == 0;
-      Meta flags{{"TF32", tf32}, {"CARRY_POINTERS", !tma}, {"BLOCK_POINTERS", tma}};
+      // Block pointers where their tiles can take TMA: Hopper, one matrix each, 16-byte aligned
+      // rows; 16-bit operands with rows contiguous (1), tf32 ones both K-major (2: B read as
+      // the stored [N, K]; the copy engine rounds them to tf32). Else the pointer form, faster
+      // without TMA (tf32's MN-major operands: 4-byte copies into K-major tiles).
+      const bool hopper = runtime::cuda::properties(a.device().index).compute_capability() >= 90 && nbatch == 1;
+      const bool tma16 = (std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>) && hopper && a.stride(-1) == 1 &&
+                         b.stride(-1) == 1 && a.stride(-2) % 8 == 0 && b.stride(-2) % 8 == 0;
+      const bool tma32 = std::is_same_v<T, float> && tf32 && hopper && a.stride(-1) == 1 && b.stride(-2) == 1 &&
+                         a.stride(-2) % 4 == 0 && b.stride(-1) % 4 == 0;
+      const int block_pointers = tma16 ? 1 : tma32 ? 2 : 0;
+      Meta flags{{"TF32", tf32}, {"CARRY_POINTERS", block_pointers == 0}, {"BLOCK_POINTERS", block_pointers}};
       if (epilogue) flags.set("HAS_SELF", self != nullptr);
       Autotuner& tuner = split.splits > 1 ? gpu_split_tuner<T>() : epilogue ? gpu_epilogue_tuner<T>() : gpu_tuner<T>();
       operands([&](auto&&... x) { tuner[grid](x..., flags); });

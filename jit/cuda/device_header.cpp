@@ -370,9 +370,9 @@ TT_INLINE void tt_mbarrier_wait(uint32_t bar, uint32_t parity) {
 }
 // Whether the launcher encoded a 2-D tensor map of 2-byte elements with this shape and row
 // stride (tensor_map_usable in tma.cpp): dims in [1, 2^32], rows 16-byte aligned, < 2^40 bytes.
-TT_INLINE bool tt_tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0) {
+TT_INLINE bool tt_tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esize = 2) {
   return shape0 >= 1 && shape0 <= (1ll << 32) && shape1 >= 1 && shape1 <= (1ll << 32) && stride0 >= 1 &&
-         stride0 < (1ll << 39) && stride0 % 8 == 0;
+         stride0 < (1ll << 40) / esize && (stride0 * esize) % 16 == 0;
 }
 // A tensor map's 128 bytes into the TMA unit's cache before the first copy needs them.
 TT_INLINE void tt_prefetch_tensormap(const void* map) {

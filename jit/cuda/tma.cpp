@@ -195,7 +195,7 @@ bool is_zero_constant(const ir::Value* v) {
 // The analysis over one kernel (TmaContext): recipe values, guards, plans.
 class Planner {
  public:
-  explicit Planner(const TmaContext& c) : c_(c) {}
+  explicit Planner(const TmaContext& c, bool round_tf32 = false) : c_(c), round_tf32_(round_tf32) {}
   std::optional<TmaTile> block_ptr(const ir::Op* ld, int64_t R, int64_t C);
   std::optional<TmaTile> pointers(const ir::Op* ld, int64_t R, const ir::Op* loop, const ir::Value* init,
                                   const ir::Value* step);
@@ -203,6 +203,7 @@ class Planner {
 
  private:
   const TmaContext& c_;
+  bool round_tf32_;  // f32 tiles: the copy rounds them to tf32 (the map's TFLOAT32 type)
   // A kernel parameter or constant as a recipe value ("pN", "iN", "uN", "cV").
   std::optional<std::string> recipe_token(const ir::Value* v) const;
   std::optional<std::string> recipe_token(const RecipeValue& v) const;
@@ -221,7 +222,7 @@ class Planner {
   std::string tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,
                       const std::string& stride0, DType dt, int64_t rows) const;
   std::string tensor_map_usable_expr(const std::string& shape0, const std::string& shape1,
-                                     const std::string& stride0) const;
+                                     const std::string& stride0, DType dt) const;
   // A scalar of a loop's body as c0 + trip * c1 (int64 C++ expressions over values from before
   // the loop; c1 empty when 0), or nothing when it is not affine in the trip.
   std::optional<std::pair<std::string, std::string>> trip_affine(const ir::Value* v, const ir::Op* loop) const;
@@ -264,8 +265,12 @@ std::optional<std::pair<std::string, std::string>> Planner::map_base_stride(cons
 
 std::string Planner::tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,
                              const std::string& stride0, DType dt, int64_t rows) const {
-  // + element bytes, CUtensorMapDataType (FLOAT16 6, BFLOAT16 9), box (a column block, R rows).
-  return fmt::format("{} {} {} {} c1 2 {} 64 {}", base, shape0, shape1, stride0, dt == DType::f16 ? 6 : 9, rows);
+  // + element bytes, CUtensorMapDataType (FLOAT16 6, FLOAT32 7, BFLOAT16 9, TFLOAT32 11: the copy
+  // engine rounds each f32 to tf32, to nearest even - Triton's round_f32_to_tf32 descriptors), box
+  // (a 128-byte column block, R rows).
+  const int esz = dtype_bytes(dt);
+  const int type = dt == DType::f16 ? 6 : dt == DType::bf16 ? 9 : round_tf32_ ? 11 : 7;
+  return fmt::format("{} {} {} {} c1 {} {} {} {}", base, shape0, shape1, stride0, esz, type, 128 / esz, rows);
 }
 
 std::string Planner::recipe_expr(const std::string& token) const {
@@ -282,9 +287,11 @@ int64_t Planner::recipe_divisibility(const std::string& token) const {
 }
 
 std::string Planner::tensor_map_usable_expr(const std::string& shape0, const std::string& shape1,
-                                            const std::string& stride0) const {
-  // tensor_map_usable (below) for 2-byte elements: the launcher encoded the map.
-  return fmt::format("tt_tensor_map_usable({}, {}, {})", recipe_expr(shape0), recipe_expr(shape1), recipe_expr(stride0));
+                                            const std::string& stride0, DType dt) const {
+  // tensor_map_usable (below): the launcher encoded the map.
+  const int esz = dtype_bytes(dt);
+  return fmt::format("tt_tensor_map_usable({}, {}, {}{})", recipe_expr(shape0), recipe_expr(shape1), recipe_expr(stride0),
+                     esz == 2 ? std::string() : fmt::format(", {}", esz));
 }
 
 std::optional<std::pair<std::string, std::string>> Planner::trip_affine(const ir::Value* v, const ir::Op* loop) const {
@@ -358,7 +365,7 @@ std::optional<TmaTile> Planner::block_ptr(const ir::Op* ld, int64_t R, int64_t C
   walk(ld->operand(1));
   if (!r.row || !r.col) return std::nullopt;
   r.map = tma_map(tok[0], tok[1], tok[2], tok[3], ld->result()->type.dtype, R);
-  r.guard = tensor_map_usable_expr(tok[1], tok[2], tok[3]);
+  r.guard = tensor_map_usable_expr(tok[1], tok[2], tok[3], ld->result()->type.dtype);
   return r;
 }
 
@@ -472,7 +479,7 @@ std::optional<TmaTile> Planner::pointers(const ir::Op* ld, int64_t R, const ir::
     }
   }
   r.map = tma_map(base_tok, shape[0], shape[1], stride_tok, ld->result()->type.dtype, R);
-  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], stride_tok));
+  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], stride_tok, ld->result()->type.dtype));
   r.guard = fmt::format("({})", fmt::join(guard, ") && ("));
   return r;
 }
@@ -513,7 +520,7 @@ std::optional<TmaTile> Planner::store(const ir::Op* st) {
     guard.push_back(fmt::format("{} && (int64_t){} == (int64_t){}", at->second, at->first, masked->first));
   }
   r.map = tma_map(base_tok, shape[0], shape[1], stride_tok, dt, s[0]);
-  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], stride_tok));
+  guard.push_back(tensor_map_usable_expr(shape[0], shape[1], stride_tok, dt));
   r.guard = fmt::format("({})", fmt::join(guard, ") && ("));
   return r;
 }
@@ -564,12 +571,12 @@ bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esiz
 }
 
 std::optional<TmaTile> plan_tma_load(const TmaContext& ctx, const ir::Op* load, int64_t rows, int64_t cols,
-                                     const ir::Op* loop, const ir::Value* init, const ir::Value* step) {
+                                     const ir::Op* loop, const ir::Value* init, const ir::Value* step, bool round_tf32) {
   const DType dt = load->result()->type.dtype;
-  if (ctx.cc < 90 || load->result()->type.rank() != 2 || (dt != DType::f16 && dt != DType::bf16) || cols % 64 != 0 ||
-      rows % 8 != 0 || rows > 256 || load->result()->type.shape != ir::Shape{rows, cols})
+  if (ctx.cc < 90 || load->result()->type.rank() != 2 || (dt != DType::f16 && dt != DType::bf16 && dt != DType::f32) ||
+      cols % (128 / dtype_bytes(dt)) != 0 || rows % 8 != 0 || rows > 256 || load->result()->type.shape != ir::Shape{rows, cols})
     return std::nullopt;
-  Planner p(ctx);
+  Planner p(ctx, round_tf32 && dt == DType::f32);
   if (load->attrs.str.rfind("tensor ", 0) == 0) return p.block_ptr(load, rows, cols);
   return p.pointers(load, rows, loop, init, step);
 }

@@ -27,8 +27,9 @@ struct TmaContext {
   std::function<std::optional<std::string>(const ir::Value*)> known;
 };
 
-// A tile the copy engine fills or drains: 16-bit elements, rows of 64-element column blocks with
-// the 128-byte swizzle (a box of 64 x rows a copy), a 16-byte aligned base and row stride.
+// A tile the copy engine fills or drains: 16-bit elements (or f32 ones, loads only), rows of
+// 128-byte column blocks with the 128-byte swizzle (a box of 128 bytes x rows a copy: 64 16-bit
+// or 32 f32 elements), a 16-byte aligned base and row stride.
 // Coordinates: a load through a block pointer or tensor descriptor gives `row` / `col` (the tile's
 // indices along dims 0 / 1, from its bounds mask) to evaluate at element (0, 0) of a trip; a
 // pointer block gives start[d] + trip * adv[d] (trip 0 the loop's first), or start[d] for a store.
@@ -47,8 +48,10 @@ struct TmaTile {
 // carried argument whose value before the loop is `init` and which advances by `step` a trip; both
 // null when the pointer is not carried) base + rows[:, None] * stride + cols[None, :] advanced along
 // one dim, masked by (index < bound) per dim where the bound is the tensor's edge at every trip.
+// round_tf32: an f32 tile that only tf32 dots read; the copy engine rounds it to tf32 on the way.
 std::optional<TmaTile> plan_tma_load(const TmaContext& ctx, const ir::Op* load, int64_t rows, int64_t cols,
-                                     const ir::Op* loop, const ir::Value* init, const ir::Value* step);
+                                     const ir::Op* loop, const ir::Value* init, const ir::Value* step,
+                                     bool round_tf32 = false);
 
 // A masked store of a 2-D tile through base + rows[:, None] * stride + cols[None, :] (no `% D`)
 // under (rows' index < M) & (cols' index < N), M and N kernel parameters or constants: the copy of

@@ -134,6 +134,51 @@ class Assigner {
     return false;
   }
 
+  // A 32-bit load whose only use is a wgmma operand tile that cannot lie as its memory does (tf32
+  // has no transpose bit: an M-major A or N-major B is a K-major tile) is copied 4 bytes an
+  // element (cp.async in the ring). Its layout puts 8 lanes along the memory's contiguous dim (one
+  // 32-byte sector a row of them) and 4 along the tile's (4 words of one 16-byte chunk of a tile
+  // row, each of the 8 rows in another swizzle phase): a warp's 32 copies read 4 whole sectors and
+  // write 32 distinct banks. The coalesced layout's 16-byte runs would write 2 chunk columns of
+  // the swizzle, 16 lanes to a bank.
+  std::optional<Layout> transposing_tile_load(const ir::Op* load) {
+    const ir::Value* v = load->result();
+    const ir::Shape& shape = v->type.shape;
+    if (cc_ < 90 || shape.size() != 2 || dtype_bytes(v->type.dtype) != 4 || numel(shape) < threads()) return std::nullopt;
+    // Through single-use views to the dot; `dim[i]` is the load's dim that the value's dim i is.
+    std::vector<int> dim = {0, 1};
+    const ir::Value* x = v;
+    for (int depth = 0; depth < 8; ++depth) {
+      auto it = uses_.find(x);
+      if (it == uses_.end() || it->second.size() != 1) return std::nullopt;
+      const Use& u = it->second[0];
+      if (u.op->kind == OpKind::Dot && u.idx < 2) {
+        const Layout acc = dot_layout(u.op);
+        if (acc.kind != LayoutKind::Mma || acc.mma.version != 3) return std::nullopt;
+        const Layout tile = dot_operand(u.op, static_cast<int>(u.idx), acc);
+        const int c = home_[v].order[0], t = dim[static_cast<size_t>(tile.order[0])];
+        if (!tile.is_shared() || t == c || shape[static_cast<size_t>(c)] < 8 || shape[static_cast<size_t>(t)] < 4)
+          return std::nullopt;
+        std::vector<int64_t> spt = {1, 1}, tpw(2), wpc(2);
+        tpw[static_cast<size_t>(c)] = 8;
+        tpw[static_cast<size_t>(t)] = 4;
+        const int64_t wt = std::min<int64_t>(nw_, shape[static_cast<size_t>(t)] / 4);
+        wpc[static_cast<size_t>(t)] = wt;
+        wpc[static_cast<size_t>(c)] = nw_ / wt;
+        if (shape[static_cast<size_t>(c)] < 8 * wpc[static_cast<size_t>(c)]) return std::nullopt;
+        return blocked_layout(shape, spt, tpw, wpc, {c, t});
+      }
+      if (!is_shared_view(u.op->kind)) return std::nullopt;
+      if (u.op->kind == OpKind::Permute) {
+        std::vector<int> d(2);
+        for (size_t i = 0; i < 2; ++i) d[i] = dim[static_cast<size_t>(u.op->attrs.ints[i])];
+        dim = d;
+      }
+      x = u.op->result();
+    }
+    return std::nullopt;
+  }
+
   Layout dot_layout(const ir::Op* dot) {
     if (auto p = dot_mma_params(dot, nw_, cc_, chained(dot))) return mma_layout(dot->result()->type.shape, *p, nw_);
     return default_for(dot->result());
@@ -149,7 +194,10 @@ class Assigner {
     const bool block = !op->results.empty() && op->result()->type.is_block();
     switch (op->kind) {
       case OpKind::Load:
-        if (block) home_[op->result()] = coalesced(op, true);
+        if (block) {
+          home_[op->result()] = coalesced(op, true);
+          if (auto t = transposing_tile_load(op)) home_[op->result()] = *t;
+        }
         return;
       case OpKind::Store:
         if (op->operand(0)->type.is_block()) {

@@ -144,14 +144,8 @@ std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
       if (c->kind == OpKind::ConvertLayout && c->operand(0) == op->result()) conv = c;
     if (!conv || !layout(conv->result()).is_shared()) continue;
     const DType d = op->result()->type.dtype;
-    // tf32 tiles for wgmma are rounded on their way in (through registers).
-    bool rounds = false;
-    f_.walk([&](ir::Op* u) {
-      if (u->kind == OpKind::Dot && d == DType::f32 && layout(u->result()).kind == LayoutKind::Mma &&
-          layout(u->result()).mma.version == 3)
-        rounds = true;
-    });
-    if (rounds) continue;
+    // tf32 tiles take the fp32 bits as they are (the tensor core reads the top 19), as Triton's do:
+    // rounding them would need a trip through registers (docs/cuda-backend.md, "tf32 operands").
     const ir::Value* root = pointer_root(op->operand(0));
     if (unknown || !root || std::find(written.begin(), written.end(), root) != written.end()) continue;
     bool ok = true;

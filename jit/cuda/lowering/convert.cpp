@@ -77,9 +77,14 @@ void Lowering::store_tile(const Val& v, const Layout& from, DType d, const std::
     std::vector<std::string> coords;
     for (int dim = 0; dim < from.rank(); ++dim) coords.push_back(coord(from, g, dim));
     const std::string at = fmt::format("tt_smem + {} + {}", base, tile_offset(tile, d, coords));
-    if (round_tf32) {  // wgmma reads tf32 as it lies in memory: round to nearest first
-      for (int j = 0; j < V; ++j)
-        line(fmt::format("reinterpret_cast<uint32_t*>({})[{}] = tt_tf32(__float_as_uint({}));", at, j, v.at(g + j)));
+    if (round_tf32 && V > 1) {  // rounded to nearest in registers (cheap here), then one 16-byte store
+      open("");
+      line(fmt::format("uint32_t tt_q[{}];", V));
+      for (int j = 0; j < V; ++j) line(fmt::format("tt_q[{}] = tt_tf32(__float_as_uint({}));", j, v.at(g + j)));
+      line(fmt::format("tt_vcopy<{}>({}, tt_q);", V * esz, at));
+      close();
+    } else if (round_tf32) {
+      line(fmt::format("*reinterpret_cast<uint32_t*>({}) = tt_tf32(__float_as_uint({}));", at, v.at(g)));
     } else if (V == 1) {
       line(fmt::format("*reinterpret_cast<{}*>({}) = {};", ctype(d), at, v.at(g)));
     } else {
@@ -130,7 +135,8 @@ void Lowering::emit_convert(const ir::Op* op) {
     if (to.rank() != 2) fail("internal error: a shared tile of rank {} at {}", to.rank(), op->loc.str());
     const int64_t off = alloc_smem(tile_bytes(to, d), 1024);
     sync();  // the bytes may have been read by an earlier use
-    // wgmma reads tiles through the async proxy; tf32 operands must be rounded on the way.
+    // wgmma reads tiles through the async proxy. tf32 operands written from registers are rounded to
+    // nearest on the way (a cvt each, cheap here); those the ring's copies fill keep their fp32 bits.
     bool wgmma_reader = false, tf32 = false;
     f_.walk([&](ir::Op* u) {
       if (u->kind != OpKind::Dot) return;

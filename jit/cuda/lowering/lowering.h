@@ -280,9 +280,11 @@ class Lowering {
     std::string bar;             // the stages' mbarriers (u32 shared address; 8 bytes a stage)
   };
   std::optional<TmaRing> plan_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& pipes);
+  // Whether only tf32 dots on wgmma read a tile (through views): its copies may round it to tf32.
+  bool only_tf32_wgmma_reads(const ir::Value* tile) const;
   // The stage of the trip `ahead` trips after the current one (trip number `trip`, counting from
   // the loop's first) into slot `slot`, when `live`: thread 0 arms the slot's mbarrier and issues
-  // one copy per 64-column block of each tile.
+  // one copy per 128-byte column block of each tile.
   void issue_tma_stage(const ir::Op* loop, const std::vector<Pipelined>& pipes, const TmaRing& ring,
                        const std::string& ahead, const std::string& trip, const std::string& slot, const std::string& live);
   // Before the loop, as `if (use_tma) {...}` (the caller adds the else branch and the barrier

@@ -1,13 +1,39 @@
 // The pipelined ring's tiles through the bulk tensor copy engine (TMA) on Hopper. Which loads the
 // copy can serve is the shared analysis's decision (jit/cuda/tma.h: the element-loop generator's
 // matmul loop asks the same questions); here: a ring whose every load it takes is filled by thread
-// 0 alone - one mbarrier per stage armed with the stage's bytes, one copy per 64-column block of a
-// tile - and the consumers wait on the mbarrier instead of on their own cp.async groups. The
-// ring's stages have the 128-byte swizzle a 64 x rows box lands in (tile_offset, convert.cpp), at
+// 0 alone - one mbarrier per stage armed with the stage's bytes, one copy per 128-byte column block
+// of a tile (64 16-bit or 32 f32 elements) - and the consumers wait on the mbarrier instead of on their own cp.async groups. The
+// ring's stages have the 128-byte swizzle a 128-byte x rows box lands in (tile_offset, convert.cpp), at
 // 1024-byte boundaries.
 #include "jit/cuda/lowering/lowering.h"
 
 namespace tritium::jit::cuda::lowering {
+
+// Whether every reader of a tile (through views) is a tf32 dot on wgmma: the copy engine may then
+// round its f32 elements to tf32 on the way in (to nearest even; wgmma itself reads the top 19 bits
+// of each word as they are), for nothing.
+bool Lowering::only_tf32_wgmma_reads(const ir::Value* tile) const {
+  bool any = false, other = false;
+  std::vector<const ir::Value*> work{tile};
+  while (!work.empty()) {
+    const ir::Value* v = work.back();
+    work.pop_back();
+    f_.walk([&](ir::Op* u) {
+      for (size_t i = 0; i < u->operands.size(); ++i) {
+        if (u->operand(i) != v) continue;
+        if (u->kind == OpKind::Permute || u->kind == OpKind::MultipleOf || u->kind == OpKind::MaxContiguous) {
+          work.push_back(u->result());
+        } else if (u->kind == OpKind::Dot && i < 2 && u->attrs.str == "tf32" && layout(u->result()).kind == LayoutKind::Mma &&
+                   layout(u->result()).mma.version == 3) {
+          any = true;
+        } else {
+          other = true;
+        }
+      }
+    });
+  }
+  return any && !other;
+}
 
 std::optional<Lowering::TmaRing> Lowering::plan_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& pipes) {
   if (cc_ < 90 || pipes.empty() || tma_maps_.size() + pipes.size() > kMaxTensorMaps) return std::nullopt;
@@ -33,7 +59,8 @@ std::optional<Lowering::TmaRing> Lowering::plan_tma_ring(const ir::Op* loop, con
       init = loop->operand(3 + (ptr->index - 1));
       step = it->second.step;
     }
-    std::optional<TmaTile> tile = plan_tma_load(ctx, p.load, ty.shape[0], ty.shape[1], loop, init, step);
+    std::optional<TmaTile> tile =
+        plan_tma_load(ctx, p.load, ty.shape[0], ty.shape[1], loop, init, step, only_tf32_wgmma_reads(p.convert->result()));
     if (!tile) return std::nullopt;
     guards.push_back(tile->guard);
     ring.tx_bytes += tile_bytes(t, ty.dtype);
@@ -83,6 +110,7 @@ void Lowering::issue_tma_stage(const ir::Op* loop, const std::vector<Pipelined>&
     const Pipelined& p = pipes[i];
     const TmaTile& t = ring.tiles[i];
     const int64_t R = p.load->result()->type.shape[0], C = p.load->result()->type.shape[1];
+    const int64_t block = 128 / dtype_bytes(p.load->result()->type.dtype);  // elements of a 128-byte column block
     // The box's origin (column, row): a pointer block's start + trip * advance; a block pointer's
     // indices at element (0, 0), which thread 0's register 0 holds in any layout.
     std::string col, row;
@@ -94,9 +122,9 @@ void Lowering::issue_tma_stage(const ir::Op* loop, const std::vector<Pipelined>&
       row = tmp("int", ahead_value(t.row, 0, ahead, loop));
     }
     const std::string stage = fmt::format("tt_smem_base + {} + ({}) * {}", p.offset, slot, p.stage_bytes);
-    for (int64_t c = 0; c < C / 64; ++c)
+    for (int64_t c = 0; c < C / block; ++c)
       line(fmt::format("tt_tma_load_2d({} + {}, &tt_tmap{}, {} + {}, {}, {});", stage, c * R * 128,
-                       ring.first_map + static_cast<int>(i), col, c * 64, row, bar));
+                       ring.first_map + static_cast<int>(i), col, c * block, row, bar));
   }
   ahead_memo_.clear();
   close();
