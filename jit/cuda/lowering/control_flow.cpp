@@ -152,8 +152,11 @@ std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
         rounds = true;
     });
     if (rounds) continue;
+    // A pointer no parameter roots (tutorial 08's matrices, addresses read from a device array)
+    // may be issued ahead only in a loop that stores nothing.
     const ir::Value* root = pointer_root(op->operand(0));
-    if (unknown || !root || std::find(written.begin(), written.end(), root) != written.end()) continue;
+    if (unknown || (!root && !written.empty()) || std::find(written.begin(), written.end(), root) != written.end())
+      continue;
     bool ok = true;
     for (const ir::Value* o : op->operands) ok = ok && ahead_computable(o, loop);
     if (op->operands.size() > 2) {  // cp.async fills masked chunks with zeros: `other` must be zero
@@ -188,6 +191,12 @@ void Lowering::issue_stage(const ir::Op* loop, const Pipelined& p, const std::st
   const std::string own = owner(ll);
   open(fmt::format("if ({}{})", live, own == "true" ? "" : " && " + own));
   ahead_memo_.clear();
+  // Element copies (no cp.async: under 4 bytes, or a mask that varies within a chunk - an im2col
+  // gather) load every element of the stage into registers first and store them after: a warp
+  // issues in order, so with load-store pairs each st.shared waited for its load before the next
+  // load was issued - one global latency per element (40 a trip in implicit_gemm_conv's 128 x 32 x
+  // 32 tiles), where now the stage's loads are in flight together.
+  std::vector<std::pair<std::string, std::string>> stores;  // (tile offset, loaded value)
   for (int g = 0; g < ll.num_regs(); g += async ? V : 1) {
     std::vector<std::string> coords;
     for (int dim = 0; dim < ll.rank(); ++dim) coords.push_back(coord(ll, g, dim));
@@ -200,9 +209,11 @@ void Lowering::issue_stage(const ir::Op* loop, const Pipelined& p, const std::st
       line(fmt::format("tt_cp_async<{}>({}, {}, {});", bytes, dst, src, size));
     } else {
       std::string x = masked ? fmt::format("({} ? *{} : {}{{}})", m, src, ctype(d)) : "*" + src;
-      line(fmt::format("*reinterpret_cast<{}*>(tt_smem + {} + {}) = {};", ctype(d), base, tile_offset(tl, d, coords), x));
+      stores.push_back({tile_offset(tl, d, coords), tmp(ctype(d), x)});
     }
   }
+  for (const auto& [at, x] : stores)
+    line(fmt::format("*reinterpret_cast<{}*>(tt_smem + {} + {}) = {};", ctype(d), base, at, x));
   // wgmma reads its operands through the async proxy: a stage written by st.shared (the generic
   // proxy) must be fenced by each writer before the barrier that hands it over, or wgmma may read
   // stale bytes (seen on an H200: 61 wrong elements of a 256 x 256 product whose B rows were
@@ -224,16 +235,25 @@ void Lowering::fence_cp_async_for_wgmma() {
   if (wgmma) line("tt_fence_async_shared();  // cp.async's writes (generic proxy), before wgmma reads them");
 }
 
+// Hints (tl::multiple_of, tl::max_contiguous) of the body name the value they hint: tutorial 08's
+// `a_ptrs = tl::multiple_of(a_ptrs, {16, 16})` at the top of its K loop, then `a_ptrs += BK`, is
+// still a pointer advanced by BK a trip.
+static const ir::Value* through_hints(const ir::Value* v, const ir::Block* body) {
+  while (v->def && v->def->parent == body && (v->def->kind == OpKind::MultipleOf || v->def->kind == OpKind::MaxContiguous))
+    v = v->def->operand(0);
+  return v;
+}
+
 void Lowering::find_inductions(const ir::Op* loop) {
   const ir::Block* body = loop->regions[0];
   const ir::Op* yield = body->ops.back();
   for (size_t i = 0; i + 3 < loop->operands.size(); ++i) {
     const ir::Value* arg = body->args[i + 1];
-    const ir::Value* y = yield->operand(i);
+    const ir::Value* y = through_hints(yield->operand(i), body);
     if (!y->def || (y->def->kind != OpKind::AddPtr && y->def->kind != OpKind::Add) || y->def->parent != body) continue;
-    const ir::Value* a = y->def->operand(0);
+    const ir::Value* a = through_hints(y->def->operand(0), body);
     const ir::Value* s = y->def->operand(1);
-    if (s == arg && y->def->kind == OpKind::Add) std::swap(a, s);
+    if (through_hints(s, body) == arg && y->def->kind == OpKind::Add) std::swap(a, s), a = through_hints(a, body);
     if (a == arg && invariant(s, loop)) inductions_[arg] = {s, y->def->kind == OpKind::AddPtr};
   }
 }
@@ -273,6 +293,8 @@ std::vector<size_t> Lowering::address_only_inductions(const ir::Op* loop, const 
     if (!inductions_.count(arg) || arg->type.is_scalar() || uses_[loop->results[i]] != 0) continue;
     const ir::Value* y = yield->operand(i);
     if (uses_[y] != 1) continue;
+    // The advance reads the carried value itself (not through a hint, which the body still emits).
+    if (!y->def || (y->def->operand(0) != arg && y->def->operand(1) != arg)) continue;
     int inside_uses = 0;
     for (const ir::Op* o : body->ops)
       if (skip.count(o))
