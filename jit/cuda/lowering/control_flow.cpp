@@ -18,8 +18,16 @@
 // cp.async branch of the prefill, so a TMA-filled program spends nothing on them.
 #include "jit/cuda/lowering/lowering.h"
 
+#include "jit/cuda/cache_hints.h"
+
 namespace tritium::jit::cuda::lowering {
 namespace {
+
+// One element's global load, through the cache-hinted helper when the op has hints (as memory.cpp).
+std::string load_of(const ir::Op* op, const std::string& ptr) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? "*" + ptr : fmt::format("tt_ld{}({})", s, ptr);
+}
 
 bool pure_kind(OpKind k) {
   return ir::is_elementwise(k) || k == OpKind::Constant || k == OpKind::Splat || k == OpKind::Arange ||
@@ -346,6 +354,70 @@ void Lowering::emit_deferred_defs(const ir::Op* loop) {
   for (const ir::Op* o : ops) emit_op(o);  // in program order
 }
 
+// Register loads of a ring's loop (not tiles: a dot's scales, a bias) whose addresses the stages can
+// compute for a later trip, through a parameter the loop does not store through, at most 32
+// 32-bit registers a thread: issued a trip ahead, as Triton's pipeliner issues every such load of
+// the loop early, so a trip does not wait for them after its tiles have landed.
+std::vector<const ir::Op*> Lowering::register_prefetchable(const ir::Op* loop, const std::vector<Pipelined>& pipes) {
+  std::vector<const ir::Op*> out;
+  if (pipes.empty()) return out;
+  const ir::Block* body = loop->regions[0];
+  std::vector<const ir::Value*> written;
+  bool unknown = false;
+  auto writes = [&](ir::Op* op) {
+    if (op->kind == OpKind::Store || is_atomic(op->kind)) {
+      if (const ir::Value* r = pointer_root(op->operand(0))) written.push_back(r);
+      else unknown = true;
+    }
+  };
+  ir::Function::walk_block(const_cast<ir::Block*>(body), writes);
+  for (const ir::Op* op : body->ops) {
+    if (op->kind != OpKind::Load || !op->result()->type.is_block() || layout(op->result()).is_shared()) continue;
+    bool tile = false;
+    for (const Pipelined& p : pipes) tile = tile || p.load == op;
+    if (tile) continue;
+    const Layout& l = layout(op->result());
+    if (l.num_regs() * std::max<int64_t>(1, dtype_bytes(op->result()->type.dtype) / 4) > 32) continue;
+    const ir::Value* root = pointer_root(op->operand(0));
+    if (unknown || (!root && !written.empty()) || std::find(written.begin(), written.end(), root) != written.end())
+      continue;
+    bool ok = true;
+    for (const ir::Value* o : op->operands) ok = ok && ahead_computable(o, loop);
+    if (ok) out.push_back(op);
+  }
+  return out;
+}
+
+void Lowering::issue_register_load(const ir::Op* loop, const ir::Op* load, const std::string& ahead,
+                                   const std::string& array, const std::string& live) {
+  const DType d = load->result()->type.dtype;
+  const bool masked = load->operands.size() > 1, other = load->operands.size() > 2;
+  auto at = [&](const ir::Value* x, int r) { return ahead_value(x, x->type.is_scalar() ? 0 : r, ahead, loop); };
+  ahead_memo_.clear();
+  open(fmt::format("if ({})", live));
+  for (int r = 0; r < layout(load->result()).num_regs(); ++r) {
+    const std::string ptr = at(load->operand(0), r);
+    const std::string access = load_of(load, ptr);
+    if (!masked) {
+      line(fmt::format("{}[{}] = {};", array, r, access));
+      continue;
+    }
+    const std::string m = at(load->operand(1), r);
+    line(fmt::format("{}[{}] = {} ? {} : {};", array, r, m, access, other ? at(load->operand(2), r) : ctype(d) + "{}"));
+  }
+  close();
+  ahead_memo_.clear();
+}
+
+void Lowering::emit_register_ahead_load(const ir::Op* op) {
+  const RegisterAhead& ra = register_ahead_.at(op);
+  Val& out = declare_regs(op->result());
+  line("#pragma unroll");
+  line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {}[tt_r];  // loaded a trip ago",
+                   layout(op->result()).num_regs(), out.name, ra.array));
+  issue_register_load(ra.loop, op, "1", ra.array, fmt::format("{} + 1 < {}", ra.trip, ra.trips));
+}
+
 void Lowering::emit_for(const ir::Op* op) {
   const ir::Block* body = op->regions[0];
   const size_t n = op->operands.size() - 3;
@@ -460,6 +532,19 @@ void Lowering::emit_for(const ir::Op* op) {
       if (arg->type.is_scalar()) scalars_[arg] = carry[i];
     }
   }
+  // Non-tile loads a trip ahead: their arrays, filled for the first trip before the loop.
+  std::vector<const ir::Op*> reg_loads = register_prefetchable(op, pipes);
+  auto register_prefill = [&]() {
+    scalars_[body->args[0]] = lb;
+    for (const ir::Op* ld : reg_loads) {
+      RegisterAhead& ra = register_ahead_[ld];
+      ra.loop = op;
+      ra.array = fresh("ahead");
+      ra.trips = trips;
+      line(fmt::format("{} {}[{}];", ctype(ld->result()->type.dtype), ra.array, layout(ld->result()).num_regs()));
+      issue_register_load(op, ld, "0", ra.array, fmt::format("0 < {}", trips));
+    }
+  };
   auto cp_async_prefill = [&]() {
     scalars_[body->args[0]] = lb;
     for (int k = 0; k + 1 < S; ++k) {
@@ -486,6 +571,7 @@ void Lowering::emit_for(const ir::Op* op) {
     line(fmt::format("(void){};", trip));
     for (auto& [arg, u] : uncarried_)
       if (arg->owner == body) u.trip = trip;
+    for (const ir::Op* ld : reg_loads) register_ahead_[ld].trip = trip;
     scalars_[body->args[0]] = iv;
     synced_ = false;  // the previous trip's accesses
     // A trip may read what the previous one stored (through a parameter it also stores through).
@@ -619,6 +705,7 @@ void Lowering::emit_for(const ir::Op* op) {
     close();
     body_.insert(decl_at, decls);
     line("__syncthreads();  // the mbarriers are initialised for every thread");
+    register_prefill();
     emit_loop(&*tma, use_tma);
     open(fmt::format("if ({})", use_tma));
     end_tma_ring(*tma, S);
@@ -630,9 +717,11 @@ void Lowering::emit_for(const ir::Op* op) {
   } else {
     emit_deferred_defs(op);
     if (!pipes.empty()) cp_async_prefill();
+    register_prefill();
     emit_loop(nullptr, "");
     if (!pipes.empty()) line("tt_cp_async_wait<0>();  // no copy lands after the loop");
   }
+  for (const ir::Op* ld : reg_loads) register_ahead_.erase(ld);
   if (!pipes.empty()) {
     sync();
     if (tma) free_smem(smem_live_.back().first);  // the mbarriers
