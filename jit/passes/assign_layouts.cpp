@@ -473,6 +473,13 @@ class Assigner {
     std::vector<std::pair<Layout, std::vector<Use>>> own, shared;
     for (auto& entry : list) (entry.first.is_shared() && !shared_view ? shared : own).push_back(std::move(entry));
     if (own.empty()) own.push_back({has(v) && !home_[v].is_shared() ? home_[v] : default_for(v), {}});
+    // Loop index math with a layout of its own keeps it (any use that states no requirement reads
+    // it there); the uses that need others get clones.
+    if (has(v) && !home_[v].is_shared() && ir::is_elementwise(v->def->kind) && !(own[0].first == home_[v])) {
+      auto it = std::find_if(own.begin(), own.end(), [&](const auto& e) { return e.first == home_[v]; });
+      if (it != own.end()) std::rotate(own.begin(), it, it + 1);
+      else own.insert(own.begin(), {home_[v], {}});
+    }
     for (size_t j = 0; j < own.size(); ++j) {
       ir::Value* x = j == 0 ? v : clone(v);
       home_[x] = own[j].first;

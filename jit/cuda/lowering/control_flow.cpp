@@ -542,6 +542,7 @@ void Lowering::emit_for(const ir::Op* op) {
       ra.array = fresh("ahead");
       ra.trips = trips;
       line(fmt::format("{} {}[{}];", ctype(ld->result()->type.dtype), ra.array, layout(ld->result()).num_regs()));
+      sync_before_read(ld->operand(0));  // the program's own earlier stores through its parameter
       issue_register_load(op, ld, "0", ra.array, fmt::format("0 < {}", trips));
     }
   };
