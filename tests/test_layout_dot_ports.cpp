@@ -1,7 +1,8 @@
 // The main loops of the kernel suite's slow dot kernels (issue 27's bar: grouped_gemm,
 // persistent_matmul, implicit_gemm_conv, fused_moe; kernels/<name>.cpp) as the layout generator
 // emits them for sm_90a: each kernel here is the port's kernel, copied (the ports live in another
-// binary), launched with the specialisation of its benchmark's shape and config. What the tests
+// binary; fused_moe's reduced to its unquantised and block-fp8 branches, without bias or routing
+// weights), with the specialisation of its benchmark's shape and config. What the tests
 // assert is the general mechanism each kernel needs (docs/cuda-backend.md, "Pipelining"), not the
 // kernel: a K loop nested in a while loop and behind hints is pipelined, a persistent tile loop's
 // K loop is, gathered rows go through cp.async. Generated and compiled with NVRTC for sm_90a,
