@@ -370,17 +370,46 @@ class Assigner {
       if (!changed) break;
     }
     // Carried blocks no anchor reaches (pointers advanced each trip, index blocks): the layout
-    // their first use in the body needs.
+    // their first use in the body needs. Carried pointer blocks take it even when their initial
+    // value has a layout (fused_moe's A rows, from the gathered token ids): the init is then
+    // converted once before the loop instead of the pointers at every trip (Triton's
+    // RemoveLayoutConversions moves such a conversion out of the loop too), and a load whose
+    // pointer is not a conversion can be issued ahead (lowering/control_flow.cpp).
     bool any = false;
     for (size_t i = 0; i < n; ++i) {
       ir::Value* arg = body->args[i + 1];
-      if (!arg->type.is_block() || has(arg)) continue;
+      if (!arg->type.is_block()) continue;
+      if (has(arg)) {
+        if (!arg->type.is_ptr()) continue;
+        std::optional<Layout> l = memory_use_layout(arg, 0);
+        if (!l || *l == home_[arg]) continue;
+        home_[arg] = *l;
+        any = true;
+        continue;
+      }
       home_[arg] = layout_from_uses(arg, 0);
       any = true;
     }
     if (any) forward(body);
     for (size_t i = 0; i < n; ++i)
       if (op->results[i]->type.is_block()) home_[op->results[i]] = home_[body->args[i + 1]];
+  }
+
+  // The layout of the first load or store that `v` (a pointer block) addresses, through hints and
+  // pointer arithmetic of its shape; nothing when none is found.
+  std::optional<Layout> memory_use_layout(const ir::Value* v, int depth) {
+    auto it = uses_.find(v);
+    if (it == uses_.end() || depth >= 8) return std::nullopt;
+    for (const Use& u : it->second) {
+      if ((u.op->kind == OpKind::Load || u.op->kind == OpKind::Store || is_atomic(u.op->kind)) && u.idx == 0) {
+        if (u.op->kind == OpKind::Load && has(u.op->result())) return home_[u.op->result()];
+        if (access_.count(u.op)) return access_[u.op];
+      }
+      const bool hint = u.op->kind == OpKind::MultipleOf || u.op->kind == OpKind::MaxContiguous;
+      if ((hint || u.op->kind == OpKind::AddPtr) && !u.op->results.empty() && u.op->result()->type.shape == v->type.shape)
+        if (auto l = memory_use_layout(u.op->result(), depth + 1)) return l;
+    }
+    return std::nullopt;
   }
 
   Layout layout_from_uses(const ir::Value* v, int depth) {
@@ -391,7 +420,10 @@ class Assigner {
           if (u.op->kind == OpKind::Load && has(u.op->result())) return home_[u.op->result()];
           if (access_.count(u.op)) return access_[u.op];
         }
-        if (ir::is_elementwise(u.op->kind) && !u.op->results.empty()) {
+        // Hints are the value itself (tutorial 08's `a_ptrs = tl::multiple_of(a_ptrs, ...)` before
+        // its load): the layout their uses need, or a pointer block would be converted every trip.
+        const bool hint = u.op->kind == OpKind::MultipleOf || u.op->kind == OpKind::MaxContiguous;
+        if ((ir::is_elementwise(u.op->kind) || hint) && !u.op->results.empty()) {
           if (has(u.op->result()) && !home_[u.op->result()].is_shared()) return home_[u.op->result()];
           if (u.op->result()->type.shape == v->type.shape) {
             Layout l = layout_from_uses(u.op->result(), depth + 1);
@@ -441,10 +473,34 @@ class Assigner {
     OpKind k = v->def->kind;
     if (is_source(k) || is_view(k)) return true;
     if (!ir::is_elementwise(k)) return false;
-    if (!has(v)) return true;
+    if (!has(v) || loop_index_math(v, 0)) return true;
     if (depth >= 8) return false;
     for (const ir::Value* o : v->def->operands)
       if (o->type.is_block() && !remat(o, depth + 1)) return false;
+    return true;
+  }
+
+  // An elementwise value of a loop body made only from values recomputed anyway (sources, views,
+  // index arithmetic), scalars and blocks from before the loop - fused_moe's A mask, its token
+  // rows' mask (from before the loop) and the K bound of the trip: recomputing it in each layout
+  // its uses need puts the conversions on the values from before the loop, outside the loop, where
+  // converting it would cost a trip through shared memory every trip (and a pipelined load whose
+  // mask is a conversion cannot be issued ahead).
+  bool loop_index_math(const ir::Value* v, int depth) const {
+    const ir::Op* d = v->def;
+    if (!d || depth > 6 || !d->parent || !d->parent->parent || d->parent->parent->kind != OpKind::For) return false;
+    if (!ir::is_elementwise(d->kind)) return false;
+    for (const ir::Value* o : d->operands) {
+      if (o->type.is_scalar()) continue;
+      if (o->is_block_arg()) {
+        if (o->owner == d->parent) return false;  // carried: changes every trip
+        continue;
+      }
+      if (o->def->parent != d->parent) continue;  // from before the loop: converted there
+      OpKind k = o->def->kind;
+      if (is_source(k) || is_view(k)) continue;
+      if (!ir::is_elementwise(k) || !loop_index_math(o, depth + 1)) return false;
+    }
     return true;
   }
 
@@ -475,6 +531,13 @@ class Assigner {
     std::vector<std::pair<Layout, std::vector<Use>>> own, shared;
     for (auto& entry : list) (entry.first.is_shared() && !shared_view ? shared : own).push_back(std::move(entry));
     if (own.empty()) own.push_back({has(v) && !home_[v].is_shared() ? home_[v] : default_for(v), {}});
+    // Loop index math with a layout of its own keeps it (any use that states no requirement reads
+    // it there); the uses that need others get clones.
+    if (has(v) && !home_[v].is_shared() && ir::is_elementwise(v->def->kind) && !(own[0].first == home_[v])) {
+      auto it = std::find_if(own.begin(), own.end(), [&](const auto& e) { return e.first == home_[v]; });
+      if (it != own.end()) std::rotate(own.begin(), it, it + 1);
+      else own.insert(own.begin(), {home_[v], {}});
+    }
     for (size_t j = 0; j < own.size(); ++j) {
       ir::Value* x = j == 0 ? v : clone(v);
       home_[x] = own[j].first;

@@ -18,8 +18,16 @@
 // cp.async branch of the prefill, so a TMA-filled program spends nothing on them.
 #include "jit/cuda/lowering/lowering.h"
 
+#include "jit/cuda/cache_hints.h"
+
 namespace tritium::jit::cuda::lowering {
 namespace {
+
+// One element's global load, through the cache-hinted helper when the op has hints (as memory.cpp).
+std::string load_of(const ir::Op* op, const std::string& ptr) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? "*" + ptr : fmt::format("tt_ld{}({})", s, ptr);
+}
 
 bool pure_kind(OpKind k) {
   return ir::is_elementwise(k) || k == OpKind::Constant || k == OpKind::Splat || k == OpKind::Arange ||
@@ -146,8 +154,11 @@ std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
     const DType d = op->result()->type.dtype;
     // tf32 tiles take the fp32 bits as they are (the tensor core reads the top 19), as Triton's do:
     // rounding them would need a trip through registers (docs/cuda-backend.md, "tf32 operands").
+    // A pointer no parameter roots (tutorial 08's matrices, addresses read from a device array)
+    // may be issued ahead only in a loop that stores nothing.
     const ir::Value* root = pointer_root(op->operand(0));
-    if (unknown || !root || std::find(written.begin(), written.end(), root) != written.end()) continue;
+    if (unknown || (!root && !written.empty()) || std::find(written.begin(), written.end(), root) != written.end())
+      continue;
     bool ok = true;
     for (const ir::Value* o : op->operands) ok = ok && ahead_computable(o, loop);
     if (op->operands.size() > 2) {  // cp.async fills masked chunks with zeros: `other` must be zero
@@ -182,6 +193,12 @@ void Lowering::issue_stage(const ir::Op* loop, const Pipelined& p, const std::st
   const std::string own = owner(ll);
   open(fmt::format("if ({}{})", live, own == "true" ? "" : " && " + own));
   ahead_memo_.clear();
+  // Element copies (no cp.async: under 4 bytes, or a mask that varies within a chunk - an im2col
+  // gather) load every element of the stage into registers first and store them after: a warp
+  // issues in order, so with load-store pairs each st.shared waited for its load before the next
+  // load was issued - one global latency per element (40 a trip in implicit_gemm_conv's 128 x 32 x
+  // 32 tiles), where now the stage's loads are in flight together.
+  std::vector<std::pair<std::string, std::string>> stores;  // (tile offset, loaded value)
   for (int g = 0; g < ll.num_regs(); g += async ? V : 1) {
     std::vector<std::string> coords;
     for (int dim = 0; dim < ll.rank(); ++dim) coords.push_back(coord(ll, g, dim));
@@ -194,9 +211,11 @@ void Lowering::issue_stage(const ir::Op* loop, const Pipelined& p, const std::st
       line(fmt::format("tt_cp_async<{}>({}, {}, {});", bytes, dst, src, size));
     } else {
       std::string x = masked ? fmt::format("({} ? *{} : {}{{}})", m, src, ctype(d)) : "*" + src;
-      line(fmt::format("*reinterpret_cast<{}*>(tt_smem + {} + {}) = {};", ctype(d), base, tile_offset(tl, d, coords), x));
+      stores.push_back({tile_offset(tl, d, coords), tmp(ctype(d), x)});
     }
   }
+  for (const auto& [at, x] : stores)
+    line(fmt::format("*reinterpret_cast<{}*>(tt_smem + {} + {}) = {};", ctype(d), base, at, x));
   // wgmma reads its operands through the async proxy: a stage written by st.shared (the generic
   // proxy) must be fenced by each writer before the barrier that hands it over, or wgmma may read
   // stale bytes (seen on an H200: 61 wrong elements of a 256 x 256 product whose B rows were
@@ -218,16 +237,25 @@ void Lowering::fence_cp_async_for_wgmma() {
   if (wgmma) line("tt_fence_async_shared();  // cp.async's writes (generic proxy), before wgmma reads them");
 }
 
+// Hints (tl::multiple_of, tl::max_contiguous) of the body name the value they hint: tutorial 08's
+// `a_ptrs = tl::multiple_of(a_ptrs, {16, 16})` at the top of its K loop, then `a_ptrs += BK`, is
+// still a pointer advanced by BK a trip.
+static const ir::Value* through_hints(const ir::Value* v, const ir::Block* body) {
+  while (v->def && v->def->parent == body && (v->def->kind == OpKind::MultipleOf || v->def->kind == OpKind::MaxContiguous))
+    v = v->def->operand(0);
+  return v;
+}
+
 void Lowering::find_inductions(const ir::Op* loop) {
   const ir::Block* body = loop->regions[0];
   const ir::Op* yield = body->ops.back();
   for (size_t i = 0; i + 3 < loop->operands.size(); ++i) {
     const ir::Value* arg = body->args[i + 1];
-    const ir::Value* y = yield->operand(i);
+    const ir::Value* y = through_hints(yield->operand(i), body);
     if (!y->def || (y->def->kind != OpKind::AddPtr && y->def->kind != OpKind::Add) || y->def->parent != body) continue;
-    const ir::Value* a = y->def->operand(0);
+    const ir::Value* a = through_hints(y->def->operand(0), body);
     const ir::Value* s = y->def->operand(1);
-    if (s == arg && y->def->kind == OpKind::Add) std::swap(a, s);
+    if (through_hints(s, body) == arg && y->def->kind == OpKind::Add) std::swap(a, s), a = through_hints(a, body);
     if (a == arg && invariant(s, loop)) inductions_[arg] = {s, y->def->kind == OpKind::AddPtr};
   }
 }
@@ -267,6 +295,8 @@ std::vector<size_t> Lowering::address_only_inductions(const ir::Op* loop, const 
     if (!inductions_.count(arg) || arg->type.is_scalar() || uses_[loop->results[i]] != 0) continue;
     const ir::Value* y = yield->operand(i);
     if (uses_[y] != 1) continue;
+    // The advance reads the carried value itself (not through a hint, which the body still emits).
+    if (!y->def || (y->def->operand(0) != arg && y->def->operand(1) != arg)) continue;
     int inside_uses = 0;
     for (const ir::Op* o : body->ops)
       if (skip.count(o))
@@ -316,6 +346,70 @@ void Lowering::emit_deferred_defs(const ir::Op* loop) {
     if (auto it = deferred_defs_.find(o); it != deferred_defs_.end() && it->second == loop) ops.push_back(o);
   for (const ir::Op* o : ops) deferred_defs_.erase(o);
   for (const ir::Op* o : ops) emit_op(o);  // in program order
+}
+
+// Register loads of a ring's loop (not tiles: a dot's scales, a bias) whose addresses the stages can
+// compute for a later trip, through a parameter the loop does not store through, at most 32
+// 32-bit registers a thread: issued a trip ahead, as Triton's pipeliner issues every such load of
+// the loop early, so a trip does not wait for them after its tiles have landed.
+std::vector<const ir::Op*> Lowering::register_prefetchable(const ir::Op* loop, const std::vector<Pipelined>& pipes) {
+  std::vector<const ir::Op*> out;
+  if (pipes.empty()) return out;
+  const ir::Block* body = loop->regions[0];
+  std::vector<const ir::Value*> written;
+  bool unknown = false;
+  auto writes = [&](ir::Op* op) {
+    if (op->kind == OpKind::Store || is_atomic(op->kind)) {
+      if (const ir::Value* r = pointer_root(op->operand(0))) written.push_back(r);
+      else unknown = true;
+    }
+  };
+  ir::Function::walk_block(const_cast<ir::Block*>(body), writes);
+  for (const ir::Op* op : body->ops) {
+    if (op->kind != OpKind::Load || !op->result()->type.is_block() || layout(op->result()).is_shared()) continue;
+    bool tile = false;
+    for (const Pipelined& p : pipes) tile = tile || p.load == op;
+    if (tile) continue;
+    const Layout& l = layout(op->result());
+    if (l.num_regs() * std::max<int64_t>(1, dtype_bytes(op->result()->type.dtype) / 4) > 32) continue;
+    const ir::Value* root = pointer_root(op->operand(0));
+    if (unknown || (!root && !written.empty()) || std::find(written.begin(), written.end(), root) != written.end())
+      continue;
+    bool ok = true;
+    for (const ir::Value* o : op->operands) ok = ok && ahead_computable(o, loop);
+    if (ok) out.push_back(op);
+  }
+  return out;
+}
+
+void Lowering::issue_register_load(const ir::Op* loop, const ir::Op* load, const std::string& ahead,
+                                   const std::string& array, const std::string& live) {
+  const DType d = load->result()->type.dtype;
+  const bool masked = load->operands.size() > 1, other = load->operands.size() > 2;
+  auto at = [&](const ir::Value* x, int r) { return ahead_value(x, x->type.is_scalar() ? 0 : r, ahead, loop); };
+  ahead_memo_.clear();
+  open(fmt::format("if ({})", live));
+  for (int r = 0; r < layout(load->result()).num_regs(); ++r) {
+    const std::string ptr = at(load->operand(0), r);
+    const std::string access = load_of(load, ptr);
+    if (!masked) {
+      line(fmt::format("{}[{}] = {};", array, r, access));
+      continue;
+    }
+    const std::string m = at(load->operand(1), r);
+    line(fmt::format("{}[{}] = {} ? {} : {};", array, r, m, access, other ? at(load->operand(2), r) : ctype(d) + "{}"));
+  }
+  close();
+  ahead_memo_.clear();
+}
+
+void Lowering::emit_register_ahead_load(const ir::Op* op) {
+  const RegisterAhead& ra = register_ahead_.at(op);
+  Val& out = declare_regs(op->result());
+  line("#pragma unroll");
+  line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {}[tt_r];  // loaded a trip ago",
+                   layout(op->result()).num_regs(), out.name, ra.array));
+  issue_register_load(ra.loop, op, "1", ra.array, fmt::format("{} + 1 < {}", ra.trip, ra.trips));
 }
 
 void Lowering::emit_for(const ir::Op* op) {
@@ -432,6 +526,20 @@ void Lowering::emit_for(const ir::Op* op) {
       if (arg->type.is_scalar()) scalars_[arg] = carry[i];
     }
   }
+  // Non-tile loads a trip ahead: their arrays, filled for the first trip before the loop.
+  std::vector<const ir::Op*> reg_loads = register_prefetchable(op, pipes);
+  auto register_prefill = [&]() {
+    scalars_[body->args[0]] = lb;
+    for (const ir::Op* ld : reg_loads) {
+      RegisterAhead& ra = register_ahead_[ld];
+      ra.loop = op;
+      ra.array = fresh("ahead");
+      ra.trips = trips;
+      line(fmt::format("{} {}[{}];", ctype(ld->result()->type.dtype), ra.array, layout(ld->result()).num_regs()));
+      sync_before_read(ld->operand(0));  // the program's own earlier stores through its parameter
+      issue_register_load(op, ld, "0", ra.array, fmt::format("0 < {}", trips));
+    }
+  };
   auto cp_async_prefill = [&]() {
     scalars_[body->args[0]] = lb;
     for (int k = 0; k + 1 < S; ++k) {
@@ -458,6 +566,7 @@ void Lowering::emit_for(const ir::Op* op) {
     line(fmt::format("(void){};", trip));
     for (auto& [arg, u] : uncarried_)
       if (arg->owner == body) u.trip = trip;
+    for (const ir::Op* ld : reg_loads) register_ahead_[ld].trip = trip;
     scalars_[body->args[0]] = iv;
     synced_ = false;  // the previous trip's accesses
     // A trip may read what the previous one stored (through a parameter it also stores through).
@@ -591,6 +700,7 @@ void Lowering::emit_for(const ir::Op* op) {
     close();
     body_.insert(decl_at, decls);
     line("__syncthreads();  // the mbarriers are initialised for every thread");
+    register_prefill();
     emit_loop(&*tma, use_tma);
     open(fmt::format("if ({})", use_tma));
     end_tma_ring(*tma, S);
@@ -602,9 +712,11 @@ void Lowering::emit_for(const ir::Op* op) {
   } else {
     emit_deferred_defs(op);
     if (!pipes.empty()) cp_async_prefill();
+    register_prefill();
     emit_loop(nullptr, "");
     if (!pipes.empty()) line("tt_cp_async_wait<0>();  // no copy lands after the loop");
   }
+  for (const ir::Op* ld : reg_loads) register_ahead_.erase(ld);
   if (!pipes.empty()) {
     sync();
     if (tma) free_smem(smem_live_.back().first);  // the mbarriers

@@ -328,7 +328,7 @@ void Lowering::emit_op(const ir::Op* op) {
     case OpKind::Broadcast: case OpKind::ExpandDims: case OpKind::Permute: case OpKind::Reshape:
     case OpKind::MultipleOf: case OpKind::MaxContiguous:
       return emit_view(op);
-    case OpKind::Load: return emit_load(op);
+    case OpKind::Load: return register_ahead_.count(op) ? emit_register_ahead_load(op) : emit_load(op);
     default: break;
   }
   if (ir::is_elementwise(op->kind)) return emit_elementwise(op);

@@ -265,6 +265,20 @@ class Lowering {
   std::unordered_map<const ir::Op*, std::string> stage_slot_;  // pipelined converts -> current slot base
   bool ahead_computable(const ir::Value* v, const ir::Op* loop, int depth = 0) const;
 
+  // Loads of a pipelined loop's body that are not tiles (fused_moe's per-trip block scales): issued
+  // one trip ahead into a register array (`array`, filled before the loop for the first trip); the
+  // trip reads its copy and asks for the next trip's (`trip` + 1 < `trips`).
+  struct RegisterAhead {
+    const ir::Op* loop = nullptr;
+    std::string array, trip, trips;
+  };
+  std::unordered_map<const ir::Op*, RegisterAhead> register_ahead_;
+  std::vector<const ir::Op*> register_prefetchable(const ir::Op* loop, const std::vector<Pipelined>& pipes);
+  // The load's registers for the trip `ahead` trips after the current one into `array`, when `live`.
+  void issue_register_load(const ir::Op* loop, const ir::Op* load, const std::string& ahead, const std::string& array,
+                           const std::string& live);
+  void emit_register_ahead_load(const ir::Op* op);
+
   // ---- the ring's tiles through TMA (tma_ring.cpp) ----------------------------------------------
   // On Hopper, a loop's pipelined loads whose every tile the shared analysis (jit/cuda/tma.h) can
   // name as a box of a tensor are filled by the bulk tensor copy engine: thread 0 arms a stage's
