@@ -55,6 +55,20 @@ bool invariant(const ir::Value* v, const ir::Op* loop, int depth = 0) {
 
 }  // namespace
 
+// The memory a loop body writes: the parameters its stores and atomics go through, and whether
+// one goes through a pointer no parameter roots. A load is not moved ahead of such a store.
+Lowering::LoopWrites Lowering::loop_writes(const ir::Block* body) {
+  LoopWrites w;
+  auto writes = [&](ir::Op* op) {
+    if (op->kind == OpKind::Store || is_atomic(op->kind)) {
+      if (const ir::Value* r = pointer_root(op->operand(0))) w.roots.push_back(r);
+      else w.unknown = true;
+    }
+  };
+  ir::Function::walk_block(const_cast<ir::Block*>(body), writes);
+  return w;
+}
+
 bool Lowering::ahead_computable(const ir::Value* v, const ir::Op* loop, int depth) const {
   if (depth > 48) return false;
   const ir::Block* body = loop->regions[0];
@@ -132,15 +146,7 @@ std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
   const ir::Block* body = loop->regions[0];
   if (num_stages_ < 2 || cc_ < 80) return out;
   // Memory the loop writes: a load is not moved ahead of a store through the same parameter.
-  std::vector<const ir::Value*> written;
-  bool unknown = false;
-  auto writes = [&](ir::Op* op) {
-    if (op->kind == OpKind::Store || is_atomic(op->kind)) {
-      if (const ir::Value* r = pointer_root(op->operand(0))) written.push_back(r);
-      else unknown = true;
-    }
-  };
-  ir::Function::walk_block(const_cast<ir::Block*>(body), writes);
+  const auto [written, unknown] = loop_writes(body);
   std::unordered_map<const ir::Value*, int> uses;
   f_.walk([&](ir::Op* op) {
     for (const ir::Value* o : op->operands) ++uses[o];
@@ -356,15 +362,7 @@ std::vector<const ir::Op*> Lowering::register_prefetchable(const ir::Op* loop, c
   std::vector<const ir::Op*> out;
   if (pipes.empty()) return out;
   const ir::Block* body = loop->regions[0];
-  std::vector<const ir::Value*> written;
-  bool unknown = false;
-  auto writes = [&](ir::Op* op) {
-    if (op->kind == OpKind::Store || is_atomic(op->kind)) {
-      if (const ir::Value* r = pointer_root(op->operand(0))) written.push_back(r);
-      else unknown = true;
-    }
-  };
-  ir::Function::walk_block(const_cast<ir::Block*>(body), writes);
+  const auto [written, unknown] = loop_writes(body);
   for (const ir::Op* op : body->ops) {
     if (op->kind != OpKind::Load || !op->result()->type.is_block() || layout(op->result()).is_shared()) continue;
     bool tile = false;

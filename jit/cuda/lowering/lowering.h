@@ -122,6 +122,11 @@ class Lowering {
   std::vector<const ir::Value*> dirty_roots_;
   bool dirty_unknown_ = false;
   static const ir::Value* pointer_root(const ir::Value* v);
+  struct LoopWrites {
+    std::vector<const ir::Value*> roots;  // the parameters a loop's stores and atomics go through
+    bool unknown = false;                 // one goes through a pointer no parameter roots
+  };
+  static LoopWrites loop_writes(const ir::Block* body);
   void mark_global_write(const ir::Value* ptr);
   bool may_read_written(const ir::Value* ptr) const;
   void sync_before_read(const ir::Value* ptr);
