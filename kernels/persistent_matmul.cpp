@@ -1,9 +1,8 @@
 // persistent_matmul: the persistent kernel of Triton's tutorial 09, "Persistent Matmul"
-// (triton-lang/triton python/tutorials/09-persistent-matmul.py, the non-TMA
-// matmul_kernel_persistent with its helper _compute_pid, matmul_get_configs and the wrapper
-// matmul_persistent; read from a 2025-26 copy of main, where the tile loop is
-// tl.range(start_pid, num_tiles, NUM_SMS, flatten=True)). The TMA and descriptor kernels of the
-// same tutorial are not ported.
+// (triton-lang/triton python/tutorials/09-persistent-matmul.py, read at commit 02936a198800: the
+// non-TMA matmul_kernel_persistent with its helper _compute_pid, matmul_get_configs and the wrapper
+// matmul_persistent; the tile loop is tl.range(start_pid, num_tiles, NUM_SMS, flatten=True)). The
+// TMA and descriptor kernels of the same tutorial are not ported.
 //
 // NUM_SMS programs (fewer when there are fewer tiles) each walk the output tiles start_pid,
 // start_pid + NUM_SMS, ...; per tile, a K loop of tl.dot into an fp32 accumulator, then the tile
@@ -13,11 +12,19 @@
 // Deviations, each for a reason:
 //  - tl.range's flatten=True (a hint to flatten the two loops for Blackwell's pipeliner) has no
 //    Tritium spelling; the loop is a plain tl::range, the schedule and results are the same.
+//  - @triton.jit(launch_metadata=_matmul_launch_metadata) is not ported: it only names the launch
+//    and counts its flops and bytes for the proton profiler, which Tritium does not have.
 //  - NUM_SMS: the device's multiprocessor count on CUDA, as the original; on the CPU a fixed 8
 //    (the original asks torch.cuda, which has no CPU answer), fewer than the check's tiles so
 //    every program walks several.
 //  - On the CPU the configs are CPU-sized tiles (a program runs on one core); on CUDA they are
-//    the original's matmul_get_configs() (24 configs).
+//    the original's matmul_get_configs() (16 configs: stages 3 and 4).
+//  - M, N, K and the strides are i32 in the kernel, as Triton passes integers below 2^31; where
+//    Triton would switch to i64 arguments, matmul_persistent refuses the sizes with an error.
+//  - The original asserts only matching inner dimensions and dtypes. The port also refuses, with an
+//    error, inputs that are not 2-D, on two devices, or of a dtype other than f16, bf16 and fp8:
+//    the tutorial runs f16 and fp8 (f32 would run the original's dot in tf32, which the check does
+//    not cover, so it is refused rather than left unchecked).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -54,7 +61,7 @@ std::vector<Config> matmul_get_configs(const tritium::Device& device) {
   for (int BM : {128})
     for (int BN : {128, 256})
       for (int BK : {64, 128})
-        for (int s : {2, 3, 4})
+        for (int s : {3, 4})
           for (int w : {4, 8})
             configs.push_back(
                 Config(Meta{{"BLOCK_SIZE_M", BM}, {"BLOCK_SIZE_N", BN}, {"BLOCK_SIZE_K", BK}, {"GROUP_SIZE_M", 8}}, w, s));
