@@ -1,8 +1,8 @@
 """Triton's tutorial 09 (the non-TMA persistent matmul) beside kernels/persistent_matmul.cpp.
 
 The original, loaded from its upstream file (bench/kernels/_upstream.py says where):
-triton-lang/triton python/tutorials/09-persistent-matmul.py, a 2025-26 copy of main (the
-version whose tile loop is tl.range(start_pid, num_tiles, NUM_SMS, flatten=True)):
+triton-lang/triton python/tutorials/09-persistent-matmul.py at commit 02936a198800 (its tile loop
+is tl.range(start_pid, num_tiles, NUM_SMS, flatten=True); its matmul_get_configs has stages 3 and 4):
 matmul_get_configs, _matmul_launch_metadata, _compute_pid, matmul_kernel_persistent and
 matmul_persistent. check() runs matmul_persistent against a float64 torch product; bench() times
 matmul_persistent(a, b.T) as the tutorial's bench(K, dtype) does (M = N = 8192, b = b.T.contiguous()
@@ -18,8 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _upstream  # noqa: E402
 
 NAME = "persistent_matmul"
-# Use the copy of main the port was read from (or Triton 3.6's release branch: the kernel is the same).
-UPSTREAM = [("triton-lang/triton", "python/tutorials/09-persistent-matmul.py", "main (2025-26)")]
+UPSTREAM = [("triton-lang/triton", "python/tutorials/09-persistent-matmul.py", "02936a198800b2c0180cf63f2a69e776bcca6d7d")]
 
 
 def _original():
