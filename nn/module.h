@@ -137,6 +137,10 @@ class Module {
     register_module(name, std::static_pointer_cast<Module>(module));
     return module;
   }
+  // Replaces a registered child (libtorch's replace_module, PyTorch's add_module on a present name:
+  // ModuleDict's assignment, SyncBatchNorm::convert_sync_batchnorm). Errors: no child of that name,
+  // a null module.
+  void replace_module(const std::string& name, std::shared_ptr<Module> module);
 
  protected:
   // The registered parameter / buffer `name` of this module (after to(), the moved tensor).
@@ -145,8 +149,6 @@ class Module {
   // Called by to() once this module's parameters and buffers moved: subclasses holding handles
   // refresh them here.
   virtual void parameters_moved() {}
-  // Replaces a registered child (ModuleDict's assignment to a present key); the name must exist.
-  void replace_module(const std::string& name, std::shared_ptr<Module> module);
   // Replaces the whole list of children (ModuleList renumbers after an insert); names checked as
   // register_module's.
   void reset_children(std::vector<std::pair<std::string, std::shared_ptr<Module>>> children);

@@ -59,12 +59,9 @@ std::shared_ptr<Module> SyncBatchNorm::convert_sync_batchnorm(std::shared_ptr<Mo
       out = std::shared_ptr<SyncBatchNorm>(new SyncBatchNorm(*bn, process_group));
       bn->replaced_by_sync_ = true;
     } else {
-      // Module::replace_module is protected; a pointer to it formed through this derived class
-      // may be called on any module (PyTorch's add_module on a present name).
-      auto replace = &SyncBatchNorm::replace_module;
       for (auto [name, child] : std::vector(m->named_children())) {
         std::shared_ptr<Module> now = convert(child);
-        if (now != child) (m.get()->*replace)(name, now);
+        if (now != child) m->replace_module(name, now);
       }
     }
     converted[m.get()] = out;
