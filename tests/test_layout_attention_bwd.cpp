@@ -215,8 +215,8 @@ BOOST_AUTO_TEST_CASE(dead_tiles_give_their_bytes_to_the_next_phase) {
 // What a trip of each loop holds (HEAD_DIM 128, causal): the two dots of shared tiles on wgmma (S^T
 // or S from K / Q and the ring's tile, dP^T or dP), the two dots of P^T / dS^T (dS) from registers
 // into the carried accumulators, exp2 as Triton's, one wait for the landed tiles and barriers as
-// the forward's loop (the landed stage, the retired group), and no f32 or f16 buffer: no layout
-// conversion through shared memory in any loop.
+// the forward's loop (the landed stage, the retired group), no f32 or f16 buffer (no layout
+// conversion through shared memory in any loop), and no zeroed accumulator.
 BOOST_AUTO_TEST_CASE(the_loops_keep_p_and_ds_in_registers) {
   if (!tt::nvrtc_or_skip()) return;
   cuda::KernelSource ks;
@@ -236,6 +236,10 @@ BOOST_AUTO_TEST_CASE(the_loops_keep_p_and_ds_in_registers) {
       BOOST_TEST(l.find("reinterpret_cast<float*>(tt_smem") == std::string::npos);
       BOOST_TEST(l.find("reinterpret_cast<tt_f16*>(tt_smem") == std::string::npos);
       BOOST_TEST(l.find("tt_cp_async<16>(") != std::string::npos);  // the ring's refill
+      // S^T (S) and dP^T (dP) start from zero: their first k-step's wgmma (2 row tiles each) sets
+      // the registers with scale-d 0 (Triton's useD = false), no register is zeroed before them.
+      BOOST_TEST(tt::occurrences(l, "\"r\"(0), ") == 4u);
+      BOOST_TEST(l.find("] = 0.0f;") == std::string::npos);
     }
   }
 }

@@ -207,7 +207,9 @@ class Lowering {
   void wait_mma(int keep = 0);                 // wgmma.wait_group keep; drops what completed
   void wait_mma_for(const std::string& acc);   // before anything reads these registers
   void emit_dot(const ir::Op* op);
-  void emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
+  // zero_acc: the accumulator starts at zero and is not in the registers yet; the first k-step's
+  // instructions then write it (scale-d 0, Triton's useD = false) instead of adding to zeros.
+  void emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc, bool zero_acc = false);
   void emit_mma_sync(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
   void emit_fma_dot(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
   // Dots of a loop whose wgmma group runs on into the next trip (emit_for decides: the result is
