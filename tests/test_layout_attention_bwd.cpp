@@ -216,7 +216,8 @@ BOOST_AUTO_TEST_CASE(dead_tiles_give_their_bytes_to_the_next_phase) {
 // or S from K / Q and the ring's tile, dP^T or dP), the two dots of P^T / dS^T (dS) from registers
 // into the carried accumulators, exp2 as Triton's, one wait for the landed tiles and barriers as
 // the forward's loop (the landed stage, the retired group), no f32 or f16 buffer (no layout
-// conversion through shared memory in any loop), and no zeroed accumulator.
+// conversion through shared memory in any loop), no zeroed accumulator, and the loads a trip ahead
+// as vectors.
 BOOST_AUTO_TEST_CASE(the_loops_keep_p_and_ds_in_registers) {
   if (!tt::nvrtc_or_skip()) return;
   cuda::KernelSource ks;
@@ -240,6 +241,10 @@ BOOST_AUTO_TEST_CASE(the_loops_keep_p_and_ds_in_registers) {
       // the registers with scale-d 0 (Triton's useD = false), no register is zeroed before them.
       BOOST_TEST(tt::occurrences(l, "\"r\"(0), ") == 4u);
       BOOST_TEST(l.find("] = 0.0f;") == std::string::npos);
+      // The dK/dV loops' m and delta are loaded a trip ahead into registers, two consecutive
+      // columns an 8-byte access (8 columns a thread: 4 a vector of each; 4 columns in the masked
+      // loop); the dQ loops load nothing but their ring.
+      BOOST_TEST(tt::occurrences(l, "tt_vcopy<8>(&ahead") == (i == 0 ? 4u : i == 1 ? 8u : 0u));
     }
   }
 }
