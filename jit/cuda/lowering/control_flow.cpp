@@ -28,6 +28,12 @@ std::string load_of(const ir::Op* op, const std::string& ptr) {
   std::string s = cache_hint_suffix(*op);
   return s.empty() ? "*" + ptr : fmt::format("tt_ld{}({})", s, ptr);
 }
+// A whole vector of `bytes` (as memory.cpp's vector_load).
+std::string vector_load_of(const ir::Op* op, int64_t bytes, const std::string& dst, const std::string& src) {
+  std::string s = cache_hint_suffix(*op);
+  return s.empty() ? fmt::format("tt_vcopy<{}>({}, {});", bytes, dst, src)
+                   : fmt::format("tt_ld_pred{}<{}>({}, {}, true);", s, bytes, dst, src);
+}
 
 bool pure_kind(OpKind k) {
   return ir::is_elementwise(k) || k == OpKind::Constant || k == OpKind::Splat || k == OpKind::Arange ||
@@ -387,7 +393,17 @@ void Lowering::issue_register_load(const ir::Op* loop, const ir::Op* load, const
   auto at = [&](const ir::Value* x, int r) { return ahead_value(x, x->type.is_scalar() ? 0 : r, ahead, loop); };
   ahead_memo_.clear();
   open(fmt::format("if ({})", live));
-  for (int r = 0; r < layout(load->result()).num_regs(); ++r) {
+  // Registers the layout keeps consecutive along the pointer's contiguous dim, one access of up to
+  // 16 bytes as emit_load's (attention's m and delta: 2 columns a register pair, half the loads).
+  const Layout& l = layout(load->result());
+  if (const int V = masked ? 1 : vector_width(load, l); V > 1) {
+    for (int g = 0; g < l.num_regs(); g += V)
+      line(vector_load_of(load, int64_t{V} * dtype_bytes(d), fmt::format("&{}[{}]", array, g), at(load->operand(0), g)));
+    close();
+    ahead_memo_.clear();
+    return;
+  }
+  for (int r = 0; r < l.num_regs(); ++r) {
     const std::string ptr = at(load->operand(0), r);
     const std::string access = load_of(load, ptr);
     if (!masked) {
@@ -533,7 +549,7 @@ void Lowering::emit_for(const ir::Op* op) {
       ra.loop = op;
       ra.array = fresh("ahead");
       ra.trips = trips;
-      line(fmt::format("{} {}[{}];", ctype(ld->result()->type.dtype), ra.array, layout(ld->result()).num_regs()));
+      line(fmt::format("__align__(16) {} {}[{}];", ctype(ld->result()->type.dtype), ra.array, layout(ld->result()).num_regs()));
       sync_before_read(ld->operand(0));  // the program's own earlier stores through its parameter
       issue_register_load(op, ld, "0", ra.array, fmt::format("0 < {}", trips));
     }

@@ -166,6 +166,7 @@ void Lowering::emit_convert(const ir::Op* op) {
     out.kind = Val::Kind::Tile;
     out.name = base;
     out.layout = &to;
+    tile_allocs_[off] = base;
     return;
   }
   if (in.kind == Val::Kind::Uniform) return set_uniform(r, in.name);

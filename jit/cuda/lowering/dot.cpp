@@ -67,23 +67,29 @@ void Lowering::emit_dot(const ir::Op* op) {
   // The accumulator's registers are updated in place when this dot is their last reader (acc =
   // dot(a, b, acc) in a loop), else copied first.
   std::string acc;
+  // A zero accumulator (tl::dot(a, b) in a loop: attention's S and dP every trip) is not written
+  // before a wgmma: its first k-step's instructions set it (one register move each fewer).
+  const ir::Op* cdef = op->operand(2)->def;
+  const bool zero_acc = rl.kind == LayoutKind::Mma && rl.mma.version == 3 && c.kind == Val::Kind::Uniform && cdef &&
+                        cdef->kind == OpKind::Constant && cdef->attrs.fval == 0.0 && cdef->attrs.ival == 0;
   if (reusable(op->operand(2), op)) {
     acc = c.name;
   } else {
     if (c.kind == Val::Kind::Regs) wait_mma_for(c.name);
     acc = declare_regs(res).name;
-    for (int r = 0; r < rl.num_regs(); ++r) line(fmt::format("{}[{}] = {};", acc, r, c.at(r)));
+    if (!zero_acc)
+      for (int r = 0; r < rl.num_regs(); ++r) line(fmt::format("{}[{}] = {};", acc, r, c.at(r)));
   }
   Val& out = vals_[res];
   out.kind = Val::Kind::Regs;
   out.name = acc;
   out.layout = &rl;
   if (rl.kind != LayoutKind::Mma) return emit_fma_dot(op, a, b, acc);
-  if (rl.mma.version == 3) return emit_wgmma(op, a, b, acc);
+  if (rl.mma.version == 3) return emit_wgmma(op, a, b, acc, zero_acc && acc != c.name);
   return emit_mma_sync(op, a, b, acc);
 }
 
-void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc) {
+void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc, bool zero_acc) {
   const Layout& rl = layout(op->result());
   const DType in = op->operand(0)->type.dtype;
   const int64_t esz = dtype_bytes(in), M = rl.shape[0], N = rl.shape[1], K = op->operand(0)->type.shape[1];
@@ -153,11 +159,14 @@ void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const st
   for (int64_t kb = 0; kb < K * esz; kb += 32) {
     const int64_t ks = kb / 32;
     const int64_t boff = db.offset(kb, 0, esz);
+    // The first k-step of a zero accumulator: scale-d 0 (the predicate `p` false), outputs only.
+    const bool set = zero_acc && kb == 0;
+    const std::string use_d = set ? "\"r\"(0)" : "\"r\"(1)";
     for (int64_t mi = 0; mi < MT; ++mi) {
       std::string regs, outs;
       for (int64_t i = 0; i < nr; ++i) {
         regs += fmt::format("{}%{}", i ? ", " : "", i);
-        outs += fmt::format("{}\"+{}\"({}[{}])", i ? ", " : "", integer ? "r" : "f", acc, mi * nr + i);
+        outs += fmt::format("{}\"{}{}\"({}[{}])", i ? ", " : "", set ? "=" : "+", integer ? "r" : "f", acc, mi * nr + i);
       }
       std::string tail = integer ? "p"
                          : fp8 || tf32 ? "p, 1, 1"
@@ -166,15 +175,16 @@ void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const st
       if (a.kind == Val::Kind::Tile) {
         const int64_t aoff = da.offset(kb, mi * 64, esz);
         line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k{2}.{3}.{4}.{4} "
-                         "{{{5}}}, %{6}, %{7}, {8}; }}\" : {9} : \"r\"(1), \"l\"({10} + {11}), \"l\"({12} + {13}));",
-                         nr, WTN, kinstr, dtype, ty, regs, nr + 1, nr + 2, tail, outs, da.desc, aoff >> 4, db.desc, boff >> 4));
+                         "{{{5}}}, %{6}, %{7}, {8}; }}\" : {9} : {14}, \"l\"({10} + {11}), \"l\"({12} + {13}));",
+                         nr, WTN, kinstr, dtype, ty, regs, nr + 1, nr + 2, tail, outs, da.desc, aoff >> 4, db.desc, boff >> 4,
+                         use_d));
       } else {
         std::vector<std::string> ar = a_regs(ks, mi);
         line(fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{0}, 0; wgmma.mma_async.sync.aligned.m64n{1}k{2}.{3}.{4}.{4} "
-                         "{{{5}}}, {{%{6}, %{7}, %{8}, %{9}}}, %{10}, {11}; }}\" : {12} : \"r\"(1), \"r\"({13}), \"r\"({14}), "
+                         "{{{5}}}, {{%{6}, %{7}, %{8}, %{9}}}, %{10}, {11}; }}\" : {12} : {19}, \"r\"({13}), \"r\"({14}), "
                          "\"r\"({15}), \"r\"({16}), \"l\"({17} + {18}));",
                          nr, WTN, kinstr, dtype, ty, regs, nr + 1, nr + 2, nr + 3, nr + 4, nr + 5, tail, outs, ar[0],
-                         ar[1], ar[2], ar[3], db.desc, boff >> 4));
+                         ar[1], ar[2], ar[3], db.desc, boff >> 4, use_d));
       }
     }
   }

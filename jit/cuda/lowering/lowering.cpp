@@ -258,6 +258,11 @@ std::string Lowering::owner(const Layout& l) {
 
 int64_t Lowering::alloc_smem(int64_t bytes, int64_t align) {
   int64_t off = (smem_top_ + align - 1) / align * align;
+  for (auto [o, b] : dead_smem_)
+    if (off < o + b && o < off + bytes) {
+      fence_dead_smem();
+      break;
+    }
   smem_top_ = off + bytes;
   smem_peak_ = std::max(smem_peak_, smem_top_);
   smem_live_.push_back({off, bytes});
@@ -270,7 +275,38 @@ void Lowering::free_smem(int64_t offset) {
       smem_live_.erase(smem_live_.begin() + static_cast<long>(i));
       break;
     }
+  tile_allocs_.erase(offset);
   smem_top_ = smem_live_.empty() ? 0 : smem_live_.back().first + smem_live_.back().second;
+}
+
+void Lowering::fence_dead_smem() {
+  if (dead_smem_.empty()) return;
+  wait_mma();
+  synced_ = false;  // another warpgroup's wgmma may have read the bytes after the last barrier
+  sync();
+  dead_smem_.clear();
+}
+
+// Frees the tiles this block allocated (smem_live_ from `live` on) that no op after op i reads,
+// through any value naming the same bytes (a view of the tile, a transposed operand).
+void Lowering::release_dead_tiles(size_t live, const std::unordered_map<const ir::Value*, size_t>& last_use, size_t i) {
+  for (size_t k = smem_live_.size(); k-- > live;) {
+    const int64_t off = smem_live_[k].first;
+    auto t = tile_allocs_.find(off);
+    if (t == tile_allocs_.end()) continue;
+    bool used_later = false;
+    for (const auto& [v, val] : vals_) {
+      if (val.kind != Val::Kind::Tile || val.name != t->second) continue;
+      auto u = last_use.find(v);
+      if (u != last_use.end() && u->second > i) {
+        used_later = true;
+        break;
+      }
+    }
+    if (used_later) continue;
+    dead_smem_.push_back(smem_live_[k]);
+    free_smem(off);
+  }
 }
 
 void Lowering::sync() {
@@ -287,7 +323,23 @@ void Lowering::sync() {
 void Lowering::emit_block(const ir::Block* block) {
   const size_t live = smem_live_.size();
   defer_address_defs(block);
-  for (const ir::Op* op : block->ops) emit_op(op);
+  // The last op of the block reading each value, itself or in its regions (an op a loop emits,
+  // deferred_defs_, counts to the block's end).
+  std::unordered_map<const ir::Value*, size_t> last_use;
+  std::function<void(const ir::Op*, size_t)> note = [&](const ir::Op* o, size_t i) {
+    for (const ir::Value* v : o->operands) last_use[v] = deferred_defs_.count(o) ? block->ops.size() : i;
+    for (const ir::Block* r : o->regions)
+      for (const ir::Op* inner : r->ops) note(inner, i);
+  };
+  for (size_t i = 0; i < block->ops.size(); ++i) note(block->ops[i], i);
+  for (size_t i = 0; i < block->ops.size(); ++i) {
+    const ir::Op* op = block->ops[i];
+    // A region (a loop above all) starts with no freed bytes to fence: a wait for wgmma groups
+    // inside a loop would serialise what it keeps in flight.
+    if (!op->regions.empty()) fence_dead_smem();
+    emit_op(op);
+    if (smem_live_.size() > live) release_dead_tiles(live, last_use, i);
+  }
   // Tiles made in this block die with it: a barrier before later code reuses their bytes.
   if (smem_live_.size() > live) {
     wait_mma();

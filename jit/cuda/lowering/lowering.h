@@ -146,6 +146,16 @@ class Lowering {
   std::vector<std::pair<int64_t, int64_t>> smem_live_;  // (offset, bytes), in allocation order
   int64_t alloc_smem(int64_t bytes, int64_t align = 16);
   void free_smem(int64_t offset);
+  // Tiles written from registers (emit_convert), by offset: a block frees one after the last op
+  // that reads it (or a view of it), not at its end, as Triton's shared-memory allocation reuses a
+  // buffer past its liveness: attention's backward holds K and V for its dK/dV loops only, and its
+  // dQ loop's tiles then take their bytes (208 KB -> 145 KB, leaving the L1 its spills go to).
+  std::unordered_map<int64_t, std::string> tile_allocs_;
+  // Bytes freed that way since the last barrier: threads (or wgmma groups in flight) may still read
+  // them, so an allocation over them waits for the groups and the barrier first.
+  std::vector<std::pair<int64_t, int64_t>> dead_smem_;
+  void release_dead_tiles(size_t live, const std::unordered_map<const ir::Value*, size_t>& last_use, size_t i);
+  void fence_dead_smem();
   bool synced_ = true;
   void sync();                        // __syncthreads() unless nothing happened since the last
   void touched() { synced_ = false; }  // shared or global memory was written or read
@@ -197,7 +207,9 @@ class Lowering {
   void wait_mma(int keep = 0);                 // wgmma.wait_group keep; drops what completed
   void wait_mma_for(const std::string& acc);   // before anything reads these registers
   void emit_dot(const ir::Op* op);
-  void emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
+  // zero_acc: the accumulator starts at zero and is not in the registers yet; the first k-step's
+  // instructions then write it (scale-d 0, Triton's useD = false) instead of adding to zeros.
+  void emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc, bool zero_acc = false);
   void emit_mma_sync(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
   void emit_fma_dot(const ir::Op* op, const Val& a, const Val& b, const std::string& acc);
   // Dots of a loop whose wgmma group runs on into the next trip (emit_for decides: the result is
