@@ -155,10 +155,11 @@ BOOST_AUTO_TEST_CASE(fused_moe_gathered_rows_are_issued_ahead) {
 }
 
 // FlagGems' implicit-GEMM conv2d at its large benchmark shape (stride 2: the im2col rows are
-// gathered element by element, 2 bytes under a per-element mask, too narrow for cp.async): the
-// stage's elements are all loaded into registers before any is stored to the ring, so the loads
-// are in flight together (a store right after each load made the warp wait out every element's
-// latency in turn).
+// gathered element by element, 2 bytes under a per-element mask, too narrow for cp.async): every
+// element of both stages (A's gathered tile and B's weights) is loaded into registers before any is
+// stored to the ring, so all the loads of a refill are in flight together (a store right after each
+// load made the warp wait out every element's latency in turn; a stage's stores and fence before the
+// next stage's loads left the overlap to ptxas), and one proxy fence covers the refill's stores.
 BOOST_AUTO_TEST_CASE(conv_gathered_stage_loads_before_it_stores) {
   if (!tt::nvrtc_or_skip()) return;
   cuda::KernelSource ks = tt::compile_cuda(
@@ -168,9 +169,8 @@ BOOST_AUTO_TEST_CASE(conv_gathered_stage_loads_before_it_stores) {
   const std::string loop = pipelined_loop(tt::kernel_body(ks));
   BOOST_TEST_REQUIRE(!loop.empty());
   BOOST_TEST(loop.find("// pipelined: 2 load(s) into 3 stages") == 0);
-  // The order of element loads (L) and stores to the ring (S) over the prefill's two stages and
-  // a trip's refill: one run of loads then one of stores per load and stage (A 32, B 8 elements a
-  // thread), never alternating.
+  // The order of element loads (L) and stores to the ring (S) over the prefill's two issues and a
+  // trip's refill: one run of loads (A 32, B 8 elements a thread) then one of stores per issue.
   std::string seq;
   const std::regex access(R"(\? \*t\d+ : tt_f16\{\}|\*reinterpret_cast<tt_f16\*>\(tt_smem)");
   for (auto it = std::sregex_iterator(loop.begin(), loop.end(), access); it != std::sregex_iterator(); ++it)
@@ -178,9 +178,34 @@ BOOST_AUTO_TEST_CASE(conv_gathered_stage_loads_before_it_stores) {
   size_t runs = seq.empty() ? 0 : 1;
   for (size_t i = 1; i < seq.size(); ++i) runs += seq[i] != seq[i - 1];
   BOOST_TEST(seq.size() == 3u * (32 + 8) * 2);  // loads and stores of 3 issues of both tiles
-  BOOST_TEST(runs == 2u * 3 * 2, "runs of loads and stores: " << runs);
+  BOOST_TEST(runs == 2u * 3, "runs of loads and stores: " << runs);
+  // One proxy fence an issue, after its stores (wgmma reads the ring through the async proxy), and
+  // none at the top of a trip: no stage is a cp.async copy.
+  BOOST_TEST(tt::occurrences(loop, "tt_fence_async_shared();") == 3u);
+  BOOST_TEST(tt::occurrences(loop, "tt_fence_async_shared();  // the stages' st.shared (2)") == 3u);
   const std::string trips = loop_trips(loop);
+  BOOST_TEST(tt::occurrences(trips, "tt_fence_async_shared();") == 1u);
+  BOOST_TEST(trips.find("tt_fence_async_shared();") > trips.find("tt_wgmma_wait<1>();"));
   BOOST_TEST(tt::occurrences(trips, "tt_wgmma_wait<1>();") == 1u);
+}
+
+// The same kernel at FlagGems' 32 x 32 x 32 config (4 warps: a 32-row tile, too short for wgmma):
+// the dot runs on mma.sync, whose ldmatrix reads the ring through the generic proxy like the
+// element stores that fill it - no proxy fence at all, where each stage of each issue had one (a
+// MEMBAR.ALL.CTA in the SASS).
+BOOST_AUTO_TEST_CASE(conv_element_stages_for_mma_sync_need_no_proxy_fence) {
+  if (!tt::nvrtc_or_skip()) return;
+  cuda::KernelSource ks = tt::compile_cuda(
+      conv2d_forward_kernel, tt::CudaCheck().warps(4).stages(3), addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2),
+      addr<f16_t>(3), 32, 128, 128, 32, 130, 130, 1048576, 16384, 128, 1, 576, 9, 3, 1, 540800, 16900, 130, 1, 64, 3,
+      3, 1, 1, 2, 2, 1, 1, 1, 32, 32, 32, static_cast<int>(DType::f32));
+  const std::string body = tt::kernel_body(ks);
+  const std::string loop = pipelined_loop(body);
+  BOOST_TEST_REQUIRE(!loop.empty());
+  BOOST_TEST(loop.find("// pipelined: 2 load(s) into 3 stages") == 0);
+  BOOST_TEST(body.find("wgmma.mma_async") == std::string::npos);
+  BOOST_TEST(body.find("tt_mma_f16(") != std::string::npos);
+  BOOST_TEST(tt::occurrences(body, "tt_fence_async_shared();") == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -189,63 +189,127 @@ std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
   return out;
 }
 
-void Lowering::issue_stage(const ir::Op* loop, const Pipelined& p, const std::string& ahead, const std::string& slot,
-                           const std::string& live) {
+Lowering::StagePlan Lowering::stage_plan(const Pipelined& p) {
+  const ir::Op* ld = p.load;
+  const Layout& ll = layout(ld->result());
+  const Layout& tl = layout(p.convert->result());
+  const int64_t esz = dtype_bytes(ld->result()->type.dtype);
+  const bool masked = ld->operands.size() > 1;
+  StagePlan plan;
+  plan.vector = vector_width(ld, ll);
+  if (ll.reg.empty() || ll.reg[0].dim != tl.order[0]) plan.vector = 1;
+  plan.vector = static_cast<int>(std::min<int64_t>(plan.vector, 16 / esz));
+  plan.async = plan.vector * esz >= 4 && (!masked || mask_constant(ld->operand(1), ll.reg[0].dim, plan.vector));
+  plan.owner = owner(ll);
+  return plan;
+}
+
+void Lowering::issue_async_stage(const ir::Op* loop, const Pipelined& p, const StagePlan& plan, const std::string& ahead,
+                                 const std::string& slot, const std::string& live) {
   const ir::Op* ld = p.load;
   const Layout& ll = layout(ld->result());
   const Layout& tl = layout(p.convert->result());
   const DType d = ld->result()->type.dtype;
-  const int64_t esz = dtype_bytes(d);
   const bool masked = ld->operands.size() > 1;
-  int V = vector_width(ld, ll);
-  if (ll.reg.empty() || ll.reg[0].dim != tl.order[0]) V = 1;
-  V = static_cast<int>(std::min<int64_t>(V, 16 / esz));
-  const bool async = V * esz >= 4 && (!masked || mask_constant(ld->operand(1), ll.reg[0].dim, V));
   const std::string base = fmt::format("({} + ({}) * {})", p.offset, slot, p.stage_bytes);
-  const std::string own = owner(ll);
-  open(fmt::format("if ({}{})", live, own == "true" ? "" : " && " + own));
+  open(fmt::format("if ({}{})", live, plan.owner == "true" ? "" : " && " + plan.owner));
   ahead_memo_.clear();
-  // Element copies (no cp.async: under 4 bytes, or a mask that varies within a chunk - an im2col
-  // gather) load every element of the stage into registers first and store them after: a warp
-  // issues in order, so with load-store pairs each st.shared waited for its load before the next
-  // load was issued - one global latency per element (40 a trip in implicit_gemm_conv's 128 x 32 x
-  // 32 tiles), where now the stage's loads are in flight together.
-  std::vector<std::pair<std::string, std::string>> stores;  // (tile offset, loaded value)
-  for (int g = 0; g < ll.num_regs(); g += async ? V : 1) {
+  for (int g = 0; g < ll.num_regs(); g += plan.vector) {
     std::vector<std::string> coords;
     for (int dim = 0; dim < ll.rank(); ++dim) coords.push_back(coord(ll, g, dim));
     std::string dst = fmt::format("tt_smem_base + {} + {}", base, tile_offset(tl, d, coords));
     std::string src = ahead_value(ld->operand(0), g, ahead, loop);
+    const int64_t bytes = plan.vector * dtype_bytes(d);
+    std::string size = masked ? fmt::format("({} ? {} : 0)", ahead_value(ld->operand(1), g, ahead, loop), bytes)
+                              : fmt::format("{}", bytes);
+    line(fmt::format("tt_cp_async<{}>({}, {}, {});", bytes, dst, src, size));
+  }
+  ahead_memo_.clear();
+  close();
+}
+
+// Loads every element of the stage into registers (each under its own mask) and leaves the stores
+// to the caller, which issues them after the loads of every element stage of the refill.
+void Lowering::load_element_stage(const ir::Op* loop, const Pipelined& p, const std::string& ahead, const std::string& slot,
+                                  std::vector<std::string>& stores) {
+  const ir::Op* ld = p.load;
+  const Layout& ll = layout(ld->result());
+  const Layout& tl = layout(p.convert->result());
+  const DType d = ld->result()->type.dtype;
+  const bool masked = ld->operands.size() > 1;
+  const std::string base = fmt::format("({} + ({}) * {})", p.offset, slot, p.stage_bytes);
+  for (int g = 0; g < ll.num_regs(); ++g) {
+    std::vector<std::string> coords;
+    for (int dim = 0; dim < ll.rank(); ++dim) coords.push_back(coord(ll, g, dim));
+    std::string src = ahead_value(ld->operand(0), g, ahead, loop);
     std::string m = masked ? ahead_value(ld->operand(1), g, ahead, loop) : "";
-    if (async) {
-      const int64_t bytes = V * esz;
-      std::string size = masked ? fmt::format("({} ? {} : 0)", m, bytes) : fmt::format("{}", bytes);
-      line(fmt::format("tt_cp_async<{}>({}, {}, {});", bytes, dst, src, size));
-    } else {
-      std::string x = masked ? fmt::format("({} ? *{} : {}{{}})", m, src, ctype(d)) : "*" + src;
-      stores.push_back({tile_offset(tl, d, coords), tmp(ctype(d), x)});
+    std::string x = masked ? fmt::format("({} ? *{} : {}{{}})", m, src, ctype(d)) : "*" + src;
+    stores.push_back(fmt::format("*reinterpret_cast<{}*>(tt_smem + {} + {}) = {};", ctype(d), base,
+                                 tile_offset(tl, d, coords), tmp(ctype(d), x)));
+  }
+}
+
+void Lowering::issue_stages(const ir::Op* loop, const std::vector<Pipelined>& pipes, const std::string& ahead,
+                            const std::string& slot, const std::string& live) {
+  // Element copies (no cp.async: under 4 bytes, or a mask that varies within a chunk - an im2col
+  // gather) load every element of every such stage into registers first and store them after: a
+  // warp issues in order, so with load-store pairs each st.shared waited for its load before the
+  // next load was issued - one global latency per element (40 a trip in implicit_gemm_conv's
+  // 128 x 32 x 32 tiles) - and a stage's stores and fence before the next stage's loads left the
+  // overlap of the two stages' latencies to ptxas. Stages whose elements some threads share
+  // (replicated layouts: `owner`) keep their own guarded block.
+  std::vector<const Pipelined*> together;
+  for (const Pipelined& p : pipes) {
+    const StagePlan plan = stage_plan(p);
+    if (plan.async) issue_async_stage(loop, p, plan, ahead, slot, live);
+    else if (plan.owner == "true") together.push_back(&p);
+    else {
+      open(fmt::format("if ({} && {})", live, plan.owner));
+      ahead_memo_.clear();
+      std::vector<std::string> stores;
+      load_element_stage(loop, p, ahead, slot, stores);
+      for (const std::string& st : stores) line(st);
+      // wgmma reads its operands through the async proxy: see below.
+      if (cc_ >= 90 && wgmma_in_kernel()) line("tt_fence_async_shared();  // the stage's st.shared, before wgmma reads it");
+      ahead_memo_.clear();
+      close();
     }
   }
-  for (const auto& [at, x] : stores)
-    line(fmt::format("*reinterpret_cast<{}*>(tt_smem + {} + {}) = {};", ctype(d), base, at, x));
+  if (together.empty()) return;
+  open(fmt::format("if ({})", live));
+  ahead_memo_.clear();
+  std::vector<std::string> stores;
+  for (const Pipelined* p : together) load_element_stage(loop, *p, ahead, slot, stores);
+  for (const std::string& st : stores) line(st);
   // wgmma reads its operands through the async proxy: a stage written by st.shared (the generic
   // proxy) must be fenced by each writer before the barrier that hands it over, or wgmma may read
   // stale bytes (seen on an H200: 61 wrong elements of a 256 x 256 product whose B rows were
-  // gathered element by element).
-  if (!async && cc_ >= 90) line("tt_fence_async_shared();  // the stage's st.shared, before wgmma reads it");
+  // gathered element by element). One fence covers every store before it.
+  if (cc_ >= 90 && wgmma_in_kernel())
+    line(fmt::format("tt_fence_async_shared();  // the stages' st.shared ({}), before wgmma reads them", together.size()));
   ahead_memo_.clear();
   close();
+}
+
+// Whether some dot of the kernel runs on wgmma, which reads shared memory through the async proxy
+// (mma.sync's ldmatrix reads it through the generic one, like the stores: no proxy fence).
+bool Lowering::wgmma_in_kernel() {
+  bool wgmma = false;
+  f_.walk([&](ir::Op* u) {
+    wgmma = wgmma || (u->kind == OpKind::Dot && layout(u->result()).kind == LayoutKind::Mma && layout(u->result()).mma.version == 3);
+  });
+  return wgmma;
 }
 
 // cp.async writes shared memory in the generic proxy and wgmma reads it through the async proxy:
 // each thread fences its landed copies into the async proxy before the barrier that hands the stage
 // to the warpgroups (PTX's proxy rules; Triton fences its cp.async stages before wgmma too).
-void Lowering::fence_cp_async_for_wgmma() {
+void Lowering::fence_cp_async_for_wgmma(const std::vector<Pipelined>& pipes) {
   if (cc_ < 90) return;
-  bool wgmma = false;
-  f_.walk([&](ir::Op* u) {
-    wgmma = wgmma || (u->kind == OpKind::Dot && layout(u->result()).kind == LayoutKind::Mma && layout(u->result()).mma.version == 3);
-  });
+  bool any_async = false;
+  for (const Pipelined& p : pipes) any_async = any_async || stage_plan(p).async;
+  if (!any_async) return;
+  const bool wgmma = wgmma_in_kernel();
   if (wgmma) line("tt_fence_async_shared();  // cp.async's writes (generic proxy), before wgmma reads them");
 }
 
@@ -557,8 +621,7 @@ void Lowering::emit_for(const ir::Op* op) {
   auto cp_async_prefill = [&]() {
     scalars_[body->args[0]] = lb;
     for (int k = 0; k + 1 < S; ++k) {
-      for (const Pipelined& p : pipes)
-        issue_stage(op, p, fmt::format("{}", k), fmt::format("{}", k), fmt::format("{} < {}", k, trips));
+      issue_stages(op, pipes, fmt::format("{}", k), fmt::format("{}", k), fmt::format("{} < {}", k, trips));
       line("tt_cp_async_commit();");
     }
   };
@@ -597,7 +660,7 @@ void Lowering::emit_for(const ir::Op* op) {
         close();
         open("else");
         line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles", S - 2));
-        fence_cp_async_for_wgmma();
+        fence_cp_async_for_wgmma(pipes);
         if (!deferred.empty()) line("__syncthreads();  // ... are everyone's");
         close();
         if (deferred.empty()) {
@@ -606,7 +669,7 @@ void Lowering::emit_for(const ir::Op* op) {
         }
       } else {
         line(fmt::format("tt_cp_async_wait<{}>();  // this trip's tiles", S - 2));
-        fence_cp_async_for_wgmma();
+        fence_cp_async_for_wgmma(pipes);
         line(!deferred.empty() ? "__syncthreads();  // ... are everyone's"
                                : "__syncthreads();  // ... are everyone's; the slot the previous trip read is free");
         synced_ = true;
@@ -620,7 +683,7 @@ void Lowering::emit_for(const ir::Op* op) {
           close();
           open("else");
         }
-        for (const Pipelined& p : pipes) issue_stage(op, p, ahead, slot, live);
+        issue_stages(op, pipes, ahead, slot, live);
         line("tt_cp_async_commit();");
         if (ring) close();
       };

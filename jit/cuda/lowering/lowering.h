@@ -237,8 +237,10 @@ class Lowering {
     int64_t stage_bytes = 0;
   };
   std::vector<Pipelined> pipelinable(const ir::Op* loop);
-  // On Hopper, when a wgmma reads the ring: a proxy fence after the cp.async wait of a trip.
-  void fence_cp_async_for_wgmma();
+  // On Hopper, when a wgmma reads the ring: a proxy fence after the cp.async wait of a trip (none
+  // when no stage of `pipes` is a cp.async copy: element stages are fenced by their writers).
+  void fence_cp_async_for_wgmma(const std::vector<Pipelined>& pipes);
+  bool wgmma_in_kernel();
   // Carried values advanced by a loop-invariant step each trip (pointers, offsets): evaluated as
   // `value + k * step` for trip t + k while issuing loads ahead.
   struct Induction {
@@ -271,10 +273,25 @@ class Lowering {
   // emit assignments: values made inside a branch and read after it.
   std::string* predecl_ = nullptr;
   int predecl_indent_ = 0;
-  // Issues the cp.async of `p`'s load for the trip `ahead` trips after the current one into slot
-  // `slot` (an int expression), predicated by `live`.
-  void issue_stage(const ir::Op* loop, const Pipelined& p, const std::string& ahead, const std::string& slot,
-                   const std::string& live);
+  // Issues the copies of every stage of `pipes` for the trip `ahead` trips after the current one
+  // into slot `slot` (an int expression), predicated by `live`: the cp.async stages one by one,
+  // then the element stages together - all their loads, then all their stores, then one proxy
+  // fence on Hopper.
+  void issue_stages(const ir::Op* loop, const std::vector<Pipelined>& pipes, const std::string& ahead,
+                    const std::string& slot, const std::string& live);
+  // How a stage is copied: cp.async chunks of `vector` elements (`async`), or element by element
+  // through registers; `owner` says which threads hold the load's elements ("true": each its own).
+  struct StagePlan {
+    int vector = 1;
+    bool async = false;
+    std::string owner;
+  };
+  StagePlan stage_plan(const Pipelined& p);
+  // The element copies of `p` (not async): its loads are emitted, its stores appended to `stores`.
+  void load_element_stage(const ir::Op* loop, const Pipelined& p, const std::string& ahead, const std::string& slot,
+                          std::vector<std::string>& stores);
+  void issue_async_stage(const ir::Op* loop, const Pipelined& p, const StagePlan& plan, const std::string& ahead,
+                         const std::string& slot, const std::string& live);
   // The value of `v` (a pure function of the loop's induction variable, inductions and values
   // from before the loop) `ahead` trips later: register r's expression.
   std::string ahead_value(const ir::Value* v, int r, const std::string& ahead, const ir::Op* loop);
