@@ -2,7 +2,8 @@
 // GPU, to read its code (issues 27, 31): x [M, K] and W [N, K] row-major, g [M, N] the output's
 // gradient; fwd = x @ W^T, dgrad = g @ W, wgrad = g^T @ x, each with the strides and block-pointer
 // form (ops::matmul_block_pointers) the op launches, for one config; with SPLITS > 1 the split-K
-// kernel over chunks of K / SPLITS. Generated as the CUDA backend does (contraction in the IR,
+// kernel over chunks of K / SPLITS. (In tf32 the op copies a small MN-major operand K-major first -
+// W in dgrad - and then launches the forward's form; this generates the strides as given.) Generated as the CUDA backend does (contraction in the IR,
 // generate_cuda's routing, NVRTC with --fmad=false); writes the source and the cubin (read the SASS
 // with cuobjdump -sass, registers with cuobjdump -res-usage).
 //   linear-codegen bf16|f16|tf32 fwd|dgrad|wgrad M K N BLOCK_M BLOCK_N BLOCK_K num_warps num_stages SPLITS DIR
