@@ -7,6 +7,7 @@
 #include "test_support.h"
 #include "matmul_reference.h"
 
+#include "ops/matmul_add.h"
 #include "ops/matmul_block_pointers.h"
 #include "ops/ops.h"
 #include "runtime/views.h"
@@ -83,6 +84,42 @@ BOOST_AUTO_TEST_CASE(every_form_computes_the_product) {
       check_form<float>(bp, 37, 45, 70, 32, 32, 32, 11u + bp);
       check_form<bf16_t>(bp, 50, 33, 90, 32, 32, 32, 23u + bp);
     }
+  });
+}
+
+// A Linear layer's three products through ops::matmul with tf32 allowed ("high"), on every backend:
+// x [M, K] @ W^T, g @ W (on Hopper W is copied K-major first: small beside g) with a bias through
+// the epilogue, g^T @ x (split along its long K where the device has idle workers). tf32's error on
+// a GPU, exact fp32 on the CPU.
+BOOST_AUTO_TEST_CASE(linear_products_with_tf32_allowed) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    struct Restore {
+      ~Restore() { ops::set_float32_matmul_precision("highest"); }
+    } restore;
+    ops::set_float32_matmul_precision("high");
+    const int64_t M = 1000, K = 132, N = 68;
+    Tensor x = random_tensor<float>({M, K}, 201), w = random_tensor<float>({N, K}, 202);
+    Tensor g = random_tensor<float>({M, N}, 203), bias = random_tensor<float>({K}, 204);
+    const double tol = be.name == "cpu" ? 1e-5 : 1e-3;
+    auto check = [&](const Tensor& a, const Tensor& b, const Tensor* add, const std::string& what) {
+      auto [shape, ref, mag] = reference<float>(a, b);
+      Tensor c = add ? ops::matmul_add(*add, a, b, 1.0, 1.0) : ops::matmul(a, b);
+      BOOST_TEST(c.shape() == shape);
+      if (add) {
+        auto bv = add->to_vector<float>();
+        for (size_t i = 0; i < ref.size(); ++i) {
+          ref[i] += bv[i % bv.size()];
+          mag[i] += std::abs(bv[i % bv.size()]);
+        }
+      }
+      auto out = c.to_vector<float>();
+      tt::check_dot<float>(tt::host_vector<float>(out.begin(), out.end()), ref, mag, tol, what);
+    };
+    check(x, t_of(w), nullptr, "fwd x @ W^T");
+    check(g, w, nullptr, "dgrad g @ W");
+    check(g, w, &bias, "dgrad g @ W + bias");
+    check(t_of(g), x, nullptr, "wgrad g^T @ x");
+    BOOST_TEST(w.is_contiguous());  // the copy is the op's own, the operand is left as it was
   });
 }
 
