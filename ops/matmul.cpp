@@ -26,6 +26,7 @@
 
 #include "autotune/autotuner.h"
 #include "ops/matmul_add.h"
+#include "ops/matmul_block_pointers.h"
 #include "ops/matmul_split_k.h"
 #include "ops/ops.h"
 #include "runtime/cuda_device.h"
@@ -104,20 +105,25 @@ void matmul_program(tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<Out> c_ptr, tl::
   if (BLOCK_POINTERS) {
     // Hopper, one matrix of each (no batch offset, so the bases are the arguments): block
     // pointers, whose bounds-checked tiles the CUDA backend copies with TMA
-    // (docs/cuda-backend.md) when the row strides are 16-byte aligned. BLOCK_POINTERS 2: B is
-    // K-major (a Linear's forward, x @ W^T, in fp32 on tf32: wgmma reads 32-bit tiles K-major
-    // only); its block pointer describes the stored [N, K] matrix and B is its tile transposed.
-    const bool b_k_major = BLOCK_POINTERS == 2;
+    // (docs/cuda-backend.md) when the stored rows are contiguous and 16-byte aligned. Each block
+    // pointer describes its operand as stored (BlockPointers): an M-major A ([K, M] rows, a
+    // weight gradient's g^T) or a K-major B ([N, K] rows, a Linear's W^T) is its stored tile
+    // transposed, so the copy engine reads contiguous rows for every majorness.
+    const bool a_m_major = BLOCK_POINTERS == BlockPointers::a_mn_b_k || BLOCK_POINTERS == BlockPointers::a_mn_b_mn,
+               b_k_major = BLOCK_POINTERS == BlockPointers::a_k_b_k || BLOCK_POINTERS == BlockPointers::a_mn_b_k;
     const tl::operand k0 = k_lo ? tl::operand(*k_lo) : tl::operand(0);
-    auto a_bp = tl::make_block_ptr(a_ptr, {M, K}, {stride_am, stride_ak}, {pid_m * BLOCK_M, k0}, {BLOCK_M, BLOCK_K}, {1, 0});
+    auto a_bp = a_m_major
+                    ? tl::make_block_ptr(a_ptr, {K, M}, {stride_ak, stride_am}, {k0, pid_m * BLOCK_M}, {BLOCK_K, BLOCK_M}, {1, 0})
+                    : tl::make_block_ptr(a_ptr, {M, K}, {stride_am, stride_ak}, {pid_m * BLOCK_M, k0}, {BLOCK_M, BLOCK_K}, {1, 0});
     auto b_bp = b_k_major
                     ? tl::make_block_ptr(b_ptr, {N, K}, {stride_bn, stride_bk}, {pid_n * BLOCK_N, k0}, {BLOCK_N, BLOCK_K}, {1, 0})
                     : tl::make_block_ptr(b_ptr, {K, N}, {stride_bk, stride_bn}, {k0, pid_n * BLOCK_N}, {BLOCK_K, BLOCK_N}, {1, 0});
     for (auto kk : tl::range(0, tl::cdiv(k_len, BLOCK_K))) {
       (void)kk;
+      tl::tensor a = a_m_major ? tl::trans(tl::load(a_bp, {0, 1})) : tl::load(a_bp, {0, 1});
       tl::tensor b = b_k_major ? tl::trans(tl::load(b_bp, {0, 1})) : tl::load(b_bp, {0, 1});
-      acc = tl::dot(tl::load(a_bp, {0, 1}), b, acc, std::nullopt, precision);
-      a_bp = tl::advance(a_bp, {0, BLOCK_K});
+      acc = tl::dot(a, b, acc, std::nullopt, precision);
+      a_bp = a_m_major ? tl::advance(a_bp, {BLOCK_K, 0}) : tl::advance(a_bp, {0, BLOCK_K});
       b_bp = b_k_major ? tl::advance(b_bp, {0, BLOCK_K}) : tl::advance(b_bp, {BLOCK_K, 0});
     }
   } else if (CARRY_POINTERS) {
@@ -272,11 +278,19 @@ Blocks pick_blocks(int64_t M, int64_t N, int64_t K, int64_t nbatch, const Device
 // that cover large and small problems; fp32 tiles take twice the shared memory, the generator
 // cuts stages to what fits. fp32 adds tiles of 32 along K in 8 warps (tf32 on Hopper's wgmma:
 // 128-byte rows; with 3 or 4 stages, raw fp32 stages plus two rounded buffers fit beside them).
+// Both add 128 x 128 tiles whose 3 stages (96 KB) leave room for a second program on an SM, so
+// one program's prologue and store of C run beside another's K loop - what a short K (a Linear's
+// forward at K = 384: 6 steps of 64) needs - in 64-wide K steps for 16-bit operands (TMA takes
+// 128-byte rows only: tutorial 03's 32-wide tiles are cp.async).
 std::vector<Config> gpu_configs(bool f32) {
   struct C { int m, n, k, warps, stages; };
   std::vector<C> list = {C{128, 256, 64, 8, 3}, C{128, 128, 32, 4, 4}, C{128, 64, 32, 4, 4}, C{64, 128, 32, 4, 4},
                          C{64, 64, 32, 4, 4},   C{32, 64, 32, 2, 5},   C{32, 32, 32, 2, 4}};
-  if (f32) list.insert(list.begin(), {C{128, 256, 32, 8, 3}, C{256, 128, 32, 8, 3}, C{128, 128, 32, 8, 4}});
+  if (f32)
+    list.insert(list.begin(), {C{128, 256, 32, 8, 3}, C{256, 128, 32, 8, 3}, C{128, 128, 32, 8, 4},
+                               C{128, 128, 32, 8, 3}, C{128, 128, 32, 4, 3}});
+  else
+    list.insert(list.begin() + 1, {C{128, 128, 64, 8, 3}, C{128, 128, 64, 4, 3}});
   std::vector<Config> out;
   for (C c : list)
     out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}, {"GROUP_M", 8}}, c.warps, c.stages);
@@ -385,6 +399,21 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c, const ScaledAdd* 
   const int64_t nbatch = dims[0].size * dims[1].size;
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail("matmul: dimensions above 2^31 are not supported");
   const int tf32 = a.dtype() == DType::f32 && g_allow_tf32.load(std::memory_order_relaxed);
+  // tf32 on Hopper takes TMA for K-major operands only (wgmma has no tf32 transpose; an MN-major
+  // tile is transposed by 4-byte cp.async copies, ~1.3x slower for a Linear's products). An
+  // MN-major operand small beside the product's other traffic - a weight in its input gradient
+  // g @ W - is copied K-major first (one pass over it) when the other operand is K-major or
+  // small too.
+  if (tf32 && nbatch == 1 && a.device().is_cuda() && K % 4 == 0 &&
+      runtime::cuda::properties(a.device().index).compute_capability() >= 90) {
+    const bool a_k = a.stride(-1) == 1 && a.stride(-2) % 4 == 0, b_k = b.stride(-2) == 1 && b.stride(-1) % 4 == 0;
+    const bool copy_a = !a_k && M * K * 8 <= K * N + M * N, copy_b = !b_k && K * N * 8 <= M * K + M * N;
+    if ((copy_a || copy_b) && (a_k || copy_a) && (b_k || copy_b)) {
+      const Tensor a2 = copy_a ? contiguous(a) : a;
+      const Tensor b2 = copy_b ? runtime::transpose_of(contiguous(runtime::transpose_of(b, r - 2, r - 1)), r - 2, r - 1) : b;
+      return launch(a2, b2, c, add);
+    }
+  }
   const split_k::Plan split = split_k::plan_for_product(M, N, K, nbatch, a.dtype(), a.device());
   // With a split, the kernel writes partial tiles into a contiguous workspace [S, batch, M, N]
   // (from the caching allocator) instead of C; the sum kernel applies the epilogue.
@@ -415,16 +444,9 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c, const ScaledAdd* 
       auto grid = [&](const Meta& meta) {
         return Grid(cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), nbatch, split.splits);
       };
-      // Block pointers where their tiles can take TMA: Hopper, one matrix each, 16-byte aligned
-      // rows; 16-bit operands with rows contiguous (1), tf32 ones both K-major (2: B read as
-      // the stored [N, K]; the copy engine rounds them to tf32). Else the pointer form, faster
-      // without TMA (tf32's MN-major operands: 4-byte copies into K-major tiles).
-      const bool hopper = runtime::cuda::properties(a.device().index).compute_capability() >= 90 && nbatch == 1;
-      const bool tma16 = (std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>) && hopper && a.stride(-1) == 1 &&
-                         b.stride(-1) == 1 && a.stride(-2) % 8 == 0 && b.stride(-2) % 8 == 0;
-      const bool tma32 = std::is_same_v<T, float> && tf32 && hopper && a.stride(-1) == 1 && b.stride(-2) == 1 &&
-                         a.stride(-2) % 4 == 0 && b.stride(-1) % 4 == 0;
-      const int block_pointers = tma16 ? 1 : tma32 ? 2 : 0;
+      const int block_pointers =
+          matmul_block_pointers(a.dtype(), tf32, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                                runtime::cuda::properties(a.device().index).compute_capability(), nbatch);
       Meta flags{{"TF32", tf32}, {"CARRY_POINTERS", block_pointers == 0}, {"BLOCK_POINTERS", block_pointers}};
       if (epilogue) flags.set("HAS_SELF", self != nullptr);
       Autotuner& tuner = split.splits > 1 ? gpu_split_tuner<T>() : epilogue ? gpu_epilogue_tuner<T>() : gpu_tuner<T>();
@@ -461,7 +483,16 @@ split_k::Plan split_k::plan_for_product(int64_t M, int64_t N, int64_t K, int64_t
   const int64_t tiles = tuned ? cdiv(M, 128) * cdiv(N, 128) : cdiv(M, bl.m) * cdiv(N, bl.n);
   const int64_t workers = device.is_cuda() ? int64_t{runtime::cuda::properties(device.index).multiprocessor_count}
                                            : int64_t{runtime::ThreadPool::global().size()};
-  return plan(tiles * nbatch, K, tuned ? 64 : bl.k, workers);
+  // A split's partials: M N nbatch f32 values written by the product and read by the sum (8
+  // bytes each), in K elements of a wave's time: a wave computes 2 x 128 x 128 flops a K element
+  // on each of `workers` SMs; an H100 does about 300 16-bit (150 tf32, 20 fp32) tensor-core flops
+  // per byte of DRAM traffic. (CPU: the partials stay in cache, 0.)
+  int64_t split_cost = 0;
+  if (tuned) {
+    const int64_t flops_per_byte = dtype == DType::f32 ? (g_allow_tf32 ? 150 : 20) : 300;
+    split_cost = cdiv(M * N * nbatch * 8 * flops_per_byte, 2 * 128 * 128 * workers);
+  }
+  return plan(tiles * nbatch, K, tuned ? 64 : bl.k, workers, split_cost);
 }
 
 void set_float32_matmul_precision(const std::string& precision) {
@@ -471,6 +502,25 @@ void set_float32_matmul_precision(const std::string& precision) {
 }
 
 std::string get_float32_matmul_precision() { return g_allow_tf32 ? "high" : "highest"; }
+
+int matmul_block_pointers(DType dtype, bool tf32, int64_t sam, int64_t sak, int64_t sbk, int64_t sbn, int cc,
+                          int64_t nbatch) {
+  const bool b16 = dtype == DType::f16 || dtype == DType::bf16;
+  if (cc < 90 || nbatch != 1 || !(b16 || (dtype == DType::f32 && tf32))) return BlockPointers::none;
+  const int64_t align = b16 ? 8 : 4;  // elements in 16 bytes
+  // An operand's majorness as stored: 1 its last dim (K of A, N of B) contiguous, 2 the other, 0
+  // neither or a row stride TMA cannot take.
+  auto stored = [&](int64_t s_row, int64_t s_col) {
+    if (s_col == 1 && s_row % align == 0) return 1;
+    if (s_row == 1 && s_col % align == 0) return 2;
+    return 0;
+  };
+  const int a = stored(sam, sak), b = stored(sbk, sbn);
+  if (a == 0 || b == 0) return BlockPointers::none;
+  if (!b16 && (a != 1 || b != 2)) return BlockPointers::none;  // tf32: both K-major only
+  if (a == 1) return b == 1 ? BlockPointers::a_k_b_mn : BlockPointers::a_k_b_k;
+  return b == 1 ? BlockPointers::a_mn_b_mn : BlockPointers::a_mn_b_k;
+}
 
 Kernel& matmul_kernel(DType dtype) {
   Kernel* k = nullptr;

@@ -19,6 +19,7 @@ using runtime::Tensor;
 constexpr int64_t kMaxSplits = 16;         // the heuristic's cap: more partials cost more than they fill
 constexpr int64_t kMaxRequested = 1024;    // TRITIUM_MATMUL_SPLIT_K's cap
 constexpr int64_t kMinGranulesPerSplit = 8;  // a split keeps at least 8 granules of K (8 x 64 on a GPU)
+constexpr int64_t kPrologueGranules = 4;     // a program's fixed time (pipeline fill, partial store) in K granules
 
 // c[b1, b2, m, n] = alpha * sum_s part[s, b1 * NB2 + b2, m, n] (+ beta * self[b1, b2, m, n] with
 // HAS_SELF), one block of BLOCK elements of one batch matrix per program (program_id(1) = batch).
@@ -63,18 +64,32 @@ int64_t requested_splits() {
   return s;
 }
 
-Plan plan(int64_t programs, int64_t K, int64_t granule, int64_t workers) {
+Plan plan(int64_t programs, int64_t K, int64_t granule, int64_t workers, int64_t split_cost) {
   const int64_t requested = requested_splits();
+  auto chunk_for = [&](int64_t s) { return cdiv(cdiv(K, s), granule) * granule; };
   int64_t s = requested;
   if (requested == 0) {
     // Split only while the tiles leave workers idle, and only as far as each split keeps
     // kMinGranulesPerSplit granules of K: enough K steps to amortise its prologue and its partial
-    // tile's store and reload.
-    s = programs >= workers ? 1 : std::min({cdiv(workers, programs), K / (kMinGranulesPerSplit * granule), kMaxSplits});
+    // tile's store and reload. Among those splits, the one of least modelled time: the waves of
+    // programs the workers run one after the other (a second wave of a few programs costs a
+    // whole chunk: 36 tiles x 4 splits on 132 SMs is 2 waves, x 3 is one), each a chunk of K plus
+    // a prologue, and split_cost per split for the partials; the fewer splits on a tie.
+    s = 1;
+    if (programs < workers) {
+      const int64_t most = std::max<int64_t>(1, std::min(K / (kMinGranulesPerSplit * granule), kMaxSplits));
+      auto time = [&](int64_t t) {
+        const int64_t splits = cdiv(K, chunk_for(t));
+        return cdiv(programs * splits, workers) * (chunk_for(t) + kPrologueGranules * granule) +
+               (splits > 1 ? splits * split_cost : 0);
+      };
+      for (int64_t t = 2; t <= most; ++t)
+        if (time(t) < time(s)) s = t;
+    }
   }
   s = std::max<int64_t>(s, 1);
   if (s == 1) return {1, K};
-  const int64_t chunk = cdiv(cdiv(K, s), granule) * granule;
+  const int64_t chunk = chunk_for(s);
   return {cdiv(K, chunk), chunk};
 }
 

@@ -28,8 +28,10 @@ int64_t requested_splits();
 
 // The split for `programs` output tiles (batch included) over K on a device with `workers`
 // parallel units. `granule` divides every chunk: every candidate BLOCK_K of the kernel divides it,
-// so a chunk's K steps are whole blocks and only the last chunk meets the K edge.
-Plan plan(int64_t programs, int64_t K, int64_t granule, int64_t workers);
+// so a chunk's K steps are whole blocks and only the last chunk meets the K edge. `split_cost`: what
+// one more split costs (its partial tiles written and read back by the sum), in K elements of a
+// program's time; the split taken is the one of least modelled time (matmul_split_k.cpp).
+Plan plan(int64_t programs, int64_t K, int64_t granule, int64_t workers, int64_t split_cost = 0);
 
 // The split ops::matmul uses for one product of M x K by K x N over `nbatch` batch matrices
 // (ops/matmul.cpp: the tiles and granule of the kernel on that device, the device's SMs or threads).

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cuda_codegen_check.h"
+#include "ops/matmul_block_pointers.h"
 #include "ops/ops.h"
 
 namespace tl = tritium::tl;
@@ -203,6 +204,47 @@ BOOST_AUTO_TEST_CASE(op_library_bf16_matmul_by_tma) {
                     {"CARRY_POINTERS", false}, {"BLOCK_POINTERS", true}});
   BOOST_TEST(has_maps(ks, {"p0 i3 i5 p6 c1 2 9 64 128", "p1 i5 i4 p8 c1 2 9 64 64"}));
   BOOST_TEST(!tma_loop(kernel_body(ks)).empty());
+}
+
+// A Linear layer's three products through the op library's kernel in bf16 (x [M, K], W [N, K], g
+// [M, N] row-major; ops::matmul_block_pointers' forms): each operand's block pointer describes it
+// as stored, so both tiles of every product take TMA - the forward's B as W's [N, K] rows, the
+// weight gradient's A as g's [M, N] rows (M-major), transposed as tiles, not in memory. Before,
+// only the input gradient (both operands' rows along K and N) did; the others took 16-byte cp.async.
+BOOST_AUTO_TEST_CASE(op_library_linear_products_by_tma) {
+  if (!tt::nvrtc_or_skip()) return;
+  using tritium::bf16_t;
+  namespace BP = tritium::ops::BlockPointers;
+  const int64_t M = 16384, K = 384, N = 1536;
+  struct Product {
+    const char* name;
+    int32_t pm, pn, pk;
+    int64_t sam, sak, sbk, sbn;
+    int form;
+    std::vector<std::string> maps;
+  };
+  const Product products[] = {
+      {"fwd", M, N, K, K, 1, 1, K, BP::a_k_b_k, {"p0 i3 i5 p6 c1 2 9 64 128", "p1 i4 i5 p9 c1 2 9 64 256"}},
+      {"dgrad", M, K, N, N, 1, K, 1, BP::a_k_b_mn, {"p0 i3 i5 p6 c1 2 9 64 128", "p1 i5 i4 p8 c1 2 9 64 64"}},
+      {"wgrad", N, K, M, 1, N, K, 1, BP::a_mn_b_mn, {"p0 i5 i3 p7 c1 2 9 64 64", "p1 i5 i4 p8 c1 2 9 64 64"}},
+  };
+  for (const Product& p : products) {
+    BOOST_TEST_CONTEXT(p.name) {
+      BOOST_TEST(tritium::ops::matmul_block_pointers(tritium::DType::bf16, false, p.sam, p.sak, p.sbk, p.sbn, 90, 1) ==
+                 p.form);
+      auto ks = through_layouts(
+          tritium::ops::matmul_kernel(tritium::DType::bf16), 8, 90, "sm_90a", addr<bf16_t>(0), addr<bf16_t>(1),
+          addr<bf16_t>(2), p.pm, p.pn, p.pk, p.sam, p.sak, p.sbk, p.sbn, int64_t{p.pn}, int64_t{1}, int64_t{1},
+          int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0},
+          tritium::Meta{{"BLOCK_M", 128}, {"BLOCK_N", 256}, {"BLOCK_K", 64}, {"GROUP_M", 8}, {"TF32", 0},
+                        {"CARRY_POINTERS", false}, {"BLOCK_POINTERS", p.form}});
+      for (const std::string& m : ks.tma_maps) BOOST_TEST_MESSAGE(p.name << " map " << m);
+      BOOST_TEST(has_maps(ks, p.maps));
+      const std::string loop = tma_loop(kernel_body(ks));
+      BOOST_TEST(!loop.empty());
+      BOOST_TEST(count(kernel_body(ks), "wgmma.mma_async") > 0u);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

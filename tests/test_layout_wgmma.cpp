@@ -14,7 +14,11 @@
 #include <string>
 
 #include "cuda_codegen_check.h"
+#include "jit/cuda/nvrtc_log.h"
 #include "jit/passes/assign_layouts.h"
+#include "ops/matmul_block_pointers.h"
+#include "ops/matmul_split_k.h"
+#include "ops/ops.h"
 #include "operand_matmul_kernel.h"
 
 namespace tl = tritium::tl;
@@ -194,6 +198,65 @@ BOOST_AUTO_TEST_CASE(tf32_and_8_bit_tiles_stay_k_major) {
     BOOST_TEST(operand_tile(e, 0).order == (std::vector<int>{1, 0}));
     BOOST_TEST(operand_tile(e, 1).order == (std::vector<int>{0, 1}));
     BOOST_TEST(e.body.find("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3") != std::string::npos);
+  }
+}
+
+// wgmma groups stay asynchronous when the accumulator is stored as it is (f32 C: the tf32 products,
+// every split-K partial): the final wgmma.wait_group is followed by an empty asm tied to the
+// accumulator's registers, so no read of them (the copies at the loop's exit, an f32 store's bit
+// casts) moves above the wait. Before, ptxas serialized every wgmma of those kernels - each waited
+// for the previous to finish, none stayed in flight into the next trip - and said so in its log:
+// "(C7514) ... wgmma.mma_async instructions are serialized due to non wgmma instructions reading
+// accumulator registers of a wgmma between start and end of the pipeline stage".
+BOOST_AUTO_TEST_CASE(f32_accumulators_stored_as_they_are_keep_wgmma_asynchronous) {
+  if (!tritium::test::nvrtc_or_skip()) return;
+  using tritium::DType;
+  namespace split_k = tritium::ops::split_k;
+  const int32_t M = 16384, K = 384, N = 1536;
+  struct Case {
+    const char* what;
+    DType dtype;
+    bool split;
+    int32_t pm, pn, pk;
+    int64_t sam, sak, sbk, sbn;
+    int bm, bn, bk, warps;
+  };
+  const Case cases[] = {
+      {"tf32 fwd", DType::f32, false, M, N, K, K, 1, 1, K, 128, 128, 32, 8},
+      {"tf32 dgrad", DType::f32, false, M, K, N, N, 1, K, 1, 128, 128, 32, 8},
+      {"tf32 wgrad split", DType::f32, true, N, K, M, 1, N, K, 1, 128, 128, 32, 8},
+      {"bf16 wgrad split", DType::bf16, true, N, K, M, 1, N, K, 1, 128, 256, 64, 8},
+      {"bf16 fwd", DType::bf16, false, M, N, K, K, 1, 1, K, 128, 256, 64, 8},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.what) {
+      const bool tf32 = c.dtype == DType::f32;
+      const int bp = tritium::ops::matmul_block_pointers(c.dtype, tf32, c.sam, c.sak, c.sbk, c.sbn, 90, 1);
+      const tritium::Meta meta{{"BLOCK_M", c.bm}, {"BLOCK_N", c.bn},        {"BLOCK_K", c.bk},
+                               {"GROUP_M", 8},    {"TF32", tf32 ? 1 : 0},   {"CARRY_POINTERS", bp == 0},
+                               {"BLOCK_POINTERS", bp}};
+      auto trace = [&](auto a) {
+        if (c.split)
+          return split_k::product_kernel(c.dtype).optimized_function(
+              a, a, addr<float>(2), c.pm, c.pn, c.pk, c.sam, c.sak, c.sbk, c.sbn, int64_t{c.pn}, int64_t{1},
+              int64_t{1}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int32_t{5504},
+              int64_t{c.pm} * c.pn, meta);
+        return tritium::ops::matmul_kernel(c.dtype).optimized_function(
+            a, a, a, c.pm, c.pn, c.pk, c.sam, c.sak, c.sbk, c.sbn, int64_t{c.pn}, int64_t{1}, int64_t{1}, int64_t{0},
+            int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, meta);
+      };
+      auto f = c.dtype == DType::bf16 ? trace(addr<tritium::bf16_t>(0)) : trace(addr<float>(0));
+      CompileOptions opts;
+      opts.num_warps = c.warps;
+      opts.num_stages = 3;
+      const cuda::KernelSource ks = cuda::generate_cuda(*f, analyze_axis_info(*f), opts, tritium::test::kH100SharedMemory, 90);
+      const std::string body = tritium::test::kernel_body(ks);
+      const size_t wait = body.find("tt_wgmma_wait<0>();");
+      BOOST_TEST_REQUIRE(wait != std::string::npos);
+      BOOST_TEST(body.find("asm volatile(\"\" : \"+f\"(", wait) != std::string::npos);  // the tie
+      const std::string log = cuda::compile_log(ks.source, ks.entry, "sm_90a");
+      BOOST_TEST(log.find("serialized") == std::string::npos, log);
+    }
   }
 }
 

@@ -44,12 +44,21 @@ std::string env_value(int64_t s) { return std::to_string(s); }
 BOOST_AUTO_TEST_SUITE(test_matmul_split_k)
 
 // The heuristic on its own: split while the tiles leave workers idle, as far as each split keeps
-// 8 granules of K, at most 16; TRITIUM_MATMUL_SPLIT_K forces a split or none.
+// 8 granules of K, at most 16, taking the split of least modelled time (whole waves of programs,
+// each a chunk plus 4 granules, and the partials' cost per split); TRITIUM_MATMUL_SPLIT_K forces a
+// split or none.
 BOOST_AUTO_TEST_CASE(plan) {
   tt::ScopedEnv unset(kVar, nullptr);
   auto is = [](split_k::Plan p, int64_t s, int64_t chunk) { return p.splits == s && p.chunk == chunk; };
   // A GPT Linear's weight gradient on an H100: 1536 x 384 = 36 tiles of 128 for 132 SMs, K = 16384.
-  BOOST_TEST(is(split_k::plan(36, 16384, 64, 132), 4, 4096));
+  // 4 splits (the old rule, cdiv(132, 36)) are 144 programs: a second wave of 12 that costs a whole
+  // chunk (2 x 4096 + prologues); 3 are one wave of 108 (5504); with free partials 7 splits fill 2
+  // waves (2 x 2368).
+  BOOST_TEST(is(split_k::plan(36, 16384, 64, 132, 328), 3, 5504));
+  BOOST_TEST(is(split_k::plan(36, 16384, 64, 132), 7, 2368));
+  BOOST_TEST(is(split_k::plan(9, 16384, 64, 132, 37), 14, 1216));  // 126 programs, not 15 x 9 = 135
+  BOOST_TEST(is(split_k::plan(27, 16384, 64, 132, 110), 4, 4096));  // 108 programs, not 5 x 27 = 135
+  BOOST_TEST(is(split_k::plan(36, 16384, 64, 132, 100000), 1, 16384));  // partials dearer than any split
   BOOST_TEST(is(split_k::plan(1536, 384, 64, 132), 1, 384));    // enough tiles
   BOOST_TEST(is(split_k::plan(16, 512, 64, 132), 1, 512));      // K too short for 2 splits of 8 x 64
   BOOST_TEST(is(split_k::plan(16, 1024, 64, 132), 2, 512));     // 2 splits of 8 x 64
@@ -67,7 +76,7 @@ BOOST_AUTO_TEST_CASE(plan) {
   }
   {
     tt::ScopedEnv heuristic(kVar, "0");
-    BOOST_TEST(is(split_k::plan(36, 16384, 64, 132), 4, 4096));
+    BOOST_TEST(is(split_k::plan(36, 16384, 64, 132, 328), 3, 5504));
   }
 }
 

@@ -1,5 +1,6 @@
 // libnvrtc through dlopen, with our own declarations of the few entry points we use.
 #include "jit/cuda/nvrtc.h"
+#include "jit/cuda/nvrtc_log.h"
 
 #include <cstdlib>
 #include <mutex>
@@ -124,8 +125,11 @@ bool compiles_fast(const ir::Function& f) {
   return light && ops <= kMaxFastCompileOps;
 }
 
-std::vector<char> compile_to_cubin(const std::string& source, const std::string& name, const std::string& arch,
-                                   const std::vector<std::string>& extra_options) {
+namespace {
+
+// The cubin of `source`, and NVRTC's log in `log_out` when given.
+std::vector<char> compile(const std::string& source, const std::string& name, const std::string& arch,
+                          const std::vector<std::string>& extra_options, std::string* log_out) {
   const Nvrtc& n = require();
   nvrtcProgram prog = nullptr;
   std::string file = name + ".cu";
@@ -153,7 +157,22 @@ std::vector<char> compile_to_cubin(const std::string& source, const std::string&
   check(n, n.GetCUBINSize(prog, &size), "nvrtcGetCUBINSize", name);
   std::vector<char> cubin(size);
   check(n, n.GetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN", name);
+  if (log_out) *log_out = log;
   return cubin;
+}
+
+}  // namespace
+
+std::vector<char> compile_to_cubin(const std::string& source, const std::string& name, const std::string& arch,
+                                   const std::vector<std::string>& extra_options) {
+  return compile(source, name, arch, extra_options, nullptr);
+}
+
+std::string compile_log(const std::string& source, const std::string& name, const std::string& arch,
+                        const std::vector<std::string>& extra_options) {
+  std::string log;
+  compile(source, name, arch, extra_options, &log);
+  return log;
 }
 
 }  // namespace tritium::jit::cuda

@@ -696,7 +696,8 @@ void Lowering::emit_for(const ir::Op* op) {
     // waiting for them then is waiting for nothing).
     for (auto [d, i] : deferred) {
       deferred_dots_.insert(d);
-      pending_mma_.push_back({carry[i], 1, true});
+      const ir::Value* r = d->result();
+      pending_mma_.push_back({carry[i], 1, true, layout(r).num_regs(), is_int(r->type.dtype)});
     }
     {
       const size_t live = smem_live_.size();

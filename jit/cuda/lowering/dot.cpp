@@ -38,11 +38,29 @@ void Lowering::wait_mma(int keep) {
   line(fmt::format("tt_wgmma_wait<{}>();", keep));
   // The oldest groups completed; with keep = 0 all of them.
   bool previous = false;
+  std::vector<PendingMma> retired;
   while (!pending_mma_.empty() && total > keep) {
     total -= pending_mma_.front().groups;
     previous = previous || pending_mma_.front().previous_trip;
+    retired.push_back(pending_mma_.front());
     pending_mma_.erase(pending_mma_.begin());
   }
+  // The wait writes nothing the compiler can see, so it may move a read of the accumulators (a
+  // copy at a loop's exit, the bit casts of an f32 store) above it, between the wgmma and its wait:
+  // ptxas then serializes every wgmma of the kernel (C7514: "non wgmma instructions reading
+  // accumulator registers ... between start and end of the pipeline stage"), which it did for each
+  // kernel storing an f32 accumulator as it is (tf32 products, split-K partials). As Triton's
+  // wait_group op takes the accumulators as operands, the finished ones are tied to the wait here:
+  // an empty asm after it that reads and writes them (no instruction; volatile asm keeps its order).
+  // Not with groups left in flight: their registers are still the wgmma's.
+  if (keep == 0)
+    for (const PendingMma& p : retired)
+      for (int64_t from = 0; from < p.regs; from += 32) {
+        std::string ties;
+        for (int64_t r = from; r < std::min(p.regs, from + 32); ++r)
+          ties += fmt::format("{}\"+{}\"({}[{}])", r > from ? ", " : "", p.integer ? "r" : "f", p.acc, r);
+        line(fmt::format("asm volatile(\"\" : {});  // {}'s registers, after the wait", ties, p.acc));
+      }
   // The previous trip's deferred groups retired in this warpgroup; once every warpgroup is past this
   // point the stages they read may be refilled.
   if (previous && retire_hook_) {
@@ -189,7 +207,7 @@ void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const st
     }
   }
   line("tt_wgmma_commit();");
-  pending_mma_.push_back({acc, 1});
+  pending_mma_.push_back({acc, 1, false, rl.num_regs(), integer});
   if (deferred_dots_.count(op)) {
     // Runs on into the next trip. If the previous trip's group was not retired by an earlier wait of
     // this trip, it is now (its stages are refilled after it).

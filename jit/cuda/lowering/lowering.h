@@ -202,6 +202,8 @@ class Lowering {
     std::string acc;
     int groups = 0;
     bool previous_trip = false;  // a loop's deferred dot of the trip before (seeded at the body's top)
+    int64_t regs = 0;            // the accumulator's registers a thread (tied to the wait: wait_mma)
+    bool integer = false;        // s32 accumulators ("r"), else f32 ("f")
   };
   std::vector<PendingMma> pending_mma_;
   void wait_mma(int keep = 0);                 // wgmma.wait_group keep; drops what completed
