@@ -82,7 +82,51 @@ std::string device_model(const runtime::Device& d) {
   return fmt::format("cpu ({} threads)", runtime::ThreadPool::global().size());
 }
 
+// Totals over the process, printed at exit under TRITIUM_LOG=compile (beside the compile totals):
+// how many new keys a test suite or a first run tuned and what that cost.
+struct Totals {
+  std::mutex mutex;
+  uint64_t tunings = 0, heuristic = 0, compiled = 0, benchmarked = 0;
+  double tuning_ms = 0, compile_ms = 0;
+};
+Totals& totals() {
+  static Totals t;
+  return t;
+}
+void count_tuning(const TuningResult& r, size_t compiled) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    (void)env();  // constructed before the handler is registered, so destroyed after it runs
+    (void)totals();
+    std::atexit([] {
+      if (!env().log_compile) return;
+      Totals& t = totals();
+      std::lock_guard lock(t.mutex);
+      log_line(fmt::format("autotune totals: {} new keys ({} by heuristic), {} configs compiled or loaded for them ({:.1f} s), "
+                           "{} benchmarked; {:.1f} s in all",
+                           t.tunings, t.heuristic, t.compiled, t.compile_ms / 1e3, t.benchmarked, t.tuning_ms / 1e3));
+    });
+  });
+  Totals& t = totals();
+  std::lock_guard lock(t.mutex);
+  ++t.tunings;
+  t.heuristic += r.heuristic;
+  t.compiled += compiled;
+  t.benchmarked += static_cast<uint64_t>(r.benchmarked);
+  t.tuning_ms += r.tuning_ms;
+  t.compile_ms += r.compile_ms;
+}
+
 }  // namespace
+
+AutotuneMode autotune_mode() {
+  const std::string& v = env().autotune;
+  if (v.empty() || v == "tune" || v == "on" || v == "1") return AutotuneMode::tune;
+  if (v == "heuristic" || v == "off" || v == "0") return AutotuneMode::heuristic;
+  fail("TRITIUM_AUTOTUNE={}: expected 'tune' (the default: benchmark the candidates) or 'heuristic' (also 'off': "
+       "launch the tuner's heuristic choice without benchmarking)",
+       v);
+}
 
 // ---- ArgView ------------------------------------------------------------------------------------
 
@@ -238,7 +282,7 @@ void report_skipped(const std::string& kernel, const TuningResult& r) {
   std::string list;
   size_t skipped = 0;
   for (const ConfigResult& c : r.results) {
-    if (c.ok()) continue;
+    if (c.ok() || c.status == "not measured") continue;
     std::string why = c.status.rfind("failed: ", 0) == 0 ? c.status.substr(8) : c.status;
     if (why.size() > 160) why = why.substr(0, 157) + "...";
     list += fmt::format("{}{} ({}{})", skipped++ ? "; " : "", c.config.str(), why, c.from_disk ? ", from disk" : "");
@@ -283,6 +327,8 @@ struct Autotuner::Impl {
     for (const auto& a : args.values) h.add(static_cast<uint64_t>(a.dtype));
     runtime::Device d = launch_device(args);
     h.add(static_cast<uint64_t>(d.kind) << 32 | static_cast<uint32_t>(d.index));
+    // A heuristic pick is not a tuning: switching TRITIUM_AUTOTUNE in one process tunes again.
+    h.add(static_cast<uint64_t>(autotune_mode()));
     Hash128 r = h.finish();
     return r.lo ^ r.hi;
   }
@@ -324,7 +370,77 @@ struct Autotuner::Impl {
   }
 
   const TuningResult& tune(const GridSpec& grid, const LaunchArgs& args, uint64_t h);
+  void pick_heuristic(const std::vector<Config>& candidates, const LaunchArgs& args, TuningResult& result);
+  void finish(const TuningResult& result) const;
 };
+
+// TRITIUM_AUTOTUNE=heuristic: the heuristic's choice (else the perf model's cheapest, else the
+// first), compiled; on a compile failure the next candidate in order. Nothing is timed, nothing
+// is written to the disk record (there is no measurement to keep).
+void Autotuner::Impl::pick_heuristic(const std::vector<Config>& candidates, const LaunchArgs& args,
+                                     TuningResult& result) {
+  ArgView view(kernel, args);
+  const size_t n = candidates.size();
+  size_t first = 0;
+  if (options.prune_configs_by.heuristic) {
+    first = options.prune_configs_by.heuristic(candidates, view);
+    if (first >= n)
+      fail("autotune: the heuristic of kernel {} chose config {} of {} for {}", kernel.name(), first, n, result.key);
+  } else if (options.prune_configs_by.perf_model) {
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < n; ++i)
+      if (double c = options.prune_configs_by.perf_model(candidates[i], view); c < best) best = c, first = i;
+  }
+  result.heuristic = true;
+  result.results.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    result.results[i].config = candidates[i];
+    result.results[i].ms = std::nan("");
+    result.results[i].status = "not measured";
+  }
+  for (size_t t = 0; t < n; ++t) {
+    const size_t i = (first + t) % n;
+    ConfigResult& r = result.results[i];
+    try {
+      kernel.precompile(with_config(kernel, args, candidates[i], options.heuristics));
+      r.status = "heuristic";
+      result.best = i;
+      return;
+    } catch (const Error& e) {
+      r.status = "failed: " + first_line(e.what());
+    }
+  }
+  std::string why;
+  for (const auto& r : result.results) why += fmt::format("\n  {}: {}", r.config.str(), r.status);
+  fail("autotune: no config of kernel {} compiles for {}:{}", kernel.name(), result.key, why);
+}
+
+// What every new key reports: skipped configs (always), the tuning (TRITIUM_PRINT_AUTOTUNING).
+void Autotuner::Impl::finish(const TuningResult& result) const {
+  report_skipped(kernel.name(), result);
+  if (env().print_autotuning) {
+    int failed = 0, early = 0, cached = 0;
+    for (const auto& r : result.results) {
+      failed += r.status.rfind("failed", 0) == 0;
+      early += r.status == "early-stopped";
+      cached += r.from_disk;
+    }
+    if (result.heuristic)
+      log_line(fmt::format("autotuning {} for {}: heuristic {} of {} configs (TRITIUM_AUTOTUNE=heuristic: nothing "
+                           "timed, {} failed to compile); took {:.1f} ms",
+                           kernel.name(), result.key, result.best_config().str(), result.results.size(), failed,
+                           result.tuning_ms));
+    else
+      log_line(fmt::format("autotuning {} for {}: best {} ({:.4f} ms) of {} configs ({} measured, {} from disk, {} "
+                           "stopped early, {} failed); took {:.1f} ms (compiling {:.1f} ms)",
+                           kernel.name(), result.key, result.best_config().str(), result.results[result.best].ms,
+                           result.results.size(), result.benchmarked, cached, early, failed, result.tuning_ms,
+                           result.compile_ms));
+    if (env().print_autotuning_all)
+      for (const auto& r : result.results)
+        log_line(fmt::format("  {}: {:.4f} ms, {}{}", r.config.str(), r.ms, r.status, r.from_disk ? " (from disk)" : ""));
+  }
+}
 
 const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs& args, uint64_t h) {
   std::lock_guard tune_lock(tune_mutex);
@@ -341,6 +457,18 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
     candidates = options.prune_configs_by.early_config_prune(candidates, view);
     for (const Config& c : candidates) check_config(kernel, c);
     if (candidates.empty()) fail("autotune: early_config_prune left no config for kernel {} ({})", kernel.name(), result->key);
+  }
+  if (autotune_mode() == AutotuneMode::heuristic) {
+    pick_heuristic(candidates, args, *result);
+    result->compile_ms = result->tuning_ms = ms_since(start);
+    size_t tried = 0;
+    for (const ConfigResult& r : result->results) tried += r.status != "not measured";
+    count_tuning(*result, tried);
+    finish(*result);
+    std::lock_guard lock(map_mutex);
+    auto& slot = tuned[h];
+    slot = std::move(result);
+    return *slot;
   }
   if (options.prune_configs_by.perf_model && options.prune_configs_by.top_k > 0 &&
       static_cast<size_t>(options.prune_configs_by.top_k) < candidates.size()) {
@@ -525,23 +653,9 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
     disk->store(record_key, "tune", std::span<const char>(text.data(), text.size()));
   }
   result->tuning_ms = ms_since(start);
+  count_tuning(*result, todo.size());
 
-  report_skipped(kernel.name(), *result);
-  if (env().print_autotuning) {
-    int failed = 0, early = 0, cached = 0;
-    for (const auto& r : result->results) {
-      failed += r.status.rfind("failed", 0) == 0;
-      early += r.status == "early-stopped";
-      cached += r.from_disk;
-    }
-    log_line(fmt::format("autotuning {} for {}: best {} ({:.4f} ms) of {} configs ({} measured, {} from disk, {} "
-                         "stopped early, {} failed); took {:.1f} ms (compiling {:.1f} ms)",
-                         kernel.name(), result->key, result->best_config().str(), result->results[result->best].ms, n,
-                         result->benchmarked, cached, early, failed, result->tuning_ms, result->compile_ms));
-    if (env().print_autotuning_all)
-      for (const auto& r : result->results)
-        log_line(fmt::format("  {}: {:.4f} ms, {}{}", r.config.str(), r.ms, r.status, r.from_disk ? " (from disk)" : ""));
-  }
+  finish(*result);
   std::lock_guard lock(map_mutex);
   auto& slot = tuned[h];
   slot = std::move(result);

@@ -16,7 +16,8 @@
 // benchmarks nothing, and adding a config measures only the new one. Failures are kept there only
 // when they cannot depend on the data (compile and load failures, ResourceError at launch); a
 // tuning that skips configs lists them in one line on stderr. TRITIUM_PRINT_AUTOTUNING=1 prints
-// each tuning.
+// each tuning. TRITIUM_AUTOTUNE=heuristic skips the benchmarking: each new key compiles and
+// launches one config, the tuner's heuristic choice (autotune_mode(); docs/autotune.md).
 #pragma once
 #include <functional>
 #include <memory>
@@ -28,6 +29,13 @@
 #include "runtime/tensor.h"
 
 namespace tritium {
+
+// How a tuner picks the config of a new key, from TRITIUM_AUTOTUNE: `tune` (the default: compile
+// and benchmark the candidates) or `heuristic` ("off" too: compile only the heuristic's choice,
+// time nothing - a first call costs one compile, as PyTorch's kernels without max-autotune). Any
+// other value is an Error naming the accepted ones. Read at every new key: part of the key.
+enum class AutotuneMode { tune, heuristic };
+AutotuneMode autotune_mode();
 
 // Named access to launch arguments, for keys, hooks, heuristics and performance models.
 class ArgView {
@@ -66,6 +74,11 @@ struct PruneConfigsBy {
   int top_k = 0;
   // Drops configs before anything else (e.g. those whose tiles exceed the problem).
   std::function<std::vector<Config>(const std::vector<Config>&, const ArgView&)> early_config_prune = {};
+  // Under TRITIUM_AUTOTUNE=heuristic: the index (into the candidates early_config_prune left) of
+  // the config to launch without benchmarking. Empty: the perf_model's cheapest, else the first
+  // (config lists are written in order of preference, as Triton's). A choice that fails to
+  // compile falls to the next candidate in order.
+  std::function<size_t(const std::vector<Config>&, const ArgView&)> heuristic = {};
 };
 
 // Every member has a default member initializer, so designated initializers such as
@@ -88,9 +101,11 @@ struct AutotuneOptions {
 struct ConfigResult {
   Config config;
   double ms = 0;       // median; NaN when failed
-  std::string status;  // "ok", "early-stopped", "failed: <reason>"
+  // "ok", "early-stopped", "failed: <reason>"; under TRITIUM_AUTOTUNE=heuristic "heuristic" (the
+  // config chosen, compiled, not timed) and "not measured" (the others, not compiled).
+  std::string status;
   bool from_disk = false;
-  bool ok() const { return status == "ok" || status == "early-stopped"; }
+  bool ok() const { return status == "ok" || status == "early-stopped" || status == "heuristic"; }
 };
 
 struct TuningResult {
@@ -99,6 +114,7 @@ struct TuningResult {
   size_t best = 0;                    // index into results
   double tuning_ms = 0, compile_ms = 0;
   int benchmarked = 0;                // candidates measured in this process
+  bool heuristic = false;             // chosen under TRITIUM_AUTOTUNE=heuristic, nothing timed
   const Config& best_config() const { return results[best].config; }
 };
 

@@ -94,6 +94,7 @@ Env read_env() {
   std::string pa = lower_trimmed(get("TRITIUM_PRINT_AUTOTUNING"));
   e.print_autotuning = !pa.empty() && pa != "0" && pa != "false" && pa != "off" && pa != "no";
   e.print_autotuning_all = pa == "all";
+  e.autotune = lower_trimmed(get("TRITIUM_AUTOTUNE"));
   std::string pb = lower_trimmed(get("TRITIUM_POISON_BUFFERS"));
   e.poison_buffers = !pb.empty() && pb != "0" && pb != "false" && pb != "off" && pb != "no";
   std::string dbg = lower_trimmed(get("TRITIUM_DEBUG"));

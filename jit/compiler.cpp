@@ -2,6 +2,7 @@
 // order of the steps is visible in one place.
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -28,6 +29,24 @@ double g_passes_ms = 0, g_generate_ms = 0, g_load_ms = 0;
 using Clock = std::chrono::steady_clock;
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// TRITIUM_LOG=compile: the process's totals in one line at exit - how many binaries a test suite or
+// a first run compiled and where their time went. Registered at the first compile, after env()
+// exists, so the handler runs before env()'s object is destroyed.
+void log_totals_at_exit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    (void)env();  // constructed before the handler is registered, so destroyed after it runs
+    std::atexit([] {
+      if (!env().log_compile) return;
+      CompileStats s = compile_stats();
+      log_line(fmt::format("compile totals: {} compiled, {} from the disk cache, {} shared in memory; passes {:.1f} s, "
+                           "generate {:.1f} s, load {:.1f} s (summed over threads)",
+                           s.compiled, s.disk_hits, s.shared_hits, s.passes_ms / 1e3, s.generate_ms / 1e3,
+                           s.load_ms / 1e3));
+    });
+  });
 }
 }  // namespace
 
@@ -87,6 +106,7 @@ std::string toolchain_id(const runtime::Device& device) {
 
 std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& device, const CompileOptions& opts) {
   auto start = Clock::now();
+  log_totals_at_exit();
   Backend& backend = backend_for(device);
   prepare_debug_mode(f, opts);
   run_passes(f, env().dump_dir);

@@ -309,6 +309,27 @@ std::vector<Config> fitting_configs(const std::vector<Config>& configs, const Ar
   return out;
 }
 
+// TRITIUM_AUTOTUNE=heuristic: of the fitting configs (largest tiles first), the first whose tiles
+// give every SM a program of a batch item, else the one with the most programs. Compiles one
+// kernel per shape instead of compiling and timing every fitting config.
+size_t heuristic_config(const std::vector<Config>& configs, const ArgView& args) {
+  const int64_t M = args.integer("M"), N = args.integer("N");
+  int64_t sms = 1;
+  for (const auto& a : args.args().values)
+    if (a.tensor && a.tensor->device().is_cuda()) {
+      sms = runtime::cuda::properties(a.tensor->device().index).multiprocessor_count;
+      break;
+    }
+  size_t most = 0;
+  int64_t most_programs = 0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const int64_t programs = cdiv(M, configs[i].meta["BLOCK_M"]) * cdiv(N, configs[i].meta["BLOCK_N"]);
+    if (programs >= sms) return i;
+    if (programs > most_programs) most = i, most_programs = programs;
+  }
+  return most;
+}
+
 template <class T> Autotuner& gpu_tuner() {
   static Autotuner tuner = [] {
     AutotuneOptions o;
@@ -316,6 +337,7 @@ template <class T> Autotuner& gpu_tuner() {
     // kernel (set_float32_matmul_precision may change between calls of one shape).
     o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2", "TF32"};
     o.prune_configs_by.early_config_prune = fitting_configs;
+    o.prune_configs_by.heuristic = heuristic_config;
     o.warmup_ms = 10, o.rep_ms = 40;  // an op's first call waits for this per shape
     return autotune(matmul_kernel<T>(), gpu_configs(std::is_same_v<T, float>), o);
   }();
@@ -330,6 +352,7 @@ template <class T> Autotuner& gpu_split_tuner() {
     AutotuneOptions o;
     o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2", "TF32", "K_CHUNK"};
     o.prune_configs_by.early_config_prune = fitting_configs;
+    o.prune_configs_by.heuristic = heuristic_config;
     o.warmup_ms = 10, o.rep_ms = 40;
     return autotune(matmul_split_k_kernel<T>(), gpu_configs(std::is_same_v<T, float>), o);
   }();
@@ -343,6 +366,7 @@ template <class T> Autotuner& gpu_epilogue_tuner() {
     o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2", "TF32", "HAS_SELF",
              "stride_sm", "stride_sn"};
     o.prune_configs_by.early_config_prune = fitting_configs;
+    o.prune_configs_by.heuristic = heuristic_config;
     o.warmup_ms = 10, o.rep_ms = 40;
     return autotune(matmul_epilogue_kernel<T>(), gpu_configs(std::is_same_v<T, float>), o);
   }();

@@ -122,6 +122,17 @@ BOOST_AUTO_TEST_CASE(matches_float64_at_any_length) {
   });
 }
 
+// The test binary picks attention's tiles by heuristic (TRITIUM_AUTOTUNE=heuristic, tests/main.cpp);
+// here the tuner benchmarks every candidate, as the product does by default, and the kernels it
+// picks (forward and both backward kernels) are checked.
+BOOST_AUTO_TEST_CASE(tuned_tiles_match_float64) {
+  tt::ScopedEnv tune("TRITIUM_AUTOTUNE", "tune");
+  tt::for_each_backend([&](const tt::Backend&) {
+    run_case({1, 2, 150, 150, 64, true, DType::f16, false}, 41);
+    run_case({1, 1, 70, 96, 32, false, DType::f32, false}, 42);
+  });
+}
+
 // q, k and v as head views of one projection [B, N, 3 H D] (GPT's c_attn output split and
 // viewed as [B, H, N, D]): the forward writes the output, and the backward each gradient, in its
 // input's dimension order (the backward reads q, k and v through their strides, no copy), so the

@@ -8,11 +8,13 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autotune/autotuner.h"
@@ -30,6 +32,12 @@ using tritium::Meta;
 using tritium::Tensor;
 
 namespace {
+
+// The test binary runs with TRITIUM_AUTOTUNE=heuristic (tests/main.cpp); this suite tests the
+// tuner itself, so its cases benchmark the candidates.
+struct TunedAutotuning : tt::ScopedEnv {
+  TunedAutotuning() : tt::ScopedEnv("TRITIUM_AUTOTUNE", "tune") {}
+};
 
 // A fresh, enabled disk cache for one test (restored afterwards).
 struct FreshCache : tt::FreshCacheDir {
@@ -101,7 +109,7 @@ void check_scaled(const Tensor& out, const std::vector<float>& x, int reps, cons
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(test_autotune)
+BOOST_FIXTURE_TEST_SUITE(test_autotune, TunedAutotuning)
 
 BOOST_AUTO_TEST_CASE(do_bench_measures_and_gives_up) {
   tt::for_each_backend([&](const tt::Backend& be) {
@@ -125,6 +133,27 @@ BOOST_AUTO_TEST_CASE(do_bench_measures_and_gives_up) {
     auto g = tritium::do_bench([&] { k[{n / 1024}](x, out, n, 1024, 1); }, be.device, o);
     BOOST_TEST(g.stopped_early);
     BOOST_TEST(g.reps == 5);
+  });
+}
+
+// rep_ms and warmup_ms budget whole repetitions, untimed preparation (and on a GPU the L2 flush)
+// included, as Triton's do_bench: a fast call behind a 2 ms preparation runs about rep_ms / 2
+// times, not rep_ms / (the call's time) - thousands of flushes per config before this.
+BOOST_AUTO_TEST_CASE(do_bench_budgets_count_the_preparation) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int n = 1 << 10;
+    auto k = make_costly_scale();
+    Tensor x = tritium::ops::ones({n}), out = tritium::ops::zeros({n});
+    tritium::BenchOptions o;
+    o.warmup_ms = 1;
+    o.rep_ms = 40;
+    o.before_each = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+    auto start = std::chrono::steady_clock::now();
+    auto r = tritium::do_bench([&] { k[{1}](x, out, n, 1024, 1); }, be.device, o);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    BOOST_TEST(r.reps >= o.min_reps);
+    BOOST_TEST(r.reps <= 20, r.reps << " repetitions of a call behind a 2 ms preparation in 40 ms");
+    BOOST_TEST(ms < 1000.0, "do_bench took " << ms << " ms for rep_ms = 40");
   });
 }
 
@@ -441,6 +470,78 @@ BOOST_AUTO_TEST_CASE(pruning_and_heuristics) {
     Tensor out2 = tritium::ops::zeros({n});
     h[1](x, out2, n);
     check_scaled(out2, std::vector<float>(n, 1.0f), 3, "heuristics");
+  });
+}
+
+// TRITIUM_AUTOTUNE=heuristic: a new key compiles one config - the options' heuristic choice, else
+// the perf model's cheapest, else the first; the next in order when it fails to compile - and
+// times nothing; the disk record is not written; switching the mode tunes the key again.
+BOOST_AUTO_TEST_CASE(heuristic_mode_compiles_one_config_and_times_none) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    FreshCache cache;
+    tt::ScopedEnv mode("TRITIUM_AUTOTUNE", "heuristic");
+    BOOST_TEST((tritium::autotune_mode() == tritium::AutotuneMode::heuristic));
+    const int n = 3000;
+    auto hx = tt::random_vector<float>(n, 5);
+    Tensor x = Tensor::from_vector(hx, {n}), out = tritium::ops::full({n}, NAN, tritium::DType::f32);
+    // REPS = 3 everywhere: the values say which config ran only through the count of compiles.
+    const std::vector<Config> configs = {Config({{"BLOCK", 128}, {"REPS", 3}}), Config({{"BLOCK", 256}, {"REPS", 3}}),
+                                         Config({{"BLOCK", 1000}, {"REPS", 3}}), Config({{"BLOCK", 512}, {"REPS", 3}})};
+    auto o = quick({"n"});
+    o.prune_configs_by.heuristic = [](const std::vector<Config>&, const tritium::ArgView&) { return size_t{1}; };
+    auto k = make_costly_scale();
+    auto tuner = tritium::autotune(k, configs, o);
+    const auto& r = tuner.tune(grid_of(n), x, out, n);
+    BOOST_TEST(r.heuristic);
+    BOOST_TEST(r.benchmarked == 0);
+    BOOST_TEST(r.best == 1u);
+    BOOST_TEST(r.results[1].status == "heuristic");
+    for (size_t i : {size_t{0}, size_t{2}, size_t{3}}) BOOST_TEST(r.results[i].status == "not measured", i << ": " << r.results[i].status);
+    BOOST_TEST(k.num_specializations() == 1u);  // the others were not even compiled
+    tuner[grid_of(n)](x, out, n);
+    check_scaled(out, hx, 3, "heuristic choice");
+    size_t tune_files = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(cache.dir)) tune_files += e.path().extension() == ".tune";
+    BOOST_TEST(tune_files == 0u);  // nothing was measured, nothing is remembered
+
+    // A choice that fails to compile (BLOCK = 1000) falls to the next config in order, with the
+    // one line on stderr that names the skipped config.
+    auto o2 = quick({"n"});
+    o2.prune_configs_by.heuristic = [](const std::vector<Config>&, const tritium::ArgView&) { return size_t{2}; };
+    auto k2 = make_costly_scale();
+    auto falls = tritium::autotune(k2, configs, o2);
+    std::string text = tt::capture_fd(2, [&] { falls.tune(grid_of(n), x, out, n); });
+    const auto& r2 = falls.tune(grid_of(n), x, out, n);
+    BOOST_TEST(r2.best == 3u);
+    BOOST_TEST(r2.results[2].status.find("power of two") != std::string::npos, r2.results[2].status);
+    BOOST_TEST(text.find("skipped 1 of 4 configs: BLOCK=1000") != std::string::npos, text);
+
+    // No heuristic: the perf model's cheapest; neither: the first.
+    auto o3 = quick({"n"});
+    o3.prune_configs_by.perf_model = [](const Config& c, const tritium::ArgView&) {
+      return std::abs(double(c.meta["BLOCK"]) - 256.0);
+    };
+    BOOST_TEST(tritium::autotune(make_costly_scale(), configs, o3).tune(grid_of(n), x, out, n).best == 1u);
+    BOOST_TEST(tritium::autotune(make_costly_scale(), configs, quick({"n"})).tune(grid_of(n), x, out, n).best == 0u);
+
+    // A heuristic index past the candidates is an error naming the kernel.
+    auto o4 = quick({"n"});
+    o4.prune_configs_by.heuristic = [](const std::vector<Config>& cs, const tritium::ArgView&) { return cs.size(); };
+    auto bad = tritium::autotune(make_costly_scale(), configs, o4);
+    tt::check_throws([&] { bad.tune(grid_of(n), x, out, n); }, {"heuristic of kernel costly_scale chose config 4 of 4"},
+                     "index past the end");
+
+    // Back to tuning: the same tuner measures the key (the mode is part of the key).
+    {
+      tt::ScopedEnv tune("TRITIUM_AUTOTUNE", "tune");
+      const auto& t = tuner.tune(grid_of(n), x, out, n);
+      BOOST_TEST(!t.heuristic);
+      BOOST_TEST(t.benchmarked == 3);  // BLOCK = 1000 fails to trace: not benchmarked
+    }
+    // An unknown value is an error that names the accepted ones.
+    tt::ScopedEnv wrong("TRITIUM_AUTOTUNE", "fastest");
+    tt::check_throws([&] { tuner.tune(grid_of(n + 1), x, out, n + 1); }, {"TRITIUM_AUTOTUNE=fastest", "'tune'", "'heuristic'"},
+                     "unknown mode");
   });
 }
 

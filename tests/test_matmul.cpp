@@ -49,6 +49,24 @@ BOOST_AUTO_TEST_CASE(sizes_around_the_blocks) {
   });
 }
 
+// The test binary picks matmul's configs by heuristic (TRITIUM_AUTOTUNE=heuristic, tests/main.cpp);
+// here the tuner benchmarks every fitting config, as the product does by default, and the kernel it
+// picks is checked: a shape large enough for the large tiles and one off every block, per dtype.
+BOOST_AUTO_TEST_CASE(tuned_configs_against_float64) {
+  tt::ScopedEnv tune("TRITIUM_AUTOTUNE", "tune");
+  tt::for_each_backend([&](const tt::Backend&) {
+    const int sizes[][3] = {{384, 192, 520}, {129, 72, 257}};
+    uint32_t seed = 700;
+    for (auto& s : sizes) {
+      auto what = fmt::format("tuned {}x{}x{}", s[0], s[1], s[2]);
+      check<float>(random_tensor<float>({s[0], s[1]}, seed), random_tensor<float>({s[1], s[2]}, seed + 1), what);
+      check<f16_t>(random_tensor<f16_t>({s[0], s[1]}, seed + 2), random_tensor<f16_t>({s[1], s[2]}, seed + 3), what);
+      check<bf16_t>(random_tensor<bf16_t>({s[0], s[1]}, seed + 4), random_tensor<bf16_t>({s[1], s[2]}, seed + 5), what);
+      seed += 6;
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(training_shapes_with_transposed_views) {
   tt::for_each_backend([&](const tt::Backend&) {
     // The MLP's matmuls: x @ W^T (W^T a view), g @ W, x^T @ g.
