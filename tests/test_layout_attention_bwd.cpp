@@ -1,5 +1,5 @@
-// Tutorial 06's backward (tutorials/06-fused-attention.cpp's _attn_bwd, copied: the tutorial is
-// another binary) as the CUDA backend generates it for sm_90a - contract_fma, then generate_cuda -
+// Tutorial 06's backward (tutorials/06-fused-attention.cpp's own _attn_bwd: the tutorial's source is
+// included, its main renamed, as tools/attn-codegen does) as the CUDA backend generates it for sm_90a - contract_fma, then generate_cuda -
 // at the tutorial's config (BLOCK_M1 32, BLOCK_N1 128, BLOCK_M2 128, BLOCK_N2 32, 4 warps, 5
 // stages) and its benchmark's specialisation (issue 27; docs/cuda-backend.md, "Attention's backward
 // against Triton's"). What is asserted is the general mechanisms the kernel needs, read in the
@@ -7,6 +7,10 @@
 // bytes to the dQ phase's Q and dO tiles), the loops' tiles pipelined, P and dS passed to their
 // dots in registers, nothing else through shared memory in the loops. Generated and compiled with
 // NVRTC, never run here: values are the tutorial's own check (`06-fused-attention --backend cuda`).
+#define main tutorial06_main
+#include "06-fused-attention.cpp"
+#undef main
+
 #include <boost/test/unit_test.hpp>
 #include <tritium/tritium.h>
 
@@ -17,137 +21,17 @@
 #include "jit/passes/contract_fma.h"
 #include "jit/passes/dce.h"
 
-namespace tl = tritium::tl;
 namespace cuda = tritium::jit::cuda;
 namespace tt = tritium::test;
-using tritium::DType;
-using P = tl::ptr<tl::any>;
 
 namespace {
-
-std::tuple<tl::tensor, tl::tensor> bwd_dkdv(tl::tensor dk, tl::tensor dv, const tl::tensor& Q, const tl::tensor& k,
-                                            const tl::tensor& v, const tl::tensor& DO, const tl::tensor& M,
-                                            const tl::tensor& D, const tl::tensor& stride_tok, const tl::tensor& stride_d,
-                                            int BLOCK_M1, int BLOCK_N1, int HEAD_DIM, const tl::tensor& start_n,
-                                            const tl::tensor& start_m, const tl::tensor& num_steps, bool MASK, DType dtype) {
-  auto offs_m = start_m + tl::arange(0, BLOCK_M1);
-  auto offs_n = start_n + tl::arange(0, BLOCK_N1);
-  auto offs_k = tl::arange(0, HEAD_DIM);
-  auto qT_ptrs = Q + offs_m(tl::None, tl::_) * stride_tok + offs_k(tl::_, tl::None) * stride_d;
-  auto do_ptrs = DO + offs_m(tl::_, tl::None) * stride_tok + offs_k(tl::None, tl::_) * stride_d;
-  auto curr_m = start_m;
-  for (auto blk_idx : tl::range(0, num_steps)) {
-    (void)blk_idx;
-    auto qT = tl::load(qT_ptrs);
-    offs_m = curr_m + tl::arange(0, BLOCK_M1);
-    auto m = tl::load(M + offs_m);
-    auto qkT = tl::dot(k, qT);
-    auto pT = tl::exp2(qkT - m(tl::None, tl::_));
-    if (MASK) pT = tl::where(offs_m(tl::None, tl::_) >= offs_n(tl::_, tl::None), pT, 0.0);
-    auto do_ = tl::load(do_ptrs);
-    dv += tl::dot(pT.to(dtype), do_);
-    auto Di = tl::load(D + offs_m);
-    auto dpT = tl::dot(v, tl::trans(do_)).to(tl::float32);
-    auto dsT = (pT * (dpT - Di(tl::None, tl::_))).to(dtype);
-    dk += tl::dot(dsT, tl::trans(qT));
-    curr_m += BLOCK_M1;
-    qT_ptrs += BLOCK_M1 * stride_tok;
-    do_ptrs += BLOCK_M1 * stride_tok;
-  }
-  return {dk, dv};
-}
-
-tl::tensor bwd_dq(tl::tensor dq, const tl::tensor& q, const tl::tensor& K, const tl::tensor& V, const tl::tensor& do_,
-                  const tl::tensor& m, const tl::tensor& D, const tl::tensor& stride_tok, const tl::tensor& stride_d,
-                  int BLOCK_M2, int BLOCK_N2, int HEAD_DIM, const tl::tensor& start_m, const tl::tensor& start_n,
-                  const tl::tensor& num_steps, bool MASK, DType dtype) {
-  auto offs_m = start_m + tl::arange(0, BLOCK_M2);
-  auto offs_n = start_n + tl::arange(0, BLOCK_N2);
-  auto offs_k = tl::arange(0, HEAD_DIM);
-  auto kT_ptrs = K + offs_n(tl::None, tl::_) * stride_tok + offs_k(tl::_, tl::None) * stride_d;
-  auto vT_ptrs = V + offs_n(tl::None, tl::_) * stride_tok + offs_k(tl::_, tl::None) * stride_d;
-  auto Di = tl::load(D + offs_m);
-  auto curr_n = start_n;
-  for (auto blk_idx : tl::range(0, num_steps)) {
-    (void)blk_idx;
-    auto kT = tl::load(kT_ptrs);
-    auto vT = tl::load(vT_ptrs);
-    auto p = tl::exp2(tl::dot(q, kT) - m);
-    if (MASK) {
-      offs_n = curr_n + tl::arange(0, BLOCK_N2);
-      p = tl::where(offs_m(tl::_, tl::None) >= offs_n(tl::None, tl::_), p, 0.0);
-    }
-    auto dp = tl::dot(do_, vT).to(tl::float32);
-    auto ds = (p * (dp - Di(tl::_, tl::None))).to(dtype);
-    dq += tl::dot(ds, tl::trans(kT));
-    curr_n += BLOCK_N2;
-    kT_ptrs += BLOCK_N2 * stride_tok;
-    vT_ptrs += BLOCK_N2 * stride_tok;
-  }
-  return dq;
-}
-
-auto attn_bwd = tritium::kernel(
-    "attn_bwd",
-    [](P Q, P K, P V, tl::f32 sm_scale, P DO, P DQ, P DK, P DV, tl::ptr<float> M, tl::ptr<float> D, tl::i32 stride_z,
-       tl::i32 stride_h, tl::i32 stride_tok, tl::i32 stride_d, tl::i32 H, tl::i32 N_CTX, int BLOCK_M1, int BLOCK_N1,
-       int BLOCK_M2, int BLOCK_N2, int BLK_SLICE_FACTOR, int HEAD_DIM, int CAUSAL) {
-      const DType dtype = tl::float16;
-      auto bhid = tl::program_id(2);
-      auto off_chz = (bhid * N_CTX).to(tl::int64);
-      auto adj = (stride_h * (bhid % H) + stride_z * (bhid / H)).to(tl::int64);
-      auto pid = tl::program_id(0);
-      Q += adj, K += adj, V += adj, DO += adj, DQ += adj, DK += adj, DV += adj;
-      M += off_chz, D += off_chz;
-      auto offs_k = tl::arange(0, HEAD_DIM);
-      auto start_n = pid * BLOCK_N1;
-      tl::tensor start_m = tl::full({}, 0, tl::int32);
-      const int MASK_BLOCK_M1 = BLOCK_M1 / BLK_SLICE_FACTOR;
-      auto offs_n = start_n + tl::arange(0, BLOCK_N1);
-      auto dv = tl::zeros({BLOCK_N1, HEAD_DIM}, tl::float32);
-      auto dk = tl::zeros({BLOCK_N1, HEAD_DIM}, tl::float32);
-      auto k = tl::load(K + offs_n(tl::_, tl::None) * stride_tok + offs_k(tl::None, tl::_) * stride_d);
-      auto v = tl::load(V + offs_n(tl::_, tl::None) * stride_tok + offs_k(tl::None, tl::_) * stride_d);
-      if (CAUSAL) {
-        start_m = start_n;
-        auto num_steps = tl::full({}, BLOCK_N1 / MASK_BLOCK_M1, tl::int32);
-        std::tie(dk, dv) = bwd_dkdv(dk, dv, Q, k, v, DO, M, D, stride_tok, stride_d, MASK_BLOCK_M1, BLOCK_N1, HEAD_DIM,
-                                    start_n, start_m, num_steps, true, dtype);
-        start_m += num_steps * MASK_BLOCK_M1;
-      }
-      auto num_steps = (N_CTX - start_m) / BLOCK_M1;
-      std::tie(dk, dv) = bwd_dkdv(dk, dv, Q, k, v, DO, M, D, stride_tok, stride_d, BLOCK_M1, BLOCK_N1, HEAD_DIM, start_n,
-                                  start_m, num_steps, false, dtype);
-      tl::store(DV + offs_n(tl::_, tl::None) * stride_tok + offs_k(tl::None, tl::_) * stride_d, dv.to(dtype));
-      dk *= sm_scale;
-      tl::store(DK + offs_n(tl::_, tl::None) * stride_tok + offs_k(tl::None, tl::_) * stride_d, dk.to(dtype));
-      start_m = pid * BLOCK_M2;
-      auto end_n = CAUSAL ? start_m + BLOCK_M2 : N_CTX + 0;
-      const int MASK_BLOCK_N2 = BLOCK_N2 / BLK_SLICE_FACTOR;
-      auto offs_m = start_m + tl::arange(0, BLOCK_M2);
-      auto q = tl::load(Q + offs_m(tl::_, tl::None) * stride_tok + offs_k(tl::None, tl::_) * stride_d);
-      auto dq = tl::zeros({BLOCK_M2, HEAD_DIM}, tl::float32);
-      auto do_ = tl::load(DO + offs_m(tl::_, tl::None) * stride_tok + offs_k(tl::None, tl::_) * stride_d);
-      auto m = tl::load(M + offs_m)(tl::_, tl::None);
-      if (CAUSAL) {
-        auto num_steps2 = tl::full({}, BLOCK_M2 / MASK_BLOCK_N2, tl::int32);
-        dq = bwd_dq(dq, q, K, V, do_, m, D, stride_tok, stride_d, BLOCK_M2, MASK_BLOCK_N2, HEAD_DIM, start_m,
-                    end_n - num_steps2 * MASK_BLOCK_N2, num_steps2, true, dtype);
-        end_n -= num_steps2 * MASK_BLOCK_N2;
-      }
-      auto num_steps2 = end_n / BLOCK_N2;
-      dq = bwd_dq(dq, q, K, V, do_, m, D, stride_tok, stride_d, BLOCK_M2, BLOCK_N2, HEAD_DIM, start_m,
-                  end_n - num_steps2 * BLOCK_N2, num_steps2, false, dtype);
-      dq *= 0.6931471824645996;
-      tl::store(DQ + offs_m(tl::_, tl::None) * stride_tok + offs_k(tl::None, tl::_) * stride_d, dq.to(dtype));
-    });
 
 // The kernel as the CUDA backend compiles it (cuda_backend.cpp, generate): contract_fma, then the
 // generator's routing; B 4, H 32, N_CTX 4096, contiguous f16 as the tutorial's benchmark.
 cuda::KernelSource generate(int d, int causal) {
   using tritium::f16_t;
   const int n = 4096, h = 32;
-  auto f = attn_bwd.optimized_function(tt::fake_address<f16_t>(1), tt::fake_address<f16_t>(2), tt::fake_address<f16_t>(3),
+  auto f = _attn_bwd.optimized_function(tt::fake_address<f16_t>(1), tt::fake_address<f16_t>(2), tt::fake_address<f16_t>(3),
                                        0.125f, tt::fake_address<f16_t>(4), tt::fake_address<f16_t>(5),
                                        tt::fake_address<f16_t>(6), tt::fake_address<f16_t>(7), tt::fake_address<float>(8),
                                        tt::fake_address<float>(9), h * n * d, n * d, d, 1, h, n, 32, 128, 128, 32, 2, d,
