@@ -6,7 +6,8 @@
 // against Triton's"). Asserted: K and V, read through descriptors the kernel makes with Z * H *
 // N_CTX rows, fill each loop's ring by TMA (the map's rows a recipe expression the launcher
 // evaluates), with no cp.async copy of them in the TMA branch. Compiled with NVRTC, never run here:
-// values are the tutorial's own check (`06-fused-attention --backend cuda`).
+// values are the tutorial's own check (`06-fused-attention --backend cuda`). Also: bf16's P,
+// converted for the P V dot alone, rounds without the NaN fix-up.
 #include <boost/test/unit_test.hpp>
 #include <tritium/tritium.h>
 
@@ -47,11 +48,11 @@ namespace tt = tritium::test;
 namespace {
 
 // The kernel as the CUDA backend compiles it (cuda_backend.cpp, generate); f16, contiguous.
+template <class T = tritium::f16_t>
 cuda::KernelSource generate(int bm, int bn, int warps, int stages, int d, int stage) {
-  using tritium::f16_t;
-  auto f = tutorial06_fwd::_attn_fwd.optimized_function(0.125f, tt::fake_address<float>(1), 4, 32, tt::fake_address<f16_t>(2),
-                                                        tt::fake_address<f16_t>(3), tt::fake_address<f16_t>(4),
-                                                        tt::fake_address<f16_t>(5), 4096, d, bm, bn, 0, stage);
+  auto f = tutorial06_fwd::_attn_fwd.optimized_function(0.125f, tt::fake_address<float>(1), 4, 32, tt::fake_address<T>(2),
+                                                        tt::fake_address<T>(3), tt::fake_address<T>(4),
+                                                        tt::fake_address<T>(5), 4096, d, bm, bn, 0, stage);
   if (tritium::jit::contract_multiply_add(*f)) tritium::jit::eliminate_dead_code(*f);
   tritium::jit::CompileOptions opts;
   opts.num_warps = warps;
@@ -122,6 +123,22 @@ BOOST_AUTO_TEST_CASE(k_and_v_fill_the_ring_by_tma) {
       }
     }
   }
+}
+
+// bf16 inputs: P (f32 in registers) becomes the P V dot's bf16 A operand with one cvt an element,
+// without the NaN fix-up (FSETP, SEL, PRMT: 192 instructions a trip at 128 x 64 x D 128, 4 warps);
+// the output, stored, keeps it. The maps are BFLOAT16 (9).
+BOOST_AUTO_TEST_CASE(bf16_p_rounds_for_the_dot_alone) {
+  if (!tt::nvrtc_or_skip()) return;
+  const cuda::KernelSource ks = generate<tritium::bf16_t>(128, 64, 4, 3, 128, 1);
+  BOOST_TEST(ks.tma_maps.size() == 2u);
+  for (const std::string& m : ks.tma_maps) BOOST_TEST(m.find(" 2 9 64 64") != std::string::npos, m);
+  const std::string body = tt::kernel_body(ks);
+  const std::vector<std::string> ls = loops(body);
+  BOOST_TEST_REQUIRE(ls.size() == 1u);
+  BOOST_TEST(tt::occurrences(ls[0], "tt_bf16_from_rn(") >= 1u);
+  BOOST_TEST(tt::occurrences(ls[0], "tt_bf16_from(") == 0u);
+  BOOST_TEST(tt::occurrences(body.substr(body.find(ls[0]) + ls[0].size()), "tt_bf16_from(") >= 1u);  // O's store
 }
 
 BOOST_AUTO_TEST_SUITE_END()
