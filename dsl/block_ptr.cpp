@@ -24,13 +24,30 @@ tensor index_scalar(const char* op, const char* what, size_t d, const operand& o
   return tensor(to == DType::invalid ? v : dsl::cast(op, loc, v, to));
 }
 
-// A kernel parameter ("pN") or an integer constant ("cV"), else "".
+// A kernel parameter ("pN"), an integer constant ("cV"), or wrapping integer arithmetic over those
+// (jit/cuda/codegen.h, RecipeValue: tutorial 06's Z * H * N_CTX rows), else "": a tensor whose
+// base, shape and strides have such recipes can be copied by TMA (the launcher encodes its map).
+std::string host_value(const Value* v, int depth) {
+  if (v->is_block_arg() && v->owner->parent == nullptr) return fmt::format("p{}", v->index);
+  const ir::Op* d = v->def;
+  if (!d || !v->type.is_scalar()) return "";
+  if (d->kind == ir::OpKind::Constant && is_int(v->type.dtype)) return fmt::format("c{}", d->attrs.ival);
+  const char* type = v->type.dtype == DType::i32 ? "i32" : v->type.dtype == DType::u32 ? "u32"
+                   : v->type.dtype == DType::i64 ? "i64" : v->type.dtype == DType::u64 ? "u64" : nullptr;
+  const char* op = d->kind == ir::OpKind::Add ? "add" : d->kind == ir::OpKind::Sub ? "sub"
+                 : d->kind == ir::OpKind::Mul ? "mul" : d->kind == ir::OpKind::Cast ? "cvt" : nullptr;
+  if (!type || !op || depth >= 8) return "";  // (jit/cuda/codegen.h's kMaxRecipeDepth)
+  std::vector<std::string> args;
+  for (const Value* o : d->operands) {
+    if (!o->type.is_scalar() || !is_int(o->type.dtype) || o->type.dtype == DType::i1) return "";
+    args.push_back(host_value(o, depth + 1));
+    if (args.back().empty()) return "";
+  }
+  return fmt::format("{}.{}({})", op, type, fmt::join(args, ","));
+}
 std::string host_value(const operand& o) {
   if (o.is_literal()) return o.kind == operand::Kind::int_literal ? fmt::format("c{}", o.ival) : "";
-  const Value* v = o.value;
-  if (v->is_block_arg() && v->owner->parent == nullptr) return fmt::format("p{}", v->index);
-  if (v->def && v->def->kind == ir::OpKind::Constant && is_int(v->type.dtype)) return fmt::format("c{}", v->def->attrs.ival);
-  return "";
+  return host_value(o.value, 0);
 }
 
 void check_rank(const char* op, const char* what, size_t got, size_t rank, const SourceLoc& loc) {

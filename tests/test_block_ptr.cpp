@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace tl = tritium::tl;
@@ -93,6 +94,29 @@ tritium::Kernel& matmul_kernel() {
           b_bp = tl::advance(b_bp, {BK, 0});
         }
         tl::store(tl::make_block_ptr(c, {M, N}, {N, 1}, {pm * BM, pn * BN}, {BM, BN}, {1, 0}), acc, {0, 1});
+      });
+  return k;
+}
+
+// C[t] (f32, M x N) = A[t] @ B[t] for nb matrices stacked along the rows, through tensor
+// descriptors whose shapes and row stride the kernel computes from its parameters, as tutorial
+// 06's Z * H * N_CTX rows: A is one [nb * M, K] tensor of row stride K + pad, B one [nb * K, N].
+// On Hopper both tiles are copied by TMA (the launcher evaluates the expressions: test_layout_tma's
+// expression_shaped_descriptors_by_tma); a tile reaching past K, past N or past the last matrix
+// reads zeros, a B tile reaching into the next matrix's rows meets A's zero columns.
+tritium::Kernel& stacked_matmul_kernel() {
+  static tritium::Kernel k = tritium::kernel(
+      "td_stacked_matmul", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<float> c, tl::i32 nb, tl::i32 M, tl::i32 N,
+                              tl::i32 K, tl::i32 pad, int BM, int BN, int BK) {
+        auto pm = tl::program_id(0), pn = tl::program_id(1), t = tl::program_id(2);
+        auto a_d = tl::make_tensor_descriptor(a, {nb * M, K}, {K + pad, 1}, {BM, BK});
+        auto b_d = tl::make_tensor_descriptor(b, {nb * K, N}, {N, 1}, {BK, BN});
+        auto acc = tl::zeros({BM, BN}, tl::float32);
+        for (auto kk : tl::range(0, K, BK))
+          acc = tl::dot(a_d.load({t * M + pm * BM, kk}), b_d.load({t * K + kk, pn * BN}), acc);
+        auto rows = pm * BM + tl::arange(0, BM), cols = pn * BN + tl::arange(0, BN);
+        auto mask = (rows(tl::_, tl::None) < M) && (cols(tl::None, tl::_) < N);
+        tl::store(c + t * M * N + rows(tl::_, tl::None) * N + cols(tl::None, tl::_), acc, mask);
       });
   return k;
 }
@@ -251,6 +275,40 @@ BOOST_AUTO_TEST_CASE(tensor_descriptors) {
       std::string what = std::to_string(M) + "x" + std::to_string(N);
       tt::check_equal<float>(dout.download(), ref, what);
       tt::check_close<float>(dsums.download(), ref_sums, 1e-5, what + " tile sums");
+    }
+  });
+}
+
+// Memory past each tensor (the pad columns of A's rows, rows after A's and B's last ones) holds
+// NaN: a copy that read it instead of zeros would show in C.
+BOOST_AUTO_TEST_CASE(descriptors_with_computed_shapes) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int BM = 64, BN = 64, BK = 64, pad = 16;
+    for (auto [nb, M, N, K] : {std::tuple{3, 40, 80, 80}, std::tuple{2, 64, 64, 128}, std::tuple{1, 100, 144, 208}}) {
+      const int lda = K + pad;
+      const f16_t nan = tt::to_f16(NAN);
+      tt::host_vector<f16_t> a(size_t(nb * M + BM) * lda, nan), b(size_t(nb * K + BK) * N, nan);
+      auto av = tt::random_vector<f16_t>(size_t(nb) * M * K, 300u + M), bv = tt::random_vector<f16_t>(size_t(nb) * K * N, 400u + N);
+      for (int i = 0; i < nb * M; ++i)
+        for (int kk = 0; kk < K; ++kk) a[size_t(i) * lda + kk] = av[size_t(i) * K + kk];
+      std::copy(bv.begin(), bv.end(), b.begin());
+      std::vector<double> ref(size_t(nb) * M * N, 0.0);
+      for (int t = 0; t < nb; ++t)
+        for (int i = 0; i < M; ++i)
+          for (int kk = 0; kk < K; ++kk) {
+            const double x = tt::to_double(av[size_t(t * M + i) * K + kk]);
+            for (int j = 0; j < N; ++j) ref[(size_t(t) * M + i) * N + j] += x * tt::to_double(bv[size_t(t * K + kk) * N + j]);
+          }
+      const std::string what = std::to_string(nb) + " x " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+      BOOST_TEST_CONTEXT(what) {
+        auto da = be.upload<f16_t>(a), db = be.upload<f16_t>(b);
+        auto dc = be.alloc_poisoned<float>(ref.size());
+        tritium::Options o = be.options();
+        o.num_warps = 4;
+        stacked_matmul_kernel()[{tritium::cdiv(M, BM), tritium::cdiv(N, BN), nb}](da.ptr(), db.ptr(), dc.ptr(), nb, M, N, K,
+                                                                                   pad, BM, BN, BK, o);
+        tt::check_close<float>(dc.download(), ref, 1e-3, what);
+      }
     }
   });
 }

@@ -281,6 +281,55 @@ BOOST_AUTO_TEST_CASE(tensor_map_recipes) {
   BOOST_TEST(!cuda::tensor_map_usable(16, 16, int64_t{1} << 39, 2));        // a row stride of 2^40 bytes
 }
 
+// A shape or stride the kernel computes from its parameters (tutorial 06's Z * H * N_CTX rows) is
+// a recipe expression the launcher evaluates with the kernel's integer semantics: 32-bit products
+// wrap as the kernel's do, conversions sign- or zero-extend as C's. A malformed expression, one
+// nested too deep or naming a parameter the kernel does not have is refused (the cache entry
+// holding it is then recompiled, never trusted).
+BOOST_AUTO_TEST_CASE(tensor_map_recipe_expressions) {
+  // Parameters: Z = 4, H = 32 (upper halves of the slots hold garbage), N_CTX = 4095, big = 2^31 - 1.
+  const uint64_t args[5] = {0xdeadbeef00000004ull, 0xdeadbeef00000020ull, 0xabcdef0000000fffull, 0x7fffffffull,
+                            0xffffffff00000000ull | 0xfffffff0ull};
+  auto eval = [&](const std::string& t) {
+    std::optional<cuda::RecipeValue> v = cuda::parse_recipe_value(t);
+    BOOST_TEST_REQUIRE(v.has_value(), t);
+    BOOST_TEST(cuda::recipe_string(*v) == t);  // the token back, as the kernel source names it
+    return cuda::recipe_value(*v, args);
+  };
+  BOOST_TEST(eval("mul.i32(mul.i32(i0,i1),i2)") == int64_t{4} * 32 * 4095);
+  BOOST_TEST(eval("sub.i64(cvt.i64(i2),c-5)") == 4100);
+  BOOST_TEST(eval("add.i32(i3,c1)") == INT32_MIN);                          // wraps as the kernel's i32 add
+  BOOST_TEST(eval("cvt.i64(add.u32(u3,c1))") == int64_t{1} << 31);          // u32: zero-extended
+  BOOST_TEST(eval("mul.i32(i3,c2)") == -2);
+  BOOST_TEST(eval("cvt.u32(c-1)") == int64_t{0xffffffff});
+  BOOST_TEST(eval("cvt.i32(p4)") == -16);                                   // truncated, sign-extended
+  BOOST_TEST(eval("mul.u64(p0,c2)") == static_cast<int64_t>(0xbd5b7dde00000008ull));  // 64-bit wrap
+  // A whole recipe with expression fields, and its evaluation as the launcher keys its maps.
+  auto r = cuda::parse_tensor_map_recipe("p4 mul.i32(mul.i32(i0,i1),i2) c64 c64 c1 2 6 64 128", 5);
+  BOOST_TEST_REQUIRE(r.has_value());
+  BOOST_TEST(r->values[1].expr());
+  BOOST_TEST(cuda::recipe_value(r->values[1], args) == 524160);
+  std::string deep = "i0";
+  for (int i = 0; i < cuda::kMaxRecipeDepth; ++i) deep = "cvt.i64(" + deep + ")";
+  BOOST_TEST(cuda::parse_recipe_value(deep).has_value());                   // at the limit
+  for (const std::string& bad : {std::string("mul.i32(i0)"),                // an operand missing
+                                 std::string("cvt.i64(i0,i1)"),             // one too many
+                                 std::string("mul.i16(i0,i1)"),             // no such type
+                                 std::string("div.i32(i0,i1)"),             // no such op
+                                 std::string("mul.i32(i0,i1"), std::string("mul.i32(i0,i1))"),
+                                 std::string("mul.i32(i0, i1)"),            // a space (recipes split on them)
+                                 std::string("mul.i32(i-1,i1)"), std::string("mul.i32(,i1)"),
+                                 std::string("mul.i32"), std::string("mul.i32()"), std::string("mul(i0,i1)"),
+                                 std::string("p99999999999999999999"),      // out of range
+                                 "cvt.i64(" + deep + ")",                    // nested too deep
+                                 std::string(600, 'c')})
+    BOOST_TEST(!cuda::parse_recipe_value(bad), bad);
+  for (const char* bad : {"p4 mul.i32(i0,i5) c64 c64 c1 2 6 64 128",       // parameter 5 of 5, inside
+                          "p4 mul.i32(i0,i1 c64 c64 c1 2 6 64 128",        // unclosed
+                          "p4 c64 c64 c64 add.i64(c0,c1) 2 6 64 128"})     // stride1 an expression
+    BOOST_TEST(!cuda::parse_tensor_map_recipe(bad, 5), bad);
+}
+
 // TRITIUM_CUDA_CODEGEN picks the generator: unset, a dot-free kernel goes through the element-loop
 // generator and a kernel with a dot through layouts (the only generator that lowers dots);
 // "layouts" sends both through layouts. "legacy" (the matmul-loop matcher, removed at stop 41) and

@@ -291,6 +291,54 @@ BOOST_AUTO_TEST_CASE(chained_dots) {
   });
 }
 
+// An f32 block cast to bf16 for nothing but a dot's A operand (attention's P): the CUDA layout
+// generator rounds it without the NaN fix-up (tt_bf16_from_rn, lowering/values.cpp) since the
+// tensor cores make any NaN the same NaN. Rows holding a NaN or an infinity come out NaN / inf as
+// on the CPU; the others are the float64 product of the rounded values. The cast's other use (the
+// store of pb) keeps the fix-up: NaN stays 0x7fc0 in memory.
+BOOST_AUTO_TEST_CASE(dot_of_an_f32_block_cast_to_bf16) {
+  auto kern = tritium::kernel("dot_bf16_cast", [](tl::ptr<float> a, tl::ptr<bf16_t> b, tl::ptr<float> c, tl::ptr<bf16_t> pb,
+                                                   int M, int N, int K) {
+    auto rm = tl::arange(0, M), rn = tl::arange(0, N), rk = tl::arange(0, K);
+    auto av = tl::load(a + rm(tl::_, tl::None) * K + rk(tl::None, tl::_));
+    auto bv = tl::load(b + rk(tl::_, tl::None) * N + rn(tl::None, tl::_));
+    tl::store(c + rm(tl::_, tl::None) * N + rn(tl::None, tl::_), tl::dot(av.to(tl::bfloat16), bv));
+    tl::store(pb + rm(tl::_, tl::None) * K + rk(tl::None, tl::_), (av * 2.0f).to(tl::bfloat16));
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int M = 64, N = 64, K = 32;
+    auto a = tt::random_vector<float>(M * K, 21);
+    auto b = tt::random_vector<bf16_t>(K * N, 22);
+    a[size_t(3) * K + 5] = NAN;
+    a[size_t(9) * K + 0] = INFINITY;
+    std::vector<double> ref(size_t(M) * N, 0.0);
+    for (int i = 0; i < M; ++i)
+      for (int kk = 0; kk < K; ++kk) {
+        const double x = tt::to_double(tt::to_bf16(a[size_t(i) * K + kk]));
+        for (int j = 0; j < N; ++j) ref[size_t(i) * N + j] += x * tt::to_double(b[size_t(kk) * N + j]);
+      }
+    auto da = be.upload<float>(a);
+    auto db = be.upload<bf16_t>(b);
+    auto dc = be.alloc_poisoned<float>(ref.size());
+    auto dp = be.alloc_poisoned<bf16_t>(a.size());
+    kern[{1}](da.ptr(), db.ptr(), dc.ptr(), dp.ptr(), M, N, K, be.options());
+    auto c = dc.download();
+    auto pbits = dp.download();
+    int bad = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        const double got = c[size_t(i) * N + j], want = ref[size_t(i) * N + j];
+        const bool ok = std::isnan(want) ? std::isnan(got)
+                        : std::isinf(want) ? got == want
+                                           : std::abs(got - want) <= 1e-2 * (1 + std::abs(want));
+        bad += !ok;
+      }
+    BOOST_TEST(bad == 0);
+    BOOST_TEST(std::isnan(c[size_t(3) * N + 7]));
+    BOOST_TEST(pbits[size_t(3) * K + 5].bits == 0x7fc0);  // the stored NaN: the fix-up's
+  });
+}
+
 // ---- tiled matmul: Triton's tutorial 03 (grouped program ids, masks, a run-time K loop) --------
 
 // tl::dot's input_precision by index ("": the default, tf32).

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 #include "jit/compiled_kernel.h"
@@ -35,14 +36,28 @@ struct KernelSource {
 inline constexpr size_t kMaxTensorMaps = 8;  // a kernel's tensor maps, at most
 
 // A base, shape or stride of a tensor map's recipe: kernel parameter N read as 64 bits ("pN"), as
-// a signed ("iN") or unsigned ("uN") 32-bit integer, or the constant V ("cV").
+// a signed ("iN") or unsigned ("uN") 32-bit integer, the constant V ("cV"), or integer arithmetic
+// over those exactly as the kernel computes it ("OP.T(a,b)": add, sub or mul wrapping around in T =
+// i32, u32, i64 or u64; "cvt.T(a)": a converted to T; no spaces), so that a tensor whose shape or
+// stride the kernel computes from its parameters - tutorial 06's Z * H * N_CTX rows,
+// "mul.i32(mul.i32(i2,i3),i8)" - can have a map the launcher encodes.
 struct RecipeValue {
-  char kind;      // 'p', 'i', 'u' or 'c'
-  int64_t value;  // the parameter's index, or the constant
-  bool param() const { return kind != 'c'; }
+  char kind;      // 'p', 'i', 'u', 'c', or 'e' (an expression)
+  int64_t value;  // the parameter's index, or the constant (an expression: 0)
+  char op = 0;    // an expression's '+', '-', '*' or 'x' (cvt)
+  DType type = DType::invalid;        // an expression's result type
+  std::vector<RecipeValue> operands;  // an expression's
+  bool param() const { return kind == 'p' || kind == 'i' || kind == 'u'; }
+  bool expr() const { return kind == 'e'; }
 };
+// An expression's nesting and length, at most (a longer recipe is refused, not evaluated).
+inline constexpr int kMaxRecipeDepth = 8;
+inline constexpr size_t kMaxRecipeChars = 512;
+// The token back (parse_recipe_value(recipe_string(v)) is v).
+std::string recipe_string(const RecipeValue& v);
 std::optional<RecipeValue> parse_recipe_value(const std::string& token);
-// Its value for a launch's arguments (one little-endian 64-bit slot a parameter).
+// Its value for a launch's arguments (one little-endian 64-bit slot a parameter); an expression's
+// as the kernel computes it (its type's wrap-around, then sign- or zero-extended to 64 bits).
 int64_t recipe_value(const RecipeValue& v, const uint64_t* args);
 // One KernelSource::tma_maps entry, read back: nothing when a field is missing or malformed, a
 // parameter index is not below num_params, stride1 is not the constant 1 (the launcher encodes

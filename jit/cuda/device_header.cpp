@@ -38,6 +38,18 @@ TT_INLINE tt_bf16 tt_bf16_from(float f) {  // round to nearest even; NaN stays a
   return tt_bf16{(uint16_t)(u >> 16)};
 #endif
 }
+// The same rounding without the NaN fix-up (a NaN stays cvt's 0x7fff): for values only tensor-core
+// dots read (lowering/values.cpp), where a NaN's payload cannot show - attention's P, one FSETP,
+// SEL and PRMT an element fewer.
+TT_INLINE tt_bf16 tt_bf16_from_rn(float f) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  uint16_t b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return tt_bf16{b};
+#else
+  return tt_bf16_from(f);
+#endif
+}
 // fp8 (e4m3 without infinities, e5m2): decoding is exact; encoding rounds to nearest even and
 // saturates to the largest finite value, NaN -> 0x7f (cvt.rn.satfinite on sm_89+; the same
 // arithmetic as the CPU backend before).

@@ -6,6 +6,7 @@
 #include "jit/cuda/tma.h"
 
 #include <array>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -216,7 +217,9 @@ class Planner {
   std::string scalar(const ir::Value* v) const;  // a value the generator must have emitted
   // A recipe value as the kernel reads it (an int64 C++ expression), and its known divisor.
   std::string recipe_expr(const std::string& token) const;
+  std::string recipe_expr(const RecipeValue& v) const;
   int64_t recipe_divisibility(const std::string& token) const;
+  int64_t recipe_divisibility(const RecipeValue& v) const;
   // The map's recipe (base, shape0, shape1, stride0, 1), element type, box; and the kernel's test
   // that the launcher encoded it (tensor_map_usable).
   std::string tma_map(const std::string& base, const std::string& shape0, const std::string& shape1,
@@ -247,6 +250,16 @@ std::optional<std::string> Planner::recipe_token(const ir::Value* v) const {
 }
 
 std::optional<std::string> Planner::recipe_token(const RecipeValue& v) const {
+  if (v.expr()) {
+    // Each parameter typed as the kernel declares it (the DSL names them all "pN").
+    RecipeValue typed = v;
+    for (RecipeValue& o : typed.operands) {
+      std::optional<std::string> t = recipe_token(o);
+      if (!t) return std::nullopt;
+      o = *parse_recipe_value(*t);
+    }
+    return recipe_string(typed);
+  }
   if (!v.param()) return fmt::format("c{}", v.value);
   if (static_cast<size_t>(v.value) >= c_.f.body->args.size()) return std::nullopt;
   return recipe_token(c_.f.body->args[static_cast<size_t>(v.value)]);
@@ -276,14 +289,32 @@ std::string Planner::tma_map(const std::string& base, const std::string& shape0,
 std::string Planner::recipe_expr(const std::string& token) const {
   std::optional<RecipeValue> v = parse_recipe_value(token);
   if (!v) fail("internal error: bad recipe value '{}'", token);
-  if (!v->param()) return fmt::format("(int64_t){}", v->value);
-  return fmt::format("(int64_t)({})", scalar(c_.f.body->args[static_cast<size_t>(v->value)]));
+  return recipe_expr(*v);
+}
+
+std::string Planner::recipe_expr(const RecipeValue& v) const {
+  if (v.kind == 'c') return fmt::format("(int64_t){}", v.value);
+  if (v.param()) return fmt::format("(int64_t)({})", scalar(c_.f.body->args[static_cast<size_t>(v.value)]));
+  // As recipe_value computes it on the host: unsigned 64-bit arithmetic, wrapped to the type.
+  const std::string a = recipe_expr(v.operands[0]);
+  if (v.op == 'x') return fmt::format("(int64_t)({})(uint64_t){}", ctype(v.type), a);
+  return fmt::format("(int64_t)({})((uint64_t){} {} (uint64_t){})", ctype(v.type), a, v.op, recipe_expr(v.operands[1]));
 }
 
 int64_t Planner::recipe_divisibility(const std::string& token) const {
   std::optional<RecipeValue> v = parse_recipe_value(token);
   if (!v) fail("internal error: bad recipe value '{}'", token);
-  return v->param() ? c_.axis.get(c_.f.body->args[static_cast<size_t>(v->value)]).divisibility[0] : v->value;
+  return recipe_divisibility(*v);
+}
+
+int64_t Planner::recipe_divisibility(const RecipeValue& v) const {
+  // A power of two dividing the value (wrap-around modulo 2^32 or 2^64 keeps those up to 2^30).
+  if (v.kind == 'c') return pow2_divisor(v.value);
+  if (v.param()) return pow2_divisor(c_.axis.get(c_.f.body->args[static_cast<size_t>(v.value)]).divisibility[0]);
+  const int64_t a = recipe_divisibility(v.operands[0]);
+  if (v.op == 'x') return a;
+  const int64_t b = recipe_divisibility(v.operands[1]);
+  return v.op == '*' ? std::min<int64_t>(a * b, int64_t{1} << 30) : std::min(a, b);
 }
 
 std::string Planner::tensor_map_usable_expr(const std::string& shape0, const std::string& shape1,
@@ -529,13 +560,83 @@ std::optional<TmaTile> Planner::store(const ir::Op* st) {
 
 // ---- tensor map recipes (KernelSource::tma_maps), as the kernel names them and the launcher reads them
 
+namespace {
+
+constexpr std::pair<const char*, DType> kRecipeTypes[] = {
+    {"i32", DType::i32}, {"u32", DType::u32}, {"i64", DType::i64}, {"u64", DType::u64}};
+constexpr std::pair<const char*, char> kRecipeOps[] = {{"add", '+'}, {"sub", '-'}, {"mul", '*'}, {"cvt", 'x'}};
+
+// A recipe value at `at` of `s` (advanced past it): a leaf, or OP.T( operands ) nested at most
+// kMaxRecipeDepth deep.
+std::optional<RecipeValue> parse_value(std::string_view s, size_t& at, int depth) {
+  if (at >= s.size()) return std::nullopt;
+  RecipeValue r{'e', 0};
+  for (const auto& [name, op] : kRecipeOps)
+    if (s.substr(at, 4) == std::string(name) + ".") r.op = op;
+  if (!r.op) {
+    const char kind = s[at];
+    if (std::string_view("piuc").find(kind) == std::string_view::npos) return std::nullopt;
+    int64_t v = 0;
+    const char* first = s.data() + at + 1;
+    // (from_chars takes a '-' but no '+'; only a constant may be negative.)
+    auto [end, ec] = std::from_chars(first, s.data() + s.size(), v);
+    if (ec != std::errc() || end == first || (kind != 'c' && *first == '-')) return std::nullopt;
+    at = static_cast<size_t>(end - s.data());
+    return RecipeValue{kind, v};
+  }
+  if (depth >= kMaxRecipeDepth) return std::nullopt;
+  at += 4;
+  for (const auto& [name, type] : kRecipeTypes)
+    if (s.substr(at, 4) == std::string(name) + "(") r.type = type;
+  if (r.type == DType::invalid) return std::nullopt;
+  at += 4;
+  const size_t n = r.op == 'x' ? 1 : 2;
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && (at >= s.size() || s[at++] != ',')) return std::nullopt;
+    std::optional<RecipeValue> o = parse_value(s, at, depth + 1);
+    if (!o) return std::nullopt;
+    r.operands.push_back(std::move(*o));
+  }
+  if (at >= s.size() || s[at++] != ')') return std::nullopt;
+  return r;
+}
+
+// A 64-bit value as `type` holds it: wrapped to its width, then sign- or zero-extended.
+int64_t in_type(uint64_t x, DType type) {
+  switch (type) {
+    case DType::i32: return static_cast<int32_t>(static_cast<uint32_t>(x));
+    case DType::u32: return static_cast<uint32_t>(x);
+    default: return static_cast<int64_t>(x);
+  }
+}
+
+bool params_below(const RecipeValue& v, size_t num_params) {
+  if (v.param()) return static_cast<uint64_t>(v.value) < num_params;
+  for (const RecipeValue& o : v.operands)
+    if (!params_below(o, num_params)) return false;
+  return true;
+}
+
+}  // namespace
+
 std::optional<RecipeValue> parse_recipe_value(const std::string& token) {
-  if (token.size() < 2 || std::string_view("piuc").find(token[0]) == std::string_view::npos) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(token.c_str() + 1, &end, 10);
-  if (*end != '\0' || errno != 0 || (token[0] != 'c' && v < 0)) return std::nullopt;
-  return RecipeValue{token[0], v};
+  if (token.size() > kMaxRecipeChars) return std::nullopt;
+  size_t at = 0;
+  std::optional<RecipeValue> v = parse_value(token, at, 0);
+  if (!v || at != token.size()) return std::nullopt;
+  return v;
+}
+
+std::string recipe_string(const RecipeValue& v) {
+  if (!v.expr()) return fmt::format("{}{}", v.kind, v.value);
+  std::string name, type;
+  for (const auto& [n, op] : kRecipeOps)
+    if (op == v.op) name = n;
+  for (const auto& [n, t] : kRecipeTypes)
+    if (t == v.type) type = n;
+  std::vector<std::string> ops;
+  for (const RecipeValue& o : v.operands) ops.push_back(recipe_string(o));
+  return fmt::format("{}.{}({})", name, type, fmt::join(ops, ","));
 }
 
 int64_t recipe_value(const RecipeValue& v, const uint64_t* args) {
@@ -543,7 +644,16 @@ int64_t recipe_value(const RecipeValue& v, const uint64_t* args) {
     case 'c': return v.value;
     case 'i': return static_cast<int32_t>(static_cast<uint32_t>(args[v.value]));
     case 'u': return static_cast<uint32_t>(args[v.value]);
+    case 'e': break;
     default: return static_cast<int64_t>(args[v.value]);
+  }
+  const uint64_t a = static_cast<uint64_t>(recipe_value(v.operands[0], args));
+  const uint64_t b = v.op == 'x' ? 0 : static_cast<uint64_t>(recipe_value(v.operands[1], args));
+  switch (v.op) {
+    case '+': return in_type(a + b, v.type);
+    case '-': return in_type(a - b, v.type);
+    case '*': return in_type(a * b, v.type);
+    default: return in_type(a, v.type);
   }
 }
 
@@ -554,7 +664,7 @@ std::optional<TensorMapRecipe> parse_tensor_map_recipe(const std::string& line, 
     std::string tok;
     in >> tok;
     std::optional<RecipeValue> x = parse_recipe_value(tok);
-    if (!x || (x->param() && static_cast<size_t>(x->value) >= num_params)) return std::nullopt;
+    if (!x || !params_below(*x, num_params)) return std::nullopt;
     v = *x;
   }
   in >> r.esize >> r.dtype >> r.box[0] >> r.box[1];

@@ -332,6 +332,8 @@ class Lowering {
   std::optional<TmaRing> plan_tma_ring(const ir::Op* loop, const std::vector<Pipelined>& pipes);
   // Whether only tf32 dots on wgmma read a tile (through views): its copies may round it to tf32.
   bool only_tf32_wgmma_reads(const ir::Value* tile) const;
+  // Whether nothing but dots' A / B operands read a value (through layout conversions, transposes).
+  bool only_dot_operand_reads(const ir::Value* v) const;
   // The stage of the trip `ahead` trips after the current one (trip number `trip`, counting from
   // the loop's first) into slot `slot`, when `live`: thread 0 arms the slot's mbarrier and issues
   // one copy per 128-byte column block of each tile.

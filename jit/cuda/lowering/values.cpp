@@ -124,6 +124,24 @@ std::vector<int> Lowering::view_regs(const ir::Op* op) {
   return *regs;
 }
 
+bool Lowering::only_dot_operand_reads(const ir::Value* v) const {
+  bool any = false, other = false;
+  std::vector<const ir::Value*> work{v};
+  while (!work.empty() && !other) {
+    const ir::Value* x = work.back();
+    work.pop_back();
+    f_.walk([&](ir::Op* u) {
+      for (size_t i = 0; i < u->operands.size(); ++i) {
+        if (u->operand(i) != x) continue;
+        if (u->kind == OpKind::ConvertLayout || u->kind == OpKind::Permute) work.push_back(u->result());
+        else if (u->kind == OpKind::Dot && i < 2) any = true;
+        else other = true;
+      }
+    });
+  }
+  return any && !other;
+}
+
 void Lowering::emit_elementwise(const ir::Op* op) {
   const ir::Value* r = op->result();
   std::vector<const Val*> in;
@@ -138,6 +156,10 @@ void Lowering::emit_elementwise(const ir::Op* op) {
     uniform = uniform && v.kind == Val::Kind::Uniform;
     in.push_back(&v);
   }
+  // f32 -> bf16 for nothing but dots' A / B operands (through layout conversions and transposes):
+  // the tensor cores turn any NaN into the same NaN, so the rounding skips its NaN fix-up.
+  const bool dot_operand_bf16 = op->kind == OpKind::Cast && r->type.dtype == DType::bf16 &&
+                                op->operand(0)->type.dtype == DType::f32 && only_dot_operand_reads(r);
   auto element = [&](const std::string& idx) {
     std::vector<std::string> xs;
     for (size_t i = 0; i < op->operands.size(); ++i) {
@@ -145,6 +167,7 @@ void Lowering::emit_elementwise(const ir::Op* op) {
       else if (in[i]->kind == Val::Kind::Uniform) xs.push_back(in[i]->name);
       else xs.push_back(fmt::format("{}[{}]", in[i]->name, idx));
     }
+    if (dot_operand_bf16) return fmt::format("tt_bf16_from_rn({})", xs[0]);
     return elementwise(op, xs);
   };
   if (uniform) return set_uniform(r, tmp(ctype(r->type.element()), element("")));
