@@ -23,12 +23,15 @@
 #include "ops/conv_gemm.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <optional>
 
 #include "autotune/autotuner.h"
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
+#include "ops/matmul_family.h"
 #include "runtime/cuda_device.h"
 #include "runtime/thread_pool.h"
 
@@ -231,9 +234,9 @@ int32_t i32(int64_t v) {
 }
 
 DType acc_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
-// fp32 products are exact unless set_float32_matmul_precision allows tf32 (PyTorch's
-// torch.backends.cudnn.allow_tf32 is a separate switch; Tritium has one for every dot).
-int tf32_for(DType d) { return d == DType::f32 && get_float32_matmul_precision() != "highest"; }
+// fp32 products in tf32 while set_conv_allow_tf32 allows it (PyTorch's cudnn.allow_tf32, on by
+// default; the GPU's dot only: the CPU computes fp32).
+int tf32_for(DType d) { return d == DType::f32 && get_conv_allow_tf32(); }
 
 // GPU candidates (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): Triton's matmul / conv tensor-core
 // tiles, K steps of 32 and 64 (128 x 128 and 128 x 256 with 64-wide K steps in 3-4 stages: the
@@ -260,11 +263,44 @@ std::vector<Config> fitting_forward_configs(const std::vector<Config>& configs, 
   return out;
 }
 
+// TRITIUM_AUTOTUNE=heuristic: of the fitting configs, the largest tile up to 128 x 128 (two 3-stage
+// programs fit an SM, one's epilogue beside another's K loop, as matmul's) whose programs still
+// fill every SM once, else the config with the most programs; list order breaks ties. `programs`
+// counts a config's programs. One compile per shape instead of compiling and timing them all.
+size_t pick_filling(const std::vector<Config>& configs, const ArgView& args, const char* tensor,
+                    const std::function<int64_t(const Config&)>& programs) {
+  const runtime::Tensor& t = args.tensor(tensor);
+  const int64_t sms = t.device().is_cuda() ? runtime::cuda::properties(t.device().index).multiprocessor_count : 1;
+  size_t best = configs.size(), most = 0;
+  int64_t best_area = 0, most_programs = 0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const int64_t area = int64_t{configs[i].meta["BLOCK_M"]} * configs[i].meta["BLOCK_N"], n = programs(configs[i]);
+    if (area <= 128 * 128 && n >= sms && area > best_area) best = i, best_area = area;
+    if (n > most_programs) most = i, most_programs = n;
+  }
+  return best < configs.size() ? best : most;
+}
+
+size_t forward_heuristic(const std::vector<Config>& configs, const ArgView& args) {
+  const int64_t groups = args.tensor("x").size(1) / std::max<int64_t>(1, args.integer("CG"));
+  const bool phased = args.integer("PHASED");
+  const int64_t sh = args.integer("SH"), sw = args.integer("SW");
+  // A phased launch's rows: each phase's outputs (N * ceil(OH / SH) * ceil(OW / SW)).
+  const int64_t rows = phased ? args.integer("M") / (args.integer("OH") * args.integer("OW")) *
+                                    cdiv(args.integer("OH"), sh) * cdiv(args.integer("OW"), sw)
+                              : args.integer("M");
+  const int64_t pages = groups * (phased ? sh * sw : 1);
+  return pick_filling(configs, args, "x", [&](const Config& c) {
+    return cdiv(rows, c.meta["BLOCK_M"]) * cdiv(args.integer("OCG"), c.meta["BLOCK_N"]) * pages;
+  });
+}
+
 Autotuner& gpu_forward_tuner() {
   static Autotuner tuner = [] {
     AutotuneOptions o;
-    o.key = {"M", "IH", "IW", "OH", "OW", "CG", "OCG", "KH", "KW", "SH", "SW", "sxc", "swc", "syc"};
+    o.key = {"M", "IH", "IW", "OH", "OW", "CG", "OCG", "KH", "KW", "SH", "SW", "sxc", "swc", "syc", "TF32"};
     o.prune_configs_by.early_config_prune = fitting_forward_configs;
+    o.prune_configs_by.heuristic = forward_heuristic;
     o.warmup_ms = 10, o.rep_ms = 40;
     return autotune(forward_kernel(), gpu_forward_configs(), o);
   }();
@@ -305,11 +341,24 @@ std::vector<Config> fitting_weight_grad_configs(const std::vector<Config>& confi
   return out;
 }
 
+// The weight gradient's programs: output-channel tiles x column tiles x groups x K splits.
+size_t weight_grad_heuristic(const std::vector<Config>& configs, const ArgView& args) {
+  const int64_t cg = args.integer("CG"), taps = args.integer("KH") * args.integer("KW");
+  const int64_t groups = args.tensor("x").size(1) / std::max<int64_t>(1, cg);
+  const int64_t splits = args.integer("SPLITS");
+  return pick_filling(configs, args, "x", [&](const Config& c) {
+    const int64_t bn = c.meta["BLOCK_N"];
+    const int64_t cols = tap_columns_for(cg) ? taps * cdiv(cg, bn) : cdiv(cg * taps, bn);
+    return cdiv(args.integer("OCG"), c.meta["BLOCK_M"]) * cols * groups * splits;
+  });
+}
+
 Autotuner& gpu_weight_grad_tuner() {
   static Autotuner tuner = [] {
     AutotuneOptions o;
-    o.key = {"P_TOTAL", "CHUNK", "IH", "IW", "OH", "OW", "CG", "OCG", "KH", "KW", "SH", "SW", "sgc", "sxc"};
+    o.key = {"P_TOTAL", "CHUNK", "IH", "IW", "OH", "OW", "CG", "OCG", "KH", "KW", "SH", "SW", "sgc", "sxc", "TF32"};
     o.prune_configs_by.early_config_prune = fitting_weight_grad_configs;
+    o.prune_configs_by.heuristic = weight_grad_heuristic;
     o.warmup_ms = 10, o.rep_ms = 40;
     return autotune(weight_grad_kernel(), gpu_weight_grad_configs(), o);
   }();
@@ -338,6 +387,37 @@ Tensor phase_taps(const Conv2dGeometry& geo, int64_t kh, int64_t kw, Device devi
   axis(geo.stride[0], geo.padding[0], geo.dilation[0], kh);
   axis(geo.stride[1], geo.padding[1], geo.dilation[1], kw);
   return Tensor::from_vector(table, {static_cast<int64_t>(table.size())}, device);
+}
+
+// ---- 1x1 convolutions as matmuls -----------------------------------------------------------
+// A 1x1 convolution with stride 1, no padding and one group (either index rule: a single tap at
+// stride 1 maps pixel to pixel) is a plain GEMM over the pixels: y[P, O] = x[P, C] @ w[C, O],
+// dgrad likewise, wgrad = gy^T[O, P] @ x[P, C], with P = N*H*W one dim when the pixel dims of
+// the operands merge (channels-last tensors: stride C). Those run on ops::matmul, whose tiles
+// come from TMA for every 16-bit majorness and whose K split is modelled by waves (a wgrad's K
+// is the whole batch's pixels), as cuDNN routes 1x1 convolutions to its GEMMs.
+
+bool pointwise(int64_t kh, int64_t kw, const Conv2dGeometry& geo) {
+  return kh == 1 && kw == 1 && geo.groups == 1 && geo.stride[0] == 1 && geo.stride[1] == 1 && geo.padding[0] == 0 &&
+         geo.padding[1] == 0;
+}
+
+// The stride of `t`'s pixel dims (n, h, w of a 4-D tensor) merged into one, when they merge.
+std::optional<int64_t> pixel_stride(const Tensor& t) {
+  std::optional<int64_t> row, outer;  // the merged dim's stride; the one the next outer dim needs
+  for (int d : {3, 2, 0}) {
+    if (t.size(d) == 1) continue;
+    if (!row) row = t.stride(d);
+    else if (t.stride(d) != *outer) return std::nullopt;
+    outer = t.stride(d) * t.size(d);
+  }
+  return row.value_or(1);
+}
+
+// Whether ops::matmul multiplies `dtype` as the convolution would: fp32 on a GPU only when
+// matmul's tf32 switch agrees with set_conv_allow_tf32 (both are PyTorch's, set apart).
+bool matmul_precision_matches(DType dtype, Device device) {
+  return dtype != DType::f32 || !device.is_cuda() || get_conv_allow_tf32() == (get_float32_matmul_precision() != "highest");
 }
 
 }  // namespace
@@ -371,6 +451,19 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
   }
   // Transposed with a stride: one launch axis per output phase (docs in the kernel); the tap
   // table lists each phase residue's taps as (first, step, count).
+  if (pointwise(kh, kw, geo) && matmul_precision_matches(in.dtype(), in.device())) {
+    const std::optional<int64_t> px = pixel_stride(in);
+    // The product is a new [P, O] row-major tensor: `out` becomes it when that is the layout
+    // the caller made (channels-last), else the implicit GEMM writes `out` where it lies.
+    const Shape cl_strides{OH * OW * ocg, 1, OW * ocg, ocg};
+    if (px && out.strides() == cl_strides) {
+      const Tensor a = in.as_strided({M, cg}, {*px, in.stride(1)}, in.storage_offset());
+      const Tensor b = weight.as_strided({cg, ocg}, {ws.in_channel, ws.out_channel}, weight.storage_offset());
+      const Tensor y = bias.defined() ? addmm(bias, a, b) : matmul(a, b);
+      out = y.as_strided(out.shape(), cl_strides, y.storage_offset());
+      return;
+    }
+  }
   const bool phased = transposed && (geo.stride[0] > 1 || geo.stride[1] > 1);
   const int64_t phases = phased ? geo.stride[0] * geo.stride[1] : 1;
   const int64_t grid_m = phased ? N * cdiv(OH, geo.stride[0]) * cdiv(OW, geo.stride[1]) : M;
@@ -415,6 +508,15 @@ Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw
   const DType acc = acc_dtype(x.dtype());
   const int64_t cols = cg * kh * kw;
   if (p_total == 0 || cols == 0 || O == 0) return zeros({O, cg, kh, kw}, dtype, x.device());
+  if (pointwise(kh, kw, geo) && matmul_precision_matches(x.dtype(), x.device())) {
+    const std::optional<int64_t> pg = pixel_stride(gy), px = pixel_stride(x);
+    if (pg && px) {
+      const Tensor a = gy.as_strided({O, p_total}, {gy.stride(1), *pg}, gy.storage_offset());
+      const Tensor b = x.as_strided({p_total, cg}, {*px, x.stride(1)}, x.storage_offset());
+      const Tensor gw = matmul(a, b).reshape({O, cg, 1, 1});
+      return gw.dtype() == dtype ? gw : to_dtype(gw, dtype);
+    }
+  }
   const bool gpu = x.device().is_cuda();
   const bool tap_columns = tap_columns_for(cg);
   const bool tuned = gpu && acc == DType::f32;

@@ -25,6 +25,7 @@ using tritium::Tensor;
 namespace {
 
 using Shape = std::vector<int64_t>;
+const DType f32 = DType::f32;
 
 struct Case {
   std::string what;
@@ -41,6 +42,15 @@ struct Case {
   // Memory formats apart from the input's: a channels-last weight (the output is then
   // channels-last, as PyTorch's), an output gradient in the other format than the input's.
   bool weight_channels_last = false, grad_other_format = false;
+  // fp32 products in tf32 on a GPU (set_conv_allow_tf32; the CPU computes fp32 either way).
+  bool tf32 = false;
+};
+
+// Sets set_conv_allow_tf32 for a scope (the default is on, as PyTorch's cudnn.allow_tf32).
+struct AllowTf32 {
+  bool saved = ops::get_conv_allow_tf32();
+  explicit AllowTf32(bool allow) { ops::set_conv_allow_tf32(allow); }
+  ~AllowTf32() { ops::set_conv_allow_tf32(saved); }
 };
 
 struct Ref {
@@ -135,6 +145,7 @@ bool is_channels_last(const Tensor& t) { return t.dim() == 4 && t.size(1) > 1 &&
 
 // Forward and the three gradients of one case through the ops, against the reference.
 void check_case(const Case& k, uint32_t seed) {
+  AllowTf32 precision(k.tf32);
   const std::string what = k.what + " (" + tritium::dtype_name(k.dtype) + (k.channels_last ? ", channels-last)" : ")");
   std::vector<double> hx, hw, hb, hgy;
   const Shape xs = k.one_d ? Shape{k.n, k.c, k.w} : Shape{k.n, k.c, k.h, k.w};
@@ -164,7 +175,8 @@ void check_case(const Case& k, uint32_t seed) {
   if (!k.one_d && k.o > 1) BOOST_TEST(is_channels_last(y) == cl_out, what << ": output memory format");
   Tensor gy = make(ys, k.dtype, cl_out != k.grad_other_format, seed + 3, hgy);
   Ref r = reference(k, hx, hw, hb, &hgy, oh, ow, pad_h, pad_w);
-  const double tol = tolerance(k.dtype);
+  // tf32 rounds each operand to 10 mantissa bits: ~5e-4 relative a product.
+  const double tol = k.tf32 && k.dtype == f32 && !x.device().is_cpu() ? 3e-3 : tolerance(k.dtype);
   ou::check_values(y, r.y, tol, what + ": forward");
   ops::ConvGrads g = k.transposed ? ops::conv_transpose2d_backward(gy, x, w, k.stride, k.padding, k.output_padding,
                                                                    k.groups, k.dilation)
@@ -181,8 +193,6 @@ void check_case(const Case& k, uint32_t seed) {
   ou::check_values(g.weight, r.gw, gtol, what + ": grad_weight");
   ou::check_values(g.bias, r.gb, gtol, what + ": grad_bias");
 }
-
-const DType f32 = DType::f32;
 
 }  // namespace
 
@@ -226,6 +236,66 @@ BOOST_AUTO_TEST_CASE(conv2d_channel_blocks) {
     check_case({"16->20 k3 p1 f16", 2, 16, 6, 6, 20, 3, 3, {1, 1}, {1, 1}, "", {1, 1}, 1, true, true, DType::f16}, seed += 10);
     check_case({"16->20 k3 s2 p1 bf16", 2, 16, 7, 6, 20, 3, 3, {2, 2}, {1, 1}, "", {1, 1}, 1, true, true, DType::bf16},
                seed += 10);
+  });
+}
+
+// 1x1 convolutions at stride 1, unpadded, one group: matmuls over the pixels (ops/conv_gemm.cpp)
+// when the pixel dims merge (channels-last; a contiguous batch of one), else the implicit GEMM;
+// sizes off the tiles, with and without bias, the gradient in the other format, the transposed
+// form, and neighbours that must not take the matmul (stride 2, two groups).
+BOOST_AUTO_TEST_CASE(pointwise_convolutions) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    uint32_t seed = 700;
+    for (bool cl : {false, true}) {
+      check_case({"1x1 37->21 bias", 3, 37, 5, 7, 21, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, cl, f32}, seed += 10);
+      check_case({"1x1 48->40 bf16", 2, 48, 9, 6, 40, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, false, cl, DType::bf16},
+                 seed += 10);
+      check_case({"1x1 batch 1 20->33", 1, 20, 6, 5, 33, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, cl, f32}, seed += 10);
+      Case g{"1x1 24->18 grad in the other format", 2, 24, 4, 6, 18, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, cl, f32};
+      g.grad_other_format = true;
+      check_case(g, seed += 10);
+      Case t{"transposed 1x1 24->18", 2, 24, 5, 3, 18, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, cl, f32};
+      t.transposed = true;
+      check_case(t, seed += 10);
+    }
+    check_case({"1x1 s2 32->24", 2, 32, 7, 8, 24, 1, 1, {2, 2}, {0, 0}, "", {1, 1}, 1, true, true, f32}, seed += 10);
+    check_case({"1x1 groups 2 32->24", 2, 32, 5, 5, 24, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 2, true, true, f32}, seed += 10);
+    check_case({"1x1 16->20 f64", 2, 16, 3, 5, 20, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, true, DType::f64},
+               seed += 10);
+    // fp32 with tf32 (the default) and with matmul's own tf32 switch on while the conv's is off:
+    // the 1x1 product must not take matmul's precision.
+    Case a{"1x1 40->24 tf32", 2, 40, 6, 7, 24, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, true, f32};
+    a.tf32 = true;
+    check_case(a, seed += 10);
+    struct Restore {
+      ~Restore() { ops::set_float32_matmul_precision("highest"); }
+    } restore;
+    ops::set_float32_matmul_precision("high");
+    check_case({"1x1 40->24 fp32 beside matmul's tf32", 2, 40, 6, 7, 24, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, true,
+                f32},
+               seed += 10);
+  });
+}
+
+// set_conv_allow_tf32: on by default (PyTorch's cudnn.allow_tf32); fp32 3x3 convolutions with it
+// on, forward and both gradients (a GPU multiplies in tf32, the CPU in fp32).
+BOOST_AUTO_TEST_CASE(conv_tf32) {
+  BOOST_TEST(ops::get_conv_allow_tf32());
+  {
+    AllowTf32 off(false);
+    BOOST_TEST(!ops::get_conv_allow_tf32());
+  }
+  BOOST_TEST(ops::get_conv_allow_tf32());
+  tt::for_each_backend([&](const tt::Backend&) {
+    uint32_t seed = 800;
+    for (bool cl : {false, true}) {
+      Case a{"20->18 k3 s1 p1 tf32", 2, 20, 7, 6, 18, 3, 3, {1, 1}, {1, 1}, "", {1, 1}, 1, true, cl, f32};
+      a.tf32 = true;
+      check_case(a, seed += 10);
+      Case b{"17->33 k3 s2 p1 tf32", 2, 17, 9, 8, 33, 3, 3, {2, 2}, {1, 1}, "", {1, 1}, 1, true, cl, f32};
+      b.tf32 = true;
+      check_case(b, seed += 10);
+    }
   });
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <type_traits>
 
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/nvrtc.h"
@@ -41,6 +42,9 @@ std::string compile_for(tritium::Kernel& k, const std::string& tag, int num_warp
     BOOST_ERROR("kernel " << ks.entry << " (" << tag << ") does not compile for " << arch << ":\n" << e.what());
   }
   BOOST_TEST(!cubin.empty());
+  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)  // registers: cuobjdump -res-usage
+    std::ofstream(std::string(dir) + "/" + ks.entry + "." + tag + "." + arch + ".cubin", std::ios::binary)
+        .write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
   return ks.source.substr(ks.source.find("__global__"));
 }
 
@@ -60,13 +64,16 @@ struct ForwardCall {
   int32_t ws[5];
   bool transposed, phased;
 };
+// T: the operands' element type (bf16_t, or float with tf32 products).
+template <class T = bf16_t>
 std::string forward(const ForwardCall& a, const std::string& tag, int warps, int stages, int cc,
                     const std::string& arch, int bm, int bn, int bk) {
-  return compile_for(tritium::ops::conv_detail::forward_kernel(), tag, warps, stages, cc, arch, addr<bf16_t>(0),
-                     addr<bf16_t>(1), addr<bf16_t>(2), addr<bf16_t>(3), addr<int32_t>(4), a.n * a.oh * a.ow, a.ih, a.iw,
-                     a.oh, a.ow, a.c, a.o, a.k, a.k, a.stride, a.stride, a.pad, a.pad, 1, 1, a.xs.n, a.xs.c, a.xs.h,
-                     a.xs.w, a.ws[0], a.ws[1], a.ws[2], a.ws[3], a.ws[4], a.ys.n, a.ys.c, a.ys.h, a.ys.w, bm, bn, bk,
-                     a.transposed, true, a.phased, false, static_cast<int>(tritium::DType::f32), 0);
+  const int tf32 = std::is_same_v<T, float>;
+  return compile_for(tritium::ops::conv_detail::forward_kernel(), tag, warps, stages, cc, arch, addr<T>(0), addr<T>(1),
+                     addr<T>(2), addr<T>(3), addr<int32_t>(4), a.n * a.oh * a.ow, a.ih, a.iw, a.oh, a.ow, a.c, a.o, a.k,
+                     a.k, a.stride, a.stride, a.pad, a.pad, 1, 1, a.xs.n, a.xs.c, a.xs.h, a.xs.w, a.ws[0], a.ws[1],
+                     a.ws[2], a.ws[3], a.ws[4], a.ys.n, a.ys.c, a.ys.h, a.ys.w, bm, bn, bk, a.transposed, true, a.phased,
+                     false, static_cast<int>(tritium::DType::f32), tf32);
 }
 
 // ResNet-50 layer1's 3x3 convolution: 64 -> 64 channels at 56 x 56, batch 64, padding 1; the
@@ -170,6 +177,29 @@ BOOST_AUTO_TEST_CASE(weight_gradient_kernel_uses_tensor_cores) {
     BOOST_TEST(has(s, "tt_cp_async<16>("));
     BOOST_TEST(has(s, "// pipelined:"));
   }
+}
+
+// fp32 convolutions multiply in tf32 by default (set_conv_allow_tf32, PyTorch's cudnn.allow_tf32):
+// the forward, dgrad and weight gradient at layer1's shape in f32 channels-last reach wgmma's
+// tf32 form (K-major tiles only: an MN-major operand - dgrad's weight, both of the weight
+// gradient's - is transposed into the ring by 4-byte cp.async).
+BOOST_AUTO_TEST_CASE(fp32_convolutions_use_tf32_wgmma) {
+  if (!cuda::nvrtc_available()) return;
+  const std::string f = forward<float>(layer1_forward(), "fwd_tf32", 4, 3, 90, "sm_90a", 128, 64, 32);
+  BOOST_TEST(has(f, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
+  BOOST_TEST(has(f, "tt_cp_async<16>("));
+  const std::string d = forward<float>(layer1_dgrad(), "dgrad_tf32", 4, 3, 90, "sm_90a", 128, 64, 32);
+  BOOST_TEST(has(d, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
+  BOOST_TEST(has(d, "tt_cp_async<4>("));
+  const int32_t p = N * H * W;
+  const Strides4 g = nhwc(O, H, W), x = nhwc(C, H, W);
+  const std::string w = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), "wgrad_tf32", 4, 3, 90, "sm_90a",
+                                    addr<float>(0), addr<float>(1), addr<float>(2), p, p / 8, 8, H, W, H, W, C, O, 3, 3,
+                                    1, 1, 1, 1, 1, 1, g.n, g.c, g.h, g.w, x.n, x.c, x.h, x.w, O * C * 9, 64, 64, 32, true,
+                                    static_cast<int>(tritium::DType::f32), 1);
+  BOOST_TEST(has(w, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
+  BOOST_TEST(has(w, "tt_cp_async<4>("));
+  BOOST_TEST(has(w, "// pipelined:"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
