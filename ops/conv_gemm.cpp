@@ -158,7 +158,7 @@ Kernel& weight_grad_kernel() {
       [](P gy, P x, P part, tl::i32 P_TOTAL, tl::i32 CHUNK, tl::i32 SPLITS, tl::i32 IH, tl::i32 IW, tl::i32 OH,
          tl::i32 OW, tl::i32 CG, tl::i32 OCG, tl::i32 KH, tl::i32 KW, tl::i32 SH, tl::i32 SW, tl::i32 PH, tl::i32 PW,
          tl::i32 DH, tl::i32 DW, tl::i32 sgn, tl::i32 sgc, tl::i32 sgh, tl::i32 sgw, tl::i32 sxn, tl::i32 sxc,
-         tl::i32 sxh, tl::i32 sxw, tl::i32 spart, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TAP_COLUMNS, int ACC,
+         tl::i32 sxh, tl::i32 sxw, tl::i32 spart, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TAP_COLUMNS, int TAPS, int ACC,
          int TF32) {
         const DType acc_t = static_cast<DType>(ACC);
         const char* precision = TF32 ? "tf32" : "ieee";
@@ -172,7 +172,21 @@ Kernel& weight_grad_kernel() {
         // a row part plus a column part, not computed per element.
         tl::tensor col = tl::program_id(1) * BLOCK_N + tl::arange(0, BLOCK_N), c = col, kh = col, kw = col;
         tl::tensor col_in = col < CG * KH * KW;
-        if (TAP_COLUMNS) {
+        // TAPS > 1 (TAP_COLUMNS only): the columns are TAPS consecutive taps of BLOCK_N / TAPS
+        // channels each (program_id(1) = (tap group, channel block)), so a layer of few channels
+        // still gets a wide tile: its gradient tile is loaded once for TAPS taps, and the dot's
+        // operand traffic per flop falls (64 output channels: 64 x 64 tiles load 1 byte per
+        // 32 flops, 64 x 128 one per 43). The gathered offsets are then 2-D, but constant over
+        // each tap's channel run (contiguous: 16-byte copies still).
+        if (TAP_COLUMNS && TAPS > 1) {
+          const int block_c = BLOCK_N / TAPS;
+          auto blocks = tl::cdiv(CG, block_c);
+          auto j = tl::arange(0, BLOCK_N);
+          auto tap = (tl::program_id(1) / blocks) * TAPS + j / block_c;
+          c = (tl::program_id(1) % blocks) * block_c + j % block_c;
+          col_in = (c < CG) & (tap < KH * KW);
+          kh = tap / KW, kw = tap % KW;
+        } else if (TAP_COLUMNS) {
           auto blocks = tl::cdiv(CG, BLOCK_N);
           auto tap = tl::program_id(1) / blocks;
           c = (tl::program_id(1) % blocks) * BLOCK_N + tl::arange(0, BLOCK_N);
@@ -197,7 +211,7 @@ Kernel& weight_grad_kernel() {
           auto n = nh / OH;
           auto a = tl::load(gy_rows + (n * sgn + r * sgh + q * sgw)(None, _), o_in(_, None) & p_in(None, _), 0.0);
           tl::tensor b;
-          if (TAP_COLUMNS) {
+          if (TAP_COLUMNS && TAPS == 1) {
             Tap h = tap_index(r, kh, SH, PH, DH, IH, false);
             Tap v = tap_index(q, kw, SW, PW, DW, IW, false);
             b = tl::load(x_cols + (n * sxn + h.index * sxh + v.index * sxw)(_, None),
@@ -216,7 +230,7 @@ Kernel& weight_grad_kernel() {
       },
       {"gy",  "x",   "part", "P_TOTAL", "CHUNK",   "SPLITS",  "IH",      "IW",  "OH",  "OW",  "CG",  "OCG",
        "KH",  "KW",  "SH",   "SW",      "PH",      "PW",      "DH",      "DW",  "sgn", "sgc", "sgh", "sgw",
-       "sxn", "sxc", "sxh",  "sxw",     "spart",   "BLOCK_M", "BLOCK_N", "BLOCK_K", "TAP_COLUMNS", "ACC", "TF32"});
+       "sxn", "sxc", "sxh",  "sxw",     "spart",   "BLOCK_M", "BLOCK_N", "BLOCK_K", "TAP_COLUMNS", "TAPS", "ACC", "TF32"});
   return k;
 }
 
@@ -317,26 +331,43 @@ bool tap_columns_for(int64_t cg) { return cg >= 16; }
 // reads A K-major only, so it gathers A one element at a time); with 2 warps the dot lowers to
 // mma.sync instead, which reads M-major tiles with ldmatrix.trans behind 16-byte cp.async. Both
 // kinds are candidates and the autotuner measures them.
+// Column programs of the weight-gradient kernel: tap groups x channel blocks (TAP_COLUMNS), else
+// blocks of the flat (kh, kw, c) range.
+int64_t column_programs(bool tap_columns, int64_t cg, int64_t taps, int64_t block_n, int64_t tap_group) {
+  return tap_columns ? cdiv(taps, tap_group) * cdiv(cg, block_n / tap_group) : cdiv(cg * taps, block_n);
+}
+
+// (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, TAPS): 4+ warps lower to wgmma (both operands
+// MN-major from the cp.async ring: the gradient tile's output channels and the input tile's
+// channels are contiguous), 2 warps to mma.sync (ldmatrix.trans); TAPS > 1 spans several taps of
+// a few-channel layer with one wide tile.
 std::vector<Config> gpu_weight_grad_configs() {
-  struct C { int m, n, k, warps, stages; };
-  const C list[] = {{64, 64, 32, 4, 3},  {128, 64, 32, 4, 4}, {64, 128, 32, 4, 4}, {128, 128, 32, 8, 3},
-                    {128, 128, 64, 8, 3}, {64, 64, 32, 2, 4},  {64, 128, 32, 2, 4}, {128, 64, 32, 2, 4},
-                    {64, 64, 64, 2, 3},  {32, 64, 32, 2, 4},  {32, 32, 32, 2, 4}};
+  struct C { int m, n, k, warps, stages, taps; };
+  const C list[] = {{64, 64, 32, 4, 3, 1},   {128, 64, 32, 4, 4, 1}, {64, 128, 32, 4, 4, 1}, {128, 128, 32, 8, 3, 1},
+                    {128, 128, 64, 8, 3, 1}, {64, 128, 32, 4, 3, 2}, {64, 256, 32, 8, 3, 4}, {128, 128, 32, 8, 3, 2},
+                    {64, 128, 64, 4, 3, 2},  {64, 64, 32, 2, 4, 1},  {64, 128, 32, 2, 4, 1}, {128, 64, 32, 2, 4, 1},
+                    {64, 64, 64, 2, 3, 1},   {32, 64, 32, 2, 4, 1},  {32, 32, 32, 2, 4, 1}};
   std::vector<Config> out;
-  for (C c : list) out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}}, c.warps, c.stages);
+  for (C c : list)
+    out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}, {"TAPS", c.taps}}, c.warps, c.stages);
   return out;
 }
 
 // The K split is chosen before the tile (it sizes the partial-sum buffer), so a config's
-// BLOCK_K must divide the split's length; tiles wider than the problem are pruned.
+// BLOCK_K must divide the split's length; tiles wider than the problem are pruned (a tap group's
+// channel run against a group's channels, the group against the kernel's taps).
 std::vector<Config> fitting_weight_grad_configs(const std::vector<Config>& configs, const ArgView& args) {
   auto cap = [](int64_t v) { return std::max(32, pow2_at_least(v, 16, 1 << 30)); };
   const int64_t ocg = args.integer("OCG"), cg = args.integer("CG"), chunk = args.integer("CHUNK");
-  const int64_t cols = tap_columns_for(cg) ? cg : cg * args.integer("KH") * args.integer("KW");
+  const int64_t taps = args.integer("KH") * args.integer("KW");
+  const bool tap_columns = tap_columns_for(cg);
+  const int64_t cols = tap_columns ? cg : cg * taps;
   std::vector<Config> out;
-  for (const Config& c : configs)
-    if (c.meta["BLOCK_M"] <= cap(ocg) && c.meta["BLOCK_N"] <= cap(cols) && chunk % c.meta["BLOCK_K"] == 0)
-      out.push_back(c);
+  for (const Config& c : configs) {
+    const int64_t t = c.meta["TAPS"], run = c.meta["BLOCK_N"] / t;
+    const bool columns_fit = t == 1 ? c.meta["BLOCK_N"] <= cap(cols) : tap_columns && t <= taps && run <= cap(cg);
+    if (c.meta["BLOCK_M"] <= cap(ocg) && columns_fit && chunk % c.meta["BLOCK_K"] == 0) out.push_back(c);
+  }
   if (out.empty()) out.push_back(configs.back());
   return out;
 }
@@ -347,8 +378,7 @@ size_t weight_grad_heuristic(const std::vector<Config>& configs, const ArgView& 
   const int64_t groups = args.tensor("x").size(1) / std::max<int64_t>(1, cg);
   const int64_t splits = args.integer("SPLITS");
   return pick_filling(configs, args, "x", [&](const Config& c) {
-    const int64_t bn = c.meta["BLOCK_N"];
-    const int64_t cols = tap_columns_for(cg) ? taps * cdiv(cg, bn) : cdiv(cg * taps, bn);
+    const int64_t cols = column_programs(tap_columns_for(cg), cg, taps, c.meta["BLOCK_N"], c.meta["TAPS"]);
     return cdiv(args.integer("OCG"), c.meta["BLOCK_M"]) * cols * groups * splits;
   });
 }
@@ -523,7 +553,9 @@ Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw
   // The tile that sizes the K split: the tuned kernel's smallest common one on a GPU (the
   // autotuner then picks the tile), a heuristic tile elsewhere.
   const int bm = pow2_at_least(ocg, 16, 64), bn = pow2_at_least(tap_columns ? cg : cols, 16, 64);
-  auto col_programs = [&](int64_t block_n) { return tap_columns ? kh * kw * cdiv(cg, block_n) : cdiv(cols, block_n); };
+  auto col_programs = [&](int64_t block_n, int64_t tap_group = 1) {
+    return column_programs(tap_columns, cg, kh * kw, block_n, tap_group);
+  };
   const int bk = gpu ? 64 : pow2_at_least(p_total, 16, 32);
   // Split K until there are enough programs: eight per thread on the CPU (few programs leave
   // threads idle at the end: 5 tiles on 2 threads wait for the fifth), two per SM on a GPU,
@@ -545,7 +577,7 @@ Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw
   };
   if (tuned) {
     auto grid = [&](const Meta& meta) {
-      return Grid(cdiv(ocg, meta["BLOCK_M"]), col_programs(meta["BLOCK_N"]), groups * splits);
+      return Grid(cdiv(ocg, meta["BLOCK_M"]), col_programs(meta["BLOCK_N"], meta["TAPS"]), groups * splits);
     };
     args([&](auto&&... a) {
       gpu_weight_grad_tuner()[grid](a..., Meta{{"TAP_COLUMNS", tap_columns}, {"ACC", static_cast<int>(acc)},
@@ -555,7 +587,7 @@ Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw
     const int warps = gpu ? 4 : 1;
     args([&](auto&&... a) {
       weight_grad_kernel()[{cdiv(ocg, bm), col_programs(bn), groups * splits}](
-          a..., bm, bn, gpu ? 32 : bk, tap_columns, static_cast<int>(acc), tf32_for(x.dtype()),
+          a..., bm, bn, gpu ? 32 : bk, tap_columns, 1, static_cast<int>(acc), tf32_for(x.dtype()),
           Options{.num_warps = warps, .num_stages = 3, .device = x.device()});
     });
   }

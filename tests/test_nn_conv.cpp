@@ -363,6 +363,35 @@ BOOST_AUTO_TEST_CASE(mixed_memory_formats) {
   });
 }
 
+// The weight-gradient kernel with several taps a program (TAPS 2 and 4: the GPU's wide tiles for
+// few-channel layers), launched directly on every backend against the float64 reference: 20
+// channels (two channel blocks of 16, the second part padding), 9 taps (the last tap group part
+// padding), stride (2, 1), padding 1, dilation (2, 1), channels-last operands, the K split in
+// three.
+BOOST_AUTO_TEST_CASE(weight_gradient_tap_groups) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const Case k{"wgrad tap groups", 2, 20, 7, 6, 18, 3, 3, {2, 1}, {1, 1}, "", {2, 1}, 1, false, true, f32};
+    std::vector<double> hx, hw, hgy, hb;
+    Tensor x = make({k.n, k.c, k.h, k.w}, f32, true, 901, hx);
+    make({k.o, k.c, k.kh, k.kw}, f32, false, 902, hw);
+    const int64_t oh = conv_out(k.h, k.kh, 2, 1, 2), ow = conv_out(k.w, k.kw, 1, 1, 1);
+    Tensor gy = make({k.n, k.o, oh, ow}, f32, true, 903, hgy);
+    const Ref r = reference(k, hx, hw, hb, &hgy, oh, ow, 1, 1);
+    const int32_t p_total = static_cast<int32_t>(k.n * oh * ow), chunk = 16, splits = (p_total + chunk - 1) / chunk;
+    for (int taps : {2, 4}) {
+      const int bn = 16 * taps;
+      Tensor part = ops::full({splits, k.o, k.c, k.kh, k.kw}, NAN, f32, be.device);
+      ops::conv_detail::weight_grad_kernel()[{1, (9 + taps - 1) / taps * 2, splits}](
+          gy, x, part, p_total, chunk, splits, int32_t(k.h), int32_t(k.w), int32_t(oh), int32_t(ow), int32_t(k.c),
+          int32_t(k.o), 3, 3, 2, 1, 1, 1, 2, 1, int32_t(gy.stride(0)), int32_t(gy.stride(1)), int32_t(gy.stride(2)),
+          int32_t(gy.stride(3)), int32_t(x.stride(0)), int32_t(x.stride(1)), int32_t(x.stride(2)), int32_t(x.stride(3)),
+          int32_t(k.o * k.c * 9), 32, bn, 16, true, taps, static_cast<int>(f32), 0,
+          tritium::Options{.num_warps = 4, .num_stages = 3, .device = be.device});
+      ou::check_values(ops::sum(part, {0}), r.gw, 1e-5, "weight gradient, " + std::to_string(taps) + " taps a program");
+    }
+  });
+}
+
 // Outputs filled with NaN before the kernel runs: every element written, in both memory formats,
 // for the direct and the transposed index rule.
 BOOST_AUTO_TEST_CASE(every_output_element_written) {

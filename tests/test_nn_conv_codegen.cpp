@@ -151,27 +151,48 @@ BOOST_AUTO_TEST_CASE(phased_input_gradient_uses_tensor_cores_and_cp_async) {
   BOOST_TEST(has(a, "tt_cp_async<16>("));
 }
 
-// The weight gradient at the same shape: grad_out [64, 64, 56, 56] times the gathered input, K =
-// N*OH*OW split in 8, partial sums in f32.
-BOOST_AUTO_TEST_CASE(weight_gradient_kernel_uses_tensor_cores) {
-  if (!cuda::nvrtc_available()) return;
+// The weight-gradient kernel at layer1's shape as weight_gradient launches it: grad_out [64, 64,
+// 56, 56] times the gathered input, K = N*OH*OW split in 8, partial sums in f32; `taps` taps of
+// BLOCK_N / taps channels a program. T: the operands' element type (float: tf32 products).
+template <class T = bf16_t>
+std::string wgrad(const std::string& tag, int warps, int stages, int cc, const std::string& arch, int bm, int bn,
+                  int bk, int taps) {
   const int32_t p = N * H * W;
   const Strides4 g = nhwc(O, H, W), x = nhwc(C, H, W);
-  for (auto [cc, arch] : {std::pair{90, "sm_90a"}, std::pair{80, "sm_80"}}) {
-    const std::string s = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), "wgrad", 4, 3, cc, arch,
-                                      addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), p, p / 8, 8, H, W, H, W, C, O,
-                                      3, 3, 1, 1, 1, 1, 1, 1, g.n, g.c, g.h, g.w, x.n, x.c, x.h, x.w, O * C * 9, 64,
-                                      64, 32, true, static_cast<int>(tritium::DType::f32), 0);
-    BOOST_TEST(has(s, cc == 90 ? "wgmma.mma_async" : "mma.sync"));
+  return compile_for(tritium::ops::conv_detail::weight_grad_kernel(), tag, warps, stages, cc, arch, addr<T>(0),
+                     addr<T>(1), addr<float>(2), p, p / 8, 8, H, W, H, W, C, O, 3, 3, 1, 1, 1, 1, 1, 1, g.n, g.c, g.h,
+                     g.w, x.n, x.c, x.h, x.w, O * C * 9, bm, bn, bk, true, taps, static_cast<int>(tritium::DType::f32),
+                     std::is_same_v<T, float> ? 1 : 0);
+}
+
+// On wgmma both operands come MN-major from the cp.async ring (the instruction's two transpose
+// bits set): the gradient tile's output channels and the input tile's channels are the
+// contiguous dims, copied 16 bytes at a time - no element gathers into a K-major tile. With
+// several taps a program (TAPS 2, 4: 64 x 128 and 64 x 256 tiles for 64 channels) the gathered
+// offsets are 2-D but constant over each tap's channel run, so the copies stay 16-byte ones.
+BOOST_AUTO_TEST_CASE(weight_gradient_kernel_uses_tensor_cores) {
+  if (!cuda::nvrtc_available()) return;
+  struct Tile {
+    int bm, bn, bk, warps, stages, taps;
+    const char* shape;
+  };
+  for (Tile t : {Tile{64, 64, 32, 4, 3, 1, "m64n64k16"}, Tile{64, 128, 32, 4, 3, 2, "m64n128k16"},
+                 Tile{64, 256, 32, 8, 3, 4, "m64n128k16"}, Tile{128, 128, 32, 8, 3, 2, "m64n128k16"}}) {
+    const std::string s = wgrad("wgrad_taps" + std::to_string(t.taps) + "_" + std::to_string(t.bn), t.warps, t.stages,
+                                90, "sm_90a", t.bm, t.bn, t.bk, t.taps);
+    BOOST_TEST(has(s, (std::string("wgmma.mma_async.sync.aligned.") + t.shape + ".f32.bf16.bf16").c_str()),
+               "BLOCK_N " << t.bn << " TAPS " << t.taps);
+    BOOST_TEST(has(s, "p, 1, 1, 1, 1;"), "both operands MN-major from shared memory, TAPS " << t.taps);
+    BOOST_TEST(has(s, "tt_cp_async<16>("));
+    BOOST_TEST(!has(s, "tt_cp_async<2>("));
+    BOOST_TEST(has(s, "// pipelined:"));
   }
-  // The autotuner's 2-warp candidates on Hopper: mma.sync, whose M-major gradient tile is read
-  // with ldmatrix.trans behind 16-byte cp.async (the wgmma path gathers it one element at a time:
-  // the layout generator's wgmma takes A K-major only).
+  BOOST_TEST(has(wgrad("wgrad", 4, 3, 80, "sm_80", 64, 64, 32, 1), "mma.sync"));
+  BOOST_TEST(has(wgrad("wgrad_taps2", 4, 3, 80, "sm_80", 64, 128, 32, 2), "mma.sync"));
+  // The autotuner's 2-warp candidates on Hopper: mma.sync, the M-major gradient tile read with
+  // ldmatrix.trans behind 16-byte cp.async.
   for (auto [bm, bn, bk, stages] : {std::tuple{64, 64, 32, 4}, std::tuple{64, 128, 32, 4}, std::tuple{128, 64, 32, 4}}) {
-    const std::string s = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), "wgrad_2warps", 2, stages, 90,
-                                      "sm_90a", addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), p, p / 8, 8, H, W, H,
-                                      W, C, O, 3, 3, 1, 1, 1, 1, 1, 1, g.n, g.c, g.h, g.w, x.n, x.c, x.h, x.w,
-                                      O * C * 9, bm, bn, bk, true, static_cast<int>(tritium::DType::f32), 0);
+    const std::string s = wgrad("wgrad_2warps", 2, stages, 90, "sm_90a", bm, bn, bk, 1);
     BOOST_TEST(has(s, "mma.sync"));
     BOOST_TEST(has(s, "tt_ldsm_x4_trans("));
     BOOST_TEST(has(s, "tt_cp_async<16>("));
@@ -191,12 +212,7 @@ BOOST_AUTO_TEST_CASE(fp32_convolutions_use_tf32_wgmma) {
   const std::string d = forward<float>(layer1_dgrad(), "dgrad_tf32", 4, 3, 90, "sm_90a", 128, 64, 32);
   BOOST_TEST(has(d, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
   BOOST_TEST(has(d, "tt_cp_async<4>("));
-  const int32_t p = N * H * W;
-  const Strides4 g = nhwc(O, H, W), x = nhwc(C, H, W);
-  const std::string w = compile_for(tritium::ops::conv_detail::weight_grad_kernel(), "wgrad_tf32", 4, 3, 90, "sm_90a",
-                                    addr<float>(0), addr<float>(1), addr<float>(2), p, p / 8, 8, H, W, H, W, C, O, 3, 3,
-                                    1, 1, 1, 1, 1, 1, g.n, g.c, g.h, g.w, x.n, x.c, x.h, x.w, O * C * 9, 64, 64, 32, true,
-                                    static_cast<int>(tritium::DType::f32), 1);
+  const std::string w = wgrad<float>("wgrad_tf32", 4, 3, 90, "sm_90a", 64, 64, 32, 1);
   BOOST_TEST(has(w, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
   BOOST_TEST(has(w, "tt_cp_async<4>("));
   BOOST_TEST(has(w, "// pipelined:"));
