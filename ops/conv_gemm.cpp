@@ -340,13 +340,14 @@ int64_t column_programs(bool tap_columns, int64_t cg, int64_t taps, int64_t bloc
 // (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, TAPS): 4+ warps lower to wgmma (both operands
 // MN-major from the cp.async ring: the gradient tile's output channels and the input tile's
 // channels are contiguous), 2 warps to mma.sync (ldmatrix.trans); TAPS > 1 spans several taps of
-// a few-channel layer with one wide tile.
+// a few-channel layer with one wide tile (64 channels: 2 or 4 taps of 64; 32 channels: 4 of 32).
 std::vector<Config> gpu_weight_grad_configs() {
   struct C { int m, n, k, warps, stages, taps; };
-  const C list[] = {{64, 64, 32, 4, 3, 1},   {128, 64, 32, 4, 4, 1}, {64, 128, 32, 4, 4, 1}, {128, 128, 32, 8, 3, 1},
-                    {128, 128, 64, 8, 3, 1}, {64, 128, 32, 4, 3, 2}, {64, 256, 32, 8, 3, 4}, {128, 128, 32, 8, 3, 2},
-                    {64, 128, 64, 4, 3, 2},  {64, 64, 32, 2, 4, 1},  {64, 128, 32, 2, 4, 1}, {128, 64, 32, 2, 4, 1},
-                    {64, 64, 64, 2, 3, 1},   {32, 64, 32, 2, 4, 1},  {32, 32, 32, 2, 4, 1}};
+  const C list[] = {{64, 64, 32, 4, 3, 1},   {128, 64, 32, 4, 4, 1},  {64, 128, 32, 4, 4, 1}, {128, 128, 32, 8, 3, 1},
+                    {128, 128, 64, 8, 3, 1}, {64, 128, 32, 4, 3, 2},  {64, 256, 32, 8, 3, 4}, {128, 128, 32, 8, 3, 2},
+                    {64, 128, 64, 4, 3, 2},  {64, 128, 32, 4, 3, 4},  {128, 128, 32, 8, 3, 4}, {64, 64, 32, 2, 4, 1},
+                    {64, 128, 32, 2, 4, 1},  {128, 64, 32, 2, 4, 1},  {64, 64, 64, 2, 3, 1},  {32, 64, 32, 2, 4, 1},
+                    {32, 32, 32, 2, 4, 1}};
   std::vector<Config> out;
   for (C c : list)
     out.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}, {"TAPS", c.taps}}, c.warps, c.stages);

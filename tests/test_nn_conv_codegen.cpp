@@ -156,12 +156,12 @@ BOOST_AUTO_TEST_CASE(phased_input_gradient_uses_tensor_cores_and_cp_async) {
 // BLOCK_N / taps channels a program. T: the operands' element type (float: tf32 products).
 template <class T = bf16_t>
 std::string wgrad(const std::string& tag, int warps, int stages, int cc, const std::string& arch, int bm, int bn,
-                  int bk, int taps) {
-  const int32_t p = N * H * W;
-  const Strides4 g = nhwc(O, H, W), x = nhwc(C, H, W);
+                  int bk, int taps, int32_t c = C, int32_t o = O, int32_t h = H, int32_t w = W) {
+  const int32_t p = N * h * w;
+  const Strides4 g = nhwc(o, h, w), x = nhwc(c, h, w);
   return compile_for(tritium::ops::conv_detail::weight_grad_kernel(), tag, warps, stages, cc, arch, addr<T>(0),
-                     addr<T>(1), addr<float>(2), p, p / 8, 8, H, W, H, W, C, O, 3, 3, 1, 1, 1, 1, 1, 1, g.n, g.c, g.h,
-                     g.w, x.n, x.c, x.h, x.w, O * C * 9, bm, bn, bk, true, taps, static_cast<int>(tritium::DType::f32),
+                     addr<T>(1), addr<float>(2), p, p / 8, 8, h, w, h, w, c, o, 3, 3, 1, 1, 1, 1, 1, 1, g.n, g.c, g.h,
+                     g.w, x.n, x.c, x.h, x.w, o * c * 9, bm, bn, bk, true, taps, static_cast<int>(tritium::DType::f32),
                      std::is_same_v<T, float> ? 1 : 0);
 }
 
@@ -187,6 +187,11 @@ BOOST_AUTO_TEST_CASE(weight_gradient_kernel_uses_tensor_cores) {
     BOOST_TEST(!has(s, "tt_cp_async<2>("));
     BOOST_TEST(has(s, "// pipelined:"));
   }
+  // The small CNN's 32 -> 64 layer at 28 x 28: 4 taps of 32 channels a 64 x 128 tile.
+  const std::string small = wgrad("wgrad_taps4_c32", 4, 3, 90, "sm_90a", 64, 128, 32, 4, 32, 64, 28, 28);
+  BOOST_TEST(has(small, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  BOOST_TEST(has(small, "p, 1, 1, 1, 1;"));
+  BOOST_TEST(has(small, "tt_cp_async<16>("));
   BOOST_TEST(has(wgrad("wgrad", 4, 3, 80, "sm_80", 64, 64, 32, 1), "mma.sync"));
   BOOST_TEST(has(wgrad("wgrad_taps2", 4, 3, 80, "sm_80", 64, 128, 32, 2), "mma.sync"));
   // The autotuner's 2-warp candidates on Hopper: mma.sync, the M-major gradient tile read with
