@@ -364,30 +364,48 @@ BOOST_AUTO_TEST_CASE(mixed_memory_formats) {
 }
 
 // The weight-gradient kernel with several taps a program (TAPS 2 and 4: the GPU's wide tiles for
-// few-channel layers), launched directly on every backend against the float64 reference: 20
-// channels (two channel blocks of 16, the second part padding), 9 taps (the last tap group part
-// padding), stride (2, 1), padding 1, dilation (2, 1), channels-last operands, the K split in
-// three.
+// few-channel layers), launched directly against the float64 reference: 9 taps (the last tap
+// group part padding), stride (2, 1), padding 1, dilation (2, 1), channels-last operands, the K
+// split in chunks. Every backend: 20 channels in blocks of 16 (the second part padding), f32.
+// On a GPU also the tuner's wgmma tiles (64 x 128 of 2 taps, 64 x 256 of 4 taps in 8 warps, and
+// 4 taps of 32 channels) in bf16 and tf32, 70 channels (a partial channel block).
 BOOST_AUTO_TEST_CASE(weight_gradient_tap_groups) {
+  struct Launch {
+    DType dtype;
+    int64_t c, o;
+    int bm, bn, bk, warps, taps;
+    bool gpu_only;
+    int tf32 = 0;  // the kernel's TF32 argument
+  };
+  const Launch launches[] = {{f32, 20, 18, 32, 32, 16, 4, 2, false},          {f32, 20, 18, 32, 64, 16, 4, 4, false},
+                             {DType::bf16, 70, 66, 64, 128, 32, 4, 2, true},  {DType::bf16, 70, 66, 64, 256, 32, 8, 4, true},
+                             {DType::bf16, 40, 64, 64, 128, 32, 4, 4, true},  {f32, 70, 66, 64, 128, 32, 4, 2, true, 1}};
   tt::for_each_backend([&](const tt::Backend& be) {
-    const Case k{"wgrad tap groups", 2, 20, 7, 6, 18, 3, 3, {2, 1}, {1, 1}, "", {2, 1}, 1, false, true, f32};
-    std::vector<double> hx, hw, hgy, hb;
-    Tensor x = make({k.n, k.c, k.h, k.w}, f32, true, 901, hx);
-    make({k.o, k.c, k.kh, k.kw}, f32, false, 902, hw);
-    const int64_t oh = conv_out(k.h, k.kh, 2, 1, 2), ow = conv_out(k.w, k.kw, 1, 1, 1);
-    Tensor gy = make({k.n, k.o, oh, ow}, f32, true, 903, hgy);
-    const Ref r = reference(k, hx, hw, hb, &hgy, oh, ow, 1, 1);
-    const int32_t p_total = static_cast<int32_t>(k.n * oh * ow), chunk = 16, splits = (p_total + chunk - 1) / chunk;
-    for (int taps : {2, 4}) {
-      const int bn = 16 * taps;
+    uint32_t seed = 900;
+    for (const Launch& l : launches) {
+      if (l.gpu_only && !be.device.is_cuda()) continue;
+      const Case k{"wgrad tap groups", 2, l.c, 7, 6, l.o, 3, 3, {2, 1}, {1, 1}, "", {2, 1}, 1, false, true, l.dtype};
+      std::vector<double> hx, hw, hgy, hb;
+      Tensor x = make({k.n, k.c, k.h, k.w}, l.dtype, true, seed += 10, hx);
+      make({k.o, k.c, k.kh, k.kw}, l.dtype, false, seed += 10, hw);
+      const int64_t oh = conv_out(k.h, k.kh, 2, 1, 2), ow = conv_out(k.w, k.kw, 1, 1, 1);
+      Tensor gy = make({k.n, k.o, oh, ow}, l.dtype, true, seed += 10, hgy);
+      const Ref r = reference(k, hx, hw, hb, &hgy, oh, ow, 1, 1);
+      const int32_t p_total = static_cast<int32_t>(k.n * oh * ow), chunk = 2 * l.bk;
+      const int32_t splits = (p_total + chunk - 1) / chunk;
+      const int64_t block_c = l.bn / l.taps, col_programs = (9 + l.taps - 1) / l.taps * ((k.c + block_c - 1) / block_c);
       Tensor part = ops::full({splits, k.o, k.c, k.kh, k.kw}, NAN, f32, be.device);
-      ops::conv_detail::weight_grad_kernel()[{1, (9 + taps - 1) / taps * 2, splits}](
+      ops::conv_detail::weight_grad_kernel()[{(k.o + l.bm - 1) / l.bm, col_programs, splits}](
           gy, x, part, p_total, chunk, splits, int32_t(k.h), int32_t(k.w), int32_t(oh), int32_t(ow), int32_t(k.c),
           int32_t(k.o), 3, 3, 2, 1, 1, 1, 2, 1, int32_t(gy.stride(0)), int32_t(gy.stride(1)), int32_t(gy.stride(2)),
           int32_t(gy.stride(3)), int32_t(x.stride(0)), int32_t(x.stride(1)), int32_t(x.stride(2)), int32_t(x.stride(3)),
-          int32_t(k.o * k.c * 9), 32, bn, 16, true, taps, static_cast<int>(f32), 0,
-          tritium::Options{.num_warps = 4, .num_stages = 3, .device = be.device});
-      ou::check_values(ops::sum(part, {0}), r.gw, 1e-5, "weight gradient, " + std::to_string(taps) + " taps a program");
+          int32_t(k.o * k.c * 9), l.bm, l.bn, l.bk, true, l.taps, static_cast<int>(f32), l.tf32,
+          tritium::Options{.num_warps = l.warps, .num_stages = 3, .device = be.device});
+      // Exact products of the rounded inputs summed in f32; tf32 rounds them to 10 mantissa bits.
+      ou::check_values(ops::sum(part, {0}), r.gw, l.tf32 ? 3e-3 : 1e-5,
+                       "weight gradient, " + std::string(tritium::dtype_name(l.dtype)) + ", " + std::to_string(l.c) +
+                           " channels, " + std::to_string(l.taps) + " taps of a " + std::to_string(l.bm) + " x " +
+                           std::to_string(l.bn) + " tile");
     }
   });
 }
