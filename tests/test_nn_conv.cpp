@@ -239,10 +239,11 @@ BOOST_AUTO_TEST_CASE(conv2d_channel_blocks) {
   });
 }
 
-// 1x1 convolutions at stride 1, unpadded, one group: matmuls over the pixels (ops/conv_gemm.cpp)
-// when the pixel dims merge (channels-last; a contiguous batch of one), else the implicit GEMM;
-// sizes off the tiles, with and without bias, the gradient in the other format, the transposed
-// form, and neighbours that must not take the matmul (stride 2, two groups).
+// 1x1 convolutions at stride 1, unpadded, one group: the weight gradient is a matmul over the
+// pixels (ops/conv_gemm.cpp) when their dims merge (channels-last; a contiguous batch of one),
+// else the weight-gradient kernel; sizes off the tiles, with and without bias, the gradient in
+// the other format, the transposed form, and neighbours that must not take the matmul (stride 2,
+// two groups).
 BOOST_AUTO_TEST_CASE(pointwise_convolutions) {
   tt::for_each_backend([&](const tt::Backend&) {
     uint32_t seed = 700;
@@ -263,7 +264,7 @@ BOOST_AUTO_TEST_CASE(pointwise_convolutions) {
     check_case({"1x1 16->20 f64", 2, 16, 3, 5, 20, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, true, DType::f64},
                seed += 10);
     // fp32 with tf32 (the default) and with matmul's own tf32 switch on while the conv's is off:
-    // the 1x1 product must not take matmul's precision.
+    // the 1x1 weight gradient must not take matmul's precision.
     Case a{"1x1 40->24 tf32", 2, 40, 6, 7, 24, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, true, f32};
     a.tf32 = true;
     check_case(a, seed += 10);
