@@ -157,8 +157,9 @@ Kernel& weight_grad_kernel() {
       [](P gy, P x, P part, tl::i32 P_TOTAL, tl::i32 CHUNK, tl::i32 SPLITS, tl::i32 IH, tl::i32 IW, tl::i32 OH,
          tl::i32 OW, tl::i32 CG, tl::i32 OCG, tl::i32 KH, tl::i32 KW, tl::i32 SH, tl::i32 SW, tl::i32 PH, tl::i32 PW,
          tl::i32 DH, tl::i32 DW, tl::i32 sgn, tl::i32 sgc, tl::i32 sgh, tl::i32 sgw, tl::i32 sxn, tl::i32 sxc,
-         tl::i32 sxh, tl::i32 sxw, tl::i32 spart, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TAP_COLUMNS, int TAPS, int ACC,
-         int TF32) {
+         tl::i32 sxh, tl::i32 sxw, tl::i32 spart, tl::i32 sgp, tl::i32 DIV_OW, tl::i32 SHR_OW, tl::i32 DIV_OH,
+         tl::i32 SHR_OH, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TAP_COLUMNS, int TAPS, bool GY_PIXELS,
+         bool FAST_DIVMOD, int ACC, int TF32) {
         const DType acc_t = static_cast<DType>(ACC);
         const char* precision = TF32 ? "tf32" : "ieee";
         auto g = tl::program_id(2) / SPLITS;
@@ -204,11 +205,21 @@ Kernel& weight_grad_kernel() {
         for (auto p0 : tl::range(begin, end, BLOCK_K)) {
           auto p = p0 + tl::arange(0, BLOCK_K);
           auto p_in = p < end;
-          auto q = p % OW;
-          auto nh = p / OW;
-          auto r = nh % OH;
-          auto n = nh / OH;
-          auto a = tl::load(gy_rows + (n * sgn + r * sgh + q * sgw)(None, _), o_in(_, None) & p_in(None, _), 0.0);
+          // The pixel (n, r, q) of each K index. K is the pixels here, so this runs every step for
+          // every row a thread copies: by magic numbers (umulhi, add, shift: a few instructions)
+          // rather than a runtime division (~25 each, 4 a row: they outweighed the tensor cores).
+          tl::tensor nh = p, q = p, r = p, n = p;
+          if (FAST_DIVMOD) {
+            nh = (tl::umulhi(p, DIV_OW) + p) >> SHR_OW;
+            q = p - nh * OW;
+            n = (tl::umulhi(nh, DIV_OH) + nh) >> SHR_OH;
+            r = nh - n * OH;
+          } else {
+            q = p % OW, nh = p / OW, r = nh % OH, n = nh / OH;
+          }
+          // grad_output's pixels as one dim (channels-last): no pixel arithmetic for its tile.
+          auto gy_offsets = GY_PIXELS ? p * sgp : n * sgn + r * sgh + q * sgw;
+          auto a = tl::load(gy_rows + gy_offsets(None, _), o_in(_, None) & p_in(None, _), 0.0);
           tl::tensor b;
           if (TAP_COLUMNS && TAPS == 1) {
             Tap h = tap_index(r, kh, SH, PH, DH, IH, false);
@@ -229,7 +240,8 @@ Kernel& weight_grad_kernel() {
       },
       {"gy",  "x",   "part", "P_TOTAL", "CHUNK",   "SPLITS",  "IH",      "IW",  "OH",  "OW",  "CG",  "OCG",
        "KH",  "KW",  "SH",   "SW",      "PH",      "PW",      "DH",      "DW",  "sgn", "sgc", "sgh", "sgw",
-       "sxn", "sxc", "sxh",  "sxw",     "spart",   "BLOCK_M", "BLOCK_N", "BLOCK_K", "TAP_COLUMNS", "TAPS", "ACC", "TF32"});
+       "sxn", "sxc", "sxh",  "sxw",     "spart",   "sgp",     "DIV_OW",  "SHR_OW",  "DIV_OH",      "SHR_OH",
+       "BLOCK_M", "BLOCK_N", "BLOCK_K", "TAP_COLUMNS", "TAPS", "GY_PIXELS", "FAST_DIVMOD", "ACC", "TF32"});
   return k;
 }
 
@@ -452,6 +464,16 @@ bool matmul_precision_matches(DType dtype, Device device) {
 
 }  // namespace
 
+Divisor divisor(int64_t d) {
+  if (d < 1 || d >= (int64_t{1} << 31)) fail("conv2d: internal error: divisor {} out of range", d);
+  int shift = 0;
+  while ((int64_t{1} << shift) < d) ++shift;  // ceil(log2 d)
+  // m = floor(2^32 (2^shift - d) / d) + 1 < 2^32; n / d = (umulhi(n, m) + n) >> shift for n < 2^30.
+  const uint64_t ud = static_cast<uint64_t>(d);
+  const uint64_t m = ((uint64_t{1} << 32) * ((uint64_t{1} << shift) - ud)) / ud + 1;
+  return {static_cast<int32_t>(static_cast<uint32_t>(m)), shift};
+}
+
 WeightStrides conv_weight_strides(const Tensor& w, int64_t out_per_group) {
   return {out_per_group * w.stride(0), w.stride(0), w.stride(1), w.stride(2), w.stride(3)};
 }
@@ -555,26 +577,34 @@ Tensor weight_gradient(const Tensor& gy, const Tensor& x, int64_t kh, int64_t kw
   const int64_t chunk = cdiv(cdiv(p_total, splits), bk) * bk;
   splits = cdiv(p_total, chunk);
   Tensor part = Tensor::empty({splits, O, cg, kh, kw}, acc, x.device());
+  // Division of the pixel index by OW and OH through magic numbers while the index and its sum
+  // with the product stay below 2^31 (K indices < 2^30); grad_output's pixels as one dim when
+  // they merge.
+  const bool fast_divmod = p_total + chunk < (int64_t{1} << 30);
+  const Divisor div_w = divisor(gy.size(3)), div_h = divisor(gy.size(2));
+  const std::optional<int64_t> gy_pixels = pixel_stride(gy);
   auto args = [&](auto&& launch) {
     launch(gy, x, part, i32(p_total), i32(chunk), i32(splits), i32(x.size(2)), i32(x.size(3)), i32(gy.size(2)),
            i32(gy.size(3)), i32(cg), i32(ocg), i32(kh), i32(kw), i32(geo.stride[0]), i32(geo.stride[1]),
            i32(geo.padding[0]), i32(geo.padding[1]), i32(geo.dilation[0]), i32(geo.dilation[1]), i32(gy.stride(0)),
            i32(gy.stride(1)), i32(gy.stride(2)), i32(gy.stride(3)), i32(x.stride(0)), i32(x.stride(1)),
-           i32(x.stride(2)), i32(x.stride(3)), i32(O * cols));
+           i32(x.stride(2)), i32(x.stride(3)), i32(O * cols), i32(gy_pixels.value_or(0)), div_w.magic, div_w.shift,
+           div_h.magic, div_h.shift);
   };
   if (tuned) {
     auto grid = [&](const Meta& meta) {
       return Grid(cdiv(ocg, meta["BLOCK_M"]), col_programs(meta["BLOCK_N"], meta["TAPS"]), groups * splits);
     };
     args([&](auto&&... a) {
-      gpu_weight_grad_tuner()[grid](a..., Meta{{"TAP_COLUMNS", tap_columns}, {"ACC", static_cast<int>(acc)},
+      gpu_weight_grad_tuner()[grid](a..., Meta{{"TAP_COLUMNS", tap_columns}, {"GY_PIXELS", gy_pixels.has_value()},
+                                               {"FAST_DIVMOD", fast_divmod}, {"ACC", static_cast<int>(acc)},
                                                {"TF32", tf32_for(x.dtype())}});
     });
   } else {
     const int warps = gpu ? 4 : 1;
     args([&](auto&&... a) {
       weight_grad_kernel()[{cdiv(ocg, bm), col_programs(bn), groups * splits}](
-          a..., bm, bn, gpu ? 32 : bk, tap_columns, 1, static_cast<int>(acc), tf32_for(x.dtype()),
+          a..., bm, bn, gpu ? 32 : bk, tap_columns, 1, gy_pixels.has_value(), fast_divmod, static_cast<int>(acc), tf32_for(x.dtype()),
           Options{.num_warps = warps, .num_stages = 3, .device = x.device()});
     });
   }

@@ -377,8 +377,11 @@ BOOST_AUTO_TEST_CASE(weight_gradient_tap_groups) {
     int bm, bn, bk, warps, taps;
     bool gpu_only;
     int tf32 = 0;  // the kernel's TF32 argument
+    // grad_output's pixels read as one dim (it is channels-last), the pixel index divided by
+    // magic numbers; off: (n, r, q) by division and through its four strides.
+    bool gy_pixels = true, fast_divmod = true;
   };
-  const Launch launches[] = {{f32, 20, 18, 32, 32, 16, 4, 2, false},          {f32, 20, 18, 32, 64, 16, 4, 4, false},
+  const Launch launches[] = {{f32, 20, 18, 32, 32, 16, 4, 2, false},          {f32, 20, 18, 32, 64, 16, 4, 4, false, 0, false, false},
                              {DType::bf16, 70, 66, 64, 128, 32, 4, 2, true},  {DType::bf16, 70, 66, 64, 256, 32, 8, 4, true},
                              {DType::bf16, 40, 64, 64, 128, 32, 4, 4, true},  {f32, 70, 66, 64, 128, 32, 4, 2, true, 1}};
   tt::for_each_backend([&](const tt::Backend& be) {
@@ -396,11 +399,13 @@ BOOST_AUTO_TEST_CASE(weight_gradient_tap_groups) {
       const int32_t splits = (p_total + chunk - 1) / chunk;
       const int64_t block_c = l.bn / l.taps, col_programs = (9 + l.taps - 1) / l.taps * ((k.c + block_c - 1) / block_c);
       Tensor part = ops::full({splits, k.o, k.c, k.kh, k.kw}, NAN, f32, be.device);
+      const auto dw = ops::conv_detail::divisor(ow), dh = ops::conv_detail::divisor(oh);
       ops::conv_detail::weight_grad_kernel()[{(k.o + l.bm - 1) / l.bm, col_programs, splits}](
           gy, x, part, p_total, chunk, splits, int32_t(k.h), int32_t(k.w), int32_t(oh), int32_t(ow), int32_t(k.c),
           int32_t(k.o), 3, 3, 2, 1, 1, 1, 2, 1, int32_t(gy.stride(0)), int32_t(gy.stride(1)), int32_t(gy.stride(2)),
           int32_t(gy.stride(3)), int32_t(x.stride(0)), int32_t(x.stride(1)), int32_t(x.stride(2)), int32_t(x.stride(3)),
-          int32_t(k.o * k.c * 9), l.bm, l.bn, l.bk, true, l.taps, static_cast<int>(f32), l.tf32,
+          int32_t(k.o * k.c * 9), int32_t(gy.stride(3)), dw.magic, dw.shift, dh.magic, dh.shift, l.bm, l.bn, l.bk,
+          true, l.taps, l.gy_pixels, l.fast_divmod, static_cast<int>(f32), l.tf32,
           tritium::Options{.num_warps = l.warps, .num_stages = 3, .device = be.device});
       // Exact products of the rounded inputs summed in f32; tf32 rounds them to 10 mantissa bits.
       ou::check_values(ops::sum(part, {0}), r.gw, l.tf32 ? 3e-3 : 1e-5,
@@ -409,6 +414,30 @@ BOOST_AUTO_TEST_CASE(weight_gradient_tap_groups) {
                            std::to_string(l.bn) + " tile");
     }
   });
+}
+
+// The weight-gradient kernel's division by magic numbers: (umulhi(n, magic) + n) >> shift == n / d
+// for n in [0, 2^30), at every divisor up to 1100 (powers of two, 1, odd and even), large ones, and
+// n near multiples of d and the top of the range.
+BOOST_AUTO_TEST_CASE(divisor_magic_numbers) {
+  std::vector<int64_t> ds;
+  for (int64_t d = 1; d <= 1100; ++d) ds.push_back(d);
+  for (int64_t d : {3136, 12544, 50176, 200704, 1048583, 1 << 29, (1 << 30) - 1}) ds.push_back(d);
+  size_t bad = 0;
+  for (int64_t d : ds) {
+    const ops::conv_detail::Divisor v = ops::conv_detail::divisor(d);
+    auto quotient = [&](int64_t n) {
+      const uint64_t hi = (static_cast<uint64_t>(n) * static_cast<uint32_t>(v.magic)) >> 32;
+      return static_cast<int64_t>((hi + static_cast<uint64_t>(n)) >> v.shift);
+    };
+    std::vector<int64_t> ns = {0, 1, d - 1, d, d + 1, (1 << 30) - 1, (1 << 30) - 2, (1 << 30) - d};
+    for (int64_t k = 1; k < 2000; ++k) ns.push_back((k * 7919 * d + k) % (int64_t{1} << 30));
+    for (int64_t n : ns)
+      if (n >= 0 && n < (int64_t{1} << 30) && quotient(n) != n / d && bad++ < 5)
+        BOOST_ERROR("divisor " << d << ": " << n << " / d gave " << quotient(n) << ", not " << n / d);
+  }
+  BOOST_TEST(bad == 0u);
+  tt::check_throws([] { ops::conv_detail::divisor(0); }, {"divisor 0"}, "zero divisor");
 }
 
 // Outputs filled with NaN before the kernel runs: every element written, in both memory formats,

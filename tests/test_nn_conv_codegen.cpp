@@ -159,10 +159,11 @@ std::string wgrad(const std::string& tag, int warps, int stages, int cc, const s
                   int bk, int taps, int32_t c = C, int32_t o = O, int32_t h = H, int32_t w = W) {
   const int32_t p = N * h * w;
   const Strides4 g = nhwc(o, h, w), x = nhwc(c, h, w);
+  const auto dw = tritium::ops::conv_detail::divisor(w), dh = tritium::ops::conv_detail::divisor(h);
   return compile_for(tritium::ops::conv_detail::weight_grad_kernel(), tag, warps, stages, cc, arch, addr<T>(0),
                      addr<T>(1), addr<float>(2), p, p / 8, 8, h, w, h, w, c, o, 3, 3, 1, 1, 1, 1, 1, 1, g.n, g.c, g.h,
-                     g.w, x.n, x.c, x.h, x.w, o * c * 9, bm, bn, bk, true, taps, static_cast<int>(tritium::DType::f32),
-                     std::is_same_v<T, float> ? 1 : 0);
+                     g.w, x.n, x.c, x.h, x.w, o * c * 9, g.w, dw.magic, dw.shift, dh.magic, dh.shift, bm, bn, bk, true,
+                     taps, true, true, static_cast<int>(tritium::DType::f32), std::is_same_v<T, float> ? 1 : 0);
 }
 
 // On wgmma both operands come MN-major from the cp.async ring (the instruction's two transpose
