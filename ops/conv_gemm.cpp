@@ -44,20 +44,27 @@ using P = tl::ptr<tl::any>;
 using tl::_;
 using tl::None;
 
-// The input coordinate of output coordinate `o` for tap `k` along one axis, and whether it is
-// inside the input (and, transposed, whether the stride divides it).
+// The input coordinate of output coordinate `o` for tap `k` along one axis (conv's rule), and
+// whether it is inside the input.
 struct Tap {
   tl::tensor index, valid;
 };
 Tap tap_index(const tl::tensor& o, const tl::tensor& k, const tl::tensor& stride, const tl::tensor& pad,
-              const tl::tensor& dilation, const tl::tensor& size, bool transposed) {
-  if (!transposed) {
-    auto i = o * stride - pad + k * dilation;
-    return {i, (i >= 0) & (i < size)};
-  }
+              const tl::tensor& dilation, const tl::tensor& size) {
+  auto i = o * stride - pad + k * dilation;
+  return {i, (i >= 0) & (i < size)};
+}
+
+// The forward kernel's transposed index i = (o + pad - k * dilation) / stride without a runtime
+// division a row: unphased, the stride is 1 (a transposed launch with a stride is phased);
+// phased, the phase's tap table lists only taps whose t the stride divides, so the quotient is
+// exact, by magic numbers (`magic`, `shift`: divisor() of the stride; t < 0 is masked off).
+Tap transposed_tap(const tl::tensor& o, const tl::tensor& k, const tl::tensor& pad, const tl::tensor& dilation,
+                   const tl::tensor& size, bool phased, const tl::tensor& magic, const tl::tensor& shift) {
   auto t = o + pad - k * dilation;
-  auto i = t / stride;
-  return {i, (t >= 0) & (t % stride == 0) & (i < size)};
+  if (!phased) return {t, (t >= 0) & (t < size)};
+  auto i = (tl::umulhi(t, magic) + t) >> shift;
+  return {i, (t >= 0) & (i < size)};
 }
 
 }  // namespace
@@ -68,7 +75,8 @@ Kernel& forward_kernel() {
       [](P x, P w, P bias, P y, P taps, tl::i32 M, tl::i32 IH, tl::i32 IW, tl::i32 OH, tl::i32 OW, tl::i32 CG, tl::i32 OCG,
          tl::i32 KH, tl::i32 KW, tl::i32 SH, tl::i32 SW, tl::i32 PH, tl::i32 PW, tl::i32 DH, tl::i32 DW, tl::i32 sxn,
          tl::i32 sxc, tl::i32 sxh, tl::i32 sxw, tl::i32 swg, tl::i32 swo, tl::i32 swc, tl::i32 swh, tl::i32 sww,
-         tl::i32 syn, tl::i32 syc, tl::i32 syh, tl::i32 syw, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TRANSPOSED,
+         tl::i32 syn, tl::i32 syc, tl::i32 syh, tl::i32 syw, tl::i32 DIV_SH, tl::i32 SHR_SH, tl::i32 DIV_SW,
+         tl::i32 SHR_SW, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TRANSPOSED,
          bool TAPS_OUTER, bool PHASED, bool HAS_BIAS, int ACC, int TF32) {
         const DType acc_t = static_cast<DType>(ACC);
         const char* precision = TF32 ? "tf32" : "ieee";
@@ -116,8 +124,10 @@ Kernel& forward_kernel() {
             auto kh = tap_h(tap / count_w), kw = tap_w(tap % count_w);
             auto c = (step % blocks) * BLOCK_K + ck;
             auto c_in = c < CG;
-            Tap h = tap_index(oh, kh, SH, PH, DH, IH, TRANSPOSED);
-            Tap v = tap_index(ow, kw, SW, PW, DW, IW, TRANSPOSED);
+            Tap h = TRANSPOSED ? transposed_tap(oh, kh, PH, DH, IH, PHASED, DIV_SH, SHR_SH)
+                               : tap_index(oh, kh, SH, PH, DH, IH);
+            Tap v = TRANSPOSED ? transposed_tap(ow, kw, PW, DW, IW, PHASED, DIV_SW, SHR_SW)
+                               : tap_index(ow, kw, SW, PW, DW, IW);
             auto a = tl::load(x_rows + (h.index * sxh + v.index * sxw)(_, None) + (c * sxc)(None, _),
                               (m_in & h.valid & v.valid)(_, None) & c_in(None, _), 0.0);
             auto b = tl::load(w_cols + (c * swc)(_, None) + (kh * swh + kw * sww), c_in(_, None) & oc_in(None, _), 0.0);
@@ -131,8 +141,10 @@ Kernel& forward_kernel() {
             auto c = kk % CG;
             auto tap = kk / CG;
             auto kh = tap_h(tap / count_w), kw = tap_w(tap % count_w);
-            Tap h = tap_index(oh(_, None), kh(None, _), SH, PH, DH, IH, TRANSPOSED);
-            Tap v = tap_index(ow(_, None), kw(None, _), SW, PW, DW, IW, TRANSPOSED);
+            Tap h = TRANSPOSED ? transposed_tap(oh(_, None), kh(None, _), PH, DH, IH, PHASED, DIV_SH, SHR_SH)
+                               : tap_index(oh(_, None), kh(None, _), SH, PH, DH, IH);
+            Tap v = TRANSPOSED ? transposed_tap(ow(_, None), kw(None, _), PW, DW, IW, PHASED, DIV_SW, SHR_SW)
+                               : tap_index(ow(_, None), kw(None, _), SW, PW, DW, IW);
             auto a = tl::load(x_rows + h.index * sxh + v.index * sxw + (c * sxc)(None, _),
                               m_in(_, None) & k_in(None, _) & h.valid & v.valid, 0.0);
             auto b = tl::load(w_cols + (c * swc + kh * swh + kw * sww)(_, None), k_in(_, None) & oc_in(None, _), 0.0);
@@ -146,7 +158,8 @@ Kernel& forward_kernel() {
       },
       {"x",   "w",   "bias", "y", "taps",  "M",   "IH",  "IW",  "OH",  "OW",      "CG",      "OCG",     "KH",
        "KW",  "SH",  "SW",   "PH",  "PW",  "DH",  "DW",  "sxn", "sxc",     "sxh",     "sxw",     "swg",
-       "swo", "swc", "swh",  "sww", "syn", "syc", "syh", "syw", "BLOCK_M", "BLOCK_N", "BLOCK_K", "TRANSPOSED",
+       "swo", "swc", "swh",  "sww", "syn", "syc", "syh", "syw", "DIV_SH", "SHR_SH", "DIV_SW", "SHR_SW",
+       "BLOCK_M", "BLOCK_N", "BLOCK_K", "TRANSPOSED",
        "TAPS_OUTER", "PHASED", "HAS_BIAS", "ACC", "TF32"});
   return k;
 }
@@ -222,13 +235,13 @@ Kernel& weight_grad_kernel() {
           auto a = tl::load(gy_rows + gy_offsets(None, _), o_in(_, None) & p_in(None, _), 0.0);
           tl::tensor b;
           if (TAP_COLUMNS && TAPS == 1) {
-            Tap h = tap_index(r, kh, SH, PH, DH, IH, false);
-            Tap v = tap_index(q, kw, SW, PW, DW, IW, false);
+            Tap h = tap_index(r, kh, SH, PH, DH, IH);
+            Tap v = tap_index(q, kw, SW, PW, DW, IW);
             b = tl::load(x_cols + (n * sxn + h.index * sxh + v.index * sxw)(_, None),
                          (p_in & h.valid & v.valid)(_, None) & col_in(None, _), 0.0);
           } else {
-            Tap h = tap_index(r(_, None), kh(None, _), SH, PH, DH, IH, false);
-            Tap v = tap_index(q(_, None), kw(None, _), SW, PW, DW, IW, false);
+            Tap h = tap_index(r(_, None), kh(None, _), SH, PH, DH, IH);
+            Tap v = tap_index(q(_, None), kw(None, _), SW, PW, DW, IW);
             b = tl::load(x_cols + (n * sxn)(_, None) + h.index * sxh + v.index * sxw,
                          p_in(_, None) & col_in(None, _) & h.valid & v.valid, 0.0);
           }
@@ -507,12 +520,14 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
   const int64_t phases = phased ? geo.stride[0] * geo.stride[1] : 1;
   const int64_t grid_m = phased ? N * cdiv(OH, geo.stride[0]) * cdiv(OW, geo.stride[1]) : M;
   Tensor taps = phased ? phase_taps(geo, kh, kw, in.device()) : weight;
+  const Divisor div_h = divisor(geo.stride[0]), div_w = divisor(geo.stride[1]);
   auto args = [&](auto&& launch) {
     launch(in, weight, bias_arg, out, taps, i32(M), i32(in.size(2)), i32(in.size(3)), i32(OH), i32(OW), i32(cg), i32(ocg),
            i32(kh), i32(kw), i32(geo.stride[0]), i32(geo.stride[1]), i32(geo.padding[0]), i32(geo.padding[1]),
            i32(geo.dilation[0]), i32(geo.dilation[1]), i32(in.stride(0)), i32(in.stride(1)), i32(in.stride(2)),
            i32(in.stride(3)), i32(ws.group), i32(ws.out_channel), i32(ws.in_channel), i32(ws.row), i32(ws.col),
-           i32(out.stride(0)), i32(out.stride(1)), i32(out.stride(2)), i32(out.stride(3)));
+           i32(out.stride(0)), i32(out.stride(1)), i32(out.stride(2)), i32(out.stride(3)), div_h.magic, div_h.shift,
+           div_w.magic, div_w.shift);
   };
   if (in.device().is_cuda() && acc == DType::f32) {
     auto grid = [&](const Meta& meta) {
