@@ -77,7 +77,7 @@ Kernel& forward_kernel() {
          tl::i32 sxc, tl::i32 sxh, tl::i32 sxw, tl::i32 swg, tl::i32 swo, tl::i32 swc, tl::i32 swh, tl::i32 sww,
          tl::i32 syn, tl::i32 syc, tl::i32 syh, tl::i32 syw, tl::i32 DIV_SH, tl::i32 SHR_SH, tl::i32 DIV_SW,
          tl::i32 SHR_SW, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TRANSPOSED,
-         bool TAPS_OUTER, bool PHASED, bool HAS_BIAS, int ACC, int TF32) {
+         bool TAPS_OUTER, bool PHASED, bool HAS_BIAS, int ACC, int TF32, int CG_BLOCKS, int TAPS_W) {
         const DType acc_t = static_cast<DType>(ACC);
         const char* precision = TF32 ? "tf32" : "ieee";
         auto m = tl::program_id(0) * BLOCK_M + tl::arange(0, BLOCK_M);
@@ -117,12 +117,24 @@ Kernel& forward_kernel() {
         auto w_cols = w + g * swg + (oc * swo)(None, _);
         auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
         if (TAPS_OUTER) {
-          auto blocks = tl::cdiv(CG, BLOCK_K);
+          // Each step's (tap, channel block) and (kh, kw) are divisions by compile-time counts
+          // where the host knows them - CG_BLOCKS = ceil(CG / BLOCK_K) and, unphased, TAPS_W = KW
+          // (a multiply and shift; a runtime division is ~25 instructions, 8 a step with the
+          // pipeline's prefetch); a phase's tap count along w is a table value.
+          const bool fixed_w = !PHASED && TAPS_W > 0;
+          auto div = [&](const tl::tensor& v, int fixed, const tl::tensor& runtime) {
+            return fixed > 0 ? v / fixed : v / runtime;
+          };
+          auto rem = [&](const tl::tensor& v, int fixed, const tl::tensor& runtime) {
+            return fixed > 0 ? v % fixed : v % runtime;
+          };
+          const tl::tensor blocks = tl::cdiv(CG, BLOCK_K);
+          const tl::tensor taps_h_w = fixed_w ? count_h * TAPS_W : count_h * count_w;
           auto ck = tl::arange(0, BLOCK_K);
-          for (auto step : tl::range(0, count_h * count_w * blocks)) {
-            auto tap = step / blocks;
-            auto kh = tap_h(tap / count_w), kw = tap_w(tap % count_w);
-            auto c = (step % blocks) * BLOCK_K + ck;
+          for (auto step : tl::range(0, CG_BLOCKS > 0 ? taps_h_w * CG_BLOCKS : taps_h_w * blocks)) {
+            auto tap = div(step, CG_BLOCKS, blocks);
+            auto kh = tap_h(div(tap, fixed_w ? TAPS_W : 0, count_w)), kw = tap_w(rem(tap, fixed_w ? TAPS_W : 0, count_w));
+            auto c = rem(step, CG_BLOCKS, blocks) * BLOCK_K + ck;
             auto c_in = c < CG;
             Tap h = TRANSPOSED ? transposed_tap(oh, kh, PH, DH, IH, PHASED, DIV_SH, SHR_SH)
                                : tap_index(oh, kh, SH, PH, DH, IH);
@@ -160,7 +172,7 @@ Kernel& forward_kernel() {
        "KW",  "SH",  "SW",   "PH",  "PW",  "DH",  "DW",  "sxn", "sxc",     "sxh",     "sxw",     "swg",
        "swo", "swc", "swh",  "sww", "syn", "syc", "syh", "syw", "DIV_SH", "SHR_SH", "DIV_SW", "SHR_SW",
        "BLOCK_M", "BLOCK_N", "BLOCK_K", "TRANSPOSED",
-       "TAPS_OUTER", "PHASED", "HAS_BIAS", "ACC", "TF32"});
+       "TAPS_OUTER", "PHASED", "HAS_BIAS", "ACC", "TF32", "CG_BLOCKS", "TAPS_W"});
   return k;
 }
 
@@ -339,6 +351,10 @@ Autotuner& gpu_forward_tuner() {
     o.key = {"M", "IH", "IW", "OH", "OW", "CG", "OCG", "KH", "KW", "SH", "SW", "sxc", "swc", "syc", "TF32"};
     o.prune_configs_by.early_config_prune = fitting_forward_configs;
     o.prune_configs_by.heuristic = forward_heuristic;
+    // The channel blocks a tap walks, a compile-time count for the config's BLOCK_K.
+    o.heuristics = {{"CG_BLOCKS", [](const ArgView& a) -> MetaValue {
+                       return static_cast<int>(cdiv(a.integer("CG"), a.integer("BLOCK_K")));
+                     }}};
     o.warmup_ms = 10, o.rep_ms = 40;
     return autotune(forward_kernel(), gpu_forward_configs(), o);
   }();
@@ -521,6 +537,7 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
   const int64_t grid_m = phased ? N * cdiv(OH, geo.stride[0]) * cdiv(OW, geo.stride[1]) : M;
   Tensor taps = phased ? phase_taps(geo, kh, kw, in.device()) : weight;
   const Divisor div_h = divisor(geo.stride[0]), div_w = divisor(geo.stride[1]);
+  const int taps_w = phased ? 0 : static_cast<int>(kw);  // the K loop's taps along w, when fixed
   auto args = [&](auto&& launch) {
     launch(in, weight, bias_arg, out, taps, i32(M), i32(in.size(2)), i32(in.size(3)), i32(OH), i32(OW), i32(cg), i32(ocg),
            i32(kh), i32(kw), i32(geo.stride[0]), i32(geo.stride[1]), i32(geo.padding[0]), i32(geo.padding[1]),
@@ -536,7 +553,7 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
     args([&](auto&&... a) {
       gpu_forward_tuner()[grid](a..., Meta{{"TRANSPOSED", transposed}, {"TAPS_OUTER", taps_outer}, {"PHASED", phased},
                                            {"HAS_BIAS", bias.defined()}, {"ACC", static_cast<int>(acc)},
-                                           {"TF32", tf32_for(in.dtype())}});
+                                           {"TF32", tf32_for(in.dtype())}, {"TAPS_W", taps_w}});
     });
     return;
   }
@@ -551,7 +568,7 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
   args([&](auto&&... a) {
     forward_kernel()[{cdiv(grid_m, bm), cdiv(ocg, bn), groups * phases}](
         a..., bm, bn, bk, transposed, taps_outer, phased, bias.defined(), static_cast<int>(acc), tf32_for(in.dtype()),
-        Options{.device = in.device()});
+        static_cast<int>(cdiv(cg, bk)), taps_w, Options{.device = in.device()});
   });
 }
 

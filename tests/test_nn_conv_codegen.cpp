@@ -74,7 +74,8 @@ std::string forward(const ForwardCall& a, const std::string& tag, int warps, int
                      addr<T>(2), addr<T>(3), addr<int32_t>(4), a.n * a.oh * a.ow, a.ih, a.iw, a.oh, a.ow, a.c, a.o, a.k,
                      a.k, a.stride, a.stride, a.pad, a.pad, 1, 1, a.xs.n, a.xs.c, a.xs.h, a.xs.w, a.ws[0], a.ws[1],
                      a.ws[2], a.ws[3], a.ws[4], a.ys.n, a.ys.c, a.ys.h, a.ys.w, ds.magic, ds.shift, ds.magic, ds.shift,
-                     bm, bn, bk, a.transposed, true, a.phased, false, static_cast<int>(tritium::DType::f32), tf32);
+                     bm, bn, bk, a.transposed, true, a.phased, false, static_cast<int>(tritium::DType::f32), tf32,
+                     (a.c + bk - 1) / bk, a.phased ? 0 : a.k);
 }
 
 // ResNet-50 layer1's 3x3 convolution: 64 -> 64 channels at 56 x 56, batch 64, padding 1; the
