@@ -76,18 +76,19 @@ Kernel& forward_kernel() {
          tl::i32 KH, tl::i32 KW, tl::i32 SH, tl::i32 SW, tl::i32 PH, tl::i32 PW, tl::i32 DH, tl::i32 DW, tl::i32 sxn,
          tl::i32 sxc, tl::i32 sxh, tl::i32 sxw, tl::i32 swg, tl::i32 swo, tl::i32 swc, tl::i32 swh, tl::i32 sww,
          tl::i32 syn, tl::i32 syc, tl::i32 syh, tl::i32 syw, tl::i32 DIV_SH, tl::i32 SHR_SH, tl::i32 DIV_SW,
-         tl::i32 SHR_SW, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TRANSPOSED,
+         tl::i32 SHR_SW, tl::i32 DIV_CG, tl::i32 SHR_CG, int BLOCK_M, int BLOCK_N, int BLOCK_K, bool TRANSPOSED,
          bool TAPS_OUTER, bool PHASED, bool HAS_BIAS, int ACC, int TF32, int CG_BLOCKS, int TAPS_W) {
         const DType acc_t = static_cast<DType>(ACC);
         const char* precision = TF32 ? "tf32" : "ieee";
         auto m = tl::program_id(0) * BLOCK_M + tl::arange(0, BLOCK_M);
         // Taps along each axis: kh = k0h + step_h * j for j < count_h (every tap unless PHASED).
         tl::tensor g = tl::program_id(2), m_in = m < M, oh = m, ow = m, n = m;
-        tl::tensor k0h = KH, step_h = KH, count_h = KH, k0w = KW, step_w = KW, count_w = KW;
+        tl::tensor k0h = KH, step_h = KH, count_h = KH, k0w = KW, step_w = KW, count_w = KW, magic_w = KW, shift_w = KW;
         if (PHASED) {
           // Transposed with stride > 1: program_id(2) is (group, phase); a phase's outputs
           // (oh % SH, ow % SW) = (rh, rw) only meet the taps that the stride divides for them,
-          // listed per phase residue in `taps` as (first, step, count), h residues then w.
+          // listed per phase residue in `taps` as (first, step, count, the count's divisor() magic
+          // and shift), h residues then w.
           auto phase = tl::program_id(2) % (SH * SW);
           g = tl::program_id(2) / (SH * SW);
           auto rh = phase / SW, rw = phase % SW;
@@ -98,9 +99,10 @@ Kernel& forward_kernel() {
           ow = rw + (m % cols) * SW;
           oh = rh + (t % rows) * SH;
           n = t / rows;
-          k0h = tl::load(taps + rh * 3), step_h = tl::load(taps + rh * 3 + 1), count_h = tl::load(taps + rh * 3 + 2);
-          auto tw = taps + SH * 3 + rw * 3;
+          k0h = tl::load(taps + rh * 5), step_h = tl::load(taps + rh * 5 + 1), count_h = tl::load(taps + rh * 5 + 2);
+          auto tw = taps + SH * 5 + rw * 5;
           k0w = tl::load(tw), step_w = tl::load(tw + 1), count_w = tl::load(tw + 2);
+          magic_w = tl::load(tw + 3), shift_w = tl::load(tw + 4);
         } else {
           ow = m % OW;
           auto nh = m / OW;
@@ -116,24 +118,33 @@ Kernel& forward_kernel() {
         auto x_rows = x + g * CG * sxc + (n * sxn)(_, None);
         auto w_cols = w + g * swg + (oc * swo)(None, _);
         auto acc = tl::zeros({BLOCK_M, BLOCK_N}, acc_t);
+        // A K index's (tap, channel) and a tap's (kh, kw) are divisions by counts the host knows,
+        // compile-time where it can - CG_BLOCKS = ceil(CG / BLOCK_K) and, unphased, TAPS_W = KW -
+        // else by magic numbers (CG's in DIV_CG / SHR_CG, a phase's tap count along w in its
+        // table row): a multiply and shift where a runtime division is ~25 instructions (8 a
+        // step with the pipeline's prefetch).
+        const bool fixed_w = !PHASED && TAPS_W > 0;
+        auto div = [&](const tl::tensor& v, int fixed, const tl::tensor& runtime) {
+          return fixed > 0 ? v / fixed : v / runtime;
+        };
+        auto rem = [&](const tl::tensor& v, int fixed, const tl::tensor& runtime) {
+          return fixed > 0 ? v % fixed : v % runtime;
+        };
+        // (j_h, j_w) of a tap index j_h * count_w + j_w.
+        auto split_tap = [&](const tl::tensor& tap) -> std::pair<tl::tensor, tl::tensor> {
+          if (PHASED) {
+            auto row = (tl::umulhi(tap, magic_w) + tap) >> shift_w;
+            return {row, tap - row * count_w};
+          }
+          return {div(tap, fixed_w ? TAPS_W : 0, count_w), rem(tap, fixed_w ? TAPS_W : 0, count_w)};
+        };
         if (TAPS_OUTER) {
-          // Each step's (tap, channel block) and (kh, kw) are divisions by compile-time counts
-          // where the host knows them - CG_BLOCKS = ceil(CG / BLOCK_K) and, unphased, TAPS_W = KW
-          // (a multiply and shift; a runtime division is ~25 instructions, 8 a step with the
-          // pipeline's prefetch); a phase's tap count along w is a table value.
-          const bool fixed_w = !PHASED && TAPS_W > 0;
-          auto div = [&](const tl::tensor& v, int fixed, const tl::tensor& runtime) {
-            return fixed > 0 ? v / fixed : v / runtime;
-          };
-          auto rem = [&](const tl::tensor& v, int fixed, const tl::tensor& runtime) {
-            return fixed > 0 ? v % fixed : v % runtime;
-          };
           const tl::tensor blocks = tl::cdiv(CG, BLOCK_K);
           const tl::tensor taps_h_w = fixed_w ? count_h * TAPS_W : count_h * count_w;
           auto ck = tl::arange(0, BLOCK_K);
           for (auto step : tl::range(0, CG_BLOCKS > 0 ? taps_h_w * CG_BLOCKS : taps_h_w * blocks)) {
-            auto tap = div(step, CG_BLOCKS, blocks);
-            auto kh = tap_h(div(tap, fixed_w ? TAPS_W : 0, count_w)), kw = tap_w(rem(tap, fixed_w ? TAPS_W : 0, count_w));
+            auto [jh, jw] = split_tap(div(step, CG_BLOCKS, blocks));
+            auto kh = tap_h(jh), kw = tap_w(jw);
             auto c = rem(step, CG_BLOCKS, blocks) * BLOCK_K + ck;
             auto c_in = c < CG;
             Tap h = TRANSPOSED ? transposed_tap(oh, kh, PH, DH, IH, PHASED, DIV_SH, SHR_SH)
@@ -150,9 +161,10 @@ Kernel& forward_kernel() {
           for (auto k0 : tl::range(0, K, BLOCK_K)) {
             auto kk = k0 + tl::arange(0, BLOCK_K);
             auto k_in = kk < K;
-            auto c = kk % CG;
-            auto tap = kk / CG;
-            auto kh = tap_h(tap / count_w), kw = tap_w(tap % count_w);
+            auto tap = (tl::umulhi(kk, DIV_CG) + kk) >> SHR_CG;
+            auto c = kk - tap * CG;
+            auto [jh, jw] = split_tap(tap);
+            auto kh = tap_h(jh), kw = tap_w(jw);
             Tap h = TRANSPOSED ? transposed_tap(oh(_, None), kh(None, _), PH, DH, IH, PHASED, DIV_SH, SHR_SH)
                                : tap_index(oh(_, None), kh(None, _), SH, PH, DH, IH);
             Tap v = TRANSPOSED ? transposed_tap(ow(_, None), kw(None, _), PW, DW, IW, PHASED, DIV_SW, SHR_SW)
@@ -171,7 +183,7 @@ Kernel& forward_kernel() {
       {"x",   "w",   "bias", "y", "taps",  "M",   "IH",  "IW",  "OH",  "OW",      "CG",      "OCG",     "KH",
        "KW",  "SH",  "SW",   "PH",  "PW",  "DH",  "DW",  "sxn", "sxc",     "sxh",     "sxw",     "swg",
        "swo", "swc", "swh",  "sww", "syn", "syc", "syh", "syw", "DIV_SH", "SHR_SH", "DIV_SW", "SHR_SW",
-       "BLOCK_M", "BLOCK_N", "BLOCK_K", "TRANSPOSED",
+       "DIV_CG", "SHR_CG", "BLOCK_M", "BLOCK_N", "BLOCK_K", "TRANSPOSED",
        "TAPS_OUTER", "PHASED", "HAS_BIAS", "ACC", "TF32", "CG_BLOCKS", "TAPS_W"});
   return k;
 }
@@ -438,7 +450,8 @@ Autotuner& gpu_weight_grad_tuner() {
 
 // For each output residue r = p % stride along one axis, the taps k whose transposed index
 // p + pad - k * dilation the stride divides: k = first + step * j, j < count (count 0: none).
-// h residues then w residues, three int32 each.
+// h residues then w residues, five int32 each: first, step, count and count's divisor() (magic,
+// shift; of 1 for no taps), which the kernel divides a phase's tap index by.
 Tensor phase_taps(const Conv2dGeometry& geo, int64_t kh, int64_t kw, Device device) {
   std::vector<int32_t> table;
   auto axis = [&](int64_t s, int64_t pad, int64_t d, int64_t k) {
@@ -451,8 +464,9 @@ Tensor phase_taps(const Conv2dGeometry& geo, int64_t kh, int64_t kw, Device devi
           break;
         }
       const int64_t count = first < 0 ? 0 : cdiv(k - first, step);
+      const Divisor dc = divisor(std::max<int64_t>(count, 1));
       table.insert(table.end(), {static_cast<int32_t>(std::max<int64_t>(first, 0)), static_cast<int32_t>(step),
-                                 static_cast<int32_t>(count)});
+                                 static_cast<int32_t>(count), dc.magic, dc.shift});
     }
   };
   axis(geo.stride[0], geo.padding[0], geo.dilation[0], kh);
@@ -536,7 +550,7 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
   const int64_t phases = phased ? geo.stride[0] * geo.stride[1] : 1;
   const int64_t grid_m = phased ? N * cdiv(OH, geo.stride[0]) * cdiv(OW, geo.stride[1]) : M;
   Tensor taps = phased ? phase_taps(geo, kh, kw, in.device()) : weight;
-  const Divisor div_h = divisor(geo.stride[0]), div_w = divisor(geo.stride[1]);
+  const Divisor div_h = divisor(geo.stride[0]), div_w = divisor(geo.stride[1]), div_c = divisor(cg);
   const int taps_w = phased ? 0 : static_cast<int>(kw);  // the K loop's taps along w, when fixed
   auto args = [&](auto&& launch) {
     launch(in, weight, bias_arg, out, taps, i32(M), i32(in.size(2)), i32(in.size(3)), i32(OH), i32(OW), i32(cg), i32(ocg),
@@ -544,7 +558,7 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
            i32(geo.dilation[0]), i32(geo.dilation[1]), i32(in.stride(0)), i32(in.stride(1)), i32(in.stride(2)),
            i32(in.stride(3)), i32(ws.group), i32(ws.out_channel), i32(ws.in_channel), i32(ws.row), i32(ws.col),
            i32(out.stride(0)), i32(out.stride(1)), i32(out.stride(2)), i32(out.stride(3)), div_h.magic, div_h.shift,
-           div_w.magic, div_w.shift);
+           div_w.magic, div_w.shift, div_c.magic, div_c.shift);
   };
   if (in.device().is_cuda() && acc == DType::f32) {
     auto grid = [&](const Meta& meta) {

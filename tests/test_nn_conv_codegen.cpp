@@ -69,12 +69,12 @@ template <class T = bf16_t>
 std::string forward(const ForwardCall& a, const std::string& tag, int warps, int stages, int cc,
                     const std::string& arch, int bm, int bn, int bk) {
   const int tf32 = std::is_same_v<T, float>;
-  const auto ds = tritium::ops::conv_detail::divisor(a.stride);
+  const auto ds = tritium::ops::conv_detail::divisor(a.stride), dc = tritium::ops::conv_detail::divisor(a.c);
   return compile_for(tritium::ops::conv_detail::forward_kernel(), tag, warps, stages, cc, arch, addr<T>(0), addr<T>(1),
                      addr<T>(2), addr<T>(3), addr<int32_t>(4), a.n * a.oh * a.ow, a.ih, a.iw, a.oh, a.ow, a.c, a.o, a.k,
                      a.k, a.stride, a.stride, a.pad, a.pad, 1, 1, a.xs.n, a.xs.c, a.xs.h, a.xs.w, a.ws[0], a.ws[1],
                      a.ws[2], a.ws[3], a.ws[4], a.ys.n, a.ys.c, a.ys.h, a.ys.w, ds.magic, ds.shift, ds.magic, ds.shift,
-                     bm, bn, bk, a.transposed, true, a.phased, false, static_cast<int>(tritium::DType::f32), tf32,
+                     dc.magic, dc.shift, bm, bn, bk, a.transposed, true, a.phased, false, static_cast<int>(tritium::DType::f32), tf32,
                      (a.c + bk - 1) / bk, a.phased ? 0 : a.k);
 }
 
