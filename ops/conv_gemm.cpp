@@ -545,7 +545,7 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
     return;
   }
   // Transposed with a stride: one launch axis per output phase (docs in the kernel); the tap
-  // table lists each phase residue's taps as (first, step, count).
+  // table lists each phase residue's taps as (first, step, count, count's magic and shift).
   const bool phased = transposed && (geo.stride[0] > 1 || geo.stride[1] > 1);
   const int64_t phases = phased ? geo.stride[0] * geo.stride[1] : 1;
   const int64_t grid_m = phased ? N * cdiv(OH, geo.stride[0]) * cdiv(OW, geo.stride[1]) : M;
