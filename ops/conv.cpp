@@ -4,12 +4,21 @@
 // on the one forward kernel; both ops' weight gradients use the one weight-gradient kernel.
 #include "ops/conv.h"
 
+#include <atomic>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "ops/conv_gemm.h"
 
 namespace tritium::ops {
+
+namespace {
+std::atomic<bool> g_conv_allow_tf32{true};
+}  // namespace
+
+void set_conv_allow_tf32(bool allow) { g_conv_allow_tf32 = allow; }
+bool get_conv_allow_tf32() { return g_conv_allow_tf32; }
 
 namespace {
 

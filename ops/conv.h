@@ -19,6 +19,13 @@
 
 namespace tritium::ops {
 
+// torch.backends.cudnn.allow_tf32: whether fp32 convolutions (forward and both gradients) may
+// multiply in tf32 on a GPU's tensor cores (relative error ~1e-3, f32 accumulation). On by
+// default, as PyTorch's; a switch apart from set_float32_matmul_precision (matmul's), as there.
+// Off: exact fp32 products (FMA, ~20x slower). The CPU always computes in fp32. Process-wide.
+void set_conv_allow_tf32(bool allow);
+bool get_conv_allow_tf32();
+
 // The resolved geometry of a 2-D convolution: `padding` is the padding before each spatial dim
 // (padding="same" with an even kernel pads one more after, which only the output size shows).
 struct Conv2dGeometry {

@@ -32,6 +32,15 @@ void implicit_gemm(const Tensor& in, const Tensor& weight, const WeightStrides& 
 Tensor weight_gradient(const Tensor& grad_out, const Tensor& in, int64_t kh, int64_t kw, const Conv2dGeometry& geo,
                        DType dtype);
 
+// Division of an index n in [0, 2^30) by d >= 1 without a divide: n / d = (umulhi(n, magic) + n)
+// >> shift, magic an unsigned 32-bit number in an int32 (the weight-gradient kernel's DIV_* and
+// SHR_* arguments).
+struct Divisor {
+  int32_t magic;
+  int32_t shift;
+};
+Divisor divisor(int64_t d);
+
 // The kernels themselves (for tests of their generated code): arguments as their definitions
 // in ops/conv_gemm.cpp name them.
 Kernel& forward_kernel();

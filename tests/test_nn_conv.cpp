@@ -25,6 +25,7 @@ using tritium::Tensor;
 namespace {
 
 using Shape = std::vector<int64_t>;
+const DType f32 = DType::f32;
 
 struct Case {
   std::string what;
@@ -41,6 +42,15 @@ struct Case {
   // Memory formats apart from the input's: a channels-last weight (the output is then
   // channels-last, as PyTorch's), an output gradient in the other format than the input's.
   bool weight_channels_last = false, grad_other_format = false;
+  // fp32 products in tf32 on a GPU (set_conv_allow_tf32; the CPU computes fp32 either way).
+  bool tf32 = false;
+};
+
+// Sets set_conv_allow_tf32 for a scope (the default is on, as PyTorch's cudnn.allow_tf32).
+struct AllowTf32 {
+  bool saved = ops::get_conv_allow_tf32();
+  explicit AllowTf32(bool allow) { ops::set_conv_allow_tf32(allow); }
+  ~AllowTf32() { ops::set_conv_allow_tf32(saved); }
 };
 
 struct Ref {
@@ -135,6 +145,7 @@ bool is_channels_last(const Tensor& t) { return t.dim() == 4 && t.size(1) > 1 &&
 
 // Forward and the three gradients of one case through the ops, against the reference.
 void check_case(const Case& k, uint32_t seed) {
+  AllowTf32 precision(k.tf32);
   const std::string what = k.what + " (" + tritium::dtype_name(k.dtype) + (k.channels_last ? ", channels-last)" : ")");
   std::vector<double> hx, hw, hb, hgy;
   const Shape xs = k.one_d ? Shape{k.n, k.c, k.w} : Shape{k.n, k.c, k.h, k.w};
@@ -164,7 +175,8 @@ void check_case(const Case& k, uint32_t seed) {
   if (!k.one_d && k.o > 1) BOOST_TEST(is_channels_last(y) == cl_out, what << ": output memory format");
   Tensor gy = make(ys, k.dtype, cl_out != k.grad_other_format, seed + 3, hgy);
   Ref r = reference(k, hx, hw, hb, &hgy, oh, ow, pad_h, pad_w);
-  const double tol = tolerance(k.dtype);
+  // tf32 rounds each operand to 10 mantissa bits: ~5e-4 relative a product.
+  const double tol = k.tf32 && k.dtype == f32 && !x.device().is_cpu() ? 3e-3 : tolerance(k.dtype);
   ou::check_values(y, r.y, tol, what + ": forward");
   ops::ConvGrads g = k.transposed ? ops::conv_transpose2d_backward(gy, x, w, k.stride, k.padding, k.output_padding,
                                                                    k.groups, k.dilation)
@@ -181,8 +193,6 @@ void check_case(const Case& k, uint32_t seed) {
   ou::check_values(g.weight, r.gw, gtol, what + ": grad_weight");
   ou::check_values(g.bias, r.gb, gtol, what + ": grad_bias");
 }
-
-const DType f32 = DType::f32;
 
 }  // namespace
 
@@ -226,6 +236,67 @@ BOOST_AUTO_TEST_CASE(conv2d_channel_blocks) {
     check_case({"16->20 k3 p1 f16", 2, 16, 6, 6, 20, 3, 3, {1, 1}, {1, 1}, "", {1, 1}, 1, true, true, DType::f16}, seed += 10);
     check_case({"16->20 k3 s2 p1 bf16", 2, 16, 7, 6, 20, 3, 3, {2, 2}, {1, 1}, "", {1, 1}, 1, true, true, DType::bf16},
                seed += 10);
+  });
+}
+
+// 1x1 convolutions at stride 1, unpadded, one group: the weight gradient is a matmul over the
+// pixels (ops/conv_gemm.cpp) when their dims merge (channels-last; a contiguous batch of one),
+// else the weight-gradient kernel; sizes off the tiles, with and without bias, the gradient in
+// the other format, the transposed form, and neighbours that must not take the matmul (stride 2,
+// two groups).
+BOOST_AUTO_TEST_CASE(pointwise_convolutions) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    uint32_t seed = 700;
+    for (bool cl : {false, true}) {
+      check_case({"1x1 37->21 bias", 3, 37, 5, 7, 21, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, cl, f32}, seed += 10);
+      check_case({"1x1 48->40 bf16", 2, 48, 9, 6, 40, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, false, cl, DType::bf16},
+                 seed += 10);
+      check_case({"1x1 batch 1 20->33", 1, 20, 6, 5, 33, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, cl, f32}, seed += 10);
+      Case g{"1x1 24->18 grad in the other format", 2, 24, 4, 6, 18, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, cl, f32};
+      g.grad_other_format = true;
+      check_case(g, seed += 10);
+      Case t{"transposed 1x1 24->18", 2, 24, 5, 3, 18, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, cl, f32};
+      t.transposed = true;
+      check_case(t, seed += 10);
+    }
+    check_case({"1x1 s2 32->24", 2, 32, 7, 8, 24, 1, 1, {2, 2}, {0, 0}, "", {1, 1}, 1, true, true, f32}, seed += 10);
+    check_case({"1x1 groups 2 32->24", 2, 32, 5, 5, 24, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 2, true, true, f32}, seed += 10);
+    check_case({"1x1 16->20 f64", 2, 16, 3, 5, 20, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, true, DType::f64},
+               seed += 10);
+    // fp32 with tf32 (the default) and with matmul's own tf32 switch on while the conv's is off:
+    // the 1x1 weight gradient must not take matmul's precision.
+    Case a{"1x1 40->24 tf32", 2, 40, 6, 7, 24, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, true, f32};
+    a.tf32 = true;
+    check_case(a, seed += 10);
+    struct Restore {
+      ~Restore() { ops::set_float32_matmul_precision("highest"); }
+    } restore;
+    ops::set_float32_matmul_precision("high");
+    check_case({"1x1 40->24 fp32 beside matmul's tf32", 2, 40, 6, 7, 24, 1, 1, {1, 1}, {0, 0}, "", {1, 1}, 1, true, true,
+                f32},
+               seed += 10);
+  });
+}
+
+// set_conv_allow_tf32: on by default (PyTorch's cudnn.allow_tf32); fp32 3x3 convolutions with it
+// on, forward and both gradients (a GPU multiplies in tf32, the CPU in fp32).
+BOOST_AUTO_TEST_CASE(conv_tf32) {
+  BOOST_TEST(ops::get_conv_allow_tf32());
+  {
+    AllowTf32 off(false);
+    BOOST_TEST(!ops::get_conv_allow_tf32());
+  }
+  BOOST_TEST(ops::get_conv_allow_tf32());
+  tt::for_each_backend([&](const tt::Backend&) {
+    uint32_t seed = 800;
+    for (bool cl : {false, true}) {
+      Case a{"20->18 k3 s1 p1 tf32", 2, 20, 7, 6, 18, 3, 3, {1, 1}, {1, 1}, "", {1, 1}, 1, true, cl, f32};
+      a.tf32 = true;
+      check_case(a, seed += 10);
+      Case b{"17->33 k3 s2 p1 tf32", 2, 17, 9, 8, 33, 3, 3, {2, 2}, {1, 1}, "", {1, 1}, 1, true, cl, f32};
+      b.tf32 = true;
+      check_case(b, seed += 10);
+    }
   });
 }
 
@@ -291,6 +362,82 @@ BOOST_AUTO_TEST_CASE(mixed_memory_formats) {
     wt.transposed = true, wt.weight_channels_last = true;
     check_case(wt, seed += 10);
   });
+}
+
+// The weight-gradient kernel with several taps a program (TAPS 2 and 4: the GPU's wide tiles for
+// few-channel layers), launched directly against the float64 reference: 9 taps (the last tap
+// group part padding), stride (2, 1), padding 1, dilation (2, 1), channels-last operands, the K
+// split in chunks. Every backend: 20 channels in blocks of 16 (the second part padding), f32.
+// On a GPU also the tuner's wgmma tiles (64 x 128 of 2 taps, 64 x 256 of 4 taps in 8 warps, and
+// 4 taps of 32 channels) in bf16 and tf32, 70 channels (a partial channel block).
+BOOST_AUTO_TEST_CASE(weight_gradient_tap_groups) {
+  struct Launch {
+    DType dtype;
+    int64_t c, o;
+    int bm, bn, bk, warps, taps;
+    bool gpu_only;
+    int tf32 = 0;  // the kernel's TF32 argument
+    // grad_output's pixels read as one dim (it is channels-last), the pixel index divided by
+    // magic numbers; off: (n, r, q) by division and through its four strides.
+    bool gy_pixels = true, fast_divmod = true;
+  };
+  const Launch launches[] = {{f32, 20, 18, 32, 32, 16, 4, 2, false},          {f32, 20, 18, 32, 64, 16, 4, 4, false, 0, false, false},
+                             {DType::bf16, 70, 66, 64, 128, 32, 4, 2, true},  {DType::bf16, 70, 66, 64, 256, 32, 8, 4, true},
+                             {DType::bf16, 40, 64, 64, 128, 32, 4, 4, true},  {f32, 70, 66, 64, 128, 32, 4, 2, true, 1}};
+  tt::for_each_backend([&](const tt::Backend& be) {
+    uint32_t seed = 900;
+    for (const Launch& l : launches) {
+      if (l.gpu_only && !be.device.is_cuda()) continue;
+      const Case k{"wgrad tap groups", 2, l.c, 7, 6, l.o, 3, 3, {2, 1}, {1, 1}, "", {2, 1}, 1, false, true, l.dtype};
+      std::vector<double> hx, hw, hgy, hb;
+      Tensor x = make({k.n, k.c, k.h, k.w}, l.dtype, true, seed += 10, hx);
+      make({k.o, k.c, k.kh, k.kw}, l.dtype, false, seed += 10, hw);
+      const int64_t oh = conv_out(k.h, k.kh, 2, 1, 2), ow = conv_out(k.w, k.kw, 1, 1, 1);
+      Tensor gy = make({k.n, k.o, oh, ow}, l.dtype, true, seed += 10, hgy);
+      const Ref r = reference(k, hx, hw, hb, &hgy, oh, ow, 1, 1);
+      const int32_t p_total = static_cast<int32_t>(k.n * oh * ow), chunk = 2 * l.bk;
+      const int32_t splits = (p_total + chunk - 1) / chunk;
+      const int64_t block_c = l.bn / l.taps, col_programs = (9 + l.taps - 1) / l.taps * ((k.c + block_c - 1) / block_c);
+      Tensor part = ops::full({splits, k.o, k.c, k.kh, k.kw}, NAN, f32, be.device);
+      const auto dw = ops::conv_detail::divisor(ow), dh = ops::conv_detail::divisor(oh);
+      ops::conv_detail::weight_grad_kernel()[{(k.o + l.bm - 1) / l.bm, col_programs, splits}](
+          gy, x, part, p_total, chunk, splits, int32_t(k.h), int32_t(k.w), int32_t(oh), int32_t(ow), int32_t(k.c),
+          int32_t(k.o), 3, 3, 2, 1, 1, 1, 2, 1, int32_t(gy.stride(0)), int32_t(gy.stride(1)), int32_t(gy.stride(2)),
+          int32_t(gy.stride(3)), int32_t(x.stride(0)), int32_t(x.stride(1)), int32_t(x.stride(2)), int32_t(x.stride(3)),
+          int32_t(k.o * k.c * 9), int32_t(gy.stride(3)), dw.magic, dw.shift, dh.magic, dh.shift, l.bm, l.bn, l.bk,
+          true, l.taps, l.gy_pixels, l.fast_divmod, static_cast<int>(f32), l.tf32,
+          tritium::Options{.num_warps = l.warps, .num_stages = 3, .device = be.device});
+      // Exact products of the rounded inputs summed in f32; tf32 rounds them to 10 mantissa bits.
+      ou::check_values(ops::sum(part, {0}), r.gw, l.tf32 ? 3e-3 : 1e-5,
+                       "weight gradient, " + std::string(tritium::dtype_name(l.dtype)) + ", " + std::to_string(l.c) +
+                           " channels, " + std::to_string(l.taps) + " taps of a " + std::to_string(l.bm) + " x " +
+                           std::to_string(l.bn) + " tile");
+    }
+  });
+}
+
+// The weight-gradient kernel's division by magic numbers: (umulhi(n, magic) + n) >> shift == n / d
+// for n in [0, 2^30), at every divisor up to 1100 (powers of two, 1, odd and even), large ones, and
+// n near multiples of d and the top of the range.
+BOOST_AUTO_TEST_CASE(divisor_magic_numbers) {
+  std::vector<int64_t> ds;
+  for (int64_t d = 1; d <= 1100; ++d) ds.push_back(d);
+  for (int64_t d : {3136, 12544, 50176, 200704, 1048583, 1 << 29, (1 << 30) - 1}) ds.push_back(d);
+  size_t bad = 0;
+  for (int64_t d : ds) {
+    const ops::conv_detail::Divisor v = ops::conv_detail::divisor(d);
+    auto quotient = [&](int64_t n) {
+      const uint64_t hi = (static_cast<uint64_t>(n) * static_cast<uint32_t>(v.magic)) >> 32;
+      return static_cast<int64_t>((hi + static_cast<uint64_t>(n)) >> v.shift);
+    };
+    std::vector<int64_t> ns = {0, 1, d - 1, d, d + 1, (1 << 30) - 1, (1 << 30) - 2, (1 << 30) - d};
+    for (int64_t k = 1; k < 2000; ++k) ns.push_back((k * 7919 * d + k) % (int64_t{1} << 30));
+    for (int64_t n : ns)
+      if (n >= 0 && n < (int64_t{1} << 30) && quotient(n) != n / d && bad++ < 5)
+        BOOST_ERROR("divisor " << d << ": " << n << " / d gave " << quotient(n) << ", not " << n / d);
+  }
+  BOOST_TEST(bad == 0u);
+  tt::check_throws([] { ops::conv_detail::divisor(0); }, {"divisor 0"}, "zero divisor");
 }
 
 // Outputs filled with NaN before the kernel runs: every element written, in both memory formats,

@@ -19,6 +19,7 @@
 #include "nn/norm.h"
 #include "nn/pooling.h"
 #include "nn/serialize.h"
+#include "ops/conv.h"
 #include "test_support.h"
 
 namespace tt = tritium::test;
@@ -93,6 +94,11 @@ struct TempFile {
 BOOST_AUTO_TEST_SUITE(test_nn_walkthrough)
 
 BOOST_AUTO_TEST_CASE(residual_block_keys_values_and_checkpoints) {
+  // Exact fp32 convolutions for the 1e-4 check (a GPU's default is tf32, as PyTorch's).
+  struct ExactConv {
+    ExactConv() { ops::set_conv_allow_tf32(false); }
+    ~ExactConv() { ops::set_conv_allow_tf32(true); }
+  } exact;
   tt::for_each_backend([&](const tt::Backend&) {
     Generator gen(1);
     ResidualBlock block(C, gen);
