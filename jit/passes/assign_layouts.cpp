@@ -89,19 +89,21 @@ class Assigner {
   // Triton's Coalesce: a thread moves up to 16 bytes along the pointer's most contiguous dim.
   // Between dims of equal contiguity (a gather, contiguous in none as far as can be proved) the
   // lanes go along the one whose neighbours' addresses are likely closest (AxisInfo::stride):
-  // a known non-zero step first, the smallest first, then unknown steps, then dims the pointer
-  // is constant along; the last dim among equals. Triton takes the last dim there, which for
-  // an im2col tile ([pixels, channels] of NCHW) puts 32 lanes on 32 channels H*W apart.
+  // the smallest known step first (0: a warp reads one address), then unknown steps; the last
+  // dim among equals. Triton 3.9 takes the last dim there, which for an
+  // im2col tile ([pixels, channels] of NCHW) puts 32 lanes on 32 channels H*W apart.
   Layout coalesced(const ir::Op* op, bool vector) {
     const ir::Value* p = op->operand(0);
     const ir::Shape& shape = p->type.shape;
     const int rank = static_cast<int>(shape.size());
     AxisInfo info = axis_.contains(p) ? axis_.get(p) : AxisInfo::unknown(static_cast<size_t>(rank));
     std::vector<int> order = default_order(rank);
+    // Blocks with a size-1 dim keep Triton's order (nothing there for lanes to choose between).
+    const bool by_step = std::none_of(shape.begin(), shape.end(), [](int64_t n) { return n == 1; });
     auto step_rank = [&](int d) -> uint64_t {
       const int64_t s = info.stride[static_cast<size_t>(d)];
-      if (s == AxisInfo::kNoStride) return UINT64_MAX - 1;
-      if (s == 0) return UINT64_MAX;
+      if (!by_step) return 0;
+      if (s == AxisInfo::kNoStride) return UINT64_MAX;
       return static_cast<uint64_t>(s < 0 ? -s : s);
     };
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
