@@ -4,7 +4,13 @@ Triton's runtime would for one of the suite's benchmark shapes (NCHW f16, contig
 pointers marked, ints equal to 1 constexpr), to read its TTGIR / PTX / SASS beside ours
 (docs/cuda-backend.md, "implicit_gemm_conv").
 
+  TRITIUM_UPSTREAM=/work/main/bench/kernels/upstream \
   /work/.tritonvenv/bin/python bench/triton_conv_sass.py SHAPE BLOCK_M BLOCK_CO BLOCK_CI WARPS STAGES OUT_DIR
+
+/work/.tritonvenv is Triton 3.9; the suite's comparison runs Triton 3.6 (`python3 -m venv V && V/bin/pip
+install triton==3.6.0`), whose Coalesce breaks a contiguity tie the other way (the first dim: lanes
+along the output pixels; 3.9: the last, along the channels) - compare the #blocked layouts of the
+TTGIR's input load under both.
 
 SHAPE: 1 = N32 C64 H128 W128 K32 3x3 stride 1 pad 2; 2 = N32 C64 H210 W210 K16 5x5 stride 2 pad 1;
 3 = N16 C32 H24 W24 K24 3x3 stride 2 pad 2 groups 2. Writes OUT_DIR/triton_conv_s<SHAPE>_m*_co*_ci*_w*_s*.
