@@ -13,10 +13,13 @@
 #include <array>
 #include <regex>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "cuda_codegen_check.h"
+#include "jit/cuda/nvrtc_log.h"
+#include "jit/passes/assign_layouts.h"
 #include "kernels/fused_moe_kernel.h"
 #include "kernels/grouped_gemm_kernel.h"
 #include "kernels/implicit_gemm_conv_kernel.h"
@@ -206,6 +209,57 @@ BOOST_AUTO_TEST_CASE(conv_element_stages_for_mma_sync_need_no_proxy_fence) {
   BOOST_TEST(body.find("wgmma.mma_async") == std::string::npos);
   BOOST_TEST(body.find("tt_mma_f16(") != std::string::npos);
   BOOST_TEST(tt::occurrences(body, "tt_fence_async_shared();") == 0u);
+}
+
+// FlagGems' conv at its first benchmark shape (NCHW f16, 3x3, stride 1, pad 2; out 130 x 130) and
+// the 128 x 32 x 32 tile, 4 warps. The im2col tile's pointer is contiguous in no dim the axis
+// analysis can prove (the pixels wrap at the run-time out_width; the channels lie H*W apart), and
+// Triton's Coalesce tie-break (the last dim) put a warp's 32 lanes on 32 channels: 32 sectors a
+// warp load (ncu, stop 43), 32 rows' index math and masks a thread (255 registers). The likely
+// step between neighbours (AxisInfo::stride: 2 bytes along the pixels, unknown along the channels)
+// puts the lanes along the pixels: a thread holds one row of 32 channels, a warp loads 32
+// consecutive pixels (64 bytes at stride 1), and the output is stored along the pixels as well.
+BOOST_AUTO_TEST_CASE(conv_gather_lanes_run_along_the_output_pixels) {
+  namespace ir = tritium::ir;
+  const auto args = std::make_tuple(addr<f16_t>(0), addr<f16_t>(1), addr<f16_t>(2), addr<f16_t>(3), 32, 128, 128, 32,
+                                    130, 130, 1048576, 16384, 128, 1, 576, 9, 3, 1, 540800, 16900, 130, 1, 64, 3, 3,
+                                    1, 1, 2, 2, 1, 1, 1, 128, 32, 32, static_cast<int>(DType::f32));
+  auto f = std::apply([](const auto&... a) { return conv2d_forward_kernel.optimized_function(a...); }, args);
+  tritium::jit::AxisInfoMap axis = tritium::jit::analyze_axis_info(*f);
+  tritium::jit::LayoutMap layouts = tritium::jit::assign_layouts(*f, axis, tritium::jit::LayoutOptions{4, 90});
+  auto along_rows = [](const tritium::jit::Layout& l) {
+    for (const auto& bit : l.lane)
+      if (bit.dim != 0) return false;
+    for (const auto& bit : l.warp)
+      if (bit.dim != 0) return false;
+    return true;
+  };
+  int gathers = 0, stores = 0;
+  f->walk([&](ir::Op* op) {
+    if (op->kind == ir::OpKind::Load && op->result()->type.shape == ir::Shape{128, 32}) {
+      ++gathers;
+      BOOST_TEST(along_rows(layouts.of(op->result())), layouts.of(op->result()).str());
+    }
+    if (op->kind == ir::OpKind::Store && op->operand(0)->type.is_block()) {
+      ++stores;
+      BOOST_TEST(along_rows(layouts.of(op->operand(1))), layouts.of(op->operand(1)).str());
+    }
+  });
+  BOOST_TEST(gathers == 1);
+  BOOST_TEST(stores == 1);
+  // The weights' tile ([channels, out channels], both steps unknown) keeps the last dim.
+  if (!tt::nvrtc_or_skip()) return;
+  cuda::KernelSource ks = std::apply(
+      [](const auto&... a) { return tt::compile_cuda(conv2d_forward_kernel, tt::CudaCheck().warps(4).stages(3), a...); },
+      args);
+  const std::string loop = pipelined_loop(tt::kernel_body(ks));
+  BOOST_TEST(loop.find("// pipelined: 2 load(s) into 3 stages") == 0);
+  // One row a thread: 255 registers (64 bytes of stack) before, the index math of 32 rows.
+  const std::string log = cuda::compile_log(ks.source, ks.entry, "sm_90a", {"--ptxas-options=-v"});
+  std::smatch m;
+  BOOST_TEST_REQUIRE(std::regex_search(log, m, std::regex(R"(Used (\d+) registers)")), log);
+  BOOST_TEST(std::stoi(m[1]) <= 128, log);
+  BOOST_TEST(log.find(" 0 bytes stack frame") != std::string::npos, log);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -572,4 +572,42 @@ BOOST_AUTO_TEST_CASE(a_contracted_softmax_needs_no_shared_memory_in_the_loop) {
   }
 }
 
+namespace {
+
+// A [64, 32] block read through steps of STEP_M and STEP_N elements (0: a run-time value S) along
+// its dims: contiguous in neither dim (steps of 2 or more), so only the likely steps between
+// neighbours (AxisInfo::stride) can choose where the lanes go.
+auto strided_gather = tritium::kernel(
+    "strided_gather", [](tl::ptr<float> x, tl::ptr<float> out, tl::i32 S, int STEP_M, int STEP_N) {
+      auto rows = tl::arange(0, 64);
+      auto cols = tl::arange(0, 32);
+      auto m = STEP_M ? rows * STEP_M : rows * S;
+      auto n = STEP_N ? cols * STEP_N : cols * S;
+      auto v = tl::load(x + m(tl::_, tl::None) + n(tl::None, tl::_));
+      tl::store(out + rows(tl::_, tl::None) * 32 + cols(tl::None, tl::_), v);
+    });
+
+}  // namespace
+
+// Between dims of equal contiguity the lanes run along the smaller known step, an unknown step
+// (times a run-time value) last; Triton 3.9's tie-break (the last dim) took dim 1 in every case.
+BOOST_AUTO_TEST_CASE(a_gathers_lanes_run_along_its_smallest_likely_step) {
+  auto* x = reinterpret_cast<float*>(uint64_t{0x7f0000000000});
+  struct Case {
+    int step_m, step_n, lanes_dim;
+  };
+  for (Case c : {Case{2, 0, 0}, Case{0, 3, 1}, Case{2, 5, 0}, Case{5, 2, 1}, Case{0, 0, 1}}) {
+    Assigned a = assign(strided_gather, 4, 90, x, x, 48, c.step_m, c.step_n);
+    int loads = 0;
+    each_op(*a.f, [&](tritium::ir::Op* op) {
+      if (op->kind != tritium::ir::OpKind::Load) return;
+      ++loads;
+      const Layout& l = a.layouts.of(op->result());
+      for (const LayoutBit& bit : l.lane)
+        BOOST_TEST(bit.dim == c.lanes_dim, c.step_m << " x " << c.step_n << ": " << l.str());
+    });
+    BOOST_TEST(loads == 1);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

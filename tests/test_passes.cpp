@@ -622,6 +622,53 @@ BOOST_AUTO_TEST_CASE(axis_info_division_remainder_and_runs_that_split) {
   BOOST_TEST(info.get(sum).divisibility == std::vector<int64_t>{4});  // 20 is not a multiple of 16
 }
 
+// The likely step between neighbours (AxisInfo::stride), for an im2col gather as a convolution
+// writes it: x + c_stride * c[None, :] + (2 * (pix % W) - 1)[:, None] + h_stride * (pix / W)[:, None].
+// Contiguous in neither dim as far as can be proved, but along the pixels it steps by 2 elements
+// (4 bytes) between wrap-arounds of the run-time % W; along the channels by an unknown stride.
+BOOST_AUTO_TEST_CASE(axis_info_strides_of_a_gather) {
+  Function f("k");
+  Value* x = add_param(f, "x", Type::pointer(DType::f16), 16);
+  Value* width = add_param(f, "width", i32, 1);
+  Value* c_stride = add_param(f, "c_stride", i32, 16);
+  Value* h_stride = add_param(f, "h_stride", i32, 1);
+  Builder b(f);
+  const Shape pix_s{64}, col_s{64, 1}, row_s{1, 32}, tile_s{64, 32};
+  auto blk = [](const Shape& s) { return Type::block(DType::i32, s); };
+  Attrs axis0, axis1;
+  axis1.axis = 1;
+  Value* pix = arange(b, 0, 64);
+  Value* wo = b.create1(OpKind::Rem, {pix, splat(b, width, pix_s)}, blk(pix_s));
+  Value* ho = b.create1(OpKind::Div, {pix, splat(b, width, pix_s)}, blk(pix_s));
+  Value* wi = b.create1(OpKind::Sub, {b.create1(OpKind::Mul, {b.constant_int(2, blk(pix_s)), wo}, blk(pix_s)),
+                                      b.constant_int(1, blk(pix_s))}, blk(pix_s));
+  Value* hi = b.create1(OpKind::Mul, {ho, splat(b, h_stride, pix_s)}, blk(pix_s));
+  Value* rows = b.create1(OpKind::Add, {wi, hi}, blk(pix_s));
+  Value* rows2 = b.create1(OpKind::Broadcast, {b.create1(OpKind::ExpandDims, {rows}, blk(col_s), axis1)}, blk(tile_s));
+  Value* ch = b.create1(OpKind::Mul, {arange(b, 0, 32), splat(b, c_stride, {32})}, blk({32}));
+  Value* ch2 = b.create1(OpKind::Broadcast, {b.create1(OpKind::ExpandDims, {ch}, blk(row_s), axis0)}, blk(tile_s));
+  Value* offs = b.create1(OpKind::Add, {rows2, ch2}, blk(tile_s));
+  Value* ptrs = b.create1(OpKind::AddPtr, {splat(b, x, tile_s), offs}, x->type.with_shape(tile_s));
+  Value* by4 = b.create1(OpKind::Div, {pix, b.constant_int(4, blk(pix_s))}, blk(pix_s));
+  Value* mod3 = b.create1(OpKind::Rem, {b.create1(OpKind::Mul, {pix, b.constant_int(3, blk(pix_s))}, blk(pix_s)),
+                                        b.constant_int(3, blk(pix_s))}, blk(pix_s));
+  AxisInfoMap info = analyze_axis_info(f);
+  const int64_t none = AxisInfo::kNoStride;
+  BOOST_TEST(info.get(pix).stride == std::vector<int64_t>{1});
+  BOOST_TEST(info.get(wo).stride == std::vector<int64_t>{1});   // wraps now and then
+  BOOST_TEST(info.get(wo).contiguity == std::vector<int64_t>{1});
+  BOOST_TEST(info.get(ho).stride == std::vector<int64_t>{0});   // steps now and then
+  BOOST_TEST(info.get(wi).stride == std::vector<int64_t>{2});
+  BOOST_TEST(info.get(hi).stride == std::vector<int64_t>{0});
+  BOOST_TEST(info.get(rows).stride == std::vector<int64_t>{2});
+  BOOST_TEST(info.get(ch).stride == std::vector<int64_t>{none});  // times a run-time stride
+  BOOST_TEST(info.get(offs).stride == (std::vector<int64_t>{2, none}));
+  BOOST_TEST(info.get(offs).contiguity == (std::vector<int64_t>{1, 1}));
+  BOOST_TEST(info.get(ptrs).stride == (std::vector<int64_t>{4, none}));  // bytes
+  BOOST_TEST(info.get(by4).stride == std::vector<int64_t>{0});
+  BOOST_TEST(info.get(mod3).stride == std::vector<int64_t>{0});  // 3i % 3
+}
+
 BOOST_AUTO_TEST_CASE(axis_info_loops) {
   Function f("k");
   Value* n = add_param(f, "n", i32, 16);

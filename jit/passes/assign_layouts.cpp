@@ -87,14 +87,29 @@ class Assigner {
   // ---- anchors ------------------------------------------------------------------------------
 
   // Triton's Coalesce: a thread moves up to 16 bytes along the pointer's most contiguous dim.
+  // Between dims of equal contiguity (a gather, contiguous in none as far as can be proved) the
+  // lanes go along the one whose neighbours' addresses are likely closest (AxisInfo::stride):
+  // the smallest known step first (0: a warp reads one address), then unknown steps; the last
+  // dim among equals. Triton 3.9 takes the last dim there, which for an
+  // im2col tile ([pixels, channels] of NCHW) puts 32 lanes on 32 channels H*W apart.
   Layout coalesced(const ir::Op* op, bool vector) {
     const ir::Value* p = op->operand(0);
     const ir::Shape& shape = p->type.shape;
     const int rank = static_cast<int>(shape.size());
     AxisInfo info = axis_.contains(p) ? axis_.get(p) : AxisInfo::unknown(static_cast<size_t>(rank));
     std::vector<int> order = default_order(rank);
+    // Blocks with a size-1 dim keep Triton's order (nothing there for lanes to choose between).
+    const bool by_step = std::none_of(shape.begin(), shape.end(), [](int64_t n) { return n == 1; });
+    auto step_rank = [&](int d) -> uint64_t {
+      const int64_t s = info.stride[static_cast<size_t>(d)];
+      if (!by_step) return 0;
+      if (s == AxisInfo::kNoStride) return UINT64_MAX;
+      return static_cast<uint64_t>(s < 0 ? -s : s);
+    };
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return info.contiguity[static_cast<size_t>(a)] > info.contiguity[static_cast<size_t>(b)];
+      const int64_t ca = info.contiguity[static_cast<size_t>(a)], cb = info.contiguity[static_cast<size_t>(b)];
+      if (ca != cb) return ca > cb;
+      return step_rank(a) < step_rank(b);
     });
     int64_t vec = 1;
     if (vector) {

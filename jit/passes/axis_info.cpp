@@ -15,6 +15,7 @@ using ir::OpKind;
 using ir::Value;
 
 constexpr int64_t kMax = AxisInfo::kMaxDivisor;
+constexpr int64_t kNoStride = AxisInfo::kNoStride;
 
 int64_t pow2_divisor(int64_t n) {
   if (n == 0) return kMax;
@@ -58,12 +59,42 @@ AxisInfo join(const AxisInfo& a, const AxisInfo& b, int64_t unit) {
     r.divisibility[d] =
         std::gcd(divisor_at_stride(a, d, r.contiguity[d], unit), divisor_at_stride(b, d, r.contiguity[d], unit));
     r.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+    r.stride[d] = a.stride[d] == b.stride[d] ? a.stride[d] : kNoStride;
   }
   if (a.constant && a.constant == b.constant) r.constant = a.constant;
   return r;
 }
 
 bool is_cmp(OpKind k) { return k >= OpKind::CmpEq && k <= OpKind::CmpGe; }
+
+// ---- strides (AxisInfo::stride: the likely step between neighbours) ----------------------------
+
+constexpr int64_t kStrideLimit = int64_t{1} << 40;  // larger steps are as good as unknown
+
+int64_t stride_or_none(int64_t s) { return s == kNoStride || s > kStrideLimit || s < -kStrideLimit ? kNoStride : s; }
+int64_t stride_add(int64_t a, int64_t b) { return a == kNoStride || b == kNoStride ? kNoStride : stride_or_none(a + b); }
+int64_t stride_scale(int64_t s, int64_t c) {
+  if (s == 0 || c == 0) return 0;
+  if (s == kNoStride || c > kStrideLimit || c < -kStrideLimit) return kNoStride;
+  return stride_or_none(s * c);
+}
+// x / c for a known divisor c > 0, or 0 for a run-time divisor (assumed larger than the step: it
+// is a size, and a divisor of 1 would be a constant by specialisation).
+int64_t stride_div(int64_t s, std::optional<int64_t> c) {
+  if (s == 0) return 0;
+  if (s == kNoStride) return kNoStride;
+  if (!c) return 0;
+  if (*c <= 0) return kNoStride;
+  if (s % *c == 0) return s / *c;
+  return s < *c && s > -*c ? 0 : kNoStride;
+}
+// x % c: the dividend's step between wrap-arounds.
+int64_t stride_rem(int64_t s, std::optional<int64_t> c) {
+  if (s == 0 || s == kNoStride || !c) return s;
+  if (*c == 0) return kNoStride;
+  if (s % *c == 0) return 0;
+  return s < *c && s > -*c ? s : kNoStride;
+}
 
 std::optional<int64_t> fold(OpKind k, bool is_unsigned, int64_t a, int64_t b) {
   uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
@@ -150,6 +181,10 @@ class Analysis {
       a.contiguity[d] = std::clamp<int64_t>(a.contiguity[d], 1, size);
       a.constancy[d] = std::clamp<int64_t>(a.constancy[d], 1, size);
       a.divisibility[d] = std::clamp<int64_t>(a.divisibility[d], 1, kMax);
+      // What runs prove wins over the guess: a run steps by one unit, a constant dim by none.
+      if (!numeric) a.stride[d] = kNoStride;
+      if (a.contiguity[d] > 1) a.stride[d] = unit_of(t);
+      if (a.constancy[d] == size) a.stride[d] = 0;
     }
     return a;
   }
@@ -160,8 +195,10 @@ class Analysis {
     for (const Value* v : op.operands) {
       const AxisInfo& a = info(v);
       if (a.dims() != r.dims()) return AxisInfo::unknown(r.dims());
-      for (size_t d = 0; d < r.dims(); ++d)
+      for (size_t d = 0; d < r.dims(); ++d) {
         r.constancy[d] = v == op.operands.front() ? a.constancy[d] : std::gcd(r.constancy[d], a.constancy[d]);
+        r.stride[d] = v == op.operands.front() || r.stride[d] == 0 ? (a.stride[d] == 0 ? 0 : kNoStride) : kNoStride;
+      }
     }
     return r;
   }
@@ -180,6 +217,7 @@ class Analysis {
         AxisInfo r = AxisInfo::unknown(1);
         r.contiguity[0] = op.attrs.ints[1] - op.attrs.ints[0];
         r.divisibility[0] = pow2_divisor(op.attrs.ints[0]);
+        r.stride[0] = 1;
         return r;
       }
       case OpKind::Splat: {
@@ -188,6 +226,7 @@ class Analysis {
         for (size_t d = 0; d < n; ++d) {
           r.divisibility[d] = s.divisibility[0];
           r.constancy[d] = dim_size(t, d);
+          r.stride[d] = 0;
         }
         r.constant = s.constant;
         return r;
@@ -197,7 +236,7 @@ class Analysis {
         const ir::Type& in = op.operand(0)->type;
         AxisInfo r = x;
         for (size_t d = 0; d < n; ++d)
-          if (dim_size(in, d) == 1) r.constancy[d] = dim_size(t, d);
+          if (dim_size(in, d) == 1) r.constancy[d] = dim_size(t, d), r.stride[d] = 0;
         return r;
       }
       case OpKind::ExpandDims: return expand_dims(op);
@@ -210,6 +249,7 @@ class Analysis {
           r.contiguity[d] = x.contiguity[from];
           r.divisibility[d] = x.divisibility[from];
           r.constancy[d] = x.constancy[from];
+          r.stride[d] = x.stride[from];
         }
         r.constant = x.constant;
         return r;
@@ -240,6 +280,7 @@ class Analysis {
         AxisInfo r = constancy_only(op);
         const AxisInfo& x = info(op.operand(0));
         for (size_t d = 0; d < n; ++d) r.divisibility[d] = divisor_at_stride(x, d, 1);
+        for (size_t d = 0; d < n && op.kind == OpKind::Neg; ++d) r.stride[d] = stride_scale(x.stride[d], -1);
         if (x.constant && op.kind == OpKind::Neg) r.constant = -*x.constant;
         if (x.constant && op.kind == OpKind::Abs) r.constant = *x.constant < 0 ? -*x.constant : *x.constant;
         return r;
@@ -261,6 +302,7 @@ class Analysis {
     r.contiguity.insert(r.contiguity.begin() + at, 1);
     r.divisibility.insert(r.divisibility.begin() + at, divisor_of_every_element(x));
     r.constancy.insert(r.constancy.begin() + at, 1);
+    r.stride.insert(r.stride.begin() + at, 0);
     return r;
   }
 
@@ -286,6 +328,7 @@ class Analysis {
       r.contiguity[out_dims[i]] = x.contiguity[in_dims[i]];
       r.divisibility[out_dims[i]] = x.divisibility[in_dims[i]];
       r.constancy[out_dims[i]] = x.constancy[in_dims[i]];
+      r.stride[out_dims[i]] = x.stride[in_dims[i]];
     }
     return r;
   }
@@ -322,6 +365,7 @@ class Analysis {
       out.divisibility[d] =
           std::gcd(divisor_at_stride(l, d, run, unit), multiply_divisor(divisor_at_stride(r, d, run), scale));
       out.constancy[d] = std::gcd(l.constancy[d], r.constancy[d]);
+      out.stride[d] = stride_add(l.stride[d], stride_scale(r.stride[d], op.kind == OpKind::Sub ? -scale : scale));
     }
     if (l.constant && r.constant) {
       uint64_t a = static_cast<uint64_t>(*l.constant), b = static_cast<uint64_t>(*r.constant) * scale;
@@ -339,6 +383,9 @@ class Analysis {
     for (size_t d = 0; d < l.dims(); ++d) {
       out.divisibility[d] = multiply_divisor(divisor_at_stride(l, d, 1), divisor_at_stride(r, d, 1));
       out.constancy[d] = std::gcd(l.constancy[d], r.constancy[d]);
+      if (r.constant) out.stride[d] = stride_scale(l.stride[d], *r.constant);
+      else if (l.constant) out.stride[d] = stride_scale(r.stride[d], *l.constant);
+      else if (l.stride[d] == 0 && r.stride[d] == 0) out.stride[d] = 0;
     }
     out.constant = fold_constants(op);
     return out;
@@ -356,6 +403,8 @@ class Analysis {
     AxisInfo out = AxisInfo::unknown(l.dims());
     for (size_t d = 0; d < l.dims(); ++d) {
       out.constancy[d] = std::gcd(l.constancy[d], r.constancy[d]);
+      if (divisor > 0) out.stride[d] = stride_div(l.stride[d], divisor);
+      else if (r.stride[d] == 0 && !r.constant) out.stride[d] = stride_div(l.stride[d], std::nullopt);
       if (divisor > 0) {
         int64_t c = divisor;
         int64_t crossing = std::gcd(l.divisibility[d], pow2_divisor(c));
@@ -380,6 +429,7 @@ class Analysis {
       out.contiguity[d] = run;
       out.divisibility[d] = std::gcd(divisor_at_stride(l, d, run), divisor_at_stride(r, d, run));
       out.constancy[d] = std::gcd(l.constancy[d], r.constancy[d]);
+      if (r.stride[d] == 0) out.stride[d] = stride_rem(l.stride[d], r.constant);
     }
     out.constant = fold_constants(op);
     return out;
@@ -391,8 +441,10 @@ class Analysis {
     if (r.constant == 0) return l;
     AxisInfo out = constancy_only(op);
     if (r.constant && *r.constant > 0 && *r.constant < 62)
-      for (size_t d = 0; d < l.dims(); ++d)
+      for (size_t d = 0; d < l.dims(); ++d) {
         out.divisibility[d] = multiply_divisor(divisor_at_stride(l, d, 1), int64_t{1} << *r.constant);
+        out.stride[d] = stride_scale(l.stride[d], int64_t{1} << *r.constant);
+      }
     out.constant = fold_constants(op);
     return out;
   }
@@ -445,6 +497,7 @@ class Analysis {
       out.contiguity[d] = run;
       out.divisibility[d] = std::gcd(divisor_at_stride(a, d, run, unit), divisor_at_stride(b, d, run, unit));
       out.constancy[d] = gcd3(a.constancy[d], b.constancy[d], c.constancy[d]);
+      out.stride[d] = c.stride[d] == 0 && a.stride[d] == b.stride[d] ? a.stride[d] : kNoStride;
     }
     if (a.constant && a.constant == b.constant) out.constant = a.constant;
     return out;
@@ -458,7 +511,12 @@ class Analysis {
     bool pointer_int = (from.is_ptr() || to.is_ptr()) && dtype_bits(from.dtype) == dtype_bits(to.dtype) &&
                        !is_float(from.dtype) && !is_float(to.dtype);
     if (widening_int) return info(op.operand(0));
-    if (!pointer_int) return constancy_only(op);
+    if (!pointer_int) {
+      AxisInfo r = constancy_only(op);
+      // Narrowing integers keep their steps as long as nothing wraps (assumed, as everywhere).
+      if (is_int(from.dtype) && is_int(to.dtype)) r.stride = info(op.operand(0)).stride;
+      return r;
+    }
     // An address and a 64-bit integer share their bits, so divisibility (bytes = units) and
     // constancy carry over; a run counts steps of one element of the value's own type, so it
     // survives only between types that step by the same number of bytes (an i64 run is a run of
@@ -479,6 +537,7 @@ class Analysis {
     const AxisInfo& step = info(op.operand(2));
     AxisInfo iv = AxisInfo::unknown(1);
     iv.divisibility[0] = std::gcd(lb.divisibility[0], step.divisibility[0]);
+    iv.stride[0] = 0;  // a scalar
     map_.set(body.args.at(0), iv);
 
     std::vector<AxisInfo> carried;
@@ -524,12 +583,16 @@ class Analysis {
 }  // namespace
 
 AxisInfo AxisInfo::unknown(size_t dims) {
-  return AxisInfo{std::vector<int64_t>(dims, 1), std::vector<int64_t>(dims, 1), std::vector<int64_t>(dims, 1), {}};
+  return AxisInfo{std::vector<int64_t>(dims, 1), std::vector<int64_t>(dims, 1), std::vector<int64_t>(dims, 1),
+                  std::vector<int64_t>(dims, kNoStride), {}};
 }
 
 std::string AxisInfo::str() const {
   std::string s = fmt::format("{{contiguity=[{}], divisibility=[{}], constancy=[{}]", fmt::join(contiguity, ", "),
                               fmt::join(divisibility, ", "), fmt::join(constancy, ", "));
+  std::vector<std::string> st;
+  for (int64_t x : stride) st.push_back(x == kNoStride ? "?" : std::to_string(x));
+  s += fmt::format(", stride=[{}]", fmt::join(st, ", "));
   if (constant) s += fmt::format(", constant={}", *constant);
   return s + "}";
 }
@@ -545,6 +608,7 @@ AxisInfoMap analyze_axis_info(ir::Function& f) {
   for (size_t i = 0; i < f.body->args.size(); ++i) {
     AxisInfo a = AxisInfo::unknown(1);
     if (i < f.params.size()) a.divisibility[0] = std::max(1, f.params[i].divisibility);
+    a.stride[0] = 0;  // a scalar
     map.set(f.body->args[i], a);
   }
   Analysis(map).block(*f.body);

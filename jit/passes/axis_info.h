@@ -10,6 +10,13 @@
 // pointers in bytes, contiguity of pointers in elements). Aligned chunks of constancy[d] elements
 // hold equal values. Integer arithmetic is assumed not to wrap and integer division / remainder
 // to see non-negative dividends, as Triton assumes. Floats get contiguity 1 and divisibility 1.
+//
+// stride[d] is a likelihood, not a proof: the step between neighbours along d that holds for most
+// of them (pointers in bytes, integers in units; kNoStride when not known). A remainder by a
+// run-time value keeps its dividend's step (it wraps now and then), a quotient by one has step 0
+// (it steps now and then), so `ptr + stride * (i % W)` along i steps by `stride` bytes though its
+// contiguity is 1. It orders a load's lanes where contiguity cannot (assign_layouts' coalesced),
+// never the width or alignment of an access.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -25,12 +32,14 @@ struct AxisInfo {
   std::vector<int64_t> contiguity;    // one entry per dimension (one for scalars)
   std::vector<int64_t> divisibility;
   std::vector<int64_t> constancy;
+  std::vector<int64_t> stride;        // see above; kNoStride: unknown
   std::optional<int64_t> constant;    // known value of every element, integers and pointers only
 
   // The divisor assumed for the value 0 (every power of two divides it).
   static constexpr int64_t kMaxDivisor = int64_t{1} << 62;
+  static constexpr int64_t kNoStride = INT64_MIN;
 
-  static AxisInfo unknown(size_t dims);  // contiguity, divisibility and constancy 1
+  static AxisInfo unknown(size_t dims);  // contiguity, divisibility and constancy 1, stride unknown
   size_t dims() const { return contiguity.size(); }
   bool operator==(const AxisInfo&) const = default;
   // "{contiguity=[1024], divisibility=[16], constancy=[1]}" (", constant=3" when known).
