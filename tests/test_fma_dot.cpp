@@ -147,6 +147,14 @@ BOOST_AUTO_TEST_CASE(sm90a_loop_body) {
       BOOST_TEST(count(s, "*reinterpret_cast<const float*>(tt_smem") == 0u);
     }
   }
+  // Small tiles (lanes past the tile replicate) in every form: 16-byte reads still, nothing scalar.
+  for (const Case& c : {Case{0, 0, 0, 16, 16, 16, 1}, Case{0, 0, 0, 32, 64, 32, 2}})
+    for (int form = 0; form < 4; ++form)
+      BOOST_TEST_CONTEXT(c.bm << "x" << c.bn << "x" << c.bk << " form " << form) {
+        const std::string s = body<float>(c.bm, c.bn, c.bk, c.warps, form & 1, form & 2);
+        BOOST_TEST(count(s, "*reinterpret_cast<const float4*>(tt_smem") > 0u);
+        BOOST_TEST(count(s, "*reinterpret_cast<const float*>(tt_smem") == 0u);
+      }
   // f64: 16-byte reads are two elements.
   const std::string d = body<double>(64, 64, 16, 4, false, false);
   BOOST_TEST(count(d, "*reinterpret_cast<const double2*>(tt_smem") > 0u);
