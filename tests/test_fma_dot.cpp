@@ -155,6 +155,11 @@ BOOST_AUTO_TEST_CASE(sm90a_loop_body) {
         BOOST_TEST(count(s, "*reinterpret_cast<const float4*>(tt_smem") > 0u);
         BOOST_TEST(count(s, "*reinterpret_cast<const float*>(tt_smem") == 0u);
       }
+  // sm_80 (no warpgroups; the same loop).
+  const std::string ampere = tt::kernel_body(tt::compile_cuda(
+      fma_matmul<float>(), tt::CudaCheck().warps(8).target(80, "sm_80").routed(), tt::fake_address<float>(0),
+      tt::fake_address<float>(1), tt::fake_address<float>(2), 1000, 1000, 1000, 128, 128, 32, false, false));
+  BOOST_TEST(count(ampere, "*reinterpret_cast<const float4*>(tt_smem") == 16u);
   // f64: 16-byte reads are two elements.
   const std::string d = body<double>(64, 64, 16, 4, false, false);
   BOOST_TEST(count(d, "*reinterpret_cast<const double2*>(tt_smem") > 0u);

@@ -196,7 +196,9 @@ class Assigner {
   Layout fma_dot_layout(const ir::Op* dot) {
     const ir::Shape& s = dot->result()->type.shape;
     const int64_t M = s[0], N = s[1];
-    const int64_t vec = std::max<int64_t>(1, 16 / std::max(1, dtype_bytes(dot->operand(0)->type.dtype)));
+    // The emitter reads vectors of f32 and f64 operands taken as they are (no conversion).
+    const DType in = dot->operand(0)->type.dtype;
+    const int64_t vec = (in == DType::f32 || in == DType::f64) && dot->result()->type.dtype == in ? 16 / dtype_bytes(in) : 1;
     const int64_t sm = contiguous_dim(dot->operand(0)) == 0 ? std::min(vec, M) : 1;
     const int64_t sn = contiguous_dim(dot->operand(1)) == 1 ? std::min(vec, N) : 1;
     const int64_t tn = std::clamp<int64_t>(N / sn, 1, 8), tm = 32 / tn;
