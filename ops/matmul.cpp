@@ -300,8 +300,9 @@ std::vector<Config> gpu_configs(bool f32) {
 // fp32 products in fp32 (set_float32_matmul_precision("highest"), the default, as PyTorch's
 // allow_tf32 = False) run on the FMA units: the FMA dot gives each thread a micro-tile of C
 // (docs/cuda-backend.md, "The FMA dot"), 8 x 8 on 128 x 128 tiles in 8 warps (195 registers, no
-// spill, 91 % of the K loop's instructions FFMA for sm_90a), 16 x 8 on 256 x 128 (255, no spill);
-// 128 x 128 on 4 warps (16 x 8 a thread) spills and is not offered. Smaller tiles for small
+// spill, 91 % of the K loop's instructions FFMA for sm_90a), 16 x 8 on 256 x 128 and 128 x 256 (255
+// registers, 93 % FFMA; x W^T's both-K-major form spills 56 bytes, 13 LDL a trip): the autotuner
+// measures them. 128 x 128 on 4 warps (16 x 8 a thread) spills 80 bytes and is not offered. Smaller tiles for small
 // problems. Stages: 32 KB a stage at 128 x 128 x 32; one program an SM (registers).
 std::vector<Config> fma_configs() {
   struct C { int m, n, k, warps, stages; };
