@@ -49,11 +49,33 @@ template <class T> tritium::Kernel& fma_matmul() {
   return k;
 }
 
+// The same product (A, B row-major) through block pointers: on Hopper their tiles may come by TMA
+// into the FMA dot's swizzled tiles.
+template <class T> tritium::Kernel& fma_matmul_block_pointers() {
+  static tritium::Kernel k = tritium::kernel(
+      "fma_matmul_bp", [](tl::ptr<T> x, tl::ptr<T> y, tl::ptr<T> out, tl::i32 M, tl::i32 N, tl::i32 K, int BM, int BN, int BK) {
+        auto pm = tl::program_id(0) * BM, pn = tl::program_id(1) * BN;
+        auto a_bp = tl::make_block_ptr(x, {M, K}, {K.to(tl::int64), 1}, {pm, 0}, {BM, BK}, {1, 0});
+        auto b_bp = tl::make_block_ptr(y, {K, N}, {N.to(tl::int64), 1}, {0, pn}, {BK, BN}, {1, 0});
+        auto acc = tl::zeros({BM, BN}, tritium::dtype_of<T>());
+        for (auto kt : tl::range(0, tl::cdiv(K, BK))) {
+          (void)kt;
+          acc = tl::dot(tl::load(a_bp, {0, 1}), tl::load(b_bp, {0, 1}), acc, std::nullopt, "ieee");
+          a_bp = tl::advance(a_bp, {0, BK});
+          b_bp = tl::advance(b_bp, {BK, 0});
+        }
+        auto c_bp = tl::make_block_ptr(out, {M, N}, {N.to(tl::int64), 1}, {pm, pn}, {BM, BN}, {1, 0});
+        tl::store(c_bp, acc, {0, 1});
+      });
+  return k;
+}
+
 struct Case {
   int M, N, K, bm, bn, bk, warps;
 };
 
-template <class T> void run_case(const tt::Backend& be, const Case& c, bool a_t, bool b_t, uint32_t seed) {
+template <class T>
+void run_case(const tt::Backend& be, const Case& c, bool a_t, bool b_t, uint32_t seed, bool block_pointers = false) {
   auto a = tt::random_vector<T>(size_t(c.M) * c.K, seed, -1, 1);  // logical A [M, K], B [K, N]
   auto b = tt::random_vector<T>(size_t(c.K) * c.N, seed + 1, -1, 1);
   tt::host_vector<T> x = a, y = b;  // as stored
@@ -77,15 +99,19 @@ template <class T> void run_case(const tt::Backend& be, const Case& c, bool a_t,
       seq[size_t(i) * c.N + j] = s;
     }
   const std::string what = fmt::format("{} {}x{}x{} blocks {}x{}x{} warps {}{}{}", tritium::dtype_name(tritium::dtype_of<T>()),
-                                       c.M, c.N, c.K, c.bm, c.bn, c.bk, c.warps, a_t ? " trans(A)" : "", b_t ? " trans(B)" : "");
+                                       c.M, c.N, c.K, c.bm, c.bn, c.bk, c.warps, a_t ? " trans(A)" : "", b_t ? " trans(B)" : "")
+                           + (block_pointers ? " block pointers" : "");
   BOOST_TEST_CONTEXT(what) {
     auto dx = be.upload<T>(x), dy = be.upload<T>(y);
     auto dout = be.alloc_poisoned<T>(ref.size());
     auto opts = be.options();
     opts.num_warps = c.warps;
     opts.num_stages = 3;
-    fma_matmul<T>()[{tritium::cdiv(c.M, c.bm), tritium::cdiv(c.N, c.bn)}](dx.ptr(), dy.ptr(), dout.ptr(), c.M, c.N, c.K,
-                                                                         c.bm, c.bn, c.bk, a_t, b_t, opts);
+    const tritium::Grid grid{tritium::cdiv(c.M, c.bm), tritium::cdiv(c.N, c.bn)};
+    if (block_pointers)
+      fma_matmul_block_pointers<T>()[grid](dx.ptr(), dy.ptr(), dout.ptr(), c.M, c.N, c.K, c.bm, c.bn, c.bk, opts);
+    else
+      fma_matmul<T>()[grid](dx.ptr(), dy.ptr(), dout.ptr(), c.M, c.N, c.K, c.bm, c.bn, c.bk, a_t, b_t, opts);
     const auto out = dout.download();
     tt::check_dot<T>(out, ref, mag, std::is_same_v<T, float> ? 1e-5 : 1e-12, what);
     if (be.device.is_cuda()) tt::check_equal<T>(out, seq, what + " (the sequential fma over k)");
@@ -119,6 +145,15 @@ BOOST_AUTO_TEST_CASE(values_f32_every_majorness) {
     uint32_t seed = 10;
     for (int form = 0; form < 4; ++form)
       for (const Case& c : kCases) run_case<float>(be, c, form & 1, form & 2, seed += 2);
+  });
+}
+
+// Block pointers (16-byte aligned rows where K and N are multiples of 4: TMA on Hopper).
+BOOST_AUTO_TEST_CASE(values_block_pointers) {
+  tt::for_each_backend([](const tt::Backend& be) {
+    run_case<float>(be, {200, 136, 100, 128, 128, 32, 8}, false, false, 90, true);
+    run_case<float>(be, {77, 45, 70, 64, 32, 16, 4}, false, false, 92, true);
+    run_case<double>(be, {100, 72, 40, 64, 64, 16, 4}, false, false, 94, true);
   });
 }
 
@@ -160,6 +195,11 @@ BOOST_AUTO_TEST_CASE(sm90a_loop_body) {
       fma_matmul<float>(), tt::CudaCheck().warps(8).target(80, "sm_80").routed(), tt::fake_address<float>(0),
       tt::fake_address<float>(1), tt::fake_address<float>(2), 1000, 1000, 1000, 128, 128, 32, false, false));
   BOOST_TEST(count(ampere, "*reinterpret_cast<const float4*>(tt_smem") == 16u);
+  // Block pointers: the tiles' copies (TMA or cp.async) into the swizzled tiles compile.
+  const std::string bp = tt::kernel_body(tt::compile_cuda(
+      fma_matmul_block_pointers<float>(), tt::CudaCheck().warps(8).target(90, "sm_90a").routed(), tt::fake_address<float>(0),
+      tt::fake_address<float>(1), tt::fake_address<float>(2), 1024, 1024, 1024, 128, 128, 32));
+  BOOST_TEST(count(bp, "*reinterpret_cast<const float4*>(tt_smem") == 16u);
   // f64: 16-byte reads are two elements.
   const std::string d = body<double>(64, 64, 16, 4, false, false);
   BOOST_TEST(count(d, "*reinterpret_cast<const double2*>(tt_smem") > 0u);
