@@ -49,8 +49,8 @@ template <class T> tritium::Kernel& fma_matmul() {
   return k;
 }
 
-// The same product (A, B row-major) through block pointers: on Hopper their tiles may come by TMA
-// into the FMA dot's swizzled tiles.
+// The same product (A, B row-major) through block pointers, whose tiles the ring copies into the
+// FMA dot's swizzled tiles (16-byte cp.async for sm_90a at present; TMA where tma.cpp takes a tile).
 template <class T> tritium::Kernel& fma_matmul_block_pointers() {
   static tritium::Kernel k = tritium::kernel(
       "fma_matmul_bp", [](tl::ptr<T> x, tl::ptr<T> y, tl::ptr<T> out, tl::i32 M, tl::i32 N, tl::i32 K, int BM, int BN, int BK) {
@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(values_f32_every_majorness) {
   });
 }
 
-// Block pointers (16-byte aligned rows where K and N are multiples of 4: TMA on Hopper).
+// Block pointers, boundary-checked (ragged sizes) and not.
 BOOST_AUTO_TEST_CASE(values_block_pointers) {
   tt::for_each_backend([](const tt::Backend& be) {
     run_case<float>(be, {200, 136, 100, 128, 128, 32, 8}, false, false, 90, true);
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(sm90a_loop_body) {
       fma_matmul<float>(), tt::CudaCheck().warps(8).target(80, "sm_80").routed(), tt::fake_address<float>(0),
       tt::fake_address<float>(1), tt::fake_address<float>(2), 1000, 1000, 1000, 128, 128, 32, false, false));
   BOOST_TEST(count(ampere, "*reinterpret_cast<const float4*>(tt_smem") == 16u);
-  // Block pointers: the tiles' copies (TMA or cp.async) into the swizzled tiles compile.
+  // Block pointers: the tiles' copies into the swizzled tiles compile.
   const std::string bp = tt::kernel_body(tt::compile_cuda(
       fma_matmul_block_pointers<float>(), tt::CudaCheck().warps(8).target(90, "sm_90a").routed(), tt::fake_address<float>(0),
       tt::fake_address<float>(1), tt::fake_address<float>(2), 1024, 1024, 1024, 128, 128, 32));
