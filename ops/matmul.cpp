@@ -303,13 +303,16 @@ std::vector<Config> gpu_configs(bool f32) {
 // spill, 91 % of the K loop's instructions FFMA for sm_90a), 16 x 8 on 256 x 128 and 128 x 256 (255
 // registers, 93 % FFMA; x W^T's both-K-major form spills 56 bytes, 13 LDL a trip): the autotuner
 // measures them. 128 x 128 on 4 warps (16 x 8 a thread) spills 80 bytes and is not offered. Smaller tiles for small
-// problems. Stages: 32 KB a stage at 128 x 128 x 32; one program an SM (registers).
+// problems; 16 columns (dot's least) for a matrix-vector product (mv, addmv: N = 1), whose padding
+// columns are half those of 32 x 32 tiles. Stages: 32 KB a stage at 128 x 128 x 32; one program an
+// SM (registers).
 std::vector<Config> fma_configs() {
   struct C { int m, n, k, warps, stages; };
   static const std::vector<Config> out = [] {
     std::vector<Config> v;
     for (C c : {C{128, 128, 32, 8, 3}, C{128, 128, 32, 8, 4}, C{256, 128, 32, 8, 3}, C{128, 256, 32, 8, 3},
-                C{64, 128, 32, 4, 3}, C{128, 64, 32, 4, 3}, C{64, 64, 32, 4, 3}, C{32, 64, 32, 2, 4}, C{32, 32, 32, 2, 4}})
+                C{64, 128, 32, 4, 3}, C{128, 64, 32, 4, 3}, C{64, 64, 32, 4, 3}, C{32, 64, 32, 2, 4},
+                C{128, 16, 32, 4, 3}, C{64, 16, 32, 2, 4}, C{32, 32, 32, 2, 4}})
       v.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}, {"GROUP_M", 8}}, c.warps, c.stages);
     return v;
   }();
