@@ -318,7 +318,7 @@ void Lowering::emit_mma_sync(const ir::Op* op, const Val& a, const Val& b, const
 // KV x TN of B into registers - 16-byte vectors along each tile's contiguous dim (A's rows of K
 // for a K-major tile, a run of the thread's rows for an M-major one; B likewise) - and does TM x TN
 // x KV fmas from them. Each element's sum still runs over k in order, so values are those of the
-// plain loop (and of the CPU backend) bit for bit.
+// plain loop before it bit for bit.
 void Lowering::emit_fma_dot(const ir::Op* op, const Val& a, const Val& b, const std::string& acc) {
   const Layout& rl = layout(op->result());
   const DType in = op->operand(0)->type.dtype, out = op->result()->type.dtype;
