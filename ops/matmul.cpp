@@ -297,11 +297,36 @@ std::vector<Config> gpu_configs(bool f32) {
   return out;
 }
 
+// fp32 products in fp32 (set_float32_matmul_precision("highest"), the default, as PyTorch's
+// allow_tf32 = False) run on the FMA units: the FMA dot gives each thread a micro-tile of C
+// (docs/cuda-backend.md, "The FMA dot"), 8 x 8 on 128 x 128 tiles in 8 warps (195 registers, no
+// spill, 91 % of the K loop's instructions FFMA for sm_90a), 16 x 8 on 256 x 128 and 128 x 256 (255
+// registers, 93 % FFMA; x W^T's both-K-major form spills 56 bytes, 13 LDL a trip): the autotuner
+// measures them. 128 x 128 on 4 warps (16 x 8 a thread) spills 80 bytes and is not offered. Smaller tiles for small
+// problems; 16 columns (dot's least) for a matrix-vector product (mv, addmv: N = 1), whose padding
+// columns are half those of 32 x 32 tiles. Stages: 32 KB a stage at 128 x 128 x 32; one program an
+// SM (registers).
+std::vector<Config> fma_configs() {
+  struct C { int m, n, k, warps, stages; };
+  static const std::vector<Config> out = [] {
+    std::vector<Config> v;
+    for (C c : {C{128, 128, 32, 8, 3}, C{128, 128, 32, 8, 4}, C{256, 128, 32, 8, 3}, C{128, 256, 32, 8, 3},
+                C{64, 128, 32, 4, 3}, C{128, 64, 32, 4, 3}, C{64, 64, 32, 4, 3}, C{32, 64, 32, 2, 4},
+                C{128, 16, 32, 4, 3}, C{64, 16, 32, 2, 4}, C{32, 32, 32, 2, 4}})
+      v.emplace_back(Meta{{"BLOCK_M", c.m}, {"BLOCK_N", c.n}, {"BLOCK_K", c.k}, {"GROUP_M", 8}}, c.warps, c.stages);
+    return v;
+  }();
+  return out;
+}
+
 // Tiles past a problem's size (rounded up to a power of two, at least 32) only compute padding:
-// those configs are not tried; when none is left, the smallest is.
-std::vector<Config> fitting_configs(const std::vector<Config>& configs, const ArgView& args) {
+// those configs are not tried; when none is left, the smallest is. fp32 without tf32 takes the
+// FMA dot's configs instead of the tensor-core ones.
+std::vector<Config> fitting_configs(const std::vector<Config>& tensor_core_configs, const ArgView& args) {
   auto cap = [](int64_t v) { return std::max(32, pow2_at_least(v, 16, 1 << 30)); };
   const int64_t M = args.integer("M"), N = args.integer("N"), K = args.integer("K");
+  const bool fma = args.dtype("a_ptr") == DType::f32 && args.integer("TF32") == 0;
+  const std::vector<Config>& configs = fma ? fma_configs() : tensor_core_configs;
   std::vector<Config> out;
   for (const Config& c : configs)
     if (c.meta["BLOCK_M"] <= cap(M) && c.meta["BLOCK_N"] <= cap(N) && c.meta["BLOCK_K"] <= cap(K)) out.push_back(c);

@@ -1,12 +1,13 @@
 // ops::matmul's kernel for one of a Linear layer's three products, generated for sm_90a without a
 // GPU, to read its code (issues 27, 31): x [M, K] and W [N, K] row-major, g [M, N] the output's
-// gradient; fwd = x @ W^T, dgrad = g @ W, wgrad = g^T @ x, each with the strides and block-pointer
+// gradient; fwd = x @ W^T, dgrad = g @ W, wgrad = g^T @ x (f32: exact fp32 products, the FMA dot;
+// tf32: fp32 on tensor cores), each with the strides and block-pointer
 // form (ops::matmul_block_pointers) the op launches, for one config; with SPLITS > 1 the split-K
 // kernel over chunks of K / SPLITS. (In tf32 the op copies a small MN-major operand K-major first -
 // W in dgrad - and then launches the forward's form; this generates the strides as given.) Generated as the CUDA backend does (contraction in the IR,
 // generate_cuda's routing, NVRTC with --fmad=false); writes the source and the cubin (read the SASS
 // with cuobjdump -sass, registers with cuobjdump -res-usage).
-//   linear-codegen bf16|f16|tf32 fwd|dgrad|wgrad M K N BLOCK_M BLOCK_N BLOCK_K num_warps num_stages SPLITS DIR
+//   linear-codegen bf16|f16|f32|tf32 fwd|dgrad|wgrad M K N BLOCK_M BLOCK_N BLOCK_K num_warps num_stages SPLITS DIR
 #include <tritium/tritium.h>
 
 #include <fstream>
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   namespace cuda = tritium::jit::cuda;
   using tritium::DType;
   if (argc != 13) {
-    std::cerr << "usage: linear-codegen bf16|f16|tf32 fwd|dgrad|wgrad M K N BLOCK_M BLOCK_N BLOCK_K num_warps "
+    std::cerr << "usage: linear-codegen bf16|f16|f32|tf32 fwd|dgrad|wgrad M K N BLOCK_M BLOCK_N BLOCK_K num_warps "
                  "num_stages SPLITS DIR\n";
     return 2;
   }
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
   const int nw = std::atoi(argv[9]), ns = std::atoi(argv[10]), splits = std::atoi(argv[11]);
   const DType dt = dtype == "bf16" ? DType::bf16 : dtype == "f16" ? DType::f16 : DType::f32;
   const bool tf32 = dtype == "tf32";
-  if ((dtype != "bf16" && dtype != "f16" && !tf32) || (product != "fwd" && product != "dgrad" && product != "wgrad")) {
+  if ((dtype != "bf16" && dtype != "f16" && dtype != "f32" && !tf32) || (product != "fwd" && product != "dgrad" && product != "wgrad")) {
     std::cerr << "linear-codegen: bad dtype or product\n";
     return 2;
   }

@@ -196,7 +196,37 @@ class Assigner {
 
   Layout dot_layout(const ir::Op* dot) {
     if (auto p = dot_mma_params(dot, nw_, cc_, chained(dot))) return mma_layout(dot->result()->type.shape, *p, nw_);
+    if (dot->result()->type.rank() == 2) return fma_dot_layout(dot);
     return default_for(dot->result());
+  }
+
+  // The FMA dot's accumulator (the ieee fp32 dot, f64, ...): each thread a register-blocked
+  // micro-tile of C - the classic SGEMM structure, as Triton's FMA dot over its blocked layout - so
+  // a k step reads TM + TN operand elements for TM * TN fmas. Along a dim whose operand tile is
+  // contiguous (A M-major, B N-major) a thread's elements run 16 bytes (one vector read of the
+  // tile a k step); along a dim whose tile is K-major they are one element apart across lanes (each
+  // thread reads 16 bytes of K a row; the lanes' rows are consecutive, so distinct chunks under the
+  // tile's XOR swizzle: no bank conflict). Lanes 4 x 8 (M x N); warps tile M and N so that a thread
+  // does the fewest fmas (no replication), then reads the fewest elements (the squarest micro-tile).
+  Layout fma_dot_layout(const ir::Op* dot) {
+    const ir::Shape& s = dot->result()->type.shape;
+    const int64_t M = s[0], N = s[1];
+    // The emitter reads vectors of f32 and f64 operands taken as they are (no conversion).
+    const DType in = dot->operand(0)->type.dtype;
+    const int64_t vec = (in == DType::f32 || in == DType::f64) && dot->result()->type.dtype == in ? 16 / dtype_bytes(in) : 1;
+    const int64_t sm = contiguous_dim(dot->operand(0)) == 0 ? std::min(vec, M) : 1;
+    const int64_t sn = contiguous_dim(dot->operand(1)) == 1 ? std::min(vec, N) : 1;
+    const int64_t tn = std::clamp<int64_t>(N / sn, 1, 8), tm = 32 / tn;
+    int64_t best_wm = 1, best_fmas = 0, best_reads = 0;
+    for (int64_t wm = 1; wm <= nw_; wm *= 2) {
+      const int64_t wn = nw_ / wm;
+      // Elements of a thread along M and N (threads past the shape hold copies).
+      const int64_t TM = std::max(sm, M / std::min(M, tm * wm)), TN = std::max(sn, N / std::min(N, tn * wn));
+      const int64_t fmas = TM * TN * std::max<int64_t>(1, tm * wm * sm / M) * std::max<int64_t>(1, tn * wn * sn / N);
+      if (wm == 1 || fmas < best_fmas || (fmas == best_fmas && TM + TN < best_reads))
+        best_wm = wm, best_fmas = fmas, best_reads = TM + TN;
+    }
+    return blocked_layout(s, {sm, sn}, {tm, tn}, {best_wm, nw_ / best_wm}, {1, 0});
   }
 
   // ---- phase 1: forward ----------------------------------------------------------------------
@@ -709,7 +739,14 @@ class Assigner {
     const ir::Value* x = dot->operand(static_cast<size_t>(idx));
     const DType in = x->type.dtype;
     const int64_t K = dot->operand(0)->type.shape[1];
-    if (acc.kind != LayoutKind::Mma) return shared_layout(x->type.shape, {1, 0}, 0);  // the FMA loop
+    if (acc.kind != LayoutKind::Mma) {
+      // The FMA dot reads its tiles by 16-byte vectors along their contiguous dim (as the memory
+      // lies: copied straight in), rows XOR-swizzled so that the lanes' reads of consecutive rows
+      // hit distinct banks (fma_dot_layout).
+      const int cd = contiguous_dim(x);
+      return shared_layout(x->type.shape, {cd, 1 - cd},
+                           swizzle_for_row_bytes(x->type.shape[static_cast<size_t>(cd)] * dtype_bytes(in)));
+    }
     const bool tf32 = in == DType::f32, byte = is_byte(in);
     if (idx == 0 && register_computed(x) && !(tf32 && acc.mma.version == 3))
       return dot_operand_layout(acc, 0, K, tf32 ? 1 : byte ? 4 : 2, nw_);

@@ -3,7 +3,8 @@
 // tile, each in the majorness of its memory. wgmma (Hopper) reads tiles through matrix descriptors
 // of the tiles' swizzle (K-major, or MN-major with the transpose bit for 16-bit types); mma.sync
 // (sm_80+) reads fragments from them with ldmatrix. Other dtypes and shapes: an FMA loop over K
-// from the tiles (the `ieee` fp32 dot, f64, integers, shapes the warps cannot tile).
+// from the tiles (the `ieee` fp32 dot, f64, integers, shapes the warps cannot tile), each thread a
+// register-blocked micro-tile of C.
 #include "jit/cuda/lowering/lowering.h"
 
 namespace tritium::jit::cuda::lowering {
@@ -311,26 +312,136 @@ void Lowering::emit_mma_sync(const ir::Op* op, const Val& a, const Val& b, const
   touched();
 }
 
+// The FMA dot as a register-blocked outer product (the classic SGEMM loop; Triton's FMA dot over
+// its blocked layout): the accumulator's layout gives each thread TM rows x TN columns of C
+// (assign_layouts' fma_dot_layout); a step of KV k reads the thread's TM x KV elements of A and
+// KV x TN of B into registers - 16-byte vectors along each tile's contiguous dim (A's rows of K
+// for a K-major tile, a run of the thread's rows for an M-major one; B likewise) - and does TM x TN
+// x KV fmas from them. Each element's sum still runs over k in order, so values are those of the
+// plain loop before it bit for bit.
 void Lowering::emit_fma_dot(const ir::Op* op, const Val& a, const Val& b, const std::string& acc) {
   const Layout& rl = layout(op->result());
   const DType in = op->operand(0)->type.dtype, out = op->result()->type.dtype;
   const int64_t K = op->operand(0)->type.shape[1];
-  auto read = [&](const Val& t, const std::string& r0, const std::string& r1) -> std::string {
-    std::string x = fmt::format("*reinterpret_cast<const {}*>(tt_smem + {} + {})", ctype(in), t.name,
-                                tile_offset(*t.layout, in, {r0, r1}));
+  if (a.kind != Val::Kind::Tile || b.kind != Val::Kind::Tile) fail("internal error: the FMA dot reads tiles");
+  const Layout &ta = *a.layout, &tb = *b.layout;
+  // The accumulator's register bits along M (rows) and N (columns): register reg_of(i, j) holds the
+  // thread's row i and column j.
+  std::vector<int> rbits, cbits;
+  for (size_t i = 0; i < rl.reg.size(); ++i) {
+    if (rl.reg[i].dim == 0) rbits.push_back(static_cast<int>(i));
+    else if (rl.reg[i].dim == 1) cbits.push_back(static_cast<int>(i));
+    else fail("internal error: an FMA dot's accumulator {} replicates in registers", rl.str());
+  }
+  const int TM = 1 << rbits.size(), TN = 1 << cbits.size();
+  auto reg_of = [&](int i, int j) {
+    int r = 0;
+    for (size_t t = 0; t < rbits.size(); ++t)
+      if (i >> t & 1) r |= 1 << rbits[t];
+    for (size_t t = 0; t < cbits.size(); ++t)
+      if (j >> t & 1) r |= 1 << cbits[t];
+    return r;
+  };
+  // Consecutive fragments along a dim: the first register bits of that dim are its lowest bits.
+  auto run = [&](const std::vector<int>& bits, int dim) {
+    int v = 1;
+    for (size_t t = 0; t < bits.size() && rl.reg[static_cast<size_t>(bits[t])].dim == dim &&
+                       rl.reg[static_cast<size_t>(bits[t])].bit == static_cast<int>(t);
+         ++t)
+      v *= 2;
+    return v;
+  };
+  // Vector reads need the elements as they are (no conversion) in 4 or 8 bytes.
+  const int64_t esz = dtype_bytes(in);
+  const bool vec_ok = in == out && (in == DType::f32 || in == DType::f64);
+  const int64_t vmax = vec_ok ? 16 / esz : 1;
+  const bool a_k = ta.order[0] == 1, b_k = tb.order[0] == 0;  // K-major tiles
+  const int KV = static_cast<int>(a_k || b_k ? std::min<int64_t>(vmax, K) : 1);
+  const int va = a_k ? KV : static_cast<int>(std::min<int64_t>(vmax, run(rbits, 0)));
+  const int vb = b_k ? KV : static_cast<int>(std::min<int64_t>(vmax, run(cbits, 1)));
+  const std::string ft = ctype(out);
+  auto element = [&](const std::string& x) -> std::string {
     if (out == DType::f64 && in != DType::f64) return fmt::format("(double){}", to_f32(x, in));
     if (is_float(out)) return to_f32(x, in);
     return fmt::format("({})({})", ctype(out), x);
   };
-  if (a.kind != Val::Kind::Tile || b.kind != Val::Kind::Tile) fail("internal error: the FMA dot reads tiles");
-  line("// dot as an FMA loop over K");
-  open(fmt::format("for (int tt_k = 0; tt_k < {}; ++tt_k)", K));
-  for (int r = 0; r < rl.num_regs(); ++r) {
-    std::string x = read(a, coord(rl, r, 0), "tt_k"), y = read(b, "tt_k", coord(rl, r, 1));
-    if (out == DType::f32) line(fmt::format("{0}[{1}] = fmaf({2}, {3}, {0}[{1}]);", acc, r, x, y));
-    else if (out == DType::f64) line(fmt::format("{0}[{1}] = fma({2}, {3}, {0}[{1}]);", acc, r, x, y));
-    else line(fmt::format("{0}[{1}] = ({4})((uint64_t){0}[{1}] + (uint64_t)({2}) * (uint64_t)({3}));", acc, r, x, y, ctype(out)));
-  }
+  // The byte offset in tile t of the element at thread part `th` + constant part `cs` (per dim;
+  // the two never set the same bit: lanes and warps against registers and k). In a swizzled tile
+  // the chunk's XOR splits the same way - (thread chunk ^ thread row phase) ^ (constant chunk ^
+  // constant row phase) - so the thread's part is computed once, at the kernel's top (its base and
+  // its cb chunk offsets, `Xt ^ j` for each constant j), and each read adds constants to it: no
+  // per-read swizzle arithmetic in the loop.
+  auto offset = [&](const Val& t, const std::vector<std::string>& th, const std::vector<std::string>& cs) {
+    const Layout& s = *t.layout;
+    if (s.swizzle == 0) return tile_offset(s, in, {fmt::format("({} + {})", th[0], cs[0]), fmt::format("({} + {})", th[1], cs[1])});
+    const size_t c = static_cast<size_t>(s.order[0]), o = static_cast<size_t>(s.order[1]);
+    const int64_t epc = 16 / esz, cb = s.swizzle / 16, R = s.shape[o];
+    const int shift = cb == 8 ? 0 : cb == 4 ? 1 : 2, cbits = cb == 8 ? 3 : cb == 4 ? 2 : 1;
+    const std::string key = fmt::format("fma|{}|{}|{}|{}|{}", s.str(), dtype_name(in), R, th[0], th[1]);
+    auto it = thread_coords_.find(key);
+    std::string xs;
+    if (it != thread_coords_.end()) {
+      xs = it->second;
+    } else {
+      xs = fmt::format("tt_fx{}", thread_coords_.size());
+      const std::string base = fmt::format("({}) * {} + ((({}) / {}) >> {}) * {} + (({}) % {}) * {}", th[o], cb * 16, th[c], epc,
+                                           cbits, R * cb * 16, th[c], epc, esz);
+      std::string init, ties;
+      for (int64_t j = 0; j < cb; ++j) {
+        const std::string x = fmt::format("(({}) / {})", th[c], epc), y = fmt::format("(({}) >> {})", th[o], shift);
+        init += fmt::format("{}{} + ((({} ^ {}) & {}) ^ {}) * 16", j ? ", " : "", base, x, y, cb - 1, j);
+        ties += fmt::format("{}\"+r\"({}[{}])", j ? ", " : "", xs, j);
+      }
+      // Hidden from NVVM: knowing their low bits zero, it turns `+ constant` into `| constant`,
+      // which ptxas does not fold into ld.shared's immediate offset (an extra LOP3 a read).
+      decls_ += fmt::format("  int {}[{}] = {{{}}};\n  asm(\"\" : {});\n", xs, cb, init, ties);
+      thread_coords_[key] = xs;
+    }
+    return fmt::format("({0}[((({1}) / {2}) ^ (({3}) >> {4})) & {5}] + ({3}) * {6} + ((({1}) / {2}) >> {7}) * {8} + (({1}) % {2}) * {9})",
+                       xs, cs[c], epc, cs[o], shift, cb - 1, cb * 16, cbits, R * cb * 16, esz);
+  };
+  // Reads n elements of tile t from (thread part th + constant part cs) on along its contiguous dim
+  // into dst[0..n).
+  auto read = [&](const Val& t, const std::vector<std::string>& th, const std::vector<std::string>& cs, int n,
+                  const std::vector<std::string>& dst) {
+    const std::string addr = fmt::format("tt_smem + {} + {}", t.name, offset(t, th, cs));
+    if (n == 1) return line(fmt::format("{} = {};", dst[0], element(fmt::format("*reinterpret_cast<const {}*>({})", ctype(in), addr))));
+    const std::string vt = fmt::format("{}{}", in == DType::f64 ? "double" : "float", n);
+    std::string v = tmp(vt, fmt::format("*reinterpret_cast<const {}*>({})", vt, addr));
+    static const char* comp[] = {"x", "y", "z", "w"};
+    for (int e = 0; e < n; ++e) line(fmt::format("{} = {}.{};", dst[static_cast<size_t>(e)], v, comp[e]));
+  };
+  line(fmt::format("// dot as an FMA loop over K: {} x {} fragments a thread, {} k a step, reads of {} (A) and {} (B) elements",
+                   TM, TN, KV, va, vb));
+  line("#pragma unroll");
+  open(fmt::format("for (int tt_k = 0; tt_k < {}; tt_k += {})", K, KV));
+  line(fmt::format("{} tt_fa[{}][{}], tt_fb[{}][{}];", ft, TM, KV, KV, TN));
+  // A: row i of the thread, k = tt_k + kk.
+  for (int i = 0; i < TM; i += a_k ? 1 : va)
+    for (int kk = 0; kk < KV; kk += a_k ? va : 1) {
+      std::vector<std::string> dst;
+      for (int e = 0; e < va; ++e)
+        dst.push_back(a_k ? fmt::format("tt_fa[{}][{}]", i, kk + e) : fmt::format("tt_fa[{}][{}]", i + e, kk));
+      read(a, {thread_coord(rl, 0), "0"}, {fmt::format("{}", rl.reg_coords(reg_of(i, 0))[0]), fmt::format("tt_k + {}", kk)},
+           va, dst);
+    }
+  for (int j = 0; j < TN; j += b_k ? 1 : vb)
+    for (int kk = 0; kk < KV; kk += b_k ? vb : 1) {
+      std::vector<std::string> dst;
+      for (int e = 0; e < vb; ++e)
+        dst.push_back(b_k ? fmt::format("tt_fb[{}][{}]", kk + e, j) : fmt::format("tt_fb[{}][{}]", kk, j + e));
+      read(b, {"0", thread_coord(rl, 1)}, {fmt::format("tt_k + {}", kk), fmt::format("{}", rl.reg_coords(reg_of(0, j))[1])},
+           vb, dst);
+    }
+  for (int kk = 0; kk < KV; ++kk)
+    for (int i = 0; i < TM; ++i)
+      for (int j = 0; j < TN; ++j) {
+        const int r = reg_of(i, j);
+        const std::string x = fmt::format("tt_fa[{}][{}]", i, kk), y = fmt::format("tt_fb[{}][{}]", kk, j);
+        if (out == DType::f32) line(fmt::format("{0}[{1}] = fmaf({2}, {3}, {0}[{1}]);", acc, r, x, y));
+        else if (out == DType::f64) line(fmt::format("{0}[{1}] = fma({2}, {3}, {0}[{1}]);", acc, r, x, y));
+        else line(fmt::format("{0}[{1}] = ({4})((uint64_t){0}[{1}] + (uint64_t)({2}) * (uint64_t)({3}));", acc, r, x, y, ft));
+      }
   close();
   touched();
 }
