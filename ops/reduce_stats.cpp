@@ -402,8 +402,12 @@ ValuesIndices extreme_along(const char* op, const Tensor& x, int dim, bool keepd
   int d = detail::normalize_dim(op, dim, x.dim());
   if (x.dim() > 0 && x.size(d) == 0)
     fail("{}: Expected reduction dim {} to have non-zero size (input shape {})", op, d, detail::shape_str(x.shape()));
-  // argmax/argmin refuse bool: its indices come from the same values as u8.
-  Tensor keyed = x.dtype() == DType::i1 ? to_dtype(x, DType::u8) : x;
+  // One pass gives both; bool (which argmax/argmin refuse) takes its indices from the same values as u8.
+  if (x.dtype() != DType::i1) {
+    auto [values, indices] = detail::extreme_with_index(x, dim, keepdim, is_max);
+    return {values, indices};
+  }
+  Tensor keyed = to_dtype(x, DType::u8);
   Tensor values = is_max ? amax(x, {dim}, keepdim) : amin(x, {dim}, keepdim);
   Tensor indices = is_max ? argmax(keyed, dim, keepdim) : argmin(keyed, dim, keepdim);
   return {values, indices};
