@@ -102,7 +102,8 @@ Kernel& reduce_kernel() {
   static Kernel k = tritium::kernel(
       "reduce",
       [](P x, P xi, P y, P z, P out, P out_v, tl::i64 O, tl::i64 R, tl::i64 I, tl::i64 so, tl::i64 sr, tl::i64 si,
-         tl::i64 yso, tl::i64 ysr, tl::i64 ysi, tl::i64 zso, tl::i64 zsi, tl::i64 chunk, tl::f64 scale, tl::f64 beta,
+         tl::i64 yso, tl::i64 ysr, tl::i64 ysi, tl::i64 zso, tl::i64 zsi, tl::i64 chunk, tl::i64 S, tl::f64 scale,
+         tl::f64 beta,
          int KIND, int ACC, bool INNER, int T0, int T1, bool IDX_IN, bool VAL_OUT, bool MUL, int EPI) {
         const Red kind = static_cast<Red>(KIND);
         const DType acc_t = static_cast<DType>(ACC);
@@ -114,7 +115,8 @@ Kernel& reduce_kernel() {
         // Offsets of the block's elements besides r (broadcastable to the tile), the mask of the
         // kept index (likewise), the output offsets and their mask.
         tl::tensor xoff, yoff, zoff, kmask, outoff, omask, rbeg, rend;
-        auto S = tl::cdiv(tl::maximum(R, 1), chunk);
+        // S = cdiv(max(R, 1), chunk) chunks, from the host: an unsplit launch passes 1, which the
+        // launch specialises, so the chunk index math (64-bit divisions) folds away.
         auto s = pid % S;
         if (!INNER) {
           auto o = (pid / S) * T0 + tl::arange(0, T0);
@@ -238,8 +240,9 @@ void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out,
   const Products& e = add ? *add : none;
   const Tensor& y = mul ? m.y : x;
   const Tensor& z = epi == 2 ? e.z : x;
+  const int64_t S = (std::max<int64_t>(p.R, 1) + chunk - 1) / chunk;
   reduce_kernel()[{programs}](x, idx_in, y, z, out, val_out, p.O, p.R, p.I, p.so, p.sr, p.si, m.yso, m.ysr, m.ysi,
-                              e.zso, e.zsi, chunk, scale, e.beta, static_cast<int>(kind), static_cast<int>(acc),
+                              e.zso, e.zsi, chunk, S, scale, e.beta, static_cast<int>(kind), static_cast<int>(acc),
                               columns, static_cast<int>(t0), static_cast<int>(t1), xi.defined(), out_v.defined(),
                               mul != nullptr, epi);
 }

@@ -24,7 +24,7 @@ Kernel& sort_runs_kernel();
 Kernel& merge_runs_kernel();
 // unique_runs(s, group, values, starts, n, groups; MODE, CMP, BLOCK): ops/unique.cpp.
 Kernel& unique_runs_kernel();
-// reduce(x, xi, y, z, out, out_v, O, R, I, so, sr, si, yso, ysr, ysi, zso, zsi, chunk, scale, beta;
+// reduce(x, xi, y, z, out, out_v, O, R, I, so, sr, si, yso, ysr, ysi, zso, zsi, chunk, S, scale, beta;
 // KIND, ACC, INNER, T0, T1, IDX_IN, VAL_OUT, MUL, EPI): the sum/mean/amax/amin/argmax/argmin
 // kernel of ops/reduce.cpp (KIND in that order; MUL: sums of x * y, EPI: the epilogue).
 Kernel& plain_reduce_kernel();
