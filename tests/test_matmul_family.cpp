@@ -179,6 +179,10 @@ BOOST_AUTO_TEST_CASE(matrix_vector_products_as_reductions) {
         check(T::dot(x, y), tt::host_einsum("i,i->", {host(x), host(y)}), 2e-6, "dot " + std::to_string(k) + dev);
       }
     }
+    // A 0-dim self broadcasts to every output.
+    Tensor a0 = rnd<float>({6, 5}, 150), v0 = rnd<float>({5}, 151), s0 = rnd<float>({}, 152);
+    check(T::addmv(s0, a0, v0, -1, 3), add_scaled(tt::host_einsum("ij,j->i", {host(a0), host(v0)}), s0, -1, 3), 2e-6,
+          "addmv of a 0-dim self");
     // The transposed case reads columns; a matrix with both strides > 1 reads rows at stride 2.
     Tensor a = every_other<float>({7, 9}, 148), v = rnd<float>({9}, 149);
     check(T::mv(a, v), tt::host_einsum("ij,j->i", {host(a), host(v)}), 2e-6, "mv of a stride-2 matrix");

@@ -373,6 +373,9 @@ BOOST_AUTO_TEST_CASE(split_reductions) {
       Tensor i = ou::random_tensor<int32_t>({7000, 2}, 24, -1000000, 1000000);
       check_exact(ops::sum(i, {0}), reduce_ref(ou::values(i), {7000, 2}, {0}, K::sum), "sum i32" + tag);
       check_exact(ops::argmin(i, 0), reduce_ref(ou::values(i), {7000, 2}, {0}, K::argmin), "argmin i32" + tag);
+      auto mi = ops::min(i, 0);  // i32 values through the i32 partials
+      BOOST_TEST((mi.values.dtype() == DType::i32));
+      check_exact(mi.values, reduce_ref(ou::values(i), {7000, 2}, {0}, K::min), "min.dim i32" + tag);
       Tensor g = ou::random_tensor<float>({4, 3000, 6}, 25);
       ou::check_values(ops::sum_to(g, {6}), reduce_ref(ou::values(g), {4, 3000, 6}, {0, 1}, K::sum), 1e-5,
                        "sum_to [6]" + tag);
