@@ -110,16 +110,21 @@ Kernel& reduce_kernel() {
         const bool flt = is_float(acc_t);
         const int axis = INNER ? 0 : 1;
         const ir::Shape tile{T0, T1};
-        auto pid = tl::program_id(0).to(tl::int64);
+        // The program's coordinates in 32 bits (a grid has fewer than 2^31 programs, so S and the
+        // column tiles do too): a 64-bit division is a ~60-instruction subroutine, a 32-bit one a
+        // few. Offsets are 64-bit from there on.
+        auto pid = tl::program_id(0);
 
         // Offsets of the block's elements besides r (broadcastable to the tile), the mask of the
         // kept index (likewise), the output offsets and their mask.
         tl::tensor xoff, yoff, zoff, kmask, outoff, omask, rbeg, rend;
         // S = cdiv(max(R, 1), chunk) chunks, from the host: an unsplit launch passes 1, which the
-        // launch specialises, so the chunk index math (64-bit divisions) folds away.
-        auto s = pid % S;
+        // launch specialises, so the chunk index math folds away.
+        auto S32 = S.to(tl::int32);
+        auto s = (pid % S32).to(tl::int64);
+        auto rest = pid / S32;
         if (!INNER) {
-          auto o = (pid / S) * T0 + tl::arange(0, T0);
+          auto o = rest.to(tl::int64) * T0 + tl::arange(0, T0);
           omask = o < O;
           kmask = omask(tl::_, tl::None);
           xoff = (o * so)(tl::_, tl::None);
@@ -129,10 +134,9 @@ Kernel& reduce_kernel() {
           rbeg = s * chunk;
           rend = tl::minimum(rbeg + chunk, R);
         } else {
-          auto nib = tl::cdiv(I, T1);
-          auto rest = pid / S;
-          auto o = rest / nib;
-          auto i = (rest % nib) * T1 + tl::arange(0, T1);
+          auto nib = tl::cdiv(I, T1).to(tl::int32);
+          auto o = (rest / nib).to(tl::int64);
+          auto i = (rest % nib).to(tl::int64) * T1 + tl::arange(0, T1);
           omask = i < I;
           kmask = omask(tl::None, tl::_);
           xoff = o * so + (i * si)(tl::None, tl::_);
