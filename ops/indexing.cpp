@@ -59,10 +59,12 @@ Kernel& detail::index_copy_kernel() {
             c{c0, c1, c2, c3, c4};
         // A [BR, BC] tile: BC elements of the last dim times BR rows (the other dims flattened);
         // a row index is split into the outer dims' indices once per row, not per element.
-        auto pid = tl::program_id(0).to(tl::int64);
-        auto ncb = tl::cdiv(cols, BC);
-        auto col = (pid % ncb) * BC + tl::arange(0, BC);
-        auto row = (pid / ncb) * BR + tl::arange(0, BR);
+        // The tile's coordinates divided in 32 bits (fewer than 2^31 programs, so fewer column
+        // tiles): a 64-bit division is a ~60-instruction subroutine. Indices are 64-bit after.
+        auto pid = tl::program_id(0);
+        auto ncb = tl::cdiv(cols, BC).to(tl::int32);
+        auto col = (pid % ncb).to(tl::int64) * BC + tl::arange(0, BC);
+        auto row = (pid / ncb).to(tl::int64) * BR + tl::arange(0, BR);
         auto mask = (row < rows)(tl::_, tl::None) && (col < cols)(tl::None, tl::_);
         tl::tensor ra = row * 0, rb = row * 0, rc = row * 0, rem = row;
         for (int k = RANK - 2; k >= 0; --k) {

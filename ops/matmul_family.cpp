@@ -3,10 +3,12 @@
 // then hands the operands to ops::matmul as they are, strides and all (a transposed operand is a
 // stride, a batch is one launch). The add* forms add the scaled input in the kernel's epilogue
 // (ops::matmul_add; beta = 0: the input is not read, so its NaNs do not propagate, as PyTorch);
-// addr, an outer product, scales and adds with elementwise kernels.
+// addr, an outer product, scales and adds with elementwise kernels. mv, addmv, dot and vdot are
+// reductions (detail::matrix_vector, ops/reduce.cpp), addmv's beta * self in their epilogue.
 #include "ops/matmul_family.h"
 
 #include "ops/matmul_add.h"
+#include "ops/reduce_kernels.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -57,18 +59,11 @@ Tensor add_scaled(const Tensor& self, const Tensor& product, double beta, double
   return add(s, p);
 }
 
-// A dot product has one output element, so the matmul kernel would compute it in one program
-// looping over all of K (on a 16 x 16 tile). Past kLongDot elements it is what it is, a
-// reduction: the products in the accumulation dtype (f32, f64 for f64), then the sum, whose long
-// rows are split over programs (docs/ops.md). Measured on the CPU (2 cores, f32): at 2^16
-// elements 9.6 ms through the kernel against 1.0 ms, at 2^22 486 ms against 42 ms; at 2^14 the
-// kernel wins (0.6 ms against 2.4 ms: three launches).
-constexpr int64_t kLongDot = 32768;
-Tensor dot_product(const Tensor& a, const Tensor& b) {
-  if (a.size(0) < kLongDot) return matmul(a, b);
-  const DType acc = a.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  return to_dtype(sum(mul(to_dtype(a, acc), to_dtype(b, acc))), a.dtype());
-}
+// A dot product or a matrix-vector product is a memory-bound reduction, not a tile product: the
+// matmul kernel would give a whole row (or all of K) to one program of a 16-wide tile, reading the
+// matrix at a fraction of memory speed. detail::matrix_vector reads it once, at its own strides,
+// with the reductions' cut into programs (docs/ops.md "Reductions").
+Tensor dot_product(const Tensor& a, const Tensor& b) { return detail::matrix_vector(a, b, Tensor(), 0, 1); }
 
 }  // namespace
 
@@ -114,7 +109,7 @@ Tensor mv(const Tensor& self, const Tensor& vec) {
   if (self.size(1) != vec.size(0))
     fail("mv: size mismatch, got input ({}), mat ({}x{}), vec ({})", self.size(0), self.size(0), self.size(1),
          vec.size(0));
-  return matmul(self, vec);
+  return detail::matrix_vector(self, vec, Tensor(), 0, 1);
 }
 
 Tensor dot(const Tensor& self, const Tensor& tensor) {
@@ -158,7 +153,7 @@ Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, double be
     fail("addmv: size mismatch, got input ({}), mat ({}x{}), vec ({})", mat.size(0), mat.size(0), mat.size(1),
          vec.size(0));
   check_broadcasts_to("addmv", self, {mat.size(0)});
-  return matmul_add(self, mat, vec, beta, alpha);
+  return detail::matrix_vector(mat, vec, self, beta, alpha);
 }
 
 Tensor addr(const Tensor& self, const Tensor& vec1, const Tensor& vec2, double beta, double alpha) {

@@ -484,6 +484,10 @@ Plan adaptive_plan(const char* op, const Tensor& x, const std::vector<int>& outp
 
 Tensor adaptive_avg_pool2d(const Tensor& x, const std::vector<int>& output_size) {
   Plan pl = adaptive_plan("adaptive_avg_pool2d", x, output_size);
+  // One window per (n, c) is a mean over H x W: the reduction kernels read it at memory speed
+  // (rows of H W, or columns across C when channels-last), where the pooling kernel gives one
+  // program a whole plane. PyTorch takes the same route (AdaptiveAveragePooling.cpp).
+  if (pl.OH == 1 && pl.OW == 1) return from_4d(mean(pl.in.x, {2, 3}, true), pl.in, false);
   return from_4d(run_forward("adaptive_avg_pool2d", pl, Pool2dParams{}, Mode::adaptive_avg, false, 0, nullptr),
                  pl.in, false);
 }
@@ -494,6 +498,18 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Tensor& x) {
   int64_t gd = grad.dim();
   if (gd != 3 && gd != 4) fail("{}: grad_output must be 3-D or 4-D, got {}", op, shape_str(grad.shape()));
   Plan pl = adaptive_plan(op, x, {static_cast<int>(grad.size(gd - 2)), static_cast<int>(grad.size(gd - 1))});
+  if (pl.OH == 1 && pl.OW == 1) {  // the mean's gradient: grad / (H W) broadcast over the plane
+    detail::check_tensors(op, {&grad, &pl.in.x});
+    if (grad.dtype() != x.dtype())
+      fail("{}: grad_output dtype {} differs from the input's {}", op, dtype_name(grad.dtype()), dtype_name(x.dtype()));
+    Tensor g = grad_4d(op, grad, pl, false);
+    const Scalar count(static_cast<double>(pl.H * pl.W));
+    // Written in the input's memory format: channels-last as a contiguous [N, H, W, C].
+    Tensor dx = pl.in.channels_last
+                    ? div(g.permute({0, 2, 3, 1}).expand({pl.N, pl.H, pl.W, pl.C}), count).permute({0, 3, 1, 2})
+                    : div(g.expand({pl.N, pl.C, pl.H, pl.W}), count);
+    return from_4d(dx, pl.in, false);
+  }
   return run_backward(op, grad, Tensor(), pl, Pool2dParams{}, Mode::adaptive_avg, false, 0, false);
 }
 

@@ -101,37 +101,48 @@ tl::tensor prefer(bool max, bool flt, const tl::tensor& a, const tl::tensor& ai,
 Kernel& reduce_kernel() {
   static Kernel k = tritium::kernel(
       "reduce",
-      [](P x, P xi, P out, P out_v, tl::i64 O, tl::i64 R, tl::i64 I, tl::i64 so, tl::i64 sr, tl::i64 si, tl::i64 chunk,
-         tl::f64 scale, int KIND, int ACC, bool INNER, int T0, int T1, bool IDX_IN, bool VAL_OUT) {
+      [](P x, P xi, P y, P z, P out, P out_v, tl::i64 O, tl::i64 R, tl::i64 I, tl::i64 so, tl::i64 sr, tl::i64 si,
+         tl::i64 yso, tl::i64 ysr, tl::i64 ysi, tl::i64 zso, tl::i64 zsi, tl::i64 chunk, tl::i64 S, tl::f64 scale,
+         tl::f64 beta,
+         int KIND, int ACC, bool INNER, int T0, int T1, bool IDX_IN, bool VAL_OUT, bool MUL, int EPI) {
         const Red kind = static_cast<Red>(KIND);
         const DType acc_t = static_cast<DType>(ACC);
         const bool flt = is_float(acc_t);
         const int axis = INNER ? 0 : 1;
         const ir::Shape tile{T0, T1};
-        auto pid = tl::program_id(0).to(tl::int64);
+        // The program's coordinates in 32 bits (a grid has fewer than 2^31 programs, so S and the
+        // column tiles do too): a 64-bit division is a ~60-instruction subroutine, a 32-bit one a
+        // few. Offsets are 64-bit from there on.
+        auto pid = tl::program_id(0);
 
         // Offsets of the block's elements besides r (broadcastable to the tile), the mask of the
         // kept index (likewise), the output offsets and their mask.
-        tl::tensor xoff, kmask, outoff, omask, rbeg, rend;
-        auto S = tl::cdiv(tl::maximum(R, 1), chunk);
-        auto s = pid % S;
+        tl::tensor xoff, yoff, zoff, kmask, outoff, omask, rbeg, rend;
+        // S = cdiv(max(R, 1), chunk) chunks, from the host: an unsplit launch passes 1, which the
+        // launch specialises, so the chunk index math folds away.
+        auto S32 = S.to(tl::int32);
+        auto s = (pid % S32).to(tl::int64);
+        auto rest = pid / S32;
         if (!INNER) {
-          auto o = (pid / S) * T0 + tl::arange(0, T0);
+          auto o = rest.to(tl::int64) * T0 + tl::arange(0, T0);
           omask = o < O;
           kmask = omask(tl::_, tl::None);
           xoff = (o * so)(tl::_, tl::None);
+          if (MUL) yoff = (o * yso)(tl::_, tl::None);
           outoff = o * S + s;
+          zoff = o * zso;
           rbeg = s * chunk;
           rend = tl::minimum(rbeg + chunk, R);
         } else {
-          auto nib = tl::cdiv(I, T1);
-          auto rest = pid / S;
-          auto o = rest / nib;
-          auto i = (rest % nib) * T1 + tl::arange(0, T1);
+          auto nib = tl::cdiv(I, T1).to(tl::int32);
+          auto o = (rest / nib).to(tl::int64);
+          auto i = (rest % nib).to(tl::int64) * T1 + tl::arange(0, T1);
           omask = i < I;
           kmask = omask(tl::None, tl::_);
           xoff = o * so + (i * si)(tl::None, tl::_);
+          if (MUL) yoff = o * yso + (i * ysi)(tl::None, tl::_);
           outoff = (o * S + s) * I + i;
+          zoff = o * zso + i * zsi;
           rbeg = s * chunk;
           rend = tl::minimum(rbeg + chunk, R);
         }
@@ -149,6 +160,10 @@ Kernel& reduce_kernel() {
           auto off = xoff + r2 * sr;
           auto v = tl::load(x + off, m, 0);
           if (v.dtype() != acc_t) v = v.to(acc_t);
+          if (MUL) {  // a dot product: the products in the accumulation type
+            auto w = tl::load(y + (yoff + r2 * ysr), m, 0);
+            v = v * (w.dtype() != acc_t ? w.to(acc_t) : w);
+          }
           if (kind == Red::sum || kind == Red::mean) {
             acc = acc + v;
           } else {
@@ -168,7 +183,11 @@ Kernel& reduce_kernel() {
         tl::tensor result;
         if (kind == Red::sum || kind == Red::mean) {
           result = tl::sum(acc, axis);
-          if (kind == Red::mean) result = result * scale.to(acc_t);
+          if (kind == Red::mean || EPI > 0) result = result * scale.to(acc_t);
+          if (EPI == 2) {  // addmv's epilogue: + beta * z, rounded once at the store
+            auto zv = tl::load(z + zoff, omask, 0);
+            result = result + beta.to(acc_t) * (zv.dtype() != acc_t ? zv.to(acc_t) : zv);
+          }
         } else if (is_arg(kind)) {
           const bool mx = is_max(kind);
           auto rs = tl::reduce({acc, acc_i}, axis, [mx, flt](std::span<const tl::tensor> a, std::span<const tl::tensor> b) {
@@ -203,29 +222,53 @@ struct Problem {
   int64_t O = 1, R = 1, I = 1, so = 0, sr = 0, si = 0;
 };
 
+// A dot-product reduction (detail::reduce_products): y's elements multiply x's (y at its own
+// strides), then alpha * the sum + beta * z (z at the output's index; beta = 0: z is not read).
+struct Products {
+  Tensor y, z;
+  int64_t yso = 0, ysr = 0, ysi = 0, zso = 0, zsi = 0;
+  double alpha = 1, beta = 0;
+};
+
 // One launch of the kernel: x viewed as (O, R, I) with r cut in chunks of `chunk`, tiles
-// [t0, t1]; xi: the indices of argmax/argmin partials (or undefined), out_v: where their values go.
+// [t0, t1]; xi: the indices of argmax/argmin partials (or undefined), out_v: where their values
+// go; mul: the second factor (first launch of a dot product); epi: 1 scales the result by
+// `scale`, 2 also adds beta * z (the last launch of a dot product).
 void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out, Tensor& out_v, const Problem& p,
-            int64_t chunk, double scale, int64_t programs, bool columns, int64_t t0, int64_t t1) {
+            int64_t chunk, double scale, int64_t programs, bool columns, int64_t t0, int64_t t1,
+            const Products* mul = nullptr, int epi = 0, const Products* add = nullptr) {
   const Tensor& idx_in = xi.defined() ? xi : x;
   Tensor& val_out = out_v.defined() ? out_v : out;
-  reduce_kernel()[{programs}](x, idx_in, out, val_out, p.O, p.R, p.I, p.so, p.sr, p.si, chunk, scale,
-                              static_cast<int>(kind), static_cast<int>(acc), columns, static_cast<int>(t0),
-                              static_cast<int>(t1), xi.defined(), out_v.defined());
+  static const Products none;
+  const Products& m = mul ? *mul : none;
+  const Products& e = add ? *add : none;
+  const Tensor& y = mul ? m.y : x;
+  const Tensor& z = epi == 2 ? e.z : x;
+  const int64_t S = (std::max<int64_t>(p.R, 1) + chunk - 1) / chunk;
+  reduce_kernel()[{programs}](x, idx_in, y, z, out, val_out, p.O, p.R, p.I, p.so, p.sr, p.si, m.yso, m.ysr, m.ysi,
+                              e.zso, e.zsi, chunk, S, scale, e.beta, static_cast<int>(kind), static_cast<int>(acc),
+                              columns, static_cast<int>(t0), static_cast<int>(t1), xi.defined(), out_v.defined(),
+                              mul != nullptr, epi);
 }
 
 // Launches the reduction of x viewed as (O, R, I) into `out` (contiguous, O * I elements):
 // one launch, or two when the plan cuts r into chunks (partials [O, S, I], then over S).
-void launch_reduce(Red kind, const Tensor& x, Tensor& out, Problem p) {
+// `prod`: a dot product (kind sum), alpha * sum x y (+ beta z).
+// `values` (argmax/argmin): where the winning values go too (max.dim / min.dim in one pass).
+void launch_reduce(Red kind, const Tensor& x, Tensor& out, Problem p, const Products* prod = nullptr,
+                   Tensor* values = nullptr) {
   const DType acc = accumulate_type(kind, x.dtype());
-  const double scale = p.R > 0 ? 1.0 / static_cast<double>(p.R) : std::numeric_limits<double>::quiet_NaN();
+  double scale = p.R > 0 ? 1.0 / static_cast<double>(p.R) : std::numeric_limits<double>::quiet_NaN();
+  const int epi = prod ? (prod->z.defined() && prod->beta != 0 ? 2 : 1) : 0;
+  if (prod) scale = prod->alpha;
   const ReducePlan plan = plan_reduce(p.O, p.R, p.I, reduce_device(x.device()));
   // Tiles are [rows, r] for rows and [r, columns] for columns.
   auto tile = [&](int64_t br, int64_t bk) { return plan.columns ? std::pair{br, bk} : std::pair{bk, br}; };
   Tensor none;
+  Tensor& vals = values ? *values : none;
   if (plan.chunks == 1) {
     auto [t0, t1] = tile(plan.block_r, plan.block_k);
-    launch(kind, acc, x, none, out, none, p, plan.chunk, scale, plan.programs, plan.columns, t0, t1);
+    launch(kind, acc, x, none, out, vals, p, plan.chunk, scale, plan.programs, plan.columns, t0, t1, prod, epi, prod);
     return;
   }
   const int64_t S = plan.chunks;
@@ -235,16 +278,16 @@ void launch_reduce(Red kind, const Tensor& x, Tensor& out, Problem p) {
   {
     auto [t0, t1] = tile(plan.block_r, plan.block_k);
     launch(kind == Red::mean ? Red::sum : kind, acc, x, none, partial, partial_v, p, plan.chunk, 1.0, plan.programs,
-           plan.columns, t0, t1);
+           plan.columns, t0, t1, prod);
   }
   // The partials as (O, S, I), contiguous; the values are the input of the second launch.
   Problem q;
   q.O = p.O, q.R = S, q.I = p.I, q.so = S * p.I, q.sr = p.I, q.si = 1;
   auto [t0, t1] = tile(plan.block_r2, plan.block_k2);
   if (is_arg(kind))
-    launch(kind, acc, partial_v, partial, out, none, q, S, scale, plan.programs2, plan.columns, t0, t1);
+    launch(kind, acc, partial_v, partial, out, vals, q, S, scale, plan.programs2, plan.columns, t0, t1);
   else
-    launch(kind, acc, partial, none, out, none, q, S, scale, plan.programs2, plan.columns, t0, t1);
+    launch(kind, acc, partial, none, out, none, q, S, scale, plan.programs2, plan.columns, t0, t1, nullptr, epi, prod);
 }
 
 struct Dim {
@@ -281,7 +324,9 @@ std::vector<int> reduce_dims(const char* op, const Tensor& x, const std::vector<
 }
 
 // Reduces x over `dims` (normalised) into a new tensor of shape `out_shape` and dtype `out_dtype`.
-Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Shape& out_shape, DType out_dtype) {
+// argmax/argmin with `values`: also their values (x's dtype, out_shape) from the same pass.
+Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Shape& out_shape, DType out_dtype,
+              Tensor* values = nullptr) {
   const char* op = red_name(kind);
   // Without an identity an empty reduced dim is an error, whether or not the result is empty
   // (PyTorch's zero_numel_check_dims): amax of [0, 3] over dim 0 fails, over dim 1 gives [0].
@@ -291,6 +336,7 @@ Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Sha
         fail("{}: Expected reduction dim {} to have non-zero size (input shape {}; the operation has no identity)",
              op, d, shape_str(x.shape()));
   Tensor out = Tensor::empty(out_shape, out_dtype, x.device());
+  if (values) *values = Tensor::empty(out_shape, x.dtype(), x.device());
   if (out.numel() == 0) return out;
   std::vector<bool> red(x.dim(), false);
   for (int d : dims) red[d] = true;
@@ -326,7 +372,7 @@ Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Sha
     if (p.I == 1 && p.O > 1 && p.so == 1 && p.sr != 1) {  // the kept dim is the contiguous one
       p.I = p.O, p.si = 1, p.O = 1, p.so = 0;
     }
-    launch_reduce(kind, x, out, p);
+    launch_reduce(kind, x, out, p, nullptr, values);
     return out;
   }
   // Permute (kept dims, reduced dims) and copy contiguous; then it is (O, R, 1).
@@ -337,7 +383,7 @@ Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Sha
     if (red[d]) shape.push_back(x.size(d)), strides.push_back(x.stride(d));
   Tensor y = contiguous(x.as_strided(shape, strides, x.storage_offset()));
   p.O = out.numel(), p.R = R, p.I = 1, p.so = R, p.sr = 1, p.si = 0;
-  launch_reduce(kind, y, out, p);
+  launch_reduce(kind, y, out, p, nullptr, values);
   return out;
 }
 
@@ -354,17 +400,41 @@ Tensor reduce_op(Red kind, const Tensor& x, const std::vector<int>& dims_in, boo
   return reduce(kind, x, dims, detail::reduced_shape_of(x, dims, keepdim), out_dtype);
 }
 
-Tensor arg_op(Red kind, const Tensor& x, int dim, bool keepdim) {
+Tensor arg_op(Red kind, const Tensor& x, int dim, bool keepdim, Tensor* values = nullptr) {
   const char* op = red_name(kind);
   detail::check_tensors(op, {&x});
   if (x.dtype() == DType::i1) fail("{}: not implemented for bool tensors", op);
   std::vector<int> dims = reduce_dims(op, x, {dim});  // reduce() checks the reduced dim is not empty
-  return reduce(kind, x, dims, detail::reduced_shape_of(x, dims, keepdim), DType::i64);
+  return reduce(kind, x, dims, detail::reduced_shape_of(x, dims, keepdim), DType::i64, values);
 }
 
 }  // namespace
 
 Kernel& detail::plain_reduce_kernel() { return reduce_kernel(); }
+
+Tensor detail::matrix_vector(const Tensor& a, const Tensor& v, const Tensor& self, double beta, double alpha) {
+  const bool dot = a.dim() == 1;
+  const int64_t M = dot ? 1 : a.size(0), K = dot ? a.size(0) : a.size(1);
+  Tensor out = Tensor::empty(dot ? Shape{} : Shape{M}, a.dtype(), a.device());
+  if (M == 0) return out;
+  const int64_t sm = dot ? 0 : a.stride(0), sk = dot ? a.stride(0) : a.stride(1);
+  Products pr;
+  pr.y = v, pr.alpha = alpha, pr.beta = beta;
+  if (self.defined() && beta != 0) pr.z = self.expand(dot ? Shape{} : Shape{M});
+  const int64_t zs = pr.z.defined() && !dot ? pr.z.stride(0) : 0;
+  Problem p;
+  p.R = K, p.sr = sk;
+  pr.ysr = v.stride(0);
+  if (M > 1 && sm == 1 && sk != 1) {  // a transposed: columns, vectorised across the outputs
+    p.O = 1, p.I = M, p.si = 1;
+    pr.zsi = zs;
+  } else {
+    p.O = M, p.so = sm;
+    pr.zso = zs;
+  }
+  launch_reduce(Red::sum, a, out, p, &pr);
+  return out;
+}
 
 Tensor sum(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::sum, x, dims, keepdim); }
 Tensor mean(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::mean, x, dims, keepdim); }
@@ -372,6 +442,12 @@ Tensor amax(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduc
 Tensor amin(const Tensor& x, std::vector<int> dims, bool keepdim) { return reduce_op(Red::min, x, dims, keepdim); }
 Tensor argmax(const Tensor& x, int dim, bool keepdim) { return arg_op(Red::argmax, x, dim, keepdim); }
 Tensor argmin(const Tensor& x, int dim, bool keepdim) { return arg_op(Red::argmin, x, dim, keepdim); }
+
+std::pair<Tensor, Tensor> detail::extreme_with_index(const Tensor& x, int dim, bool keepdim, bool is_max) {
+  Tensor values;
+  Tensor indices = arg_op(is_max ? Red::argmax : Red::argmin, x, dim, keepdim, &values);
+  return {values, indices};
+}
 
 Tensor sum_to(const Tensor& grad, const Shape& shape) {
   detail::check_tensors("sum_to", {&grad});

@@ -24,8 +24,30 @@ Kernel& sort_runs_kernel();
 Kernel& merge_runs_kernel();
 // unique_runs(s, group, values, starts, n, groups; MODE, CMP, BLOCK): ops/unique.cpp.
 Kernel& unique_runs_kernel();
-// reduce(x, xi, out, out_v, O, R, I, so, sr, si, chunk, scale; KIND, ACC, INNER, T0, T1, IDX_IN,
-// VAL_OUT): the sum/mean/amax/amin/argmax/argmin kernel of ops/reduce.cpp (KIND in that order).
+// reduce(x, xi, y, z, out, out_v, O, R, I, so, sr, si, yso, ysr, ysi, zso, zsi, chunk, S, scale, beta;
+// KIND, ACC, INNER, T0, T1, IDX_IN, VAL_OUT, MUL, EPI): the sum/mean/amax/amin/argmax/argmin
+// kernel of ops/reduce.cpp (KIND in that order; MUL: sums of x * y, EPI: the epilogue).
 Kernel& plain_reduce_kernel();
+
+}  // namespace tritium::ops::detail
+
+#include <utility>
+
+#include "runtime/tensor.h"
+
+namespace tritium::ops::detail {
+
+// A matrix-vector product as the memory-bound reduction it is (ops/reduce.cpp): for `a` [M, K]
+// and `v` [K], alpha * (a @ v) + beta * self ([M]; self broadcasts to [M] and is not read when
+// undefined or beta = 0); for a vector `a` [K], the dot product (0-D). One pass over `a` at its
+// own strides (rows, or columns when a is transposed), products and sum in f32 (f64 for f64),
+// rounded once to a's dtype. a, v, self: same dtype and device (the caller checks).
+// max.dim / min.dim: the values and the first index of the extreme along `dim` in one pass of
+// the argmax/argmin reduction (not bool: its caller converts). Returns {values, indices}.
+std::pair<runtime::Tensor, runtime::Tensor> extreme_with_index(const runtime::Tensor& x, int dim, bool keepdim,
+                                                               bool is_max);
+
+runtime::Tensor matrix_vector(const runtime::Tensor& a, const runtime::Tensor& v, const runtime::Tensor& self,
+                              double beta, double alpha);
 
 }  // namespace tritium::ops::detail

@@ -20,6 +20,7 @@
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/reduce_kernels.h"
+#include "ops/reduce_plan.h"
 #include "ops/reduce_rows.h"
 
 namespace tritium::ops {
@@ -243,8 +244,8 @@ DType stat_acc(Stat kind, DType d) {
 }
 
 // Reduces the O contiguous rows of R elements of `data` into `out` (and the mean into `mean`,
-// for var/std). A few long rows are split in chunks (enough programs to fill a GPU, and both CPU
-// threads): a first launch reduces each chunk to a partial in the accumulation type, a second
+// for var/std). A few long rows are split in chunks (enough programs to fill the device: the
+// reductions' fill of ops/reduce_plan.h, 4 per SM or one per CPU thread): a first launch reduces each chunk to a partial in the accumulation type, a second
 // combines the partials - the same kind again (a product of products, a p-norm of p-norms, a
 // logsumexp of logsumexps, ...), a sum for count_nonzero, Chan's formula for var/std.
 void launch_rows(Stat kind, const Tensor& data, int64_t O, int64_t R, Tensor& out, Tensor* mean, double param,
@@ -253,8 +254,9 @@ void launch_rows(Stat kind, const Tensor& data, int64_t O, int64_t R, Tensor& ou
   const int64_t br = std::clamp<int64_t>(next_power_of_2(R), 16, 1024);
   const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, next_power_of_2(O)));
   int64_t S = 1, C = R;
-  if (cdiv(O, bo) < 64 && R >= 16384) {
-    S = std::clamp<int64_t>(256 / O, 1, cdiv(R, 4096));
+  const int64_t fill = detail::reduce_device(data.device()).fill;
+  if (cdiv(O, bo) < fill && R >= 16384) {
+    S = std::clamp<int64_t>(cdiv(fill, O), 1, cdiv(R, 4096));
     C = cdiv(cdiv(R, S), br) * br;
     S = cdiv(R, C);
   }
@@ -402,8 +404,12 @@ ValuesIndices extreme_along(const char* op, const Tensor& x, int dim, bool keepd
   int d = detail::normalize_dim(op, dim, x.dim());
   if (x.dim() > 0 && x.size(d) == 0)
     fail("{}: Expected reduction dim {} to have non-zero size (input shape {})", op, d, detail::shape_str(x.shape()));
-  // argmax/argmin refuse bool: its indices come from the same values as u8.
-  Tensor keyed = x.dtype() == DType::i1 ? to_dtype(x, DType::u8) : x;
+  // One pass gives both; bool (which argmax/argmin refuse) takes its indices from the same values as u8.
+  if (x.dtype() != DType::i1) {
+    auto [values, indices] = detail::extreme_with_index(x, dim, keepdim, is_max);
+    return {values, indices};
+  }
+  Tensor keyed = to_dtype(x, DType::u8);
   Tensor values = is_max ? amax(x, {dim}, keepdim) : amin(x, {dim}, keepdim);
   Tensor indices = is_max ? argmax(keyed, dim, keepdim) : argmin(keyed, dim, keepdim);
   return {values, indices};

@@ -48,8 +48,10 @@ Kernel& detail::sort_runs_kernel() {
       "sort_runs", [](P x, P keys, P idx, tl::i64 R, tl::i64 nruns, bool DESC, int CMP, int L0) {
         const DType cmp_t = static_cast<DType>(CMP);
         const bool flt = is_float(cmp_t);
-        auto pid = tl::program_id(0).to(tl::int64);
-        auto row = pid / nruns, start = (pid % nruns) * L0;
+        // 32-bit coordinates (fewer than 2^31 programs): not the 64-bit division subroutine.
+        auto pid = tl::program_id(0);
+        auto nr = nruns.to(tl::int32);
+        auto row = (pid / nr).to(tl::int64), start = (pid % nr).to(tl::int64) * L0;
         auto pos = start + tl::arange(0, L0).to(tl::int64);
         auto m = pos < R;
         auto v = tl::load(x + (row * R + pos), m, 0);
@@ -71,9 +73,10 @@ Kernel& detail::merge_runs_kernel() {
                        bool DESC, int CMP, int BLOCK) {
         const DType cmp_t = static_cast<DType>(CMP);
         const bool flt = is_float(cmp_t);
-        auto pid = tl::program_id(0).to(tl::int64);
-        auto row = pid / nchunks;
-        auto p = (pid % nchunks) * BLOCK + tl::arange(0, BLOCK).to(tl::int64);
+        auto pid = tl::program_id(0);
+        auto nc = nchunks.to(tl::int32);
+        auto row = (pid / nc).to(tl::int64);
+        auto p = (pid % nc).to(tl::int64) * BLOCK + tl::arange(0, BLOCK).to(tl::int64);
         auto valid = p < R;
         auto run = p / L;
         auto left = run % 2 == 0;

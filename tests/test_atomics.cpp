@@ -13,6 +13,7 @@
 namespace tl = tritium::tl;
 namespace tt = tritium::test;
 using tritium::f16_t;
+using tritium::bf16_t;
 
 namespace {
 
@@ -67,6 +68,9 @@ BOOST_AUTO_TEST_CASE(atomic_add_global_sum) {
     global_sum_case<double>(be, n, random_steps<double>(n, 4, 1 << 20, 1.0 / 1024));
     // f16: halves whose partial sums stay below 1024 in magnitude, so every order is exact.
     global_sum_case<f16_t>(be, 1000, random_steps<f16_t>(1000, 5, 2, 0.5));
+    // bf16 (the sm_90 instruction; a CAS loop elsewhere): integers whose partial sums stay within
+    // +-250, exact in bf16's 8 bits in every order; every lane of a program on one address.
+    global_sum_case<bf16_t>(be, 250, random_steps<bf16_t>(250, 6, 1, 1.0));
   });
 }
 

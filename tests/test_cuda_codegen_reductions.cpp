@@ -3,6 +3,8 @@
 // dtypes the ops launch them with. Running them is the shared suites' job on a GPU machine
 // (test_ops_reduce_stats, test_ops_sort). Skips when NVRTC cannot be opened or the CUDA backend
 // is not built.
+#include <algorithm>
+
 #include <boost/test/unit_test.hpp>
 #include <tritium/tritium.h>
 
@@ -118,9 +120,19 @@ BOOST_AUTO_TEST_CASE(sort_and_merge_runs) {
 // ops/reduce.cpp's kernel in the launches of a split reduction (ops/reduce_plan.h): [16384, 1024]
 // over dim 0 as an H100's plan cuts it (128 chunks of 128 rows, tiles [16, 256]) and a full
 // reduction of 2^24 (512 chunks of 32768, tiles [1, 1024]), both launches, every kind.
+// ops/reduce.cpp's kernel without a second factor or epilogue (y and z are x, MUL false, EPI 0).
+template <class X, class XI, class O, class OV, class S>
+void reduce_launch(const std::string& what, X* x, XI* xi, O* out, OV* out_v, int64_t o, int64_t r, int64_t i,
+                   int64_t so, int64_t sr, int64_t si, int64_t chunk, double scale, int kind, int acc, bool inner,
+                   S t0, S t1, bool idx_in, bool val_out) {
+  const int64_t chunks = (std::max<int64_t>(r, 1) + chunk - 1) / chunk;
+  compile(tritium::ops::detail::plain_reduce_kernel(), what, x, xi, x, x, out, out_v, o, r, i, so, sr, si, int64_t(0),
+          int64_t(0), int64_t(0), int64_t(0), int64_t(0), chunk, chunks, scale, 0.0, kind, acc, inner,
+          static_cast<int>(t0), static_cast<int>(t1), idx_in, val_out, false, 0);
+}
+
 BOOST_AUTO_TEST_CASE(split_reduce_launches) {
   if (!nvrtc_or_skip()) return;
-  auto& k = tritium::ops::detail::plain_reduce_kernel();
   const int64_t R = 16384, I = 1024, S = 128;
   for (int kind = 0; kind < 6; ++kind) {
     const bool arg = kind >= 4;
@@ -129,34 +141,63 @@ BOOST_AUTO_TEST_CASE(split_reduce_launches) {
     const std::string name = "reduce kind " + std::to_string(kind);
     // Columns, f16 input: partials in f32 (argmax/argmin: i64 indices and f32 values).
     if (arg) {
-      compile(k, name + " columns, first launch", addr<tritium::f16_t>(0), addr<tritium::f16_t>(0), addr<int64_t>(1),
-              addr<float>(2), int64_t(1), R, I, R * I, I, int64_t(1), S, 1.0, first, d(DType::f32), true, 16, 256,
-              false, true);
-      compile(k, name + " columns, over the partials", addr<float>(2), addr<int64_t>(1), addr<int64_t>(3),
-              addr<int64_t>(3), int64_t(1), S, I, S * I, I, int64_t(1), S, 1.0 / R, kind, d(DType::f32), true, 16,
-              256, true, false);
+      reduce_launch(name + " columns, first launch", addr<tritium::f16_t>(0), addr<tritium::f16_t>(0), addr<int64_t>(1),
+                    addr<float>(2), int64_t(1), R, I, R * I, I, int64_t(1), S, 1.0, first, d(DType::f32), true, 16, 256,
+                    false, true);
+      reduce_launch(name + " columns, over the partials", addr<float>(2), addr<int64_t>(1), addr<int64_t>(3),
+                    addr<int64_t>(3), int64_t(1), S, I, S * I, I, int64_t(1), S, 1.0 / R, kind, d(DType::f32), true, 16,
+                    256, true, false);
     } else {
-      compile(k, name + " columns, first launch", addr<tritium::f16_t>(0), addr<tritium::f16_t>(0), addr<float>(1),
-              addr<float>(1), int64_t(1), R, I, R * I, I, int64_t(1), S, 1.0, first, d(DType::f32), true, 16, 256,
-              false, false);
-      compile(k, name + " columns, over the partials", addr<float>(1), addr<float>(1), addr<tritium::f16_t>(3),
-              addr<tritium::f16_t>(3), int64_t(1), S, I, S * I, I, int64_t(1), S, 1.0 / R, kind, d(DType::f32), true,
-              16, 256, false, false);
+      reduce_launch(name + " columns, first launch", addr<tritium::f16_t>(0), addr<tritium::f16_t>(0), addr<float>(1),
+                    addr<float>(1), int64_t(1), R, I, R * I, I, int64_t(1), S, 1.0, first, d(DType::f32), true, 16, 256,
+                    false, false);
+      reduce_launch(name + " columns, over the partials", addr<float>(1), addr<float>(1), addr<tritium::f16_t>(3),
+                    addr<tritium::f16_t>(3), int64_t(1), S, I, S * I, I, int64_t(1), S, 1.0 / R, kind, d(DType::f32), true,
+                    16, 256, false, false);
     }
   }
   also_sm80 = false;
   // Rows, f32: a full reduction's chunks, then one program over 512 partials.
   const int64_t N = int64_t(1) << 24, C = 32768, P = 512;
-  compile(k, "reduce sum rows, first launch", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(1),
-          int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), C, 1.0, 0, d(DType::f32), false, 1, 1024, false, false);
-  compile(k, "reduce argmax rows, first launch", addr<float>(0), addr<float>(0), addr<int64_t>(1), addr<float>(2),
-          int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), C, 1.0, 4, d(DType::f32), false, 1, 1024, false, true);
-  compile(k, "reduce argmax rows, over the partials", addr<float>(2), addr<int64_t>(1), addr<int64_t>(3),
-          addr<int64_t>(3), int64_t(1), P, int64_t(1), P, int64_t(1), int64_t(1), P, 1.0, 4, d(DType::f32), false, 4,
-          1024, true, false);
-  compile(k, "reduce amin i32 columns, first launch", addr<int32_t>(0), addr<int32_t>(0), addr<int32_t>(1),
-          addr<int32_t>(1), int64_t(3), R, int64_t(5), R * 5, int64_t(5), int64_t(1), int64_t(1024), 1.0, 3,
-          d(DType::i32), true, 256, 16, false, false);
+  reduce_launch("reduce sum rows, first launch", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(1),
+                int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), C, 1.0, 0, d(DType::f32), false, 1, 1024, false, false);
+  reduce_launch("reduce argmax rows, first launch", addr<float>(0), addr<float>(0), addr<int64_t>(1), addr<float>(2),
+                int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), C, 1.0, 4, d(DType::f32), false, 1, 1024, false, true);
+  reduce_launch("reduce argmax rows, over the partials", addr<float>(2), addr<int64_t>(1), addr<int64_t>(3),
+                addr<int64_t>(3), int64_t(1), P, int64_t(1), P, int64_t(1), int64_t(1), P, 1.0, 4, d(DType::f32), false, 4,
+                1024, true, false);
+  reduce_launch("reduce amin i32 columns, first launch", addr<int32_t>(0), addr<int32_t>(0), addr<int32_t>(1),
+                addr<int32_t>(1), int64_t(3), R, int64_t(5), R * 5, int64_t(5), int64_t(1), int64_t(1024), 1.0, 3,
+                d(DType::i32), true, 256, 16, false, false);
+  // max.dim of [16384, 1024] bf16 along dim -1 (no split): indices and the values, one launch.
+  reduce_launch("max.dim bf16 rows, one launch", addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(0), addr<int64_t>(1),
+                addr<tritium::bf16_t>(2), int64_t(16384), int64_t(1024), int64_t(1), int64_t(1024), int64_t(1),
+                int64_t(0), int64_t(1024), 1.0, 4, d(DType::f32), false, 1, 1024, false, true);
+}
+
+// The matrix-vector products of ops::mv / addmv / dot (detail::matrix_vector): products x * y summed
+// in f32, alpha * sum + beta * z in the epilogue; rows (bf16 [M, K] @ [K]), columns (a transposed
+// f32 matrix) and a split dot product's two launches.
+BOOST_AUTO_TEST_CASE(matrix_vector_launches) {
+  if (!nvrtc_or_skip()) return;
+  auto& k = tritium::ops::detail::plain_reduce_kernel();
+  using bf = tritium::bf16_t;
+  const int64_t M = 16384, K = 1024;
+  also_sm80 = true;
+  compile(k, "mv bf16 rows, addmv epilogue", addr<bf>(0), addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<bf>(3),
+          addr<bf>(3), M, K, int64_t(1), K, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0), int64_t(1),
+          int64_t(0), K, int64_t(1), 2.0, 0.5, 0, d(DType::f32), false, 1, 1024, false, false, true, 2);
+  also_sm80 = false;
+  compile(k, "mv f32 columns", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(0), addr<float>(3),
+          addr<float>(3), int64_t(1), K, M, int64_t(0), M, int64_t(1), int64_t(0), int64_t(1), int64_t(0), int64_t(0),
+          int64_t(0), K, int64_t(1), 1.0, 0.0, 0, d(DType::f32), true, 16, 256, false, false, true, 1);
+  const int64_t N = int64_t(1) << 24, C = 32768, P = 512;
+  compile(k, "dot f32, first launch", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(0), addr<float>(2),
+          addr<float>(2), int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0),
+          int64_t(0), int64_t(0), C, N / C, 1.0, 0.0, 0, d(DType::f32), false, 1, 1024, false, false, true, 0);
+  compile(k, "dot f32, over the partials", addr<float>(2), addr<float>(2), addr<float>(2), addr<float>(2),
+          addr<float>(3), addr<float>(3), int64_t(1), P, int64_t(1), P, int64_t(1), int64_t(1), int64_t(0), int64_t(0),
+          int64_t(0), int64_t(0), int64_t(0), P, int64_t(1), 1.0, 0.0, 0, d(DType::f32), false, 4, 1024, false, false, false, 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,10 +11,12 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "nn/functional.h"
 #include "nn/autograd.h"
 #include "ops/decl/op_decl.h"
+#include "ops/reduce_plan.h"
 #include "runtime/views.h"
 
 namespace tt = tritium::test;
@@ -133,7 +135,7 @@ BOOST_AUTO_TEST_CASE(products_against_float64_for_each_dtype) {
   });
 }
 
-// Past 32768 elements a dot product is a multiply in the accumulation dtype and a split sum.
+// Long dot products: the reduction's split (partials, then a second launch) on this device.
 BOOST_AUTO_TEST_CASE(long_dot_products) {
   tt::for_each_backend([](const tt::Backend&) {
     for (int64_t k : {32767, 40001}) {
@@ -142,6 +144,48 @@ BOOST_AUTO_TEST_CASE(long_dot_products) {
       Tensor h = rnd<f16_t>({k}, 133), g = rnd<f16_t>({k}, 134);
       check(T::vdot(h, g), tt::host_einsum("i,i->", {host(h), host(g)}), 2e-3, "f16 vdot of " + std::to_string(k));
     }
+  });
+}
+
+// mv, addmv and dot run as reductions (ops/reduce.cpp's MUL and EPI): the plans of this device and
+// of an H100 (forced: its 528-program fill splits K into chunks, so the epilogue runs in the
+// second launch), rows (row-major matrices) and columns (transposed ones), a strided vector,
+// self broadcast from [1], f32 and bf16 against float64.
+BOOST_AUTO_TEST_CASE(matrix_vector_products_as_reductions) {
+  namespace od = tritium::ops::detail;
+  tt::for_each_backend([](const tt::Backend&) {
+    for (bool h100 : {false, true}) {
+      std::optional<od::ScopedReduceDevice> scope;
+      if (h100) scope.emplace(od::ReduceDevice::cuda(132));
+      const std::string dev = h100 ? " (H100 plan)" : "";
+      struct Case {
+        int64_t m, k;
+        bool trans;
+      };
+      for (Case c : {Case{5, 70001}, Case{1, 4099}, Case{3001, 37}, Case{40, 20011}, Case{2, 3}}) {
+        const std::string sz = std::to_string(c.m) + "x" + std::to_string(c.k) + (c.trans ? " transposed" : "") + dev;
+        Tensor a = c.trans ? transposed<float>({c.m, c.k}, 141) : rnd<float>({c.m, c.k}, 142);
+        Tensor v = tritium::runtime::slice_of(rnd<float>({2 * c.k}, 143), 0, 1, 2 * c.k, 2);
+        auto ref = tt::host_einsum("ij,j->i", {host(a), host(v)});
+        check(T::mv(a, v), ref, 2e-6, "mv f32 " + sz);
+        Tensor self1 = rnd<float>({1}, 144);
+        check(T::addmv(self1, a, v, 0.5, -1.5), add_scaled(ref, self1, 0.5, -1.5), 2e-6, "addmv f32 " + sz);
+        Tensor ab = tritium::ops::to_dtype(a, DType::bf16), vb = tritium::ops::to_dtype(v, DType::bf16), sb = rnd<bf16_t>({c.m}, 145);
+        check(T::addmv(sb, ab, vb, 2, 0.25),
+              add_scaled(tt::host_einsum("ij,j->i", {host(ab), host(vb)}), sb, 2, 0.25), 1.6e-2, "addmv bf16 " + sz);
+      }
+      for (int64_t k : {100003, 5}) {
+        Tensor x = rnd<float>({k}, 146), y = rnd<float>({k}, 147);
+        check(T::dot(x, y), tt::host_einsum("i,i->", {host(x), host(y)}), 2e-6, "dot " + std::to_string(k) + dev);
+      }
+    }
+    // A 0-dim self broadcasts to every output.
+    Tensor a0 = rnd<float>({6, 5}, 150), v0 = rnd<float>({5}, 151), s0 = rnd<float>({}, 152);
+    check(T::addmv(s0, a0, v0, -1, 3), add_scaled(tt::host_einsum("ij,j->i", {host(a0), host(v0)}), s0, -1, 3), 2e-6,
+          "addmv of a 0-dim self");
+    // The transposed case reads columns; a matrix with both strides > 1 reads rows at stride 2.
+    Tensor a = every_other<float>({7, 9}, 148), v = rnd<float>({9}, 149);
+    check(T::mv(a, v), tt::host_einsum("ij,j->i", {host(a), host(v)}), 2e-6, "mv of a stride-2 matrix");
   });
 }
 

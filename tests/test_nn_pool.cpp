@@ -286,8 +286,26 @@ BOOST_AUTO_TEST_CASE(adaptive_avg_pool2d_sizes) {
         Tensor dy = ou::random_tensor<float>(y.shape(), seed++);
         AvgRef ref = adaptive_ref(ou::values(x), d, oh, ow, ou::values(dy));
         ou::check_values(y, ref.y, 1e-6, what + " values");
-        ou::check_values(ops::adaptive_avg_pool2d_backward(dy, x), ref.dx, 1e-6, what + " dx");
+        Tensor dx = ops::adaptive_avg_pool2d_backward(dy, x);
+        ou::check_values(dx, ref.dx, 1e-6, what + " dx");
+        BOOST_TEST(is_channels_last(dx) == (layout == Layout::channels_last), what << " dx memory format");
       }
+    // To 1 x 1 it is a mean over the plane (and its gradient a broadcast): bf16, a plane longer
+    // than a reduction tile, odd sizes, both layouts.
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+      Dims4 d{3, 5, 37, 41};
+      std::string what = fmt::format("{} bf16 [3,5,37,41] -> (1, 1)", layout_name(layout));
+      Tensor x = make_input<tritium::bf16_t>(d, layout, seed++);
+      Tensor y = ops::adaptive_avg_pool2d(x, {1, 1});
+      BOOST_TEST((y.dtype() == DType::bf16 && y.shape() == ou::Shape{3, 5, 1, 1}), what);
+      Tensor dy = ops::to_dtype(ou::random_tensor<float>(y.shape(), seed++), DType::bf16);
+      AvgRef ref = adaptive_ref(ou::values(x), d, 1, 1, ou::values(dy));
+      ou::check_values(y, ref.y, 8e-3, what + " values");
+      Tensor dx = ops::adaptive_avg_pool2d_backward(dy, x);
+      BOOST_TEST((dx.dtype() == DType::bf16), what);
+      ou::check_values(dx, ref.dx, 8e-3, what + " dx");
+      BOOST_TEST(is_channels_last(dx) == (layout == Layout::channels_last), what << " dx memory format");
+    }
     // -1 keeps the input's size (PyTorch's None); one value is both.
     Tensor x = ou::random_tensor<float>({2, 3, 6, 5}, 350);
     BOOST_TEST((ops::adaptive_avg_pool2d(x, {-1, 2}).shape() == ou::Shape{2, 3, 6, 2}));

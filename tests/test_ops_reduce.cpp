@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ops/reduce_plan.h"
+#include "ops/reduce_stats.h"
 #include "ops_test_helpers.h"
 
 namespace tt = tritium::test;
@@ -349,6 +350,12 @@ BOOST_AUTO_TEST_CASE(split_reductions) {
         if (!c.dims.empty()) {
           check_exact(ops::argmax(x, c.dims[0]), reduce_ref(v, c.shape, nd, K::argmax), "argmax " + what);
           check_exact(ops::argmin(x, c.dims[0]), reduce_ref(v, c.shape, nd, K::argmin), "argmin " + what);
+          // max.dim / min.dim: the values come from the argmax / argmin pass (its last launch).
+          auto mx = ops::max(x, c.dims[0]), mn = ops::min(x, c.dims[0], true);
+          check_exact(mx.indices, reduce_ref(v, c.shape, nd, K::argmax), "max.dim indices " + what);
+          ou::check_values(mx.values, reduce_ref(v, c.shape, nd, K::max), 0, "max.dim values " + what);
+          ou::check_values(mn.values, reduce_ref(v, c.shape, nd, K::min), 0, "min.dim values " + what);
+          BOOST_TEST(mn.values.dim() == x.dim(), "min.dim keepdim " + what);
         }
       }
       // f64 and f16 partials; integer sums in i64; sum_to (bias gradients) through the same path.
@@ -359,9 +366,16 @@ BOOST_AUTO_TEST_CASE(split_reductions) {
       BOOST_TEST((sh.dtype() == DType::f16));
       ou::check_values(sh, reduce_ref(ou::values(h), {6000, 3}, {0}, K::sum), 1e-3, "sum f16" + tag);
       ou::check_values(ops::amax(h, {0}), reduce_ref(ou::values(h), {6000, 3}, {0}, K::max), 0, "amax f16" + tag);
+      auto mh = ops::max(h, 0);  // f32 partial values, stored back as f16
+      BOOST_TEST((mh.values.dtype() == DType::f16));
+      ou::check_values(mh.values, reduce_ref(ou::values(h), {6000, 3}, {0}, K::max), 0, "max.dim f16" + tag);
+      check_exact(mh.indices, reduce_ref(ou::values(h), {6000, 3}, {0}, K::argmax), "max.dim f16 indices" + tag);
       Tensor i = ou::random_tensor<int32_t>({7000, 2}, 24, -1000000, 1000000);
       check_exact(ops::sum(i, {0}), reduce_ref(ou::values(i), {7000, 2}, {0}, K::sum), "sum i32" + tag);
       check_exact(ops::argmin(i, 0), reduce_ref(ou::values(i), {7000, 2}, {0}, K::argmin), "argmin i32" + tag);
+      auto mi = ops::min(i, 0);  // i32 values through the i32 partials
+      BOOST_TEST((mi.values.dtype() == DType::i32));
+      check_exact(mi.values, reduce_ref(ou::values(i), {7000, 2}, {0}, K::min), "min.dim i32" + tag);
       Tensor g = ou::random_tensor<float>({4, 3000, 6}, 25);
       ou::check_values(ops::sum_to(g, {6}), reduce_ref(ou::values(g), {4, 3000, 6}, {0, 1}, K::sum), 1e-5,
                        "sum_to [6]" + tag);

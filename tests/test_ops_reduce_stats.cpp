@@ -7,7 +7,9 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
+#include "ops/reduce_plan.h"
 #include "ops/reduce_stats.h"
 #include "ops_test_helpers.h"
 
@@ -368,38 +370,44 @@ BOOST_AUTO_TEST_CASE(max_min_with_indices) {
 }
 
 // A few long rows are split in chunks reduced in a first launch and combined in a second (the
-// same kind again, a sum of counts, Chan's formula for var/std).
+// same kind again, a sum of counts, Chan's formula for var/std): as many as fill this device, and
+// an H100 (forced: 528 programs, so [100003] is cut in 25 chunks and [3, 40000] in 10).
 BOOST_AUTO_TEST_CASE(long_rows_split_in_chunks) {
+  namespace od = tritium::ops::detail;
   tt::for_each_backend([&](const tt::Backend&) {
-    for (ou::Shape shape : {ou::Shape{100003}, ou::Shape{3, 40000}}) {
-      const std::string what = " of " + shape_str(shape);
-      const int last = static_cast<int>(shape.size()) - 1;
-      Tensor big = ou::random_tensor<float>(shape, 131, 1e3 - 1, 1e3 + 1);
-      auto vb = ou::values(big);
-      ou::check_values(ops::var(big, {last}), reduce_ref(vb, shape, {last}, var_fn(1, false)), 1e-4, "var" + what);
-      auto [s, m] = ops::std_mean(big, {last}, 0);
-      ou::check_values(s, reduce_ref(vb, shape, {last}, var_fn(0, true)), 1e-4, "std_mean.std" + what);
-      ou::check_values(m, reduce_ref(vb, shape, {last}, mean_fn), 1e-6, "std_mean.mean" + what);
-      Tensor x = ou::random_tensor<float>(shape, 132, -3, 3);
-      auto v = ou::values(x);
-      ou::check_values(ops::logsumexp(x, {last}), reduce_ref(v, shape, {last}, lse_fn), 1e-5, "logsumexp" + what);
-      for (double p : {0.0, 1.0, 2.0, 3.0, kInf, -kInf})
-        ou::check_values(ops::vector_norm(x, p, {last}), reduce_ref(v, shape, {last}, norm_fn(p)), 1e-5,
-                         "norm " + std::to_string(p) + what);
-      // (A product of 1e5 f32 values near 1 is itself only good to ~1e-3, as PyTorch's: f64 shows the method.)
-      Tensor near1 = ou::random_tensor<double>(shape, 133, 0.9999, 1.0001);
-      ou::check_values(ops::prod(near1, last), reduce_ref(ou::values(near1), shape, {last}, prod_fn), 1e-12, "prod" + what);
-      Tensor b = ou::random_tensor<bool>(shape, 134);
-      auto vbool = ou::values(b);
-      auto nz_count = [](const std::vector<double>& r) { return double(std::count_if(r.begin(), r.end(), [](double e) { return e != 0; })); };
-      auto nz_all = [](const std::vector<double>& r) { return double(std::all_of(r.begin(), r.end(), [](double e) { return e != 0; })); };
-      check_exact(ops::count_nonzero(b, {last}), reduce_ref(vbool, shape, {last}, nz_count), "count_nonzero" + what);
-      auto nz_any = [](const std::vector<double>& r) { return double(std::any_of(r.begin(), r.end(), [](double e) { return e != 0; })); };
-      check_exact(ops::any(b, {last}), reduce_ref(vbool, shape, {last}, nz_any), "any" + what);
-      check_exact(ops::any(ops::zeros(shape, DType::i1), {last}), reduce_ref(std::vector<double>(v.size(), 0), shape, {last}, nz_any),
-                  "any of zeros" + what);
-      check_exact(ops::all(ops::ones(shape, DType::i1), {last}), reduce_ref(std::vector<double>(v.size(), 1), shape, {last}, nz_all),
-                  "all" + what);
+    for (bool h100 : {false, true}) {
+      std::optional<od::ScopedReduceDevice> force;
+      if (h100) force.emplace(od::ReduceDevice::cuda(132));
+      for (ou::Shape shape : {ou::Shape{100003}, ou::Shape{3, 40000}}) {
+        const std::string what = " of " + shape_str(shape) + (h100 ? " (H100 plan)" : "");
+        const int last = static_cast<int>(shape.size()) - 1;
+        Tensor big = ou::random_tensor<float>(shape, 131, 1e3 - 1, 1e3 + 1);
+        auto vb = ou::values(big);
+        ou::check_values(ops::var(big, {last}), reduce_ref(vb, shape, {last}, var_fn(1, false)), 1e-4, "var" + what);
+        auto [s, m] = ops::std_mean(big, {last}, 0);
+        ou::check_values(s, reduce_ref(vb, shape, {last}, var_fn(0, true)), 1e-4, "std_mean.std" + what);
+        ou::check_values(m, reduce_ref(vb, shape, {last}, mean_fn), 1e-6, "std_mean.mean" + what);
+        Tensor x = ou::random_tensor<float>(shape, 132, -3, 3);
+        auto v = ou::values(x);
+        ou::check_values(ops::logsumexp(x, {last}), reduce_ref(v, shape, {last}, lse_fn), 1e-5, "logsumexp" + what);
+        for (double p : {0.0, 1.0, 2.0, 3.0, kInf, -kInf})
+          ou::check_values(ops::vector_norm(x, p, {last}), reduce_ref(v, shape, {last}, norm_fn(p)), 1e-5,
+                           "norm " + std::to_string(p) + what);
+        // (A product of 1e5 f32 values near 1 is itself only good to ~1e-3, as PyTorch's: f64 shows the method.)
+        Tensor near1 = ou::random_tensor<double>(shape, 133, 0.9999, 1.0001);
+        ou::check_values(ops::prod(near1, last), reduce_ref(ou::values(near1), shape, {last}, prod_fn), 1e-12, "prod" + what);
+        Tensor b = ou::random_tensor<bool>(shape, 134);
+        auto vbool = ou::values(b);
+        auto nz_count = [](const std::vector<double>& r) { return double(std::count_if(r.begin(), r.end(), [](double e) { return e != 0; })); };
+        auto nz_all = [](const std::vector<double>& r) { return double(std::all_of(r.begin(), r.end(), [](double e) { return e != 0; })); };
+        check_exact(ops::count_nonzero(b, {last}), reduce_ref(vbool, shape, {last}, nz_count), "count_nonzero" + what);
+        auto nz_any = [](const std::vector<double>& r) { return double(std::any_of(r.begin(), r.end(), [](double e) { return e != 0; })); };
+        check_exact(ops::any(b, {last}), reduce_ref(vbool, shape, {last}, nz_any), "any" + what);
+        check_exact(ops::any(ops::zeros(shape, DType::i1), {last}), reduce_ref(std::vector<double>(v.size(), 0), shape, {last}, nz_any),
+                    "any of zeros" + what);
+        check_exact(ops::all(ops::ones(shape, DType::i1), {last}), reduce_ref(std::vector<double>(v.size(), 1), shape, {last}, nz_all),
+                    "all" + what);
+      }
     }
   });
 }

@@ -207,6 +207,21 @@ BOOST_AUTO_TEST_CASE(fold_identities) {
     bool zero = store->operand(1)->def->kind == OpKind::Constant;
     BOOST_TEST(zero == is_int(d));
   }
+  // x % 1 -> 0 for integers (a chunk index over one chunk); x % 2 and 1 % x stay.
+  for (auto [k, left] : {std::pair{int64_t(1), false}, std::pair{int64_t(2), false}, std::pair{int64_t(1), true}}) {
+    Function f("k");
+    Value* out = add_param(f, "out", Type::pointer(DType::i64), 16);
+    Value* x = add_param(f, "x", Type::scalar(DType::i64));
+    Builder b(f);
+    Value* c = constant(b, static_cast<double>(k), DType::i64);
+    Op* store = b.create(OpKind::Store, {out, b.create1(OpKind::Rem, left ? std::vector{c, x} : std::vector{x, c},
+                                                        Type::scalar(DType::i64))}, {});
+    fold_constants(f);
+    const Op* def = store->operand(1)->def;
+    const bool folded = def && def->kind == OpKind::Constant;
+    BOOST_TEST(folded == (k == 1 && !left), "x % " << k << (left ? " (constant on the left)" : ""));
+    if (folded) BOOST_TEST(def->attrs.ival == 0);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(fold_shapes_select_neg_addptr) {

@@ -266,6 +266,23 @@ template <int OP, class T> TT_INLINE T tt_atomic_rmw(T* p, T v) {
     old = seen;
   }
 }
+// 16-bit float adds in one instruction (f16 since sm_70, bf16 since sm_90): the emulation above
+// is a 32-bit CAS loop per element, which retries under contention (many lanes adding into one
+// gradient row). Same rounding: each add is rounded once to the type (.noftz keeps subnormals).
+TT_INLINE tt_f16 tt_atomic_add_16(tt_f16* p, tt_f16 v) {
+  uint16_t old;
+  asm volatile("atom.add.noftz.f16 %0, [%1], %2;" : "=h"(old) : "l"(p), "h"(v.bits) : "memory");
+  return tt_f16{old};
+}
+TT_INLINE tt_bf16 tt_atomic_add_16(tt_bf16* p, tt_bf16 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint16_t old;
+  asm volatile("atom.add.noftz.bf16 %0, [%1], %2;" : "=h"(old) : "l"(p), "h"(v.bits) : "memory");
+  return tt_bf16{old};
+#else
+  return tt_atomic_rmw<TT_ADD, tt_bf16>(p, v);
+#endif
+}
 )TTHDR"
          R"TTHDR(
 // Triton's atomics are acq_rel at GPU scope: a relaxed atomic between two of these fences

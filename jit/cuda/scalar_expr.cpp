@@ -181,6 +181,7 @@ std::string atomic_call(OpKind k, DType d, const std::string& p, const std::stri
     case OpKind::AtomicAdd:
       if (i32 || d == DType::f32 || d == DType::f64) return fmt::format("atomicAdd({}, {})", p, v);
       if (i64) return fmt::format("({})atomicAdd((unsigned long long*){}, (unsigned long long){})", ct, p, v);
+      if (d == DType::f16 || d == DType::bf16) return fmt::format("tt_atomic_add_16({}, {})", p, v);
       break;
     case OpKind::AtomicMax: case OpKind::AtomicMin: {
       const char* fn = k == OpKind::AtomicMax ? "atomicMax" : "atomicMin";

@@ -329,7 +329,7 @@ class Folder {
     return nullptr;
   }
 
-  // x+0, 0+x, x-0, x*1, 1*x, x/1, x*0 (ints), x|0, x^0, x<<0, x>>0; the float identities that hold
+  // x+0, 0+x, x-0, x*1, 1*x, x/1, x%1 (ints: 0), x*0 (ints), x|0, x^0, x<<0, x>>0; the float identities that hold
   // bit for bit: x*1, x-(+0), x+(-0).
   Value* simplify_identity(Op* op, Value* x, Value* y) {
     OpKind k = op->kind;
@@ -353,6 +353,9 @@ class Folder {
           break;
         case OpKind::Div:
           if (y1 && !is_bool(t.dtype)) return x;
+          break;
+        case OpKind::Rem:  // x % 1: a split index over one chunk (an argument specialised to 1)
+          if (y1 && !is_bool(t.dtype)) return make_constant(op, t, Scalar{0, 0.0});
           break;
         default: break;
       }
