@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -120,29 +121,34 @@ constexpr double kLn10 = 2.30258509299404568402;
 
 // The backward of a one-input function: derivatives.yaml's formula of op `f` on x = grad and
 // y = what it saves (self, or result where marked), in one pass (the recorded formula launched a
-// kernel per product and sum: issue 29). Operands in the recorded formula's order.
-tl::tensor unary_grad(M f, const tl::tensor& g, const tl::tensor& y) {
+// kernel per product and sum: issue 29). Same operations in the recorded formula's order, each
+// result rounded to `half` (bf16 / f16 gradients; undefined otherwise) as the recorded ops
+// round theirs - and as PyTorch's composite backward formulas do, which the parity fixtures hold
+// us to.
+tl::tensor unary_grad(M f, const tl::tensor& g, const tl::tensor& y, std::optional<DType> half) {
   namespace m = detail::math;
+  auto r = [&](const tl::tensor& t) { return half ? t.to(*half).to(t.dtype()) : t; };
+  auto inv_sqrt = [&](const tl::tensor& t) { return r(1.0 / tl::sqrt(t)); };  // ops::rsqrt
   switch (f) {
-    case M::tan: return g * (1.0 + y * y);  // result
-    case M::asin: return g * (1.0 / tl::sqrt(1.0 - y * y));
-    case M::acos: return -(g * (1.0 / tl::sqrt(1.0 - y * y)));
-    case M::atan: return g / (y * y + 1.0);
-    case M::sinh: return g * m::cosh(y);
-    case M::cosh: return g * m::sinh(y);
-    case M::asinh: return g * (1.0 / tl::sqrt(y * y + 1.0));
-    case M::acosh: return g * (1.0 / tl::sqrt(y * y - 1.0));
-    case M::atanh: return g / (1.0 - y * y);
-    case M::log1p: return g / (y + 1.0);
-    case M::expm1: return g * (y + 1.0);  // result
-    case M::log2: return g / (y * kLn2);
-    case M::log10: return g / (y * kLn10);
-    case M::exp2: return g * (y * kLn2);  // result
-    case M::reciprocal: return -(g * (y * y));  // result
-    case M::rsqrt: return (g * (y * y * y)) * -0.5;  // result
-    case M::erf: return g * (tl::exp(-(y * y)) * kTwoOverSqrtPi);
-    case M::erfc: return g * (tl::exp(-(y * y)) * -kTwoOverSqrtPi);
-    case M::erfinv: return g * (tl::exp(y * y) * kSqrtPiOverTwo);  // result
+    case M::tan: return r(g * r(1.0 + r(y * y)));  // result
+    case M::asin: return r(g * inv_sqrt(r(1.0 - r(y * y))));
+    case M::acos: return r(-r(g * inv_sqrt(r(1.0 - r(y * y)))));
+    case M::atan: return r(g / r(r(y * y) + 1.0));
+    case M::sinh: return r(g * r(m::cosh(y)));
+    case M::cosh: return r(g * r(m::sinh(y)));
+    case M::asinh: return r(g * inv_sqrt(r(r(y * y) + 1.0)));
+    case M::acosh: return r(g * inv_sqrt(r(r(y * y) - 1.0)));
+    case M::atanh: return r(g / r(1.0 - r(y * y)));
+    case M::log1p: return r(g / r(y + 1.0));
+    case M::expm1: return r(g * r(y + 1.0));  // result
+    case M::log2: return r(g / r(y * kLn2));
+    case M::log10: return r(g / r(y * kLn10));
+    case M::exp2: return r(g * r(y * kLn2));  // result
+    case M::reciprocal: return r(-r(g * r(y * y)));  // result
+    case M::rsqrt: return r(r(g * r(r(y * y) * y)) * -0.5);  // result
+    case M::erf: return r(g * r(r(tl::exp(r(-r(y * y)))) * kTwoOverSqrtPi));
+    case M::erfc: return r(g * r(r(tl::exp(r(-r(y * y)))) * -kTwoOverSqrtPi));
+    case M::erfinv: return r(g * r(r(tl::exp(r(y * y))) * kSqrtPiOverTwo));  // result
     default: break;
   }
   fail("elementwise: no fused backward for math op {}", static_cast<int>(f));
@@ -247,7 +253,11 @@ tl::tensor apply_unary_math(Ew op, DType cdt, const EwOperands& v) {
     case M::clamp_bw: return clamp_grad(v);
     case M::quotient_bw: return quotient_grad(v);
     case M::copysign_bw: return x * tl::where(y == 0.0, 0.0, v.z / y);
-    case M::unary_bw: return unary_grad(static_cast<M>(v.param), x, y);
+    case M::unary_bw: {
+      const int half = v.param >> 16;  // 1: bf16, 2: f16
+      return unary_grad(static_cast<M>(v.param & 0xffff), x, y,
+                        half == 1 ? std::optional(DType::bf16) : half == 2 ? std::optional(DType::f16) : std::nullopt);
+    }
     case M::count_: break;
   }
   fail("elementwise: unknown math op {}", static_cast<int>(op));
@@ -547,10 +557,12 @@ Tensor unary_math_backward(const char* op, const Tensor& grad, const Tensor& sav
   if (saved.shape() != grad.shape())
     fail("unary_math_backward: saved shape {} differs from grad shape {}", detail::shape_str(saved.shape()),
          detail::shape_str(grad.shape()));
-  // Computed once in f32 (f64 for f64), rounded once to grad's dtype, as PyTorch's fused kernels.
+  // In f32 (f64 for f64); a bf16 / f16 formula rounds after each op, as the recorded one.
   DType r = detail::promote_operands("unary_math_backward", {&grad, &saved});
   if (!is_float(r)) r = DType::f32;
-  return run("unary_math_backward", M::unary_bw, grad.dtype(), math_type(r), {&grad, &saved}, static_cast<int>(*f));
+  const int half = r == DType::bf16 ? 1 : r == DType::f16 ? 2 : 0;
+  return run("unary_math_backward", M::unary_bw, grad.dtype(), math_type(r), {&grad, &saved},
+             static_cast<int>(*f) | (half << 16));
 }
 
 }  // namespace tritium::ops
