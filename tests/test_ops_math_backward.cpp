@@ -1,5 +1,5 @@
 // Issue 29's cheaper math and backward kernels (ops/math_approx.h, ops/unary_math.cpp): the f32
-// exp-based functions (sinh, cosh, expm1, mish) against float64 on both sides of each branch and
+// exp-based functions (sinh, cosh, expm1, mish) and asinh / acosh against float64 on both sides of each branch and
 // at the overflow / underflow edges, and the one-pass backward kernels of minimum / maximum /
 // fmin / fmax, clamp, fmod / remainder and copysign against the recorded formulas they replace
 // (bit for bit: same masks, same roundings) and a float64 reference, with ties, NaNs, odd sizes
@@ -76,6 +76,24 @@ BOOST_AUTO_TEST_CASE(exp_based_f32_functions_across_their_branches) {
       ref.push_back(static_cast<float>(0.75 * (t + x * s * (1 - t * t))));
     }
     ew::check_elements(ops::mish_backward(g, in.t), ref, 2 * rtol, 1e-30, "mish_backward f32");
+  });
+}
+
+// asinh and acosh in f32 switch to log1p(|x|) + ln 2 past 2^28: both sides of the switch, up to
+// the largest float, and the small arguments of the log1p side.
+BOOST_AUTO_TEST_CASE(asinh_acosh_f32_across_their_switch) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    std::vector<double> v = sweep(2.6e8, 2.8e8, 41);
+    for (double x : {1.0, 1.0000001, 1.5, 3.0, 1e4, 1e10, 1e20, 1e30, 3.4e38, 1e-3, 0.5}) v.push_back(x);
+    for (double x : sweep(0.0, 100.0, 57)) v.push_back(x);
+    std::vector<double> all = v;
+    for (double x : v) all.push_back(-x);
+    Tensor t = ops::to_dtype(Tensor::from_vector<double>(all, {static_cast<int64_t>(all.size())}), DType::f32);
+    auto in = ou::values(t);
+    const double rtol = 8 * 1.1920928955078125e-7;
+    ew::check_elements(ops::asinh(t), map(in, [](double x) { return std::asinh(x); }), rtol, 1e-44, "asinh f32", true);
+    ew::check_elements(ops::acosh(t), map(in, [](double x) { return x < 1 ? std::nan("") : std::acosh(x); }), rtol, 1e-44,
+                       "acosh f32");
   });
 }
 
