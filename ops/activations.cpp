@@ -33,6 +33,18 @@ tl::tensor softplus_of(const tl::tensor& x, const tl::tensor& beta, const tl::te
   return tl::where(bx > threshold, x, detail::math::log1p(detail::math::exp(bx)) / beta);
 }
 
+// tanh(softplus(x)) = n / (n + 2), n = e (e + 2), e = exp(x) (tanh(log u) = (u^2 - 1) / (u^2 + 1),
+// u = 1 + e): one exp and one division, where tanh(log1p(exp(x))) took an exp, a log, a
+// division and tanhf (issue 29). No cancellation: n > 0. Above x = 20 it is 1 in f32 (and n
+// would overflow past 44). f64 keeps the composition.
+tl::tensor tanh_softplus(const tl::tensor& x) {
+  namespace m = detail::math;
+  if (m::wide(x)) return tl::tanh(m::log1p(m::exp(x)));
+  tl::tensor e = m::exp(x);
+  tl::tensor n = e * (e + 2.0);
+  return tl::where(x > 20.0, 1.0, n / (n + 2.0));
+}
+
 tl::tensor clamp01x6(const tl::tensor& x) {  // min(max(x + 3, 0), 6)
   tl::tensor s = x + 3.0;
   return tl::where(s < 0.0, 0.0, tl::where(s > 6.0, 6.0, s));
@@ -54,7 +66,7 @@ tl::tensor apply_activation(Ew op, DType, const EwOperands& v) {
     case A::silu: return x / (1.0 + detail::math::exp(-x));
     case A::softplus: return softplus_of(x, e[0], e[1]);
     case A::elu: return tl::where(x > 0.0, x * e[1], m::expm1(x * e[2]) * (e[0] * e[1]));
-    case A::mish: return x * tl::tanh(m::log1p(detail::math::exp(x)));
+    case A::mish: return x * tanh_softplus(x);
     case A::hardswish: return x * clamp01x6(x) / 6.0;
     case A::hardsigmoid: return clamp01x6(x) / 6.0;
     case A::hardtanh: {
@@ -77,7 +89,7 @@ tl::tensor apply_activation(Ew op, DType, const EwOperands& v) {
     case A::elu_bw:
       return tl::where(y > 0.0, x * e[1], x * (e[2] * e[0] * e[1]) * detail::math::exp(y * e[2]));
     case A::mish_bw: {
-      tl::tensor t = tl::tanh(m::log1p(detail::math::exp(y)));
+      tl::tensor t = tanh_softplus(y);
       tl::tensor s = 1.0 / (1.0 + detail::math::exp(-y));
       return x * (t + y * s * (1.0 - t * t));
     }

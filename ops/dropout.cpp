@@ -1,10 +1,16 @@
 // dropout and dropout_backward (docs/ops.md).
 //
-// Element i (row-major index of the contiguous input) is kept when the first Philox-4x32-10 word
-// for counter (offset + i) and key seed (ops/random.h, the random-ops engineer's tl:: Philox
-// built on tl::umulhi) is >= threshold = round(p * 2^32); kept elements are multiplied by
-// scale = 1 / (1 - p) (rounded to the compute type), the others are 0. The mask is never
-// stored: the backward regenerates it from (seed, offset, index) with the same kernel.
+// One Philox-4x32-10 call (ops/random.h, the random-ops engineer's tl:: Philox built on
+// tl::umulhi) gives four words, and each word decides one element, as PyTorch's fused dropout
+// uses all four (one call per element spent ~80 % of the kernel's instructions on words it threw
+// away: bf16 dropout was issue-bound on the GPU, issue 29). Elements go in groups of kGroup:
+// element i (row-major index of the contiguous input) uses word (i / kGroup) % 4 of counter
+// offset + (i / (4 kGroup)) kGroup + i % kGroup (key seed), so each of a program's four loads is
+// kGroup contiguous elements and the mapping does not depend on the launch. It is kept when that
+// word is >= threshold = round(p * 2^32); kept elements are multiplied by scale = 1 / (1 - p)
+// (rounded to the compute type), the others are 0. The mask is never stored: the backward
+// regenerates it from (seed, offset, index) with the same kernel.
+#include <array>
 #include <cmath>
 
 #include "dsl/kernel.h"
@@ -20,22 +26,33 @@ namespace {
 
 using P = tl::ptr<tl::any>;
 
+constexpr int64_t kGroup = 1024;  // elements a word index covers; a program does 4 kGroup
+
 Kernel& dropout_kernel() {
   static Kernel k = tritium::kernel(
       "dropout",
-      [](P x, P out, tl::i64 n, tl::u64 seed, tl::u64 offset, tl::u32 threshold, tl::f64 scale, int ACC, int BLOCK) {
+      [](P x, P out, tl::i64 n, tl::u64 seed, tl::u64 offset, tl::u32 threshold, tl::f64 scale, int ACC, int GROUP) {
         const DType acc_t = static_cast<DType>(ACC);
-        auto offs = tl::program_id(0).to(tl::int64) * BLOCK + tl::arange(0, BLOCK);
-        auto mask = offs < n;
-        auto w = philox::random_words(seed, offset + offs.to(tl::uint64, true));
-        auto keep = w[0] >= threshold;
-        auto v = tl::load(x + offs, mask);
-        if (v.dtype() != acc_t) v = v.to(acc_t);
-        tl::store(out + offs, tl::where(keep, v * scale.to(acc_t), 0), mask);
+        auto pid = tl::program_id(0).to(tl::int64);
+        auto j = tl::arange(0, GROUP);
+        auto w = philox::random_words(seed, offset + (pid * GROUP + j).to(tl::uint64, true));
+        // The four loads first, then the stores (no load after a store: straight-line PTX).
+        std::array<tl::tensor, 4> offs, mask, v;
+        for (int q = 0; q < 4; ++q) {
+          offs[q] = pid * (4 * GROUP) + q * GROUP + j;
+          mask[q] = offs[q] < n;
+          v[q] = tl::load(x + offs[q], mask[q]);
+          if (v[q].dtype() != acc_t) v[q] = v[q].to(acc_t);
+        }
+        for (int q = 0; q < 4; ++q)
+          tl::store(out + offs[q], tl::where(w[q] >= threshold, v[q] * scale.to(acc_t), 0), mask[q]);
       },
-      {"x", "out", "n", "seed", "offset", "threshold", "scale", "ACC", "BLOCK"});
+      {"x", "out", "n", "seed", "offset", "threshold", "scale", "ACC", "GROUP"});
   return k;
 }
+
+// The counters a draw of n elements uses (each program kGroup of them).
+uint64_t counters_for(int64_t n) { return static_cast<uint64_t>(cdiv(n, 4 * kGroup) * kGroup); }
 
 Tensor apply(const Tensor& x_in, const DropoutState& s) {
   Tensor x = contiguous(x_in);
@@ -45,9 +62,8 @@ Tensor apply(const Tensor& x_in, const DropoutState& s) {
   double t = std::round(s.p * 4294967296.0);
   uint32_t threshold = t >= 4294967295.0 ? 4294967295u : static_cast<uint32_t>(t);
   double scale = 1.0 / (1.0 - s.p);  // p < 1 here
-  const int64_t block = detail::default_block(n);
-  dropout_kernel()[{cdiv(n, block)}](x, out, n, s.seed, s.offset, threshold, scale,
-                                     static_cast<int>(detail::math_type(x.dtype())), static_cast<int>(block));
+  dropout_kernel()[{cdiv(n, 4 * kGroup)}](x, out, n, s.seed, s.offset, threshold, scale,
+                                          static_cast<int>(detail::math_type(x.dtype())), static_cast<int>(kGroup));
   return out;
 }
 
@@ -60,7 +76,7 @@ Tensor dropout(const Tensor& x, double p, Generator& gen, DropoutState* state) {
   DropoutState s;
   s.p = p;
   if (p > 0 && p < 1) {
-    Generator::Stream r = gen.reserve(static_cast<uint64_t>(x.numel()));
+    Generator::Stream r = gen.reserve(counters_for(x.numel()));
     s.seed = r.seed;
     s.offset = r.offset;
   }

@@ -6,6 +6,7 @@
 // special values as the C library does (NaN in, NaN out; signed zeros; infinities). Accuracy:
 // a few ulp in f32 and f64 (tests/test_ops_unary_math.cpp checks each against float64 / libm).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -52,26 +53,35 @@ inline tl::tensor isnan(const tl::tensor& x) { return x != x; }
 
 inline tl::tensor trunc(const tl::tensor& x) { return tl::where(x < 0, tl::ceil(x), tl::floor(x)); }
 
-// 2^k for whole k in [-126, 127] (an f32 block), built from the exponent bits.
-inline tl::tensor pow2_f32(const tl::tensor& k) { return from_bits((k.to(DType::i32) + 127) << 23, DType::f32); }
 
-// exp to a few ulp on both backends. f32: the CUDA backend's tl::exp is Triton's ex2.approx of
+// 2^k for whole k in [-126, 127] (an f32 block) from an i32 block, built from the exponent bits.
+inline tl::tensor pow2_i32(const tl::tensor& k) { return from_bits((k + 127) << 23, DType::f32); }
+
+// exp(x) 2^shift to a few ulp on both backends (shift 0 or -1: exp(x) / 2 without overflowing
+// first, for cosh and sinh). f32: the CUDA backend's tl::exp is Triton's ex2.approx of
 // x * log2(e), whose relative error grows like |x| 2^-24 (the product's rounding); here x is
 // reduced first (Cody-Waite: r = x - n ln 2, |r| <= ln(2) / 2, exact for the n that matter), so
 // tl::exp sees small arguments only (accurate on both backends, vectorised on the CPU), and the
-// result is scaled by 2^n in two factors (n clamped to +-252, past which it overflows or
-// underflows anyway).
-inline tl::tensor exp(const tl::tensor& x) {
-  if (wide(x)) return tl::exp(x);
+// result is scaled by 2^n in two factors. n is rounded with the 1.5 * 2^23 shifter (an fma and a
+// sub; its bits give n as an integer without a conversion) where floor / trunc / float-to-int each
+// took a conversion-pipe instruction (FRND, F2I: a quarter of the FP32 rate on sm_90) - five per
+// exp, which made sinh, erfc and the activations built on exp issue-bound on the GPU (issue 29).
+// x is clamped to [-104, 90] first (NaN passes: the compares are false), past which the result
+// underflows to 0 or overflows to inf anyway, so |n| < 2^22 and both factors stay normal.
+inline tl::tensor exp(const tl::tensor& x, int shift = 0) {
+  if (wide(x)) return shift == 0 ? tl::exp(x) : tl::exp(x) * std::ldexp(1.0, shift);
   constexpr double kLog2e = 1.44269504088896340736;
   constexpr double kLn2Hi = 0.693145751953125;          // ln 2 with 16 significant bits: n ln2_hi is exact
   constexpr double kLn2Lo = 1.4286068203094172321e-06;  // ln 2 - kLn2Hi
-  tl::tensor n = tl::floor(x * kLog2e + 0.5);
-  n = tl::where(isnan(n), 0.0, tl::where(n > 252.0, 252.0, tl::where(n < -252.0, -252.0, n)));
-  tl::tensor r = tl::fma(-n, kLn2Hi, x);
+  constexpr double kShifter = 12582912.0;               // 1.5 * 2^23: t's unit is 1, its bits 0x4b400000 + n
+  tl::tensor xc = tl::where(x > 90.0, 90.0, tl::where(x < -104.0, -104.0, x));
+  tl::tensor t = tl::fma(xc, kLog2e, kShifter);
+  tl::tensor n = t - kShifter;
+  tl::tensor r = tl::fma(-n, kLn2Hi, xc);
   r = tl::fma(-n, kLn2Lo, r);
-  tl::tensor half = trunc(n * 0.5);
-  return tl::exp(r) * pow2_f32(half) * pow2_f32(n - half);
+  tl::tensor k = bits(t) - (0x4b400000 - shift);
+  tl::tensor k1 = k >> 1;
+  return tl::exp(r) * pow2_i32(k1) * pow2_i32(k - k1);
 }
 inline tl::tensor isinf(const tl::tensor& x) { return tl::abs(x) == kInf; }
 
@@ -130,8 +140,22 @@ inline tl::tensor log1p(const tl::tensor& x) {
   return tl::where(x == kInf, x, r);
 }
 
-// exp(x) - 1 with Kahan's correction: (u - 1) * x / log(u), u = exp(x).
+// e^x - 1 over x near 0: Taylor's 1, 1/2!, ..., 1/12! (the next term, 1/13!, is 1.6e-10 relative
+// at |x| = 1: below f32's rounding).
+constexpr double kExpm1OverX[] = {1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+                                  1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600};
+// sinh(x) / x: 1, 1/3!, ..., 1/13! in x^2 (1/15! at |x| = 1 is 7.6e-13).
+constexpr double kSinhOverX[] = {1.0, 1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880, 1.0 / 39916800, 1.0 / 6227020800.0};
+
+// exp(x) - 1. f32: x P(x) below |x| = 1, where exp(x) - 1 would cancel; above, exp(x) - 1 loses
+// at most a factor 1.6 of exp's error (x = 1). One exp and no log or division: Kahan's
+// (u - 1) x / log(u) took an exp, a log and two divisions, issue-bound on the GPU (issue 29).
+// f64 keeps Kahan's correction.
 inline tl::tensor expm1(const tl::tensor& x) {
+  if (!wide(x)) {
+    tl::tensor near = x * horner(x, kExpm1OverX);  // x times: keeps -0.0
+    return tl::where(tl::abs(x) < 1.0, near, exp(x) - 1.0);  // NaN: exp's NaN
+  }
   tl::tensor u = exp(x);
   tl::tensor um1 = u - 1.0;
   tl::tensor r = tl::where(u == 1.0, x, um1 * (x / tl::log(u)));
@@ -145,8 +169,17 @@ inline tl::tensor half_exp_abs(const tl::tensor& a) {
   return (0.5 * h) * h;
 }
 
+// sinh. f32: |x| sinh(|x|)/|x| (Taylor, no cancellation) below |x| = 1; above, h - 1 / (4 h) with
+// h = exp(|x|) / 2 (one exp scaled by 2^-1 in its exponent, so it overflows only where sinh
+// does; the subtraction loses at most a factor 1.31 of exp's error at |x| = 1). One exp and one
+// division, where expm1, log and three divisions were (issue 29).
 inline tl::tensor sinh(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
+  if (!wide(x)) {
+    tl::tensor h = exp(a, -1);
+    tl::tensor large = h - 0.25 / h;
+    return copysign(tl::where(a < 1.0, a * horner(a * a, kSinhOverX), large), x);
+  }
   tl::tensor e = expm1(a);
   tl::tensor small = 0.5 * (e + e / (e + 1.0));
   tl::tensor h = exp(0.5 * a);
@@ -154,24 +187,42 @@ inline tl::tensor sinh(const tl::tensor& x) {
   return copysign(tl::where(a < 1.0, small, large), x);
 }
 
+// cosh = h + 1 / (4 h), h = exp(|x|) / 2 (no cancellation anywhere; overflows only where cosh
+// does). f64 as before.
 inline tl::tensor cosh(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
+  if (!wide(x)) {
+    tl::tensor h = exp(a, -1);
+    return h + 0.25 / h;
+  }
   tl::tensor e = exp(a);
   return tl::where(a < 20.0, 0.5 * (e + 1.0 / e), half_exp_abs(a));
 }
 
+// Past 2^28, 1 / (4 a^2) is below rounding: asinh(a) = log(a) + ln 2. f32 takes it as log1p(a) +
+// ln 2 (log1p(a) is log(a) to 1 / a = 2^-28 relative there) through the same log1p, where a second
+// logf for every element cost about a fifth of the kernel (issue 29); f64 needs the exact log.
 inline tl::tensor asinh(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
   tl::tensor a2 = a * a;
+  tl::tensor big = a > 268435456.0;
+  if (!wide(x)) {
+    tl::tensor t = tl::where(big, a, a + a2 / (1.0 + tl::sqrt(1.0 + a2)));  // a2 may overflow where big
+    return copysign(log1p(t) + tl::where(big, kLn2, 0.0), x);
+  }
   tl::tensor r = log1p(a + a2 / (1.0 + tl::sqrt(1.0 + a2)));
-  r = tl::where(a > 268435456.0, tl::log(a) + kLn2, r);  // past 2^28, 1 / (4 a^2) is below rounding
-  return copysign(r, x);
+  return copysign(tl::where(big, tl::log(a) + kLn2, r), x);
 }
 
 inline tl::tensor acosh(const tl::tensor& x) {
   tl::tensor t = x - 1.0;
-  tl::tensor r = log1p(t + tl::sqrt(2.0 * t + t * t));
-  r = tl::where(x > 268435456.0, tl::log(x) + kLn2, r);
+  tl::tensor big = x > 268435456.0;
+  tl::tensor r;
+  if (!wide(x)) {
+    r = log1p(tl::where(big, x, t + tl::sqrt(2.0 * t + t * t))) + tl::where(big, kLn2, 0.0);
+  } else {
+    r = tl::where(big, tl::log(x) + kLn2, log1p(t + tl::sqrt(2.0 * t + t * t)));
+  }
   return tl::where(x < 1.0, kNaN, r);
 }
 

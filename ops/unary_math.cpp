@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include "ops/elementwise_kernels.h"
 #include "ops/math_approx.h"
@@ -27,6 +30,13 @@ enum class M : int {
                 // bit 2: the bounds are tensors
   lerp,         // x + w (y - x), w = z or e[0]
   addcmul, addcdiv,  // x + e[0] * y * z, x + e[0] * y / z
+  // Backward kernels, x = grad (one pass where the recorded formulas launched one kernel per mask
+  // and product: issue 29). PARAM bits say which variant (see the helpers below).
+  minmax_bw,    // y = self, z = other
+  clamp_bw,     // y = self, bounds e[0] / e[1]
+  quotient_bw,  // y = self, z = other: -grad * (self / other rounded to an integer)
+  copysign_bw,  // y = self, z = result: grad * result / self (0 where self is 0)
+  unary_bw,     // y = self or result: grad times the derivative of the op PARAM (an M value)
   count_,
 };
 constexpr Ew ew(M m) { return static_cast<Ew>(static_cast<int>(m)); }
@@ -59,6 +69,89 @@ tl::tensor clamp_value(DType cdt, const detail::EwOperands& v) {
     r = tl::where(take, hi, r);
   }
   return r;
+}
+
+// minimum / maximum / fmin / fmax's gradient of one operand: grad where it is the operand taken,
+// half of it on ties, else 0 (derivatives.yaml's masks). PARAM bit 0: maximum (else minimum),
+// bit 1: fmin / fmax (a NaN is not taken unless both are), bit 2: the other operand's gradient.
+tl::tensor minmax_grad(const detail::EwOperands& v) {
+  const bool larger = v.param & 1, nan_skip = v.param & 2, other = v.param & 4;
+  const tl::tensor& a = v.y;
+  const tl::tensor& b = v.z;
+  tl::tensor tie = a == b;
+  tl::tensor w;
+  if (!nan_skip) {
+    tl::tensor wins = other ? (larger ? b > a : b < a) : (larger ? a > b : a < b);
+    w = tl::where(wins, 1.0, tl::where(tie, 0.5, 0.0));
+  } else {
+    tl::tensor self_wins = (larger ? a > b : a < b) || is_nan(b);
+    tl::tensor wins = other ? !(self_wins || tie) : self_wins;
+    w = tl::where(tie, 0.5, tl::where(wins, 1.0, 0.0));
+  }
+  return v.x * w;
+}
+
+// clamp's gradient: grad where the input is inside the bounds (NaN counts as inside). PARAM bit 0:
+// has a min (e[0]), bit 1: has a max (e[1]).
+tl::tensor clamp_grad(const detail::EwOperands& v) {
+  tl::tensor zero = v.x * 0.0;
+  tl::tensor r = v.x;
+  if (v.param & 1) r = tl::where(v.y < v.e[0], zero, r);
+  if (v.param & 2) r = tl::where(v.y > v.e[1], zero, r);
+  return r;
+}
+
+// fmod / remainder's gradient of `other`: -grad * q, q = (a - rest) / b rounded to the integer it
+// is up to rounding (in the compute type, f32 for f16 / bf16), then rounded to the gradient's type
+// as the recorded formula's to_dtype did. PARAM bit 0: remainder (floor), bit 1: q in bf16,
+// bit 2: q in f16.
+tl::tensor quotient_grad(const detail::EwOperands& v) {
+  namespace m = detail::math;
+  tl::tensor rest = (v.param & 1) ? m::remainder(v.y, v.z) : m::fmod(v.y, v.z);
+  tl::tensor q = m::round_half_even((v.y - rest) / v.z);
+  if (v.param & 2) q = q.to(DType::bf16).to(q.dtype());
+  if (v.param & 4) q = q.to(DType::f16).to(q.dtype());
+  return -(v.x * q);
+}
+
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+constexpr double kSqrtPiOverTwo = 0.88622692545275801365;
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kLn10 = 2.30258509299404568402;
+
+// The backward of a one-input function: derivatives.yaml's formula of op `f` on x = grad and
+// y = what it saves (self, or result where marked), in one pass (the recorded formula launched a
+// kernel per product and sum: issue 29). Same operations in the recorded formula's order, each
+// result rounded to `half` (bf16 / f16 gradients; undefined otherwise) as the recorded ops
+// round theirs - and as PyTorch's composite backward formulas do, which the parity fixtures hold
+// us to.
+tl::tensor unary_grad(M f, const tl::tensor& g, const tl::tensor& y, std::optional<DType> half) {
+  namespace m = detail::math;
+  auto r = [&](const tl::tensor& t) { return half ? t.to(*half).to(t.dtype()) : t; };
+  auto inv_sqrt = [&](const tl::tensor& t) { return r(1.0 / tl::sqrt(t)); };  // ops::rsqrt
+  switch (f) {
+    case M::tan: return r(g * r(1.0 + r(y * y)));  // result
+    case M::asin: return r(g * inv_sqrt(r(1.0 - r(y * y))));
+    case M::acos: return r(-r(g * inv_sqrt(r(1.0 - r(y * y)))));
+    case M::atan: return r(g / r(r(y * y) + 1.0));
+    case M::sinh: return r(g * r(m::cosh(y)));
+    case M::cosh: return r(g * r(m::sinh(y)));
+    case M::asinh: return r(g * inv_sqrt(r(r(y * y) + 1.0)));
+    case M::acosh: return r(g * inv_sqrt(r(r(y * y) - 1.0)));
+    case M::atanh: return r(g / r(1.0 - r(y * y)));
+    case M::log1p: return r(g / r(y + 1.0));
+    case M::expm1: return r(g * r(y + 1.0));  // result
+    case M::log2: return r(g / r(y * kLn2));
+    case M::log10: return r(g / r(y * kLn10));
+    case M::exp2: return r(g * r(y * kLn2));  // result
+    case M::reciprocal: return r(-r(g * r(y * y)));  // result
+    case M::rsqrt: return r(r(g * r(r(y * y) * y)) * -0.5);  // result
+    case M::erf: return r(g * r(r(tl::exp(r(-r(y * y)))) * kTwoOverSqrtPi));
+    case M::erfc: return r(g * r(r(tl::exp(r(-r(y * y)))) * -kTwoOverSqrtPi));
+    case M::erfinv: return r(g * r(r(tl::exp(r(y * y))) * kSqrtPiOverTwo));  // result
+    default: break;
+  }
+  fail("elementwise: no fused backward for math op {}", static_cast<int>(f));
 }
 
 }  // namespace
@@ -156,6 +249,15 @@ tl::tensor apply_unary_math(Ew op, DType cdt, const EwOperands& v) {
     }
     case M::addcmul: return x + v.e[0] * y * v.z;
     case M::addcdiv: return x + v.e[0] * (y / v.z);
+    case M::minmax_bw: return minmax_grad(v);
+    case M::clamp_bw: return clamp_grad(v);
+    case M::quotient_bw: return quotient_grad(v);
+    case M::copysign_bw: return x * tl::where(y == 0.0, 0.0, v.z / y);
+    case M::unary_bw: {
+      const int half = v.param >> 16;  // 1: bf16, 2: f16
+      return unary_grad(static_cast<M>(v.param & 0xffff), x, y,
+                        half == 1 ? std::optional(DType::bf16) : half == 2 ? std::optional(DType::f16) : std::nullopt);
+    }
     case M::count_: break;
   }
   fail("elementwise: unknown math op {}", static_cast<int>(op));
@@ -386,6 +488,81 @@ Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar va
          dtype_name(t1.dtype()), dtype_name(t2.dtype()));
   DType r = detail::promote_operands("addcdiv", {&self, &t1, &t2}, {value});
   return run("addcdiv", M::addcdiv, r, math_type(r), {&self, &t1, &t2}, 0, {value, std::nullopt, std::nullopt});
+}
+
+// ---- backward kernels ----------------------------------------------------------------------
+namespace {
+
+void check_grad(const char* name, const Tensor& g, const std::vector<const Tensor*>& saved) {
+  std::vector<const Tensor*> all{&g};
+  all.insert(all.end(), saved.begin(), saved.end());
+  detail::check_tensors(name, all);
+  if (!is_float(g.dtype())) fail("{}: the gradient must be a floating-point tensor, got {}", name, dtype_name(g.dtype()));
+  Shape s = g.shape();
+  for (const Tensor* t : saved) s = detail::broadcast_shapes(name, s, t->shape());
+  if (s != g.shape())
+    fail("{}: grad shape {} is not the broadcast shape {} of the operands", name, detail::shape_str(g.shape()),
+         detail::shape_str(s));
+}
+
+}  // namespace
+
+Tensor minmax_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool larger, bool nan_skipping,
+                       bool of_other) {
+  check_grad("minmax_backward", grad, {&self, &other});
+  // Compares and the weight in the operands' own promoted dtype (as the recorded formula's lt / eq
+  // and mask): exact, so the result is the formula's bit for bit.
+  DType c = detail::promote_operands("minmax_backward", {&grad, &self, &other});
+  const int param = (larger ? 1 : 0) | (nan_skipping ? 2 : 0) | (of_other ? 4 : 0);
+  return run("minmax_backward", M::minmax_bw, grad.dtype(), c, {&grad, &self, &other}, param);
+}
+
+Tensor clamp_backward(const Tensor& grad, const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
+  check_grad("clamp_backward", grad, {&self});
+  if (!min && !max) fail("clamp_backward: At least one of 'min' or 'max' must not be None");
+  std::vector<Scalar> bounds;
+  if (min) bounds.push_back(*min);
+  if (max) bounds.push_back(*max);
+  // The bounds in self's promoted dtype (a bf16 self compares with bf16 bounds, as the formula).
+  DType c = detail::promote_types("clamp_backward", grad.dtype(), detail::promote_operands("clamp_backward", {&self}, bounds));
+  return run("clamp_backward", M::clamp_bw, grad.dtype(), c, {&grad, &self}, (min ? 1 : 0) | (max ? 2 : 0),
+             {min, max, std::nullopt});
+}
+
+Tensor quotient_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool floor) {
+  check_grad("quotient_backward", grad, {&self, &other});
+  const DType g = grad.dtype();
+  const int param = (floor ? 1 : 0) | (g == DType::bf16 ? 2 : 0) | (g == DType::f16 ? 4 : 0);
+  return run("quotient_backward", M::quotient_bw, g, g == DType::f64 ? DType::f64 : DType::f32, {&grad, &self, &other},
+             param);
+}
+
+Tensor copysign_backward(const Tensor& grad, const Tensor& self, const Tensor& result) {
+  check_grad("copysign_backward", grad, {&self, &result});
+  DType c = detail::promote_operands("copysign_backward", {&grad, &self, &result});
+  return run("copysign_backward", M::copysign_bw, grad.dtype(), c, {&grad, &self, &result});
+}
+
+Tensor unary_math_backward(const char* op, const Tensor& grad, const Tensor& saved) {
+  static const std::pair<const char*, M> kOps[] = {
+      {"tan", M::tan},     {"asin", M::asin},   {"acos", M::acos},     {"atan", M::atan},     {"sinh", M::sinh},
+      {"cosh", M::cosh},   {"asinh", M::asinh}, {"acosh", M::acosh},   {"atanh", M::atanh},   {"log1p", M::log1p},
+      {"expm1", M::expm1}, {"log2", M::log2},   {"log10", M::log10},   {"exp2", M::exp2},     {"reciprocal", M::reciprocal},
+      {"rsqrt", M::rsqrt}, {"erf", M::erf},     {"erfc", M::erfc},     {"erfinv", M::erfinv}};
+  const M* f = nullptr;
+  for (const auto& [name, m] : kOps)
+    if (std::string_view(name) == op) f = &m;
+  if (!f) fail("unary_math_backward: no fused backward for '{}'", op);
+  check_grad("unary_math_backward", grad, {&saved});
+  if (saved.shape() != grad.shape())
+    fail("unary_math_backward: saved shape {} differs from grad shape {}", detail::shape_str(saved.shape()),
+         detail::shape_str(grad.shape()));
+  // In f32 (f64 for f64); a bf16 / f16 formula rounds after each op, as the recorded one.
+  DType r = detail::promote_operands("unary_math_backward", {&grad, &saved});
+  if (!is_float(r)) r = DType::f32;
+  const int half = r == DType::bf16 ? 1 : r == DType::f16 ? 2 : 0;
+  return run("unary_math_backward", M::unary_bw, grad.dtype(), math_type(r), {&grad, &saved},
+             static_cast<int>(*f) | (half << 16));
 }
 
 }  // namespace tritium::ops

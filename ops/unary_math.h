@@ -86,4 +86,21 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
 Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value = Scalar(1));
 Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value = Scalar(1));
 
+// Backward kernels of the binary ops and clamp (derivatives.yaml's formulas in one pass over the
+// gradient and the saved operands; the result has grad's dtype and the broadcast shape). The
+// declarations (ops/decl/unary_math.cpp) use them when no graph is recorded.
+// minimum / maximum (`larger`), fmin / fmax (`nan_skipping`): the gradient of self, or of other.
+Tensor minmax_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool larger, bool nan_skipping,
+                       bool of_other);
+// grad where self is inside the bounds, else 0 (bounds compared in self's promoted dtype).
+Tensor clamp_backward(const Tensor& grad, const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
+// fmod (`floor` false) / remainder: other's gradient, -grad * (self / other rounded to an integer).
+Tensor quotient_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool floor);
+// copysign: self's gradient, grad * result / self (0 where self is 0).
+Tensor copysign_backward(const Tensor& grad, const Tensor& self, const Tensor& result);
+// The backward of a one-input math op (tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh,
+// log1p, expm1, log2, log10, exp2, reciprocal, rsqrt, erf, erfc, erfinv): grad times its
+// derivative from `saved` (self, or the result for tan, expm1, exp2, reciprocal, rsqrt, erfinv).
+Tensor unary_math_backward(const char* op, const Tensor& grad, const Tensor& saved);
+
 }  // namespace tritium::ops

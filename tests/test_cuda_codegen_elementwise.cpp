@@ -7,6 +7,8 @@
 #include <boost/test/unit_test.hpp>
 #include <tritium/tritium.h>
 
+#include <tuple>
+
 #include "cuda_codegen_check.h"
 #include "ops/elementwise_kernels.h"
 #include "test_support.h"
@@ -85,6 +87,31 @@ BOOST_AUTO_TEST_CASE(every_op_compiles_with_nvrtc) {
   compile_family<int32_t>(bit, detail::kBitwiseOps, DType::i32);
   compile_family<int8_t>(bit, detail::kBitwiseOps, DType::i8);
   compile_family<int64_t>(bit, detail::kBitwiseOps, DType::i64);
+}
+
+// The exp-based f32 functions (issue 29): exp rounds its n with the shifter and builds 2^n from
+// bits, so their code has no floorf / ceilf (FRND, a conversion-pipe instruction at a quarter of
+// the FP32 rate; five of them and two F2I per exp made sinh and the activations instruction-bound),
+// and sinh, cosh, expm1 and mish no logf or tanhf.
+BOOST_AUTO_TEST_CASE(exp_based_functions_stay_off_the_conversion_pipe) {
+  if (!tritium::test::nvrtc_or_skip()) return;
+  const int math = static_cast<int>(detail::Ew::math_first), act = static_cast<int>(detail::Ew::activation_first);
+  // sinh, cosh (M: abs sign square floor ceil trunc round frac sin cos tan asin acos atan sinh cosh ...),
+  // expm1, and the activations silu, elu, mish.
+  for (auto [op, name, no_log] : {std::tuple{math + 14, "sinh", true}, std::tuple{math + 15, "cosh", true},
+                                  std::tuple{math + 20, "expm1", true}, std::tuple{act + 1, "silu", true},
+                                  std::tuple{act + 3, "elu", true}, std::tuple{act + 4, "mish", true}}) {
+    cuda::KernelSource ks = tritium::test::compile_cuda(
+        family_kernel(), tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).named(name), addr<float>(0),
+        addr<float>(1), addr<float>(2), addr<float>(3), 1.0, 1.0, 1.0, 1000, op, 1, static_cast<int>(DType::f32), 256);
+    const std::string body = tritium::test::kernel_body(ks);
+    BOOST_TEST(body.find("tt_exp(") != std::string::npos, name);
+    for (const char* slow : {"floorf(", "ceilf(", "truncf(", "rintf("})
+      BOOST_TEST(body.find(slow) == std::string::npos, name << " calls " << slow);
+    if (no_log)
+      for (const char* slow : {"logf(", "tanhf(", "log1pf("})
+        BOOST_TEST(body.find(slow) == std::string::npos, name << " calls " << slow);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -73,9 +73,24 @@ OpDecl unary_op(std::string name, Tensor (*fw)(const Tensor&), ResultDType rule,
   return op;
 }
 
-// A float function of one input (integers give f32).
+// The ops whose backward ops::unary_math_backward computes in one kernel.
+bool has_fused_backward(const std::string& name) {
+  for (const char* n : {"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log1p", "expm1", "log2",
+                        "log10", "exp2", "reciprocal", "rsqrt", "erf", "erfc", "erfinv"})
+    if (name == n) return true;
+  return false;
+}
+
+// A float function of one input (integers give f32). Without a graph to record (a plain
+// backward), the derivative runs as one fused kernel where there is one (PyTorch's backward
+// kernels are fused too); a create_graph backward runs the recorded formula.
 OpDecl float_op(std::string name, Tensor (*fw)(const Tensor&), AutocastClass ac, std::vector<std::string> saves,
                 std::string text, DerivativeFormula f, Samples samples) {
+  if (has_fused_backward(name) && saves.size() == 1)
+    f = [op = name, saved = saves[0], recorded = std::move(f)](const Tensor& g, const Ctx& c) {
+      if (!nn::grad_enabled()) return ops::unary_math_backward(op.c_str(), g, c.saved(saved));
+      return recorded(g, c);
+    };
   return unary_op(std::move(name), fw, ResultDType::int_to_float, ac, std::move(saves), std::move(text), std::move(f),
                   std::move(samples));
 }
@@ -250,6 +265,7 @@ void declare_unary_math(OpRegistry& r) {
   auto pick = [](bool want_smaller, bool first) {
     return [=](const Tensor& g, const Ctx& c) {
       Tensor a = raw(c.saved("self")), b = raw(c.saved("other"));
+      if (!nn::grad_enabled()) return ops::minmax_backward(g, a, b, !want_smaller, false, !first);  // one kernel
       if (!first) std::swap(a, b);
       Tensor wins = want_smaller ? ops::lt(a, b) : ops::gt(a, b);
       Tensor w = ops::add(mask_of(wins, g), ops::mul(mask_of(ops::eq(a, b), g), Scalar(0.5)));
@@ -275,6 +291,7 @@ void declare_unary_math(OpRegistry& r) {
   auto taken = [](bool smaller, bool self_side) {
     return [=](const Tensor& g, const Ctx& c) {
       Tensor a = raw(c.saved("self")), b = raw(c.saved("other"));
+      if (!nn::grad_enabled()) return ops::minmax_backward(g, a, b, !smaller, true, !self_side);  // one kernel
       Tensor self_wins = ops::logical_or(smaller ? ops::lt(a, b) : ops::gt(a, b), ops::isnan(b));
       Tensor tie = ops::eq(a, b);
       Tensor wins = self_side ? self_wins : ops::logical_not(ops::logical_or(self_wins, tie));
@@ -317,6 +334,7 @@ void declare_unary_math(OpRegistry& r) {
                    .formula = [](const Tensor& g, const Ctx& c) {
                      // result / self is +-1 (a constant); 0 where self is 0.
                      Tensor x = raw(c.saved("self")), y = raw(c.saved("result"));
+                     if (!nn::grad_enabled()) return ops::copysign_backward(g, x, y);  // one kernel
                      Tensor ratio = ops::where(ops::eq(x, Scalar(0)), ops::zeros_like(x), ops::div(y, x));
                      return ad::mul(g, ratio);
                    }},
@@ -338,6 +356,7 @@ void declare_unary_math(OpRegistry& r) {
   // quotient rounds up to an integer (bf16 2.99 -> 3), as PyTorch's div_floor / div_trunc avoid.
   auto quotient_grad = [](bool floor_div) {
     return [=](const Tensor& g, const Ctx& c) {
+      if (!nn::grad_enabled()) return ops::quotient_backward(g, raw(c.saved("self")), raw(c.saved("other")), floor_div);
       DType math = g.dtype() == DType::f64 ? DType::f64 : DType::f32;
       Tensor a = to_dtype(raw(c.saved("self")), math), b = to_dtype(raw(c.saved("other")), math);
       Tensor rest = floor_div ? ops::remainder(a, b) : ops::fmod(a, b);
@@ -389,6 +408,12 @@ void declare_unary_math(OpRegistry& r) {
                           .formula = [](const Tensor& g, const Ctx& c) {
                             const Attrs& a = c.attrs();
                             Tensor x = raw(c.saved("self"));
+                            if (!nn::grad_enabled()) {  // one kernel
+                              auto bound = [&](const char* has, const char* v) {
+                                return a.get<bool>(has) ? std::optional<Scalar>(a.get<Scalar>(v)) : std::nullopt;
+                              };
+                              return ops::clamp_backward(g, x, bound("has_min", "min"), bound("has_max", "max"));
+                            }
                             Tensor keep = ops::full(x.shape(), Scalar(true), DType::i1, x.device());
                             if (a.get<bool>("has_min")) keep = ops::logical_and(keep, ops::logical_not(ops::lt(x, a.get<Scalar>("min"))));
                             if (a.get<bool>("has_max")) keep = ops::logical_and(keep, ops::logical_not(ops::gt(x, a.get<Scalar>("max"))));
