@@ -22,6 +22,7 @@
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/math_approx.h"
 
 namespace tritium::ops {
 
@@ -152,7 +153,9 @@ tl::tensor apply(Ew op, DType cdt, int param, const tl::tensor& x, const tl::ten
       return tl::exp2(y * tl::log2(xd));  // y is the f64 exponent; f64 keeps f32 results exact
     }
     case Ew::neg: return -x;
-    case Ew::exp: return tl::exp(x);
+    // f32: Cody-Waite reduction first (ops/math_approx.h), as accurate as PyTorch's expf; tl::exp
+    // alone is Triton's ex2.approx of x log2(e), whose error grows with |x| (22 ulp near 88).
+    case Ew::exp: return detail::math::exp(x);
     case Ew::log: return tl::log(x);
     case Ew::sqrt: return tl::sqrt(x);
     case Ew::tanh: return tl::tanh(x);

