@@ -17,7 +17,7 @@ inline constexpr int kRowStatKinds = 14;
 inline constexpr int kRowStatProd = 2, kRowStatSum = 13;  // the kinds a split scan's chunk totals use
 // row_scan(x, g, out, idx, init, O, R, S, C; KIND, ACC, OUT, HAS_INIT, BO, BR): ops/scan.cpp.
 Kernel& row_scan_kernel();
-inline constexpr int kRowScanKinds = 7;
+inline constexpr int kRowScanKinds = 8;
 // sort_runs(x, keys, idx, R, nruns; DESC, CMP, L0) and merge_runs(keys, idx, keys_out, idx_out,
 // R, L, nchunks, steps; DESC, CMP, BLOCK): ops/sort.cpp.
 Kernel& sort_runs_kernel();

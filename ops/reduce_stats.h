@@ -48,5 +48,8 @@ ValuesIndices cummin(const Tensor& x, int dim);
 // The gradient of cumprod along `dim` for any x, zeros included (no division):
 // dx_k = prod_{j<k} x_j * S_k with S_k = g_k + x_{k+1} S_{k+1}, a reverse affine scan.
 Tensor cumprod_backward(const Tensor& grad, const Tensor& x, int dim);
+// The gradient of cummax / cummin's values along `dim` from their indices: out_j = the sum of
+// grad_i over the i whose index is j (PyTorch's scatter_add, as a reverse segmented scan).
+Tensor cummaxmin_backward(const Tensor& grad, const Tensor& indices, int dim);
 
 }  // namespace tritium::ops

@@ -28,8 +28,13 @@ using P = tl::ptr<tl::any>;
 // excl_cumprod: prod_{j<k} x_j (the cumprod of x shifted right by one, 1 first).
 // affine_rev: S_k = g_k + x_{k+1} S_{k+1} from the end of the row (S_R = 0).
 // excl_cumsum: sum_{j<k} x_j (the chunk offsets of a split cumsum).
-enum class Scan : int { cumsum, cumprod, cummax, cummin, excl_cumprod, affine_rev, excl_cumsum };
-static_assert(static_cast<int>(Scan::excl_cumsum) + 1 == detail::kRowScanKinds);
+// seg_sum_rev: x = cummax / cummin's indices, g = the gradient; out_j = the sum of g_i over the
+// run of i with x_i = j (zero where x_j != j). The running arg-extremum only moves forward, so
+// those i are the contiguous run starting at j: the affine_rev scan with a_{k+1} = [x_{k+1} == x_k]
+// restarts at each run, and its value at the run's first lane is the run's sum. No atomics: a
+// rising row sends every gradient to one index, which serialises a scatter_add.
+enum class Scan : int { cumsum, cumprod, cummax, cummin, excl_cumprod, affine_rev, excl_cumsum, seg_sum_rev };
+static_assert(static_cast<int>(Scan::seg_sum_rev) + 1 == detail::kRowScanKinds);
 
 // The value of each row's last lane of a [BO, BR] block.
 tl::tensor last_lane(const tl::tensor& v, int BR) {
@@ -61,18 +66,27 @@ Kernel& detail::row_scan_kernel() {
         auto lane = tl::arange(0, BR)(tl::None, tl::_).to(tl::int64);
         auto cast = [&](tl::tensor t, DType d) { return t.dtype() == d ? t : t.to(d); };
         auto nb = tl::cdiv(C, BR);
-        if (kind == Scan::affine_rev) {
+        if (kind == Scan::affine_rev || kind == Scan::seg_sum_rev) {
+          const bool seg = kind == Scan::seg_sum_rev;
           auto carry = tl::zeros({BO}, acc_t);
           for (auto t : tl::range(0, nb)) {
             auto pos = (nb - 1 - t) * BR + (BR - 1 - lane);  // lane 0 holds the block's last element
             auto m = rmask && pos < rlen;
             auto b = cast(tl::load(g + (rows + pos), m, 0), acc_t);
-            auto a = cast(tl::load(x + (rows + pos + 1), m && pos + 1 < rlen, 1), acc_t);
+            tl::tensor a, here;
+            if (seg) {  // the next element continues this run: a = 1, else the scan restarts (a = 0)
+              here = tl::load(x + (rows + pos), m, -1);
+              auto next = tl::load(x + (rows + pos + 1), m && pos + 1 < rlen, -2);
+              a = cast(next == here, acc_t);
+            } else {
+              a = cast(tl::load(x + (rows + pos + 1), m && pos + 1 < rlen, 1), acc_t);
+            }
             auto s = tl::associative_scan({a, b}, 1, [](std::span<const tl::tensor> l, std::span<const tl::tensor> r) {
               return std::vector<tl::tensor>{r[0] * l[0], r[1] + r[0] * l[1]};
             });
             auto S = s[1] + s[0] * carry(tl::_, tl::None);
-            tl::store(out + (rows + pos), cast(S, out_t), m);
+            auto res = seg ? tl::where(here == pos, S, tl::zeros({}, acc_t)) : S;
+            tl::store(out + (rows + pos), cast(res, out_t), m);
             carry = last_lane(S, BR);
           }
           return;
@@ -185,7 +199,7 @@ ValuesIndices run_scan(const char* op, Scan kind, const Tensor& x, const Tensor*
   Tensor grows = g ? detail::rows_of(*g, {d}).data : rows.data;
   Tensor out = Tensor::empty({rows.O, rows.R}, out_t, x.device());
   Tensor idx = ext ? Tensor::empty({rows.O, rows.R}, DType::i64, x.device()) : out;
-  DType acc = scan_acc(kind, kind == Scan::affine_rev ? g->dtype() : x.dtype());
+  DType acc = scan_acc(kind, kind == Scan::affine_rev || kind == Scan::seg_sum_rev ? g->dtype() : x.dtype());
   launch_scan(kind, rows.data, grows, out, idx, rows.O, rows.R, acc);
   ValuesIndices r{detail::rows_back(out, x, d, rows.R), Tensor()};
   if (ext) r.indices = detail::rows_back(idx, x, d, rows.R);
@@ -222,6 +236,22 @@ Tensor cumprod_backward(const Tensor& grad, const Tensor& x, int dim) {
   Tensor before = run_scan("cumprod_backward", Scan::excl_cumprod, x, nullptr, dim, x.dtype()).values;
   Tensor S = run_scan("cumprod_backward", Scan::affine_rev, x, &gx, dim, x.dtype()).values;
   return mul(before, S);
+}
+
+}  // namespace tritium::ops
+
+namespace tritium::ops {
+
+Tensor cummaxmin_backward(const Tensor& grad, const Tensor& indices, int dim) {
+  detail::check_tensors("cummaxmin_backward", {&grad, &indices});
+  if (grad.shape() != indices.shape())
+    fail("cummaxmin_backward: the gradient's shape {} differs from the indices' {}", detail::shape_str(grad.shape()),
+         detail::shape_str(indices.shape()));
+  if (indices.dtype() != DType::i64)
+    fail("cummaxmin_backward: the indices must be i64 (cummax / cummin's), got {}", dtype_name(indices.dtype()));
+  if (!is_float(grad.dtype()) || is_fp8(grad.dtype()))
+    fail("cummaxmin_backward: the gradient must be f16, bf16, f32 or f64, got {}", dtype_name(grad.dtype()));
+  return run_scan("cummaxmin_backward", Scan::seg_sum_rev, indices, &grad, dim, grad.dtype()).values;
 }
 
 }  // namespace tritium::ops
