@@ -3,10 +3,11 @@
 // max.dim min.dim median median.dim kthvalue cumsum cumprod cummax cummin sort topk. Derivatives
 // follow PyTorch's derivatives.yaml and are written in recorded calls (double backward works)
 // except cumprod's, a kernel of its own (ops::cumprod_backward) that handles zeros without
-// dividing. Selections (max.dim, sort, topk, ...) send the gradient back to the selected indices.
+// dividing, and cummax / cummin's (ops::cummaxmin_backward, a reverse segmented scan). Selections (max.dim, sort, topk, ...) send the gradient back to the selected indices.
 #include "nn/functional.h"
 #include "nn/reduction_ops.h"
 #include "ops/decl/op_decl.h"
+#include "ops/reduce_stats.h"
 #include "ops/sort.h"
 #include "runtime/views.h"
 
@@ -56,6 +57,12 @@ Tensor var_backward(const Tensor& g, const Tensor& x, const Ctx& c) {
   double denom = std::max(0.0, n - c.attrs().get<double>("correction"));
   Tensor centred = tritium::sub(x, tritium::mean(x, dims, true));
   return tritium::mul(unreduce(g, x.shape(), dims, keepdim_of(c)), centred) * (2.0 / denom);
+}
+
+// Whether x holds a zero (one count read back, as PyTorch's prod_backward): without zeros prod's
+// gradient is grad * result / x, one elementwise pass; with zeros the two scans below.
+bool has_zero(const Tensor& x) {
+  return ops::to_dtype(ops::any(ops::eq(x.detach(), Scalar(0))), DType::i64).to_vector<int64_t>()[0] != 0;
 }
 
 // The product of the other elements along `dim`, for each element (exclusive prefix times
@@ -149,10 +156,11 @@ void declare_prod(OpRegistry& r) {
   OpDecl all = reduction_decl("prod", "torch.prod", Accepts::any, ResultDType::sum);
   all.forward = [](const Inputs& in, Attrs&) { return Inputs{ops::prod(in[0])}; };
   all.autocast = AutocastClass::fp32;
-  all.derivatives = {{.input = "self", .saves = {"self"}, .text = "prod_backward(grad, self) (zeros: products of the others)",
+  all.derivatives = {{.input = "self", .saves = {"self", "result"}, .text = "prod_backward(grad, self, result) (zeros: products of the others)",
                       .formula = [](const Tensor& g, const Ctx& c) {
                         const Tensor& x = c.saved("self");
                         if (x.dim() == 0) return g;
+                        if (!has_zero(x)) return tritium::mul(g, tritium::div(c.saved("result"), x));
                         Tensor flat = x.reshape({x.numel()});
                         Tensor others = product_of_others(flat, 0).reshape(x.shape());
                         return tritium::mul(g, others);
@@ -169,11 +177,15 @@ void declare_prod(OpRegistry& r) {
   OpDecl dim = reduction_decl("prod.dim_int", "torch.prod", Accepts::any, ResultDType::sum);
   dim.forward = [](const Inputs& in, Attrs& a) { return Inputs{ops::prod(in[0], a.get<int>("dim"), a.get<bool>("keepdim"))}; };
   dim.autocast = AutocastClass::fp32;
-  dim.derivatives = {{.input = "self", .saves = {"self"}, .text = "prod_backward(grad, self, dim, keepdim)",
+  dim.derivatives = {{.input = "self", .saves = {"self", "result"}, .text = "prod_backward(grad, self, result, dim, keepdim)",
                       .formula = [](const Tensor& g, const Ctx& c) {
                         const Tensor& x = c.saved("self");
                         if (x.dim() == 0) return g;
                         int d = runtime::wrap_dim(dim_of(c), x.dim(), "prod");
+                        if (!has_zero(x)) {
+                          Tensor r = unreduce(c.saved("result"), x.shape(), {d}, keepdim_of(c));
+                          return tritium::mul(unreduce(g, x.shape(), {d}, keepdim_of(c)), tritium::div(r, x));
+                        }
                         return tritium::mul(unreduce(g, x.shape(), {d}, keepdim_of(c)), product_of_others(x, d));
                       }}};
   dim.gradcheck_samples = [](Device d) {
@@ -295,10 +307,18 @@ void declare_selections(OpRegistry& r) {
   }, true, [=](Device d) {
     return dim_samples(d, [](int dm, bool k) { return Attrs{{"k", int64_t(2)}, {"dim", dm}, {"keepdim", k}}; });
   }));
-  r.add(selection_decl("cummax", "torch.cummax", [](const Tensor& x, Attrs& a) { return pair(ops::cummax(x, a.get<int>("dim"))); },
-                       false, [](Device d) { return dim_samples(d, [](int dm, bool) { return Attrs{{"dim", dm}}; }); }));
-  r.add(selection_decl("cummin", "torch.cummin", [](const Tensor& x, Attrs& a) { return pair(ops::cummin(x, a.get<int>("dim"))); },
-                       false, [](Device d) { return dim_samples(d, [](int dm, bool) { return Attrs{{"dim", dm}}; }); }));
+  for (bool is_max : {true, false}) {
+    auto fw = is_max ? +[](const Tensor& x, Attrs& a) { return pair(ops::cummax(x, a.get<int>("dim"))); }
+                     : +[](const Tensor& x, Attrs& a) { return pair(ops::cummin(x, a.get<int>("dim"))); };
+    OpDecl cm = selection_decl(is_max ? "cummax" : "cummin", is_max ? "torch.cummax" : "torch.cummin", fw, false,
+                               [](Device d) { return dim_samples(d, [](int dm, bool) { return Attrs{{"dim", dm}}; }); });
+    // The indices' runs are contiguous: a reverse segmented sum, not PyTorch's scatter_add (whose
+    // atomics all hit one element on a rising row).
+    cm.derivatives = {{.input = "self", .saves = {"indices"}, .text = "cummaxmin_backward(grad, self, indices, dim) (a reverse segmented scan)",
+                       .formula = [](const Tensor& g, const Ctx& c) { return ops::cummaxmin_backward(g, c.saved("indices"), dim_of(c)); }}};
+    cm.twice_differentiable = false;  // a kernel of its own
+    r.add(std::move(cm));
+  }
   r.add(selection_decl("sort", "torch.sort", [](const Tensor& x, Attrs& a) {
     return pair(ops::sort(x, a.get<int>("dim"), a.get<bool>("descending")));
   }, false, [](Device d) { return dim_samples(d, [](int dm, bool k) { return Attrs{{"dim", dm}, {"descending", k}}; }); }));
