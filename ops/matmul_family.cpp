@@ -3,12 +3,13 @@
 // then hands the operands to ops::matmul as they are, strides and all (a transposed operand is a
 // stride, a batch is one launch). The add* forms add the scaled input in the kernel's epilogue
 // (ops::matmul_add; beta = 0: the input is not read, so its NaNs do not propagate, as PyTorch);
-// addr, an outer product, scales and adds with elementwise kernels. mv, addmv, dot and vdot are
+// addr, an outer product, is one broadcast addcmul. mv, addmv, dot and vdot are
 // reductions (detail::matrix_vector, ops/reduce.cpp), addmv's beta * self in their epilogue.
 #include "ops/matmul_family.h"
 
 #include "ops/matmul_add.h"
 #include "ops/reduce_kernels.h"
+#include "ops/unary_math.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -49,14 +50,6 @@ void check_broadcasts_to(const char* op, const Tensor& self, const Shape& target
   if (!ok)
     fail("{}: the input of shape {} cannot be broadcast to the product's shape {}", op, shape_str(s),
          shape_str(target));
-}
-
-// beta * self + alpha * product (a new tensor of the product's shape), for addr.
-Tensor add_scaled(const Tensor& self, const Tensor& product, double beta, double alpha) {
-  Tensor p = alpha == 1 ? product : mul(product, Scalar(alpha));
-  if (beta == 0) return p;  // self is not read: NaN * 0 must not reach the result
-  Tensor s = beta == 1 ? self : mul(self, Scalar(beta));
-  return add(s, p);
 }
 
 // A dot product or a matrix-vector product is a memory-bound reduction, not a tile product: the
@@ -162,9 +155,12 @@ Tensor addr(const Tensor& self, const Tensor& vec1, const Tensor& vec2, double b
   check_rank("addr", vec2, "vec2", 1);
   check_broadcasts_to("addr", self, {vec1.size(0), vec2.size(0)});
   // The outer product is a broadcast multiply (no reduction: the matmul kernel would only add a
-  // K of 1).
-  Tensor outer = mul(runtime::unsqueeze_of(vec1, 1), runtime::unsqueeze_of(vec2, 0));
-  return add_scaled(self, outer, beta, alpha);
+  // K of 1), fused with the epilogue in one elementwise pass: addcmul's self + alpha * u * v
+  // (PyTorch's addr kernel: beta * self + alpha * vec1 * vec2). beta = 0: self is not read, so
+  // its NaNs do not propagate; beta != 1 scales self first (self's own size, often a broadcast row).
+  Tensor u = runtime::unsqueeze_of(vec1, 1), v = runtime::unsqueeze_of(vec2, 0);
+  if (beta == 0) return mul(alpha == 1 ? u : mul(u, Scalar(alpha)), v);
+  return addcmul(beta == 1 ? self : mul(self, Scalar(beta)), u, v, Scalar(alpha));
 }
 
 Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, double beta, double alpha) {
