@@ -87,6 +87,9 @@ BOOST_AUTO_TEST_CASE(row_scan_every_kind) {
           addr<int64_t>(4), O, R, int64_t(1), R, 0, d(DType::i64), d(DType::i64), false, 8, 256);
   compile(k, "cummax of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), addr<int64_t>(3), addr<bool>(4), O, R,
           int64_t(1), R, 2, d(DType::i32), d(DType::i1), false, 8, 256);
+  compile(k, "cummax's backward: bf16 gradient, i64 indices", addr<int64_t>(0), addr<tritium::bf16_t>(1),
+          addr<tritium::bf16_t>(2), addr<int64_t>(3), addr<float>(4), O, R, int64_t(1), R, 7, d(DType::f32),
+          d(DType::bf16), false, 2, 1024);
   compile(k, "cumprod of f16 from offsets", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2),
           addr<int64_t>(3), addr<float>(4), O, R, int64_t(5), int64_t(1024), 1, d(DType::f32), d(DType::f16), true, 1, 1024);
 }
