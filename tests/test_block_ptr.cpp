@@ -3,6 +3,7 @@
 // bounds checks along some dims only, negative offsets, zero and NaN padding, and matmuls whose
 // tiles move through a run-time loop. References are computed on the host (exact for data
 // movement, float64 for the matmul).
+#include "stacked_descriptor_matmul.h"
 #include "test_support.h"
 
 #include <cmath>
@@ -98,28 +99,7 @@ tritium::Kernel& matmul_kernel() {
   return k;
 }
 
-// C[t] (f32, M x N) = A[t] @ B[t] for nb matrices stacked along the rows, through tensor
-// descriptors whose shapes and row stride the kernel computes from its parameters, as tutorial
-// 06's Z * H * N_CTX rows: A is one [nb * M, K] tensor of row stride K + pad, B one [nb * K, N].
-// On Hopper both tiles are copied by TMA (the launcher evaluates the expressions: test_layout_tma's
-// expression_shaped_descriptors_by_tma); a tile reaching past K, past N or past the last matrix
-// reads zeros, a B tile reaching into the next matrix's rows meets A's zero columns.
-tritium::Kernel& stacked_matmul_kernel() {
-  static tritium::Kernel k = tritium::kernel(
-      "td_stacked_matmul", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<float> c, tl::i32 nb, tl::i32 M, tl::i32 N,
-                              tl::i32 K, tl::i32 pad, int BM, int BN, int BK) {
-        auto pm = tl::program_id(0), pn = tl::program_id(1), t = tl::program_id(2);
-        auto a_d = tl::make_tensor_descriptor(a, {nb * M, K}, {K + pad, 1}, {BM, BK});
-        auto b_d = tl::make_tensor_descriptor(b, {nb * K, N}, {N, 1}, {BK, BN});
-        auto acc = tl::zeros({BM, BN}, tl::float32);
-        for (auto kk : tl::range(0, K, BK))
-          acc = tl::dot(a_d.load({t * M + pm * BM, kk}), b_d.load({t * K + kk, pn * BN}), acc);
-        auto rows = pm * BM + tl::arange(0, BM), cols = pn * BN + tl::arange(0, BN);
-        auto mask = (rows(tl::_, tl::None) < M) && (cols(tl::None, tl::_) < N);
-        tl::store(c + t * M * N + rows(tl::_, tl::None) * N + cols(tl::None, tl::_), acc, mask);
-      });
-  return k;
-}
+using tritium::test::stacked_descriptor_matmul;  // tests/stacked_descriptor_matmul.h
 
 // out = 2 * x through tensor descriptors (M x N, row-major) in BM x BN tiles, and each tile's sum
 // (out-of-bounds elements read as zero) into sums[program].
@@ -305,7 +285,7 @@ BOOST_AUTO_TEST_CASE(descriptors_with_computed_shapes) {
         auto dc = be.alloc_poisoned<float>(ref.size());
         tritium::Options o = be.options();
         o.num_warps = 4;
-        stacked_matmul_kernel()[{tritium::cdiv(M, BM), tritium::cdiv(N, BN), nb}](da.ptr(), db.ptr(), dc.ptr(), nb, M, N, K,
+        stacked_descriptor_matmul()[{tritium::cdiv(M, BM), tritium::cdiv(N, BN), nb}](da.ptr(), db.ptr(), dc.ptr(), nb, M, N, K,
                                                                                    pad, BM, BN, BK, o);
         tt::check_close<float>(dc.download(), ref, 1e-3, what);
       }

@@ -17,6 +17,7 @@
 #include "ops/ops.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/device.h"
+#include "jit/cuda/cubin_stats.h"
 #include "jit/cuda/nvjitlink.h"
 #include "jit/cuda/ptx_codegen.h"
 #include "test_support.h"
@@ -715,22 +716,7 @@ int cubin_registers(const std::vector<char>& cubin) {
   return regs;
 }
 
-// The SASS instructions of the kernel of `cubin`: its .text sections' bytes over 16 (the size of
-// one instruction from Volta on).
-int64_t cubin_instructions(const std::vector<char>& cubin) {
-  auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, cubin.data() + at, 2); return v; };
-  auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, cubin.data() + at, 4); return v; };
-  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, cubin.data() + at, 8); return v; };
-  if (cubin.size() < 64 || std::memcmp(cubin.data(), "\x7f" "ELF", 4) != 0) return -1;
-  const uint64_t shoff = u64(0x28);
-  const uint16_t shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
-  auto header = [&](int i) { return shoff + static_cast<uint64_t>(i) * shentsize; };
-  const uint64_t names = u64(header(shstrndx) + 24);
-  int64_t bytes = 0;
-  for (int i = 0; i < shnum; ++i)
-    if (std::strncmp(cubin.data() + names + u32(header(i)), ".text.", 6) == 0) bytes += static_cast<int64_t>(u64(header(i) + 32));
-  return bytes / 16;
-}
+using tritium::jit::cuda::cubin_instructions;  // jit/cuda/cubin_stats.h
 
 // What the CUDA backend builds for a kernel on an H100/H200 (CudaBackend::generate without a
 // device): the PTX generator's code through nvJitLink when it takes the kernel, else NVRTC's,

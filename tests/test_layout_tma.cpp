@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cuda_codegen_check.h"
+#include "stacked_descriptor_matmul.h"
 #include "ops/matmul_block_pointers.h"
 #include "ops/ops.h"
 
@@ -94,21 +95,6 @@ auto block_pointer_matmul = tritium::kernel(
       tl::store(tl::make_block_ptr(c, {M, N}, {N, 1}, {pm * BM, pn * BN}, {BM, BN}, {1, 0}), acc.to(tl::float16), {0, 1});
     });
 
-// Matrices stacked along the rows, described in the kernel with computed shapes and row stride (as
-// tutorial 06's Z * H * N_CTX rows; test_block_ptr's descriptors_with_computed_shapes runs it).
-auto stacked_matmul = tritium::kernel(
-    "mm_layout_tma_stacked", [](tl::ptr<f16_t> a, tl::ptr<f16_t> b, tl::ptr<float> c, tl::i32 nb, tl::i32 M, tl::i32 N,
-                                tl::i32 K, tl::i32 pad, int BM, int BN, int BK) {
-      auto pm = tl::program_id(0), pn = tl::program_id(1), t = tl::program_id(2);
-      auto a_d = tl::make_tensor_descriptor(a, {nb * M, K}, {K + pad, 1}, {BM, BK});
-      auto b_d = tl::make_tensor_descriptor(b, {nb * K, N}, {N, 1}, {BK, BN});
-      auto acc = tl::zeros({BM, BN}, tl::float32);
-      for (auto kk : tl::range(0, K, BK))
-        acc = tl::dot(a_d.load({t * M + pm * BM, kk}), b_d.load({t * K + kk, pn * BN}), acc);
-      auto rows = pm * BM + tl::arange(0, BM), cols = pn * BN + tl::arange(0, BN);
-      tl::store(c + t * M * N + rows(tl::_, tl::None) * N + cols(tl::None, tl::_), acc,
-                (rows(tl::_, tl::None) < M) && (cols(tl::None, tl::_) < N));
-    });
 
 }  // namespace
 
@@ -215,7 +201,7 @@ BOOST_AUTO_TEST_CASE(expression_shaped_descriptors_by_tma) {
   if (!tt::nvrtc_or_skip()) return;
   auto a = addr<f16_t>(0), b = addr<f16_t>(1);
   auto c = addr<float>(2);
-  auto ks = through_layouts(stacked_matmul, 4, 90, "sm_90a", a, b, c, 3, 4096, 256, 512, 16, 128, 64, 64);
+  auto ks = through_layouts(tt::stacked_descriptor_matmul(), 4, 90, "sm_90a", a, b, c, 3, 4096, 256, 512, 16, 128, 64, 64);
   BOOST_TEST(has_maps(ks, {"p0 mul.i32(i3,i4) i6 add.i32(i6,i7) c1 2 6 64 128", "p1 mul.i32(i3,i6) i5 i5 c1 2 6 64 64"}));
   for (const std::string& m : ks.tma_maps) BOOST_TEST(cuda::parse_tensor_map_recipe(m, 11).has_value(), m);
   const std::string body = kernel_body(ks);
@@ -226,7 +212,7 @@ BOOST_AUTO_TEST_CASE(expression_shaped_descriptors_by_tma) {
   BOOST_TEST_REQUIRE(!loop.empty());
   BOOST_TEST(count(loop, "tt_tma_load_2d(") > 0u);
   BOOST_TEST(count(body, "for (int32_t iv") == 1u);
-  auto unaligned = through_layouts(stacked_matmul, 4, 90, "sm_90a", a, b, c, 3, 4096, 256, 512, 4, 128, 64, 64);
+  auto unaligned = through_layouts(tt::stacked_descriptor_matmul(), 4, 90, "sm_90a", a, b, c, 3, 4096, 256, 512, 4, 128, 64, 64);
   BOOST_TEST(unaligned.tma_maps.empty());
   BOOST_TEST(kernel_body(unaligned).find("tt_tma_load_2d(") == std::string::npos);
 }

@@ -15,6 +15,7 @@
 #include <tritium/tritium.h>
 
 #include "jit/cuda/codegen.h"
+#include "jit/cuda/cubin_stats.h"
 #include "jit/cuda/nvjitlink.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/cuda/ptx_codegen.h"
@@ -31,21 +32,6 @@ using tritium::DType;
 namespace {
 
 template <class T> T* fake(uint64_t i) { return reinterpret_cast<T*>(uint64_t{0x7f0000000000} + i * 0x100000); }
-
-int64_t text_instructions(const std::vector<char>& cubin) {
-  auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, cubin.data() + at, 2); return v; };
-  auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, cubin.data() + at, 4); return v; };
-  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, cubin.data() + at, 8); return v; };
-  if (cubin.size() < 64) return -1;
-  const uint64_t shoff = u64(0x28);
-  const uint16_t shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
-  auto header = [&](int i) { return shoff + static_cast<uint64_t>(i) * shentsize; };
-  const uint64_t names = u64(header(shstrndx) + 24);
-  int64_t bytes = 0;
-  for (int i = 0; i < shnum; ++i)
-    if (std::strncmp(cubin.data() + names + u32(header(i)), ".text.", 6) == 0) bytes += static_cast<int64_t>(u64(header(i) + 32));
-  return bytes / 16;
-}
 
 }  // namespace
 
@@ -102,7 +88,7 @@ int main(int argc, char** argv) {
     source = ks.source, cubin = cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a", options);
   }
   std::printf("op %d %s: %s, %lld SASS instructions a thread (32 elements)\n", op, dt.c_str(), gen.c_str(),
-              static_cast<long long>(text_instructions(cubin)));
+              static_cast<long long>(cuda::cubin_instructions(cubin)));
   if (!dump.empty()) {
     std::ofstream(dump + "/ew_" + std::to_string(op) + "_" + dt + ".cubin", std::ios::binary).write(cubin.data(), cubin.size());
     std::ofstream(dump + "/ew_" + std::to_string(op) + "_" + dt + (gen == "ptx" ? ".ptx" : ".cu")) << source;
