@@ -687,36 +687,9 @@ BOOST_AUTO_TEST_CASE(every_op_of_the_ptx_subset_assembles) {
 
 namespace {
 
-// The registers ptxas gave the kernel of `cubin`: the EIATTR_REGCOUNT attribute (0x2f, a symbol
-// index and the count) of its .nv.info sections; -1 when there is none.
-int cubin_registers(const std::vector<char>& cubin) {
-  auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, cubin.data() + at, 2); return v; };
-  auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, cubin.data() + at, 4); return v; };
-  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, cubin.data() + at, 8); return v; };
-  if (cubin.size() < 64 || std::memcmp(cubin.data(), "\x7f" "ELF", 4) != 0) return -1;
-  const uint64_t shoff = u64(0x28);
-  const uint16_t shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
-  auto header = [&](int i) { return shoff + static_cast<uint64_t>(i) * shentsize; };
-  const uint64_t names = u64(header(shstrndx) + 24);
-  int regs = -1;
-  for (int i = 0; i < shnum; ++i) {
-    const char* name = cubin.data() + names + u32(header(i));
-    if (std::strncmp(name, ".nv.info", 8) != 0) continue;
-    const uint64_t begin = u64(header(i) + 24), end = begin + u64(header(i) + 32);
-    for (uint64_t at = begin; at + 4 <= end;) {
-      const uint8_t format = static_cast<uint8_t>(cubin[at]), attribute = static_cast<uint8_t>(cubin[at + 1]);
-      if (format == 4) {  // a sized value
-        if (attribute == 0x2f) regs = std::max(regs, static_cast<int>(u32(at + 8)));
-        at += 4 + u16(at + 2);
-      } else {
-        at += format == 1 ? 2 : 4;
-      }
-    }
-  }
-  return regs;
-}
 
 using tritium::jit::cuda::cubin_instructions;  // jit/cuda/cubin_stats.h
+using tritium::jit::cuda::cubin_registers;
 
 // What the CUDA backend builds for a kernel on an H100/H200 (CudaBackend::generate without a
 // device): the PTX generator's code through nvJitLink when it takes the kernel, else NVRTC's,

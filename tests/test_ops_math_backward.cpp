@@ -75,8 +75,9 @@ BOOST_AUTO_TEST_CASE(exp_based_f32_functions_across_their_branches) {
       double t = std::tanh(std::log1p(std::exp(x))), s = 1 / (1 + std::exp(-x));
       ref.push_back(static_cast<float>(0.75 * (t + x * s * (1 - t * t))));
     }
-    // On CUDA 3 of these 649 were 16-20 ulp off (an H100, stop 44: div.full and ex2.approx, Triton's
-    // f32 defaults, inside t and s); not diagnosed further - 32 ulp there, 16 on the CPU.
+    // On CUDA (an H100, stop 44) 3 of these 649 were past 16 ulp, the first by 20 (the others not
+    // printed); the cause is not diagnosed (suspects: div.full and ex2.approx, Triton's f32 defaults).
+    // 32 ulp there, unconfirmed on a GPU; 16 on the CPU.
     ew::check_elements(ops::mish_backward(g, in.t), ref, (be.device.is_cuda() ? 4 : 2) * rtol, 1e-30, "mish_backward f32");
   });
 }
@@ -243,8 +244,8 @@ BOOST_AUTO_TEST_CASE(clamp_copysign_quotient_backward_are_the_formulas) {
 // and bf16 on the CPU (the fused kernel rounds after each op where the formula's ops round), for
 // odd sizes. On CUDA the backend contracts a * b + c into one fma inside a kernel
 // (docs/cuda-backend.md), which the formula's separate kernels cannot, so there the two agree to
-// a few ulp of the dtype (measured on an H100: up to 1 - 2 ulp of f32 for tan, asin, acos, atan,
-// asinh, acosh, atanh).
+// a few ulp of the dtype (on an H100 the first reported difference of tan, asin, acos, atan,
+// asinh, acosh and atanh was 1 - 2 ulp of f32; the rest were not printed; 4 ulp unconfirmed on a GPU).
 BOOST_AUTO_TEST_CASE(fused_unary_backward_is_the_recorded_formula) {
   struct Case {
     const char* op;
