@@ -281,6 +281,7 @@ class Codegen {
   // ---- atomics (element_memory.cpp) -------------------------------------------------------------
 
   void emit_atomic(const ir::Op* op);
+  bool emit_vector_red(const ir::Op* op);  // element_memory.cpp: a float atomic_add as vector reds
 
   // ---- reductions (element_reduce.cpp, block_reduce.cpp), scans, block data -----------------------
 
