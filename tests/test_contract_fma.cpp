@@ -1,7 +1,8 @@
 // Floating-point contraction (jit/passes/contract_fma.h): which products the pass fuses, and that
 // a kernel rounds as the IR says on every backend: the CPU backend never contracts, the CUDA
 // backend fuses exactly the IR's products, whichever of its generators (direct PTX or NVRTC)
-// compiles the kernel.
+// compiles the kernel. Also f16 + - *, which the CUDA generator computes natively (add.rn.f16):
+// the same bits as the CPU's f32 op rounded to f16, on every backend.
 #include "test_support.h"
 
 #include <cmath>
@@ -55,9 +56,52 @@ Kernel& fused_kernel(bool in_loop) {
   return in_loop ? looped : straight;
 }
 
+// out = a + b, a - b, a * b and (a + b) * a in f16, in a one-trip loop (NVRTC's generator on CUDA).
+Kernel& f16_ops_kernel() {
+  static Kernel k = kernel("f16_ops", [](tl::ptr<f16_t> x, tl::ptr<f16_t> y, tl::ptr<f16_t> o, tl::i32 n, int B) {
+    auto offs = tl::program_id(0) * B + tl::arange(0, B);
+    auto m = offs < n;
+    for (auto i : tl::range(0, 1)) {
+      auto at = offs + i;
+      auto a = tl::load(x + at, m), b = tl::load(y + at, m);
+      tl::store(o + at, a + b, m);
+      tl::store(o + n + at, a - b, m);
+      tl::store(o + 2 * n + at, a * b, m);
+      tl::store(o + 3 * n + at, (a + b) * a, m);
+    }
+  });
+  return k;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_contract_fma)
+
+// Finite f16 bit patterns of every exponent (subnormals, zeros of both signs, the largest values:
+// sums overflow to inf, products underflow to subnormals and zero); the reference rounds the f32
+// op to f16, as the CPU backend computes.
+BOOST_AUTO_TEST_CASE(f16_ops_round_once_on_every_backend) {
+  const int n = 3000;
+  auto bits = tt::random_vector<int32_t>(2 * n, 21, 0, 0xffff);
+  tt::host_vector<f16_t> x(n), y(n), want(4 * n);
+  auto finite = [](int32_t b) { return f16_t{uint16_t((b & 0x7c00) == 0x7c00 ? b & 0x83ff : b)}; };
+  for (int i = 0; i < n; ++i) x[i] = finite(bits[2 * i]), y[i] = finite(bits[2 * i + 1]);
+  x[0] = f16_t{0x7bff}, y[0] = f16_t{0x7bff};  // 65504 + 65504: inf
+  x[1] = f16_t{0x0001}, y[1] = f16_t{0x3800};  // the smallest subnormal times 0.5: zero (to even)
+  auto f16_of = [](float v) { return tt::from_double<f16_t>(double(v)); };
+  for (int i = 0; i < n; ++i) {
+    const float a = tt::to_float(x[i]), b = tt::to_float(y[i]);
+    const f16_t s = f16_of(a + b);
+    want[i] = s, want[n + i] = f16_of(a - b), want[2 * n + i] = f16_of(a * b);
+    want[3 * n + i] = f16_of(tt::to_float(s) * a);
+  }
+  tt::for_each_backend([&](const tt::Backend& be) {
+    auto dx = be.upload<f16_t>(x), dy = be.upload<f16_t>(y);
+    auto dout = be.alloc_poisoned<f16_t>(4 * n);
+    f16_ops_kernel()[{(n + 127) / 128}](dx.ptr(), dy.ptr(), dout.ptr(), n, 128, be.options());
+    tt::check_equal<f16_t>(dout.download(), want, "f16 + - * and a chain");
+  });
+}
 
 BOOST_AUTO_TEST_CASE(fuses_products_whose_every_use_is_an_add_or_sub_in_the_same_block) {
   Function f("k");

@@ -2,6 +2,7 @@
 // compile-time C++ loops, device_print (stdout captured through the file descriptor) and
 // device_assert.
 #include "test_support.h"
+#include "trip_rows_kernels.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -203,6 +204,36 @@ BOOST_AUTO_TEST_CASE(loop_invariant_values_and_stores_in_loop) {
     tt::check_close<float>(rows.download(), ref_rows, 1e-6, "rows stored in the loop");
     tt::check_close<float>(acc.download(), ref_acc, 1e-6, "accumulator");
     tt::check_close<float>(vo.download(), ref_v, 0.0, "invariant block unchanged after the loop");
+  });
+}
+
+// Trips that load and store rows of one buffer: in place on disjoint rows (no barrier between
+// trips on the GPU, loads issued trips ahead), and a shift whose trips overwrite what the trip
+// before read in other threads' columns (the barrier stays): test_cuda_codegen_loops.
+BOOST_AUTO_TEST_CASE(loop_trips_on_rows) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    for (auto [D, BLOCK] : {std::pair{128, 64}, std::pair{64, 32}}) {
+      const int rows = 23, R = 4;  // the last program's group is short
+      auto x = tt::random_vector<float>(size_t(rows) * D, 310 + D), cs = tt::random_vector<float>(size_t(D), 311 + D);
+      std::vector<double> ref(x.size());
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < D / 2; ++c) {
+          const double x0 = x[size_t(r * D + c)], x1 = x[size_t(r * D + c + D / 2)], co = cs[size_t(c)], si = cs[size_t(D / 2 + c)];
+          ref[size_t(r * D + c)] = x0 * co - x1 * si;
+          ref[size_t(r * D + c + D / 2)] = x1 * co + x0 * si;
+        }
+      auto dx = be.upload<float>(x), dcs = be.upload<float>(cs);
+      tt::rotate_rows_kernel()[{tritium::cdiv(rows, R)}](dx.ptr(), dcs.ptr(), R, rows, D, BLOCK, be.options());
+      tt::check_close<float>(dx.download(), ref, 1e-6, "rotated rows, D " + std::to_string(D));
+    }
+    const int rows = 9, D = 256;
+    auto x = tt::random_vector<float>(size_t(rows) * D, 312);
+    std::vector<double> ref(x.begin(), x.end());
+    for (int k = 0; k + 1 < rows; ++k)
+      for (int c = 0; c < D; ++c) ref[size_t(k * D + c)] = ref[size_t((k + 1) * D + D - 1 - c)];
+    auto dx = be.upload<float>(x);
+    tt::shift_rows_kernel()[{1}](dx.ptr(), rows, D, be.options());
+    tt::check_close<float>(dx.download(), ref, 0.0, "shifted rows");
   });
 }
 

@@ -174,6 +174,32 @@ BOOST_AUTO_TEST_CASE(padded_copy_only_where_it_fits) {
   }
 }
 
+// A bf16 row (FlagGems' cumsum root scan: 4096 columns, 8 warps): the staging copy's loads are
+// 16 bytes wide (8 bf16 a thread; they were one 2-byte load an element), and the last step's fold
+// happens in the copy out (the exclusive prefixes in a shared array, no in-place pass).
+BOOST_AUTO_TEST_CASE(staged_rows_load_16_bytes_and_fold_on_the_way_out) {
+  if (!cuda::nvrtc_available()) {
+    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+    return;
+  }
+  tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", nullptr);
+  auto k = tritium::kernel("scan_bf16_row", [](tl::ptr<tritium::bf16_t> x, tl::ptr<tritium::bf16_t> out, tl::i32 n, int N) {
+    auto offs = tl::arange(0, N);
+    auto y = tl::cumsum(tl::load(x + tl::program_id(0) * n + offs, offs < n, 0).to(tl::float32), 0);
+    tl::store(out + tl::program_id(0) * n + offs, y, offs < n);
+  });
+  auto f = k.optimized_function(addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), 4096, 4096);
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = 8;
+  cuda::KernelSource ks = cuda::generate_cuda(*f, tritium::jit::analyze_axis_info(*f), opts, 219 * 1024, 90);
+  const std::string body = ks.source.substr(ks.source.find("__global__"));
+  const size_t scan = body.find("// scan: 1 rows of 4096, 256 threads a row, 16 elements a thread");
+  BOOST_TEST_REQUIRE(scan != std::string::npos);
+  BOOST_TEST(body.substr(0, scan).find("tt_ld_pred<16>(") != std::string::npos, body);  // the staging loads
+  BOOST_TEST(body.find("[tid] = ex") != std::string::npos, body);                         // prefixes kept
+  BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a").empty());
+}
+
 // The split's arithmetic on its own: no thread left without a row when rows are few, a thread a
 // row when they are many, never more threads than elements.
 BOOST_AUTO_TEST_CASE(split_rules) {

@@ -281,6 +281,7 @@ class Codegen {
   // ---- atomics (element_memory.cpp) -------------------------------------------------------------
 
   void emit_atomic(const ir::Op* op);
+  bool emit_vector_red(const ir::Op* op);  // element_memory.cpp: a float atomic_add as vector reds
 
   // ---- reductions (element_reduce.cpp, block_reduce.cpp), scans, block data -----------------------
 
@@ -333,19 +334,32 @@ class Codegen {
   struct BodyMemory {
     std::vector<const ir::Value*> written, read;
     bool unknown_written = false, unknown_read = false;
+    // Written parameters whose every access in a trip lies in a window that the next trip's
+    // window does not overlap (trips_touch_disjoint_memory): no trip reads another's writes.
+    std::vector<const ir::Value*> disjoint_trips;
+    bool disjoint(const ir::Value* root) const {
+      return std::find(disjoint_trips.begin(), disjoint_trips.end(), root) != disjoint_trips.end();
+    }
+    // Whether a trip may write what another trip reads (what a load issued a trip ahead reads).
     bool may_write(const ir::Value* root) const {
-      return unknown_written || !root || std::find(written.begin(), written.end(), root) != written.end();
+      return unknown_written || !root ||
+             (std::find(written.begin(), written.end(), root) != written.end() && !disjoint(root));
     }
     // Whether a trip may load what an earlier trip stored: the trips then need a barrier between them.
     bool trips_reread_writes() const {
       if (written.empty() && !unknown_written) return false;
       if (unknown_written || unknown_read) return true;
       for (const ir::Value* w : written)
-        if (std::find(read.begin(), read.end(), w) != read.end()) return true;
+        if (std::find(read.begin(), read.end(), w) != read.end() && !disjoint(w)) return true;
       return false;
     }
   };
-  static BodyMemory body_memory(const ir::Block* body);
+  // The memory of `loop`'s body, with the written parameters whose trips are disjoint.
+  static BodyMemory body_memory(const ir::Op* loop);
+  // Whether every load, store and atomic through `root` in `loop`'s body addresses
+  // root + iv * c + (the same loop-invariant scalars) + a constant range narrower than |c * step|
+  // (element_barriers.cpp).
+  static bool trips_touch_disjoint_memory(const ir::Op* loop, const ir::Value* root);
 
   // The loads of a loop body worth issuing one iteration ahead: in registers, at the body's top
   // level, addresses from the induction variable only, and no store or atomic in the loop that

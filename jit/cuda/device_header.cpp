@@ -22,6 +22,21 @@ TT_INLINE float tt_to_f32(float x) { return x; }
 TT_INLINE float tt_to_f32(tt_f16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits)); return f; }
 TT_INLINE float tt_to_f32(tt_bf16 h) { return __uint_as_float(((uint32_t)h.bits) << 16); }
 TT_INLINE tt_f16 tt_f16_from(float f) { uint16_t b; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(f)); return tt_f16{b}; }
+// f16 + - * in one instruction (HADD2 / HMUL2), as Triton computes f16: the same bits as the f32
+// op rounded back (f32's 24 bits >= 2 x 11 + 2 make that double rounding innocuous), without the
+// two conversions in and one out.
+// (An operand that is not a tt_f16 expression, a float literal, goes through f32 as before.)
+#define TT_HOP(NAME, OP, C)                                                                   \
+  TT_INLINE tt_f16 NAME(tt_f16 a, tt_f16 b) {                                                 \
+    uint16_t r;                                                                               \
+    asm(OP ".rn.f16 %0, %1, %2;" : "=h"(r) : "h"(a.bits), "h"(b.bits));                       \
+    return tt_f16{r};                                                                         \
+  }                                                                                           \
+  template <class A, class B> TT_INLINE tt_f16 NAME(A a, B b) { return tt_f16_from(tt_to_f32(a) C tt_to_f32(b)); }
+TT_HOP(tt_hadd, "add", +)
+TT_HOP(tt_hsub, "sub", -)
+TT_HOP(tt_hmul, "mul", *)
+#undef TT_HOP
 TT_INLINE tt_bf16 tt_bf16_from(float f) {  // round to nearest even; NaN stays a quiet NaN (0x7fc0, as on the CPU)
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   // One cvt (a matmul's bf16 epilogue converts 128 values a thread; the integer rounding took 5
@@ -283,6 +298,65 @@ TT_INLINE tt_bf16 tt_atomic_add_16(tt_bf16* p, tt_bf16 v) {
   return tt_atomic_rmw<TT_ADD, tt_bf16>(p, v);
 #endif
 }
+// N contiguous float adds whose old values nobody reads (a gradient scatter), p aligned to N
+// lanes: one red of up to 16 bytes on sm_90 (.v2/.v4/.v8 f16/bf16, .v2/.v4 f32; Triton's
+// vectorised atomic_add), f16 pairs as f16x2 before, else lane by lane. Each lane is still its
+// own atomic add, rounded once.
+template <int N> struct tt_int_c {};
+template <class A, class B> struct tt_same { static constexpr bool value = false; };
+template <class A> struct tt_same<A, A> { static constexpr bool value = true; };
+#define TT_RED16(T, S)                                                                                        \
+  TT_INLINE void tt_red_add_n(T* p, const T* v, tt_int_c<2>) {                                                \
+    asm volatile("red.global.add.noftz.v2." S " [%0], {%1, %2};" ::"l"(p), "h"(v[0].bits), "h"(v[1].bits)    \
+                 : "memory");                                                                                 \
+  }                                                                                                           \
+  TT_INLINE void tt_red_add_n(T* p, const T* v, tt_int_c<4>) {                                                \
+    asm volatile("red.global.add.noftz.v4." S " [%0], {%1, %2, %3, %4};" ::"l"(p), "h"(v[0].bits),           \
+                 "h"(v[1].bits), "h"(v[2].bits), "h"(v[3].bits) : "memory");                                  \
+  }                                                                                                           \
+  TT_INLINE void tt_red_add_n(T* p, const T* v, tt_int_c<8>) {                                                \
+    asm volatile("red.global.add.noftz.v8." S " [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" ::"l"(p),            \
+                 "h"(v[0].bits), "h"(v[1].bits), "h"(v[2].bits), "h"(v[3].bits), "h"(v[4].bits), "h"(v[5].bits), \
+                 "h"(v[6].bits), "h"(v[7].bits) : "memory");                                                  \
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+TT_RED16(tt_f16, "f16")
+TT_RED16(tt_bf16, "bf16")
+TT_INLINE void tt_red_add_n(float* p, const float* v, tt_int_c<2>) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(v[0]), "f"(v[1]) : "memory");
+}
+TT_INLINE void tt_red_add_n(float* p, const float* v, tt_int_c<4>) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+               : "memory");
+}
+template <int N, class T> TT_INLINE void tt_red_add_v(T* p, const T* v) {
+  if constexpr (N * sizeof(T) > 16) {
+    tt_red_add_v<N / 2>(p, v);
+    tt_red_add_v<N / 2>(p + N / 2, v + N / 2);
+  } else {
+    tt_red_add_n(p, v, tt_int_c<N>{});
+  }
+}
+#else
+template <int N, class T> TT_INLINE void tt_red_add_v(T* p, const T* v) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if constexpr (sizeof(T) == 2) {
+      if constexpr (tt_same<T, tt_f16>::value) {
+        if (i % 2 == 0) {
+          const uint32_t pair = uint32_t(v[i].bits) | (uint32_t(v[i + 1].bits) << 16);
+          asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(p + i), "r"(pair) : "memory");
+        }
+      } else {
+        (void)tt_atomic_add_16(p + i, v[i]);
+      }
+    } else {
+      atomicAdd(p + i, v[i]);
+    }
+  }
+}
+#endif
+#undef TT_RED16
 )TTHDR"
          R"TTHDR(
 // Triton's atomics are acq_rel at GPU scope: a relaxed atomic between two of these fences

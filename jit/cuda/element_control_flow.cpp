@@ -19,7 +19,8 @@ bool Codegen::iteration_invariant_but_iv(const ir::Value* v, const ir::Block* bo
   return true;
 }
 
-Codegen::BodyMemory Codegen::body_memory(const ir::Block* body) {
+Codegen::BodyMemory Codegen::body_memory(const ir::Op* loop) {
+  const ir::Block* body = loop->regions[0];
   BodyMemory m;
   auto note = [&](ir::Op* op) {
     bool writes = op->kind == OpKind::Store || is_atomic(op->kind);
@@ -29,6 +30,9 @@ Codegen::BodyMemory Codegen::body_memory(const ir::Block* body) {
     else (writes ? m.unknown_written : m.unknown_read) = true;
   };
   ir::Function::walk_block(const_cast<ir::Block*>(body), note);
+  if (!m.unknown_written && !m.unknown_read)
+    for (const ir::Value* w : m.written)
+      if (!m.disjoint(w) && trips_touch_disjoint_memory(loop, w)) m.disjoint_trips.push_back(w);
   return m;
 }
 
@@ -99,7 +103,7 @@ void Codegen::emit_for(const ir::Op* op) {
   }
   // Software pipelining: the loads of iteration i + 1 are issued at the top of iteration i, into
   // registers the body does not read until the next iteration.
-  const BodyMemory memory = body_memory(body);
+  const BodyMemory memory = body_memory(op);
   std::vector<const ir::Op*> ahead = pipelined_loads(body, memory);
   // Small loads go num_stages - 1 trips ahead (softmax over 1024 columns: 4 registers a row)
   // within kMaxDeepPrefetchWords registers; the others one trip (more copies cost occupancy: softmax over 4096

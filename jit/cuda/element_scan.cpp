@@ -2,8 +2,10 @@
 // scan of scan.h. Each result is a buffer (shared memory while the budget lasts, else the program's
 // global scratch). Where shared memory allows, the operands are first copied (coalesced) into a
 // padded shared copy, one spare slot after every 32 elements, so that the threads of a warp
-// walking their chunks (stride = chunk) hit distinct banks; the scan runs in place there and the
-// results are copied out. Else it runs in place in the result buffers.
+// walking their chunks (stride = chunk) hit distinct banks; the operands' loads there are vector
+// loads (V consecutive elements a thread); the scan runs in place there, and the copy out to the
+// result buffers folds in each chunk's prefix (scan.h's last step: one pass over the row fewer).
+// Else it runs in place in the result buffers.
 #include "jit/cuda/codegen_impl.h"
 #include "jit/cuda/scan.h"
 
@@ -45,11 +47,19 @@ void Codegen::emit_scan(const ir::Op* op) {
   if (staged) {
     for (size_t i = 0; i < op->operands.size(); ++i)
       stage.push_back(alloc_shared(shape.types[i], padded_elems, std::max(4, dtype_bytes(op->operands[i]->type.dtype))));
-    std::string e = fresh("e");
-    open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", e, elems, nt_));
-    Index idx = index_of(s, e);
-    for (size_t i = 0; i < stage.size(); ++i) line(fmt::format("{}[{}] = {};", stage[i], padded(e), eval(op->operands[i], idx)));
-    close();
+    // V consecutive elements a thread, so that the operands' loads are 16 bytes wide (the padded
+    // slots of a warp's writes still fall in distinct banks).
+    const std::vector<const ir::Value*> roots(op->operands.begin(), op->operands.end());
+    const int V = choose_width(s, roots, nullptr);
+    thread_loop(
+        s, V, [&](const Index& base) { emit_vector_loads(roots, base, V); },
+        [&](const Index& idx) {
+          const std::string e = tmp("int", flatten(idx, s));
+          for (size_t i = 0; i < stage.size(); ++i)
+            line(fmt::format("{}[{}] = {};", stage[i], padded(e), eval(op->operands[i], idx)));
+        },
+        nullptr);
+    vec_loads_.clear();
     sync();
   }
   ScanHooks h;
@@ -68,12 +78,28 @@ void Codegen::emit_scan(const ir::Op* op) {
   };
   h.shared_array = [&](const std::string& t, int64_t count) { return alloc_shared(t, count, 8); };
   h.barrier = [&] { line("__syncthreads();"); };
-  emit_parallel_scan(shape, h);
+  h.defer_fold = staged;  // folded while copying out
+  const ScanFold fold = emit_parallel_scan(shape, h);
   sync();
   if (staged) {
     std::string e = fresh("e");
     open(fmt::format("for (int {0} = tid; {0} < {1}; {0} += {2})", e, elems, nt_));
-    for (size_t i = 0; i < stage.size(); ++i) line(fmt::format("{}[{}] = {}[{}];", outs[i], e, stage[i], padded(e)));
+    std::vector<std::string> x;
+    for (size_t i = 0; i < stage.size(); ++i) x.push_back(tmp(shape.types[i], fmt::format("{}[{}]", stage[i], padded(e))));
+    if (!fold.prefix.empty()) {
+      // The chunk holding the element, and the thread that scanned it (step 4 of scan.h).
+      Index idx = index_of(s, e);
+      const std::string pos = idx[static_cast<size_t>(axis)];
+      idx.erase(idx.begin() + axis);
+      const std::string along = shape.reverse ? fmt::format("{} - ({})", shape.len - 1, pos) : pos;
+      const std::string k = tmp("int", fmt::format("({}) / {}", along, fold.chunk));
+      const std::string owner = tmp("int", fmt::format("({}) * {} + {}", flatten(idx, outer), fold.threads_per_row, k));
+      std::vector<std::string> pre;
+      for (size_t i = 0; i < stage.size(); ++i) pre.push_back(tmp(shape.types[i], fmt::format("{}[{}]", fold.prefix[i], owner)));
+      std::vector<std::string> c = combine(region, pre, x);
+      for (size_t i = 0; i < stage.size(); ++i) x[i] = tmp(shape.types[i], fmt::format("{} > 0 ? {} : {}", k, c[i], x[i]));
+    }
+    for (size_t i = 0; i < stage.size(); ++i) line(fmt::format("{}[{}] = {};", outs[i], e, x[i]));
     close();
     sync();
   }

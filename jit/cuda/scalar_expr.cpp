@@ -50,6 +50,9 @@ std::string from_f32(const std::string& x, DType d) {
 }
 
 std::string float_op(OpKind k, std::vector<std::string> x, DType d) {
+  // f16 + - * natively (the device header's tt_hadd: the same bits as through f32).
+  if (d == DType::f16 && (k == OpKind::Add || k == OpKind::Sub || k == OpKind::Mul))
+    return fmt::format("{}({}, {})", k == OpKind::Add ? "tt_hadd" : k == OpKind::Sub ? "tt_hsub" : "tt_hmul", x[0], x[1]);
   bool half = is_narrow_float(d);
   bool dbl = d == DType::f64;
   if (half)

@@ -27,7 +27,7 @@ ScanSplit split_scan(const ScanShape& s) {
   return sp;
 }
 
-void emit_parallel_scan(const ScanShape& s, const ScanHooks& h) {
+ScanFold emit_parallel_scan(const ScanShape& s, const ScanHooks& h) {
   const ScanSplit sp = split_scan(s);
   const int64_t T = sp.threads_per_row, C = sp.chunk, G = sp.rows_per_pass, L = s.len;
   const size_t n = s.types.size();
@@ -40,6 +40,9 @@ void emit_parallel_scan(const ScanShape& s, const ScanHooks& h) {
   // The same number of passes in every thread (the shuffles need their whole warp); a row's
   // threads are all in or all out of a pass.
   const bool one_pass = s.rows <= G;
+  ScanFold fold;
+  fold.threads_per_row = T;
+  fold.chunk = C;
   std::string row;
   if (one_pass) {
     h.open("");
@@ -134,6 +137,15 @@ void emit_parallel_scan(const ScanShape& s, const ScanHooks& h) {
       h.close();
       h.close();
     }
+    if (h.defer_fold && one_pass) {  // 4 is the caller's: the prefixes go to shared memory
+      for (size_t i = 0; i < n; ++i) fold.prefix.push_back(h.shared_array(s.types[i], s.num_threads));
+      h.open(fmt::format("if ({} && {} > 0)", live, t));
+      for (size_t i = 0; i < n; ++i) h.line(fmt::format("{}[tid] = {};", fold.prefix[i], ex[i]));
+      h.close();
+      h.close();
+      h.close();
+      return fold;
+    }
     // 4. Every thread but the row's first folds the chunks before it into its own.
     h.open(fmt::format("if ({} && {} > 0)", live, t));
     std::string k = h.fresh("k");
@@ -148,6 +160,7 @@ void emit_parallel_scan(const ScanShape& s, const ScanHooks& h) {
   }
   h.close();
   h.close();
+  return fold;
 }
 
 }  // namespace tritium::jit::cuda

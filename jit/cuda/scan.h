@@ -44,10 +44,22 @@ struct ScanHooks {
   // writing it; used only when a row spans several warps.
   std::function<std::string(const std::string& type, int64_t count)> shared_array;
   std::function<void()> barrier;
+  // Leave the last step to the caller, who reads every result once anyway (a copy out of the
+  // staging buffer): a pass over the row fewer (one read and one write an element).
+  bool defer_fold = false;
+};
+
+// The last step when the caller takes it (ScanHooks::defer_fold): element `pos` of row `row`
+// belongs to chunk k = pos / chunk (counted from the row's end when reversed) of thread
+// row * threads_per_row + k; for k > 0, its result is combine(prefix[i][that thread], what
+// hooks.result reads). Empty `prefix`: the scan folded in place.
+struct ScanFold {
+  std::vector<std::string> prefix;  // a shared array an operand, indexed by thread
+  int64_t threads_per_row = 1, chunk = 1;
 };
 
 // Emits the scan; every thread of the CTA must run it (it may contain a barrier). Results are
 // written through hooks.write; the caller makes them visible to other threads afterwards.
-void emit_parallel_scan(const ScanShape& s, const ScanHooks& h);
+ScanFold emit_parallel_scan(const ScanShape& s, const ScanHooks& h);
 
 }  // namespace tritium::jit::cuda
