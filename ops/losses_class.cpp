@@ -158,14 +158,8 @@ Kernel& detail::class_loss_backward_kernel() {
   return k;
 }
 
-namespace {
-
-// The mean / sum of class targets' losses for up to kReduceRows rows: one program sums the rows'
-// losses and picked weights, divides (mean) and stores the result in the input's dtype and the
-// total weight, so a reduced loss is two launches (no sum, sum, div, cast). More rows take ops::sum.
-constexpr int64_t kReduceRows = int64_t{1} << 16;
-
-Kernel& class_loss_reduce_kernel() {
+// One program: the sum (MEAN: the mean) of R rows' losses and picked weights (see kReduceRows).
+Kernel& detail::class_loss_reduce_kernel() {
   static Kernel k = tritium::kernel(
       "class_loss_reduce", [](P loss, P aux, P out, P total, tl::i64 R, bool MEAN, int ACC, int ODT, int B) {
         const DType acc = static_cast<DType>(ACC);
@@ -183,6 +177,13 @@ Kernel& class_loss_reduce_kernel() {
       });
   return k;
 }
+
+namespace {
+
+// The mean / sum of class targets' losses for up to kReduceRows rows: one program sums the rows'
+// losses and picked weights, divides (mean) and stores the result in the input's dtype and the
+// total weight, so a reduced loss is two launches (no sum, sum, div, cast). More rows take ops::sum.
+constexpr int64_t kReduceRows = int64_t{1} << 16;
 
 struct Rows {
   Tensor x, t;   // [R, C] contiguous; t [R] labels or [R, C] probabilities
@@ -288,7 +289,7 @@ ClassLossResult run_forward(const char* op, const Rows& r, const Tensor& input, 
   if (!r.prob && reduction != Reduction::none && r.R > 0 && r.R <= kReduceRows) {
     res.total_weight = Tensor::empty({1}, acc, dev);
     res.loss = Tensor::empty({}, input.dtype(), dev);
-    class_loss_reduce_kernel()[{1}](loss, res.aux, res.loss, res.total_weight, r.R, reduction == Reduction::mean,
+    detail::class_loss_reduce_kernel()[{1}](loss, res.aux, res.loss, res.total_weight, r.R, reduction == Reduction::mean,
                                     static_cast<int>(acc), static_cast<int>(input.dtype()), 1024);
     return res;
   }
