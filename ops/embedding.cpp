@@ -2,9 +2,9 @@
 //
 // Both kernels work on [BT tokens, BD features] tiles, a 2-D grid of token blocks by feature
 // blocks. Forward: each token's index is loaded once per tile, checked against [0, num), and its
-// row read through the weight's strides; the lowest position of an index out of range goes into a
-// one-element buffer by atomic_min (as cross_entropy's label check), which the host reads to raise
-// the error. Backward: each tile adds its gradient rows into the rows its indices name with atomic
+// row read through the weight's strides; the lowest position of an index out of range is reported
+// through a runtime::DeviceCheck (as cross_entropy's label check: at the launch on the CPU, at the
+// next host read or sync on CUDA). Backward: each tile adds its gradient rows into the rows its indices name with atomic
 // adds (the index of padding_idx is skipped), in the math type, then one conversion to the
 // weight's dtype.
 #include "ops/embedding.h"
@@ -17,6 +17,7 @@
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
+#include "runtime/device_checks.h"
 
 namespace tritium::ops {
 
@@ -47,8 +48,9 @@ Kernel& embedding_kernel() {
           return;
         }
         tl::store(out + dense, tl::load(w + row * ws0 + col * ws1, mask, 0), (tm(tl::_, tl::None) && (d < D)(tl::None, tl::_)));
-        auto first = tl::min(tl::where(tm && !valid, t, INT64_MAX));
-        tl::atomic_min(bad, first);
+        // The first bad position p as the code T - p (a DeviceCheck's slot: 0 = none, the largest wins).
+        auto code = tl::max(tl::where(tm && !valid, T - t, 0));
+        tl::atomic_max(bad, code, code > 0);
       },
       {"w", "ind", "out", "bad", "T", "D", "num", "ws0", "ws1", "padding_idx", "BACKWARD", "ACC", "BT", "BD"});
   return k;
@@ -89,15 +91,17 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   out_shape.push_back(D);
   Tensor out = Tensor::empty(out_shape, weight.dtype(), weight.device());
   if (T == 0) return out;
-  Tensor bad = full({1}, Scalar(T), DType::i64, weight.device());
+  // Reported at the launch on the CPU, at the next host read or sync on CUDA (runtime/device_checks.h).
+  runtime::DeviceCheck check(weight.device(), 1, [op = std::string(op), flat = ind.reshape({T}), T, num](const int64_t* code) {
+    const int64_t first = T - code[0];
+    return fmt::format("{}: index out of range in self: indices[{}] = {} is not in [0, {}) (num_embeddings = {})", op,
+                       first, element_as_i64(flat, first), num, num);
+  });
   Tiles tl_ = tiles(T, D);
   embedding_kernel()[{cdiv(T, tl_.bt), std::max<int64_t>(1, cdiv(D, tl_.bd))}](
-      weight, ind, out, bad, T, D, num, weight.stride(0), weight.stride(1), int64_t{-1}, false,
+      weight, ind, out, check.slots(), T, D, num, weight.stride(0), weight.stride(1), int64_t{-1}, false,
       static_cast<int>(detail::math_type(weight.dtype())), static_cast<int>(tl_.bt), static_cast<int>(tl_.bd));
-  int64_t first = bad.to_vector<int64_t>()[0];
-  if (first < T)
-    fail("{}: index out of range in self: indices[{}] = {} is not in [0, {}) (num_embeddings = {})", op, first,
-         element_as_i64(ind.reshape({T}), first), num, num);
+  check.launched();
   return out;
 }
 

@@ -7,8 +7,8 @@
 // out the index space and the three stride sets (0 where a side does not move along a dim), so
 // every stride, broadcast and rank takes the same path. Indices along one dim (gather,
 // index_select, x[idx] with one index tensor) are checked by the kernel as it goes (negatives
-// wrapped first for x[idx]): one launch and one element read back, no bounds reductions or offset
-// tensors before it. nonzero has its own three small kernels
+// wrapped first for x[idx]): one launch, a bad index reported through a runtime::DeviceCheck, no
+// bounds reductions or offset tensors before it. nonzero has its own three small kernels
 // (count per block, scan the counts, write the coordinates).
 #include "ops/indexing.h"
 
@@ -24,6 +24,7 @@
 #include "ops/elementwise_kernels.h"
 #include "ops/indexing_kernels.h"
 #include "ops/shape.h"
+#include "runtime/device_checks.h"
 #include "runtime/views.h"
 
 namespace tritium::ops {
@@ -84,10 +85,18 @@ Kernel& detail::index_copy_kernel() {
           return r(tl::_, tl::None) + (unit ? col : col * stride)(tl::None, tl::_);
         };
         tl::tensor da = tile(ra, a_col, a_unit), sb = tile(rb, b_col, b_unit);
+        // An index outside the range is reported through the two slots of `bad` (a DeviceCheck:
+        // zero until a kernel writes): bad[0] = the largest index >= isize (> 0: the host checks
+        // isize >= 1), bad[1] = the smallest below the range (< 0), each as given. A compare and
+        // two predicated atomics: nothing is computed for the good indices.
+        auto report = [&](const tl::tensor& given, const tl::tensor& outside) {
+          auto high = given >= isize;
+          tl::atomic_max(bad + given * 0, given, outside && high);
+          tl::atomic_min(bad + (given * 0 + 1), given, outside && !high);
+        };
         if (SIDE != static_cast<int>(OffsetSide::none)) {
           // `off` holds indices along one dim (times istride); with CHECK, an index outside
-          // [0, isize) (after wrapping negatives, kWrapNegative) is skipped and the largest such
-          // index as given goes to bad[0] for the host's error.
+          // [0, isize) (after wrapping negatives, kWrapNegative) is skipped and reported.
           tl::tensor o;
           if (c_per_row) {
             auto row_mask = row < rows;
@@ -96,7 +105,7 @@ Kernel& detail::index_copy_kernel() {
               auto given = o;
               if (CHECK == kWrapNegative) o = o + (o < 0).to(tl::int64) * isize;
               auto outside = row_mask && ((o < 0) || (o >= isize));
-              tl::atomic_max(bad + o * 0, given, outside);
+              report(given, outside);
               mask = mask && !outside(tl::_, tl::None);
             }
             o = (o * istride)(tl::_, tl::None);
@@ -106,7 +115,7 @@ Kernel& detail::index_copy_kernel() {
               auto given = o;
               if (CHECK == kWrapNegative) o = o + (o < 0).to(tl::int64) * isize;
               auto outside = mask && ((o < 0) || (o >= isize));
-              tl::atomic_max(bad + o * 0, given, outside);
+              report(given, outside);
               mask = mask && !outside;
             }
             o = o * istride;
@@ -213,7 +222,7 @@ struct IndexScale {
   int64_t size = 0, stride = 1;
   bool check = false;
   bool wrap = false;  // negatives count from the end (checked after wrapping)
-  Tensor bad;  // one i64, INT64_MIN until an index is out of range
+  Tensor bad;  // the two slots of a runtime::DeviceCheck (index_copy's `report`)
 };
 
 void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layout& l, Mode mode, OffsetSide side,
@@ -291,22 +300,33 @@ void run(const char* op, const Tensor& dst, const Tensor& src, const Tensor& off
 }
 
 void check_bounds(const char* op, const Tensor& index, int64_t size, int dim, bool allow_negative);
+int64_t read_i64(const Tensor& t);
 
 // `index` holds indices along dim `dim` (size, stride of the indexed side): the index_copy kernel
-// checks them as it goes, and the host reads one element back for the error; the product's kernel
-// has them checked before (it cannot skip a lane's loop cheaply).
+// checks them as it goes and reports a bad one through a runtime::DeviceCheck (no read back per
+// call on CUDA); the product's kernel has them checked before (it cannot skip a lane's loop cheaply).
 void run_indexed(const char* op, const Tensor& dst, const Tensor& src, const Tensor& index, const Layout& l, Mode mode,
                  OffsetSide side, int dim, int64_t size, int64_t stride, bool wrap = false) {
   check_combinable(op, dst, mode);
   if (wrap && mode == Mode::prod) fail("{}: internal: negative indices are not wrapped in the product mode", op);
   IndexScale scale{size, stride, mode != Mode::prod, wrap, Tensor()};
-  if (mode == Mode::prod) check_bounds(op, index, size, dim, false);
-  else scale.bad = full({1}, Scalar(std::numeric_limits<int64_t>::min()), DType::i64, dst.device());
+  if (mode == Mode::prod) {
+    check_bounds(op, index, size, dim, false);
+    launch(dst, src, index, collapse(l), mode, side, scale);
+    return;
+  }
+  // Reported at the launch on the CPU, at the next host read or sync on CUDA (runtime/device_checks.h).
+  // An empty dim makes every index bad, and the kernel's codes need size >= 1: say so now.
+  if (size == 0 && index.numel() > 0)
+    fail("{}: index {} is out of bounds for dimension {} with size 0", op,
+         read_i64(index.as_strided({1}, {1}, index.storage_offset())), dim);
+  runtime::DeviceCheck check(dst.device(), 2, [op = std::string(op), dim, size](const int64_t* code) {
+    return fmt::format("{}: index {} is out of bounds for dimension {} with size {}", op,
+                       code[0] != 0 ? code[0] : code[1], dim, size);
+  });
+  scale.bad = check.slots();
   launch(dst, src, index, collapse(l), mode, side, scale);
-  if (!scale.check || index.numel() == 0) return;
-  int64_t bad = scale.bad.to_vector<int64_t>()[0];
-  if (bad != std::numeric_limits<int64_t>::min())
-    fail("{}: index {} is out of bounds for dimension {} with size {}", op, bad, dim, size);
+  check.launched();
 }
 
 // ---- argument checks -------------------------------------------------------------------------

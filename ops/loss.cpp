@@ -3,17 +3,20 @@
 // Forward: the kernel `ce_rows` computes, for T0 rows per program, loss_i = max + log(sum(exp(x -
 // max))) - x[i, t_i] (the row in one block when C <= 4096, else loops over blocks) into a [N]
 // buffer in the compute type, and validates the labels: the lowest row index with a label outside
-// [0, C) goes into a one-element i64 buffer through tl::atomic_min (the row's logit is not read).
-// The host reads that one element and raises an error naming the first bad label; then the mean
-// over the batch is ops::mean (a kernel). Backward: one kernel writes g / N * (softmax(x) - onehot).
+// [0, C) is reported through a runtime::DeviceCheck (the row's logit is not read), which raises an
+// error naming the first bad label at the launch on the CPU, at the next host read or sync on CUDA;
+// then the mean over the batch is ops::mean (a kernel). Backward: one kernel writes g / N * (softmax(x) - onehot).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include <fmt/format.h>
 
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
+#include "runtime/device_checks.h"
 
 namespace tritium::ops {
 
@@ -74,8 +77,9 @@ Kernel& ce_kernel() {
           auto loss = tl::reshape(M, {T0}) + tl::log(tl::reshape(S, {T0})) - xt;
           tl::store(out + row, loss, rmask);
           auto bad = rmask && !valid;
-          auto first = tl::min(tl::where(bad, row, INT64_MAX));
-          tl::atomic_min(aux, first);  // aux: the first bad row (N when none)
+          // aux: a DeviceCheck's slot; the first bad row r as the code N - r (0 = none, the largest wins).
+          auto code = tl::max(tl::where(bad, N - row, 0));
+          tl::atomic_max(aux, code, code > 0);
           return;
         }
         auto g = tl::load(aux).to(acc_t) * scale.to(acc_t);  // aux: the upstream gradient (one element)
@@ -140,12 +144,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   Prepared p = prepare("cross_entropy", logits, targets);
   if (p.N == 0) return mean(Tensor::empty({0}, logits.dtype(), logits.device()));
   Tensor losses = Tensor::empty({p.N}, p.acc, logits.device());
-  Tensor bad = full({1}, Scalar(p.N), DType::i64, logits.device());
-  launch(p, losses, bad, 0.0, false);
-  int64_t first = element_as_i64(bad, 0);
-  if (first < p.N)
-    fail("cross_entropy: target {} at index {} is out of range for {} classes (expected 0 <= target < {})",
-         element_as_i64(p.t, first), first, p.C, p.C);
+  // Reported at the launch on the CPU, at the next host read or sync on CUDA (runtime/device_checks.h).
+  runtime::DeviceCheck check(logits.device(), 1, [t = p.t, N = p.N, C = p.C](const int64_t* code) {
+    const int64_t first = N - code[0];
+    return fmt::format("cross_entropy: target {} at index {} is out of range for {} classes (expected 0 <= target < {})",
+                       element_as_i64(t, first), first, C, C);
+  });
+  launch(p, losses, check.slots(), 0.0, false);
+  check.launched();
   Tensor loss = mean(losses);
   return to_dtype(loss, logits.dtype());
 }

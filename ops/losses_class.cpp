@@ -6,8 +6,9 @@
 // online log-sum-exp (running max and rescaled sum) and, as needed, sum_c w_c x_c (label
 // smoothing) or sum_c w_c p_c x_c and sum_c w_c p_c (probability targets), so every loss term is
 // known after one read: nll = w_t (lse - x_t), smooth = sum_c w_c (lse - x_c), prob = lse sum w p
-// - sum w p x. Labels outside [0, C) that are not ignore_index go to a one-element buffer through
-// tl::atomic_min (the first bad row), which the host reads to raise the error. The reduction is
+// - sum w p x. Labels outside [0, C) that are not ignore_index are reported through a
+// runtime::DeviceCheck (the first bad row, by tl::atomic_max of R - row), read at the launch on
+// the CPU and at the next host read or sync on CUDA. The reduction is
 // ops::sum over the rows (mean divides by the summed picked weights, on the device). Backward:
 // one pass per row from the saved lse: dx = g (w_t (1 - eps) (softmax - onehot) + eps / C (W
 // softmax - w)) for class targets (W = sum of the weights), g (softmax sum w p - w p) for
@@ -15,6 +16,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
@@ -22,6 +26,7 @@
 #include "ops/elementwise_kernels.h"
 #include "ops/losses.h"
 #include "ops/norm_loss_kernels.h"
+#include "runtime/device_checks.h"
 
 namespace tritium::ops {
 
@@ -53,8 +58,9 @@ Kernel& detail::class_loss_forward_kernel() {
           auto ignored = label == ignore_index;
           auto valid = (label >= 0) && (label < C);
           ok = rm && valid && !ignored;
-          auto first = tl::min(tl::where(rm && !valid && !ignored, row, INT64_MAX));
-          tl::atomic_min(bad, first);  // the first bad row (R when none)
+          // The first bad row r as the code R - r (a DeviceCheck's slot: 0 = none, the largest wins).
+          auto code = tl::max(tl::where(rm && !valid && !ignored, R - row, 0));
+          tl::atomic_max(bad, code, code > 0);  // no atomic from a program with good labels
         }
         if (NLL) {
           auto wt = weights_at(label, ok);
@@ -152,7 +158,32 @@ Kernel& detail::class_loss_backward_kernel() {
   return k;
 }
 
+// One program: the sum (MEAN: the mean) of R rows' losses and picked weights (see kReduceRows).
+Kernel& detail::class_loss_reduce_kernel() {
+  static Kernel k = tritium::kernel(
+      "class_loss_reduce", [](P loss, P aux, P out, P total, tl::i64 R, bool MEAN, int ACC, int ODT, int B) {
+        const DType acc = static_cast<DType>(ACC);
+        auto offs = tl::arange(0, B).to(tl::int64);
+        auto sl = tl::zeros({B}, acc), sw = tl::zeros({B}, acc);
+        for (auto r0 : tl::range(0, R, B)) {
+          auto r = r0 + offs;
+          auto m = r < R;
+          sl = sl + tl::load(loss + r, m, 0).to(acc);
+          sw = sw + tl::load(aux + r, m, 0).to(acc);
+        }
+        auto L = tl::sum(sl, 0), W = tl::sum(sw, 0);
+        tl::store(total, W);
+        tl::store(out, (MEAN ? L / W : L).to(static_cast<DType>(ODT)));
+      });
+  return k;
+}
+
 namespace {
+
+// The mean / sum of class targets' losses for up to kReduceRows rows: one program sums the rows'
+// losses and picked weights, divides (mean) and stores the result in the input's dtype and the
+// total weight, so a reduced loss is two launches (no sum, sum, div, cast). More rows take ops::sum.
+constexpr int64_t kReduceRows = int64_t{1} << 16;
 
 struct Rows {
   Tensor x, t;   // [R, C] contiguous; t [R] labels or [R, C] probabilities
@@ -215,9 +246,10 @@ Rows prepare(const char* op, const Tensor& input, const Tensor& target, const Te
   return r;
 }
 
-std::pair<int64_t, int64_t> tiles(const Rows& r) {
+// nll's forward reads one element a row (t1 unused): more rows a program.
+std::pair<int64_t, int64_t> tiles(const Rows& r, bool nll_forward = false) {
   int64_t t1 = std::clamp<int64_t>(next_power_of_2(r.C), 16, kMaxT1);
-  int64_t t0 = std::clamp<int64_t>(kTile / t1, 1, std::max<int64_t>(next_power_of_2(r.R), 1));
+  int64_t t0 = std::clamp<int64_t>(nll_forward ? 256 : kTile / t1, 1, std::max<int64_t>(next_power_of_2(r.R), 1));
   while (t0 > 1 && cdiv(r.R, t0) < 2) t0 /= 2;  // two programs at least, when rows allow
   return {t0, t1};
 }
@@ -235,20 +267,31 @@ ClassLossResult run_forward(const char* op, const Rows& r, const Tensor& input, 
   res.lse = Tensor::empty({r.R}, acc, dev);
   res.aux = Tensor::empty({r.R}, acc, dev);
   if (r.R > 0 && r.C > 0) {
-    Tensor bad = full({1}, Scalar(r.R), DType::i64, dev);
-    Tensor w = weight.defined() ? contiguous(to_dtype(weight, acc)) : loss;
-    auto [t0, t1] = tiles(r);
-    detail::class_loss_forward_kernel()[{cdiv(r.R, t0)}](r.x, r.t, w, loss, res.lse, res.aux, bad, r.R, r.C, ignore_index, smoothing, nll,
+    // Reported at the launch on the CPU, at the next host read or sync on CUDA (runtime/device_checks.h);
+    // the message reads the label back then (the check keeps the targets alive).
+    std::optional<runtime::DeviceCheck> check;
+    if (!r.prob)
+      check.emplace(dev, 1, [op = std::string(op), t = r.t, R = r.R, C = r.C, ignore_index](const int64_t* code) {
+        const int64_t first = R - code[0];
+        return fmt::format(
+            "{}: target {} at index {} is out of range for {} classes (expected 0 <= target < {}, or ignore_index {})",
+            op, element_as_i64(t, first), first, C, C, ignore_index);
+      });
+    Tensor w = weight.defined() ? contiguous(weight) : loss;  // the kernel converts to acc
+    auto [t0, t1] = tiles(r, nll);
+    detail::class_loss_forward_kernel()[{cdiv(r.R, t0)}](r.x, r.t, w, loss, res.lse, res.aux, check ? check->slots() : loss, r.R, r.C, ignore_index, smoothing, nll,
                                       r.prob, weight.defined(), smoothing > 0, static_cast<int>(acc),
                                       static_cast<int>(t0), static_cast<int>(t1));
-    if (!r.prob) {
-      int64_t first = element_as_i64(bad, 0);
-      if (first < r.R)
-        fail("{}: target {} at index {} is out of range for {} classes (expected 0 <= target < {}, or ignore_index {})",
-             op, element_as_i64(r.t, first), first, r.C, r.C, ignore_index);
-    }
+    if (check) check->launched();
   } else if (r.R > 0) {
     fail("{}: the input has no classes (shape {})", op, shape_str(input.shape()));
+  }
+  if (!r.prob && reduction != Reduction::none && r.R > 0 && r.R <= kReduceRows) {
+    res.total_weight = Tensor::empty({1}, acc, dev);
+    res.loss = Tensor::empty({}, input.dtype(), dev);
+    detail::class_loss_reduce_kernel()[{1}](loss, res.aux, res.loss, res.total_weight, r.R, reduction == Reduction::mean,
+                                    static_cast<int>(acc), static_cast<int>(input.dtype()), 1024);
+    return res;
   }
   res.total_weight = r.prob ? full({1}, Scalar(static_cast<double>(r.R)), acc, dev) : sum(res.aux).reshape({1});
   switch (reduction) {
@@ -276,8 +319,9 @@ Tensor run_backward(const char* op, const Rows& r, const Tensor& grad, const Ten
   }
   Tensor dx_rows = Tensor::empty({r.R, r.C}, input.dtype(), dev);
   if (r.R > 0 && r.C > 0) {
-    Tensor w = weight.defined() ? contiguous(to_dtype(weight, acc)) : g;
-    Tensor wsum = weight.defined() ? sum(w).reshape({1}) : full({1}, Scalar(static_cast<double>(r.C)), acc, dev);
+    Tensor w = weight.defined() ? contiguous(weight) : g;  // the kernel converts to acc
+    Tensor wsum = !(smoothing > 0) || r.prob ? g  // read only with label smoothing
+                  : weight.defined() ? sum(to_dtype(w, acc)).reshape({1}) : full({1}, Scalar(static_cast<double>(r.C)), acc, dev);
     auto [t0, t1] = tiles(r);
     detail::class_loss_backward_kernel()[{cdiv(r.R, t0)}](r.x, r.t, w, lse.defined() ? contiguous(lse) : g, contiguous(aux), g, wsum,
                                        dx_rows, r.R, r.C, reduction == Reduction::none ? int64_t{1} : int64_t{0},

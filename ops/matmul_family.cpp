@@ -7,6 +7,7 @@
 // reductions (detail::matrix_vector, ops/reduce.cpp), addmv's beta * self in their epilogue.
 #include "ops/matmul_family.h"
 
+#include "ops/addcmul_scaled.h"
 #include "ops/matmul_add.h"
 #include "ops/reduce_kernels.h"
 #include "ops/unary_math.h"
@@ -157,10 +158,12 @@ Tensor addr(const Tensor& self, const Tensor& vec1, const Tensor& vec2, double b
   // The outer product is a broadcast multiply (no reduction: the matmul kernel would only add a
   // K of 1), fused with the epilogue in one elementwise pass: addcmul's self + alpha * u * v
   // (PyTorch's addr kernel: beta * self + alpha * vec1 * vec2). beta = 0: self is not read, so
-  // its NaNs do not propagate; beta != 1 scales self first (self's own size, often a broadcast row).
+  // its NaNs do not propagate; beta != 1 scales self in the same pass (a separate mul of a full
+  // self doubled the traffic: f32 addr ran 0.63 x PyTorch, issue 29).
   Tensor u = runtime::unsqueeze_of(vec1, 1), v = runtime::unsqueeze_of(vec2, 0);
   if (beta == 0) return mul(alpha == 1 ? u : mul(u, Scalar(alpha)), v);
-  return addcmul(beta == 1 ? self : mul(self, Scalar(beta)), u, v, Scalar(alpha));
+  if (beta == 1) return addcmul(self, u, v, Scalar(alpha));
+  return addcmul_scaled(self, Scalar(beta), u, v, Scalar(alpha));
 }
 
 Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, double beta, double alpha) {

@@ -15,5 +15,6 @@ Kernel& rms_norm_forward_kernel();
 Kernel& rms_norm_backward_dx_kernel();
 Kernel& class_loss_forward_kernel();
 Kernel& class_loss_backward_kernel();
+Kernel& class_loss_reduce_kernel();
 
 }  // namespace tritium::ops::detail

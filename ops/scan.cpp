@@ -53,7 +53,7 @@ tl::tensor later_wins(bool max, const tl::tensor& a, const tl::tensor& b) {
 Kernel& detail::row_scan_kernel() {
   static Kernel k = tritium::kernel(
       "row_scan", [](P x, P g, P out, P idx, P init, tl::i64 O, tl::i64 R, tl::i64 S, tl::i64 C, int KIND, int ACC,
-                     int OUT, bool HAS_INIT, int BO, int BR) {
+                     int OUT, bool HAS_INIT, int BO, int BR, bool ONE_BLOCK) {
         const Scan kind = static_cast<Scan>(KIND);
         const DType acc_t = static_cast<DType>(ACC), out_t = static_cast<DType>(OUT);
         // Program row p is chunk p % S of row p / S, elements [s C, min(R, (s + 1) C)), whose scan
@@ -66,10 +66,17 @@ Kernel& detail::row_scan_kernel() {
         auto lane = tl::arange(0, BR)(tl::None, tl::_).to(tl::int64);
         auto cast = [&](tl::tensor t, DType d) { return t.dtype() == d ? t : t.to(d); };
         auto nb = tl::cdiv(C, BR);
+        // ONE_BLOCK (C <= BR, the host knows): the row is one block, so no loop and no carry out of
+        // it (each carry is a reduction across the block's warps).
+        auto blocks = [&](auto&& body) {
+          if (ONE_BLOCK) body(nb * 0, false);
+          else
+            for (auto t : tl::range(0, nb)) body(t, true);
+        };
         if (kind == Scan::affine_rev || kind == Scan::seg_sum_rev) {
           const bool seg = kind == Scan::seg_sum_rev;
           auto carry = tl::zeros({BO}, acc_t);
-          for (auto t : tl::range(0, nb)) {
+          blocks([&](const tl::tensor& t, bool more) {
             auto pos = (nb - 1 - t) * BR + (BR - 1 - lane);  // lane 0 holds the block's last element
             auto m = rmask && pos < rlen;
             auto b = cast(tl::load(g + (rows + pos), m, 0), acc_t);
@@ -84,11 +91,11 @@ Kernel& detail::row_scan_kernel() {
             auto s = tl::associative_scan({a, b}, 1, [](std::span<const tl::tensor> l, std::span<const tl::tensor> r) {
               return std::vector<tl::tensor>{r[0] * l[0], r[1] + r[0] * l[1]};
             });
-            auto S = s[1] + s[0] * carry(tl::_, tl::None);
+            auto S = more ? s[1] + s[0] * carry(tl::_, tl::None) : s[1];
             auto res = seg ? tl::where(here == pos, S, tl::zeros({}, acc_t)) : S;
             tl::store(out + (rows + pos), cast(res, out_t), m);
-            carry = last_lane(S, BR);
-          }
+            if (more) carry = last_lane(S, BR);
+          });
           return;
         }
         const bool ext = kind == Scan::cummax || kind == Scan::cummin;
@@ -106,37 +113,48 @@ Kernel& detail::row_scan_kernel() {
           else carry = tl::full({BO}, mx ? INT32_MIN : INT32_MAX, acc_t);
           carry_i = tl::zeros({BO}, tl::int64);
         }
-        for (auto t : tl::range(0, nb)) {
+        blocks([&](const tl::tensor& t, bool more) {
           auto r = t * BR + lane;
           auto m = rmask && r < rlen;
           tl::tensor v;
           if (kind == Scan::excl_cumprod || kind == Scan::excl_cumsum)
             v = cast(tl::load(x + (rows + r - 1), m && r >= 1, sums ? 0 : 1), acc_t);
           else v = cast(tl::load(x + (rows + r), m, sums ? 0 : 1), acc_t);
+          const bool from_carry = more || HAS_INIT;  // one block from the identity needs no combine
           if (sums) {
-            auto s = tl::cumsum(v, 1) + carry(tl::_, tl::None);
+            auto s = tl::cumsum(v, 1);
+            if (from_carry) s = s + carry(tl::_, tl::None);
             tl::store(out + (rows + r), cast(s, out_t), m);
-            carry = last_lane(s, BR);
+            if (more) carry = last_lane(s, BR);
           } else if (!ext) {
-            auto s = tl::cumprod(v, 1) * carry(tl::_, tl::None);
+            auto s = tl::cumprod(v, 1);
+            if (from_carry) s = s * carry(tl::_, tl::None);
             tl::store(out + (rows + r), cast(s, out_t), m);
-            carry = last_lane(s, BR);
+            if (more) carry = last_lane(s, BR);
           } else {
-            auto ri = tl::broadcast_to(r, {BO, BR});
+            // The scan carries the lane in the block as i32 (half the shuffles of i64 indices);
+            // the block's start is added after.
+            auto ri = tl::broadcast_to(tl::arange(0, BR)(tl::None, tl::_), {BO, BR});
             auto s = tl::associative_scan({v, ri}, 1, [mx](std::span<const tl::tensor> a, std::span<const tl::tensor> b) {
               auto take = later_wins(mx, a[0], b[0]);
               return std::vector<tl::tensor>{tl::where(take, b[0], a[0]), tl::where(take, b[1], a[1])};
             });
-            auto c = carry(tl::_, tl::None), ci = carry_i(tl::_, tl::None);
-            auto take = later_wins(mx, c, s[0]);
-            auto val = tl::where(take, s[0], c);
-            auto vi = tl::where(take, s[1], ci);
+            auto si = s[1].to(tl::int64) + t.to(tl::int64) * BR;
+            tl::tensor val = s[0], vi = si;
+            if (from_carry) {
+              auto c = carry(tl::_, tl::None), ci = carry_i(tl::_, tl::None);
+              auto take = later_wins(mx, c, s[0]);
+              val = tl::where(take, s[0], c);
+              vi = tl::where(take, si, ci);
+            }
             tl::store(out + (rows + r), cast(val, out_t), m);
             tl::store(idx + (rows + r), vi, m);
-            carry = last_lane(val, BR);
-            carry_i = last_lane(vi, BR);
+            if (more) {
+              carry = last_lane(val, BR);
+              carry_i = last_lane(vi, BR);
+            }
           }
-        }
+        });
       });
   return k;
 }
@@ -159,7 +177,7 @@ void launch_scan(Scan kind, const Tensor& data, const Tensor& g, Tensor& out, Te
   if (!splittable || cdiv(O, bo) >= 64 || R < 16384) {
     detail::row_scan_kernel()[{cdiv(O, bo)}](data, g, out, idx, out, O, R, int64_t(1), R, static_cast<int>(kind),
                                              static_cast<int>(acc), static_cast<int>(out.dtype()), false,
-                                             static_cast<int>(bo), static_cast<int>(br));
+                                             static_cast<int>(bo), static_cast<int>(br), R <= br);
     return;
   }
   int64_t S = std::clamp<int64_t>(256 / O, 2, cdiv(R, 4096));
@@ -174,7 +192,7 @@ void launch_scan(Scan kind, const Tensor& data, const Tensor& g, Tensor& out, Te
   launch_scan(sums ? Scan::excl_cumsum : Scan::excl_cumprod, totals, totals, offsets, offsets, O, S, acc);
   detail::row_scan_kernel()[{O * S}](data, g, out, idx, offsets, O, R, S, C, static_cast<int>(kind),
                                      static_cast<int>(acc), static_cast<int>(out.dtype()), true, 1,
-                                     static_cast<int>(br));
+                                     static_cast<int>(br), C <= br);
 }
 
 // Runs `kind` along `dim` of x (and g for affine_rev); returns the values (dtype out_t, x's

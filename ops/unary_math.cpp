@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "dsl/control_flow.h"
+#include "ops/addcmul_scaled.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/math_approx.h"
 
@@ -29,7 +31,7 @@ enum class M : int {
   clamp,        // x, bounds y (min) and z (max) or e[0] / e[1]; PARAM bit 0: has min, bit 1: has max,
                 // bit 2: the bounds are tensors
   lerp,         // x + w (y - x), w = z or e[0]
-  addcmul, addcdiv,  // x + e[0] * y * z, x + e[0] * y / z
+  addcmul, addcdiv,  // x + e[0] * y * z (PARAM 1: e[1] x + e[0] y z), x + e[0] * y / z
   // Backward kernels, x = grad (one pass where the recorded formulas launched one kernel per mask
   // and product: issue 29). PARAM bits say which variant (see the helpers below).
   minmax_bw,    // y = self, z = other
@@ -154,6 +156,32 @@ tl::tensor unary_grad(M f, const tl::tensor& g, const tl::tensor& y, std::option
   fail("elementwise: no fused backward for math op {}", static_cast<int>(f));
 }
 
+// tan for f32 (and the 16-bit floats, computed in f32). One Cody-Waite reduction x = k pi/2 + r
+// (pi/2 in three f32 parts through FMAs: r is accurate for |x| <= kTanFastLimit, k < 2^16) and
+// Lambert's continued fraction to depth 5 on |r| <= pi/4 (the [5/4] Pade approximant
+// r (945 - 105 r^2 + r^4) / (945 - 420 r^2 + 15 r^4), relative error 1.4e-8 there), so tan is P / Q
+// for even k and -Q / P for odd k: one division. Simulated in exact arithmetic against tan of the
+// f32 input: 2e-7 relative at most up to 1e5, poles' neighbours included. sin(x) / cos(x) took two
+// reductions (each with CUDA's Payne-Hanek slow path compiled in) and a division, which made bf16
+// tan instruction-bound (issue 29: 0.44 x PyTorch). A program holding any |x| above the limit
+// (or an infinity) takes sin / cos for its whole block: a run-time branch per program.
+constexpr double kTanFastLimit = 65536;
+tl::tensor fast_tan(const tl::tensor& x) {
+  if (x.dtype() == DType::f64) return tl::sin(x) / tl::cos(x);
+  tl::tensor k = tl::floor(x * 0.6366197466850281 + 0.5);  // 2 / pi in f32; any nearby integer works
+  tl::tensor r = tl::fma(-k, 1.5707963705062866, x);        // pi/2 = the three f32 parts
+  r = tl::fma(-k, -4.371138828673793e-08, r);
+  r = tl::fma(-k, -1.7151245100058819e-15, r);
+  tl::tensor z = r * r;
+  tl::tensor p = ((z - 105.0) * z + 945.0) * r;
+  tl::tensor q = (z * 15.0 - 420.0) * z + 945.0;
+  tl::tensor odd = (k - 2.0 * tl::floor(k * 0.5)) != 0.0;  // NaN: odd, and -q / p is NaN
+  tl::tensor out = tl::where(x == 0.0, x, tl::where(odd, -q, p) / tl::where(odd, p, q));  // keeps -0.0
+  tl::tensor far = tl::max(tl::where(tl::abs(x) > kTanFastLimit, 1, 0));
+  tl::if_(far > 0, [&] { out = tl::sin(x) / tl::cos(x); });
+  return out;
+}
+
 }  // namespace
 
 namespace detail {
@@ -185,7 +213,7 @@ tl::tensor apply_unary_math(Ew op, DType cdt, const EwOperands& v) {
     case M::frac: return x - m::trunc(x);
     case M::sin: return tl::sin(x);
     case M::cos: return tl::cos(x);
-    case M::tan: return tl::sin(x) / tl::cos(x);
+    case M::tan: return fast_tan(x);
     case M::asin: return m::asin(x);
     case M::acos: return m::acos(x);
     case M::atan: return m::atan(x);
@@ -247,7 +275,7 @@ tl::tensor apply_unary_math(Ew op, DType cdt, const EwOperands& v) {
       tl::tensor d = y - x;
       return tl::where(tl::abs(w) < 0.5, x + w * d, y - d * (1.0 - w));
     }
-    case M::addcmul: return x + v.e[0] * y * v.z;
+    case M::addcmul: return (v.param & 1 ? v.e[1] * x : x) + v.e[0] * y * v.z;  // PARAM 1: e[1] scales self
     case M::addcdiv: return x + v.e[0] * (y / v.z);
     case M::minmax_bw: return minmax_grad(v);
     case M::clamp_bw: return clamp_grad(v);
@@ -478,6 +506,12 @@ Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar va
   DType r = detail::promote_operands("addcmul", {&self, &t1, &t2}, {value});
   DType c = r == DType::i1 ? DType::i32 : math_type(r);
   return run("addcmul", M::addcmul, r, c, {&self, &t1, &t2}, 0, {value, std::nullopt, std::nullopt});
+}
+Tensor addcmul_scaled(const Tensor& self, Scalar self_scale, const Tensor& t1, const Tensor& t2, Scalar value) {
+  detail::check_tensors("addcmul", {&self, &t1, &t2});
+  DType r = detail::promote_operands("addcmul", {&self, &t1, &t2}, {value, self_scale});
+  DType c = r == DType::i1 ? DType::i32 : math_type(r);
+  return run("addcmul", M::addcmul, r, c, {&self, &t1, &t2}, 1, {value, self_scale, std::nullopt});
 }
 Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
   detail::check_tensors("addcdiv", {&self, &t1, &t2});

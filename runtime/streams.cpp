@@ -17,6 +17,7 @@
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_streams.h"
+#include "runtime/device_checks.h"
 #include "runtime/tensor.h"
 
 namespace tritium::runtime {
@@ -151,6 +152,7 @@ void Stream::synchronize() const {
   if (device_.is_cpu()) return;
   cuda::ensure_context(device_.index);
   cuda::check(cuda::driver().cuStreamSynchronize(static_cast<cuda::CUstream>(native_)), "cuStreamSynchronize", str());
+  report_device_checks(device_);
 }
 
 void Stream::wait_event(const Event& event) const { event.wait(*this); }
@@ -217,6 +219,7 @@ std::pair<int, int> stream_priority_range(Device device) {
 void synchronize(Device device) {
   check_memory_device(device, "synchronize");
   if (device.is_cuda()) cuda::synchronize(device.index);
+  report_device_checks(device);
 }
 
 namespace cuda {

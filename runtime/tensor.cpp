@@ -9,6 +9,7 @@
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_streams.h"
+#include "runtime/device_checks.h"
 
 namespace tritium::runtime {
 namespace {
@@ -130,6 +131,7 @@ void Tensor::check_dtype(DType wanted, const char* method, const char* type_name
 }
 
 void Tensor::copy_to_contiguous(void* dst) const {
+  report_device_checks(device_);  // a deferred device-side check fails here, before its op's data is seen
   const int64_t n = numel();
   const int64_t element = element_size();
   char* out = static_cast<char*>(dst);

@@ -102,6 +102,12 @@ BOOST_AUTO_TEST_CASE(row_kernels) {
   compile(detail::class_loss_forward_kernel(), "nll_loss forward", false, addr<float>(0), addr<int64_t>(1),
           addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5), addr<int64_t>(6), R, int64_t(10), int64_t(-100),
           0.0, true, false, true, false, d(DType::f32), 256, 16);
+  compile(detail::class_loss_forward_kernel(), "nll_loss forward bf16, bf16 weight", false, addr<tritium::bf16_t>(0),
+          addr<int64_t>(1), addr<tritium::bf16_t>(2), addr<float>(3), addr<float>(4), addr<float>(5), addr<int64_t>(6), R,
+          int64_t(1024), int64_t(-100), 0.0, true, false, true, false, d(DType::f32), 256, 1024);
+  // The mean of the rows' losses and picked weights, stored in bf16.
+  compile(detail::class_loss_reduce_kernel(), "class loss mean", false, addr<float>(0), addr<float>(1),
+          addr<tritium::bf16_t>(2), addr<float>(3), R, true, d(DType::f32), d(DType::bf16), 1024);
   compile(detail::class_loss_backward_kernel(), "cross_entropy backward", false, addr<float>(0), addr<int64_t>(1),
           addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5), addr<float>(6), addr<float>(7), R, C,
           int64_t(0), int64_t(-100), 0.1, false, false, true, true, d(DType::f32), 2, 2048);

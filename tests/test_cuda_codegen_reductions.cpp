@@ -77,21 +77,26 @@ BOOST_AUTO_TEST_CASE(row_scan_every_kind) {
   for (int kind = 0; kind < tritium::ops::detail::kRowScanKinds; ++kind) {
     also_sm80 = kind == 2 || kind == 5;
     compile(k, "row_scan kind " + std::to_string(kind), addr<float>(0), addr<float>(1), addr<float>(2), addr<int64_t>(3),
-            addr<float>(4), O, R, int64_t(1), R, kind, d(DType::f32), d(DType::f32), false, 2, 1024);
+            addr<float>(4), O, R, int64_t(1), R, kind, d(DType::f32), d(DType::f32), false, 2, 1024, false);
   }
+  // Rows of one block (no loop, no carries): every kind.
+  for (int kind = 0; kind < tritium::ops::detail::kRowScanKinds; ++kind)
+    compile(k, "row_scan kind " + std::to_string(kind) + ", one block", addr<float>(0), addr<float>(1), addr<float>(2),
+            addr<int64_t>(3), addr<float>(4), O, int64_t(1000), int64_t(1), int64_t(1000), kind, d(DType::f32),
+            d(DType::f32), false, 2, 1024, true);
   also_sm80 = true;
   compile(k, "cumsum of row chunks from offsets", addr<float>(0), addr<float>(1), addr<float>(2), addr<int64_t>(3),
-          addr<float>(4), O, R, int64_t(5), int64_t(1024), 0, d(DType::f32), d(DType::f32), true, 1, 1024);
+          addr<float>(4), O, R, int64_t(5), int64_t(1024), 0, d(DType::f32), d(DType::f32), true, 1, 1024, false);
   also_sm80 = false;
   compile(k, "cumsum of i32 in i64", addr<int32_t>(0), addr<int32_t>(1), addr<int64_t>(2), addr<int64_t>(3),
-          addr<int64_t>(4), O, R, int64_t(1), R, 0, d(DType::i64), d(DType::i64), false, 8, 256);
+          addr<int64_t>(4), O, R, int64_t(1), R, 0, d(DType::i64), d(DType::i64), false, 8, 256, false);
   compile(k, "cummax of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), addr<int64_t>(3), addr<bool>(4), O, R,
-          int64_t(1), R, 2, d(DType::i32), d(DType::i1), false, 8, 256);
+          int64_t(1), R, 2, d(DType::i32), d(DType::i1), false, 8, 256, false);
   compile(k, "cummax's backward: bf16 gradient, i64 indices", addr<int64_t>(0), addr<tritium::bf16_t>(1),
           addr<tritium::bf16_t>(2), addr<int64_t>(3), addr<float>(4), O, R, int64_t(1), R, 7, d(DType::f32),
-          d(DType::bf16), false, 2, 1024);
+          d(DType::bf16), false, 2, 1024, false);
   compile(k, "cumprod of f16 from offsets", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2),
-          addr<int64_t>(3), addr<float>(4), O, R, int64_t(5), int64_t(1024), 1, d(DType::f32), d(DType::f16), true, 1, 1024);
+          addr<int64_t>(3), addr<float>(4), O, R, int64_t(5), int64_t(1024), 1, d(DType::f32), d(DType::f16), true, 1, 1024, false);
 }
 
 BOOST_AUTO_TEST_CASE(sort_and_merge_runs) {

@@ -372,9 +372,9 @@ BOOST_AUTO_TEST_CASE(errors) {
                      {"nll_loss", "expected target dtype to be i64 or u8", "f32"}, "nll float target");
     tt::check_throws([&] { tritium::cross_entropy(x, Tensor::from_vector(std::vector<int32_t>{0, 1, 2, 3}, {4}), {}); },
                      {"cross_entropy", "expected target dtype to be i64 or u8", "i32"}, "ce i32 target");
-    tt::check_throws([&] { tritium::nll_loss(x, Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 7}, {4})); },
+    tt::check_throws([&] { ou::values(tritium::nll_loss(x, Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 7}, {4}))); },
                      {"nll_loss", "target 7 at index 3 is out of range for 5 classes"}, "label out of range");
-    tt::check_throws([&] { tritium::cross_entropy(x, Tensor::from_vector(std::vector<int64_t>{0, -3, 2, 1}, {4}), {}); },
+    tt::check_throws([&] { ou::values(tritium::cross_entropy(x, Tensor::from_vector(std::vector<int64_t>{0, -3, 2, 1}, {4}), {})); },
                      {"cross_entropy", "target -3 at index 1 is out of range"}, "negative label");
     tt::check_throws([&] { tritium::cross_entropy(x, t, ops::ones({4})); },
                      {"weight tensor should be defined either for all 5 classes", "[4]"}, "weight length");

@@ -159,12 +159,12 @@ BOOST_AUTO_TEST_CASE(cross_entropy_errors) {
   tt::for_each_backend([&](const tt::Backend&) {
     Tensor x = ou::random_tensor<float>({6, 10}, 10);
     std::vector<int64_t> labels{1, 2, 9, 12, 0, 15};
-    tt::check_throws([&] { ops::cross_entropy(x, Tensor::from_vector(labels)); }, {"cross_entropy", "target 12", "index 3", "10 classes"},
+    tt::check_throws([&] { ou::values(ops::cross_entropy(x, Tensor::from_vector(labels))); }, {"cross_entropy", "target 12", "index 3", "10 classes"},
                      "label too large");
     labels = {1, 2, 3, 4, 5, -1};
-    tt::check_throws([&] { ops::cross_entropy(x, Tensor::from_vector(labels)); }, {"target -1", "index 5"}, "negative label");
+    tt::check_throws([&] { ou::values(ops::cross_entropy(x, Tensor::from_vector(labels))); }, {"target -1", "index 5"}, "negative label");
     std::vector<int32_t> l32{10, 0, 0, 0, 0, 0};
-    tt::check_throws([&] { ops::cross_entropy(x, Tensor::from_vector(l32)); }, {"target 10", "index 0"}, "i32 label");
+    tt::check_throws([&] { ou::values(ops::cross_entropy(x, Tensor::from_vector(l32))); }, {"target 10", "index 0"}, "i32 label");
     tt::check_throws([&] { ops::cross_entropy(x, Tensor::zeros({5}, DType::i64)); }, {"cross_entropy", "[6, 10]", "[5]"},
                      "batch size mismatch");
     tt::check_throws([&] { ops::cross_entropy(x, Tensor::zeros({6}, DType::f32)); }, {"cross_entropy", "f32"},

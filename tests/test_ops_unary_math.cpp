@@ -11,6 +11,7 @@
 #include "nn/functional.h"
 #include "ops_test_helpers.h"
 #include "ew_test_support.h"
+#include "ops/addcmul_scaled.h"
 
 namespace tt = tritium::test;
 namespace ou = tritium::test::ops_util;
@@ -401,13 +402,37 @@ BOOST_AUTO_TEST_CASE(clamp_devices_mismatch) {
   EW_CHECK_ERROR(ops::atan2(x, lo), "atan2: tensors are on different devices");
 }
 
+// tan's reduction by pi/2 (ops/math_approx.h): arguments up to the fast path's limit, the f32
+// neighbours of multiples of pi/2 (the poles) and of zero, and programs holding one far argument
+// (which take sin / cos for their whole block), against tan of the rounded input in float64.
+BOOST_AUTO_TEST_CASE(tan_reduction_and_far_arguments) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (DType d : {DType::f32, DType::bf16}) {
+      std::vector<double> drawn = ou::values(ou::random_tensor<float>({12000}, 91, -65536, 65536));
+      std::vector<float> v(drawn.begin(), drawn.end());
+      for (int k = 1; k < 3000; k += 7) {
+        float c = static_cast<float>(k * M_PI / 2);
+        for (float t : {c, std::nextafter(c, 0.f), std::nextafter(c, 1e9f), -c}) v.push_back(t);
+      }
+      for (float t : {0.f, -0.f, 1e-30f, -1e-7f, 65535.f, -65536.f}) v.push_back(t);
+      v[5000] = 1e6f, v[9001] = -3e38f, v[100] = 65537.f;  // far arguments among near ones
+      v.push_back(INFINITY), v.push_back(NAN);
+      Tensor x = ops::to_dtype(Tensor::from_vector(v, {static_cast<int64_t>(v.size())}), d);
+      std::vector<double> ref;
+      for (double a : ou::values(x)) ref.push_back(ew::round_to(std::tan(a), d));
+      ew::check_elements(ops::tan(x), ref, (d == DType::f32 ? 6 : 2) * ew::tol_of(d), 1e-37,
+                         std::string("tan ") + tritium::dtype_name(d), /*signed_zero=*/true);
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(lerp_addcmul_addcdiv) {
   tt::for_each_backend([&](const tt::Backend&) {
     Tensor s = ou::random_tensor<float>({6, 9}, 81), e = ou::random_tensor<float>({9}, 82);
     Tensor w = ou::random_tensor<float>({6, 1}, 83, 0, 1);
     auto sv = ou::values(s), evs = ou::values(e), wv = ou::values(w);
     auto lerp_ref = [](double a, double b, double t) { return std::abs(t) < 0.5 ? a + t * (b - a) : b - (b - a) * (1 - t); };
-    std::vector<double> r1, r2, r3, r4;
+    std::vector<double> r1, r2, r3, r4, r5;
     Tensor t2 = ou::random_tensor<float>({6, 9}, 84, 0.5, 2);
     auto t2v = ou::values(t2);
     for (int r = 0; r < 6; ++r)
@@ -417,11 +442,13 @@ BOOST_AUTO_TEST_CASE(lerp_addcmul_addcdiv) {
         r2.push_back(static_cast<float>(lerp_ref(a, b, wv[r])));
         r3.push_back(static_cast<float>(a + 0.5 * b * t2v[r * 9 + c]));
         r4.push_back(static_cast<float>(a - 2.0 * b / t2v[r * 9 + c]));
+        r5.push_back(static_cast<float>(-0.75 * a + 0.5 * b * t2v[r * 9 + c]));
       }
     ew::check_elements(ops::lerp(s, e, Scalar(0.3)), r1, 5e-7, 5e-7, "lerp(scalar weight)");
     ew::check_elements(ops::lerp(s, e, w), r2, 5e-7, 5e-7, "lerp(tensor weight)");
     ew::check_elements(ops::addcmul(s, e, t2, Scalar(0.5)), r3, 5e-7, 5e-7, "addcmul");
     ew::check_elements(ops::addcdiv(s, e, t2, Scalar(-2)), r4, 5e-7, 5e-7, "addcdiv");
+    ew::check_elements(ops::addcmul_scaled(s, Scalar(-0.75), e, t2, Scalar(0.5)), r5, 5e-7, 5e-7, "addcmul, self scaled");
     // lerp is exact at both ends.
     ew::check_elements(ops::lerp(s, e.expand({6, 9}), Scalar(1.0)), [&] {
       std::vector<double> r;
@@ -431,6 +458,7 @@ BOOST_AUTO_TEST_CASE(lerp_addcmul_addcdiv) {
     // Integers: addcmul computes in the integer type; addcdiv and lerp refuse them.
     Tensor i = Tensor::from_vector<int32_t>({1, 2, 3}, {3});
     BOOST_TEST((ops::addcmul(i, i, i, Scalar(2)).to_vector<int32_t>() == std::vector<int32_t>{3, 10, 21}));
+    BOOST_TEST((ops::addcmul_scaled(i, Scalar(3), i, i, Scalar(2)).to_vector<int32_t>() == std::vector<int32_t>{5, 14, 27}));
     EW_CHECK_ERROR(ops::addcdiv(i, i, i), "addcdiv: Integer division with addcdiv is no longer supported");
     EW_CHECK_ERROR(ops::lerp(i, i, Scalar(0.5)), "lerp: not implemented for i32");
     EW_CHECK_ERROR(ops::lerp(s, ops::to_dtype(e, DType::f64), Scalar(0.5)), "lerp: expected dtype f32 for `end`");
