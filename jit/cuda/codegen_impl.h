@@ -194,6 +194,9 @@ class Codegen {
   static constexpr int64_t kMaxRegisterWords = 64;  // per value; past it the buffer is cheaper than spills
   static constexpr int64_t kMaxPrefetchWords = 32;  // per load issued one loop trip ahead
   static constexpr int64_t kMaxDeepPrefetchWords = 16;  // all loads of a loop, when more than one trip ahead
+  // Loads a loop uses once get registers to be issued a trip ahead while all its copies a trip
+  // ahead stay within this (plan_registers); multi-use loads have registers anyway.
+  static constexpr int64_t kMaxPrefetchWordsPerLoop = 64;
 
   // Whether every use of v reads it at the element of v the using thread owns in the register
   // mapping of v's shape: elementwise chains evaluated in a loop nest over that shape, stores
@@ -352,6 +355,9 @@ class Codegen {
   // may write what they read (a different kernel parameter is taken as different memory, as
   // Triton's pipeliner assumes).
   std::vector<const ir::Op*> pipelined_loads(const ir::Block* body, const BodyMemory& memory);
+  // Whether load `op` of `body` can be issued a trip ahead (its value in registers aside): small
+  // enough, from memory the body does not write, its operands computable for another trip.
+  bool pipelinable_load(const ir::Op* op, const ir::Block* body, const BodyMemory& memory);
 
   // Loads `loads` for the iteration whose induction variable is `iv` into `arrays`: the scalars
   // of the body they depend on are computed again for that iteration.
