@@ -138,6 +138,7 @@ class Codegen {
   std::map<Shape, int> mapped_width_;
   std::map<Shape, int> widest_access_;  // per shape: the widest vector access of its loads/stores
   std::unordered_map<const ir::Value*, bool> reg_ok_;  // memo of only_own_elements
+  std::unordered_map<const ir::Value*, bool> nan_unseen_;  // memo of nan_bits_unseen
   // Loads of a run-time loop issued one iteration ahead (software pipelining): load -> the
   // registers the current iteration reads.
   std::unordered_map<const ir::Op*, std::string> prefetched_;
@@ -202,6 +203,12 @@ class Codegen {
   // mapping of v's shape: elementwise chains evaluated in a loop nest over that shape, stores
   // through pointers of that shape, whole-block reductions, loop inits and yields.
   bool only_own_elements(const ir::Value* v);
+  // Whether bf16 result v may round without the NaN fix-up (scalar_expr.h, nan_bits_unseen):
+  // 2 of the 3 instructions of each rounding (Liger's poly_norm forward rounds 182 times a thread).
+  bool nan_unseen(const ir::Value* v) {
+    if (v->type.dtype != DType::bf16) return false;
+    return nan_bits_unseen(v, [&](const ir::Value* x) -> const std::vector<ir::Op*>& { return plan_.users(x); }, nan_unseen_);
+  }
 
   // The width of the register mapping of a shape: the widest vector access of the kernel's loads
   // and stores of that shape, narrowed as choose_width narrows.
