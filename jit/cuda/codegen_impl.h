@@ -196,8 +196,10 @@ class Codegen {
   static constexpr int64_t kMaxPrefetchWords = 32;  // per load issued one loop trip ahead
   static constexpr int64_t kMaxDeepPrefetchWords = 16;  // all loads of a loop, when more than one trip ahead
   // Loads a loop uses once get registers to be issued a trip ahead while all its copies a trip
-  // ahead stay within this (plan_registers); multi-use loads have registers anyway.
-  static constexpr int64_t kMaxPrefetchWordsPerLoop = 64;
+  // ahead stay within this (plan_registers); multi-use loads have registers anyway. Three rows of
+  // 16 registers (Liger's RMSNorm backwards: bf16 4096 on 8 warps), not a second full-size load
+  // (32) beside one already ahead: that would cost an occupancy step where other CTAs hide latency.
+  static constexpr int64_t kMaxPrefetchWordsPerLoop = 48;
 
   // Whether every use of v reads it at the element of v the using thread owns in the register
   // mapping of v's shape: elementwise chains evaluated in a loop nest over that shape, stores
