@@ -755,8 +755,8 @@ BOOST_AUTO_TEST_CASE(swiglu_row_keeps_triton_occupancy) {
 // Liger's poly_norm forward at its benchmark settings (bf16 rows of 4096, 8 warps): every bf16
 // product and sum is rounded back to bf16 (Triton's semantics), 182 roundings a thread. The NaN
 // fix-up of each (NaN -> 0x7fc0, as on the CPU) was a bit test (LOP3 + ISETP + SEL): 1440 SASS
-// instructions; as a float compare 1272 (Triton's build of the original, on packed bf16x2
-// arithmetic: 504).
+// instructions; as a float compare 1272; skipped where nothing sees a NaN's bits (all but the
+// roundings of y: s45) about 910 (Triton's build of the original, on packed bf16x2 arithmetic: 504).
 BOOST_AUTO_TEST_CASE(poly_norm_row_bf16_rounding_cost) {
   if (!nvrtc_or_skip() || !nvjitlink_or_skip()) return;
   using P = tl::ptr<tl::any>;
@@ -781,7 +781,7 @@ BOOST_AUTO_TEST_CASE(poly_norm_row_bf16_rounding_cost) {
   BOOST_TEST(!built.ptx);  // reductions: NVRTC
   const int64_t instructions = cubin_instructions(built.cubin);
   BOOST_TEST(instructions > 500);
-  BOOST_TEST(instructions <= 1300, "SASS instructions: " << instructions);
+  BOOST_TEST(instructions <= 960, "SASS instructions: " << instructions);
   BOOST_TEST(occurrences(built.source, "tt_ld_pred<16>") == 1u, built.source);  // X: 2 x 16 bytes a thread
 }
 

@@ -138,6 +138,7 @@ class Codegen {
   std::map<Shape, int> mapped_width_;
   std::map<Shape, int> widest_access_;  // per shape: the widest vector access of its loads/stores
   std::unordered_map<const ir::Value*, bool> reg_ok_;  // memo of only_own_elements
+  std::unordered_map<const ir::Value*, bool> nan_unseen_;  // memo of nan_bits_unseen
   // Loads of a run-time loop issued one iteration ahead (software pipelining): load -> the
   // registers the current iteration reads.
   std::unordered_map<const ir::Op*, std::string> prefetched_;
@@ -194,11 +195,22 @@ class Codegen {
   static constexpr int64_t kMaxRegisterWords = 64;  // per value; past it the buffer is cheaper than spills
   static constexpr int64_t kMaxPrefetchWords = 32;  // per load issued one loop trip ahead
   static constexpr int64_t kMaxDeepPrefetchWords = 16;  // all loads of a loop, when more than one trip ahead
+  // Loads a loop uses once get registers to be issued a trip ahead while all its copies a trip
+  // ahead stay within this (plan_registers); multi-use loads have registers anyway. Three rows of
+  // 16 registers (Liger's RMSNorm backwards: bf16 4096 on 8 warps), not a second full-size load
+  // (32) beside one already ahead: that would cost an occupancy step where other CTAs hide latency.
+  static constexpr int64_t kMaxPrefetchWordsPerLoop = 48;
 
   // Whether every use of v reads it at the element of v the using thread owns in the register
   // mapping of v's shape: elementwise chains evaluated in a loop nest over that shape, stores
   // through pointers of that shape, whole-block reductions, loop inits and yields.
   bool only_own_elements(const ir::Value* v);
+  // Whether bf16 result v may round without the NaN fix-up (scalar_expr.h, nan_bits_unseen):
+  // 2 of the 3 instructions of each rounding (Liger's poly_norm forward rounds 182 times a thread).
+  bool nan_unseen(const ir::Value* v) {
+    if (v->type.dtype != DType::bf16) return false;
+    return nan_bits_unseen(v, [&](const ir::Value* x) -> const std::vector<ir::Op*>& { return plan_.users(x); }, nan_unseen_);
+  }
 
   // The width of the register mapping of a shape: the widest vector access of the kernel's loads
   // and stores of that shape, narrowed as choose_width narrows.
@@ -366,6 +378,9 @@ class Codegen {
   // may write what they read (a different kernel parameter is taken as different memory, as
   // Triton's pipeliner assumes).
   std::vector<const ir::Op*> pipelined_loads(const ir::Block* body, const BodyMemory& memory);
+  // Whether load `op` of `body` can be issued a trip ahead (its value in registers aside): small
+  // enough, from memory the body does not write, its operands computable for another trip.
+  bool pipelinable_load(const ir::Op* op, const ir::Block* body, const BodyMemory& memory);
 
   // Loads `loads` for the iteration whose induction variable is `iv` into `arrays`: the scalars
   // of the body they depend on are computed again for that iteration.

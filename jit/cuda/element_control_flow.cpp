@@ -39,17 +39,19 @@ Codegen::BodyMemory Codegen::body_memory(const ir::Op* loop) {
 std::vector<const ir::Op*> Codegen::pipelined_loads(const ir::Block* body, const BodyMemory& memory) {
   std::vector<const ir::Op*> out;
   if (num_stages_ < 2) return out;
-  for (const ir::Op* op : body->ops) {
-    if (op->kind != OpKind::Load || !reg_planned_.count(op->result())) continue;
-    // A second copy of a long row costs occupancy more than the overlap gains (softmax over
-    // 16384 columns: 222 registers, one CTA per SM); such loads stay in place.
-    if (register_words(op->result()->type, mapped_width(op->result()->type.shape)) > kMaxPrefetchWords) continue;
-    if (memory.may_write(pointer_root(op->operand(0)))) continue;
-    bool ok = true;
-    for (const ir::Value* o : op->operands) ok = ok && iteration_invariant_but_iv(o, body);
-    if (ok) out.push_back(op);
-  }
+  for (const ir::Op* op : body->ops)
+    if (op->kind == OpKind::Load && reg_planned_.count(op->result()) && pipelinable_load(op, body, memory)) out.push_back(op);
   return out;
+}
+
+bool Codegen::pipelinable_load(const ir::Op* op, const ir::Block* body, const BodyMemory& memory) {
+  // A second copy of a long row costs occupancy more than the overlap gains (softmax over
+  // 16384 columns: 222 registers, one CTA per SM); such loads stay in place.
+  if (register_words(op->result()->type, mapped_width(op->result()->type.shape)) > kMaxPrefetchWords) return false;
+  if (memory.may_write(pointer_root(op->operand(0)))) return false;
+  for (const ir::Value* o : op->operands)
+    if (!iteration_invariant_but_iv(o, body)) return false;
+  return true;
 }
 
 std::unordered_map<const ir::Value*, std::string> Codegen::bind_trip(const ir::Op* loop,

@@ -84,7 +84,7 @@ std::string Codegen::eval_op(const ir::Op* op, const Index& idx) {
     if (const std::string* done = memo_find(key)) return *done;
     std::vector<std::string> xs;
     for (ir::Value* o : op->operands) xs.push_back(eval(o, at));
-    std::string v = tmp(ctype(t.element()), elementwise(op, xs));
+    std::string v = tmp(ctype(t.element()), elementwise(op, xs, nan_unseen(op->result())));
     memo_.back()[key] = v;
     return v;
   }
@@ -109,7 +109,7 @@ std::string Codegen::emit_scalar(const ir::Op* op) {
   if (!ir::is_elementwise(op->kind)) fail("internal error: CUDA codegen has no scalar form of {}", ir::op_name(op->kind));
   std::vector<std::string> xs;
   for (ir::Value* o : op->operands) xs.push_back(scalar(o));
-  return elementwise(op, xs);
+  return elementwise(op, xs, nan_unseen(op->result()));
 }
 
 }  // namespace tritium::jit::cuda::detail

@@ -14,6 +14,12 @@ std::vector<std::string> Codegen::combine(const ir::Block* region, const std::ve
     if (auto it = local.find(v); it != local.end()) return it->second;
     return scalar(v);
   };
+  // A sum whose result's NaN bits no one sees rounds its partial sums without the fix-up too
+  // (they reach nothing but more sums and the result).
+  const ir::Op* owner = region->parent;
+  bool unseen = owner && owner->kind == OpKind::Reduce;
+  if (unseen)
+    for (const ir::Value* r : owner->results) unseen = unseen && (!is_float(r->type.dtype) || nan_unseen(r));
   for (const ir::Op* op : region->ops) {
     if (op->kind == OpKind::Yield) {
       std::vector<std::string> out;
@@ -26,7 +32,7 @@ std::vector<std::string> Codegen::combine(const ir::Block* region, const std::ve
     else if (ir::is_elementwise(op->kind)) {
       std::vector<std::string> xs;
       for (ir::Value* v : op->operands) xs.push_back(get(v));
-      r = tmp(ctype(op->result()->type.element()), elementwise(op, xs));
+      r = tmp(ctype(op->result()->type.element()), elementwise(op, xs, unseen));
     } else {
       fail(op->loc, "a reduce/scan combine function may only use elementwise operations; {} is not supported",
            ir::op_name(op->kind));

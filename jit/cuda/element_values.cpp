@@ -121,6 +121,29 @@ void Codegen::plan_registers() {
     if (!plan_.materialized(r) || !fits(r)) return;
     if (only_own_elements(r)) take(r);
   });
+  // A load a loop body uses once is evaluated inline, inside its consumer, so it could not be
+  // issued a trip ahead (pipelined_loads takes register values only): Liger's RMSNorm backward
+  // prefetched dY (used three times) but waited for X (used once, by its cast to f32) every row.
+  // Such a load gets registers of its own when the loop would pipeline it, while the copies a
+  // trip ahead stay within kMaxPrefetchWordsPerLoop registers.
+  if (num_stages_ < 2) return;
+  f_.walk([&](ir::Op* loop) {
+    if (loop->kind != OpKind::For) return;
+    const ir::Block* body = loop->regions[0];
+    const BodyMemory memory = body_memory(body);
+    auto words = [&](const ir::Op* op) { return register_words(op->result()->type, mapped_width(op->result()->type.shape)); };
+    int64_t ahead = 0;
+    for (const ir::Op* op : body->ops)
+      if (op->kind == OpKind::Load && reg_planned_.count(op->result()) && pipelinable_load(op, body, memory)) ahead += words(op);
+    for (const ir::Op* op : body->ops) {
+      if (op->kind != OpKind::Load || op->results.size() != 1) continue;
+      const ir::Value* r = op->result();
+      if (reg_planned_.count(r) || plan_.materialized(r) || !fits(r) || !only_own_elements(r)) continue;
+      if (ahead + words(op) > kMaxPrefetchWordsPerLoop || !pipelinable_load(op, body, memory)) continue;
+      take(r);
+      ahead += words(op);
+    }
+  });
 }
 
 bool Codegen::mapped(const Shape& s, int V) const {

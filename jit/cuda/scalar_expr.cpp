@@ -42,14 +42,14 @@ std::string constant(DType d, int64_t ival, double fval, bool is_fp) {
   }
 }
 
-std::string from_f32(const std::string& x, DType d) {
+std::string from_f32(const std::string& x, DType d, bool nan_unseen) {
   if (d == DType::f16) return "tt_f16_from(" + x + ")";
-  if (d == DType::bf16) return "tt_bf16_from(" + x + ")";
+  if (d == DType::bf16) return (nan_unseen ? "tt_bf16_from_rn(" : "tt_bf16_from(") + x + ")";
   if (is_fp8(d)) return ctype(d) + "_from(" + x + ")";
   return x;
 }
 
-std::string float_op(OpKind k, std::vector<std::string> x, DType d) {
+std::string float_op(OpKind k, std::vector<std::string> x, DType d, bool nan_unseen) {
   // f16 + - * natively (the device header's tt_hadd: the same bits as through f32).
   if (d == DType::f16 && (k == OpKind::Add || k == OpKind::Sub || k == OpKind::Mul))
     return fmt::format("{}({}, {})", k == OpKind::Add ? "tt_hadd" : k == OpKind::Sub ? "tt_hsub" : "tt_hmul", x[0], x[1]);
@@ -89,7 +89,7 @@ std::string float_op(OpKind k, std::vector<std::string> x, DType d) {
     case OpKind::Sigmoid: r = fmt::format("tt_sigmoid({})", x[0]); break;
     default: fail("internal error: {} is not a float op", ir::op_name(k));
   }
-  return half ? from_f32(r, d) : r;
+  return half ? from_f32(r, d, nan_unseen) : r;
 }
 
 std::string int_op(OpKind k, const std::vector<std::string>& x, DType d) {
@@ -134,7 +134,7 @@ std::string compare(OpKind k, std::string a, std::string b, DType d) {
   return fmt::format("{} {} {}", a, o, b);
 }
 
-std::string cast(const std::string& v, const ir::Type& from_t, const ir::Type& to_t) {
+std::string cast(const std::string& v, const ir::Type& from_t, const ir::Type& to_t, bool nan_unseen) {
   DType from = from_t.dtype, to = to_t.dtype;
   if (from == DType::ptr && to == DType::ptr) return fmt::format("({})({})", ctype(to_t.element()), v);
   if (from == to) return v;
@@ -153,10 +153,10 @@ std::string cast(const std::string& v, const ir::Type& from_t, const ir::Type& t
   std::string x = to_f32(v, from);
   if (to == DType::f64) return fmt::format("(double)({})", x);
   if (from == DType::f64) x = fmt::format("(float)({})", x);
-  return to == DType::f32 ? x : from_f32(x, to);
+  return to == DType::f32 ? x : from_f32(x, to, nan_unseen);
 }
 
-std::string elementwise(const ir::Op* op, const std::vector<std::string>& x) {
+std::string elementwise(const ir::Op* op, const std::vector<std::string>& x, bool nan_unseen) {
   OpKind k = op->kind;
   DType d = op->operand(0)->type.dtype;
   switch (k) {
@@ -164,13 +164,48 @@ std::string elementwise(const ir::Op* op, const std::vector<std::string>& x) {
     case OpKind::CmpGe:
       return compare(k, x[0], x[1], d);
     case OpKind::Select: return fmt::format("{} ? {} : {}", x[0], x[1], x[2]);
-    case OpKind::Cast: return cast(x[0], op->operand(0)->type.element(), op->result()->type.element());
+    case OpKind::Cast: return cast(x[0], op->operand(0)->type.element(), op->result()->type.element(), nan_unseen);
     case OpKind::Bitcast: return fmt::format("tt_bitcast<{}>({})", ctype(op->result()->type.element()), x[0]);
     case OpKind::AddPtr: return fmt::format("{} + (int64_t)({})", x[0], x[1]);
     default: break;
   }
-  if (is_float(d)) return float_op(k, x, d);
+  if (is_float(d)) return float_op(k, x, d, nan_unseen);
   return int_op(k, x, d);
+}
+
+bool nan_bits_unseen(const ir::Value* v, const std::function<const std::vector<ir::Op*>&(const ir::Value*)>& users,
+                     std::unordered_map<const ir::Value*, bool>& memo) {
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
+  memo[v] = false;  // (no cycles in SSA; conservative meanwhile)
+  bool unseen = true;
+  for (const ir::Op* u : users(v)) {
+    switch (u->kind) {
+      // FADD / FMUL / FFMA, div.full, ex2 / rsqrt / sqrt (MUFU) return the canonical NaN.
+      case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Fma:
+      case OpKind::Exp: case OpKind::Exp2: case OpKind::Sqrt: case OpKind::Rsqrt:
+        unseen = is_float(u->result()->type.dtype);
+        break;
+      case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
+      case OpKind::CmpGe:
+        break;
+      case OpKind::Select:  // the condition is a bool; a selected value passes its bits on
+        unseen = u->operand(0) == v || nan_bits_unseen(u->result(), users, memo);
+        break;
+      case OpKind::Cast: case OpKind::Neg: case OpKind::Abs:  // keep the payload (f32 / f64 widen it)
+        unseen = !is_float(u->result()->type.dtype) || nan_bits_unseen(u->result(), users, memo);
+        break;
+      case OpKind::Splat: case OpKind::Broadcast: case OpKind::ExpandDims: case OpKind::Reshape:
+        unseen = nan_bits_unseen(u->result(), users, memo);
+        break;
+      case OpKind::Reduce:  // an element may become the result as it is (the first of a sum)
+        for (const ir::Value* r : u->results) unseen = unseen && (!is_float(r->type.dtype) || nan_bits_unseen(r, users, memo));
+        break;
+      default: unseen = false; break;
+    }
+    if (!unseen) break;
+  }
+  memo[v] = unseen;
+  return unseen;
 }
 
 std::string atomic_call(OpKind k, DType d, const std::string& p, const std::string& v,

@@ -4,7 +4,9 @@
 // casts. Each function returns an expression.
 #pragma once
 #include <cctype>
+#include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -89,14 +91,25 @@ inline std::string identifier(const std::string& s) {
 std::string float_literal(double x, bool f32);
 std::string constant(DType d, int64_t ival, double fval, bool is_fp);
 inline std::string to_f32(const std::string& x, DType d) { return is_narrow_float(d) ? "tt_to_f32(" + x + ")" : x; }
-std::string from_f32(const std::string& x, DType d);
-std::string float_op(OpKind k, std::vector<std::string> x, DType d);
+// Rounds f32 `x` to `d`. A bf16 NaN becomes 0x7fc0 (the CPU backend's bits) unless `nan_unseen`:
+// for values whose NaN bits nothing can observe (nan_bits_unseen), cvt's own NaN is as good and
+// the fix-up (FSETP + SEL) is saved.
+std::string from_f32(const std::string& x, DType d, bool nan_unseen = false);
+std::string float_op(OpKind k, std::vector<std::string> x, DType d, bool nan_unseen = false);
 std::string int_op(OpKind k, const std::vector<std::string>& x, DType d);
 std::string compare(OpKind k, std::string a, std::string b, DType d);
-std::string cast(const std::string& v, const ir::Type& from_t, const ir::Type& to_t);
+std::string cast(const std::string& v, const ir::Type& from_t, const ir::Type& to_t, bool nan_unseen = false);
 inline std::string cast(const std::string& v, DType from, DType to) { return cast(v, ir::Type::scalar(from), ir::Type::scalar(to)); }
-// The expression of elementwise op `op` over its operands' expressions `x`.
-std::string elementwise(const ir::Op* op, const std::vector<std::string>& x);
+// The expression of elementwise op `op` over its operands' expressions `x` (`nan_unseen`: as
+// from_f32's, for a narrow float result).
+std::string elementwise(const ir::Op* op, const std::vector<std::string>& x, bool nan_unseen = false);
+// Whether no one can observe the bits of a NaN in `v`: every use computes a new value with a
+// float instruction (which yields the canonical NaN whatever NaN went in), compares it, or passes
+// it on (casts, neg, abs, select, reductions) to a value of which the same holds. Stores, bitcasts,
+// atomics, scans, loop-carried values and anything else may show them. `users` gives the
+// ops that use a value. Memoised in `memo`.
+bool nan_bits_unseen(const ir::Value* v, const std::function<const std::vector<ir::Op*>&(const ir::Value*)>& users,
+                     std::unordered_map<const ir::Value*, bool>& memo);
 // An atomic read-modify-write of `v` at pointer `p` (compare value `cmp` for AtomicCas) returning the
 // old value: native atomics where CUDA has them, a compare-and-swap loop (tt_atomic_rmw) otherwise.
 std::string atomic_call(OpKind k, DType d, const std::string& p, const std::string& v, const std::string& cmp);
