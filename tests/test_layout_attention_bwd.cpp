@@ -70,11 +70,12 @@ BOOST_AUTO_TEST_SUITE(test_layout_attention_bwd)
 BOOST_AUTO_TEST_CASE(dead_tiles_give_their_bytes_to_the_next_phase) {
   if (!tt::nvrtc_or_skip()) return;
   struct Case { int d, causal; int64_t max_bytes; };
-  // One phase: K and V (2 x 128 x d f16), the dK/dV ring (5 stages of 32-row Q^T and dO tiles); the
-  // dQ phase's Q and dO tiles and ring (5 stages of 32-row K^T and V^T tiles) are the same size.
-  for (const Case& c : {Case{128, 1, 2 * 128 * 128 * 2 + 5 * 2 * 32 * 128 * 2},
-                        Case{128, 0, 2 * 128 * 128 * 2 + 5 * 2 * 32 * 128 * 2},
-                        Case{64, 1, 2 * 128 * 64 * 2 + 5 * 2 * 32 * 64 * 2}}) {
+  // One phase: K and V (2 x 128 x d f16), the dK/dV ring (5 stages of 32-row Q^T and dO tiles and
+  // of the 32 f32 m and delta values); the dQ phase's Q and dO tiles and ring (5 stages of 32-row
+  // K^T and V^T tiles) are no larger.
+  for (const Case& c : {Case{128, 1, 2 * 128 * 128 * 2 + 5 * 2 * 32 * 128 * 2 + 5 * 2 * 32 * 4},
+                        Case{128, 0, 2 * 128 * 128 * 2 + 5 * 2 * 32 * 128 * 2 + 5 * 2 * 32 * 4},
+                        Case{64, 1, 2 * 128 * 64 * 2 + 5 * 2 * 32 * 64 * 2 + 5 * 2 * 32 * 4}}) {
     BOOST_TEST_CONTEXT("HEAD_DIM " << c.d << (c.causal ? ", causal" : "")) {
       cuda::KernelSource ks;
       BOOST_REQUIRE_NO_THROW(ks = generate(c.d, c.causal));
@@ -100,8 +101,8 @@ BOOST_AUTO_TEST_CASE(dead_tiles_give_their_bytes_to_the_next_phase) {
 // or S from K / Q and the ring's tile, dP^T or dP), the two dots of P^T / dS^T (dS) from registers
 // into the carried accumulators, exp2 as Triton's, one wait for the landed tiles and barriers as
 // the forward's loop (the landed stage, the retired group), no f32 or f16 buffer (no layout
-// conversion through shared memory in any loop), no zeroed accumulator, and the loads a trip ahead
-// as vectors.
+// conversion through shared memory in any loop), no zeroed accumulator, and m and delta through the
+// ring as vectors.
 BOOST_AUTO_TEST_CASE(the_loops_keep_p_and_ds_in_registers) {
   if (!tt::nvrtc_or_skip()) return;
   cuda::KernelSource ks;
@@ -125,10 +126,16 @@ BOOST_AUTO_TEST_CASE(the_loops_keep_p_and_ds_in_registers) {
       // the registers with scale-d 0 (Triton's useD = false), no register is zeroed before them.
       BOOST_TEST(tt::occurrences(l, "\"r\"(0), ") == 4u);
       BOOST_TEST(l.find("] = 0.0f;") == std::string::npos);
-      // The dK/dV loops' m and delta are loaded a trip ahead into registers, two consecutive
-      // columns an 8-byte access (8 columns a thread: 4 a vector of each; 4 columns in the masked
-      // loop); the dQ loops load nothing but their ring.
-      BOOST_TEST(tt::occurrences(l, "tt_vcopy<8>(&ahead") == (i == 0 ? 4u : i == 1 ? 8u : 0u));
+      // The dK/dV loops' m and delta are stages of the ring too (as Triton's), two consecutive
+      // columns an 8-byte cp.async in the refill and an 8-byte read from the trip's slot (8 columns
+      // a thread: 4 of each; 4 columns in the masked loop), nothing a trip ahead in registers (ptxas
+      // spilled those right after their LDG, waiting for the data); the dQ loops load nothing but
+      // their tiles.
+      const unsigned scales = i == 0 ? 4u : i == 1 ? 8u : 0u;
+      BOOST_TEST(tt::occurrences(l, "tt_cp_async<8>(") == scales);
+      BOOST_TEST(tt::occurrences(l, "tt_vcopy<8>(&v") == scales);
+      BOOST_TEST(tt::occurrences(l, "tt_vcopy<8>(&v") == tt::occurrences(l, "tt_smem + ("));
+      BOOST_TEST(l.find("loaded a trip ago") == std::string::npos);
     }
   }
 }

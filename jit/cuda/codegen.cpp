@@ -136,7 +136,7 @@ void Codegen::emit_op(const ir::Op* op) {
 
 namespace tritium::jit::cuda {
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
-                           int64_t smem_budget, int compute_capability) {
+                           int64_t smem_budget, int compute_capability, int64_t layouts_smem_budget) {
   f.renumber();
   const std::string& mode = env().cuda_codegen;
   check_codegen_mode(mode);
@@ -150,7 +150,8 @@ KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const Compi
     fail("num_warps = {}: kernel {} goes through the layout generator ({}), which needs a power of two "
          "(as Triton's num_warps)",
          opts.num_warps, f.name, has_dot ? "it has a dot" : "TRITIUM_CUDA_CODEGEN=layouts");
-  return generate_cuda_layouts(f, opts, smem_budget, compute_capability, env().dump_dir);
+  return generate_cuda_layouts(f, opts, layouts_smem_budget > 0 ? layouts_smem_budget : smem_budget, compute_capability,
+                               env().dump_dir);
 }
 
 void check_codegen_mode(const std::string& mode) {

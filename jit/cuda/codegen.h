@@ -78,14 +78,16 @@ bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esiz
 // launched over grid (x, y, z) with num_threads threads and smem_bytes of dynamic shared memory.
 // Materialised block values take shared memory up to `smem_budget` bytes per CTA (the backend
 // passes the device's opt-in limit less a margin for the small reduction buffers), then the
-// global scratch.
+// global scratch. The layout generator counts every byte it allocates, so it may take
+// `layouts_smem_budget` (the opt-in limit itself; 0: smem_budget).
 inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (tests, tools)
 // compute_capability (e.g. 90) decides which tensor-core instructions `dot` may use. Which generator
 // lowers `f` (TRITIUM_CUDA_CODEGEN): kernels with a dot always the layout generator; the others the
 // element-loop one by default, the layout one under "layouts". Throws tritium::Error for any other
 // value of the variable (check_codegen_mode).
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
-                           int64_t smem_budget = kSharedMemoryBudget, int compute_capability = 90);
+                           int64_t smem_budget = kSharedMemoryBudget, int compute_capability = 90,
+                           int64_t layouts_smem_budget = 0);
 // Throws tritium::Error unless `mode` (TRITIUM_CUDA_CODEGEN, lower-cased) is empty or "layouts":
 // "legacy" (the matmul-loop matcher, removed) and unknown values are refused, not ignored.
 void check_codegen_mode(const std::string& mode);

@@ -315,11 +315,12 @@ class CudaBackend : public Backend {
       if (env().log_compile) log_line(fmt::format("compile {}: through NVRTC, not PTX: {}", f.name, declined));
     }
     // Buffers may use the device's opt-in shared memory (227 KB on H100) less 8 KB for the
-    // reduction partials and flags allocated after them.
+    // reduction partials and flags the element-loop generator allocates after them; the layout
+    // generator counts every byte and takes the whole opt-in limit.
     const int64_t optin = cu::properties(device_).max_shared_memory_per_block_optin;
     const int64_t budget = optin > 16 * 1024 ? optin - 8 * 1024 : cuda::kSharedMemoryBudget;
-    cuda::KernelSource ks =
-        cuda::generate_cuda(f, axis, opts, budget, cu::properties(device_).compute_capability());
+    cuda::KernelSource ks = cuda::generate_cuda(f, axis, opts, budget, cu::properties(device_).compute_capability(),
+                                                optin > 16 * 1024 ? optin : 0);
     if (const std::string& dir = env().dump_dir; !dir.empty()) std::ofstream(dir + "/" + f.name + ".cu") << ks.source;
     std::vector<std::string> options = {"--fmad=false"};  // no contraction but the IR's fmas
     if (env().fast_compile && cuda::compiles_fast(f)) options.push_back(cuda::kFastCompileOption);

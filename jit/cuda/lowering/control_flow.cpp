@@ -147,6 +147,15 @@ std::string Lowering::ahead_value(const ir::Value* v, int r, const std::string& 
   return out;
 }
 
+// cp.async fills masked chunks with zeros: a load's `other`, where it has one, must be zero.
+static bool zero_other(const ir::Op* load) {
+  if (load->operands.size() <= 2) return true;
+  const ir::Value* other = load->operand(2);
+  while (other->def && other->def->kind == OpKind::Splat) other = other->def->operand(0);
+  return other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
+         other->def->attrs.fval == 0.0 && !std::signbit(other->def->attrs.fval);
+}
+
 std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
   std::vector<Pipelined> out;
   const ir::Block* body = loop->regions[0];
@@ -173,13 +182,7 @@ std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
       continue;
     bool ok = true;
     for (const ir::Value* o : op->operands) ok = ok && ahead_computable(o, loop);
-    if (op->operands.size() > 2) {  // cp.async fills masked chunks with zeros: `other` must be zero
-      const ir::Value* other = op->operand(2);
-      while (other->def && other->def->kind == OpKind::Splat) other = other->def->operand(0);
-      ok = ok && other->def && other->def->kind == OpKind::Constant && other->def->attrs.ival == 0 &&
-           other->def->attrs.fval == 0.0 && !std::signbit(other->def->attrs.fval);
-    }
-    if (!ok) continue;
+    if (!ok || !zero_other(op)) continue;
     Pipelined p;
     p.load = op;
     p.convert = conv;
@@ -189,15 +192,63 @@ std::vector<Lowering::Pipelined> Lowering::pipelinable(const ir::Op* loop) {
   return out;
 }
 
+std::vector<Lowering::Pipelined> Lowering::ring_register_loads(const ir::Op* loop, const std::vector<Pipelined>& tiles) {
+  std::vector<Pipelined> out;
+  for (const ir::Op* op : register_prefetchable(loop, tiles)) {
+    if (!zero_other(op)) continue;
+    Pipelined p;
+    p.load = op;
+    p.convert = nullptr;
+    p.stage_bytes = (numel(op->result()->type.shape) * dtype_bytes(op->result()->type.dtype) + 15) / 16 * 16;
+    if (stage_plan(p).async) out.push_back(p);  // element copies stay a register prefetch
+  }
+  return out;
+}
+
+std::string Lowering::stage_offset(const Pipelined& p, const std::vector<std::string>& coords) {
+  const ir::Type& ty = p.load->result()->type;
+  if (p.convert) return tile_offset(layout(p.convert->result()), ty.dtype, coords);
+  std::vector<std::string> terms;
+  int64_t stride = dtype_bytes(ty.dtype);
+  for (int dim = ty.rank() - 1; dim >= 0; --dim) {
+    terms.push_back(fmt::format("({}) * {}", coords[static_cast<size_t>(dim)], stride));
+    stride *= ty.shape[static_cast<size_t>(dim)];
+  }
+  return fmt::format("({})", fmt::join(terms, " + "));
+}
+
+// A register load the ring stages: its trip's slot read into the load's layout (16-byte reads where
+// its registers run along the row), after the trip's wait and barrier, as a tile's reader.
+void Lowering::emit_ring_register_load(const ir::Op* op, const std::string& slot) {
+  const Layout& l = layout(op->result());
+  const DType d = op->result()->type.dtype;
+  const int64_t esz = dtype_bytes(d);
+  const int last = l.rank() - 1;
+  int V = !l.reg.empty() && l.reg[0].dim == last ? l.contiguous_regs(last) : 1;
+  V = static_cast<int>(std::min<int64_t>(V, std::max<int64_t>(1, 16 / esz)));
+  Pipelined p;
+  p.load = op;
+  p.convert = nullptr;
+  Val& out = declare_regs(op->result());
+  for (int g = 0; g < l.num_regs(); g += V) {
+    std::vector<std::string> coords;
+    for (int dim = 0; dim < l.rank(); ++dim) coords.push_back(coord(l, g, dim));
+    const std::string at = fmt::format("tt_smem + {} + {}", slot, stage_offset(p, coords));
+    if (V == 1) line(fmt::format("{}[{}] = *reinterpret_cast<const {}*>({});", out.name, g, ctype(d), at));
+    else line(fmt::format("tt_vcopy<{}>(&{}[{}], {});", V * esz, out.name, g, at));
+  }
+  touched();
+}
+
 Lowering::StagePlan Lowering::stage_plan(const Pipelined& p) {
   const ir::Op* ld = p.load;
   const Layout& ll = layout(ld->result());
-  const Layout& tl = layout(p.convert->result());
+  const int contiguous = p.convert ? layout(p.convert->result()).order[0] : ll.rank() - 1;
   const int64_t esz = dtype_bytes(ld->result()->type.dtype);
   const bool masked = ld->operands.size() > 1;
   StagePlan plan;
   plan.vector = vector_width(ld, ll);
-  if (ll.reg.empty() || ll.reg[0].dim != tl.order[0]) plan.vector = 1;
+  if (ll.reg.empty() || ll.reg[0].dim != contiguous) plan.vector = 1;
   plan.vector = static_cast<int>(std::min<int64_t>(plan.vector, 16 / esz));
   plan.async = plan.vector * esz >= 4 && (!masked || mask_constant(ld->operand(1), ll.reg[0].dim, plan.vector));
   plan.owner = owner(ll);
@@ -208,7 +259,6 @@ void Lowering::issue_async_stage(const ir::Op* loop, const Pipelined& p, const S
                                  const std::string& slot, const std::string& live) {
   const ir::Op* ld = p.load;
   const Layout& ll = layout(ld->result());
-  const Layout& tl = layout(p.convert->result());
   const DType d = ld->result()->type.dtype;
   const bool masked = ld->operands.size() > 1;
   const std::string base = fmt::format("({} + ({}) * {})", p.offset, slot, p.stage_bytes);
@@ -217,7 +267,7 @@ void Lowering::issue_async_stage(const ir::Op* loop, const Pipelined& p, const S
   for (int g = 0; g < ll.num_regs(); g += plan.vector) {
     std::vector<std::string> coords;
     for (int dim = 0; dim < ll.rank(); ++dim) coords.push_back(coord(ll, g, dim));
-    std::string dst = fmt::format("tt_smem_base + {} + {}", base, tile_offset(tl, d, coords));
+    std::string dst = fmt::format("tt_smem_base + {} + {}", base, stage_offset(p, coords));
     std::string src = ahead_value(ld->operand(0), g, ahead, loop);
     const int64_t bytes = plan.vector * dtype_bytes(d);
     std::string size = masked ? fmt::format("({} ? {} : 0)", ahead_value(ld->operand(1), g, ahead, loop), bytes)
@@ -234,7 +284,6 @@ void Lowering::load_element_stage(const ir::Op* loop, const Pipelined& p, const 
                                   std::vector<std::string>& stores) {
   const ir::Op* ld = p.load;
   const Layout& ll = layout(ld->result());
-  const Layout& tl = layout(p.convert->result());
   const DType d = ld->result()->type.dtype;
   const bool masked = ld->operands.size() > 1;
   const std::string base = fmt::format("({} + ({}) * {})", p.offset, slot, p.stage_bytes);
@@ -245,7 +294,7 @@ void Lowering::load_element_stage(const ir::Op* loop, const Pipelined& p, const 
     std::string m = masked ? ahead_value(ld->operand(1), g, ahead, loop) : "";
     std::string x = masked ? fmt::format("({} ? *{} : {}{{}})", m, src, ctype(d)) : "*" + src;
     stores.push_back(fmt::format("*reinterpret_cast<{}*>(tt_smem + {} + {}) = {};", ctype(d), base,
-                                 tile_offset(tl, d, coords), tmp(ctype(d), x)));
+                                 stage_offset(p, coords), tmp(ctype(d), x)));
   }
 }
 
@@ -341,11 +390,13 @@ void Lowering::find_inductions(const ir::Op* loop) {
 std::unordered_set<const ir::Op*> Lowering::skipped_ops(const ir::Op* loop, const std::vector<Pipelined>& pipes) {
   const ir::Block* body = loop->regions[0];
   std::unordered_set<const ir::Op*> skip;
-  for (const Pipelined& p : pipes) skip.insert(p.load);
-  if (skip.empty()) return skip;
+  if (pipes.empty()) return skip;
+  // A register load's op stays (it reads its slot); what only its address needs goes, as a tile's.
   std::unordered_map<const ir::Value*, int> skipped_uses;
-  for (const ir::Op* l : skip)
-    for (const ir::Value* o : l->operands) ++skipped_uses[o];
+  for (const Pipelined& p : pipes) {
+    if (p.convert) skip.insert(p.load);
+    for (const ir::Value* o : p.load->operands) ++skipped_uses[o];
+  }
   for (auto it = body->ops.rbegin(); it != body->ops.rend(); ++it) {
     const ir::Op* o = *it;
     if (skip.count(o) || o->results.size() != 1 || !pure_kind(o->kind)) continue;
@@ -498,11 +549,15 @@ void Lowering::emit_for(const ir::Op* op) {
   const ir::Op* yield = body->ops.back();
   find_inductions(op);
   std::vector<Pipelined> pipes = pipelinable(op);
+  // Register loads join a cp.async ring (a TMA ring keeps them a trip ahead in registers: its
+  // consumers wait on the copy engine's mbarriers, not on their own cp.async groups).
+  if (!pipes.empty() && !plan_tma_ring(op, pipes))
+    for (const Pipelined& p : ring_register_loads(op, pipes)) pipes.push_back(p);
   // As many stages as fit beside what is live and the body's own tiles (num_stages at most; fewer
   // rather than none, as the bytes allow; below two there is nothing to overlap).
   int S = num_stages_;
   if (!pipes.empty()) {
-    int64_t ring = 0, body_tiles = 8 * 1024;  // and a margin for reductions' partials in the body
+    int64_t ring = 0, body_tiles = body_margin_;  // and a margin for reductions' partials in the body
     for (const Pipelined& p : pipes) ring += p.stage_bytes;
     for (const ir::Op* o : body->ops)
       if (o->kind == OpKind::ConvertLayout && layout(o->result()).is_shared()) {
@@ -574,7 +629,7 @@ void Lowering::emit_for(const ir::Op* op) {
           t = t->def->operand(0);
         if (!layout(t).is_shared()) continue;  // registers (P)
         bool staged = false;
-        for (const Pipelined& p : pipes) staged = staged || p.convert->result() == t;
+        for (const Pipelined& p : pipes) staged = staged || (p.convert && p.convert->result() == t);
         tiles_ok = tiles_ok && (staged || (t->def && !inside(t->def, op)));
       }
       if (tiles_ok) deferred.push_back({o, i});
@@ -583,7 +638,7 @@ void Lowering::emit_for(const ir::Op* op) {
   std::string trips;
   std::optional<TmaRing> tma;
   if (!pipes.empty()) {
-    for (Pipelined& p : pipes) p.offset = alloc_smem(p.stage_bytes * S, 1024);
+    for (Pipelined& p : pipes) p.offset = alloc_smem(p.stage_bytes * S, p.convert ? 1024 : 16);
     trips = tmp("int64_t", fmt::format("({2} > 0) ? ((int64_t){1} > (int64_t){0} ? ((int64_t){1} - {0} + {2} - 1) / {2} : 0) "
                                        ": ((int64_t){0} > (int64_t){1} ? ((int64_t){0} - {1} - {2} - 1) / -(int64_t){2} : 0)",
                                        lb, ub, step));
@@ -619,6 +674,8 @@ void Lowering::emit_for(const ir::Op* op) {
     }
   };
   auto cp_async_prefill = [&]() {
+    for (const Pipelined& p : pipes)
+      if (!p.convert) sync_before_read(p.load->operand(0));  // the program's own earlier stores (as register_prefill)
     scalars_[body->args[0]] = lb;
     for (int k = 0; k + 1 < S; ++k) {
       issue_stages(op, pipes, fmt::format("{}", k), fmt::format("{}", k), fmt::format("{} < {}", k, trips));
@@ -690,7 +747,7 @@ void Lowering::emit_for(const ir::Op* op) {
       if (!deferred.empty()) retire_hook_ = refill;
       else refill();
       for (const Pipelined& p : pipes)
-        stage_slot_[p.convert] = fmt::format("({} + tt_slot{} * {})", p.offset, trip, p.stage_bytes);
+        stage_slot_[p.convert ? p.convert : p.load] = fmt::format("({} + tt_slot{} * {})", p.offset, trip, p.stage_bytes);
     }
     // The previous trip's deferred groups, as the body sees them at its top (none at the first trip:
     // waiting for them then is waiting for nothing).
@@ -799,7 +856,7 @@ void Lowering::emit_for(const ir::Op* op) {
     sync();
     if (tma) free_smem(smem_live_.back().first);  // the mbarriers
     for (auto it = pipes.rbegin(); it != pipes.rend(); ++it) free_smem(it->offset);
-    for (const Pipelined& p : pipes) stage_slot_.erase(p.convert);
+    for (const Pipelined& p : pipes) stage_slot_.erase(p.convert ? p.convert : p.load);
   }
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* r = op->results[i];

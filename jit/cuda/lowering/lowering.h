@@ -63,6 +63,11 @@ class Lowering {
         num_stages_(opts.num_stages), cc_(cc), smem_budget_(smem_budget) {}
 
   KernelSource run();
+  // Stages of a loop's ring are counted against the budget with nothing kept back for the body's
+  // reduction partials (see body_margin_): the caller lowers again without this when the kernel
+  // then needs more than the budget (over_budget()).
+  void count_body_exactly() { body_margin_ = 0; }
+  bool over_budget() const { return smem_peak_ > smem_budget_; }
 
  private:
   ir::Function& f_;
@@ -70,6 +75,9 @@ class Lowering {
   const AxisInfoMap& axis_;
   int nwarps_, nt_, num_stages_, cc_;
   int64_t smem_budget_;
+  // Bytes a ring leaves free for what its loop body allocates besides its layout conversions'
+  // tiles (reduction partials), which are not known before the body is lowered.
+  int64_t body_margin_ = 8 * 1024;
 
   // ---- output (lowering.cpp) -------------------------------------------------------------------
   std::string body_, decls_;
@@ -234,11 +242,20 @@ class Lowering {
   // Loads of a loop body that go to shared-memory tiles num_stages - 1 trips ahead (cp.async).
   struct Pipelined {
     const ir::Op* load;     // the load
-    const ir::Op* convert;  // its only use: the convert to a tile
+    const ir::Op* convert;  // its only use: the convert to a tile; null: a register load (below)
     int64_t offset = 0;     // the ring's first stage
     int64_t stage_bytes = 0;
   };
   std::vector<Pipelined> pipelinable(const ir::Op* loop);
+  // Register loads of a ring's loop (attention's m and delta, a dot's scales) that cp.async can copy:
+  // stages of the ring too, each a plain row-major array its trip reads into the load's layout
+  // (Triton's pipeliner stages every load of the loop in shared memory), rather than a register
+  // array a trip ahead - whose registers stay live across the trip: at the register limit ptxas
+  // spills them right after their LDG, and the STL waits for the load's data.
+  std::vector<Pipelined> ring_register_loads(const ir::Op* loop, const std::vector<Pipelined>& tiles);
+  // Byte offset in a stage of the element at `coords`: the tile's layout, or row-major for a register load.
+  std::string stage_offset(const Pipelined& p, const std::vector<std::string>& coords);
+  void emit_ring_register_load(const ir::Op* op, const std::string& slot);
   // On Hopper, when a wgmma reads the ring: a proxy fence after the cp.async wait of a trip (none
   // when no stage of `pipes` is a cp.async copy: element stages are fenced by their writers).
   void fence_cp_async_for_wgmma(const std::vector<Pipelined>& pipes);
@@ -298,7 +315,7 @@ class Lowering {
   // from before the loop) `ahead` trips later: register r's expression.
   std::string ahead_value(const ir::Value* v, int r, const std::string& ahead, const ir::Op* loop);
   std::unordered_map<std::string, std::string> ahead_memo_;
-  std::unordered_map<const ir::Op*, std::string> stage_slot_;  // pipelined converts -> current slot base
+  std::unordered_map<const ir::Op*, std::string> stage_slot_;  // pipelined converts (register loads) -> current slot base
   bool ahead_computable(const ir::Value* v, const ir::Op* loop, int depth = 0) const;
 
   // Loads of a pipelined loop's body that are not tiles (fused_moe's per-trip block scales): issued

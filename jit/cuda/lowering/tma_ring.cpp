@@ -46,6 +46,7 @@ std::optional<Lowering::TmaRing> Lowering::plan_tma_ring(const ir::Op* loop, con
   TmaRing ring;
   std::vector<std::string> guards;
   for (const Pipelined& p : pipes) {
+    if (!p.convert) return std::nullopt;  // a register load: cp.async's ring (emit_for)
     const Layout& t = layout(p.convert->result());
     const ir::Type& ty = p.load->result()->type;
     // A row-major tile (the contiguous dim last) in 128-byte swizzled rows: the box's layout.
