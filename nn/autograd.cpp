@@ -2,6 +2,7 @@
 // docs/autograd.md).
 #include "nn/autograd.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -186,6 +187,11 @@ Tensor record(Tensor output, const std::vector<Tensor>& inputs, std::string name
   return output;
 }
 
+void set_input_part(const Tensor& output, Node::InputPart part) {
+  if (output.autograd() && output.autograd()->grad_fn && output.autograd()->grad_fn->next.size() == 1)
+    output.autograd()->grad_fn->input_part = std::move(part);
+}
+
 void check_savable(const Tensor& t, const std::string& op) {
   if (t.defined() && t.is_inference())
     fail("{}: Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal "
@@ -320,6 +326,57 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
 
   // The roots' gradients, summed per starting node; leaf roots deliver straight to their leaf.
   std::unordered_map<Node*, Tensor> grads;
+  // The buffers in `grads` the engine made itself (a sum, or zeros with parts written), which it
+  // may therefore write into; for one made of zeros, the parts written so far (nullopt: dense).
+  struct Written {
+    int dim;
+    int64_t begin, end;
+  };
+  std::unordered_map<Node*, std::optional<std::vector<Written>>> owned;
+  auto sum_into = [&](Node* m, const Tensor& r) {
+    auto [it, fresh] = grads.try_emplace(m, r);
+    if (fresh) return;
+    if (!it->second.defined()) {
+      it->second = r;
+      owned.erase(m);
+    } else {
+      it->second = add_grads(it->second, r);
+      owned[m] = std::nullopt;
+    }
+  };
+  // A part view's gradient written into its input's buffer (Node::input_part): zeros with the
+  // part copied when there is none yet; a copy into a part no earlier part overlaps (the buffer is
+  // zero there); else an addition. A buffer the engine does not own (a root gradient, a gradient
+  // some backward returned) is cloned first. False when the buffer does not fit (dtype, shape).
+  auto write_part = [&](Node& n, const Tensor& grad) {
+    const Node::InputPart& p = *n.input_part;
+    Node* m = n.next[0].node.get();
+    const Tensor g = grad.dtype() == p.input_dtype ? grad : ops::to_dtype(grad, p.input_dtype);
+    auto it = grads.find(m);
+    if (it == grads.end() || !it->second.defined()) {
+      Tensor z = ops::zeros(p.input_shape, p.input_dtype, g.device());
+      Tensor part = p.of(z);
+      ops::copy_(part, g);
+      grads[m] = std::move(z);
+      owned[m] = std::vector<Written>{{p.dim, p.begin, p.end}};
+      return true;
+    }
+    Tensor& buf = it->second;
+    if (buf.shape() != p.input_shape || buf.dtype() != p.input_dtype || buf.device() != g.device()) return false;
+    auto own = owned.find(m);
+    if (own == owned.end()) {
+      buf = ops::clone(buf);
+      own = owned.emplace(m, std::nullopt).first;
+    }
+    Tensor part = p.of(buf);
+    auto& written = own->second;
+    const bool zero_there = written && std::all_of(written->begin(), written->end(), [&](const Written& w) {
+      return w.dim == p.dim && (w.end <= p.begin || p.end <= w.begin);
+    });
+    ops::copy_(part, zero_there ? g : ops::add(part, g));
+    if (written) written->push_back({p.dim, p.begin, p.end});
+    return true;
+  };
   std::unordered_map<AutogradMeta*, std::pair<int, Tensor>> leaves;  // edges still to come, sum so far
   std::vector<std::shared_ptr<Node>> starts;
   std::unordered_map<AutogradMeta*, std::shared_ptr<AutogradMeta>> root_leaves;
@@ -332,9 +389,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       sum = sum.defined() ? add_grads(sum, g) : g;
       continue;
     }
-    auto [it, fresh] = grads.try_emplace(meta->grad_fn.get(), g);
-    if (fresh) starts.push_back(meta->grad_fn);
-    else it->second = add_grads(it->second, g);
+    if (!grads.count(meta->grad_fn.get())) starts.push_back(meta->grad_fn);
+    sum_into(meta->grad_fn.get(), g);
   }
 
   // Dependencies: how many edges from nodes reachable from the roots lead to each node (a node
@@ -405,6 +461,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     if (auto it = grads.find(n); it != grads.end()) {
       g = std::move(it->second);
       grads.erase(it);
+      owned.erase(n);
     }
     std::vector<Tensor> results;
     const bool runs = !capture || to_run.count(n);
@@ -418,7 +475,10 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       if (runs) {
         CurrentNode current(node);
         profiler::RecordFunction profiled(profiler::is_recording() ? n->name() : std::string());  // flag check when off
-        results = n->backward(g);  // throws if the node was released
+        if (n->input_part && !create_graph && !anomaly && !n->released && n->next[0].node && write_part(*n, g))
+          results.assign(1, Tensor());  // delivered into the input's buffer
+        else
+          results = n->backward(g);  // throws if the node was released
         if (results.size() != n->next.size())
           fail("{} backward: returned {} gradients for {} inputs", n->name(), results.size(), n->next.size());
         if (anomaly) check_anomaly(*n, results);
@@ -432,10 +492,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       Tensor r = i < results.size() ? plain(std::move(results[i])) : Tensor();
       if (e.node) {
         Node* m = e.node.get();
-        if (r.defined()) {
-          auto [it, fresh] = grads.try_emplace(m, r);
-          if (!fresh) it->second = it->second.defined() ? add_grads(it->second, r) : r;
-        }
+        if (r.defined()) sum_into(m, r);
         if (--deps[m] == 0) ready.push_back(e.node);
       } else if (e.leaf) {
         auto& [pending, sum] = leaves[e.leaf.get()];

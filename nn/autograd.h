@@ -84,6 +84,18 @@ struct Node {
   // Anomaly mode (autograd::DetectAnomalyGuard) only: what recorded this node, for the error
   // that a NaN in its backward raises.
   std::string recorded_at;
+  // Set for a view of a part of its one input (slice, select, split / chunk / unbind's parts):
+  // the engine then writes the gradient into that part of the input's gradient buffer instead of
+  // running backward, which would make zeros of the whole input, write the part and add the
+  // result to the other parts' gradients. PyTorch gets the same from split's one backward (a cat).
+  struct InputPart {
+    std::function<Tensor(const Tensor&)> of;  // the part of a tensor of the input's shape
+    Tensor::Shape input_shape;
+    DType input_dtype = DType::invalid;
+    int dim = 0;                  // the part lies within positions [begin, end) along dim
+    int64_t begin = 0, end = 0;
+  };
+  std::optional<InputPart> input_part;
 };
 
 // Per-tensor autograd state, shared by copies of a Tensor handle (not by its views).
@@ -177,6 +189,9 @@ bool is_inference_mode_enabled();
 // one gradient per input.
 Tensor record(Tensor output, const std::vector<Tensor>& inputs, std::string name,
               std::function<std::vector<Tensor>(const Tensor&)> backward);
+
+// Marks output's node (if recorded) as a view of a part of its one input (Node::input_part).
+void set_input_part(const Tensor& output, Node::InputPart part);
 
 // The backward engine. From each root (with its gradient; undefined: ones, for a one-element root),
 // runs the nodes in reverse topological order. With `inputs` empty it accumulates into the leaves'

@@ -135,19 +135,28 @@ Tensor Tensor::expand(Shape shape) const {
 
 Tensor Tensor::slice(int d, int64_t start, int64_t end, int64_t step) const {
   Shape in = shape_;
-  return view_result(record(fresh(slice_of(*this, d, start, end, step)), {*this}, "SliceBackward",
-                [in, d, start, end, step](const Tensor& g) {
-                  auto part = [=](const Tensor& t) { return recording() ? t.slice(d, start, end, step) : slice_of(t, d, start, end, step); };
-                  return std::vector<Tensor>{scatter_into_zeros(g, in, part, "SliceBackwardBackward")};
-                }), *this);
+  Tensor out = fresh(slice_of(*this, d, start, end, step));  // checks d, step
+  const int dim = wrap_dim(d, this->dim(), "slice");
+  const auto [lo, hi] = slice_bounds(shape_[dim], start, end);  // the positions the part lies within
+  out = record(std::move(out), {*this}, "SliceBackward", [in, d, start, end, step](const Tensor& g) {
+    auto part = [=](const Tensor& t) { return recording() ? t.slice(d, start, end, step) : slice_of(t, d, start, end, step); };
+    return std::vector<Tensor>{scatter_into_zeros(g, in, part, "SliceBackwardBackward")};
+  });
+  nn::set_input_part(out, {[=](const Tensor& t) { return slice_of(t, d, start, end, step); }, in, dtype_, dim, lo, hi});
+  return view_result(std::move(out), *this);
 }
 
 Tensor Tensor::select(int d, int64_t index) const {
   Shape in = shape_;
-  return view_result(record(fresh(select_of(*this, d, index)), {*this}, "SelectBackward", [in, d, index](const Tensor& g) {
+  Tensor out = fresh(select_of(*this, d, index));  // checks d, index
+  const int dim = wrap_dim(d, this->dim(), "select");
+  const int64_t at = index < 0 ? index + shape_[dim] : index;
+  out = record(std::move(out), {*this}, "SelectBackward", [in, d, index](const Tensor& g) {
     auto part = [=](const Tensor& t) { return recording() ? t.select(d, index) : select_of(t, d, index); };
     return std::vector<Tensor>{scatter_into_zeros(g, in, part, "SelectBackwardBackward")};
-  }), *this);
+  });
+  nn::set_input_part(out, {[=](const Tensor& t) { return select_of(t, d, index); }, in, dtype_, dim, at, at + 1});
+  return view_result(std::move(out), *this);
 }
 
 Tensor Tensor::contiguous() const {

@@ -14,7 +14,7 @@ namespace {
 using ops::Attrs;
 using Dims = std::vector<int>;
 
-// The differentiable views of the raw parts: narrow along dim at each part's start, read from
+// The differentiable views of the raw parts: a slice along dim at each part's start, read from
 // the part's storage offset (tensor_split's parts may restart before the previous end). Along a
 // stride-0 dim every start shows the same elements, so 0 serves.
 std::vector<Tensor> narrowed(const Tensor& x, int dim, const std::vector<Tensor>& raw_parts) {
@@ -24,7 +24,7 @@ std::vector<Tensor> narrowed(const Tensor& x, int dim, const std::vector<Tensor>
   for (const Tensor& p : raw_parts) {
     int64_t n = p.shape()[static_cast<size_t>(d)];
     int64_t start = n == 0 || stride == 0 ? 0 : (p.storage_offset() - x.storage_offset()) / stride;
-    out.push_back(narrow(x, d, start, n));
+    out.push_back(x.slice(d, start, start + n));  // a part view: its gradient goes straight into x's
   }
   return out;
 }

@@ -215,12 +215,7 @@ Tensor expand_of(const Tensor& x, const Shape& sizes) {
   return x.as_strided(std::move(shape), std::move(strides), x.storage_offset());
 }
 
-Tensor slice_of(const Tensor& x, int dim, int64_t start, int64_t end, int64_t step) {
-  check_defined(x, "slice");
-  if (x.dim() == 0) fail("slice: slice() cannot be applied to a 0-dim tensor");
-  int d = wrap_dim(dim, x.dim(), "slice");
-  if (step <= 0) fail("slice: slice step must be positive (got {})", step);
-  int64_t size = x.shape()[d];
+std::pair<int64_t, int64_t> slice_bounds(int64_t size, int64_t start, int64_t end) {
   auto clamp = [size](int64_t v) {
     if (v < 0) v += size;
     return std::clamp<int64_t>(v, 0, size);
@@ -228,7 +223,15 @@ Tensor slice_of(const Tensor& x, int dim, int64_t start, int64_t end, int64_t st
   // Python semantics: INT64_MAX ("to the end") and large negatives clamp too.
   int64_t lo = start == std::numeric_limits<int64_t>::min() ? 0 : clamp(start);
   int64_t hi = end == std::numeric_limits<int64_t>::min() ? 0 : clamp(end);
-  if (hi < lo) hi = lo;
+  return {lo, std::max(lo, hi)};
+}
+
+Tensor slice_of(const Tensor& x, int dim, int64_t start, int64_t end, int64_t step) {
+  check_defined(x, "slice");
+  if (x.dim() == 0) fail("slice: slice() cannot be applied to a 0-dim tensor");
+  int d = wrap_dim(dim, x.dim(), "slice");
+  if (step <= 0) fail("slice: slice step must be positive (got {})", step);
+  const auto [lo, hi] = slice_bounds(x.shape()[d], start, end);
   int64_t len = (hi - lo + step - 1) / step;
   Shape shape = x.shape(), strides = x.strides();
   shape[d] = len;

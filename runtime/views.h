@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "runtime/tensor.h"
@@ -38,6 +39,8 @@ Tensor unsqueeze_of(const Tensor& x, int dim);  // dim in [-rank-1, rank]
 Tensor expand_of(const Tensor& x, const Shape& shape);
 // x[start:end:step] along dim: negative start/end count from the end, then both are clamped to
 // [0, size] as in Python; step must be positive.
+// Python's slice bounds on a dim of `size`: negatives count from the end, both clamped, end >= start.
+std::pair<int64_t, int64_t> slice_bounds(int64_t size, int64_t start, int64_t end);
 Tensor slice_of(const Tensor& x, int dim, int64_t start, int64_t end, int64_t step = 1);
 Tensor select_of(const Tensor& x, int dim, int64_t index);  // removes dim; index may be negative
 
