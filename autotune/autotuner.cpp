@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -86,7 +88,7 @@ std::string device_model(const runtime::Device& d) {
 // how many new keys a test suite or a first run tuned and what that cost.
 struct Totals {
   std::mutex mutex;
-  uint64_t tunings = 0, heuristic = 0, compiled = 0, benchmarked = 0;
+  uint64_t tunings = 0, heuristic = 0, deferred = 0, compiled = 0, benchmarked = 0;
   double tuning_ms = 0, compile_ms = 0;
 };
 Totals& totals() {
@@ -102,15 +104,17 @@ void count_tuning(const TuningResult& r, size_t compiled) {
       if (!env().log_compile) return;
       Totals& t = totals();
       std::lock_guard lock(t.mutex);
-      log_line(fmt::format("autotune totals: {} new keys ({} by heuristic), {} configs compiled or loaded for them ({:.1f} s), "
-                           "{} benchmarked; {:.1f} s in all",
-                           t.tunings, t.heuristic, t.compiled, t.compile_ms / 1e3, t.benchmarked, t.tuning_ms / 1e3));
+      log_line(fmt::format("autotune totals: {} new keys ({} by heuristic, {} of them until tuning pays), {} configs "
+                           "compiled or loaded for them ({:.1f} s), {} benchmarked; {:.1f} s in all",
+                           t.tunings, t.heuristic, t.deferred, t.compiled, t.compile_ms / 1e3, t.benchmarked,
+                           t.tuning_ms / 1e3));
     });
   });
   Totals& t = totals();
   std::lock_guard lock(t.mutex);
   ++t.tunings;
   t.heuristic += r.heuristic;
+  t.deferred += r.tune_after_launches > 0;
   t.compiled += compiled;
   t.benchmarked += static_cast<uint64_t>(r.benchmarked);
   t.tuning_ms += r.tuning_ms;
@@ -121,11 +125,22 @@ void count_tuning(const TuningResult& r, size_t compiled) {
 
 AutotuneMode autotune_mode() {
   const std::string& v = env().autotune;
-  if (v.empty() || v == "tune" || v == "on" || v == "1") return AutotuneMode::tune;
+  if (v.empty() || v == "auto") return AutotuneMode::when_it_pays;
+  if (v == "tune" || v == "on" || v == "1") return AutotuneMode::tune;
   if (v == "heuristic" || v == "off" || v == "0") return AutotuneMode::heuristic;
-  fail("TRITIUM_AUTOTUNE={}: expected 'tune' (the default: benchmark the candidates) or 'heuristic' (also 'off': "
-       "launch the tuner's heuristic choice without benchmarking)",
+  fail("TRITIUM_AUTOTUNE={}: expected 'auto' (the default: tune a key once tuning pays), 'tune' (benchmark the "
+       "candidates at a key's first launch) or 'heuristic' (also 'off': launch the tuner's heuristic choice without "
+       "benchmarking)",
        v);
+}
+
+int64_t launches_before_tuning(double estimate_ms, size_t candidates, const AutotuneOptions& options) {
+  constexpr int64_t never = std::numeric_limits<int64_t>::max();
+  if (candidates <= 1) return never;  // nothing to choose between
+  if (!(estimate_ms > 0) || !std::isfinite(estimate_ms)) return 0;  // no estimate: tune, as triton.autotune
+  const double cost = static_cast<double>(candidates) * (options.warmup_ms + options.rep_ms + kCompileMsPerCandidate);
+  const double launches = std::ceil(cost / (kAssumedTuningGain * estimate_ms));
+  return launches >= static_cast<double>(never) ? never : static_cast<int64_t>(launches);
 }
 
 // ---- ArgView ------------------------------------------------------------------------------------
@@ -303,6 +318,16 @@ struct Autotuner::Impl {
   std::mutex tune_mutex;  // one tuning at a time
   std::mutex map_mutex;
   std::unordered_map<uint64_t, std::unique_ptr<TuningResult>> tuned;
+  // TRITIUM_AUTOTUNE=auto: launches so far of each key whose tuning is deferred, and the results
+  // a tuning replaced (kept: another thread may still be launching with one).
+  std::unordered_map<uint64_t, int64_t> deferred_launches;
+  std::vector<std::unique_ptr<TuningResult>> replaced;
+
+  // Counts a launch of a deferred key; true when the key is now to be tuned.
+  bool count_deferred_launch(uint64_t h, int64_t tune_after) {
+    std::lock_guard lock(map_mutex);
+    return ++deferred_launches[h] > tune_after;
+  }
 
   // A key argument's meta value (positional or named), when it is one: dtype and string values
   // key by what they are (their numeric fields are zero for strings).
@@ -369,7 +394,10 @@ struct Autotuner::Impl {
     return it == tuned.end() ? nullptr : it->second.get();
   }
 
-  const TuningResult& tune(const GridSpec& grid, const LaunchArgs& args, uint64_t h);
+  // may_defer: a launch's first look at the key (auto mode may pick the heuristic's choice for
+  // now); false: tune now, replacing a deferred result.
+  const TuningResult& tune(const GridSpec& grid, const LaunchArgs& args, uint64_t h, bool may_defer);
+  const TuningResult& store_result(uint64_t h, std::unique_ptr<TuningResult> result);
   void pick_heuristic(const std::vector<Config>& candidates, const LaunchArgs& args, TuningResult& result);
   void finish(const TuningResult& result) const;
 };
@@ -426,10 +454,13 @@ void Autotuner::Impl::finish(const TuningResult& result) const {
       cached += r.from_disk;
     }
     if (result.heuristic)
-      log_line(fmt::format("autotuning {} for {}: heuristic {} of {} configs (TRITIUM_AUTOTUNE=heuristic: nothing "
-                           "timed, {} failed to compile); took {:.1f} ms",
-                           kernel.name(), result.key, result.best_config().str(), result.results.size(), failed,
-                           result.tuning_ms));
+      log_line(fmt::format("autotuning {} for {}: heuristic {} of {} configs ({}: nothing timed, {} failed to "
+                           "compile); took {:.1f} ms",
+                           kernel.name(), result.key, result.best_config().str(), result.results.size(),
+                           result.tune_after_launches > 0
+                               ? fmt::format("tuned after {} launches, when tuning pays", result.tune_after_launches)
+                               : std::string("TRITIUM_AUTOTUNE=heuristic"),
+                           failed, result.tuning_ms));
     else
       log_line(fmt::format("autotuning {} for {}: best {} ({:.4f} ms) of {} configs ({} measured, {} from disk, {} "
                            "stopped early, {} failed); took {:.1f} ms (compiling {:.1f} ms)",
@@ -442,9 +473,20 @@ void Autotuner::Impl::finish(const TuningResult& result) const {
   }
 }
 
-const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs& args, uint64_t h) {
+const TuningResult& Autotuner::Impl::store_result(uint64_t h, std::unique_ptr<TuningResult> result) {
+  std::lock_guard lock(map_mutex);
+  auto& slot = tuned[h];
+  if (slot) replaced.push_back(std::move(slot));
+  if (result->tune_after_launches > 0) deferred_launches[h] = 1;  // this launch is the first
+  else deferred_launches.erase(h);
+  slot = std::move(result);
+  return *slot;
+}
+
+const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs& args, uint64_t h, bool may_defer) {
   std::lock_guard tune_lock(tune_mutex);
-  if (const TuningResult* r = find(h)) return *r;  // another thread tuned it meanwhile
+  // Another thread tuned it meanwhile (or, for a launch, picked the heuristic's choice for now).
+  if (const TuningResult* r = find(h); r && (may_defer || r->tune_after_launches == 0)) return *r;
   auto start = Clock::now();
   auto result = std::make_unique<TuningResult>();
   result->key = key_text(args);
@@ -458,18 +500,18 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
     for (const Config& c : candidates) check_config(kernel, c);
     if (candidates.empty()) fail("autotune: early_config_prune left no config for kernel {} ({})", kernel.name(), result->key);
   }
-  if (autotune_mode() == AutotuneMode::heuristic) {
+  auto heuristic_pick = [&](int64_t tune_after) -> const TuningResult& {
     pick_heuristic(candidates, args, *result);
+    result->tune_after_launches = tune_after;
     result->compile_ms = result->tuning_ms = ms_since(start);
     size_t tried = 0;
     for (const ConfigResult& r : result->results) tried += r.status != "not measured";
     count_tuning(*result, tried);
     finish(*result);
-    std::lock_guard lock(map_mutex);
-    auto& slot = tuned[h];
-    slot = std::move(result);
-    return *slot;
-  }
+    return store_result(h, std::move(result));
+  };
+  const AutotuneMode mode = autotune_mode();
+  if (mode == AutotuneMode::heuristic) return heuristic_pick(0);
   if (options.prune_configs_by.perf_model && options.prune_configs_by.top_k > 0 &&
       static_cast<size_t>(options.prune_configs_by.top_k) < candidates.size()) {
     std::vector<std::pair<double, size_t>> est;
@@ -481,6 +523,24 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
     std::vector<Config> top;
     for (size_t i : keep) top.push_back(candidates[i]);
     candidates = std::move(top);
+  }
+
+  // Earlier measurements of the same compiled code on this device, from the disk.
+  jit::DiskCache* disk = options.cache_results ? jit::DiskCache::global() : nullptr;
+  Hash128 record_key = Hasher()
+                           .add("autotune")
+                           .add(kernel.name())
+                           .add(key_text(args, /*with_device=*/false))
+                           .add(device_model(device))
+                           .add(jit::toolchain_id(device))
+                           .finish();
+  std::optional<std::vector<char>> record_bytes;
+  if (disk) record_bytes = disk->load(record_key, "tune");
+
+  // Auto mode: the heuristic's choice until tuning pays, unless the disk already knows the key.
+  if (mode == AutotuneMode::when_it_pays && may_defer && options.estimate_ms && !record_bytes) {
+    const int64_t after = launches_before_tuning(options.estimate_ms(view), candidates.size(), options);
+    if (after > 0) return heuristic_pick(after);
   }
 
   const size_t n = candidates.size();
@@ -505,18 +565,8 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
     }
   }
 
-  // Earlier measurements of the same compiled code on this device, from the disk.
-  jit::DiskCache* disk = options.cache_results ? jit::DiskCache::global() : nullptr;
-  Hash128 record_key = Hasher()
-                           .add("autotune")
-                           .add(kernel.name())
-                           .add(key_text(args, /*with_device=*/false))
-                           .add(device_model(device))
-                           .add(jit::toolchain_id(device))
-                           .finish();
   Record record;
-  if (disk)
-    if (auto bytes = disk->load(record_key, "tune")) record = Record::parse(*bytes);
+  if (record_bytes) record = Record::parse(*record_bytes);
   std::vector<size_t> todo;
   for (size_t i = 0; i < n; ++i) {
     ConfigResult& r = result->results[i];
@@ -656,10 +706,7 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
   count_tuning(*result, todo.size());
 
   finish(*result);
-  std::lock_guard lock(map_mutex);
-  auto& slot = tuned[h];
-  slot = std::move(result);
-  return *slot;
+  return store_result(h, std::move(result));
 }
 
 Autotuner::Autotuner(Kernel kernel, std::vector<Config> configs, AutotuneOptions options)
@@ -672,12 +719,19 @@ Autotuner::Autotuner(Kernel kernel, std::vector<Config> configs, AutotuneOptions
 
 const TuningResult& Autotuner::tune(const GridSpec& grid, const LaunchArgs& args) {
   uint64_t h = impl_->key_hash(args);
-  if (const TuningResult* r = impl_->find(h)) return *r;
-  return impl_->tune(grid, args, h);
+  if (const TuningResult* r = impl_->find(h); r && r->tune_after_launches == 0) return *r;
+  return impl_->tune(grid, args, h, /*may_defer=*/false);
 }
 
+const TuningResult* Autotuner::current(const LaunchArgs& args) { return impl_->find(impl_->key_hash(args)); }
+
 void Autotuner::launch(const GridSpec& grid, const LaunchArgs& args) {
-  const TuningResult& r = tune(grid, args);
+  uint64_t h = impl_->key_hash(args);
+  const TuningResult* found = impl_->find(h);
+  if (!found) found = &impl_->tune(grid, args, h, /*may_defer=*/true);
+  else if (found->tune_after_launches > 0 && impl_->count_deferred_launch(h, found->tune_after_launches))
+    found = &impl_->tune(grid, args, h, /*may_defer=*/false);  // the launch at which tuning pays
+  const TuningResult& r = *found;
   const Config& c = r.best_config();
   // The key fixes the arguments' layout, which tuning checked: no validation per launch.
   LaunchArgs la = with_config(impl_->kernel, args, c, impl_->options.heuristics, /*checked=*/true);
@@ -690,6 +744,7 @@ const std::vector<Config>& Autotuner::configs() const { return impl_->configs; }
 void Autotuner::clear_memory() {
   std::lock_guard lock(impl_->map_mutex);
   impl_->tuned.clear();
+  impl_->deferred_launches.clear();
 }
 
 Autotuner autotune(Kernel kernel, std::vector<Config> configs, AutotuneOptions options) {

@@ -17,7 +17,10 @@
 // when they cannot depend on the data (compile and load failures, ResourceError at launch); a
 // tuning that skips configs lists them in one line on stderr. TRITIUM_PRINT_AUTOTUNING=1 prints
 // each tuning. TRITIUM_AUTOTUNE=heuristic skips the benchmarking: each new key compiles and
-// launches one config, the tuner's heuristic choice (autotune_mode(); docs/autotune.md).
+// launches one config, the tuner's heuristic choice. Under the default, `auto`, a tuner that can
+// estimate a launch's time (AutotuneOptions::estimate_ms) launches the heuristic's choice first and
+// tunes a key only once its launches have run long enough to repay the tuning (autotune_mode(),
+// launches_before_tuning(); docs/autotune.md, "When tuning pays").
 #pragma once
 #include <functional>
 #include <memory>
@@ -30,11 +33,14 @@
 
 namespace tritium {
 
-// How a tuner picks the config of a new key, from TRITIUM_AUTOTUNE: `tune` (the default: compile
-// and benchmark the candidates) or `heuristic` ("off" too: compile only the heuristic's choice,
-// time nothing - a first call costs one compile, as PyTorch's kernels without max-autotune). Any
-// other value is an Error naming the accepted ones. Read at every new key: part of the key.
-enum class AutotuneMode { tune, heuristic };
+// How a tuner picks the config of a new key, from TRITIUM_AUTOTUNE: `auto` (the default: tune
+// where it pays - a tuner with an estimate_ms launches the heuristic's choice and tunes the key
+// once launches_before_tuning() launches have run; one without tunes at once), `tune` (compile and
+// benchmark the candidates at a key's first launch, as triton.autotune) or `heuristic` ("off"
+// too: compile only the heuristic's choice, time nothing - a first call costs one compile, as
+// PyTorch's kernels without max-autotune). Any other value is an Error naming the accepted ones.
+// Read at every new key: part of the key.
+enum class AutotuneMode { when_it_pays, tune, heuristic };
 AutotuneMode autotune_mode();
 
 // Named access to launch arguments, for keys, hooks, heuristics and performance models.
@@ -96,7 +102,21 @@ struct AutotuneOptions {
   // not measured further.
   double early_stop_factor = 1.5;
   bool cache_results = true;  // persist results on disk (also needs the disk cache enabled)
+  // The estimated time of one launch with the heuristic's config, in ms on the launch's device
+  // (a roofline of the work is enough). Under TRITIUM_AUTOTUNE=auto it decides when a key is
+  // worth tuning (launches_before_tuning); empty: every new key is tuned at its first launch.
+  std::function<double(const ArgView&)> estimate_ms = {};
 };
+
+// TRITIUM_AUTOTUNE=auto: how many launches of a key run the heuristic's config before the key is
+// tuned (0: at the first). Ski rental: tuning costs about `candidates` x (warmup_ms + rep_ms) of
+// benchmarking plus their compiles, and is assumed to win kAssumedTuningGain of each later launch
+// over the heuristic's config; the key is tuned once its launches have lost, at that rate, what the
+// tuning costs - never more than twice the better of the two choices in hindsight. A key whose
+// disk record exists is tuned at once (the record answers without measuring).
+inline constexpr double kAssumedTuningGain = 0.2;
+inline constexpr double kCompileMsPerCandidate = 250;  // NVRTC of a tiled kernel, spread over the cores
+int64_t launches_before_tuning(double estimate_ms, size_t candidates, const AutotuneOptions& options);
 
 struct ConfigResult {
   Config config;
@@ -114,7 +134,10 @@ struct TuningResult {
   size_t best = 0;                    // index into results
   double tuning_ms = 0, compile_ms = 0;
   int benchmarked = 0;                // candidates measured in this process
-  bool heuristic = false;             // chosen under TRITIUM_AUTOTUNE=heuristic, nothing timed
+  bool heuristic = false;             // the heuristic's choice, nothing timed (heuristic or auto mode)
+  // Under TRITIUM_AUTOTUNE=auto: the launches of the heuristic's choice after which the key is tuned
+  // (launches_before_tuning); 0 when nothing is deferred.
+  int64_t tune_after_launches = 0;
   const Config& best_config() const { return results[best].config; }
 };
 
@@ -134,11 +157,15 @@ class Autotuner {
   };
   Launcher operator[](GridSpec grid) { return Launcher{*this, std::move(grid)}; }
 
-  // Tunes for these arguments (or finds the earlier result) without the final launch.
+  // Tunes for these arguments (or finds the earlier result) without the final launch; under
+  // TRITIUM_AUTOTUNE=auto it tunes now what launches would have deferred.
   template <class... A> const TuningResult& tune(const GridSpec& grid, const A&... args) {
     return tune(grid, LaunchArgs::collect(args...));
   }
   const TuningResult& tune(const GridSpec& grid, const LaunchArgs& args);
+  // The result launches with these arguments use now, or null before the key's first launch.
+  template <class... A> const TuningResult* current(const A&... args) { return current(LaunchArgs::collect(args...)); }
+  const TuningResult* current(const LaunchArgs& args);
 
   Kernel& kernel();
   const std::vector<Config>& configs() const;

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "ir/printer.h"
 #include "jit/backend.h"
+#include "jit/compile_observer.h"
 #include "jit/disk_cache.h"
 #include "jit/passes/debug_checks.h"
 #include "jit/passes/pipeline.h"
@@ -49,6 +50,15 @@ void log_totals_at_exit() {
   });
 }
 }  // namespace
+
+namespace {
+CompileObserver& observer() {
+  static CompileObserver o;
+  return o;
+}
+}  // namespace
+
+void set_compile_observer(CompileObserver o) { observer() = std::move(o); }
 
 CompileStats compile_stats() {
   std::lock_guard lock(g_phase_mutex);
@@ -110,6 +120,7 @@ std::shared_ptr<CompiledKernel> compile(ir::Function& f, const runtime::Device& 
   Backend& backend = backend_for(device);
   prepare_debug_mode(f, opts);
   run_passes(f, env().dump_dir);
+  if (observer()) observer()(f, device, opts);
   std::string text = ir::print(f);
   Hash128 key = key_of(text, backend, opts);
   auto passes_done = Clock::now();

@@ -28,6 +28,7 @@
 #include "ops/matmul_add.h"
 #include "ops/matmul_block_pointers.h"
 #include "ops/matmul_split_k.h"
+#include "ops/matmul_tuning.h"
 #include "ops/ops.h"
 #include "runtime/cuda_device.h"
 #include "runtime/dtype_dispatch.h"
@@ -322,10 +323,8 @@ std::vector<Config> fma_configs() {
 // Tiles past a problem's size (rounded up to a power of two, at least 32) only compute padding:
 // those configs are not tried; when none is left, the smallest is. fp32 without tf32 takes the
 // FMA dot's configs instead of the tensor-core ones.
-std::vector<Config> fitting_configs(const std::vector<Config>& tensor_core_configs, const ArgView& args) {
+std::vector<Config> fitting(const std::vector<Config>& tensor_core_configs, int64_t M, int64_t N, int64_t K, bool fma) {
   auto cap = [](int64_t v) { return std::max(32, pow2_at_least(v, 16, 1 << 30)); };
-  const int64_t M = args.integer("M"), N = args.integer("N"), K = args.integer("K");
-  const bool fma = args.dtype("a_ptr") == DType::f32 && args.integer("TF32") == 0;
   const std::vector<Config>& configs = fma ? fma_configs() : tensor_core_configs;
   std::vector<Config> out;
   for (const Config& c : configs)
@@ -333,18 +332,15 @@ std::vector<Config> fitting_configs(const std::vector<Config>& tensor_core_confi
   if (out.empty()) out.push_back(configs.back());
   return out;
 }
+std::vector<Config> fitting_configs(const std::vector<Config>& tensor_core_configs, const ArgView& args) {
+  return fitting(tensor_core_configs, args.integer("M"), args.integer("N"), args.integer("K"),
+                 args.dtype("a_ptr") == DType::f32 && args.integer("TF32") == 0);
+}
 
 // TRITIUM_AUTOTUNE=heuristic: of the fitting configs (largest tiles first), the first whose tiles
 // give every SM a program of a batch item, else the one with the most programs. Compiles one
 // kernel per shape instead of compiling and timing every fitting config.
-size_t heuristic_config(const std::vector<Config>& configs, const ArgView& args) {
-  const int64_t M = args.integer("M"), N = args.integer("N");
-  int64_t sms = 1;
-  for (const auto& a : args.args().values)
-    if (a.tensor && a.tensor->device().is_cuda()) {
-      sms = runtime::cuda::properties(a.tensor->device().index).multiprocessor_count;
-      break;
-    }
+size_t heuristic_for(const std::vector<Config>& configs, int64_t M, int64_t N, int64_t sms) {
   size_t most = 0;
   int64_t most_programs = 0;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -355,6 +351,33 @@ size_t heuristic_config(const std::vector<Config>& configs, const ArgView& args)
   return most;
 }
 
+// The CUDA device of a launch's tensors (the matmul tuners run on CUDA only).
+const runtime::cuda::DeviceProperties* cuda_properties(const ArgView& args) {
+  for (const auto& a : args.args().values)
+    if (a.tensor && a.tensor->device().is_cuda()) return &runtime::cuda::properties(a.tensor->device().index);
+  return nullptr;
+}
+
+size_t heuristic_config(const std::vector<Config>& configs, const ArgView& args) {
+  const auto* p = cuda_properties(args);
+  return heuristic_for(configs, args.integer("M"), args.integer("N"), p ? p->multiprocessor_count : 1);
+}
+
+// TRITIUM_AUTOTUNE=auto: the roofline estimate that decides when a product's key is tuned. The
+// batch is NB2 (the inner batch dims; an outer one only makes the estimate low).
+double estimate_config_ms(const ArgView& args) {
+  const auto* p = cuda_properties(args);
+  GpuSpeed gpu;
+  if (p) {
+    gpu.sms = p->multiprocessor_count, gpu.cc = p->compute_capability();
+    if (p->clock_rate_khz > 0) gpu.clock_khz = p->clock_rate_khz;
+    if (p->memory_clock_rate_khz > 0 && p->memory_bus_width_bits > 0)
+      gpu.memory_clock_khz = p->memory_clock_rate_khz, gpu.memory_bus_bits = p->memory_bus_width_bits;
+  }
+  return matmul_estimate_ms(args.integer("M"), args.integer("N"), args.integer("K"), args.integer("NB2"),
+                            args.dtype("a_ptr"), args.integer("TF32") != 0, gpu);
+}
+
 template <class T> Autotuner& gpu_tuner() {
   static Autotuner tuner = [] {
     AutotuneOptions o;
@@ -363,6 +386,7 @@ template <class T> Autotuner& gpu_tuner() {
     o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2", "TF32"};
     o.prune_configs_by.early_config_prune = fitting_configs;
     o.prune_configs_by.heuristic = heuristic_config;
+    o.estimate_ms = estimate_config_ms;  // tuned when it pays (TRITIUM_AUTOTUNE=auto)
     o.warmup_ms = 10, o.rep_ms = 40;  // an op's first call waits for this per shape
     return autotune(matmul_kernel<T>(), gpu_configs(std::is_same_v<T, float>), o);
   }();
@@ -378,6 +402,7 @@ template <class T> Autotuner& gpu_split_tuner() {
     o.key = {"M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "NB2", "TF32", "K_CHUNK"};
     o.prune_configs_by.early_config_prune = fitting_configs;
     o.prune_configs_by.heuristic = heuristic_config;
+    o.estimate_ms = estimate_config_ms;
     o.warmup_ms = 10, o.rep_ms = 40;
     return autotune(matmul_split_k_kernel<T>(), gpu_configs(std::is_same_v<T, float>), o);
   }();
@@ -392,6 +417,7 @@ template <class T> Autotuner& gpu_epilogue_tuner() {
              "stride_sm", "stride_sn"};
     o.prune_configs_by.early_config_prune = fitting_configs;
     o.prune_configs_by.heuristic = heuristic_config;
+    o.estimate_ms = estimate_config_ms;
     o.warmup_ms = 10, o.rep_ms = 40;
     return autotune(matmul_epilogue_kernel<T>(), gpu_configs(std::is_same_v<T, float>), o);
   }();
@@ -542,6 +568,32 @@ split_k::Plan split_k::plan_for_product(int64_t M, int64_t N, int64_t K, int64_t
     split_cost = cdiv(M * N * nbatch * 8 * flops_per_byte, 2 * 128 * 128 * workers);
   }
   return plan(tiles * nbatch, K, tuned ? 64 : bl.k, workers, split_cost);
+}
+
+std::vector<Config> matmul_gpu_candidates(int64_t M, int64_t N, int64_t K, DType dtype, bool tf32) {
+  return fitting(gpu_configs(dtype == DType::f32), M, N, K, dtype == DType::f32 && !tf32);
+}
+
+size_t matmul_gpu_heuristic(const std::vector<Config>& candidates, int64_t M, int64_t N, int64_t sms) {
+  return heuristic_for(candidates, M, N, sms);
+}
+
+double matmul_estimate_ms(int64_t M, int64_t N, int64_t K, int64_t batch, DType dtype, bool tf32, const GpuSpeed& gpu) {
+  // Dense flops per clock and SM: fp32 FMA 2 x 128 lanes on Hopper (64 before), tensor cores
+  // 4096 (16-bit) and 2048 (tf32) on Hopper, half that before (H100 SXM: 989 / 495 / 67 TFLOP/s).
+  const bool hopper = gpu.cc >= 90;
+  const bool b16 = dtype == DType::f16 || dtype == DType::bf16;
+  const double per_clock = b16 ? (hopper ? 4096 : 2048) : dtype == DType::f32 && tf32 ? (hopper ? 2048 : 1024)
+                                                                                          : (hopper ? 256 : 128);
+  constexpr double kEfficiency = 0.7, kLaunchMs = 0.005;
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) *
+                       static_cast<double>(std::max<int64_t>(batch, 1));
+  const double peak = per_clock * gpu.sms * gpu.clock_khz * 1e3;  // flop/s
+  const double esize = static_cast<double>(dtype_bytes(dtype));
+  const double bytes = esize * static_cast<double>(std::max<int64_t>(batch, 1)) *
+                       (static_cast<double>(M) * K + static_cast<double>(K) * N + static_cast<double>(M) * N);
+  const double bandwidth = 2.0 * gpu.memory_clock_khz * 1e3 * gpu.memory_bus_bits / 8;  // double data rate, bytes/s
+  return std::max(flops / peak, bytes / bandwidth) / kEfficiency * 1e3 + kLaunchMs;
 }
 
 void set_float32_matmul_precision(const std::string& precision) {

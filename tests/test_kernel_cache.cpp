@@ -16,9 +16,13 @@
 #include <random>
 #include <regex>
 
+#include <fmt/format.h>
+
 #include "test_support.h"
 
 #include "common/env.h"
+#include "ir/printer.h"
+#include "jit/compile_observer.h"
 #include "jit/compiled_kernel.h"
 #include "jit/disk_cache.h"
 
@@ -140,6 +144,38 @@ BOOST_AUTO_TEST_CASE(specialisation_key) {
     std::regex stride_use("%4\\b");
     auto uses = std::distance(std::sregex_iterator(ir.begin(), ir.end(), stride_use), std::sregex_iterator());
     BOOST_TEST(uses == 1, ir);
+  });
+}
+
+// The compile observer (tools/first_run_census.cpp's hook) sees every function compile is given,
+// optimised (what the backend compiles), with its options - disk hits included - and nothing once
+// it is removed.
+BOOST_AUTO_TEST_CASE(compile_observer_sees_every_compile) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    FreshCache cache(be);
+    std::vector<std::string> seen;
+    tritium::jit::set_compile_observer([&](tritium::ir::Function& f, const tritium::Device& d,
+                                           const tritium::jit::CompileOptions& o) {
+      seen.push_back(fmt::format("{} {} w{}", f.name, d.str(), o.num_warps));
+      seen.push_back(tritium::ir::print(f));
+    });
+    struct Reset {
+      ~Reset() { tritium::jit::set_compile_observer({}); }
+    } reset;
+    auto k = make_saxpy(6.0f);
+    run_and_check(be, k, 6.0f, 1000, 1, 256);
+    BOOST_TEST_REQUIRE(seen.size() == 2u);
+    BOOST_TEST(seen[0] == fmt::format("saxpy_cache_test {} w{}", be.device.str(), be.options().num_warps));
+    auto x = be.alloc_poisoned<float>(4), y = be.alloc_poisoned<float>(4), out = be.alloc_poisoned<float>(4);
+    BOOST_TEST(seen[1] == k.optimized_ir(x.ptr(), y.ptr(), out.ptr(), 1000, 1, 256, be.options()));
+    run_and_check(be, k, 6.0f, 1000, 1, 256);  // the specialisation map: no compile
+    BOOST_TEST(seen.size() == 2u);
+    auto again = make_saxpy(6.0f);  // a disk hit still goes through compile
+    run_and_check(be, again, 6.0f, 1000, 1, 256);
+    BOOST_TEST(seen.size() == 4u);
+    tritium::jit::set_compile_observer({});
+    run_and_check(be, k, 6.0f, 1024, 1, 256);  // a new specialisation, no observer
+    BOOST_TEST(seen.size() == 4u);
   });
 }
 
