@@ -22,6 +22,9 @@ inline constexpr int kRowScanKinds = 8;
 // R, L, nchunks, steps; DESC, CMP, BLOCK): ops/sort.cpp.
 Kernel& sort_runs_kernel();
 Kernel& merge_runs_kernel();
+// sort_block(x, keys, idx, O, R, W; DESC, BR, N, K): rows of <= 4096 sorted in one launch, the
+// first W of each kept (K: the keys tl::topk keeps, N: the whole row sorted); ops/sort.cpp.
+Kernel& sort_block_kernel();
 // unique_runs(s, group, values, starts, n, groups; MODE, CMP, BLOCK): ops/unique.cpp.
 Kernel& unique_runs_kernel();
 // reduce(x, xi, y, z, out, out_v, O, R, I, so, sr, si, yso, ysr, ysi, zso, zsi, chunk, S, scale, beta;

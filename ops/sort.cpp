@@ -9,11 +9,19 @@
 //     ties keep the left run first) and lands at its own position plus that count. Every element
 //     is placed independently, so a pass is one fully parallel launch over the rows.
 // The comparison puts NaN after every number (before it, descending), as PyTorch's sort.
+// Rows of at most kBlockSortMax elements of a 32-bit or narrower dtype take one launch instead
+// (`sort_block`): each program sorts whole rows with tl::sort (a bitonic network in registers,
+// shuffles and a few shared-memory exchanges on the GPU) over 64-bit keys that pack an
+// order-preserving integer image of the value above the element's position, so every key is
+// distinct: the order is total, ties keep their positions (stable), NaN and -0.0 land where
+// PyTorch puts them, and the values are read back at the sorted positions. topk and kthvalue on
+// such rows keep only the k first keys of tl::topk (a bitonic selection), not a full sort.
 // topk, kthvalue and median select from the sorted rows.
 #include "ops/sort.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
@@ -110,6 +118,64 @@ Kernel& detail::merge_runs_kernel() {
 
 namespace {
 
+// The longest row `sort_block` takes in one program; longer rows (and 64-bit dtypes, whose key
+// leaves no room for the position) take the merge sort. On the CPU the merge sort's launches
+// cost little and its kernels serve every length, while each width of the unrolled network is a
+// compile of its own (a 2048-wide one took ~30 s on the loaded 2-core dev machine): short rows only.
+constexpr int64_t kBlockSortMax = 4096, kBlockSortMaxCpu = 256;
+
+bool block_sortable(DType d, int64_t R, const Device& device) {
+  return R <= (device.is_cuda() ? kBlockSortMax : kBlockSortMaxCpu) && dtype_bits(d) <= 32 && d != DType::u32 &&
+         !is_fp8(d);
+}
+
+}  // namespace
+
+Kernel& detail::sort_block_kernel() {
+  static Kernel k = tritium::kernel(
+      "sort_block", [](P x, P keys, P idx, tl::i64 O, tl::i64 R, tl::i64 W, bool DESC, int BR, int N, int K) {
+        // Rows pid * BR .. + BR, each padded to N with keys that sort last.
+        auto rows = tl::program_id(0).to(tl::int64) * BR + tl::arange(0, BR).to(tl::int64);
+        auto cols = tl::arange(0, N);
+        auto rmask = rows < O;
+        auto m = rmask(tl::_, tl::None) && cols(tl::None, tl::_) < R;
+        auto base = rows(tl::_, tl::None) * R;
+        auto v = tl::load(x + (base + cols(tl::None, tl::_)), m, 0);
+        // An i32 whose signed order is the value's: floats through their bits (negatives' magnitude
+        // bits flipped), -0.0 as 0.0 (PyTorch's sort finds them equal), every NaN above +inf.
+        tl::tensor s;
+        if (is_float(v.dtype())) {
+          auto c = v.dtype() == DType::f32 ? v : v.to(tl::float32);
+          auto b = c.to(tl::int32, true);
+          s = b ^ ((b >> 31) & 0x7fffffff);
+          s = tl::where(c == 0, 0, s);
+          s = tl::where(c != c, 0x7fffffff, s);
+        } else {
+          s = v.to(tl::int32);
+        }
+        if (DESC) s = ~s;
+        // The position below the value: all keys distinct, equal values in position order.
+        auto key = (s.to(tl::int64) << 32) | cols(tl::None, tl::_).to(tl::int64);
+        key = tl::where(m, key, std::numeric_limits<int64_t>::max());
+        tl::tensor first;
+        if (K == N) {
+          first = tl::sort(key);
+        } else {  // the K smallest keys, ascending: tl::topk of the complement, complemented back
+          first = ~tl::topk(~key, K);
+        }
+        const int width = K;
+        auto j = tl::arange(0, width);
+        auto pos = first & int64_t{0xffffffff};
+        auto out = rows(tl::_, tl::None) * W + j(tl::None, tl::_);
+        auto om = rmask(tl::_, tl::None) && j(tl::None, tl::_) < W;
+        tl::store(idx + out, pos, om);
+        tl::store(keys + out, tl::load(x + (base + pos), om, 0), om);
+      });
+  return k;
+}
+
+namespace {
+
 int bit_length(int64_t x) {
   int n = 0;
   while (x > 0) ++n, x >>= 1;
@@ -117,12 +183,29 @@ int bit_length(int64_t x) {
 }
 
 struct SortedRows {
-  Tensor keys, idx;  // [O, R] contiguous
+  Tensor keys, idx;  // [O, W] contiguous: the first W of each sorted row (W = R but for `first`)
   detail::Rows rows;
   int dim = 0;
+  int64_t W = 0;
 };
 
-SortedRows sort_rows(const char* op, const Tensor& x, int dim, bool descending) {
+// One launch of sort_block over the rows; only the `first` columns of each sorted row are kept.
+void sort_in_blocks(SortedRows& s, bool descending, int64_t first) {
+  const int64_t O = s.rows.O, R = s.rows.R;
+  const int64_t N = std::max<int64_t>(2, next_power_of_2(R));
+  // The first `first` keys of tl::topk (a power of two), or the whole row sorted.
+  const int64_t K = first < R ? std::max<int64_t>(2, next_power_of_2(first)) : N;
+  // Several short rows a program, up to 2048 keys; warps as the block grows (16 keys a thread).
+  const int64_t BR = std::min(std::max<int64_t>(1, 2048 / N), next_power_of_2(O));
+  const int warps = static_cast<int>(std::clamp<int64_t>(BR * N / 256, 1, 8));
+  const bool gpu = s.keys.device().is_cuda();
+  detail::sort_block_kernel()[{cdiv(O, BR)}](s.rows.data, s.keys, s.idx, O, R, s.W, descending, static_cast<int>(BR),
+                                             static_cast<int>(N), static_cast<int>(K),
+                                             Options{.num_warps = gpu ? warps : 1, .num_stages = 1, .device = s.keys.device()});
+}
+
+// Rows of x along dim sorted (stable); first >= 0: only the first `first` columns are needed.
+SortedRows sort_rows(const char* op, const Tensor& x, int dim, bool descending, int64_t first = -1) {
   detail::check_tensors(op, {&x});
   SortedRows s;
   s.dim = detail::normalize_dim(op, dim, x.dim());
@@ -133,9 +216,15 @@ SortedRows sort_rows(const char* op, const Tensor& x, int dim, bool descending) 
     s.rows = detail::rows_of(x, {s.dim});
   }
   const int64_t O = s.rows.O, R = s.rows.R;
-  s.keys = Tensor::empty({O, R}, x.dtype(), x.device());
-  s.idx = Tensor::empty({O, R}, DType::i64, x.device());
-  if (O * R == 0) return s;
+  const bool one_program = block_sortable(x.dtype(), R, x.device());
+  s.W = one_program && first >= 0 ? first : R;
+  s.keys = Tensor::empty({O, s.W}, x.dtype(), x.device());
+  s.idx = Tensor::empty({O, s.W}, DType::i64, x.device());
+  if (O * R == 0 || s.W == 0) return s;
+  if (one_program) {
+    sort_in_blocks(s, descending, s.W);
+    return s;
+  }
   const int cmp = static_cast<int>(compare_type(x.dtype()));
   const int64_t L0 = std::clamp<int64_t>(next_power_of_2(R), 16, 64);
   const int64_t nruns = cdiv(R, L0);
@@ -156,8 +245,8 @@ SortedRows sort_rows(const char* op, const Tensor& x, int dim, bool descending) 
 
 // [O, k] columns [from, from + k) of sorted rows, back in x's dim order.
 ValuesIndices columns_back(const SortedRows& s, const Tensor& x, int64_t from, int64_t k) {
-  Tensor kv = s.keys.as_strided({s.rows.O, k}, {s.rows.R, 1}, s.keys.storage_offset() + from);
-  Tensor ki = s.idx.as_strided({s.rows.O, k}, {s.rows.R, 1}, s.idx.storage_offset() + from);
+  Tensor kv = s.keys.as_strided({s.rows.O, k}, {s.W, 1}, s.keys.storage_offset() + from);
+  Tensor ki = s.idx.as_strided({s.rows.O, k}, {s.W, 1}, s.idx.storage_offset() + from);
   return {detail::rows_back(kv, x, s.dim, k), detail::rows_back(ki, x, s.dim, k)};
 }
 
@@ -201,7 +290,7 @@ ValuesIndices topk(const Tensor& x, int64_t k, int dim, bool largest, bool /*sor
   int d = detail::normalize_dim("topk", dim, x.dim());
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
   if (k < 0 || k > n) fail("topk: selected index k = {} out of range for a dimension of size {}", k, n);
-  SortedRows s = sort_rows("topk", x, dim, largest);
+  SortedRows s = sort_rows("topk", x, dim, largest, k);
   if (x.dim() == 0) return reshaped({s.keys, s.idx}, {});
   return columns_back(s, x, 0, k);
 }
@@ -212,7 +301,7 @@ ValuesIndices kthvalue(const Tensor& x, int64_t k, int dim, bool keepdim) {
   check_selected_dim("kthvalue", x, d);
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
   if (k < 1 || k > n) fail("kthvalue: selected number k = {} out of range for dimension {} of size {}", k, d, n);
-  SortedRows s = sort_rows("kthvalue", x, dim, false);
+  SortedRows s = sort_rows("kthvalue", x, dim, false, k);
   if (x.dim() == 0) return reshaped({s.keys, s.idx}, {});
   return reshaped(columns_back(s, x, k - 1, 1), selected_shape(x, d, keepdim));
 }

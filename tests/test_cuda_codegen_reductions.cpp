@@ -125,6 +125,68 @@ BOOST_AUTO_TEST_CASE(sort_and_merge_runs) {
           int64_t(1000), 2, d(DType::f32), 1024);
 }
 
+// sort_block (rows of <= 4096 in one launch: tl::sort / tl::topk over packed i64 keys) goes
+// through the layout generator, whose reshapes to [2, .., 2] move no data: no buffer in global
+// scratch (the element-loop generator spilled 1.7 MB a program for a 4096-wide tl::sort) and few
+// barriers (one exchange a layer whose bit is a warp bit; 157 in the element-loop's 4096 sort).
+BOOST_AUTO_TEST_CASE(sort_block_through_layouts) {
+  if (!nvrtc_or_skip()) return;
+  auto& k = tritium::ops::detail::sort_block_kernel();
+  const int64_t O = 1000, R = 200;
+  struct Case {
+    std::string what;
+    cuda::KernelSource ks;
+  };
+  std::vector<Case> cases;
+  auto check = tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).warps(8);
+  cases.push_back({"sort_block f32, 8 rows of 256 a program, descending",
+                   tritium::test::compile_cuda(k, check.named("sort_block f32"), addr<float>(0), addr<float>(1),
+                                               addr<int64_t>(2), O, R, R, true, 8, 256, 256)});
+  cases.push_back({"sort_block bf16, top 8 of 256",
+                   tritium::test::compile_cuda(k, check.named("sort_block bf16 top 8"), addr<tritium::bf16_t>(0),
+                                               addr<tritium::bf16_t>(1), addr<int64_t>(2), O, R, int64_t(5), false, 8,
+                                               256, 8)});
+  cases.push_back({"sort_block i8", tritium::test::compile_cuda(k, check.named("sort_block i8"), addr<int8_t>(0),
+                                                                addr<int8_t>(1), addr<int64_t>(2), O, R, R, false, 8,
+                                                                256, 256)});
+  for (const Case& c : cases) {
+    const std::string body = tritium::test::kernel_body(c.ks);
+    BOOST_TEST(body.find("tt_scratch_cta +") == std::string::npos, c.what << ": a buffer in global scratch");
+    BOOST_TEST(body.find("tt_tc0") != std::string::npos, c.what << ": not the layout generator's thread coordinates");
+    BOOST_TEST(tritium::test::occurrences(body, "__syncthreads") <= 40u, c.what);
+  }
+}
+
+// What sends a kernel through layouts: a reshape that moves elements between dims, not one that
+// only adds or drops dims of size 1.
+BOOST_AUTO_TEST_CASE(reshapes_that_move_elements) {
+  namespace tl = tritium::tl;
+  auto moves = [](tritium::Kernel& k, auto... args) {
+    auto f = k.optimized_function(args...);
+    int found = 0, moving = 0;
+    f->walk([&](tritium::ir::Op* op) {
+      if (op->kind != tritium::ir::OpKind::Reshape) return;
+      ++found;
+      moving += cuda::reshape_moves_elements(*op);
+    });
+    return std::pair{found, moving};
+  };
+  auto unit = tritium::kernel("unit_reshape", [](tl::ptr<float> x, tl::ptr<float> y) {
+    auto v = tl::load(x + tl::arange(0, 64));
+    tl::store(y + tl::arange(0, 64)(tl::_, tl::None), tl::reshape(v * 2, {64, 1}));
+  });
+  auto split = tritium::kernel("split_reshape", [](tl::ptr<float> x, tl::ptr<float> y) {
+    auto v = tl::load(x + tl::arange(0, 64));
+    tl::store(y + tl::arange(0, 64), tl::reshape(tl::sum(tl::reshape(v, {8, 8}), 0, true) + tl::zeros({8, 8}, tl::float32), {64}));
+  });
+  auto [n_unit, m_unit] = moves(unit, addr<float>(0), addr<float>(1));
+  auto [n_split, m_split] = moves(split, addr<float>(0), addr<float>(1));
+  BOOST_TEST(n_unit >= 1);
+  BOOST_TEST(m_unit == 0);
+  BOOST_TEST(m_split == 2);
+  BOOST_TEST(n_split == 2);
+}
+
 // ops/reduce.cpp's kernel in the launches of a split reduction (ops/reduce_plan.h): [16384, 1024]
 // over dim 0 as an H100's plan cuts it (128 chunks of 128 rows, tiles [16, 256]) and a full
 // reduction of 2^24 (512 chunks of 32768, tiles [1, 1024]), both launches, every kind.

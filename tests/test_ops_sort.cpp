@@ -5,6 +5,7 @@
 // empty tensors, and PyTorch's errors.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -221,6 +222,81 @@ BOOST_AUTO_TEST_CASE(topk_kthvalue_median) {
                      "median over an empty dim");
     tt::check_throws([&] { ops::median(x, 2); }, {"median", "2"}, "median dim out of range");
     BOOST_TEST(ops::topk(Tensor::empty({3, 0}, DType::f32), 0, 1).values.shape() == (ou::Shape{3, 0}));
+  });
+}
+
+// Rows of up to 4096 (256 on the CPU) of a 32-bit or narrower dtype sort in one launch
+// (sort_block: tl::sort over keys packing the value's order above the position); these cases
+// take that path (the rows of 1000 on the GPU only): several rows a program, rows that are not
+// powers of two, -0.0 beside 0.0 (equal: position order), NaN of either sign (both largest),
+// bf16 / i8, topk and kthvalue through tl::topk, and on the GPU the boundary 4096 / 4097 (the
+// merge sort).
+BOOST_AUTO_TEST_CASE(sort_in_one_program) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const float neg_nan = -std::numeric_limits<float>::quiet_NaN();
+    for (ou::Shape shape : {ou::Shape{37, 20}, ou::Shape{5, 129}, ou::Shape{2, 1000}, ou::Shape{3, 2}}) {
+      std::vector<double> v = ou::values(ou::random_tensor<float>(shape, 131, -6, 6));
+      std::vector<float> f(v.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        f[i] = std::round(static_cast<float>(v[i]));  // ties, -0.0 and 0.0 among them
+        if (i % 31 == 3) f[i] = NAN;
+        if (i % 37 == 4) f[i] = neg_nan;
+        if (i % 11 == 1) f[i] = -0.0f;
+      }
+      Tensor x = Tensor::from_vector(f, shape);
+      std::vector<double> vx(f.begin(), f.end());
+      const int64_t R = shape.back(), O = ou::numel(shape) / R;
+      for (bool desc : {false, true}) {
+        std::string what = shape_str(shape) + (desc ? " descending" : "");
+        auto r = ops::sort(x, 1, desc);
+        Ref ref = sort_ref(vx, shape, 1, desc);
+        check_exact(r.values, ref.values, "sort values " + what);
+        check_exact(r.indices, ref.indices, "sort indices (stable) " + what);
+        // -0.0 keeps its sign bit: the values are read back, not rebuilt from the keys.
+        auto back = r.values.to_vector<float>();
+        for (size_t i = 0; i < back.size(); ++i)
+          if (back[i] == 0 && std::signbit(back[i]) != std::signbit(f[static_cast<size_t>(i / R * R) + static_cast<size_t>(ref.indices[i])])) {
+            BOOST_ERROR("sort " << what << ": the sign of zero at " << i << " changed");
+            break;
+          }
+        for (int64_t k : {int64_t(1), int64_t(2), std::min<int64_t>(R, 3), std::min<int64_t>(R, 9), R}) {
+          auto t = ops::topk(x, k, 1, desc);
+          std::vector<double> tv, ti;
+          for (int64_t row = 0; row < O; ++row)
+            for (int64_t c = 0; c < k; ++c)
+              tv.push_back(ref.values[static_cast<size_t>(row * R + c)]), ti.push_back(ref.indices[static_cast<size_t>(row * R + c)]);
+          check_exact(t.values, tv, "topk values k=" + std::to_string(k) + " " + what);
+          check_exact(t.indices, ti, "topk indices k=" + std::to_string(k) + " " + what);
+        }
+        if (desc) continue;
+        for (int64_t k : {int64_t(1), (R + 1) / 2, R}) {
+          auto kv = ops::kthvalue(x, k, 1);
+          std::vector<double> ev, ei;
+          for (int64_t row = 0; row < O; ++row)
+            ev.push_back(ref.values[static_cast<size_t>(row * R + k - 1)]), ei.push_back(ref.indices[static_cast<size_t>(row * R + k - 1)]);
+          check_exact(kv.values, ev, "kthvalue k=" + std::to_string(k) + " " + what);
+          check_exact(kv.indices, ei, "kthvalue indices k=" + std::to_string(k) + " " + what);
+        }
+      }
+    }
+    // bf16 and i8 rows with ties.
+    Tensor b = ops::to_dtype(ou::random_tensor<float>({6, 200}, 132, -3, 3), DType::bf16);
+    check_exact(ops::sort(b, 1, true).indices, sort_ref(ou::values(b), {6, 200}, 1, true).indices, "sort bf16");
+    Tensor c = ou::random_tensor<int8_t>({4, 77}, 133, -100, 100);
+    auto rc = ops::sort(c, 1);
+    Ref refc = sort_ref(ou::values(c), {4, 77}, 1, false);
+    check_exact(rc.values, refc.values, "sort i8");
+    check_exact(rc.indices, refc.indices, "sort i8 indices");
+    // The longest row one program takes on the GPU, and one more (the merge sort).
+    if (be.device.is_cuda()) {
+      for (int64_t n : {int64_t(4096), int64_t(4097)}) {
+        Tensor w = ou::random_tensor<float>({3, n}, 134, -50, 50);
+        Ref rw = sort_ref(ou::values(w), {3, n}, 1, true);
+        auto r = ops::sort(w, 1, true);
+        check_exact(r.values, rw.values, "sort of rows of " + std::to_string(n));
+        check_exact(r.indices, rw.indices, "sort indices of rows of " + std::to_string(n));
+      }
+    }
   });
 }
 

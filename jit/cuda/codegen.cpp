@@ -135,21 +135,40 @@ void Codegen::emit_op(const ir::Op* op) {
 }  // namespace tritium::jit::cuda::detail
 
 namespace tritium::jit::cuda {
+bool reshape_moves_elements(const ir::Op& reshape) {
+  // Dims of size 1 carry no elements: [N] -> [N, 1] keeps every element's place in its dim.
+  auto squeezed = [](const ir::Shape& s) {
+    ir::Shape r;
+    for (int64_t d : s)
+      if (d != 1) r.push_back(d);
+    return r;
+  };
+  return squeezed(reshape.operand(0)->type.shape) != squeezed(reshape.result()->type.shape);
+}
+
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget, int compute_capability, int64_t layouts_smem_budget) {
   f.renumber();
   const std::string& mode = env().cuda_codegen;
   check_codegen_mode(mode);
-  bool has_dot = false;
-  f.walk([&](ir::Op* op) { has_dot = has_dot || op->kind == OpKind::Dot; });
-  // Every dot kernel goes through layouts; the element-loop generator has no dot lowering.
-  if (mode.empty() && !has_dot) return detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
+  bool has_dot = false, moves_dims = false;
+  f.walk([&](ir::Op* op) {
+    has_dot = has_dot || op->kind == OpKind::Dot;
+    moves_dims = moves_dims || (op->kind == OpKind::Reshape && reshape_moves_elements(*op));
+  });
+  // Every dot kernel goes through layouts; the element-loop generator has no dot lowering. So does
+  // every kernel with a reshape that moves elements between dims (tl::sort's [2, .., 2] views):
+  // the element-loop generator materialises each side of such a reshape in a buffer (a 4096-wide
+  // tl::sort: 156 buffers, 1.7 MB of global scratch a program), the layouts relabel bits.
+  if (mode.empty() && !has_dot && !moves_dims)
+    return detail::Codegen(f, axis, opts, smem_budget, compute_capability).run();
   // Layouts map a CTA's threads with power-of-two bit maps (Triton refuses other num_warps too);
   // without this check 3 warps failed deep in the layout pass with an internal error.
   if (opts.num_warps <= 0 || (opts.num_warps & (opts.num_warps - 1)) != 0)
     fail("num_warps = {}: kernel {} goes through the layout generator ({}), which needs a power of two "
          "(as Triton's num_warps)",
-         opts.num_warps, f.name, has_dot ? "it has a dot" : "TRITIUM_CUDA_CODEGEN=layouts");
+         opts.num_warps, f.name,
+         has_dot ? "it has a dot" : moves_dims ? "it reshapes across dims" : "TRITIUM_CUDA_CODEGEN=layouts");
   return generate_cuda_layouts(f, opts, layouts_smem_budget > 0 ? layouts_smem_budget : smem_budget, compute_capability,
                                env().dump_dir);
 }

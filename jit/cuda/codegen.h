@@ -82,15 +82,19 @@ bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esiz
 // `layouts_smem_budget` (the opt-in limit itself; 0: smem_budget).
 inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (tests, tools)
 // compute_capability (e.g. 90) decides which tensor-core instructions `dot` may use. Which generator
-// lowers `f` (TRITIUM_CUDA_CODEGEN): kernels with a dot always the layout generator; the others the
-// element-loop one by default, the layout one under "layouts". Throws tritium::Error for any other
-// value of the variable (check_codegen_mode).
+// lowers `f` (TRITIUM_CUDA_CODEGEN): kernels with a dot, or with a reshape that moves elements
+// between dims (reshape_moves_elements: tl::sort, tl::topk), always the layout generator; the others
+// the element-loop one by default, the layout one under "layouts". Throws tritium::Error for any
+// other value of the variable (check_codegen_mode).
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget = kSharedMemoryBudget, int compute_capability = 90,
                            int64_t layouts_smem_budget = 0);
 // Throws tritium::Error unless `mode` (TRITIUM_CUDA_CODEGEN, lower-cased) is empty or "layouts":
 // "legacy" (the matmul-loop matcher, removed) and unknown values are refused, not ignored.
 void check_codegen_mode(const std::string& mode);
+// Whether a reshape op changes the dims its elements lie along (not only adding or dropping dims
+// of size 1): a buffer copy in the element-loop generator, a relabelling of bits in the layouts.
+bool reshape_moves_elements(const ir::Op& reshape);
 
 // IR -> CUDA C++ through layouts: runs the layout pass on `f` (which it changes: conversions and
 // clones), writes `<kernel>.layouts.ir` into dump_dir when given, and lowers it.
