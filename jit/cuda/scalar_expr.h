@@ -97,6 +97,9 @@ std::string cast(const std::string& v, const ir::Type& from_t, const ir::Type& t
 inline std::string cast(const std::string& v, DType from, DType to) { return cast(v, ir::Type::scalar(from), ir::Type::scalar(to)); }
 // The expression of elementwise op `op` over its operands' expressions `x`.
 std::string elementwise(const ir::Op* op, const std::vector<std::string>& x);
+// p + off for a 32-bit offset as one mul.wide and a 64-bit add (tt_addptr: one IMAD.WIDE); other
+// offset types as elementwise's addptr.
+std::string wide_addptr(const std::string& p, const std::string& off, DType off_dtype);
 // An atomic read-modify-write of `v` at pointer `p` (compare value `cmp` for AtomicCas) returning the
 // old value: native atomics where CUDA has them, a compare-and-swap loop (tt_atomic_rmw) otherwise.
 std::string atomic_call(OpKind k, DType d, const std::string& p, const std::string& v, const std::string& cmp);
