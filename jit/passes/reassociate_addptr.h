@@ -4,7 +4,7 @@
 
 namespace tritium::jit {
 
-// A chain of pointer additions p + o1 + o2 + ... (addptr ops, through single-use broadcasts and
+// A chain of block pointer additions p + o1 + o2 + ... (addptr ops, through single-use broadcasts and
 // splats of the intermediate pointers) is rebuilt in the order that costs the fewest element
 // additions a loop trip: each term is added at the smallest shape that holds the terms so far
 // (a row term of a [M, 1] pointer before the [1, K] column term broadcasts it to [M, K]; a
