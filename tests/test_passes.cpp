@@ -13,6 +13,7 @@
 #include "jit/passes/dce.h"
 #include "jit/passes/fold_constants.h"
 #include "jit/passes/pipeline.h"
+#include "jit/passes/reassociate_addptr.h"
 
 // Lets BOOST_TEST print optionals in failure messages.
 namespace boost::test_tools::tt_detail {
@@ -435,6 +436,115 @@ BOOST_AUTO_TEST_CASE(dce_removes_dead_chains_and_keeps_effects) {
   BOOST_TEST(count_ops(f, OpKind::Store) == 2u);
   BOOST_TEST(count_ops(f, OpKind::Constant) == 1u);  // 3 went with its user; 0 feeds the loop
   BOOST_TEST(!eliminate_dead_code(f));
+}
+
+// ---- reassociate_addptr -----------------------------------------------------------------------
+
+namespace {
+
+Value* expand(Builder& b, Value* v, int axis) {
+  Attrs a;
+  a.axis = axis;
+  Shape s = v->type.shape;
+  s.insert(s.begin() + axis, 1);
+  return b.create1(OpKind::ExpandDims, {v}, v->type.with_shape(s), a);
+}
+
+Value* broadcast(Builder& b, Value* v, Shape s) { return b.create1(OpKind::Broadcast, {v}, v->type.with_shape(std::move(s))); }
+
+// The conv's im2col shape: a [16, 1] row pointer made before a loop, and in the loop
+// p + cols[None, :] + rows_trip[:, None] + splat(i * s), added left to right at [16, 8].
+struct Im2col {
+  Function f{"im2col"};
+  Value* x = nullptr;
+  Op* loop = nullptr;
+  Op* load = nullptr;
+  Value* rows_trip = nullptr;
+  Im2col() {
+    x = add_param(f, "x", Type::pointer(DType::f32), 16);
+    Value* out = add_param(f, "out", Type::pointer(DType::f32), 16);
+    Value* n = add_param(f, "n", i32);
+    Value* s = add_param(f, "s", i32);
+    Builder b(f);
+    Type col = Type::block(DType::i32, {16, 1});
+    Value* rows = expand(b, arange(b, 0, 16), 1);
+    Value* row_off = b.create1(OpKind::Mul, {rows, splat(b, s, {16, 1})}, col);
+    Value* base = b.create1(OpKind::AddPtr, {splat(b, x, {16, 1}), row_off}, x->type.with_shape({16, 1}));
+    Value* cols = expand(b, arange(b, 0, 8), 0);
+    Type tile = Type::block(DType::f32, {16, 8});
+    Value* zero = b.constant_int(0, i32);
+    loop = b.create(OpKind::For, {zero, n, b.constant_int(1, i32), b.constant_float(0.0, tile)}, {tile});
+    Block* body = f.new_block(loop);
+    loop->regions.push_back(body);
+    Value* iv = f.add_block_arg(body, i32);
+    Value* acc = f.add_block_arg(body, tile);
+    b.set_insertion_end(body);
+    rows_trip = b.create1(OpKind::Add, {rows, splat(b, iv, {16, 1})}, col);
+    Type ptrs = x->type.with_shape({16, 8});
+    Value* p = b.create1(OpKind::AddPtr, {broadcast(b, base, {16, 8}), broadcast(b, cols, {16, 8})}, ptrs);
+    p = b.create1(OpKind::AddPtr, {p, broadcast(b, rows_trip, {16, 8})}, ptrs);
+    Value* step = b.create1(OpKind::Mul, {iv, s}, i32);
+    p = b.create1(OpKind::AddPtr, {p, splat(b, step, {16, 8})}, ptrs);
+    load = b.create(OpKind::Load, {p}, {tile});
+    b.create(OpKind::Yield, {b.create1(OpKind::Add, {acc, load->result()}, tile)}, {});
+    b.set_insertion_end(f.body);
+    b.create(OpKind::Store, {splat(b, out, {16, 8}), loop->result()}, {});
+    verify(f);
+  }
+};
+
+size_t count_addptr(Block* blk, const Shape& shape) {
+  size_t n = 0;
+  for (Op* op : blk->ops) n += op->kind == OpKind::AddPtr && op->result()->type.shape == shape;
+  return n;
+}
+
+}  // namespace
+
+// Per trip the rows' terms are added to the [16, 1] row pointer (16 additions each) and the
+// pointer is broadcast for one [16, 8] addition of the columns, instead of three [16, 8] ones.
+// Only 64-bit pointer additions move (no i32 offset is summed), so the addresses are the
+// original ones.
+BOOST_AUTO_TEST_CASE(reassociate_adds_row_terms_before_broadcasting) {
+  Im2col k;
+  Block* body = k.loop->regions[0];
+  BOOST_TEST(count_addptr(body, {16, 8}) == 3u);
+  run_passes(k.f, "");
+  BOOST_TEST(count_addptr(body, {16, 8}) == 1u, print(k.f));
+  BOOST_TEST(count_addptr(k.f.body, {16, 8}) == 0u, print(k.f));
+  // x + i * s (a scalar: free), + rows * s, + rows_trip at [16, 1]; hoisting rows * s instead
+  // would cost as much a trip and keep a pointer block live across the loop.
+  BOOST_TEST(count_addptr(body, {}) == 1u, print(k.f));
+  BOOST_TEST(count_addptr(body, {16, 1}) == 2u, print(k.f));
+  BOOST_TEST(count_addptr(k.f.body, {16, 1}) == 0u, print(k.f));
+  const Op* p = k.load->operand(0)->def;
+  BOOST_REQUIRE(p->kind == OpKind::AddPtr);
+  BOOST_TEST((p->operand(0)->def->kind == OpKind::Broadcast));  // the row pointer, broadcast
+  BOOST_TEST(p->operand(0)->def->operand(0)->type.shape == (Shape{16, 1}));
+  BOOST_TEST(p->operand(1)->type.shape == (Shape{16, 8}));
+  BOOST_TEST(!reassociate_pointer_chains(k.f));  // already in the cheapest order
+  verify(k.f);
+}
+
+// A chain already in its cheapest order, a chain through a pointer with another use, and a
+// chain of two equal-cost terms are left alone (the fixed point of run_passes relies on it).
+BOOST_AUTO_TEST_CASE(reassociate_leaves_cheapest_and_shared_chains) {
+  Function f("k");
+  Value* x = add_param(f, "x", Type::pointer(DType::f32), 16);
+  Value* s = add_param(f, "s", i32);
+  Builder b(f);
+  Type ptrs = x->type.with_shape({8});
+  Value* a = arange(b, 0, 8);
+  Value* p = b.create1(OpKind::AddPtr, {splat(b, x, {8}), a}, ptrs);
+  Value* q = b.create1(OpKind::AddPtr, {p, splat(b, s, {8})}, ptrs);  // p has two uses
+  Op* l1 = b.create(OpKind::Load, {p}, {Type::block(DType::f32, {8})});
+  Op* l2 = b.create(OpKind::Load, {q}, {Type::block(DType::f32, {8})});
+  b.create(OpKind::Store, {p, b.create1(OpKind::Add, {l1->result(), l2->result()}, l1->result()->type)}, {});
+  Value* r = b.create1(OpKind::AddPtr, {b.create1(OpKind::AddPtr, {x, s}, x->type), s}, x->type);  // scalar, equal cost
+  b.create(OpKind::Store, {r, b.constant_float(1.0, f32)}, {});
+  const std::string before = print(f);
+  BOOST_TEST(!reassociate_pointer_chains(f));
+  BOOST_TEST(print(f) == before);
 }
 
 // ---- pipeline ---------------------------------------------------------------------------------

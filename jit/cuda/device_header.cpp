@@ -363,6 +363,22 @@ template <int N, class T> TT_INLINE void tt_red_add_v(T* p, const T* v) {
 // (fence.acq_rel, lighter than __threadfence's fence.sc).
 TT_INLINE void tt_fence_acq_rel() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
+// ---- pointer arithmetic ----
+// p + off for a 32-bit offset, as Triton's getelementptr lowers: one mul.wide by the element size
+// and a 64-bit add, which ptxas fuses into one IMAD.WIDE. The C++ form p + (int64_t)off reaches
+// ptxas as a sign extension, a shift and an add (SHF + LEA + LEA.HI.X). Where the generator uses
+// it: Lowering::wide_address (lowering/values.cpp).
+template <class T> TT_INLINE T* tt_addptr(T* p, int32_t off) {
+  long long b;
+  asm("mul.wide.s32 %0, %1, %2;" : "=l"(b) : "r"(off), "n"((int)sizeof(T)));
+  return (T*)((char*)p + b);
+}
+template <class T> TT_INLINE T* tt_addptr(T* p, uint32_t off) {
+  unsigned long long b;
+  asm("mul.wide.u32 %0, %1, %2;" : "=l"(b) : "r"(off), "n"((int)sizeof(T)));
+  return (T*)((char*)p + b);
+}
+
 // ---- vector copies (the 16-byte path of loads and stores) ----
 template <int BYTES> TT_INLINE void tt_vcopy(void* dst, const void* src) {
   if (BYTES == 16) *(uint4*)dst = *(const uint4*)src;

@@ -208,6 +208,11 @@ bool nan_bits_unseen(const ir::Value* v, const std::function<const std::vector<i
   return unseen;
 }
 
+std::string wide_addptr(const std::string& p, const std::string& off, DType off_dtype) {
+  if (off_dtype != DType::i32 && off_dtype != DType::u32) return fmt::format("{} + (int64_t)({})", p, off);
+  return fmt::format("tt_addptr({}, ({})({}))", p, off_dtype == DType::i32 ? "int32_t" : "uint32_t", off);
+}
+
 std::string atomic_call(OpKind k, DType d, const std::string& p, const std::string& v,
                                  const std::string& cmp) {
   std::string ct = ctype(d);

@@ -110,6 +110,9 @@ std::string elementwise(const ir::Op* op, const std::vector<std::string>& x, boo
 // ops that use a value. Memoised in `memo`.
 bool nan_bits_unseen(const ir::Value* v, const std::function<const std::vector<ir::Op*>&(const ir::Value*)>& users,
                      std::unordered_map<const ir::Value*, bool>& memo);
+// p + off for a 32-bit offset as one mul.wide and a 64-bit add (tt_addptr: one IMAD.WIDE); other
+// offset types as elementwise's addptr.
+std::string wide_addptr(const std::string& p, const std::string& off, DType off_dtype);
 // An atomic read-modify-write of `v` at pointer `p` (compare value `cmp` for AtomicCas) returning the
 // old value: native atomics where CUDA has them, a compare-and-swap loop (tt_atomic_rmw) otherwise.
 std::string atomic_call(OpKind k, DType d, const std::string& p, const std::string& v, const std::string& cmp);

@@ -11,6 +11,7 @@
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/fold_constants.h"
+#include "jit/passes/reassociate_addptr.h"
 
 namespace tritium::jit {
 namespace {
@@ -50,6 +51,7 @@ void run_passes(ir::Function& f, const std::string& dump_dir) {
   for (int round = 0; round < kMaxRounds; ++round) {
     bool changed = false;
     if (fold_constants(f)) changed = true, dump("fold_constants");
+    if (reassociate_pointer_chains(f)) changed = true, dump("reassociate_addptr");
     if (eliminate_common_subexpressions(f)) changed = true, dump("cse");
     if (eliminate_dead_code(f)) changed = true, dump("dce");
     if (combine_dot_add(f)) changed = true, dump("combine_dot_add");

@@ -139,7 +139,9 @@ std::string Lowering::ahead_value(const ir::Value* v, int r, const std::string& 
       default: {
         std::vector<std::string> xs;
         for (const ir::Value* o : op->operands) xs.push_back(ahead_value(o, o->type.is_scalar() ? 0 : r, ahead, loop));
-        out = tmp(ctype(v->type.element()), elementwise(op, xs));
+        out = tmp(ctype(v->type.element()), op->kind == OpKind::AddPtr && wide_address(op)
+                                                  ? wide_addptr(xs[0], xs[1], op->operand(1)->type.dtype)
+                                                  : elementwise(op, xs));
       }
     }
   }

@@ -94,6 +94,7 @@ class Lowering {
   std::string scalar(const ir::Value* v);
   const Val& val(const ir::Value* v);
   const Layout& layout(const ir::Value* v) const { return layouts_.of(v); }
+  bool wide_address(const ir::Op* op) const;  // addptr as tt_addptr (values.cpp)
   // A register array for `v` (declared here), filled by fn(r) -> element r's expression.
   Val& define_regs(const ir::Value* v, const std::function<std::string(int)>& fn);
   // The same, as one `#pragma unroll` loop over `tt_r` when loop_fn("tt_r") gives the element

@@ -142,6 +142,37 @@ bool Lowering::only_dot_operand_reads(const ir::Value* v) const {
   return any && !other;
 }
 
+// Whether addptr `op` is best one IMAD.WIDE an element (tt_addptr) rather than the C++ form
+// p + (int64_t)off, which NVVM reassociates but ptxas turns into SHF + LEA + LEA.HI.X. The asm
+// form wins for a block of addresses that memory ops take as they are, whose offset varies over
+// more of a thread's registers than its pointer (FlagGems' im2col gather: one row pointer a
+// thread, 32 channel offsets: 623 -> 407 SASS instructions a K trip, 128 -> 96 registers). It
+// loses where the pointer varies more (tutorial 08's epilogue, 32 row pointers and one column
+// offset a thread: 128 -> 168 registers), or the offset is an arange or a constant (NVVM folds
+// each register's constant into an immediate of one base), or the result is added to again.
+bool Lowering::wide_address(const ir::Op* op) const {
+  const ir::Value* r = op->result();
+  const DType od = op->operand(1)->type.dtype;
+  if (!r->type.is_block() || !r->has_uses() || (od != DType::i32 && od != DType::u32)) return false;
+  for (const ir::Use& u : r->uses())
+    if (u.operand != 0 || !(u.user->kind == OpKind::Load || u.user->kind == OpKind::Store ||
+                            (u.user->kind >= OpKind::AtomicAdd && u.user->kind <= OpKind::AtomicCas)))
+      return false;
+  auto source = [](const ir::Value* v) {
+    while (v->def && (v->def->kind == OpKind::Broadcast || v->def->kind == OpKind::ExpandDims ||
+                      v->def->kind == OpKind::Splat || v->def->kind == OpKind::ConvertLayout ||
+                      v->def->kind == OpKind::MultipleOf || v->def->kind == OpKind::MaxContiguous))
+      v = v->def->operand(0);
+    return v;
+  };
+  const ir::Value* off = source(op->operand(1));
+  if (off->type.is_scalar() || (off->def && (off->def->kind == OpKind::Constant || off->def->kind == OpKind::Arange)))
+    return false;
+  const ir::Value* p = source(op->operand(0));
+  const int p_regs = p->type.is_scalar() ? 1 : layout(p).num_regs();
+  return p_regs < layout(off).num_regs();
+}
+
 void Lowering::emit_elementwise(const ir::Op* op) {
   const ir::Value* r = op->result();
   std::vector<const Val*> in;
@@ -160,6 +191,7 @@ void Lowering::emit_elementwise(const ir::Op* op) {
   // the tensor cores turn any NaN into the same NaN, so the rounding skips its NaN fix-up.
   const bool dot_operand_bf16 = op->kind == OpKind::Cast && r->type.dtype == DType::bf16 &&
                                 op->operand(0)->type.dtype == DType::f32 && only_dot_operand_reads(r);
+  const bool wide = op->kind == OpKind::AddPtr && wide_address(op);
   auto element = [&](const std::string& idx) {
     std::vector<std::string> xs;
     for (size_t i = 0; i < op->operands.size(); ++i) {
@@ -168,6 +200,7 @@ void Lowering::emit_elementwise(const ir::Op* op) {
       else xs.push_back(fmt::format("{}[{}]", in[i]->name, idx));
     }
     if (dot_operand_bf16) return fmt::format("tt_bf16_from_rn({})", xs[0]);
+    if (wide) return wide_addptr(xs[0], xs[1], op->operand(1)->type.dtype);
     return elementwise(op, xs);
   };
   if (uniform) return set_uniform(r, tmp(ctype(r->type.element()), element("")));
