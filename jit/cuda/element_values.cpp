@@ -130,7 +130,7 @@ void Codegen::plan_registers() {
   f_.walk([&](ir::Op* loop) {
     if (loop->kind != OpKind::For) return;
     const ir::Block* body = loop->regions[0];
-    const BodyMemory memory = body_memory(body);
+    const BodyMemory memory = body_memory(loop);
     auto words = [&](const ir::Op* op) { return register_words(op->result()->type, mapped_width(op->result()->type.shape)); };
     int64_t ahead = 0;
     for (const ir::Op* op : body->ops)
