@@ -22,6 +22,7 @@
 #include "ops/ops.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
+#include "costly_scale_kernel.h"
 #include "test_support.h"
 
 namespace tt = tritium::test;
@@ -44,23 +45,7 @@ struct FreshCache : tt::FreshCacheDir {
   FreshCache() : tt::FreshCacheDir("autotune-test") {}
 };
 
-// out = x * 2, but each program recomputes its block REPS times: REPS sets the cost, so the
-// fastest config is known (REPS = 1) while every config computes the same values.
-tritium::Kernel make_costly_scale() {
-  return tritium::kernel(
-      "costly_scale",
-      [](tl::ptr<float> x, tl::ptr<float> out, tl::i32 n, int BLOCK, int REPS) {
-        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-        auto mask = offs < n;
-        auto acc = tl::zeros({BLOCK}, tl::float32);
-        for (auto r : tl::range(0, REPS)) {
-          (void)r;
-          acc = acc + tl::load(x + offs, mask) * 2.0f;
-        }
-        tl::store(out + offs, acc, mask);
-      },
-      {"x", "out", "n", "BLOCK", "REPS"});
-}
+using tt::make_costly_scale;
 
 // out = x * 2, with a flaw chosen by MODE: 1 asserts on the data (x >= 0: a run-time failure that
 // depends on the values), 2 reduces with a combine function that reads program_id(1) (only
@@ -93,18 +78,9 @@ tritium::AutotuneOptions quick(std::vector<std::string> key) {
   return o;
 }
 
-auto grid_of(int64_t n) {
-  return [n](const Meta& m) { return tritium::Grid(tritium::cdiv(n, m["BLOCK"])); };
-}
-
+auto grid_of(int64_t n) { return tt::costly_scale_grid(n); }
 void check_scaled(const Tensor& out, const std::vector<float>& x, int reps, const std::string& what) {
-  auto got = out.to_vector<float>();
-  BOOST_TEST_REQUIRE(got.size() == x.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    if (got[i] != x[i] * 2.0f * static_cast<float>(reps)) {
-      BOOST_ERROR(what << ": element " << i << " = " << got[i] << ", expected " << x[i] * 2.0f * reps);
-      return;
-    }
+  tt::check_costly_scale(out, x, reps, what);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "autotune/autotuner.h"
 #include "ops/matmul_tuning.h"
 #include "ops/ops.h"
+#include "costly_scale_kernel.h"
 #include "test_support.h"
 
 namespace tt = tritium::test;
@@ -25,23 +26,7 @@ struct AutoMode : tt::ScopedEnv {
   AutoMode() : tt::ScopedEnv("TRITIUM_AUTOTUNE", "auto") {}
 };
 
-// out = x * 2 * REPS, each program recomputing its block REPS times: REPS = 512 is clearly slower
-// than REPS = 1, and the values say which config ran.
-tritium::Kernel make_repeated_scale() {
-  return tritium::kernel(
-      "repeated_scale",
-      [](tl::ptr<float> x, tl::ptr<float> out, tl::i32 n, int BLOCK, int REPS) {
-        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-        auto mask = offs < n;
-        auto acc = tl::zeros({BLOCK}, tl::float32);
-        for (auto r : tl::range(0, REPS)) {
-          (void)r;
-          acc = acc + tl::load(x + offs, mask) * 2.0f;
-        }
-        tl::store(out + offs, acc, mask);
-      },
-      {"x", "out", "n", "BLOCK", "REPS"});
-}
+tritium::Kernel make_repeated_scale() { return tt::make_costly_scale("repeated_scale"); }
 
 // The heuristic's choice (index 0) is the slow one; tuning finds REPS = 1.
 const std::vector<Config> kConfigs = {Config({{"BLOCK", 1024}, {"REPS", 512}}), Config({{"BLOCK", 1024}, {"REPS", 1}}),
@@ -56,19 +41,9 @@ tritium::AutotuneOptions options_with_estimate(double ms) {
   return o;
 }
 
-auto grid_of(int64_t n) {
-  return [n](const Meta& m) { return tritium::Grid(tritium::cdiv(n, m["BLOCK"])); };
-}
-
-// Every element is x * 2 * reps, exactly (exact_inputs).
+auto grid_of(int64_t n) { return tt::costly_scale_grid(n); }
 void check_reps(const Tensor& out, const std::vector<float>& x, int reps, const std::string& what) {
-  auto got = out.to_vector<float>();
-  BOOST_TEST_REQUIRE(got.size() == x.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    if (got[i] != x[i] * 2.0f * static_cast<float>(reps)) {
-      BOOST_ERROR(what << ": element " << i << " = " << got[i] << ", expected " << x[i] * 2.0f * reps);
-      return;
-    }
+  tt::check_costly_scale(out, x, reps, what);
 }
 
 // Inputs whose multiples by 2 * REPS are exact in f32 (k / 8, |k| < 2^10), so the sum of REPS
