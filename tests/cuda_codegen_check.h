@@ -1,8 +1,6 @@
 // The CUDA code generators without a GPU, for the suites that check generated code: trace a kernel,
-// apply the IR passes the CUDA backend applies before generating (fp contraction: a test that skipped
-// it would check code no launch runs - stop 42's attention regression hid that way), generate CUDA
-// C++ (through the layout generator, or through generate_cuda's routing), write it
-// under TRITIUM_DUMP to be read, and compile it with NVRTC for one or more architectures - a
+// generate CUDA C++ through the layout generator or generate_cuda's routing (both apply the backend's
+// fp contraction themselves: this is the code a launch runs), write it under TRITIUM_DUMP to be read, and compile it with NVRTC for one or more architectures - a
 // compile error fails the test with the log. Nothing here runs a kernel: the GPU suites do that
 // (scripts/gpu_check.sh). Include only where the CUDA backend is built.
 #pragma once
@@ -19,8 +17,6 @@
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/passes/axis_info.h"
-#include "jit/passes/contract_fma.h"
-#include "jit/passes/dce.h"
 
 namespace tritium::test {
 
@@ -50,8 +46,6 @@ struct CudaCheck {
   // true: generate_cuda_layouts; false: generate_cuda, which picks the generator as the backend
   // does (kernels with a dot through layouts, the others through the element-loop generator).
   bool layouts = true;
-  // true: the backend's contraction of a * b + c into fma (jit/cuda/cuda_backend.cpp, generate).
-  bool contract = true;
   int64_t smem_budget = kH100SharedMemory;
   std::string what;  // the kernel's name in failures; its entry when empty
 
@@ -61,7 +55,6 @@ struct CudaCheck {
   CudaCheck& target(int c, const std::string& arch) { return cc = c, archs = {arch}, *this; }
   CudaCheck& also_for(const std::string& arch) { return archs.push_back(arch), *this; }
   CudaCheck& routed() { return layouts = false, *this; }
-  CudaCheck& uncontracted() { return contract = false, *this; }
   CudaCheck& budget(int64_t bytes) { return smem_budget = bytes, *this; }
   CudaCheck& named(const std::string& name) { return what = name, *this; }
 };
@@ -72,7 +65,6 @@ template <class... A>
 jit::cuda::KernelSource compile_cuda(tritium::Kernel& k, const CudaCheck& c, const A&... args) {
   namespace cuda = jit::cuda;
   auto f = k.optimized_function(args...);
-  if (c.contract && jit::contract_multiply_add(*f)) jit::eliminate_dead_code(*f);
   jit::CompileOptions opts;
   opts.num_warps = c.num_warps;
   opts.num_stages = c.num_stages;

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <functional>
+#include <optional>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,8 @@
 #include "jit/cuda/cache_hints.h"
 #include "jit/cuda/device_header.h"
 #include "jit/cuda/lowering/lowering.h"
+#include "jit/passes/contract_fma.h"
+#include "jit/passes/dce.h"
 
 namespace tritium::jit::cuda::detail {
 
@@ -146,8 +149,17 @@ bool reshape_moves_elements(const ir::Op& reshape) {
   return squeezed(reshape.operand(0)->type.shape) != squeezed(reshape.result()->type.shape);
 }
 
-KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
+bool contract_for_cuda(ir::Function& f) {
+  if (!contract_multiply_add(f)) return false;
+  eliminate_dead_code(f);
+  return true;
+}
+
+KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& analysed, const CompileOptions& opts,
                            int64_t smem_budget, int compute_capability, int64_t layouts_smem_budget) {
+  std::optional<AxisInfoMap> contracted;
+  if (contract_for_cuda(f)) contracted = analyze_axis_info(f);
+  const AxisInfoMap& axis = contracted ? *contracted : analysed;
   f.renumber();
   const std::string& mode = env().cuda_codegen;
   check_codegen_mode(mode);

@@ -81,6 +81,9 @@ bool tensor_map_usable(int64_t shape0, int64_t shape1, int64_t stride0, int esiz
 // global scratch. The layout generator counts every byte it allocates, so it may take
 // `layouts_smem_budget` (the opt-in limit itself; 0: smem_budget).
 inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (tests, tools)
+// Both generators first contract a * b + c into fma (jit/passes/contract_fma.h) as every CUDA
+// launch does, so a test or tool that generates without a launch checks the code a launch runs
+// (two crashes hid behind tests that skipped it: stop 42's, stop 45's).
 // compute_capability (e.g. 90) decides which tensor-core instructions `dot` may use. Which generator
 // lowers `f` (TRITIUM_CUDA_CODEGEN): kernels with a dot, or with a reshape that moves elements
 // between dims (reshape_moves_elements: tl::sort, tl::topk), always the layout generator; the others
@@ -89,6 +92,9 @@ inline constexpr int64_t kSharedMemoryBudget = 96 * 1024;  // without a device (
 KernelSource generate_cuda(ir::Function& f, const AxisInfoMap& axis, const CompileOptions& opts,
                            int64_t smem_budget = kSharedMemoryBudget, int compute_capability = 90,
                            int64_t layouts_smem_budget = 0);
+// The CUDA backend's fp contraction and the dead-code elimination after it; whether `f` changed
+// (then its axis facts must be analysed again). Contracting twice changes nothing.
+bool contract_for_cuda(ir::Function& f);
 // Throws tritium::Error unless `mode` (TRITIUM_CUDA_CODEGEN, lower-cased) is empty or "layouts":
 // "legacy" (the matmul-loop matcher, removed) and unknown values are refused, not ignored.
 void check_codegen_mode(const std::string& mode);

@@ -25,8 +25,6 @@
 #include "jit/cuda/nvjitlink.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/cuda/ptx_codegen.h"
-#include "jit/passes/contract_fma.h"
-#include "jit/passes/dce.h"
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_streams.h"
@@ -296,12 +294,11 @@ class CudaBackend : public Backend {
 
   std::vector<char> generate(ir::Function& f, const AxisInfoMap& analysed, const CompileOptions& opts) override {
     // Contraction is the IR's decision (jit/passes/contract_fma.h); the generators then emit
-    // exactly the fmas it made, so both round alike. New values need their axis facts.
+    // exactly the fmas it made, so both round alike. generate_cuda contracts too (tests and tools
+    // call it without a launch); the PTX generator takes the IR as it is. New values need their
+    // axis facts.
     std::optional<AxisInfoMap> contracted;
-    if (contract_multiply_add(f)) {
-      eliminate_dead_code(f);
-      contracted = analyze_axis_info(f);
-    }
+    if (cuda::contract_for_cuda(f)) contracted = analyze_axis_info(f);
     const AxisInfoMap& axis = contracted ? *contracted : analysed;
     cuda::check_codegen_mode(env().cuda_codegen);  // before the PTX path, which would not look
     // Straight-line kernels of the PTX generator's subset skip NVRTC (any size: ptxas optimises

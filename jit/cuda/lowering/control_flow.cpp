@@ -252,7 +252,11 @@ Lowering::StagePlan Lowering::stage_plan(const Pipelined& p) {
   plan.vector = vector_width(ld, ll);
   if (ll.reg.empty() || ll.reg[0].dim != contiguous) plan.vector = 1;
   plan.vector = static_cast<int>(std::min<int64_t>(plan.vector, 16 / esz));
-  plan.async = plan.vector * esz >= 4 && (!masked || mask_constant(ld->operand(1), ll.reg[0].dim, plan.vector));
+  // A one-element chunk takes any mask (its copy size is 0 or all); a wider one needs the mask
+  // constant along the chunk. A layout with no registers (one element per thread: a per-row LSE
+  // load of attention's backward in f32) has no register dim to look along - indexing it crashed.
+  plan.async = plan.vector * esz >= 4 &&
+               (!masked || plan.vector == 1 || mask_constant(ld->operand(1), contiguous, plan.vector));
   plan.owner = owner(ll);
   return plan;
 }

@@ -396,6 +396,7 @@ namespace tritium::jit::cuda {
 
 KernelSource generate_cuda_layouts(ir::Function& f, const CompileOptions& opts, int64_t smem_budget, int cc,
                                    const std::string& dump_dir) {
+  contract_for_cuda(f);
   AxisInfoMap axis = analyze_axis_info(f);
   LayoutMap layouts = assign_layouts(f, axis, LayoutOptions{opts.num_warps, cc});
   verify_layouts(f, layouts);
