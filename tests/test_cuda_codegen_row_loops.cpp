@@ -17,6 +17,7 @@
 #ifdef TRITIUM_HAS_CUDA_BACKEND
 #include "cuda_codegen_check.h"
 #include "jit/cuda/cubin_stats.h"
+#include "jit/cuda/ptx_codegen.h"
 #endif
 
 namespace tl = tritium::tl;
@@ -73,10 +74,11 @@ tritium::Kernel& bf16_nans() {
 
 // bf16 + - * whose results only feed more arithmetic (so the CUDA generator computes them in bf16,
 // tt_badd_rn ...), each then multiplied by 1 to reach memory exactly as it was (a 1 from memory:
-// a constant one would be folded away, and the ops stored as they are).
+// a constant one would be folded away, and the ops stored as they are). [ROWS, 32] blocks: the
+// direct PTX generator (1-D blocks only, bf16 through f32) declines it, so a GPU runs this code.
 tritium::Kernel& bf16_ops() {
-  static auto k = tritium::kernel("bf16_add_sub_mul", [](P A, P B, P ONE, P S, P D, P M, tl::i32 n, int BLOCK) {
-    auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+  static auto k = tritium::kernel("bf16_add_sub_mul", [](P A, P B, P ONE, P S, P D, P M, tl::i32 n, int ROWS) {
+    auto offs = tl::program_id(0) * (ROWS * 32) + tl::arange(0, ROWS)(tl::_, tl::None) * 32 + tl::arange(0, 32)(tl::None, tl::_);
     auto mask = offs < n;
     auto a = tl::load(A + offs, mask), b = tl::load(B + offs, mask);
     auto one = tl::load(ONE);
@@ -157,7 +159,7 @@ BOOST_AUTO_TEST_CASE(bf16_nan_bits_in_memory) {
 // sm_90), where they went through f32 and a cvt.
 BOOST_AUTO_TEST_CASE(bf16_add_sub_mul_are_correctly_rounded) {
   tt::for_each_backend([&](const tt::Backend& be) {
-    const int n = 20000 + 37, BLOCK = 256;
+    const int n = 20000 + 37, ROWS = 8;
     std::mt19937 rng(7);
     std::vector<bf16_t> a(n), b(n);
     for (int i = 0; i < n; ++i) {
@@ -167,7 +169,8 @@ BOOST_AUTO_TEST_CASE(bf16_add_sub_mul_are_correctly_rounded) {
     }
     auto da = be.upload<bf16_t>(a), db = be.upload<bf16_t>(b), done = be.upload<bf16_t>({tt::to_bf16(1.0f)});
     auto ds = be.alloc_poisoned<bf16_t>(n), dd = be.alloc_poisoned<bf16_t>(n), dm = be.alloc_poisoned<bf16_t>(n);
-    bf16_ops()[{(n + BLOCK - 1) / BLOCK}](da.ptr(), db.ptr(), done.ptr(), ds.ptr(), dd.ptr(), dm.ptr(), n, BLOCK, be.options());
+    bf16_ops()[{(n + ROWS * 32 - 1) / (ROWS * 32)}](da.ptr(), db.ptr(), done.ptr(), ds.ptr(), dd.ptr(), dm.ptr(), n, ROWS,
+                                                     be.options());
     const std::vector<bf16_t> got[3] = {ds.download(), dd.download(), dm.download()};
     int bad[3] = {0, 0, 0};
     for (int i = 0; i < n; ++i) {
@@ -238,11 +241,15 @@ BOOST_AUTO_TEST_CASE(bf16_roundings_skip_the_nan_fix_up_where_no_one_sees_it) {
 }
 
 // The kernel of bf16_add_sub_mul_are_correctly_rounded computes its three ops in bf16 on CUDA (the
-// value test above is only a test of them where the multiplications by one stay).
+// value test above is only a test of them where the multiplications by one stay, and where the
+// backend takes this generator's code, not the direct PTX generator's).
 BOOST_AUTO_TEST_CASE(bf16_add_sub_mul_compute_in_bf16) {
   if (!tt::nvrtc_or_skip()) return;
+  auto f = bf16_ops().optimized_function(addr<bf16_t>(0), addr<bf16_t>(1), addr<bf16_t>(2), addr<bf16_t>(3), addr<bf16_t>(4),
+                                         addr<bf16_t>(5), 1000, 8);
+  BOOST_TEST(!tritium::jit::cuda::generate_ptx(*f, tritium::jit::analyze_axis_info(*f), tritium::jit::CompileOptions{}, "sm_90a"));
   auto ks = tt::compile_cuda(bf16_ops(), tt::CudaCheck().routed().also_for("sm_80"), addr<bf16_t>(0), addr<bf16_t>(1),
-                             addr<bf16_t>(2), addr<bf16_t>(3), addr<bf16_t>(4), addr<bf16_t>(5), 1000, 256);
+                             addr<bf16_t>(2), addr<bf16_t>(3), addr<bf16_t>(4), addr<bf16_t>(5), 1000, 8);
   const std::string body = tt::kernel_body(ks);
   for (const char* op : {"tt_badd_rn(", "tt_bsub_rn(", "tt_bmul_rn("}) BOOST_TEST(tt::occurrences(body, op) == 1u, op << body);
   BOOST_TEST(tt::occurrences(body, "tt_bf16_from(") == 3u, body);  // the stored products by one: NaN fix-up
