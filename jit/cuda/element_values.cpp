@@ -47,6 +47,7 @@ bool Codegen::only_own_elements(const ir::Value* v) {
         ok = s == v->type.shape && numel(s) == s[static_cast<size_t>(u->attrs.axis)];
         break;
       }
+      case OpKind::Scan: ok = u->operand(0)->type.shape == v->type.shape && register_scan(u); break;
       case OpKind::Yield: ok = u->parent->parent && (u->parent->parent->kind == OpKind::For ||
                                                     u->parent->parent->kind == OpKind::If);
         break;
@@ -94,7 +95,11 @@ void Codegen::plan_registers() {
   };
   f_.walk([&](ir::Op* op) {
     switch (op->kind) {
-      case OpKind::Reduce: case OpKind::Scan: return;
+      case OpKind::Reduce: return;
+      case OpKind::Scan:  // in registers where the mapping allows (element_scan.cpp)
+        if (register_scan(op))
+          for (const ir::Value* r : op->results) take(r);
+        return;
       case OpKind::Histogram: case OpKind::Gather: case OpKind::Split: return;  // buffers of their own
       case OpKind::For: {
         const ir::Block* body = op->regions[0];
