@@ -266,6 +266,35 @@ BOOST_AUTO_TEST_CASE(scan_of_a_register_value_in_a_loop) {
   BOOST_TEST(cuda::cubin_instructions(cubin) > 0);
 }
 
+// Two operands with a non-commutative combine (the linear recurrence), read a column at a time
+// (a stride of 3: one element a segment), and an int16 column into int32: the register scan
+// with V = 1 and a tuple of registers per element.
+BOOST_AUTO_TEST_CASE(register_scan_of_two_operands_and_strided_columns) {
+  if (!cuda::nvrtc_available()) {
+    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+    return;
+  }
+  tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", nullptr);
+  auto k = tritium::kernel("scan_columns", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<int16_t> c, tl::ptr<float> out,
+                                              tl::ptr<int32_t> iout, int N) {
+    auto offs = tl::arange(0, N) * 3 + tl::program_id(0);
+    auto r = tl::associative_scan({tl::load(a + offs), tl::load(b + offs)}, 0,
+                                  [](std::span<const tl::tensor> l, std::span<const tl::tensor> r) {
+                                    return std::vector<tl::tensor>{l[0] * r[0], l[1] * r[0] + r[1]};
+                                  });
+    tl::store(out + offs, r[1]);
+    tl::store(iout + offs, tl::cumsum(tl::load(c + offs).to(tl::int32), 0));
+  });
+  auto f = k.optimized_function(addr<float>(0), addr<float>(1), addr<int16_t>(2), addr<float>(3), addr<int32_t>(4), 1024);
+  auto [body, cubin] = generate_and_compile(*f, 4);
+  size_t scans = 0;
+  for (size_t at = body.find("// register scan: 1 rows of 1024, 1 elements a segment, 8 segments a thread");
+       at != std::string::npos; at = body.find("// register scan: 1 rows of 1024, 1 elements a segment", at + 1))
+    ++scans;
+  BOOST_TEST(scans == 2u, body);
+  BOOST_TEST(!cubin.empty());
+}
+
 // Where the register mapping cannot hold a scan, it stays on the shared-memory scan: along the
 // first dim, in reverse, and rows whose segments neither fill whole warps nor divide one.
 BOOST_AUTO_TEST_CASE(other_scans_stay_in_shared_memory) {
