@@ -385,6 +385,9 @@ class Codegen {
   // may write what they read (a different kernel parameter is taken as different memory, as
   // Triton's pipeliner assumes).
   std::vector<const ir::Op*> pipelined_loads(const ir::Block* body, const BodyMemory& memory);
+  // Whether `loop` runs at most one trip: a constant step and an upper bound of lb + c (or a min
+  // with such a term) with c <= step. Nothing overlaps then; a copy ahead costs registers only.
+  static bool at_most_one_trip(const ir::Op* loop);
   // Whether load `op` of `body` can be issued a trip ahead (its value in registers aside): small
   // enough, from memory the body does not write, its operands computable for another trip.
   bool pipelinable_load(const ir::Op* op, const ir::Block* body, const BodyMemory& memory);

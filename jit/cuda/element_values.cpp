@@ -133,7 +133,7 @@ void Codegen::plan_registers() {
   // trip ahead stay within kMaxPrefetchWordsPerLoop registers.
   if (num_stages_ < 2) return;
   f_.walk([&](ir::Op* loop) {
-    if (loop->kind != OpKind::For) return;
+    if (loop->kind != OpKind::For || at_most_one_trip(loop)) return;
     const ir::Block* body = loop->regions[0];
     const BodyMemory memory = body_memory(loop);
     auto words = [&](const ir::Op* op) { return register_words(op->result()->type, mapped_width(op->result()->type.shape)); };
