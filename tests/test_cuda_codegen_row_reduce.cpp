@@ -244,8 +244,8 @@ BOOST_AUTO_TEST_CASE(row_reduction_in_lane_groups) {
   BOOST_TEST(tt::occurrences(body, "(shared)") == 1u, body);  // the [8] results' buffer
 }
 
-// A row too long for a warp's lanes (4096 on 4 warps: 1024 lanes at 4 f32 a thread) keeps the
-// path through a buffer, and rows of 8 elements at 8 a thread (one lane a row) need no shuffle.
+// A row too long for a warp's lanes (4096 bf16 at 8 a thread: 512 lanes) keeps the path through
+// a buffer, and rows of 8 elements at 8 a thread (one lane a row) need no shuffle.
 BOOST_AUTO_TEST_CASE(lane_groups_only_where_a_row_fits_a_warp) {
   if (!tt::nvrtc_or_skip()) return;
   auto wide = tt::compile_cuda(row_scale(), tt::CudaCheck().routed(), addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2), addr<float>(3),
@@ -275,9 +275,9 @@ BOOST_AUTO_TEST_CASE(row_softmax_tiles_compile) {
 
 // Liger's attn_res in small (8 warps, rows of 4096, MAX_BLOCKS 8): the [8] vectors sit in every
 // warp (element tid & 7), and their max, sum and 8 picked weights are butterflies over xor 4, 2,
-// 1 - no shared memory. Only the 8 row sums over [4096] keep shared partials. Before: 18 partial
-// arrays (each [8] sum went through the warps' partials), 34 barriers, 2808 SASS instructions
-// against 1720 now. The atomic add of the [8] weights stays one copy's (tid < 8).
+// 1 - no shared memory. Only the 8 row sums over [4096] keep shared partials. Before: 28 shared
+// arrays (each [8] sum went through the warps' partials and flags), 36 barriers, 2984 SASS
+// instructions against 1736 now. The atomic add of the [8] weights stays one copy's (tid < 8).
 BOOST_AUTO_TEST_CASE(small_vectors_in_every_warp) {
   if (!tt::nvrtc_or_skip()) return;
   auto ks = tt::compile_cuda(depth_softmax(), tt::CudaCheck().warps(8).routed(), addr<bf16_t>(0), addr<bf16_t>(1), addr<float>(2),
