@@ -116,6 +116,7 @@ class Codegen {
   void set_dirty_state(const DirtyState& s);
   void merge_dirty_state(const DirtyState& s);  // union: the writes of either path are pending
   int64_t shared_writes_ = 0;  // ops emitted that write shared memory (buffers, partials, slots)
+  int64_t shared_writes_synced_ = 0;  // shared_writes_ at the last barrier (emit_if)
   int counter_ = 0;
   int64_t smem_budget_;
   int64_t smem_ = 0, scratch_ = 0;
