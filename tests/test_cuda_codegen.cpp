@@ -752,39 +752,6 @@ BOOST_AUTO_TEST_CASE(swiglu_row_keeps_triton_occupancy) {
   }
 }
 
-// Liger's poly_norm forward at its benchmark settings (bf16 rows of 4096, 8 warps): every bf16
-// product and sum is rounded back to bf16 (Triton's semantics), 182 roundings a thread. The NaN
-// fix-up of each (NaN -> 0x7fc0, as on the CPU) was a bit test (LOP3 + ISETP + SEL): 1440 SASS
-// instructions; as a float compare 1272; skipped where nothing sees a NaN's bits (all but the
-// roundings of y: s45) about 910 (Triton's build of the original, on packed bf16x2 arithmetic: 504).
-BOOST_AUTO_TEST_CASE(poly_norm_row_bf16_rounding_cost) {
-  if (!nvrtc_or_skip() || !nvjitlink_or_skip()) return;
-  using P = tl::ptr<tl::any>;
-  auto poly_norm = tritium::kernel(
-      "liger_poly_norm_fwd", [](P Y, tl::i32 y_stride, P X, tl::i32 x_stride, P W, P Bias, P RSTD, tl::i32 rstd_stride,
-                                tl::i32 n_cols, tl::f32 eps, int BLOCK) {
-        auto row = tl::program_id(0).to(tl::int64);
-        auto cols = tl::arange(0, BLOCK);
-        auto mask = cols < n_cols;
-        Y += row * y_stride, X += row * x_stride, RSTD += row * rstd_stride;
-        auto x = tl::load(X + cols, mask, 0.0);
-        auto x3 = x * x * x, x2 = x * x;
-        auto r3 = tl::rsqrt(tl::sum(x3 * x3, 0) / n_cols + eps);
-        auto r2 = tl::rsqrt(tl::sum(x2 * x2, 0) / n_cols + eps);
-        auto r1 = tl::rsqrt(tl::sum(x * x, 0) / n_cols + eps);
-        tl::store(RSTD + 0, r3), tl::store(RSTD + 1, r2), tl::store(RSTD + 2, r1);
-        auto y = tl::load(W + 0) * (x3 * r3) + tl::load(W + 1) * (x2 * r2) + tl::load(W + 2) * (x * r1) + tl::load(Bias);
-        tl::store(Y + cols, y, mask);
-      });
-  BackendBuild built = backend_build(poly_norm, 8, addr<bf16_t>(0), 4096, addr<bf16_t>(1), 4096, addr<float>(2),
-                                     addr<float>(3), addr<float>(4), 3, 4096, 1e-6f, 4096);
-  BOOST_TEST(!built.ptx);  // reductions: NVRTC
-  const int64_t instructions = cubin_instructions(built.cubin);
-  BOOST_TEST(instructions > 500);
-  BOOST_TEST(instructions <= 960, "SASS instructions: " << instructions);
-  BOOST_TEST(occurrences(built.source, "tt_ld_pred<16>") == 1u, built.source);  // X: 2 x 16 bytes a thread
-}
-
 // A f32 weight beside a bf16 row (Liger's rms_norm forward: bf16 X, f32 W, 4096 columns, 8 warps):
 // the row sets 8 lanes a chunk (16 bytes of bf16), and the weight's 8 lanes (32 bytes) were
 // loaded one by one - 16 LDG.E.32 a thread where Triton has 4 LDG.128. They move as two 16-byte

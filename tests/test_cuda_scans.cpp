@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jit/cuda/codegen.h"
+#include "jit/cuda/cubin_stats.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/cuda/scan.h"
 #include "jit/passes/axis_info.h"
@@ -145,7 +146,8 @@ BOOST_AUTO_TEST_CASE(every_split_compiles) {
 }
 
 // The element-loop generator scans in a padded shared copy when it fits the shared-memory budget
-// beside the result buffer, else in place in the result buffer (an H100's budget here).
+// beside the result buffer, else in place in the result buffer (an H100's budget here). A reverse
+// scan: forward ones along the last dim run in registers (below).
 BOOST_AUTO_TEST_CASE(padded_copy_only_where_it_fits) {
   if (!cuda::nvrtc_available()) {
     BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
@@ -154,7 +156,7 @@ BOOST_AUTO_TEST_CASE(padded_copy_only_where_it_fits) {
   tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", nullptr);  // the element-loop generator (dot-free kernels' default)
   auto k = tritium::kernel("scan_large", [](tl::ptr<double> x, tl::ptr<double> out, int N) {
     auto offs = tl::arange(0, N);
-    tl::store(out + offs, tl::cumsum(tl::load(x + offs), 0));
+    tl::store(out + offs, tl::cumsum(tl::load(x + offs), 0, true));
   });
   for (int n : {4096, 16384}) {
     auto f = k.optimized_function(addr<double>(0), addr<double>(1), n);
@@ -174,30 +176,159 @@ BOOST_AUTO_TEST_CASE(padded_copy_only_where_it_fits) {
   }
 }
 
-// A bf16 row (FlagGems' cumsum root scan: 4096 columns, 8 warps): the staging copy's loads are
-// 16 bytes wide (8 bf16 a thread; they were one 2-byte load an element), and the last step's fold
-// happens in the copy out (the exclusive prefixes in a shared array, no in-place pass).
-BOOST_AUTO_TEST_CASE(staged_rows_load_16_bytes_and_fold_on_the_way_out) {
+namespace {
+
+// Generates `f` as the CUDA backend does on an H100 (8 warps, the 219 KB budget) and compiles it
+// for sm_90a and sm_80; returns the kernel body and the sm_90a cubin.
+std::pair<std::string, std::vector<char>> generate_and_compile(tritium::ir::Function& f, int num_warps) {
+  tritium::jit::CompileOptions opts;
+  opts.num_warps = num_warps;
+  opts.num_stages = 3;
+  cuda::KernelSource ks = cuda::generate_cuda(f, tritium::jit::analyze_axis_info(f), opts, 219 * 1024, 90);
+  static int generated = 0;
+  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
+    std::ofstream(fmt::format("{}/{}_{}.cu", dir, ks.entry, ++generated)) << ks.source;
+  std::vector<char> cubin = cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a");
+  BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, "sm_80").empty());
+  return {ks.source.substr(ks.source.find("__global__")), cubin};
+}
+
+}  // namespace
+
+// Issue 28 (s46): FlagGems' cumsum row kernels (a 4096-long row of bf16 / f16 / f32 on 8 warps;
+// int32 into int64) scanned a copy of the row in shared memory: 35 KB of shared memory and 5
+// barriers a program, every element written and read back 3 times. A forward scan along the last
+// dim whose result stays in registers now scans in the register mapping (Triton's way): each
+// thread its 8 consecutive elements, shuffles across the warp, one warp scanning the 16 warp-step
+// totals; no copy of the row, 2 barriers, shared memory only for the totals.
+BOOST_AUTO_TEST_CASE(rows_scan_in_registers) {
   if (!cuda::nvrtc_available()) {
     BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
     return;
   }
   tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", nullptr);
-  auto k = tritium::kernel("scan_bf16_row", [](tl::ptr<tritium::bf16_t> x, tl::ptr<tritium::bf16_t> out, tl::i32 n, int N) {
+  using P = tl::ptr<tl::any>;
+  auto root = tritium::kernel("scan_root_row", [](P x, P out, tl::i32 n, int N) {  // the root scan
     auto offs = tl::arange(0, N);
-    auto y = tl::cumsum(tl::load(x + tl::program_id(0) * n + offs, offs < n, 0).to(tl::float32), 0);
-    tl::store(out + tl::program_id(0) * n + offs, y, offs < n);
+    auto acc = tritium::is_float(x.type().pointee) ? tl::float32 : tl::int64;
+    auto y = tl::cumsum(tl::load(x + tl::program_id(0).to(tl::int64) * n + offs, offs < n, 0).to(acc), 0);
+    tl::store(out + tl::program_id(0).to(tl::int64) * n + offs, y, offs < n);
   });
-  auto f = k.optimized_function(addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), 4096, 4096);
-  tritium::jit::CompileOptions opts;
-  opts.num_warps = 8;
-  cuda::KernelSource ks = cuda::generate_cuda(*f, tritium::jit::analyze_axis_info(*f), opts, 219 * 1024, 90);
-  const std::string body = ks.source.substr(ks.source.find("__global__"));
-  const size_t scan = body.find("// scan: 1 rows of 4096, 256 threads a row, 16 elements a thread");
-  BOOST_TEST_REQUIRE(scan != std::string::npos);
-  BOOST_TEST(body.substr(0, scan).find("tt_ld_pred<16>(") != std::string::npos, body);  // the staging loads
-  BOOST_TEST(body.find("[tid] = ex") != std::string::npos, body);                         // prefixes kept
-  BOOST_TEST(!cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a").empty());
+  auto check = [&]<class In, class Out>(const std::string& name, int V, int K, int64_t max_instructions) {
+    BOOST_TEST_CONTEXT(name) {
+      auto f = root.optimized_function(addr<In>(0), addr<Out>(1), 4096, 4096);
+      auto [body, cubin] = generate_and_compile(*f, 8);
+      BOOST_TEST(body.find(fmt::format("// register scan: 1 rows of 4096, {} elements a segment, {} segments a thread", V, K)) !=
+                     std::string::npos,
+                 body);
+      BOOST_TEST(body.find("// scan: 1 rows of 4096,") == std::string::npos);  // no shared copy of the row
+      BOOST_TEST(body.find(") / 32]") == std::string::npos);
+      BOOST_TEST(body.find("tt_ld_pred<16>(") != std::string::npos);  // 16-byte loads, straight into registers
+      BOOST_TEST(body.find("tt_shfl_up(acc") != std::string::npos);
+      size_t barriers = 0;
+      for (size_t at = body.find("__syncthreads"); at != std::string::npos; at = body.find("__syncthreads", at + 1)) ++barriers;
+      BOOST_TEST(barriers == 2u);  // the step totals in, their scan out
+      // SASS on sm_90a: 552-768 instructions through the shared copy (s45).
+      BOOST_TEST(cuda::cubin_instructions(cubin) <= max_instructions);
+    }
+  };
+  check.operator()<tritium::bf16_t, tritium::bf16_t>("bf16", 8, 2, 300);
+  check.operator()<f16_t, f16_t>("f16", 8, 2, 300);
+  check.operator()<float, float>("f32", 4, 4, 350);
+  check.operator()<int32_t, int64_t>("i32 -> i64", 4, 4, 560);
+}
+
+// The block-scan kernel's loop (FlagGems' reduce_then_scan_block_scan_kernel_row): x feeds both
+// the cumsum and a sum, so it is a register value read by the scan, and the scanned tile plus the
+// carried prefix is stored from registers: no buffer of the tile in shared memory or scratch.
+BOOST_AUTO_TEST_CASE(scan_of_a_register_value_in_a_loop) {
+  if (!cuda::nvrtc_available()) {
+    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+    return;
+  }
+  tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", nullptr);
+  auto k = tritium::kernel("scan_block_loop", [](tl::ptr<f16_t> x, tl::ptr<float> sums, tl::ptr<f16_t> out, tl::i32 n, int TILE) {
+    auto m = tl::program_id(0).to(tl::int64);
+    auto prefix = tl::load(sums + m);
+    for (auto start : tl::range(0, n, TILE)) {
+      auto offs = start + tl::arange(0, TILE);
+      auto v = tl::load(x + m * n + offs, offs < n).to(tl::float32);
+      auto tile = prefix + tl::cumsum(v, 0);
+      prefix += tl::sum(v, 0);
+      tl::store(out + m * n + offs, tile, offs < n);
+    }
+  });
+  auto f = k.optimized_function(addr<f16_t>(0), addr<float>(1), addr<f16_t>(2), 65536, 4096);
+  auto [body, cubin] = generate_and_compile(*f, 8);
+  BOOST_TEST(body.find("// register scan: 1 rows of 4096, 8 elements a segment, 2 segments a thread") != std::string::npos, body);
+  BOOST_TEST(body.find("(shared)") == std::string::npos);  // no tile-sized buffer
+  BOOST_TEST(body.find("(global scratch)") == std::string::npos);
+  BOOST_TEST(cuda::cubin_instructions(cubin) > 0);
+}
+
+// Two operands with a non-commutative combine (the linear recurrence), read a column at a time
+// (a stride of 3: one element a segment), and an int16 column into int32: the register scan
+// with V = 1 and a tuple of registers per element.
+BOOST_AUTO_TEST_CASE(register_scan_of_two_operands_and_strided_columns) {
+  if (!cuda::nvrtc_available()) {
+    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+    return;
+  }
+  tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", nullptr);
+  auto k = tritium::kernel("scan_columns", [](tl::ptr<float> a, tl::ptr<float> b, tl::ptr<int16_t> c, tl::ptr<float> out,
+                                              tl::ptr<int32_t> iout, int N) {
+    auto offs = tl::arange(0, N) * 3 + tl::program_id(0);
+    auto r = tl::associative_scan({tl::load(a + offs), tl::load(b + offs)}, 0,
+                                  [](std::span<const tl::tensor> l, std::span<const tl::tensor> r) {
+                                    return std::vector<tl::tensor>{l[0] * r[0], l[1] * r[0] + r[1]};
+                                  });
+    tl::store(out + offs, r[1]);
+    tl::store(iout + offs, tl::cumsum(tl::load(c + offs).to(tl::int32), 0));
+  });
+  auto f = k.optimized_function(addr<float>(0), addr<float>(1), addr<int16_t>(2), addr<float>(3), addr<int32_t>(4), 1024);
+  auto [body, cubin] = generate_and_compile(*f, 4);
+  size_t scans = 0;
+  for (size_t at = body.find("// register scan: 1 rows of 1024, 1 elements a segment, 8 segments a thread");
+       at != std::string::npos; at = body.find("// register scan: 1 rows of 1024, 1 elements a segment", at + 1))
+    ++scans;
+  BOOST_TEST(scans == 2u, body);
+  BOOST_TEST(!cubin.empty());
+}
+
+// Where the register mapping cannot hold a scan, it stays on the shared-memory scan: along the
+// first dim, in reverse, and rows whose segments neither fill whole warps nor divide one.
+BOOST_AUTO_TEST_CASE(other_scans_stay_in_shared_memory) {
+  if (!cuda::nvrtc_available()) {
+    BOOST_TEST_MESSAGE("skipped: NVRTC is unavailable: " << cuda::nvrtc_unavailable_reason());
+    return;
+  }
+  tt::ScopedEnv env("TRITIUM_CUDA_CODEGEN", nullptr);
+  auto k = tritium::kernel("scan_kinds", [](tl::ptr<float> x, tl::ptr<float> out, int AXIS, bool REVERSE, int R, int C) {
+    auto offs = offsets_for({R, C});
+    tl::store(out + offs, tl::cumsum(tl::load(x + offs), AXIS, REVERSE));
+  });
+  struct Case {
+    int axis;
+    bool reverse;
+    int rows, cols;
+    bool registers;
+  };
+  for (const Case& c : std::vector<Case>{{1, false, 4, 256, true},   // rows of 2 units: the unit scan has rows
+                                         {1, false, 16, 64, true},   // rows of 16 segments: half a warp
+                                         {1, false, 32, 8, true},    // rows of 4 segments of 2
+                                         {1, false, 8, 512, true},
+                                         {0, false, 4, 256, false},  // along the first dim
+                                         {1, true, 4, 256, false}}) {  // reverse
+    BOOST_TEST_CONTEXT(c.rows << " x " << c.cols << " axis " << c.axis << (c.reverse ? " reverse" : "")) {
+      auto f = k.optimized_function(addr<float>(0), addr<float>(1), c.axis, c.reverse, c.rows, c.cols);
+      auto [body, cubin] = generate_and_compile(*f, 4);
+      BOOST_TEST((body.find("// register scan:") != std::string::npos) == c.registers, body);
+      const int len = c.axis == 1 ? c.cols : c.rows;  // the shared-memory scan's comment names the rows
+      const std::string shared = fmt::format("// scan: {} rows of {},", c.rows * c.cols / len, len);
+      BOOST_TEST((body.find(shared) != std::string::npos) == !c.registers);
+      BOOST_TEST(!cubin.empty());
+    }
+  }
 }
 
 // The split's arithmetic on its own: no thread left without a row when rows are few, a thread a

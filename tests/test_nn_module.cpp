@@ -136,15 +136,17 @@ BOOST_AUTO_TEST_CASE(named_modules_apply_and_counts) {
 // replace_module (public, as libtorch's): the child under that name changes, its place in the
 // walks and its state_dict keys stay; an absent name or a null module is a clear error.
 BOOST_AUTO_TEST_CASE(replace_module_swaps_a_child_in_place) {
-  nn::Sequential model(nn::Linear(3, 4), std::make_shared<nn::Tanh>(), nn::Linear(4, 2));
-  auto no_bias = std::make_shared<nn::Linear>(4, 2, /*bias=*/false);
-  model.replace_module("2", no_bias);
-  BOOST_TEST(names_of(model.named_children()) == (Names{"0", "1", "2"}), boost::test_tools::per_element());
-  BOOST_TEST(model.named_children()[2].second.get() == no_bias.get());
-  BOOST_TEST(names_of(model.named_parameters()) == (Names{"0.weight", "0.bias", "2.weight"}),
-             boost::test_tools::per_element());
-  tt::check_throws([&] { model.replace_module("3", no_bias); }, {"no child module named \"3\""});
-  tt::check_throws([&] { model.replace_module("1", nullptr); }, {"\"1\" is a null module"});
+  tt::for_each_backend([&](const tt::Backend&) {  // building the modules runs their initialisers
+    nn::Sequential model(nn::Linear(3, 4), std::make_shared<nn::Tanh>(), nn::Linear(4, 2));
+    auto no_bias = std::make_shared<nn::Linear>(4, 2, /*bias=*/false);
+    model.replace_module("2", no_bias);
+    BOOST_TEST(names_of(model.named_children()) == (Names{"0", "1", "2"}), boost::test_tools::per_element());
+    BOOST_TEST(model.named_children()[2].second.get() == no_bias.get());
+    BOOST_TEST(names_of(model.named_parameters()) == (Names{"0.weight", "0.bias", "2.weight"}),
+               boost::test_tools::per_element());
+    tt::check_throws([&] { model.replace_module("3", no_bias); }, {"no child module named \"3\""});
+    tt::check_throws([&] { model.replace_module("1", nullptr); }, {"\"1\" is a null module"});
+  });
 }
 
 BOOST_AUTO_TEST_CASE(repr_matches_pytorch) {

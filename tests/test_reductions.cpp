@@ -633,6 +633,9 @@ BOOST_AUTO_TEST_CASE(scan_shapes) {
       {{2, 8, 16}, 0}, {{2, 8, 16}, 1}, {{2, 8, 16}, 2},  // a thread a row; 4 and 8 threads a row
       {{1024, 2}, 0},  // two rows of two warps each
       {{1024, 2}, 1},  // a thread a row, eight passes
+      // Forward ones along the last dim run in registers on CUDA (element_scan.cpp), rows of
+      // 16-element segments (the mapping's V = 4 f32): 4 segments, half a warp, 2 and 4 warps.
+      {{32, 8}, 1}, {{16, 64}, 1}, {{4, 256}, 1, 8}, {{8, 512}, 1, 8},
   };
   tt::for_each_backend([&](const tt::Backend& be) {
     uint32_t seed = 700;
@@ -699,6 +702,50 @@ BOOST_AUTO_TEST_CASE(scan_larger_than_shared_copy) {
       k[{1}](dx.ptr(), out.ptr(), reverse, N, opts);
       tt::check_close<double>(out.download(), ref, 1e-12, reverse ? "reverse" : "forward");
     }
+  });
+}
+
+// FlagGems' block-scan loop (kernels/cumsum.cpp): each tile's cumsum plus the prefix carried from
+// the tiles before, the prefix advanced by the tile's sum; int32 into int64 and f16 into f32, a row
+// that is not a multiple of the tile (the last one masked). On CUDA the tile is a register value
+// read by a scan in registers.
+BOOST_AUTO_TEST_CASE(scan_tiles_with_a_carried_prefix) {
+  auto k = tritium::kernel("scan_tiles", [](tl::ptr<tl::any> x, tl::ptr<tl::any> out, tl::i32 n, int TILE) {
+    const tritium::DType acc = tritium::is_float(x.type().pointee) ? tritium::DType::f32 : tritium::DType::i64;
+    auto m = tl::program_id(0).to(tl::int64);
+    auto prefix = tl::zeros({}, acc);
+    for (auto start : tl::range(0, n, TILE)) {
+      auto offs = start + tl::arange(0, TILE);
+      auto v = tl::load(x + m * n + offs, offs < n).to(acc);
+      tl::store(out + m * n + offs, prefix + tl::cumsum(v, 0), offs < n);
+      prefix += tl::sum(v, 0);
+    }
+  });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    const int rows = 3, n = 3000;
+    tritium::Options opts = be.options();
+    opts.num_warps = 4;
+    auto xi = tt::random_vector<float>(rows * n, 901, -50, 50);
+    std::vector<int32_t> hi(xi.begin(), xi.end());
+    auto hh = tt::random_vector<tritium::f16_t>(rows * n, 902, -1, 1);
+    std::vector<double> ref_i(rows * n), ref_h(rows * n);
+    for (int r = 0; r < rows; ++r) {
+      double si = 0, sh = 0;
+      for (int j = 0; j < n; ++j) {
+        ref_i[r * n + j] = si += hi[r * n + j];
+        ref_h[r * n + j] = sh += double(tt::to_float(hh[r * n + j]));
+      }
+    }
+    auto di = be.upload<int32_t>(hi);
+    auto oi = be.alloc_poisoned<int64_t>(rows * n);
+    k[{rows}](di.ptr(), oi.ptr(), n, 1024, opts);
+    std::vector<int64_t> got_i = oi.download();
+    for (int e = 0; e < rows * n; ++e)
+      if (double(got_i[e]) != ref_i[e]) BOOST_FAIL("int32 -> int64 element " << e << ": " << got_i[e] << " != " << ref_i[e]);
+    auto dh = be.upload<tritium::f16_t>(hh);
+    auto oh = be.alloc_poisoned<float>(rows * n);
+    k[{rows}](dh.ptr(), oh.ptr(), n, 1024, opts);
+    tt::check_close<float>(oh.download(), ref_h, 1e-5, "f16 -> f32");
   });
 }
 

@@ -30,6 +30,8 @@
 #include "io/safetensors.h"
 #include "nn/autograd.h"
 #include "nn/dispatch.h"
+#include "runtime/device_checks.h"
+#include "runtime/streams.h"
 #include "nn/matmul_family.h"
 #include "ops/conv.h"
 #include "ops/decl/op_decl.h"
@@ -274,6 +276,14 @@ std::vector<std::string> run_case(const Callee& op, const io::Json& c, const io:
   std::vector<Tensor> outs;
   try {
     outs = op.call(inputs, attrs);
+    // Checks of the data a kernel reads (a label out of range) are deferred on a GPU, as PyTorch's
+    // device-side asserts are: they raise at the next host read or synchronize (docs/ops.md,
+    // "Checks on the device"). Synchronize here, so the error belongs to this case and not the next.
+    for (const Tensor& t : inputs)
+      if (t.defined()) {
+        tritium::runtime::synchronize(t.device());
+        break;
+      }
   } catch (const tritium::Error& e) {
     if (check != "error") diffs.push_back(fmt::format("Tritium raised where PyTorch does not: {}", e.what()));
     return diffs;
@@ -389,6 +399,12 @@ BOOST_AUTO_TEST_CASE(every_case_matches_pytorch) {
     ExactConv() { tritium::ops::set_conv_allow_tf32(false); }
     ~ExactConv() { tritium::ops::set_conv_allow_tf32(saved); }
   } exact_conv;
+  // Checks of the data kernels read are deferred on a GPU (runtime/device_checks.h); run them
+  // deferred on every backend, so the CPU suite sees the errors arrive as a GPU's do.
+  struct DeferredChecks {
+    DeferredChecks() { tritium::runtime::set_device_checks_mode(tritium::runtime::DeviceCheckMode::deferred); }
+    ~DeferredChecks() { tritium::runtime::set_device_checks_mode(std::nullopt); }
+  } deferred_checks;
   std::vector<FixtureFile> files = fixture_files();
   BOOST_TEST_REQUIRE(!files.empty(), "no fixture files under " << (tt::fixtures_dir() / "torch").string());
   tt::for_each_backend([&](const tt::Backend& be) {

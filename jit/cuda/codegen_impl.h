@@ -142,6 +142,7 @@ class Codegen {
   std::map<Shape, int> mapped_width_;
   std::map<Shape, int> widest_access_;  // per shape: the widest vector access of its loads/stores
   std::unordered_map<const ir::Value*, bool> reg_ok_;  // memo of only_own_elements
+  std::unordered_map<const ir::Op*, bool> reg_scan_;     // memo of register_scan
   std::unordered_map<const ir::Value*, bool> nan_unseen_;  // memo of nan_bits_unseen
   // Loads of a run-time loop issued one iteration ahead (software pipelining): load -> the
   // registers the current iteration reads.
@@ -356,8 +357,14 @@ class Codegen {
   void emit_block_reduce(const ir::Op* op, const std::vector<std::string>& types, const std::vector<std::string>& outs);
   void declare_accumulators(const std::vector<std::string>& types, std::vector<std::string>& acc, std::string& have);
 
-  // Scans (element_scan.cpp): the parallel scan of jit/cuda/scan.h over padded shared copies.
+  // Scans (element_scan.cpp): the parallel scan of jit/cuda/scan.h over padded shared copies,
+  // or, for a register_scan, in the register mapping (emit_register_scan).
   void emit_scan(const ir::Op* op);
+  // Whether a scan runs in registers: forward along the last dim, its results register values in
+  // their shape's mapping (every step of the mapping full), the mapping's segments of V elements
+  // tiling each row in whole warps or within one (segments a row a multiple or divisor of 32).
+  bool register_scan(const ir::Op* op);
+  void emit_register_scan(const ir::Op* op);
   // Data movement within a block (jit/cuda/block_data.cpp): counts in shared memory, gathers and
   // splits read from buffers.
   void emit_histogram(const ir::Op* op);
@@ -418,6 +425,9 @@ class Codegen {
   // may write what they read (a different kernel parameter is taken as different memory, as
   // Triton's pipeliner assumes).
   std::vector<const ir::Op*> pipelined_loads(const ir::Block* body, const BodyMemory& memory);
+  // Whether `loop` runs at most one trip: a constant step and an upper bound of lb + c (or a min
+  // with such a term) with c <= step. Nothing overlaps then; a copy ahead costs registers only.
+  static bool at_most_one_trip(const ir::Op* loop);
   // Whether load `op` of `body` can be issued a trip ahead (its value in registers aside): small
   // enough, from memory the body does not write, its operands computable for another trip.
   bool pipelinable_load(const ir::Op* op, const ir::Block* body, const BodyMemory& memory);

@@ -42,6 +42,16 @@ int64_t cubin_instructions(const std::vector<char>& cubin) {
   return elf ? bytes / 16 : -1;
 }
 
+int64_t cubin_opcode_count(const std::vector<char>& cubin, uint32_t opcode) {
+  int64_t n = 0;
+  bool elf = for_each_section(cubin, [&](const char* name, uint64_t begin, uint64_t size) {
+    if (std::strncmp(name, ".text.", 6) != 0) return;
+    const uint64_t end = std::min<uint64_t>(begin + size, cubin.size());
+    for (uint64_t at = begin; at + 16 <= end; at += 16) n += (read<uint64_t>(cubin, at) & 0xfffu) == opcode;
+  });
+  return elf ? n : -1;
+}
+
 int cubin_registers(const std::vector<char>& cubin) {
   int regs = -1;
   for_each_section(cubin, [&](const char* name, uint64_t begin, uint64_t size) {

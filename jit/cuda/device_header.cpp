@@ -15,7 +15,8 @@ typedef unsigned long long uint64_t;
 
 #define TT_INLINE __device__ __forceinline__
 
-// f16 / bf16: bit containers; arithmetic happens in f32 and rounds back after every op.
+// f16 / bf16: bit containers; arithmetic happens in f32 and rounds back after every op (but + - *,
+// below: natively).
 struct tt_f16 { uint16_t bits; };
 struct tt_bf16 { uint16_t bits; };
 TT_INLINE float tt_to_f32(float x) { return x; }
@@ -65,6 +66,35 @@ TT_INLINE tt_bf16 tt_bf16_from_rn(float f) {
   return tt_bf16_from(f);
 #endif
 }
+// bf16 + - * in one instruction for values whose NaN bits no one sees (scalar_expr's nan_unseen):
+// add/sub/mul.rn.bf16 on sm_90, fma.rn.bf16 (a*b-0, a*1+b, b*-1+a) on sm_80, both HFMA2-pipe
+// instructions. Through f32 each op was unpack, FMUL/FADD and cvt.rn.bf16.f32 - an F2F, which
+// issues at the conversion rate (16 a clock an SM, an eighth of FMUL's): poly_norm's forward ran
+// into that limit (175 F2F a thread). The same bits as the f32 op rounded back (the f32 result of
+// two bf16 is exact or far from a bf16 tie); NaN is the canonical 0x7fff, as tt_bf16_from_rn's.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define TT_BOP_ASM(OP, FMA_ARGS) asm(OP ".rn.bf16 %0, %1, %2;" : "=h"(r) : "h"(a.bits), "h"(b.bits))
+#elif __CUDA_ARCH__ >= 800
+#define TT_BOP_ASM(OP, FMA_ARGS) asm("fma.rn.bf16 %0, " FMA_ARGS ";" : "=h"(r) : "h"(a.bits), "h"(b.bits), "h"((uint16_t)0x8000), "h"((uint16_t)0x3f80), "h"((uint16_t)0xbf80))
+#endif
+#define TT_BOP(NAME, OP, C, FMA_ARGS)                                                          \
+  TT_INLINE tt_bf16 NAME(tt_bf16 a, tt_bf16 b) {                                              \
+    uint16_t r;                                                                               \
+    TT_BOP_ASM(OP, FMA_ARGS);                                                                 \
+    return tt_bf16{r};                                                                        \
+  }                                                                                           \
+  template <class A, class B> TT_INLINE tt_bf16 NAME(A a, B b) { return tt_bf16_from_rn(tt_to_f32(a) C tt_to_f32(b)); }
+#ifdef TT_BOP_ASM
+TT_BOP(tt_badd_rn, "add", +, "%1, %4, %2")
+TT_BOP(tt_bsub_rn, "sub", -, "%2, %5, %1")
+TT_BOP(tt_bmul_rn, "mul", *, "%1, %2, %3")
+#else  // before sm_80: through f32
+template <class A, class B> TT_INLINE tt_bf16 tt_badd_rn(A a, B b) { return tt_bf16_from_rn(tt_to_f32(a) + tt_to_f32(b)); }
+template <class A, class B> TT_INLINE tt_bf16 tt_bsub_rn(A a, B b) { return tt_bf16_from_rn(tt_to_f32(a) - tt_to_f32(b)); }
+template <class A, class B> TT_INLINE tt_bf16 tt_bmul_rn(A a, B b) { return tt_bf16_from_rn(tt_to_f32(a) * tt_to_f32(b)); }
+#endif
+#undef TT_BOP
+#undef TT_BOP_ASM
 // fp8 (e4m3 without infinities, e5m2): decoding is exact; encoding rounds to nearest even and
 // saturates to the largest finite value, NaN -> 0x7f (cvt.rn.satfinite on sm_89+; the same
 // arithmetic as the CPU backend before).

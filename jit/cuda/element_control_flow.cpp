@@ -44,6 +44,29 @@ std::vector<const ir::Op*> Codegen::pipelined_loads(const ir::Block* body, const
   return out;
 }
 
+bool Codegen::at_most_one_trip(const ir::Op* loop) {
+  auto constant = [](const ir::Value* v, int64_t& c) {
+    if (!v->def || v->def->kind != OpKind::Constant || !v->type.is_scalar() || !is_int(v->type.dtype)) return false;
+    c = v->def->attrs.ival;
+    return true;
+  };
+  const ir::Value* lb = loop->operand(0);
+  int64_t step = 0;
+  if (!constant(loop->operand(2), step) || step <= 0) return false;
+  // min(a, b) <= a: one term of lb + c bounds the trips by ceil(c / step).
+  std::function<bool(const ir::Value*)> bounded = [&](const ir::Value* v) {
+    const ir::Op* d = v->def;
+    if (!d) return false;
+    if (d->kind == OpKind::Min) return bounded(d->operand(0)) || bounded(d->operand(1));
+    if (d->kind != OpKind::Add) return false;
+    int64_t c = 0;
+    for (size_t i = 0; i < 2; ++i)
+      if (d->operand(i) == lb && constant(d->operand(1 - i), c) && c <= step) return true;
+    return false;
+  };
+  return bounded(loop->operand(1));
+}
+
 bool Codegen::pipelinable_load(const ir::Op* op, const ir::Block* body, const BodyMemory& memory) {
   // A second copy of a long row costs occupancy more than the overlap gains (softmax over
   // 16384 columns: 222 registers, one CTA per SM); such loads stay in place.
@@ -106,7 +129,10 @@ void Codegen::emit_for(const ir::Op* op) {
   // Software pipelining: the loads of iteration i + 1 are issued at the top of iteration i, into
   // registers the body does not read until the next iteration.
   const BodyMemory memory = body_memory(op);
-  std::vector<const ir::Op*> ahead = pipelined_loads(body, memory);
+  // (A loop of at most one trip has nothing to overlap: FlagGems' cumsum block kernels, one tile a
+  // program, held a second copy of the tile for a trip that never runs - 88 registers, not 56.)
+  std::vector<const ir::Op*> ahead;
+  if (!at_most_one_trip(op)) ahead = pipelined_loads(body, memory);
   // Small loads go num_stages - 1 trips ahead (softmax over 1024 columns: 4 registers a row)
   // within kMaxDeepPrefetchWords registers; the others one trip (more copies cost occupancy: softmax over 4096
   // columns went from 59 to 80 registers with two).

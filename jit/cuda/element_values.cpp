@@ -52,6 +52,7 @@ bool Codegen::only_own_elements(const ir::Value* v) {
         ok = s == v->type.shape && (numel(s) == s[static_cast<size_t>(u->attrs.axis)] || lane_group(u) > 0);
         break;
       }
+      case OpKind::Scan: ok = u->operand(0)->type.shape == v->type.shape && register_scan(u); break;
       case OpKind::Yield: ok = u->parent->parent && (u->parent->parent->kind == OpKind::For ||
                                                     u->parent->parent->kind == OpKind::If);
         break;
@@ -105,7 +106,10 @@ void Codegen::plan_registers() {
         if (lane_group(op) > 0) mapped_width_[s] = mapped_width(s);
         return;
       }
-      case OpKind::Scan: return;
+      case OpKind::Scan:  // in registers where the mapping allows (element_scan.cpp)
+        if (register_scan(op))
+          for (const ir::Value* r : op->results) take(r);
+        return;
       case OpKind::Histogram: case OpKind::Gather: case OpKind::Split: return;  // buffers of their own
       case OpKind::For: {
         const ir::Block* body = op->regions[0];
@@ -139,7 +143,7 @@ void Codegen::plan_registers() {
   // trip ahead stay within kMaxPrefetchWordsPerLoop registers.
   if (num_stages_ < 2) return;
   f_.walk([&](ir::Op* loop) {
-    if (loop->kind != OpKind::For) return;
+    if (loop->kind != OpKind::For || at_most_one_trip(loop)) return;
     const ir::Block* body = loop->regions[0];
     const BodyMemory memory = body_memory(loop);
     auto words = [&](const ir::Op* op) { return register_words(op->result()->type, mapped_width(op->result()->type.shape)); };

@@ -53,6 +53,10 @@ std::string float_op(OpKind k, std::vector<std::string> x, DType d, bool nan_uns
   // f16 + - * natively (the device header's tt_hadd: the same bits as through f32).
   if (d == DType::f16 && (k == OpKind::Add || k == OpKind::Sub || k == OpKind::Mul))
     return fmt::format("{}({}, {})", k == OpKind::Add ? "tt_hadd" : k == OpKind::Sub ? "tt_hsub" : "tt_hmul", x[0], x[1]);
+  // bf16 + - * natively where a NaN's bits cannot show (tt_badd_rn: the same bits otherwise; the
+  // f32 road's cvt is an F2F at the conversion unit's eighth rate). Seen NaNs keep the fix-up.
+  if (d == DType::bf16 && nan_unseen && (k == OpKind::Add || k == OpKind::Sub || k == OpKind::Mul))
+    return fmt::format("{}({}, {})", k == OpKind::Add ? "tt_badd_rn" : k == OpKind::Sub ? "tt_bsub_rn" : "tt_bmul_rn", x[0], x[1]);
   bool half = is_narrow_float(d);
   bool dbl = d == DType::f64;
   if (half)

@@ -1,6 +1,7 @@
 // C++ text for scalar values and elementwise arithmetic in generated CUDA code, shared by the
 // CUDA code generators: C++ types of IR dtypes, literals, Triton's float math (f16, bf16 and fp8
-// computed in f32, rounded back after each op), wrapping integer arithmetic, comparisons and
+// computed in f32, rounded back after each op; f16 + - * and bf16 + - * whose NaN bits no one sees
+// in one native instruction, the same bits), wrapping integer arithmetic, comparisons and
 // casts. Each function returns an expression.
 #pragma once
 #include <cctype>
