@@ -30,6 +30,32 @@ void Codegen::emit_block_reduce(const ir::Op* op, const std::vector<std::string>
   auto decl_acc = [&](std::vector<std::string>& acc, std::string& have) { declare_accumulators(types, acc, have); };
   std::vector<const ir::Value*> roots(op->operands.begin(), op->operands.end());
   sync_if_reading(roots);
+  if (scalar_out && replicated(s)) {
+    // Every aligned group of n lanes holds the whole block (codegen_impl.h, replicated): a
+    // butterfly within the group leaves the result in every thread, no shared memory, no barrier
+    // (Liger's attn_res: 16 sums over [8] blocks a program, each went through shared partials).
+    std::vector<std::string> acc;
+    std::string have;
+    decl_acc(acc, have);
+    open("");
+    const bool saved = replicate_ok_;
+    replicate_ok_ = true;
+    thread_loop(s, 1, nullptr, [&](const Index& idx) {
+      std::vector<std::string> xs;
+      for (ir::Value* x : op->operands) xs.push_back(eval(x, idx));
+      accumulate(region, have, acc, xs);
+    }, nullptr);
+    replicate_ok_ = saved;
+    for (int64_t off = numel(s) / 2; off > 0; off /= 2) {
+      std::vector<std::string> other;
+      for (size_t i = 0; i < n; ++i) other.push_back(tmp(types[i], fmt::format("tt_shfl_xor({}, {})", acc[i], off)));
+      std::vector<std::string> r = combine(region, acc, other);
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", acc[i], r[i]));
+    }
+    close();
+    for (size_t i = 0; i < n; ++i) scalars_[op->results[i]] = acc[i];
+    return;
+  }
   // One warp, scalar result: the accumulators live on past the block (declared outside it).
   const bool one_warp = nwarps_ == 1 && scalar_out;
   std::vector<std::string> acc;

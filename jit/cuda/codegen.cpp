@@ -37,6 +37,9 @@ KernelSource Codegen::run() {
     scalars_[f_.body->args[i]] = name;
   }
   emit_block(f_.body);
+  // A barrier as the kernel's last statement orders nothing (an if that wrote shared memory ends
+  // in one): it only holds the CTA's warps back from exiting.
+  for (const std::string last = "\n  __syncthreads();\n"; body_.ends_with(last);) body_.resize(body_.size() - last.size() + 1);
   ks.smem_bytes = smem_;
   ks.scratch_bytes = scratch_;
   ks.num_asserts = num_asserts_;
@@ -125,7 +128,7 @@ void Codegen::emit_op(const ir::Op* op) {
       std::string array = declare_registers(r->type);
       fill_registers(array, r, op);
       regs_[r] = array;
-    } else if (plan_.materialized(r)) {
+    } else if (plan_.materialized(r) && !from_row_results(r)) {
       std::string buf = alloc_buffer(r->type);
       materialize_into(r, buf, op);
       buffers_[r] = buf;

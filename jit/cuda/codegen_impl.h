@@ -32,7 +32,10 @@
 // a fully unrolled loop over k < ITER with element (k * nthreads + tid) * V + lane, so that
 // array[k * V + lane] is a register. Reductions of a whole block read their input in that mapping
 // and combine with warp shuffles and one shared-memory pass; no barrier, no shared memory and no
-// layout conversion for elementwise chains between them.
+// layout conversion for elementwise chains between them. Reductions along the last dim whose rows
+// sit in aligned lane groups of that mapping keep each row's result in a register too
+// (element_reduce.cpp, lane_group), and blocks of at most a warp's elements are replicated in
+// every warp for register-only loop nests (replicated, below).
 #pragma once
 
 #include <functional>
@@ -113,6 +116,7 @@ class Codegen {
   void set_dirty_state(const DirtyState& s);
   void merge_dirty_state(const DirtyState& s);  // union: the writes of either path are pending
   int64_t shared_writes_ = 0;  // ops emitted that write shared memory (buffers, partials, slots)
+  int64_t shared_writes_synced_ = 0;  // shared_writes_ at the last barrier (emit_if)
   int counter_ = 0;
   int64_t smem_budget_;
   int64_t smem_ = 0, scratch_ = 0;
@@ -151,6 +155,37 @@ class Codegen {
     std::string k;
     Index base;
   } loop_;
+
+  // Small register-mapped shapes (at most a warp's elements, a power of two, fewer than the
+  // threads) are replicated: in loop nests that only compute registers or reduce (no writes to
+  // memory), thread tid owns element tid & (n - 1), so every warp - every aligned group of n lanes
+  // - holds the whole block and reduces it with shuffles alone (Triton's blocked layout of a small
+  // tensor). Loop nests that write (stores, atomics, buffers) keep element tid for tid < n, the
+  // same element: one copy writes. replicate_ok_ says which kind the current loop nest is.
+  bool replicated(const Shape& s) const;
+  bool replicate_ok_ = false;
+
+  // Reductions along the last dim whose rows each sit in an aligned group of lanes of the
+  // register mapping (element_reduce.cpp, lane_group): the results of the rows a thread's steps
+  // touch, one register per step, read by loop nests in the same mapping (eval).
+  struct RowRegisters {
+    std::string array;
+    Shape shape;  // the reduced operand's
+    bool keep_dims = false;
+  };
+  std::unordered_map<const ir::Value*, RowRegisters> row_regs_;
+  // Lanes a row takes when `reduce` can combine in lane groups (0: it cannot): the last axis, K / V
+  // lanes a power of two <= 32, the mapping's steps all full and at most kMaxRowSteps of them.
+  int lane_group(const ir::Op* reduce);
+  static constexpr int64_t kMaxRowSteps = 16;
+  void emit_lane_group_reduce(const ir::Op* op, const std::vector<std::string>& types, const std::vector<std::string>& outs, int G);
+  // The row register of reduce result v at idx in the current loop nest ("" when none).
+  std::string row_register_at(const ir::Value* v, const Index& idx);
+  // Whether block value v is elementwise arithmetic on such results (and scalars, constants):
+  // evaluated inline at each use instead of materialised, it stays in the row registers inside
+  // the mapping and reads the results' buffer elsewhere (silu_mul_quant_fp8's scale, used by
+  // the quantisation and by the scale store).
+  bool from_row_results(const ir::Value* v);
 
 
   // ---- output (codegen.cpp; barriers: element_barriers.cpp) -------------------------------------
@@ -295,6 +330,11 @@ class Codegen {
 
   void emit_atomic(const ir::Op* op);
   bool emit_vector_red(const ir::Op* op);  // element_memory.cpp: a float atomic_add as vector reds
+  // The lanes one vector red of `op` adds when a thread takes V lanes (0: lane by lane).
+  int vector_red_width(const ir::Op* op, int V);
+  // Whether atomic `op` reads block value v (its value or mask) only at the elements the thread
+  // owns in v's register mapping.
+  bool atomic_reads_own(const ir::Op* op, const ir::Value* v);
 
   // ---- reductions (element_reduce.cpp, block_reduce.cpp), scans, block data -----------------------
 

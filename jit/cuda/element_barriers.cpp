@@ -6,7 +6,8 @@
 // tl::return_() inside tl::if_ (traced into a flag and an if around the rest) then cost two
 // barriers a program where Triton exits (grpo_loss's backward: 3 barriers a program against
 // Triton's 1; silu_mul_quant_fp8: 2 of its 6). Now a barrier follows an if only when a side wrote
-// shared memory or a block result; its global writes stay pending, so a later read through the
+// shared memory not yet behind a barrier of its own (s46: every writer ends in one, so this is
+// rare) or a block result; its global writes stay pending, so a later read through the
 // same parameter still gets its barrier (Codegen::sync_if_reading). The two sides run on
 // different paths: each starts from the state before the if, and afterwards the writes of both
 // are pending (a barrier on one side covers that side only).
@@ -21,6 +22,7 @@ namespace tritium::jit::cuda::detail {
 void Codegen::sync() {
   if (!synced_) line("__syncthreads();");
   synced_ = true;
+  shared_writes_synced_ = shared_writes_;
   clean();
 }
 
@@ -60,6 +62,7 @@ void Codegen::sync_if_reading(const std::vector<const ir::Value*>& vs) {
 void Codegen::sync_after_global_writes() {
   if (global_dirty_) line("__syncthreads();  // the global writes above are visible below");
   synced_ = true;
+  shared_writes_synced_ = shared_writes_;
   clean();
 }
 

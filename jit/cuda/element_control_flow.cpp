@@ -287,7 +287,7 @@ void Codegen::emit_if(const ir::Op* op) {
       line(fmt::format("{} {}{{}};", ctype(r->type), vars[i]));
     }
   }
-  const int64_t shared_writes_before = shared_writes_;
+  bool unsynced_shared = false;
   const DirtyState before = dirty_state();
   DirtyState after_then;
   open(fmt::format("if ({})", scalar(op->operand(0))));
@@ -298,6 +298,7 @@ void Codegen::emit_if(const ir::Op* op) {
       after_then = dirty_state(), set_dirty_state(before);  // each side starts from the state before
     }
     const ir::Block* region = op->regions[static_cast<size_t>(side)];
+    const int64_t writes_at_start = shared_writes_;
     emit_block(region);
     const ir::Op* yield = region->ops.back();
     for (size_t i = 0; i < n; ++i) {
@@ -311,13 +312,19 @@ void Codegen::emit_if(const ir::Op* op) {
         line(fmt::format("{} = {};", vars[i], scalar(y)));
       }
     }
+    unsynced_shared = unsynced_shared || (shared_writes_ != writes_at_start && shared_writes_ != shared_writes_synced_);
   }
   close();
-  // A barrier only for what other threads read next: shared memory or block results written in a
-  // branch. Global writes stay pending (either side's, element_barriers.cpp) for sync_if_reading.
+  // A barrier only for what other threads read next: shared memory written in a branch and not yet
+  // behind a barrier there, or block results. Every writer of shared memory ends in a barrier of
+  // its own (a block reduction's partials are read behind one), and buffers are never reused but
+  // by the same op on a later loop trip, which a loop's end barrier orders: a side whose writes
+  // are all behind barriers needs none after the if (Liger's attn_res: 8 of its 24 barriers a
+  // program, one after each block's `if`). Global writes stay pending (either side's,
+  // element_barriers.cpp) for sync_if_reading.
   bool block_results = false;
   for (const std::string& b : bufs) block_results = block_results || !b.empty();
-  if (shared_writes_ != shared_writes_before || block_results) sync();
+  if (unsynced_shared || block_results) sync();
   else merge_dirty_state(after_then);
   for (size_t i = 0; i < n; ++i)
     if (!vars[i].empty()) scalars_[op->results[i]] = vars[i];

@@ -18,6 +18,8 @@ std::string Codegen::eval(const ir::Value* v, const Index& idx) {
     if (!buffers_.count(v))
       fail("internal error: register value %{} of kernel {} read at an element of another thread", v->id, f_.name);
   }
+  if (!row_regs_.empty())
+    if (std::string r = row_register_at(v, idx); !r.empty()) return r;
   if (auto it = buffers_.find(v); it != buffers_.end()) return fmt::format("{}[{}]", it->second, flatten(idx, v->type.shape));
   return eval_op(v->def, idx);
 }
@@ -48,6 +50,18 @@ std::string Codegen::eval_op(const ir::Op* op, const Index& idx) {
     }
     case OpKind::Reshape: {
       const Shape& to = op->operand(0)->type.shape;
+      if (!reshape_moves_elements(*op)) {
+        // Only unit dims come or go: the other dims keep their index expressions (so a row
+        // result reached through [M] -> [M, 1] is still recognised at its row: row_register_at).
+        Index in(to.size(), "0");
+        size_t d = 0;
+        for (size_t i = 0; i < t.shape.size(); ++i) {
+          if (t.shape[i] == 1) continue;
+          while (to[d] == 1) ++d;
+          in[d++] = idx[i];
+        }
+        return eval(op->operand(0), in);
+      }
       std::string flat = tmp("int", flatten(idx, t.shape));
       auto st = strides_of(to);
       Index in(to.size());

@@ -50,9 +50,14 @@ void Codegen::thread_loop(const Shape& shape, int V, const std::function<void(co
     k = fresh("k");
     line("#pragma unroll");
     open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, (n + step - 1) / step));
-    eb = tmp("int", fmt::format("({} * {} + tid) * {}", k, nt_, V));
-    guard = n % step != 0;
+    const bool copies = replicate_ok_ && replicated(shape);  // see codegen_impl.h, replicated
+    eb = tmp("int", copies ? fmt::format("tid & {}", n - 1) : fmt::format("({} * {} + tid) * {}", k, nt_, V));
+    guard = !copies && n % step != 0;
     if (guard) open(fmt::format("if ({} < {})", eb, n));
+  } else if (n <= step) {
+    // One step at most: an if, not a loop NVRTC unrolls for any trip count (16 copies of the body).
+    eb = tmp("int", fmt::format("tid * {}", V));
+    open(fmt::format("if ({} < {})", eb, n));
   } else {
     eb = fresh("e");
     open(fmt::format("for (int {0} = tid * {1}; {0} < {2}; {0} += {3})", eb, V, n, step));

@@ -325,6 +325,25 @@ void Codegen::emit_atomic(const ir::Op* op) {
   else mark_global_write(p);
 }
 
+int Codegen::vector_red_width(const ir::Op* op, int V) {
+  const DType d = op->operand(0)->type.pointee;
+  if (op->kind != OpKind::AtomicAdd || !(d == DType::f16 || d == DType::bf16 || d == DType::f32)) return 0;
+  const ir::Value* mask = op->operands.size() > 2 ? op->operand(2) : nullptr;
+  const int w = std::min(V, access_width(op));
+  if (w < 2 || V % w != 0) return 0;
+  if (mask && mask->type.is_block() && !(axis_.contains(mask) && axis_.get(mask).constancy.back() >= w)) return 0;
+  return w;
+}
+
+bool Codegen::atomic_reads_own(const ir::Op* op, const ir::Value* v) {
+  const ir::Value* p = op->operand(0);
+  if (op->kind == OpKind::AtomicCas || !p->type.is_block() || p == v || p->type.shape != v->type.shape) return false;
+  // The lane-by-lane loop walks the mapping at one lane a step; the vector reds at the mapping's
+  // width (only for old values nobody reads).
+  const int V = mapped_width(p->type.shape);
+  return V == 1 || (plan_.users(op->result()).empty() && vector_red_width(op, V) > 0);
+}
+
 // A float atomic_add whose old values are unused, over lanes the axis info proves contiguous and
 // aligned, with a mask constant over them: each thread takes V consecutive lanes (its values'
 // loads 16 bytes wide) and adds them w at a time with one vector red (tt_red_add_v), as Triton's
@@ -340,9 +359,8 @@ bool Codegen::emit_vector_red(const ir::Op* op) {
   std::vector<const ir::Value*> roots = {val};
   if (mask) roots.push_back(mask);
   const int V = choose_width(shape, roots, op);
-  const int w = std::min(V, access_width(op));
-  if (w < 2 || V % w != 0) return false;
-  if (mask && mask->type.is_block() && !(axis_.contains(mask) && axis_.get(mask).constancy.back() >= w)) return false;
+  const int w = vector_red_width(op, V);
+  if (w == 0) return false;
   const std::string ct = ctype(d);
   std::string sv, sm;
   thread_loop(

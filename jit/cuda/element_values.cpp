@@ -40,11 +40,16 @@ bool Codegen::only_own_elements(const ir::Value* v) {
   reg_ok_[v] = false;  // cycles (none in SSA) stay conservative
   bool ok = true;
   for (const ir::Op* u : plan_.users(v)) {
+    if (is_atomic(u->kind)) {  // Liger's attn_res backward: dW accumulators spilled, never read back
+      ok = atomic_reads_own(u, v);
+      if (!ok) break;
+      continue;
+    }
     switch (u->kind) {
       case OpKind::Store: ok = u->operand(0)->type.shape == v->type.shape; break;
       case OpKind::Reduce: {
         const Shape& s = u->operand(0)->type.shape;
-        ok = s == v->type.shape && numel(s) == s[static_cast<size_t>(u->attrs.axis)];
+        ok = s == v->type.shape && (numel(s) == s[static_cast<size_t>(u->attrs.axis)] || lane_group(u) > 0);
         break;
       }
       case OpKind::Scan: ok = u->operand(0)->type.shape == v->type.shape && register_scan(u); break;
@@ -95,7 +100,12 @@ void Codegen::plan_registers() {
   };
   f_.walk([&](ir::Op* op) {
     switch (op->kind) {
-      case OpKind::Reduce: return;
+      case OpKind::Reduce: {
+        // Rows reduced in lane groups: the loop nests over the operand's shape take the mapping.
+        const Shape& s = op->operand(0)->type.shape;
+        if (lane_group(op) > 0) mapped_width_[s] = mapped_width(s);
+        return;
+      }
       case OpKind::Scan:  // in registers where the mapping allows (element_scan.cpp)
         if (register_scan(op))
           for (const ir::Value* r : op->results) take(r);
@@ -151,6 +161,11 @@ void Codegen::plan_registers() {
   });
 }
 
+bool Codegen::replicated(const Shape& s) const {
+  const int64_t n = numel(s);
+  return n <= 32 && n < nt_ && (n & (n - 1)) == 0 && mapped(s, 1);
+}
+
 bool Codegen::mapped(const Shape& s, int V) const {
   auto it = mapped_width_.find(s);
   return it != mapped_width_.end() && it->second == V;
@@ -183,6 +198,8 @@ void Codegen::fill_registers(const std::string& array, const ir::Value* v, const
   sync_if_reading(reads);
   const Shape& s = v->type.shape;
   int V = mapped_width(s);
+  const bool saved = replicate_ok_;
+  replicate_ok_ = true;  // registers only: every copy of a small block computes its element
   thread_loop(
       s, V, [&](const Index& base) { emit_vector_loads({v}, base, V); },
       [&](const Index& idx) {
@@ -190,6 +207,7 @@ void Codegen::fill_registers(const std::string& array, const ir::Value* v, const
         line(fmt::format("{}[{} * {} + {}] = {};", array, loop_.k, V, lane_, x));
       },
       nullptr);
+  replicate_ok_ = saved;
   vec_loads_.clear();
 }
 
