@@ -24,9 +24,10 @@ struct Env {
   // TRITIUM_PRINT_AUTOTUNING=1: the autotuner prints each tuning's chosen config and time.
   bool print_autotuning = false;
   bool print_autotuning_all = false;  // TRITIUM_PRINT_AUTOTUNING=all: every config's time too
-  // TRITIUM_AUTOTUNE: how an autotuner picks a config for a new key: empty or "tune" (the default)
-  // benchmarks the candidates; "heuristic" (or "off") launches the tuner's heuristic choice without
-  // compiling or timing the others. Lower-cased; checked where a tuner reads it (autotune_mode()).
+  // TRITIUM_AUTOTUNE: how an autotuner picks a config for a new key: empty or "auto" (the default)
+  // launches the heuristic's choice and tunes once tuning pays (docs/autotune.md); "tune" benchmarks
+  // the candidates at the first launch; "heuristic" (or "off") launches the heuristic's choice
+  // without compiling or timing the others. Lower-cased; checked where a tuner reads it (autotune_mode()).
   std::string autotune;
   // TRITIUM_F32_DEFAULT: the input_precision of tl::dot on fp32 operands when the kernel gives
   // none ("tf32", "tf32x3" or "ieee"; Triton's TRITON_F32_DEFAULT). Empty: "tf32". Checked

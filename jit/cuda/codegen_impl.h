@@ -52,6 +52,10 @@
 #include "jit/cuda/scalar_expr.h"
 #include "jit/passes/block_plan.h"
 
+namespace tritium::jit::cuda {
+struct ScanHooks;  // jit/cuda/scan.h
+}
+
 namespace tritium::jit::cuda::detail {
 using ir::OpKind;
 using ir::Shape;
@@ -365,6 +369,9 @@ class Codegen {
   // tiling each row in whole warps or within one (segments a row a multiple or divisor of 32).
   bool register_scan(const ir::Op* op);
   void emit_register_scan(const ir::Op* op);
+  // The hooks every emit_parallel_scan call shares: this generator's lines, names and temporaries,
+  // and the scan's combine region; the caller adds the element accessors.
+  ScanHooks scan_hooks(const ir::Block* region);
   // Data movement within a block (jit/cuda/block_data.cpp): counts in shared memory, gathers and
   // splits read from buffers.
   void emit_histogram(const ir::Op* op);

@@ -35,6 +35,19 @@ bool Codegen::register_scan(const ir::Op* op) {
 // (scan.h, rows of S / 32 units) and each thread takes the total of the units before its own.
 // Every thread then combines its exclusive prefix into its segment's registers. Earlier elements
 // stay on the left of every combine, as in scan.h.
+ScanHooks Codegen::scan_hooks(const ir::Block* region) {
+  ScanHooks h;
+  h.line = [this](const std::string& l) { line(l); };
+  h.open = [this](const std::string& l) { open(l); };
+  h.close = [this] { close(); };
+  h.fresh = [this](const char* p) { return fresh(p); };
+  h.tmp = [this](const std::string& t, const std::string& e) { return tmp(t, e); };
+  h.combine = [this, region](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    return combine(region, a, b);
+  };
+  return h;
+}
+
 void Codegen::emit_register_scan(const ir::Op* op) {
   const Shape& s = op->operand(0)->type.shape;
   const ir::Block* region = op->regions[0];
@@ -119,13 +132,7 @@ void Codegen::emit_register_scan(const ir::Op* op) {
       us.len = U;
       us.num_threads = 32;
       us.types = types;
-      ScanHooks h;
-      h.line = [&](const std::string& l) { line(l); };
-      h.open = [&](const std::string& l) { open(l); };
-      h.close = [&] { close(); };
-      h.fresh = [&](const char* p) { return fresh(p); };
-      h.tmp = [&](const std::string& t, const std::string& e) { return tmp(t, e); };
-      h.combine = [&](const std::vector<std::string>& a, const std::vector<std::string>& b) { return combine(region, a, b); };
+      ScanHooks h = scan_hooks(region);
       auto unit = [&](size_t i, const std::string& row, const std::string& pos) {
         return fmt::format("{}[({}) * {} + {}]", units[i], row, U, pos);
       };
@@ -236,13 +243,7 @@ void Codegen::emit_scan(const ir::Op* op) {
     vec_loads_.clear();
     sync();
   }
-  ScanHooks h;
-  h.line = [&](const std::string& l) { line(l); };
-  h.open = [&](const std::string& l) { open(l); };
-  h.close = [&] { close(); };
-  h.fresh = [&](const char* p) { return fresh(p); };
-  h.tmp = [&](const std::string& t, const std::string& e) { return tmp(t, e); };
-  h.combine = [&](const std::vector<std::string>& a, const std::vector<std::string>& b) { return combine(region, a, b); };
+  ScanHooks h = scan_hooks(region);
   h.input = [&](size_t i, const std::string& row, const std::string& pos) {
     return staged ? slot(i, row, pos) : eval(op->operands[i], at(row, pos));
   };
