@@ -2,6 +2,7 @@
 // the same mask) against the same function run without it, and the library gradcheck /
 // gradgradcheck: they pass on correct derivatives and raise a clear error naming the input and the
 // element on a wrong first or second derivative.
+#include "autograd_leaf.h"
 #include "test_support.h"
 
 #include "nn/checkpoint.h"
@@ -19,14 +20,6 @@ using ag::tensor_list;
 using Shape = std::vector<int64_t>;
 
 namespace {
-
-Tensor leaf(Shape shape, uint32_t seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  Tensor t = Tensor::from_vector(tt::random_vector<double>(static_cast<size_t>(n), seed, -1, 1), shape);
-  t.requires_grad_();
-  return t;
-}
 
 std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
 
@@ -63,7 +56,7 @@ BOOST_AUTO_TEST_SUITE(test_autograd_checkpoint)
 
 BOOST_AUTO_TEST_CASE(checkpoint_matches_the_plain_function) {
   tt::for_each_backend([&](const tt::Backend&) {
-    tensor_list plain_in{leaf({5, 7}, 1), leaf({7, 6}, 2), leaf({6, 3}, 3)};
+    tensor_list plain_in{tt::random_leaf({5, 7}, 1), tt::random_leaf({7, 6}, 2), tt::random_leaf({6, 3}, 3)};
     tensor_list ckpt_in;
     for (const Tensor& t : plain_in) ckpt_in.push_back(t.detach().clone().requires_grad_());
     Tensor weights = Tensor::from_vector(tt::random_vector<double>(15, 4, 0.5, 1.5), {5, 3});
@@ -102,15 +95,15 @@ BOOST_AUTO_TEST_CASE(checkpoint_matches_the_plain_function) {
 
 BOOST_AUTO_TEST_CASE(gradcheck_library_functions) {
   tt::for_each_backend([&](const tt::Backend&) {
-    Tensor a = leaf({3, 4}, 5), b = leaf({4}, 6);
+    Tensor a = tt::random_leaf({3, 4}, 5), b = tt::random_leaf({4}, 6);
     BOOST_TEST(ag::gradcheck([](const tensor_list& in) { return tritium::log_softmax(in[0] * in[1], 1); }, {a, b}));
     BOOST_TEST(ag::gradgradcheck([](const tensor_list& in) { return tritium::sigmoid(in[0]) / (in[1] + 2.0); }, {a, b}));
-    tt::check_throws([&] { ag::gradcheck([](const tensor_list& in) { return WrongSquare::apply(in[0]); }, {leaf({3}, 7)}); },
+    tt::check_throws([&] { ag::gradcheck([](const tensor_list& in) { return WrongSquare::apply(in[0]); }, {tt::random_leaf({3}, 7)}); },
                      {"gradcheck", "Jacobian mismatch for output 0 with respect to input 0", "analytical", "numerical"},
                      "wrong first derivative");
-    BOOST_TEST(ag::gradcheck([](const tensor_list& in) { return CubeDetachedBackward::apply(in[0]); }, {leaf({3}, 8)}));
+    BOOST_TEST(ag::gradcheck([](const tensor_list& in) { return CubeDetachedBackward::apply(in[0]); }, {tt::random_leaf({3}, 8)}));
     tt::check_throws(
-        [&] { ag::gradgradcheck([](const tensor_list& in) { return CubeDetachedBackward::apply(in[0]); }, {leaf({3}, 8)}); },
+        [&] { ag::gradgradcheck([](const tensor_list& in) { return CubeDetachedBackward::apply(in[0]); }, {tt::random_leaf({3}, 8)}); },
         {"gradcheck", "Jacobian mismatch", "with respect to input 0"}, "missing second derivative");
     Tensor plain = Tensor::from_vector(std::vector<double>{1, 2}, {2});
     tt::check_throws([&] { ag::gradcheck([](const tensor_list& in) { return in[0] * 2.0; }, {plain}); },

@@ -1,6 +1,7 @@
 // Tensor's hook methods: register_hook (gradient-replacing and observing hooks), retain_grad,
 // register_post_accumulate_grad_hook (once per backward, after .grad is updated, as DDP needs),
 // and the removable handles they return; values against float64 host references, with errors.
+#include "autograd_leaf.h"
 #include "test_support.h"
 
 #include "nn/autograd.h"
@@ -13,14 +14,6 @@ using Shape = std::vector<int64_t>;
 
 namespace {
 
-Tensor leaf(Shape shape, uint32_t seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  Tensor t = Tensor::from_vector(tt::random_vector<double>(static_cast<size_t>(n), seed, -1, 1), shape);
-  t.requires_grad_();
-  return t;
-}
-
 std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
 
 }  // namespace
@@ -31,7 +24,7 @@ BOOST_AUTO_TEST_SUITE(test_autograd_hooks)
 // (and is harmless twice, or after the tensor is gone).
 BOOST_AUTO_TEST_CASE(register_hook_methods_and_handles) {
   tt::for_each_backend([&](const tt::Backend&) {
-    Tensor x = leaf({5}, 1);
+    Tensor x = tt::random_leaf({5}, 1);
     const auto xv = values(x);
     std::vector<std::vector<double>> seen;
     auto observe = x.register_hook([&](const Tensor& g) { seen.push_back(values(g)); });
@@ -68,7 +61,7 @@ BOOST_AUTO_TEST_CASE(register_hook_methods_and_handles) {
 
     tritium::nn::RemovableHandle outlives;
     {
-      Tensor z = leaf({2}, 2);
+      Tensor z = tt::random_leaf({2}, 2);
       outlives = z.register_hook([](const Tensor& g) { return g; });
     }
     outlives.remove();  // the tensor is gone: nothing to do, no crash
@@ -81,7 +74,7 @@ BOOST_AUTO_TEST_CASE(register_hook_methods_and_handles) {
 
 BOOST_AUTO_TEST_CASE(retain_grad_method) {
   tt::for_each_backend([&](const tt::Backend&) {
-    Tensor x = leaf({4}, 3);
+    Tensor x = tt::random_leaf({4}, 3);
     const auto xv = values(x);
     Tensor y = tritium::tanh(x);
     BOOST_TEST(!y.retains_grad());
@@ -107,8 +100,8 @@ BOOST_AUTO_TEST_CASE(retain_grad_method) {
 // reach the leaf; removable; refused on non-leaves and tensors without grad.
 BOOST_AUTO_TEST_CASE(post_accumulate_grad_hook) {
   tt::for_each_backend([&](const tt::Backend&) {
-    Tensor w = leaf({3}, 4);
-    Tensor other = leaf({3}, 5);
+    Tensor w = tt::random_leaf({3}, 4);
+    Tensor other = tt::random_leaf({3}, 5);
     const auto wv = values(w);
     std::vector<std::string> order;
     std::vector<std::vector<double>> grads_seen;

@@ -4,6 +4,7 @@
 // gradient, a caller's gradient that must stay untouched, hooks and retain_grad seeing the sum,
 // double backward (which takes the recorded path), and the kernel count that shows the direct path
 // ran (one zero fill for three disjoint parts, no additions).
+#include "autograd_leaf.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -23,14 +24,6 @@ using Shape = std::vector<int64_t>;
 namespace {
 
 constexpr int64_t R = 5, C = 9;  // off every block size
-
-Tensor leaf(Shape shape, uint32_t seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  Tensor t = Tensor::from_vector(tt::random_vector<double>(static_cast<size_t>(n), seed, -1, 1), shape);
-  t.requires_grad_();
-  return t;
-}
 
 Tensor constant(Shape shape, uint32_t seed) {
   int64_t n = 1;
@@ -81,7 +74,7 @@ BOOST_AUTO_TEST_CASE(parts_sum_to_the_reference) {
     };
     for (const Case& c : cases) {
       BOOST_TEST_CONTEXT(c.what) {
-        Tensor x = leaf({R, C}, 11);
+        Tensor x = tt::random_leaf({R, C}, 11);
         Tensor y = x * 2.0;
         std::vector<Tensor> parts, weights;
         std::vector<double> ref(R * C, 0.0);
@@ -102,7 +95,7 @@ BOOST_AUTO_TEST_CASE(parts_sum_to_the_reference) {
 // split / chunk / unbind give part views too; with a dense use of y besides.
 BOOST_AUTO_TEST_CASE(split_chunk_unbind_with_a_dense_gradient) {
   tt::for_each_backend([&](const tt::Backend&) {
-    Tensor x = leaf({R, C}, 21);
+    Tensor x = tt::random_leaf({R, C}, 21);
     Tensor y = x * 2.0;
     auto qkv = tritium::split(y, 3, 1);     // 3 + 3 + 3 columns
     auto halves = tritium::chunk(y, 2, 0);  // rows 0-2, 3-4
@@ -127,7 +120,7 @@ BOOST_AUTO_TEST_CASE(split_chunk_unbind_with_a_dense_gradient) {
 // not write into the caller's tensor. Hooks and retain_grad on y see the whole sum, once.
 BOOST_AUTO_TEST_CASE(callers_gradient_untouched_hooks_see_the_sum) {
   tt::for_each_backend([&](const tt::Backend&) {
-    Tensor x = leaf({R, C}, 51);
+    Tensor x = tt::random_leaf({R, C}, 51);
     Tensor y = x * 2.0;
     y.retain_grad();
     int calls = 0;
@@ -159,7 +152,7 @@ BOOST_AUTO_TEST_CASE(callers_gradient_untouched_hooks_see_the_sum) {
 // gradient of sum(grad_x^2) through two slices against its float64 value.
 BOOST_AUTO_TEST_CASE(double_backward_through_parts) {
   tt::for_each_backend([&](const tt::Backend&) {
-    Tensor x = leaf({R, C}, 61);
+    Tensor x = tt::random_leaf({R, C}, 61);
     Tensor y = tritium::mul(x, x);  // dy/dx = 2x
     Tensor a = constant({R, 4}, 62), b = constant({R, 5}, 63);
     Tensor loss = weighted({y.slice(1, 0, 4), y.slice(1, 4, 9)}, {a, b});
@@ -186,7 +179,7 @@ BOOST_AUTO_TEST_CASE(double_backward_through_parts) {
 BOOST_AUTO_TEST_CASE(disjoint_parts_take_one_fill_and_no_addition) {
   tt::for_each_backend([&](const tt::Backend&) {
     auto run = [&] {
-      Tensor x = leaf({R, C}, 71);
+      Tensor x = tt::random_leaf({R, C}, 71);
       Tensor y = x * 2.0;
       auto qkv = tritium::split(y, 3, 1);
       Tensor loss = tritium::add(tritium::add(tritium::sum(qkv[0]), tritium::sum(qkv[1])), tritium::sum(qkv[2]));
