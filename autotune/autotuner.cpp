@@ -323,10 +323,16 @@ struct Autotuner::Impl {
   std::unordered_map<uint64_t, int64_t> deferred_launches;
   std::vector<std::unique_ptr<TuningResult>> replaced;
 
-  // Counts a launch of a deferred key; true when the key is now to be tuned.
-  bool count_deferred_launch(uint64_t h, int64_t tune_after) {
+  // A launch's look at its key, under one lock: the result launches use now (null: none yet) and,
+  // for a deferred key, this launch counted - `due` when it is the one at which tuning pays.
+  const TuningResult* find_for_launch(uint64_t h, bool& due) {
     std::lock_guard lock(map_mutex);
-    return ++deferred_launches[h] > tune_after;
+    due = false;
+    auto it = tuned.find(h);
+    if (it == tuned.end()) return nullptr;
+    const TuningResult* r = it->second.get();
+    if (r->tune_after_launches > 0) due = ++deferred_launches[h] > r->tune_after_launches;
+    return r;
   }
 
   // A key argument's meta value (positional or named), when it is one: dtype and string values
@@ -727,10 +733,10 @@ const TuningResult* Autotuner::current(const LaunchArgs& args) { return impl_->f
 
 void Autotuner::launch(const GridSpec& grid, const LaunchArgs& args) {
   uint64_t h = impl_->key_hash(args);
-  const TuningResult* found = impl_->find(h);
+  bool due = false;
+  const TuningResult* found = impl_->find_for_launch(h, due);
   if (!found) found = &impl_->tune(grid, args, h, /*may_defer=*/true);
-  else if (found->tune_after_launches > 0 && impl_->count_deferred_launch(h, found->tune_after_launches))
-    found = &impl_->tune(grid, args, h, /*may_defer=*/false);  // the launch at which tuning pays
+  else if (due) found = &impl_->tune(grid, args, h, /*may_defer=*/false);  // the launch at which tuning pays
   const TuningResult& r = *found;
   const Config& c = r.best_config();
   // The key fixes the arguments' layout, which tuning checked: no validation per launch.
