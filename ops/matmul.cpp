@@ -337,15 +337,28 @@ std::vector<Config> fitting_configs(const std::vector<Config>& tensor_core_confi
                  args.dtype("a_ptr") == DType::f32 && args.integer("TF32") == 0);
 }
 
-// TRITIUM_AUTOTUNE=heuristic: of the fitting configs (largest tiles first), the first whose tiles
-// give every SM a program of a batch item, else the one with the most programs. Compiles one
-// kernel per shape instead of compiling and timing every fitting config.
-size_t heuristic_for(const std::vector<Config>& configs, int64_t M, int64_t N, int64_t sms) {
+// TRITIUM_AUTOTUNE=heuristic's choice (and auto's until tuning pays). Measured on an H200 (stop
+// 47, every config of the GPT's 35 product keys in tf32 and bf16, bench/results/2026-11-27l-h100x4):
+// 128 x 128 tiles were within 1.03-1.08 x of the best on every key (geomean), the larger 128 x 256 /
+// 256 x 128 tiles 1.16-1.98 x at K <= 1536 but ~1.27 x AHEAD at 4096^3 (stop 43), and 32-wide tiles
+// 1.7-2.1 x behind. So, largest first: a tile above 128 x 128 when the K loop is at least 2048 per
+// program and its programs fill every SM once; else the first that gives at least half the SMs a
+// program - counting every program of the grid: batch items and split-K chunks as well as tiles
+// (the split itself was planned for 128 x 128 tiles: 256 x 128 leaving 60 SMs idle measured 1.6 x
+// slower) - else the one with the most programs (tiny products: parallelism beats tile efficiency).
+size_t heuristic_for(const std::vector<Config>& configs, const ProductGrid& g, int64_t sms) {
+  constexpr int64_t kLongK = 2048, kReference = 128 * 128;
+  const int64_t per_program_k = g.k_chunk > 0 ? std::min(g.k, g.k_chunk) : g.k;
+  const int64_t splits = g.k_chunk > 0 ? cdiv(g.k, g.k_chunk) : 1;
+  const int64_t enough = std::max<int64_t>(1, cdiv(sms, 2));
   size_t most = 0;
   int64_t most_programs = 0;
   for (size_t i = 0; i < configs.size(); ++i) {
-    const int64_t programs = cdiv(M, configs[i].meta["BLOCK_M"]) * cdiv(N, configs[i].meta["BLOCK_N"]);
-    if (programs >= sms) return i;
+    const int64_t bm = configs[i].meta["BLOCK_M"], bn = configs[i].meta["BLOCK_N"];
+    const bool large = bm * bn > kReference;
+    if (large && per_program_k < kLongK) continue;
+    const int64_t programs = cdiv(g.m, bm) * cdiv(g.n, bn) * std::max<int64_t>(g.batch, 1) * splits;
+    if (programs >= (large ? sms : enough)) return i;
     if (programs > most_programs) most = i, most_programs = programs;
   }
   return most;
@@ -360,7 +373,9 @@ const runtime::cuda::DeviceProperties* cuda_properties(const ArgView& args) {
 
 size_t heuristic_config(const std::vector<Config>& configs, const ArgView& args) {
   const auto* p = cuda_properties(args);
-  return heuristic_for(configs, args.integer("M"), args.integer("N"), p ? p->multiprocessor_count : 1);
+  const ProductGrid g{args.integer("M"), args.integer("N"), args.integer("K"), args.integer("NB2"),
+                      args.has("K_CHUNK") ? args.integer("K_CHUNK") : 0};
+  return heuristic_for(configs, g, p ? p->multiprocessor_count : 1);
 }
 
 // TRITIUM_AUTOTUNE=auto: the roofline estimate that decides when a product's key is tuned. The
@@ -574,8 +589,8 @@ std::vector<Config> matmul_gpu_candidates(int64_t M, int64_t N, int64_t K, DType
   return fitting(gpu_configs(dtype == DType::f32), M, N, K, dtype == DType::f32 && !tf32);
 }
 
-size_t matmul_gpu_heuristic(const std::vector<Config>& candidates, int64_t M, int64_t N, int64_t sms) {
-  return heuristic_for(candidates, M, N, sms);
+size_t matmul_gpu_heuristic(const std::vector<Config>& candidates, const ProductGrid& grid, int64_t sms) {
+  return heuristic_for(candidates, grid, sms);
 }
 
 double matmul_estimate_ms(int64_t M, int64_t N, int64_t K, int64_t batch, DType dtype, bool tf32, const GpuSpeed& gpu) {

@@ -22,8 +22,13 @@ struct GpuSpeed {
 // The candidates ops::matmul's tuner considers for a product (after its early prune: tiles past
 // the problem's size dropped; fp32 without tf32 takes the FMA dot's tiles), in its order.
 std::vector<Config> matmul_gpu_candidates(int64_t M, int64_t N, int64_t K, DType dtype, bool tf32);
+// What the heuristic counts: the product's M, N and K, the batch items on the grid (NB2) and, for a
+// split-K launch, the chunk of K each program reduces (0: no split).
+struct ProductGrid {
+  int64_t m = 0, n = 0, k = 0, batch = 1, k_chunk = 0;
+};
 // TRITIUM_AUTOTUNE=heuristic's (and auto's first) choice among them: an index.
-size_t matmul_gpu_heuristic(const std::vector<Config>& candidates, int64_t M, int64_t N, int64_t sms);
+size_t matmul_gpu_heuristic(const std::vector<Config>& candidates, const ProductGrid& grid, int64_t sms);
 // A roofline of one launch in ms: 2 M N K flops at the SMs' peak for the dtype (fp32 FMA, tf32 or
 // 16-bit tensor cores), A, B and C once through DRAM, plus a launch's fixed cost; the larger of the
 // two, at 70 % of peak.

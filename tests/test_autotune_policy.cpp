@@ -214,10 +214,42 @@ BOOST_AUTO_TEST_CASE(matmul_tunes_large_products_not_the_mlp) {
   // The heuristic's choice for the MLP's forward (4 x 16 tiles at most on 132 SMs): the candidate
   // with the most programs.
   const auto fwd = tritium::ops::matmul_gpu_candidates(128, 512, 784, tritium::DType::f32, false);
-  const size_t pick = tritium::ops::matmul_gpu_heuristic(fwd, 128, 512, h100.sms);
+  const size_t pick = tritium::ops::matmul_gpu_heuristic(fwd, {128, 512, 784}, h100.sms);
   int64_t most = 0;
   for (const Config& c : fwd) most = std::max(most, tritium::cdiv(128, c.meta["BLOCK_M"]) * tritium::cdiv(512, c.meta["BLOCK_N"]));
   BOOST_TEST(tritium::cdiv(128, fwd[pick].meta["BLOCK_M"]) * tritium::cdiv(512, fwd[pick].meta["BLOCK_N"]) == most);
+}
+
+namespace {
+std::string tile_of(const Config& c) {
+  return std::to_string(c.meta["BLOCK_M"]) + "x" + std::to_string(c.meta["BLOCK_N"]);
+}
+std::string heuristic_tile(tritium::ops::ProductGrid g, tritium::DType dtype, bool tf32) {
+  const auto cands = tritium::ops::matmul_gpu_candidates(g.m, g.n, g.k, dtype, tf32);
+  return tile_of(cands.at(tritium::ops::matmul_gpu_heuristic(cands, g, 132)));
+}
+}  // namespace
+
+// The GPT's products (batch 64 x context 256, width 384): the batch items are programs too, so a
+// Linear's [64, 256, C] product fills the SMs with 128 x 128 tiles (it took 32 x 32 tiles when only
+// one batch item's tiles were counted: 2-3 x slower than tuned), and a K loop of 384-1536 stays on
+// 128 x 128 (larger tiles measured 1.16-1.98 x slower there).
+BOOST_AUTO_TEST_CASE(matmul_heuristic_counts_batch_and_split_programs) {
+  using tritium::DType;
+  for (auto dtype : {DType::bf16, DType::f32}) {
+    const bool tf32 = dtype == DType::f32;
+    BOOST_TEST(heuristic_tile({256, 1152, 384, 64}, dtype, tf32) == "128x128");
+    BOOST_TEST(heuristic_tile({256, 384, 1536, 64}, dtype, tf32) == "128x128");
+    BOOST_TEST(heuristic_tile({16384, 256, 384, 1}, dtype, tf32) == "128x128");
+    // The weight gradient split three ways along K = 16384: 36 tiles x 3 chunks reach half of 132
+    // SMs with the split's own 128 x 128 tile; 128 x 256 would leave 78 SMs idle.
+    BOOST_TEST(heuristic_tile({384, 1536, 16384, 1, 5504}, dtype, tf32) == "128x128");
+    // Without counting the chunks the same launch would look like 36 programs and take small tiles.
+    BOOST_TEST(heuristic_tile({384, 1536, 5504, 1}, dtype, tf32) != "128x128");
+    // A long K loop on a big square: the largest tile (measured ~1.27 x ahead at 4096^3).
+    const auto big = tritium::ops::matmul_gpu_candidates(4096, 4096, 4096, dtype, tf32);
+    BOOST_TEST(heuristic_tile({4096, 4096, 4096, 1}, dtype, tf32) == tile_of(big.front()));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
   std::printf("\n== the MLP's products: candidates (FMA tiles, fp32) and the heuristic's choice\n");
   for (const Product& p : products) {
     const auto cands = tritium::ops::matmul_gpu_candidates(p.m, p.n, p.k, tritium::DType::f32, false);
-    const size_t pick = tritium::ops::matmul_gpu_heuristic(cands, p.m, p.n, 132);
+    const size_t pick = tritium::ops::matmul_gpu_heuristic(cands, {p.m, p.n, p.k}, 132);
     const double est = tritium::ops::matmul_estimate_ms(p.m, p.n, p.k, 1, tritium::DType::f32, false, {});
     tritium::AutotuneOptions o;
     o.warmup_ms = 10, o.rep_ms = 40;
