@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -235,7 +236,7 @@ Kernel& strided_kernel() {
          tl::i64 sa0, tl::i64 sa1, tl::i64 sa2, tl::i64 sa3, tl::i64 sa4, tl::i64 sa5, tl::i64 sac,
          tl::i64 sb0, tl::i64 sb1, tl::i64 sb2, tl::i64 sb3, tl::i64 sb4, tl::i64 sb5, tl::i64 sbc,
          tl::i64 sc0, tl::i64 sc1, tl::i64 sc2, tl::i64 sc3, tl::i64 sc4, tl::i64 sc5, tl::i64 scc,  //
-         int OP, int NIN, bool SCALAR, int CDT, int PARAM, int EXTRA, int RANK, int BR, int BC) {
+         int OP, int NIN, bool SCALAR, int CDT, int PARAM, int EXTRA, int RANK, int BR, int BC, bool IDX32) {
         const Ew op = static_cast<Ew>(OP);
         const DType cdt = static_cast<DType>(CDT);
         const std::array<tl::tensor, 6> d{d0, d1, d2, d3, d4, d5};
@@ -252,12 +253,17 @@ Kernel& strided_kernel() {
         auto row = (pid / ncb) * BR + tl::arange(0, BR);  // [BR] i64
         auto mask = (row < rows)(tl::_, tl::None) && (col < cols)(tl::None, tl::_);
 
-        // Row offsets per operand: split the row index into the outer dims' indices.
+        // Row offsets per operand: split the row index into the outer dims' indices. IDX32 (rows
+        // below 2^31): the divisions in 32 bits - a 64-bit division is a ~70-instruction
+        // subroutine, a 32-bit one ~20, and a thread splits every row it holds (a permuted copy
+        // with 64-element rows spent more on them than on moving its bytes).
         std::array<std::optional<tl::tensor>, 4> roff;
-        tl::tensor rem = row;
+        tl::tensor rem = IDX32 ? row.to(tl::int32) : row;
         for (int k = RANK - 2; k >= 0; --k) {
-          tl::tensor idx = k == 0 ? rem : rem % d[k];
-          if (k > 0) rem = rem / d[k];
+          const tl::tensor dk = IDX32 ? d[k].to(tl::int32) : d[k];
+          tl::tensor idx = k == 0 ? rem : rem % dk;
+          if (k > 0) rem = rem / dk;
+          if (IDX32) idx = idx.to(tl::int64);
           for (int j = 0; j < 4; ++j)
             if (used[j]) roff[j] = roff[j] ? *roff[j] + idx * s[j][k] : idx * s[j][k];
         }
@@ -398,7 +404,7 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
                            s[2][0], s[2][1], s[2][2], s[2][3], s[2][4], s[2][5], s[2][6],
                            s[3][0], s[3][1], s[3][2], s[3][3], s[3][4], s[3][5], s[3][6],  //
                            OP, nin, SCALAR, CDT, call.param, EXTRA, rank, static_cast<int>(br),
-                           static_cast<int>(bc));
+                           static_cast<int>(bc), rows + br <= std::numeric_limits<int32_t>::max());
 }
 
 }  // namespace
