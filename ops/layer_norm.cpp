@@ -8,7 +8,7 @@
 // c1 = mean(xhat * w * dy), c2 = mean(w * dy), one for dx = (w * dy - xhat * c1 - c2) * rstd),
 // and dw = sum(dy * xhat), db = sum(dy) over the rows as a column reduction cut by the reduction
 // plan (ops/reduce_plan.h: column blocks, and chunks of rows when the blocks alone leave the device
-// idle, their partials summed in chunk order): deterministic, unlike the tutorial's locked
+// idle, their partials summed in chunk order by one finishing launch): deterministic, unlike the tutorial's locked
 // accumulation. f16/bf16 compute in f32.
 #include <algorithm>
 #include <cmath>
@@ -131,6 +131,32 @@ Kernel& backward_dwdb_kernel() {
   return k;
 }
 
+// The [S, N] partials of dw and db summed over S in one launch (two sums of the reduction plan
+// were four: each cut S into chunks again), written in the parameters' dtype. Program i sums the
+// columns [i * BN, (i + 1) * BN) in chunk order.
+Kernel& dwdb_finish_kernel() {
+  static Kernel k = tritium::kernel(
+      "layer_norm_bwd_dwdb_finish",
+      [](P dw_part, P db_part, P dw, P db, tl::i64 S, tl::i64 N, int ACC, int ODT, int BS, int BN) {
+        const DType acc = static_cast<DType>(ACC);
+        auto cols = tl::program_id(0).to(tl::int64) * BN + tl::arange(0, BN);
+        auto cm = (cols < N)(tl::None, tl::_);
+        auto sw = tl::zeros({BS, BN}, acc), sb = tl::zeros({BS, BN}, acc);
+        for (auto s0 : tl::range(0, S, BS)) {
+          auto rows = s0 + tl::arange(0, BS).to(tl::int64);
+          auto mask = (rows < S)(tl::_, tl::None) & cm;
+          auto off = rows(tl::_, tl::None) * N + cols(tl::None, tl::_);
+          sw = sw + tl::load(dw_part + off, mask, 0).to(acc);
+          sb = sb + tl::load(db_part + off, mask, 0).to(acc);
+        }
+        const DType out = static_cast<DType>(ODT);
+        tl::store(dw + cols, tl::sum(sw, 0).to(out), cols < N);
+        tl::store(db + cols, tl::sum(sb, 0).to(out), cols < N);
+      },
+      {"dw_part", "db_part", "dw", "db", "S", "N", "ACC", "ODT", "BS", "BN"});
+  return k;
+}
+
 Shape contiguous_strides(const Shape& shape) {
   Shape st(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
@@ -219,9 +245,15 @@ LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x_in, const
     Tensor dw = Tensor::empty({plan.chunks, N}, acc, x.device()), db = Tensor::empty({plan.chunks, N}, acc, x.device());
     backward_dwdb_kernel()[{cdiv(N, BN), plan.chunks}](g, x, m, s, dw, db, M, N, plan.chunk, static_cast<int>(acc),
                                                        static_cast<int>(BM), static_cast<int>(BN));
-    if (plan.chunks > 1) dw = sum(dw, {0}, false), db = sum(db, {0}, false);
-    r.dweight = to_dtype(dw, weight.dtype()).as_strided(normalized_shape, contiguous_strides(normalized_shape), 0);
-    r.dbias = to_dtype(db, weight.dtype()).as_strided(normalized_shape, contiguous_strides(normalized_shape), 0);
+    if (plan.chunks > 1) {
+      constexpr int64_t kFinishBS = 64, kFinishBN = 32;
+      dwdb_finish_kernel()[{cdiv(N, kFinishBN)}](dw, db, r.dweight, r.dbias, plan.chunks, N, static_cast<int>(acc),
+                                                  static_cast<int>(weight.dtype()), static_cast<int>(kFinishBS),
+                                                  static_cast<int>(kFinishBN));
+    } else {
+      r.dweight = to_dtype(dw, weight.dtype()).as_strided(normalized_shape, contiguous_strides(normalized_shape), 0);
+      r.dbias = to_dtype(db, weight.dtype()).as_strided(normalized_shape, contiguous_strides(normalized_shape), 0);
+    }
   }
   return r;
 }

@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(values_and_gradients) {
 }
 
 // dw and db as a column reduction cut by the reduction plan: an H100's plan (forced on any backend)
-// splits the rows into chunks whose partials a second reduction sums; chunks that do not divide
+// splits the rows into chunks whose partials one finishing launch sums; chunks that do not divide
 // the rows, and a column block wider than the row.
 BOOST_AUTO_TEST_CASE(weight_and_bias_gradients_with_the_rows_split) {
   namespace od = tritium::ops::detail;
