@@ -2,7 +2,8 @@
 // are unused, over contiguous aligned lanes under a mask constant over them, becomes vector
 // reductions (tt_red_add_v: red.global.add.noftz.v8.f16 and the like on sm_90, Triton's
 // vectorised atomics); other masks stay one atomic a lane (a 16-bit float one a red of its
-// aligned pair, tt_red_add_16). sem picks the fences (acq_rel both, relaxed none). Compiled by
+// aligned pair, tt_red_add_16). sem picks the fences (acq_rel both, relaxed none). The indexing
+// ops' kernel keeps its indices in registers (no shared memory, no barrier, no fence). Compiled by
 // NVRTC for sm_90a and sm_80 (the header's pre-Hopper path). The values are test_atomics'
 // row_scatter_add and relaxed_and_half_atomics on every backend.
 #include <boost/test/unit_test.hpp>
@@ -14,6 +15,7 @@
 #include "test_support.h"
 #include "dsl/atomics.h"
 #include "ir/printer.h"
+#include "ops/indexing_kernels.h"
 #include "scatter_rows_kernel.h"
 
 namespace tt = tritium::test;
@@ -104,6 +106,42 @@ BOOST_AUTO_TEST_CASE(sem_sets_the_fences) {
         BOOST_TEST(tt::occurrences(sem_body(2, scalar, old), "tt_fence_acq_rel()") == 0u);
         BOOST_TEST(tt::occurrences(sem_body(3, scalar, old), "tt_fence_acq_rel()") == 1u);
         BOOST_TEST(tt::occurrences(sem_body(4, scalar, old), "tt_fence_acq_rel()") == 1u);
+      }
+    }
+}
+
+// ops::gather / scatter_add's kernel (ops/indexing.cpp) on bench/ops_bench_table.cpp's shapes
+// ([16384, 1024] along dim 1, i64 indices), as tools/index-codegen generates it: the indices
+// are loaded once into registers and read there by the bounds check's atomics, the mask and the
+// address (they went to a 32 KB shared buffer, read back by four loops between barriers, with two
+// acq_rel fences around each atomic); a bf16 scatter adds by the pair's red.
+BOOST_AUTO_TEST_CASE(indexing_kernel_keeps_indices_in_registers) {
+  if (!tt::nvrtc_or_skip()) return;
+  namespace d = tritium::ops::detail;
+  const int64_t rows = 16384, cols = 1024, one = 1, zero = 0;
+  const int64_t tile = d::index_copy_tile(rows * cols);
+  BOOST_TEST(tile == 1024);
+  for (bool scatter : {false, true})
+    for (DType dt : {DType::f32, DType::bf16}) {
+      BOOST_TEST_CONTEXT((scatter ? "scatter_add " : "gather ") << tritium::dtype_name(dt)) {
+        auto compile = [&](auto tag) {
+          using T = decltype(tag);
+          return tt::compile_cuda(d::index_copy_kernel(), tt::CudaCheck().routed().also_for("sm_80"), tt::fake_address<T>(0),
+                                  tt::fake_address<T>(1), tt::fake_address<int64_t>(2), tt::fake_address<int64_t>(3), cols,
+                                  one, rows, cols, rows, one, one, one, one,             //
+                                  cols, zero, zero, zero, zero, scatter ? zero : one,    // dst strides
+                                  cols, zero, zero, zero, zero, scatter ? one : zero,    // src strides
+                                  cols, zero, zero, zero, zero, one,                     // index strides
+                                  2, scatter ? 1 : 0, scatter ? 2 : 1, 1, static_cast<int>(dt), 1, static_cast<int>(tile),
+                                  scatter ? 2 | 4 | 16 : 1 | 4 | 32);
+        };
+        const std::string body = tt::kernel_body(dt == DType::f32 ? compile(float{}) : compile(bf16_t{}));
+        BOOST_TEST(tt::occurrences(body, "(shared)") == 0u);
+        BOOST_TEST(tt::occurrences(body, "__syncthreads") == 0u);
+        BOOST_TEST(tt::occurrences(body, "tt_fence_acq_rel") == 0u);
+        BOOST_TEST(tt::occurrences(body, "in registers") >= 1u);
+        if (scatter && dt == DType::bf16) BOOST_TEST(tt::occurrences(body, "tt_red_add_16") >= 1u);
+        if (scatter && dt == DType::f32) BOOST_TEST(tt::occurrences(body, "atomicAdd") >= 1u);
       }
     }
 }
