@@ -1,5 +1,6 @@
 // tl:: elementwise, shape, memory, atomic, dot and debugging operations.
 #include "dsl/ops.h"
+#include "dsl/atomics.h"
 
 #include <algorithm>
 #include <numeric>
@@ -141,8 +142,15 @@ Value* prepare_value(const char* op, const operand& val, Value* ptr, const Sourc
   return v;
 }
 
+// An atomic's memory order as its attribute (ir/ir.h: str, empty for acq_rel).
+std::string atomic_sem(const char* op, const std::string& sem, const SourceLoc& loc) {
+  if (sem == "acq_rel") return "";
+  if (sem == "relaxed" || sem == "acquire" || sem == "release") return sem;
+  fail(loc, "tl::{}: sem must be \"acq_rel\", \"acquire\", \"release\" or \"relaxed\", got \"{}\"", op, sem);
+}
+
 tensor atomic(const char* op, OpKind kind, const tensor& pointer, const operand& val,
-              const std::optional<operand>& mask, const SourceLoc& loc) {
+              const std::optional<operand>& mask, const std::string& sem, const SourceLoc& loc) {
   Value* p = require_pointer(op, pointer, loc);
   DType elem = p->type.pointee;
   bool int_only = kind == OpKind::AtomicAnd || kind == OpKind::AtomicOr || kind == OpKind::AtomicXor;
@@ -154,7 +162,9 @@ tensor atomic(const char* op, OpKind kind, const tensor& pointer, const operand&
   Value* m = prepare_mask(op, mask, p, loc);
   std::vector<Value*> operands{p, v};
   if (m) operands.push_back(m);
-  return tensor(builder(op, loc).create1(kind, operands, p->type.with_dtype(elem)));
+  ir::Attrs attrs;
+  attrs.str = atomic_sem(op, sem, loc);
+  return tensor(builder(op, loc).create1(kind, operands, p->type.with_dtype(elem), attrs));
 }
 
 }  // namespace
@@ -474,15 +484,50 @@ void store(const tensor& pointer, operand value, std::optional<operand> mask, co
   ir::set_cache_hints(*op, hints);
 }
 
-tensor atomic_add(const tensor& p, operand v, std::optional<operand> m, loc_t loc) { return atomic("atomic_add", OpKind::AtomicAdd, p, v, m, L(loc)); }
-tensor atomic_max(const tensor& p, operand v, std::optional<operand> m, loc_t loc) { return atomic("atomic_max", OpKind::AtomicMax, p, v, m, L(loc)); }
-tensor atomic_min(const tensor& p, operand v, std::optional<operand> m, loc_t loc) { return atomic("atomic_min", OpKind::AtomicMin, p, v, m, L(loc)); }
-tensor atomic_and(const tensor& p, operand v, std::optional<operand> m, loc_t loc) { return atomic("atomic_and", OpKind::AtomicAnd, p, v, m, L(loc)); }
-tensor atomic_or(const tensor& p, operand v, std::optional<operand> m, loc_t loc) { return atomic("atomic_or", OpKind::AtomicOr, p, v, m, L(loc)); }
-tensor atomic_xor(const tensor& p, operand v, std::optional<operand> m, loc_t loc) { return atomic("atomic_xor", OpKind::AtomicXor, p, v, m, L(loc)); }
-tensor atomic_xchg(const tensor& p, operand v, std::optional<operand> m, loc_t loc) { return atomic("atomic_xchg", OpKind::AtomicXchg, p, v, m, L(loc)); }
+tensor atomic_add(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
+  return atomic("atomic_add", OpKind::AtomicAdd, p, v, m, sem, L(loc));
+}
+tensor atomic_add(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
+  return atomic("atomic_add", OpKind::AtomicAdd, p, v, m, "acq_rel", L(loc));
+}
+tensor atomic_max(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
+  return atomic("atomic_max", OpKind::AtomicMax, p, v, m, sem, L(loc));
+}
+tensor atomic_max(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
+  return atomic("atomic_max", OpKind::AtomicMax, p, v, m, "acq_rel", L(loc));
+}
+tensor atomic_min(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
+  return atomic("atomic_min", OpKind::AtomicMin, p, v, m, sem, L(loc));
+}
+tensor atomic_min(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
+  return atomic("atomic_min", OpKind::AtomicMin, p, v, m, "acq_rel", L(loc));
+}
+tensor atomic_and(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
+  return atomic("atomic_and", OpKind::AtomicAnd, p, v, m, sem, L(loc));
+}
+tensor atomic_and(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
+  return atomic("atomic_and", OpKind::AtomicAnd, p, v, m, "acq_rel", L(loc));
+}
+tensor atomic_or(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
+  return atomic("atomic_or", OpKind::AtomicOr, p, v, m, sem, L(loc));
+}
+tensor atomic_or(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
+  return atomic("atomic_or", OpKind::AtomicOr, p, v, m, "acq_rel", L(loc));
+}
+tensor atomic_xor(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
+  return atomic("atomic_xor", OpKind::AtomicXor, p, v, m, sem, L(loc));
+}
+tensor atomic_xor(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
+  return atomic("atomic_xor", OpKind::AtomicXor, p, v, m, "acq_rel", L(loc));
+}
+tensor atomic_xchg(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
+  return atomic("atomic_xchg", OpKind::AtomicXchg, p, v, m, sem, L(loc));
+}
+tensor atomic_xchg(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
+  return atomic("atomic_xchg", OpKind::AtomicXchg, p, v, m, "acq_rel", L(loc));
+}
 
-tensor atomic_cas(const tensor& pointer, operand cmp, operand val, loc_t loc) {
+tensor atomic_cas(const tensor& pointer, operand cmp, operand val, const std::string& sem, loc_t loc) {
   SourceLoc l = L(loc);
   Value* p = require_pointer("atomic_cas", pointer, l);
   DType elem = p->type.pointee;
@@ -490,7 +535,12 @@ tensor atomic_cas(const tensor& pointer, operand cmp, operand val, loc_t loc) {
     fail(l, "tl::atomic_cas: atomics on {} are not supported; use 16, 32 or 64-bit types", dtype_name(elem));
   Value* c = prepare_value("atomic_cas", cmp, p, l);
   Value* v = prepare_value("atomic_cas", val, p, l);
-  return tensor(builder("atomic_cas", l).create1(OpKind::AtomicCas, {p, c, v}, p->type.with_dtype(elem)));
+  ir::Attrs attrs;
+  attrs.str = atomic_sem("atomic_cas", sem, l);
+  return tensor(builder("atomic_cas", l).create1(OpKind::AtomicCas, {p, c, v}, p->type.with_dtype(elem), attrs));
+}
+tensor atomic_cas(const tensor& pointer, operand cmp, operand val, loc_t loc) {
+  return atomic_cas(pointer, cmp, val, "acq_rel", loc);
 }
 
 // ---- dot ------------------------------------------------------------------------------------

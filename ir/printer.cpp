@@ -103,6 +103,17 @@ std::string attrs_str(const Op& op) {
       if (!a.str.empty()) parts.push_back(fmt::format("input_precision={}", a.str));
       str_done = true;
       break;
+    case OpKind::AtomicAdd:
+    case OpKind::AtomicMax:
+    case OpKind::AtomicMin:
+    case OpKind::AtomicAnd:
+    case OpKind::AtomicOr:
+    case OpKind::AtomicXor:
+    case OpKind::AtomicXchg:
+    case OpKind::AtomicCas:
+      if (!a.str.empty()) parts.push_back(fmt::format("sem={}", a.str));  // empty: acq_rel
+      str_done = true;
+      break;
     default: break;
   }
   if (!value_done && a.ival != 0) parts.push_back(fmt::format("ival={}", a.ival));

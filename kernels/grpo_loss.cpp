@@ -12,9 +12,11 @@
 // backward (_reduce_loss, the per-type gradient scaling, _compute_dapo_normalizer with one
 // process, the last position's gradient zeroed).
 //
-// Deviations: the wrappers' small [B, L] torch computations (the loss reductions, the metrics,
-// the gradient scaling, the sequence-level weights and summed dloss) run on the host from the
-// kernels' outputs; the autograd plumbing is left out (forward and backward are two functions).
+// The wrappers' small [B, L] torch computations (the loss reductions, the metrics, the gradient
+// scaling, the sequence-level weights and summed dloss) are Tritium ops on the logits' device, as
+// the original's torch ops: forward and backward read nothing back and return device tensors.
+// Deviations: the autograd plumbing is left out (forward and backward are two functions; the
+// backward takes the loss's gradient as a device tensor).
 // luspo's backward: the original's reduced dloss is [B, 1] (not multiplied by the [B, L] mask)
 // and its kernel reads it with those strides (1, 1) as if [B, L], i.e. dloss[b + l], past the end
 // for b + l >= B; here dloss is [B, L], which gives the loss's gradient.
@@ -31,7 +33,9 @@
 
 #include "autotune/do_bench.h"
 #include "liger_utils.h"
+#include "ops/bitwise.h"
 #include "ops/ops.h"
+#include "ops/unary_math.h"
 #include "suite.h"
 
 namespace {
@@ -491,28 +495,196 @@ struct Inputs {
 
 struct Saved {
   Tensor lse;
-  std::vector<double> mask;  // [B, L] as the wrapper's float mask
+  Tensor mask;  // [B, L] f32: the wrapper's float mask
   int64_t B = 0, L = 0;
   int32_t vllm_is_ratio_stride = 0;
   int loss_type_int = 0;
   Tensor coef_1, seq_lens;  // sequence level: the pre-clamp coef_1 and the token counts, [B] f32
+  Tensor vllm_is_ratio, phi_seq;  // as the kernels read them (contiguous), or undefined
 };
 
+// Device tensors, as the original returns them: reduce: the 0-dim loss, kl_mean (undefined when
+// beta is 0) and clip_ratio; not reduce: the [B, L] masked loss, kl (or undefined) and is_clipped.
 struct Outputs {
-  double loss = 0, kl_mean = NAN, clip_ratio = 0;  // reduce
-  std::vector<double> loss_rows, kl_rows, is_clipped_rows;  // not reduce: masked per-token values
+  Tensor loss, kl, clip;
 };
 
-// _compute_dapo_normalizer with one process: num_items_in_batch, or the mask's sum, at least 1.
-double _compute_dapo_normalizer(const std::vector<double>& mask, std::optional<double> num_items_in_batch) {
-  if (num_items_in_batch) return std::max(*num_items_in_batch, 1.0);
-  double s = 0;
-  for (double m : mask) s += m;
-  return std::max(s, 1.0);
+namespace ops = tritium::ops;
+
+// _compute_dapo_normalizer with one process (world_size 1, no all-reduce): num_items_in_batch, or
+// the mask's sum, at least 1; a 0-dim f32 tensor on the mask's device.
+Tensor _compute_dapo_normalizer(const Tensor& completion_mask, std::optional<double> num_items_in_batch) {
+  if (num_items_in_batch)
+    return ops::clamp_min(ops::full({}, *num_items_in_batch, DType::f32, completion_mask.device()), 1.0);
+  return ops::clamp_min(ops::sum(ops::to_dtype(completion_mask, DType::f32)), 1.0);
 }
 
-double _reduce_loss(const std::vector<double>& loss, const std::vector<double>& mask, const std::string& loss_type,
-                    std::optional<int64_t> max_completion_length, int64_t B, int64_t L, std::optional<double> num_items) {
+// _reduce_loss: the loss reduction of each loss type, a 0-dim device tensor.
+Tensor _reduce_loss(const Tensor& per_token_loss, const Tensor& mask, const std::string& loss_type,
+                    std::optional<int64_t> max_completion_length, int64_t B, int64_t L,
+                    std::optional<double> num_items_in_batch) {
+  if (loss_type == "grpo" || loss_type == "sapo")
+    return ops::mean(ops::div(ops::sum(ops::mul(per_token_loss, mask), {-1}), ops::clamp_min(ops::sum(mask, {-1}), 1.0)));
+  if (loss_type == "bnpo") return ops::div(ops::sum(ops::mul(per_token_loss, mask)), ops::clamp_min(ops::sum(mask), 1.0));
+  if (loss_type == "dr_grpo") {
+    const int64_t max_len = max_completion_length.value_or(L);
+    return ops::div(ops::sum(ops::mul(per_token_loss, mask)), double(B * max_len));
+  }
+  if (loss_type == "dapo" || loss_type == "cispo" || loss_type == "vespo")
+    return ops::div(ops::sum(ops::mul(per_token_loss, mask)), _compute_dapo_normalizer(mask, num_items_in_batch));
+  if (loss_type == "luspo") return ops::mean(ops::mul(per_token_loss, ops::sum(mask, {-1}, true)));
+  tritium::fail("Unknown loss_type: {}. Expected one of: grpo, bnpo, dr_grpo, dapo, cispo, sapo, luspo, vespo", loss_type);
+}
+
+// GrpoLossFunction.forward: kernels and device ops only; nothing is read back.
+Outputs grpo_forward(const Inputs& in, const Params& p, Saved& saved) {
+  if (p.importance_sampling_level != "token" && p.importance_sampling_level != "sequence")
+    tritium::fail("importance_sampling_level must be 'token' or 'sequence', got {}", p.importance_sampling_level);
+  const int loss_type_int = str_to_loss_type(p.loss_type);
+  if (p.delta && (p.loss_type == "cispo" || p.loss_type == "sapo" || p.loss_type == "vespo"))
+    tritium::fail("delta (two-sided clipping) is not supported for loss_type='{}'.", p.loss_type);
+  const double delta_val = p.delta.value_or(0.0);
+  if (p.importance_sampling_level == "sequence" && (p.loss_type == "cispo" || p.loss_type == "sapo" || p.loss_type == "vespo"))
+    tritium::fail("Sequence-level importance sampling is not supported for loss_type='{}'. Use importance_sampling_level='token' "
+                  "instead.",
+                  p.loss_type);
+  if (p.loss_type == "sapo" && p.sapo_temperature_pos <= 0)
+    tritium::fail("sapo_temperature_pos must be positive, got {}", p.sapo_temperature_pos);
+  if (p.loss_type == "sapo" && p.sapo_temperature_neg <= 0)
+    tritium::fail("sapo_temperature_neg must be positive, got {}", p.sapo_temperature_neg);
+  const int64_t B = in.logits.size(0), L = in.logits.size(1) - 1, N = in.logits.size(2);
+  const tritium::Device device = in.logits.device();
+
+  // VESPO requires phi_seq pre-computed by the caller (uses get_gamma_weights).
+  Tensor phi_seq;
+  if (p.loss_type == "vespo") {
+    if (!in.phi_seq.defined()) tritium::fail("loss_type='vespo' requires phi_seq pre-computed (use the triton_grpo_loss wrapper).");
+    phi_seq = ops::contiguous(in.phi_seq.reshape({B}));
+  }
+
+  Tensor mask = in.completion_mask.defined() ? ops::to_dtype(in.completion_mask, DType::f32)
+                                             : ops::ones({B, L}, DType::f32, device);
+
+  // Handle vLLM IS ratio
+  Tensor vllm_is_ratio;
+  int32_t vllm_is_ratio_stride = int32_t(L);  // default to per-token (unused when ptr is None)
+  if (in.vllm_is_ratio.defined()) {
+    vllm_is_ratio = ops::contiguous(in.vllm_is_ratio);
+    vllm_is_ratio_stride = vllm_is_ratio.dim() > 1 ? int32_t(vllm_is_ratio.size(1)) : 1;
+  }
+
+  // Allocate outputs
+  Tensor loss = ops::zeros({B, L}, DType::f32, device);
+  Tensor lse = ops::zeros_like(loss);
+  Tensor is_clipped = ops::zeros_like(loss);
+  Tensor kl = p.beta != 0.0 ? ops::zeros_like(loss) : Tensor();
+
+  saved = {lse, mask, B, L, vllm_is_ratio_stride, loss_type_int, Tensor(), Tensor(), vllm_is_ratio, phi_seq};
+  if (p.importance_sampling_level == "sequence") {
+    // Step 1: Get per-token log probs using the selective log-softmax kernel
+    Tensor per_token_logps = fused_selective_log_softmax(in.logits, in.completion_ids, p.temperature, in.completion_mask);
+    // Step 2: Compute sequence-level importance weights
+    Tensor log_ratio = in.old_logp.defined() ? ops::sub(per_token_logps, in.old_logp) : ops::zeros_like(per_token_logps);
+    Tensor seq_lens = ops::clamp_min(ops::sum(mask, {-1}), 1.0);                         // (B,)
+    Tensor seq_log_importance = ops::div(ops::sum(ops::mul(log_ratio, mask), {-1}), seq_lens);  // (B,)
+    Tensor coef_1 = ops::exp(seq_log_importance);                                       // (B,)
+    Tensor coef_2 = ops::clamp(coef_1, 1 - p.eps_low, 1 + p.eps_high);                  // (B,)
+    // Compute is_clipped at sequence level (using original coef_1)
+    Tensor is_clipped_seq = ops::logical_or(
+        ops::logical_and(ops::lt(coef_1, 1 - p.eps_low), ops::lt(in.advantages, 0)),
+        ops::logical_and(ops::gt(coef_1, 1 + p.eps_high), ops::gt(in.advantages, 0)));
+    is_clipped_seq = ops::to_dtype(is_clipped_seq, DType::f32);  // (B,)
+    // Apply delta clamp for loss computation (keep original coef_1 for backward)
+    Tensor coef_1_for_loss = p.delta ? ops::clamp_max(coef_1, *p.delta) : coef_1;
+    // Step 3: Run the kernel with pre-computed coefficients
+    _grpo_loss_fwd_kernel_seq[{B, L}](in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.completion_mask,
+                                      in.advantages, coef_1_for_loss, coef_1, coef_2, is_clipped_seq, vllm_is_ratio,
+                                      vllm_is_ratio_stride, loss, lse, kl, is_clipped, p.temperature, p.beta,
+                                      p.use_bias_correction_kl, int(L), int(N), 2048,
+                                      tritium::Options{.num_warps = 1, .num_stages = 2, .device = {}});
+    saved.coef_1 = coef_1, saved.seq_lens = seq_lens;
+  } else {
+    // Token-level: one kernel with LOSS_TYPE branching
+    _grpo_loss_fwd_kernel[{B, L}](in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.completion_mask, in.advantages,
+                                  vllm_is_ratio, vllm_is_ratio_stride, phi_seq, loss, lse, kl, is_clipped, p.temperature,
+                                  p.beta, p.eps_low, p.eps_high, loss_type_int, p.sapo_temperature_pos,
+                                  p.sapo_temperature_neg, delta_val, p.use_bias_correction_kl, int(L), int(N), 2048,
+                                  tritium::Options{.num_warps = 1, .num_stages = 2, .device = {}});
+  }
+
+  // Compute metrics before reduction
+  Tensor mask_sum = ops::clamp_min(ops::sum(mask), 1.0);
+  Tensor kl_mean = kl.defined() ? ops::div(ops::sum(ops::mul(kl, mask)), mask_sum) : Tensor();
+  Tensor clip_ratio = ops::div(ops::sum(ops::mul(is_clipped, mask)), mask_sum);
+
+  if (!p.reduce) return {ops::mul(loss, mask), kl.defined() ? ops::mul(kl, mask) : Tensor(), ops::mul(is_clipped, mask)};
+  return {_reduce_loss(loss, mask, p.loss_type, p.max_completion_length, B, L, p.num_items_in_batch), kl_mean, clip_ratio};
+}
+
+// GrpoLossFunction.backward: dloss_input is the loss's gradient on the device (0-dim when
+// reduced, [B, L] otherwise). Returns dlogits [B, L + 1, N]; nothing is read back.
+Tensor grpo_backward(const Inputs& in, const Params& p, const Saved& s, const Tensor& dloss_input) {
+  const int64_t B = s.B, L = s.L, N = in.logits.size(2);
+  const Tensor& mask = s.mask;
+  // Compute per-token gradient scaling based on loss_type
+  const std::string& lt = p.loss_type;
+  Tensor dloss;
+  if (!p.reduce) {
+    dloss = dloss_input;
+  } else if (lt == "grpo" || lt == "sapo") {
+    Tensor seq_lens_bwd = ops::clamp_min(ops::sum(mask, {-1}, true), 1.0);
+    dloss = ops::div(ops::mul(dloss_input, mask), ops::mul(seq_lens_bwd, double(B)));
+  } else if (lt == "bnpo") {
+    dloss = ops::div(ops::mul(dloss_input, mask), ops::clamp_min(ops::sum(mask), 1.0));
+  } else if (lt == "dr_grpo") {
+    const int64_t max_len = p.max_completion_length.value_or(L);
+    dloss = ops::div(ops::mul(dloss_input, mask), double(B * max_len));
+  } else if (lt == "dapo" || lt == "cispo" || lt == "vespo") {
+    dloss = ops::div(ops::mul(dloss_input, mask), _compute_dapo_normalizer(mask, p.num_items_in_batch));
+  } else if (lt == "luspo") {
+    // loss = mean(per_token_loss * seq_lens), mean divides by B*L. [B, 1]: read below through a
+    // [B, L] view (the original passes the [B, 1] tensor's strides, see the header).
+    Tensor seq_lens_bwd = ops::clamp_min(ops::sum(mask, {-1}, true), 1.0);
+    dloss = ops::div(ops::mul(dloss_input, seq_lens_bwd), double(B * L)).expand({B, L});
+  } else {
+    tritium::fail("Unknown loss_type: {}", lt);
+  }
+
+  Tensor dlogits = p.inplace ? in.logits
+                             : g_poison ? ops::full(in.logits.shape(), NAN, in.logits.dtype(), in.logits.device())
+                                        : Tensor::empty(in.logits.shape(), in.logits.dtype(), in.logits.device());
+  if (p.importance_sampling_level == "sequence") {
+    Tensor dloss_sum;
+    if (!s.vllm_is_ratio.defined()) {
+      dloss_sum = ops::contiguous(ops::sum(dloss, {-1}));
+    } else {
+      Tensor ratio = s.vllm_is_ratio.dim() == 1 ? s.vllm_is_ratio.unsqueeze(-1) : s.vllm_is_ratio;
+      dloss_sum = ops::contiguous(ops::sum(ops::mul(dloss, ratio), {-1}));
+    }
+    _grpo_loss_bwd_kernel_seq[{B, L}](dloss, dloss_sum, dlogits, in.logits, in.old_logp, in.ref_logp, in.completion_ids,
+                                      in.advantages, in.completion_mask, s.lse, s.coef_1, s.seq_lens, p.temperature, p.beta,
+                                      p.use_bias_correction_kl, p.eps_low, p.eps_high, p.delta.value_or(0.0),
+                                      int32_t(dloss.stride(0)), int32_t(dloss.stride(1)), int(L), int(N), 4096,
+                                      tritium::Options{.num_warps = 16, .num_stages = 1, .device = {}});
+  } else {
+    _grpo_loss_bwd_kernel[{B, L}](dloss, dlogits, in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.advantages,
+                                  in.completion_mask, s.lse, s.vllm_is_ratio, s.vllm_is_ratio_stride, s.phi_seq,
+                                  p.temperature, p.beta, p.eps_low, p.eps_high, s.loss_type_int, p.sapo_temperature_pos,
+                                  p.sapo_temperature_neg, p.delta.value_or(0.0), p.use_bias_correction_kl,
+                                  int32_t(dloss.stride(0)), int32_t(dloss.stride(1)), int(L), int(N), 4096,
+                                  tritium::Options{.num_warps = 16, .num_stages = 1, .device = {}});
+  }
+  Tensor last = dlogits.select(1, L);  // dlogits[:, -1, :] = 0
+  ops::fill_(last, 0.0);
+  return dlogits;
+}
+
+// ---- check ------------------------------------------------------------------------------------
+
+// float64 _reduce_loss on the host, from the loss definitions (the reference of the check).
+double reduce_loss_reference(const std::vector<double>& loss, const std::vector<double>& mask, const std::string& loss_type,
+                             std::optional<int64_t> max_completion_length, int64_t B, int64_t L,
+                             std::optional<double> num_items) {
   double total = 0, msum = 0;
   for (size_t i = 0; i < loss.size(); ++i) total += loss[i] * mask[i], msum += mask[i];
   if (loss_type == "grpo" || loss_type == "sapo") {
@@ -526,197 +698,15 @@ double _reduce_loss(const std::vector<double>& loss, const std::vector<double>& 
   }
   if (loss_type == "bnpo") return total / std::max(msum, 1.0);
   if (loss_type == "dr_grpo") return total / double(B * max_completion_length.value_or(L));
-  if (loss_type == "dapo" || loss_type == "cispo" || loss_type == "vespo")
-    return total / _compute_dapo_normalizer(mask, num_items);
-  if (loss_type == "luspo") {
-    double s = 0;
-    for (int64_t b = 0; b < B; ++b) {
-      double m = 0;
-      for (int64_t l = 0; l < L; ++l) m += mask[size_t(b * L + l)];
-      for (int64_t l = 0; l < L; ++l) s += loss[size_t(b * L + l)] * m;
-    }
-    return s / double(B * L);
-  }
-  tritium::fail("Unknown loss_type: {}", loss_type);
-}
-
-// GrpoLossFunction.forward.
-Outputs grpo_forward(const Inputs& in, const Params& p, Saved& saved) {
-  if (p.delta && (p.loss_type == "cispo" || p.loss_type == "sapo" || p.loss_type == "vespo"))
-    tritium::fail("delta (two-sided clipping) is not supported for loss_type='{}'.", p.loss_type);
-  const double delta_val = p.delta.value_or(0.0);
-  if (p.importance_sampling_level != "token" && p.importance_sampling_level != "sequence")
-    tritium::fail("importance_sampling_level must be 'token' or 'sequence', got {}", p.importance_sampling_level);
-  if (p.importance_sampling_level == "sequence" && (p.loss_type == "cispo" || p.loss_type == "sapo" || p.loss_type == "vespo"))
-    tritium::fail("Sequence-level importance sampling is not supported for loss_type='{}'. Use importance_sampling_level='token' "
-                  "instead.",
-                  p.loss_type);
-  if (p.loss_type == "sapo" && p.sapo_temperature_pos <= 0)
-    tritium::fail("sapo_temperature_pos must be positive, got {}", p.sapo_temperature_pos);
-  if (p.loss_type == "sapo" && p.sapo_temperature_neg <= 0)
-    tritium::fail("sapo_temperature_neg must be positive, got {}", p.sapo_temperature_neg);
-  const int loss_type_int = str_to_loss_type(p.loss_type);
-  const int64_t B = in.logits.size(0), L = in.logits.size(1) - 1, N = in.logits.size(2);
-  const tritium::Device device = in.logits.device();
-  Tensor phi_seq;
-  if (p.loss_type == "vespo") {
-    if (!in.phi_seq.defined()) tritium::fail("loss_type='vespo' requires phi_seq pre-computed (use the triton_grpo_loss wrapper).");
-    phi_seq = tritium::ops::contiguous(in.phi_seq.reshape({B}));
-  }
-  std::vector<double> mask(size_t(B * L), 1.0);
-  if (in.completion_mask.defined()) mask = liger::host(in.completion_mask);
-
-  Tensor vllm_is_ratio;
-  int32_t vllm_is_ratio_stride = int32_t(L);  // default to per-token (unused when ptr is None)
-  if (in.vllm_is_ratio.defined()) {
-    vllm_is_ratio = tritium::ops::contiguous(in.vllm_is_ratio);
-    vllm_is_ratio_stride = vllm_is_ratio.dim() > 1 ? int32_t(vllm_is_ratio.size(1)) : 1;
-  }
-
-  Tensor loss = tritium::ops::zeros({B, L}, DType::f32, device);
-  Tensor lse = tritium::ops::zeros({B, L}, DType::f32, device);
-  Tensor is_clipped = tritium::ops::zeros({B, L}, DType::f32, device);
-  Tensor kl = p.beta != 0.0 ? tritium::ops::zeros({B, L}, DType::f32, device) : Tensor();
-
-  saved = {lse, mask, B, L, vllm_is_ratio_stride, loss_type_int, Tensor(), Tensor()};
-  if (p.importance_sampling_level == "sequence") {
-    // Sequence level: per-token log-probabilities by the selective log-softmax kernel, then each
-    // sequence's importance weight (torch ops on [B, L] in the original; on the host here).
-    const std::vector<double> per_token_logps =
-        liger::host(fused_selective_log_softmax(in.logits, in.completion_ids, p.temperature, in.completion_mask));
-    const std::vector<double> old = in.old_logp.defined() ? liger::host(in.old_logp) : std::vector<double>();
-    const std::vector<double> adv = liger::host(in.advantages);
-    const size_t nb = static_cast<size_t>(B);
-    std::vector<double> coef_1(nb), coef_1_for_loss(nb), coef_2(nb), clipped(nb), seq_lens(nb);
-    for (int64_t b = 0; b < B; ++b) {
-      double n = 0, sum = 0;
-      for (int64_t l = 0; l < L; ++l) {
-        const size_t i = size_t(b * L + l);
-        n += mask[i];
-        sum += (old.empty() ? 0.0 : per_token_logps[i] - old[i]) * mask[i];
-      }
-      const size_t k = size_t(b);
-      seq_lens[k] = std::max(n, 1.0);
-      coef_1[k] = std::exp(sum / seq_lens[k]);
-      coef_2[k] = std::clamp(coef_1[k], 1 - p.eps_low, 1 + p.eps_high);
-      clipped[k] = (coef_1[k] < 1 - p.eps_low && adv[k] < 0) || (coef_1[k] > 1 + p.eps_high && adv[k] > 0);
-      coef_1_for_loss[k] = p.delta ? std::min(coef_1[k], *p.delta) : coef_1[k];
-    }
-    auto up = [&](const std::vector<double>& v) { return Tensor::from_vector(v, {B}, device).to(DType::f32); };
-    saved.coef_1 = up(coef_1), saved.seq_lens = up(seq_lens);
-    _grpo_loss_fwd_kernel_seq[{B, L}](in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.completion_mask,
-                                      in.advantages, up(coef_1_for_loss), saved.coef_1, up(coef_2), up(clipped), vllm_is_ratio,
-                                      vllm_is_ratio_stride, loss, lse, kl, is_clipped, p.temperature, p.beta,
-                                      p.use_bias_correction_kl, int(L), int(N), 2048,
-                                      tritium::Options{.num_warps = 1, .num_stages = 2, .device = {}});
-  } else {
-    // Token-level: one kernel with LOSS_TYPE branching
-    _grpo_loss_fwd_kernel[{B, L}](in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.completion_mask, in.advantages,
-                                  vllm_is_ratio, vllm_is_ratio_stride, phi_seq, loss, lse, kl, is_clipped, p.temperature,
-                                  p.beta, p.eps_low, p.eps_high, loss_type_int, p.sapo_temperature_pos,
-                                  p.sapo_temperature_neg, delta_val, p.use_bias_correction_kl, int(L), int(N), 2048,
-                                  tritium::Options{.num_warps = 1, .num_stages = 2, .device = {}});
-  }
-
-  // Metrics and reductions (torch ops on [B, L] in the original; on the host here)
-  const std::vector<double> lv = liger::host(loss), cv = liger::host(is_clipped);
-  const std::vector<double> kv = kl.defined() ? liger::host(kl) : std::vector<double>();
-  double mask_sum = 0, kl_sum = 0, clip_sum = 0;
-  for (size_t i = 0; i < mask.size(); ++i) {
-    mask_sum += mask[i], clip_sum += cv[i] * mask[i];
-    if (!kv.empty()) kl_sum += kv[i] * mask[i];
-  }
-  mask_sum = std::max(mask_sum, 1.0);
-  Outputs o;
-  if (!p.reduce) {
-    for (size_t i = 0; i < mask.size(); ++i) {
-      o.loss_rows.push_back(lv[i] * mask[i]);
-      o.is_clipped_rows.push_back(cv[i] * mask[i]);
-      if (!kv.empty()) o.kl_rows.push_back(kv[i] * mask[i]);
-    }
-    return o;
-  }
-  o.loss = _reduce_loss(lv, mask, p.loss_type, p.max_completion_length, B, L, p.num_items_in_batch);
-  o.kl_mean = kv.empty() ? NAN : kl_sum / mask_sum;
-  o.clip_ratio = clip_sum / mask_sum;
-  return o;
-}
-
-// GrpoLossFunction.backward: dloss_input is the loss's gradient (a number when
-// reduced, [B, L] otherwise). Returns dlogits [B, L + 1, N].
-Tensor grpo_backward(const Inputs& in, const Params& p, const Saved& s, const std::vector<double>& dloss_input) {
-  const int64_t B = s.B, L = s.L, N = in.logits.size(2);
-  std::vector<double> dloss(size_t(B * L));
-  // Each sequence's token count and the normalisers once (not per token: recounting a row for
-  // each of its tokens made this host loop O(B L^2), milliseconds inside the timed backward).
-  std::vector<double> seq_len(static_cast<size_t>(B));
+  if (loss_type == "dapo" || loss_type == "cispo" || loss_type == "vespo") return total / std::max(num_items.value_or(msum), 1.0);
+  double s = 0;  // luspo
   for (int64_t b = 0; b < B; ++b) {
     double m = 0;
-    for (int64_t l = 0; l < L; ++l) m += s.mask[size_t(b * L + l)];
-    seq_len[size_t(b)] = std::max(m, 1.0);
+    for (int64_t l = 0; l < L; ++l) m += mask[size_t(b * L + l)];
+    for (int64_t l = 0; l < L; ++l) s += loss[size_t(b * L + l)] * m;
   }
-  double msum = 0;
-  for (double m : s.mask) msum += m;
-  // d(reduced loss)/d(per-token loss) = g * (mask or 1) / den[b]; the loss type is read once, not
-  // per token.
-  const std::string& lt = p.loss_type;
-  const bool luspo = lt == "luspo";
-  std::vector<double> den(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) {
-    double& d = den[size_t(b)];
-    if (!p.reduce) d = 1.0;
-    else if (lt == "grpo" || lt == "sapo") d = seq_len[size_t(b)] * double(B);
-    else if (lt == "bnpo") d = std::max(msum, 1.0);
-    else if (lt == "dr_grpo") d = double(B * p.max_completion_length.value_or(L));
-    else if (lt == "dapo" || lt == "cispo" || lt == "vespo") d = _compute_dapo_normalizer(s.mask, p.num_items_in_batch);
-    else if (luspo) d = double(B * L) / seq_len[size_t(b)];
-    else tritium::fail("Unknown loss_type: {}", lt);
-  }
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t l = 0; l < L; ++l) {
-      const size_t i = size_t(b * L + l);
-      if (!p.reduce) dloss[i] = dloss_input[i];
-      else dloss[i] = dloss_input[0] * (luspo ? 1.0 : s.mask[i]) / den[size_t(b)];
-    }
-  Tensor dl = Tensor::from_vector(std::vector<float>(dloss.begin(), dloss.end()), {B, L}, in.logits.device());
-
-  Tensor dlogits = p.inplace ? in.logits
-                             : g_poison ? tritium::ops::full(in.logits.shape(), NAN, in.logits.dtype(), in.logits.device())
-                                        : Tensor::empty(in.logits.shape(), in.logits.dtype(), in.logits.device());
-  Tensor phi_seq = p.loss_type == "vespo" ? tritium::ops::contiguous(in.phi_seq.reshape({B})) : Tensor();
-  Tensor vllm_is_ratio = in.vllm_is_ratio.defined() ? tritium::ops::contiguous(in.vllm_is_ratio) : Tensor();
-  if (p.importance_sampling_level == "sequence") {
-    // dloss summed over each sequence (times the vLLM ratio where given)
-    std::vector<double> ratio(size_t(B * L), 1.0);
-    if (vllm_is_ratio.defined()) {
-      const std::vector<double> r = liger::host(vllm_is_ratio);
-      const int64_t per = vllm_is_ratio.dim() > 1 ? vllm_is_ratio.size(1) : 1;
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t l = 0; l < L; ++l) ratio[size_t(b * L + l)] = r[size_t(b * per + (per == 1 ? 0 : l))];
-    }
-    std::vector<double> dloss_sum(size_t(B), 0.0);
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t l = 0; l < L; ++l) dloss_sum[size_t(b)] += dloss[size_t(b * L + l)] * ratio[size_t(b * L + l)];
-    Tensor ds = Tensor::from_vector(dloss_sum, {B}, in.logits.device()).to(DType::f32);
-    _grpo_loss_bwd_kernel_seq[{B, L}](dl, ds, dlogits, in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.advantages,
-                                      in.completion_mask, s.lse, s.coef_1, s.seq_lens, p.temperature, p.beta,
-                                      p.use_bias_correction_kl, p.eps_low, p.eps_high, p.delta.value_or(0.0),
-                                      int32_t(dl.stride(0)), int32_t(dl.stride(1)), int(L), int(N), 4096,
-                                      tritium::Options{.num_warps = 16, .num_stages = 1, .device = {}});
-  } else {
-    _grpo_loss_bwd_kernel[{B, L}](dl, dlogits, in.logits, in.old_logp, in.ref_logp, in.completion_ids, in.advantages,
-                                  in.completion_mask, s.lse, vllm_is_ratio, s.vllm_is_ratio_stride, phi_seq, p.temperature,
-                                  p.beta, p.eps_low, p.eps_high, s.loss_type_int, p.sapo_temperature_pos,
-                                  p.sapo_temperature_neg, p.delta.value_or(0.0), p.use_bias_correction_kl,
-                                  int32_t(dl.stride(0)), int32_t(dl.stride(1)), int(L), int(N), 4096,
-                                  tritium::Options{.num_warps = 16, .num_stages = 1, .device = {}});
-  }
-  Tensor last = dlogits.select(1, L);  // dlogits[:, -1, :] = 0
-  tritium::ops::fill_(last, 0.0);
-  return dlogits;
+  return s / double(B * L);
 }
-
-// ---- check ------------------------------------------------------------------------------------
 
 struct Case {
   int64_t B, L, N;
@@ -872,25 +862,32 @@ double relative_error(const tritium::Device& device, const Case& c, uint32_t see
   std::vector<double> logits_before = lv;
   g_poison = true;
   Outputs o = grpo_forward(in, c.p, saved);
+  // Everything the forward returns is a device tensor (nothing was read back inside it).
+  for (const Tensor* t : {&o.loss, &o.kl, &o.clip})
+    if (t->defined() && t->device() != device) return INFINITY;
+  if ((c.p.beta != 0) != o.kl.defined()) return INFINITY;
   std::vector<double> dloss_input;
   if (c.p.reduce) {
-    const double want = _reduce_loss(per_token, mask, c.p.loss_type, c.p.max_completion_length, B, L, c.p.num_items_in_batch);
-    worst = std::max(worst, std::abs(o.loss - want) / std::max(std::abs(want), 1e-12));
+    if (o.loss.dim() != 0 || o.clip.dim() != 0) return INFINITY;
+    const double want = reduce_loss_reference(per_token, mask, c.p.loss_type, c.p.max_completion_length, B, L, c.p.num_items_in_batch);
+    const double got = liger::host(o.loss)[0];
+    worst = std::max(worst, std::abs(got - want) / std::max(std::abs(want), 1e-12));
     double ms = 0, kls = 0, cls = 0;
     for (size_t i = 0; i < mask.size(); ++i) ms += mask[i], kls += tr[i].kl * mask[i], cls += tr[i].clipped * mask[i];
     ms = std::max(ms, 1.0);
-    if (c.p.beta != 0) worst = std::max(worst, std::abs(o.kl_mean - kls / ms) / std::max(std::abs(kls / ms), 1e-12));
-    if (std::abs(o.clip_ratio - cls / ms) > 1e-6) return INFINITY;
+    if (c.p.beta != 0)
+      worst = std::max(worst, std::abs(liger::host(o.kl)[0] - kls / ms) / std::max(std::abs(kls / ms), 1e-12));
+    if (std::abs(liger::host(o.clip)[0] - cls / ms) > 1e-6) return INFINITY;
     dloss_input = {0.75};
   } else {
     std::vector<double> wl(mask.size()), wk(mask.size()), wc(mask.size());
     for (size_t i = 0; i < mask.size(); ++i) wl[i] = tr[i].loss * mask[i], wk[i] = tr[i].kl * mask[i], wc[i] = tr[i].clipped * mask[i];
-    worst = std::max(worst, liger::rel_error(o.loss_rows, wl));
-    if (c.p.beta != 0) worst = std::max(worst, liger::rel_error(o.kl_rows, wk));
-    if (o.is_clipped_rows != wc) return INFINITY;
+    worst = std::max(worst, liger::rel_error(liger::host(o.loss), wl));
+    if (c.p.beta != 0) worst = std::max(worst, liger::rel_error(liger::host(o.kl), wk));
+    if (liger::host(o.clip) != wc) return INFINITY;
     dloss_input.resize(mask.size());
     std::uniform_real_distribution<double> u(0.5, 1.5);
-    for (auto& v : dloss_input) v = u(rng);
+    for (auto& v : dloss_input) v = float(u(rng));  // as the f32 tensor holds them
   }
 
   // the gradient over the logits: (onehot - softmax) * dlogp * dloss / T, 0 where masked out and
@@ -929,7 +926,10 @@ double relative_error(const tritium::Device& device, const Case& c, uint32_t see
       }
     }
   }
-  Tensor dlogits = grpo_backward(in, c.p, saved, dloss_input);
+  // the loss's gradient as a device tensor: 0-dim when reduced, [B, L] otherwise
+  Tensor dl = c.p.reduce ? tritium::ops::full({}, dloss_input[0], DType::f32, device)
+                         : Tensor::from_vector(dloss_input, {B, L}, device).to(DType::f32);
+  Tensor dlogits = grpo_backward(in, c.p, saved, dl);
   g_poison = false;
   return std::max(worst, liger::rel_error(liger::host(dlogits), want));
 }
@@ -1022,7 +1022,8 @@ std::vector<suite::Row> bench(const tritium::Device& device) {
     const double fwd = tritium::do_bench([&] { grpo_forward(in, p, s); }, device).median_ms;
     rows.push_back({fmt::format("fwd B={} T={} V={} bf16", B, Tb, V), fwd, bytes * 1e-9 / (fwd * 1e-3), "GB/s"});
     grpo_forward(in, p, s);
-    const double bwd = tritium::do_bench([&] { grpo_backward(in, p, s, {1.0}); }, device).median_ms;
+    const Tensor one = tritium::ops::full({}, 1.0, DType::f32, device);
+    const double bwd = tritium::do_bench([&] { grpo_backward(in, p, s, one); }, device).median_ms;
     rows.push_back({fmt::format("bwd B={} T={} V={} bf16", B, Tb, V), bwd, 2 * bytes * 1e-9 / (bwd * 1e-3), "GB/s"});
   }
   return rows;

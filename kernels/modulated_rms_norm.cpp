@@ -11,8 +11,6 @@
 //  - X_dtype (a tl.dtype constexpr) is an int meta-parameter holding the DType.
 //  - W = None passes X as the unused W / dW pointers (Tritium has no None pointer argument); the
 //    kernels never touch them then, as the original's.
-//  - tl.atomic_add(..., sem="relaxed") is Tritium's atomic_add, which is acq_rel (stronger; Tritium
-//    takes no sem argument).
 //  - The backward's program count: the multiprocessor count on CUDA, as the original; a fixed 4
 //    on the CPU (the original uses 1 off CUDA/XPU/NPU). XPU options and autograd plumbing left out.
 #include <algorithm>
@@ -25,6 +23,7 @@
 #include <vector>
 
 #include "autotune/do_bench.h"
+#include "dsl/atomics.h"
 #include "liger_utils.h"
 #include "ops/ops.h"
 #include "runtime/cuda_device.h"
@@ -193,13 +192,13 @@ auto _modulated_rms_norm_backward_kernel = tritium::kernel(
         if (rows_per_modulation == 1)
           tl::store(dscale_base + col_offsets, dScale_row, mask);
         else
-          tl::atomic_add(dscale_base + col_offsets, dScale_row, mask);  // sem="relaxed"
+          tl::atomic_add(dscale_base + col_offsets, dScale_row, mask, "relaxed");
         if (has_shift) {
           auto dshift_base = dShift_ptr + mod_row_idx * dShift_row_stride;
           if (rows_per_modulation == 1)
             tl::store(dshift_base + col_offsets, dY_row, mask);
           else
-            tl::atomic_add(dshift_base + col_offsets, dY_row, mask);  // sem="relaxed"
+            tl::atomic_add(dshift_base + col_offsets, dY_row, mask, "relaxed");
         }
 
         tl::store(dx_base + col_offsets, dX_row.to(X_dtype), mask);

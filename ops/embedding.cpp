@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "dsl/atomics.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
@@ -44,13 +45,13 @@ Kernel& embedding_kernel() {
         if (BACKWARD) {  // w: the gradient of the weight (contiguous, math type); out: the upstream gradient
           auto keep = mask && (row != padding_idx);
           auto g = tl::load(out + dense, keep, 0).to(static_cast<DType>(ACC));
-          tl::atomic_add(w + row * D + col, g, keep);
+          tl::atomic_add(w + row * D + col, g, keep, "relaxed");
           return;
         }
         tl::store(out + dense, tl::load(w + row * ws0 + col * ws1, mask, 0), (tm(tl::_, tl::None) && (d < D)(tl::None, tl::_)));
         // The first bad position p as the code T - p (a DeviceCheck's slot: 0 = none, the largest wins).
         auto code = tl::max(tl::where(tm && !valid, T - t, 0));
-        tl::atomic_max(bad, code, code > 0);
+        tl::atomic_max(bad, code, code > 0, "relaxed");
       },
       {"w", "ind", "out", "bad", "T", "D", "num", "ws0", "ws1", "padding_idx", "BACKWARD", "ACC", "BT", "BD"});
   return k;

@@ -18,10 +18,12 @@
 
 #include <fmt/format.h>
 
+#include "dsl/atomics.h"
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/indexing_in_place.h"
 #include "ops/indexing_kernels.h"
 #include "ops/shape.h"
 #include "runtime/device_checks.h"
@@ -40,7 +42,7 @@ constexpr int kMaxRank = 6;
 enum class Mode : int { store, add, max, min, prod };
 enum class OffsetSide : int { none, src, dst };
 // index_copy's COLS bits: column strides known at compile time.
-enum ColumnStrides : int { kDstUnit = 1, kSrcUnit = 2, kIndexUnit = 4, kIndexPerRow = 8 };
+enum ColumnStrides : int { kDstUnit = 1, kSrcUnit = 2, kIndexUnit = 4, kIndexPerRow = 8, kDstZero = 16, kSrcZero = 32 };
 // index_copy's CHECK: indices used as they are, checked against [0, isize), or negatives wrapped
 // first (advanced indexing's x[-1]) and then checked.
 enum IndexCheck : int { kNoCheck = 0, kInRange = 1, kWrapNegative = 2 };
@@ -67,6 +69,7 @@ Kernel& detail::index_copy_kernel() {
         auto col = (pid % ncb).to(tl::int64) * BC + tl::arange(0, BC);
         auto row = (pid / ncb).to(tl::int64) * BR + tl::arange(0, BR);
         auto mask = (row < rows)(tl::_, tl::None) && (col < cols)(tl::None, tl::_);
+        const auto in_tile = mask;  // `mask` loses the lanes of bad indices below
         tl::tensor ra = row * 0, rb = row * 0, rc = row * 0, rem = row;
         for (int k = RANK - 2; k >= 0; --k) {
           tl::tensor idx = k == 0 ? rem : rem % d[k];
@@ -79,20 +82,25 @@ Kernel& detail::index_copy_kernel() {
         // is read or written as whole vectors (not a gather / scatter of computed addresses), and
         // indices with column stride 0 (one index per row: index_select, x[idx] along rows) are
         // loaded and checked once per row instead of once per element.
+        // The side the indices address has column stride 0 (gather's source, a scatter's
+        // destination: the index supplies the column), so no 64-bit multiply per element.
         const bool a_unit = COLS & kDstUnit, b_unit = COLS & kSrcUnit, c_unit = COLS & kIndexUnit,
-                   c_per_row = COLS & kIndexPerRow;
-        auto tile = [&](const tl::tensor& r, const tl::tensor& stride, bool unit) {
+                   c_per_row = COLS & kIndexPerRow, a_zero = COLS & kDstZero, b_zero = COLS & kSrcZero;
+        auto tile = [&](const tl::tensor& r, const tl::tensor& stride, bool unit, bool zero = false) {
+          if (zero) return tl::broadcast_to(r(tl::_, tl::None), {BR, BC});
           return r(tl::_, tl::None) + (unit ? col : col * stride)(tl::None, tl::_);
         };
-        tl::tensor da = tile(ra, a_col, a_unit), sb = tile(rb, b_col, b_unit);
+        tl::tensor da = tile(ra, a_col, a_unit, a_zero), sb = tile(rb, b_col, b_unit, b_zero);
         // An index outside the range is reported through the two slots of `bad` (a DeviceCheck:
         // zero until a kernel writes): bad[0] = the largest index >= isize (> 0: the host checks
         // isize >= 1), bad[1] = the smallest below the range (< 0), each as given. A compare and
         // two predicated atomics: nothing is computed for the good indices.
+        // Relaxed atomics (PyTorch's atomicAdd): nothing else of the program is ordered by them,
+        // so no fences hold its loads and stores back (acq_rel fenced each of them on the GPU).
         auto report = [&](const tl::tensor& given, const tl::tensor& outside) {
           auto high = given >= isize;
-          tl::atomic_max(bad + given * 0, given, outside && high);
-          tl::atomic_min(bad + (given * 0 + 1), given, outside && !high);
+          tl::atomic_max(bad + given * 0, given, outside && high, "relaxed");
+          tl::atomic_min(bad + (given * 0 + 1), given, outside && !high, "relaxed");
         };
         if (SIDE != static_cast<int>(OffsetSide::none)) {
           // `off` holds indices along one dim (times istride); with CHECK, an index outside
@@ -123,14 +131,19 @@ Kernel& detail::index_copy_kernel() {
           if (SIDE == static_cast<int>(OffsetSide::src)) sb = sb + o;
           else da = da + o;
         }
-        tl::tensor v = tl::load(src + sb, mask);
+        // The side the indices do not address is read or written under the tile's mask alone
+        // (constant over a thread's lanes: whole vectors, where a lane-varying mask made them
+        // lane-by-lane accesses): a scatter's source is read whatever its index; a gather stores
+        // 0 for a bad index, whose op fails anyway.
+        const bool on_src = SIDE == static_cast<int>(OffsetSide::src);
+        tl::tensor v = tl::load(src + sb, on_src ? mask : in_tile, 0);
         const DType ddt = static_cast<DType>(DDT);
         if (v.dtype() != ddt) v = v.to(ddt);
         switch (static_cast<Mode>(MODE)) {
-          case Mode::store: tl::store(dst + da, v, mask); break;
-          case Mode::add: tl::atomic_add(dst + da, v, mask); break;
-          case Mode::max: tl::atomic_max(dst + da, v, mask); break;
-          case Mode::min: tl::atomic_min(dst + da, v, mask); break;
+          case Mode::store: tl::store(dst + da, v, on_src ? in_tile : mask); break;
+          case Mode::add: tl::atomic_add(dst + da, v, mask, "relaxed"); break;
+          case Mode::max: tl::atomic_max(dst + da, v, mask, "relaxed"); break;
+          case Mode::min: tl::atomic_min(dst + da, v, mask, "relaxed"); break;
           case Mode::prod: fail("index_copy: the product mode has its own kernel (index_prod)");
         }
       });
@@ -172,13 +185,19 @@ Kernel& detail::index_prod_kernel() {
             tl::tensor v = tl::load(src + sb);
             if (v.dtype() != ddt) v = v.to(ddt);
             tl::tensor cur = tl::load(p);
-            tl::while_([&] { return !same(tl::atomic_cas(p, cur, cur * v), cur); },
-                       [&] { cur = tl::atomic_cas(p, cur, cur); });
+            tl::while_([&] { return !same(tl::atomic_cas(p, cur, cur * v, "relaxed"), cur); },
+                       [&] { cur = tl::atomic_cas(p, cur, cur, "relaxed"); });
           });
         }
       });
   return k;
 }
+
+// 1024 elements a program (8 a thread on 4 warps), not the elementwise kernels' 4096: the 64-bit
+// indices and offsets live in registers (sm_90a, [16384, 1024] gather: 40 registers a thread at
+// 1024, 139 at 4096 - 3 programs an SM where 12 fit), and a scatter's atomics need no more per
+// thread to keep the memory busy.
+int64_t detail::index_copy_tile(int64_t) { return 1024; }
 
 namespace {
 
@@ -270,9 +289,9 @@ void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layou
     while (p < x) p *= 4;
     return p;
   };
-  int cols_known = (t[0][5] == 1 ? kDstUnit : 0) | (t[1][5] == 1 ? kSrcUnit : 0);
+  int cols_known = (t[0][5] == 1 ? kDstUnit : t[0][5] == 0 ? kDstZero : 0) | (t[1][5] == 1 ? kSrcUnit : t[1][5] == 0 ? kSrcZero : 0);
   if (side != OffsetSide::none) cols_known |= t[2][5] == 1 ? kIndexUnit : t[2][5] == 0 ? kIndexPerRow : 0;
-  const int64_t tile = detail::default_block(n);
+  const int64_t tile = detail::index_copy_tile(n);
   const int64_t bc = cols >= tile ? tile : std::max<int64_t>(16, pow4_ceil(cols));
   const int64_t br = std::max<int64_t>(1, std::min(tile / bc, pow4_ceil(rows)));
   index_copy_kernel()[{cdiv(rows, br) * cdiv(cols, bc)}](
@@ -391,17 +410,35 @@ int along_dim_checks(const char* op, const Tensor& x, int dim, const Tensor& ind
   return d;
 }
 
-Tensor scatter_into(const char* op, const Tensor& x, int dim, const Tensor& index, const Tensor& src, bool src_is_value,
-                    Mode mode) {
-  int d = along_dim_checks(op, x, dim, index, src_is_value ? nullptr : &src);
-  if (!src_is_value && src.dtype() != x.dtype())
-    fail("{}: expected self.dtype to be equal to src.dtype (self {}, src {})", op, dtype_name(x.dtype()),
+// An in-place op's destination: no two of its elements may share memory (an expanded view), as
+// PyTorch's in-place ops check.
+void check_no_overlap(const char* op, const Tensor& x) {
+  for (int k = 0; k < x.dim(); ++k)
+    if (x.size(k) > 1 && x.stride(k) == 0)
+      fail("{}: unsupported operation: more than one element of the written-to tensor {} refers to a single memory "
+           "location (dimension {} has stride 0); clone it first",
+           op, shape_str(x.shape()), k);
+}
+
+// Scatters src (or a 0-dim value) into `out` itself.
+void scatter_in_place(const char* op, const Tensor& out, int dim, const Tensor& index, const Tensor& src,
+                      bool src_is_value, Mode mode) {
+  int d = along_dim_checks(op, out, dim, index, src_is_value ? nullptr : &src);
+  if (!src_is_value && src.dtype() != out.dtype())
+    fail("{}: expected self.dtype to be equal to src.dtype (self {}, src {})", op, dtype_name(out.dtype()),
          dtype_name(src.dtype()));
-  Tensor out = clone(x);
   Tensor ov = as_1d(out), iv = as_1d(index), sv = src_is_value ? src : as_1d(src);
   Layout l{iv.shape(), {with(ov.strides(), d, 0), src_is_value ? Shape(iv.shape().size(), 0) : sv.strides(),
                         iv.strides()}};
   run_indexed(op, ov, sv, iv, l, mode, OffsetSide::dst, d, ov.size(d), ov.stride(d));
+}
+
+// The out-of-place scatters: a copy of x, then scattered into.
+Tensor scatter_into(const char* op, const Tensor& x, int dim, const Tensor& index, const Tensor& src, bool src_is_value,
+                    Mode mode) {
+  detail::check_tensors(op, {&x});
+  Tensor out = clone(x);
+  scatter_in_place(op, out, dim, index, src, src_is_value, mode);
   return out;
 }
 
@@ -440,6 +477,13 @@ Tensor scatter(const Tensor& x, int dim, const Tensor& index, Scalar value) {
 
 Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& src) {
   return scatter_into("scatter_add", x, dim, index, src, false, Mode::add);
+}
+
+Tensor& scatter_add_(Tensor& x, int dim, const Tensor& index, const Tensor& src) {
+  detail::check_tensors("scatter_add_", {&x});
+  check_no_overlap("scatter_add_", x);
+  scatter_in_place("scatter_add_", x, dim, index, src, false, Mode::add);
+  return x;
 }
 
 Tensor scatter_reduce(const Tensor& x, int dim, const Tensor& index, const Tensor& src, const std::string& reduce,
@@ -486,8 +530,12 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
   return x.dim() == 0 ? runtime::view_of(out, index.shape()) : out;
 }
 
-Tensor index_add(const Tensor& x, int dim, const Tensor& index, const Tensor& source, Scalar alpha) {
-  const char* op = "index_add";
+namespace {
+
+// Adds alpha * source along dim at index into `out` itself.
+void index_add_in_place(const char* op, const Tensor& out, int dim, const Tensor& index, const Tensor& source,
+                        Scalar alpha) {
+  const Tensor& x = out;
   detail::check_tensors(op, {&x, &index, &source});
   check_index_dtype(op, index);
   if (index.dim() > 1) fail("index_add: index must be a vector (1-D) or a scalar, got {}", shape_str(index.shape()));
@@ -504,13 +552,27 @@ Tensor index_add(const Tensor& x, int dim, const Tensor& index, const Tensor& so
     fail("index_add: number of indices ({}) should be equal to source.size(dim) ({})", iv.numel(), sv.size(d));
   if (source.dtype() != x.dtype())
     fail("index_add: self ({}) and source ({}) must have the same dtype", dtype_name(x.dtype()), dtype_name(source.dtype()));
-  Tensor out = clone(x);
   Tensor ov = as_1d(out);
   Tensor src = alpha.to_double() == 1.0 ? sv : to_dtype(mul(sv, alpha), x.dtype());
   run_indexed(op, ov, src, iv,
               {sv.shape(), {with(ov.strides(), d, 0), src.strides(), with(Shape(sv.shape().size(), 0), d, iv.stride(0))}},
               Mode::add, OffsetSide::dst, d, ov.size(d), ov.stride(d));
+}
+
+}  // namespace
+
+Tensor index_add(const Tensor& x, int dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+  detail::check_tensors("index_add", {&x});
+  Tensor out = clone(x);
+  index_add_in_place("index_add", out, dim, index, source, alpha);
   return out;
+}
+
+Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+  detail::check_tensors("index_add_", {&x});
+  check_no_overlap("index_add_", x);
+  index_add_in_place("index_add_", x, dim, index, source, alpha);
+  return x;
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {

@@ -10,6 +10,8 @@ namespace tritium::ops::detail {
 // atomic add, 2 max, 3 min), SIDE (0 no indices, 1 on src, 2 on dst), CHECK (indices outside
 // [0, isize) skipped and reported in bad), DDT (dst dtype), BR, BC (the tile).
 Kernel& index_copy_kernel();
+// The elements an index_copy program takes for an index space of n elements.
+int64_t index_copy_tile(int64_t n);
 // dst, src, off, istride, n, sizes d0..d5, dst strides a0..a5, src strides b0..b5, index strides c0..c5;
 // meta RANK, DDT, LANES: dst[...] *= src by a compare-and-swap loop per element, offsets on dst
 // (scatter_reduce's prod).

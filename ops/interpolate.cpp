@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "dsl/atomics.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
@@ -52,7 +53,7 @@ Kernel& interpolate_kernel() {
             return tl::minimum(tl::floor(o.to(tl::float32) * s.to(tl::float32)).to(tl::int64), I - 1);
           };
           auto off = base + src(oh, sh, H) * xs2 + src(ow, sw, W) * xs3;
-          if (BACKWARD) tl::atomic_add(x + off, tl::load(y + i, m, 0).to(acc), m);
+          if (BACKWARD) tl::atomic_add(x + off, tl::load(y + i, m, 0).to(acc), m, "relaxed");
           else tl::store(y + i, tl::load(x + off, m, 0), m);
           return;
         }
@@ -70,10 +71,10 @@ Kernel& interpolate_kernel() {
         auto at = [&](const tl::tensor& h, const tl::tensor& w) { return base + h * xs2 + w * xs3; };
         if (BACKWARD) {
           auto g = tl::load(y + i, m, 0).to(acc);
-          tl::atomic_add(x + at(h0, w0), g * hl0 * wl0, m);
-          tl::atomic_add(x + at(h0, w1), g * hl0 * wl1, m);
-          tl::atomic_add(x + at(h1, w0), g * hl1 * wl0, m);
-          tl::atomic_add(x + at(h1, w1), g * hl1 * wl1, m);
+          tl::atomic_add(x + at(h0, w0), g * hl0 * wl0, m, "relaxed");
+          tl::atomic_add(x + at(h0, w1), g * hl0 * wl1, m, "relaxed");
+          tl::atomic_add(x + at(h1, w0), g * hl1 * wl0, m, "relaxed");
+          tl::atomic_add(x + at(h1, w1), g * hl1 * wl1, m, "relaxed");
           return;
         }
         auto ld = [&](const tl::tensor& h, const tl::tensor& w) { return tl::load(x + at(h, w), m, 0).to(acc); };

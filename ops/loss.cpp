@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "dsl/atomics.h"
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
@@ -79,7 +80,7 @@ Kernel& ce_kernel() {
           auto bad = rmask && !valid;
           // aux: a DeviceCheck's slot; the first bad row r as the code N - r (0 = none, the largest wins).
           auto code = tl::max(tl::where(bad, N - row, 0));
-          tl::atomic_max(aux, code, code > 0);
+          tl::atomic_max(aux, code, code > 0, "relaxed");
           return;
         }
         auto g = tl::load(aux).to(acc_t) * scale.to(acc_t);  // aux: the upstream gradient (one element)

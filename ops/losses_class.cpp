@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "dsl/atomics.h"
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
@@ -60,7 +61,7 @@ Kernel& detail::class_loss_forward_kernel() {
           ok = rm && valid && !ignored;
           // The first bad row r as the code R - r (a DeviceCheck's slot: 0 = none, the largest wins).
           auto code = tl::max(tl::where(rm && !valid && !ignored, R - row, 0));
-          tl::atomic_max(bad, code, code > 0);  // no atomic from a program with good labels
+          tl::atomic_max(bad, code, code > 0, "relaxed");  // no atomic from a program with good labels
         }
         if (NLL) {
           auto wt = weights_at(label, ok);

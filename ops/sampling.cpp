@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <tritium/tritium.h>
 
+#include "dsl/atomics.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/random.h"
 #include "ops/random_key_sort.h"
@@ -208,7 +209,7 @@ Kernel& outside_kernel() {
         auto mask = i < n;
         auto v = tl::load(x + i, mask).to(tl::float64);
         auto bad = mask && !((v >= lo) && (v <= hi));
-        tl::atomic_max(flag, tl::max(bad.to(tl::int32), 0));
+        tl::atomic_max(flag, tl::max(bad.to(tl::int32), 0), std::nullopt, "relaxed");
       },
       {"x", "flag", "n", "lo", "hi", "BLOCK"});
   return k;

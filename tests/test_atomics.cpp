@@ -1,6 +1,7 @@
 // Atomics under the threaded grid: many programs (and many lanes of one program) hitting the same
 // addresses. Float data is chosen so that every order of additions gives the same exact result,
 // so all checks are exact.
+#include "dsl/atomics.h"
 #include "scatter_rows_kernel.h"
 #include "test_support.h"
 
@@ -452,6 +453,61 @@ BOOST_AUTO_TEST_CASE(split_k_matmul_atomic_add) {
     tritium::Grid grid(tritium::cdiv(M, BM) * tritium::cdiv(N, BN), SPLIT_K);
     k[grid](da.ptr(), db.ptr(), dc.ptr(), M, N, K, BM, BN, BK, SPLIT_K, be.options());
     tt::check_equal<float>(dc.download(), ref, "split-K C");
+  });
+}
+
+// Relaxed 16-bit float adds (Triton's sem="relaxed"; the indexing ops' scatters): on the GPU each
+// is a red or atom of the element's aligned 32-bit pair that adds -0.0 to the other half, so the
+// neighbours of every target hold -0.0 (which any other identity would turn into +0.0) and
+// must come back bit for bit; targets collide (red, old values unused: exact sums of halves) or
+// are hit once with their old values stored (atom: the initial values). f32 takes the same code.
+template <class T> void half_pairs_case(const tt::Backend& be, bool old, int parity) {
+  namespace tl = tritium::tl;
+  static tritium::Kernel k = tritium::kernel("half_pairs", [](tl::ptr<T> table, tl::ptr<T> src, tl::ptr<int64_t> idx, tl::ptr<T> out,
+                                                              tl::i32 n, int BLOCK, bool OLD) {
+    auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+    auto mask = offs < n;
+    auto prev = tl::atomic_add(table + tl::load(idx + offs, mask, 0), tl::load(src + offs, mask, 0), mask, "relaxed");
+    if (OLD) tl::store(out + offs, prev, mask);
+  });
+  const int slots = 300, n = old ? slots : 2000;  // old: one add a target
+  auto pick = tt::random_vector<int64_t>(size_t(n), 40 + parity, 0, slots - 1);
+  tt::host_vector<int64_t> idx(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) idx[size_t(i)] = 2 * (old ? i : pick[size_t(i)]) + parity;
+  auto src = random_steps<T>(size_t(n), 41 + parity, 4, 0.5), init = random_steps<T>(size_t(2 * slots), 42 + parity, 4, 0.5);
+  std::vector<double> ref(init.size());
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = i % 2 == size_t(parity) ? tt::to_double(init[i]) : -0.0;
+  tt::host_vector<T> start(init.size());
+  for (size_t i = 0; i < ref.size(); ++i) start[i] = tt::from_double<T>(ref[i]);
+  for (int i = 0; i < n; ++i) ref[size_t(idx[size_t(i)])] += tt::to_double(src[size_t(i)]);
+  auto table = be.upload<T>(start), dsrc = be.upload<T>(src), out = be.upload<T>(tt::host_vector<T>(size_t(n), tt::from_double<T>(7.0)));
+  auto didx = be.upload<int64_t>(idx);
+  k[{tritium::cdiv(n, 256)}](table.ptr(), dsrc.ptr(), didx.ptr(), out.ptr(), n, 256, old, be.options());
+  const tt::host_vector<T> got = table.download();
+  const std::string what = fmt::format("{} {} halves{}", tritium::dtype_name(tritium::dtype_of<T>()), parity ? "high" : "low",
+                                       old ? ", old values" : ", colliding");
+  tt::host_vector<T> want(ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) want[i] = tt::from_double<T>(ref[i]);
+  tt::check_equal<T>(got, want, what);
+  size_t flipped = 0;  // the untouched halves: still -0.0
+  for (size_t i = 0; i < got.size(); ++i)
+    if (i % 2 != size_t(parity) && !(tt::to_double(got[i]) == 0 && std::signbit(tt::to_double(got[i])))) ++flipped;
+  BOOST_TEST(flipped == 0u, what << ": neighbours changed");
+  if (old) {
+    tt::host_vector<T> first(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) first[size_t(i)] = start[size_t(idx[size_t(i)])];
+    tt::check_equal<T>(out.download(), first, what + " (old values)");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(relaxed_and_half_atomics) {
+  tt::for_each_backend([](const tt::Backend& be) {
+    for (bool old : {false, true})
+      for (int parity : {0, 1}) {
+        half_pairs_case<f16_t>(be, old, parity);
+        half_pairs_case<bf16_t>(be, old, parity);
+        half_pairs_case<float>(be, old, parity);
+      }
   });
 }
 

@@ -16,6 +16,7 @@
 #include "jit/passes/axis_info.h"
 #include "nn/functional.h"
 #include "ops/indexing.h"
+#include "ops/indexing_in_place.h"
 #include "ops/indexing_kernels.h"
 #include "runtime/views.h"
 
@@ -154,6 +155,36 @@ BOOST_AUTO_TEST_CASE(scatter_family) {
     std::vector<double> pn = ou::values(T::scatter_reduce(ops::ones({2}), 0, Tensor::from_vector<int64_t>({0, 0, 1}), nan_src, "prod"));
     BOOST_TEST(std::isnan(pn[0]));
     BOOST_TEST((pn[1] == 0 && std::signbit(pn[1])));
+  });
+}
+
+// scatter_add_ / index_add_ add into x itself (the backward of gather and index_select on fresh
+// zeros): x changes, the result is x, values as the out-of-place ops on a strided x, with
+// duplicates, more than one program's tile (1024) and a partial last one; an expanded x is an error.
+BOOST_AUTO_TEST_CASE(in_place_scatters) {
+  tt::for_each_backend([](const tt::Backend&) {
+    Tensor x = transposed({37, 60}, 40), src = randf({37, 50}, 41);
+    Tensor idx = index_tensor({37, 50}, 42, 0, 59);  // along dim 1: duplicates within rows
+    const std::vector<double> want = ou::values(T::scatter_add(x, 1, idx, src));
+    Tensor& same = ops::scatter_add_(x, 1, idx, src);
+    BOOST_TEST(&same == &x);
+    check_values(x, {37, 60}, want, "scatter_add_ into a transposed x", 1e-6);
+    Tensor big = ops::zeros({3, 2000}), bsrc = randf({3, 1500}, 43), bidx = index_tensor({3, 1500}, 44, 0, 1999);
+    const std::vector<double> bwant = ou::values(T::scatter_add(big, 1, bidx, bsrc));
+    ops::scatter_add_(big, 1, bidx, bsrc);
+    check_values(big, {3, 2000}, bwant, "scatter_add_ over several tiles", 1e-6);
+    Tensor y = transposed({6, 3}, 45), source = randf({4, 3}, 46);
+    Tensor rows = Tensor::from_vector<int64_t>({5, 1, 5, 0});
+    const std::vector<double> ywant = ou::values(T::index_add(y, 0, rows, source, 0.5));
+    ops::index_add_(y, 0, rows, source, 0.5);
+    check_values(y, {6, 3}, ywant, "index_add_ with alpha", 1e-6);
+    Tensor wide = ops::zeros({1, 4}).expand({3, 4});
+    tt::check_throws([&] { ops::scatter_add_(wide, 0, ops::zeros({1, 4}, DType::i64), ops::ones({1, 4})); },
+                     {"scatter_add_", "more than one element of the written-to tensor", "dimension 0"});
+    tt::check_throws([&] { ops::index_add_(wide, 1, Tensor::from_vector<int64_t>({0}), ops::ones({3, 1})); },
+                     {"index_add_", "more than one element"});
+    tt::check_throws([&] { ou::values(ops::scatter_add_(y, 0, ops::full({1, 1}, 6, DType::i64), ops::ones({1, 1}))); },
+                     {"scatter_add_", "index 6 is out of bounds for dimension 0 with size 6"});
   });
 }
 

@@ -311,23 +311,40 @@ template <int OP, class T> TT_INLINE T tt_atomic_rmw(T* p, T v) {
     old = seen;
   }
 }
-// 16-bit float adds in one instruction (f16 since sm_70, bf16 since sm_90): the emulation above
+// 16-bit float adds in one instruction (f16 since sm_60, bf16 since sm_90): the emulation above
 // is a 32-bit CAS loop per element, which retries under contention (many lanes adding into one
-// gradient row). Same rounding: each add is rounded once to the type (.noftz keeps subnormals).
-TT_INLINE tt_f16 tt_atomic_add_16(tt_f16* p, tt_f16 v) {
-  uint16_t old;
-  asm volatile("atom.add.noftz.f16 %0, [%1], %2;" : "=h"(old) : "l"(p), "h"(v.bits) : "memory");
-  return tt_f16{old};
+// gradient row). ptxas makes the scalar 16-bit atom/red (atom.add.noftz.bf16) a CAS loop too
+// (sm_90a SASS: ATOMG.E.CAS); only the x2 forms are one ATOMG/REDG .ADD.BF16x2 / .F16x2. So the
+// value goes into its half of the aligned 32-bit pair and the other half adds -0.0, which leaves
+// every value as it is (x + -0.0 == x, -0.0 included) but a NaN, whose payload may come back
+// canonical (PyTorch's fastAtomicAdd pairs the same way). Same rounding: each add is rounded once
+// to the type (.noftz keeps subnormals). Pointers are global memory (kernel arguments).
+TT_INLINE uint32_t tt_half_pair(uint16_t bits, bool high) {
+  return high ? (uint32_t(bits) << 16) | 0x8000u : 0x80000000u | bits;
 }
-TT_INLINE tt_bf16 tt_atomic_add_16(tt_bf16* p, tt_bf16 v) {
+#define TT_ADD16(T, S)                                                                                   \
+  TT_INLINE T tt_atomic_add_16(T* p, T v) {                                                              \
+    const unsigned long long a = reinterpret_cast<unsigned long long>(p);                               \
+    const bool high = (a & 2) != 0;                                                                      \
+    uint32_t old;                                                                                        \
+    asm volatile("atom.global.add.noftz." S "x2 %0, [%1], %2;"                                           \
+                 : "=r"(old) : "l"(a & ~3ull), "r"(tt_half_pair(v.bits, high)) : "memory");             \
+    return T{uint16_t(high ? old >> 16 : old & 0xffffu)};                                                \
+  }                                                                                                      \
+  /* the same when nobody reads the old value: one REDG */                                              \
+  TT_INLINE void tt_red_add_16(T* p, T v) {                                                              \
+    const unsigned long long a = reinterpret_cast<unsigned long long>(p);                               \
+    asm volatile("red.global.add.noftz." S "x2 [%0], %1;" ::"l"(a & ~3ull), "r"(tt_half_pair(v.bits, (a & 2) != 0)) \
+                 : "memory");                                                                            \
+  }
+TT_ADD16(tt_f16, "f16")
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint16_t old;
-  asm volatile("atom.add.noftz.bf16 %0, [%1], %2;" : "=h"(old) : "l"(p), "h"(v.bits) : "memory");
-  return tt_bf16{old};
+TT_ADD16(tt_bf16, "bf16")
 #else
-  return tt_atomic_rmw<TT_ADD, tt_bf16>(p, v);
+TT_INLINE tt_bf16 tt_atomic_add_16(tt_bf16* p, tt_bf16 v) { return tt_atomic_rmw<TT_ADD, tt_bf16>(p, v); }
+TT_INLINE void tt_red_add_16(tt_bf16* p, tt_bf16 v) { (void)tt_atomic_rmw<TT_ADD, tt_bf16>(p, v); }
 #endif
-}
+#undef TT_ADD16
 // N contiguous float adds whose old values nobody reads (a gradient scatter), p aligned to N
 // lanes: one red of up to 16 bytes on sm_90 (.v2/.v4/.v8 f16/bf16, .v2/.v4 f32; Triton's
 // vectorised atomic_add), f16 pairs as f16x2 before, else lane by lane. Each lane is still its

@@ -271,9 +271,10 @@ void Codegen::emit_atomic(const ir::Op* op) {
   std::string ct = ctype(d);
   bool cas = k == OpKind::AtomicCas;
   bool has_mask = !cas && op->operands.size() > 2;
-  // Triton's atomics are acq_rel at GPU scope: every thread's earlier writes are released (a
-  // fence before), and what the atomic observed is acquired (a fence after), so a lock taken
-  // with atomic_cas and released with atomic_xchg protects plain loads and stores.
+  // Triton's atomics are acq_rel at GPU scope by default: every thread's earlier writes are
+  // released (a fence before), and what the atomic observed is acquired (a fence after), so a
+  // lock taken with atomic_cas and released with atomic_xchg protects plain loads and stores.
+  // sem "release" / "acquire" keep one of the fences, "relaxed" neither.
   if (p->type.is_scalar()) {  // one thread; the old value reaches the others through shared memory
     std::string slot = alloc_shared(ct, 1, std::max(8, dtype_bytes(d)));
     std::string call = atomic_call(k, d, scalar(p), scalar(op->operand(cas ? 2 : 1)), cas ? scalar(op->operand(1)) : "");
@@ -282,10 +283,12 @@ void Codegen::emit_atomic(const ir::Op* op) {
     line("__syncthreads();");
     synced_ = true;
     clean();
+    const std::string before = atomic_fence_before(op) ? "tt_fence_acq_rel(); " : "",
+                      after = atomic_fence_after(op) ? " tt_fence_acq_rel();" : "";
     if (has_mask)
-      line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {} ? {} : {}{{}}; tt_fence_acq_rel(); }}", slot,
-                       scalar(op->operand(2)), call, ct));
-    else line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {}[0] = {}; tt_fence_acq_rel(); }}", slot, call));
+      line(fmt::format("if (tid == 0) {{ {}{}[0] = {} ? {} : {}{{}};{} }}", before, slot, scalar(op->operand(2)), call, ct,
+                       after));
+    else line(fmt::format("if (tid == 0) {{ {}{}[0] = {};{} }}", before, slot, call, after));
     sync();
     scalars_[op->result()] = tmp(ct, slot + "[0]");
     return;
@@ -294,18 +297,29 @@ void Codegen::emit_atomic(const ir::Op* op) {
   if (!out.empty()) buffers_[op->result()] = out;
   if (!out.empty()) sync();
   else sync_if_reading({p, op->operand(1), op->operands.back()});
-  line("tt_fence_acq_rel();");
+  if (atomic_fence_before(op)) line("tt_fence_acq_rel();");
   if (out.empty() && emit_vector_red(op)) {
-    line("tt_fence_acq_rel();");
+    if (atomic_fence_after(op)) line("tt_fence_acq_rel();");
     mark_global_write(p);
     return;
   }
-  thread_loop(p->type.shape, 1, nullptr, [&](const Index& idx) {
+  // Lane by lane: over the shape's register mapping at its width where the shape has one (values
+  // kept in registers - an index loaded once for a bounds check's atomics, a mask and an address -
+  // are read by the thread that holds them), else one lane a step.
+  const Shape& shape = p->type.shape;
+  const int V = mapped(shape, mapped_width(shape)) ? mapped_width(shape) : 1;
+  std::vector<const ir::Value*> roots = {op->operand(1)};
+  for (size_t i = 2; i < op->operands.size(); ++i) roots.push_back(op->operand(i));
+  // The values' contiguous loads as whole vectors (as a store's): a scatter's source.
+  auto vector_loads = [&](const Index& base) { emit_vector_loads(roots, base, V); };
+  thread_loop(shape, V, V > 1 ? std::function<void(const Index&)>(vector_loads) : nullptr, [&](const Index& idx) {
     std::string ptr = eval(p, idx);
     std::string val = eval(op->operand(cas ? 2 : 1), idx);
     std::string cmp = cas ? eval(op->operand(1), idx) : "";
     std::string call = atomic_call(k, d, ptr, val, cmp);
     if (out.empty()) {  // the old value is unused
+      // A 16-bit float add: a red (one REDG .x2 on sm_90, device header), not an atom.
+      if (k == OpKind::AtomicAdd && is_half(d)) call = fmt::format("tt_red_add_16({}, {})", ptr, val);
       std::string m = has_mask ? eval(op->operand(2), idx) : "true";
       line(fmt::format("if ({}) (void){};", m, call));
       return;
@@ -320,7 +334,8 @@ void Codegen::emit_atomic(const ir::Op* op) {
     }
     line(fmt::format("{}[{}] = {};", out, flatten(idx, p->type.shape), old));
   }, nullptr);
-  line("tt_fence_acq_rel();");
+  vec_loads_.clear();
+  if (atomic_fence_after(op)) line("tt_fence_acq_rel();");
   if (!out.empty()) sync();
   else mark_global_write(p);
 }
@@ -337,11 +352,12 @@ int Codegen::vector_red_width(const ir::Op* op, int V) {
 
 bool Codegen::atomic_reads_own(const ir::Op* op, const ir::Value* v) {
   const ir::Value* p = op->operand(0);
-  if (op->kind == OpKind::AtomicCas || !p->type.is_block() || p == v || p->type.shape != v->type.shape) return false;
-  // The lane-by-lane loop walks the mapping at one lane a step; the vector reds at the mapping's
-  // width (only for old values nobody reads).
-  const int V = mapped_width(p->type.shape);
-  return V == 1 || (plan_.users(op->result()).empty() && vector_red_width(op, V) > 0);
+  if (op->kind == OpKind::AtomicCas || !p->type.is_block() || p->type.shape != v->type.shape) return false;
+  // The lane-by-lane loop and the vector reds (old values nobody reads) both walk the mapping at
+  // its width (emit_atomic). It was one lane a step whatever the width, so a value an atomic read
+  // went to shared memory where the mapping was wider: the index tensor of every indexing op
+  // (read by the bounds check's two atomics, the mask and the address), 32 KB a program.
+  return true;
 }
 
 // A float atomic_add whose old values are unused, over lanes the axis info proves contiguous and

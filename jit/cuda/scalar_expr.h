@@ -20,6 +20,11 @@ using ir::OpKind;
 using ir::Shape;
 
 inline bool is_atomic(OpKind k) { return k >= OpKind::AtomicAdd && k <= OpKind::AtomicCas; }
+// An atomic's fences by its sem (attrs.str, empty for Triton's default acq_rel): a fence before it
+// releases the program's earlier accesses, one after it acquires what it observed; a relaxed
+// atomic has neither (PyTorch's atomicAdd).
+inline bool atomic_fence_before(const ir::Op* op) { return op->attrs.str.empty() || op->attrs.str == "release"; }
+inline bool atomic_fence_after(const ir::Op* op) { return op->attrs.str.empty() || op->attrs.str == "acquire"; }
 inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 // 8-bit dot operands on tensor cores (Hopper's wgmma only): fp8 into f32, int8 into i32.
 inline bool is_byte_mma(DType d) { return is_fp8(d) || d == DType::i8 || d == DType::u8; }

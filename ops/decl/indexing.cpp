@@ -9,6 +9,7 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #include "ops/elementwise_kernels.h"
 #include "ops/indexing.h"
+#include "ops/indexing_in_place.h"
 #include "runtime/views.h"
 
 namespace tritium::ops::decl {
@@ -48,7 +49,7 @@ Tensor scattered_positions(const Ctx& c, const Tensor& g) {  // 1 where the inde
 Tensor mean_count(const Ctx& c, const Tensor& g) {
   const Tensor& index = c.saved("index");
   Tensor count = c.attrs().get<bool>("include_self") ? ones(c.input_shape("self"), g.dtype(), g.device()) : zeros_for(c, g);
-  count = scatter_add(count, dim_of(c), index, ones(index.shape(), g.dtype(), g.device()));
+  scatter_add_(count, dim_of(c), index, ones(index.shape(), g.dtype(), g.device()));
   return where(eq(count, Scalar(0)), ones({}, g.dtype(), g.device()), count);
 }
 
@@ -144,7 +145,8 @@ void declare_indexing(OpRegistry& registry) {
          .forward = [](const Inputs& in, Attrs& a) { return Inputs{gather(in[0], a.get<int>("dim"), in[1])}; },
          .derivatives = {{.input = "self", .saves = {"index"}, .text = "zeros(self.sizes()).scatter_add(dim, index, grad)",
                           .formula = [](const Tensor& g, const Ctx& c) {
-                            return scatter_add(zeros_for(c, g), dim_of(c), c.saved("index"), g);
+                            Tensor z = zeros_for(c, g);  // added into in place: no copy of the zeros
+                            return scatter_add_(z, dim_of(c), c.saved("index"), g);
                           }}},
          .gradcheck_samples = [](Device d) {
            return std::vector<GradcheckSample>{
@@ -232,7 +234,8 @@ void declare_indexing(OpRegistry& registry) {
          .forward = [](const Inputs& in, Attrs& a) { return Inputs{index_select(in[0], a.get<int>("dim"), in[1])}; },
          .derivatives = {{.input = "self", .saves = {"index"}, .text = "zeros(self.sizes()).index_add(dim, index, grad)",
                           .formula = [](const Tensor& g, const Ctx& c) {
-                            return index_add(zeros_for(c, g), dim_of(c), c.saved("index"), g);
+                            Tensor z = zeros_for(c, g);
+                            return index_add_(z, dim_of(c), c.saved("index"), g);
                           }}},
          .gradcheck_samples = [](Device d) {
            return std::vector<GradcheckSample>{

@@ -229,19 +229,21 @@ void Lowering::emit_atomic(const ir::Op* op) {
   const std::string ct = ctype(d);
   const bool cas = k == OpKind::AtomicCas;
   const bool has_mask = !cas && op->operands.size() > 2;
-  // Triton's atomics are acq_rel at GPU scope: fences before and after, so a lock taken with
-  // atomic_cas and released with atomic_xchg protects plain loads and stores.
+  // Triton's atomics are acq_rel at GPU scope by default: fences before and after, so a lock taken
+  // with atomic_cas and released with atomic_xchg protects plain loads and stores; sem "release" /
+  // "acquire" keep one of them, "relaxed" neither.
   if (p->type.is_scalar()) {  // thread 0; the old value reaches the others through shared memory
     const int64_t slot = alloc_smem(8, 8);
     std::string call = atomic_call(k, d, scalar(p), scalar(op->operand(cas ? 2 : 1)), cas ? scalar(op->operand(1)) : "");
     // The barrier orders every thread's earlier writes before thread 0's fence (cumulativity).
     line("__syncthreads();");
     std::string at = fmt::format("*reinterpret_cast<{}*>(tt_smem + {})", ct, slot);
+    const std::string before = atomic_fence_before(op) ? "tt_fence_acq_rel(); " : "",
+                      after = atomic_fence_after(op) ? " tt_fence_acq_rel();" : "";
     if (has_mask)
-      line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {} = {} ? {} : {}{{}}; tt_fence_acq_rel(); }}", at,
-                       scalar(op->operand(2)), call, ct));
+      line(fmt::format("if (tid == 0) {{ {}{} = {} ? {} : {}{{}};{} }}", before, at, scalar(op->operand(2)), call, ct, after));
     else
-      line(fmt::format("if (tid == 0) {{ tt_fence_acq_rel(); {} = {}; tt_fence_acq_rel(); }}", at, call));
+      line(fmt::format("if (tid == 0) {{ {}{} = {};{} }}", before, at, call, after));
     line("__syncthreads();");
     synced_ = true;
     global_dirty_ = false;
@@ -260,7 +262,7 @@ void Lowering::emit_atomic(const ir::Op* op) {
   sync_before_read(p);
   const std::string own = owner(l);
   Val& out = declare_regs(op->result());
-  line("tt_fence_acq_rel();");
+  if (atomic_fence_before(op)) line("tt_fence_acq_rel();");
   for (int r = 0; r < l.num_regs(); ++r) {
     std::string cond = own;
     if (has_mask) cond = fmt::format("{} && {}", cond, mask ? mask->at(r) : mask_s);
@@ -268,7 +270,7 @@ void Lowering::emit_atomic(const ir::Op* op) {
     line(fmt::format("if ({}) {}[{}] = {};", cond, out.name, r,
                      atomic_call(k, d, ptr.at(r), value.at(r), cmp ? cmp->at(r) : "")));
   }
-  line("tt_fence_acq_rel();");
+  if (atomic_fence_after(op)) line("tt_fence_acq_rel();");
   mark_global_write(p);
   // Copies of an element (replicated lanes or warps) get the old value from the thread that did it.
   if (own != "true") {
