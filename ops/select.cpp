@@ -1,0 +1,240 @@
+// Radix selection (ops/select.h). Each element maps to a key: an i32 whose unsigned order is the
+// value's order, in its low BITS bits (floats through their bits with negatives' magnitude bits
+// flipped, every NaN the largest key; signed integers offset by 2^(BITS-1); bf16 and f16 keep only
+// the bits their f32 image uses: 16 and 19). The k-th smallest key is found from the top bit down
+// by counting keys, never by sorting.
+//  - Rows (`select_rows`): one program holds BR rows of up to kRowMax keys in registers and decides
+//    one bit a step (BITS steps of one masked count per row, a block reduction each); then a
+//    cumsum over the keys equal to the selected one finds the k-th of them in position order (the
+//    stable sort's k-th, which tests/test_ops_sort.cpp pins), and the value is read back at that
+//    index (bit-exact: -0.0 and NaN payloads kept; -0.0 and 0.0 are one key there, as the sort).
+//  - All elements (`select_median_all`): 8-bit digits, a pass each (4 for f32, 2 for bf16): a
+//    grid of programs counts the digits of its chunk's elements still matching the selected
+//    prefix with tl::histogram and adds them to a global [passes, 256] i32 array with atomics.
+//    Every program of the next pass (and the one program of the last launch) re-derives the
+//    prefix and the remaining rank from the earlier passes' counts (a 256-wide cumsum each), so
+//    the selection's state never goes through the host. The value is rebuilt from the key
+//    (-0.0 below 0.0 there, as PyTorch's CUDA radix select). Pass 0 also counts NaNs: any NaN
+//    makes the median NaN (torch.median's rule), by selecting the first NaN's rank.
+#include "ops/select.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "dsl/control_flow.h"
+#include "dsl/kernel.h"
+#include "dsl/ops.h"
+#include "ops/reduce_plan.h"
+
+namespace tritium::ops::detail {
+
+namespace tl = tritium::tl;
+
+namespace {
+
+using P = tl::ptr<tl::any>;
+
+// The longest row select_rows holds in one program (a [BR, N] block of i32 keys; 16 a thread at
+// 8 warps).
+constexpr int64_t kRowMax = 4096;
+constexpr int32_t kSignBit = std::numeric_limits<int32_t>::min();
+
+// Bits of d's key (0: not taken).
+int key_bits(DType d) {
+  switch (d) {
+    case DType::f32: case DType::i32: case DType::u32: return 32;
+    case DType::f16: return 19;  // an f16's f32 image has its 13 low bits zero
+    case DType::bf16: case DType::i16: case DType::u16: return 16;
+    case DType::i8: case DType::u8: case DType::i1: return 8;
+    default: return 0;
+  }
+}
+
+// The key of v (see the top): an i32 in [0, 2^bits) read as unsigned. merge_zero: -0.0 is 0.0's key.
+tl::tensor order_key(const tl::tensor& v, int bits, bool merge_zero) {
+  const DType d = v.dtype();
+  if (is_float(d)) {
+    auto c = d == DType::f32 ? v : v.to(tl::float32);
+    auto b = c.to(tl::int32, true);
+    auto s = b ^ ((b >> 31) & 0x7fffffff);  // signed order
+    if (merge_zero) s = tl::where(c == 0, 0, s);
+    s = tl::where(c != c, 0x7fffffff, s);
+    auto u = s ^ kSignBit;  // unsigned order
+    if (bits < 32) u = (u >> (32 - bits)) & ((1 << bits) - 1);
+    return u;
+  }
+  if (d == DType::u32) return v.to(tl::int32, true);
+  if (is_unsigned_int(d) || d == DType::i1) return v.to(tl::int32);
+  auto s = v.to(tl::int32);
+  return bits == 32 ? s ^ kSignBit : s + (1 << (bits - 1));
+}
+
+// The value of dtype d whose key is `key` (merge_zero false: the inverse of order_key).
+tl::tensor key_value(const tl::tensor& key, DType d, int bits) {
+  if (is_float(d)) {
+    auto u = key;
+    if (bits < 32) {  // a negative value's dropped low key bits were ones (its magnitude flipped)
+      u = key << (32 - bits);
+      u = tl::where(u >= 0, u | ((1 << (32 - bits)) - 1), u);
+    }
+    auto s = u ^ kSignBit;
+    auto b = s ^ ((s >> 31) & 0x7fffffff);
+    auto f = b.to(tl::float32, true);
+    return d == DType::f32 ? f : f.to(d);
+  }
+  if (d == DType::u32) return key.to(d, true);
+  if (is_unsigned_int(d) || d == DType::i1) return key.to(d);
+  return (bits == 32 ? key ^ kSignBit : key - (1 << (bits - 1))).to(d);
+}
+
+// Passes of select_median_all: pass q decides key bits [lo, hi), at most 8 of them.
+struct Digit {
+  int lo, hi;
+  int width() const { return hi - lo; }
+  int bins() const { return 1 << width(); }
+  // The bits above the digit (those already decided), as an i32 mask.
+  int32_t decided() const { return hi >= 32 ? 0 : static_cast<int32_t>(~uint32_t{0} << hi); }
+};
+constexpr int kDigitBits = 8, kBins = 1 << kDigitBits;
+Digit digit(int bits, int q) { return {std::max(0, bits - kDigitBits * (q + 1)), bits - kDigitBits * q}; }
+int passes(int bits) { return (bits + kDigitBits - 1) / kDigitBits; }
+
+}  // namespace
+
+bool row_selectable(DType d, int64_t R) { return key_bits(d) > 0 && R <= kRowMax; }
+
+bool all_selectable(DType d, int64_t n) { return key_bits(d) > 0 && n < (int64_t{1} << 31); }
+
+static Kernel& select_rows_kernel() {
+  static Kernel k = tritium::kernel(
+      "select_rows", [](P x, P vals, P idx, tl::i64 O, tl::i64 R, tl::i64 K, int BITS, int BR, int N) {
+        auto rows = tl::program_id(0).to(tl::int64) * BR + tl::arange(0, BR).to(tl::int64);
+        auto cols = tl::arange(0, N);
+        auto rmask = rows < O;
+        auto m = rmask(tl::_, tl::None) && cols(tl::None, tl::_) < R;
+        auto base = rows * R;
+        auto v = tl::load(x + (base(tl::_, tl::None) + cols(tl::None, tl::_)), m, 0);
+        auto key = order_key(v, BITS, true);
+        // The rank sought (1-based): K, or the lower median's unless the row holds NaN, then the
+        // first NaN's (NaN is the largest key, so R - nans + 1).
+        auto r32 = R.to(tl::int32);
+        tl::tensor k = tl::zeros({BR}, tl::int32) + K.to(tl::int32);
+        if (is_float(v.dtype())) {
+          auto nans = tl::sum(((v != v) && m).to(tl::int32), 1);
+          k = tl::where(k > 0, k, tl::where(nans > 0, r32 - nans + 1, (r32 - 1) / 2 + 1));
+        } else {
+          k = tl::where(k > 0, k, (r32 - 1) / 2 + 1);
+        }
+        // One bit a step from the top: the keys matching the decided bits with this bit 0 are the
+        // candidates below; past them the bit is 1 and the rank drops by their count.
+        auto prefix = tl::zeros({BR}, tl::int32);
+        for (int bit = BITS - 1; bit >= 0; --bit) {
+          const int32_t b = static_cast<int32_t>(uint32_t{1} << bit);
+          const int32_t above = bit == 31 ? 0 : static_cast<int32_t>(~uint32_t{0} << (bit + 1));
+          auto match = m && (key & (above | b)) == prefix(tl::_, tl::None);
+          auto below = tl::sum(match.to(tl::int32), 1);
+          auto up = k > below;
+          prefix = tl::where(up, prefix | b, prefix);
+          k = tl::where(up, k - below, k);
+        }
+        // The k-th key equal to the selected one, in position order.
+        auto eq = m && key == prefix(tl::_, tl::None);
+        auto nth = tl::cumsum(eq.to(tl::int32), 1);
+        auto pos = tl::min(tl::where(eq && nth == k(tl::_, tl::None), cols, N), 1).to(tl::int64);
+        tl::store(vals + rows, tl::load(x + (base + pos), rmask, 0), rmask);
+        tl::store(idx + rows, pos, rmask);
+      });
+  return k;
+}
+
+ValuesIndices select_rows(const Rows& rows, DType d, int64_t k) {
+  const int64_t O = rows.O, R = rows.R;
+  const Device device = rows.data.device();
+  ValuesIndices out{Tensor::empty({O, 1}, d, device), Tensor::empty({O, 1}, DType::i64, device)};
+  if (O == 0) return out;
+  const int64_t N = std::max<int64_t>(2, next_power_of_2(R));
+  // About 1024 keys a program (several short rows), 8 a thread: a program per row of 1024 keeps
+  // its counts within 4 warps.
+  const int64_t BR = std::min(std::max<int64_t>(1, 1024 / N), next_power_of_2(O));
+  const int warps = static_cast<int>(std::clamp<int64_t>(BR * N / 256, 1, 8));
+  select_rows_kernel()[{cdiv(O, BR)}](rows.data, out.values, out.indices, O, R, k, key_bits(d), static_cast<int>(BR),
+                                      static_cast<int>(N),
+                                      Options{.num_warps = device.is_cuda() ? warps : 1, .num_stages = 1, .device = device});
+  return out;
+}
+
+// The decided prefix and the rank left within it after passes 0 .. upto-1, from their counts
+// (counts[q * kBins + digit]; counts[passes * kBins]: the NaNs); n elements, the lower median.
+static std::pair<tl::tensor, tl::tensor> decided(const P& counts, const tl::i64& n, int bits, int upto, bool flt) {
+  auto n32 = n.to(tl::int32);
+  tl::tensor k = (n32 - 1) / 2 + 1;
+  if (flt && upto > 0) {
+    auto nans = tl::load(counts + passes(bits) * kBins);
+    k = tl::where(nans > 0, n32 - nans + 1, k);
+  }
+  tl::tensor prefix = tl::zeros({}, tl::int32);
+  for (int q = 0; q < upto; ++q) {
+    const Digit g = digit(bits, q);
+    auto bins = tl::arange(0, g.bins());
+    auto h = tl::load(counts + (q * kBins + bins));
+    auto cum = tl::cumsum(h, 0);
+    auto b = tl::sum((cum < k).to(tl::int32));  // the digit holding rank k
+    k = k - tl::sum(tl::where(bins < b, h, 0));
+    prefix = prefix | (b << g.lo);
+  }
+  return {prefix, k};
+}
+
+static Kernel& select_count_kernel() {
+  static Kernel k = tritium::kernel(
+      "select_count", [](P x, P counts, tl::i64 n, tl::i64 chunk, int BITS, int PASS, int BLOCK) {
+        const bool flt = is_float(x.element_ty());
+        const Digit g = digit(BITS, PASS);
+        auto prefix = decided(counts, n, BITS, PASS, flt).first;
+        auto start = tl::program_id(0).to(tl::int64) * chunk;
+        auto end = tl::minimum(start + chunk, n);
+        auto hist = tl::zeros({g.bins()}, tl::int32);
+        auto nans = tl::zeros({}, tl::int32);
+        for (auto off : tl::range(start, end, BLOCK)) {
+          auto i = off + tl::arange(0, BLOCK).to(tl::int64);
+          auto m = i < end;
+          auto v = tl::load(x + i, m, 0);
+          auto key = order_key(v, BITS, false);
+          auto sel = PASS == 0 ? m : m && (key & g.decided()) == prefix;
+          hist = hist + tl::histogram((key >> g.lo) & (g.bins() - 1), g.bins(), sel);
+          if (PASS == 0 && flt) nans = nans + tl::sum(((v != v) && m).to(tl::int32));
+        }
+        tl::atomic_add(counts + (PASS * kBins + tl::arange(0, g.bins())), hist, hist > 0);
+        if (PASS == 0 && flt) tl::atomic_add(counts + passes(BITS) * kBins, nans);
+      });
+  return k;
+}
+
+static Kernel& select_value_kernel() {
+  static Kernel k = tritium::kernel("select_value", [](P counts, P out, tl::i64 n, int BITS, int DT) {
+    const DType d = static_cast<DType>(DT);
+    auto key = decided(counts, n, BITS, passes(BITS), is_float(d)).first;
+    tl::store(out, key_value(key, d, BITS));
+  });
+  return k;
+}
+
+Tensor select_median_all(const Tensor& flat) {
+  const DType d = flat.dtype();
+  const Device device = flat.device();
+  const int64_t n = flat.numel();
+  const int bits = key_bits(d);
+  Tensor counts = zeros({passes(bits) * kBins + 1}, DType::i32, device);
+  Tensor out = Tensor::empty({}, d, device);
+  // Programs of whole blocks, no more than fill the device: each adds its counts once per pass.
+  const int64_t block = 1024;
+  const int64_t programs = std::clamp<int64_t>(reduce_device(device).fill, 1, cdiv(n, block));
+  const int64_t chunk = cdiv(cdiv(n, programs), block) * block;
+  const Options opt{.num_warps = device.is_cuda() ? 4 : 1, .num_stages = 1, .device = device};
+  for (int q = 0; q < passes(bits); ++q)
+    select_count_kernel()[{cdiv(n, chunk)}](flat, counts, n, chunk, bits, q, static_cast<int>(block), opt);
+  select_value_kernel()[{1}](counts, out, n, bits, static_cast<int>(d), opt);
+  return out;
+}
+
+}  // namespace tritium::ops::detail

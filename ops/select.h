@@ -1,0 +1,26 @@
+// k-th smallest element by radix selection (ops/select.cpp), under ops/sort.h's kthvalue and
+// median: the element's order-preserving integer key is narrowed digit by digit (counting, never
+// sorting), as PyTorch's CUDA kthvalue/median (aten/src/ATen/native/cuda/SortingRadixSelect.cuh).
+#pragma once
+#include "ops/reduce_rows.h"
+#include "ops/reduce_stats.h"
+
+namespace tritium::ops::detail {
+
+// Whether select_rows takes rows of R elements of dtype d (else the sort does): dtypes of at most
+// 32 bits but fp8, rows that fit one program's registers.
+bool row_selectable(DType d, int64_t R);
+
+// The k-th smallest (1-based, NaN largest) of each row of `rows` (elements of dtype d on device),
+// or with k = 0 the lower median (a row holding NaN: its first NaN). [O, 1] values and i64
+// indices; ties give the k-th in position order (torch.sort(stable=True)'s k-th).
+ValuesIndices select_rows(const Rows& rows, DType d, int64_t k);
+
+// Whether select_median_all takes n contiguous elements of dtype d.
+bool all_selectable(DType d, int64_t n);
+
+// The lower median of the n contiguous elements of flat (NaN if any is NaN), a 0-dim tensor;
+// several programs count digit histograms into a small global array, no host sync.
+Tensor select_median_all(const Tensor& flat);
+
+}  // namespace tritium::ops::detail
