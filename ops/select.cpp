@@ -105,7 +105,7 @@ bool row_selectable(DType d, int64_t R) { return key_bits(d) > 0 && R <= kRowMax
 
 bool all_selectable(DType d, int64_t n) { return key_bits(d) > 0 && n < (int64_t{1} << 31); }
 
-static Kernel& select_rows_kernel() {
+Kernel& select_rows_kernel() {
   static Kernel k = tritium::kernel(
       "select_rows", [](P x, P vals, P idx, tl::i64 O, tl::i64 R, tl::i64 K, int BITS, int BR, int N) {
         auto rows = tl::program_id(0).to(tl::int64) * BR + tl::arange(0, BR).to(tl::int64);
@@ -185,7 +185,7 @@ static std::pair<tl::tensor, tl::tensor> decided(const P& counts, const tl::i64&
   return {prefix, k};
 }
 
-static Kernel& select_count_kernel() {
+Kernel& select_count_kernel() {
   static Kernel k = tritium::kernel(
       "select_count", [](P x, P counts, tl::i64 n, tl::i64 chunk, int BITS, int PASS, int BLOCK) {
         const bool flt = is_float(x.element_ty());
@@ -210,7 +210,7 @@ static Kernel& select_count_kernel() {
   return k;
 }
 
-static Kernel& select_value_kernel() {
+Kernel& select_value_kernel() {
   static Kernel k = tritium::kernel("select_value", [](P counts, P out, tl::i64 n, int BITS, int DT) {
     const DType d = static_cast<DType>(DT);
     auto key = decided(counts, n, BITS, passes(BITS), is_float(d)).first;

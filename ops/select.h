@@ -2,6 +2,7 @@
 // median: the element's order-preserving integer key is narrowed digit by digit (counting, never
 // sorting), as PyTorch's CUDA kthvalue/median (aten/src/ATen/native/cuda/SortingRadixSelect.cuh).
 #pragma once
+#include "dsl/kernel.h"
 #include "ops/reduce_rows.h"
 #include "ops/reduce_stats.h"
 
@@ -22,5 +23,12 @@ bool all_selectable(DType d, int64_t n);
 // The lower median of the n contiguous elements of flat (NaN if any is NaN), a 0-dim tensor;
 // several programs count digit histograms into a small global array, no host sync.
 Tensor select_median_all(const Tensor& flat);
+
+// The kernels (tests compile them for the GPU without one). select_rows: (x, values, indices, O,
+// R, k, BITS, BR, N); select_count: (x, counts, n, chunk, BITS, PASS, BLOCK) adds pass PASS's
+// digit counts; select_value: (counts, out, n, BITS, dtype) stores the median.
+Kernel& select_rows_kernel();
+Kernel& select_count_kernel();
+Kernel& select_value_kernel();
 
 }  // namespace tritium::ops::detail

@@ -14,6 +14,7 @@
 #include "cuda_codegen_check.h"
 #include "ir/ir.h"
 #include "ops/reduce_kernels.h"
+#include "ops/select.h"
 
 namespace cuda = tritium::jit::cuda;
 using tritium::DType;
@@ -154,6 +155,39 @@ BOOST_AUTO_TEST_CASE(sort_block_through_layouts) {
     BOOST_TEST(body.find("tt_scratch_cta +") == std::string::npos, c.what << ": a buffer in global scratch");
     BOOST_TEST(body.find("tt_tc0") != std::string::npos, c.what << ": not the layout generator's thread coordinates");
     BOOST_TEST(tritium::test::occurrences(body, "__syncthreads") <= 40u, c.what);
+  }
+}
+
+// Radix selection (ops/select.cpp) through the element-loop generator: select_rows for a row of
+// 1024 f32 (4 warps, 32 one-bit counts) and 4 rows of 256 bf16; the median's digit passes (a
+// histogram in shared memory, atomics once per bin) and its last one-program launch. No buffer in
+// global scratch (a register block of the row must stay in registers).
+BOOST_AUTO_TEST_CASE(radix_select) {
+  if (!nvrtc_or_skip()) return;
+  namespace od = tritium::ops::detail;
+  auto check = tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).warps(4);
+  std::vector<std::pair<std::string, cuda::KernelSource>> cases;
+  cases.emplace_back("select_rows bf16 4 x 256",
+                     tritium::test::compile_cuda(od::select_rows_kernel(), check.named("select_rows bf16"),
+                                                 addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), addr<int64_t>(2),
+                                                 int64_t(1000), int64_t(200), int64_t(7), 16, 4, 256));
+  cases.emplace_back("select_rows f32 1024", tritium::test::compile_cuda(od::select_rows_kernel(), check.named("select_rows f32"),
+                                                                         addr<float>(0), addr<float>(1), addr<int64_t>(2),
+                                                                         int64_t(1024), int64_t(1024), int64_t(0), 32, 1, 1024));
+  for (int pass : {0, 3})
+    cases.emplace_back("select_count f32 pass " + std::to_string(pass),
+                       tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count f32"), addr<float>(0),
+                                                   addr<int32_t>(1), int64_t(1) << 20, int64_t(2048), 32, pass, 1024));
+  cases.emplace_back("select_count f16 pass 2",
+                     tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count f16"),
+                                                 addr<tritium::f16_t>(0), addr<int32_t>(1), int64_t(1) << 20, int64_t(2048),
+                                                 19, 2, 1024));
+  cases.emplace_back("select_value bf16",
+                     tritium::test::compile_cuda(od::select_value_kernel(), check.named("select_value bf16"), addr<int32_t>(0),
+                                                 addr<tritium::bf16_t>(1), int64_t(1) << 20, 16, d(DType::bf16)));
+  for (const auto& [what, ks] : cases) {
+    const std::string body = tritium::test::kernel_body(ks);
+    BOOST_TEST(body.find("tt_scratch_cta +") == std::string::npos, what << ": a buffer in global scratch");
   }
 }
 
