@@ -108,39 +108,53 @@ bool all_selectable(DType d, int64_t n) { return key_bits(d) > 0 && n < (int64_t
 Kernel& select_rows_kernel() {
   static Kernel k = tritium::kernel(
       "select_rows", [](P x, P vals, P idx, tl::i64 O, tl::i64 R, tl::i64 K, int BITS, int BR, int N) {
-        auto rows = tl::program_id(0).to(tl::int64) * BR + tl::arange(0, BR).to(tl::int64);
-        auto cols = tl::arange(0, N);
+        // BR rows of N keys ([BR, N] blocks, per-row values [BR]); one row (BR = 1): [N] keys and
+        // scalars per row, which the GPU keeps in every thread's registers (a [1] block lived in
+        // shared memory, one thread updating it between barriers, at every one of the BITS steps).
+        const bool one = BR == 1;
+        auto per_row = [&](const tl::tensor& t) { return one ? t : t(tl::_, tl::None); };
+        auto row_sum = [&](const tl::tensor& t) { return one ? tl::sum(t) : tl::sum(t, 1); };
+        auto pid = tl::program_id(0).to(tl::int64);
+        auto rows = one ? pid : pid * BR + tl::arange(0, BR).to(tl::int64);
+        auto cols = one ? tl::arange(0, N) : tl::arange(0, N)(tl::None, tl::_);
         auto rmask = rows < O;
-        auto m = rmask(tl::_, tl::None) && cols(tl::None, tl::_) < R;
+        auto m = per_row(rmask) && cols < R;
         auto base = rows * R;
-        auto v = tl::load(x + (base(tl::_, tl::None) + cols(tl::None, tl::_)), m, 0);
-        auto key = order_key(v, BITS, true);
+        auto v = tl::load(x + (per_row(base) + cols), m, 0);
+        // Padding keys are all ones: never counted below (a count needs the decided bit 0), so
+        // the counts need no mask.
+        auto key = tl::where(m, order_key(v, BITS, true), -1);
         // The rank sought (1-based): K, or the lower median's unless the row holds NaN, then the
         // first NaN's (NaN is the largest key, so R - nans + 1).
         auto r32 = R.to(tl::int32);
-        tl::tensor k = tl::zeros({BR}, tl::int32) + K.to(tl::int32);
+        tl::tensor k = one ? K.to(tl::int32) : tl::zeros({BR}, tl::int32) + K.to(tl::int32);
         if (is_float(v.dtype())) {
-          auto nans = tl::sum(((v != v) && m).to(tl::int32), 1);
+          auto nans = row_sum(((v != v) && m).to(tl::int32));
           k = tl::where(k > 0, k, tl::where(nans > 0, r32 - nans + 1, (r32 - 1) / 2 + 1));
         } else {
           k = tl::where(k > 0, k, (r32 - 1) / 2 + 1);
         }
         // One bit a step from the top: the keys matching the decided bits with this bit 0 are the
         // candidates below; past them the bit is 1 and the rank drops by their count.
-        auto prefix = tl::zeros({BR}, tl::int32);
-        for (int bit = BITS - 1; bit >= 0; --bit) {
-          const int32_t b = static_cast<int32_t>(uint32_t{1} << bit);
-          const int32_t above = bit == 31 ? 0 : static_cast<int32_t>(~uint32_t{0} << (bit + 1));
-          auto match = m && (key & (above | b)) == prefix(tl::_, tl::None);
-          auto below = tl::sum(match.to(tl::int32), 1);
+        // A run-time loop: unrolled, each step recomputed the keys from the values (an inline
+        // value is evaluated at each use), 4416 SASS instructions for a row of 1024 on 4 warps.
+        tl::tensor prefix = one ? tl::zeros({}, tl::int32) : tl::zeros({BR}, tl::int32);
+        tl::tensor b = tl::full({}, static_cast<int32_t>(uint32_t{1} << (BITS - 1)), tl::int32);
+        tl::tensor above = tl::full({}, BITS == 32 ? 0 : static_cast<int32_t>(~uint32_t{0} << BITS), tl::int32);
+        for (auto step : tl::range(0, BITS)) {
+          (void)step;
+          auto below = row_sum(((key & (above | b)) == per_row(prefix)).to(tl::int32));
           auto up = k > below;
           prefix = tl::where(up, prefix | b, prefix);
           k = tl::where(up, k - below, k);
+          above = above | b;
+          b = (b >> 1) & 0x7fffffff;
         }
         // The k-th key equal to the selected one, in position order.
-        auto eq = m && key == prefix(tl::_, tl::None);
-        auto nth = tl::cumsum(eq.to(tl::int32), 1);
-        auto pos = tl::min(tl::where(eq && nth == k(tl::_, tl::None), cols, N), 1).to(tl::int64);
+        auto eq = m && key == per_row(prefix);
+        auto nth = tl::cumsum(eq.to(tl::int32), one ? 0 : 1);
+        auto hit = tl::where(eq && nth == per_row(k), cols, N);
+        auto pos = (one ? tl::min(hit) : tl::min(hit, 1)).to(tl::int64);
         tl::store(vals + rows, tl::load(x + (base + pos), rmask, 0), rmask);
         tl::store(idx + rows, pos, rmask);
       });
@@ -153,10 +167,13 @@ ValuesIndices select_rows(const Rows& rows, DType d, int64_t k) {
   ValuesIndices out{Tensor::empty({O, 1}, d, device), Tensor::empty({O, 1}, DType::i64, device)};
   if (O == 0) return out;
   const int64_t N = std::max<int64_t>(2, next_power_of_2(R));
-  // About 1024 keys a program (several short rows), 8 a thread: a program per row of 1024 keeps
-  // its counts within 4 warps.
+  // About 1024 keys a program (several short rows). Each of the BITS steps is a dependent chain
+  // (count, warp shuffles, one barrier), so few rows (under the device's fill) take 8 keys a
+  // thread, more warps for less latency; many rows 16 keys a thread, fewer warps for less work
+  // per row (each warp pays the shuffles and the barrier of every step).
   const int64_t BR = std::min(std::max<int64_t>(1, 1024 / N), next_power_of_2(O));
-  const int warps = static_cast<int>(std::clamp<int64_t>(BR * N / 256, 1, 8));
+  const int64_t per_thread = cdiv(O, BR) >= reduce_device(device).fill ? 16 : 8;
+  const int warps = static_cast<int>(std::clamp<int64_t>(BR * N / (32 * per_thread), 1, 8));
   select_rows_kernel()[{cdiv(O, BR)}](rows.data, out.values, out.indices, O, R, k, key_bits(d), static_cast<int>(BR),
                                       static_cast<int>(N),
                                       Options{.num_warps = device.is_cuda() ? warps : 1, .num_stages = 1, .device = device});
