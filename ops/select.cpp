@@ -101,10 +101,6 @@ int passes(int bits) { return (bits + kDigitBits - 1) / kDigitBits; }
 
 }  // namespace
 
-bool row_selectable(DType d, int64_t R) { return key_bits(d) > 0 && R <= kRowMax; }
-
-bool all_selectable(DType d, int64_t n) { return key_bits(d) > 0 && n < (int64_t{1} << 31); }
-
 Kernel& select_rows_kernel() {
   static Kernel k = tritium::kernel(
       "select_rows", [](P x, P vals, P idx, tl::i64 O, tl::i64 R, tl::i64 K, int BITS, int BR, int N) {
@@ -161,7 +157,7 @@ Kernel& select_rows_kernel() {
   return k;
 }
 
-ValuesIndices select_rows(const Rows& rows, DType d, int64_t k) {
+static ValuesIndices select_in_registers(const Rows& rows, DType d, int64_t k) {
   const int64_t O = rows.O, R = rows.R;
   const Device device = rows.data.device();
   ValuesIndices out{Tensor::empty({O, 1}, d, device), Tensor::empty({O, 1}, DType::i64, device)};
@@ -180,60 +176,182 @@ ValuesIndices select_rows(const Rows& rows, DType d, int64_t k) {
   return out;
 }
 
-// The decided prefix and the rank left within it after passes 0 .. upto-1, from their counts
-// (counts[q * kBins + digit]; counts[passes * kBins]: the NaNs); n elements, the lower median.
-static std::pair<tl::tensor, tl::tensor> decided(const P& counts, const tl::i64& n, int bits, int upto, bool flt) {
-  auto n32 = n.to(tl::int32);
-  tl::tensor k = (n32 - 1) / 2 + 1;
-  if (flt && upto > 0) {
+// Counts of the digit passes, per row: [passes * kBins] digit counts then the row's NaN count.
+int count_stride(int bits) { return passes(bits) * kBins + 1; }
+
+// The rank sought in a row of R (1-based): K, or with K = 0 the lower median's unless the row
+// holds NaN (counted in pass 0), then the first NaN's (NaN is the largest key: R - nans + 1).
+static tl::tensor rank_sought(const P& counts, const tl::i64& R, const tl::i64& K, int bits, bool flt) {
+  auto r32 = R.to(tl::int32);
+  tl::tensor k = (r32 - 1) / 2 + 1;
+  if (flt) {
     auto nans = tl::load(counts + passes(bits) * kBins);
-    k = tl::where(nans > 0, n32 - nans + 1, k);
+    k = tl::where(nans > 0, r32 - nans + 1, k);
   }
+  return tl::where(K > 0, K.to(tl::int32), k);
+}
+
+// The decided prefix and the rank left within it after passes 0 .. upto-1 of one row, from its
+// counts (each pass: the digit holding the rank, by a cumsum of its bins).
+static std::pair<tl::tensor, tl::tensor> decided(const P& counts, const tl::i64& R, const tl::i64& K, int bits, int upto,
+                                                 bool flt) {
+  tl::tensor k = rank_sought(counts, R, K, bits, flt);
   tl::tensor prefix = tl::zeros({}, tl::int32);
   for (int q = 0; q < upto; ++q) {
     const Digit g = digit(bits, q);
     auto bins = tl::arange(0, g.bins());
     auto h = tl::load(counts + (q * kBins + bins));
     auto cum = tl::cumsum(h, 0);
-    auto b = tl::sum((cum < k).to(tl::int32));  // the digit holding rank k
+    auto b = tl::sum((cum < k).to(tl::int32));
     k = k - tl::sum(tl::where(bins < b, h, 0));
     prefix = prefix | (b << g.lo);
   }
   return {prefix, k};
 }
 
+// A program's (row, chunk) of a grid of O * nchunks (32-bit division: fewer than 2^31 programs).
+static std::pair<tl::tensor, tl::tensor> row_and_chunk(const tl::i64& nchunks) {
+  auto pid = tl::program_id(0);
+  auto nc = nchunks.to(tl::int32);
+  return {(pid / nc).to(tl::int64), (pid % nc).to(tl::int64)};
+}
+
 Kernel& select_count_kernel() {
   static Kernel k = tritium::kernel(
-      "select_count", [](P x, P counts, tl::i64 n, tl::i64 chunk, int BITS, int PASS, int BLOCK) {
+      "select_count", [](P x, P counts, tl::i64 R, tl::i64 K, tl::i64 chunk, tl::i64 nchunks, int BITS, int PASS,
+                         bool MERGE_ZERO, int BLOCK) {
         const bool flt = is_float(x.element_ty());
         const Digit g = digit(BITS, PASS);
-        auto prefix = decided(counts, n, BITS, PASS, flt).first;
-        auto start = tl::program_id(0).to(tl::int64) * chunk;
-        auto end = tl::minimum(start + chunk, n);
+        auto [row, c] = row_and_chunk(nchunks);
+        auto crow = counts + row * count_stride(BITS);
+        auto prefix = decided(crow, R, K, BITS, PASS, flt).first;
+        auto xrow = x + row * R;
+        auto start = c * chunk;
+        auto end = tl::minimum(start + chunk, R);
         auto hist = tl::zeros({g.bins()}, tl::int32);
         auto nans = tl::zeros({}, tl::int32);
         for (auto off : tl::range(start, end, BLOCK)) {
           auto i = off + tl::arange(0, BLOCK).to(tl::int64);
           auto m = i < end;
-          auto v = tl::load(x + i, m, 0);
-          auto key = order_key(v, BITS, false);
+          auto v = tl::load(xrow + i, m, 0);
+          auto key = order_key(v, BITS, MERGE_ZERO);
           auto sel = PASS == 0 ? m : m && (key & g.decided()) == prefix;
           hist = hist + tl::histogram((key >> g.lo) & (g.bins() - 1), g.bins(), sel);
           if (PASS == 0 && flt) nans = nans + tl::sum(((v != v) && m).to(tl::int32));
         }
-        tl::atomic_add(counts + (PASS * kBins + tl::arange(0, g.bins())), hist, hist > 0);
-        if (PASS == 0 && flt) tl::atomic_add(counts + passes(BITS) * kBins, nans);
+        tl::atomic_add(crow + (PASS * kBins + tl::arange(0, g.bins())), hist, hist > 0);
+        if (PASS == 0 && flt) tl::atomic_add(crow + passes(BITS) * kBins, nans);
       });
   return k;
 }
 
 Kernel& select_value_kernel() {
-  static Kernel k = tritium::kernel("select_value", [](P counts, P out, tl::i64 n, int BITS, int DT) {
+  static Kernel k = tritium::kernel("select_value", [](P counts, P out, tl::i64 R, int BITS, int DT) {
     const DType d = static_cast<DType>(DT);
-    auto key = decided(counts, n, BITS, passes(BITS), is_float(d)).first;
+    auto key = decided(counts, R, tl::i64(tl::zeros({}, tl::int64)), BITS, passes(BITS), is_float(d)).first;
     tl::store(out, key_value(key, d, BITS));
   });
   return k;
+}
+
+Kernel& select_find_kernel() {
+  static Kernel k = tritium::kernel(
+      "select_find", [](P x, P counts, P found, tl::i64 R, tl::i64 K, tl::i64 chunk, tl::i64 nchunks, int BITS, int BLOCK) {
+        auto [row, c] = row_and_chunk(nchunks);
+        auto key_sel = decided(counts + row * count_stride(BITS), R, K, BITS, passes(BITS), is_float(x.element_ty())).first;
+        auto xrow = x + row * R;
+        auto start = c * chunk;
+        auto end = tl::minimum(start + chunk, R);
+        auto n = tl::zeros({}, tl::int32);
+        for (auto off : tl::range(start, end, BLOCK)) {
+          auto i = off + tl::arange(0, BLOCK).to(tl::int64);
+          auto m = i < end;
+          n = n + tl::sum((m && order_key(tl::load(xrow + i, m, 0), BITS, true) == key_sel).to(tl::int32));
+        }
+        tl::store(found + (row * nchunks + c), n);
+      });
+  return k;
+}
+
+Kernel& select_index_kernel() {
+  static Kernel k = tritium::kernel(
+      "select_index", [](P x, P counts, P found, P vals, P idx, tl::i64 R, tl::i64 K, tl::i64 chunk, tl::i64 nchunks,
+                         int BITS, int NC, int BLOCK) {
+        auto row = tl::program_id(0).to(tl::int64);
+        auto [key_sel, j] = decided(counts + row * count_stride(BITS), R, K, BITS, passes(BITS), is_float(x.element_ty()));
+        // The chunk holding the j-th selected key in position order, and j within it.
+        auto cs = tl::arange(0, NC);
+        auto f = tl::load(found + (row * nchunks + cs), cs < nchunks, 0);
+        auto cum = tl::cumsum(f, 0);
+        auto c = tl::sum((cum < j).to(tl::int32));
+        j = j - tl::sum(tl::where(cs < c, f, 0));
+        auto xrow = x + row * R;
+        auto start = c.to(tl::int64) * chunk;
+        auto end = tl::minimum(start + chunk, R);
+        auto seen = tl::zeros({}, tl::int32);
+        auto pos = tl::zeros({}, tl::int64) + R;
+        for (auto off : tl::range(start, end, BLOCK)) {
+          auto i = off + tl::arange(0, BLOCK).to(tl::int64);
+          auto m = i < end;
+          auto eq = m && order_key(tl::load(xrow + i, m, 0), BITS, true) == key_sel;
+          auto nth = tl::cumsum(eq.to(tl::int32), 0) + seen;
+          pos = tl::minimum(pos, tl::min(tl::where(eq && nth == j, i, R)));
+          seen = seen + tl::sum(eq.to(tl::int32));
+        }
+        tl::store(vals + row, tl::load(xrow + pos));
+        tl::store(idx + row, pos);
+      });
+  return k;
+}
+
+namespace {
+
+// Chunks of whole blocks for O rows of R, no more programs than fill the device (each adds its
+// counts once a pass) and at most kMaxChunks a row.
+constexpr int64_t kBlock = 1024, kMaxChunks = 1024;
+int64_t chunk_of(int64_t O, int64_t R, const Device& device) {
+  const int64_t per_row = std::clamp<int64_t>(reduce_device(device).fill / std::max<int64_t>(O, 1), 1,
+                                              std::min(kMaxChunks, cdiv(R, kBlock)));
+  return cdiv(cdiv(R, per_row), kBlock) * kBlock;
+}
+
+Options select_options(const Device& device) {
+  return Options{.num_warps = device.is_cuda() ? 4 : 1, .num_stages = 1, .device = device};
+}
+
+// The digit passes over O rows of R (counts zeroed first): [O, count_stride] i32 counts.
+Tensor count_digits(const Tensor& data, int64_t O, int64_t R, int64_t k, int bits, bool merge_zero, int64_t chunk) {
+  const Device device = data.device();
+  Tensor counts = zeros({O, count_stride(bits)}, DType::i32, device);
+  const int64_t nchunks = cdiv(R, chunk);
+  for (int q = 0; q < passes(bits); ++q)
+    select_count_kernel()[{O * nchunks}](data, counts, R, k, chunk, nchunks, bits, q, merge_zero,
+                                         static_cast<int>(kBlock), select_options(device));
+  return counts;
+}
+
+}  // namespace
+
+bool row_selectable(DType d, int64_t R) { return key_bits(d) > 0 && R < (int64_t{1} << 31); }
+
+bool all_selectable(DType d, int64_t n) { return key_bits(d) > 0 && n < (int64_t{1} << 31); }
+
+ValuesIndices select_rows(const Rows& rows, DType d, int64_t k) {
+  const int64_t O = rows.O, R = rows.R;
+  if (R <= kRowMax) return select_in_registers(rows, d, k);
+  const Device device = rows.data.device();
+  ValuesIndices out{Tensor::empty({O, 1}, d, device), Tensor::empty({O, 1}, DType::i64, device)};
+  if (O == 0) return out;
+  const int bits = key_bits(d);
+  const int64_t chunk = chunk_of(O, R, device), nchunks = cdiv(R, chunk);
+  Tensor counts = count_digits(rows.data, O, R, k, bits, true, chunk);
+  Tensor found = Tensor::empty({O, nchunks}, DType::i32, device);
+  select_find_kernel()[{O * nchunks}](rows.data, counts, found, R, k, chunk, nchunks, bits, static_cast<int>(kBlock),
+                                      select_options(device));
+  select_index_kernel()[{O}](rows.data, counts, found, out.values, out.indices, R, k, chunk, nchunks, bits,
+                             static_cast<int>(std::max<int64_t>(2, next_power_of_2(nchunks))), static_cast<int>(kBlock),
+                             select_options(device));
+  return out;
 }
 
 Tensor select_median_all(const Tensor& flat) {
@@ -241,16 +359,9 @@ Tensor select_median_all(const Tensor& flat) {
   const Device device = flat.device();
   const int64_t n = flat.numel();
   const int bits = key_bits(d);
-  Tensor counts = zeros({passes(bits) * kBins + 1}, DType::i32, device);
   Tensor out = Tensor::empty({}, d, device);
-  // Programs of whole blocks, no more than fill the device: each adds its counts once per pass.
-  const int64_t block = 1024;
-  const int64_t programs = std::clamp<int64_t>(reduce_device(device).fill, 1, cdiv(n, block));
-  const int64_t chunk = cdiv(cdiv(n, programs), block) * block;
-  const Options opt{.num_warps = device.is_cuda() ? 4 : 1, .num_stages = 1, .device = device};
-  for (int q = 0; q < passes(bits); ++q)
-    select_count_kernel()[{cdiv(n, chunk)}](flat, counts, n, chunk, bits, q, static_cast<int>(block), opt);
-  select_value_kernel()[{1}](counts, out, n, bits, static_cast<int>(d), opt);
+  Tensor counts = count_digits(flat, 1, n, 0, bits, false, chunk_of(1, n, device));
+  select_value_kernel()[{1}](counts, out, n, bits, static_cast<int>(d), select_options(device));
   return out;
 }
 

@@ -9,12 +9,15 @@
 namespace tritium::ops::detail {
 
 // Whether select_rows takes rows of R elements of dtype d (else the sort does): dtypes of at most
-// 32 bits but fp8, rows that fit one program's registers.
+// 32 bits but fp8 (64-bit keys are not written yet), rows under 2^31.
 bool row_selectable(DType d, int64_t R);
 
 // The k-th smallest (1-based, NaN largest) of each row of `rows` (elements of dtype d on device),
 // or with k = 0 the lower median (a row holding NaN: its first NaN). [O, 1] values and i64
-// indices; ties give the k-th in position order (torch.sort(stable=True)'s k-th).
+// indices; ties give the k-th in position order (torch.sort(stable=True)'s k-th). Rows of up to
+// 4096 are one program's registers (one launch); longer rows go through the digit passes of
+// select_median_all per row, then a pass that counts each chunk's elements equal to the selected
+// one and a program per row that finds the k-th of them.
 ValuesIndices select_rows(const Rows& rows, DType d, int64_t k);
 
 // Whether select_median_all takes n contiguous elements of dtype d.
@@ -25,10 +28,15 @@ bool all_selectable(DType d, int64_t n);
 Tensor select_median_all(const Tensor& flat);
 
 // The kernels (tests compile them for the GPU without one). select_rows: (x, values, indices, O,
-// R, k, BITS, BR, N); select_count: (x, counts, n, chunk, BITS, PASS, BLOCK) adds pass PASS's
-// digit counts; select_value: (counts, out, n, BITS, dtype) stores the median.
+// R, k, BITS, BR, N); select_count: (x, counts, R, k, chunk, nchunks, BITS, PASS, MERGE_ZERO,
+// BLOCK) adds pass PASS's digit counts of each (row, chunk); select_value: (counts, out, n, BITS,
+// dtype) stores the median of one row from its counts; select_find: (x, counts, found, R, k, chunk,
+// nchunks, BITS, BLOCK) counts each chunk's selected keys; select_index: (x, counts, found, values,
+// indices, R, k, chunk, nchunks, BITS, NC, BLOCK) a program per row.
 Kernel& select_rows_kernel();
 Kernel& select_count_kernel();
 Kernel& select_value_kernel();
+Kernel& select_find_kernel();
+Kernel& select_index_kernel();
 
 }  // namespace tritium::ops::detail

@@ -159,9 +159,10 @@ BOOST_AUTO_TEST_CASE(sort_block_through_layouts) {
 }
 
 // Radix selection (ops/select.cpp) through the element-loop generator: select_rows for a row of
-// 1024 f32 (4 warps, 32 one-bit counts) and 4 rows of 256 bf16; the median's digit passes (a
-// histogram in shared memory, atomics once per bin) and its last one-program launch. No buffer in
-// global scratch (a register block of the row must stay in registers).
+// 1024 f32 (4 warps, 32 one-bit counts) and 4 rows of 256 bf16; the digit passes (a histogram in
+// shared memory, atomics once per bin), the median's one-program launch, and for long rows the
+// chunk counts of the selected key and the program per row that finds its index. No buffer in
+// global scratch.
 BOOST_AUTO_TEST_CASE(radix_select) {
   if (!nvrtc_or_skip()) return;
   namespace od = tritium::ops::detail;
@@ -177,11 +178,21 @@ BOOST_AUTO_TEST_CASE(radix_select) {
   for (int pass : {0, 3})
     cases.emplace_back("select_count f32 pass " + std::to_string(pass),
                        tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count f32"), addr<float>(0),
-                                                   addr<int32_t>(1), int64_t(1) << 20, int64_t(2048), 32, pass, 1024));
+                                                   addr<int32_t>(1), int64_t(1) << 20, int64_t(0), int64_t(2048), int64_t(512), 32,
+                                                   pass, false, 1024));
   cases.emplace_back("select_count f16 pass 2",
                      tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count f16"),
-                                                 addr<tritium::f16_t>(0), addr<int32_t>(1), int64_t(1) << 20, int64_t(2048),
-                                                 19, 2, 1024));
+                                                 addr<tritium::f16_t>(0), addr<int32_t>(1), int64_t(100000), int64_t(7),
+                                                 int64_t(4096), int64_t(25), 19, 2, true, 1024));
+  cases.emplace_back("select_find f32",
+                     tritium::test::compile_cuda(od::select_find_kernel(), check.named("select_find f32"), addr<float>(0),
+                                                 addr<int32_t>(1), addr<int32_t>(2), int64_t(100000), int64_t(0),
+                                                 int64_t(4096), int64_t(25), 32, 1024));
+  cases.emplace_back("select_index bf16",
+                     tritium::test::compile_cuda(od::select_index_kernel(), check.named("select_index bf16"),
+                                                 addr<tritium::bf16_t>(0), addr<int32_t>(1), addr<int32_t>(2),
+                                                 addr<tritium::bf16_t>(3), addr<int64_t>(4), int64_t(100000), int64_t(0),
+                                                 int64_t(4096), int64_t(25), 16, 32, 1024));
   cases.emplace_back("select_value bf16",
                      tritium::test::compile_cuda(od::select_value_kernel(), check.named("select_value bf16"), addr<int32_t>(0),
                                                  addr<tritium::bf16_t>(1), int64_t(1) << 20, 16, d(DType::bf16)));

@@ -376,6 +376,37 @@ BOOST_AUTO_TEST_CASE(radix_select_rows) {
         }
       }
     }
+    // Rows over 4096: the digit passes per row over chunks (an H100's plan: many chunks a row),
+    // then the chunk counts of the selected key and the k-th of them; along dim 0 too.
+    {
+      ops::detail::ScopedReduceDevice gpu(ops::detail::ReduceDevice::cuda(132));
+      for (DType dt : {DType::f32, DType::bf16, DType::i16}) {
+        const ou::Shape shape{3, 10007};
+        std::vector<float> f = tied_values(static_cast<size_t>(ou::numel(shape)), 142, tritium::is_float(dt));
+        if (!tritium::is_float(dt))
+          for (float& e : f) e = e * 100;
+        // Row 1 without NaN (the plain lower median), the others with.
+        for (size_t i = 10007; i < 20014; ++i)
+          if (f[i] != f[i]) f[i] = 1.0f;
+        Tensor x = ops::to_dtype(Tensor::from_vector(f, shape), dt);
+        auto v = ou::values(x);
+        std::string what = std::string("rows of 10007 ") + tritium::dtype_name(dt);
+        auto m = ops::median(x, 1);
+        Ref mr = kth_ref(v, shape, 1, 0);
+        check_exact(m.values, mr.values, "median " + what);
+        check_exact(m.indices, mr.indices, "median indices " + what);
+        for (int64_t k : {int64_t(1), int64_t(777), int64_t(5004), int64_t(10007)}) {
+          auto r = ops::kthvalue(x, k, 1);
+          Ref kr = kth_ref(v, shape, 1, k);
+          check_exact(r.values, kr.values, "kthvalue k=" + std::to_string(k) + " " + what);
+          check_exact(r.indices, kr.indices, "kthvalue indices k=" + std::to_string(k) + " " + what);
+        }
+        Tensor t = x.as_strided({10007, 3}, {1, 10007}, 0);
+        auto mt = ops::median(t, 0);
+        check_exact(mt.values, mr.values, "median along dim 0 of " + what);
+        check_exact(mt.indices, mr.indices, "median indices along dim 0 of " + what);
+      }
+    }
     // Bit-exact values: -0.0 stays -0.0 (read back at the index).
     Tensor z = Tensor::from_vector<float>({0.0f, -0.0f, 1.0f, -0.0f, -1.0f}, {1, 5});
     auto rz = ops::kthvalue(z, 3, 1);  // -1, then 0.0, -0.0, -0.0 in position order

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
            : select ? od::select_rows_kernel().optimized_function(fake<float>(0), fake<float>(1), fake<int64_t>(2),
                                                                   int64_t{1} << 10, int64_t{n}, int64_t{0}, 32, 1, n)
            : count  ? od::select_count_kernel().optimized_function(fake<float>(0), fake<int32_t>(1), int64_t{1} << 20,
-                                                                   int64_t{2048}, 32, 0, n)
+                                                                   int64_t{0}, int64_t{2048}, int64_t{512}, 32, 0, false, n)
                     : k.optimized_function(fake<float>(0), fake<float>(1), n);
   if (tritium::jit::contract_multiply_add(*f)) tritium::jit::eliminate_dead_code(*f);
   tritium::jit::CompileOptions opts;
