@@ -1,21 +1,23 @@
-// Radix selection (ops/select.h). Each element maps to a key: an i32 whose unsigned order is the
-// value's order, in its low BITS bits (floats through their bits with negatives' magnitude bits
-// flipped, every NaN the largest key; signed integers offset by 2^(BITS-1); bf16 and f16 keep only
-// the bits their f32 image uses: 16 and 19). The k-th smallest key is found from the top bit down
-// by counting keys, never by sorting.
-//  - Rows (`select_rows`): one program holds BR rows of up to kRowMax keys in registers and decides
-//    one bit a step (BITS steps of one masked count per row, a block reduction each); then a
-//    cumsum over the keys equal to the selected one finds the k-th of them in position order (the
-//    stable sort's k-th, which tests/test_ops_sort.cpp pins), and the value is read back at that
-//    index (bit-exact: -0.0 and NaN payloads kept; -0.0 and 0.0 are one key there, as the sort).
-//  - All elements (`select_median_all`): 8-bit digits, a pass each (4 for f32, 2 for bf16): a
-//    grid of programs counts the digits of its chunk's elements still matching the selected
-//    prefix with tl::histogram and adds them to a global [passes, 256] i32 array with atomics.
-//    Every program of the next pass (and the one program of the last launch) re-derives the
-//    prefix and the remaining rank from the earlier passes' counts (a 256-wide cumsum each), so
-//    the selection's state never goes through the host. The value is rebuilt from the key
-//    (-0.0 below 0.0 there, as PyTorch's CUDA radix select). Pass 0 also counts NaNs: any NaN
-//    makes the median NaN (torch.median's rule), by selecting the first NaN's rank.
+// Radix selection (ops/select.h; docs/ops.md, "Radix selection"). Each element maps to a key: an
+// i32 whose unsigned order is the value's order, in its low BITS bits (floats through their bits
+// with negatives' magnitude bits flipped, every NaN the largest key; signed integers offset by
+// 2^(BITS-1); bf16 and f16 keep only the bits their f32 image uses: 16 and 19). The k-th smallest
+// key is found from the top bit down by counting keys, never by sorting.
+//  - Rows of up to kRowMax (`select_rows`): a program holds its row's keys (or BR short rows') in
+//    registers and decides one bit a step (BITS steps of one count per row, a block reduction
+//    each); then a cumsum over the keys equal to the selected one finds the k-th of them in
+//    position order (the stable sort's k-th, which tests/test_ops_sort.cpp pins), and the value is
+//    read back at that index (bit-exact: -0.0 and NaN payloads kept; -0.0 and 0.0 are one key
+//    there, as the sort).
+//  - Digit passes (`select_count`; the median of all elements, rows over kRowMax): 8-bit digits,
+//    a launch each (4 for f32, 2 for bf16): a grid of (row, chunk) programs counts the digits of
+//    its chunk's keys still matching the decided prefix with tl::histogram and adds them to the
+//    row's global counts with atomics. Every program of the next pass (and of the launches after)
+//    re-derives the prefix and the remaining rank from the earlier passes' counts (a 256-wide
+//    cumsum each), so the selection's state never goes through the host. The median of all
+//    elements rebuilds its value from the key (-0.0 below 0.0 there, as PyTorch's CUDA radix
+//    select); rows find the index of the k-th selected key (chunk counts, then a scan). Pass 0
+//    also counts NaNs: a median over NaN selects the first NaN's rank (torch.median's rule).
 #include "ops/select.h"
 
 #include <algorithm>

@@ -16,8 +16,8 @@
 // distinct: the order is total, ties keep their positions (stable), NaN and -0.0 land where
 // PyTorch puts them, and the values are read back at the sorted positions. topk and kthvalue on
 // such rows keep only the k first keys of tl::topk (a bitonic selection), not a full sort.
-// topk selects from the sorted rows; kthvalue and median do where radix selection
-// (ops/select.h) does not take the rows (over 4096 elements, 64-bit or fp8 dtypes).
+// topk selects from the sorted rows; kthvalue and median do only where radix selection
+// (ops/select.h) does not take the dtype (64-bit, fp8) or the input is 0-dim.
 #include "ops/sort.h"
 
 #include <algorithm>
@@ -274,13 +274,13 @@ ValuesIndices reshaped(ValuesIndices r, const Shape& shape) {
 }
 
 // kthvalue / median (k = 0) of the rows along dim by radix selection (ops/select.h), [O]
-// contiguous values and indices; nullopt where the rows are too long or the dtype is 64-bit or
-// fp8 (then the sort's k-th column).
+// contiguous values and indices; nullopt for 64-bit and fp8 dtypes (then the sort's k-th column).
 std::optional<ValuesIndices> selected(const Tensor& x, int dim, int64_t k) {
   if (x.dim() == 0) return std::nullopt;  // the sort's path keeps the 0-dim shapes
   if (!detail::row_selectable(x.dtype(), x.size(dim))) return std::nullopt;
   detail::Rows rows = detail::rows_of(x, {dim});
-  // [O, 1] whose O runs over x's other dims in order: already the result's layout.
+  // [O, 1] whose O runs over x's other dims in order: already the result's layout (keepdim or
+  // not, `reshaped` only relabels it).
   return detail::select_rows(rows, x.dtype(), k);
 }
 
