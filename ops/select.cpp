@@ -1,7 +1,7 @@
 // Radix selection (ops/select.h; docs/ops.md, "Radix selection"). Each element maps to a key: an
 // i32 whose unsigned order is the value's order, in its low BITS bits (floats through their bits
 // with negatives' magnitude bits flipped, every NaN the largest key; signed integers offset by
-// 2^(BITS-1); bf16 and f16 keep only the bits their f32 image uses: 16 and 19). The k-th smallest
+// 2^(BITS-1); bf16 and f16 from their own 16 bits the same way). The k-th smallest
 // key is found from the top bit down by counting keys, never by sorting.
 //  - Rows of up to kRowMax (`select_rows`): a program holds its row's keys (or BR short rows') in
 //    registers and decides one bit a step (BITS steps of one count per row, a block reduction
@@ -45,8 +45,7 @@ constexpr int32_t kSignBit = std::numeric_limits<int32_t>::min();
 int key_bits(DType d) {
   switch (d) {
     case DType::f32: case DType::i32: case DType::u32: return 32;
-    case DType::f16: return 19;  // an f16's f32 image has its 13 low bits zero
-    case DType::bf16: case DType::i16: case DType::u16: return 16;
+    case DType::f16: case DType::bf16: case DType::i16: case DType::u16: return 16;
     case DType::i8: case DType::u8: case DType::i1: return 8;
     default: return 0;
   }
@@ -55,15 +54,13 @@ int key_bits(DType d) {
 // The key of v (see the top): an i32 in [0, 2^bits) read as unsigned. merge_zero: -0.0 is 0.0's key.
 tl::tensor order_key(const tl::tensor& v, int bits, bool merge_zero) {
   const DType d = v.dtype();
-  if (is_float(d)) {
-    auto c = d == DType::f32 ? v : v.to(tl::float32);
-    auto b = c.to(tl::int32, true);
-    auto s = b ^ ((b >> 31) & 0x7fffffff);  // signed order
-    if (merge_zero) s = tl::where(c == 0, 0, s);
-    s = tl::where(c != c, 0x7fffffff, s);
-    auto u = s ^ kSignBit;  // unsigned order
-    if (bits < 32) u = (u >> (32 - bits)) & ((1 << bits) - 1);
-    return u;
+  if (is_float(d)) {  // f32, or f16 / bf16 on their own 16 bits
+    const bool wide = d == DType::f32;
+    auto b = wide ? v.to(tl::int32, true) : v.to(tl::int16, true).to(tl::int32);
+    auto s = b ^ ((b >> (wide ? 31 : 15)) & (wide ? 0x7fffffff : 0x7fff));  // signed order
+    if (merge_zero) s = tl::where(v == 0, 0, s);
+    s = tl::where(v != v, wide ? 0x7fffffff : 0x7fff, s);
+    return wide ? s ^ kSignBit : s + 0x8000;  // unsigned order
   }
   if (d == DType::u32) return v.to(tl::int32, true);
   if (is_unsigned_int(d) || d == DType::i1) return v.to(tl::int32);
@@ -73,16 +70,13 @@ tl::tensor order_key(const tl::tensor& v, int bits, bool merge_zero) {
 
 // The value of dtype d whose key is `key` (merge_zero false: the inverse of order_key).
 tl::tensor key_value(const tl::tensor& key, DType d, int bits) {
+  if (d == DType::f32) {
+    auto s = key ^ kSignBit;
+    return (s ^ ((s >> 31) & 0x7fffffff)).to(tl::float32, true);
+  }
   if (is_float(d)) {
-    auto u = key;
-    if (bits < 32) {  // a negative value's dropped low key bits were ones (its magnitude flipped)
-      u = key << (32 - bits);
-      u = tl::where(u >= 0, u | ((1 << (32 - bits)) - 1), u);
-    }
-    auto s = u ^ kSignBit;
-    auto b = s ^ ((s >> 31) & 0x7fffffff);
-    auto f = b.to(tl::float32, true);
-    return d == DType::f32 ? f : f.to(d);
+    auto s = key - 0x8000;
+    return (s ^ ((s >> 15) & 0x7fff)).to(tl::int16).to(d, true);
   }
   if (d == DType::u32) return key.to(d, true);
   if (is_unsigned_int(d) || d == DType::i1) return key.to(d);
