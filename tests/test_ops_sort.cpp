@@ -347,13 +347,15 @@ BOOST_AUTO_TEST_CASE(radix_select_rows) {
       std::vector<float> f = tied_values(static_cast<size_t>(ou::numel(shape)), 141, true);
       Tensor base = Tensor::from_vector(f, shape);
       std::vector<DType> dtypes = {DType::f32, DType::bf16, DType::i32};
-      if (!big) dtypes = {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i16, DType::i8, DType::u8};
+      if (!big) dtypes = {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i16, DType::i8, DType::u8, DType::u32};
       for (DType dt : dtypes) {
         // Integers: the rounded values (NaN as 3), u8 shifted to be non-negative.
         Tensor x = base;
         if (!tritium::is_float(dt)) {
           std::vector<float> g(f);
-          for (float& e : g) e = std::isnan(e) ? 3.0f : e + (dt == DType::u8 ? 6.0f : 0.0f);
+          for (float& e : g) e = std::isnan(e) ? 3.0f : e + (tritium::is_unsigned_int(dt) ? 6.0f : 0.0f);
+          if (dt == DType::u32)  // values past 2^31 too (their keys' top bit set)
+            for (size_t i = 0; i < g.size(); i += 3) g[i] = g[i] * 3e8f;
           x = Tensor::from_vector(g, shape);
         }
         x = ops::to_dtype(x, dt);
@@ -419,7 +421,7 @@ BOOST_AUTO_TEST_CASE(radix_select_median_all) {
   tt::for_each_backend([&](const tt::Backend&) {
     ops::detail::ScopedReduceDevice gpu(ops::detail::ReduceDevice::cuda(132));
     for (int64_t n : {int64_t(1), int64_t(2), int64_t(1000), int64_t(4097), int64_t(100003)}) {
-      for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i8, DType::u8}) {
+      for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i8, DType::u8, DType::u32}) {
         for (bool nan : {false, true}) {
           if (nan && !tritium::is_float(dt)) continue;
           std::vector<float> f = tied_values(static_cast<size_t>(n), 151 + static_cast<uint32_t>(n), nan);
@@ -430,7 +432,9 @@ BOOST_AUTO_TEST_CASE(radix_select_median_all) {
               if (i % 3 == 0 && f[i] == f[i]) f[i] = static_cast<float>(dt == DType::i32 ? std::round(w[i]) : w[i]);
           }
           if (!tritium::is_float(dt))
-            for (float& e : f) e = e + (dt == DType::u8 ? 6.0f : 0.0f);
+            for (float& e : f) e = e + (tritium::is_unsigned_int(dt) ? 6.0f : 0.0f);
+          if (dt == DType::u32)
+            for (size_t i = 0; i < f.size(); i += 3) f[i] = f[i] * 3e8f;
           Tensor x = ops::to_dtype(Tensor::from_vector(f, {n}), dt);
           auto v = ou::values(x);
           // The host's lower median, -0.0 below 0.0; NaN if any.
