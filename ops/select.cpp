@@ -40,10 +40,20 @@ using P = tl::ptr<tl::any>;
 // 8 warps).
 constexpr int64_t kRowMax = 4096;
 constexpr int32_t kSignBit = std::numeric_limits<int32_t>::min();
+constexpr int64_t kSignBit64 = std::numeric_limits<int64_t>::min(), kMax64 = std::numeric_limits<int64_t>::max();
+
+// The keys' dtype: i64 for 64-bit dtypes, else i32.
+DType key_type(int bits) { return bits == 64 ? DType::i64 : DType::i32; }
+
+// v (a bit pattern, as uint64) as a literal of the keys' dtype.
+int64_t key_literal(uint64_t v, int bits) {
+  return bits == 64 ? static_cast<int64_t>(v) : static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(v)));
+}
 
 // Bits of d's key (0: not taken).
 int key_bits(DType d) {
   switch (d) {
+    case DType::f64: case DType::i64: case DType::u64: return 64;
     case DType::f32: case DType::i32: case DType::u32: return 32;
     case DType::f16: case DType::bf16: case DType::i16: case DType::u16: return 16;
     case DType::i8: case DType::u8: case DType::i1: return 8;
@@ -51,9 +61,19 @@ int key_bits(DType d) {
   }
 }
 
-// The key of v (see the top): an i32 in [0, 2^bits) read as unsigned. merge_zero: -0.0 is 0.0's key.
+// The key of v (see the top): an i32 (i64 for 64-bit dtypes) in [0, 2^bits) read as unsigned.
+// merge_zero: -0.0 is 0.0's key.
 tl::tensor order_key(const tl::tensor& v, int bits, bool merge_zero) {
   const DType d = v.dtype();
+  if (d == DType::f64) {
+    auto b = v.to(tl::int64, true);
+    auto s = b ^ ((b >> 63) & kMax64);
+    if (merge_zero) s = tl::where(v == 0, 0, s);
+    s = tl::where(v != v, kMax64, s);
+    return s ^ kSignBit64;
+  }
+  if (d == DType::u64) return v.to(tl::int64, true);
+  if (d == DType::i64) return v ^ kSignBit64;
   if (is_float(d)) {  // f32, or f16 / bf16 on their own 16 bits
     const bool wide = d == DType::f32;
     auto b = wide ? v.to(tl::int32, true) : v.to(tl::int16, true).to(tl::int32);
@@ -70,6 +90,12 @@ tl::tensor order_key(const tl::tensor& v, int bits, bool merge_zero) {
 
 // The value of dtype d whose key is `key` (merge_zero false: the inverse of order_key).
 tl::tensor key_value(const tl::tensor& key, DType d, int bits) {
+  if (d == DType::f64) {
+    auto s = key ^ kSignBit64;
+    return (s ^ ((s >> 63) & kMax64)).to(tl::float64, true);
+  }
+  if (d == DType::u64) return key.to(d, true);
+  if (d == DType::i64) return key ^ kSignBit64;
   if (d == DType::f32) {
     auto s = key ^ kSignBit;
     return (s ^ ((s >> 31) & 0x7fffffff)).to(tl::float32, true);
@@ -88,8 +114,8 @@ struct Digit {
   int lo, hi;
   int width() const { return hi - lo; }
   int bins() const { return 1 << width(); }
-  // The bits above the digit (those already decided), as an i32 mask.
-  int32_t decided() const { return hi >= 32 ? 0 : static_cast<int32_t>(~uint32_t{0} << hi); }
+  // The bits above the digit (those already decided) of a `bits`-bit key, as a mask of its dtype.
+  int64_t decided(int bits) const { return hi >= bits ? 0 : key_literal(~uint64_t{0} << hi, bits); }
 };
 constexpr int kDigitBits = 8, kBins = 1 << kDigitBits;
 Digit digit(int bits, int q) { return {std::max(0, bits - kDigitBits * (q + 1)), bits - kDigitBits * q}; }
@@ -130,9 +156,10 @@ Kernel& select_rows_kernel() {
         // candidates below; past them the bit is 1 and the rank drops by their count.
         // A run-time loop: unrolled, each step recomputed the keys from the values (an inline
         // value is evaluated at each use), 4416 SASS instructions for a row of 1024 on 4 warps.
-        tl::tensor prefix = one ? tl::zeros({}, tl::int32) : tl::zeros({BR}, tl::int32);
-        tl::tensor b = tl::full({}, static_cast<int32_t>(uint32_t{1} << (BITS - 1)), tl::int32);
-        tl::tensor above = tl::full({}, BITS == 32 ? 0 : static_cast<int32_t>(~uint32_t{0} << BITS), tl::int32);
+        const DType kt = key_type(BITS);
+        tl::tensor prefix = one ? tl::zeros({}, kt) : tl::zeros({BR}, kt);
+        tl::tensor b = tl::full({}, key_literal(uint64_t{1} << (BITS - 1), BITS), kt);
+        tl::tensor above = tl::full({}, BITS >= 32 ? 0 : key_literal(~uint64_t{0} << BITS, BITS), kt);
         for (auto step : tl::range(0, BITS)) {
           (void)step;
           auto below = row_sum(((key & (above | b)) == per_row(prefix)).to(tl::int32));
@@ -140,7 +167,7 @@ Kernel& select_rows_kernel() {
           prefix = tl::where(up, prefix | b, prefix);
           k = tl::where(up, k - below, k);
           above = above | b;
-          b = (b >> 1) & 0x7fffffff;
+          b = (b >> 1) & (BITS == 64 ? kMax64 : int64_t{0x7fffffff});
         }
         // The k-th key equal to the selected one, in position order.
         auto eq = m && key == per_row(prefix);
@@ -192,7 +219,7 @@ static tl::tensor rank_sought(const P& counts, const tl::i64& R, const tl::i64& 
 static std::pair<tl::tensor, tl::tensor> decided(const P& counts, const tl::i64& R, const tl::i64& K, int bits, int upto,
                                                  bool flt) {
   tl::tensor k = rank_sought(counts, R, K, bits, flt);
-  tl::tensor prefix = tl::zeros({}, tl::int32);
+  tl::tensor prefix = tl::zeros({}, key_type(bits));
   for (int q = 0; q < upto; ++q) {
     const Digit g = digit(bits, q);
     auto bins = tl::arange(0, g.bins());
@@ -200,7 +227,7 @@ static std::pair<tl::tensor, tl::tensor> decided(const P& counts, const tl::i64&
     auto cum = tl::cumsum(h, 0);
     auto b = tl::sum((cum < k).to(tl::int32));
     k = k - tl::sum(tl::where(bins < b, h, 0));
-    prefix = prefix | (b << g.lo);
+    prefix = prefix | (b.to(key_type(bits)) << g.lo);
   }
   return {prefix, k};
 }
@@ -231,8 +258,8 @@ Kernel& select_count_kernel() {
           auto m = i < end;
           auto v = tl::load(xrow + i, m, 0);
           auto key = order_key(v, BITS, MERGE_ZERO);
-          auto sel = PASS == 0 ? m : m && (key & g.decided()) == prefix;
-          hist = hist + tl::histogram((key >> g.lo) & (g.bins() - 1), g.bins(), sel);
+          auto sel = PASS == 0 ? m : m && (key & g.decided(BITS)) == prefix;
+          hist = hist + tl::histogram(((key >> g.lo) & (g.bins() - 1)).to(tl::int32), g.bins(), sel);
           if (PASS == 0 && flt) nans = nans + tl::sum(((v != v) && m).to(tl::int32));
         }
         tl::atomic_add(crow + (PASS * kBins + tl::arange(0, g.bins())), hist, hist > 0);

@@ -8,8 +8,8 @@
 
 namespace tritium::ops::detail {
 
-// Whether select_rows takes rows of R elements of dtype d (else the sort does): dtypes of at most
-// 32 bits but fp8 (64-bit keys are not written yet), rows under 2^31.
+// Whether select_rows takes rows of R elements of dtype d (else the sort does): every dtype but
+// fp8, rows under 2^31.
 bool row_selectable(DType d, int64_t R);
 
 // The k-th smallest (1-based, NaN largest) of each row of `rows` (elements of dtype d on device),

@@ -17,7 +17,7 @@
 // PyTorch puts them, and the values are read back at the sorted positions. topk and kthvalue on
 // such rows keep only the k first keys of tl::topk (a bitonic selection), not a full sort.
 // topk selects from the sorted rows; kthvalue and median do only where radix selection
-// (ops/select.h) does not take the dtype (64-bit, fp8) or the input is 0-dim.
+// (ops/select.h) does not take the dtype (fp8) or the input is 0-dim.
 #include "ops/sort.h"
 
 #include <algorithm>
@@ -274,7 +274,7 @@ ValuesIndices reshaped(ValuesIndices r, const Shape& shape) {
 }
 
 // kthvalue / median (k = 0) of the rows along dim by radix selection (ops/select.h), [O]
-// contiguous values and indices; nullopt for 64-bit and fp8 dtypes (then the sort's k-th column).
+// contiguous values and indices; nullopt for fp8 (then the sort's k-th column).
 std::optional<ValuesIndices> selected(const Tensor& x, int dim, int64_t k) {
   if (x.dim() == 0) return std::nullopt;  // the sort's path keeps the 0-dim shapes
   if (!detail::row_selectable(x.dtype(), x.size(dim))) return std::nullopt;

@@ -184,6 +184,14 @@ BOOST_AUTO_TEST_CASE(radix_select) {
                      tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count f16"),
                                                  addr<tritium::f16_t>(0), addr<int32_t>(1), int64_t(100000), int64_t(7),
                                                  int64_t(4096), int64_t(25), 16, 1, true, 1024));
+  cases.emplace_back("select_rows f64 2048",
+                     tritium::test::compile_cuda(od::select_rows_kernel(), check.named("select_rows f64"), addr<double>(0),
+                                                 addr<double>(1), addr<int64_t>(2), int64_t(100), int64_t(2000), int64_t(0),
+                                                 64, 1, 2048));
+  cases.emplace_back("select_count i64 pass 5",
+                     tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count i64"), addr<int64_t>(0),
+                                                 addr<int32_t>(1), int64_t(100000), int64_t(3), int64_t(4096), int64_t(25),
+                                                 64, 5, true, 1024));
   cases.emplace_back("select_find f32",
                      tritium::test::compile_cuda(od::select_find_kernel(), check.named("select_find f32"), addr<float>(0),
                                                  addr<int32_t>(1), addr<int32_t>(2), int64_t(100000), int64_t(0),

@@ -338,6 +338,16 @@ Ref kth_ref(const std::vector<double>& v, const ou::Shape& shape, int dim, int64
   return r;
 }
 
+// x from f as dtype dt; f64 with low mantissa bits set on every 4th element (all 64 key bits
+// used), i64 with values past 2^32 there.
+Tensor as_dtype(const std::vector<float>& f, const ou::Shape& shape, DType dt) {
+  if (dt != DType::f64 && dt != DType::i64) return ops::to_dtype(Tensor::from_vector(f, shape), dt);
+  std::vector<double> w(f.begin(), f.end());
+  for (size_t i = 0; i < w.size(); i += 4)
+    if (w[i] == w[i]) w[i] = dt == DType::f64 ? w[i] * (1 + 1e-13 * static_cast<double>(i % 97)) : w[i] * 1e10;
+  return ops::to_dtype(Tensor::from_vector(w, shape), dt);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(radix_select_rows) {
@@ -345,20 +355,18 @@ BOOST_AUTO_TEST_CASE(radix_select_rows) {
     for (ou::Shape shape : {ou::Shape{3, 7, 5}, ou::Shape{2, 1000}, ou::Shape{2, 4096}, ou::Shape{4, 1}}) {
       const bool big = shape.back() >= 1000;
       std::vector<float> f = tied_values(static_cast<size_t>(ou::numel(shape)), 141, true);
-      Tensor base = Tensor::from_vector(f, shape);
       std::vector<DType> dtypes = {DType::f32, DType::bf16, DType::i32};
-      if (!big) dtypes = {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i16, DType::i8, DType::u8, DType::u32};
+      if (!big)
+        dtypes = {DType::f32, DType::bf16, DType::f16, DType::f64, DType::i64, DType::i32, DType::i16, DType::i8, DType::u8, DType::u32};
       for (DType dt : dtypes) {
-        // Integers: the rounded values (NaN as 3), u8 shifted to be non-negative.
-        Tensor x = base;
+        // Integers: the rounded values (NaN as 3), unsigned ones shifted to be non-negative.
+        std::vector<float> g(f);
         if (!tritium::is_float(dt)) {
-          std::vector<float> g(f);
           for (float& e : g) e = std::isnan(e) ? 3.0f : e + (tritium::is_unsigned_int(dt) ? 6.0f : 0.0f);
           if (dt == DType::u32)  // values past 2^31 too (their keys' top bit set)
             for (size_t i = 0; i < g.size(); i += 3) g[i] = g[i] * 3e8f;
-          x = Tensor::from_vector(g, shape);
         }
-        x = ops::to_dtype(x, dt);
+        Tensor x = as_dtype(g, shape, dt);
         auto v = ou::values(x);
         for (int dim = 0; dim < static_cast<int>(shape.size()); ++dim) {
           if (big && dim == 0) continue;
@@ -382,7 +390,7 @@ BOOST_AUTO_TEST_CASE(radix_select_rows) {
     // then the chunk counts of the selected key and the k-th of them; along dim 0 too.
     {
       ops::detail::ScopedReduceDevice gpu(ops::detail::ReduceDevice::cuda(132));
-      for (DType dt : {DType::f32, DType::bf16, DType::i16}) {
+      for (DType dt : {DType::f32, DType::bf16, DType::i16, DType::f64, DType::i64}) {
         const ou::Shape shape{3, 10007};
         std::vector<float> f = tied_values(static_cast<size_t>(ou::numel(shape)), 142, tritium::is_float(dt));
         if (!tritium::is_float(dt))
@@ -390,7 +398,7 @@ BOOST_AUTO_TEST_CASE(radix_select_rows) {
         // Row 1 without NaN (the plain lower median), the others with.
         for (size_t i = 10007; i < 20014; ++i)
           if (f[i] != f[i]) f[i] = 1.0f;
-        Tensor x = ops::to_dtype(Tensor::from_vector(f, shape), dt);
+        Tensor x = as_dtype(f, shape, dt);
         auto v = ou::values(x);
         std::string what = std::string("rows of 10007 ") + tritium::dtype_name(dt);
         auto m = ops::median(x, 1);
@@ -421,21 +429,21 @@ BOOST_AUTO_TEST_CASE(radix_select_median_all) {
   tt::for_each_backend([&](const tt::Backend&) {
     ops::detail::ScopedReduceDevice gpu(ops::detail::ReduceDevice::cuda(132));
     for (int64_t n : {int64_t(1), int64_t(2), int64_t(1000), int64_t(4097), int64_t(100003)}) {
-      for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i8, DType::u8, DType::u32}) {
+      for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::f64, DType::i64, DType::i32, DType::i8, DType::u8, DType::u32}) {
         for (bool nan : {false, true}) {
           if (nan && !tritium::is_float(dt)) continue;
           std::vector<float> f = tied_values(static_cast<size_t>(n), 151 + static_cast<uint32_t>(n), nan);
           // Finer values than tied_values' for the wider types (fewer ties, all digits exercised).
-          if (dt == DType::f32 || dt == DType::i32) {
+          if (dt == DType::f32 || dt == DType::i32 || dt == DType::f64 || dt == DType::i64) {
             auto w = ou::values(ou::random_tensor<float>({n}, 152, -1e6, 1e6));
             for (size_t i = 0; i < f.size(); ++i)
-              if (i % 3 == 0 && f[i] == f[i]) f[i] = static_cast<float>(dt == DType::i32 ? std::round(w[i]) : w[i]);
+              if (i % 3 == 0 && f[i] == f[i]) f[i] = static_cast<float>(tritium::is_float(dt) ? w[i] : std::round(w[i]));
           }
           if (!tritium::is_float(dt))
             for (float& e : f) e = e + (tritium::is_unsigned_int(dt) ? 6.0f : 0.0f);
           if (dt == DType::u32)
             for (size_t i = 0; i < f.size(); i += 3) f[i] = f[i] * 3e8f;
-          Tensor x = ops::to_dtype(Tensor::from_vector(f, {n}), dt);
+          Tensor x = as_dtype(f, {n}, dt);
           auto v = ou::values(x);
           // The host's lower median, -0.0 below 0.0; NaN if any.
           std::vector<double> s(v);
