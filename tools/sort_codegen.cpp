@@ -4,7 +4,7 @@
 // NVRTC-compiled for sm_90a; `ops`: the op library's sort_block kernel (ops/sort.cpp) on one f32
 // row of N, keeping the first K (K = N: a full sort; else tl::topk), routed as the backend does;
 // `select`: radix selection's select_rows (ops/select.cpp) on one f32 row of N (32 one-bit counts,
-// the median's rank); `count`: select_count's first digit pass over 2^20 f32 in blocks of N.
+// the median's rank), or on K rows of N a program; `count`: select_count's first digit pass over 2^20 f32 in blocks of N.
 // Prints the SASS instructions, registers and the __syncthreads of the source; writes the .cu and
 // the cubin under a directory for cuobjdump -sass. The same tl.sort in Triton: bench/triton_sort_sass.py.
 //   sort-codegen <N> <num_warps> <routed|layouts|ops|select|count> [dump directory] [K]
@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
   auto f = op       ? od::sort_block_kernel().optimized_function(fake<float>(0), fake<float>(1), fake<int64_t>(2),
                                                                  int64_t{1} << 20, int64_t{n}, int64_t{K}, false, 1, n, K)
            : select ? od::select_rows_kernel().optimized_function(fake<float>(0), fake<float>(1), fake<int64_t>(2),
-                                                                  int64_t{1} << 10, int64_t{n}, int64_t{0}, 32, 1, n)
+                                                                  int64_t{1} << 10, int64_t{n}, int64_t{0}, 32,
+                                                                  argc > 5 ? K : 1, n)
            : count  ? od::select_count_kernel().optimized_function(fake<float>(0), fake<int32_t>(1), int64_t{1} << 20,
                                                                    int64_t{0}, int64_t{2048}, int64_t{512}, 32, 0, false, n)
                     : k.optimized_function(fake<float>(0), fake<float>(1), n);
