@@ -136,7 +136,8 @@ Kernel& select_rows_kernel() {
         auto rows = one ? pid : pid * BR + tl::arange(0, BR).to(tl::int64);
         auto cols = one ? tl::arange(0, N) : tl::arange(0, N)(tl::None, tl::_);
         auto rmask = rows < O;
-        auto m = per_row(rmask) && cols < R;
+        auto r32 = R.to(tl::int32);  // R <= kRowMax: 32-bit column masks (the CPU recomputes them each step)
+        auto m = per_row(rmask) && cols < r32;
         auto base = rows * R;
         auto v = tl::load(x + (per_row(base) + cols), m, 0);
         // Padding keys are all ones: never counted below (a count needs the decided bit 0), so
@@ -144,7 +145,6 @@ Kernel& select_rows_kernel() {
         auto key = tl::where(m, order_key(v, BITS, true), -1);
         // The rank sought (1-based): K, or the lower median's unless the row holds NaN, then the
         // first NaN's (NaN is the largest key, so R - nans + 1).
-        auto r32 = R.to(tl::int32);
         tl::tensor k = one ? K.to(tl::int32) : tl::zeros({BR}, tl::int32) + K.to(tl::int32);
         if (is_float(v.dtype())) {
           auto nans = row_sum(((v != v) && m).to(tl::int32));
