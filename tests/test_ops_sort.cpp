@@ -417,6 +417,12 @@ BOOST_AUTO_TEST_CASE(radix_select_rows) {
         check_exact(mt.indices, mr.indices, "median indices along dim 0 of " + what);
       }
     }
+    // No rows: empty results of the reduced shape (short rows and long ones).
+    for (int64_t R : {int64_t(5), int64_t(5000)}) {
+      auto e = ops::kthvalue(Tensor::empty({0, R}, DType::f32), 2, 1, true);
+      BOOST_TEST(e.values.shape() == (ou::Shape{0, 1}));
+      BOOST_TEST(ops::median(Tensor::empty({0, R}, DType::bf16), 1).indices.shape() == (ou::Shape{0}));
+    }
     // Bit-exact values: -0.0 stays -0.0 (read back at the index).
     Tensor z = Tensor::from_vector<float>({0.0f, -0.0f, 1.0f, -0.0f, -1.0f}, {1, 5});
     auto rz = ops::kthvalue(z, 3, 1);  // -1, then 0.0, -0.0, -0.0 in position order
