@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(radix_select) {
     cases.emplace_back("select_count f32 pass " + std::to_string(pass),
                        tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count f32"), addr<float>(0),
                                                    addr<int32_t>(1), int64_t(1) << 20, int64_t(0), int64_t(2048), int64_t(512), 32,
-                                                   pass, false, 1024));
+                                                   pass, false, 2048));
   cases.emplace_back("select_count f16 pass 1",
                      tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count f16"),
                                                  addr<tritium::f16_t>(0), addr<int32_t>(1), int64_t(100000), int64_t(7),
