@@ -14,8 +14,9 @@
 // shuffles and a few shared-memory exchanges on the GPU) over 64-bit keys that pack an
 // order-preserving integer image of the value above the element's position, so every key is
 // distinct: the order is total, ties keep their positions (stable), NaN and -0.0 land where
-// PyTorch puts them, and the values are read back at the sorted positions. topk and kthvalue on
-// such rows keep only the k first keys of tl::topk (a bitonic selection), not a full sort.
+// PyTorch puts them, and the values are read back at the sorted positions. topk (and kthvalue
+// where radix selection does not run) on such rows keeps only the k first keys of tl::topk (a
+// bitonic selection), not a full sort.
 // topk selects from the sorted rows; kthvalue and median do only where radix selection
 // (ops/select.h) does not take the dtype (fp8) or the input is 0-dim.
 #include "ops/sort.h"
