@@ -208,6 +208,18 @@ BOOST_AUTO_TEST_CASE(radix_select) {
     const std::string body = tritium::test::kernel_body(ks);
     BOOST_TEST(body.find("tt_scratch_cta +") == std::string::npos, what << ": a buffer in global scratch");
   }
+  // Through the layout generator too (TRITIUM_CUDA_CODEGEN=layouts, scripts/gpu_layouts.sh).
+  auto layouts = tritium::test::CudaCheck().budget(cuda::kSharedMemoryBudget).warps(4);
+  tritium::test::compile_cuda(od::select_rows_kernel(), layouts.named("select_rows f32 (layouts)"), addr<float>(0),
+                              addr<float>(1), addr<int64_t>(2), int64_t(1024), int64_t(1024), int64_t(0), 32, 1, 1024);
+  tritium::test::compile_cuda(od::select_rows_kernel(), layouts.named("select_rows bf16 4 x 256 (layouts)"),
+                              addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), addr<int64_t>(2), int64_t(1000),
+                              int64_t(200), int64_t(7), 16, 4, 256);
+  tritium::test::compile_cuda(od::select_count_kernel(), layouts.named("select_count f32 (layouts)"), addr<float>(0),
+                              addr<int32_t>(1), int64_t(1) << 20, int64_t(0), int64_t(2048), int64_t(512), 32, 2, false, 2048);
+  tritium::test::compile_cuda(od::select_index_kernel(), layouts.named("select_index f32 (layouts)"), addr<float>(0),
+                              addr<int32_t>(1), addr<int32_t>(2), addr<float>(3), addr<int64_t>(4), int64_t(100000),
+                              int64_t(0), int64_t(4096), int64_t(25), 32, 32, 2048);
 }
 
 // What sends a kernel through layouts: a reshape that moves elements between dims, not one that

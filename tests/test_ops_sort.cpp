@@ -417,6 +417,21 @@ BOOST_AUTO_TEST_CASE(radix_select_rows) {
         check_exact(mt.indices, mr.indices, "median indices along dim 0 of " + what);
       }
     }
+    // The benchmark's shape (bench/ops_bench_table.cpp): 1024 rows of 1024, each a program.
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const ou::Shape shape{1024, 1024};
+      Tensor x = ops::to_dtype(ou::random_tensor<float>(shape, 143), dt);
+      auto v = ou::values(x);
+      std::string what = std::string("[1024, 1024] ") + tritium::dtype_name(dt);
+      auto m = ops::median(x, -1);
+      Ref mr = kth_ref(v, shape, 1, 0);
+      check_exact(m.values, mr.values, "median " + what);
+      check_exact(m.indices, mr.indices, "median indices " + what);
+      auto r = ops::kthvalue(x, 100, -1);
+      Ref kr = kth_ref(v, shape, 1, 100);
+      check_exact(r.values, kr.values, "kthvalue k=100 " + what);
+      check_exact(r.indices, kr.indices, "kthvalue indices k=100 " + what);
+    }
     // No rows: empty results of the reduced shape (short rows and long ones).
     for (int64_t R : {int64_t(5), int64_t(5000)}) {
       auto e = ops::kthvalue(Tensor::empty({0, R}, DType::f32), 2, 1, true);
@@ -434,8 +449,9 @@ BOOST_AUTO_TEST_CASE(radix_select_rows) {
 BOOST_AUTO_TEST_CASE(radix_select_median_all) {
   tt::for_each_backend([&](const tt::Backend&) {
     ops::detail::ScopedReduceDevice gpu(ops::detail::ReduceDevice::cuda(132));
-    for (int64_t n : {int64_t(1), int64_t(2), int64_t(1000), int64_t(4097), int64_t(100003)}) {
+    for (int64_t n : {int64_t(1), int64_t(2), int64_t(1000), int64_t(4097), int64_t(100003), int64_t(1) << 20}) {
       for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::f64, DType::i64, DType::i32, DType::i8, DType::u8, DType::u32}) {
+        if (n == int64_t(1) << 20 && dt != DType::f32 && dt != DType::bf16) continue;  // the benchmark's size
         for (bool nan : {false, true}) {
           if (nan && !tritium::is_float(dt)) continue;
           std::vector<float> f = tied_values(static_cast<size_t>(n), 151 + static_cast<uint32_t>(n), nan);
