@@ -14,14 +14,17 @@
 // shuffles and a few shared-memory exchanges on the GPU) over 64-bit keys that pack an
 // order-preserving integer image of the value above the element's position, so every key is
 // distinct: the order is total, ties keep their positions (stable), NaN and -0.0 land where
-// PyTorch puts them, and the values are read back at the sorted positions. topk and kthvalue on
-// such rows keep only the k first keys of tl::topk (a bitonic selection), not a full sort.
-// topk, kthvalue and median select from the sorted rows.
+// PyTorch puts them, and the values are read back at the sorted positions. topk (and kthvalue
+// where radix selection does not run) on such rows keeps only the k first keys of tl::topk (a
+// bitonic selection), not a full sort.
+// topk selects from the sorted rows; kthvalue and median do only where radix selection
+// (ops/select.h) does not take the dtype (fp8) or the input is 0-dim.
 #include "ops/sort.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
@@ -30,6 +33,7 @@
 #include "ops/indexing.h"
 #include "ops/reduce_kernels.h"
 #include "ops/reduce_rows.h"
+#include "ops/select.h"
 
 namespace tritium::ops {
 
@@ -270,6 +274,17 @@ ValuesIndices reshaped(ValuesIndices r, const Shape& shape) {
   return r;
 }
 
+// kthvalue / median (k = 0) of the rows along dim by radix selection (ops/select.h), [O]
+// contiguous values and indices; nullopt for fp8 (then the sort's k-th column).
+std::optional<ValuesIndices> selected(const Tensor& x, int dim, int64_t k) {
+  if (x.dim() == 0) return std::nullopt;  // the sort's path keeps the 0-dim shapes
+  if (!detail::row_selectable(x.dtype(), x.size(dim))) return std::nullopt;
+  detail::Rows rows = detail::rows_of(x, {dim});
+  // [O, 1] whose O runs over x's other dims in order: already the result's layout (keepdim or
+  // not, `reshaped` only relabels it).
+  return detail::select_rows(rows, x.dtype(), k);
+}
+
 void check_selected_dim(const char* op, const Tensor& x, int dim) {
   if (x.dim() > 0 && x.size(dim) == 0)
     fail("{}: Expected reduction dim {} to have non-zero size (input shape {})", op, dim, detail::shape_str(x.shape()));
@@ -301,6 +316,7 @@ ValuesIndices kthvalue(const Tensor& x, int64_t k, int dim, bool keepdim) {
   check_selected_dim("kthvalue", x, d);
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
   if (k < 1 || k > n) fail("kthvalue: selected number k = {} out of range for dimension {} of size {}", k, d, n);
+  if (auto r = selected(x, d, k)) return reshaped(*r, selected_shape(x, d, keepdim));
   SortedRows s = sort_rows("kthvalue", x, dim, false, k);
   if (x.dim() == 0) return reshaped({s.keys, s.idx}, {});
   return reshaped(columns_back(s, x, k - 1, 1), selected_shape(x, d, keepdim));
@@ -310,6 +326,7 @@ ValuesIndices median(const Tensor& x, int dim, bool keepdim) {
   detail::check_tensors("median", {&x});
   int d = detail::normalize_dim("median", dim, x.dim());
   check_selected_dim("median", x, d);
+  if (auto r = selected(x, d, 0)) return reshaped(*r, selected_shape(x, d, keepdim));
   SortedRows s = sort_rows("median", x, dim, false);
   const int64_t O = s.rows.O, R = s.rows.R;
   // The lower median's column, or the first NaN's where a row holds one (NaN sorts last, and the
@@ -333,6 +350,7 @@ Tensor median(const Tensor& x) {
   }
   Tensor flat = contiguous(x);
   flat = flat.as_strided({x.numel()}, {1}, flat.storage_offset());
+  if (detail::all_selectable(x.dtype(), x.numel())) return detail::select_median_all(flat);
   Tensor v = median(flat, 0, false).values;
   return v;
 }

@@ -14,6 +14,7 @@
 #include "cuda_codegen_check.h"
 #include "ir/ir.h"
 #include "ops/reduce_kernels.h"
+#include "ops/select.h"
 
 namespace cuda = tritium::jit::cuda;
 using tritium::DType;
@@ -155,6 +156,70 @@ BOOST_AUTO_TEST_CASE(sort_block_through_layouts) {
     BOOST_TEST(body.find("tt_tc0") != std::string::npos, c.what << ": not the layout generator's thread coordinates");
     BOOST_TEST(tritium::test::occurrences(body, "__syncthreads") <= 40u, c.what);
   }
+}
+
+// Radix selection (ops/select.cpp) through the element-loop generator: select_rows for a row of
+// 1024 f32 (4 warps, 32 one-bit counts) and 4 rows of 256 bf16; the digit passes (a histogram in
+// shared memory, atomics once per bin), the median's one-program launch, and for long rows the
+// chunk counts of the selected key and the program per row that finds its index. No buffer in
+// global scratch.
+BOOST_AUTO_TEST_CASE(radix_select) {
+  if (!nvrtc_or_skip()) return;
+  namespace od = tritium::ops::detail;
+  auto check = tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).warps(4);
+  std::vector<std::pair<std::string, cuda::KernelSource>> cases;
+  cases.emplace_back("select_rows bf16 4 x 256",
+                     tritium::test::compile_cuda(od::select_rows_kernel(), check.named("select_rows bf16"),
+                                                 addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), addr<int64_t>(2),
+                                                 int64_t(1000), int64_t(200), int64_t(7), 16, 4, 256));
+  cases.emplace_back("select_rows f32 1024", tritium::test::compile_cuda(od::select_rows_kernel(), check.named("select_rows f32"),
+                                                                         addr<float>(0), addr<float>(1), addr<int64_t>(2),
+                                                                         int64_t(1024), int64_t(1024), int64_t(0), 32, 1, 1024));
+  for (int pass : {0, 3})
+    cases.emplace_back("select_count f32 pass " + std::to_string(pass),
+                       tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count f32"), addr<float>(0),
+                                                   addr<int32_t>(1), int64_t(1) << 20, int64_t(0), int64_t(2048), int64_t(512), 32,
+                                                   pass, false, 2048));
+  cases.emplace_back("select_count f16 pass 1",
+                     tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count f16"),
+                                                 addr<tritium::f16_t>(0), addr<int32_t>(1), int64_t(100000), int64_t(7),
+                                                 int64_t(4096), int64_t(25), 16, 1, true, 1024));
+  cases.emplace_back("select_rows f64 2048",
+                     tritium::test::compile_cuda(od::select_rows_kernel(), check.named("select_rows f64"), addr<double>(0),
+                                                 addr<double>(1), addr<int64_t>(2), int64_t(100), int64_t(2000), int64_t(0),
+                                                 64, 1, 2048));
+  cases.emplace_back("select_count i64 pass 5",
+                     tritium::test::compile_cuda(od::select_count_kernel(), check.named("select_count i64"), addr<int64_t>(0),
+                                                 addr<int32_t>(1), int64_t(100000), int64_t(3), int64_t(4096), int64_t(25),
+                                                 64, 5, true, 1024));
+  cases.emplace_back("select_find f32",
+                     tritium::test::compile_cuda(od::select_find_kernel(), check.named("select_find f32"), addr<float>(0),
+                                                 addr<int32_t>(1), addr<int32_t>(2), int64_t(100000), int64_t(0),
+                                                 int64_t(4096), int64_t(25), 32, 1024));
+  cases.emplace_back("select_index bf16",
+                     tritium::test::compile_cuda(od::select_index_kernel(), check.named("select_index bf16"),
+                                                 addr<tritium::bf16_t>(0), addr<int32_t>(1), addr<int32_t>(2),
+                                                 addr<tritium::bf16_t>(3), addr<int64_t>(4), int64_t(100000), int64_t(0),
+                                                 int64_t(4096), int64_t(25), 16, 32, 1024));
+  cases.emplace_back("select_value bf16",
+                     tritium::test::compile_cuda(od::select_value_kernel(), check.named("select_value bf16"), addr<int32_t>(0),
+                                                 addr<tritium::bf16_t>(1), int64_t(1) << 20, 16, d(DType::bf16)));
+  for (const auto& [what, ks] : cases) {
+    const std::string body = tritium::test::kernel_body(ks);
+    BOOST_TEST(body.find("tt_scratch_cta +") == std::string::npos, what << ": a buffer in global scratch");
+  }
+  // Through the layout generator too (TRITIUM_CUDA_CODEGEN=layouts, scripts/gpu_layouts.sh).
+  auto layouts = tritium::test::CudaCheck().budget(cuda::kSharedMemoryBudget).warps(4);
+  tritium::test::compile_cuda(od::select_rows_kernel(), layouts.named("select_rows f32 (layouts)"), addr<float>(0),
+                              addr<float>(1), addr<int64_t>(2), int64_t(1024), int64_t(1024), int64_t(0), 32, 1, 1024);
+  tritium::test::compile_cuda(od::select_rows_kernel(), layouts.named("select_rows bf16 4 x 256 (layouts)"),
+                              addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), addr<int64_t>(2), int64_t(1000),
+                              int64_t(200), int64_t(7), 16, 4, 256);
+  tritium::test::compile_cuda(od::select_count_kernel(), layouts.named("select_count f32 (layouts)"), addr<float>(0),
+                              addr<int32_t>(1), int64_t(1) << 20, int64_t(0), int64_t(2048), int64_t(512), 32, 2, false, 2048);
+  tritium::test::compile_cuda(od::select_index_kernel(), layouts.named("select_index f32 (layouts)"), addr<float>(0),
+                              addr<int32_t>(1), addr<int32_t>(2), addr<float>(3), addr<int64_t>(4), int64_t(100000),
+                              int64_t(0), int64_t(4096), int64_t(25), 32, 32, 2048);
 }
 
 // What sends a kernel through layouts: a reshape that moves elements between dims, not one that

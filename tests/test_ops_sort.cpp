@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 
+#include "ops/reduce_plan.h"
 #include "ops/sort.h"
 #include "ops_test_helpers.h"
 
@@ -295,6 +296,193 @@ BOOST_AUTO_TEST_CASE(sort_in_one_program) {
         auto r = ops::sort(w, 1, true);
         check_exact(r.values, rw.values, "sort of rows of " + std::to_string(n));
         check_exact(r.indices, rw.indices, "sort indices of rows of " + std::to_string(n));
+      }
+    }
+  });
+}
+
+// Radix selection (ops/select.cpp): kthvalue and median along every dim of rows of up to 4096
+// (one program's registers) against the stable host order's k-th (ties by position, -0.0 equal
+// to 0.0, NaN largest; a median row with NaN: its first NaN), for f32, bf16, f16 and integer
+// dtypes with many ties; the median of all elements with the digit passes spread over many
+// programs (an H100's plan forced on every backend), -0.0 below 0.0 there as PyTorch's CUDA.
+namespace {
+
+// Rounded values in [-6, 6] (ties, -0.0 beside 0.0), NaN of either sign every so often.
+std::vector<float> tied_values(size_t n, uint32_t seed, bool nan) {
+  std::vector<double> v = ou::values(ou::random_tensor<float>({static_cast<int64_t>(n)}, seed, -6, 6));
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) {
+    f[i] = std::round(static_cast<float>(v[i]));
+    if (i % 13 == 5) f[i] = -0.0f;
+    if (nan && i % 41 == 7) f[i] = (i % 2 ? -1.0f : 1.0f) * std::numeric_limits<float>::quiet_NaN();
+  }
+  return f;
+}
+
+// The k-th (1-based; 0: the median rule) of each line along dim, in the result's order.
+Ref kth_ref(const std::vector<double>& v, const ou::Shape& shape, int dim, int64_t k) {
+  Ref sorted = sort_ref(v, shape, dim, false), r;
+  for (const auto& line : lines(shape, dim)) {
+    int64_t kk = k;
+    if (kk == 0) {
+      int64_t nans = 0;
+      for (int64_t i : line) nans += std::isnan(v[static_cast<size_t>(i)]);
+      const int64_t R = static_cast<int64_t>(line.size());
+      kk = nans > 0 ? R - nans + 1 : (R - 1) / 2 + 1;
+    }
+    size_t at = static_cast<size_t>(line[static_cast<size_t>(kk - 1)]);
+    r.values.push_back(sorted.values[at]);
+    r.indices.push_back(sorted.indices[at]);
+  }
+  return r;
+}
+
+// x from f as dtype dt; f64 with low mantissa bits set on every 4th element (all 64 key bits
+// used), i64 with values past 2^32 there.
+Tensor as_dtype(const std::vector<float>& f, const ou::Shape& shape, DType dt) {
+  if (dt != DType::f64 && dt != DType::i64) return ops::to_dtype(Tensor::from_vector(f, shape), dt);
+  std::vector<double> w(f.begin(), f.end());
+  for (size_t i = 0; i < w.size(); i += 4)
+    if (w[i] == w[i]) w[i] = dt == DType::f64 ? w[i] * (1 + 1e-13 * static_cast<double>(i % 97)) : w[i] * 1e10;
+  return ops::to_dtype(Tensor::from_vector(w, shape), dt);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(radix_select_rows) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (ou::Shape shape : {ou::Shape{3, 7, 5}, ou::Shape{2, 1000}, ou::Shape{2, 4096}, ou::Shape{4, 1}}) {
+      const bool big = shape.back() >= 1000;
+      std::vector<float> f = tied_values(static_cast<size_t>(ou::numel(shape)), 141, true);
+      std::vector<DType> dtypes = {DType::f32, DType::bf16, DType::i32};
+      if (!big)
+        dtypes = {DType::f32, DType::bf16, DType::f16, DType::f64, DType::i64, DType::i32, DType::i16, DType::i8, DType::u8, DType::u32};
+      for (DType dt : dtypes) {
+        // Integers: the rounded values (NaN as 3), unsigned ones shifted to be non-negative.
+        std::vector<float> g(f);
+        if (!tritium::is_float(dt)) {
+          for (float& e : g) e = std::isnan(e) ? 3.0f : e + (tritium::is_unsigned_int(dt) ? 6.0f : 0.0f);
+          if (dt == DType::u32)  // values past 2^31 too (their keys' top bit set)
+            for (size_t i = 0; i < g.size(); i += 3) g[i] = g[i] * 3e8f;
+        }
+        Tensor x = as_dtype(g, shape, dt);
+        auto v = ou::values(x);
+        for (int dim = 0; dim < static_cast<int>(shape.size()); ++dim) {
+          if (big && dim == 0) continue;
+          const int64_t R = shape[static_cast<size_t>(dim)];
+          std::string what = shape_str(shape) + " " + tritium::dtype_name(dt) + " dim " + std::to_string(dim);
+          auto m = ops::median(x, dim);
+          Ref mr = kth_ref(v, shape, dim, 0);
+          check_exact(m.values, mr.values, "median " + what);
+          check_exact(m.indices, mr.indices, "median indices " + what);
+          for (int64_t k : {int64_t(1), (R + 1) / 2, R - 1, R}) {
+            if (k < 1) continue;
+            auto r = ops::kthvalue(x, k, dim, true);
+            Ref kr = kth_ref(v, shape, dim, k);
+            check_exact(r.values, kr.values, "kthvalue k=" + std::to_string(k) + " " + what);
+            check_exact(r.indices, kr.indices, "kthvalue indices k=" + std::to_string(k) + " " + what);
+          }
+        }
+      }
+    }
+    // Rows over 4096: the digit passes per row over chunks (an H100's plan: many chunks a row),
+    // then the chunk counts of the selected key and the k-th of them; along dim 0 too.
+    {
+      ops::detail::ScopedReduceDevice gpu(ops::detail::ReduceDevice::cuda(132));
+      for (DType dt : {DType::f32, DType::bf16, DType::i16, DType::f64, DType::i64}) {
+        const ou::Shape shape{3, 10007};
+        std::vector<float> f = tied_values(static_cast<size_t>(ou::numel(shape)), 142, tritium::is_float(dt));
+        if (!tritium::is_float(dt))
+          for (float& e : f) e = e * 100;
+        // Row 1 without NaN (the plain lower median), the others with.
+        for (size_t i = 10007; i < 20014; ++i)
+          if (f[i] != f[i]) f[i] = 1.0f;
+        Tensor x = as_dtype(f, shape, dt);
+        auto v = ou::values(x);
+        std::string what = std::string("rows of 10007 ") + tritium::dtype_name(dt);
+        auto m = ops::median(x, 1);
+        Ref mr = kth_ref(v, shape, 1, 0);
+        check_exact(m.values, mr.values, "median " + what);
+        check_exact(m.indices, mr.indices, "median indices " + what);
+        for (int64_t k : {int64_t(1), int64_t(777), int64_t(5004), int64_t(10007)}) {
+          auto r = ops::kthvalue(x, k, 1);
+          Ref kr = kth_ref(v, shape, 1, k);
+          check_exact(r.values, kr.values, "kthvalue k=" + std::to_string(k) + " " + what);
+          check_exact(r.indices, kr.indices, "kthvalue indices k=" + std::to_string(k) + " " + what);
+        }
+        Tensor t = x.as_strided({10007, 3}, {1, 10007}, 0);
+        auto mt = ops::median(t, 0);
+        check_exact(mt.values, mr.values, "median along dim 0 of " + what);
+        check_exact(mt.indices, mr.indices, "median indices along dim 0 of " + what);
+      }
+    }
+    // The benchmark's shape (bench/ops_bench_table.cpp): 1024 rows of 1024, each a program.
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const ou::Shape shape{1024, 1024};
+      Tensor x = ops::to_dtype(ou::random_tensor<float>(shape, 143), dt);
+      auto v = ou::values(x);
+      std::string what = std::string("[1024, 1024] ") + tritium::dtype_name(dt);
+      auto m = ops::median(x, -1);
+      Ref mr = kth_ref(v, shape, 1, 0);
+      check_exact(m.values, mr.values, "median " + what);
+      check_exact(m.indices, mr.indices, "median indices " + what);
+      auto r = ops::kthvalue(x, 100, -1);
+      Ref kr = kth_ref(v, shape, 1, 100);
+      check_exact(r.values, kr.values, "kthvalue k=100 " + what);
+      check_exact(r.indices, kr.indices, "kthvalue indices k=100 " + what);
+    }
+    // No rows: empty results of the reduced shape (short rows and long ones).
+    for (int64_t R : {int64_t(5), int64_t(5000)}) {
+      auto e = ops::kthvalue(Tensor::empty({0, R}, DType::f32), 2, 1, true);
+      BOOST_TEST(e.values.shape() == (ou::Shape{0, 1}));
+      BOOST_TEST(ops::median(Tensor::empty({0, R}, DType::bf16), 1).indices.shape() == (ou::Shape{0}));
+    }
+    // Bit-exact values: -0.0 stays -0.0 (read back at the index).
+    Tensor z = Tensor::from_vector<float>({0.0f, -0.0f, 1.0f, -0.0f, -1.0f}, {1, 5});
+    auto rz = ops::kthvalue(z, 3, 1);  // -1, then 0.0, -0.0, -0.0 in position order
+    check_exact(rz.indices, {1}, "kthvalue among zeros: position order");
+    BOOST_TEST(std::signbit(rz.values.to_vector<float>()[0]));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(radix_select_median_all) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    ops::detail::ScopedReduceDevice gpu(ops::detail::ReduceDevice::cuda(132));
+    for (int64_t n : {int64_t(1), int64_t(2), int64_t(1000), int64_t(4097), int64_t(100003), int64_t(1) << 20}) {
+      for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::f64, DType::i64, DType::i32, DType::i8, DType::u8, DType::u32}) {
+        if (n == int64_t(1) << 20 && dt != DType::f32 && dt != DType::bf16) continue;  // the benchmark's size
+        for (bool nan : {false, true}) {
+          if (nan && !tritium::is_float(dt)) continue;
+          std::vector<float> f = tied_values(static_cast<size_t>(n), 151 + static_cast<uint32_t>(n), nan);
+          // Finer values than tied_values' for the wider types (fewer ties, all digits exercised).
+          if (dt == DType::f32 || dt == DType::i32 || dt == DType::f64 || dt == DType::i64) {
+            auto w = ou::values(ou::random_tensor<float>({n}, 152, -1e6, 1e6));
+            for (size_t i = 0; i < f.size(); ++i)
+              if (i % 3 == 0 && f[i] == f[i]) f[i] = static_cast<float>(tritium::is_float(dt) ? w[i] : std::round(w[i]));
+          }
+          if (!tritium::is_float(dt))
+            for (float& e : f) e = e + (tritium::is_unsigned_int(dt) ? 6.0f : 0.0f);
+          if (dt == DType::u32)
+            for (size_t i = 0; i < f.size(); i += 3) f[i] = f[i] * 3e8f;
+          Tensor x = as_dtype(f, {n}, dt);
+          auto v = ou::values(x);
+          // The host's lower median, -0.0 below 0.0; NaN if any.
+          std::vector<double> s(v);
+          bool has_nan = std::any_of(s.begin(), s.end(), [](double e) { return std::isnan(e); });
+          std::sort(s.begin(), s.end(), [](double a, double b) {
+            return a < b || (a == b && std::signbit(a) && !std::signbit(b));
+          });
+          double want = has_nan ? NAN : s[static_cast<size_t>((n - 1) / 2)];
+          std::string what = "median of " + std::to_string(n) + " " + tritium::dtype_name(dt) + (nan ? " with NaN" : "");
+          Tensor got = ops::median(x);
+          BOOST_TEST(got.dim() == 0);
+          check_exact(got, {want}, what);
+          double g = ou::values(got)[0];
+          if (want == 0 && g == 0) BOOST_TEST(std::signbit(g) == std::signbit(want), what << ": the sign of zero");
+          // A strided (transposed) input of the same elements.
+          if (n == 1000) check_exact(ops::median(x.as_strided({40, 25}, {1, 40}, 0)), {want}, what + " transposed");
+        }
       }
     }
   });

@@ -2,10 +2,12 @@
 // f32 values, sorts it (descending, as sparsemax does) with tl::sort and stores it, generated as
 // the CUDA backend generates it (generate_cuda's routing) or through the layout generator, and
 // NVRTC-compiled for sm_90a; `ops`: the op library's sort_block kernel (ops/sort.cpp) on one f32
-// row of N, keeping the first K (K = N: a full sort; else tl::topk), routed as the backend does.
+// row of N, keeping the first K (K = N: a full sort; else tl::topk), routed as the backend does;
+// `select`: radix selection's select_rows (ops/select.cpp) on one f32 row of N (32 one-bit counts,
+// the median's rank), or on K rows of N a program; `count`: select_count's first digit pass over 2^20 f32 in blocks of N.
 // Prints the SASS instructions, registers and the __syncthreads of the source; writes the .cu and
 // the cubin under a directory for cuobjdump -sass. The same tl.sort in Triton: bench/triton_sort_sass.py.
-//   sort-codegen <N> <num_warps> <routed|layouts|ops> [dump directory] [K]
+//   sort-codegen <N> <num_warps> <routed|layouts|ops|select|count> [dump directory] [K]
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -20,6 +22,7 @@
 #include "jit/passes/contract_fma.h"
 #include "jit/passes/dce.h"
 #include "ops/reduce_kernels.h"
+#include "ops/select.h"
 
 namespace tl = tritium::tl;
 namespace cuda = tritium::jit::cuda;
@@ -38,7 +41,7 @@ size_t occurrences(const std::string& text, const std::string& what) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::cerr << "usage: sort-codegen <N> <num_warps> <routed|layouts|ops> [dump directory] [K]\n";
+    std::cerr << "usage: sort-codegen <N> <num_warps> <routed|layouts|ops|select|count> [dump directory] [K]\n";
     return 2;
   }
   const int n = std::atoi(argv[1]), warps = std::atoi(argv[2]);
@@ -53,9 +56,16 @@ int main(int argc, char** argv) {
     auto offs = tl::program_id(0) * N + tl::arange(0, N);
     tl::store(out + offs, tl::sort(tl::load(x + offs), std::nullopt, true));
   });
-  auto f = op ? tritium::ops::detail::sort_block_kernel().optimized_function(
-                    fake<float>(0), fake<float>(1), fake<int64_t>(2), int64_t{1} << 20, int64_t{n}, int64_t{K}, false, 1, n, K)
-              : k.optimized_function(fake<float>(0), fake<float>(1), n);
+  const bool select = std::strcmp(argv[3], "select") == 0, count = std::strcmp(argv[3], "count") == 0;
+  namespace od = tritium::ops::detail;
+  auto f = op       ? od::sort_block_kernel().optimized_function(fake<float>(0), fake<float>(1), fake<int64_t>(2),
+                                                                 int64_t{1} << 20, int64_t{n}, int64_t{K}, false, 1, n, K)
+           : select ? od::select_rows_kernel().optimized_function(fake<float>(0), fake<float>(1), fake<int64_t>(2),
+                                                                  int64_t{1} << 10, int64_t{n}, int64_t{0}, 32,
+                                                                  argc > 5 ? K : 1, n)
+           : count  ? od::select_count_kernel().optimized_function(fake<float>(0), fake<int32_t>(1), int64_t{1} << 20,
+                                                                   int64_t{0}, int64_t{2048}, int64_t{512}, 32, 0, false, n)
+                    : k.optimized_function(fake<float>(0), fake<float>(1), n);
   if (tritium::jit::contract_multiply_add(*f)) tritium::jit::eliminate_dead_code(*f);
   tritium::jit::CompileOptions opts;
   opts.num_warps = warps;
