@@ -1,6 +1,5 @@
 // tl:: elementwise, shape, memory, atomic, dot and debugging operations.
 #include "dsl/ops.h"
-#include "dsl/atomics.h"
 
 #include <algorithm>
 #include <numeric>

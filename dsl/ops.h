@@ -83,6 +83,23 @@ tensor atomic_or(const tensor& pointer, operand val, std::optional<operand> mask
 tensor atomic_xor(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
 tensor atomic_xchg(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
 tensor atomic_cas(const tensor& pointer, operand cmp, operand val, TL_LOC);
+// Triton's `sem` argument: the memory order of the atomic.
+//   "acq_rel"  (the default above) the program's earlier accesses are released before the atomic
+//              and what it observed is acquired after it (a fence on each side on the GPU): locks,
+//              flags, counters read by other programs;
+//   "acquire", "release"  one of the two fences;
+//   "relaxed"  no ordering of the program's other accesses (PyTorch's atomicAdd): scatters,
+//              histograms, reductions whose result is read after the kernel.
+// Another string is a trace error. The CPU backend ignores it. The IR keeps it as the atomic's
+// attrs.str ("" for acq_rel), printed as `sem=...` (so it is part of the kernel's cache key).
+tensor atomic_add(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
+tensor atomic_max(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
+tensor atomic_min(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
+tensor atomic_and(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
+tensor atomic_or(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
+tensor atomic_xor(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
+tensor atomic_xchg(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
+tensor atomic_cas(const tensor& pointer, operand cmp, operand val, const std::string& sem, TL_LOC);
 
 // ---- reductions and scans ---------------------------------------------------------------------
 // axis = std::nullopt reduces over all elements (the block is flattened first).

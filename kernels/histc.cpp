@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "autotune/do_bench.h"
-#include "dsl/atomics.h"
 #include "ops/ops.h"
 #include "suite.h"
 

@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "autotune/do_bench.h"
-#include "dsl/atomics.h"
 #include "liger_utils.h"
 #include "ops/ops.h"
 #include "runtime/cuda_device.h"

@@ -14,7 +14,6 @@
 
 #include <fmt/format.h>
 
-#include "dsl/atomics.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"

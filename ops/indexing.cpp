@@ -18,12 +18,10 @@
 
 #include <fmt/format.h>
 
-#include "dsl/atomics.h"
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
-#include "ops/indexing_in_place.h"
 #include "ops/indexing_kernels.h"
 #include "ops/shape.h"
 #include "runtime/device_checks.h"

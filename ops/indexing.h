@@ -42,5 +42,11 @@ Tensor nonzero(const Tensor& x);
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
 // x[indices] = values (broadcast to the indexed shape), in place; accumulate adds (duplicates sum).
 void index_put_(Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+// In place (Tensor.scatter_add_, Tensor.index_add_): x itself is added into, with no copy of it
+// first (scatter_add / index_add clone x, then do the same) - what the backward of gather and
+// index_select uses on fresh zeros, as PyTorch's `grad.new_zeros(...).scatter_add_(...)`. x must
+// not be an expanded view (elements sharing memory): an error, as in PyTorch. Not differentiable.
+Tensor& scatter_add_(Tensor& x, int dim, const Tensor& index, const Tensor& src);
+Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source, Scalar alpha = Scalar(1));
 
 }  // namespace tritium::ops

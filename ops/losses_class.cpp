@@ -20,7 +20,6 @@
 
 #include <fmt/format.h>
 
-#include "dsl/atomics.h"
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"

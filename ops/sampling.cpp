@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <tritium/tritium.h>
 
-#include "dsl/atomics.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/random.h"
 #include "ops/random_key_sort.h"

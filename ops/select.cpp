@@ -262,8 +262,8 @@ Kernel& select_count_kernel() {
           hist = hist + tl::histogram(((key >> g.lo) & (g.bins() - 1)).to(tl::int32), g.bins(), sel);
           if (PASS == 0 && flt) nans = nans + tl::sum(((v != v) && m).to(tl::int32));
         }
-        tl::atomic_add(crow + (PASS * kBins + tl::arange(0, g.bins())), hist, hist > 0);
-        if (PASS == 0 && flt) tl::atomic_add(crow + passes(BITS) * kBins, nans);
+        tl::atomic_add(crow + (PASS * kBins + tl::arange(0, g.bins())), hist, hist > 0, "relaxed");
+        if (PASS == 0 && flt) tl::atomic_add(crow + passes(BITS) * kBins, nans, std::nullopt, "relaxed");
       });
   return k;
 }

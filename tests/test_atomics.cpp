@@ -1,7 +1,6 @@
 // Atomics under the threaded grid: many programs (and many lanes of one program) hitting the same
 // addresses. Float data is chosen so that every order of additions gives the same exact result,
 // so all checks are exact.
-#include "dsl/atomics.h"
 #include "scatter_rows_kernel.h"
 #include "test_support.h"
 

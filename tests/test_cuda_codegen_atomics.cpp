@@ -13,7 +13,6 @@
 
 #include "cuda_codegen_check.h"
 #include "test_support.h"
-#include "dsl/atomics.h"
 #include "ir/printer.h"
 #include "ops/indexing_kernels.h"
 #include "scatter_rows_kernel.h"

@@ -16,7 +16,6 @@
 #include "jit/passes/axis_info.h"
 #include "nn/functional.h"
 #include "ops/indexing.h"
-#include "ops/indexing_in_place.h"
 #include "ops/indexing_kernels.h"
 #include "runtime/views.h"
 

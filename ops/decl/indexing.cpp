@@ -9,7 +9,6 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #include "ops/elementwise_kernels.h"
 #include "ops/indexing.h"
-#include "ops/indexing_in_place.h"
 #include "runtime/views.h"
 
 namespace tritium::ops::decl {
