@@ -126,7 +126,7 @@ constexpr double kLn10 = 2.30258509299404568402;
 // kernel per product and sum: issue 29). Same operations in the recorded formula's order, each
 // result rounded to `half` (bf16 / f16 gradients; undefined otherwise) as the recorded ops
 // round theirs - and as PyTorch's composite backward formulas do, which the parity fixtures hold
-// us to.
+// us to. exp is the exp op's own (math_approx.h's), as in the recorded formula.
 tl::tensor unary_grad(M f, const tl::tensor& g, const tl::tensor& y, std::optional<DType> half) {
   namespace m = detail::math;
   auto r = [&](const tl::tensor& t) { return half ? t.to(*half).to(t.dtype()) : t; };
@@ -148,9 +148,9 @@ tl::tensor unary_grad(M f, const tl::tensor& g, const tl::tensor& y, std::option
     case M::exp2: return r(g * r(y * kLn2));  // result
     case M::reciprocal: return r(-r(g * r(y * y)));  // result
     case M::rsqrt: return r(r(g * r(r(y * y) * y)) * -0.5);  // result
-    case M::erf: return r(g * r(r(tl::exp(r(-r(y * y)))) * kTwoOverSqrtPi));
-    case M::erfc: return r(g * r(r(tl::exp(r(-r(y * y)))) * -kTwoOverSqrtPi));
-    case M::erfinv: return r(g * r(r(tl::exp(r(y * y))) * kSqrtPiOverTwo));  // result
+    case M::erf: return r(g * r(r(m::exp(r(-r(y * y)))) * kTwoOverSqrtPi));
+    case M::erfc: return r(g * r(r(m::exp(r(-r(y * y)))) * -kTwoOverSqrtPi));
+    case M::erfinv: return r(g * r(r(m::exp(r(y * y))) * kSqrtPiOverTwo));  // result
     default: break;
   }
   fail("elementwise: no fused backward for math op {}", static_cast<int>(f));
