@@ -9,7 +9,10 @@
 #include <cmath>
 #include <limits>
 
+#include <optional>
+
 #include "ops/reduce_kernels.h"
+#include "ops/reduce_plan.h"
 #include "ops_test_helpers.h"
 
 namespace tt = tritium::test;
@@ -95,29 +98,35 @@ BOOST_AUTO_TEST_CASE(last_dim_rows_of_every_length) {
                           {DType::u8, 0, 255, 0, 250}};
     // Lengths: 1, odd and short, one short of and one past a 1024 block, several blocks, and a
     // row long enough that the plan splits it into chunks (partials, a second launch).
-    for (int64_t R : {int64_t(1), int64_t(7), int64_t(1023), int64_t(1025), int64_t(3001), int64_t(70001)})
-      for (const Type& t : types) {
-        const int64_t O = R > 10000 ? 9 : 24;
-        const bool floats = t.d == DType::f32 || t.d == DType::bf16;
-        auto v = tied_rows(O, R, static_cast<uint32_t>(R * 3 + static_cast<int>(t.d)), floats, t.lo, t.hi, t.a, t.b);
-        Tensor x = ops::to_dtype(Tensor::from_vector<double>(v, {O, R}), t.d);
-        auto stored = ou::values(x);
-        const std::string what = std::string(tritium::dtype_name(t.d)) + " R=" + std::to_string(R);
-        for (bool max : {true, false}) {
-          const std::string w = (max ? "argmax " : "argmin ") + what;
-          Tensor idx = max ? ops::argmax(x, -1) : ops::argmin(x, -1);
-          BOOST_TEST((idx.dtype() == DType::i64), w);
-          check_on(idx, be, w);
-          auto ref = arg_ref(stored, O, R, max);
-          check_exact(idx, ref, w);
-          // max.dim / min.dim: the same indices and the values at them, from one pass.
-          auto [vals, ids] = tritium::ops::detail::extreme_with_index(x, 1, false, max);
-          check_exact(ids, ref, w + " (with values)");
-          std::vector<double> want;
-          for (int64_t o = 0; o < O; ++o) want.push_back(stored[o * R + static_cast<int64_t>(ref[o])]);
-          check_exact(vals, want, w + " values");
+    // The device's own plan, and an H100's (132 SMs): it cuts the rows of 70001 into 14 chunks, so
+    // the second launch reduces positions among the partials and loads the winner's index.
+    for (bool h100 : {false, true})
+      for (int64_t R : {int64_t(1), int64_t(7), int64_t(1023), int64_t(1025), int64_t(3001), int64_t(70001)})
+        for (const Type& t : types) {
+          std::optional<tritium::ops::detail::ScopedReduceDevice> plan;
+          if (h100) plan.emplace(tritium::ops::detail::ReduceDevice::cuda(132));
+          const int64_t O = R > 10000 ? 9 : 24;
+          const bool floats = t.d == DType::f32 || t.d == DType::bf16;
+          auto v = tied_rows(O, R, static_cast<uint32_t>(R * 3 + static_cast<int>(t.d)), floats, t.lo, t.hi, t.a, t.b);
+          Tensor x = ops::to_dtype(Tensor::from_vector<double>(v, {O, R}), t.d);
+          auto stored = ou::values(x);
+          const std::string what =
+              std::string(tritium::dtype_name(t.d)) + " R=" + std::to_string(R) + (h100 ? " (H100 plan)" : "");
+          for (bool max : {true, false}) {
+            const std::string w = (max ? "argmax " : "argmin ") + what;
+            Tensor idx = max ? ops::argmax(x, -1) : ops::argmin(x, -1);
+            BOOST_TEST((idx.dtype() == DType::i64), w);
+            check_on(idx, be, w);
+            auto ref = arg_ref(stored, O, R, max);
+            check_exact(idx, ref, w);
+            // max.dim / min.dim: the same indices and the values at them, from one pass.
+            auto [vals, ids] = tritium::ops::detail::extreme_with_index(x, 1, false, max);
+            check_exact(ids, ref, w + " (with values)");
+            std::vector<double> want;
+            for (int64_t o = 0; o < O; ++o) want.push_back(stored[o * R + static_cast<int64_t>(ref[o])]);
+            check_exact(vals, want, w + " values");
+          }
         }
-      }
   });
 }
 
