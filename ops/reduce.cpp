@@ -124,6 +124,15 @@ tl::tensor arg_key(const tl::tensor& v, const tl::tensor& pos, bool max) {
   return (hi.to(tl::int64) << 32) | lo.to(tl::uint32).to(tl::int64);
 }
 
+// The value in a reduced key, in the accumulation type (floats: every NaN comes back as a NaN,
+// -0 as +0).
+tl::tensor key_value(const tl::tensor& key, DType acc) {
+  tl::tensor hi = (key >> 32).to(tl::int32);
+  if (acc == DType::f32) return (hi ^ ((hi >> 31) & INT32_MAX)).to(DType::f32, /*bitcast=*/true);
+  if (acc == DType::u32) return (hi ^ INT32_MIN).to(DType::u32, /*bitcast=*/true);
+  return hi.to(acc);
+}
+
 // The position in a reduced key.
 tl::tensor unpack_position(const tl::tensor& key, bool max) {
   tl::tensor lo = (key & int64_t{0xffffffff}).to(tl::int64);
@@ -247,10 +256,20 @@ Kernel& reduce_kernel() {
           // cross-warp trees, on the latency path of every row.
           const bool mx = is_max(kind);
           auto key = arg_key(acc, acc_i, mx);
-          auto pos = rbeg + unpack_position(mx ? tl::max(key, axis) : tl::min(key, axis), mx);
+          auto best = mx ? tl::max(key, axis) : tl::min(key, axis);
+          auto pos = rbeg + unpack_position(best, mx);
           result = IDX_IN ? tl::load(xi + (xoff1 + pos * sr), omask, 0).to(tl::int64) : pos;
-          // The key's value is canonical (one NaN, +0 for -0): the values come from x itself.
-          if (VAL_OUT) tl::store(out_v + outoff, tl::load(x + (xoff1 + pos * sr), omask, 0), omask);
+          if (VAL_OUT) {
+            // The value from the key; a zero's sign was folded (-0 keys as +0), so a zero winner
+            // is read back from x (a load only those rows issue).
+            auto val = key_value(best, acc_t);
+            if (flt) {
+              auto zero = val == 0.0;
+              auto back = tl::load(x + (xoff1 + pos * sr), omask && zero, 0);
+              val = tl::where(zero, back.dtype() == acc_t ? back : back.to(acc_t), val);
+            }
+            tl::store(out_v + outoff, val, omask);
+          }
         } else if (is_arg(kind)) {
           const bool mx = is_max(kind);
           auto rs = tl::reduce({acc, acc_i}, axis, [mx, flt](std::span<const tl::tensor> a, std::span<const tl::tensor> b) {
