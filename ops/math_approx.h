@@ -71,8 +71,9 @@ inline tl::tensor pow2_i32(const tl::tensor& k) { return from_bits((k + 127) << 
 // exp(r) is tl::exp2(r log2 e): |r| <= ln(2) / 2 never gives a subnormal, so the GPU's
 // ex2.approx.ftz serves (the same MUFU.EX2 as tl::exp's ex2.approx.f32, without the latter's
 // three instructions of scaling for subnormal results).
-// exp_in_range: the same for an f32 x already in [-104, 90] (or NaN), without the clamp.
-inline tl::tensor exp_in_range(const tl::tensor& x, int shift = 0) {
+// exp_in_range: the same for an f32 x already in [-104, 90] (or NaN), without the clamp; with
+// `one_factor`, 2^(n + shift) is one factor, for callers whose n + shift stays in [-126, 127].
+inline tl::tensor exp_in_range(const tl::tensor& x, int shift = 0, bool one_factor = false) {
   constexpr double kLog2e = 1.44269504088896340736;
   constexpr double kLn2Hi = 0.693145751953125;          // ln 2 with 16 significant bits: n ln2_hi is exact
   constexpr double kLn2Lo = 1.4286068203094172321e-06;  // ln 2 - kLn2Hi
@@ -82,6 +83,7 @@ inline tl::tensor exp_in_range(const tl::tensor& x, int shift = 0) {
   tl::tensor r = tl::fma(-n, kLn2Hi, x);
   r = tl::fma(-n, kLn2Lo, r);
   tl::tensor k = bits(t) - (0x4b400000 - shift);
+  if (one_factor) return tl::exp2(r * kLog2e) * pow2_i32(k);
   tl::tensor k1 = k >> 1;
   return tl::exp2(r * kLog2e) * pow2_i32(k1) * pow2_i32(k - k1);
 }
@@ -254,9 +256,9 @@ inline tl::tensor erfc(const tl::tensor& x) {
     tl::tensor q = horner(tl::fdiv(a - 4.0, a + 4.0), kErfcF32);
     tl::tensor s = a * a;
     tl::tensor e = tl::fma(a, a, -s);  // a^2 - s, exact
-    tl::tensor ex = exp_in_range(-s);
+    tl::tensor ex = exp_in_range(-s, 64, /*one_factor=*/true);  // exp(-s) 2^64: n + 64 in [-86, 64]
     tl::tensor r = tl::fdiv(q, tl::fma(a, 2.0, 1.0));
-    r = tl::fma(-e, ex, ex) * r;  // exp(-s) (1 - e) Q / (1 + 2a)
+    r = tl::fma(-e, ex, ex) * r * 0x1p-64;  // exp(-s) (1 - e) Q / (1 + 2a); a subnormal rounds twice
     return tl::where(x < 0.0, 2.0 - r, r);
   }
   tl::tensor h = from_bits(bits(x) & int64_t(-4294967296), x.dtype());  // keep 20 mantissa bits
