@@ -253,11 +253,12 @@ inline tl::tensor erfc(const tl::tensor& x) {
   if (!wide(x)) {
     tl::tensor a = tl::abs(x);
     a = tl::where(a > 10.19, 10.19, a);  // NaN passes (the compare is false); a^2 < 104
-    tl::tensor q = horner(tl::fdiv(a - 4.0, a + 4.0), kErfcF32);
+    // Both divisors lie in [1, 22]: tl::fast_dividef (a reciprocal and a multiply) serves.
+    tl::tensor q = horner(tl::fast_dividef(a - 4.0, a + 4.0), kErfcF32);
     tl::tensor s = a * a;
     tl::tensor e = tl::fma(a, a, -s);  // a^2 - s, exact
     tl::tensor ex = exp_in_range(-s, 64, /*one_factor=*/true);  // exp(-s) 2^64: n + 64 in [-86, 64]
-    tl::tensor r = tl::fdiv(q, tl::fma(a, 2.0, 1.0));
+    tl::tensor r = tl::fast_dividef(q, tl::fma(a, 2.0, 1.0));
     r = tl::fma(-e, ex, ex) * r * 0x1p-64;  // exp(-s) (1 - e) Q / (1 + 2a); a subnormal rounds twice
     return tl::where(x < 0.0, 2.0 - r, r);
   }

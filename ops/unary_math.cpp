@@ -188,7 +188,10 @@ tl::tensor fast_tan(const tl::tensor& x) {
         tl::tensor p = ((z - 105.0) * z + 945.0) * r;
         tl::tensor q = (z * 15.0 - 420.0) * z + 945.0;
         tl::tensor odd = (detail::math::bits(t) & 1) != 0;  // NaN: p and q are NaN either way
-        out = tl::where(x == 0.0, x, tl::where(odd, -q, p) / tl::where(odd, p, q));  // keeps -0.0
+        // tl::fast_dividef (a reciprocal and a multiply): Q is in [400, 945]; a P small enough to
+        // flush (|r| < 2^-126 / 945) would put |tan| past the f32 range, and the flushed
+        // reciprocal gives that same infinity.
+        out = tl::where(x == 0.0, x, tl::fast_dividef(tl::where(odd, -q, p), tl::where(odd, p, q)));  // keeps -0.0
       });
   return out;
 }
