@@ -311,6 +311,18 @@ tensor fdiv(operand a, operand b, loc_t loc) {
   return tensor(dsl::elementwise("fdiv", L(loc), OpKind::Div, {x, y}, x->type.dtype));
 }
 
+tensor fast_dividef(operand a, operand b, loc_t loc) {
+  auto pr = dsl::promote("fast_dividef", a, b, true, L(loc));
+  Value* x = pr.a;
+  Value* y = pr.b;
+  if (!is_float(pr.dtype)) {
+    x = dsl::cast("fast_dividef", L(loc), x, DType::f32);
+    y = dsl::cast("fast_dividef", L(loc), y, DType::f32);
+  }
+  Value* r = builder("fast_dividef", L(loc)).create1(OpKind::Rcp, {y}, y->type);
+  return tensor(dsl::elementwise("fast_dividef", L(loc), OpKind::Mul, {x, r}, x->type.dtype));
+}
+
 tensor exp(operand x, loc_t) { return unary_math("exp", OpKind::Exp, x); }
 tensor exp2(operand x, loc_t) { return unary_math("exp2", OpKind::Exp2, x); }
 tensor log(operand x, loc_t) { return unary_math("log", OpKind::Log, x); }

@@ -38,6 +38,11 @@ tensor clamp(operand x, operand lo, operand hi, TL_LOC);
 tensor fma(operand a, operand b, operand c, TL_LOC);
 tensor umulhi(operand a, operand b, TL_LOC);
 tensor fdiv(operand a, operand b, TL_LOC);     // floating-point division, like Triton's a / b
+// a / b as a times an approximate reciprocal of b, like Triton's libdevice.fast_dividef (CUDA's
+// __fdividef): on CUDA in f32 one MUFU.RCP and a multiply (error about 2 ulp) where a / b
+// (div.full) also scales operands past 2^126 or below 2^-126 (8 instructions); b must stay in
+// [2^-126, 2^126] in magnitude (beyond 2^126 the result is 0). f64 and the CPU divide exactly.
+tensor fast_dividef(operand a, operand b, TL_LOC);
 tensor exp(operand x, TL_LOC);
 tensor exp2(operand x, TL_LOC);
 tensor log(operand x, TL_LOC);

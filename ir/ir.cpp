@@ -46,6 +46,7 @@ const char* op_name(OpKind k) {
     case OpKind::Log2: return "log2";
     case OpKind::Sqrt: return "sqrt";
     case OpKind::Rsqrt: return "rsqrt";
+    case OpKind::Rcp: return "rcp";
     case OpKind::Abs: return "abs";
     case OpKind::Floor: return "floor";
     case OpKind::Ceil: return "ceil";

@@ -32,7 +32,8 @@ enum class OpKind : uint8_t {
   Umulhi, Fma,
   CmpEq, CmpNe, CmpLt, CmpLe, CmpGt, CmpGe,  // result i1; signedness from operand dtype
   Select,       // (cond i1, a, b)
-  Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs, Floor, Ceil, Sin, Cos, Tanh, Erf, Sigmoid,
+  Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Rcp, Abs, Floor, Ceil, Sin, Cos, Tanh, Erf, Sigmoid,  // Rcp: 1 / x,
+                // approximate on CUDA f32 (rcp.approx.ftz: 1 ulp, |x| past 2^126 gives 0)
   Cast,         // value conversion to the result dtype (int<->float, widths, ptr<->int)
   Bitcast,      // same bit width reinterpretation
   AddPtr,       // (ptr, int offset in elements)

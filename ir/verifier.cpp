@@ -171,7 +171,7 @@ void verify_elementwise(const Op& op) {
       expect(is_int(out.dtype), op, "needs integer operands: " + types);
       break;
     case OpKind::Fma: case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Log2:
-    case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Floor: case OpKind::Ceil: case OpKind::Sin:
+    case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Rcp: case OpKind::Floor: case OpKind::Ceil: case OpKind::Sin:
     case OpKind::Cos: case OpKind::Tanh: case OpKind::Erf: case OpKind::Sigmoid:
       expect(is_float(out.dtype), op, "needs float operands: " + types);
       break;

@@ -68,20 +68,28 @@ inline tl::tensor pow2_i32(const tl::tensor& k) { return from_bits((k + 127) << 
 // exp, which made sinh, erfc and the activations built on exp issue-bound on the GPU (issue 29).
 // x is clamped to [-104, 90] first (NaN passes: the compares are false), past which the result
 // underflows to 0 or overflows to inf anyway, so |n| < 2^22 and both factors stay normal.
-inline tl::tensor exp(const tl::tensor& x, int shift = 0) {
-  if (wide(x)) return shift == 0 ? tl::exp(x) : tl::exp(x) * std::ldexp(1.0, shift);
+// exp(r) is tl::exp2(r log2 e): |r| <= ln(2) / 2 never gives a subnormal, so the GPU's
+// ex2.approx.ftz serves (the same MUFU.EX2 as tl::exp's ex2.approx.f32, without the latter's
+// three instructions of scaling for subnormal results).
+// exp_in_range: the same for an f32 x already in [-104, 90] (or NaN), without the clamp; with
+// `one_factor`, 2^(n + shift) is one factor, for callers whose n + shift stays in [-126, 127].
+inline tl::tensor exp_in_range(const tl::tensor& x, int shift = 0, bool one_factor = false) {
   constexpr double kLog2e = 1.44269504088896340736;
   constexpr double kLn2Hi = 0.693145751953125;          // ln 2 with 16 significant bits: n ln2_hi is exact
   constexpr double kLn2Lo = 1.4286068203094172321e-06;  // ln 2 - kLn2Hi
   constexpr double kShifter = 12582912.0;               // 1.5 * 2^23: t's unit is 1, its bits 0x4b400000 + n
-  tl::tensor xc = tl::where(x > 90.0, 90.0, tl::where(x < -104.0, -104.0, x));
-  tl::tensor t = tl::fma(xc, kLog2e, kShifter);
+  tl::tensor t = tl::fma(x, kLog2e, kShifter);
   tl::tensor n = t - kShifter;
-  tl::tensor r = tl::fma(-n, kLn2Hi, xc);
+  tl::tensor r = tl::fma(-n, kLn2Hi, x);
   r = tl::fma(-n, kLn2Lo, r);
   tl::tensor k = bits(t) - (0x4b400000 - shift);
+  if (one_factor) return tl::exp2(r * kLog2e) * pow2_i32(k);
   tl::tensor k1 = k >> 1;
-  return tl::exp(r) * pow2_i32(k1) * pow2_i32(k - k1);
+  return tl::exp2(r * kLog2e) * pow2_i32(k1) * pow2_i32(k - k1);
+}
+inline tl::tensor exp(const tl::tensor& x, int shift = 0) {
+  if (wide(x)) return shift == 0 ? tl::exp(x) : tl::exp(x) * std::ldexp(1.0, shift);
+  return exp_in_range(tl::where(x > 90.0, 90.0, tl::where(x < -104.0, -104.0, x)), shift);
 }
 inline tl::tensor isinf(const tl::tensor& x) { return tl::abs(x) == kInf; }
 
@@ -231,18 +239,34 @@ inline tl::tensor atanh(const tl::tensor& x) {
   return copysign(0.5 * log1p(2.0 * a / (1.0 - a)), x);
 }
 
-// erfc: 1 - erf(x) below 0.5 (no cancellation there); above, exp(-x^2) R(x) / x with R fitted
-// on [0.5, 3] in x and on [3, 27] in 1/x, and exp(-x^2) split as exp(-h^2) exp(-(x - h)(x + h))
+// erfc. f64: 1 - erf(x) below 0.5 (no cancellation there); above, exp(-x^2) R(x) / x with R
+// fitted on [0.5, 3] in x and on [3, 27] in 1/x, and exp(-x^2) split as exp(-h^2) exp(-(x - h)(x + h))
 // with h = x with its low mantissa bits cleared, so h^2 is exact and the large exponent carries
 // no rounding error.
+// f32: one formula for every x, as CUDA's erfcf: a = |x| (clamped to 10.19, where erfc has
+// underflowed), erfc(a) = exp(-a^2) Q(t) / (1 + 2 a), Q a degree-10 polynomial in
+// t = (a - 4) / (a + 4) (Q in [1, 1.24]); a^2 = s + e exactly (e by an FMA), so exp(-a^2) =
+// exp(-s) (1 - e); erfc(-a) = 2 - erfc(a). Two divisions, one exp, 10 FMAs: the f64 path's erf,
+// two exps, two polynomials (both evaluated for every element) and a division made f32 and bf16
+// erfc instruction-bound on the GPU (issue 29: 0.48-0.54 x PyTorch).
 inline tl::tensor erfc(const tl::tensor& x) {
-  const bool w = wide(x);
-  tl::tensor h = w ? from_bits(bits(x) & int64_t(-4294967296), x.dtype())  // keep 20 mantissa bits
-                   : from_bits(bits(x) & int32_t(-4096), x.dtype());       // keep 11 mantissa bits
+  if (!wide(x)) {
+    tl::tensor a = tl::abs(x);
+    a = tl::where(a > 10.19, 10.19, a);  // NaN passes (the compare is false); a^2 < 104
+    // Both divisors lie in [1, 22]: tl::fast_dividef (a reciprocal and a multiply) serves.
+    tl::tensor q = horner(tl::fast_dividef(a - 4.0, a + 4.0), kErfcF32);
+    tl::tensor s = a * a;
+    tl::tensor e = tl::fma(a, a, -s);  // a^2 - s, exact
+    tl::tensor ex = exp_in_range(-s, 64, /*one_factor=*/true);  // exp(-s) 2^64: n + 64 in [-86, 64]
+    tl::tensor r = tl::fast_dividef(q, tl::fma(a, 2.0, 1.0));
+    r = tl::fma(-e, ex, ex) * r * 0x1p-64;  // exp(-s) (1 - e) Q / (1 + 2a); a subnormal rounds twice
+    return tl::where(x < 0.0, 2.0 - r, r);
+  }
+  tl::tensor h = from_bits(bits(x) & int64_t(-4294967296), x.dtype());  // keep 20 mantissa bits
   tl::tensor e = exp(-(h * h)) * exp(-((x - h) * (x + h)));
-  tl::tensor near = w ? horner(x - 1.75, kErfcNearF64) : horner(x - 1.75, kErfcNearF32);
+  tl::tensor near = horner(x - 1.75, kErfcNearF64);
   tl::tensor u = 1.0 / x;
-  tl::tensor far = w ? horner(u - 0.2, kErfcFarF64) : horner(u - 0.2, kErfcFarF32);
+  tl::tensor far = horner(u - 0.2, kErfcFarF64);
   tl::tensor tail = tl::where(x < 3.0, near, far) * u * e;
   tail = tl::where(x == kInf, 0.0, tail);
   return tl::where(x < 0.5, 1.0 - tl::erf(x), tail);

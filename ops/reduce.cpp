@@ -94,17 +94,67 @@ tl::tensor prefer(bool max, bool flt, const tl::tensor& a, const tl::tensor& ai,
   return better || (same && ai < bi);
 }
 
+// argmax / argmin keys: accumulation types of at most 32 bits have an order-preserving i32 image.
+bool packable_arg(DType acc) {
+  switch (acc) {
+    case DType::f32: case DType::i8: case DType::i16: case DType::i32: case DType::u8: case DType::u16:
+    case DType::u32: return true;
+    default: return false;
+  }
+}
+
+// The i64 key of a lane's (value, i32 position >= 0): high word the value as an i32 whose signed
+// order is the value's (floats: the sign-magnitude bits folded, -0 as +0 so the two tie as
+// IEEE says, every NaN above +inf for argmax and below -inf for argmin - NaN is the extreme);
+// low word the position, inverted for argmax, so the larger (smaller) key is the better value,
+// then the lower position.
+tl::tensor arg_key(const tl::tensor& v, const tl::tensor& pos, bool max) {
+  tl::tensor hi;
+  if (v.dtype() == DType::f32) {
+    tl::tensor b = v.to(tl::int32, /*bitcast=*/true);
+    b = tl::where(b == INT32_MIN, 0, b);  // -0.0
+    hi = b ^ ((b >> 31) & INT32_MAX);
+    hi = tl::where(v != v, max ? INT32_MAX : INT32_MIN, hi);
+  } else if (v.dtype() == DType::u32) {
+    hi = v.to(tl::int32, /*bitcast=*/true) ^ INT32_MIN;
+  } else {
+    hi = v.to(tl::int32);
+  }
+  tl::tensor lo = max ? INT32_MAX - pos : pos;  // >= 0: zero-extended through u32 (no sign word)
+  return (hi.to(tl::int64) << 32) | lo.to(tl::uint32).to(tl::int64);
+}
+
+// The value in a reduced key, in the accumulation type (floats: every NaN comes back as a NaN,
+// -0 as +0).
+tl::tensor key_value(const tl::tensor& key, DType acc) {
+  tl::tensor hi = (key >> 32).to(tl::int32);
+  if (acc == DType::f32) return (hi ^ ((hi >> 31) & INT32_MAX)).to(DType::f32, /*bitcast=*/true);
+  if (acc == DType::u32) return (hi ^ INT32_MIN).to(DType::u32, /*bitcast=*/true);
+  return hi.to(acc);
+}
+
+// The position in a reduced key.
+tl::tensor unpack_position(const tl::tensor& key, bool max) {
+  tl::tensor lo = (key & int64_t{0xffffffff}).to(tl::int64);
+  return max ? int64_t{INT32_MAX} - lo : lo;
+}
+
 // The reduction of a [T0, T1] block along AXIS into `out` (see the file comment). r is cut in
 // chunks of `chunk`: program pid takes chunk pid % S and writes out[(o * S + s) * I + i].
-// For argmax/argmin, IDX_IN takes the candidates' indices from xi (at x's offsets) instead of r
-// (the second launch over partials) and VAL_OUT also stores the winning values to out_v.
+// argmax/argmin carry each lane's winner as a position in the chunk (i32 unless POS64: a chunk
+// near 2^31) and a lane meets its positions in increasing order, so a later element wins only by
+// a strictly better value (or the first NaN): no index compare per element; the index ties
+// matter only across lanes, in the final reduction. Each lane starts at its first position, so
+// a row of nothing but the extreme (-inf for argmax) still answers its first index. IDX_IN (the
+// second launch, over partials) reduces positions among the partials the same way, then loads
+// the winner's index from xi (at x's offsets); VAL_OUT also stores the winning values to out_v.
 Kernel& reduce_kernel() {
   static Kernel k = tritium::kernel(
       "reduce",
       [](P x, P xi, P y, P z, P out, P out_v, tl::i64 O, tl::i64 R, tl::i64 I, tl::i64 so, tl::i64 sr, tl::i64 si,
          tl::i64 yso, tl::i64 ysr, tl::i64 ysi, tl::i64 zso, tl::i64 zsi, tl::i64 chunk, tl::i64 S, tl::f64 scale,
          tl::f64 beta,
-         int KIND, int ACC, bool INNER, int T0, int T1, bool IDX_IN, bool VAL_OUT, bool MUL, int EPI) {
+         int KIND, int ACC, bool INNER, int T0, int T1, bool IDX_IN, bool VAL_OUT, bool MUL, int EPI, bool POS64) {
         const Red kind = static_cast<Red>(KIND);
         const DType acc_t = static_cast<DType>(ACC);
         const bool flt = is_float(acc_t);
@@ -117,7 +167,7 @@ Kernel& reduce_kernel() {
 
         // Offsets of the block's elements besides r (broadcastable to the tile), the mask of the
         // kept index (likewise), the output offsets and their mask.
-        tl::tensor xoff, yoff, zoff, kmask, outoff, omask, rbeg, rend;
+        tl::tensor xoff, xoff1, yoff, zoff, kmask, outoff, omask, rbeg, rend;  // xoff1: xoff per output
         // S = cdiv(max(R, 1), chunk) chunks, from the host: an unsplit launch passes 1, which the
         // launch specialises, so the chunk index math folds away.
         auto S32 = S.to(tl::int32);
@@ -127,7 +177,8 @@ Kernel& reduce_kernel() {
           auto o = rest.to(tl::int64) * T0 + tl::arange(0, T0);
           omask = o < O;
           kmask = omask(tl::_, tl::None);
-          xoff = (o * so)(tl::_, tl::None);
+          xoff1 = o * so;
+          xoff = xoff1(tl::_, tl::None);
           if (MUL) yoff = (o * yso)(tl::_, tl::None);
           outoff = o * S + s;
           zoff = o * zso;
@@ -139,7 +190,8 @@ Kernel& reduce_kernel() {
           auto i = (rest % nib).to(tl::int64) * T1 + tl::arange(0, T1);
           omask = i < I;
           kmask = omask(tl::None, tl::_);
-          xoff = o * so + (i * si)(tl::None, tl::_);
+          xoff1 = o * so + i * si;
+          xoff = xoff1(tl::None, tl::_);
           if (MUL) yoff = o * yso + (i * ysi)(tl::None, tl::_);
           outoff = (o * S + s) * I + i;
           zoff = o * zso + i * zsi;
@@ -151,7 +203,13 @@ Kernel& reduce_kernel() {
         tl::tensor acc, acc_i;
         if (kind == Red::sum || kind == Red::mean) acc = tl::zeros(tile, acc_t);
         else acc = extreme(tile, acc_t, is_max(kind));
-        if (is_arg(kind)) acc_i = tl::full(tile, INT64_MAX, tl::int64);
+        const DType pos_t = POS64 ? tl::int64 : tl::int32;
+        tl::tensor lane2;  // argmax/argmin: a lane's position in the block along r
+        if (is_arg(kind)) {
+          auto lane = tl::arange(0, RB).to(pos_t);
+          lane2 = INNER ? lane(tl::_, tl::None) : lane(tl::None, tl::_);
+          acc_i = tl::broadcast_to(lane2, tile);
+        }
 
         for (auto r0 : tl::range(rbeg, rend, RB)) {
           auto r = r0 + tl::arange(0, RB);
@@ -169,9 +227,11 @@ Kernel& reduce_kernel() {
           } else {
             v = tl::where(m, v, acc);  // masked lanes keep the accumulator
             if (is_arg(kind)) {
-              auto vi = IDX_IN ? tl::broadcast_to(tl::load(xi + off, m, 0).to(tl::int64), tile)
-                               : tl::broadcast_to(r2, tile);
-              auto take = m && prefer(is_max(kind), flt, v, vi, acc, acc_i);
+              // Strictly better, or a NaN where the lane holds none: !(v <= acc) is v > acc or v
+              // NaN; a NaN accumulator keeps its place. A masked lane (v = acc) never takes.
+              const bool mx = is_max(kind);
+              auto take = flt ? !(mx ? v <= acc : v >= acc) && (acc == acc) : (mx ? v > acc : v < acc);
+              auto vi = tl::broadcast_to((r0 - rbeg).to(pos_t) + lane2, tile);
               acc = tl::where(take, v, acc);
               acc_i = tl::where(take, vi, acc_i);
             } else {
@@ -188,13 +248,36 @@ Kernel& reduce_kernel() {
             auto zv = tl::load(z + zoff, omask, 0);
             result = result + beta.to(acc_t) * (zv.dtype() != acc_t ? zv.to(acc_t) : zv);
           }
+        } else if (is_arg(kind) && packable_arg(acc_t) && !POS64) {
+          // One i64 max (min) over keys: the value's order in the high word, the position in the
+          // low word arranged so the lower position wins ties. A tree step is 2 shuffles and a
+          // 64-bit compare where the (value, position) pairs took 2 shuffles and 7 dependent
+          // compares and selects (NaN and tie rules) - at every step of the in-thread, warp and
+          // cross-warp trees, on the latency path of every row.
+          const bool mx = is_max(kind);
+          auto key = arg_key(acc, acc_i, mx);
+          auto best = mx ? tl::max(key, axis) : tl::min(key, axis);
+          auto pos = rbeg + unpack_position(best, mx);
+          result = IDX_IN ? tl::load(xi + (xoff1 + pos * sr), omask, 0).to(tl::int64) : pos;
+          if (VAL_OUT) {
+            // The value from the key; a zero's sign was folded (-0 keys as +0), so a zero winner
+            // is read back from x (a load only those rows issue).
+            auto val = key_value(best, acc_t);
+            if (flt) {
+              auto zero = val == 0.0;
+              auto back = tl::load(x + (xoff1 + pos * sr), omask && zero, 0);
+              val = tl::where(zero, back.dtype() == acc_t ? back : back.to(acc_t), val);
+            }
+            tl::store(out_v + outoff, val, omask);
+          }
         } else if (is_arg(kind)) {
           const bool mx = is_max(kind);
           auto rs = tl::reduce({acc, acc_i}, axis, [mx, flt](std::span<const tl::tensor> a, std::span<const tl::tensor> b) {
             auto take = prefer(mx, flt, a[0], a[1], b[0], b[1]);
             return std::vector<tl::tensor>{tl::where(take, a[0], b[0]), tl::where(take, a[1], b[1])};
           });
-          result = rs[1];
+          auto pos = rbeg + rs[1].to(tl::int64);  // the winner's r
+          result = IDX_IN ? tl::load(xi + (xoff1 + pos * sr), omask, 0).to(tl::int64) : pos;
           if (VAL_OUT) tl::store(out_v + outoff, rs[0], omask);
         } else if (!flt) {
           result = is_max(kind) ? tl::max(acc, axis) : tl::min(acc, axis);
@@ -245,10 +328,12 @@ void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out,
   const Tensor& y = mul ? m.y : x;
   const Tensor& z = epi == 2 ? e.z : x;
   const int64_t S = (std::max<int64_t>(p.R, 1) + chunk - 1) / chunk;
+  // Positions within a chunk (and a tile past its end) in i32 unless that could overflow.
+  const bool pos64 = is_arg(kind) && chunk > int64_t{INT32_MAX} - std::max(t0, t1);
   reduce_kernel()[{programs}](x, idx_in, y, z, out, val_out, p.O, p.R, p.I, p.so, p.sr, p.si, m.yso, m.ysr, m.ysi,
                               e.zso, e.zsi, chunk, S, scale, e.beta, static_cast<int>(kind), static_cast<int>(acc),
                               columns, static_cast<int>(t0), static_cast<int>(t1), xi.defined(), out_v.defined(),
-                              mul != nullptr, epi);
+                              mul != nullptr, epi, pos64);
 }
 
 // Launches the reduction of x viewed as (O, R, I) into `out` (contiguous, O * I elements):

@@ -126,7 +126,7 @@ constexpr double kLn10 = 2.30258509299404568402;
 // kernel per product and sum: issue 29). Same operations in the recorded formula's order, each
 // result rounded to `half` (bf16 / f16 gradients; undefined otherwise) as the recorded ops
 // round theirs - and as PyTorch's composite backward formulas do, which the parity fixtures hold
-// us to.
+// us to. exp is the exp op's own (math_approx.h's), as in the recorded formula.
 tl::tensor unary_grad(M f, const tl::tensor& g, const tl::tensor& y, std::optional<DType> half) {
   namespace m = detail::math;
   auto r = [&](const tl::tensor& t) { return half ? t.to(*half).to(t.dtype()) : t; };
@@ -148,9 +148,9 @@ tl::tensor unary_grad(M f, const tl::tensor& g, const tl::tensor& y, std::option
     case M::exp2: return r(g * r(y * kLn2));  // result
     case M::reciprocal: return r(-r(g * r(y * y)));  // result
     case M::rsqrt: return r(r(g * r(r(y * y) * y)) * -0.5);  // result
-    case M::erf: return r(g * r(r(tl::exp(r(-r(y * y)))) * kTwoOverSqrtPi));
-    case M::erfc: return r(g * r(r(tl::exp(r(-r(y * y)))) * -kTwoOverSqrtPi));
-    case M::erfinv: return r(g * r(r(tl::exp(r(y * y))) * kSqrtPiOverTwo));  // result
+    case M::erf: return r(g * r(r(m::exp(r(-r(y * y)))) * kTwoOverSqrtPi));
+    case M::erfc: return r(g * r(r(m::exp(r(-r(y * y)))) * -kTwoOverSqrtPi));
+    case M::erfinv: return r(g * r(r(m::exp(r(y * y))) * kSqrtPiOverTwo));  // result
     default: break;
   }
   fail("elementwise: no fused backward for math op {}", static_cast<int>(f));
@@ -164,21 +164,35 @@ tl::tensor unary_grad(M f, const tl::tensor& g, const tl::tensor& y, std::option
 // f32 input: 2e-7 relative at most up to 1e5, poles' neighbours included. sin(x) / cos(x) took two
 // reductions (each with CUDA's Payne-Hanek slow path compiled in) and a division, which made bf16
 // tan instruction-bound (issue 29: 0.44 x PyTorch). A program holding any |x| above the limit
-// (or an infinity) takes sin / cos for its whole block: a run-time branch per program.
+// (or an infinity) takes sin / cos for its whole block: a run-time branch per program, decided
+// before either formula runs, so only x lives across the branch (the fast result computed first
+// and kept across the block-wide max and the sin / cos branch made bf16 tan spill registers).
 constexpr double kTanFastLimit = 65536;
 tl::tensor fast_tan(const tl::tensor& x) {
   if (x.dtype() == DType::f64) return tl::sin(x) / tl::cos(x);
-  tl::tensor k = tl::floor(x * 0.6366197466850281 + 0.5);  // 2 / pi in f32; any nearby integer works
-  tl::tensor r = tl::fma(-k, 1.5707963705062866, x);        // pi/2 = the three f32 parts
-  r = tl::fma(-k, -4.371138828673793e-08, r);
-  r = tl::fma(-k, -1.7151245100058819e-15, r);
-  tl::tensor z = r * r;
-  tl::tensor p = ((z - 105.0) * z + 945.0) * r;
-  tl::tensor q = (z * 15.0 - 420.0) * z + 945.0;
-  tl::tensor odd = (k - 2.0 * tl::floor(k * 0.5)) != 0.0;  // NaN: odd, and -q / p is NaN
-  tl::tensor out = tl::where(x == 0.0, x, tl::where(odd, -q, p) / tl::where(odd, p, q));  // keeps -0.0
   tl::tensor far = tl::max(tl::where(tl::abs(x) > kTanFastLimit, 1, 0));
-  tl::if_(far > 0, [&] { out = tl::sin(x) / tl::cos(x); });
+  tl::tensor out = x;
+  tl::if_(
+      far > 0, [&] { out = tl::sin(x) / tl::cos(x); },
+      [&] {
+        // k = x 2/pi rounded by the 1.5 * 2^23 shifter (exact below 2^22): t's low bits hold k, so
+        // its parity is a bit test; floor took a conversion-pipe FRND (a quarter of the FP32 rate)
+        // for k and another for its parity. 2 / pi in f32; any nearby integer works.
+        constexpr double kShifter = 12582912.0;
+        tl::tensor t = tl::fma(x, 0.6366197466850281, kShifter);
+        tl::tensor k = t - kShifter;
+        tl::tensor r = tl::fma(-k, 1.5707963705062866, x);  // pi/2 = the three f32 parts
+        r = tl::fma(-k, -4.371138828673793e-08, r);
+        r = tl::fma(-k, -1.7151245100058819e-15, r);
+        tl::tensor z = r * r;
+        tl::tensor p = ((z - 105.0) * z + 945.0) * r;
+        tl::tensor q = (z * 15.0 - 420.0) * z + 945.0;
+        tl::tensor odd = (detail::math::bits(t) & 1) != 0;  // NaN: p and q are NaN either way
+        // tl::fast_dividef (a reciprocal and a multiply): Q is in [400, 945]; a P small enough to
+        // flush (|r| < 2^-126 / 945) would put |tan| past the f32 range, and the flushed
+        // reciprocal gives that same infinity.
+        out = tl::where(x == 0.0, x, tl::fast_dividef(tl::where(odd, -q, p), tl::where(odd, p, q)));  // keeps -0.0
+      });
   return out;
 }
 

@@ -263,7 +263,7 @@ void reduce_launch(const std::string& what, X* x, XI* xi, O* out, OV* out_v, int
   const int64_t chunks = (std::max<int64_t>(r, 1) + chunk - 1) / chunk;
   compile(tritium::ops::detail::plain_reduce_kernel(), what, x, xi, x, x, out, out_v, o, r, i, so, sr, si, int64_t(0),
           int64_t(0), int64_t(0), int64_t(0), int64_t(0), chunk, chunks, scale, 0.0, kind, acc, inner,
-          static_cast<int>(t0), static_cast<int>(t1), idx_in, val_out, false, 0);
+          static_cast<int>(t0), static_cast<int>(t1), idx_in, val_out, false, 0, false);
 }
 
 BOOST_AUTO_TEST_CASE(split_reduce_launches) {
@@ -310,6 +310,29 @@ BOOST_AUTO_TEST_CASE(split_reduce_launches) {
                 int64_t(0), int64_t(1024), 1.0, 4, d(DType::f32), false, 1, 1024, false, true);
 }
 
+// argmax of [16384, 1024] f32 and bf16 along the last dim as the plan launches it (one program a
+// row, tiles [1, 1024], no split): the lanes carry i32 positions (no [1,1024] i64 block in
+// registers; the only i64 is the stored index) and compare no index per element.
+BOOST_AUTO_TEST_CASE(argmax_rows_carry_i32_positions) {
+  if (!nvrtc_or_skip()) return;
+  const int64_t O = 16384, R = 1024;
+  for (bool bf : {false, true}) {
+    const std::string what = std::string("argmax rows ") + (bf ? "bf16" : "f32");
+    auto check = tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).named(what);
+    auto run = [&](auto* x) {
+      return tritium::test::compile_cuda(tritium::ops::detail::plain_reduce_kernel(), check, x, x, x, x,
+                                         addr<int64_t>(1), addr<int64_t>(1), O, R, int64_t(1), R, int64_t(1),
+                                         int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), R,
+                                         int64_t(1), 1.0, 0.0, 4, d(DType::f32), false, 1, 1024, false, false, false, 0,
+                                         false);
+    };
+    cuda::KernelSource ks = bf ? run(addr<tritium::bf16_t>(0)) : run(addr<float>(0));
+    const std::string body = tritium::test::kernel_body(ks);
+    BOOST_TEST(body.find("int32_t r") != std::string::npos, what << ": no i32 position block");
+    BOOST_TEST(body.find("int64_t r") == std::string::npos, what << ": an i64 block in registers");
+  }
+}
+
 // The matrix-vector products of ops::mv / addmv / dot (detail::matrix_vector): products x * y summed
 // in f32, alpha * sum + beta * z in the epilogue; rows (bf16 [M, K] @ [K]), columns (a transposed
 // f32 matrix) and a split dot product's two launches.
@@ -321,18 +344,18 @@ BOOST_AUTO_TEST_CASE(matrix_vector_launches) {
   also_sm80 = true;
   compile(k, "mv bf16 rows, addmv epilogue", addr<bf>(0), addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<bf>(3),
           addr<bf>(3), M, K, int64_t(1), K, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0), int64_t(1),
-          int64_t(0), K, int64_t(1), 2.0, 0.5, 0, d(DType::f32), false, 1, 1024, false, false, true, 2);
+          int64_t(0), K, int64_t(1), 2.0, 0.5, 0, d(DType::f32), false, 1, 1024, false, false, true, 2, false);
   also_sm80 = false;
   compile(k, "mv f32 columns", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(0), addr<float>(3),
           addr<float>(3), int64_t(1), K, M, int64_t(0), M, int64_t(1), int64_t(0), int64_t(1), int64_t(0), int64_t(0),
-          int64_t(0), K, int64_t(1), 1.0, 0.0, 0, d(DType::f32), true, 16, 256, false, false, true, 1);
+          int64_t(0), K, int64_t(1), 1.0, 0.0, 0, d(DType::f32), true, 16, 256, false, false, true, 1, false);
   const int64_t N = int64_t(1) << 24, C = 32768, P = 512;
   compile(k, "dot f32, first launch", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(0), addr<float>(2),
           addr<float>(2), int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0),
-          int64_t(0), int64_t(0), C, N / C, 1.0, 0.0, 0, d(DType::f32), false, 1, 1024, false, false, true, 0);
+          int64_t(0), int64_t(0), C, N / C, 1.0, 0.0, 0, d(DType::f32), false, 1, 1024, false, false, true, 0, false);
   compile(k, "dot f32, over the partials", addr<float>(2), addr<float>(2), addr<float>(2), addr<float>(2),
           addr<float>(3), addr<float>(3), int64_t(1), P, int64_t(1), P, int64_t(1), int64_t(1), int64_t(0), int64_t(0),
-          int64_t(0), int64_t(0), int64_t(0), P, int64_t(1), 1.0, 0.0, 0, d(DType::f32), false, 4, 1024, false, false, false, 1);
+          int64_t(0), int64_t(0), int64_t(0), P, int64_t(1), 1.0, 0.0, 0, d(DType::f32), false, 4, 1024, false, false, false, 1, false);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -404,7 +404,8 @@ BOOST_AUTO_TEST_CASE(clamp_devices_mismatch) {
 
 // tan's reduction by pi/2 (ops/math_approx.h): arguments up to the fast path's limit, the f32
 // neighbours of multiples of pi/2 (the poles) and of zero, and programs holding one far argument
-// (which take sin / cos for their whole block), against tan of the rounded input in float64.
+// (which take sin / cos for their whole block), and +-0 in a program of near arguments only,
+// against tan of the rounded input in float64.
 BOOST_AUTO_TEST_CASE(tan_reduction_and_far_arguments) {
   tt::for_each_backend([&](const tt::Backend&) {
     for (DType d : {DType::f32, DType::bf16}) {
@@ -422,6 +423,12 @@ BOOST_AUTO_TEST_CASE(tan_reduction_and_far_arguments) {
       for (double a : ou::values(x)) ref.push_back(ew::round_to(std::tan(a), d));
       ew::check_elements(ops::tan(x), ref, (d == DType::f32 ? 6 : 2) * ew::tol_of(d), 1e-37,
                          std::string("tan ") + tritium::dtype_name(d), /*signed_zero=*/true);
+      // Zeros and tiny values on the fast path (a program without far arguments): signs kept.
+      Tensor z = ops::to_dtype(Tensor::from_vector<float>({0.f, -0.f, 1e-30f, -1e-30f, 1e-38f, -0.5f, 3.f}, {7}), d);
+      std::vector<double> zref;
+      for (double a : ou::values(z)) zref.push_back(ew::round_to(std::tan(a), d));
+      ew::check_elements(ops::tan(z), zref, (d == DType::f32 ? 6 : 2) * ew::tol_of(d), 1e-37,
+                         std::string("tan of zeros ") + tritium::dtype_name(d), /*signed_zero=*/true);
     }
   });
 }

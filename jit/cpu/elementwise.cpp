@@ -229,6 +229,7 @@ Value* Codegen::float_op(OpKind k, std::vector<Value*> x, DType d) {
     case OpKind::Log2: r = un(llvm::Intrinsic::log2); break;
     case OpKind::Sqrt: r = un(llvm::Intrinsic::sqrt); break;
     case OpKind::Rsqrt: r = b_.CreateFDiv(llvm::ConstantFP::get(x[0]->getType(), 1.0), un(llvm::Intrinsic::sqrt)); break;
+    case OpKind::Rcp: r = b_.CreateFDiv(llvm::ConstantFP::get(x[0]->getType(), 1.0), x[0]); break;
     case OpKind::Abs: r = un(llvm::Intrinsic::fabs); break;
     case OpKind::Floor: r = un(llvm::Intrinsic::floor); break;
     case OpKind::Ceil: r = un(llvm::Intrinsic::ceil); break;

@@ -683,6 +683,13 @@ TT_INLINE float tt_fdiv(float a, float b) {
   asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
   return y;
 }
+// tl::fast_dividef's reciprocal (libdevice's fast_dividef, CUDA's __fdividef): one MUFU.RCP, 1 ulp;
+// subnormal inputs and results flush to zero.
+TT_INLINE float tt_rcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 TT_INLINE float tt_sqrt(float x) {
   float y;
   asm("sqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x));

@@ -83,6 +83,7 @@ std::string float_op(OpKind k, std::vector<std::string> x, DType d, bool nan_uns
     case OpKind::Log2: r = fn("log2"); break;
     case OpKind::Sqrt: r = dbl ? fn("sqrt") : fmt::format("tt_sqrt({})", x[0]); break;
     case OpKind::Rsqrt: r = dbl ? fmt::format("{} / {}", one, fn("sqrt")) : fmt::format("tt_rsqrt({})", x[0]); break;
+    case OpKind::Rcp: r = dbl ? fmt::format("{} / {}", one, x[0]) : fmt::format("tt_rcp({})", x[0]); break;
     case OpKind::Abs: r = fn("fabs"); break;
     case OpKind::Floor: r = fn("floor"); break;
     case OpKind::Ceil: r = fn("ceil"); break;
@@ -186,7 +187,7 @@ bool nan_bits_unseen(const ir::Value* v, const std::function<const std::vector<i
     switch (u->kind) {
       // FADD / FMUL / FFMA, div.full, ex2 / rsqrt / sqrt (MUFU) return the canonical NaN.
       case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Fma:
-      case OpKind::Exp: case OpKind::Exp2: case OpKind::Sqrt: case OpKind::Rsqrt:
+      case OpKind::Exp: case OpKind::Exp2: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Rcp:
         unseen = is_float(u->result()->type.dtype);
         break;
       case OpKind::CmpEq: case OpKind::CmpNe: case OpKind::CmpLt: case OpKind::CmpLe: case OpKind::CmpGt:
