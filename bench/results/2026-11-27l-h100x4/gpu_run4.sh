@@ -6,7 +6,7 @@ set -uo pipefail
 export OUT=${OUT:-/tmp/out}; mkdir -p $OUT/logs
 export CUDA_CACHE_DISABLE=1
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-END=${END:-430}
+END=${END:-380}
 nvidia-smi --query-gpu=name --format=csv,noheader | uniq -c
 cmake -S . -B /tmp/bg -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRITIUM_CPU_BACKEND=OFF >/tmp/cfg.log 2>&1
 cmake --build /tmp/bg -j64 --target tritium-bench > /tmp/b.log 2>&1 || { grep error /tmp/b.log | head -30; exit 1; }
