@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runtime/overlap.h"
 #include "nn/autograd.h"
 #include "nn/inplace.h"
 #include "nn/functional.h"
@@ -76,11 +77,7 @@ Tensor& apply_inplace(Tensor& self, const char* name, const std::vector<Tensor>&
          name, self.str());
   bool record = grad_mode && self.requires_grad();
   for (const Tensor& o : others) record = record || (grad_mode && o.defined() && o.requires_grad());
-  for (int d = 0; d < self.dim(); ++d)
-    if (self.strides()[static_cast<size_t>(d)] == 0 && self.shape()[static_cast<size_t>(d)] > 1)
-      fail("{}: unsupported operation: more than one element of the written-to tensor refers to a single memory "
-           "location. Please clone() the tensor before performing the operation. ({})",
-           name, self.str());
+  runtime::check_no_internal_overlap(name, self);
   // A recorded in-place op on a view rewrites its base's history (CopySlices below); that needs a
   // base that requires grad and is not a leaf.
   const std::shared_ptr<nn::AutogradMeta> view_meta =

@@ -23,6 +23,7 @@
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/indexing_kernels.h"
+#include "runtime/overlap.h"
 #include "ops/shape.h"
 #include "runtime/device_checks.h"
 #include "runtime/views.h"
@@ -408,16 +409,6 @@ int along_dim_checks(const char* op, const Tensor& x, int dim, const Tensor& ind
   return d;
 }
 
-// An in-place op's destination: no two of its elements may share memory (an expanded view), as
-// PyTorch's in-place ops check.
-void check_no_overlap(const char* op, const Tensor& x) {
-  for (int k = 0; k < x.dim(); ++k)
-    if (x.size(k) > 1 && x.stride(k) == 0)
-      fail("{}: unsupported operation: more than one element of the written-to tensor {} refers to a single memory "
-           "location (dimension {} has stride 0); clone it first",
-           op, shape_str(x.shape()), k);
-}
-
 // Scatters src (or a 0-dim value) into `out` itself.
 void scatter_in_place(const char* op, const Tensor& out, int dim, const Tensor& index, const Tensor& src,
                       bool src_is_value, Mode mode) {
@@ -479,7 +470,7 @@ Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& 
 
 Tensor& scatter_add_(Tensor& x, int dim, const Tensor& index, const Tensor& src) {
   detail::check_tensors("scatter_add_", {&x});
-  check_no_overlap("scatter_add_", x);
+  runtime::check_no_internal_overlap("scatter_add_", x);
   scatter_in_place("scatter_add_", x, dim, index, src, false, Mode::add);
   return x;
 }
@@ -568,7 +559,7 @@ Tensor index_add(const Tensor& x, int dim, const Tensor& index, const Tensor& so
 
 Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source, Scalar alpha) {
   detail::check_tensors("index_add_", {&x});
-  check_no_overlap("index_add_", x);
+  runtime::check_no_internal_overlap("index_add_", x);
   index_add_in_place("index_add_", x, dim, index, source, alpha);
   return x;
 }
