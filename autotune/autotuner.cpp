@@ -436,7 +436,11 @@ void Autotuner::Impl::pick_heuristic(const std::vector<Config>& candidates, cons
     const size_t i = (first + t) % n;
     ConfigResult& r = result.results[i];
     try {
-      kernel.precompile(with_config(kernel, args, candidates[i], options.heuristics));
+      // In the background where compiles run there (runtime/launch_queue.h): a cold first step
+      // compiles its products side by side with its other kernels. A failure of that compile is
+      // then thrown by a later launch instead of falling back to the next candidate here.
+      if (t == 0) kernel.start_compile(with_config(kernel, args, candidates[i], options.heuristics));
+      else kernel.precompile(with_config(kernel, args, candidates[i], options.heuristics));
       r.status = "heuristic";
       result.best = i;
       return;

@@ -89,6 +89,8 @@ Env read_env() {
   e.nvrtc_options = get("TRITIUM_NVRTC_OPTIONS");
   std::string fc = lower_trimmed(get("TRITIUM_FAST_COMPILE"));
   e.fast_compile = !(fc == "0" || fc == "false" || fc == "off" || fc == "no");
+  std::string ac = lower_trimmed(get("TRITIUM_ASYNC_COMPILE"));
+  e.async_compile = !(ac == "0" || ac == "false" || ac == "off" || ac == "no");
   e.f32_default = lower_trimmed(get("TRITIUM_F32_DEFAULT"));
   e.cuda_codegen = lower_trimmed(get("TRITIUM_CUDA_CODEGEN"));
   std::string pa = lower_trimmed(get("TRITIUM_PRINT_AUTOTUNING"));

@@ -21,6 +21,10 @@ struct Env {
   // default optimisation level; otherwise short kernels without loops, reductions, scans or dots
   // get --Ofast-compile=min (about 0.6 of the compile time, the same speed). Part of the cache key.
   bool fast_compile = true;
+  // TRITIUM_ASYNC_COMPILE: "0", "false", "off" or "no" compiles a CUDA kernel where its first launch
+  // is made; otherwise (the default) that compile runs on a worker thread and the launch waits in a
+  // queue, so that cold kernels compile in parallel (runtime/launch_queue.h).
+  bool async_compile = true;
   // TRITIUM_PRINT_AUTOTUNING=1: the autotuner prints each tuning's chosen config and time.
   bool print_autotuning = false;
   bool print_autotuning_all = false;  // TRITIUM_PRINT_AUTOTUNING=all: every config's time too

@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "common/shared_library.h"
+#include "runtime/launch_queue.h"
 
 namespace tritium::dist::nccl {
 
@@ -51,6 +52,9 @@ const std::string& unavailable_reason() {
 
 const Library& library() {
   if (!available()) fail("dist: the nccl backend is unavailable: {}", unavailable_reason());
+  // Collectives run on the launching thread's stream after its kernels: issue those queued while
+  // kernels compile first (runtime/launch_queue.h).
+  runtime::launch_queue::drain_before_ordered_call();
   return loaded().lib;
 }
 

@@ -2,7 +2,9 @@
 // compiled kernel, and tracing on a miss.
 #include "dsl/kernel.h"
 
+#include <atomic>
 #include <cmath>
+#include <future>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -15,6 +17,8 @@
 #include "jit/passes/index_width.h"
 #include "jit/passes/pipeline.h"
 #include "profiler/hooks.h"
+#include "runtime/launch_queue.h"
+#include "runtime/streams.h"
 #include "common/env.h"
 
 namespace tritium {
@@ -202,16 +206,56 @@ struct ActiveTrace {
 };
 static thread_local std::vector<ActiveTrace> g_active_traces;
 
+// A compile running on a worker (runtime/launch_queue.h): *result is set when `done` is ready.
+struct BackgroundCompile {
+  std::shared_future<void> done;
+  std::shared_ptr<std::shared_ptr<jit::CompiledKernel>> result;
+};
+
 // One compiled specialisation.
 struct Specialization {
   std::vector<uint64_t> key;
-  std::shared_ptr<jit::CompiledKernel> compiled;
   Meta meta;  // the meta-parameter values, for grid functions
+  // Compiled where it was traced, or in the background (then `job` until the first kernel() after
+  // it is done). kernel() waits for it and throws its error.
+  std::shared_ptr<BackgroundCompile> job;
+  bool ready() const { return is_ready.load(std::memory_order_acquire); }
+  const std::shared_ptr<jit::CompiledKernel>& kernel() {
+    if (!ready()) {
+      std::shared_future<void> done = job->done;  // (own copy: get() from several threads)
+      done.get();
+      std::call_once(published, [&] {
+        compiled = *job->result;
+        is_ready.store(true, std::memory_order_release);
+      });
+    }
+    return compiled;
+  }
+  void set(std::shared_ptr<jit::CompiledKernel> k) {
+    compiled = std::move(k);
+    is_ready.store(true, std::memory_order_release);
+  }
   // By run-time parameter: where the kernel adds a 32-bit offset computed at run time to a
   // pointer from that parameter (jit/passes/index_width.h); a mask of those parameters.
   std::vector<SourceLoc> narrow_offsets;
   uint64_t narrow_mask = 0;
+
+ private:
+  std::shared_ptr<jit::CompiledKernel> compiled;
+  std::atomic<bool> is_ready{false};
+  std::once_flag published;
 };
+
+// Whether a kernel's compile may run in the background and its launch wait in the queue: CUDA
+// only (CPU kernels run on the calling thread anyway), not in debug mode and not with device_print
+// (their failures and output belong to the launch that made them), not while the profiler records
+// (it times each launch where it is made).
+bool compiles_in_background(const ir::Function& f, const runtime::Device& device, bool debug) {
+  if (device.kind != runtime::Device::Kind::cuda || debug || !runtime::launch_queue::enabled()) return false;
+  bool prints = false;
+  const_cast<ir::Function&>(f).walk([&](ir::Op* op) { prints |= op->kind == ir::OpKind::Print; });
+  return !prints;
+}
 
 class KernelImpl {
  public:
@@ -518,10 +562,18 @@ class KernelImpl {
     co.num_warps = options.num_warps;
     co.num_stages = options.num_stages;
     co.debug = b.key.back() != 0;
-    auto compiled = jit::compile(*f, b.device, co);
     auto spec = std::make_unique<Specialization>();
     spec->key = b.key;
-    spec->compiled = std::move(compiled);
+    if (compiles_in_background(*f, b.device, co.debug)) {
+      auto job = std::make_shared<BackgroundCompile>();
+      job->result = std::make_shared<std::shared_ptr<jit::CompiledKernel>>();
+      std::shared_ptr<ir::Function> traced(std::move(f));
+      job->done = runtime::launch_queue::run_compile(
+          [result = job->result, traced, device = b.device, co] { *result = jit::compile(*traced, device, co); });
+      spec->job = std::move(job);
+    } else {
+      spec->set(jit::compile(*f, b.device, co));
+    }
     for (size_t i = 0; i < narrow.size() && i < 64; ++i)
       if (narrow[i].known()) spec->narrow_mask |= uint64_t(1) << i;
     spec->narrow_offsets = std::move(narrow);
@@ -639,11 +691,38 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
   }
   if (b.wide_tensors & spec->narrow_mask) impl_->refuse_narrow_offsets(*spec, b, args, grid.loc);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;
+  runtime::launch_queue::rethrow_error();  // a queued launch failed since the last check
+  // Behind a compile running in the background, or behind launches queued for one: in the queue,
+  // with a copy of the arguments and the launching thread's stream (runtime/launch_queue.h).
+  if ((!spec->ready() || runtime::launch_queue::pending()) && !profiler::detail::recording() &&
+      b.device.kind == runtime::Device::Kind::cuda) {
+    static const std::shared_future<void> compiled = [] {
+      std::promise<void> p;
+      p.set_value();
+      return p.get_future().share();
+    }();
+    std::shared_future<void> ready = spec->ready() ? compiled : spec->job->done;
+    runtime::launch_queue::enqueue(
+        std::move(ready), [impl = impl_, spec, slots = b.slots, grid = jit::LaunchGrid{g.x, g.y, g.z},
+                           stream = runtime::current_stream(b.device)] {
+          runtime::StreamGuard on(stream);
+          spec->kernel()->launch(slots.data(), grid);
+        });
+    return;
+  }
   profiler::detail::KernelScope profiled(impl_->name, g.x, g.y, g.z);  // one flag check when off
-  spec->compiled->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
+  spec->kernel()->launch(b.slots.data(), jit::LaunchGrid{g.x, g.y, g.z});
 }
 
 void Kernel::precompile(const LaunchArgs& args) { warmup(args); }
+
+void Kernel::start_compile(const LaunchArgs& args) {
+  if (!impl_) fail("compile of an empty tritium::Kernel");
+  detail::KernelImpl::Bound b;
+  impl_->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
+  uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
+  if (!impl_->lookup(b.key, h)) impl_->specialize(b, h, args.options);
+}
 
 Kernel::Info Kernel::warmup(const LaunchArgs& args) {
   if (!impl_) fail("compile of an empty tritium::Kernel");
@@ -652,7 +731,7 @@ Kernel::Info Kernel::warmup(const LaunchArgs& args) {
   uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
   detail::Specialization* spec = impl_->lookup(b.key, h);
   if (!spec) spec = &impl_->specialize(b, h, args.options);
-  const jit::CompiledKernel& c = *spec->compiled;
+  const jit::CompiledKernel& c = *spec->kernel();
   return Info{c.name, c.hash, c.registers_per_thread, c.threads_per_program, c.shared_bytes};
 }
 
@@ -661,7 +740,7 @@ Hash128 Kernel::specialization_hash(const LaunchArgs& args) {
   detail::KernelImpl::Bound b;
   impl_->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
   uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
-  if (detail::Specialization* spec = impl_->lookup(b.key, h)) return spec->compiled->hash;
+  if (detail::Specialization* spec = impl_->lookup(b.key, h)) return spec->kernel()->hash;
   ir::Function f(impl_->name);
   impl_->trace(f, b);
   jit::CompileOptions co;

@@ -379,6 +379,10 @@ class Kernel {
   // Compiles (or loads from the disk cache) the specialisation `args` select, without launching
   // it: candidates of an autotuner compile ahead, in parallel. Thread-safe.
   void precompile(const LaunchArgs& args);
+  // The same without waiting where compiles run in the background (CUDA, TRITIUM_ASYNC_COMPILE on:
+  // runtime/launch_queue.h): the specialisation's first launch waits in the queue, and a compile
+  // error is thrown by a later launch or checked driver call. Elsewhere it is precompile().
+  void start_compile(const LaunchArgs& args);
   // What a compiled specialisation uses per program, as Triton's kernel.warmup(...) gives
   // (n_regs, metadata.shared): for occupancy calculations such as a persistent grid's size.
   struct Info {

@@ -498,44 +498,23 @@ void store(const tensor& pointer, operand value, std::optional<operand> mask, co
 tensor atomic_add(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
   return atomic("atomic_add", OpKind::AtomicAdd, p, v, m, sem, L(loc));
 }
-tensor atomic_add(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
-  return atomic("atomic_add", OpKind::AtomicAdd, p, v, m, "acq_rel", L(loc));
-}
 tensor atomic_max(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
   return atomic("atomic_max", OpKind::AtomicMax, p, v, m, sem, L(loc));
-}
-tensor atomic_max(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
-  return atomic("atomic_max", OpKind::AtomicMax, p, v, m, "acq_rel", L(loc));
 }
 tensor atomic_min(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
   return atomic("atomic_min", OpKind::AtomicMin, p, v, m, sem, L(loc));
 }
-tensor atomic_min(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
-  return atomic("atomic_min", OpKind::AtomicMin, p, v, m, "acq_rel", L(loc));
-}
 tensor atomic_and(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
   return atomic("atomic_and", OpKind::AtomicAnd, p, v, m, sem, L(loc));
-}
-tensor atomic_and(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
-  return atomic("atomic_and", OpKind::AtomicAnd, p, v, m, "acq_rel", L(loc));
 }
 tensor atomic_or(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
   return atomic("atomic_or", OpKind::AtomicOr, p, v, m, sem, L(loc));
 }
-tensor atomic_or(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
-  return atomic("atomic_or", OpKind::AtomicOr, p, v, m, "acq_rel", L(loc));
-}
 tensor atomic_xor(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
   return atomic("atomic_xor", OpKind::AtomicXor, p, v, m, sem, L(loc));
 }
-tensor atomic_xor(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
-  return atomic("atomic_xor", OpKind::AtomicXor, p, v, m, "acq_rel", L(loc));
-}
 tensor atomic_xchg(const tensor& p, operand v, std::optional<operand> m, const std::string& sem, loc_t loc) {
   return atomic("atomic_xchg", OpKind::AtomicXchg, p, v, m, sem, L(loc));
-}
-tensor atomic_xchg(const tensor& p, operand v, std::optional<operand> m, loc_t loc) {
-  return atomic("atomic_xchg", OpKind::AtomicXchg, p, v, m, "acq_rel", L(loc));
 }
 
 tensor atomic_cas(const tensor& pointer, operand cmp, operand val, const std::string& sem, loc_t loc) {
@@ -549,9 +528,6 @@ tensor atomic_cas(const tensor& pointer, operand cmp, operand val, const std::st
   ir::Attrs attrs;
   attrs.str = atomic_sem("atomic_cas", sem, l);
   return tensor(builder("atomic_cas", l).create1(OpKind::AtomicCas, {p, c, v}, p->type.with_dtype(elem), attrs));
-}
-tensor atomic_cas(const tensor& pointer, operand cmp, operand val, loc_t loc) {
-  return atomic_cas(pointer, cmp, val, "acq_rel", loc);
 }
 
 // ---- dot ------------------------------------------------------------------------------------

@@ -80,16 +80,8 @@ tensor load(const tensor& pointer, std::optional<operand> mask = std::nullopt,
 void store(const tensor& pointer, operand value, std::optional<operand> mask = std::nullopt,
            const std::string& cache_modifier = "", const std::string& eviction_policy = "", TL_LOC);
 
-tensor atomic_add(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
-tensor atomic_max(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
-tensor atomic_min(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
-tensor atomic_and(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
-tensor atomic_or(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
-tensor atomic_xor(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
-tensor atomic_xchg(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt, TL_LOC);
-tensor atomic_cas(const tensor& pointer, operand cmp, operand val, TL_LOC);
 // Triton's `sem` argument: the memory order of the atomic.
-//   "acq_rel"  (the default above) the program's earlier accesses are released before the atomic
+//   "acq_rel"  (the default) the program's earlier accesses are released before the atomic
 //              and what it observed is acquired after it (a fence on each side on the GPU): locks,
 //              flags, counters read by other programs;
 //   "acquire", "release"  one of the two fences;
@@ -97,14 +89,21 @@ tensor atomic_cas(const tensor& pointer, operand cmp, operand val, TL_LOC);
 //              histograms, reductions whose result is read after the kernel.
 // Another string is a trace error. The CPU backend ignores it. The IR keeps it as the atomic's
 // attrs.str ("" for acq_rel), printed as `sem=...` (so it is part of the kernel's cache key).
-tensor atomic_add(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
-tensor atomic_max(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
-tensor atomic_min(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
-tensor atomic_and(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
-tensor atomic_or(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
-tensor atomic_xor(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
-tensor atomic_xchg(const tensor& pointer, operand val, std::optional<operand> mask, const std::string& sem, TL_LOC);
-tensor atomic_cas(const tensor& pointer, operand cmp, operand val, const std::string& sem, TL_LOC);
+tensor atomic_add(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt,
+                  const std::string& sem = "acq_rel", TL_LOC);
+tensor atomic_max(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt,
+                  const std::string& sem = "acq_rel", TL_LOC);
+tensor atomic_min(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt,
+                  const std::string& sem = "acq_rel", TL_LOC);
+tensor atomic_and(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt,
+                  const std::string& sem = "acq_rel", TL_LOC);
+tensor atomic_or(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt,
+                  const std::string& sem = "acq_rel", TL_LOC);
+tensor atomic_xor(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt,
+                  const std::string& sem = "acq_rel", TL_LOC);
+tensor atomic_xchg(const tensor& pointer, operand val, std::optional<operand> mask = std::nullopt,
+                  const std::string& sem = "acq_rel", TL_LOC);
+tensor atomic_cas(const tensor& pointer, operand cmp, operand val, const std::string& sem = "acq_rel", TL_LOC);
 
 // ---- reductions and scans ---------------------------------------------------------------------
 // axis = std::nullopt reduces over all elements (the block is flattened first).

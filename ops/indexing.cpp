@@ -192,12 +192,6 @@ Kernel& detail::index_prod_kernel() {
   return k;
 }
 
-// 1024 elements a program (8 a thread on 4 warps), not the elementwise kernels' 4096: the 64-bit
-// indices and offsets live in registers (sm_90a, [16384, 1024] gather: 40 registers a thread at
-// 1024, 139 at 4096 - 3 programs an SM where 12 fit), and a scatter's atomics need no more per
-// thread to keep the memory busy.
-int64_t detail::index_copy_tile(int64_t) { return 1024; }
-
 namespace {
 
 using detail::index_copy_kernel;
@@ -290,7 +284,7 @@ void launch(const Tensor& dst, const Tensor& src, const Tensor& off, const Layou
   };
   int cols_known = (t[0][5] == 1 ? kDstUnit : t[0][5] == 0 ? kDstZero : 0) | (t[1][5] == 1 ? kSrcUnit : t[1][5] == 0 ? kSrcZero : 0);
   if (side != OffsetSide::none) cols_known |= t[2][5] == 1 ? kIndexUnit : t[2][5] == 0 ? kIndexPerRow : 0;
-  const int64_t tile = detail::index_copy_tile(n);
+  const int64_t tile = detail::kIndexCopyTile;
   const int64_t bc = cols >= tile ? tile : std::max<int64_t>(16, pow4_ceil(cols));
   const int64_t br = std::max<int64_t>(1, std::min(tile / bc, pow4_ceil(rows)));
   index_copy_kernel()[{cdiv(rows, br) * cdiv(cols, bc)}](

@@ -10,8 +10,12 @@ namespace tritium::ops::detail {
 // atomic add, 2 max, 3 min), SIDE (0 no indices, 1 on src, 2 on dst), CHECK (indices outside
 // [0, isize) skipped and reported in bad), DDT (dst dtype), BR, BC (the tile).
 Kernel& index_copy_kernel();
-// The elements an index_copy program takes for an index space of n elements.
-int64_t index_copy_tile(int64_t n);
+// The elements an index_copy program takes, whatever the index space:
+// 1024 elements a program (8 a thread on 4 warps), not the elementwise kernels' 4096: the 64-bit
+// indices and offsets live in registers (sm_90a, [16384, 1024] gather: 40 registers a thread at
+// 1024, 139 at 4096 - 3 programs an SM where 12 fit), and a scatter's atomics need no more per
+// thread to keep the memory busy.
+inline constexpr int64_t kIndexCopyTile = 1024;
 // dst, src, off, istride, n, sizes d0..d5, dst strides a0..a5, src strides b0..b5, index strides c0..c5;
 // meta RANK, DDT, LANES: dst[...] *= src by a compare-and-swap loop per element, offsets on dst
 // (scatter_reduce's prod).

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 
 #include "common/error.h"
 #include "runtime/cuda_device.h"
+#include "runtime/launch_queue.h"
 #include "runtime/cuda_streams.h"
 
 namespace tritium::runtime::cuda {
@@ -54,7 +56,8 @@ class CachingAllocator {
  public:
   CUdeviceptr allocate(size_t nbytes, int device, CUstream stream) {
     const size_t size = round_size(nbytes);
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    std::optional<launch_queue::NoDrainScope> no_drain(std::in_place);  // (issuing the queue allocates)
     AllocatorStats& st = stats_[device];
     ++st.num_allocs;
     collect_pending(device);
@@ -75,6 +78,15 @@ class CachingAllocator {
     CUdeviceptr p = 0;
     CUresult r = d.cuMemAlloc(&p, size);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      // The cached blocks go back to the driver: the launches queued while kernels compile, which
+      // may use them, are issued first, without the lock (issuing allocates).
+      if (launch_queue::pending()) {
+        lock.unlock();
+        no_drain.reset();
+        launch_queue::drain_before_ordered_call();
+        no_drain.emplace();
+        lock.lock();
+      }
       release_cached(device);
       r = d.cuMemAlloc(&p, size);
     }
@@ -94,7 +106,19 @@ class CachingAllocator {
   }
 
   void free(CUdeviceptr p) noexcept {
+    // A block other streams used gets an event recorded on each (defer): after the launches
+    // queued while kernels compile, which are issued first, without the lock (issuing allocates).
+    if (launch_queue::pending()) {
+      bool other_streams = false;
+      {
+        std::lock_guard lock(mu_);
+        auto it = active_.find(p);
+        other_streams = it != active_.end() && !it->second.stream_uses.empty();
+      }
+      if (other_streams) launch_queue::drain_before_ordered_call();
+    }
     std::lock_guard lock(mu_);
+    launch_queue::NoDrainScope no_drain;
     auto it = active_.find(p);
     if (it == active_.end()) {
       std::fprintf(stderr, "tritium: cuda::free of 0x%llx, which the caching allocator did not hand out: ignored\n", p);
@@ -138,7 +162,9 @@ class CachingAllocator {
   }
 
   void empty_cache() {
+    launch_queue::drain_before_ordered_call();  // the blocks may be used by queued launches
     std::lock_guard lock(mu_);
+    launch_queue::NoDrainScope no_drain;
     std::vector<int> devices;
     for (auto& [key, fl] : free_)
       if (!fl.empty() && (devices.empty() || devices.back() != key.first)) devices.push_back(key.first);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "runtime/launch_queue.h"
 
 namespace tritium::runtime::cuda {
 namespace {
@@ -26,6 +27,44 @@ std::string join_tried(const std::vector<std::string>& tried, const std::vector<
   std::string s;
   for (size_t i = 0; i < tried.size(); ++i) s += fmt::format("\n  {}: {}", tried[i], errors[i]);
   return s;
+}
+
+// The driver's own entry points, for the ordered calls' wrappers (installed by load()).
+Driver g_raw{};
+
+// A driver call that the GPU or the host orders against kernels (copies, fills, frees, events,
+// stream waits and synchronisations, launches) first issues the launches queued while kernels
+// compile (runtime/launch_queue.h), so it sees them as the program made them. Queries of an
+// event already recorded need nothing: the record itself came after the queue was issued.
+template <auto Member, typename F>
+struct Ordered;
+template <auto Member, typename R, typename... A>
+struct Ordered<Member, R (*)(A...)> {
+  static R call(A... a) {
+    launch_queue::drain_before_ordered_call();
+    return (g_raw.*Member)(a...);
+  }
+};
+
+void install_ordered_calls(Driver& d) {
+  g_raw = d;
+#define TRITIUM_ORDERED(name) d.name = &Ordered<&Driver::name, decltype(Driver::name)>::call
+  TRITIUM_ORDERED(cuCtxSynchronize);
+  TRITIUM_ORDERED(cuMemFree);
+  TRITIUM_ORDERED(cuMemFreeHost);
+  TRITIUM_ORDERED(cuMemcpyHtoDAsync);
+  TRITIUM_ORDERED(cuMemcpyDtoHAsync);
+  TRITIUM_ORDERED(cuMemcpyDtoDAsync);
+  TRITIUM_ORDERED(cuMemcpyPeerAsync);
+  TRITIUM_ORDERED(cuMemsetD8Async);
+  TRITIUM_ORDERED(cuMemsetD32Async);
+  TRITIUM_ORDERED(cuStreamDestroy);
+  TRITIUM_ORDERED(cuStreamSynchronize);
+  TRITIUM_ORDERED(cuStreamQuery);
+  TRITIUM_ORDERED(cuStreamWaitEvent);
+  TRITIUM_ORDERED(cuEventRecord);
+  TRITIUM_ORDERED(cuLaunchKernel);
+#undef TRITIUM_ORDERED
 }
 
 Loaded load() {
@@ -179,6 +218,7 @@ Loaded load() {
                                    : fmt::format("no CUDA device: the driver ({}) sees none", d.library_path);
     return out;
   }
+  install_ordered_calls(d);
   out.ok = true;
   return out;
 }
@@ -211,6 +251,7 @@ std::string error_string(CUresult r) {
 }
 
 void check(CUresult r, const char* call, std::string_view context) {
+  launch_queue::rethrow_error();  // a queued launch that failed, reported at the next checked call
   if (r == CUDA_SUCCESS) return;
   std::string message = context.empty() ? fmt::format("{} failed: {}", call, error_string(r))
                                         : fmt::format("{} failed for {}: {}", call, context, error_string(r));

@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(indexing_kernel_keeps_indices_in_registers) {
   if (!tt::nvrtc_or_skip()) return;
   namespace d = tritium::ops::detail;
   const int64_t rows = 16384, cols = 1024, one = 1, zero = 0;
-  const int64_t tile = d::index_copy_tile(rows * cols);
+  const int64_t tile = d::kIndexCopyTile;
   BOOST_TEST(tile == 1024);
   for (bool scatter : {false, true})
     for (DType dt : {DType::f32, DType::bf16}) {

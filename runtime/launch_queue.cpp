@@ -1,0 +1,138 @@
+#include "runtime/launch_queue.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <semaphore>
+#include <string>
+#include <thread>
+
+#include "common/env.h"
+
+namespace tritium::runtime::launch_queue {
+namespace {
+
+struct Entry {
+  std::shared_future<void> ready;
+  std::function<void()> issue;
+};
+
+// Set on a thread while it issues the queue (the driver calls a launch makes must not drain
+// again) and on compile workers (which must never wait for the queue they feed).
+thread_local bool t_issuing = false;
+thread_local bool t_worker = false;
+thread_local int t_no_drain = 0;
+
+struct Queue {
+  std::mutex mutex;  // held while issuing: entries run one at a time, in order
+  std::deque<Entry> entries;
+  std::atomic<size_t> size{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  std::atomic<bool> has_error{false};
+  // Compiles at once: NVRTC is single-threaded and takes 100-900 MB for a large kernel.
+  std::counting_semaphore<1024> slots{static_cast<std::ptrdiff_t>(
+      std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 1024u))};
+
+  void keep(std::exception_ptr e) {
+    std::lock_guard lock(error_mutex);
+    if (!error) error = e;
+    has_error.store(true);
+  }
+
+  // With `mutex` held: runs the head entry (its compile done), or drops the queue after an error.
+  void issue_head() {
+    Entry e = std::move(entries.front());
+    entries.pop_front();
+    size.fetch_sub(1);
+    t_issuing = true;
+    try {
+      e.ready.get();  // a compile error, kept below
+      e.issue();
+    } catch (...) {
+      keep(std::current_exception());
+      size.fetch_sub(entries.size());
+      entries.clear();  // what follows would read the failed kernel's missing output
+    }
+    t_issuing = false;
+  }
+};
+
+// Never destroyed: launches queued at exit are issued by the atexit handler below, and driver
+// calls made during static destruction still find the queue.
+Queue& queue() {
+  static Queue* q = [] {
+    auto* made = new Queue();
+    // Kernels queued when main returns still run (their effects - files written from the host
+    // after a synchronise are already ordered - matter only for pending compiles, which must not
+    // be running while the process tears NVRTC down).
+    std::atexit([] { drain(); });
+    return made;
+  }();
+  return *q;
+}
+
+}  // namespace
+
+bool enabled() { return env().async_compile; }
+
+bool pending() { return queue().size.load(std::memory_order_acquire) != 0; }
+
+std::shared_future<void> run_compile(std::function<void()> job) {
+  Queue& q = queue();
+  return std::async(std::launch::async,
+                    [&q, job = std::move(job)] {
+                      t_worker = true;
+                      q.slots.acquire();
+                      struct Release {
+                        Queue& q;
+                        ~Release() { q.slots.release(); }
+                      } release{q};
+                      job();
+                    })
+      .share();
+}
+
+void enqueue(std::shared_future<void> ready, std::function<void()> issue) {
+  Queue& q = queue();
+  std::lock_guard lock(q.mutex);
+  q.entries.push_back(Entry{std::move(ready), std::move(issue)});
+  q.size.fetch_add(1, std::memory_order_release);
+  while (!q.entries.empty() &&
+         q.entries.front().ready.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+    q.issue_head();
+}
+
+void drain() noexcept {
+  Queue& q = queue();
+  if (q.size.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard lock(q.mutex);
+  while (!q.entries.empty()) q.issue_head();
+}
+
+void drain_before_ordered_call() noexcept {
+  if (t_issuing || t_worker || t_no_drain > 0 || !pending()) return;
+  drain();
+}
+
+void rethrow_error() {
+  Queue& q = queue();
+  if (!q.has_error.load(std::memory_order_acquire)) return;
+  std::exception_ptr e;
+  {
+    std::lock_guard lock(q.error_mutex);
+    e = q.error;
+    q.error = nullptr;
+    q.has_error.store(false);
+  }
+  if (e) std::rethrow_exception(e);
+}
+
+NoDrainScope::NoDrainScope() { ++t_no_drain; }
+NoDrainScope::~NoDrainScope() { --t_no_drain; }
+
+}  // namespace tritium::runtime::launch_queue
