@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   // The arguments ops/indexing.cpp's launch() passes for contiguous [rows, 1024] tensors along dim 1:
   // rank 2, rows x 1024 columns; dst/src/index outer strides 1024; the indexed side's column stride
   // 0 (the index supplies it), the others 1.
-  const int64_t one = 1, zero = 0, n = rows * cols;
+  const int64_t one = 1, zero = 0;
   const int64_t tile = argc > 5 ? std::atoll(argv[5]) : detail::kIndexCopyTile;
   const int64_t bc = cols >= tile ? tile : cols, br = std::max<int64_t>(1, tile / bc);
   const int mode = scatter ? 1 : 0, side = scatter ? 2 : 1, check = 1;
