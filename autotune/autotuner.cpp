@@ -404,7 +404,10 @@ struct Autotuner::Impl {
   // now); false: tune now, replacing a deferred result.
   const TuningResult& tune(const GridSpec& grid, const LaunchArgs& args, uint64_t h, bool may_defer);
   const TuningResult& store_result(uint64_t h, std::unique_ptr<TuningResult> result);
-  void pick_heuristic(const std::vector<Config>& candidates, const LaunchArgs& args, TuningResult& result);
+  // in_background: the launch that follows compiles the pick in the background with its other
+  // kernels (runtime/launch_queue.h); a tune() that launches nothing waits for the compile.
+  void pick_heuristic(const std::vector<Config>& candidates, const LaunchArgs& args, TuningResult& result,
+                      bool in_background);
   void finish(const TuningResult& result) const;
 };
 
@@ -412,7 +415,7 @@ struct Autotuner::Impl {
 // first), compiled; on a compile failure the next candidate in order. Nothing is timed, nothing
 // is written to the disk record (there is no measurement to keep).
 void Autotuner::Impl::pick_heuristic(const std::vector<Config>& candidates, const LaunchArgs& args,
-                                     TuningResult& result) {
+                                     TuningResult& result, bool in_background) {
   ArgView view(kernel, args);
   const size_t n = candidates.size();
   size_t first = 0;
@@ -439,7 +442,7 @@ void Autotuner::Impl::pick_heuristic(const std::vector<Config>& candidates, cons
       // In the background where compiles run there (runtime/launch_queue.h): a cold first step
       // compiles its products side by side with its other kernels. A failure of that compile is
       // then thrown by a later launch instead of falling back to the next candidate here.
-      if (t == 0) kernel.start_compile(with_config(kernel, args, candidates[i], options.heuristics));
+      if (t == 0 && in_background) kernel.start_compile(with_config(kernel, args, candidates[i], options.heuristics));
       else kernel.precompile(with_config(kernel, args, candidates[i], options.heuristics));
       r.status = "heuristic";
       result.best = i;
@@ -511,7 +514,7 @@ const TuningResult& Autotuner::Impl::tune(const GridSpec& grid, const LaunchArgs
     if (candidates.empty()) fail("autotune: early_config_prune left no config for kernel {} ({})", kernel.name(), result->key);
   }
   auto heuristic_pick = [&](int64_t tune_after) -> const TuningResult& {
-    pick_heuristic(candidates, args, *result);
+    pick_heuristic(candidates, args, *result, /*in_background=*/may_defer);
     result->tune_after_launches = tune_after;
     result->compile_ms = result->tuning_ms = ms_since(start);
     size_t tried = 0;

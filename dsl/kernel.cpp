@@ -239,6 +239,9 @@ struct Specialization {
   // pointer from that parameter (jit/passes/index_width.h); a mask of those parameters.
   std::vector<SourceLoc> narrow_offsets;
   uint64_t narrow_mask = 0;
+  // A CUDA kernel that must launch where its launch is made (debug mode, device_print): the queue
+  // is issued first.
+  bool direct = false;
 
  private:
   std::shared_ptr<jit::CompiledKernel> compiled;
@@ -572,6 +575,7 @@ class KernelImpl {
           [result = job->result, traced, device = b.device, co] { *result = jit::compile(*traced, device, co); });
       spec->job = std::move(job);
     } else {
+      spec->direct = b.device.kind == runtime::Device::Kind::cuda;
       spec->set(jit::compile(*f, b.device, co));
     }
     for (size_t i = 0; i < narrow.size() && i < 64; ++i)
@@ -690,12 +694,18 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
     check_grid(g);
   }
   if (b.wide_tensors & spec->narrow_mask) impl_->refuse_narrow_offsets(*spec, b, args, grid.loc);
-  if (g.x == 0 || g.y == 0 || g.z == 0) return;
+  if (g.x == 0 || g.y == 0 || g.z == 0) {
+    if (!spec->ready()) spec->kernel();  // nothing to launch: the compile's errors are this call's
+    return;
+  }
   runtime::launch_queue::rethrow_error();  // a queued launch failed since the last check
   // Behind a compile running in the background, or behind launches queued for one: in the queue,
   // with a copy of the arguments and the launching thread's stream (runtime/launch_queue.h).
-  if ((!spec->ready() || runtime::launch_queue::pending()) && !profiler::detail::recording() &&
-      b.device.kind == runtime::Device::Kind::cuda) {
+  // Kernels compiled where they were traced (debug mode, device_print: see below) launch here,
+  // after the queue.
+  if (spec->direct) runtime::launch_queue::drain_before_ordered_call();
+  else if ((!spec->ready() || runtime::launch_queue::pending()) && !profiler::detail::recording() &&
+           b.device.kind == runtime::Device::Kind::cuda) {
     static const std::shared_future<void> compiled = [] {
       std::promise<void> p;
       p.set_value();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <exception>
@@ -31,6 +32,11 @@ struct Queue {
   std::mutex mutex;  // held while issuing: entries run one at a time, in order
   std::deque<Entry> entries;
   std::atomic<size_t> size{0};
+  // Compiles started and not finished: the exit handler waits for them (a compile still running
+  // while the process destroys its statics would use them after their end).
+  std::mutex running_mutex;
+  std::condition_variable finished;
+  size_t running = 0;
   std::mutex error_mutex;
   std::exception_ptr error;
   std::atomic<bool> has_error{false};
@@ -70,7 +76,11 @@ Queue& queue() {
     // Kernels queued when main returns still run (their effects - files written from the host
     // after a synchronise are already ordered - matter only for pending compiles, which must not
     // be running while the process tears NVRTC down).
-    std::atexit([] { drain(); });
+    std::atexit([] {
+      drain();
+      std::unique_lock lock(queue().running_mutex);
+      queue().finished.wait(lock, [] { return queue().running == 0; });
+    });
     return made;
   }();
   return *q;
@@ -84,9 +94,21 @@ bool pending() { return queue().size.load(std::memory_order_acquire) != 0; }
 
 std::shared_future<void> run_compile(std::function<void()> job) {
   Queue& q = queue();
+  {
+    std::lock_guard lock(q.running_mutex);
+    ++q.running;
+  }
   return std::async(std::launch::async,
                     [&q, job = std::move(job)] {
                       t_worker = true;
+                      struct Finish {
+                        Queue& q;
+                        ~Finish() {
+                          std::lock_guard lock(q.running_mutex);
+                          --q.running;
+                          q.finished.notify_all();
+                        }
+                      } finish{q};
                       q.slots.acquire();
                       struct Release {
                         Queue& q;
