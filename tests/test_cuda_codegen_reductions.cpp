@@ -333,6 +333,22 @@ BOOST_AUTO_TEST_CASE(argmax_rows_carry_i32_positions) {
   }
 }
 
+// bf16 rows of 1024 as the reductions launch them: one row a program (tile [1, 1024]) and two
+// ([2, 1024], row_stats' tile for rows of 1024), sum and var.
+BOOST_AUTO_TEST_CASE(bf16_rows_of_1024) {
+  if (!nvrtc_or_skip()) return;
+  using bf = tritium::bf16_t;
+  const int64_t O = 16384, R = 1024;
+  for (int bo : {1, 2}) {
+    reduce_launch("reduce sum bf16 rows, tile [" + std::to_string(bo) + ", 1024]", addr<bf>(0), addr<bf>(0), addr<bf>(1),
+                  addr<bf>(1), O, R, int64_t(1), R, int64_t(1), int64_t(0), R, 1.0, 0, d(DType::f32), false, bo, 1024,
+                  false, false);
+    compile(tritium::ops::detail::row_stats_kernel(), "row_stats var bf16, tile [" + std::to_string(bo) + ", 1024]",
+            addr<bf>(0), addr<bf>(1), addr<bf>(2), O, R, int64_t(1), R, 1.0 / 1023, 0.5, 0, d(DType::f32), d(DType::bf16),
+            false, bo, 1024);
+  }
+}
+
 // The matrix-vector products of ops::mv / addmv / dot (detail::matrix_vector): products x * y summed
 // in f32, alpha * sum + beta * z in the epilogue; rows (bf16 [M, K] @ [K]), columns (a transposed
 // f32 matrix) and a split dot product's two launches.

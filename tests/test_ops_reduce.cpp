@@ -168,6 +168,29 @@ BOOST_AUTO_TEST_CASE(long_rows_are_accurate) {
   });
 }
 
+// Rows of 1024 and more of 2-byte and 1-byte elements: odd row counts, rows longer than a block,
+// every kind, bf16, f16 and u8, against float64 on the values the op sees.
+BOOST_AUTO_TEST_CASE(narrow_dtype_rows) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (auto [rows, cols] : {std::array<int64_t, 2>{7, 1030}, {1, 1024}, {5, 2500}}) {
+      for (DType dt : {DType::bf16, DType::f16, DType::u8}) {
+        const std::string what = std::string(tritium::dtype_name(dt)) + " [" + std::to_string(rows) + ", " +
+                                 std::to_string(cols) + "]";
+        Tensor x = dt == DType::u8 ? ou::random_tensor<uint8_t>({rows, cols}, 13, 0, 255)
+                                   : ops::to_dtype(ou::random_tensor<float>({rows, cols}, 13, 0, 2), dt);  // no cancellation
+        auto v = ou::values(x);
+        const double tol = dt == DType::u8 ? 0 : dt == DType::bf16 ? 1e-2 : 1e-3;
+        ou::check_values(ops::sum(x, {1}), reduce_ref(v, {rows, cols}, {1}, K::sum), tol, "sum " + what);
+        if (dt != DType::u8) ou::check_values(ops::mean(x, {1}), reduce_ref(v, {rows, cols}, {1}, K::mean), tol, "mean " + what);
+        check_exact(ops::amax(x, {1}), reduce_ref(v, {rows, cols}, {1}, K::max), "amax " + what);
+        check_exact(ops::amin(x, {1}), reduce_ref(v, {rows, cols}, {1}, K::min), "amin " + what);
+        check_exact(ops::argmax(x, 1), reduce_ref(v, {rows, cols}, {1}, K::argmax), "argmax " + what);
+        check_exact(ops::argmin(x, 1), reduce_ref(v, {rows, cols}, {1}, K::argmin), "argmin " + what);
+      }
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(dtypes) {
   tt::for_each_backend([&](const tt::Backend& be) {
     Tensor i = ou::random_tensor<int32_t>({1000, 3}, 8, -1000000, 1000000);
