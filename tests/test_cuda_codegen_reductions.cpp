@@ -339,7 +339,7 @@ BOOST_AUTO_TEST_CASE(bf16_rows_of_1024) {
   if (!nvrtc_or_skip()) return;
   using bf = tritium::bf16_t;
   const int64_t O = 16384, R = 1024;
-  for (int bo : {1, 2}) {
+  for (int bo : {2, 1}) {  // the tile the ops launch last (TRITIUM_DUMP keeps the last)
     reduce_launch("reduce sum bf16 rows, tile [" + std::to_string(bo) + ", 1024]", addr<bf>(0), addr<bf>(0), addr<bf>(1),
                   addr<bf>(1), O, R, int64_t(1), R, int64_t(1), int64_t(0), R, 1.0, 0, d(DType::f32), false, bo, 1024,
                   false, false);
