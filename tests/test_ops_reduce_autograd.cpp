@@ -159,6 +159,45 @@ BOOST_AUTO_TEST_CASE(norm_backward_values) {
   });
 }
 
+// var's and std's backward, 2 (x - mean) / (N - correction) * grad (std: over 2 std, 0 on constant
+// rows), against float64: rows longer than a block, a constant row, f32 and bf16.
+BOOST_AUTO_TEST_CASE(var_std_backward_values) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const double tol = dt == DType::f32 ? 1e-5 : 3e-2;
+      for (bool is_std : {false, true}) {
+        const int rows = 4, cols = 1030;
+        BOOST_TEST_CONTEXT(tritium::dtype_name(dt) << (is_std ? " std" : " var")) {
+          std::vector<double> xv = values_in(dt, size_t(rows) * cols, 471, -2, 2);
+          for (int r = 0; r < cols; ++r) xv[size_t(2) * cols + r] = 0.5;  // a constant row: std 0
+          std::vector<double> gv = values_in(dt, size_t(rows), 472, 0.5, 1.5);
+          Tensor x = leaf_as(xv, {rows, cols}, dt);
+          Tensor y = is_std ? T::std(x, {1}) : T::var(x, {1});
+          y.backward(T::ops::to_dtype(Tensor::from_vector(gv, {rows}), dt));
+          std::vector<double> got = as_doubles(x.grad());
+          BOOST_TEST_REQUIRE(got.size() == xv.size());
+          double worst = 0;
+          for (int k = 0; k < rows; ++k) {
+            double mean = 0, m2 = 0;
+            for (int r = 0; r < cols; ++r) mean += xv[size_t(k) * cols + r] / cols;
+            for (int r = 0; r < cols; ++r) m2 += std::pow(xv[size_t(k) * cols + r] - mean, 2);
+            const double var = m2 / (cols - 1), sd = std::sqrt(var);
+            const double scale = is_std ? (sd == 0 ? 0 : gv[size_t(k)] / (2 * sd)) : gv[size_t(k)];
+            for (int r = 0; r < cols; ++r) {
+              const double ref = scale * 2 * (xv[size_t(k) * cols + r] - mean) / (cols - 1);
+              const double e = got[size_t(k) * cols + r];
+              const double mag = std::abs(scale) * 2 * 2.5 / (cols - 1) + 1e-30;  // the row's largest |ref|, about
+              worst = std::max(worst, std::isfinite(e) ? std::abs(e - ref) / mag : 1e30);
+              if (sd == 0) BOOST_TEST(e == 0.0, "constant row, position " << r);
+            }
+          }
+          BOOST_TEST(worst <= tol, "largest error relative to the row's scale " << worst);
+        }
+      }
+    }
+  });
+}
+
 // max.dim / min.dim send each row's gradient to the first index of its extreme only (rows full of
 // ties), whatever the row length; the rest of the input's gradient is exactly 0.
 BOOST_AUTO_TEST_CASE(max_dim_backward_ties) {

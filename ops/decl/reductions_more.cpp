@@ -58,7 +58,8 @@ Tensor var_backward(const Tensor& g, const Tensor& x, const Ctx& c) {
   double n = static_cast<double>(reduced_count(x.shape(), dims));
   double denom = std::max(0.0, n - c.attrs().get<double>("correction"));
   Tensor centred = tritium::sub(x, tritium::mean(x, dims, true));
-  return tritium::mul(unreduce(g, x.shape(), dims, keepdim_of(c)), centred) * (2.0 / denom);
+  // The constant goes on the reduced gradient: one pass over x's size fewer than scaling the product.
+  return tritium::mul(unreduce(g, x.shape(), dims, keepdim_of(c)) * (2.0 / denom), centred);
 }
 
 // Whether x holds a zero (one count read back, as PyTorch's prod_backward): without zeros prod's
