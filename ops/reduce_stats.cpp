@@ -251,7 +251,8 @@ DType stat_acc(Stat kind, DType d) {
 void launch_rows(Stat kind, const Tensor& data, int64_t O, int64_t R, Tensor& out, Tensor* mean, double param,
                  double scale) {
   const DType acc = stat_acc(kind, data.dtype());
-  const int64_t br = std::clamp<int64_t>(next_power_of_2(R), 16, 1024);
+  // Rows longer than 1024: the reductions' widest block for the dtype (2048 of 2-byte elements).
+  const int64_t br = R > 1024 ? detail::max_row_block(data.element_size()) : std::clamp<int64_t>(next_power_of_2(R), 16, 1024);
   // Rows of 1024 and more: one a program (as the sum/amax plan, ops/reduce_plan.cpp). A [2, 1024]
   // tile is reduced along its rows by the element-loop generator through shared memory (the
   // accumulator stored, two barriers, one warp a row walking 32 elements a lane while the other
