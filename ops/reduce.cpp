@@ -346,7 +346,7 @@ void launch_reduce(Red kind, const Tensor& x, Tensor& out, Problem p, const Prod
   double scale = p.R > 0 ? 1.0 / static_cast<double>(p.R) : std::numeric_limits<double>::quiet_NaN();
   const int epi = prod ? (prod->z.defined() && prod->beta != 0 ? 2 : 1) : 0;
   if (prod) scale = prod->alpha;
-  const ReducePlan plan = plan_reduce(p.O, p.R, p.I, reduce_device(x.device()));
+  const ReducePlan plan = plan_reduce(p.O, p.R, p.I, reduce_device(x.device()), x.element_size());
   // Tiles are [rows, r] for rows and [r, columns] for columns.
   auto tile = [&](int64_t br, int64_t bk) { return plan.columns ? std::pair{br, bk} : std::pair{bk, br}; };
   Tensor none;

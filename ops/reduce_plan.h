@@ -31,8 +31,12 @@ struct ReduceDevice {
   static ReduceDevice cpu(int threads) { return {threads, 1024}; }
 };
 
-// The plan for an (O, R, I) problem on `device`.
-ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device);
+// The longest row block (tile extent along r of a rows reduction) for elements of `elem_bytes`:
+// 1024, 2048 for 2-byte elements so that a trip still loads 4 KB (32 bytes a thread of 4 warps).
+int64_t max_row_block(int64_t elem_bytes);
+
+// The plan for an (O, R, I) problem on `device`; `elem_bytes`: the input's element size.
+ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device, int64_t elem_bytes = 4);
 
 // The description of `device` (its SM count, its pool's threads).
 ReduceDevice reduce_device(Device device);

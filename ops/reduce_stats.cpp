@@ -251,8 +251,14 @@ DType stat_acc(Stat kind, DType d) {
 void launch_rows(Stat kind, const Tensor& data, int64_t O, int64_t R, Tensor& out, Tensor* mean, double param,
                  double scale) {
   const DType acc = stat_acc(kind, data.dtype());
-  const int64_t br = std::clamp<int64_t>(next_power_of_2(R), 16, 1024);
-  const int64_t bo = std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, next_power_of_2(O)));
+  // Rows longer than 1024: the reductions' widest block for the dtype (2048 of 2-byte elements).
+  const int64_t br = R > 1024 ? detail::max_row_block(data.element_size()) : std::clamp<int64_t>(next_power_of_2(R), 16, 1024);
+  // Rows of 1024 and more: one a program (as the sum/amax plan, ops/reduce_plan.cpp). A [2, 1024]
+  // tile is reduced along its rows by the element-loop generator through shared memory (the
+  // accumulator stored, two barriers, one warp a row walking 32 elements a lane while the other
+  // warps wait), where a [1, 1024] tile is a full reduction (in-thread, butterflies, one partial
+  // a warp): var / std make two such reductions a row.
+  const int64_t bo = br >= 1024 ? 1 : std::clamp<int64_t>(2048 / br, 1, std::max<int64_t>(1, next_power_of_2(O)));
   int64_t S = 1, C = R;
   const int64_t fill = detail::reduce_device(data.device()).fill;
   if (cdiv(O, bo) < fill && R >= 16384) {

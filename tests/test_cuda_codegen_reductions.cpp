@@ -333,6 +333,31 @@ BOOST_AUTO_TEST_CASE(argmax_rows_carry_i32_positions) {
   }
 }
 
+// bf16 rows as the reductions launch them: rows of 1024 one a program (tile [1, 1024]) and two
+// ([2, 1024], row_stats' tile for them before), sum and var; full reductions in blocks of 2048.
+BOOST_AUTO_TEST_CASE(bf16_rows_of_1024) {
+  if (!nvrtc_or_skip()) return;
+  using bf = tritium::bf16_t;
+  const int64_t O = 16384, R = 1024;
+  for (int bo : {2, 1}) {  // the tile the ops launch last (TRITIUM_DUMP keeps the last)
+    reduce_launch("reduce sum bf16 rows, tile [" + std::to_string(bo) + ", 1024]", addr<bf>(0), addr<bf>(0), addr<bf>(1),
+                  addr<bf>(1), O, R, int64_t(1), R, int64_t(1), int64_t(0), R, 1.0, 0, d(DType::f32), false, bo, 1024,
+                  false, false);
+    compile(tritium::ops::detail::row_stats_kernel(), "row_stats var bf16, tile [" + std::to_string(bo) + ", 1024]",
+            addr<bf>(0), addr<bf>(1), addr<bf>(2), O, R, int64_t(1), R, 1.0 / 1023, 0.5, 0, d(DType::f32), d(DType::bf16),
+            false, bo, 1024);
+  }
+  // A full reduction of 2^24 bf16: blocks of 2048 (ops/reduce_plan.h's max_row_block), argmax too.
+  const int64_t N = int64_t(1) << 24, C = 32768;
+  reduce_launch("reduce sum bf16 all, first launch, [1, 2048]", addr<bf>(0), addr<bf>(0), addr<float>(1), addr<float>(1),
+                int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), C, 1.0, 0, d(DType::f32), false, 1, 2048, false, false);
+  reduce_launch("reduce argmax bf16 all, first launch, [1, 2048]", addr<bf>(0), addr<bf>(0), addr<int64_t>(1),
+                addr<float>(2), int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), C, 1.0, 4, d(DType::f32), false, 1,
+                2048, false, true);
+  compile(tritium::ops::detail::row_stats_kernel(), "row_stats prod bf16 chunks, [1, 2048]", addr<bf>(0), addr<float>(1),
+          addr<float>(2), int64_t(1), N, int64_t(512), C, 0.0, 0.0, 2, d(DType::f32), d(DType::f32), false, 1, 2048);
+}
+
 // The matrix-vector products of ops::mv / addmv / dot (detail::matrix_vector): products x * y summed
 // in f32, alpha * sum + beta * z in the epilogue; rows (bf16 [M, K] @ [K]), columns (a transposed
 // f32 matrix) and a split dot product's two launches.

@@ -168,6 +168,45 @@ BOOST_AUTO_TEST_CASE(long_rows_are_accurate) {
   });
 }
 
+// Rows of 1024 and more of 2-byte and 1-byte elements: odd row counts, rows longer than a block,
+// every kind, bf16, f16 and u8, against float64 on the values the op sees.
+BOOST_AUTO_TEST_CASE(narrow_dtype_rows) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    for (auto [rows, cols] : {std::array<int64_t, 2>{7, 1030}, {1, 1024}, {5, 2500}}) {
+      for (DType dt : {DType::bf16, DType::f16, DType::u8}) {
+        const std::string what = std::string(tritium::dtype_name(dt)) + " [" + std::to_string(rows) + ", " +
+                                 std::to_string(cols) + "]";
+        Tensor x = dt == DType::u8 ? ou::random_tensor<uint8_t>({rows, cols}, 13, 0, 255)
+                                   : ops::to_dtype(ou::random_tensor<float>({rows, cols}, 13, 0, 2), dt);  // no cancellation
+        auto v = ou::values(x);
+        const double tol = dt == DType::u8 ? 0 : dt == DType::bf16 ? 1e-2 : 1e-3;
+        ou::check_values(ops::sum(x, {1}), reduce_ref(v, {rows, cols}, {1}, K::sum), tol, "sum " + what);
+        if (dt != DType::u8) ou::check_values(ops::mean(x, {1}), reduce_ref(v, {rows, cols}, {1}, K::mean), tol, "mean " + what);
+        check_exact(ops::amax(x, {1}), reduce_ref(v, {rows, cols}, {1}, K::max), "amax " + what);
+        check_exact(ops::amin(x, {1}), reduce_ref(v, {rows, cols}, {1}, K::min), "amin " + what);
+        check_exact(ops::argmax(x, 1), reduce_ref(v, {rows, cols}, {1}, K::argmax), "argmax " + what);
+        check_exact(ops::argmin(x, 1), reduce_ref(v, {rows, cols}, {1}, K::argmin), "argmin " + what);
+        ou::check_values(ops::sum(x), reduce_ref(v, {rows * cols}, {0}, K::sum), tol, "sum of all " + what);
+        if (dt == DType::u8) continue;
+        // row_stats' rows (ops/reduce_stats.cpp): var (two passes a row) and prod, in float64.
+        std::vector<double> var_ref(static_cast<size_t>(rows));
+        for (int64_t o = 0; o < rows; ++o) {
+          double mean = 0, m2 = 0;
+          for (int64_t r = 0; r < cols; ++r) mean += v[size_t(o * cols + r)] / double(cols);
+          for (int64_t r = 0; r < cols; ++r) m2 += std::pow(v[size_t(o * cols + r)] - mean, 2);
+          var_ref[size_t(o)] = m2 / double(cols - 1);
+        }
+        ou::check_values(ops::var(x, {1}), var_ref, tol, "var " + what);
+        Tensor xp = ops::add(ops::mul(x, ops::Scalar(0.004)), ops::Scalar(0.996));  // near 1: no underflow
+        std::vector<double> vp = ou::values(xp), prod_ref(static_cast<size_t>(rows), 1);
+        for (int64_t o = 0; o < rows; ++o)
+          for (int64_t r = 0; r < cols; ++r) prod_ref[size_t(o)] *= vp[size_t(o * cols + r)];
+        ou::check_values(ops::prod(xp, 1), prod_ref, dt == DType::bf16 ? 2e-2 : 2e-3, "prod " + what);
+      }
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(dtypes) {
   tt::for_each_backend([&](const tt::Backend& be) {
     Tensor i = ou::random_tensor<int32_t>({1000, 3}, 8, -1000000, 1000000);
@@ -294,6 +333,14 @@ BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
   BOOST_TEST(r.chunks == 9);
   BOOST_TEST(r.programs == 576);
   BOOST_TEST(r.programs2 == 1);
+  // Rows longer than 1024 of 2-byte elements: blocks of 2048 (4 KB a trip, as 1024 f32); a full
+  // reduction of 2^24 bf16 keeps its 512 chunks, 16 trips each.
+  BOOST_TEST(od::plan_reduce(1, int64_t(1) << 24, 1, h100, 2).block_r == 2048);
+  BOOST_TEST(od::plan_reduce(1, int64_t(1) << 24, 1, h100, 2).chunks == 512);
+  BOOST_TEST(od::plan_reduce(1, int64_t(1) << 24, 1, h100, 4).block_r == 1024);
+  BOOST_TEST(od::plan_reduce(1, int64_t(1) << 24, 1, h100, 8).block_r == 1024);
+  BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100, 2).block_r == 1024);  // rows of 1024 keep theirs
+  BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100, 2).block_k == 1);
   // Enough programs already: no split; the CPU's 2 threads: a split in 2.
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100).chunks == 1);
   BOOST_TEST(od::plan_reduce(600, 5000, 7, h100).chunks == 1);

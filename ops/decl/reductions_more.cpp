@@ -4,9 +4,11 @@
 // follow PyTorch's derivatives.yaml and are written in recorded calls (double backward works)
 // except cumprod's, a kernel of its own (ops::cumprod_backward) that handles zeros without
 // dividing, and cummax / cummin's (ops::cummaxmin_backward, a reverse segmented scan). Selections (max.dim, sort, topk, ...) send the gradient back to the selected indices.
+#include "nn/autograd.h"
 #include "nn/functional.h"
 #include "nn/reduction_ops.h"
 #include "ops/decl/op_decl.h"
+#include "ops/indexing.h"
 #include "ops/reduce_stats.h"
 #include "ops/sort.h"
 #include "runtime/views.h"
@@ -56,7 +58,8 @@ Tensor var_backward(const Tensor& g, const Tensor& x, const Ctx& c) {
   double n = static_cast<double>(reduced_count(x.shape(), dims));
   double denom = std::max(0.0, n - c.attrs().get<double>("correction"));
   Tensor centred = tritium::sub(x, tritium::mean(x, dims, true));
-  return tritium::mul(unreduce(g, x.shape(), dims, keepdim_of(c)), centred) * (2.0 / denom);
+  // The constant goes on the reduced gradient: one pass over x's size fewer than scaling the product.
+  return tritium::mul(unreduce(g, x.shape(), dims, keepdim_of(c)) * (2.0 / denom), centred);
 }
 
 // Whether x holds a zero (one count read back, as PyTorch's prod_backward): without zeros prod's
@@ -85,7 +88,13 @@ Tensor select_backward(const Tensor& g, const Tensor& indices, const Shape& in, 
   if (in.empty()) return g;
   Tensor gk = keepdim ? g : g.unsqueeze(d);
   Tensor ik = keepdim ? indices : indices.unsqueeze(d);
-  return tritium::scatter_add(tritium::zeros(in, g.dtype(), g.device()), d, ik, gk);
+  // Recorded only where a double backward can see it; otherwise added into fresh zeros in place
+  // (PyTorch's zeros().scatter_()): the out-of-place scatter_add cloned the zeros, a second write
+  // and a read of the whole input's size (max.dim of [16384, 1024] f32: 3 passes of 64 MB, not 1).
+  if (nn::grad_enabled() && g.requires_grad())
+    return tritium::scatter_add(tritium::zeros(in, g.dtype(), g.device()), d, ik, gk);
+  Tensor z = ops::zeros(in, g.dtype(), g.device());
+  return ops::scatter_add_(z, d, ik, gk);
 }
 
 // max()/median() over all elements: the gradient shared by the elements equal to the result
@@ -226,11 +235,19 @@ Tensor norm_backward(const Tensor& g, const Ctx& c) {
   const bool keepdim = keepdim_of(c);
   Tensor gk = unreduce(g, x.shape(), dims, keepdim);
   Tensor nk = unreduce(c.saved("result"), x.shape(), dims, keepdim);
-  Tensor sign = tritium::where(ops::gt(x.detach(), Scalar(0)), 1.0, tritium::where(ops::lt(x.detach(), Scalar(0)), -1.0, tritium::zeros_like(x)));
   if (p == 0) return x * 0.0;
-  if (p == 1) return tritium::mul(gk, sign);
+  // Built only for the orders that use it: five launches over the whole input, which ord 2 paid
+  // without reading the result.
+  auto sign_of = [&] {
+    return tritium::where(ops::gt(x.detach(), Scalar(0)), 1.0, tritium::where(ops::lt(x.detach(), Scalar(0)), -1.0, tritium::zeros_like(x)));
+  };
+  if (p == 1) return tritium::mul(gk, sign_of());
   Tensor zero_norm = ops::eq(nk.detach(), Scalar(0));
-  if (p == 2) return tritium::where(zero_norm, 0.0, tritium::div(tritium::mul(x, gk), nk));
+  // ord 2, PyTorch's `self * (grad / norm).masked_fill_(norm == 0, 0)`: the per-row factor first
+  // (reduced-size tensors), then one pass over x. A zero norm means a row of zeros, so x times 0
+  // is what the mask gave before.
+  if (p == 2) return tritium::mul(x, tritium::where(zero_norm, 0.0, tritium::div(gk, nk)));
+  Tensor sign = sign_of();
   Tensor absx = tritium::mul(x, sign);
   if (std::isinf(p)) {
     Tensor mask = ops::to_dtype(ops::eq(absx.detach(), nk.detach()), x.dtype());
