@@ -152,7 +152,7 @@ inline tl::tensor atan(const tl::tensor& x) {
 // asin and acos in f32 (CUDA's asinf / acosf scheme): with a = |x|, below 0.5625 asin(a) =
 // a + a^3 P(a^2) directly (kAsinF32, degree 5); above, asin(a) = pi/2 - 2 asin(s) and
 // acos(a) = 2 asin(s) with s = sqrt((1 - a) / 2) <= 0.47, the same polynomial. (1 - a) / 2 is
-// exact (Sterbenz); s is rsqrt.approx's s = h rsqrt(h) plus one Newton step (h = 0 at a = 1 is
+// exact (Sterbenz); s is h tl::rsqrt(h) (one MUFU.RSQ) plus one Newton step (h = 0 at a = 1 is
 // selected: rsqrt(0) is inf). acos(-a) = pi - acos(a). One MUFU.RSQ and about 20 FP32 ops, where
 // atan2 of two square roots took two sqrt, two div.full and a degree-4 polynomial behind a second
 // reduction (issue 29: bf16 acos 0.65 x, asin 0.69 x PyTorch). |x| > 1 and NaN: h < 0 or NaN
@@ -196,12 +196,12 @@ inline tl::tensor log_of_reduced(const tl::tensor& f, const tl::tensor& kb) {
   tl::tensor r = tl::fma(f * horner(f, kLog1pF32), f, f);
   return tl::fma(kb.to(DType::f32), kLn2 * 0x1p-23, r);  // k 2^23 is exact in f32 (|k| <= 128)
 }
-// The reduction of a positive normal f32 y: f = y 2^-k - 1 (exact: y 2^-k is in [0.75, 1.5)).
+// log of a positive normal f32 y by the same reduction: f = y 2^-k - 1 (exact: y 2^-k is in
+// [0.75, 1.5)).
 inline tl::tensor log_normal_f32(const tl::tensor& y) {
   tl::tensor kb = (bits(y) - 0x3f400000) & int32_t(0xff800000);
   return log_of_reduced(from_bits(bits(y) - kb, DType::f32) - 1.0, kb);
 }
-
 // log(1 + x). f32: u = 1 + x rounds, but only its exponent is used: k from u's bits, and
 // f = (1 + x) 2^-k - 1 is formed as (2^-k - 1) + x 2^-k with both scalings by 2^-k exact integer
 // subtractions from the exponent fields, so the rounding of u never reaches f (u rounding up
@@ -290,12 +290,14 @@ inline tl::tensor cosh(const tl::tensor& x) {
 // logf for every element cost about a fifth of the kernel (issue 29), and from 2^23 on (as CUDA's
 // asinhf: log1p(a) + ln 2 is within 2^-23 / 16 of asinh there), which keeps 1 + a^2 finite.
 // Below, log1p(a + a^2 / (1 + sqrt(1 + a^2))) with the division by tl::fast_dividef (its divisor
-// is in [2, 2^23]) where div.full took 8 instructions. f64 needs the exact log.
+// is in [2, 2^23]) where div.full took 8 instructions, and 1 + sqrt(z) as one FMA of z and
+// tl::rsqrt(z) (z >= 1). f64 needs the exact log.
 inline tl::tensor asinh(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
   if (!wide(x)) {
     tl::tensor big = a > 8388608.0;
-    tl::tensor q = tl::fast_dividef(a, 1.0 + tl::sqrt(tl::fma(a, a, 1.0)));
+    tl::tensor z = tl::fma(a, a, 1.0);
+    tl::tensor q = tl::fast_dividef(a, tl::fma(z, tl::rsqrt(z), 1.0));  // a / (1 + sqrt(z)), z >= 1
     tl::tensor t = tl::where(big, a, tl::fma(a, q, a));
     return copysign(log1p(t) + tl::where(big, kLn2, 0.0), x);
   }
@@ -365,7 +367,8 @@ inline tl::tensor erfc(const tl::tensor& x) {
 inline tl::tensor erfinv(const tl::tensor& x) {
   const bool wd = wide(x);
   // f32: 1 - x^2 by one FMA (correctly rounded, as accurate as (1 - x)(1 + x)) and its log by
-  // log_normal_f32 (1 - x^2 >= 2^-23 below |x| = 1; |x| >= 1 and NaN are selected below).
+  // log_normal_f32 (1 - x^2 >= 2^-23 below |x| = 1; |x| >= 1 and NaN are selected below), where
+  // logf took a few more instructions.
   tl::tensor w = wd ? -tl::log((1.0 - x) * (1.0 + x)) : -log_normal_f32(tl::fma(-x, x, 1.0));
   tl::tensor central = wd ? horner(w - 3.125, kErfinvCentralF64) : horner(w - 3.125, kErfinvCentralF32);
   tl::tensor s = tl::sqrt(w);
