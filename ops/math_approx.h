@@ -365,16 +365,31 @@ inline tl::tensor erfc(const tl::tensor& x) {
 // erfinv: x P(w), w = -log((1 - x)(1 + x)) (Giles' variable: (1 - x)(1 + x) keeps its precision
 // near |x| = 1), P fitted in w below w = 6.25 and in sqrt(w) above (two pieces in f64).
 inline tl::tensor erfinv(const tl::tensor& x) {
-  const bool wd = wide(x);
-  // f32: 1 - x^2 by one FMA (correctly rounded, as accurate as (1 - x)(1 + x)) and its log by
-  // log_normal_f32 (1 - x^2 >= 2^-23 below |x| = 1; |x| >= 1 and NaN are selected below), where
-  // logf took a few more instructions.
-  tl::tensor w = wd ? -tl::log((1.0 - x) * (1.0 + x)) : -log_normal_f32(tl::fma(-x, x, 1.0));
-  tl::tensor central = wd ? horner(w - 3.125, kErfinvCentralF64) : horner(w - 3.125, kErfinvCentralF32);
-  tl::tensor s = tl::sqrt(w);
-  tl::tensor tail = wd ? tl::where(s < 4.0, horner(s - 3.25, kErfinvTailF64), horner(s - 5.0, kErfinvFarTailF64))
-                       : horner(s - 3.25, kErfinvTailF32);
-  tl::tensor r = tl::where(w < 6.25, central, tail) * x;
+  tl::tensor r;
+  if (wide(x)) {
+    tl::tensor w = -tl::log((1.0 - x) * (1.0 + x));
+    tl::tensor central = horner(w - 3.125, kErfinvCentralF64);
+    tl::tensor s = tl::sqrt(w);
+    tl::tensor tail = tl::where(s < 4.0, horner(s - 3.25, kErfinvTailF64), horner(s - 5.0, kErfinvFarTailF64));
+    r = tl::where(w < 6.25, central, tail) * x;
+  } else {
+    // f32: 1 - x^2 by one FMA (correctly rounded, as accurate as (1 - x)(1 + x)) and its log by
+    // log_normal_f32 (1 - x^2 >= 2^-23 below |x| = 1; |x| >= 1 and NaN are selected below: there
+    // w is finite garbage), where logf took a few more instructions. The tail (|x| > 0.998) is
+    // evaluated only in programs holding one (a block-wide max and a run-time branch, as tan's
+    // far range): the degree-7 polynomial and the square root for every element were about a
+    // quarter of the kernel; CUDA's erfinvf branches there too.
+    tl::tensor w = -log_normal_f32(tl::fma(-x, x, 1.0));
+    tl::tensor p = x;
+    tl::if_(
+        tl::max(tl::where(w >= 6.25, 1, 0)) > 0,
+        [&] {
+          tl::tensor tail = horner(tl::sqrt(w) - 3.25, kErfinvTailF32);
+          p = tl::where(w < 6.25, horner(w - 3.125, kErfinvCentralF32), tail);
+        },
+        [&] { p = horner(w - 3.125, kErfinvCentralF32); });
+    r = p * x;
+  }
   r = tl::where(tl::abs(x) == 1.0, copysign(tl::zeros_like(x) + kInf, x), r);
   return tl::where(tl::abs(x) > 1.0, kNaN, r);
 }
