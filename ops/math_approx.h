@@ -210,14 +210,19 @@ inline tl::tensor log_normal_f32(const tl::tensor& y) {
 // (fma(x, inf, inf)), inf inf; -0.0 is kept.
 // f64: Goldberg's correction: u = 1 + x rounds, and log(u) * x / (u - 1) cancels the rounding to
 // first order.
+inline tl::tensor log1p_in_range_f32(const tl::tensor& x) {  // x in (-1, inf), not -0.0
+  tl::tensor u = 1.0 + x;
+  tl::tensor kb = (bits(u) - 0x3f400000) & int32_t(0xff800000);
+  tl::tensor m = from_bits(bits(x) - kb, DType::f32);        // x 2^-k
+  tl::tensor s = from_bits(0x40800000 - kb, DType::f32);     // 4 2^-k
+  return log_of_reduced(tl::fma(s, 0.25, -1.0) + m, kb);
+}
+// log1p of an f32 x in [+0, inf] or NaN (exp's results: softplus, logaddexp): one select for
+// inf and NaN (x < inf is false for both) where log1p's general edges take four.
+inline tl::tensor log1p_nonneg_f32(const tl::tensor& x) { return tl::where(x < kInf, log1p_in_range_f32(x), x); }
 inline tl::tensor log1p(const tl::tensor& x) {
   if (!wide(x)) {
-    tl::tensor u = 1.0 + x;
-    tl::tensor kb = (bits(u) - 0x3f400000) & int32_t(0xff800000);
-    tl::tensor m = from_bits(bits(x) - kb, DType::f32);        // x 2^-k
-    tl::tensor s = from_bits(0x40800000 - kb, DType::f32);     // 4 2^-k
-    tl::tensor r = log_of_reduced(tl::fma(s, 0.25, -1.0) + m, kb);
-    r = tl::where(x == 0.0, x, r);
+    tl::tensor r = tl::where(x == 0.0, x, log1p_in_range_f32(x));
     tl::tensor off = tl::where(x == -1.0, -kInf, tl::fma(x, kInf, kInf));
     return tl::where((x > -1.0) && (x < kInf), r, off);
   }
@@ -446,7 +451,10 @@ inline tl::tensor hypot(const tl::tensor& x, const tl::tensor& y) {
 
 inline tl::tensor logaddexp(const tl::tensor& x, const tl::tensor& y) {
   tl::tensor m = tl::where(x > y, x, y);
-  tl::tensor r = m + log1p(exp(-tl::abs(x - y)));
+  tl::tensor d = -tl::abs(x - y);
+  // d <= 0: only exp's lower clamp applies (NaN passes).
+  tl::tensor e = wide(x) ? exp(d) : exp_in_range(tl::where(d < -104.0, -104.0, d));  // in [0, 1], or NaN
+  tl::tensor r = m + (wide(x) ? log1p(e) : log1p_nonneg_f32(e));
   return tl::where(isinf(x) && (x == y), x, r);
 }
 
