@@ -304,7 +304,7 @@ inline tl::tensor asinh(const tl::tensor& x) {
     tl::tensor z = tl::fma(a, a, 1.0);
     tl::tensor q = tl::fast_dividef(a, tl::fma(z, tl::rsqrt(z), 1.0));  // a / (1 + sqrt(z)), z >= 1
     tl::tensor t = tl::where(big, a, tl::fma(a, q, a));
-    return copysign(log1p(t) + tl::where(big, kLn2, 0.0), x);
+    return copysign(log1p_nonneg_f32(t) + tl::where(big, kLn2, 0.0), x);  // t in [0, inf] or NaN
   }
   tl::tensor a2 = a * a;
   tl::tensor big = a > 268435456.0;
@@ -318,7 +318,8 @@ inline tl::tensor acosh(const tl::tensor& x) {
   tl::tensor big = x > 268435456.0;
   tl::tensor r;
   if (!wide(x)) {
-    r = log1p(tl::where(big, x, t + tl::sqrt(tl::fma(t, t, 2.0 * t)))) + tl::where(big, kLn2, 0.0);
+    // The argument is in [0, inf] or NaN for x >= 1 (x < 1 is selected below).
+    r = log1p_nonneg_f32(tl::where(big, x, t + tl::sqrt(tl::fma(t, t, 2.0 * t)))) + tl::where(big, kLn2, 0.0);
   } else {
     r = tl::where(big, tl::log(x) + kLn2, log1p(t + tl::sqrt(2.0 * t + t * t)));
   }
@@ -326,11 +327,14 @@ inline tl::tensor acosh(const tl::tensor& x) {
 }
 
 // atanh(a) = log1p(2a / (1 - a)) / 2. f32: the division by tl::fast_dividef (1 - a is 0 or at
-// least 2^-24 below |x| = 1: never subnormal; 1 - a = 0 gives inf, and |x| > 1 a negative
-// quotient below -2, so NaN, through log1p).
+// least 2^-24 below |x| = 1: never subnormal; 1 - a = 0 gives inf).
 inline tl::tensor atanh(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
-  if (!wide(x)) return copysign(0.5 * log1p(tl::fast_dividef(2.0 * a, 1.0 - a)), x);
+  if (!wide(x)) {
+    // The quotient is in [0, inf] or NaN for |x| <= 1 or NaN; |x| > 1 is selected.
+    tl::tensor r = 0.5 * log1p_nonneg_f32(tl::fast_dividef(2.0 * a, 1.0 - a));
+    return copysign(tl::where(a > 1.0, kNaN, r), x);
+  }
   return copysign(0.5 * log1p(2.0 * a / (1.0 - a)), x);
 }
 
