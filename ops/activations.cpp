@@ -30,7 +30,9 @@ constexpr double kGeluCoeff = 0.044715;
 
 tl::tensor softplus_of(const tl::tensor& x, const tl::tensor& beta, const tl::tensor& threshold) {
   tl::tensor bx = x * beta;
-  return tl::where(bx > threshold, x, detail::math::log1p(detail::math::exp(bx)) / beta);
+  namespace m = detail::math;
+  tl::tensor e = m::exp(bx);  // in [0, inf], or NaN
+  return tl::where(bx > threshold, x, (m::wide(x) ? m::log1p(e) : m::log1p_nonneg_f32(e)) / beta);
 }
 
 // tanh(softplus(x)) = n / (n + 2), n = e (e + 2), e = exp(x) (tanh(log u) = (u^2 - 1) / (u^2 + 1),

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "dsl/control_flow.h"
 #include "dsl/ops.h"
 #include "ops/math_approx_tables.h"
 
@@ -130,19 +131,101 @@ inline tl::tensor atan2(const tl::tensor& y, const tl::tensor& x) {
   return tl::where(isnan(x) || isnan(y), x + y, r);
 }
 
+// atan. f32 (CUDA's atanf scheme): r = |x|, or 1 / |x| by one approximate reciprocal above 1
+// (rcp.approx: 1 ulp, and atan's slope is at most 1), then r + r t P(t), t = r^2, one degree-8
+// polynomial on all of [0, 1] (kAtanUnitF32): no second reduction by (a - 1) / (a + 1), so no
+// division at all where two div.full were (issue 29: bf16 atan 0.875 x PyTorch). Past 2^126 the
+// reciprocal flushes to 0 and atan is pi/2, as it is in f32. f64: two divisions, as before.
 inline tl::tensor atan(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
   tl::tensor big = a > 1.0;
+  if (!wide(x)) {
+    tl::tensor r = tl::where(big, tl::fast_dividef(1.0, a), a);
+    tl::tensor t = r * r;
+    tl::tensor p = tl::fma(r * t, horner(t, kAtanUnitF32), r);
+    return copysign(tl::where(big, kPi / 2 - p, p), x);  // NaN: |x| is NaN, p too
+  }
   tl::tensor r = atan_unit(tl::where(big, 1.0 / a, a));
   return copysign(tl::where(big, kPi / 2 - r, r), x);
 }
 
-inline tl::tensor asin(const tl::tensor& x) { return atan2(x, tl::sqrt((1.0 - x) * (1.0 + x))); }
-inline tl::tensor acos(const tl::tensor& x) { return 2.0 * atan2(tl::sqrt(1.0 - x), tl::sqrt(1.0 + x)); }
+// asin and acos in f32 (CUDA's asinf / acosf scheme): with a = |x|, below 0.5625 asin(a) =
+// a + a^3 P(a^2) directly (kAsinF32, degree 5); above, asin(a) = pi/2 - 2 asin(s) and
+// acos(a) = 2 asin(s) with s = sqrt((1 - a) / 2) <= 0.47, the same polynomial. (1 - a) / 2 is
+// exact (Sterbenz); s is h tl::rsqrt(h) (one MUFU.RSQ) plus one Newton step (h = 0 at a = 1 is
+// selected: rsqrt(0) is inf). acos(-a) = pi - acos(a). One MUFU.RSQ and about 20 FP32 ops, where
+// atan2 of two square roots took two sqrt, two div.full and a degree-4 polynomial behind a second
+// reduction (issue 29: bf16 acos 0.65 x, asin 0.69 x PyTorch). |x| > 1 and NaN: h < 0 or NaN
+// gives NaN through rsqrt (selected only where a > 0.5625) or through a itself.
+constexpr double kPi2A = 0.9045259356498718, kPi2B = 1.7365962266921997;  // f32s; kPi2A kPi2B = pi/2 + 1e-13
+inline tl::tensor asin_reduced(const tl::tensor& a, tl::tensor& far) {
+  far = a > 0.5625;
+  tl::tensor h = tl::fma(a, -0.5, 0.5);
+  tl::tensor y = tl::rsqrt(h);
+  tl::tensor s = h * y;
+  s = tl::fma(s, tl::fma(-s, 0.5 * y, 0.5), s);  // s + s (1/2 - s y / 2): one Newton step for sqrt(h)
+  s = tl::where(a == 1.0, 0.0, s);
+  tl::tensor r = tl::where(far, s, a);
+  tl::tensor t = r * r;
+  return tl::fma(r * t, horner(t, kAsinF32), r);  // asin(r)
+}
+inline tl::tensor asin(const tl::tensor& x) {
+  if (!wide(x)) {
+    tl::tensor far;
+    tl::tensor p = asin_reduced(tl::abs(x), far);
+    // pi/2 - 2p with pi/2 as the exact product of two floats (within 1e-13): one FMA, no rounding of pi/2.
+    return copysign(tl::where(far, tl::fma(kPi2A, kPi2B, -2.0 * p), p), x);
+  }
+  return atan2(x, tl::sqrt((1.0 - x) * (1.0 + x)));
+}
+inline tl::tensor acos(const tl::tensor& x) {
+  if (!wide(x)) {
+    tl::tensor far;
+    tl::tensor p = asin_reduced(tl::abs(x), far);
+    tl::tensor r = tl::where(far, 2.0 * p, tl::fma(kPi2A, kPi2B, -p));  // acos(|x|)
+    return tl::where(signbit(x), kPi - r, r);
+  }
+  return 2.0 * atan2(tl::sqrt(1.0 - x), tl::sqrt(1.0 + x));
+}
 
-// log(1 + x) with Goldberg's correction: u = 1 + x rounds, and log(u) * x / (u - 1) cancels the
-// rounding to first order.
+// log(m 2^k) for f32 from the reduction log1p and log share (CUDA's log1pf scheme): kb = k << 23
+// (k picked from the bits of the argument so that m lies in [0.75, 1.5)), f = m - 1, and
+// log = k ln 2 + f + f^2 P(f), P of degree 8 fitted on [-0.25, 0.5] (kLog1pF32). No MUFU and no
+// division: f32 log1p was logf (a polynomial of its own), div.full and a select.
+inline tl::tensor log_of_reduced(const tl::tensor& f, const tl::tensor& kb) {
+  tl::tensor r = tl::fma(f * horner(f, kLog1pF32), f, f);
+  return tl::fma(kb.to(DType::f32), kLn2 * 0x1p-23, r);  // k 2^23 is exact in f32 (|k| <= 128)
+}
+// log of a positive normal f32 y by the same reduction: f = y 2^-k - 1 (exact: y 2^-k is in
+// [0.75, 1.5)).
+inline tl::tensor log_normal_f32(const tl::tensor& y) {
+  tl::tensor kb = (bits(y) - 0x3f400000) & int32_t(0xff800000);
+  return log_of_reduced(from_bits(bits(y) - kb, DType::f32) - 1.0, kb);
+}
+// log(1 + x). f32: u = 1 + x rounds, but only its exponent is used: k from u's bits, and
+// f = (1 + x) 2^-k - 1 is formed as (2^-k - 1) + x 2^-k with both scalings by 2^-k exact integer
+// subtractions from the exponent fields, so the rounding of u never reaches f (u rounding up
+// across a binade only moves f to just below -0.25, inside the fit's margin). Near x = -1,
+// u >= 2^-24 keeps 2^-k normal. Out of (-1, inf): -1 gives -inf, NaN and x < -1 NaN
+// (fma(x, inf, inf)), inf inf; -0.0 is kept.
+// f64: Goldberg's correction: u = 1 + x rounds, and log(u) * x / (u - 1) cancels the rounding to
+// first order.
+inline tl::tensor log1p_in_range_f32(const tl::tensor& x) {  // x in (-1, inf), not -0.0
+  tl::tensor u = 1.0 + x;
+  tl::tensor kb = (bits(u) - 0x3f400000) & int32_t(0xff800000);
+  tl::tensor m = from_bits(bits(x) - kb, DType::f32);        // x 2^-k
+  tl::tensor s = from_bits(0x40800000 - kb, DType::f32);     // 4 2^-k
+  return log_of_reduced(tl::fma(s, 0.25, -1.0) + m, kb);
+}
+// log1p of an f32 x in [+0, inf] or NaN (exp's results: softplus, logaddexp): one select for
+// inf and NaN (x < inf is false for both) where log1p's general edges take four.
+inline tl::tensor log1p_nonneg_f32(const tl::tensor& x) { return tl::where(x < kInf, log1p_in_range_f32(x), x); }
 inline tl::tensor log1p(const tl::tensor& x) {
+  if (!wide(x)) {
+    tl::tensor r = tl::where(x == 0.0, x, log1p_in_range_f32(x));
+    tl::tensor off = tl::where(x == -1.0, -kInf, tl::fma(x, kInf, kInf));
+    return tl::where((x > -1.0) && (x < kInf), r, off);
+  }
   tl::tensor u = 1.0 + x;
   tl::tensor r = tl::where(u == 1.0, x, tl::log(u) * (x / (u - 1.0)));
   return tl::where(x == kInf, x, r);
@@ -208,34 +291,50 @@ inline tl::tensor cosh(const tl::tensor& x) {
 }
 
 // Past 2^28, 1 / (4 a^2) is below rounding: asinh(a) = log(a) + ln 2. f32 takes it as log1p(a) +
-// ln 2 (log1p(a) is log(a) to 1 / a = 2^-28 relative there) through the same log1p, where a second
-// logf for every element cost about a fifth of the kernel (issue 29); f64 needs the exact log.
+// ln 2 (log1p(a) is log(a) to 1 / a relative there) through the same log1p, where a second
+// logf for every element cost about a fifth of the kernel (issue 29), and from 2^23 on (as CUDA's
+// asinhf: log1p(a) + ln 2 is within 2^-23 / 16 of asinh there), which keeps 1 + a^2 finite.
+// Below, log1p(a + a^2 / (1 + sqrt(1 + a^2))) with the division by tl::fast_dividef (its divisor
+// is in [2, 2^23]) where div.full took 8 instructions, and 1 + sqrt(z) as one FMA of z and
+// tl::rsqrt(z) (z >= 1). f64 needs the exact log.
 inline tl::tensor asinh(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
+  if (!wide(x)) {
+    tl::tensor big = a > 8388608.0;
+    tl::tensor z = tl::fma(a, a, 1.0);
+    tl::tensor q = tl::fast_dividef(a, tl::fma(z, tl::rsqrt(z), 1.0));  // a / (1 + sqrt(z)), z >= 1
+    tl::tensor t = tl::where(big, a, tl::fma(a, q, a));
+    return copysign(log1p_nonneg_f32(t) + tl::where(big, kLn2, 0.0), x);  // t in [0, inf] or NaN
+  }
   tl::tensor a2 = a * a;
   tl::tensor big = a > 268435456.0;
-  if (!wide(x)) {
-    tl::tensor t = tl::where(big, a, a + a2 / (1.0 + tl::sqrt(1.0 + a2)));  // a2 may overflow where big
-    return copysign(log1p(t) + tl::where(big, kLn2, 0.0), x);
-  }
   tl::tensor r = log1p(a + a2 / (1.0 + tl::sqrt(1.0 + a2)));
   return copysign(tl::where(big, tl::log(a) + kLn2, r), x);
 }
 
+// acosh = log1p(t + sqrt(2t + t^2)), t = x - 1 (exact for x in [1, 2]; 2t + t^2 by one FMA).
 inline tl::tensor acosh(const tl::tensor& x) {
   tl::tensor t = x - 1.0;
   tl::tensor big = x > 268435456.0;
   tl::tensor r;
   if (!wide(x)) {
-    r = log1p(tl::where(big, x, t + tl::sqrt(2.0 * t + t * t))) + tl::where(big, kLn2, 0.0);
+    // The argument is in [0, inf] or NaN for x >= 1 (x < 1 is selected below).
+    r = log1p_nonneg_f32(tl::where(big, x, t + tl::sqrt(tl::fma(t, t, 2.0 * t)))) + tl::where(big, kLn2, 0.0);
   } else {
     r = tl::where(big, tl::log(x) + kLn2, log1p(t + tl::sqrt(2.0 * t + t * t)));
   }
   return tl::where(x < 1.0, kNaN, r);
 }
 
+// atanh(a) = log1p(2a / (1 - a)) / 2. f32: the division by tl::fast_dividef (1 - a is 0 or at
+// least 2^-24 below |x| = 1: never subnormal; 1 - a = 0 gives inf).
 inline tl::tensor atanh(const tl::tensor& x) {
   tl::tensor a = tl::abs(x);
+  if (!wide(x)) {
+    // The quotient is in [0, inf] or NaN for |x| <= 1 or NaN; |x| > 1 is selected.
+    tl::tensor r = 0.5 * log1p_nonneg_f32(tl::fast_dividef(2.0 * a, 1.0 - a));
+    return copysign(tl::where(a > 1.0, kNaN, r), x);
+  }
   return copysign(0.5 * log1p(2.0 * a / (1.0 - a)), x);
 }
 
@@ -275,20 +374,65 @@ inline tl::tensor erfc(const tl::tensor& x) {
 // erfinv: x P(w), w = -log((1 - x)(1 + x)) (Giles' variable: (1 - x)(1 + x) keeps its precision
 // near |x| = 1), P fitted in w below w = 6.25 and in sqrt(w) above (two pieces in f64).
 inline tl::tensor erfinv(const tl::tensor& x) {
-  const bool wd = wide(x);
-  tl::tensor w = -tl::log((1.0 - x) * (1.0 + x));
-  tl::tensor central = wd ? horner(w - 3.125, kErfinvCentralF64) : horner(w - 3.125, kErfinvCentralF32);
-  tl::tensor s = tl::sqrt(w);
-  tl::tensor tail = wd ? tl::where(s < 4.0, horner(s - 3.25, kErfinvTailF64), horner(s - 5.0, kErfinvFarTailF64))
-                       : horner(s - 3.25, kErfinvTailF32);
-  tl::tensor r = tl::where(w < 6.25, central, tail) * x;
+  tl::tensor r;
+  if (wide(x)) {
+    tl::tensor w = -tl::log((1.0 - x) * (1.0 + x));
+    tl::tensor central = horner(w - 3.125, kErfinvCentralF64);
+    tl::tensor s = tl::sqrt(w);
+    tl::tensor tail = tl::where(s < 4.0, horner(s - 3.25, kErfinvTailF64), horner(s - 5.0, kErfinvFarTailF64));
+    r = tl::where(w < 6.25, central, tail) * x;
+  } else {
+    // f32: 1 - x^2 by one FMA (correctly rounded, as accurate as (1 - x)(1 + x)) and its log by
+    // log_normal_f32 (1 - x^2 >= 2^-23 below |x| = 1; |x| >= 1 and NaN are selected below: there
+    // w is finite garbage), where logf took a few more instructions. The tail (|x| > 0.998) is
+    // evaluated only in programs holding one (a block-wide max and a run-time branch, as tan's
+    // far range): the degree-7 polynomial and the square root for every element were about a
+    // quarter of the kernel; CUDA's erfinvf branches there too.
+    tl::tensor w = -log_normal_f32(tl::fma(-x, x, 1.0));
+    tl::tensor p = x;
+    tl::if_(
+        tl::max(tl::where(w >= 6.25, 1, 0)) > 0,
+        [&] {
+          tl::tensor tail = horner(tl::sqrt(w) - 3.25, kErfinvTailF32);
+          p = tl::where(w < 6.25, horner(w - 3.125, kErfinvCentralF32), tail);
+        },
+        [&] { p = horner(w - 3.125, kErfinvCentralF32); });
+    r = p * x;
+  }
   r = tl::where(tl::abs(x) == 1.0, copysign(tl::zeros_like(x) + kInf, x), r);
   return tl::where(tl::abs(x) > 1.0, kNaN, r);
 }
 
-// C's fmod, exact for every pair: the IR's float remainder (LLVM's frem on the CPU, fmodf / fmod
-// on CUDA). The result has a's sign (fmod(-0.0, 3) is -0.0).
-inline tl::tensor fmod(const tl::tensor& a, const tl::tensor& b) { return a % b; }
+// C's fmod, exact for every pair. The result has a's sign (fmod(-0.0, 3) is -0.0).
+// f64, and f32 programs holding any pair outside the fast range: the IR's float remainder (LLVM's
+// frem on the CPU, fmodf on CUDA: a loop of shift-and-subtract steps, about 80 SASS instructions
+// an element, and 32 copies of it in a thread's code; issue 29: remainder bf16 0.65 x PyTorch).
+// f32 fast range (quotient below 2^18, |b| normal and finite): with A = |a|,
+// B = |b|, q = A / B (1 + 2^-21) by tl::fast_dividef (a reciprocal within 1 ulp and a product:
+// q overestimates A / B by less than 2^-21 relative, so q >= A / B and q < A / B + 0.38), its
+// nearest integer n by the 1.5 * 2^23 shifter is trunc(A / B) or one more, r = A - n B by one
+// FMA is then exact (A - trunc(A / B) B or that minus B, both representable), and a negative r
+// takes B back (exact: the result is the true remainder). Decided per program, as tan's range
+// (a block-wide max and a run-time branch).
+inline tl::tensor fmod_fast_f32(const tl::tensor& a, const tl::tensor& b) {
+  constexpr double kShifter = 12582912.0;  // 1.5 * 2^23
+  tl::tensor A = tl::abs(a), B = tl::abs(b);
+  tl::tensor n = (tl::fast_dividef(A, B) * (1.0 + 0x1p-21) + kShifter) - kShifter;
+  tl::tensor r = tl::fma(-n, B, A);
+  return copysign(tl::where(r < 0.0, r + B, r), a);
+}
+inline tl::tensor fmod(const tl::tensor& a, const tl::tensor& b) {
+  if (wide(a)) return a % b;
+  // Fast where A < 2^18 B (so q < 2^19) and B is normal and finite (the GPU's reciprocal flushes
+  // subnormals; fmod(a, inf) is a); NaN fails the compares. No division here: only a and b live
+  // across the branch.
+  tl::tensor B = tl::abs(b);
+  tl::tensor slow = !((tl::abs(a) < B * 262144.0) && (B >= 0x1p-126) && (B < kInf));
+  tl::tensor out = a;
+  tl::if_(
+      tl::max(tl::where(slow, 1, 0)) > 0, [&] { out = a % b; }, [&] { out = fmod_fast_f32(a, b); });
+  return out;
+}
 
 // Python's remainder: fmod, moved by one b when its sign differs from b's.
 inline tl::tensor remainder(const tl::tensor& a, const tl::tensor& b) {
@@ -311,7 +455,10 @@ inline tl::tensor hypot(const tl::tensor& x, const tl::tensor& y) {
 
 inline tl::tensor logaddexp(const tl::tensor& x, const tl::tensor& y) {
   tl::tensor m = tl::where(x > y, x, y);
-  tl::tensor r = m + log1p(exp(-tl::abs(x - y)));
+  tl::tensor d = -tl::abs(x - y);
+  // d <= 0: only exp's lower clamp applies (NaN passes).
+  tl::tensor e = wide(x) ? exp(d) : exp_in_range(tl::where(d < -104.0, -104.0, d));  // in [0, 1], or NaN
+  tl::tensor r = m + (wide(x) ? log1p(e) : log1p_nonneg_f32(e));
   return tl::where(isinf(x) && (x == y), x, r);
 }
 

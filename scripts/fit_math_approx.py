@@ -111,6 +111,25 @@ def main():
 
     fit("kErfcF32", q_of_t, -1, (mp.mpf(10.5) - 4) / (mp.mpf(10.5) + 4), 10)
 
+    # f32 log and log1p: log(1 + f) = f + f^2 P(f) on the reduced f in [-0.25, 0.5] (CUDA's log1pf range).
+    def log1p_p(f):
+        if f == 0:
+            return mp.mpf(-1) / 2
+        return (mp.log1p(f) - f) / (f * f)
+
+    fit("kLog1pF32", log1p_p, -0.25, 0.5, 8)
+
+    # f32 asin(r) = r + r^3 P(r^2) for r <= 0.5625 (the reduced argument of asin and acos).
+    def asin_p(v):
+        if v == 0:
+            return mp.mpf(1) / 6
+        s = mp.sqrt(v)
+        return (mp.asin(s) / s - 1) / v
+
+    fit("kAsinF32", asin_p, 0, mp.mpf(0.5625) ** 2, 5)
+    # f32 atan(r) = r + r t P(t), t = r^2, on all of [0, 1] (no second reduction).
+    fit("kAtanUnitF32", atan_q, 0, 1, 8)
+
 
 if __name__ == "__main__":
     main()

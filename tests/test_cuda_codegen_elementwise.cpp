@@ -115,6 +115,39 @@ BOOST_AUTO_TEST_CASE(exp_based_functions_stay_off_the_conversion_pipe) {
   }
 }
 
+// Stop 48 (issue 29): the f32 inverse-trigonometric and log1p-based functions in CUDA's schemes
+// call no logf / log1pf and take no div.full (tt_fdiv): log1p by its exponent-field reduction,
+// asin / acos through one rsqrt, atan, asinh, atanh through tl::fast_dividef's reciprocal; erfinv
+// no logf; fmod and remainder compute the fast quotient (tt_rcp) and keep fmodf for the programs
+// outside its range only.
+BOOST_AUTO_TEST_CASE(math_in_cuda_schemes_has_no_logf_or_division) {
+  if (!tritium::test::nvrtc_or_skip()) return;
+  const int math = static_cast<int>(detail::Ew::math_first), act = static_cast<int>(detail::Ew::activation_first);
+  // M: ... tan asin acos atan sinh cosh asinh acosh atanh log1p ... erfinv (28) ... logaddexp (43) fmod remainder
+  struct Case {
+    int op;
+    const char* name;
+    bool no_div, rcp, fmodf;
+  };
+  for (const Case& c : {Case{math + 11, "asin", true, false, false}, Case{math + 12, "acos", true, false, false},
+                        Case{math + 13, "atan", true, true, false}, Case{math + 16, "asinh", true, true, false},
+                        Case{math + 17, "acosh", true, false, false}, Case{math + 18, "atanh", true, true, false},
+                        Case{math + 19, "log1p", true, false, false}, Case{math + 28, "erfinv", true, false, false},
+                        Case{math + 43, "logaddexp", false, false, false}, Case{act + 2, "softplus", false, false, false},
+                        Case{math + 44, "fmod", true, true, true}, Case{math + 45, "remainder", true, true, true}}) {
+    cuda::KernelSource ks = tritium::test::compile_cuda(
+        family_kernel(), tritium::test::CudaCheck().routed().also_for("sm_80").budget(cuda::kSharedMemoryBudget).named(c.name),
+        addr<float>(0), addr<float>(1), addr<float>(2), addr<float>(3), 1.0, 20.0, 1.0, 1000, c.op, 1,
+        static_cast<int>(DType::f32), 256);
+    const std::string body = tritium::test::kernel_body(ks);
+    for (const char* slow : {"logf(", "log1pf(", "atan2f(", "asinf(", "acosf("})
+      BOOST_TEST(body.find(slow) == std::string::npos, c.name << " calls " << slow);
+    if (c.no_div) BOOST_TEST(body.find("tt_fdiv(") == std::string::npos, c.name << " divides with div.full");
+    if (c.rcp) BOOST_TEST(body.find("tt_rcp(") != std::string::npos, c.name << " has no fast reciprocal");
+    BOOST_TEST((body.find("fmodf(") != std::string::npos) == c.fmodf, c.name << ": fmodf " << c.fmodf);
+  }
+}
+
 // f16 + - * are one instruction each (tt_hadd / tt_hsub / tt_hmul: add.rn.f16 ...), as Triton's
 // HADD2 / HMUL2, not two conversions to f32, the op and one back (unsloth swiglu's f16 backward:
 // 320 SASS instructions a thread, now 240; Triton 208). Values: test_contract_fma.

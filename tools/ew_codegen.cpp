@@ -14,6 +14,7 @@
 
 #include <tritium/tritium.h>
 
+#include "common/env.h"
 #include "jit/cuda/codegen.h"
 #include "jit/cuda/cubin_stats.h"
 #include "jit/cuda/nvjitlink.h"
@@ -78,13 +79,21 @@ int main(int argc, char** argv) {
   opts.num_warps = 4;
   std::vector<char> cubin;
   std::string source, gen;
-  if (auto pk = cuda::generate_ptx(*f, axis, opts, "sm_90a")) {
+  // As the CUDA backend (jit/cuda/cuda_backend.cpp): the PTX generator when it takes the kernel
+  // (unless TRITIUM_FAST_COMPILE=0), else NVRTC with --fmad=false, at the fast level for short
+  // kernels (unless TRITIUM_FAST_COMPILE=0).
+  const bool fast = tritium::env().fast_compile;
+  std::string declined;
+  std::optional<cuda::KernelSource> pk;
+  if (fast) pk = cuda::generate_ptx(*f, axis, opts, "sm_90a", &declined);
+  if (pk) {
     gen = "ptx", source = pk->source, cubin = cuda::ptx_to_cubin(pk->source, pk->entry, "sm_90a");
   } else {
     cuda::KernelSource ks = cuda::generate_cuda(*f, axis, opts, 219 * 1024);
-    std::vector<std::string> options;
-    if (cuda::compiles_fast(*f)) options.push_back(cuda::kFastCompileOption);
-    gen = options.empty() ? "nvrtc" : "nvrtc-fast";
+    std::vector<std::string> options = {"--fmad=false"};
+    if (fast && cuda::compiles_fast(*f)) options.push_back(cuda::kFastCompileOption);
+    gen = options.size() == 1 ? "nvrtc" : "nvrtc-fast";
+    if (!declined.empty()) gen += " (PTX generator declined: " + declined + ")";
     source = ks.source, cubin = cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a", options);
   }
   std::printf("op %d %s: %s, %lld SASS instructions a thread (32 elements)\n", op, dt.c_str(), gen.c_str(),
