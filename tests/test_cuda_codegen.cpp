@@ -853,6 +853,34 @@ BOOST_AUTO_TEST_CASE(ptx_assembly_errors_show_the_log_and_the_ptx) {
                    "broken PTX");
 }
 
+// The op library's element-wise kernels take their scalars as f64 (most ops leave them unused):
+// an unused f64 parameter is declared (8 bytes, so the launch's parameter layout holds) and the
+// kernel stays on the PTX path; reading it declines (no f64 arithmetic here).
+BOOST_AUTO_TEST_CASE(ptx_path_takes_unused_f64_parameters) {
+  auto scale = [](bool use) {
+    return tritium::kernel(use ? "ptx_f64_used" : "ptx_f64_unused",
+                           [use](tl::ptr<float> x, tl::ptr<float> out, tl::i64 n, tl::f64 /*e0*/, tl::f64 e1, int B) {
+                             auto offs = tl::program_id(0).to(tl::int64) * B + tl::arange(0, B);
+                             auto v = tl::abs(tl::load(x + offs, offs < n));
+                             tl::store(out + offs, use ? v * e1.to(tl::float32) : v, offs < n);
+                           });
+  };
+  auto unused = scale(false), used = scale(true);
+  std::string why;
+  auto ks = ptx_of(unused, "sm_90a", &why, addr<float>(0), addr<float>(1), int64_t(1000), 0.5, 2.0, 4096);
+  BOOST_TEST_REQUIRE(ks.has_value(), why);
+  BOOST_TEST(ks->source.find(".param .b64 ptx_f64_unused_param_3") != std::string::npos, ks->source);
+  BOOST_TEST(ks->source.find(".param .b64 ptx_f64_unused_param_4") != std::string::npos, ks->source);
+  // 4096 elements on 128 threads: all 8 loads of a thread are issued before its stores.
+  size_t loads = 0;
+  for (size_t at = 0; (at = ks->source.find("ld.global.v4.b32", at)) != std::string::npos; ++at) ++loads;
+  BOOST_TEST(loads == 8u, ks->source);
+  if (nvjitlink_or_skip()) BOOST_TEST(!cuda::ptx_to_cubin(ks->source, ks->entry, "sm_90a").empty());
+  why.clear();
+  BOOST_TEST(!ptx_of(used, "sm_90a", &why, addr<float>(0), addr<float>(1), int64_t(1000), 0.5, 2.0, 4096).has_value());
+  BOOST_TEST(why.find("f64") != std::string::npos, why);
+}
+
 BOOST_AUTO_TEST_CASE(ptx_path_declines_what_it_does_not_cover) {
   auto softmax = tritium::kernel("ptx_softmax", [](tl::ptr<float> x, tl::ptr<float> out, int B) {
     auto v = tl::load(x + tl::arange(0, B));

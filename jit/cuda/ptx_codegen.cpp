@@ -112,6 +112,11 @@ class PtxEmitter {
         std::string byte = load_param(RegClass::b16, "u8", name), p = reg(RegClass::pred);
         emit("setp.ne.b16 {}, {}, 0;", p, byte);
         set(v, p);
+      } else if (!v->has_uses() && (t.dtype == DType::f64 || t.dtype == DType::f16 || t.dtype == DType::bf16)) {
+        // Declared, never read: the op library's element-wise kernels pass their scalars as f64
+        // (clamp's bounds, pow's exponent), which most ops leave unused; declining them sent
+        // abs, neg, relu, ... through NVRTC's rolled loop, one 16-byte load in flight a thread.
+        params += fmt::format("  .param .b{} {},\n", t.dtype == DType::f64 ? 64 : 16, name);
       } else {
         throw Declined{fmt::format("a parameter of type {}", t.str())};
       }
