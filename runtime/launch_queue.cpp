@@ -12,6 +12,9 @@
 #include <string>
 #include <thread>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "common/env.h"
 
 namespace tritium::runtime::launch_queue {
@@ -25,6 +28,21 @@ struct Entry {
 // Set on a thread while it issues the queue (the driver calls a launch makes must not drain
 // again) and on compile workers (which must never wait for the queue they feed).
 thread_local bool t_issuing = false;
+// Set when the main thread ends (its thread-local objects are destroyed before the statics): from
+// then on nothing is issued - issuing needs thread-local and static state (the current stream,
+// pools) that process exit is destroying, and nothing could read the results any more.
+// The main thread's mark also waits for the compiles still running (a compile whose launch was
+// never made), before any static they use is destroyed.
+std::atomic<bool> g_exiting{false};
+void wait_for_running_compiles();
+struct ExitMark {
+  ~ExitMark() {
+    if (static_cast<pid_t>(syscall(SYS_gettid)) != getpid()) return;
+    g_exiting.store(true);
+    wait_for_running_compiles();
+  }
+};
+thread_local ExitMark t_exit_mark;
 thread_local bool t_worker = false;
 thread_local int t_no_drain = 0;
 
@@ -68,22 +86,21 @@ struct Queue {
   }
 };
 
-// Never destroyed: launches queued at exit are issued by the atexit handler below, and driver
-// calls made during static destruction still find the queue.
+// Never destroyed: driver calls made during static destruction still find the queue.
 Queue& queue() {
   static Queue* q = [] {
     auto* made = new Queue();
-    // Kernels queued when main returns still run (their effects - files written from the host
-    // after a synchronise are already ordered - matter only for pending compiles, which must not
-    // be running while the process tears NVRTC down).
-    std::atexit([] {
-      drain();
-      std::unique_lock lock(queue().running_mutex);
-      queue().finished.wait(lock, [] { return queue().running == 0; });
-    });
+    // Compiles still running when main returns are waited for: they must not run while the
+    // process destroys the statics they use.
+    std::atexit(wait_for_running_compiles);  // (where the main thread never queued a launch)
     return made;
   }();
   return *q;
+}
+
+void wait_for_running_compiles() {
+  std::unique_lock lock(queue().running_mutex);
+  queue().finished.wait(lock, [] { return queue().running == 0; });
 }
 
 }  // namespace
@@ -99,7 +116,7 @@ std::shared_future<void> run_compile(std::function<void()> job) {
     ++q.running;
   }
   return std::async(std::launch::async,
-                    [&q, job = std::move(job)] {
+                    [&q, job = std::move(job)]() mutable {
                       t_worker = true;
                       struct Finish {
                         Queue& q;
@@ -114,12 +131,19 @@ std::shared_future<void> run_compile(std::function<void()> job) {
                         Queue& q;
                         ~Release() { q.slots.release(); }
                       } release{q};
+                      // What the job holds (the traced IR) goes now, on this thread, not when the
+                      // last future does - at exit, after statics it may still use are gone.
+                      struct Clear {
+                        std::function<void()>& job;
+                        ~Clear() { job = nullptr; }
+                      } clear{job};
                       job();
                     })
       .share();
 }
 
 void enqueue(std::shared_future<void> ready, std::function<void()> issue) {
+  (void)&t_exit_mark;  // constructs this thread's mark
   Queue& q = queue();
   std::lock_guard lock(q.mutex);
   q.entries.push_back(Entry{std::move(ready), std::move(issue)});
@@ -131,7 +155,7 @@ void enqueue(std::shared_future<void> ready, std::function<void()> issue) {
 
 void drain() noexcept {
   Queue& q = queue();
-  if (q.size.load(std::memory_order_acquire) == 0) return;
+  if (q.size.load(std::memory_order_acquire) == 0 || g_exiting.load()) return;
   std::lock_guard lock(q.mutex);
   while (!q.entries.empty()) q.issue_head();
 }
