@@ -23,6 +23,7 @@
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
+#include "ops/cat_pool_kernels.h"
 #include "ops/elementwise_kernels.h"
 
 namespace tritium::ops {
@@ -42,30 +43,63 @@ std::pair<tl::tensor, tl::tensor> adaptive_window(const tl::tensor& o, const tl:
   return {(o * I) / O, tl::cdiv((o + 1) * I, O)};
 }
 
+// The kernels' index type: i32 where every offset, and every product of an output index and an
+// input size, fits in it (the host decides: PyTorch's pooling kernels index with int the same way),
+// i64 otherwise. i32 halves the integer work of each lane's address and window arithmetic.
+struct Idx {
+  bool wide;
+  DType type() const { return wide ? tl::int64 : tl::int32; }
+  tl::tensor operator()(const tl::tensor& v) const { return v.to(type()); }
+  void narrow(std::initializer_list<tl::tensor*> args) const {
+    if (!wide)
+      for (tl::tensor* a : args) *a = a->to(tl::int32);
+  }
+};
+
+// A program's lanes: columns col (program_id(1)) and channels chan (program_id(2)) of the tile.
+// The tile's last dim (the one consecutive threads walk) is the contiguous one: columns for an
+// NCHW tensor ([BC, BW]), channels for a channels-last one ([BW, BC]). With channels last in an
+// NCHW tile, a warp's loads and stores hit one line per channel instead of running along W.
+struct Lanes {
+  tl::tensor col, chan;
+  ir::Shape shape;
+};
+Lanes lanes(const Idx& I, bool channels_last, int bw, int bc) {
+  auto col = I(tl::program_id(1)) * bw + I(tl::arange(0, bw));
+  auto chan = I(tl::program_id(2)) * bc + I(tl::arange(0, bc));
+  if (channels_last) return {col(tl::_, tl::None), chan(tl::None, tl::_), {bw, bc}};
+  return {col(tl::None, tl::_), chan(tl::_, tl::None), {bc, bw}};
+}
+
 // Both kernels work on one row of their lanes' plane per program: program (r, wb, cb) takes row
 // r % ROWS of image r / ROWS (scalar divisions, once per program) and a [BW columns, BC channels]
 // tile, so no lane divides to find its coordinates. Element (n, c, h, w) of a tensor is at
 // n s0 + c s1 + h s2 + w s3: any layout, the strides decide which tile dim is contiguous (the
-// host makes BC wide for channels-last tensors and BW wide otherwise).
-Kernel& forward_kernel() {
+// host makes BC wide for channels-last tensors and BW wide otherwise, and `lanes` puts that dim
+// last).
+}  // namespace
+
+Kernel& detail::pool2d_forward_kernel() {
   static Kernel k = tritium::kernel(
       "pool2d_fwd",
       [](P x, P y, P ind, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
          tl::i64 xs0, tl::i64 xs1, tl::i64 xs2, tl::i64 xs3, tl::i64 ys0, tl::i64 ys1, tl::i64 ys2, tl::i64 ys3,
          tl::i64 KH, tl::i64 KW, tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 DH, tl::i64 DW,
-         tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int BW, int BC) {
+         tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, bool CL, bool I64, int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
-        auto r = tl::program_id(0).to(tl::int64);
+        const Idx I{I64};
+        I.narrow({&C, &H, &W, &OH, &OW, &xs0, &xs1, &xs2, &xs3, &ys0, &ys1, &ys2, &ys3, &KH, &KW, &SH, &SW, &PH, &PW,
+                  &DH, &DW, &divisor});
+        auto r = I(tl::program_id(0));
         auto n = r / OH, oh = r % OH;
-        auto ow = (tl::program_id(1).to(tl::int64) * BW + tl::arange(0, BW).to(tl::int64))(tl::_, tl::None);  // [BW, 1]
-        auto c = (tl::program_id(2).to(tl::int64) * BC + tl::arange(0, BC).to(tl::int64))(tl::None, tl::_);   // [1, BC]
+        auto [ow, c, shape] = lanes(I, CL, BW, BC);
         auto m = (ow < OW) && (c < C);
         auto base = x + n * xs0 + c * xs1;
         auto out = n * ys0 + c * ys1 + oh * ys2 + ow * ys3;
         if (mode == Mode::max) {
-          auto best = tl::full({BW, BC}, -INFINITY, acc);
-          auto idx = tl::full({BW, BC}, -1, tl::int64);
+          auto best = tl::full(shape, -INFINITY, acc);
+          auto idx = tl::full(shape, -1, I.type());
           auto h0 = oh * SH - PH;
           auto w0 = ow * SW - PW;
           for (auto kh : tl::range(0, KH)) {
@@ -83,7 +117,7 @@ Kernel& forward_kernel() {
             }
           }
           tl::store(y + out, best, m);
-          tl::store(ind + out, idx, m);
+          tl::store(ind + out, idx.to(tl::int64), m);
           return;
         }
         tl::tensor hs, he, ws, we, div;
@@ -99,7 +133,7 @@ Kernel& forward_kernel() {
           std::tie(ws, we) = adaptive_window(ow, W, OW);
           div = (he - hs) * (we - ws);
         }
-        auto sum = tl::zeros({BW, BC}, acc);
+        auto sum = tl::zeros(shape, acc);
         for (auto kh : tl::range(0, KH)) {
           auto ih = hs + kh;
           auto hok = ih < he;
@@ -115,7 +149,7 @@ Kernel& forward_kernel() {
       },
       {"x",   "y",   "ind", "C",   "H",   "W",   "OH",  "OW",  "xs0", "xs1", "xs2",     "xs3",  "ys0",       "ys1",
        "ys2", "ys3", "KH",  "KW",  "SH",  "SW",  "PH",  "PW",  "DH",  "DW",  "divisor", "MODE", "COUNT_PAD", "ACC",
-       "BW",  "BC"});
+       "CL",  "I64", "BW",  "BC"});
   return k;
 }
 
@@ -124,26 +158,28 @@ Kernel& forward_kernel() {
 // window's divisor). The candidate windows along a dim are the LH (LW) ending at the last one
 // starting at or before the element: oh_last = (ih + PH) / SH, one division per row (per lane for
 // columns). gs*: grad strides, is*: the indices', ds*: grad_input's.
-Kernel& backward_kernel() {
+Kernel& detail::pool2d_backward_kernel() {
   static Kernel k = tritium::kernel(
       "pool2d_bwd",
       [](P g, P ind, P dx, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
          tl::i64 gs0, tl::i64 gs1, tl::i64 gs2, tl::i64 gs3, tl::i64 is0, tl::i64 is1, tl::i64 is2, tl::i64 is3,
          tl::i64 ds0, tl::i64 ds1, tl::i64 ds2, tl::i64 ds3, tl::i64 LH, tl::i64 LW, tl::i64 KH, tl::i64 KW,
-         tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int BW,
-         int BC) {
+         tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int ODT,
+         bool CL, bool I64, int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
-        auto r = tl::program_id(0).to(tl::int64);
+        const Idx I{I64};
+        I.narrow({&C, &H, &W, &OH, &OW, &gs0, &gs1, &gs2, &gs3, &is0, &is1, &is2, &is3, &ds0, &ds1, &ds2, &ds3, &LH,
+                  &LW, &KH, &KW, &SH, &SW, &PH, &PW, &divisor});
+        auto r = I(tl::program_id(0));
         auto n = r / H, ih = r % H;
-        auto iw = (tl::program_id(1).to(tl::int64) * BW + tl::arange(0, BW).to(tl::int64))(tl::_, tl::None);  // [BW, 1]
-        auto c = (tl::program_id(2).to(tl::int64) * BC + tl::arange(0, BC).to(tl::int64))(tl::None, tl::_);   // [1, BC]
+        auto [iw, c, shape] = lanes(I, CL, BW, BC);
         auto m = (iw < W) && (c < C);
         auto gbase = g + n * gs0 + c * gs1;
-        auto sum = tl::zeros({BW, BC}, acc);
+        auto sum = tl::zeros(shape, acc);
         if (mode == Mode::max) {
           auto ibase = ind + n * is0 + c * is1;
-          auto me = ih * W + iw;
+          auto me = (ih * W + iw).to(tl::int64);  // the saved indices are i64
           auto oh_last = (ih + PH) / SH, ow_last = (iw + PW) / SW;  // non-negative: floor
           for (auto a : tl::range(0, LH)) {
             auto oh = oh_last - a;
@@ -191,13 +227,15 @@ Kernel& backward_kernel() {
             }
           }
         }
-        tl::store(dx + n * ds0 + c * ds1 + ih * ds2 + iw * ds3, sum, m);
+        tl::store(dx + n * ds0 + c * ds1 + ih * ds2 + iw * ds3, sum.to(static_cast<DType>(ODT)), m);
       },
       {"g",   "ind", "dx",  "C",   "H",   "W",   "OH",  "OW",  "gs0", "gs1", "gs2", "gs3",     "is0",  "is1",
        "is2", "is3", "ds0", "ds1", "ds2", "ds3", "LH",  "LW",  "KH",  "KW",  "SH",  "SW",      "PH",   "PW",
-       "divisor", "MODE", "COUNT_PAD", "ACC", "BW", "BC"});
+       "divisor", "MODE", "COUNT_PAD", "ACC", "ODT", "CL", "I64", "BW", "BC"});
   return k;
 }
+
+namespace {
 
 // The [BW, BC] tile over (columns, channels) of `width` columns: wide in channels for a
 // channels-last tensor (contiguous channels), wide in columns otherwise; 256 lanes at most.
@@ -311,6 +349,20 @@ Plan plan(const char* op, const Tensor& x, const Pool2dParams& p, bool one_d) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Whether the kernels need i64 indices: an element offset of a tensor (its furthest element, or
+// a window corner up to a kernel's extent past the border), a flat index oh * W + ow, or the
+// adaptive windows' products o * I reach 2^31.
+bool needs_i64(const Plan& pl, std::initializer_list<const Tensor*> ts) {
+  const int64_t limit = (int64_t(1) << 31) - 1;
+  int64_t far = std::max({pl.N, pl.C, pl.H, pl.W, pl.OH, pl.OW, pl.H * pl.W, pl.OH * pl.H, pl.OW * pl.W});
+  for (const Tensor* t : ts) {
+    int64_t span = 0;
+    for (int d = 0; d < t->dim(); ++d) span += (t->size(d) + 64) * std::abs(t->stride(d));
+    far = std::max(far, span);
+  }
+  return far >= limit / 4;  // a margin for window arithmetic past the borders
+}
+
 Tensor run_forward(const char* op, const Plan& pl, const Pool2dParams& p, Mode mode, bool count_include_pad,
                    int64_t divisor, Tensor* indices) {
   const Tensor& x = pl.in.x;
@@ -328,11 +380,12 @@ Tensor run_forward(const char* op, const Plan& pl, const Pool2dParams& p, Mode m
   }
   (void)op;
   auto [bw, bc] = tile(pl.OW, pl.C, cl);
-  forward_kernel()[{pl.N * pl.OH, cdiv(pl.OW, bw), cdiv(pl.C, bc)}](
+  const bool i64 = needs_i64(pl, {&x, &y});
+  detail::pool2d_forward_kernel()[{pl.N * pl.OH, cdiv(pl.OW, bw), cdiv(pl.C, bc)}](
       x, y, ind, pl.C, pl.H, pl.W, pl.OH, pl.OW, x.stride(0), x.stride(1), x.stride(2), x.stride(3), y.stride(0),
       y.stride(1), y.stride(2), y.stride(3), KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1],
       p.dilation[0], p.dilation[1], divisor, static_cast<int>(mode), count_include_pad,
-      static_cast<int>(detail::math_type(x.dtype())), bw, bc);
+      static_cast<int>(detail::math_type(x.dtype())), cl, i64, bw, bc);
   return y;
 }
 
@@ -365,7 +418,8 @@ Tensor run_backward(const char* op, const Tensor& grad, const Tensor& indices, c
   }
   const bool cl = pl.in.channels_last;
   const DType acc = detail::math_type(x.dtype());
-  Tensor dx = empty_nchw({pl.N, pl.C, pl.H, pl.W}, acc, x.device(), cl);
+  // Summed in `acc`, stored in the input's dtype by the kernel (no f32 copy converted after it).
+  Tensor dx = empty_nchw({pl.N, pl.C, pl.H, pl.W}, x.dtype(), x.device(), cl);
   if (dx.numel() > 0) {
     int64_t LH = 0, LW = 0, KH = p.kernel[0], KW = p.kernel[1];
     if (mode == Mode::max) {  // windows whose dilated extent can hold one element
@@ -377,13 +431,14 @@ Tensor run_backward(const char* op, const Tensor& grad, const Tensor& indices, c
       for (int64_t i = 0; i < pl.W; ++i) LW = std::max(LW, ceil_div((i + 1) * pl.OW, pl.W) - i * pl.OW / pl.W);
     }
     auto [bw, bc] = tile(pl.W, pl.C, cl);
-    backward_kernel()[{pl.N * pl.H, cdiv(pl.W, bw), cdiv(pl.C, bc)}](
+    const bool i64 = needs_i64(pl, {&g, &ind, &dx});
+    detail::pool2d_backward_kernel()[{pl.N * pl.H, cdiv(pl.W, bw), cdiv(pl.C, bc)}](
         g, ind, dx, pl.C, pl.H, pl.W, pl.OH, pl.OW, g.stride(0), g.stride(1), g.stride(2), g.stride(3),
         ind.stride(0), ind.stride(1), ind.stride(2), ind.stride(3), dx.stride(0), dx.stride(1), dx.stride(2),
         dx.stride(3), LH, LW, KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1], divisor,
-        static_cast<int>(mode), count_include_pad, static_cast<int>(acc), bw, bc);
+        static_cast<int>(mode), count_include_pad, static_cast<int>(acc), static_cast<int>(x.dtype()), cl, i64, bw,
+        bc);
   }
-  if (acc != x.dtype()) dx = cl ? to_dtype(dx.permute({0, 2, 3, 1}), x.dtype()).permute({0, 3, 1, 2}) : to_dtype(dx, x.dtype());
   return from_4d(dx, pl.in, one_d);
 }
 
