@@ -11,6 +11,7 @@
 #include <tritium/tritium.h>
 
 #include "cuda_codegen_check.h"
+#include "jit/cuda/cubin_stats.h"
 #include "ops/cat_pool_kernels.h"
 #include "ops/elementwise_kernels.h"
 
@@ -22,6 +23,13 @@ namespace {
 
 template <class T> T* addr(uint64_t i) { return tt::fake_address<T>(i); }
 
+// Registers and SASS instructions of the kernel (for the log: what the lead compares on the GPU).
+void log_stats(const tritium::jit::cuda::KernelSource& ks, const std::string& arch, const std::string& what) {
+  auto cubin = tritium::jit::cuda::compile_to_cubin(ks.source, ks.entry, arch);
+  BOOST_TEST_MESSAGE(what << " " << arch << ": " << tritium::jit::cuda::cubin_registers(cubin) << " registers, "
+                          << tritium::jit::cuda::cubin_instructions(cubin) << " SASS instructions");
+}
+
 template <class T> std::string cat_source(const std::string& arch, int cc) {
   const int64_t w = int64_t{1} << 22;
   auto ks = tt::compile_cuda(ops::detail::cat_kernel(), tt::CudaCheck().routed().target(cc, arch), addr<T>(0),
@@ -30,23 +38,26 @@ template <class T> std::string cat_source(const std::string& arch, int cc) {
                              int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, w, 2 * w, 3 * w, int64_t{0},
                              int64_t{0}, int64_t{0}, int64_t{0}, int64_t{1}, 4 * w, w / 4096, 4,
                              static_cast<int>(tritium::dtype_of<T>()), 1, 4096);
+  log_stats(ks, arch, std::string("cat_copy ") + tritium::dtype_name(tritium::dtype_of<T>()));
   return tt::kernel_body(ks);
 }
 
 // pool2d_fwd over an NCHW [83, 64, H, W] input (1-D: H = 1) with window k x k, stride s, pad p.
 template <class T>
 std::string pool_fwd_source(const std::string& arch, int cc, int mode, int64_t H, int64_t W, int64_t kh, int64_t kw,
-                            int64_t s, int64_t p, int bw, int bc) {
+                            int64_t s, int64_t p, int bw, int bc, bool i64 = false) {
   const int64_t C = 64, OH = (H + 2 * (kh > 1 ? p : 0) - kh) / (kh > 1 ? s : 1) + 1, OW = (W + 2 * p - kw) / s + 1;
   auto ks = tt::compile_cuda(ops::detail::pool2d_forward_kernel(), tt::CudaCheck().routed().target(cc, arch),
                              addr<T>(0), addr<T>(1), addr<int64_t>(2), C, H, W, OH, OW, C * H * W, H * W, W,
                              int64_t{1}, C * OH * OW, OH * OW, OW, int64_t{1}, kh, kw, kh > 1 ? s : int64_t{1}, s,
                              kh > 1 ? p : int64_t{0}, p, int64_t{1}, int64_t{1}, int64_t{0}, mode, true,
-                             static_cast<int>(ops::detail::math_type(tritium::dtype_of<T>())), false, false, bw, bc);
+                             static_cast<int>(ops::detail::math_type(tritium::dtype_of<T>())), false, i64, bw, bc);
+  log_stats(ks, arch, fmt::format("pool2d_fwd mode {} {} {}x{} k{}x{} i64 {}", mode,
+                                  tritium::dtype_name(tritium::dtype_of<T>()), H, W, kh, kw, i64));
   return tt::kernel_body(ks);
 }
 
-template <class T> std::string pool_bwd_source(const std::string& arch, int cc) {
+template <class T> std::string pool_bwd_source(const std::string& arch, int cc, bool i64 = false) {
   const int64_t C = 64, H = 56, W = 56, OH = 28, OW = 28;
   auto ks = tt::compile_cuda(ops::detail::pool2d_backward_kernel(), tt::CudaCheck().routed().target(cc, arch),
                              addr<T>(0), addr<int64_t>(1), addr<T>(2), C, H, W, OH, OW, C * OH * OW, OH * OW, OW,
@@ -54,7 +65,8 @@ template <class T> std::string pool_bwd_source(const std::string& arch, int cc) 
                              int64_t{2}, int64_t{2}, int64_t{3}, int64_t{3}, int64_t{2}, int64_t{2}, int64_t{1},
                              int64_t{1}, int64_t{0}, 0, false,
                              static_cast<int>(ops::detail::math_type(tritium::dtype_of<T>())),
-                             static_cast<int>(tritium::dtype_of<T>()), false, false, 32, 8);
+                             static_cast<int>(tritium::dtype_of<T>()), false, i64, 32, 8);
+  log_stats(ks, arch, fmt::format("pool2d_bwd max {} i64 {}", tritium::dtype_name(tritium::dtype_of<T>()), i64));
   return tt::kernel_body(ks);
 }
 
@@ -90,6 +102,10 @@ BOOST_AUTO_TEST_CASE(pool_kernels_index_in_32_bits) {
         // The window and address arithmetic is int32_t; only the saved indices are 64-bit.
         BOOST_TEST(tt::occurrences(body, "int32_t") > 0u);
       }
+      // Past 2^31 the same kernels index in 64 bits (max, adaptive average, max backward).
+      pool_fwd_source<float>(arch, cc, 0, 56, 56, 3, 3, 2, 1, 32, 8, true);
+      pool_fwd_source<tritium::bf16_t>(arch, cc, 2, 56, 56, 2, 2, 2, 0, 32, 8, true);
+      pool_bwd_source<float>(arch, cc, true);
     }
   }
 }
