@@ -10,6 +10,8 @@
 #ifdef TRITIUM_HAS_CUDA_BACKEND
 #include <tritium/tritium.h>
 
+#include <array>
+
 #include "cuda_codegen_check.h"
 #include "jit/cuda/cubin_stats.h"
 #include "ops/cat_pool_kernels.h"
@@ -40,6 +42,21 @@ template <class T> std::string cat_source(const std::string& arch, int cc) {
                              static_cast<int>(tritium::dtype_of<T>()), 1, 4096);
   log_stats(ks, arch, std::string("cat_copy ") + tritium::dtype_name(tritium::dtype_of<T>()));
   return tt::kernel_body(ks);
+}
+
+// cat_copy of `num` inputs of `w` columns along the last dim of [rows, w] tensors (stack along the
+// last dim: w = 1): a [4096 / BLOCK, BLOCK] tile of many rows.
+template <class T> void cat_narrow_rows(const std::string& arch, int cc, int num, int64_t w) {
+  const int64_t rows = 5000, block = w == 1 ? 1 : 4, r = 4096 / block;
+  std::array<int64_t, 8> ws{}, os{};
+  for (int s = 0; s < num; ++s) ws[s] = w, os[s] = s * w;
+  auto ks = tt::compile_cuda(ops::detail::cat_kernel(), tt::CudaCheck().routed().target(cc, arch), addr<T>(0),
+                             addr<T>(1), addr<T>(2), addr<T>(3), addr<T>(0), addr<T>(0), addr<T>(0), addr<T>(0),
+                             addr<T>(0), w, w, w, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, ws[0],
+                             ws[1], ws[2], ws[3], ws[4], ws[5], ws[6], ws[7], os[0], os[1], os[2], os[3], os[4], os[5],
+                             os[6], os[7], rows, num * w, int64_t{1}, num, static_cast<int>(tritium::dtype_of<T>()),
+                             static_cast<int>(r), static_cast<int>(block));
+  log_stats(ks, arch, fmt::format("cat_copy {} inputs of {} columns", num, w));
 }
 
 // pool2d_fwd over an NCHW [83, 64, H, W] input (1-D: H = 1) with window k x k, stride s, pad p.
@@ -84,6 +101,8 @@ BOOST_AUTO_TEST_CASE(cat_copy_moves_16_bytes_a_thread) {
         BOOST_TEST(tt::occurrences(body, "tt_ld_pred<16>") == 4u);
         BOOST_TEST(tt::occurrences(body, "tt_st_pred<16>") == 4u);
       }
+      cat_narrow_rows<float>(arch, cc, 3, 3);
+      cat_narrow_rows<tritium::bf16_t>(arch, cc, 2, 1);
     }
   }
 }
