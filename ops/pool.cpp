@@ -95,7 +95,9 @@ Kernel& detail::pool2d_forward_kernel() {
         auto n = r / OH, oh = r % OH;
         auto [ow, c, shape] = lanes(I, CL, BW, BC);
         auto m = (ow < OW) && (c < C);
-        auto base = x + n * xs0 + c * xs1;
+        // Offsets are summed as integers and added to the pointer once (one wide multiply-add an
+        // access, not a 64-bit pointer add per term).
+        auto xoff = n * xs0 + c * xs1;
         auto out = n * ys0 + c * ys1 + oh * ys2 + ow * ys3;
         if (mode == Mode::max) {
           auto best = tl::full(shape, -INFINITY, acc);
@@ -108,7 +110,7 @@ Kernel& detail::pool2d_forward_kernel() {
             for (auto kw : tl::range(0, KW)) {
               auto iw = w0 + kw * DW;
               auto ok = m && hok && (iw >= 0) && (iw < W);
-              auto v = tl::load(base + ih * xs2 + iw * xs3, ok, 0).to(acc);
+              auto v = tl::load(x + (xoff + ih * xs2 + iw * xs3), ok, 0).to(acc);
               // PyTorch's rule: a strictly greater value or a NaN replaces the maximum; the first
               // element inside the input starts it (so a window of -inf names its first element).
               auto take = ok && ((v > best) || (v != v) || (idx < 0));
@@ -134,6 +136,9 @@ Kernel& detail::pool2d_forward_kernel() {
           div = (he - hs) * (we - ws);
         }
         auto sum = tl::zeros(shape, acc);
+        // Here a base pointer per lane, not one integer sum: ptxas then keeps the average's f32
+        // kernel at 32 registers (full occupancy) where the sum took 37 (sm_90a, 2x2 s2 at 56 x 56).
+        auto base = x + xoff;
         for (auto kh : tl::range(0, KH)) {
           auto ih = hs + kh;
           auto hok = ih < he;
@@ -175,10 +180,10 @@ Kernel& detail::pool2d_backward_kernel() {
         auto n = r / H, ih = r % H;
         auto [iw, c, shape] = lanes(I, CL, BW, BC);
         auto m = (iw < W) && (c < C);
-        auto gbase = g + n * gs0 + c * gs1;
+        auto goff = n * gs0 + c * gs1;  // integer offsets, added to the pointers once (as the forward)
         auto sum = tl::zeros(shape, acc);
         if (mode == Mode::max) {
-          auto ibase = ind + n * is0 + c * is1;
+          auto ioff = n * is0 + c * is1;
           auto me = (ih * W + iw).to(tl::int64);  // the saved indices are i64
           auto oh_last = (ih + PH) / SH, ow_last = (iw + PW) / SW;  // non-negative: floor
           for (auto a : tl::range(0, LH)) {
@@ -187,8 +192,8 @@ Kernel& detail::pool2d_backward_kernel() {
             for (auto b : tl::range(0, LW)) {
               auto ow = ow_last - b;
               auto ok = m && hok && (ow >= 0) && (ow < OW);
-              auto named = tl::load(ibase + oh * is2 + ow * is3, ok, -1) == me;
-              sum = sum + tl::load(gbase + oh * gs2 + ow * gs3, ok && named, 0).to(acc);
+              auto named = tl::load(ind + (ioff + oh * is2 + ow * is3), ok, -1) == me;
+              sum = sum + tl::load(g + (goff + oh * gs2 + ow * gs3), ok && named, 0).to(acc);
             }
           }
         } else if (mode == Mode::avg) {
@@ -206,7 +211,7 @@ Kernel& detail::pool2d_backward_kernel() {
               auto we0 = tl::minimum(ws0 + KW, W + PW);
               auto ws = tl::maximum(ws0, 0), we = tl::minimum(we0, W);
               auto div = tl::where(divisor > 0, divisor, COUNT_PAD ? (he0 - hs0) * (we0 - ws0) : (he - hs) * (we - ws));
-              auto v = tl::load(gbase + oh * gs2 + ow * gs3, ok, 0).to(acc);
+              auto v = tl::load(g + (goff + oh * gs2 + ow * gs3), ok, 0).to(acc);
               sum = sum + tl::where(ok, v / tl::maximum(div, 1).to(acc), 0);
             }
           }
@@ -222,7 +227,7 @@ Kernel& detail::pool2d_backward_kernel() {
               auto ow = ow0 + b;
               auto ok = m && hok && (ow < ow1);
               auto [ws, we] = adaptive_window(ow, W, OW);
-              auto v = tl::load(gbase + oh * gs2 + ow * gs3, ok, 0).to(acc);
+              auto v = tl::load(g + (goff + oh * gs2 + ow * gs3), ok, 0).to(acc);
               sum = sum + tl::where(ok, v / tl::maximum((he - hs) * (we - ws), 1).to(acc), 0);
             }
           }
