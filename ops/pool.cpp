@@ -71,6 +71,18 @@ Lanes lanes(const Idx& I, bool channels_last, int bw, int bc) {
   return {col(tl::None, tl::_), chan(tl::_, tl::None), {bc, bw}};
 }
 
+// A window loop of `count` trips: unrolled at trace time when the host passes the count as a
+// meta-parameter (`unrolled` > 0: small windows, so every load of a window can be in flight at
+// once, as Triton's tl.static_range over a constexpr kernel size), a run-time tl::range otherwise
+// (large adaptive windows). `body` takes the trip's index (a C++ int or a traced scalar).
+template <class Body> void window_loop(int unrolled, const tl::tensor& count, Body&& body) {
+  if (unrolled > 0) {
+    for (int k = 0; k < unrolled; ++k) body(k);
+  } else {
+    for (auto k : tl::range(0, count)) body(k);
+  }
+}
+
 // Both kernels work on one row of their lanes' plane per program: program (r, wb, cb) takes row
 // r % ROWS of image r / ROWS (scalar divisions, once per program) and a [BW columns, BC channels]
 // tile, so no lane divides to find its coordinates. Element (n, c, h, w) of a tensor is at
@@ -85,7 +97,7 @@ Kernel& detail::pool2d_forward_kernel() {
       [](P x, P y, P ind, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
          tl::i64 xs0, tl::i64 xs1, tl::i64 xs2, tl::i64 xs3, tl::i64 ys0, tl::i64 ys1, tl::i64 ys2, tl::i64 ys3,
          tl::i64 KH, tl::i64 KW, tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 DH, tl::i64 DW,
-         tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, bool CL, bool I64, int BW, int BC) {
+         tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, bool CL, bool I64, int UKH, int UKW, int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
         const Idx I{I64};
@@ -104,10 +116,10 @@ Kernel& detail::pool2d_forward_kernel() {
           auto idx = tl::full(shape, -1, I.type());
           auto h0 = oh * SH - PH;
           auto w0 = ow * SW - PW;
-          for (auto kh : tl::range(0, KH)) {
+          window_loop(UKH, KH, [&](const auto& kh) {
             auto ih = h0 + kh * DH;
             auto hok = (ih >= 0) && (ih < H);
-            for (auto kw : tl::range(0, KW)) {
+            window_loop(UKW, KW, [&](const auto& kw) {
               auto iw = w0 + kw * DW;
               auto ok = m && hok && (iw >= 0) && (iw < W);
               auto v = tl::load(x + (xoff + ih * xs2 + iw * xs3), ok, 0).to(acc);
@@ -116,8 +128,8 @@ Kernel& detail::pool2d_forward_kernel() {
               auto take = ok && ((v > best) || (v != v) || (idx < 0));
               best = tl::where(take, v, best);
               idx = tl::where(take, ih * W + iw, idx);
-            }
-          }
+            });
+          });
           tl::store(y + out, best, m);
           tl::store(ind + out, idx.to(tl::int64), m);
           return;
@@ -136,25 +148,22 @@ Kernel& detail::pool2d_forward_kernel() {
           div = (he - hs) * (we - ws);
         }
         auto sum = tl::zeros(shape, acc);
-        // Here a base pointer per lane, not one integer sum: ptxas then keeps the average's f32
-        // kernel at 32 registers (full occupancy) where the sum took 37 (sm_90a, 2x2 s2 at 56 x 56).
-        auto base = x + xoff;
-        for (auto kh : tl::range(0, KH)) {
+        window_loop(UKH, KH, [&](const auto& kh) {
           auto ih = hs + kh;
           auto hok = ih < he;
-          for (auto kw : tl::range(0, KW)) {
+          window_loop(UKW, KW, [&](const auto& kw) {
             auto iw = ws + kw;
             auto ok = m && hok && (iw < we);
-            sum = sum + tl::load(base + ih * xs2 + iw * xs3, ok, 0).to(acc);
-          }
-        }
+            sum = sum + tl::load(x + (xoff + ih * xs2 + iw * xs3), ok, 0).to(acc);
+          });
+        });
         // A window wholly in the padding (possible with ceil_mode) gives 0, as PyTorch.
         auto empty = (hs >= he) || (ws >= we);
         tl::store(y + out, tl::where(empty, 0, sum / tl::maximum(div, 1).to(acc)).to(acc), m);
       },
       {"x",   "y",   "ind", "C",   "H",   "W",   "OH",  "OW",  "xs0", "xs1", "xs2",     "xs3",  "ys0",       "ys1",
        "ys2", "ys3", "KH",  "KW",  "SH",  "SW",  "PH",  "PW",  "DH",  "DW",  "divisor", "MODE", "COUNT_PAD", "ACC",
-       "CL",  "I64", "BW",  "BC"});
+       "CL",  "I64", "UKH", "UKW", "BW",  "BC"});
   return k;
 }
 
@@ -170,7 +179,7 @@ Kernel& detail::pool2d_backward_kernel() {
          tl::i64 gs0, tl::i64 gs1, tl::i64 gs2, tl::i64 gs3, tl::i64 is0, tl::i64 is1, tl::i64 is2, tl::i64 is3,
          tl::i64 ds0, tl::i64 ds1, tl::i64 ds2, tl::i64 ds3, tl::i64 LH, tl::i64 LW, tl::i64 KH, tl::i64 KW,
          tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int ODT,
-         bool CL, bool I64, int BW, int BC) {
+         bool CL, bool I64, int ULH, int ULW, int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
         const Idx I{I64};
@@ -186,25 +195,25 @@ Kernel& detail::pool2d_backward_kernel() {
           auto ioff = n * is0 + c * is1;
           auto me = (ih * W + iw).to(tl::int64);  // the saved indices are i64
           auto oh_last = (ih + PH) / SH, ow_last = (iw + PW) / SW;  // non-negative: floor
-          for (auto a : tl::range(0, LH)) {
+          window_loop(ULH, LH, [&](const auto& a) {
             auto oh = oh_last - a;
             auto hok = (oh >= 0) && (oh < OH);
-            for (auto b : tl::range(0, LW)) {
+            window_loop(ULW, LW, [&](const auto& b) {
               auto ow = ow_last - b;
               auto ok = m && hok && (ow >= 0) && (ow < OW);
               auto named = tl::load(ind + (ioff + oh * is2 + ow * is3), ok, -1) == me;
               sum = sum + tl::load(g + (goff + oh * gs2 + ow * gs3), ok && named, 0).to(acc);
-            }
-          }
+            });
+          });
         } else if (mode == Mode::avg) {
           auto oh_last = (ih + PH) / SH, ow_last = (iw + PW) / SW;
-          for (auto a : tl::range(0, LH)) {
+          window_loop(ULH, LH, [&](const auto& a) {
             auto oh = oh_last - a;
             auto hs0 = oh * SH - PH;
             auto hok = (oh >= 0) && (oh < OH) && (ih < hs0 + KH);
             auto he0 = tl::minimum(hs0 + KH, H + PH);
             auto hs = tl::maximum(hs0, 0), he = tl::minimum(he0, H);
-            for (auto b : tl::range(0, LW)) {
+            window_loop(ULW, LW, [&](const auto& b) {
               auto ow = ow_last - b;
               auto ws0 = ow * SW - PW;
               auto ok = m && hok && (ow >= 0) && (ow < OW) && (iw < ws0 + KW);
@@ -213,30 +222,30 @@ Kernel& detail::pool2d_backward_kernel() {
               auto div = tl::where(divisor > 0, divisor, COUNT_PAD ? (he0 - hs0) * (we0 - ws0) : (he - hs) * (we - ws));
               auto v = tl::load(g + (goff + oh * gs2 + ow * gs3), ok, 0).to(acc);
               sum = sum + tl::where(ok, v / tl::maximum(div, 1).to(acc), 0);
-            }
-          }
+            });
+          });
         } else {
           // Outputs whose adaptive window holds ih: [floor(ih OH / H), ceil((ih + 1) OH / H)).
           auto oh0 = (ih * OH) / H, oh1 = tl::cdiv((ih + 1) * OH, H);
           auto ow0 = (iw * OW) / W, ow1 = tl::cdiv((iw + 1) * OW, W);
-          for (auto a : tl::range(0, LH)) {
+          window_loop(ULH, LH, [&](const auto& a) {
             auto oh = oh0 + a;
             auto hok = oh < oh1;
             auto [hs, he] = adaptive_window(oh, H, OH);
-            for (auto b : tl::range(0, LW)) {
+            window_loop(ULW, LW, [&](const auto& b) {
               auto ow = ow0 + b;
               auto ok = m && hok && (ow < ow1);
               auto [ws, we] = adaptive_window(ow, W, OW);
               auto v = tl::load(g + (goff + oh * gs2 + ow * gs3), ok, 0).to(acc);
               sum = sum + tl::where(ok, v / tl::maximum((he - hs) * (we - ws), 1).to(acc), 0);
-            }
-          }
+            });
+          });
         }
         tl::store(dx + n * ds0 + c * ds1 + ih * ds2 + iw * ds3, sum.to(static_cast<DType>(ODT)), m);
       },
       {"g",   "ind", "dx",  "C",   "H",   "W",   "OH",  "OW",  "gs0", "gs1", "gs2", "gs3",     "is0",  "is1",
        "is2", "is3", "ds0", "ds1", "ds2", "ds3", "LH",  "LW",  "KH",  "KW",  "SH",  "SW",      "PH",   "PW",
-       "divisor", "MODE", "COUNT_PAD", "ACC", "ODT", "CL", "I64", "BW", "BC"});
+       "divisor", "MODE", "COUNT_PAD", "ACC", "ODT", "CL", "I64", "ULH", "ULW", "BW", "BC"});
   return k;
 }
 
@@ -354,6 +363,11 @@ Plan plan(const char* op, const Tensor& x, const Pool2dParams& p, bool one_d) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A window dim's trip count as a meta-parameter when the whole window (count x other) is small
+// enough to unroll (window_loop), else 0 (a run-time loop). Pools use a handful of window sizes,
+// so the extra specialisations are few.
+int unrolled(int64_t count, int64_t other) { return count * other <= 16 ? static_cast<int>(count) : 0; }
+
 // Whether the kernels need i64 indices: an element offset of a tensor (its furthest element, or
 // a window corner up to a kernel's extent past the border), a flat index oh * W + ow, or the
 // adaptive windows' products o * I reach 2^31.
@@ -390,7 +404,7 @@ Tensor run_forward(const char* op, const Plan& pl, const Pool2dParams& p, Mode m
       x, y, ind, pl.C, pl.H, pl.W, pl.OH, pl.OW, x.stride(0), x.stride(1), x.stride(2), x.stride(3), y.stride(0),
       y.stride(1), y.stride(2), y.stride(3), KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1],
       p.dilation[0], p.dilation[1], divisor, static_cast<int>(mode), count_include_pad,
-      static_cast<int>(detail::math_type(x.dtype())), cl, i64, bw, bc);
+      static_cast<int>(detail::math_type(x.dtype())), cl, i64, unrolled(KH, KW), unrolled(KW, KH), bw, bc);
   return y;
 }
 
@@ -441,8 +455,8 @@ Tensor run_backward(const char* op, const Tensor& grad, const Tensor& indices, c
         g, ind, dx, pl.C, pl.H, pl.W, pl.OH, pl.OW, g.stride(0), g.stride(1), g.stride(2), g.stride(3),
         ind.stride(0), ind.stride(1), ind.stride(2), ind.stride(3), dx.stride(0), dx.stride(1), dx.stride(2),
         dx.stride(3), LH, LW, KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1], divisor,
-        static_cast<int>(mode), count_include_pad, static_cast<int>(acc), static_cast<int>(x.dtype()), cl, i64, bw,
-        bc);
+        static_cast<int>(mode), count_include_pad, static_cast<int>(acc), static_cast<int>(x.dtype()), cl, i64,
+        unrolled(LH, LW), unrolled(LW, LH), bw, bc);
   }
   return from_4d(dx, pl.in, one_d);
 }

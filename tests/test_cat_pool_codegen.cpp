@@ -68,7 +68,8 @@ std::string pool_fwd_source(const std::string& arch, int cc, int mode, int64_t H
                              addr<T>(0), addr<T>(1), addr<int64_t>(2), C, H, W, OH, OW, C * H * W, H * W, W,
                              int64_t{1}, C * OH * OW, OH * OW, OW, int64_t{1}, kh, kw, kh > 1 ? s : int64_t{1}, s,
                              kh > 1 ? p : int64_t{0}, p, int64_t{1}, int64_t{1}, int64_t{0}, mode, true,
-                             static_cast<int>(ops::detail::math_type(tritium::dtype_of<T>())), false, i64, bw, bc);
+                             static_cast<int>(ops::detail::math_type(tritium::dtype_of<T>())), false, i64,
+                             kh * kw <= 16 ? static_cast<int>(kh) : 0, kh * kw <= 16 ? static_cast<int>(kw) : 0, bw, bc);
   log_stats(ks, arch, fmt::format("pool2d_fwd mode {} {} {}x{} k{}x{} i64 {}", mode,
                                   tritium::dtype_name(tritium::dtype_of<T>()), H, W, kh, kw, i64));
   return tt::kernel_body(ks);
@@ -82,7 +83,7 @@ template <class T> std::string pool_bwd_source(const std::string& arch, int cc, 
                              int64_t{2}, int64_t{2}, int64_t{3}, int64_t{3}, int64_t{2}, int64_t{2}, int64_t{1},
                              int64_t{1}, int64_t{0}, 0, false,
                              static_cast<int>(ops::detail::math_type(tritium::dtype_of<T>())),
-                             static_cast<int>(tritium::dtype_of<T>()), false, i64, 32, 8);
+                             static_cast<int>(tritium::dtype_of<T>()), false, i64, 2, 2, 32, 8);
   log_stats(ks, arch, fmt::format("pool2d_bwd max {} i64 {}", tritium::dtype_name(tritium::dtype_of<T>()), i64));
   return tt::kernel_body(ks);
 }

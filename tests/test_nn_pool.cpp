@@ -401,6 +401,41 @@ BOOST_AUTO_TEST_CASE(tiles_wider_than_a_program) {
   });
 }
 
+// Windows of more than 16 elements run their loops at run time (small ones are unrolled at trace
+// time): 5x5 max and average windows with padding 2, an adaptive pool with 10x7 windows, and 3x3
+// windows with dilation 3 whose backward visits 1x1 candidates.
+BOOST_AUTO_TEST_CASE(large_windows_take_run_time_loops) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    const Dims4 d{2, 5, 20, 21};
+    uint32_t seed = 600;
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+      std::string what = layout_name(layout);
+      Tensor x = make_input<float>(d, layout, seed++);
+      Vec xv = ou::values(x);
+      for (const Win& w : {Win{5, 5, 2, 3, 2, 2, 1, 1, true}, Win{3, 3, 1, 1, 1, 1, 3, 3, false}}) {
+        auto r = ops::max_pool2d(x, params_of(w));
+        Tensor dy = ou::random_tensor<float>(r.values.shape(), seed++);
+        MaxRef ref = max_ref(xv, d, w, ou::values(dy));
+        ou::check_values(r.values, ref.y, 0, what + " max " + win_str(w));
+        BOOST_TEST(ou::values(r.indices) == ref.idx, what << " max indices " << win_str(w));
+        ou::check_values(ops::max_pool2d_backward(dy, x, r.indices, params_of(w)), ref.dx, 1e-6,
+                         what + " max dx " + win_str(w));
+      }
+      const Win aw{5, 5, 2, 3, 2, 2, 1, 1, false};
+      Tensor ya = ops::avg_pool2d(x, params_of(aw), false);
+      Tensor dya = ou::random_tensor<float>(ya.shape(), seed++);
+      AvgRef aref = avg_ref(xv, d, aw, false, 0, ou::values(dya));
+      ou::check_values(ya, aref.y, 1e-6, what + " avg 5x5");
+      ou::check_values(ops::avg_pool2d_backward(dya, x, params_of(aw), false), aref.dx, 1e-6, what + " avg 5x5 dx");
+      Tensor yd = ops::adaptive_avg_pool2d(x, {2, 3});
+      Tensor dyd = ou::random_tensor<float>(yd.shape(), seed++);
+      AvgRef dref = adaptive_ref(xv, d, 2, 3, ou::values(dyd));
+      ou::check_values(yd, dref.y, 1e-6, what + " adaptive 2x3");
+      ou::check_values(ops::adaptive_avg_pool2d_backward(dyd, x), dref.dx, 1e-6, what + " adaptive 2x3 dx");
+    }
+  });
+}
+
 // PyTorch's rules: the first maximum wins a tie, a NaN wins over numbers (the last NaN of the
 // window), a window of -inf names its first element; checked against PyTorch 2.x by hand.
 BOOST_AUTO_TEST_CASE(ties_nan_and_infinity) {
