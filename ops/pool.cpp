@@ -1,12 +1,13 @@
 // Pooling ops (ops/pool.h): max, average and adaptive average pooling over [N, C, H, W] and their
 // backwards. One forward kernel and one backward kernel serve the three modes.
 //
-// Forward: one program per output row of one image and a [columns, channels] tile of lanes (the
-// tile wide in channels for a channels-last tensor, in columns otherwise, so loads and stores run
-// along the contiguous dim); the input is read through its four strides, so any layout
-// (contiguous, channels-last, a strided view) takes the same path. Each lane walks its window with
-// run-time loops over (kh, kw). No lane divides to find its coordinates (a per-element i64
-// division was most of the time on the CPU).
+// Forward: one program per output row of one image and a tile of lanes over (columns, channels):
+// wide in channels and channels last for a channels-last tensor, wide in columns and columns last
+// otherwise, so consecutive threads run along the contiguous dim; the input is read through its
+// four strides, so any layout (contiguous, channels-last, a strided view) takes the same path.
+// Each lane walks its window, unrolled at trace time for windows of up to 16 elements, with
+// run-time loops beyond. Index arithmetic is i32 where it fits. No lane divides to find its
+// coordinates (a per-element i64 division was most of the time on the CPU).
 //
 // Backward: the same tiling over input rows; each lane gathers the output gradients of the windows
 // that contain it (for max pool, those whose saved index names it). Windows that overlap (stride <
