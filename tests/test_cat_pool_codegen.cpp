@@ -88,6 +88,23 @@ template <class T> std::string pool_bwd_source(const std::string& arch, int cc, 
   return tt::kernel_body(ks);
 }
 
+// Channels-last [83, 64, 56, 56] (strides H W C, 1, W C, C): max 3x3 s2 p1 forward and backward
+// over a [4 columns, 64 channels] tile, channels the fast dim.
+template <class T> void pool_channels_last(const std::string& arch, int cc) {
+  const int64_t C = 64, H = 56, W = 56, OH = 28, OW = 28, one = 1, two = 2, three = 3, zero = 0;
+  const int acc = static_cast<int>(ops::detail::math_type(tritium::dtype_of<T>()));
+  auto c = tt::CudaCheck().routed().target(cc, arch);
+  log_stats(tt::compile_cuda(ops::detail::pool2d_forward_kernel(), c, addr<T>(0), addr<T>(1), addr<int64_t>(2), C, H,
+                             W, OH, OW, H * W * C, one, W * C, C, OH * OW * C, one, OW * C, C, three, three, two, two,
+                             one, one, one, one, zero, 0, true, acc, true, false, 3, 3, 4, 64),
+            arch, std::string("pool2d_fwd channels-last ") + tritium::dtype_name(tritium::dtype_of<T>()));
+  log_stats(tt::compile_cuda(ops::detail::pool2d_backward_kernel(), c, addr<T>(0), addr<int64_t>(1), addr<T>(2), C, H,
+                             W, OH, OW, OH * OW * C, one, OW * C, C, OH * OW * C, one, OW * C, C, H * W * C, one, W * C,
+                             C, two, two, three, three, two, two, one, one, zero, 0, false, acc,
+                             static_cast<int>(tritium::dtype_of<T>()), true, false, 2, 2, 4, 64),
+            arch, std::string("pool2d_bwd channels-last ") + tritium::dtype_name(tritium::dtype_of<T>()));
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_cat_pool_codegen)
@@ -122,6 +139,8 @@ BOOST_AUTO_TEST_CASE(pool_kernels_index_in_32_bits) {
         // The window and address arithmetic is int32_t; only the saved indices are 64-bit.
         BOOST_TEST(tt::occurrences(body, "int32_t") > 0u);
       }
+      pool_channels_last<float>(arch, cc);
+      pool_channels_last<tritium::bf16_t>(arch, cc);
       // Past 2^31 the same kernels index in 64 bits (max, adaptive average, max backward).
       pool_fwd_source<float>(arch, cc, 0, 56, 56, 3, 3, 2, 1, 32, 8, true);
       pool_fwd_source<tritium::bf16_t>(arch, cc, 2, 56, 56, 2, 2, 2, 0, 32, 8, true);
