@@ -1,12 +1,13 @@
 // Pooling ops (ops/pool.h): max, average and adaptive average pooling over [N, C, H, W] and their
 // backwards. One forward kernel and one backward kernel serve the three modes.
 //
-// Forward: one program per output row of one image and a [columns, channels] tile of lanes (the
-// tile wide in channels for a channels-last tensor, in columns otherwise, so loads and stores run
-// along the contiguous dim); the input is read through its four strides, so any layout
-// (contiguous, channels-last, a strided view) takes the same path. Each lane walks its window with
-// run-time loops over (kh, kw). No lane divides to find its coordinates (a per-element i64
-// division was most of the time on the CPU).
+// Forward: one program per output row of one image and a tile of lanes over (columns, channels):
+// wide in channels and channels last for a channels-last tensor, wide in columns and columns last
+// otherwise, so consecutive threads run along the contiguous dim; the input is read through its
+// four strides, so any layout (contiguous, channels-last, a strided view) takes the same path.
+// Each lane walks its window, unrolled at trace time for windows of up to 16 elements, with
+// run-time loops beyond. Index arithmetic is i32 where it fits. No lane divides to find its
+// coordinates (a per-element i64 division was most of the time on the CPU).
 //
 // Backward: the same tiling over input rows; each lane gathers the output gradients of the windows
 // that contain it (for max pool, those whose saved index names it). Windows that overlap (stride <
@@ -23,6 +24,7 @@
 #include "dsl/control_flow.h"
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
+#include "ops/cat_pool_kernels.h"
 #include "ops/elementwise_kernels.h"
 
 namespace tritium::ops {
@@ -42,48 +44,95 @@ std::pair<tl::tensor, tl::tensor> adaptive_window(const tl::tensor& o, const tl:
   return {(o * I) / O, tl::cdiv((o + 1) * I, O)};
 }
 
+// The kernels' index type: i32 where every offset, and every product of an output index and an
+// input size, fits in it (the host decides: PyTorch's pooling kernels index with int the same way),
+// i64 otherwise. i32 halves the integer work of each lane's address and window arithmetic.
+struct Idx {
+  bool wide;
+  DType type() const { return wide ? tl::int64 : tl::int32; }
+  tl::tensor operator()(const tl::tensor& v) const { return v.to(type()); }
+  void narrow(std::initializer_list<tl::tensor*> args) const {
+    if (!wide)
+      for (tl::tensor* a : args) *a = a->to(tl::int32);
+  }
+};
+
+// A program's lanes: columns col (program_id(1)) and channels chan (program_id(2)) of the tile.
+// The tile's last dim (the one consecutive threads walk) is the contiguous one: columns for an
+// NCHW tensor ([BC, BW]), channels for a channels-last one ([BW, BC]). With channels last in an
+// NCHW tile, a warp's loads and stores hit one line per channel instead of running along W.
+struct Lanes {
+  tl::tensor col, chan;
+  ir::Shape shape;
+};
+Lanes lanes(const Idx& I, bool channels_last, int bw, int bc) {
+  auto col = I(tl::program_id(1)) * bw + I(tl::arange(0, bw));
+  auto chan = I(tl::program_id(2)) * bc + I(tl::arange(0, bc));
+  if (channels_last) return {col(tl::_, tl::None), chan(tl::None, tl::_), {bw, bc}};
+  return {col(tl::None, tl::_), chan(tl::_, tl::None), {bc, bw}};
+}
+
+// A window loop of `count` trips: unrolled at trace time when the host passes the count as a
+// meta-parameter (`unrolled` > 0: small windows, so every load of a window can be in flight at
+// once, as Triton's tl.static_range over a constexpr kernel size), a run-time tl::range otherwise
+// (large adaptive windows). `body` takes the trip's index (a C++ int or a traced scalar).
+template <class Body> void window_loop(int unrolled, const tl::tensor& count, Body&& body) {
+  if (unrolled > 0) {
+    for (int k = 0; k < unrolled; ++k) body(k);
+  } else {
+    for (auto k : tl::range(0, count)) body(k);
+  }
+}
+
 // Both kernels work on one row of their lanes' plane per program: program (r, wb, cb) takes row
 // r % ROWS of image r / ROWS (scalar divisions, once per program) and a [BW columns, BC channels]
 // tile, so no lane divides to find its coordinates. Element (n, c, h, w) of a tensor is at
 // n s0 + c s1 + h s2 + w s3: any layout, the strides decide which tile dim is contiguous (the
-// host makes BC wide for channels-last tensors and BW wide otherwise).
-Kernel& forward_kernel() {
+// host makes BC wide for channels-last tensors and BW wide otherwise, and `lanes` puts that dim
+// last).
+}  // namespace
+
+Kernel& detail::pool2d_forward_kernel() {
   static Kernel k = tritium::kernel(
       "pool2d_fwd",
       [](P x, P y, P ind, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
          tl::i64 xs0, tl::i64 xs1, tl::i64 xs2, tl::i64 xs3, tl::i64 ys0, tl::i64 ys1, tl::i64 ys2, tl::i64 ys3,
          tl::i64 KH, tl::i64 KW, tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 DH, tl::i64 DW,
-         tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int BW, int BC) {
+         tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, bool CL, bool I64, int UKH, int UKW, int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
-        auto r = tl::program_id(0).to(tl::int64);
+        const Idx I{I64};
+        I.narrow({&C, &H, &W, &OH, &OW, &xs0, &xs1, &xs2, &xs3, &ys0, &ys1, &ys2, &ys3, &KH, &KW, &SH, &SW, &PH, &PW,
+                  &DH, &DW, &divisor});
+        auto r = I(tl::program_id(0));
         auto n = r / OH, oh = r % OH;
-        auto ow = (tl::program_id(1).to(tl::int64) * BW + tl::arange(0, BW).to(tl::int64))(tl::_, tl::None);  // [BW, 1]
-        auto c = (tl::program_id(2).to(tl::int64) * BC + tl::arange(0, BC).to(tl::int64))(tl::None, tl::_);   // [1, BC]
+        auto [ow, c, shape] = lanes(I, CL, BW, BC);
         auto m = (ow < OW) && (c < C);
-        auto base = x + n * xs0 + c * xs1;
+        // Offsets are summed as integers and added to the pointer once (one wide multiply-add an
+        // access, not a 64-bit pointer add per term).
+        auto xoff = n * xs0 + c * xs1;
         auto out = n * ys0 + c * ys1 + oh * ys2 + ow * ys3;
         if (mode == Mode::max) {
-          auto best = tl::full({BW, BC}, -INFINITY, acc);
-          auto idx = tl::full({BW, BC}, -1, tl::int64);
+          auto best = tl::full(shape, -INFINITY, acc);
+          auto idx = tl::full(shape, -1, I.type());
           auto h0 = oh * SH - PH;
           auto w0 = ow * SW - PW;
-          for (auto kh : tl::range(0, KH)) {
+          window_loop(UKH, KH, [&](const auto& kh) {
             auto ih = h0 + kh * DH;
             auto hok = (ih >= 0) && (ih < H);
-            for (auto kw : tl::range(0, KW)) {
+            window_loop(UKW, KW, [&](const auto& kw) {
               auto iw = w0 + kw * DW;
               auto ok = m && hok && (iw >= 0) && (iw < W);
-              auto v = tl::load(base + ih * xs2 + iw * xs3, ok, 0).to(acc);
+              auto v = tl::load(x + (xoff + ih * xs2 + iw * xs3), ok, 0).to(acc);
               // PyTorch's rule: a strictly greater value or a NaN replaces the maximum; the first
               // element inside the input starts it (so a window of -inf names its first element).
               auto take = ok && ((v > best) || (v != v) || (idx < 0));
               best = tl::where(take, v, best);
               idx = tl::where(take, ih * W + iw, idx);
-            }
-          }
+            });
+          });
           tl::store(y + out, best, m);
-          tl::store(ind + out, idx, m);
+          tl::store(ind + out, idx.to(tl::int64), m);
           return;
         }
         tl::tensor hs, he, ws, we, div;
@@ -99,23 +148,23 @@ Kernel& forward_kernel() {
           std::tie(ws, we) = adaptive_window(ow, W, OW);
           div = (he - hs) * (we - ws);
         }
-        auto sum = tl::zeros({BW, BC}, acc);
-        for (auto kh : tl::range(0, KH)) {
+        auto sum = tl::zeros(shape, acc);
+        window_loop(UKH, KH, [&](const auto& kh) {
           auto ih = hs + kh;
           auto hok = ih < he;
-          for (auto kw : tl::range(0, KW)) {
+          window_loop(UKW, KW, [&](const auto& kw) {
             auto iw = ws + kw;
             auto ok = m && hok && (iw < we);
-            sum = sum + tl::load(base + ih * xs2 + iw * xs3, ok, 0).to(acc);
-          }
-        }
+            sum = sum + tl::load(x + (xoff + ih * xs2 + iw * xs3), ok, 0).to(acc);
+          });
+        });
         // A window wholly in the padding (possible with ceil_mode) gives 0, as PyTorch.
         auto empty = (hs >= he) || (ws >= we);
         tl::store(y + out, tl::where(empty, 0, sum / tl::maximum(div, 1).to(acc)).to(acc), m);
       },
       {"x",   "y",   "ind", "C",   "H",   "W",   "OH",  "OW",  "xs0", "xs1", "xs2",     "xs3",  "ys0",       "ys1",
        "ys2", "ys3", "KH",  "KW",  "SH",  "SW",  "PH",  "PW",  "DH",  "DW",  "divisor", "MODE", "COUNT_PAD", "ACC",
-       "BW",  "BC"});
+       "CL",  "I64", "UKH", "UKW", "BW",  "BC"});
   return k;
 }
 
@@ -124,80 +173,84 @@ Kernel& forward_kernel() {
 // window's divisor). The candidate windows along a dim are the LH (LW) ending at the last one
 // starting at or before the element: oh_last = (ih + PH) / SH, one division per row (per lane for
 // columns). gs*: grad strides, is*: the indices', ds*: grad_input's.
-Kernel& backward_kernel() {
+Kernel& detail::pool2d_backward_kernel() {
   static Kernel k = tritium::kernel(
       "pool2d_bwd",
       [](P g, P ind, P dx, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
          tl::i64 gs0, tl::i64 gs1, tl::i64 gs2, tl::i64 gs3, tl::i64 is0, tl::i64 is1, tl::i64 is2, tl::i64 is3,
          tl::i64 ds0, tl::i64 ds1, tl::i64 ds2, tl::i64 ds3, tl::i64 LH, tl::i64 LW, tl::i64 KH, tl::i64 KW,
-         tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int BW,
-         int BC) {
+         tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int ODT,
+         bool CL, bool I64, int ULH, int ULW, int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
-        auto r = tl::program_id(0).to(tl::int64);
+        const Idx I{I64};
+        I.narrow({&C, &H, &W, &OH, &OW, &gs0, &gs1, &gs2, &gs3, &is0, &is1, &is2, &is3, &ds0, &ds1, &ds2, &ds3, &LH,
+                  &LW, &KH, &KW, &SH, &SW, &PH, &PW, &divisor});
+        auto r = I(tl::program_id(0));
         auto n = r / H, ih = r % H;
-        auto iw = (tl::program_id(1).to(tl::int64) * BW + tl::arange(0, BW).to(tl::int64))(tl::_, tl::None);  // [BW, 1]
-        auto c = (tl::program_id(2).to(tl::int64) * BC + tl::arange(0, BC).to(tl::int64))(tl::None, tl::_);   // [1, BC]
+        auto [iw, c, shape] = lanes(I, CL, BW, BC);
         auto m = (iw < W) && (c < C);
-        auto gbase = g + n * gs0 + c * gs1;
-        auto sum = tl::zeros({BW, BC}, acc);
+        auto goff = n * gs0 + c * gs1;  // integer offsets, added to the pointers once (as the forward)
+        auto sum = tl::zeros(shape, acc);
         if (mode == Mode::max) {
-          auto ibase = ind + n * is0 + c * is1;
-          auto me = ih * W + iw;
+          auto ioff = n * is0 + c * is1;
+          auto me = (ih * W + iw).to(tl::int64);  // the saved indices are i64
           auto oh_last = (ih + PH) / SH, ow_last = (iw + PW) / SW;  // non-negative: floor
-          for (auto a : tl::range(0, LH)) {
+          window_loop(ULH, LH, [&](const auto& a) {
             auto oh = oh_last - a;
             auto hok = (oh >= 0) && (oh < OH);
-            for (auto b : tl::range(0, LW)) {
+            window_loop(ULW, LW, [&](const auto& b) {
               auto ow = ow_last - b;
               auto ok = m && hok && (ow >= 0) && (ow < OW);
-              auto named = tl::load(ibase + oh * is2 + ow * is3, ok, -1) == me;
-              sum = sum + tl::load(gbase + oh * gs2 + ow * gs3, ok && named, 0).to(acc);
-            }
-          }
+              auto named = tl::load(ind + (ioff + oh * is2 + ow * is3), ok, -1) == me;
+              sum = sum + tl::load(g + (goff + oh * gs2 + ow * gs3), ok && named, 0).to(acc);
+            });
+          });
         } else if (mode == Mode::avg) {
           auto oh_last = (ih + PH) / SH, ow_last = (iw + PW) / SW;
-          for (auto a : tl::range(0, LH)) {
+          window_loop(ULH, LH, [&](const auto& a) {
             auto oh = oh_last - a;
             auto hs0 = oh * SH - PH;
             auto hok = (oh >= 0) && (oh < OH) && (ih < hs0 + KH);
             auto he0 = tl::minimum(hs0 + KH, H + PH);
             auto hs = tl::maximum(hs0, 0), he = tl::minimum(he0, H);
-            for (auto b : tl::range(0, LW)) {
+            window_loop(ULW, LW, [&](const auto& b) {
               auto ow = ow_last - b;
               auto ws0 = ow * SW - PW;
               auto ok = m && hok && (ow >= 0) && (ow < OW) && (iw < ws0 + KW);
               auto we0 = tl::minimum(ws0 + KW, W + PW);
               auto ws = tl::maximum(ws0, 0), we = tl::minimum(we0, W);
               auto div = tl::where(divisor > 0, divisor, COUNT_PAD ? (he0 - hs0) * (we0 - ws0) : (he - hs) * (we - ws));
-              auto v = tl::load(gbase + oh * gs2 + ow * gs3, ok, 0).to(acc);
+              auto v = tl::load(g + (goff + oh * gs2 + ow * gs3), ok, 0).to(acc);
               sum = sum + tl::where(ok, v / tl::maximum(div, 1).to(acc), 0);
-            }
-          }
+            });
+          });
         } else {
           // Outputs whose adaptive window holds ih: [floor(ih OH / H), ceil((ih + 1) OH / H)).
           auto oh0 = (ih * OH) / H, oh1 = tl::cdiv((ih + 1) * OH, H);
           auto ow0 = (iw * OW) / W, ow1 = tl::cdiv((iw + 1) * OW, W);
-          for (auto a : tl::range(0, LH)) {
+          window_loop(ULH, LH, [&](const auto& a) {
             auto oh = oh0 + a;
             auto hok = oh < oh1;
             auto [hs, he] = adaptive_window(oh, H, OH);
-            for (auto b : tl::range(0, LW)) {
+            window_loop(ULW, LW, [&](const auto& b) {
               auto ow = ow0 + b;
               auto ok = m && hok && (ow < ow1);
               auto [ws, we] = adaptive_window(ow, W, OW);
-              auto v = tl::load(gbase + oh * gs2 + ow * gs3, ok, 0).to(acc);
+              auto v = tl::load(g + (goff + oh * gs2 + ow * gs3), ok, 0).to(acc);
               sum = sum + tl::where(ok, v / tl::maximum((he - hs) * (we - ws), 1).to(acc), 0);
-            }
-          }
+            });
+          });
         }
-        tl::store(dx + n * ds0 + c * ds1 + ih * ds2 + iw * ds3, sum, m);
+        tl::store(dx + n * ds0 + c * ds1 + ih * ds2 + iw * ds3, sum.to(static_cast<DType>(ODT)), m);
       },
       {"g",   "ind", "dx",  "C",   "H",   "W",   "OH",  "OW",  "gs0", "gs1", "gs2", "gs3",     "is0",  "is1",
        "is2", "is3", "ds0", "ds1", "ds2", "ds3", "LH",  "LW",  "KH",  "KW",  "SH",  "SW",      "PH",   "PW",
-       "divisor", "MODE", "COUNT_PAD", "ACC", "BW", "BC"});
+       "divisor", "MODE", "COUNT_PAD", "ACC", "ODT", "CL", "I64", "ULH", "ULW", "BW", "BC"});
   return k;
 }
+
+namespace {
 
 // The [BW, BC] tile over (columns, channels) of `width` columns: wide in channels for a
 // channels-last tensor (contiguous channels), wide in columns otherwise; 256 lanes at most.
@@ -311,6 +364,25 @@ Plan plan(const char* op, const Tensor& x, const Pool2dParams& p, bool one_d) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A window dim's trip count as a meta-parameter when the whole window (count x other) is small
+// enough to unroll (window_loop), else 0 (a run-time loop). Pools use a handful of window sizes,
+// so the extra specialisations are few.
+int unrolled(int64_t count, int64_t other) { return count * other <= 16 ? static_cast<int>(count) : 0; }
+
+// Whether the kernels need i64 indices: an element offset of a tensor (its furthest element, or
+// a window corner up to a kernel's extent past the border), a flat index oh * W + ow, or the
+// adaptive windows' products o * I reach 2^31.
+bool needs_i64(const Plan& pl, std::initializer_list<const Tensor*> ts) {
+  const int64_t limit = (int64_t(1) << 31) - 1;
+  int64_t far = std::max({pl.N, pl.C, pl.H, pl.W, pl.OH, pl.OW, pl.H * pl.W, pl.OH * pl.H, pl.OW * pl.W});
+  for (const Tensor* t : ts) {
+    int64_t span = 0;
+    for (int d = 0; d < t->dim(); ++d) span += (t->size(d) + 64) * std::abs(t->stride(d));
+    far = std::max(far, span);
+  }
+  return far >= limit / 4;  // a margin for window arithmetic past the borders
+}
+
 Tensor run_forward(const char* op, const Plan& pl, const Pool2dParams& p, Mode mode, bool count_include_pad,
                    int64_t divisor, Tensor* indices) {
   const Tensor& x = pl.in.x;
@@ -328,11 +400,12 @@ Tensor run_forward(const char* op, const Plan& pl, const Pool2dParams& p, Mode m
   }
   (void)op;
   auto [bw, bc] = tile(pl.OW, pl.C, cl);
-  forward_kernel()[{pl.N * pl.OH, cdiv(pl.OW, bw), cdiv(pl.C, bc)}](
+  const bool i64 = needs_i64(pl, {&x, &y});
+  detail::pool2d_forward_kernel()[{pl.N * pl.OH, cdiv(pl.OW, bw), cdiv(pl.C, bc)}](
       x, y, ind, pl.C, pl.H, pl.W, pl.OH, pl.OW, x.stride(0), x.stride(1), x.stride(2), x.stride(3), y.stride(0),
       y.stride(1), y.stride(2), y.stride(3), KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1],
       p.dilation[0], p.dilation[1], divisor, static_cast<int>(mode), count_include_pad,
-      static_cast<int>(detail::math_type(x.dtype())), bw, bc);
+      static_cast<int>(detail::math_type(x.dtype())), cl, i64, unrolled(KH, KW), unrolled(KW, KH), bw, bc);
   return y;
 }
 
@@ -365,7 +438,8 @@ Tensor run_backward(const char* op, const Tensor& grad, const Tensor& indices, c
   }
   const bool cl = pl.in.channels_last;
   const DType acc = detail::math_type(x.dtype());
-  Tensor dx = empty_nchw({pl.N, pl.C, pl.H, pl.W}, acc, x.device(), cl);
+  // Summed in `acc`, stored in the input's dtype by the kernel (no f32 copy converted after it).
+  Tensor dx = empty_nchw({pl.N, pl.C, pl.H, pl.W}, x.dtype(), x.device(), cl);
   if (dx.numel() > 0) {
     int64_t LH = 0, LW = 0, KH = p.kernel[0], KW = p.kernel[1];
     if (mode == Mode::max) {  // windows whose dilated extent can hold one element
@@ -377,13 +451,14 @@ Tensor run_backward(const char* op, const Tensor& grad, const Tensor& indices, c
       for (int64_t i = 0; i < pl.W; ++i) LW = std::max(LW, ceil_div((i + 1) * pl.OW, pl.W) - i * pl.OW / pl.W);
     }
     auto [bw, bc] = tile(pl.W, pl.C, cl);
-    backward_kernel()[{pl.N * pl.H, cdiv(pl.W, bw), cdiv(pl.C, bc)}](
+    const bool i64 = needs_i64(pl, {&g, &ind, &dx});
+    detail::pool2d_backward_kernel()[{pl.N * pl.H, cdiv(pl.W, bw), cdiv(pl.C, bc)}](
         g, ind, dx, pl.C, pl.H, pl.W, pl.OH, pl.OW, g.stride(0), g.stride(1), g.stride(2), g.stride(3),
         ind.stride(0), ind.stride(1), ind.stride(2), ind.stride(3), dx.stride(0), dx.stride(1), dx.stride(2),
         dx.stride(3), LH, LW, KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1], divisor,
-        static_cast<int>(mode), count_include_pad, static_cast<int>(acc), bw, bc);
+        static_cast<int>(mode), count_include_pad, static_cast<int>(acc), static_cast<int>(x.dtype()), cl, i64,
+        unrolled(LH, LW), unrolled(LW, LH), bw, bc);
   }
-  if (acc != x.dtype()) dx = cl ? to_dtype(dx.permute({0, 2, 3, 1}), x.dtype()).permute({0, 3, 1, 2}) : to_dtype(dx, x.dtype());
   return from_4d(dx, pl.in, one_d);
 }
 

@@ -1,7 +1,7 @@
 // Shape ops (ops/shape.h): views are runtime::as_strided over the same storage; copies go through
 // the generic strided copy (ops::copy_ into a view of the output), so a strided input, a dtype
-// conversion (cat's promotion) and any rank take one path and no op here has a kernel of its own
-// (tril / triu have one: ops/triangle.cpp).
+// conversion and any rank take one path and no op here has a kernel of its own (tril / triu have
+// one: ops/triangle.cpp; cat / stack copy several inputs a launch: ops/cat.cpp).
 #include "ops/shape.h"
 
 #include <algorithm>
@@ -253,62 +253,7 @@ std::vector<Tensor> unbind(const Tensor& x, int dim) {
 
 // ---- copies --------------------------------------------------------------------------------------
 
-Tensor cat(const std::vector<Tensor>& tensors, int dim) {
-  if (tensors.empty()) fail("cat: expected a non-empty list of tensors");
-  std::vector<const Tensor*> ptrs;
-  for (const Tensor& t : tensors) ptrs.push_back(&t);
-  Device dev = detail::check_tensors("cat", ptrs);
-  // PyTorch's legacy rule: 1-D empty tensors ([0]) are skipped whatever the others' shapes.
-  auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.numel() == 0; };
-  const Tensor* ref = nullptr;
-  DType dtype = tensors[0].dtype();
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    dtype = i == 0 ? dtype : detail::promote_types("cat", dtype, tensors[i].dtype());
-    if (!ref && !skipped(tensors[i])) ref = &tensors[i];
-  }
-  if (!ref) return Tensor::empty({0}, dtype, dev);
-  if (ref->dim() == 0) fail("cat: zero-dimensional tensor (at position {}) cannot be concatenated", ref - tensors.data());
-  const int d = normalize_dim("cat", dim, ref->dim());
-  Shape shape = ref->shape();
-  int64_t total = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    if (skipped(t)) continue;
-    if (t.dim() != ref->dim())
-      fail("cat: tensors must have the same number of dimensions: got {} and {} (tensor number {} in the list)",
-           ref->dim(), t.dim(), i);
-    for (int k = 0; k < t.dim(); ++k)
-      if (k != d && size_at(t, k) != size_at(*ref, k))
-        fail("cat: sizes of tensors must match except in dimension {}. Expected size {} but got size {} for tensor "
-             "number {} in the list",
-             d, size_at(*ref, k), size_at(t, k), i);
-    total += size_at(t, d);
-  }
-  shape[static_cast<size_t>(d)] = total;
-  Tensor out = Tensor::empty(shape, dtype, dev);
-  int64_t start = 0;
-  for (const Tensor& t : tensors) {
-    if (skipped(t)) continue;
-    Tensor part = runtime::slice_of(out, d, start, start + size_at(t, d), 1);
-    copy_(part, t);
-    start += size_at(t, d);
-  }
-  return out;
-}
-
-Tensor stack(const std::vector<Tensor>& tensors, int dim) {
-  if (tensors.empty()) fail("stack: expected a non-empty list of tensors");
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    check_defined("stack", tensors[i]);
-    if (tensors[i].shape() != tensors[0].shape())
-      fail("stack: expects each tensor to be equal size, but got {} at entry 0 and {} at entry {}",
-           shape_str(tensors[0].shape()), shape_str(tensors[i].shape()), i);
-  }
-  int d = normalize_dim("stack", dim, tensors[0].dim() + 1);
-  std::vector<Tensor> parts;
-  for (const Tensor& t : tensors) parts.push_back(runtime::unsqueeze_of(t, d));
-  return cat(parts, d);
-}
+// cat and stack: ops/cat.cpp (one launch for several inputs).
 
 Tensor repeat(const Tensor& x, const Shape& repeats) {
   check_defined("repeat", x);

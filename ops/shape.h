@@ -1,7 +1,8 @@
 // Shape ops of the tensor API (issue 29, item 2): views (flatten, narrow, unfold, movedim,
 // diagonal, split and friends: metadata over the same storage, no kernel) and the copies that
-// assemble or rearrange tensors (cat, stack, repeat, flip, roll, tril/triu: the generic strided
-// copy kernel of ops/copy.cpp, or the elementwise `where`). Raw and non-differentiable, like the
+// assemble or rearrange tensors (repeat, flip, roll, tril/triu: the generic strided copy kernel of
+// ops/copy.cpp, or the elementwise `where`; cat / stack: ops/cat.cpp's batched copy, up to 8 inputs
+// a launch). Raw and non-differentiable, like the
 // rest of ops/; the differentiable spellings are in nn/tensor_ops.h. Rules and error messages
 // follow PyTorch (docs/ops.md, "Shape ops"). Dims may be negative (counted from the end).
 #pragma once

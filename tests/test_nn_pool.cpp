@@ -352,6 +352,90 @@ BOOST_AUTO_TEST_CASE(dtypes_one_d_and_unbatched) {
   });
 }
 
+// Planes wider than one program's tile (OW = 150 and W = 300 over 128 columns), channel counts
+// that are no multiple of the tile (37), both memory formats (the tile's fast dim follows the
+// contiguous one), and bf16 gradients stored by the kernel in bf16 (summed in f32).
+BOOST_AUTO_TEST_CASE(tiles_wider_than_a_program) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    const Dims4 d{2, 37, 5, 300};
+    uint32_t seed = 500;
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+      const Win mw{3, 3, 2, 2, 1, 1, 1, 1, false}, aw{2, 2, 2, 2, 0, 0, 1, 1, true};
+      std::string what = layout_name(layout);
+      Tensor x = make_input<float>(d, layout, seed++);
+      Vec xv = ou::values(x);
+      auto r = ops::max_pool2d(x, params_of(mw));
+      Tensor dy = ou::random_tensor<float>(r.values.shape(), seed++);
+      MaxRef mref = max_ref(xv, d, mw, ou::values(dy));
+      ou::check_values(r.values, mref.y, 0, what + " max values");
+      BOOST_TEST(ou::values(r.indices) == mref.idx, what << " max indices");
+      ou::check_values(ops::max_pool2d_backward(dy, x, r.indices, params_of(mw)), mref.dx, 1e-6, what + " max dx");
+      Tensor ya = ops::avg_pool2d(x, params_of(aw), true);
+      Tensor dya = ou::random_tensor<float>(ya.shape(), seed++);
+      AvgRef aref = avg_ref(xv, d, aw, true, 0, ou::values(dya));
+      ou::check_values(ya, aref.y, 1e-6, what + " avg values");
+      ou::check_values(ops::avg_pool2d_backward(dya, x, params_of(aw), true), aref.dx, 1e-6, what + " avg dx");
+
+      Tensor xb = make_input<tritium::bf16_t>(d, layout, seed++);
+      Vec xbv = ou::values(xb);
+      auto rb = ops::max_pool2d(xb, params_of(mw));
+      Tensor dyb = ou::random_tensor<tritium::bf16_t>(rb.values.shape(), seed++);
+      Tensor dxb = ops::max_pool2d_backward(dyb, xb, rb.indices, params_of(mw));
+      BOOST_TEST((dxb.dtype() == DType::bf16));
+      BOOST_TEST(is_channels_last(dxb) == (layout == Layout::channels_last), what << " bf16 dx memory format");
+      ou::check_values(dxb, max_ref(xbv, d, mw, ou::values(dyb)).dx, 1e-2, what + " bf16 max dx");
+      Tensor dyab = ou::random_tensor<tritium::bf16_t>(ops::avg_pool2d(xb, params_of(aw), true).shape(), seed++);
+      ou::check_values(ops::avg_pool2d_backward(dyab, xb, params_of(aw), true),
+                       avg_ref(xbv, d, aw, true, 0, ou::values(dyab)).dx, 1e-2, what + " bf16 avg dx");
+    }
+    // 1-D at the benchmark's proportions: 3136 columns, 2 s2 average and 3 s2 p1 max.
+    Tensor x1 = ou::random_tensor<float>({2, 5, 3136}, seed++, -2, 2);
+    Vec x1v = ou::values(x1);
+    const Dims4 d1{2, 5, 1, 3136};
+    ou::check_values(ops::avg_pool1d(x1, ops::pool1d_params("avg_pool1d", {2}, {2}, {0}, {1}, false), true),
+                     avg_ref(x1v, d1, {1, 2, 1, 2, 0, 0, 1, 1, false}, true, 0, {}).y, 1e-6, "avg_pool1d 3136");
+    auto m1 = ops::max_pool1d(x1, ops::pool1d_params("max_pool1d", {3}, {2}, {1}, {1}, false));
+    MaxRef m1ref = max_ref(x1v, d1, {1, 3, 1, 2, 0, 1, 1, 1, false}, {});
+    ou::check_values(m1.values, m1ref.y, 0, "max_pool1d 3136");
+    BOOST_TEST(ou::values(m1.indices) == m1ref.idx, "max_pool1d 3136 indices");
+  });
+}
+
+// Windows of more than 16 elements run their loops at run time (small ones are unrolled at trace
+// time): 5x5 max and average windows with padding 2, an adaptive pool with 10x7 windows, and 3x3
+// windows with dilation 3 whose backward visits 1x1 candidates.
+BOOST_AUTO_TEST_CASE(large_windows_take_run_time_loops) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    const Dims4 d{2, 5, 20, 21};
+    uint32_t seed = 600;
+    for (Layout layout : {Layout::contiguous, Layout::channels_last}) {
+      std::string what = layout_name(layout);
+      Tensor x = make_input<float>(d, layout, seed++);
+      Vec xv = ou::values(x);
+      for (const Win& w : {Win{5, 5, 2, 3, 2, 2, 1, 1, true}, Win{3, 3, 1, 1, 1, 1, 3, 3, false}}) {
+        auto r = ops::max_pool2d(x, params_of(w));
+        Tensor dy = ou::random_tensor<float>(r.values.shape(), seed++);
+        MaxRef ref = max_ref(xv, d, w, ou::values(dy));
+        ou::check_values(r.values, ref.y, 0, what + " max " + win_str(w));
+        BOOST_TEST(ou::values(r.indices) == ref.idx, what << " max indices " << win_str(w));
+        ou::check_values(ops::max_pool2d_backward(dy, x, r.indices, params_of(w)), ref.dx, 1e-6,
+                         what + " max dx " + win_str(w));
+      }
+      const Win aw{5, 5, 2, 3, 2, 2, 1, 1, false};
+      Tensor ya = ops::avg_pool2d(x, params_of(aw), false);
+      Tensor dya = ou::random_tensor<float>(ya.shape(), seed++);
+      AvgRef aref = avg_ref(xv, d, aw, false, 0, ou::values(dya));
+      ou::check_values(ya, aref.y, 1e-6, what + " avg 5x5");
+      ou::check_values(ops::avg_pool2d_backward(dya, x, params_of(aw), false), aref.dx, 1e-6, what + " avg 5x5 dx");
+      Tensor yd = ops::adaptive_avg_pool2d(x, {2, 3});
+      Tensor dyd = ou::random_tensor<float>(yd.shape(), seed++);
+      AvgRef dref = adaptive_ref(xv, d, 2, 3, ou::values(dyd));
+      ou::check_values(yd, dref.y, 1e-6, what + " adaptive 2x3");
+      ou::check_values(ops::adaptive_avg_pool2d_backward(dyd, x), dref.dx, 1e-6, what + " adaptive 2x3 dx");
+    }
+  });
+}
+
 // PyTorch's rules: the first maximum wins a tie, a NaN wins over numbers (the last NaN of the
 // window), a window of -inf names its first element; checked against PyTorch 2.x by hand.
 BOOST_AUTO_TEST_CASE(ties_nan_and_infinity) {
