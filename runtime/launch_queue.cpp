@@ -72,7 +72,6 @@ struct Queue {
   void issue_head() {
     Entry e = std::move(entries.front());
     entries.pop_front();
-    size.fetch_sub(1);
     t_issuing = true;
     try {
       e.ready.get();  // a compile error, kept below
@@ -83,6 +82,9 @@ struct Queue {
       entries.clear();  // what follows would read the failed kernel's missing output
     }
     t_issuing = false;
+    // Counted until issued: another thread's ordered call that sees the queue empty must find
+    // this launch already made (it waits on `mutex` otherwise).
+    size.fetch_sub(1, std::memory_order_release);
   }
 };
 
