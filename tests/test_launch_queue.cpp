@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -102,6 +103,40 @@ BOOST_AUTO_TEST_CASE(workers_and_the_issuing_thread_never_drain) {
   gate.set_value();
   lq::drain_before_ordered_call();
   BOOST_TEST(order.back() == 3);
+}
+
+// Four threads queue behind compiles that finish in a random order on other threads, and drain
+// from time to time (as their copies would): every entry runs once, each thread's in its order.
+BOOST_AUTO_TEST_CASE(threads_queue_and_drain_concurrently) {
+  constexpr int kThreads = 4, kEach = 150;
+  std::mutex m;
+  std::vector<std::vector<int>> ran(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t) + 1);
+      for (int i = 0; i < kEach; ++i) {
+        const int sleep_us = static_cast<int>(rng() % 300);
+        std::shared_future<void> ready =
+            rng() % 3 == 0 ? ready_now()
+                           : lq::run_compile([sleep_us] { std::this_thread::sleep_for(std::chrono::microseconds(sleep_us)); });
+        lq::enqueue(ready, [&, t, i] {
+          std::lock_guard lock(m);
+          ran[t].push_back(i);
+        });
+        if (rng() % 25 == 0) lq::drain_before_ordered_call();
+      }
+    });
+  for (auto& th : threads) th.join();
+  lq::drain();
+  BOOST_TEST(!lq::pending());
+  for (int t = 0; t < kThreads; ++t) {
+    BOOST_TEST_CONTEXT("thread " << t) {
+      BOOST_TEST_REQUIRE(ran[t].size() == size_t(kEach));
+      for (int i = 0; i < kEach; ++i) BOOST_TEST_REQUIRE(ran[t][i] == i);
+    }
+  }
+  lq::rethrow_error();  // nothing failed
 }
 
 // Kernels nobody launched before (a salt in the name and the body: new specialisations, so each
