@@ -239,9 +239,6 @@ struct Specialization {
   // pointer from that parameter (jit/passes/index_width.h); a mask of those parameters.
   std::vector<SourceLoc> narrow_offsets;
   uint64_t narrow_mask = 0;
-  // A CUDA kernel that must launch where its launch is made (debug mode, device_print): the queue
-  // is issued first.
-  bool direct = false;
 
  private:
   std::shared_ptr<jit::CompiledKernel> compiled;
@@ -575,7 +572,6 @@ class KernelImpl {
           [result = job->result, traced, device = b.device, co] { *result = jit::compile(*traced, device, co); });
       spec->job = std::move(job);
     } else {
-      spec->direct = b.device.kind == runtime::Device::Kind::cuda;
       spec->set(jit::compile(*f, b.device, co));
     }
     for (size_t i = 0; i < narrow.size() && i < 64; ++i)
@@ -699,13 +695,12 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
     return;
   }
   runtime::launch_queue::rethrow_error();  // a queued launch failed since the last check
-  // Behind a compile running in the background, or behind launches queued for one: in the queue,
-  // with a copy of the arguments and the launching thread's stream (runtime/launch_queue.h).
-  // Kernels compiled where they were traced (debug mode, device_print: see below) launch here,
-  // after the queue.
-  if (spec->direct) runtime::launch_queue::drain_before_ordered_call();
-  else if ((!spec->ready() || runtime::launch_queue::pending()) && !profiler::detail::recording() &&
-           b.device.kind == runtime::Device::Kind::cuda) {
+  // A specialisation compiled in the background launches from the queue while its compile runs or
+  // other launches wait there (a copy of the arguments and the launching thread's stream:
+  // runtime/launch_queue.h). Every other launch is made here; cuLaunchKernel issues the queue
+  // first (runtime/cuda_driver.cpp), so debug-mode and device_print kernels, and launches the
+  // profiler times, still come after what was launched before them.
+  if (spec->job && (!spec->ready() || runtime::launch_queue::pending()) && !profiler::detail::recording()) {
     static const std::shared_future<void> compiled = [] {
       std::promise<void> p;
       p.set_value();
@@ -726,22 +721,24 @@ void Kernel::launch_impl(const GridSpec& grid, const detail::ArgValue* args, siz
 
 void Kernel::precompile(const LaunchArgs& args) { warmup(args); }
 
-void Kernel::start_compile(const LaunchArgs& args) {
-  if (!impl_) fail("compile of an empty tritium::Kernel");
+namespace {
+
+// The specialisation collected arguments select, traced (and its compile started) on a miss.
+detail::Specialization& specialization_of(const std::shared_ptr<detail::KernelImpl>& impl, const LaunchArgs& args) {
+  if (!impl) fail("compile of an empty tritium::Kernel");
   detail::KernelImpl::Bound b;
-  impl_->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
+  impl->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
   uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
-  if (!impl_->lookup(b.key, h)) impl_->specialize(b, h, args.options);
+  detail::Specialization* spec = impl->lookup(b.key, h);
+  return spec ? *spec : impl->specialize(b, h, args.options);
 }
 
+}  // namespace
+
+void Kernel::start_compile(const LaunchArgs& args) { specialization_of(impl_, args); }
+
 Kernel::Info Kernel::warmup(const LaunchArgs& args) {
-  if (!impl_) fail("compile of an empty tritium::Kernel");
-  detail::KernelImpl::Bound b;
-  impl_->bind(args.values.data(), args.values.size(), &args.named, args.options, b);
-  uint64_t h = hash64(b.key.data(), b.key.size() * sizeof(uint64_t));
-  detail::Specialization* spec = impl_->lookup(b.key, h);
-  if (!spec) spec = &impl_->specialize(b, h, args.options);
-  const jit::CompiledKernel& c = *spec->kernel();
+  const jit::CompiledKernel& c = *specialization_of(impl_, args).kernel();
   return Info{c.name, c.hash, c.registers_per_thread, c.threads_per_program, c.shared_bytes};
 }
 
