@@ -202,6 +202,28 @@ std::array<tl::tensor, detail::kExtraScalars> extra_values(DType cdt, int EXTRA,
   return e;
 }
 
+// Ops with a long body (transcendental math: the math and activation families, exp, log, tanh,
+// sigmoid, gelu and their backwards) run 16 elements a thread, not 32. At 32, ptxas keeps many
+// elements' chains live at once (acos f32: 122 registers, so a quarter of an SM's threads resident)
+// and the kernel falls off the bandwidth: on an H100 (2026-11-27, bench/results/2026-11-27n-h100)
+// acos / acosh / asin f32 ran at 0.79 / 0.75 / 0.88 x PyTorch with 32 elements a thread and at
+// 0.98-1.01 with 16 (acos: 40 registers), acos bf16 0.79-0.81 -> 0.92-0.94; the other heavy ops
+// moved within +-0.05 either way, short bodies (add, abs) not at all, so they keep 32.
+bool long_body(Ew op) {
+  switch (op) {
+    case Ew::pow_float: case Ew::exp: case Ew::log: case Ew::tanh: case Ew::sigmoid: case Ew::gelu:
+    case Ew::gelu_bw: case Ew::tanh_bw: case Ew::sigmoid_bw:
+      return true;
+    default:
+      return op >= Ew::math_first && op < Ew::bitwise_first;
+  }
+}
+
+int64_t contiguous_block(Ew op, int64_t n) {
+  const int64_t block = detail::default_block(n);
+  return long_body(op) ? std::min<int64_t>(block, 2048) : block;
+}
+
 Kernel& contiguous_kernel() {
   static Kernel k = tritium::kernel(
       "ew_contig",
@@ -377,7 +399,7 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
   for (int j = 0; j < 4 && contiguous; ++j)
     if (ops[j] && !c.sizes.empty() && c.strides[j][0] != 1) contiguous = false;
   if (contiguous) {
-    int64_t block = detail::default_block(n);
+    const int64_t block = contiguous_block(call.op, n);
     contiguous_kernel()[{cdiv(n, block)}](*t[0], *t[1], *t[2], *t[3], sf, si, ef[0], ef[1], ef[2], ei[0], ei[1],
                                           ei[2], n, OP, nin, SCALAR, CDT, call.param, EXTRA, static_cast<int>(block));
     return;

@@ -159,7 +159,7 @@ void check_quotients(const std::vector<double>& a, const std::vector<double>& b,
 
 // The fast path: quotients below 2^18 in every sign combination, exact multiples (remainder 0,
 // signed), quotients whose f32 value rounds up to the next integer, b near the range's ends.
-// Odd sizes over several programs of the 4096 block.
+// Odd sizes over several programs of the 1024 block (under 2^16 elements).
 BOOST_AUTO_TEST_CASE(fmod_remainder_fast_path_exact) {
   tt::for_each_backend([&](const tt::Backend&) {
     auto ra = tt::random_vector<double>(9001, 41, -50, 50);
