@@ -245,7 +245,7 @@ tl::tensor apply_unary_math(Ew op, DType cdt, const EwOperands& v) {
     case M::rsqrt: return 1.0 / tl::sqrt(x);
     case M::erf: return tl::erf(x);
     case M::erfc: return m::erfc(x);
-    case M::erfinv: return m::erfinv(x);
+    case M::erfinv: return m::erfinv(x, v.param == 1);  // PARAM 1: bf16 values (erfinv() below)
     case M::isnan: return is_nan(x);
     case M::isinf: return tl::abs(x) == m::kInf;
     case M::isposinf: return x == m::kInf;
@@ -414,7 +414,12 @@ Tensor reciprocal(const Tensor& x) { return float_fn("reciprocal", M::reciprocal
 Tensor rsqrt(const Tensor& x) { return float_fn("rsqrt", M::rsqrt, x); }
 Tensor erf(const Tensor& x) { return float_fn("erf", M::erf, x); }
 Tensor erfc(const Tensor& x) { return float_fn("erfc", M::erfc, x); }
-Tensor erfinv(const Tensor& x) { return float_fn("erfinv", M::erfinv, x); }
+Tensor erfinv(const Tensor& x) {
+  // bf16 tensors take a shorter approximation (m::erfinv's bf16_values), told by PARAM 1.
+  detail::check_tensors("erfinv", {&x});
+  const DType r = float_or_f32(x.dtype());
+  return run("erfinv", M::erfinv, r, math_type(r), {&x}, r == DType::bf16 ? 1 : 0);
+}
 
 Tensor isnan(const Tensor& x) { return predicate("isnan", M::isnan, x, false); }
 Tensor isinf(const Tensor& x) { return predicate("isinf", M::isinf, x, false); }
