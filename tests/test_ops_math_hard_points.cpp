@@ -133,6 +133,34 @@ BOOST_AUTO_TEST_CASE(erfinv_bf16_every_value) {
   });
 }
 
+// log and log2 (inline vector logf / log2f on the CPU since stop 49, CUDA's logf / log2f): both ends
+// and the middle of every binade, subnormals included, the reduction's switch points (0.75 2^k),
+// around 1 (results near 0 keep their relative accuracy), 0 -> -inf, negatives NaN, inf, NaN;
+// within 2 ulp of float64, and log2 of every power of two exact.
+BOOST_AUTO_TEST_CASE(log_and_log2_every_binade) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    std::vector<double> v = sweep(0.01, 10.0, 3001), pow2;
+    for (int k = -149; k <= 127; ++k) {
+      const float p = std::ldexp(1.0f, k);
+      around(v, p, 2);
+      pow2.push_back(p);
+      for (float m : {0.75f, 1.5f, 1.9999999f})
+        if (std::isfinite(std::ldexp(m, k))) around(v, std::ldexp(m, k), 1);
+    }
+    around(v, 1.0f, 200);
+    for (double x : {3.4028234e38, 1e-45, -1e-45, -1.0, -1e30}) v.push_back(x);
+    specials(v);
+    auto log_ref = [](double x) { return x < 0 ? std::nan("") : x == 0 ? -ew::kInf : std::log(x); };
+    auto log2_ref = [](double x) { return x < 0 ? std::nan("") : x == 0 ? -ew::kInf : std::log2(x); };
+    Tensor t = f32(v);
+    check("log f32", t, ops::log, log_ref, 2 * kUlp);
+    check("log2 f32", t, ops::log2, log2_ref, 2 * kUlp);
+    std::vector<double> exact;
+    for (int k = -149; k <= 127; ++k) exact.push_back(k);
+    ew::check_elements(ops::log2(f32(pow2)), exact, 0, 0, "log2 of powers of two");
+  });
+}
+
 BOOST_AUTO_TEST_CASE(log_based_functions_across_binades) {
   tt::for_each_backend([&](const tt::Backend&) {
     std::vector<double> v = sweep(-1.0, 4.0, 5001);

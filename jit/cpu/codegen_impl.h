@@ -194,6 +194,14 @@ class Codegen {
   // exp2f the same way (base2): n = round(x), 2^(x - n) = e^((x - n) ln 2) by the same polynomial.
   Value* exp_f32(Value* x, bool base2);
 
+  // logf (log2f with base2) for f32 scalars and vectors, inline (LLVM lowers llvm.log.v16f32 to
+  // 16 libm calls; the op table's log ran at 0.42 x PyTorch's vectorised one on one CPU thread):
+  // x = m 2^k with m in [0.75, 1.5) picked from the bits (subnormals scaled by 2^23 first),
+  // f = m - 1 exact, log = k ln 2 + f + f^2 P(f), P the degree-8 fit ops/math_approx.h's log1p
+  // uses (kLog1pF32, within 1.6 ulp); log2 = k + (f + f^2 P(f)) log2(e), so powers of two are
+  // exact. 0 gives -inf, negatives NaN, inf inf, NaN stays NaN.
+  Value* log_f32(Value* x, bool base2);
+
   // Horner's rule with fused multiply-adds; `cs` from the highest power down.
   Value* horner(std::initializer_list<double> cs, Value* x);
 

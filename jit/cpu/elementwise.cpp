@@ -1,5 +1,5 @@
 // The CPU generator's LLVM types, constants and elementwise arithmetic: float and integer ops,
-// comparisons, casts (f16, bf16 and fp8 through f32), and exp, tanh and erf inline on vectors.
+// comparisons, casts (f16, bf16 and fp8 through f32), and exp, log, tanh and erf inline on vectors.
 #include "jit/cpu/codegen_impl.h"
 
 namespace tritium::jit::cpu::detail {
@@ -166,6 +166,33 @@ Value* Codegen::exp_f32(Value* x, bool base2) {
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
 }
 
+Value* Codegen::log_f32(Value* x, bool base2) {
+  llvm::Type* t = x->getType();
+  llvm::Type* it = t->isVectorTy()
+                       ? static_cast<llvm::Type*>(llvm::VectorType::get(b_.getInt32Ty(), llvm::cast<llvm::VectorType>(t)))
+                       : b_.getInt32Ty();
+  auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  auto ci = [&](int64_t v) { return llvm::ConstantInt::get(it, static_cast<uint64_t>(v), true); };
+  Value* tiny = b_.CreateFCmpOLT(x, c(0x1p-126));  // subnormals (and what the selects below replace)
+  Value* xs = b_.CreateSelect(tiny, b_.CreateFMul(x, c(0x1p23)), x);
+  Value* u = b_.CreateBitCast(xs, it);
+  Value* kb = b_.CreateAnd(b_.CreateSub(u, ci(0x3f400000)), ci(int32_t(0xff800000)));  // k << 23
+  Value* f = b_.CreateFSub(b_.CreateBitCast(b_.CreateSub(u, kb), t), c(1.0));          // m - 1, exact
+  Value* p = horner({-0.04738242484408123, 0.10625629206036313, -0.13122876906238734, 0.14438456749865944,
+                     -0.16647644092244285, 0.1999359250754254, -0.25000153882264686, 0.33333395449384995,
+                     -0.4999999979624426},
+                    f);  // kLog1pF32, highest power first
+  Value* r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {b_.CreateFMul(f, p), f, f});  // f + f^2 P(f)
+  Value* k = b_.CreateSIToFP(kb, t);  // k 2^23, exact (|k| <= 149)
+  k = b_.CreateSelect(tiny, b_.CreateFSub(k, c(23.0 * 0x1p23)), k);
+  Value* y = base2 ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {r, c(1.4426950408889634), b_.CreateFMul(k, c(0x1p-23))})
+                   : b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {k, c(0.6931471805599453 * 0x1p-23), r});
+  y = b_.CreateSelect(b_.CreateFCmpOEQ(x, c(INFINITY)), c(INFINITY), y);
+  y = b_.CreateSelect(b_.CreateFCmpOEQ(x, c(0.0)), c(-INFINITY), y);
+  y = b_.CreateSelect(b_.CreateFCmpOLT(x, c(0.0)), c(NAN), y);
+  return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
+}
+
 Value* Codegen::horner(std::initializer_list<double> cs, Value* x) {
   llvm::Type* t = x->getType();
   auto it = cs.begin();
@@ -225,8 +252,8 @@ Value* Codegen::float_op(OpKind k, std::vector<Value*> x, DType d) {
     case OpKind::Fma: r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {x[0]->getType()}, {x[0], x[1], x[2]}); break;
     case OpKind::Exp: r = x[0]->getType()->getScalarType()->isFloatTy() ? exp_f32(x[0]) : un(llvm::Intrinsic::exp); break;
     case OpKind::Exp2: r = x[0]->getType()->getScalarType()->isFloatTy() ? exp_f32(x[0], true) : un(llvm::Intrinsic::exp2); break;
-    case OpKind::Log: r = un(llvm::Intrinsic::log); break;
-    case OpKind::Log2: r = un(llvm::Intrinsic::log2); break;
+    case OpKind::Log: r = x[0]->getType()->getScalarType()->isFloatTy() ? log_f32(x[0], false) : un(llvm::Intrinsic::log); break;
+    case OpKind::Log2: r = x[0]->getType()->getScalarType()->isFloatTy() ? log_f32(x[0], true) : un(llvm::Intrinsic::log2); break;
     case OpKind::Sqrt: r = un(llvm::Intrinsic::sqrt); break;
     case OpKind::Rsqrt: r = b_.CreateFDiv(llvm::ConstantFP::get(x[0]->getType(), 1.0), un(llvm::Intrinsic::sqrt)); break;
     case OpKind::Rcp: r = b_.CreateFDiv(llvm::ConstantFP::get(x[0]->getType(), 1.0), x[0]); break;
