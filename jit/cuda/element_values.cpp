@@ -84,12 +84,25 @@ int Codegen::mapped_width(const Shape& s) {
 }
 
 void Codegen::plan_registers() {
+  // A shape's mapping takes its widest access, but never more lanes a thread than a vector store
+  // of it moves in 16 bytes: V lanes of a wider store go out as several 16-byte stores whose
+  // warp instruction writes half of twice the lines (an int32 cumsum's int64 output: 0.77 of
+  // Triton, which converts to a layout of 2 lanes a thread before the store). Narrower loads then
+  // take fewer bytes a thread, still consecutive over the warp.
+  std::map<Shape, int> store_cap;
   f_.walk([&](ir::Op* op) {
     if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.is_block()) {
-      int& w = widest_access_[op->operand(0)->type.shape];
-      w = std::max(w, access_width(op));
+      const Shape& s = op->operand(0)->type.shape;
+      const int w = access_width(op);
+      widest_access_[s] = std::max(widest_access_[s], w);
+      if (op->kind == OpKind::Store && w > 1) {
+        const int cap = std::max(1, 16 / std::max(1, dtype_bytes(op->operand(0)->type.pointee)));
+        auto [it, added] = store_cap.emplace(s, cap);
+        if (!added) it->second = std::min(it->second, cap);
+      }
     }
   });
+  for (auto& [s, cap] : store_cap) widest_access_[s] = std::min(widest_access_[s], cap);
   auto fits = [&](const ir::Value* v) {
     if (!v->type.is_block() || v->type.rank() == 0) return false;
     return register_words(v->type, mapped_width(v->type.shape)) <= kMaxRegisterWords;
