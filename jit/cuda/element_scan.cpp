@@ -77,51 +77,59 @@ void Codegen::emit_register_scan(const ir::Op* op) {
       units[i] = alloc_shared(types[i], K * W, std::max(4, dtype_bytes(op->operands[i]->type.dtype)));
   }
   auto at = [&](size_t i, const std::string& k, const std::string& l) { return fmt::format("{}[{} * {} + {}]", rr[i], k, V, l); };
+  // 0. Every step's operands into registers first: the steps' loads issue back to back (in one
+  // loop with the shuffles ptxas left a step's loads behind the previous step's shuffles - a
+  // memory latency a step, where Triton issues a tile's loads at once).
   thread_loop(
       s, V, [&](const Index& base) { emit_vector_loads(reads, base, V); },
       [&](const Index& idx) {
         for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", at(i, loop_.k, lane_), eval(op->operands[i], idx)));
       },
-      [&](const Index&) {
-        const std::string k = loop_.k;
-        if (V > 1) {  // 1. the segment, serially
-          const std::string l = fresh("l");
-          line("#pragma unroll");
-          open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", l, V));
-          std::vector<std::string> prev, cur;
-          for (size_t i = 0; i < n; ++i) {
-            prev.push_back(at(i, k, l + " - 1"));
-            cur.push_back(at(i, k, l));
-          }
-          std::vector<std::string> c = combine(region, prev, cur);
-          for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", at(i, k, l), c[i]));
-          close();
-        }
-        if (S == 1) return;  // a segment is a row
-        // 2. The segment totals over the row's lanes (Hillis-Steele, the lower lane on the left).
-        std::vector<std::string> acc(n);
-        for (size_t i = 0; i < n; ++i) {
-          acc[i] = fresh("acc");
-          line(fmt::format("{} {} = {};", types[i], acc[i], at(i, k, std::to_string(V - 1))));
-        }
-        for (int64_t d = 1; d < span; d *= 2) {
-          open("");
-          std::vector<std::string> below;
-          for (size_t i = 0; i < n; ++i) below.push_back(tmp(types[i], fmt::format("tt_shfl_up({}, {})", acc[i], d)));
-          open(fmt::format("if ({} >= {})", q, d));
-          std::vector<std::string> c = combine(region, below, acc);
-          for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", acc[i], c[i]));
-          close();
-          close();
-        }
-        for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = tt_shfl_up({}, 1);", ex[i], k, acc[i]));
-        if (cross) {
-          open(fmt::format("if ({} == 31)", lane));
-          for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{} * {} + (tid >> 5)] = {};", units[i], k, W, acc[i]));
-          close();
-        }
-      });
+      nullptr);
   vec_loads_.clear();
+  {
+    const std::string k = fresh("k");
+    line("#pragma unroll");
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, K));
+    if (V > 1) {  // 1. the segment, serially
+      const std::string l = fresh("l");
+      line("#pragma unroll");
+      open(fmt::format("for (int {0} = 1; {0} < {1}; ++{0})", l, V));
+      std::vector<std::string> prev, cur;
+      for (size_t i = 0; i < n; ++i) {
+        prev.push_back(at(i, k, l + " - 1"));
+        cur.push_back(at(i, k, l));
+      }
+      std::vector<std::string> c = combine(region, prev, cur);
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", at(i, k, l), c[i]));
+      close();
+    }
+    if (S > 1) {  // (S == 1: a segment is a row)
+      // 2. The segment totals over the row's lanes (Hillis-Steele, the lower lane on the left).
+      std::vector<std::string> acc(n);
+      for (size_t i = 0; i < n; ++i) {
+        acc[i] = fresh("acc");
+        line(fmt::format("{} {} = {};", types[i], acc[i], at(i, k, std::to_string(V - 1))));
+      }
+      for (int64_t d = 1; d < span; d *= 2) {
+        open("");
+        std::vector<std::string> below;
+        for (size_t i = 0; i < n; ++i) below.push_back(tmp(types[i], fmt::format("tt_shfl_up({}, {})", acc[i], d)));
+        open(fmt::format("if ({} >= {})", q, d));
+        std::vector<std::string> c = combine(region, below, acc);
+        for (size_t i = 0; i < n; ++i) line(fmt::format("{} = {};", acc[i], c[i]));
+        close();
+        close();
+      }
+      for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{}] = tt_shfl_up({}, 1);", ex[i], k, acc[i]));
+      if (cross) {
+        open(fmt::format("if ({} == 31)", lane));
+        for (size_t i = 0; i < n; ++i) line(fmt::format("{}[{} * {} + (tid >> 5)] = {};", units[i], k, W, acc[i]));
+        close();
+      }
+    }
+    close();
+  }
   if (S > 1) {
     if (cross) {
       // 3. One warp scans the unit totals in place: rows of U units.

@@ -1,6 +1,8 @@
 // Where the element-loop generator keeps block values (codegen_impl.h, "Register values"): buffers
 // in shared memory or the global scratch, per-thread register arrays (which values get them:
 // plan_registers), and filling, copying and spilling either kind.
+#include <functional>
+
 #include "jit/cuda/codegen_impl.h"
 
 namespace tritium::jit::cuda::detail {
@@ -84,12 +86,35 @@ int Codegen::mapped_width(const Shape& s) {
 }
 
 void Codegen::plan_registers() {
-  f_.walk([&](ir::Op* op) {
-    if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.is_block()) {
-      int& w = widest_access_[op->operand(0)->type.shape];
-      w = std::max(w, access_width(op));
+  // A shape's mapping takes its widest access, but never more lanes a thread than a vector store
+  // of it moves in 16 bytes: V lanes of a wider store go out as several 16-byte stores whose
+  // warp instruction writes half of twice the lines (an int32 cumsum's int64 output: 0.77 of
+  // Triton, which converts to a layout of 2 lanes a thread before the store). Narrower loads then
+  // take fewer bytes a thread, still consecutive over the warp. Only stores that run as often as
+  // the shape's loads cap it: a row loop's loads outweigh a partial-sum row stored once after it
+  // (Liger's norm backwards: bf16 rows a trip, an f32 dW row at the end).
+  struct Capping {
+    Shape shape;
+    int depth, lanes;
+  };
+  std::map<Shape, int> load_depth;
+  std::vector<Capping> caps;
+  std::function<void(const ir::Block*, int)> visit = [&](const ir::Block* b, int depth) {
+    for (const ir::Op* op : b->ops) {
+      if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.is_block()) {
+        const Shape& s = op->operand(0)->type.shape;
+        const int w = access_width(op);
+        widest_access_[s] = std::max(widest_access_[s], w);
+        if (op->kind == OpKind::Load) load_depth[s] = std::max(load_depth[s], depth);
+        else if (w > 1) caps.push_back({s, depth, std::max(1, 16 / std::max(1, dtype_bytes(op->operand(0)->type.pointee)))});
+      }
+      const int inner = depth + (op->kind == OpKind::For || op->kind == OpKind::While ? 1 : 0);
+      for (const ir::Block* r : op->regions) visit(r, inner);
     }
-  });
+  };
+  visit(f_.body, 0);
+  for (const Capping& c : caps)
+    if (c.depth >= load_depth[c.shape]) widest_access_[c.shape] = std::min(widest_access_[c.shape], c.lanes);
   auto fits = [&](const ir::Value* v) {
     if (!v->type.is_block() || v->type.rank() == 0) return false;
     return register_words(v->type, mapped_width(v->type.shape)) <= kMaxRegisterWords;
