@@ -2,9 +2,10 @@
 //
 // The input is made contiguous (ops::contiguous: a copy only for strided inputs) and viewed as
 // (O, R, I) around the softmax dim (R). One kernel, two variants, as the reductions:
-//  - I == 1 (the last dim): a program handles T0 rows of a [T0, T1] block. Rows that fit one
-//    block (R <= 4096) are loaded once: max, exp, sum and the store use the registers; longer
-//    rows loop over blocks (a pass for the max, one for the sum, one for the output).
+//  - I == 1 (the last dim): a program handles T0 rows of a [T0, T1] block: several rows when a
+//    row fits one warp's 16-byte lanes, else one (with warps for 32 bytes a thread). Rows that
+//    fit one block (R <= 4096) are loaded once: max, exp, sum and the store use the registers;
+//    longer rows loop over blocks (a pass for the max, one for the sum, one for the output).
 //  - I > 1: a program handles a [T0 (along R), T1 (along I)] block, reducing along axis 0.
 // Numerically stable: exp(x - max). f16/bf16 compute in f32; the output has the input's dtype.
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "dsl/kernel.h"
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/norm_loss_kernels.h"
 
 namespace tritium::ops {
 
@@ -29,8 +31,10 @@ enum class Mode : int { softmax, log_softmax, softmax_bw, log_softmax_bw };
 
 constexpr int64_t kMaxBlock = 4096;
 
+}  // namespace
+
 // a: x (forward) or grad (backward); b: y (backward; unused forward).
-Kernel& softmax_kernel() {
+Kernel& detail::softmax_kernel() {
   static Kernel k = tritium::kernel(
       "softmax",
       [](P a, P b, P out, tl::i64 O, tl::i64 R, tl::i64 I, int MODE, int ACC, bool INNER, bool ONE, int T0, int T1) {
@@ -118,6 +122,7 @@ Kernel& softmax_kernel() {
   return k;
 }
 
+namespace {
 
 Tensor run(const char* op, Mode mode, const Tensor& a_in, const Tensor* b_in, int dim) {
   std::vector<const Tensor*> ts{&a_in};
@@ -140,14 +145,24 @@ Tensor run(const char* op, Mode mode, const Tensor& a_in, const Tensor* b_in, in
   if (I == 1) {
     bool one = R <= kMaxBlock;
     int64_t t1 = one ? std::max<int64_t>(16, next_power_of_2(R)) : kMaxBlock;
-    int64_t t0 = one ? std::clamp<int64_t>(kMaxBlock / t1, 1, next_power_of_2(O)) : 1;
-    softmax_kernel()[{cdiv(O, t0)}](a, b, out, O, R, I, static_cast<int>(mode), static_cast<int>(acc), false, one,
-                                    static_cast<int>(t0), static_cast<int>(t1));
+    // The CUDA generator gives a thread 16 bytes of a row at a time (V elements of the narrowest
+    // type). A row of at most 32 such pieces sits in one warp's lanes and is reduced by
+    // shuffles, so a program takes T0 rows; a longer row shared by the rows of a multi-row tile
+    // went through shared memory - the [4, 1024] f32 tile copied 32 KB there and back for each
+    // of its max and sum (912 SASS instructions, 6 CTAs an SM), where one row a program keeps
+    // the row in registers (216). Such rows go one a program, with warps for 32 bytes a thread.
+    const int64_t elem = std::min({a.element_size(), b.element_size(), out.element_size()});
+    const bool lane_rows = one && t1 * elem <= 32 * 16;
+    int64_t t0 = lane_rows ? std::clamp<int64_t>(kMaxBlock / t1, 1, next_power_of_2(O)) : 1;
+    const int warps = lane_rows || !a.device().is_cuda() ? 4 : static_cast<int>(std::clamp<int64_t>(t1 * elem / 1024, 1, 16));
+    detail::softmax_kernel()[{cdiv(O, t0)}](a, b, out, O, R, I, static_cast<int>(mode), static_cast<int>(acc), false, one,
+                                            static_cast<int>(t0), static_cast<int>(t1),
+                                            Options{.num_warps = warps, .num_stages = 3, .device = a.device()});
   } else {
     int64_t t1 = std::clamp<int64_t>(next_power_of_2(I), 16, 256);
     int64_t t0 = std::clamp<int64_t>(kMaxBlock / t1, 1, next_power_of_2(R));
     bool one = R <= t0;
-    softmax_kernel()[{O * cdiv(I, t1)}](a, b, out, O, R, I, static_cast<int>(mode), static_cast<int>(acc), true, one,
+    detail::softmax_kernel()[{O * cdiv(I, t1)}](a, b, out, O, R, I, static_cast<int>(mode), static_cast<int>(acc), true, one,
                                         static_cast<int>(t0), static_cast<int>(t1));
   }
   return out;

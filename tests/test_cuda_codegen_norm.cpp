@@ -13,6 +13,10 @@
 #include "ir/ir.h"
 #include "ops/norm_channels.h"
 #include "ops/norm_loss_kernels.h"
+#include "jit/cuda/cubin_stats.h"
+
+#include <fstream>
+#include <fmt/format.h>
 
 namespace cuda = tritium::jit::cuda;
 namespace detail = tritium::ops::detail;
@@ -85,8 +89,8 @@ BOOST_AUTO_TEST_CASE(group_norm_coefficients) {
 BOOST_AUTO_TEST_CASE(row_kernels) {
   if (!nvrtc_or_skip()) return;
   compile(detail::rms_norm_forward_kernel(), "rms_norm forward bf16", false, addr<tritium::bf16_t>(0),
-          addr<tritium::bf16_t>(1), addr<tritium::bf16_t>(2), addr<float>(3), int64_t(4096), 1e-6, d(DType::f32), true,
-          2048);
+          addr<tritium::bf16_t>(1), addr<tritium::bf16_t>(2), addr<float>(3), int64_t(16384), 1e-6, d(DType::f32), true,
+          false, 2048);
   compile(detail::rms_norm_backward_dx_kernel(), "rms_norm backward bf16", false, addr<tritium::bf16_t>(0),
           addr<tritium::bf16_t>(1), addr<tritium::bf16_t>(2), addr<float>(3), addr<tritium::bf16_t>(4), int64_t(4096),
           d(DType::f32), true, 2048);
@@ -115,6 +119,75 @@ BOOST_AUTO_TEST_CASE(row_kernels) {
           addr<int64_t>(1), addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5), addr<float>(6),
           addr<float>(7), R, int64_t(10), int64_t(1), int64_t(-100), 0.0, true, false, false, false, d(DType::f32), 256,
           16);
+}
+
+namespace {
+// SASS instructions and registers of a generated kernel (sm_90a), written under TRITIUM_DUMP too.
+std::pair<int64_t, int> sass_stats(const cuda::KernelSource& ks) {
+  const auto cubin = cuda::compile_to_cubin(ks.source, ks.entry, "sm_90a");
+  if (const char* dir = std::getenv("TRITIUM_DUMP"); dir && *dir)
+    std::ofstream(std::string(dir) + "/" + ks.entry + ".sm_90a.cubin", std::ios::binary)
+        .write(cubin.data(), std::streamsize(cubin.size()));
+  return {cuda::cubin_instructions(cubin), cuda::cubin_registers(cubin)};
+}
+}  // namespace
+
+// softmax along the last dim of [16384, 1024] f32 (the op table's row): one row a program over 4
+// warps keeps the row in registers (a block reduction: shuffles and 16 bytes of partials a warp);
+// the [4, 1024] tile of before copied each of its max and exp passes to a 16 KB shared buffer and
+// reduced them one warp a row from there (32 KB, 912 SASS instructions against 216).
+BOOST_AUTO_TEST_CASE(softmax_long_rows_stay_in_registers) {
+  if (!nvrtc_or_skip()) return;
+  namespace tt = tritium::test;
+  auto gen = [](int warps, int t0) {
+    return tt::compile_cuda(detail::softmax_kernel(), tt::CudaCheck().warps(warps).routed().named("softmax f32 rows"),
+                            addr<float>(0), addr<float>(1), addr<float>(2), int64_t(16384), int64_t(1024), int64_t(1), 0,
+                            d(DType::f32), false, true, t0, 1024);
+  };
+  auto tile = gen(4, 4);
+  auto row = gen(4, 1);
+  auto [n_tile, r_tile] = sass_stats(tile);
+  auto [n_row, r_row] = sass_stats(row);
+  BOOST_TEST_MESSAGE("softmax f32 [4, 1024]: " << n_tile << " SASS, " << r_tile << " registers, " << tile.smem_bytes
+                                               << " bytes shared; [1, 1024]: " << n_row << ", " << r_row << ", "
+                                               << row.smem_bytes);
+  BOOST_TEST(tile.smem_bytes > 16384);
+  BOOST_TEST(row.smem_bytes <= 256);
+  BOOST_TEST(n_row * 2 < n_tile);
+  // bf16 rows of 1024 at 2 warps (16 elements a thread) likewise.
+  auto bf = tt::compile_cuda(detail::softmax_kernel(), tt::CudaCheck().warps(2).routed().named("softmax bf16 rows"),
+                             addr<tritium::bf16_t>(0), addr<tritium::bf16_t>(1), addr<tritium::bf16_t>(2), int64_t(16384),
+                             int64_t(1024), int64_t(1), 0, d(DType::f32), false, true, 1, 1024);
+  BOOST_TEST(bf.smem_bytes <= 256);
+}
+
+// rms_norm at the op table's shape (8192 x 4096 bf16, 8 warps): the forward loads x once (and the
+// weight); the backward's row loop loads dy and x once a row, keeps the weight gradient in
+// registers, and fits 2 CTAs an SM (<= 128 registers); the partials' sum compiles.
+BOOST_AUTO_TEST_CASE(rms_norm_rows_in_registers) {
+  if (!nvrtc_or_skip()) return;
+  namespace tt = tritium::test;
+  using bf = tritium::bf16_t;
+  auto fw = tt::compile_cuda(detail::rms_norm_forward_kernel(), tt::CudaCheck().warps(8).routed().also_for("sm_80"),
+                             addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<float>(3), int64_t(4096), 1e-6, d(DType::f32),
+                             true, true, 4096);
+  BOOST_TEST(tt::occurrences(tt::kernel_body(fw), "tt_ld_pred<16>(") == 2u);  // x, w
+  auto bw = tt::compile_cuda(detail::rms_norm_backward_kernel(), tt::CudaCheck().warps(8).routed().also_for("sm_80"),
+                             addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<float>(3), addr<bf>(4), addr<float>(5),
+                             int64_t(8192), int64_t(4096), int64_t(32), d(DType::f32), true, 4096);
+  auto [n_bw, r_bw] = sass_stats(bw);
+  auto [n_fw, r_fw] = sass_stats(fw);
+  BOOST_TEST_MESSAGE("rms_norm bf16 forward: " << n_fw << " SASS, " << r_fw << " registers; backward: " << n_bw << ", "
+                                               << r_bw << ", " << bw.smem_bytes << " bytes shared");
+  BOOST_TEST(r_bw <= 128);
+  BOOST_TEST(bw.smem_bytes <= 256);
+  // dy and x: one prologue load and one a row ahead each, the weight once.
+  BOOST_TEST(tt::occurrences(tt::kernel_body(bw), "tt_ld_pred<16>(") == 5u);
+  tt::compile_cuda(detail::rms_norm_weight_grad_kernel(), tt::CudaCheck().routed(), addr<float>(0), addr<bf>(1),
+                   int64_t(256), int64_t(4096), d(DType::f32), 64, 32);
+  tt::compile_cuda(detail::rms_norm_backward_kernel(), tt::CudaCheck().warps(4).routed().named("rms_norm bwd f32 no weight"),
+                   addr<float>(0), addr<float>(1), addr<float>(2), addr<float>(3), addr<float>(4), addr<float>(5),
+                   int64_t(100), int64_t(1000), int64_t(4), d(DType::f32), false, 1024);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -5,6 +5,7 @@
 // the CPU too), the modules' parameters, buffers and repr, and every bad-input error.
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include <fmt/ranges.h>
 
@@ -243,6 +244,50 @@ void check_rms_norm(const ou::Shape& shape, const ou::Shape& norm, bool affine, 
   }
 }
 
+// rms_norm's gradients in closed form in float64 (rows too long for central differences):
+// dx = rstd (w dy - xhat mean(xhat w dy)), dw = sum over rows of dy xhat, xhat = x rstd. Checked
+// against the central differences in rms_norm_rows_in_registers.
+std::pair<Vec, Vec> rms_norm_grads_ref(const Vec& x, const Vec& dy, int64_t N, const Vec& w, double eps) {
+  Vec dx(x.size()), dw(static_cast<size_t>(N), 0.0);
+  for (size_t r = 0; r < x.size() / static_cast<size_t>(N); ++r) {
+    const size_t o = r * static_cast<size_t>(N);
+    double ms = 0, c = 0;
+    for (int64_t j = 0; j < N; ++j) ms += x[o + j] * x[o + j];
+    const double rstd = 1 / std::sqrt(ms / static_cast<double>(N) + eps);
+    auto wj = [&](int64_t j) { return w.empty() ? 1.0 : w[static_cast<size_t>(j)]; };
+    for (int64_t j = 0; j < N; ++j) c += x[o + j] * rstd * wj(j) * dy[o + j];
+    c /= static_cast<double>(N);
+    for (int64_t j = 0; j < N; ++j) {
+      dx[o + j] = rstd * (wj(j) * dy[o + j] - x[o + j] * rstd * c);
+      dw[static_cast<size_t>(j)] += dy[o + j] * x[o + j] * rstd;
+    }
+  }
+  return {dx, dw};
+}
+
+// rms_norm forward and backward against the closed-form float64 gradients.
+template <class T>
+void check_rms_norm_rows(int64_t M, int64_t N, bool affine, double tol, uint32_t seed) {
+  const std::string what = fmt::format("rms_norm {} [{}, {}] affine={}", tritium::dtype_name(tritium::dtype_of<T>()), M, N, affine);
+  BOOST_TEST_CONTEXT(what) {
+    Tensor x = ou::random_tensor<T>({M, N}, seed, -2, 3), dy = ou::random_tensor<T>({M, N}, seed + 1);
+    Tensor w = affine ? ou::random_tensor<T>({N}, seed + 2, 0.5, 1.5) : Tensor();
+    const Vec xv = ou::values(x), dyv = ou::values(dy), wv = affine ? ou::values(w) : Vec{};
+    auto r = ops::rms_norm(x, {N}, w, 1e-6);
+    ou::check_values(r.y, rms_norm_ref(xv, N, wv, 1e-6), tol, what + " y");
+    auto g = ops::rms_norm_backward(dy, x, {N}, w, r.rstd);
+    auto [dx, dw] = rms_norm_grads_ref(xv, dyv, N, wv, 1e-6);
+    ou::check_values(g.dx, dx, 2 * tol, what + " dx");
+    if (affine) {
+      BOOST_TEST((g.dweight.shape() == ou::Shape{N}));
+      BOOST_TEST((g.dweight.dtype() == tritium::dtype_of<T>()));
+      ou::check_values(g.dweight, dw, 2 * tol, what + " dweight");
+    } else {
+      BOOST_TEST(!g.dweight.defined());
+    }
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_nn_norm)
@@ -298,6 +343,35 @@ BOOST_AUTO_TEST_CASE(rms_norm_values_and_gradients) {
     check_rms_norm<float>({3, 5000}, {5000}, true, 1e-6, 2e-6, 45, /*with_grad=*/false);  // longer than a block
     check_rms_norm<tritium::f16_t>({4, 65}, {65}, true, std::nullopt, 2e-3, 46);
     check_rms_norm<tritium::bf16_t>({4, 65}, {65}, true, std::nullopt, 1.5e-2, 47);
+  });
+}
+
+// Rows of at most 8192 are held in registers: the forward reads x once, the backward's programs
+// take runs of rows and add the weight gradient of each into partials [P, N] summed by a second
+// kernel. Row counts off the run length, rows off every block, the one-block limit (8192) and
+// past it (the two-pass dx kernel and the column sums), this device's and an H100's program
+// counts (132 SMs: 264 programs at most, here 4 rows a program), f32 / f16 / bf16 / f64.
+BOOST_AUTO_TEST_CASE(rms_norm_rows_in_registers) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    {  // the closed form agrees with central differences
+      Tensor x = ou::random_tensor<double>({3, 7}, 61, -2, 3), dy = ou::random_tensor<double>({3, 7}, 62);
+      Tensor w = ou::random_tensor<double>({7}, 63, 0.5, 1.5);
+      const Vec xv = ou::values(x), dyv = ou::values(dy), wv = ou::values(w);
+      auto [dx, dw] = rms_norm_grads_ref(xv, dyv, 7, wv, 1e-6);
+      tt::check_close<double>(ou::as_host(dx), fd_grad([&](const Vec& v) { return rms_norm_ref(v, 7, wv, 1e-6); }, xv, dyv), 1e-7, "ref dx");
+      tt::check_close<double>(ou::as_host(dw), fd_grad([&](const Vec& v) { return rms_norm_ref(xv, 7, v, 1e-6); }, wv, dyv), 1e-7, "ref dw");
+    }
+    for (bool gpu_plan : {false, true}) {
+      std::optional<ops::detail::ScopedReduceDevice> plan;
+      if (gpu_plan) plan.emplace(ops::detail::ReduceDevice::cuda(132));
+      check_rms_norm_rows<float>(37, 1000, true, 2e-6, 71);
+      check_rms_norm_rows<float>(33, 777, false, 2e-6, 72);
+      check_rms_norm_rows<double>(9, 129, true, 1e-11, 73);
+      check_rms_norm_rows<tritium::bf16_t>(67, 4096, true, 1e-2, 74);
+      check_rms_norm_rows<tritium::f16_t>(5, 8192, true, 2e-3, 75);
+      check_rms_norm_rows<float>(3, 9000, true, 2e-6, 76);  // past the register block
+      check_rms_norm_rows<tritium::bf16_t>(4, 8200, false, 1e-2, 77);
+    }
   });
 }
 

@@ -3,6 +3,8 @@
 // dropout statistics and mask reproducibility.
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "ops_test_helpers.h"
 
 namespace tt = tritium::test;
@@ -121,6 +123,46 @@ BOOST_AUTO_TEST_CASE(softmax_backwards) {
         check_on(dx, be, std::string(log ? "log_softmax" : "softmax") + "_backward");
       }
     }
+  });
+}
+
+// Rows longer than a warp's 16-byte lanes (128 f32, 256 bf16 / f16) go one a program, with warps
+// for 32 bytes a thread (1 to 16 on CUDA); shorter rows several a program. Forward and backward
+// of both ops, row counts and lengths off the blocks, at and around those limits.
+BOOST_AUTO_TEST_CASE(softmax_rows_one_a_program) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    auto run = [&](auto tag, ou::Shape shape, double tol, uint32_t seed) {
+      using T = decltype(tag);
+      const std::string what = fmt::format("{} [{}, {}]", tritium::dtype_name(tritium::dtype_of<T>()), shape[0], shape[1]);
+      Tensor x = ou::random_tensor<T>(shape, seed, -5, 5), g = ou::random_tensor<T>(shape, seed + 1);
+      const auto xv = ou::values(x), gv = ou::values(g);
+      for (bool log : {false, true}) {
+        Tensor y = log ? ops::log_softmax(x, -1) : ops::softmax(x, -1);
+        ou::check_values(y, softmax_ref(xv, shape, 1, log), tol, (log ? "log_softmax " : "softmax ") + what);
+        // Backward from y as stored (rounded to T): softmax y (g - sum g y), log_softmax g - exp(y) sum g.
+        const auto yv = ou::values(y);
+        std::vector<double> ref(yv.size());
+        for (int64_t o = 0; o < shape[0]; ++o) {
+          double s = 0;
+          for (int64_t r = 0; r < shape[1]; ++r) s += log ? gv[o * shape[1] + r] : gv[o * shape[1] + r] * yv[o * shape[1] + r];
+          for (int64_t r = 0; r < shape[1]; ++r) {
+            const size_t k = static_cast<size_t>(o * shape[1] + r);
+            ref[k] = log ? gv[k] - std::exp(yv[k]) * s : yv[k] * (gv[k] - s);
+          }
+        }
+        Tensor dx = log ? ops::log_softmax_backward(g, y, -1) : ops::softmax_backward(g, y, -1);
+        ou::check_values(dx, ref, tol, (log ? "log_softmax_backward " : "softmax_backward ") + what);
+      }
+    };
+    run(float{}, {7, 1000}, 1e-6, 11);     // [1, 1024] a program, 4 warps
+    run(float{}, {33, 129}, 1e-6, 12);     // 256 > 128: one a program, one warp
+    run(float{}, {19, 128}, 1e-6, 13);     // 32 lanes: several rows a program
+    run(float{}, {3, 4096}, 1e-6, 14);     // the largest block in registers, 16 warps
+    run(tritium::bf16_t{}, {9, 300}, 1e-2, 15);
+    run(tritium::bf16_t{}, {21, 256}, 1e-2, 16);
+    run(tritium::f16_t{}, {5, 2049}, 2e-3, 17);
+    run(double{}, {6, 65}, 1e-12, 18);
+    run(float{}, {2, 4100}, 1e-6, 19);     // past one block: the three-pass loop
   });
 }
 
