@@ -63,6 +63,15 @@ ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& devi
     // Rows longer than a block: the widest block for the dtype (R of 1024 or less keeps its block).
     if (R > 1024) p.block_r = max_row_block(elem_bytes);
     p.block_k = p.block_r >= 1024 ? 1 : std::clamp<int64_t>(kTile / p.block_r, 1, std::max<int64_t>(1, pow4_ceil(O)));
+    // Enough long rows to fill the device without a split: one a warp (see kLaneRows). At
+    // [5312, 3136] bf16 (adaptive_avg_pool2d to 1x1 of [83, 64, 56, 56]) the [1, 2048] tiles gave
+    // 5312 CTAs of 56 registers, each ending in a block reduction; [4, 256] tiles are 1328 CTAs of
+    // 40 registers (all resident on 132 SMs), 13 trips of 16 bytes a thread, 2 trips ahead, and
+    // 5 shuffles a row.
+    if (R > 1024 && device.lane_rows && cdiv(O, kLaneRows) >= fill) {
+      p.block_r = std::max<int64_t>(16, 512 / std::max<int64_t>(elem_bytes, 1));
+      p.block_k = kLaneRows;
+    }
     const int64_t programs = cdiv(O, p.block_k);
     const int64_t min_chunk = std::max(kMinChunkTiles * p.block_r, cdiv(kMinChunkElements, p.block_k));
     p.chunks = split_r(R, programs, fill, min_chunk, p.block_r, p.chunk);

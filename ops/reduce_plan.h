@@ -24,12 +24,20 @@ struct ReducePlan {
 struct ReduceDevice {
   int64_t fill = 1;           // programs that keep it busy
   int64_t max_columns = 256;  // widest column tile
+  bool lane_rows = false;     // many rows longer than 1024: kLaneRows rows a program, one a warp
   // CUDA: 4 programs per SM (a few waves); column tiles of at most 256 so that wide rows give
-  // several programs, in the second launch too. CPU: one program per pool thread (a split beyond
-  // them only costs the second launch); column tiles up to 1024 (long contiguous vector rows).
-  static ReduceDevice cuda(int multiprocessors) { return {4 * int64_t(multiprocessors), 256}; }
-  static ReduceDevice cpu(int threads) { return {threads, 1024}; }
+  // several programs, in the second launch too; lane rows. CPU: one program per pool thread (a
+  // split beyond them only costs the second launch); column tiles up to 1024 (long contiguous
+  // vector rows); a row a program.
+  static ReduceDevice cuda(int multiprocessors) { return {4 * int64_t(multiprocessors), 256, true}; }
+  static ReduceDevice cpu(int threads) { return {threads, 1024, false}; }
 };
+
+// Lane rows: a rows reduction of R > 1024 over at least this many rows per program x fill takes
+// [kLaneRows, 512 / elem_bytes] tiles - each row in one warp's 32 lanes of 16 bytes, reduced by
+// shuffles alone (the CUDA generator's lane groups) - instead of a [1, max_row_block] tile a
+// program whose row ends in a block reduction (shared memory, two barriers) and a new CTA.
+inline constexpr int64_t kLaneRows = 4;
 
 // The longest row block (tile extent along r of a rows reduction) for elements of `elem_bytes`:
 // 1024, 2048 for 2-byte elements so that a trip still loads 4 KB (32 bytes a thread of 4 warps).

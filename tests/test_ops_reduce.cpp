@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "ops/pool.h"
 #include "ops/reduce_plan.h"
 #include "ops/reduce_stats.h"
 #include "ops_test_helpers.h"
@@ -341,6 +342,19 @@ BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
   BOOST_TEST(od::plan_reduce(1, int64_t(1) << 24, 1, h100, 8).block_r == 1024);
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100, 2).block_r == 1024);  // rows of 1024 keep theirs
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100, 2).block_k == 1);
+  // Lane rows: at least 4 x 528 rows longer than 1024 go 4 a program, a row in one warp's 32
+  // lanes of 16 bytes: [4, 256] bf16, [4, 128] f32, [4, 64] f64 (adaptive_avg_pool2d to 1x1 of
+  // [83, 64, 56, 56]: 1328 programs, no split); fewer rows, or the CPU, keep a row a program.
+  for (auto [eb, br] : {std::pair{2, 256}, std::pair{4, 128}, std::pair{8, 64}}) {
+    auto l = od::plan_reduce(5312, 3136, 1, h100, eb);
+    BOOST_TEST(l.block_r == br);
+    BOOST_TEST(l.block_k == od::kLaneRows);
+    BOOST_TEST(l.programs == 1328);
+    BOOST_TEST(l.chunks == 1);
+  }
+  BOOST_TEST(od::plan_reduce(2108, 3136, 1, h100, 2).block_k == 1);
+  BOOST_TEST(od::plan_reduce(2108, 3136, 1, h100, 2).block_r == 2048);
+  BOOST_TEST(od::plan_reduce(5312, 3136, 1, cpu2, 2).block_k == 1);
   // Enough programs already: no split; the CPU's 2 threads: a split in 2.
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100).chunks == 1);
   BOOST_TEST(od::plan_reduce(600, 5000, 7, h100).chunks == 1);
@@ -459,6 +473,40 @@ BOOST_AUTO_TEST_CASE(errors) {
     tt::check_throws([&] { ops::argmax(x, 5); }, {"argmax", "5"}, "argmax bad dim");
     tt::check_throws([&] { ops::sum(Tensor()); }, {"sum", "undefined"}, "undefined");
     tt::check_throws([&] { ops::argmax(Tensor::zeros({3}, DType::i1), 0); }, {"argmax", "bool"}, "argmax bool");
+  });
+}
+
+// Lane rows ([4, 512 / element size] tiles, ops/reduce_plan.h) with values: rows of R > 1024, not a
+// multiple of the tile, a row count not a multiple of 4, every kind, f32 / bf16 / f64 / i32, and
+// the mean of adaptive_avg_pool2d to 1x1, under a 2-SM device's plan (fill 8: 32 rows suffice)
+// on every backend.
+BOOST_AUTO_TEST_CASE(lane_rows) {
+  namespace od = tritium::ops::detail;
+  tt::for_each_backend([&](const tt::Backend&) {
+    od::ScopedReduceDevice force(od::ReduceDevice::cuda(2));
+    const ou::Shape shape{38, 3001};
+    BOOST_TEST(od::plan_reduce(38, 3001, 1, od::reduce_device(tritium::Device::cpu()), 4).block_k == od::kLaneRows);
+    auto check_all = [&](const Tensor& x, double tol, const std::string& what) {
+      const auto v = ou::values(x);
+      ou::check_values(ops::sum(x, {1}), reduce_ref(v, shape, {1}, K::sum), tol, "sum " + what);
+      ou::check_values(ops::amax(x, {1}), reduce_ref(v, shape, {1}, K::max), 0, "amax " + what);
+      ou::check_values(ops::amin(x, {1}), reduce_ref(v, shape, {1}, K::min), 0, "amin " + what);
+      check_exact(ops::argmax(x, 1), reduce_ref(v, shape, {1}, K::argmax), "argmax " + what);
+      check_exact(ops::argmin(x, 1), reduce_ref(v, shape, {1}, K::argmin), "argmin " + what);
+      auto mx = ops::max(x, 1);
+      ou::check_values(mx.values, reduce_ref(v, shape, {1}, K::max), 0, "max.dim " + what);
+      if (tritium::is_float(x.dtype()))
+        ou::check_values(ops::mean(x, {1}), reduce_ref(v, shape, {1}, K::mean), tol, "mean " + what);
+    };
+    check_all(ou::random_tensor<float>(shape, 31), 1e-5, "f32");
+    check_all(ou::random_tensor<tritium::bf16_t>(shape, 32), 1e-2, "bf16");
+    check_all(ou::random_tensor<double>(shape, 33), 1e-12, "f64");
+    check_all(ou::random_tensor<int32_t>(shape, 34, -1000, 1000), 0, "i32");
+    // The global average pool of [2, 19, 56, 56] bf16 (38 planes of 3136).
+    Tensor p = ou::random_tensor<tritium::bf16_t>({2, 19, 56, 56}, 35);
+    Tensor y = ops::adaptive_avg_pool2d(p, {1, 1});
+    BOOST_TEST((y.shape() == ou::Shape{2, 19, 1, 1}));
+    ou::check_values(y, reduce_ref(ou::values(p), {38, 3136}, {1}, K::mean), 1e-2, "adaptive_avg_pool2d");
   });
 }
 
