@@ -147,10 +147,11 @@ Tensor run(const char* op, Mode mode, const Tensor& a_in, const Tensor* b_in, in
     int64_t t1 = one ? std::max<int64_t>(16, next_power_of_2(R)) : kMaxBlock;
     // The CUDA generator gives a thread 16 bytes of a row at a time (V elements of the narrowest
     // type). A row of at most 32 such pieces sits in one warp's lanes and is reduced by
-    // shuffles, so a program takes T0 rows; a longer row shared by the rows of a multi-row tile
-    // went through shared memory - the [4, 1024] f32 tile copied 32 KB there and back for each
-    // of its max and sum (912 SASS instructions, 6 CTAs an SM), where one row a program keeps
-    // the row in registers (216). Such rows go one a program, with warps for 32 bytes a thread.
+    // shuffles, so a program takes T0 rows. Longer rows of a multi-row tile are reduced one warp
+    // a row from a shared copy: the [4, 1024] f32 tile copied x (16 KB) there for the max and the
+    // exponentials (16 KB) for the sum (912 SASS instructions, 6 CTAs an SM), where one row a
+    // program keeps the row in registers (216). Such rows go one a program, with warps for 32
+    // bytes a thread on CUDA.
     const int64_t elem = std::min({a.element_size(), b.element_size(), out.element_size()});
     const bool lane_rows = one && t1 * elem <= 32 * 16;
     int64_t t0 = lane_rows ? std::clamp<int64_t>(kMaxBlock / t1, 1, next_power_of_2(O)) : 1;
