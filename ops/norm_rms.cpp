@@ -37,6 +37,12 @@ constexpr int64_t kOneBlock = 8192;  // rows up to this long are held in registe
 // Warps for a row block of `block` elements: 8 to 16 elements (16-32 bytes of bf16) a thread
 // (Liger's calculate_settings: 4 warps below 2048, 8 to 4096, 16 from 8192).
 int warps_for(int64_t block) { return block >= 8192 ? 16 : block >= 2048 ? 8 : 4; }
+// The backward's warps: 8 elements a thread (4 to 16 warps). A thread keeps dy, x, the weight, the
+// weight gradient's accumulator and the next row's loads for each of its elements: at 4096 columns
+// 8 warps took 119 registers in bf16 (2 CTAs an SM, 16 warps) and 150 in f32 (1 CTA, 8 warps),
+// 16 warps take 63 (2 CTAs, 32 warps) and 80 (1 CTA, 16 warps), with half the instructions a
+// thread on each row's path (584 -> 368 SASS in bf16).
+int backward_warps(int64_t block) { return static_cast<int>(std::clamp<int64_t>(block / 256, 4, 16)); }
 }  // namespace
 
 Kernel& detail::rms_norm_forward_kernel() {
@@ -150,12 +156,12 @@ constexpr int64_t kPartialColumns = 32, kPartialTile = 2048;
 // Each backward program takes at least kMinRows rows: its [N] partial costs a write and a read.
 constexpr int64_t kMinRows = 4;
 
-Options launch_options(const Tensor& x, int64_t block) {
-  return Options{.num_warps = x.device().is_cuda() ? warps_for(block) : 4, .num_stages = 3, .device = x.device()};
+Options launch_options(const Tensor& x, int warps) {
+  return Options{.num_warps = x.device().is_cuda() ? warps : 4, .num_stages = 3, .device = x.device()};
 }
 
-// Programs of the fused backward: 2 per SM on CUDA (a CTA of 8 warps at up to 128 registers a
-// thread: 2 fit an SM's 64 K registers), one per pool thread on the CPU.
+// Programs of the fused backward: 2 per SM on CUDA (2 CTAs of 16 warps fit an SM at bf16's 63
+// registers; f32's 80 run as two waves of equal work), one per pool thread on the CPU.
 int64_t backward_programs(int64_t M, Device device) {
   const int64_t fill = detail::reduce_device(device).fill;  // 4 an SM on CUDA
   const int64_t want = device.is_cuda() ? std::max<int64_t>(1, fill / 2) : fill;
@@ -203,7 +209,7 @@ NormResult rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Ten
   const bool one = N <= kOneBlock;
   const int64_t block = one ? std::max<int64_t>(16, next_power_of_2(N)) : kBlock;
   detail::rms_norm_forward_kernel()[{M}](x, w, r.y, r.rstd, N, eps, static_cast<int>(acc), weight.defined(), one,
-                                         static_cast<int>(block), launch_options(x, block));
+                                         static_cast<int>(block), launch_options(x, warps_for(block)));
   return r;
 }
 
@@ -234,7 +240,8 @@ NormGrads rms_norm_backward(const Tensor& grad, const Tensor& x_in, const Shape&
     const int64_t programs = cdiv(M, per);
     Tensor part = weight.defined() ? Tensor::empty({programs, N}, acc, x.device()) : x;
     detail::rms_norm_backward_kernel()[{programs}](g, x, w, s, r.dx, part, M, N, per, static_cast<int>(acc),
-                                                   weight.defined(), static_cast<int>(block), launch_options(x, block));
+                                                   weight.defined(), static_cast<int>(block),
+                                                   launch_options(x, backward_warps(block)));
     if (weight.defined()) {
       r.dweight = Tensor::empty(normalized_shape, weight.dtype(), x.device());
       const int64_t bn = std::clamp<int64_t>(next_power_of_2(N), 16, kPartialColumns);
@@ -245,7 +252,7 @@ NormGrads rms_norm_backward(const Tensor& grad, const Tensor& x_in, const Shape&
     return r;
   }
   detail::rms_norm_backward_dx_kernel()[{M}](g, x, w, s, r.dx, N, static_cast<int>(acc), weight.defined(),
-                                             static_cast<int>(kBlock), launch_options(x, kBlock));
+                                             static_cast<int>(kBlock), launch_options(x, warps_for(kBlock)));
   if (weight.defined()) {
     // Columns as channels: (1, N, M) with column j at stride 1 and row i at stride N; rstd per row.
     detail::ChannelView xv{x, 1, N, M, 0, 1, N}, gv{g, 1, N, M, 0, 1, N};

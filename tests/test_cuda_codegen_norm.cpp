@@ -162,9 +162,10 @@ BOOST_AUTO_TEST_CASE(softmax_long_rows_stay_in_registers) {
   BOOST_TEST(bf.smem_bytes <= 256);
 }
 
-// rms_norm at the op table's shape (8192 x 4096 bf16, 8 warps): the forward loads x once (and the
-// weight); the backward's row loop loads dy and x once a row, keeps the weight gradient in
-// registers, and fits 2 CTAs an SM (<= 128 registers); the partials' sum compiles.
+// rms_norm at the op table's shape (8192 x 4096 bf16; the forward at 8 warps, the backward at 16):
+// the forward loads x once (and the weight); the backward's row loop loads dy and x once a row,
+// keeps the weight gradient in registers, and fits 2 CTAs of 16 warps an SM (<= 64 registers; 8
+// warps took 119); the partials' sum compiles.
 BOOST_AUTO_TEST_CASE(rms_norm_rows_in_registers) {
   if (!nvrtc_or_skip()) return;
   namespace tt = tritium::test;
@@ -173,14 +174,14 @@ BOOST_AUTO_TEST_CASE(rms_norm_rows_in_registers) {
                              addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<float>(3), int64_t(4096), 1e-6, d(DType::f32),
                              true, true, 4096);
   BOOST_TEST(tt::occurrences(tt::kernel_body(fw), "tt_ld_pred<16>(") == 2u);  // x, w
-  auto bw = tt::compile_cuda(detail::rms_norm_backward_kernel(), tt::CudaCheck().warps(8).routed().also_for("sm_80"),
+  auto bw = tt::compile_cuda(detail::rms_norm_backward_kernel(), tt::CudaCheck().warps(16).routed().also_for("sm_80"),
                              addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<float>(3), addr<bf>(4), addr<float>(5),
                              int64_t(8192), int64_t(4096), int64_t(32), d(DType::f32), true, 4096);
   auto [n_bw, r_bw] = sass_stats(bw);
   auto [n_fw, r_fw] = sass_stats(fw);
   BOOST_TEST_MESSAGE("rms_norm bf16 forward: " << n_fw << " SASS, " << r_fw << " registers; backward: " << n_bw << ", "
                                                << r_bw << ", " << bw.smem_bytes << " bytes shared");
-  BOOST_TEST(r_bw <= 128);
+  BOOST_TEST(r_bw <= 64);
   BOOST_TEST(bw.smem_bytes <= 256);
   // dy and x: one prologue load and one a row ahead each, the weight once.
   BOOST_TEST(tt::occurrences(tt::kernel_body(bw), "tt_ld_pred<16>(") == 5u);
