@@ -1,8 +1,10 @@
 // The kernels of batch_norm / group_norm / rms_norm (ops/norm_channels.h, ops/norm_loss_kernels.h)
-// and of cross_entropy / nll_loss turned into CUDA C++ and compiled by NVRTC for sm_90a (and two
-// for sm_80: NVRTC is slow on the 2-core machine) without a GPU, with the argument kinds the ops launch them with. Running them is
-// test_nn_norm's and test_nn_loss's job on a GPU machine. Skips when NVRTC cannot be opened or
-// the CUDA backend is not built.
+// and of cross_entropy / nll_loss, softmax, and the reductions' lane rows (a global average pool's
+// mean), turned into CUDA C++ and compiled by NVRTC for sm_90a (and a few for sm_80: NVRTC is slow
+// on the 2-core machine) without a GPU, with the argument kinds the ops launch them with; the
+// s49 cases also bound registers, shared memory and loads. Running them is test_nn_norm's,
+// test_ops_softmax's, test_ops_reduce's and test_nn_loss's job on a GPU machine. Skips when NVRTC
+// cannot be opened or the CUDA backend is not built.
 #include <boost/test/unit_test.hpp>
 #include <tritium/tritium.h>
 
