@@ -2,11 +2,16 @@
 #include "ops/reduce_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
+#include <tuple>
 
 #include "common/error.h"
 #include "runtime/cuda_device.h"
+#include "runtime/streams.h"
+#include "runtime/tensor.h"
 #include "runtime/thread_pool.h"
 
 namespace tritium::ops::detail {
@@ -87,6 +92,18 @@ ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& devi
     p.programs2 = programs;
   }
   return p;
+}
+
+runtime::Tensor reduce_counters(Device device, int64_t n) {
+  using Key = std::tuple<int, int, int64_t, std::thread::id>;
+  static std::mutex mutex;
+  static auto* cache = new std::map<Key, runtime::Tensor>;  // never destroyed: no frees after the driver's teardown
+  const Key key{static_cast<int>(device.kind), device.index, runtime::current_stream(device).id(),
+                device.is_cpu() ? std::this_thread::get_id() : std::thread::id()};
+  std::lock_guard lock(mutex);
+  runtime::Tensor& t = (*cache)[key];
+  if (!t.defined() || t.numel() < n) t = runtime::Tensor::zeros({std::max<int64_t>(n, 1024)}, DType::i32, device);
+  return t;
 }
 
 ReduceDevice reduce_device(Device device) {

@@ -6,6 +6,10 @@
 
 #include "runtime/device.h"
 
+namespace tritium::runtime {
+class Tensor;
+}
+
 namespace tritium::ops::detail {
 
 struct ReducePlan {
@@ -37,6 +41,12 @@ int64_t max_row_block(int64_t elem_bytes);
 
 // The plan for an (O, R, I) problem on `device`; `elem_bytes`: the input's element size.
 ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device, int64_t elem_bytes = 4);
+
+// At least n zeroed i32 counters for the one-launch split reductions (ops/reduce.cpp,
+// ops/reduce_stats.cpp): the last program of each tile zeroes its counter again, so they are zero
+// between launches. One buffer per device and current stream (CPU: per calling thread, since CPU
+// kernels run on the thread that launches them), grown (zeroed on that stream) when too short.
+runtime::Tensor reduce_counters(Device device, int64_t n);
 
 // The description of `device` (its SM count, its pool's threads).
 ReduceDevice reduce_device(Device device);
