@@ -389,12 +389,16 @@ void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out,
   const int64_t S = (std::max<int64_t>(p.R, 1) + chunk - 1) / chunk;
   // Positions within a chunk (and a tile past its end) in i32 unless that could overflow.
   const bool pos64 = is_arg(kind) && chunk > int64_t{INT32_MAX} - std::max(t0, t1);
+  // Rows tiles under 4 KB on CUDA: fewer warps, 32 bytes a thread a trip (detail::row_warps).
+  int warps = 4;
+  if (x.device().is_cuda() && !columns) warps = detail::row_warps(t0 * t1 * x.element_size());
   const Tensor& part = fused ? fused->part : out;
   const Tensor& cnt = fused ? fused->cnt : out;
   reduce_kernel()[{programs}](x, idx_in, y, z, out, val_out, part, cnt, p.O, p.R, p.I, p.so, p.sr, p.si, m.yso, m.ysr,
                               m.ysi, e.zso, e.zsi, chunk, S, scale, e.beta, static_cast<int>(kind),
                               static_cast<int>(acc), columns, static_cast<int>(t0), static_cast<int>(t1), xi.defined(),
-                              out_v.defined(), mul != nullptr, epi, pos64, static_cast<int>(fused ? fused->ts : 0));
+                              out_v.defined(), mul != nullptr, epi, pos64, static_cast<int>(fused ? fused->ts : 0),
+                              Options{.num_warps = warps, .num_stages = 3, .device = x.device()});
 }
 
 // Launches the reduction of x viewed as (O, R, I) into `out` (contiguous, O * I elements):

@@ -56,6 +56,11 @@ int64_t max_row_block(int64_t elem_bytes) {
   return elem_bytes == 2 ? 2048 : 1024;
 }
 
+int row_warps(int64_t tile_bytes) {
+  const int64_t w = std::clamp<int64_t>(tile_bytes / 1024, 1, 4);
+  return w == 3 ? 2 : static_cast<int>(w);  // a power of two
+}
+
 ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device, int64_t elem_bytes) {
   const int64_t fill = device.fill;
   if (O < 1 || R < 0 || I < 1 || fill < 1 || device.max_columns < 16)

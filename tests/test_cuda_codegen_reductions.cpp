@@ -330,6 +330,11 @@ BOOST_AUTO_TEST_CASE(argmax_rows_carry_i32_positions) {
     const std::string body = tritium::test::kernel_body(ks);
     BOOST_TEST(body.find("int32_t r") != std::string::npos, what << ": no i32 position block");
     BOOST_TEST(body.find("int64_t r") == std::string::npos, what << ": an i64 block in registers");
+    // bf16 rows of 1024 launch 2 warps (ops/reduce_plan.h's row_warps: 32 bytes a thread).
+    if (bf) {
+      check.warps(2).named(what + ", 2 warps");
+      run(addr<tritium::bf16_t>(0));
+    }
   }
 }
 

@@ -345,6 +345,15 @@ BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
   BOOST_TEST(od::plan_reduce(1, int64_t(1) << 24, 1, h100, 8).block_r == 1024);
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100, 2).block_r == 1024);  // rows of 1024 keep theirs
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100, 2).block_k == 1);
+  // Warps of a rows program (CUDA): 32 bytes a thread a trip. [1, 1024] of f32: 4; of bf16: 2
+  // (it was 4, 8 bf16 a thread); the first launch of a full bf16 sum ([1, 2048]): 4; short rows
+  // alone ([1, 16] f32): 1.
+  BOOST_TEST(od::row_warps(1024 * 4) == 4);
+  BOOST_TEST(od::row_warps(1024 * 2) == 2);
+  BOOST_TEST(od::row_warps(2048 * 2) == 4);
+  BOOST_TEST(od::row_warps(4096 * 4) == 4);
+  BOOST_TEST(od::row_warps(16 * 4) == 1);
+  BOOST_TEST(od::row_warps(3 * 1024) == 2);  // a power of two
   // Enough programs already: no split; the CPU's 2 threads: a split in 2.
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100).chunks == 1);
   BOOST_TEST(od::plan_reduce(600, 5000, 7, h100).chunks == 1);
