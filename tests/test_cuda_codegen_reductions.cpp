@@ -48,27 +48,30 @@ BOOST_AUTO_TEST_CASE(row_stats_every_kind) {
     // f32 input, f32 accumulation; one row per program of 1024 lanes, and 8 rows of 256.
     also_sm80 = kind == 0 || kind == 3 || kind == 8;
     DType out = kind == 12 ? DType::i64 : kind == 10 || kind == 11 ? DType::i1 : DType::f32;  // count_nonzero; all, any
-    compile(k, "row_stats kind " + std::to_string(kind), addr<float>(0), addr<float>(1), addr<float>(2), addr<float>(2), addr<int32_t>(3), O, R,
-            int64_t(1), R, 2.0, 0.5, kind, d(DType::f32), d(out), kind <= 1, 8, 256, 0, 0, 0, 0);
+    compile(k, "row_stats kind " + std::to_string(kind), addr<float>(0), addr<float>(1), addr<float>(2), addr<float>(2),
+            addr<int32_t>(3), O, R, int64_t(1), R, 2.0, 0.5, kind, d(DType::f32), d(out), kind <= 1, 8, 256, 0, 0, 0,
+            0);
   }
   also_sm80 = false;
   {
-    compile(k, "var of row chunks, 1024 lanes per program", addr<float>(0), addr<float>(1), addr<float>(2), addr<float>(2), addr<int32_t>(3), O, R,
-            int64_t(4), int64_t(1024), 1.0, 0.5, 0, d(DType::f32), d(DType::f32), true, 1, 1024, 0, 0, 0, 0);
+    compile(k, "var of row chunks, 1024 lanes per program", addr<float>(0), addr<float>(1), addr<float>(2),
+            addr<float>(2), addr<int32_t>(3), O, R, int64_t(4), int64_t(1024), 1.0, 0.5, 0, d(DType::f32),
+            d(DType::f32), true, 1, 1024, 0, 0, 0, 0);
     compile(tritium::ops::detail::var_combine_kernel(), "var_combine", addr<float>(0), addr<float>(1), addr<float>(2),
             addr<float>(3), R, int64_t(40), int64_t(1024), 0.5, true, true, d(DType::f32), d(DType::f32), 64);
   }
   // f16 input (f32 accumulation, f16 result), f64, integer products and bool inputs.
-  compile(k, "var of f16", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2), addr<tritium::f16_t>(2), addr<int32_t>(3), O, R, int64_t(1), R, 1.0, 0.5, 0,
-          d(DType::f32), d(DType::f16), true, 4, 256, 0, 0, 0, 0);
-  compile(k, "logsumexp of f64", addr<double>(0), addr<double>(1), addr<double>(2), addr<double>(2), addr<int32_t>(3), O, R, int64_t(1), R, 1.0, 0.5, 3, d(DType::f64),
-          d(DType::f64), false, 4, 256, 0, 0, 0, 0);
-  compile(k, "prod of i32", addr<int32_t>(0), addr<int64_t>(1), addr<int64_t>(2), addr<int64_t>(2), addr<int32_t>(3), O, R, int64_t(1), R, 0.0, 0.0, 2, d(DType::i64),
-          d(DType::i64), false, 4, 256, 0, 0, 0, 0);
-  compile(k, "all of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), addr<bool>(2), addr<int32_t>(3), O, R, int64_t(1), R, 0.0, 0.0, 10, d(DType::i32), d(DType::i1),
-          false, 4, 256, 0, 0, 0, 0);
-  compile(k, "count_nonzero of bool", addr<bool>(0), addr<int64_t>(1), addr<int64_t>(2), addr<int64_t>(2), addr<int32_t>(3), O, R, int64_t(1), R, 0.0, 0.0, 12,
-          d(DType::i32), d(DType::i64), false, 4, 256, 0, 0, 0, 0);
+  compile(k, "var of f16", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2),
+          addr<tritium::f16_t>(2), addr<int32_t>(3), O, R, int64_t(1), R, 1.0, 0.5, 0, d(DType::f32), d(DType::f16),
+          true, 4, 256, 0, 0, 0, 0);
+  compile(k, "logsumexp of f64", addr<double>(0), addr<double>(1), addr<double>(2), addr<double>(2), addr<int32_t>(3),
+          O, R, int64_t(1), R, 1.0, 0.5, 3, d(DType::f64), d(DType::f64), false, 4, 256, 0, 0, 0, 0);
+  compile(k, "prod of i32", addr<int32_t>(0), addr<int64_t>(1), addr<int64_t>(2), addr<int64_t>(2), addr<int32_t>(3), O,
+          R, int64_t(1), R, 0.0, 0.0, 2, d(DType::i64), d(DType::i64), false, 4, 256, 0, 0, 0, 0);
+  compile(k, "all of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), addr<bool>(2), addr<int32_t>(3), O, R,
+          int64_t(1), R, 0.0, 0.0, 10, d(DType::i32), d(DType::i1), false, 4, 256, 0, 0, 0, 0);
+  compile(k, "count_nonzero of bool", addr<bool>(0), addr<int64_t>(1), addr<int64_t>(2), addr<int64_t>(2),
+          addr<int32_t>(3), O, R, int64_t(1), R, 0.0, 0.0, 12, d(DType::i32), d(DType::i64), false, 4, 256, 0, 0, 0, 0);
 }
 
 BOOST_AUTO_TEST_CASE(row_scan_every_kind) {
@@ -385,6 +388,21 @@ BOOST_AUTO_TEST_CASE(matrix_vector_launches) {
           addr<bf>(3), addr<bf>(3), addr<bf>(3), M, K, int64_t(1), K, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0), int64_t(1),
           int64_t(0), K, int64_t(1), 2.0, 0.5, 0, d(DType::f32), false, 1, 1024, false, false, true, 2, false, 0);
   also_sm80 = false;
+  // As launched now (ops/reduce_plan.h's row_warps): bf16 rows of 1024 over 2 warps; short rows
+  // of f32 alone ([1, 16], 64 bytes) over 1.
+  auto warps = [](int w, const char* what) {
+    return tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).warps(w).named(what);
+  };
+  tritium::test::compile_cuda(k, warps(2, "mv bf16 rows, 2 warps"),
+                              addr<bf>(0), addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<bf>(3), addr<bf>(3), addr<bf>(3),
+                              addr<bf>(3), M, K, int64_t(1), K, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0),
+                              int64_t(1), int64_t(0), K, int64_t(1), 2.0, 0.5, 0, d(DType::f32), false, 1, 1024, false,
+                              false, true, 2, false, 0);
+  tritium::test::compile_cuda(k, warps(1, "sum f32 rows of 16, 1 warp"),
+                              addr<float>(0), addr<float>(0), addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(1),
+                              addr<float>(1), addr<float>(1), int64_t(1), int64_t(16), int64_t(1), int64_t(16), int64_t(1),
+                              int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(16), int64_t(1),
+                              1.0, 0.0, 0, d(DType::f32), false, 1, 16, false, false, false, 0, false, 0);
   compile(k, "mv f32 columns", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(0), addr<float>(3),
           addr<float>(3), addr<float>(3), addr<float>(3), int64_t(1), K, M, int64_t(0), M, int64_t(1), int64_t(0), int64_t(1), int64_t(0), int64_t(0),
           int64_t(0), K, int64_t(1), 1.0, 0.0, 0, d(DType::f32), true, 16, 256, false, false, true, 1, false, 0);
