@@ -315,7 +315,8 @@ Kernel& reduce_kernel() {
         auto done = tl::atomic_add(cnt + rest, 1);
         tl::if_(done == S32 - 1, [&] {
           const ir::Shape tile2 = INNER ? ir::Shape{TS, T1} : ir::Shape{T0, TS};
-          tl::tensor acc2 = kind == Red::sum || kind == Red::mean ? tl::zeros(tile2, acc_t) : extreme(tile2, acc_t, is_max(kind));
+          const bool sums = kind == Red::sum || kind == Red::mean;
+          tl::tensor acc2 = sums ? tl::zeros(tile2, acc_t) : extreme(tile2, acc_t, is_max(kind));
           for (auto s0 : tl::range(0, S, TS)) {
             auto sv = s0 + tl::arange(0, TS).to(tl::int64);
             tl::tensor poff, m;
@@ -328,7 +329,7 @@ Kernel& reduce_kernel() {
             }
             // .cg: from L2, where the other programs' stores are (never a line this SM cached).
             auto v = tl::load(part + poff, m, 0, ".cg");
-            if (kind == Red::sum || kind == Red::mean) {
+            if (sums) {
               acc2 = acc2 + v;
             } else {
               v = tl::where(m, v, acc2);
@@ -336,7 +337,7 @@ Kernel& reduce_kernel() {
             }
           }
           tl::tensor total = reduce_block(acc2);
-          if (kind == Red::sum || kind == Red::mean) total = epilogue(total);
+          if (sums) total = epilogue(total);
           tl::store(out + (INNER ? ko * I + ki : ko), total, omask);
           tl::store(cnt + rest, 0);
         });
