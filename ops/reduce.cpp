@@ -13,7 +13,8 @@
 // When those programs cannot fill the device (ops/reduce_plan.h decides), r is cut into S
 // chunks: a first launch writes partials [O, S] (rows) or [O, S, I] (columns) in the
 // accumulation type - for argmax/argmin the value and its index - and a second reduces them
-// over S (for argmax/argmin taking the indices from the partials).
+// over S (for argmax/argmin taking the indices from the partials). The other kinds do it in one
+// launch: the last program of each tile to finish (an atomic counter) combines the partials.
 // Accumulation: sum/mean of f16/bf16/f32 in f32, f64 in f64, integers and bool in i64 (the
 // output of sum of integers is i64, as PyTorch). amax/amin propagate NaN; argmax/argmin return
 // the first index of the extreme value (NaN counts as the extreme, as PyTorch).
@@ -151,10 +152,11 @@ tl::tensor unpack_position(const tl::tensor& key, bool max) {
 Kernel& reduce_kernel() {
   static Kernel k = tritium::kernel(
       "reduce",
-      [](P x, P xi, P y, P z, P out, P out_v, tl::i64 O, tl::i64 R, tl::i64 I, tl::i64 so, tl::i64 sr, tl::i64 si,
-         tl::i64 yso, tl::i64 ysr, tl::i64 ysi, tl::i64 zso, tl::i64 zsi, tl::i64 chunk, tl::i64 S, tl::f64 scale,
-         tl::f64 beta,
-         int KIND, int ACC, bool INNER, int T0, int T1, bool IDX_IN, bool VAL_OUT, bool MUL, int EPI, bool POS64) {
+      [](P x, P xi, P y, P z, P out, P out_v, P part, P cnt, tl::i64 O, tl::i64 R, tl::i64 I, tl::i64 so, tl::i64 sr,
+         tl::i64 si, tl::i64 yso, tl::i64 ysr, tl::i64 ysi, tl::i64 zso, tl::i64 zsi, tl::i64 chunk, tl::i64 S,
+         tl::f64 scale, tl::f64 beta,
+         int KIND, int ACC, bool INNER, int T0, int T1, bool IDX_IN, bool VAL_OUT, bool MUL, int EPI, bool POS64,
+         int TS) {
         const Red kind = static_cast<Red>(KIND);
         const DType acc_t = static_cast<DType>(ACC);
         const bool flt = is_float(acc_t);
@@ -168,6 +170,7 @@ Kernel& reduce_kernel() {
         // Offsets of the block's elements besides r (broadcastable to the tile), the mask of the
         // kept index (likewise), the output offsets and their mask.
         tl::tensor xoff, xoff1, yoff, zoff, kmask, outoff, omask, rbeg, rend;  // xoff1: xoff per output
+        tl::tensor ko, ki;  // the kept indices o (rows: [T0]; columns: a scalar) and i (columns: [T1])
         // S = cdiv(max(R, 1), chunk) chunks, from the host: an unsplit launch passes 1, which the
         // launch specialises, so the chunk index math folds away.
         auto S32 = S.to(tl::int32);
@@ -175,6 +178,7 @@ Kernel& reduce_kernel() {
         auto rest = pid / S32;
         if (!INNER) {
           auto o = rest.to(tl::int64) * T0 + tl::arange(0, T0);
+          ko = o;
           omask = o < O;
           kmask = omask(tl::_, tl::None);
           xoff1 = o * so;
@@ -188,6 +192,7 @@ Kernel& reduce_kernel() {
           auto nib = tl::cdiv(I, T1).to(tl::int32);
           auto o = (rest / nib).to(tl::int64);
           auto i = (rest % nib).to(tl::int64) * T1 + tl::arange(0, T1);
+          ko = o, ki = i;
           omask = i < I;
           kmask = omask(tl::None, tl::_);
           xoff1 = o * so + i * si;
@@ -241,13 +246,27 @@ Kernel& reduce_kernel() {
         }
 
         tl::tensor result;
+        // mean's 1/R and a dot product's alpha * sum + beta * z, rounded once at the store.
+        auto epilogue = [&](tl::tensor sum) {
+          if (kind == Red::mean || EPI > 0) sum = sum * scale.to(acc_t);
+          if (EPI == 2) {
+            auto zv = tl::load(z + zoff, omask, 0);
+            sum = sum + beta.to(acc_t) * (zv.dtype() != acc_t ? zv.to(acc_t) : zv);
+          }
+          return sum;
+        };
+        // The reduction of an accumulator block along `axis` (not argmax/argmin).
+        auto reduce_block = [&](const tl::tensor& a) -> tl::tensor {
+          if (kind == Red::sum || kind == Red::mean) return tl::sum(a, axis);
+          if (!flt) return is_max(kind) ? tl::max(a, axis) : tl::min(a, axis);
+          const bool mx = is_max(kind);
+          return tl::reduce(a, axis, [mx](tl::tensor u, tl::tensor w) {
+            return tl::where(prefer(mx, true, u, tl::tensor(), w, tl::tensor()), u, w);
+          });
+        };
         if (kind == Red::sum || kind == Red::mean) {
           result = tl::sum(acc, axis);
-          if (kind == Red::mean || EPI > 0) result = result * scale.to(acc_t);
-          if (EPI == 2) {  // addmv's epilogue: + beta * z, rounded once at the store
-            auto zv = tl::load(z + zoff, omask, 0);
-            result = result + beta.to(acc_t) * (zv.dtype() != acc_t ? zv.to(acc_t) : zv);
-          }
+          if (!TS) result = epilogue(result);
         } else if (is_arg(kind) && packable_arg(acc_t) && !POS64) {
           // One i64 max (min) over keys: the value's order in the high word, the position in the
           // low word arranged so the lower position wins ties. A tree step is 2 shuffles and a
@@ -279,15 +298,49 @@ Kernel& reduce_kernel() {
           auto pos = rbeg + rs[1].to(tl::int64);  // the winner's r
           result = IDX_IN ? tl::load(xi + (xoff1 + pos * sr), omask, 0).to(tl::int64) : pos;
           if (VAL_OUT) tl::store(out_v + outoff, rs[0], omask);
-        } else if (!flt) {
-          result = is_max(kind) ? tl::max(acc, axis) : tl::min(acc, axis);
         } else {
-          const bool mx = is_max(kind);
-          result = tl::reduce(acc, axis, [mx](tl::tensor a, tl::tensor b) {
-            return tl::where(prefer(mx, true, a, tl::tensor(), b, tl::tensor()), a, b);
-          });
+          result = reduce_block(acc);
         }
-        tl::store(out + outoff, result, omask);
+        if (!TS) {
+          tl::store(out + outoff, result, omask);
+          return;
+        }
+        // One launch for a split r (TS > 0, not argmax/argmin): the chunk's partial goes to `part`
+        // ([O, S] or [O, S, I], the accumulation type, as the second launch's input); the last of
+        // the S programs of a tile to count itself in cnt[tile] (an acq_rel atomic: the others'
+        // partials are visible to it) combines the tile's S partials in order s = 0, 1, ... (the
+        // result does not depend on which program is last), writes the result and zeroes the
+        // counter for the next launch on the stream (PyTorch's and CUB's last-block pattern).
+        tl::store(part + outoff, result, omask);
+        auto done = tl::atomic_add(cnt + rest, 1);
+        tl::if_(done == S32 - 1, [&] {
+          const ir::Shape tile2 = INNER ? ir::Shape{TS, T1} : ir::Shape{T0, TS};
+          const bool sums = kind == Red::sum || kind == Red::mean;
+          tl::tensor acc2 = sums ? tl::zeros(tile2, acc_t) : extreme(tile2, acc_t, is_max(kind));
+          for (auto s0 : tl::range(0, S, TS)) {
+            auto sv = s0 + tl::arange(0, TS).to(tl::int64);
+            tl::tensor poff, m;
+            if (!INNER) {
+              poff = (ko * S)(tl::_, tl::None) + sv(tl::None, tl::_);
+              m = omask(tl::_, tl::None) && sv(tl::None, tl::_) < S;
+            } else {
+              poff = ((ko * S + sv) * I)(tl::_, tl::None) + ki(tl::None, tl::_);
+              m = sv(tl::_, tl::None) < S && omask(tl::None, tl::_);
+            }
+            // .cg: from L2, where the other programs' stores are (never a line this SM cached).
+            auto v = tl::load(part + poff, m, 0, ".cg");
+            if (sums) {
+              acc2 = acc2 + v;
+            } else {
+              v = tl::where(m, v, acc2);
+              acc2 = tl::where(prefer(is_max(kind), flt, v, tl::tensor(), acc2, tl::tensor()), v, acc2);
+            }
+          }
+          tl::tensor total = reduce_block(acc2);
+          if (sums) total = epilogue(total);
+          tl::store(out + (INNER ? ko * I + ki : ko), total, omask);
+          tl::store(cnt + rest, 0);
+        });
       });
   return k;
 }
@@ -317,9 +370,16 @@ struct Products {
 // [t0, t1]; xi: the indices of argmax/argmin partials (or undefined), out_v: where their values
 // go; mul: the second factor (first launch of a dot product); epi: 1 scales the result by
 // `scale`, 2 also adds beta * z (the last launch of a dot product).
+// fused (ts > 0): one launch for a split r, partials in `part`, counters in `cnt`, the last program
+// of a tile combining them in [.., ts] (rows) or [ts, ..] (columns) blocks.
+struct Fused {
+  Tensor part, cnt;
+  int64_t ts = 0;
+};
+
 void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out, Tensor& out_v, const Problem& p,
             int64_t chunk, double scale, int64_t programs, bool columns, int64_t t0, int64_t t1,
-            const Products* mul = nullptr, int epi = 0, const Products* add = nullptr) {
+            const Products* mul = nullptr, int epi = 0, const Products* add = nullptr, const Fused* fused = nullptr) {
   const Tensor& idx_in = xi.defined() ? xi : x;
   Tensor& val_out = out_v.defined() ? out_v : out;
   static const Products none;
@@ -330,10 +390,16 @@ void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out,
   const int64_t S = (std::max<int64_t>(p.R, 1) + chunk - 1) / chunk;
   // Positions within a chunk (and a tile past its end) in i32 unless that could overflow.
   const bool pos64 = is_arg(kind) && chunk > int64_t{INT32_MAX} - std::max(t0, t1);
-  reduce_kernel()[{programs}](x, idx_in, y, z, out, val_out, p.O, p.R, p.I, p.so, p.sr, p.si, m.yso, m.ysr, m.ysi,
-                              e.zso, e.zsi, chunk, S, scale, e.beta, static_cast<int>(kind), static_cast<int>(acc),
-                              columns, static_cast<int>(t0), static_cast<int>(t1), xi.defined(), out_v.defined(),
-                              mul != nullptr, epi, pos64);
+  // Rows tiles under 4 KB on CUDA: fewer warps, 32 bytes a thread a trip (detail::row_warps).
+  int warps = 4;
+  if (x.device().is_cuda() && !columns) warps = detail::row_warps(t0 * t1 * x.element_size());
+  const Tensor& part = fused ? fused->part : out;
+  const Tensor& cnt = fused ? fused->cnt : out;
+  reduce_kernel()[{programs}](x, idx_in, y, z, out, val_out, part, cnt, p.O, p.R, p.I, p.so, p.sr, p.si, m.yso, m.ysr,
+                              m.ysi, e.zso, e.zsi, chunk, S, scale, e.beta, static_cast<int>(kind),
+                              static_cast<int>(acc), columns, static_cast<int>(t0), static_cast<int>(t1), xi.defined(),
+                              out_v.defined(), mul != nullptr, epi, pos64, static_cast<int>(fused ? fused->ts : 0),
+                              Options{.num_warps = warps, .num_stages = 3, .device = x.device()});
 }
 
 // Launches the reduction of x viewed as (O, R, I) into `out` (contiguous, O * I elements):
@@ -358,6 +424,17 @@ void launch_reduce(Red kind, const Tensor& x, Tensor& out, Problem p, const Prod
   }
   const int64_t S = plan.chunks;
   const Shape pshape = plan.columns ? Shape{p.O, S, p.I} : Shape{p.O, S};
+  if (!is_arg(kind)) {
+    // One launch: the last program of each tile combines its S partials (the kernel's TS path).
+    Fused f;
+    f.part = Tensor::empty(pshape, acc, x.device());
+    f.cnt = detail::reduce_counters(x.device(), plan.programs / S);
+    f.ts = plan.block_r2;
+    auto [t0, t1] = tile(plan.block_r, plan.block_k);
+    launch(kind, acc, x, none, out, vals, p, plan.chunk, scale, plan.programs, plan.columns, t0, t1, prod, epi, prod,
+           &f);
+    return;
+  }
   Tensor partial = Tensor::empty(pshape, is_arg(kind) ? DType::i64 : acc, x.device());
   Tensor partial_v = is_arg(kind) ? Tensor::empty(pshape, acc, x.device()) : Tensor();
   {

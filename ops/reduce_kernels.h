@@ -9,7 +9,8 @@ class Kernel;
 
 namespace tritium::ops::detail {
 
-// row_stats(x, out, out2, O, R, S, C, param, scale; KIND, ACC, OUT, MEAN_OUT, BO, BR) and
+// row_stats(x, out, out2, part, cnt, O, R, S, C, param, scale; KIND, ACC, OUT, MEAN_OUT, BO, BR, KIND2, ACC2,
+// PART, TS: TS > 0 combines a split row's partials in its last program, ops/reduce_stats.cpp) and
 // var_combine(means, m2s, out, out2, R, S, C, param; STD, MEAN_OUT, ACC, OUT, BS): ops/reduce_stats.cpp.
 Kernel& row_stats_kernel();
 Kernel& var_combine_kernel();
@@ -27,8 +28,8 @@ Kernel& merge_runs_kernel();
 Kernel& sort_block_kernel();
 // unique_runs(s, group, values, starts, n, groups; MODE, CMP, BLOCK): ops/unique.cpp.
 Kernel& unique_runs_kernel();
-// reduce(x, xi, y, z, out, out_v, O, R, I, so, sr, si, yso, ysr, ysi, zso, zsi, chunk, S, scale, beta;
-// KIND, ACC, INNER, T0, T1, IDX_IN, VAL_OUT, MUL, EPI): the sum/mean/amax/amin/argmax/argmin
+// reduce(x, xi, y, z, out, out_v, part, cnt, O, R, I, so, sr, si, yso, ysr, ysi, zso, zsi, chunk, S, scale, beta;
+// KIND, ACC, INNER, T0, T1, IDX_IN, VAL_OUT, MUL, EPI, POS64, TS): the sum/mean/amax/amin/argmax/argmin
 // kernel of ops/reduce.cpp (KIND in that order; MUL: sums of x * y, EPI: the epilogue).
 Kernel& plain_reduce_kernel();
 

@@ -2,11 +2,16 @@
 #include "ops/reduce_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
+#include <tuple>
 
 #include "common/error.h"
 #include "runtime/cuda_device.h"
+#include "runtime/streams.h"
+#include "runtime/tensor.h"
 #include "runtime/thread_pool.h"
 
 namespace tritium::ops::detail {
@@ -49,6 +54,11 @@ int64_t max_row_block(int64_t elem_bytes) {
   // 4 an SM, loads 2 trips ahead) kept about 24 KB in flight an SM, at the edge of what covers the
   // H100's memory latency (sum of all: 0.79 x PyTorch in bf16, 0.91 in f32, same plan).
   return elem_bytes == 2 ? 2048 : 1024;
+}
+
+int row_warps(int64_t tile_bytes) {
+  const int64_t w = std::clamp<int64_t>(tile_bytes / 1024, 1, 4);
+  return w == 3 ? 2 : static_cast<int>(w);  // a power of two
 }
 
 ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device, int64_t elem_bytes) {
@@ -96,6 +106,18 @@ ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& devi
     p.programs2 = programs;
   }
   return p;
+}
+
+runtime::Tensor reduce_counters(Device device, int64_t n) {
+  using Key = std::tuple<int, int, int64_t, std::thread::id>;
+  static std::mutex mutex;
+  static auto* cache = new std::map<Key, runtime::Tensor>;  // never destroyed: no frees after the driver's teardown
+  const Key key{static_cast<int>(device.kind), device.index, runtime::current_stream(device).id(),
+                device.is_cpu() ? std::this_thread::get_id() : std::thread::id()};
+  std::lock_guard lock(mutex);
+  runtime::Tensor& t = (*cache)[key];
+  if (!t.defined() || t.numel() < n) t = runtime::Tensor::zeros({std::max<int64_t>(n, 1024)}, DType::i32, device);
+  return t;
 }
 
 ReduceDevice reduce_device(Device device) {

@@ -6,6 +6,10 @@
 
 #include "runtime/device.h"
 
+namespace tritium::runtime {
+class Tensor;
+}
+
 namespace tritium::ops::detail {
 
 struct ReducePlan {
@@ -43,8 +47,21 @@ inline constexpr int64_t kLaneRows = 4;
 // 1024, 2048 for 2-byte elements so that a trip still loads 4 KB (32 bytes a thread of 4 warps).
 int64_t max_row_block(int64_t elem_bytes);
 
+// The warps of a CUDA program reducing a rows tile of `tile_bytes` (its elements times the input's
+// element size): 4, fewer for tiles under 4 KB - one warp a KB - so that a thread loads 32 bytes
+// a trip whatever the dtype (a [1, 1024] tile: 4 warps of f32, 2 of bf16/f16). A thread's
+// fixed work (the in-thread, butterfly and cross-warp trees, index math, argmax's keys) is then
+// spread over as many bytes as f32's; with 8 bf16 a thread it bounded the issue rate, not memory.
+int row_warps(int64_t tile_bytes);
+
 // The plan for an (O, R, I) problem on `device`; `elem_bytes`: the input's element size.
 ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device, int64_t elem_bytes = 4);
+
+// At least n zeroed i32 counters for the one-launch split reductions (ops/reduce.cpp,
+// ops/reduce_stats.cpp): the last program of each tile zeroes its counter again, so they are zero
+// between launches. One buffer per device and current stream (CPU: per calling thread, since CPU
+// kernels run on the thread that launches them), grown (zeroed on that stream) when too short.
+runtime::Tensor reduce_counters(Device device, int64_t n);
 
 // The description of `device` (its SM count, its pool's threads).
 ReduceDevice reduce_device(Device device);

@@ -45,34 +45,38 @@ tl::tensor nan_extreme(const tl::tensor& a, const tl::tensor& b, bool max) {
 
 Kernel& detail::row_stats_kernel() {
   static Kernel k = tritium::kernel(
-      "row_stats", [](P x, P out, P out2, tl::i64 O, tl::i64 R, tl::i64 S, tl::i64 C, tl::f64 param, tl::f64 scale,
-                      int KIND, int ACC, int OUT, bool MEAN_OUT, int BO, int BR) {
-        const Stat kind = static_cast<Stat>(KIND);
-        const DType acc_t = static_cast<DType>(ACC), out_t = static_cast<DType>(OUT);
-        const ir::Shape tile{BO, BR};
+      "row_stats", [](P x, P out, P out2, P part, P cnt, tl::i64 O, tl::i64 R, tl::i64 S, tl::i64 C, tl::f64 param,
+                      tl::f64 scale, int KIND, int ACC, int OUT, bool MEAN_OUT, int BO, int BR, int KIND2, int ACC2,
+                      int PART, int TS) {
+        const DType out_t = static_cast<DType>(OUT);
         // Output o is chunk o % S of row o / S: elements [s C, min(R, (s + 1) C)) (S = 1, C = R
         // unless a few long rows are split).
-        auto o = tl::program_id(0).to(tl::int64) * BO + tl::arange(0, BO);
+        auto pid = tl::program_id(0);
+        auto o = pid.to(tl::int64) * BO + tl::arange(0, BO);
         auto omask = o < O * S;
-        auto start = (o / S) * R + (o % S) * C;
-        auto len = tl::minimum(tl::maximum(R - (o % S) * C, 0), C);
+        const double inf = std::numeric_limits<double>::infinity();
+        // The reduction `kind` (accumulated in acc_t) of the [BO] rows of `src` that start at
+        // `start` and hold `len` elements (at most C), in [BO, BR] blocks; loads with cache
+        // modifier `cm`. Returns the result and, for var/std, the mean.
+        auto stat = [&](Stat kind, DType acc_t, P src, const tl::tensor& start, const tl::tensor& len, tl::tensor C,
+                        const tl::tensor& omask, int BR, const std::string& cm) {
+        const ir::Shape tile{BO, BR};
         auto rows = start(tl::_, tl::None);
         auto rmask = omask(tl::_, tl::None);
         auto rlen = len(tl::_, tl::None);
         auto load = [&](const tl::tensor& r0, tl::tensor& m) {
           auto r = (r0 + tl::arange(0, BR))(tl::None, tl::_);
           m = rmask && (r < rlen);
-          auto v = tl::load(x + (rows + r), m, 0);
+          auto v = tl::load(src + (rows + r), m, 0, cm);
           return v.dtype() == acc_t ? v : v.to(acc_t);
         };
-        const double inf = std::numeric_limits<double>::infinity();
         tl::tensor result, result2;
         switch (kind) {
           case Stat::var:
           case Stat::std: {
             // Pass 1 sums x - x_first: the shift keeps the sum small when the mean is large
             // against the spread, so the mean (and the deviations of pass 2) stay accurate.
-            auto first = tl::load(x + start, omask && len > 0, 0);
+            auto first = tl::load(src + start, omask && len > 0, 0, cm);
             auto shift = first.dtype() == acc_t ? first : first.to(acc_t);
             auto shift2 = shift(tl::_, tl::None);
             auto acc = tl::zeros(tile, acc_t);
@@ -179,8 +183,34 @@ Kernel& detail::row_stats_kernel() {
             break;
           }
         }
-        tl::store(out + o, result.dtype() == out_t ? result : result.to(out_t), omask);
-        if (MEAN_OUT) tl::store(out2 + o, result2.dtype() == out_t ? result2 : result2.to(out_t), omask);
+        return std::pair{result, result2};
+        };
+        auto start = (o / S) * R + (o % S) * C;
+        auto len = tl::minimum(tl::maximum(R - (o % S) * C, 0), C);
+        auto [result, result2] = stat(static_cast<Stat>(KIND), static_cast<DType>(ACC), x, start, len, C, omask, BR, "");
+        if (!TS) {
+          tl::store(out + o, result.dtype() == out_t ? result : result.to(out_t), omask);
+          if (MEAN_OUT) tl::store(out2 + o, result2.dtype() == out_t ? result2 : result2.to(out_t), omask);
+          return;
+        }
+        // One launch for split rows (TS > 0, one chunk a program): the chunk's partial goes to
+        // part[o] ([O, S], dtype PART, the second launch's input); the last of a row's S programs
+        // to count itself in cnt[row] (an acq_rel atomic: the others' partials are visible to it)
+        // reduces the row's partials with KIND2 in ACC2 (as the second launch did, same order
+        // whichever program is last), writes the result and zeroes the counter for the next launch.
+        if (BO != 1) fail("row_stats: a one-launch split takes one chunk a program (BO = 1, got {})", BO);
+        const DType part_t = static_cast<DType>(PART);
+        tl::store(part + o, result.dtype() == part_t ? result : result.to(part_t), omask);
+        auto row = pid / S.to(tl::int32);
+        auto done = tl::atomic_add(cnt + row, 1);
+        tl::if_(done == S.to(tl::int32) - 1, [&] {
+          auto row_o = o / S;
+          // .cg: from L2, where the other programs' stores are.
+          auto total = stat(static_cast<Stat>(KIND2), static_cast<DType>(ACC2), part, row_o * S,
+                            tl::zeros({BO}, tl::int64) + S, S, row_o < O, TS, ".cg").first;
+          tl::store(out + row_o, total.dtype() == out_t ? total : total.to(out_t), row_o < O);
+          tl::store(cnt + row, 0);
+        });
       });
   return k;
 }
@@ -269,30 +299,38 @@ void launch_rows(Stat kind, const Tensor& data, int64_t O, int64_t R, Tensor& ou
   const bool moments = kind == Stat::var || kind == Stat::std;
   if (S == 1) {
     Tensor out2 = mean ? *mean : out;
-    detail::row_stats_kernel()[{cdiv(O, bo)}](data, out, out2, O, R, int64_t(1), R, param, scale, static_cast<int>(kind),
-                                              static_cast<int>(acc), static_cast<int>(out.dtype()), mean != nullptr,
-                                              static_cast<int>(bo), static_cast<int>(br));
+    detail::row_stats_kernel()[{cdiv(O, bo)}](data, out, out2, out, out, O, R, int64_t(1), R, param, scale,
+                                              static_cast<int>(kind), static_cast<int>(acc),
+                                              static_cast<int>(out.dtype()), mean != nullptr, static_cast<int>(bo),
+                                              static_cast<int>(br), 0, 0, 0, 0);
     return;
   }
   const DType partial_t = kind == Stat::all || kind == Stat::any ? DType::i1 : kind == Stat::count ? DType::i64 : acc;
   Tensor partial = Tensor::empty({O, S}, partial_t, data.device());
-  Tensor partial_mean = moments ? Tensor::empty({O, S}, acc, data.device()) : partial;
-  // var/std chunks give their M2 (divisor 1) and mean.
-  const Stat first = moments ? Stat::var : kind;
-  detail::row_stats_kernel()[{O * S}](data, partial, partial_mean, O, R, S, C, moments ? 1.0 : param, scale,
-                                      static_cast<int>(first), static_cast<int>(acc), static_cast<int>(partial_t),
-                                      moments, 1, static_cast<int>(br));
-  if (moments) {
-    Tensor out2 = mean ? *mean : out;
-    const int64_t bs = std::clamp<int64_t>(next_power_of_2(S), 16, 1024);
-    detail::var_combine_kernel()[{O}](partial_mean, partial, out, out2, R, S, C, param, kind == Stat::std,
-                                      mean != nullptr, static_cast<int>(acc), static_cast<int>(out.dtype()),
-                                      static_cast<int>(bs));
-    return;
-  }
   // Counts add up (count_nonzero, and the 0-"norm"); the other kinds combine as themselves.
   const Stat second = kind == Stat::count ? Stat::sum : kind == Stat::norm0 ? Stat::norm1 : kind;
-  launch_rows(second, partial, O, S, out, nullptr, param, scale);
+  if (!moments) {
+    // One launch: the last chunk of each row to finish combines the row's partials (row_stats' TS
+    // path), as a second launch over them would (the same kind, tile and order).
+    Tensor cnt = detail::reduce_counters(data.device(), O);
+    const int64_t ts = std::clamp<int64_t>(next_power_of_2(S), 16, 1024);
+    detail::row_stats_kernel()[{O * S}](data, out, out, partial, cnt, O, R, S, C, param, scale, static_cast<int>(kind),
+                                        static_cast<int>(acc), static_cast<int>(out.dtype()), false, 1,
+                                        static_cast<int>(br), static_cast<int>(second),
+                                        static_cast<int>(stat_acc(second, partial_t)), static_cast<int>(partial_t),
+                                        static_cast<int>(ts));
+    return;
+  }
+  // var/std: chunks give their M2 (divisor 1) and mean, var_combine applies Chan's formula.
+  Tensor partial_mean = Tensor::empty({O, S}, acc, data.device());
+  detail::row_stats_kernel()[{O * S}](data, partial, partial_mean, partial, partial, O, R, S, C, 1.0, scale,
+                                      static_cast<int>(Stat::var), static_cast<int>(acc), static_cast<int>(partial_t),
+                                      true, 1, static_cast<int>(br), 0, 0, 0, 0);
+  Tensor out2 = mean ? *mean : out;
+  const int64_t bs = std::clamp<int64_t>(next_power_of_2(S), 16, 1024);
+  detail::var_combine_kernel()[{O}](partial_mean, partial, out, out2, R, S, C, param, kind == Stat::std,
+                                    mean != nullptr, static_cast<int>(acc), static_cast<int>(out.dtype()),
+                                    static_cast<int>(bs));
 }
 
 // Reduces x over `dims` (as given by the user) with `kind` into results of dtype `out_t`

@@ -185,9 +185,9 @@ void launch_scan(Scan kind, const Tensor& data, const Tensor& g, Tensor& out, Te
   S = cdiv(R, C);
   const bool sums = kind == Scan::cumsum;
   Tensor totals = Tensor::empty({O, S}, acc, data.device());
-  detail::row_stats_kernel()[{O * S}](data, totals, totals, O, R, S, C, 0.0, 0.0,
+  detail::row_stats_kernel()[{O * S}](data, totals, totals, totals, totals, O, R, S, C, 0.0, 0.0,
                                       sums ? detail::kRowStatSum : detail::kRowStatProd, static_cast<int>(acc),
-                                      static_cast<int>(acc), false, 1, static_cast<int>(br));
+                                      static_cast<int>(acc), false, 1, static_cast<int>(br), 0, 0, 0, 0);
   Tensor offsets = Tensor::empty({O, S}, acc, data.device());
   launch_scan(sums ? Scan::excl_cumsum : Scan::excl_cumprod, totals, totals, offsets, offsets, O, S, acc);
   detail::row_scan_kernel()[{O * S}](data, g, out, idx, offsets, O, R, S, C, static_cast<int>(kind),

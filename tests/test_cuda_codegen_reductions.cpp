@@ -48,27 +48,30 @@ BOOST_AUTO_TEST_CASE(row_stats_every_kind) {
     // f32 input, f32 accumulation; one row per program of 1024 lanes, and 8 rows of 256.
     also_sm80 = kind == 0 || kind == 3 || kind == 8;
     DType out = kind == 12 ? DType::i64 : kind == 10 || kind == 11 ? DType::i1 : DType::f32;  // count_nonzero; all, any
-    compile(k, "row_stats kind " + std::to_string(kind), addr<float>(0), addr<float>(1), addr<float>(2), O, R,
-            int64_t(1), R, 2.0, 0.5, kind, d(DType::f32), d(out), kind <= 1, 8, 256);
+    compile(k, "row_stats kind " + std::to_string(kind), addr<float>(0), addr<float>(1), addr<float>(2), addr<float>(2),
+            addr<int32_t>(3), O, R, int64_t(1), R, 2.0, 0.5, kind, d(DType::f32), d(out), kind <= 1, 8, 256, 0, 0, 0,
+            0);
   }
   also_sm80 = false;
   {
-    compile(k, "var of row chunks, 1024 lanes per program", addr<float>(0), addr<float>(1), addr<float>(2), O, R,
-            int64_t(4), int64_t(1024), 1.0, 0.5, 0, d(DType::f32), d(DType::f32), true, 1, 1024);
+    compile(k, "var of row chunks, 1024 lanes per program", addr<float>(0), addr<float>(1), addr<float>(2),
+            addr<float>(2), addr<int32_t>(3), O, R, int64_t(4), int64_t(1024), 1.0, 0.5, 0, d(DType::f32),
+            d(DType::f32), true, 1, 1024, 0, 0, 0, 0);
     compile(tritium::ops::detail::var_combine_kernel(), "var_combine", addr<float>(0), addr<float>(1), addr<float>(2),
             addr<float>(3), R, int64_t(40), int64_t(1024), 0.5, true, true, d(DType::f32), d(DType::f32), 64);
   }
   // f16 input (f32 accumulation, f16 result), f64, integer products and bool inputs.
-  compile(k, "var of f16", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2), O, R, int64_t(1), R, 1.0, 0.5, 0,
-          d(DType::f32), d(DType::f16), true, 4, 256);
-  compile(k, "logsumexp of f64", addr<double>(0), addr<double>(1), addr<double>(2), O, R, int64_t(1), R, 1.0, 0.5, 3, d(DType::f64),
-          d(DType::f64), false, 4, 256);
-  compile(k, "prod of i32", addr<int32_t>(0), addr<int64_t>(1), addr<int64_t>(2), O, R, int64_t(1), R, 0.0, 0.0, 2, d(DType::i64),
-          d(DType::i64), false, 4, 256);
-  compile(k, "all of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), O, R, int64_t(1), R, 0.0, 0.0, 10, d(DType::i32), d(DType::i1),
-          false, 4, 256);
-  compile(k, "count_nonzero of bool", addr<bool>(0), addr<int64_t>(1), addr<int64_t>(2), O, R, int64_t(1), R, 0.0, 0.0, 12,
-          d(DType::i32), d(DType::i64), false, 4, 256);
+  compile(k, "var of f16", addr<tritium::f16_t>(0), addr<tritium::f16_t>(1), addr<tritium::f16_t>(2),
+          addr<tritium::f16_t>(2), addr<int32_t>(3), O, R, int64_t(1), R, 1.0, 0.5, 0, d(DType::f32), d(DType::f16),
+          true, 4, 256, 0, 0, 0, 0);
+  compile(k, "logsumexp of f64", addr<double>(0), addr<double>(1), addr<double>(2), addr<double>(2), addr<int32_t>(3),
+          O, R, int64_t(1), R, 1.0, 0.5, 3, d(DType::f64), d(DType::f64), false, 4, 256, 0, 0, 0, 0);
+  compile(k, "prod of i32", addr<int32_t>(0), addr<int64_t>(1), addr<int64_t>(2), addr<int64_t>(2), addr<int32_t>(3), O,
+          R, int64_t(1), R, 0.0, 0.0, 2, d(DType::i64), d(DType::i64), false, 4, 256, 0, 0, 0, 0);
+  compile(k, "all of bool", addr<bool>(0), addr<bool>(1), addr<bool>(2), addr<bool>(2), addr<int32_t>(3), O, R,
+          int64_t(1), R, 0.0, 0.0, 10, d(DType::i32), d(DType::i1), false, 4, 256, 0, 0, 0, 0);
+  compile(k, "count_nonzero of bool", addr<bool>(0), addr<int64_t>(1), addr<int64_t>(2), addr<int64_t>(2),
+          addr<int32_t>(3), O, R, int64_t(1), R, 0.0, 0.0, 12, d(DType::i32), d(DType::i64), false, 4, 256, 0, 0, 0, 0);
 }
 
 BOOST_AUTO_TEST_CASE(row_scan_every_kind) {
@@ -261,9 +264,9 @@ void reduce_launch(const std::string& what, X* x, XI* xi, O* out, OV* out_v, int
                    int64_t so, int64_t sr, int64_t si, int64_t chunk, double scale, int kind, int acc, bool inner,
                    S t0, S t1, bool idx_in, bool val_out) {
   const int64_t chunks = (std::max<int64_t>(r, 1) + chunk - 1) / chunk;
-  compile(tritium::ops::detail::plain_reduce_kernel(), what, x, xi, x, x, out, out_v, o, r, i, so, sr, si, int64_t(0),
-          int64_t(0), int64_t(0), int64_t(0), int64_t(0), chunk, chunks, scale, 0.0, kind, acc, inner,
-          static_cast<int>(t0), static_cast<int>(t1), idx_in, val_out, false, 0, false);
+  compile(tritium::ops::detail::plain_reduce_kernel(), what, x, xi, x, x, out, out_v, out, out, o, r, i, so, sr, si,
+          int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), chunk, chunks, scale, 0.0, kind, acc, inner,
+          static_cast<int>(t0), static_cast<int>(t1), idx_in, val_out, false, 0, false, 0);
 }
 
 BOOST_AUTO_TEST_CASE(split_reduce_launches) {
@@ -321,15 +324,20 @@ BOOST_AUTO_TEST_CASE(argmax_rows_carry_i32_positions) {
     auto check = tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).named(what);
     auto run = [&](auto* x) {
       return tritium::test::compile_cuda(tritium::ops::detail::plain_reduce_kernel(), check, x, x, x, x,
-                                         addr<int64_t>(1), addr<int64_t>(1), O, R, int64_t(1), R, int64_t(1),
+                                         addr<int64_t>(1), addr<int64_t>(1), addr<int64_t>(1), addr<int64_t>(1), O, R, int64_t(1), R, int64_t(1),
                                          int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), R,
                                          int64_t(1), 1.0, 0.0, 4, d(DType::f32), false, 1, 1024, false, false, false, 0,
-                                         false);
+                                         false, 0);
     };
     cuda::KernelSource ks = bf ? run(addr<tritium::bf16_t>(0)) : run(addr<float>(0));
     const std::string body = tritium::test::kernel_body(ks);
     BOOST_TEST(body.find("int32_t r") != std::string::npos, what << ": no i32 position block");
     BOOST_TEST(body.find("int64_t r") == std::string::npos, what << ": an i64 block in registers");
+    // bf16 rows of 1024 launch 2 warps (ops/reduce_plan.h's row_warps: 32 bytes a thread).
+    if (bf) {
+      check.warps(2).named(what + ", 2 warps");
+      run(addr<tritium::bf16_t>(0));
+    }
   }
 }
 
@@ -344,8 +352,8 @@ BOOST_AUTO_TEST_CASE(bf16_rows_of_1024) {
                   addr<bf>(1), O, R, int64_t(1), R, int64_t(1), int64_t(0), R, 1.0, 0, d(DType::f32), false, bo, 1024,
                   false, false);
     compile(tritium::ops::detail::row_stats_kernel(), "row_stats var bf16, tile [" + std::to_string(bo) + ", 1024]",
-            addr<bf>(0), addr<bf>(1), addr<bf>(2), O, R, int64_t(1), R, 1.0 / 1023, 0.5, 0, d(DType::f32), d(DType::bf16),
-            false, bo, 1024);
+            addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<bf>(2), addr<int32_t>(3), O, R, int64_t(1), R, 1.0 / 1023, 0.5, 0,
+            d(DType::f32), d(DType::bf16), false, bo, 1024, 0, 0, 0, 0);
   }
   // A full reduction of 2^24 bf16: blocks of 2048 (ops/reduce_plan.h's max_row_block), argmax too.
   const int64_t N = int64_t(1) << 24, C = 32768;
@@ -355,7 +363,16 @@ BOOST_AUTO_TEST_CASE(bf16_rows_of_1024) {
                 addr<float>(2), int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), C, 1.0, 4, d(DType::f32), false, 1,
                 2048, false, true);
   compile(tritium::ops::detail::row_stats_kernel(), "row_stats prod bf16 chunks, [1, 2048]", addr<bf>(0), addr<float>(1),
-          addr<float>(2), int64_t(1), N, int64_t(512), C, 0.0, 0.0, 2, d(DType::f32), d(DType::f32), false, 1, 2048);
+          addr<float>(2), addr<float>(2), addr<int32_t>(3), int64_t(1), N, int64_t(512), C, 0.0, 0.0, 2, d(DType::f32),
+          d(DType::f32), false, 1, 2048, 0, 0, 0, 0);
+  // prod of all 2^24 bf16 in one launch: 512 chunks, the last program multiplies the partials.
+  compile(tritium::ops::detail::row_stats_kernel(), "row_stats prod bf16 all, one launch", addr<bf>(0), addr<bf>(1),
+          addr<bf>(1), addr<float>(2), addr<int32_t>(3), int64_t(1), N, int64_t(512), C, 0.0, 0.0, 2, d(DType::f32),
+          d(DType::bf16), false, 1, 2048, 2, d(DType::f32), d(DType::f32), 1024);
+  // all of f32 rows split (bool partials, i32 second accumulation).
+  compile(tritium::ops::detail::row_stats_kernel(), "row_stats all f32, one launch", addr<float>(0), addr<bool>(1),
+          addr<bool>(1), addr<bool>(2), addr<int32_t>(3), int64_t(3), N, int64_t(100), C, 0.0, 0.0, 10, d(DType::f32),
+          d(DType::i1), false, 1, 2048, 10, d(DType::i32), d(DType::i1), 128);
 }
 
 // The matrix-vector products of ops::mv / addmv / dot (detail::matrix_vector): products x * y summed
@@ -368,19 +385,66 @@ BOOST_AUTO_TEST_CASE(matrix_vector_launches) {
   const int64_t M = 16384, K = 1024;
   also_sm80 = true;
   compile(k, "mv bf16 rows, addmv epilogue", addr<bf>(0), addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<bf>(3),
-          addr<bf>(3), M, K, int64_t(1), K, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0), int64_t(1),
-          int64_t(0), K, int64_t(1), 2.0, 0.5, 0, d(DType::f32), false, 1, 1024, false, false, true, 2, false);
+          addr<bf>(3), addr<bf>(3), addr<bf>(3), M, K, int64_t(1), K, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0), int64_t(1),
+          int64_t(0), K, int64_t(1), 2.0, 0.5, 0, d(DType::f32), false, 1, 1024, false, false, true, 2, false, 0);
   also_sm80 = false;
+  // As launched now (ops/reduce_plan.h's row_warps): bf16 rows of 1024 over 2 warps; short rows
+  // of f32 alone ([1, 16], 64 bytes) over 1.
+  auto warps = [](int w, const char* what) {
+    return tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).warps(w).named(what);
+  };
+  tritium::test::compile_cuda(k, warps(2, "mv bf16 rows, 2 warps"),
+                              addr<bf>(0), addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<bf>(3), addr<bf>(3), addr<bf>(3),
+                              addr<bf>(3), M, K, int64_t(1), K, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0),
+                              int64_t(1), int64_t(0), K, int64_t(1), 2.0, 0.5, 0, d(DType::f32), false, 1, 1024, false,
+                              false, true, 2, false, 0);
+  tritium::test::compile_cuda(k, warps(1, "sum f32 rows of 16, 1 warp"),
+                              addr<float>(0), addr<float>(0), addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(1),
+                              addr<float>(1), addr<float>(1), int64_t(1), int64_t(16), int64_t(1), int64_t(16), int64_t(1),
+                              int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(16), int64_t(1),
+                              1.0, 0.0, 0, d(DType::f32), false, 1, 16, false, false, false, 0, false, 0);
   compile(k, "mv f32 columns", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(0), addr<float>(3),
-          addr<float>(3), int64_t(1), K, M, int64_t(0), M, int64_t(1), int64_t(0), int64_t(1), int64_t(0), int64_t(0),
-          int64_t(0), K, int64_t(1), 1.0, 0.0, 0, d(DType::f32), true, 16, 256, false, false, true, 1, false);
+          addr<float>(3), addr<float>(3), addr<float>(3), int64_t(1), K, M, int64_t(0), M, int64_t(1), int64_t(0), int64_t(1), int64_t(0), int64_t(0),
+          int64_t(0), K, int64_t(1), 1.0, 0.0, 0, d(DType::f32), true, 16, 256, false, false, true, 1, false, 0);
   const int64_t N = int64_t(1) << 24, C = 32768, P = 512;
   compile(k, "dot f32, first launch", addr<float>(0), addr<float>(0), addr<float>(1), addr<float>(0), addr<float>(2),
-          addr<float>(2), int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0),
-          int64_t(0), int64_t(0), C, N / C, 1.0, 0.0, 0, d(DType::f32), false, 1, 1024, false, false, true, 0, false);
+          addr<float>(2), addr<float>(2), addr<float>(2), int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0),
+          int64_t(0), int64_t(0), C, N / C, 1.0, 0.0, 0, d(DType::f32), false, 1, 1024, false, false, true, 0, false, 0);
   compile(k, "dot f32, over the partials", addr<float>(2), addr<float>(2), addr<float>(2), addr<float>(2),
-          addr<float>(3), addr<float>(3), int64_t(1), P, int64_t(1), P, int64_t(1), int64_t(1), int64_t(0), int64_t(0),
-          int64_t(0), int64_t(0), int64_t(0), P, int64_t(1), 1.0, 0.0, 0, d(DType::f32), false, 4, 1024, false, false, false, 1, false);
+          addr<float>(3), addr<float>(3), addr<float>(3), addr<float>(3), int64_t(1), P, int64_t(1), P, int64_t(1), int64_t(1), int64_t(0), int64_t(0),
+          int64_t(0), int64_t(0), int64_t(0), P, int64_t(1), 1.0, 0.0, 0, d(DType::f32), false, 4, 1024, false, false, false, 1, false, 0);
+}
+
+// Split reductions in one launch (ops/reduce.cpp, TS > 0): every program stores its partial and
+// counts itself in an i32 counter (a scalar acq_rel atomic: barrier, fences, one thread), the last
+// of a tile combines the partials from L2 (.cg) in order and zeroes the counter. A full sum of
+// 2^24 bf16 (512 chunks, [1, 2048] tiles), amax of f32 columns (128 chunks of [16, 256]) and a
+// split addmv-like dot with its epilogue.
+BOOST_AUTO_TEST_CASE(split_reductions_in_one_launch) {
+  if (!nvrtc_or_skip()) return;
+  auto& k = tritium::ops::detail::plain_reduce_kernel();
+  using bf = tritium::bf16_t;
+  const int64_t N = int64_t(1) << 24, C = 32768, S = N / C;
+  auto check = tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).named("sum bf16 all, one launch");
+  cuda::KernelSource ks = tritium::test::compile_cuda(
+      k, check, addr<bf>(0), addr<bf>(0), addr<bf>(0), addr<bf>(0), addr<bf>(1), addr<bf>(1), addr<float>(2),
+      addr<int32_t>(3), int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), int64_t(0), int64_t(0), int64_t(0),
+      int64_t(0), int64_t(0), C, S, 1.0, 0.0, 0, d(DType::f32), false, 1, 2048, false, false, false, 0, false, 1024);
+  const std::string body = tritium::test::kernel_body(ks);
+  BOOST_TEST(tritium::test::occurrences(body, "atomicAdd") == 1u);
+  BOOST_TEST(tritium::test::occurrences(body, "tt_fence_acq_rel()") == 2u);
+  BOOST_TEST(body.find("_cg") != std::string::npos, "the partials are not loaded from L2 (.cg)");
+  const int64_t R = 16384, I = 1024;
+  also_sm80 = true;
+  compile(k, "amax f32 columns, one launch", addr<float>(0), addr<float>(0), addr<float>(0), addr<float>(0),
+          addr<float>(1), addr<float>(1), addr<float>(2), addr<int32_t>(3), int64_t(1), R, I, R * I, I, int64_t(1),
+          int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(0), int64_t(128), int64_t(128), 1.0, 0.0, 2,
+          d(DType::f32), true, 16, 256, false, false, false, 0, false, 16);
+  also_sm80 = false;
+  compile(k, "dot bf16 with epilogue, one launch", addr<bf>(0), addr<bf>(0), addr<bf>(1), addr<bf>(2), addr<bf>(3),
+          addr<bf>(3), addr<float>(4), addr<int32_t>(5), int64_t(1), N, int64_t(1), N, int64_t(1), int64_t(0), int64_t(0),
+          int64_t(1), int64_t(0), int64_t(0), int64_t(0), C, S, 2.0, 0.5, 0, d(DType::f32), false, 1, 2048, false, false,
+          true, 2, false, 1024);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,13 +1,17 @@
 // The op library's reductions (ops/reduce.cpp): sum mean amax amin argmax argmin sum_to over
 // dims lists, keepdim, strided inputs, long rows, dtypes and errors, against float64 host references.
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <array>
 #include <limits>
 #include <optional>
 
 #include "ops/pool.h"
+#include "ops/matmul_family.h"
 #include "ops/reduce_plan.h"
 #include "ops/reduce_stats.h"
+#include "runtime/streams.h"
 #include "ops_test_helpers.h"
 
 namespace tt = tritium::test;
@@ -355,6 +359,15 @@ BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
   BOOST_TEST(od::plan_reduce(2108, 3136, 1, h100, 2).block_k == 1);
   BOOST_TEST(od::plan_reduce(2108, 3136, 1, h100, 2).block_r == 2048);
   BOOST_TEST(od::plan_reduce(5312, 3136, 1, cpu2, 2).block_k == 1);
+  // Warps of a rows program (CUDA): 32 bytes a thread a trip. [1, 1024] of f32: 4; of bf16: 2
+  // (it was 4, 8 bf16 a thread); the first launch of a full bf16 sum ([1, 2048]): 4; short rows
+  // alone ([1, 16] f32): 1.
+  BOOST_TEST(od::row_warps(1024 * 4) == 4);
+  BOOST_TEST(od::row_warps(1024 * 2) == 2);
+  BOOST_TEST(od::row_warps(2048 * 2) == 4);
+  BOOST_TEST(od::row_warps(4096 * 4) == 4);
+  BOOST_TEST(od::row_warps(16 * 4) == 1);
+  BOOST_TEST(od::row_warps(3 * 1024) == 2);  // a power of two
   // Enough programs already: no split; the CPU's 2 threads: a split in 2.
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100).chunks == 1);
   BOOST_TEST(od::plan_reduce(600, 5000, 7, h100).chunks == 1);
@@ -460,6 +473,88 @@ BOOST_AUTO_TEST_CASE(split_reductions) {
         BOOST_TEST(std::isnan(mx[1]), w);
         BOOST_TEST(std::isnan(ou::values(ops::sum(x, {dim}))[1]), w);
       }
+    }
+  });
+}
+
+// Split reductions run in one launch: the last program of each tile combines the partials and
+// zeroes its counter (ops/reduce_plan.h's reduce_counters). Full sums, means, amax/amin, products
+// and norms of bf16/f16/f32 sizes that are not multiples of the block (an H100's plan: hundreds of
+// chunks), NaN propagation through the partials, results stable across repeated launches, on a
+// second stream too, and the counters zero again after every launch.
+BOOST_AUTO_TEST_CASE(one_launch_splits) {
+  namespace od = tritium::ops::detail;
+  tt::for_each_backend([&](const tt::Backend& be) {
+    od::ScopedReduceDevice force(od::ReduceDevice::cuda(132));
+    for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+      for (ou::Shape shape : {ou::Shape{1000003}, ou::Shape{3, 70001}, ou::Shape{40001, 5}}) {
+        Tensor x = ops::to_dtype(ou::random_tensor<float>(shape, 41, -1, 1), dt);
+        auto v = ou::values(x);
+        const std::string what = std::string(tritium::dtype_name(dt)) + " " + tritium::ir::shape_str(shape);
+        const double tol = dt == DType::f32 ? 1e-5 : 1e-2;
+        std::vector<int> every(shape.size());
+        std::iota(every.begin(), every.end(), 0);
+        Tensor s = ops::sum(x);
+        check_on(s, be, "sum all " + what);
+        BOOST_TEST((s.dtype() == dt));
+        // Rounded once to the dtype: compare in the dtype's precision against the f64 sum.
+        ou::check_values(s, reduce_ref(v, shape, every, K::sum), tol, "sum all " + what);
+        ou::check_values(ops::mean(x), reduce_ref(v, shape, every, K::mean), tol, "mean all " + what);
+        ou::check_values(ops::amax(x, {}), reduce_ref(v, shape, every, K::max), 0, "amax all " + what);
+        ou::check_values(ops::amin(x, {}), reduce_ref(v, shape, every, K::min), 0, "amin all " + what);
+        const int last = static_cast<int>(shape.size()) - 1;
+        ou::check_values(ops::sum(x, {last}), reduce_ref(v, shape, {last}, K::sum), tol, "sum dim -1 " + what);
+        ou::check_values(ops::amax(x, {0}), reduce_ref(v, shape, {0}, K::max), 0, "amax dim 0 " + what);
+        ou::check_values(ops::vector_norm(x, 2.0, {}), {std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0))},
+                         tol, "norm 2 all " + what);
+        // Products: ones with some 2s and halves (exact in every dtype, so a lost or repeated
+        // chunk shows); near-1 f64 values (f32's own rounding drifts ~1e-2 over 1e6 factors).
+        std::vector<float> f(static_cast<size_t>(x.numel()), 1.0f);
+        for (size_t k = 0; k < 105; ++k) f[(k * 7919 + 13) % f.size()] = k % 2 || k >= 100 ? 2.0f : 0.5f;  // 32
+        Tensor p = ops::to_dtype(Tensor::from_vector<float>(f, shape), dt);
+        double pr = 1;
+        for (double e : ou::values(p)) pr *= e;
+        ou::check_values(ops::prod(p), {pr}, 0, "prod all " + what);
+        Tensor pd = ou::random_tensor<double>(shape, 42, 0.99999, 1.00001);
+        double prd = 1;
+        for (double e : ou::values(pd)) prd *= e;
+        ou::check_values(ops::prod(pd), {prd}, 1e-12, "prod all f64 " + what);
+        // The same launch again (the counters were zeroed by the last programs): the same bits.
+        BOOST_TEST(ou::values(ops::sum(x)) == ou::values(s), "sum all again " + what);
+      }
+    }
+    // A NaN in one chunk reaches the result through the partials; all/any through bool partials.
+    std::vector<float> t(1000003, 1.0f);
+    t[777777] = NAN;
+    Tensor n = Tensor::from_vector<float>(t, {1000003});
+    BOOST_TEST(std::isnan(ou::values(ops::sum(n))[0]));
+    BOOST_TEST(std::isnan(ou::values(ops::amax(n, {}))[0]));
+    BOOST_TEST(std::isnan(ou::values(ops::prod(n))[0]));
+    t[777777] = 0.0f;
+    Tensor z = Tensor::from_vector<float>(t, {1000003});
+    check_exact(ops::all(z), {0}, "all with one zero");
+    check_exact(ops::any(z), {1}, "any");
+    check_exact(ops::count_nonzero(z, {}), {1000002}, "count_nonzero");
+    // A dot product split in chunks, alpha and beta (addmv of a [1, K] matrix is a dot).
+    Tensor a = ou::random_tensor<float>({1, 300001}, 43), w = ou::random_tensor<float>({300001}, 44);
+    Tensor self = ou::random_tensor<float>({1}, 45);
+    auto va = ou::values(a), vw = ou::values(w);
+    double dot = std::inner_product(va.begin(), va.end(), vw.begin(), 0.0);
+    ou::check_values(ops::addmv(self, a, w, 0.5, 2.0), {2.0 * dot + 0.5 * ou::values(self)[0]}, 1e-5, "addmv split");
+    // On another stream: its own counters.
+    tritium::runtime::Stream side(be.device);
+    {
+      tritium::runtime::StreamGuard on_side(side);
+      Tensor x = ou::random_tensor<float>({500001}, 46);
+      ou::check_values(ops::sum(x), reduce_ref(ou::values(x), {500001}, {0}, K::sum), 1e-5, "sum on a side stream");
+    }
+    tritium::runtime::current_stream(be.device).wait_stream(side);
+    tritium::runtime::synchronize(be.device);
+    for (bool on_side : {false, true}) {
+      std::optional<tritium::runtime::StreamGuard> g;
+      if (on_side) g.emplace(side);
+      auto c = ou::values(od::reduce_counters(be.device, 1));
+      BOOST_TEST(std::all_of(c.begin(), c.end(), [](double e) { return e == 0; }), "counters zero after the launches");
     }
   });
 }
