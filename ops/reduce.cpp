@@ -390,9 +390,10 @@ void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out,
   const int64_t S = (std::max<int64_t>(p.R, 1) + chunk - 1) / chunk;
   // Positions within a chunk (and a tile past its end) in i32 unless that could overflow.
   const bool pos64 = is_arg(kind) && chunk > int64_t{INT32_MAX} - std::max(t0, t1);
-  // Rows tiles under 4 KB on CUDA: fewer warps, 32 bytes a thread a trip (detail::row_warps).
+  // One-row tiles under 4 KB on CUDA: fewer warps, 32 bytes a thread a trip (detail::row_warps).
+  // Lane-row tiles ([kLaneRows, 512 / element size]) keep 4 warps: a row a warp.
   int warps = 4;
-  if (x.device().is_cuda() && !columns) warps = detail::row_warps(t0 * t1 * x.element_size());
+  if (x.device().is_cuda() && !columns && t0 == 1) warps = detail::row_warps(t1 * x.element_size());
   const Tensor& part = fused ? fused->part : out;
   const Tensor& cnt = fused ? fused->cnt : out;
   reduce_kernel()[{programs}](x, idx_in, y, z, out, val_out, part, cnt, p.O, p.R, p.I, p.so, p.sr, p.si, m.yso, m.ysr,

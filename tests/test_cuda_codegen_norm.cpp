@@ -205,9 +205,9 @@ BOOST_AUTO_TEST_CASE(lane_rows_reduce_by_shuffles) {
   const int64_t O = 5312, R = 3136;
   auto gen = [&](auto* x, auto* out, int kind, int acc, int t0, int t1, bool val_out, const std::string& what) {
     return tt::compile_cuda(tritium::ops::detail::plain_reduce_kernel(), tt::CudaCheck().routed().named(what), x, x, x, x, out,
-                            x, O, R, int64_t(1), R, int64_t(1), int64_t(0), int64_t(0), int64_t(0), int64_t(0),
+                            x, out, out, O, R, int64_t(1), R, int64_t(1), int64_t(0), int64_t(0), int64_t(0), int64_t(0),
                             int64_t(0), int64_t(0), R, int64_t(1), 1.0 / R, 0.0, kind, acc, false, t0, t1, false, val_out,
-                            false, 0, false);
+                            false, 0, false, 0);
   };
   using bf = tritium::bf16_t;
   auto row = gen(addr<bf>(0), addr<bf>(1), 1, d(DType::f32), 1, 2048, false, "mean bf16 [1, 2048]");
