@@ -390,10 +390,15 @@ void launch(Red kind, DType acc, const Tensor& x, const Tensor& xi, Tensor& out,
   const int64_t S = (std::max<int64_t>(p.R, 1) + chunk - 1) / chunk;
   // Positions within a chunk (and a tile past its end) in i32 unless that could overflow.
   const bool pos64 = is_arg(kind) && chunk > int64_t{INT32_MAX} - std::max(t0, t1);
-  // One-row tiles under 4 KB on CUDA: fewer warps, 32 bytes a thread a trip (detail::row_warps).
-  // Lane-row tiles ([kLaneRows, 512 / element size]) keep 4 warps: a row a warp.
+  // One-row tiles under 4 KB of max / min / argmax / argmin on CUDA: fewer warps, 32 bytes a
+  // thread a trip (detail::row_warps), for their compare-and-select (NaN, index) work an element.
+  // Sums, means and products (mv) keep 4: at 2 warps sum / mean dim -1 bf16 fell 0.93 -> 0.86 x
+  // PyTorch and mv bf16 0.73 -> 0.71 where amax rose 0.74 -> 0.83, max.dim 0.72 -> 0.79, argmax
+  // 0.82 -> 0.90 (H200, stop 49, bench/results/2026-11-27n-h100/gpu_run2.sh). Lane-row tiles
+  // ([kLaneRows, 512 / element size]) keep 4 warps: a row a warp.
   int warps = 4;
-  if (x.device().is_cuda() && !columns && t0 == 1) warps = detail::row_warps(t1 * x.element_size());
+  const bool compares = kind != Red::sum && kind != Red::mean;
+  if (x.device().is_cuda() && !columns && t0 == 1 && compares) warps = detail::row_warps(t1 * x.element_size());
   const Tensor& part = fused ? fused->part : out;
   const Tensor& cnt = fused ? fused->cnt : out;
   reduce_kernel()[{programs}](x, idx_in, y, z, out, val_out, part, cnt, p.O, p.R, p.I, p.so, p.sr, p.si, m.yso, m.ysr,

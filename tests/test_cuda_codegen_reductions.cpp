@@ -388,8 +388,8 @@ BOOST_AUTO_TEST_CASE(matrix_vector_launches) {
           addr<bf>(3), addr<bf>(3), addr<bf>(3), M, K, int64_t(1), K, int64_t(1), int64_t(0), int64_t(0), int64_t(1), int64_t(0), int64_t(1),
           int64_t(0), K, int64_t(1), 2.0, 0.5, 0, d(DType::f32), false, 1, 1024, false, false, true, 2, false, 0);
   also_sm80 = false;
-  // As launched now (ops/reduce_plan.h's row_warps): bf16 rows of 1024 over 2 warps; short rows
-  // of f32 alone ([1, 16], 64 bytes) over 1.
+  // Fewer warps compile too (ops/reduce_plan.h's row_warps gives the compare kinds - amax,
+  // max.dim, argmax - 2 for bf16 rows of 1024 and 1 for [1, 16] f32; sums and mv launch 4).
   auto warps = [](int w, const char* what) {
     return tritium::test::CudaCheck().routed().budget(cuda::kSharedMemoryBudget).warps(w).named(what);
   };
