@@ -161,6 +161,29 @@ BOOST_AUTO_TEST_CASE(log_and_log2_every_binade) {
   });
 }
 
+// sin and cos (inline on the CPU below |x| = 65536 since stop 49, libm past it; CUDA's sinf / cosf):
+// a sweep over +-70000 (both sides of the switch, in one vector too), the floats nearest k pi / 2
+// (results near 0 and +-1) with their neighbours up to k = 40000, the six closest of all below
+// 65536, signed zeros, infinities, NaN;
+// within 4 ulp of float64 (relative, so the results near 0 are held to it too).
+BOOST_AUTO_TEST_CASE(sin_and_cos_reduction) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    std::vector<double> v = sweep(-70000.0, 70000.0, 4001);
+    for (double x : sweep(-7.0, 7.0, 1001)) v.push_back(x);
+    for (int k : {1, 2, 3, 4, 5, 7, 10, 100, 1000, 1234, 9999, 20000, 31416, 40000})
+      for (int sgn : {1, -1}) around(v, static_cast<float>(sgn * k * 1.5707963267948966), 3);
+    for (double x : {65536.0, -65536.0, 65537.0, 1e6, -3e7, 1e30}) v.push_back(x);
+    // The floats below 65536 nearest a multiple of pi / 2 (relative distance 3e-13 to 9e-12, so a
+    // result near 1.6e-8 at the first: the reduction's pi / 2 must hold some 70 bits).
+    for (double x : {52516.43359375, 56993.203125, 48039.6640625, 61469.97265625, 43562.89453125, 39086.125})
+      v.push_back(x), v.push_back(-x);
+    specials(v);
+    Tensor t = f32(v);
+    check("sin f32", t, ops::sin, [](double x) { return std::sin(x); }, 4 * kUlp);
+    check("cos f32", t, ops::cos, [](double x) { return std::cos(x); }, 4 * kUlp);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(log_based_functions_across_binades) {
   tt::for_each_backend([&](const tt::Backend&) {
     std::vector<double> v = sweep(-1.0, 4.0, 5001);

@@ -1,5 +1,5 @@
 // The CPU generator's LLVM types, constants and elementwise arithmetic: float and integer ops,
-// comparisons, casts (f16, bf16 and fp8 through f32), and exp, log, tanh and erf inline on vectors.
+// comparisons, casts (f16, bf16 and fp8 through f32), and exp, log, sin, cos, tanh and erf inline on vectors.
 #include "jit/cpu/codegen_impl.h"
 
 namespace tritium::jit::cpu::detail {
@@ -193,6 +193,51 @@ Value* Codegen::log_f32(Value* x, bool base2) {
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
 }
 
+Value* Codegen::sincos_f32(Value* x, bool cosine) {
+  llvm::Type* t = x->getType();
+  llvm::Type* it = t->isVectorTy()
+                       ? static_cast<llvm::Type*>(llvm::VectorType::get(b_.getInt32Ty(), llvm::cast<llvm::VectorType>(t)))
+                       : b_.getInt32Ty();
+  auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  auto ci = [&](int v) { return llvm::ConstantInt::get(it, static_cast<uint64_t>(v), true); };
+  auto fma = [&](Value* a, Value* m, Value* add) { return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {a, m, add}); };
+  Value* j = b_.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b_.CreateFMul(x, c(0.63661977236758134308)));
+  Value* nj = b_.CreateFNeg(j);
+  // pi / 2 = 1.5703125 + p2 + p3 + 8.3e-20 (p2, p3 floats): j 1.5703125 is exact (8 significant
+  // bits, |j| < 2^16), each FMA rounds once at r's scale, and the 8.3e-20 j left out is far below an
+  // ulp of r even next to a zero of sin or cos (tan's poles: tests/test_ops_unary_math.cpp).
+  Value* r = fma(nj, c(1.5703125), x);
+  r = fma(nj, c(4.838267923332751e-4), r);
+  r = fma(nj, c(2.5633440682570896e-12), r);
+  Value* z = b_.CreateFMul(r, r);
+  Value* s = fma(b_.CreateFMul(horner({-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1}, z), z), r, r);
+  Value* k = fma(b_.CreateFMul(horner({2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2}, z), z), z,
+                 fma(z, c(-0.5), c(1.0)));
+  Value* q = b_.CreateFPToSI(j, it);
+  if (cosine) q = b_.CreateAdd(q, ci(1));
+  Value* odd = b_.CreateICmpNE(b_.CreateAnd(q, ci(1)), ci(0));
+  Value* y = b_.CreateSelect(odd, k, s);
+  Value* neg = b_.CreateICmpNE(b_.CreateAnd(q, ci(2)), ci(0));
+  y = b_.CreateSelect(neg, b_.CreateFNeg(y), y);
+  if (!cosine) y = b_.CreateSelect(b_.CreateFCmpOEQ(x, c(0.0)), x, y);  // sin(-0) = -0 (r lost the sign)
+  // Past 65536 (infinities too; NaN is not: its r, and so y, is NaN) libm, lane by lane.
+  Value* big = b_.CreateFCmpOGT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), c(65536.0));
+  Value* any_big = t->isVectorTy() ? b_.CreateOrReduce(big) : big;
+  llvm::BasicBlock* fast_bb = b_.GetInsertBlock();
+  auto* slow_bb = llvm::BasicBlock::Create(ctx_, "trig.big", fn_);
+  auto* cont = llvm::BasicBlock::Create(ctx_, "trig.end", fn_);
+  b_.CreateCondBr(any_big, slow_bb, cont);
+  b_.SetInsertPoint(slow_bb);
+  Value* slow = b_.CreateSelect(big, call_per_lane(cosine ? "cosf" : "sinf", cosine ? "cos" : "sin", x, DType::f32), y);
+  llvm::BasicBlock* slow_end = b_.GetInsertBlock();
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
+  llvm::PHINode* out = b_.CreatePHI(t, 2);
+  out->addIncoming(y, fast_bb);
+  out->addIncoming(slow, slow_end);
+  return out;
+}
+
 Value* Codegen::horner(std::initializer_list<double> cs, Value* x) {
   llvm::Type* t = x->getType();
   auto it = cs.begin();
@@ -260,8 +305,8 @@ Value* Codegen::float_op(OpKind k, std::vector<Value*> x, DType d) {
     case OpKind::Abs: r = un(llvm::Intrinsic::fabs); break;
     case OpKind::Floor: r = un(llvm::Intrinsic::floor); break;
     case OpKind::Ceil: r = un(llvm::Intrinsic::ceil); break;
-    case OpKind::Sin: r = un(llvm::Intrinsic::sin); break;
-    case OpKind::Cos: r = un(llvm::Intrinsic::cos); break;
+    case OpKind::Sin: r = x[0]->getType()->getScalarType()->isFloatTy() ? sincos_f32(x[0], false) : un(llvm::Intrinsic::sin); break;
+    case OpKind::Cos: r = x[0]->getType()->getScalarType()->isFloatTy() ? sincos_f32(x[0], true) : un(llvm::Intrinsic::cos); break;
     case OpKind::Tanh:
       r = x[0]->getType()->getScalarType()->isFloatTy() ? tanh_f32(x[0]) : call_per_lane("tanhf", "tanh", x[0], d);
       break;
