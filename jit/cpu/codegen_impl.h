@@ -209,6 +209,9 @@ class Codegen {
   // |x| > 65536 (or an infinity) takes libm for those lanes. NaN stays NaN, sin(-0) = -0.
   Value* sincos_f32(Value* x, bool cosine);
 
+  // i32 of t's shape (a scalar or a vector of as many lanes): the bit patterns of f32 values.
+  llvm::Type* i32_like(llvm::Type* t);
+
   // Horner's rule with fused multiply-adds; `cs` from the highest power down.
   Value* horner(std::initializer_list<double> cs, Value* x);
 

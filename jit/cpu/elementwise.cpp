@@ -128,13 +128,16 @@ Value* Codegen::call_per_lane(const char* name32, const char* name64, Value* x, 
   return out;
 }
 
+llvm::Type* Codegen::i32_like(llvm::Type* t) {
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(t)) return llvm::VectorType::get(b_.getInt32Ty(), v);
+  return b_.getInt32Ty();
+}
+
 Value* Codegen::exp_f32(Value* x) { return exp_f32(x, false); }
 
 Value* Codegen::exp_f32(Value* x, bool base2) {
   llvm::Type* t = x->getType();
-  llvm::Type* it = t->isVectorTy()
-                       ? static_cast<llvm::Type*>(llvm::VectorType::get(b_.getInt32Ty(), llvm::cast<llvm::VectorType>(t)))
-                       : b_.getInt32Ty();
+  llvm::Type* it = i32_like(t);
   auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
   auto ci = [&](int v) { return llvm::ConstantInt::get(it, static_cast<uint64_t>(v), true); };
   auto fma = [&](Value* a, Value* m, Value* add) {
@@ -168,9 +171,7 @@ Value* Codegen::exp_f32(Value* x, bool base2) {
 
 Value* Codegen::log_f32(Value* x, bool base2) {
   llvm::Type* t = x->getType();
-  llvm::Type* it = t->isVectorTy()
-                       ? static_cast<llvm::Type*>(llvm::VectorType::get(b_.getInt32Ty(), llvm::cast<llvm::VectorType>(t)))
-                       : b_.getInt32Ty();
+  llvm::Type* it = i32_like(t);
   auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
   auto ci = [&](int64_t v) { return llvm::ConstantInt::get(it, static_cast<uint64_t>(v), true); };
   Value* tiny = b_.CreateFCmpOLT(x, c(0x1p-126));  // subnormals (and what the selects below replace)
@@ -195,9 +196,7 @@ Value* Codegen::log_f32(Value* x, bool base2) {
 
 Value* Codegen::sincos_f32(Value* x, bool cosine) {
   llvm::Type* t = x->getType();
-  llvm::Type* it = t->isVectorTy()
-                       ? static_cast<llvm::Type*>(llvm::VectorType::get(b_.getInt32Ty(), llvm::cast<llvm::VectorType>(t)))
-                       : b_.getInt32Ty();
+  llvm::Type* it = i32_like(t);
   auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
   auto ci = [&](int v) { return llvm::ConstantInt::get(it, static_cast<uint64_t>(v), true); };
   auto fma = [&](Value* a, Value* m, Value* add) { return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {a, m, add}); };
