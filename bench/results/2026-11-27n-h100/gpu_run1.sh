@@ -3,6 +3,9 @@
 # (ew_contig's BLOCK and num_warps through a temporary TRITIUM_EW_{BLOCK,WARPS}_EXP override), swept over
 # heavy and light math in f32 and bf16 beside PyTorch, two rounds in alternating order; then the kernel
 # suite's checks on CUDA with the launch queue (not run since stop 47).
+# The override lived only in the working tree for this call (ops/elementwise.cpp read the two variables
+# around the contiguous launch) and was removed with fbac292, which kept 2048 x 4 for long bodies:
+# rerunning this sweep needs it back.
 set -uo pipefail
 export OUT=${OUT:-/tmp/out}; mkdir -p $OUT/logs
 export CUDA_CACHE_DISABLE=1
