@@ -56,9 +56,11 @@ int64_t max_row_block(int64_t elem_bytes) {
   return elem_bytes == 2 ? 2048 : 1024;
 }
 
-int row_warps(int64_t tile_bytes) {
-  const int64_t w = std::clamp<int64_t>(tile_bytes / 1024, 1, 4);
-  return w == 3 ? 2 : static_cast<int>(w);  // a power of two
+int row_warps(int64_t tile_bytes, int max_warps) {
+  const int64_t want = std::clamp<int64_t>(tile_bytes / 1024, 1, std::max(max_warps, 1));
+  int w = 1;
+  while (w * 2 <= want) w *= 2;  // a power of two
+  return w;
 }
 
 ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device, int64_t elem_bytes) {

@@ -47,12 +47,13 @@ inline constexpr int64_t kLaneRows = 4;
 // 1024, 2048 for 2-byte elements so that a trip still loads 4 KB (32 bytes a thread of 4 warps).
 int64_t max_row_block(int64_t elem_bytes);
 
-// The warps of a CUDA program reducing a rows tile of `tile_bytes` (its elements times the input's
-// element size): 4, fewer for tiles under 4 KB - one warp a KB - so that a thread loads 32 bytes
-// a trip whatever the dtype (a [1, 1024] tile: 4 warps of f32, 2 of bf16/f16). A thread's
-// fixed work (the in-thread, butterfly and cross-warp trees, index math, argmax's keys) is then
-// spread over as many bytes as f32's; with 8 bf16 a thread it bounded the issue rate, not memory.
-int row_warps(int64_t tile_bytes);
+// The warps of a CUDA program over a one-row tile of `tile_bytes` (its elements times the input's
+// element size): one warp a KB - a thread loads 32 bytes a trip whatever the dtype - a power of
+// two from 1 to `max_warps`. The reductions' max / min / argmax / argmin take it with 4 (a
+// [1, 1024] tile: 4 warps of f32, 2 of bf16/f16: a thread's fixed work - the trees, index math,
+// argmax's keys - is then spread over as many bytes as f32's; with 8 bf16 a thread it bounded the
+// issue rate, not memory); softmax's one-row programs with 16.
+int row_warps(int64_t tile_bytes, int max_warps = 4);
 
 // The plan for an (O, R, I) problem on `device`; `elem_bytes`: the input's element size.
 ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& device, int64_t elem_bytes = 4);

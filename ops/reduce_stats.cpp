@@ -60,130 +60,130 @@ Kernel& detail::row_stats_kernel() {
         // modifier `cm`. Returns the result and, for var/std, the mean.
         auto stat = [&](Stat kind, DType acc_t, P src, const tl::tensor& start, const tl::tensor& len, tl::tensor C,
                         const tl::tensor& omask, int BR, const std::string& cm) {
-        const ir::Shape tile{BO, BR};
-        auto rows = start(tl::_, tl::None);
-        auto rmask = omask(tl::_, tl::None);
-        auto rlen = len(tl::_, tl::None);
-        auto load = [&](const tl::tensor& r0, tl::tensor& m) {
-          auto r = (r0 + tl::arange(0, BR))(tl::None, tl::_);
-          m = rmask && (r < rlen);
-          auto v = tl::load(src + (rows + r), m, 0, cm);
-          return v.dtype() == acc_t ? v : v.to(acc_t);
-        };
-        tl::tensor result, result2;
-        switch (kind) {
-          case Stat::var:
-          case Stat::std: {
-            // Pass 1 sums x - x_first: the shift keeps the sum small when the mean is large
-            // against the spread, so the mean (and the deviations of pass 2) stay accurate.
-            auto first = tl::load(src + start, omask && len > 0, 0, cm);
-            auto shift = first.dtype() == acc_t ? first : first.to(acc_t);
-            auto shift2 = shift(tl::_, tl::None);
-            auto acc = tl::zeros(tile, acc_t);
-            for (auto r0 : tl::range(0, C, BR)) {
-              tl::tensor m;
-              auto v = load(r0, m);
-              acc = acc + tl::where(m, v - shift2, 0);
+          const ir::Shape tile{BO, BR};
+          auto rows = start(tl::_, tl::None);
+          auto rmask = omask(tl::_, tl::None);
+          auto rlen = len(tl::_, tl::None);
+          auto load = [&](const tl::tensor& r0, tl::tensor& m) {
+            auto r = (r0 + tl::arange(0, BR))(tl::None, tl::_);
+            m = rmask && (r < rlen);
+            auto v = tl::load(src + (rows + r), m, 0, cm);
+            return v.dtype() == acc_t ? v : v.to(acc_t);
+          };
+          tl::tensor result, result2;
+          switch (kind) {
+            case Stat::var:
+            case Stat::std: {
+              // Pass 1 sums x - x_first: the shift keeps the sum small when the mean is large
+              // against the spread, so the mean (and the deviations of pass 2) stay accurate.
+              auto first = tl::load(src + start, omask && len > 0, 0, cm);
+              auto shift = first.dtype() == acc_t ? first : first.to(acc_t);
+              auto shift2 = shift(tl::_, tl::None);
+              auto acc = tl::zeros(tile, acc_t);
+              for (auto r0 : tl::range(0, C, BR)) {
+                tl::tensor m;
+                auto v = load(r0, m);
+                acc = acc + tl::where(m, v - shift2, 0);
+              }
+              auto mean = shift + tl::sum(acc, 1) / len.to(acc_t);  // 0 / 0: NaN for an empty row
+              auto mean2 = mean(tl::_, tl::None);
+              auto acc2 = tl::zeros(tile, acc_t);
+              for (auto r0 : tl::range(0, C, BR)) {
+                tl::tensor m;
+                auto v = load(r0, m);
+                auto d = tl::where(m, v - mean2, 0);
+                acc2 = acc2 + d * d;
+              }
+              result = tl::sum(acc2, 1) * param.to(acc_t);  // param = 1 / max(0, R - correction)
+              if (kind == Stat::std) result = tl::sqrt(result);
+              result2 = mean;
+              break;
             }
-            auto mean = shift + tl::sum(acc, 1) / len.to(acc_t);  // 0 / 0: NaN for an empty row
-            auto mean2 = mean(tl::_, tl::None);
-            auto acc2 = tl::zeros(tile, acc_t);
-            for (auto r0 : tl::range(0, C, BR)) {
-              tl::tensor m;
-              auto v = load(r0, m);
-              auto d = tl::where(m, v - mean2, 0);
-              acc2 = acc2 + d * d;
+            case Stat::prod: {
+              auto acc = tl::full(tile, 1, acc_t);
+              for (auto r0 : tl::range(0, C, BR)) {
+                tl::tensor m;
+                auto v = load(r0, m);
+                acc = acc * tl::where(m, v, 1);
+              }
+              result = tl::reduce(acc, 1, [](tl::tensor a, tl::tensor b) { return a * b; });
+              break;
             }
-            result = tl::sum(acc2, 1) * param.to(acc_t);  // param = 1 / max(0, R - correction)
-            if (kind == Stat::std) result = tl::sqrt(result);
-            result2 = mean;
-            break;
+            case Stat::logsumexp: {
+              auto mx = tl::full(tile, -inf, acc_t);
+              for (auto r0 : tl::range(0, C, BR)) {
+                tl::tensor m;
+                auto v = load(r0, m);
+                mx = tl::where(m, nan_extreme(v, mx, true), mx);
+              }
+              auto rmax = tl::reduce(mx, 1, [](tl::tensor a, tl::tensor b) { return nan_extreme(a, b, true); });
+              // An infinite maximum (a row of -inf, or one holding +inf) is not subtracted: the sum
+              // then gives -inf or +inf itself, where x - max would give NaN.
+              auto shift = tl::where(tl::abs(rmax) == inf, 0, rmax);
+              auto shift2 = shift(tl::_, tl::None);
+              auto acc = tl::zeros(tile, acc_t);
+              for (auto r0 : tl::range(0, C, BR)) {
+                tl::tensor m;
+                auto v = load(r0, m);
+                acc = acc + tl::where(m, tl::exp(v - shift2), 0);
+              }
+              result = tl::log(tl::sum(acc, 1)) + shift;
+              break;
+            }
+            case Stat::norm_p: case Stat::norm0: case Stat::norm1: case Stat::norm2: {
+              auto acc = tl::zeros(tile, acc_t);
+              for (auto r0 : tl::range(0, C, BR)) {
+                tl::tensor m;
+                auto v = load(r0, m);
+                auto a = tl::abs(v);
+                tl::tensor term;
+                if (kind == Stat::norm0) term = (v != 0).to(acc_t);
+                else if (kind == Stat::norm1) term = a;
+                else if (kind == Stat::norm2) term = v * v;
+                else term = tl::exp2(param.to(acc_t) * tl::log2(a));  // |v|^p (0^p: 0 for p > 0, inf for p < 0)
+                acc = acc + tl::where(m, term, 0);
+              }
+              result = tl::sum(acc, 1);
+              if (kind == Stat::norm2) result = tl::sqrt(result);
+              if (kind == Stat::norm_p) result = tl::exp2(tl::log2(result) * scale.to(acc_t));  // ^(1/p)
+              break;
+            }
+            case Stat::norm_inf: case Stat::norm_ninf: {
+              const bool mxk = kind == Stat::norm_inf;
+              auto acc = tl::full(tile, mxk ? -inf : inf, acc_t);
+              for (auto r0 : tl::range(0, C, BR)) {
+                tl::tensor m;
+                auto a = tl::abs(load(r0, m));
+                acc = tl::where(m, nan_extreme(a, acc, mxk), acc);
+              }
+              result = tl::reduce(acc, 1, [mxk](tl::tensor a, tl::tensor b) { return nan_extreme(a, b, mxk); });
+              break;
+            }
+            case Stat::sum: {
+              auto acc = tl::zeros(tile, acc_t);
+              for (auto r0 : tl::range(0, C, BR)) {
+                tl::tensor m;
+                acc = acc + load(r0, m);
+              }
+              result = tl::sum(acc, 1);
+              break;
+            }
+            case Stat::all: case Stat::any: case Stat::count: {
+              const bool is_all = kind == Stat::all;
+              auto acc = kind == Stat::count ? tl::zeros(tile, tl::int64) : tl::full(tile, is_all ? 1 : 0, tl::int32);
+              for (auto r0 : tl::range(0, C, BR)) {
+                tl::tensor m;
+                auto nz = load(r0, m) != 0;
+                if (kind == Stat::count) acc = acc + tl::where(m, nz, false).to(tl::int64);
+                else if (is_all) acc = tl::minimum(acc, tl::where(m, nz, true).to(tl::int32));
+                else acc = tl::maximum(acc, tl::where(m, nz, false).to(tl::int32));
+              }
+              result = kind == Stat::count ? tl::sum(acc, 1) : is_all ? tl::min(acc, 1) : tl::max(acc, 1);
+              if (kind != Stat::count) result = result != 0;
+              break;
+            }
           }
-          case Stat::prod: {
-            auto acc = tl::full(tile, 1, acc_t);
-            for (auto r0 : tl::range(0, C, BR)) {
-              tl::tensor m;
-              auto v = load(r0, m);
-              acc = acc * tl::where(m, v, 1);
-            }
-            result = tl::reduce(acc, 1, [](tl::tensor a, tl::tensor b) { return a * b; });
-            break;
-          }
-          case Stat::logsumexp: {
-            auto mx = tl::full(tile, -inf, acc_t);
-            for (auto r0 : tl::range(0, C, BR)) {
-              tl::tensor m;
-              auto v = load(r0, m);
-              mx = tl::where(m, nan_extreme(v, mx, true), mx);
-            }
-            auto rmax = tl::reduce(mx, 1, [](tl::tensor a, tl::tensor b) { return nan_extreme(a, b, true); });
-            // An infinite maximum (a row of -inf, or one holding +inf) is not subtracted: the sum
-            // then gives -inf or +inf itself, where x - max would give NaN.
-            auto shift = tl::where(tl::abs(rmax) == inf, 0, rmax);
-            auto shift2 = shift(tl::_, tl::None);
-            auto acc = tl::zeros(tile, acc_t);
-            for (auto r0 : tl::range(0, C, BR)) {
-              tl::tensor m;
-              auto v = load(r0, m);
-              acc = acc + tl::where(m, tl::exp(v - shift2), 0);
-            }
-            result = tl::log(tl::sum(acc, 1)) + shift;
-            break;
-          }
-          case Stat::norm_p: case Stat::norm0: case Stat::norm1: case Stat::norm2: {
-            auto acc = tl::zeros(tile, acc_t);
-            for (auto r0 : tl::range(0, C, BR)) {
-              tl::tensor m;
-              auto v = load(r0, m);
-              auto a = tl::abs(v);
-              tl::tensor term;
-              if (kind == Stat::norm0) term = (v != 0).to(acc_t);
-              else if (kind == Stat::norm1) term = a;
-              else if (kind == Stat::norm2) term = v * v;
-              else term = tl::exp2(param.to(acc_t) * tl::log2(a));  // |v|^p (0^p: 0 for p > 0, inf for p < 0)
-              acc = acc + tl::where(m, term, 0);
-            }
-            result = tl::sum(acc, 1);
-            if (kind == Stat::norm2) result = tl::sqrt(result);
-            if (kind == Stat::norm_p) result = tl::exp2(tl::log2(result) * scale.to(acc_t));  // ^(1/p)
-            break;
-          }
-          case Stat::norm_inf: case Stat::norm_ninf: {
-            const bool mxk = kind == Stat::norm_inf;
-            auto acc = tl::full(tile, mxk ? -inf : inf, acc_t);
-            for (auto r0 : tl::range(0, C, BR)) {
-              tl::tensor m;
-              auto a = tl::abs(load(r0, m));
-              acc = tl::where(m, nan_extreme(a, acc, mxk), acc);
-            }
-            result = tl::reduce(acc, 1, [mxk](tl::tensor a, tl::tensor b) { return nan_extreme(a, b, mxk); });
-            break;
-          }
-          case Stat::sum: {
-            auto acc = tl::zeros(tile, acc_t);
-            for (auto r0 : tl::range(0, C, BR)) {
-              tl::tensor m;
-              acc = acc + load(r0, m);
-            }
-            result = tl::sum(acc, 1);
-            break;
-          }
-          case Stat::all: case Stat::any: case Stat::count: {
-            const bool is_all = kind == Stat::all;
-            auto acc = kind == Stat::count ? tl::zeros(tile, tl::int64) : tl::full(tile, is_all ? 1 : 0, tl::int32);
-            for (auto r0 : tl::range(0, C, BR)) {
-              tl::tensor m;
-              auto nz = load(r0, m) != 0;
-              if (kind == Stat::count) acc = acc + tl::where(m, nz, false).to(tl::int64);
-              else if (is_all) acc = tl::minimum(acc, tl::where(m, nz, true).to(tl::int32));
-              else acc = tl::maximum(acc, tl::where(m, nz, false).to(tl::int32));
-            }
-            result = kind == Stat::count ? tl::sum(acc, 1) : is_all ? tl::min(acc, 1) : tl::max(acc, 1);
-            if (kind != Stat::count) result = result != 0;
-            break;
-          }
-        }
-        return std::pair{result, result2};
+          return std::pair{result, result2};
         };
         auto start = (o / S) * R + (o % S) * C;
         auto len = tl::minimum(tl::maximum(R - (o % S) * C, 0), C);

@@ -17,6 +17,7 @@
 #include "dsl/ops.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/norm_loss_kernels.h"
+#include "ops/reduce_plan.h"
 
 namespace tritium::ops {
 
@@ -155,7 +156,7 @@ Tensor run(const char* op, Mode mode, const Tensor& a_in, const Tensor* b_in, in
     const int64_t elem = std::min({a.element_size(), b.element_size(), out.element_size()});
     const bool lane_rows = one && t1 * elem <= 32 * 16;
     int64_t t0 = lane_rows ? std::clamp<int64_t>(kMaxBlock / t1, 1, next_power_of_2(O)) : 1;
-    const int warps = lane_rows || !a.device().is_cuda() ? 4 : static_cast<int>(std::clamp<int64_t>(t1 * elem / 1024, 1, 16));
+    const int warps = lane_rows || !a.device().is_cuda() ? 4 : detail::row_warps(t1 * elem, 16);
     detail::softmax_kernel()[{cdiv(O, t0)}](a, b, out, O, R, I, static_cast<int>(mode), static_cast<int>(acc), false, one,
                                             static_cast<int>(t0), static_cast<int>(t1),
                                             Options{.num_warps = warps, .num_stages = 3, .device = a.device()});

@@ -368,6 +368,11 @@ BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
   BOOST_TEST(od::row_warps(4096 * 4) == 4);
   BOOST_TEST(od::row_warps(16 * 4) == 1);
   BOOST_TEST(od::row_warps(3 * 1024) == 2);  // a power of two
+  // softmax's one-row programs allow 16: [1, 4096] f32 takes 16, [1, 4096] bf16 8, 12 KB 8.
+  BOOST_TEST(od::row_warps(4096 * 4, 16) == 16);
+  BOOST_TEST(od::row_warps(4096 * 2, 16) == 8);
+  BOOST_TEST(od::row_warps(12 * 1024, 16) == 8);
+  BOOST_TEST(od::row_warps(64 * 1024, 16) == 16);
   // Enough programs already: no split; the CPU's 2 threads: a split in 2.
   BOOST_TEST(od::plan_reduce(16384, 1024, 1, h100).chunks == 1);
   BOOST_TEST(od::plan_reduce(600, 5000, 7, h100).chunks == 1);
