@@ -89,8 +89,11 @@ BOOST_AUTO_TEST_CASE(dims_and_keepdim) {
       Tensor s = ops::sum(x, dims, true);
       BOOST_TEST(s.shape() == kshape, what);
       check_on(s, be, "sum " + what);
-      ou::check_values(s, reduce_ref(v, shape, nd, K::sum), 1e-6, "sum " + what);
-      ou::check_values(ops::mean(x, dims), reduce_ref(v, shape, nd, K::mean), 1e-6, "mean " + what);
+      // The sum of all 30030 (|sum| ~ 9, the sum of |x| ~ 15000) rounds ~1e-6 of its value in f32
+      // in any order of additions (the CPU's 64 lanes of ~470 terms each: 1.6e-6).
+      const double tol = nd.size() == 3 ? 1e-5 : 1e-6;
+      ou::check_values(s, reduce_ref(v, shape, nd, K::sum), tol, "sum " + what);
+      ou::check_values(ops::mean(x, dims), reduce_ref(v, shape, nd, K::mean), tol, "mean " + what);
       ou::check_values(ops::amax(x, dims), reduce_ref(v, shape, nd, K::max), 0, "amax " + what);
       ou::check_values(ops::amin(x, dims), reduce_ref(v, shape, nd, K::min), 0, "amin " + what);
     }

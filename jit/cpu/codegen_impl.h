@@ -20,6 +20,7 @@
 //   block_data.cpp    histogram, gather, split
 //   dot.cpp           dot (register micro-tiles)
 //   control_flow.cpp  for, while, if
+//   mask_versions.cpp loop nests in two versions on their bounds masks
 //   debug.cpp         device_print, device_assert
 #pragma once
 #include <cmath>
@@ -27,6 +28,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -245,6 +247,11 @@ class Codegen {
   // Every lane of this chunk is the same element (no dim moves with the lane).
   static bool uniform(const Index& idx);
 
+  // The address of the chunk's first lane, evaluated on one lane (scalar arithmetic) rather than
+  // extracted from a vector of w addresses (i64 vector adds and widenings LLVM kept: ~6
+  // instructions a chunk).
+  Value* first_lane_pointer(const ir::Value* ptr, const Index& idx);
+
   Value* eval_load(const ir::Op* op, const Index& idx, int w);
 
   void emit_store(const ir::Op* op);
@@ -344,6 +351,37 @@ class Codegen {
   bool updatable_in_place(const ir::Value* v, const ir::Block* body, size_t self, bool same_index);
 
   void emit_if(const ir::Op* op);
+
+  // ---- mask versioning (mask_versions.cpp) -----------------------------------------------------
+  //
+  // Most programs of a launch cover whole blocks, where every lane of their bounds masks is on. A
+  // loop nest whose masks (of its loads and its store) are comparisons of integer values built
+  // from aranges, splats, constants, + - * / %, min / max, casts and shape ops is emitted twice:
+  // one copy, taken when a scalar test on the values' ranges proves those masks on over the whole
+  // block, evaluates them as true (plain vector loads and stores, no compare or branch per chunk:
+  // ~15 instructions a chunk of 16 lanes for an i64 offset `offs < n`); the other as before.
+
+  struct IntRange {
+    Value *lo, *hi;  // i128, inclusive
+  };
+  // v's dtype-interpreted integer, widened to i128.
+  Value* wide_int(Value* v, DType d);
+  // The range of every element of integer value v, exact in i128; `valid` collects the conditions
+  // under which it holds (each intermediate within its dtype, so the IR's wrapping arithmetic
+  // computes the exact values; operands in the domain a rule needs). nullopt: not of that form.
+  std::optional<IntRange> int_range(const ir::Value* v, std::vector<Value*>& valid);
+  // A scalar i1 true only when every element of i1 block `mask` is true; nullptr when unknown.
+  Value* all_true_test(const ir::Value* mask);
+  // The masks of the loads in v's inline tree (not through materialised values).
+  void collect_masks(const ir::Value* v, std::vector<const ir::Value*>& out, std::unordered_set<const ir::Value*>& seen);
+  // emit() under the test that `masks` and the masks of the loads in `roots`' inline trees are all
+  // on (those masks evaluating as true), and again for the other case; once when none can be
+  // tested or the nest has fewer than a few chunks. Returns emit()'s values (phis of the two).
+  std::vector<Value*> versioned_on_masks(std::vector<const ir::Value*> masks, const std::vector<const ir::Value*>& roots,
+                                         int64_t chunks, const std::function<std::vector<Value*>()>& emit);
+  // A mask known on in every lane (a constant): the access needs no mask.
+  static bool all_lanes_on(Value* mask);
+  std::unordered_set<const ir::Value*> known_true_;  // masks evaluating as true in this copy
 
   // ---- debugging (debug.cpp) --------------------------------------------------------------------
 

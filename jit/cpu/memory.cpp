@@ -19,6 +19,10 @@ bool Codegen::contiguous(const ir::Value* ptr, const Index& idx, int w) {
   return info.contiguity[lane_dim] >= w;
 }
 
+Value* Codegen::first_lane_pointer(const ir::Value* ptr, const Index& idx) {
+  return b_.CreateExtractElement(eval(ptr, idx, 1), uint64_t(0));
+}
+
 bool Codegen::uniform(const Index& idx) {
   for (const VIdx& x : idx)
     if (x.vec || x.stride != 0) return false;
@@ -30,13 +34,15 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
   DType d = p->type.pointee;
   llvm::Type* mt = mem_type(d);
   bool has_mask = op->operands.size() > 1, has_other = op->operands.size() > 2;
-  Value* ptrs = eval(p, idx, w);
+  const bool vector_access = contiguous(p, idx, w), one_element = !vector_access && uniform(idx) && w > 1;
+  Value* ptrs = vector_access || one_element ? nullptr : eval(p, idx, w);
   Value* mask = has_mask ? eval(op->operand(1), idx, w) : nullptr;
+  if (all_lanes_on(mask)) mask = nullptr;
   Value* other = has_other ? reg_to_mem(eval(op->operand(2), idx, w), d) : llvm::Constant::getNullValue(vec_of(mt, w));
   llvm::Align align(dtype_bytes(d));
   Value* v;
-  if (contiguous(p, idx, w)) {
-    Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
+  if (vector_access) {
+    Value* p0 = first_lane_pointer(p, idx);
     if (mask) {
       // Masked accesses are slow on some CPUs (AMD Zen 4): most chunks are fully on.
       llvm::Type* vt = vec_of(mt, w);
@@ -63,11 +69,11 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
     } else {
       v = b_.CreateAlignedLoad(vec_of(mt, w), p0, align);
     }
-  } else if (uniform(idx) && w > 1) {
+  } else if (one_element) {
     // Every lane reads one element (a load broadcast along the chunk: a bias, a row's mean):
     // one scalar load, splat. A gather of w equal addresses is w scalar loads on AVX2.
     llvm::BasicBlock* before = b_.GetInsertBlock();
-    Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
+    Value* p0 = first_lane_pointer(p, idx);
     Value* o0 = b_.CreateExtractElement(other, uint64_t(0));
     Value* s = nullptr;
     if (mask) {
@@ -103,20 +109,27 @@ void Codegen::emit_store(const ir::Op* op) {
     return;
   }
   int w = lanes_for(p->type.shape);
-  loop_nest(p->type.shape, w, [&](const Index& idx) {
-    Value* ptrs = eval(p, idx, w);
-    Value* v = reg_to_mem(eval(op->operand(1), idx, w), d);
-    Value* mask = has_mask ? eval(op->operand(2), idx, w) : nullptr;
-    if (contiguous(p, idx, w)) {
-      Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
-      if (mask)
-        branch_on_all(mask, [&] { b_.CreateAlignedStore(v, p0, align); },
-                      [&] { b_.CreateMaskedStore(v, p0, align, mask); });
-      else
-        b_.CreateAlignedStore(v, p0, align);
-    } else {
-      b_.CreateMaskedScatter(v, ptrs, align, mask);
-    }
+  std::vector<const ir::Value*> masks;
+  if (has_mask) masks.push_back(op->operand(2));
+  versioned_on_masks(masks, {p, op->operand(1)}, p->type.numel() / w, [&] {
+    loop_nest(p->type.shape, w, [&](const Index& idx) {
+      const bool vector_access = contiguous(p, idx, w);
+      Value* ptrs = vector_access ? nullptr : eval(p, idx, w);
+      Value* v = reg_to_mem(eval(op->operand(1), idx, w), d);
+      Value* mask = has_mask ? eval(op->operand(2), idx, w) : nullptr;
+      if (all_lanes_on(mask)) mask = nullptr;
+      if (vector_access) {
+        Value* p0 = first_lane_pointer(p, idx);
+        if (mask)
+          branch_on_all(mask, [&] { b_.CreateAlignedStore(v, p0, align); },
+                        [&] { b_.CreateMaskedStore(v, p0, align, mask); });
+        else
+          b_.CreateAlignedStore(v, p0, align);
+      } else {
+        b_.CreateMaskedScatter(v, ptrs, align, mask);
+      }
+    });
+    return std::vector<Value*>{};
   });
 }
 

@@ -72,11 +72,17 @@ void Codegen::write_buffer(Value* buf, const ir::Type& t, const Index& idx, int 
 Value* Codegen::materialize_into(const ir::Value* v, Value* buf) {
   if (!buf) buf = alloc_buffer(v->type);
   if (int wt = transposed_lanes(v)) {
-    materialize_transposed(v, buf, wt);
+    versioned_on_masks({}, {v}, v->type.numel() / (wt * wt), [&] {
+      materialize_transposed(v, buf, wt);
+      return std::vector<Value*>{};
+    });
     return buf;
   }
   int w = lanes_for(v->type.shape);
-  loop_nest(v->type.shape, w, [&](const Index& idx) { write_buffer(buf, v->type, idx, w, eval(v, idx, w)); });
+  versioned_on_masks({}, {v}, v->type.numel() / w, [&] {
+    loop_nest(v->type.shape, w, [&](const Index& idx) { write_buffer(buf, v->type, idx, w, eval(v, idx, w)); });
+    return std::vector<Value*>{};
+  });
   return buf;
 }
 
@@ -93,6 +99,7 @@ Value* Codegen::scalar(const ir::Value* v) {
 
 Value* Codegen::eval(const ir::Value* v, const Index& idx, int w) {
   if (v->type.is_scalar()) return splat(scalar(v), w);
+  if (!known_true_.empty() && known_true_.count(v)) return splat(b_.getTrue(), w);
   if (auto it = buffers_.find(v); it != buffers_.end()) return read_buffer(it->second, v->type, idx, w);
   return eval_op(v->def, idx, w);
 }
