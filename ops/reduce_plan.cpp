@@ -71,10 +71,12 @@ ReducePlan plan_reduce(int64_t O, int64_t R, int64_t I, const ReduceDevice& devi
   p.columns = I > 1;
   if (!p.columns) {
     // Rows: a program reduces block_k rows, walking r in blocks of block_r (vector loads).
-    p.block_r = std::clamp<int64_t>(pow4_ceil(R), 16, 1024);
-    // Rows longer than a block: the widest block for the dtype (R of 1024 or less keeps its block).
-    if (R > 1024) p.block_r = max_row_block(elem_bytes);
-    p.block_k = p.block_r >= 1024 ? 1 : std::clamp<int64_t>(kTile / p.block_r, 1, std::max<int64_t>(1, pow4_ceil(O)));
+    p.block_r = std::clamp<int64_t>(pow4_ceil(R), 16, device.row_block);
+    // Rows longer than 1024 on the GPU: the widest block for the dtype (R of 1024 or less keeps its block).
+    if (R > 1024 && device.row_block >= 1024) p.block_r = max_row_block(elem_bytes);
+    p.block_k = p.block_r >= device.row_block
+                    ? 1
+                    : std::clamp<int64_t>(device.row_tile / p.block_r, 1, std::max<int64_t>(1, pow4_ceil(O)));
     // Enough long rows to fill the device without a split: one a warp (see kLaneRows). At
     // [5312, 3136] bf16 (adaptive_avg_pool2d to 1x1 of [83, 64, 56, 56]) the [1, 2048] tiles gave
     // 5312 CTAs of 56 registers, each ending in a block reduction; [4, 256] tiles are 1328 CTAs of

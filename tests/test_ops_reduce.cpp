@@ -362,6 +362,15 @@ BOOST_AUTO_TEST_CASE(plan_fills_the_device) {
   BOOST_TEST(od::plan_reduce(2108, 3136, 1, h100, 2).block_k == 1);
   BOOST_TEST(od::plan_reduce(2108, 3136, 1, h100, 2).block_r == 2048);
   BOOST_TEST(od::plan_reduce(5312, 3136, 1, cpu2, 2).block_k == 1);
+  // CPU rows: a row a program along blocks of 64 (an accumulator LLVM keeps in registers), short
+  // rows several a program up to 256 elements.
+  BOOST_TEST(od::plan_reduce(1024, 1024, 1, cpu2).block_r == 64);
+  BOOST_TEST(od::plan_reduce(1024, 1024, 1, cpu2).block_k == 1);
+  BOOST_TEST(od::plan_reduce(5312, 3136, 1, cpu2, 2).block_r == 64);
+  BOOST_TEST(od::plan_reduce(1000, 16, 1, cpu2).block_r == 16);
+  BOOST_TEST(od::plan_reduce(1000, 16, 1, cpu2).block_k == 16);
+  BOOST_TEST(od::plan_reduce(1000, 40, 1, cpu2).block_r == 64);
+  BOOST_TEST(od::plan_reduce(1000, 40, 1, cpu2).block_k == 1);
   // Warps of a rows program (CUDA): 32 bytes a thread a trip. [1, 1024] of f32: 4; of bf16: 2
   // (it was 4, 8 bf16 a thread); the first launch of a full bf16 sum ([1, 2048]): 4; short rows
   // alone ([1, 16] f32): 1.
