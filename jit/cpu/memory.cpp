@@ -109,6 +109,12 @@ void Codegen::emit_store(const ir::Op* op) {
     return;
   }
   int w = lanes_for(p->type.shape);
+  // A value read down the columns (a transposed view) stored along rows: materialised first in
+  // transposed squares (transpose.cpp), then stored by vectors, instead of a gather a chunk.
+  const ir::Value* val = op->operand(1);
+  const size_t r = p->type.shape.size();
+  if (r >= 2 && !buffers_.count(val) && val->def && axis_.get(p).contiguity[r - 1] >= w && transposed_lanes(val))
+    buffers_[val] = materialize_into(val);
   std::vector<const ir::Value*> masks;
   if (has_mask) masks.push_back(op->operand(2));
   versioned_on_masks(masks, {p, op->operand(1)}, p->type.numel() / w, [&] {
