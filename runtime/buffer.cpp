@@ -9,6 +9,7 @@
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_streams.h"
+#include "runtime/host_block_cache.h"
 #include "runtime/pinned_host_cache.h"
 #include "runtime/memory_stats.h"
 
@@ -52,12 +53,12 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, Device device) {
   // aligned_alloc wants a multiple of the alignment; never zero, so data() is never null.
   size_t rounded = nbytes == 0 ? kHostAlignment : (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   if (rounded < nbytes) fail("Buffer::allocate: {} bytes is too large", nbytes);
-  void* data = std::aligned_alloc(kHostAlignment, rounded);
+  void* data = host_cache::allocate(rounded, kHostAlignment);  // a cached block of that size, or aligned_alloc
   if (!data) fail("Buffer::allocate: out of host memory allocating {} bytes", nbytes);
   if (env().poison_buffers) std::memset(data, 0xFF, rounded);
-  host_memory::note_allocated(rounded);  // memory_allocated(cpu) counts what aligned_alloc handed out
+  host_memory::note_allocated(rounded);  // memory_allocated(cpu) counts the blocks live buffers hold
   return std::shared_ptr<Buffer>(new Buffer(data, nbytes, device, [rounded](void* p) {
-    std::free(p);
+    host_cache::release(p, rounded);
     host_memory::note_freed(rounded);
   }));
 }

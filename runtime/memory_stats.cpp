@@ -6,6 +6,7 @@
 
 #include "runtime/cuda_allocator.h"
 #include "runtime/cuda_streams.h"
+#include "runtime/host_block_cache.h"
 
 namespace tritium::runtime {
 namespace {
@@ -25,10 +26,13 @@ cuda::AllocatorStats stats_of(Device device) {
   if (device.is_cuda()) return cuda::stats(device.index);
   HostCounters& h = host();
   cuda::AllocatorStats s;
-  s.allocated = s.reserved = h.allocated.load(std::memory_order_relaxed);
+  s.allocated = h.allocated.load(std::memory_order_relaxed);
+  s.cached = host_cache::cached_bytes();
+  s.reserved = s.allocated + s.cached;
   s.peak_allocated = h.peak.load(std::memory_order_relaxed);
   s.num_allocs = h.num_allocs.load(std::memory_order_relaxed);
-  s.num_driver_allocs = s.num_allocs;  // every host allocation is a system allocation
+  s.num_reuses = host_cache::reuses();
+  s.num_driver_allocs = s.num_allocs - s.num_reuses;
   s.num_driver_frees = h.num_frees.load(std::memory_order_relaxed);
   return s;
 }
@@ -73,7 +77,7 @@ void reset_peak_memory_stats(Device device) {
 std::string memory_summary(Device device) {
   const cuda::AllocatorStats s = stats_of(device);
   std::string out = fmt::format("memory summary of {} ({})\n", device.str(),
-                                device.is_cuda() ? "caching allocator" : "host allocator, no cache");
+                                device.is_cuda() ? "caching allocator" : "host allocator, caching blocks of 128 KiB or more");
   auto row = [&out](const char* what, const std::string& value) { out += fmt::format("  {:<28}{:>16}\n", what, value); };
   row("allocated (current)", human(s.allocated));
   row("allocated (peak)", human(s.peak_allocated));
@@ -86,6 +90,7 @@ std::string memory_summary(Device device) {
     row("driver allocations (cuMemAlloc)", fmt::format("{}", s.num_driver_allocs));
     row("driver frees (cuMemFree)", fmt::format("{}", s.num_driver_frees));
   } else {
+    row("  served from the cache", fmt::format("{}", s.num_reuses));
     row("frees", fmt::format("{}", s.num_driver_frees));
   }
   return out;

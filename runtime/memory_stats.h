@@ -2,7 +2,8 @@
 // tensors hold now and at most, and how many the allocator keeps from the system. On cuda:N the
 // caching allocator's counters (runtime/cuda_allocator.h: block sizes, so a request is counted at
 // its size class); on the CPU the host allocator's (runtime/buffer.cpp: every live host buffer at
-// its 64-byte rounded size; host memory is not cached, so reserved equals allocated). Thread-safe.
+// its 64-byte rounded size; reserved adds the freed blocks of 128 KiB or more that
+// runtime/host_block_cache.h keeps for reuse). Thread-safe.
 //
 //   tritium::reset_peak_memory_stats(Device::cuda());
 //   train_step();
