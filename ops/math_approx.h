@@ -95,15 +95,16 @@ inline tl::tensor exp(const tl::tensor& x, int shift = 0) {
 inline tl::tensor isinf(const tl::tensor& x) { return tl::abs(x) == kInf; }
 
 
-// Round half to even. x - floor(x) is exact, so ties are detected exactly; large values (already
-// integers), infinities and NaN pass through; the sign of x is kept (round(-0.3) is -0.0).
+// Round half to even: for |x| below 2^23 (2^52 in f64), |x| + 2^23 has no fraction bits left, so
+// the addition itself rounds |x| to an integer, to nearest even as IEEE arithmetic does, and
+// subtracting 2^23 again is exact. Larger values are integers already; infinities pass through,
+// NaN fails the compare and stays NaN; the sign of x is put back (round(-0.3) is -0.0). Four
+// operations where floor-based tie detection took a dozen (the CPU's round ran at 0.36 x PyTorch).
 inline tl::tensor round_half_even(const tl::tensor& x) {
-  tl::tensor f = tl::floor(x);
-  tl::tensor d = x - f;
-  tl::tensor odd = (f - 2.0 * tl::floor(f * 0.5)) == 1.0;
-  tl::tensor up = (d > 0.5) || ((d == 0.5) && odd);
-  tl::tensor r = tl::where(up, f + 1.0, f);
-  return tl::where(isnan(x), x, copysign(r, x));
+  const double big = wide(x) ? 4503599627370496.0 : 8388608.0;  // 2^52, 2^23
+  tl::tensor a = tl::abs(x);
+  tl::tensor r = tl::where(a < big, (a + big) - big, a);
+  return copysign(r, x);
 }
 
 // atan on [0, 1] (NaN passes): above tan(pi/8) the argument becomes (a - 1) / (a + 1) and pi/4

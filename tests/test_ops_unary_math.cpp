@@ -126,8 +126,12 @@ BOOST_AUTO_TEST_CASE(rounding_ops_exact) {
   tt::for_each_backend([&](const tt::Backend&) {
     for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
       ew::Input in = ew::make_input(d, 999, 31, -20, 20);
-      // Exact halves and values near them.
-      auto halves = Tensor::from_vector<double>({0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, -0.3, 0.49999997, 8388607.5}, {10});
+      // Exact halves and values near them; values at and past 2^23 (f32's last fractional bit: round
+      // adds 2^23) and 2^52 (f64's), infinities, -0.
+      auto halves = Tensor::from_vector<double>({0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, -0.3, 0.49999997, 8388607.5,
+                                                 8388608.0, -8388609.0, 16777215.0, 1e10, 4503599627370495.5,
+                                                 -4503599627370497.0, 1e300, -1e300, -0.0},
+                                                {19});
       ew::Input h{ops::to_dtype(halves, d), ou::values(ops::to_dtype(halves, d))};
       for (const ew::Input* x : {&in, &h}) {
         auto map = [&](double (*f)(double)) {
