@@ -258,7 +258,8 @@ Kernel& strided_kernel() {
          tl::i64 sa0, tl::i64 sa1, tl::i64 sa2, tl::i64 sa3, tl::i64 sa4, tl::i64 sa5, tl::i64 sac,
          tl::i64 sb0, tl::i64 sb1, tl::i64 sb2, tl::i64 sb3, tl::i64 sb4, tl::i64 sb5, tl::i64 sbc,
          tl::i64 sc0, tl::i64 sc1, tl::i64 sc2, tl::i64 sc3, tl::i64 sc4, tl::i64 sc5, tl::i64 scc,  //
-         int OP, int NIN, bool SCALAR, int CDT, int PARAM, int EXTRA, int RANK, int BR, int BC, bool IDX32) {
+         int OP, int NIN, bool SCALAR, int CDT, int PARAM, int EXTRA, int RANK, int BR, int BC, bool IDX32,
+         int COL0) {
         const Ew op = static_cast<Ew>(OP);
         const DType cdt = static_cast<DType>(CDT);
         const std::array<tl::tensor, 6> d{d0, d1, d2, d3, d4, d5};
@@ -289,8 +290,10 @@ Kernel& strided_kernel() {
           for (int j = 0; j < 4; ++j)
             if (used[j]) roff[j] = roff[j] ? *roff[j] + idx * s[j][k] : idx * s[j][k];
         }
+        // COL0 bit j: operand j is broadcast along the columns (stride 0), known here so that its
+        // loads are one element a row - a run-time stride of 0 left a gather a chunk on the CPU.
         auto ptr = [&](int j) {
-          tl::tensor off = (col * s[j][6])(tl::None, tl::_);
+          tl::tensor off = ((COL0 >> j) & 1 ? col * int64_t{0} : col * s[j][6])(tl::None, tl::_);
           if (roff[j]) off = (*roff[j])(tl::_, tl::None) + off;
           return base[j] + off;
         };
@@ -417,16 +420,19 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
   }
   const int64_t tile = detail::default_block(n);
   int64_t bc = cols >= tile ? tile : std::max<int64_t>(16, pow4_ceil(cols));
-  // On the CPU, an operand read down the columns (a transposed view: stride 1 along the rows, not
-  // along the columns) takes tiles 16 columns wide, which its generator reads in transposed
+  // On the CPU, an operand read down the columns (a transposed view: stride 1 along the rows, and
+  // neither 1 nor 0 - a broadcast - along the columns) takes tiles 16 columns wide, which its generator reads in transposed
   // squares of 16 vectors (docs/cpu-backend.md) instead of a gather a chunk. One thread, the
   // contiguous copy of a [1024, 1024] transpose: f32 3.59 ms with [1, 4096] tiles, 0.97 with
   // [256, 16], 1.85 with [128, 32], 3.17 with [64, 64]; bf16 2.54 / 0.43 / 0.96 / 2.21.
   bool transposing = false;
-  for (int j = 1; j < 4 && rank >= 2; ++j) transposing |= ops[j] && s[j][6] != 1 && s[j][rank - 2] == 1;
+  for (int j = 1; j < 4 && rank >= 2; ++j)
+    transposing |= ops[j] && s[j][6] != 1 && s[j][6] != 0 && s[j][rank - 2] == 1;
   if (transposing && t[0]->device().is_cpu() && cols > 16) bc = 16;
   const int64_t br = std::max<int64_t>(1, std::min(tile / bc, pow4_ceil(rows)));
   const int64_t grid = cdiv(rows, br) * cdiv(cols, bc);
+  int col0 = 0;
+  for (int j = 1; j < 4; ++j) col0 |= (ops[j] && s[j][6] == 0) << j;
   strided_kernel()[{grid}](*t[0], *t[1], *t[2], *t[3], sf, si, ef[0], ef[1], ef[2], ei[0], ei[1], ei[2], rows, cols,
                            d[0], d[1], d[2], d[3], d[4], d[5],                 //
                            s[0][0], s[0][1], s[0][2], s[0][3], s[0][4], s[0][5], s[0][6],
@@ -434,7 +440,7 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
                            s[2][0], s[2][1], s[2][2], s[2][3], s[2][4], s[2][5], s[2][6],
                            s[3][0], s[3][1], s[3][2], s[3][3], s[3][4], s[3][5], s[3][6],  //
                            OP, nin, SCALAR, CDT, call.param, EXTRA, rank, static_cast<int>(br),
-                           static_cast<int>(bc), rows + br <= std::numeric_limits<int32_t>::max());
+                           static_cast<int>(bc), rows + br <= std::numeric_limits<int32_t>::max(), col0);
 }
 
 }  // namespace

@@ -146,4 +146,37 @@ BOOST_AUTO_TEST_CASE(two_dimensional_tiles_and_a_reduction) {
   });
 }
 
+// A [rows, 1] operand stretched over the columns is read once a chunk (every lane's address is the
+// same), but its mask may still vary along the lanes: lanes off take `other`, and the element is
+// read when any lane is on, lane 0 or not.
+BOOST_AUTO_TEST_CASE(a_broadcast_operand_under_a_varying_mask) {
+  auto k = tritium::kernel("mask_bcast", [](tl::ptr<float> u, tl::ptr<float> y, tl::ptr<float> z, tl::i32 R, tl::i32 C,
+                                            int BR, int BC) {
+    auto r = tl::program_id(0) * BR + tl::arange(0, BR);
+    auto c = tl::arange(0, BC);
+    auto in = (r < R)(tl::_, tl::None) & (c < C)(tl::None, tl::_);
+    // Constant along the columns; every other row (not contiguous down the rows either).
+    auto ptrs = u + (r(tl::_, tl::None) * 2 + c(tl::None, tl::_) * 0);
+    auto off = r(tl::_, tl::None) * C + c(tl::None, tl::_);
+    tl::store(y + off, tl::load(ptrs, in & (c < 5)(tl::None, tl::_), -5.0f), in);  // lane 0 on
+    tl::store(z + off, tl::load(ptrs, in & (c >= 3)(tl::None, tl::_), -7.0f), in);  // lane 0 off
+  });
+  const int R = 70, C = 40, BR = 16, BC = 64;
+  std::vector<float> us(2 * R);
+  for (int i = 0; i < 2 * R; ++i) us[i] = 0.5f * static_cast<float>(i) - 3.0f;
+  tt::for_each_backend([&](const tt::Backend& be) {
+    auto du = be.upload<float>(us);
+    auto dy = be.alloc_poisoned<float>(R * C), dz = be.alloc_poisoned<float>(R * C);
+    k[{tritium::cdiv(R, BR)}](du.ptr(), dy.ptr(), dz.ptr(), R, C, BR, BC, be.options());
+    auto y = dy.download(), z = dz.download();
+    int bad = 0;
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) {
+        bad += y[i * C + j] != (j < 5 ? us[2 * i] : -5.0f);
+        bad += z[i * C + j] != (j >= 3 ? us[2 * i] : -7.0f);
+      }
+    BOOST_TEST(bad == 0, be.name << ": " << bad << " wrong elements");
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -247,6 +247,11 @@ class Codegen {
   // Every lane of this chunk is the same element (no dim moves with the lane).
   static bool uniform(const Index& idx);
 
+  // Every lane of this chunk reads the same element of `ptr`: no dim moves with the lane, or the
+  // pointer is constant along the lanes' dim (axis info: a block broadcast along it, a stride of
+  // 0), e.g. a [rows, 1] operand of an element-wise op stretched over the columns.
+  bool same_element(const ir::Value* ptr, const Index& idx, int w);
+
   // The address of the chunk's first lane, evaluated on one lane (scalar arithmetic) rather than
   // extracted from a vector of w addresses (i64 vector adds and widenings LLVM kept: ~6
   // instructions a chunk).

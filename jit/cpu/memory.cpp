@@ -23,6 +23,21 @@ Value* Codegen::first_lane_pointer(const ir::Value* ptr, const Index& idx) {
   return b_.CreateExtractElement(eval(ptr, idx, 1), uint64_t(0));
 }
 
+bool Codegen::same_element(const ir::Value* ptr, const Index& idx, int w) {
+  if (w <= 1) return false;
+  if (uniform(idx)) return true;
+  // The lanes move along one dim (stride 1, the chunk aligned to w) over which the pointer's
+  // axis info says groups of at least w aligned elements are equal: a broadcast operand.
+  int lane_dim = -1;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (idx[d].vec) return false;
+    if (idx[d].stride == 0) continue;
+    if (lane_dim >= 0 || idx[d].stride != 1 || idx[d].align % w != 0) return false;
+    lane_dim = static_cast<int>(d);
+  }
+  return lane_dim >= 0 && axis_.get(ptr).constancy[lane_dim] >= w;
+}
+
 bool Codegen::uniform(const Index& idx) {
   for (const VIdx& x : idx)
     if (x.vec || x.stride != 0) return false;
@@ -34,7 +49,7 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
   DType d = p->type.pointee;
   llvm::Type* mt = mem_type(d);
   bool has_mask = op->operands.size() > 1, has_other = op->operands.size() > 2;
-  const bool vector_access = contiguous(p, idx, w), one_element = !vector_access && uniform(idx) && w > 1;
+  const bool vector_access = contiguous(p, idx, w), one_element = !vector_access && same_element(p, idx, w);
   Value* ptrs = vector_access || one_element ? nullptr : eval(p, idx, w);
   Value* mask = has_mask ? eval(op->operand(1), idx, w) : nullptr;
   if (all_lanes_on(mask)) mask = nullptr;
@@ -71,7 +86,9 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
     }
   } else if (one_element) {
     // Every lane reads one element (a load broadcast along the chunk: a bias, a row's mean):
-    // one scalar load, splat. A gather of w equal addresses is w scalar loads on AVX2.
+    // one scalar load, splat. A gather of w equal addresses is w scalar loads on AVX2. The mask
+    // may still vary along the lanes (a [rows, 1] operand under a [rows, cols] mask): the element
+    // is read when any lane is on (its address is every lane's), and lanes off take `other`.
     llvm::BasicBlock* before = b_.GetInsertBlock();
     Value* p0 = first_lane_pointer(p, idx);
     Value* o0 = b_.CreateExtractElement(other, uint64_t(0));
@@ -79,7 +96,7 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
     if (mask) {
       auto* then_bb = llvm::BasicBlock::Create(ctx_, "load.one", fn_);
       auto* cont = llvm::BasicBlock::Create(ctx_, "loaded.one", fn_);
-      b_.CreateCondBr(b_.CreateExtractElement(mask, uint64_t(0)), then_bb, cont);
+      b_.CreateCondBr(b_.CreateOrReduce(mask), then_bb, cont);
       b_.SetInsertPoint(then_bb);
       Value* loaded = b_.CreateAlignedLoad(mt, p0, align);
       b_.CreateBr(cont);
@@ -92,6 +109,7 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
       s = b_.CreateAlignedLoad(mt, p0, align);
     }
     v = splat(s, w);
+    if (mask) v = b_.CreateSelect(mask, v, other);
   } else {
     v = b_.CreateMaskedGather(vec_of(mt, w), ptrs, align, mask, other);
   }
