@@ -241,6 +241,10 @@ class Codegen {
 
   // ---- memory (memory.cpp) ----------------------------------------------------------------------
 
+  // The one dim the chunk's lanes move along (stride 1, its base aligned to w); -1 when none moves
+  // (every lane the same index), -2 when the index is not of that form.
+  static int lane_dim(const Index& idx, int w);
+
   // Lanes of this chunk are consecutive elements of `ptr` (so one vector access can move them).
   bool contiguous(const ir::Value* ptr, const Index& idx, int w);
 

@@ -4,19 +4,22 @@
 
 namespace tritium::jit::cpu::detail {
 
+int Codegen::lane_dim(const Index& idx, int w) {
+  int dim = -1;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (idx[d].vec) return -2;
+    if (idx[d].stride == 0) continue;
+    if (dim >= 0 || idx[d].stride != 1 || idx[d].align % w != 0) return -2;
+    dim = static_cast<int>(d);
+  }
+  return dim;
+}
+
 bool Codegen::contiguous(const ir::Value* ptr, const Index& idx, int w) {
   if (w == 1) return true;
   // The lanes move along one dim (the last one, or another in a transposed materialisation).
-  int lane_dim = -1;
-  for (size_t d = 0; d < idx.size(); ++d) {
-    if (idx[d].vec) return false;
-    if (idx[d].stride == 0) continue;
-    if (lane_dim >= 0 || idx[d].stride != 1 || idx[d].align % w != 0) return false;
-    lane_dim = static_cast<int>(d);
-  }
-  if (lane_dim < 0) return false;
-  const AxisInfo& info = axis_.get(ptr);
-  return info.contiguity[lane_dim] >= w;
+  const int d = lane_dim(idx, w);
+  return d >= 0 && axis_.get(ptr).contiguity[d] >= w;
 }
 
 Value* Codegen::first_lane_pointer(const ir::Value* ptr, const Index& idx) {
@@ -26,16 +29,10 @@ Value* Codegen::first_lane_pointer(const ir::Value* ptr, const Index& idx) {
 bool Codegen::same_element(const ir::Value* ptr, const Index& idx, int w) {
   if (w <= 1) return false;
   if (uniform(idx)) return true;
-  // The lanes move along one dim (stride 1, the chunk aligned to w) over which the pointer's
-  // axis info says groups of at least w aligned elements are equal: a broadcast operand.
-  int lane_dim = -1;
-  for (size_t d = 0; d < idx.size(); ++d) {
-    if (idx[d].vec) return false;
-    if (idx[d].stride == 0) continue;
-    if (lane_dim >= 0 || idx[d].stride != 1 || idx[d].align % w != 0) return false;
-    lane_dim = static_cast<int>(d);
-  }
-  return lane_dim >= 0 && axis_.get(ptr).constancy[lane_dim] >= w;
+  // The lanes move along one dim over which the pointer's axis info says groups of at least w
+  // aligned elements are equal: a broadcast operand.
+  const int d = lane_dim(idx, w);
+  return d >= 0 && axis_.get(ptr).constancy[d] >= w;
 }
 
 bool Codegen::uniform(const Index& idx) {
