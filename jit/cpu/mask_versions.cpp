@@ -75,6 +75,14 @@ std::optional<Codegen::IntRange> Codegen::int_range(const ir::Value* v, std::vec
     case OpKind::Mul: {
       auto x = operand(0), y = operand(1);
       if (!x || !y) return std::nullopt;
+      // Factors within [-2^63, 2^63): products below 2^126 in magnitude, exact in i128 (two u64
+      // factors near 2^64 would wrap it).
+      const llvm::APInt lim = llvm::APInt::getOneBitSet(128, 63);
+      Value* l = llvm::ConstantInt::get(b_.getInt128Ty(), lim), *nl = llvm::ConstantInt::get(b_.getInt128Ty(), -lim);
+      for (const IntRange* f : {&*x, &*y}) {
+        valid.push_back(b_.CreateICmpSGE(f->lo, nl));
+        valid.push_back(b_.CreateICmpSLT(f->hi, l));
+      }
       Value* p[4] = {b_.CreateMul(x->lo, y->lo), b_.CreateMul(x->lo, y->hi), b_.CreateMul(x->hi, y->lo),
                      b_.CreateMul(x->hi, y->hi)};
       return checked({smin(smin(p[0], p[1]), smin(p[2], p[3])), smax(smax(p[0], p[1]), smax(p[2], p[3]))});
