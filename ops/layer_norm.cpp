@@ -30,6 +30,10 @@ using P = tl::ptr<tl::any>;
 using detail::shape_str;
 
 constexpr int64_t kBlock = 1024;  // row chunk per step
+// On the CPU: the sums are [BLOCK] blocks carried through the row's loop, which the CPU generator
+// keeps in a stack buffer (loaded and stored every step) unless they fit a few vector registers,
+// as the reductions' CPU tiles (ops/reduce_plan.h).
+constexpr int64_t kCpuBlock = 64;
 
 Kernel& forward_kernel() {
   static Kernel k = tritium::kernel(
@@ -163,7 +167,9 @@ Shape contiguous_strides(const Shape& shape) {
   return st;
 }
 
-int64_t block_for(int64_t N) { return std::clamp<int64_t>(next_power_of_2(N), 16, kBlock); }
+int64_t block_for(int64_t N, const Device& device) {
+  return std::clamp<int64_t>(next_power_of_2(N), 16, device.is_cpu() ? kCpuBlock : kBlock);
+}
 
 // [M, N] around the normalised trailing dims; checks shapes.
 std::pair<int64_t, int64_t> rows_cols(const char* op, const Tensor& x, const Shape& normalized) {
@@ -205,7 +211,7 @@ LayerNormResult layer_norm(const Tensor& x_in, const Shape& normalized_shape, co
   Tensor w = weight.defined() ? contiguous(to_dtype(weight, x.dtype())) : x;
   Tensor b = bias.defined() ? contiguous(to_dtype(bias, x.dtype())) : weight.defined() ? zeros(normalized_shape, x.dtype(), x.device()) : x;
   forward_kernel()[{M}](x, w, b, r.y, r.mean, r.rstd, N, eps, static_cast<int>(acc), weight.defined(),
-                        static_cast<int>(block_for(N)));
+                        static_cast<int>(block_for(N, x.device())));
   return r;
 }
 
@@ -235,7 +241,7 @@ LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x_in, const
   Tensor w = weight.defined() ? contiguous(to_dtype(weight, x.dtype())) : x;
   Tensor m = contiguous(to_dtype(mean, acc)), s = contiguous(to_dtype(rstd, acc));
   backward_dx_kernel()[{M}](g, x, w, m, s, r.dx, N, static_cast<int>(acc), weight.defined(),
-                            static_cast<int>(block_for(N)));
+                            static_cast<int>(block_for(N, x.device())));
   if (weight.defined()) {
     // A column reduction of [M, N] over the rows: the reduction plan's column tiles, and the rows
     // cut into chunks when there are fewer column blocks than the device has room for (N = 1024
