@@ -421,8 +421,9 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
   const int64_t tile = detail::default_block(n);
   int64_t bc = cols >= tile ? tile : std::max<int64_t>(16, pow4_ceil(cols));
   // On the CPU, an operand read down the columns (a transposed view: stride 1 along the rows, and
-  // neither 1 nor 0 - a broadcast - along the columns) takes tiles 16 columns wide, which its generator reads in transposed
-  // squares of 16 vectors (docs/cpu-backend.md) instead of a gather a chunk. One thread, the
+  // neither 1 nor 0 - a broadcast - along the columns) takes tiles 16 columns wide, which its
+  // generator reads in transposed squares of 16 vectors (docs/cpu-backend.md) instead of a gather
+  // a chunk. One thread, the
   // contiguous copy of a [1024, 1024] transpose: f32 3.59 ms with [1, 4096] tiles, 0.97 with
   // [256, 16], 1.85 with [128, 32], 3.17 with [64, 64]; bf16 2.54 / 0.43 / 0.96 / 2.21.
   bool transposing = false;

@@ -86,24 +86,23 @@ void Codegen::emit_reduce(const ir::Op* op) {
       for (VIdx& x : out_idx) x.stride = 0;
       auto chunk_at = [&](Value* k) { return eval_inputs(with_axis(out_idx, {k, 1, nullptr, wk}), wk); };
       std::vector<Value*> carried;  // accumulator j's n values at [j * n, (j + 1) * n)
+      auto part = [&](const std::vector<Value*>& all, int j) {
+        return std::vector<Value*>(all.begin() + j * n, all.begin() + (j + 1) * n);
+      };
       for (int j = 0; j < u; ++j)
         for (Value* v : chunk_at(i32(j * wk))) carried.push_back(v);
       if (chunks > u)
         carried = emit_loop(i32(u * wk), i32(s[axis]), i32(u * wk), carried, [&](Value* k, std::vector<Value*> cur) {
           std::vector<Value*> next;
-          for (int j = 0; j < u; ++j) {
-            std::vector<Value*> mine(cur.begin() + j * n, cur.begin() + (j + 1) * n);
-            for (Value* v : combine(region, mine, chunk_at(j == 0 ? k : b_.CreateAdd(k, i32(j * wk))))) next.push_back(v);
-          }
+          for (int j = 0; j < u; ++j)
+            for (Value* v : combine(region, part(cur, j), chunk_at(j == 0 ? k : b_.CreateAdd(k, i32(j * wk)))))
+              next.push_back(v);
           return next;
         });
       for (int half = u / 2; half >= 1; half /= 2) {
         std::vector<Value*> merged;
-        for (int j = 0; j < half; ++j) {
-          std::vector<Value*> lo(carried.begin() + j * n, carried.begin() + (j + 1) * n);
-          std::vector<Value*> hi(carried.begin() + (j + half) * n, carried.begin() + (j + half + 1) * n);
-          for (Value* v : combine(region, lo, hi)) merged.push_back(v);
-        }
+        for (int j = 0; j < half; ++j)
+          for (Value* v : combine(region, part(carried, j), part(carried, j + half))) merged.push_back(v);
         carried = merged;
       }
       std::vector<Value*> acc = carried;
