@@ -60,6 +60,9 @@ range::range(operand end, std::source_location loc) : range(operand(0, loc), end
 range::range(operand start, operand end, operand step, std::source_location loc)
     : start_(start), end_(end), step_(step), loc_(SourceLoc::from(loc)) {}
 
+range::range(operand start, operand end, operand step, RangeOptions options, std::source_location loc)
+    : start_(start), end_(end), step_(step), options_(options), loc_(SourceLoc::from(loc)) {}
+
 range::iterator range::begin() {
   if (trace_) fail(loc_, "tl::range: a range can be iterated only once");
   ir::Builder& b = dsl::builder("range", loc_);
@@ -90,6 +93,7 @@ range::iterator range::begin() {
   LoopTrace& tr = *trace_;
   tr.outer_block = b.block();
   tr.loop = b.create(OpKind::For, {lb, ub, st}, {});
+  tr.loop->attrs.flag = options_.flatten;
   ir::Function& f = b.function();
   tr.body = f.new_block(tr.loop);
   tr.loop->regions.push_back(tr.body);

@@ -23,10 +23,20 @@ namespace tritium::tl {
 
 struct LoopTrace;  // defined in control_flow.cpp
 
+// Hints of a tl::range, as Triton's tl.range keywords.
+struct RangeOptions {
+  // Fuse this loop with the one tl::range its body runs into a single loop, so that software
+  // pipelining runs across this loop's trips (Triton's flatten=True; jit/passes/fuse_nested_loops.h
+  // says when a nest qualifies - one that does not runs as written).
+  bool flatten = false;
+};
+
 class range {
  public:
   explicit range(operand end, std::source_location loc = std::source_location::current());
   range(operand start, operand end, operand step = operand(1), std::source_location loc = std::source_location::current());
+  range(operand start, operand end, operand step, RangeOptions options,
+        std::source_location loc = std::source_location::current());
   range(const range&) = delete;
   range& operator=(const range&) = delete;
   ~range() noexcept(false);
@@ -49,6 +59,7 @@ class range {
  private:
   void finish();
   operand start_, end_, step_;
+  RangeOptions options_;
   SourceLoc loc_;
   std::unique_ptr<LoopTrace> trace_;
   int uncaught_at_begin_ = 0;

@@ -49,7 +49,9 @@ enum class OpKind : uint8_t {
   Reduce,       // operands: N blocks; region(0): combine(lhs_0..lhs_N-1, rhs_0..rhs_N-1) -> yield N
                 // attr: axis, flags = keep_dims
   Scan,         // operands: N blocks; region(0): combine; attr: axis, flags = reverse
-  Dot,          // (a [M,K], b [K,N], acc [M,N]) -> [M,N]; attr: str = input_precision (fp32 operands)
+  Dot,          // (a [M,K], b [K,N], acc [M,N] [, use_acc i1]) -> [M,N]; attr: str = input_precision (fp32
+                // operands). use_acc false: acc is read as zero (wgmma's scale-d; only the CUDA backend's
+                // pipeline adds it: jit/passes/accumulator_init.h)
   // Data movement within a block (Triton's tt.histogram, tt.gather, tt.join, tt.split).
   Histogram,    // (x [N] int [, mask [N] i1]) -> [num_bins] i32: counts of x == b for b in [0, num_bins);
                 // values outside the range and masked-off elements are not counted
@@ -58,7 +60,8 @@ enum class OpKind : uint8_t {
   Join,         // (a, b) of one type -> [..., 2]: a at [..., 0], b at [..., 1]
   Split,        // (x [..., 2]) -> two results [...]: x[..., 0], x[..., 1]
   // Control flow.
-  For,          // (lb, ub, step, init_0..init_n); region(0) args: (iv, carried_0..n) -> yield n
+  For,          // (lb, ub, step, init_0..init_n); region(0) args: (iv, carried_0..n) -> yield n;
+                // attr: flag = flatten (tl::RangeOptions; jit/passes/fuse_nested_loops.h)
   If,           // (cond); region(0) then, region(1) else; each yields the results
   While,        // (init_0..n); region(0) before(carried_0..n) -> yield (i1 cond);
                 // region(1) body(carried_0..n) -> yield n; runs body while cond; results: the last carried

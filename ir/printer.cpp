@@ -99,6 +99,10 @@ std::string attrs_str(const Op& op) {
       parts.push_back(fmt::format("msg={}", quote(a.str)));
       str_done = true;
       break;
+    case OpKind::For:
+      if (a.flag) parts.push_back("flatten");
+      flag_done = true;
+      break;
     case OpKind::Dot:
       if (!a.str.empty()) parts.push_back(fmt::format("input_precision={}", a.str));
       str_done = true;

@@ -367,8 +367,10 @@ void verify_while(const Op& op) {
 void verify_misc(const Op& op) {
   switch (op.kind) {
     case OpKind::Dot: {
-      expect_counts(op, 3, 3, 1);
+      expect_counts(op, 3, 4, 1);
       const Type &a = op.operand(0)->type, &b = op.operand(1)->type, &acc = op.operand(2)->type;
+      if (op.operands.size() == 4)
+        expect(op.operand(3)->type == Type::scalar(DType::i1), op, "use_acc must be a scalar i1, got " + type_of(op.operand(3)));
       std::string types = fmt::format("{} x {} + {} -> {}", a.str(), b.str(), acc.str(), op.result()->type.str());
       bool ok = a.rank() == 2 && b.rank() == 2 && acc.rank() == 2 && a.shape[1] == b.shape[0] &&
                 acc.shape[0] == a.shape[0] && acc.shape[1] == b.shape[1];

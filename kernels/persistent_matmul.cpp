@@ -1,7 +1,8 @@
 // persistent_matmul: the persistent kernel of Triton's tutorial 09, "Persistent Matmul"
 // (triton-lang/triton python/tutorials/09-persistent-matmul.py, read at commit 02936a198800: the
 // non-TMA matmul_kernel_persistent with its helper _compute_pid, matmul_get_configs and the wrapper
-// matmul_persistent; the tile loop is tl.range(start_pid, num_tiles, NUM_SMS, flatten=True)). The
+// matmul_persistent; the tile loop is tl.range(start_pid, num_tiles, NUM_SMS, flatten=True), here
+// tl::range(..., {.flatten = true}): jit/passes/fuse_nested_loops.h). The
 // TMA and descriptor kernels of the same tutorial are not ported.
 //
 // NUM_SMS programs (fewer when there are fewer tiles) each walk the output tiles start_pid,
@@ -10,8 +11,6 @@
 // the loads (tl.where) and masked at the store; K is masked.
 //
 // Deviations, each for a reason:
-//  - tl.range's flatten=True (a hint to flatten the two loops for Blackwell's pipeliner) has no
-//    Tritium spelling; the loop is a plain tl::range, the schedule and results are the same.
 //  - @triton.jit(launch_metadata=_matmul_launch_metadata) is not ported: it only names the launch
 //    and counts its flops and bytes for the proton profiler, which Tritium does not have.
 //  - NUM_SMS: the device's multiprocessor count on CUDA, as the original; on the CPU a fixed 8

@@ -51,7 +51,7 @@ inline auto matmul_kernel_persistent = tritium::kernel(
       auto offs_k_for_mask = tl::arange(0, BLOCK_SIZE_K);
       auto num_pid_in_group = GROUP_SIZE_M * num_pid_n;
 
-      for (auto tile_id : tl::range(start_pid, num_tiles, NUM_SMS)) {  // flatten=True: see the header
+      for (auto tile_id : tl::range(start_pid, num_tiles, NUM_SMS, {.flatten = true})) {
         tl::tensor pid_m, pid_n;
         std::tie(pid_m, pid_n) = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS);
         auto start_m = pid_m * BLOCK_SIZE_M;

@@ -565,7 +565,7 @@ class Assigner {
       }
       for (auto& [l, uses] : list) {
         if (l == h) continue;
-        ir::Value* c = insert_convert(v, l);
+        ir::Value* c = insert_convert(v, l, uses);
         for (const Use& u : uses) f_.set_operand(u.op, u.idx, c);
       }
       return;
@@ -590,7 +590,7 @@ class Assigner {
       requirements(x->def);
     }
     for (auto& [l, uses] : shared) {
-      ir::Value* c = insert_convert(v, l);
+      ir::Value* c = insert_convert(v, l, uses);
       for (const Use& u : uses) f_.set_operand(u.op, u.idx, c);
     }
   }
@@ -603,11 +603,39 @@ class Assigner {
     block->ops.insert(pos, op);
   }
 
-  ir::Value* insert_convert(ir::Value* v, const Layout& l) {
+  // Where a conversion of `v` for `uses` goes: into the branch that holds every one of them, if
+  // there is one (a fused loop nest's epilogue converts its tile there, not every trip), else
+  // right after `v`. Never into a loop body, where it would run every trip.
+  static ir::Block* convert_block(const ir::Value* v, const std::vector<Use>& uses) {
+    ir::Block* home = v->def ? v->def->parent : v->owner;
+    auto chain = [](ir::Block* b) {
+      std::vector<ir::Block*> c;
+      for (; b; b = b->parent ? b->parent->parent : nullptr) c.push_back(b);
+      std::reverse(c.begin(), c.end());
+      return c;
+    };
+    if (uses.empty()) return home;
+    std::vector<ir::Block*> common = chain(uses[0].op->parent);
+    for (const Use& u : uses) {
+      std::vector<ir::Block*> c = chain(u.op->parent);
+      size_t n = 0;
+      while (n < common.size() && n < c.size() && common[n] == c[n]) ++n;
+      common.resize(n);
+    }
+    if (common.empty()) return home;
+    for (ir::Block* b = common.back(); b != home; b = b->parent->parent)
+      if (!b->parent || b->parent->kind != OpKind::If || !b->parent->parent) return home;
+    return common.back();
+  }
+
+  ir::Value* insert_convert(ir::Value* v, const Layout& l, const std::vector<Use>& uses = {}) {
     ir::Op* op = f_.new_op(OpKind::ConvertLayout, v->def ? v->def->loc : SourceLoc{});
     f_.set_operands(op, {v});
     ir::Value* r = f_.add_result(op, v->type);
-    if (v->def) insert_after(v->def->parent, v->def, op);
+    ir::Block* home = v->def ? v->def->parent : v->owner;
+    ir::Block* into = convert_block(v, uses);
+    if (into != home) insert_after(into, nullptr, op);
+    else if (v->def) insert_after(v->def->parent, v->def, op);
     else insert_after(v->owner, nullptr, op);
     home_[r] = l;
     return r;

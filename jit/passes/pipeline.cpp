@@ -11,6 +11,7 @@
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/fold_constants.h"
+#include "jit/passes/fuse_nested_loops.h"
 #include "jit/passes/reassociate_addptr.h"
 
 namespace tritium::jit {
@@ -45,6 +46,8 @@ void run_passes(ir::Function& f, const std::string& dump_dir) {
   Dumper dump(f, dump_dir);
   ir::verify(f);
   dump("input");
+  // Once, first: the rounds below simplify the fused loop's index arithmetic with the rest.
+  if (fuse_nested_loops(f)) dump("fuse_nested_loops");
   // Each round can only shrink or simplify the IR; the bound guards against a pass pair that
   // keeps undoing each other.
   constexpr int kMaxRounds = 8;

@@ -18,6 +18,8 @@
 // cp.async branch of the prefill, so a TMA-filled program spends nothing on them.
 #include "jit/cuda/lowering/lowering.h"
 
+#include <functional>
+
 #include "jit/cuda/cache_hints.h"
 
 namespace tritium::jit::cuda::lowering {
@@ -93,6 +95,16 @@ std::string Lowering::ahead_value(const ir::Value* v, int r, const std::string& 
   const ir::Block* body = loop->regions[0];
   const std::string key = fmt::format("{}|{}|{}", static_cast<const void*>(v), r, ahead);
   if (auto it = ahead_memo_.find(key); it != ahead_memo_.end()) return it->second;
+  if (qcache_ && v->def && qcache_->values.count(v) && ir::is_elementwise(v->def->kind) && !v->type.is_ptr() &&
+      dtype_bits(v->type.dtype) <= 32) {
+    const std::pair<const ir::Value*, int> at{v, v->type.is_scalar() ? 0 : r};
+    auto it = qcache_->names.find(at);
+    if (it != qcache_->names.end()) return it->second;
+    const std::string name = fresh("qc");
+    qcache_->names[at] = name;
+    qcache_->entries.push_back({v, at.second, name, ctype(v->type.element())});
+    return name;
+  }
   auto at = [&](const ir::Value* x, int reg) -> std::string {
     if (x->type.is_scalar()) return scalar(x);
     return val(x).at(reg);
@@ -141,12 +153,50 @@ std::string Lowering::ahead_value(const ir::Value* v, int r, const std::string& 
         for (const ir::Value* o : op->operands) xs.push_back(ahead_value(o, o->type.is_scalar() ? 0 : r, ahead, loop));
         out = tmp(ctype(v->type.element()), op->kind == OpKind::AddPtr && wide_address(op)
                                                   ? wide_addptr(xs[0], xs[1], op->operand(1)->type.dtype)
-                                                  : elementwise(op, xs));
+                                                  : element_op(op, xs));
       }
     }
   }
   ahead_memo_[key] = out;
   return out;
+}
+
+std::optional<Lowering::QuotientCache> Lowering::quotient_cache(const ir::Op* loop) {
+  const ir::Block* body = loop->regions[0];
+  const ir::Value* iv = body->args[0];
+  QuotientCache qc;
+  for (const ir::Op* o : body->ops) {
+    // A run-time divisor: by a constant, nvcc divides with a multiply itself and the quotient of a
+    // small one changes every few trips (an im2col's k / KW), not worth the registers.
+    if (o->kind != OpKind::Div || !o->result()->type.is_scalar() || o->operand(0) != iv) continue;
+    const ir::Value* d = o->operand(1);
+    if (!invariant(d, loop) || (d->def && d->def->kind == OpKind::Constant)) continue;
+    if (qc.root) return std::nullopt;  // one quotient only (a fused nest has one)
+    qc.root = o->result();
+  }
+  if (!qc.root) return std::nullopt;
+  // 0: the same every trip, 1: depends on the trip through the quotient only, 2: otherwise.
+  std::unordered_map<const ir::Value*, int> state;
+  std::function<int(const ir::Value*, int)> cls = [&](const ir::Value* v, int depth) -> int {
+    if (v == qc.root) return 1;
+    if (v->is_block_arg()) return v->owner == body || (v->owner->parent && inside(v->owner->parent, loop)) ? 2 : 0;
+    if (!inside(v->def, loop)) return 0;
+    if (auto it = state.find(v); it != state.end()) return it->second;
+    int s = 0;
+    if (depth > 48 || v->def->parent != body || !pure_kind(v->def->kind)) s = 2;
+    for (const ir::Value* o : v->def->operands) {
+      if (s == 2) break;
+      s = std::max(s, cls(o, depth + 1));
+    }
+    state[v] = s;
+    if (s == 1) qc.values.insert(v);
+    return s;
+  };
+  for (const ir::Op* o : body->ops)
+    for (const ir::Value* r : o->results) cls(r, 0);
+  qc.valid = fresh("qvalid");
+  qc.q = fresh("qq");
+  return qc;
 }
 
 // cp.async fills masked chunks with zeros: a load's `other`, where it has one, must be zero.
@@ -268,8 +318,13 @@ void Lowering::issue_async_stage(const ir::Op* loop, const Pipelined& p, const S
   const DType d = ld->result()->type.dtype;
   const bool masked = ld->operands.size() > 1;
   const std::string base = fmt::format("({} + ({}) * {})", p.offset, slot, p.stage_bytes);
-  open(fmt::format("if ({}{})", live, plan.owner == "true" ? "" : " && " + plan.owner));
-  ahead_memo_.clear();
+  // Stages every thread issues share one guarded block (issue_stages): the address arithmetic of
+  // the later trip (the tile of a fused loop nest's trip: divisions) is computed once for all.
+  const bool own_block = !live.empty();
+  if (own_block) {
+    open(fmt::format("if ({}{})", live, plan.owner == "true" ? "" : " && " + plan.owner));
+    ahead_memo_.clear();
+  }
   for (int g = 0; g < ll.num_regs(); g += plan.vector) {
     std::vector<std::string> coords;
     for (int dim = 0; dim < ll.rank(); ++dim) coords.push_back(coord(ll, g, dim));
@@ -280,8 +335,10 @@ void Lowering::issue_async_stage(const ir::Op* loop, const Pipelined& p, const S
                               : fmt::format("{}", bytes);
     line(fmt::format("tt_cp_async<{}>({}, {}, {});", bytes, dst, src, size));
   }
-  ahead_memo_.clear();
-  close();
+  if (own_block) {
+    ahead_memo_.clear();
+    close();
+  }
 }
 
 // Loads every element of the stage into registers (each under its own mask) and leaves the stores
@@ -313,10 +370,11 @@ void Lowering::issue_stages(const ir::Op* loop, const std::vector<Pipelined>& pi
   // 128 x 32 x 32 tiles) - and a stage's stores and fence before the next stage's loads left the
   // overlap of the two stages' latencies to ptxas. Stages whose elements some threads share
   // (replicated layouts: `owner`) keep their own guarded block.
-  std::vector<const Pipelined*> together;
+  std::vector<const Pipelined*> together, async_all;
   for (const Pipelined& p : pipes) {
     const StagePlan plan = stage_plan(p);
-    if (plan.async) issue_async_stage(loop, p, plan, ahead, slot, live);
+    if (plan.async && plan.owner == "true") async_all.push_back(&p);
+    else if (plan.async) issue_async_stage(loop, p, plan, ahead, slot, live);
     else if (plan.owner == "true") together.push_back(&p);
     else {
       open(fmt::format("if ({} && {})", live, plan.owner));
@@ -329,6 +387,13 @@ void Lowering::issue_stages(const ir::Op* loop, const std::vector<Pipelined>& pi
       ahead_memo_.clear();
       close();
     }
+  }
+  if (!async_all.empty()) {
+    open(fmt::format("if ({})", live));
+    ahead_memo_.clear();
+    for (const Pipelined* p : async_all) issue_async_stage(loop, *p, stage_plan(*p), ahead, slot, "");
+    ahead_memo_.clear();
+    close();
   }
   if (together.empty()) return;
   open(fmt::format("if ({})", live));
@@ -553,6 +618,8 @@ void Lowering::emit_for(const ir::Op* op) {
   const std::string lb = scalar(op->operand(0)), ub = scalar(op->operand(1)), step = scalar(op->operand(2));
   wait_mma();
   const ir::Op* yield = body->ops.back();
+  // Divisions by divisors the loop does not change: magic numbers made here, once.
+  const auto fast_divisors = plan_fast_division(op);
   find_inductions(op);
   std::vector<Pipelined> pipes = pipelinable(op);
   // Register loads join a cp.async ring (a TMA ring keeps them a trip ahead in registers: its
@@ -565,12 +632,21 @@ void Lowering::emit_for(const ir::Op* op) {
   if (!pipes.empty()) {
     int64_t ring = 0, body_tiles = body_margin_;  // and a margin for reductions' partials in the body
     for (const Pipelined& p : pipes) ring += p.stage_bytes;
-    for (const ir::Op* o : body->ops)
-      if (o->kind == OpKind::ConvertLayout && layout(o->result()).is_shared()) {
+    auto count = [&](ir::Op* o) {  // the body's tiles, in its branches too (a fused nest's epilogue)
+      if (o->kind != OpKind::ConvertLayout) return;
+      if (layout(o->result()).is_shared()) {
         bool staged = false;
         for (const Pipelined& p : pipes) staged = staged || p.convert == o;
         if (!staged) body_tiles += tile_bytes(layout(o->result()), o->result()->type.dtype) + 1024;
+      } else if (o->parent != body && !same_thread_map(layout(o->operand(0)), layout(o->result()))) {
+        // A conversion in a branch goes through shared memory while the ring is live (a fused nest's
+        // epilogue storing C): rows padded by 16 bytes, as convert.cpp lays them out.
+        const ir::Shape& sh = o->result()->type.shape;
+        const int64_t esz = std::max<int64_t>(1, mem_bytes(o->result()->type.element()));
+        body_tiles += numel(sh) / sh.back() * (sh.back() + (sh.size() >= 2 ? 16 / esz : 0)) * esz + 16;
       }
+    };
+    ir::Function::walk_block(const_cast<ir::Block*>(body), count);
     while (S >= 2 && smem_top_ + 1024 + ring * S + body_tiles > smem_budget_) --S;
     if (S < 2) pipes.clear();
   }
@@ -602,16 +678,23 @@ void Lowering::emit_for(const ir::Op* op) {
     line(fmt::format("for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = {};", layout(arg).num_regs(), a.name,
                      in.kind == Val::Kind::Regs ? in.name + "[tt_r]" : in.name));
   }
-  // Dots whose wgmma group runs on into the next trip: the result is carried (yielded, nothing else
-  // reads it) and its accumulator comes from the carried value through ops that update it in place
-  // (acc = dot(a, b, acc); attention's acc = dot(p, v, acc * alpha)), and the tiles it reads are this
-  // loop's stages or from before the loop. The next trip's first wait retires the group; the stages
-  // the previous trip read are refilled after it (and a barrier) instead of at the trip's top.
+  // Dots whose wgmma group runs on into the next trip: the result is carried (yielded; read
+  // otherwise only inside a branch of the body - a fused loop nest's epilogue, which waits for the
+  // group where it reads it) and its accumulator comes from the carried value through ops that
+  // update it in place (acc = dot(a, b, acc); attention's acc = dot(p, v, acc * alpha)), and the
+  // tiles it reads are this loop's stages or from before the loop. The next trip's first wait
+  // retires the group; the stages the previous trip read are refilled after it (and a barrier)
+  // instead of at the trip's top.
   std::vector<std::pair<const ir::Op*, size_t>> deferred;  // dot, carried index
+  auto read_only_in_branches = [&](const ir::Value* r) {
+    for (const ir::Use& u : r->uses())
+      if (u.user != yield && u.user->parent == body) return false;
+    return true;
+  };
   if (cc_ >= 90) {
     for (const ir::Op* o : body->ops) {
       if (o->kind != OpKind::Dot || layout(o->result()).kind != LayoutKind::Mma || layout(o->result()).mma.version != 3 ||
-          uses_[o->result()] != 1)
+          !read_only_in_branches(o->result()))
         continue;
       size_t i = 0;
       while (i < yield->operands.size() && yield->operand(i) != o->result()) ++i;
@@ -641,6 +724,8 @@ void Lowering::emit_for(const ir::Op* op) {
       if (tiles_ok) deferred.push_back({o, i});
     }
   }
+  std::optional<QuotientCache> qc;
+  if (!pipes.empty()) qc = quotient_cache(op);
   std::string trips;
   std::optional<TmaRing> tma;
   if (!pipes.empty()) {
@@ -700,6 +785,8 @@ void Lowering::emit_for(const ir::Op* op) {
     ir::Function::walk_block(const_cast<ir::Block*>(body), forget);
     const std::string iv = fresh("iv"), trip = fresh("trip");
     const std::string ivt = ctype(body->args[0]->type);
+    const size_t qdecl_at = body_.size();  // the quotient cache's registers go here, once known
+    const int qdecl_indent = indent_;
     // Positive steps count up, negative ones down (Triton's range); the step is uniform.
     open(fmt::format("for ({0} {1} = {2}, {3} = 0; ({4} > 0) ? ({1} < {5}) : ({1} > {5}); {1} += {4}, ++{3})", ivt, iv,
                      lb, trip, step, ub));
@@ -737,7 +824,7 @@ void Lowering::emit_for(const ir::Op* op) {
                                : "__syncthreads();  // ... are everyone's; the slot the previous trip read is free");
         synced_ = true;
       }
-      auto refill = [this, op, &pipes, S, trip, trips, ring, use_tma]() {
+      auto refill = [this, op, &pipes, S, trip, trips, ring, use_tma, &qc]() {
         const std::string ahead = fmt::format("{}", S - 1), slot = fmt::format("(({} + {}) % {})", trip, S - 1, S),
                           live = fmt::format("{} + {} < {}", trip, S - 1, trips);
         if (ring) {
@@ -746,7 +833,25 @@ void Lowering::emit_for(const ir::Op* op) {
           close();
           open("else");
         }
+        const size_t at = body_.size();
+        qcache_ = qc ? &*qc : nullptr;
         issue_stages(op, pipes, ahead, slot, live);
+        qcache_ = nullptr;
+        if (qc && !qc->entries.empty()) {
+          // The cached values, made again when the refilled trip's quotient is not theirs.
+          const std::string stages = body_.substr(at);
+          body_.resize(at);
+          ahead_memo_.clear();
+          const std::string q = ahead_value(qc->root, 0, ahead, op);
+          line("// the refilled trip's quotient changed: its cached values made again");
+          open(fmt::format("if ({} && (!{} || {} != {}))", live, qc->valid, q, qc->q));
+          for (const QuotientCache::Entry& e : qc->entries) line(fmt::format("{} = {};", e.name, ahead_value(e.v, e.r, ahead, op)));
+          line(fmt::format("{} = {};", qc->q, q));
+          line(fmt::format("{} = true;", qc->valid));
+          close();
+          ahead_memo_.clear();
+          body_ += stages;
+        }
         line("tt_cp_async_commit();");
         if (ring) close();
       };
@@ -759,6 +864,7 @@ void Lowering::emit_for(const ir::Op* op) {
     // waiting for them then is waiting for nothing).
     for (auto [d, i] : deferred) {
       deferred_dots_.insert(d);
+      deferred_accs_.insert(carry[i]);
       const ir::Value* r = d->result();
       pending_mma_.push_back({carry[i], 1, true, layout(r).num_regs(), is_int(r->type.dtype)});
     }
@@ -813,7 +919,14 @@ void Lowering::emit_for(const ir::Op* op) {
                          next[i]));
     }
     close();
-    for (auto [d, i] : deferred) deferred_dots_.erase(d);
+    if (qc && !qc->entries.empty()) {
+      std::string decls;
+      const std::string pad(static_cast<size_t>(2 * qdecl_indent), ' ');
+      for (const QuotientCache::Entry& e : qc->entries) decls += fmt::format("{}{} {} = {}{{}};\n", pad, e.type, e.name, e.type);
+      decls += fmt::format("{}bool {} = false;\n{}{} {} = 0;\n", pad, qc->valid, pad, ctype(qc->root->type), qc->q);
+      body_.insert(qdecl_at, decls);
+    }
+    for (auto [d, i] : deferred) deferred_dots_.erase(d), deferred_accs_.erase(carry[i]);
     if (retire_hook_) fail("internal error: a loop's stages were never refilled (no wgmma wait in its body)");
     wait_mma();
     synced_ = false;
@@ -864,6 +977,7 @@ void Lowering::emit_for(const ir::Op* op) {
     for (auto it = pipes.rbegin(); it != pipes.rend(); ++it) free_smem(it->offset);
     for (const Pipelined& p : pipes) stage_slot_.erase(p.convert ? p.convert : p.load);
   }
+  for (const auto& key : fast_divisors) fastdiv_.erase(key);  // their variables' scope may end
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* r = op->results[i];
     if (uncarried_.erase(body->args[i + 1])) continue;  // nothing reads it after the loop
@@ -879,7 +993,16 @@ void Lowering::emit_for(const ir::Op* op) {
 }
 
 void Lowering::emit_if(const ir::Op* op) {
-  wait_mma();
+  // A loop's wgmma groups in flight (deferred dots) stay in flight past a branch: a read in the
+  // branch waits for them there (val()). After the branch they count as still in flight (waiting
+  // again is free), and the loop's refill, which needs every thread, is not run inside a branch.
+  // Other groups are waited for first, as everywhere before a region.
+  bool only_deferred = !pending_mma_.empty();
+  for (const PendingMma& p : pending_mma_) only_deferred = only_deferred && deferred_acc(p.acc);
+  if (!only_deferred) wait_mma();
+  const std::vector<PendingMma> pending = pending_mma_;
+  auto hook = std::move(retire_hook_);
+  retire_hook_ = nullptr;
   std::vector<std::string> outs;
   for (const ir::Value* r : op->results) {
     if (r->type.is_scalar()) {
@@ -895,8 +1018,14 @@ void Lowering::emit_if(const ir::Op* op) {
   for (size_t b = 0; b < op->regions.size(); ++b) {
     open(b == 0 ? fmt::format("if ({})", scalar(op->operand(0))) : "else");
     synced_ = was_synced;
+    pending_mma_ = pending;
     emit_block(op->regions[b]);
-    wait_mma();
+    // Groups the branch issued end in it (the in-flight ones above may end too: wait_group waits
+    // for every older group).
+    if (pending_mma_.size() > pending.size() ||
+        !std::equal(pending_mma_.begin(), pending_mma_.end(), pending.begin(),
+                    [](const PendingMma& x, const PendingMma& y) { return x.acc == y.acc; }))
+      wait_mma();
     const ir::Op* y = op->regions[b]->ops.empty() ? nullptr : op->regions[b]->ops.back();
     for (size_t i = 0; i < op->results.size(); ++i) {
       const ir::Value* v = y->operand(i);
@@ -911,6 +1040,8 @@ void Lowering::emit_if(const ir::Op* op) {
     }
     close();
   }
+  pending_mma_ = pending;
+  retire_hook_ = std::move(hook);
   synced_ = false;
 }
 

@@ -91,6 +91,8 @@ void Lowering::emit_dot(const ir::Op* op) {
   const ir::Op* cdef = op->operand(2)->def;
   const bool zero_acc = rl.kind == LayoutKind::Mma && rl.mma.version == 3 && c.kind == Val::Kind::Uniform && cdef &&
                         cdef->kind == OpKind::Constant && cdef->attrs.fval == 0.0 && cdef->attrs.ival == 0;
+  // use_acc (jit/passes/accumulator_init.h): false reads the accumulator as zero.
+  const std::string use_acc = op->operands.size() > 3 ? scalar(op->operand(3)) : "";
   if (reusable(op->operand(2), op)) {
     acc = c.name;
   } else {
@@ -103,12 +105,17 @@ void Lowering::emit_dot(const ir::Op* op) {
   out.kind = Val::Kind::Regs;
   out.name = acc;
   out.layout = &rl;
+  if (rl.kind == LayoutKind::Mma && rl.mma.version == 3) return emit_wgmma(op, a, b, acc, zero_acc && acc != c.name, use_acc);
+  if (!use_acc.empty()) {
+    line(fmt::format("if (!({}))", use_acc));
+    line(fmt::format("  for (int tt_r = 0; tt_r < {}; ++tt_r) {}[tt_r] = 0;", rl.num_regs(), acc));
+  }
   if (rl.kind != LayoutKind::Mma) return emit_fma_dot(op, a, b, acc);
-  if (rl.mma.version == 3) return emit_wgmma(op, a, b, acc, zero_acc && acc != c.name);
   return emit_mma_sync(op, a, b, acc);
 }
 
-void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc, bool zero_acc) {
+void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const std::string& acc, bool zero_acc,
+                          const std::string& use_acc) {
   const Layout& rl = layout(op->result());
   const DType in = op->operand(0)->type.dtype;
   const int64_t esz = dtype_bytes(in), M = rl.shape[0], N = rl.shape[1], K = op->operand(0)->type.shape[1];
@@ -180,7 +187,9 @@ void Lowering::emit_wgmma(const ir::Op* op, const Val& a, const Val& b, const st
     const int64_t boff = db.offset(kb, 0, esz);
     // The first k-step of a zero accumulator: scale-d 0 (the predicate `p` false), outputs only.
     const bool set = zero_acc && kb == 0;
-    const std::string use_d = set ? "\"r\"(0)" : "\"r\"(1)";
+    const std::string use_d = set ? "\"r\"(0)"
+                              : kb == 0 && !use_acc.empty() ? fmt::format("\"r\"((int)({}))", use_acc)
+                                                            : "\"r\"(1)";
     for (int64_t mi = 0; mi < MT; ++mi) {
       std::string regs, outs;
       for (int64_t i = 0; i < nr; ++i) {

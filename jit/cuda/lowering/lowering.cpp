@@ -7,6 +7,7 @@
 
 #include "common/env.h"
 #include "jit/cuda/device_header.h"
+#include "jit/passes/accumulator_init.h"
 
 namespace tritium::jit::cuda::lowering {
 
@@ -397,6 +398,7 @@ namespace tritium::jit::cuda {
 KernelSource generate_cuda_layouts(ir::Function& f, const CompileOptions& opts, int64_t smem_budget, int cc,
                                    const std::string& dump_dir) {
   contract_for_cuda(f);
+  use_accumulator_flags(f);
   AxisInfoMap axis = analyze_axis_info(f);
   LayoutMap layouts = assign_layouts(f, axis, LayoutOptions{opts.num_warps, cc});
   verify_layouts(f, layouts);

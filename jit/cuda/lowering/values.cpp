@@ -23,7 +23,46 @@ std::string Lowering::emit_scalar(const ir::Op* op) {
     fail("internal error: the layout generator has no scalar form of {}", ir::op_name(op->kind));
   std::vector<std::string> xs;
   for (ir::Value* o : op->operands) xs.push_back(scalar(o));
+  return element_op(op, xs);
+}
+
+// The divisor of a 32-bit Div / Rem as a scalar (a splat's), or null.
+static const ir::Value* scalar_divisor(const ir::Op* op) {
+  if ((op->kind != OpKind::Div && op->kind != OpKind::Rem) || dtype_bits(op->result()->type.dtype) != 32 ||
+      !is_int(op->result()->type.dtype))
+    return nullptr;
+  const ir::Value* d = op->operand(1);
+  if (d->type.is_block()) d = d->def && d->def->kind == OpKind::Splat ? d->def->operand(0) : nullptr;
+  return d;
+}
+
+std::string Lowering::element_op(const ir::Op* op, const std::vector<std::string>& xs) {
+  if (const ir::Value* d = scalar_divisor(op))
+    if (auto it = fastdiv_.find({d, is_signed_int(op->result()->type.dtype)}); it != fastdiv_.end())
+      return fmt::format("tt_{}_fast<{}>({}, {})", op->kind == OpKind::Div ? "div" : "rem", ctype(op->result()->type.element()),
+                         xs[0], it->second);
   return elementwise(op, xs);
+}
+
+std::vector<std::pair<const ir::Value*, bool>> Lowering::plan_fast_division(const ir::Op* loop) {
+  std::vector<std::pair<const ir::Value*, bool>> made;
+  auto visit = [&](ir::Op* op) {
+    const ir::Value* d = scalar_divisor(op);
+    if (!d) return;
+    const std::pair<const ir::Value*, bool> key{d, is_signed_int(op->result()->type.dtype)};
+    if (fastdiv_.count(key) || (d->def && d->def->kind == OpKind::Constant)) return;
+    // From before the loop (already emitted): a block argument of an enclosing region or an op outside.
+    bool inside = false;
+    for (const ir::Block* b = d->is_block_arg() ? d->owner : d->def->parent; b; b = b->parent ? b->parent->parent : nullptr)
+      inside = inside || b->parent == loop;
+    if (inside || !scalars_.count(d)) return;
+    const std::string name = fresh("fd");
+    line(fmt::format("const tt_fastdiv {} = tt_fastdiv_of((int32_t){}, {});", name, scalar(d), key.second ? "true" : "false"));
+    fastdiv_[key] = name;
+    made.push_back(key);
+  };
+  ir::Function::walk_block(const_cast<ir::Block*>(loop->regions[0]), visit);
+  return made;
 }
 
 void Lowering::emit_source(const ir::Op* op) {
@@ -201,7 +240,7 @@ void Lowering::emit_elementwise(const ir::Op* op) {
     }
     if (dot_operand_bf16) return fmt::format("tt_bf16_from_rn({})", xs[0]);
     if (wide) return wide_addptr(xs[0], xs[1], op->operand(1)->type.dtype);
-    return elementwise(op, xs);
+    return element_op(op, xs);
   };
   if (uniform) return set_uniform(r, tmp(ctype(r->type.element()), element("")));
   // An operand array nothing else reads takes the result (element r from element r): a carried
