@@ -3,18 +3,12 @@
 #include <vector>
 
 #include "ir/builder.h"
+#include "jit/passes/zero_constant.h"
 
 namespace tritium::jit {
 using ir::OpKind;
 
 namespace {
-
-bool is_zero(const ir::Value* v) {
-  const ir::Op* d = v->def;
-  if (!d) return false;
-  if (d->kind == OpKind::Splat) return is_zero(d->operand(0));
-  return d->kind == OpKind::Constant && d->attrs.ival == 0 && d->attrs.fval == 0.0;
-}
 
 void erase_op(ir::Function& f, ir::Op* op) {
   f.release_uses(op);
@@ -32,13 +26,13 @@ bool use_accumulator_flags(ir::Function& f) {
     if (!sel || sel->kind != OpKind::Select || acc->uses().size() != 1) return;
     const ir::Op* cond = sel->operand(0)->def;  // a scalar condition, splat over the block
     if (!cond || cond->kind != OpKind::Splat || !cond->operand(0)->type.is_scalar()) return;
-    if (is_zero(sel->operand(1)) != is_zero(sel->operand(2))) dots.push_back(op);
+    if (is_zero_constant(sel->operand(1)) != is_zero_constant(sel->operand(2))) dots.push_back(op);
   });
   for (ir::Op* dot : dots) {
     ir::Op* sel = dot->operand(2)->def;
     ir::Op* splat = sel->operand(0)->def;
     ir::Value* c = splat->operand(0);
-    const bool zero_when_true = is_zero(sel->operand(1));
+    const bool zero_when_true = is_zero_constant(sel->operand(1));
     ir::Builder b(f);
     b.set_insertion_before(dot);
     b.loc = dot->loc;

@@ -3,19 +3,10 @@
 #include <utility>
 #include <vector>
 
+#include "jit/passes/zero_constant.h"
+
 namespace tritium::jit {
 using ir::OpKind;
-
-namespace {
-
-bool is_zero_constant(const ir::Value* v) {
-  const ir::Op* d = v->def;
-  if (!d) return false;
-  if (d->kind == OpKind::Splat) return is_zero_constant(d->operand(0));
-  return d->kind == OpKind::Constant && d->attrs.ival == 0 && d->attrs.fval == 0.0;
-}
-
-}  // namespace
 
 bool combine_dot_add(ir::Function& f) {
   std::vector<std::pair<ir::Op*, int>> found;  // (add, the side its dot is on)

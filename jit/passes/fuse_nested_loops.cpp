@@ -51,6 +51,19 @@ Value* hoisted(ir::Builder& b, Value* v, const ir::Op* outer, ir::ValueMap& done
   return done.at(v);
 }
 
+// An `if` with results of `types` at b's point, and its then and else blocks.
+struct Branch {
+  ir::Op* op;
+  ir::Block* then_block;
+  ir::Block* else_block;
+};
+Branch create_if(ir::Builder& b, Value* cond, const std::vector<Type>& types) {
+  ir::Op* op = b.create(OpKind::If, {cond}, types);
+  Branch br{op, b.function().new_block(op), b.function().new_block(op)};
+  op->regions = {br.then_block, br.else_block};
+  return br;
+}
+
 struct Nest {
   ir::Op* outer = nullptr;
   ir::Op* inner = nullptr;
@@ -141,10 +154,10 @@ void fuse(ir::Function& f, const Nest& nest) {
 
   std::vector<Type> otypes;
   for (const Value* r : O->results) otypes.push_back(r->type);
-  ir::Op* version = b.create(OpKind::If, {cond}, otypes);
-  ir::Block* then_block = f.new_block(version);
-  ir::Block* else_block = f.new_block(version);
-  version->regions = {then_block, else_block};
+  const Branch versions = create_if(b, cond, otypes);
+  ir::Op* version = versions.op;
+  ir::Block* then_block = versions.then_block;
+  ir::Block* else_block = versions.else_block;
 
   // ---- then: the fused loop ----
   ir::Builder tb(f);
@@ -219,10 +232,10 @@ void fuse(ir::Function& f, const Nest& nest) {
   // The epilogue at each outer trip's last inner trip; the outer carried values pass otherwise.
   bb.loc = O->loc;
   Value* ends = bin(bb, OpKind::CmpEq, tjv, lj_last);
-  ir::Op* epi = bb.create(OpKind::If, {ends}, otypes);
-  ir::Block* epi_then = f.new_block(epi);
-  ir::Block* epi_else = f.new_block(epi);
-  epi->regions = {epi_then, epi_else};
+  const Branch epilogue = create_if(bb, ends, otypes);
+  ir::Op* epi = epilogue.op;
+  ir::Block* epi_then = epilogue.then_block;
+  ir::Block* epi_else = epilogue.else_block;
   {
     ir::Builder eb(f);
     eb.set_insertion_end(epi_then);
