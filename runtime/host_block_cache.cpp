@@ -33,6 +33,8 @@ Cache& cache() {
 
 }  // namespace
 
+bool enabled() { return kCaching; }
+
 void* allocate(size_t bytes, size_t alignment) {
   if (kCaching && bytes >= kMinCachedBytes) {
     Cache& c = cache();

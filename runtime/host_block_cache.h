@@ -25,6 +25,9 @@ void release(void* p, size_t bytes) noexcept;
 // Frees every cached block.
 void empty() noexcept;
 
+// Whether blocks are cached at all (not under AddressSanitizer).
+bool enabled();
+
 // Bytes of the cached (free) blocks, and how many requests a cached block served.
 size_t cached_bytes();
 uint64_t reuses();
