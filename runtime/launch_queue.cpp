@@ -148,6 +148,10 @@ void enqueue(std::shared_future<void> ready, std::function<void()> issue) {
   (void)&t_exit_mark;  // constructs this thread's mark
   Queue& q = queue();
   std::lock_guard lock(q.mutex);
+  // A failure kept and not yet rethrown drops what follows it - also what is queued after the
+  // failed entry was issued (its compile may fail before its launch is even queued: seen under
+  // ThreadSanitizer's timing, where launch 3 of test_launch_queue's failing case then ran).
+  if (q.has_error.load(std::memory_order_acquire)) return;
   q.entries.push_back(Entry{std::move(ready), std::move(issue)});
   q.size.fetch_add(1, std::memory_order_release);
   while (!q.entries.empty() &&

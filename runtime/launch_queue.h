@@ -36,7 +36,8 @@ bool pending();
 std::shared_future<void> run_compile(std::function<void()> job);
 
 // Queues `issue`, to run once `ready` is ready and every earlier entry has run. Then issues the
-// entries at the head that are ready, without waiting.
+// entries at the head that are ready, without waiting. Dropped while a kept error waits for
+// rethrow_error(): what follows a failed entry never runs, however the two are timed.
 void enqueue(std::shared_future<void> ready, std::function<void()> issue);
 
 // Issues every queued entry in order, waiting for each one's compile. Errors are kept (see above),
