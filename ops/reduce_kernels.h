@@ -26,6 +26,9 @@ Kernel& merge_runs_kernel();
 // sort_block(x, keys, idx, O, R, W; DESC, BR, N, K): rows of <= 4096 sorted in one launch, the
 // first W of each kept (K: the keys tl::topk keeps, N: the whole row sorted); ops/sort.cpp.
 Kernel& sort_block_kernel();
+// topk_extract(x, values, idx, R, W; DESC, BLOCK): the W first keys of each contiguous row of R
+// (sort_block's order), one pass over the row each; topk on the CPU for small W (ops/sort.cpp).
+Kernel& topk_extract_kernel();
 // unique_runs(s, group, values, starts, n, groups; MODE, CMP, BLOCK): ops/unique.cpp.
 Kernel& unique_runs_kernel();
 // reduce(x, xi, y, z, out, out_v, part, cnt, O, R, I, so, sr, si, yso, ysr, ysi, zso, zsi, chunk, S, scale, beta;

@@ -17,7 +17,9 @@
 // PyTorch puts them, and the values are read back at the sorted positions. topk (and kthvalue
 // where radix selection does not run) on such rows keeps only the k first keys of tl::topk (a
 // bitonic selection), not a full sort.
-// topk selects from the sorted rows; kthvalue and median do only where radix selection
+// On the CPU, topk of a small k on rows too long for one program passes over each row k times
+// instead (`topk_extract`: each pass the next key of the same packed keys), without sorting.
+// Otherwise topk selects from the sorted rows; kthvalue and median do only where radix selection
 // (ops/select.h) does not take the dtype (fp8) or the input is 0-dim.
 #include "ops/sort.h"
 
@@ -128,9 +130,40 @@ namespace {
 // compile of its own (a 2048-wide one took ~30 s on the loaded 2-core dev machine): short rows only.
 constexpr int64_t kBlockSortMax = 4096, kBlockSortMaxCpu = 256;
 
+// An i64 key per element whose order is the sort's: an i32 whose signed order is the value's
+// (floats through their bits, negatives' magnitude bits flipped; -0.0 as 0.0, which PyTorch's
+// sort finds equal; every NaN above +inf), complemented when descending, above the element's
+// position - so all keys of a row are distinct and equal values come in position order. For
+// dtypes of 32 bits or fewer but u32 (key_sortable).
+tl::tensor position_key(const tl::tensor& v, const tl::tensor& pos, bool descending) {
+  tl::tensor s;
+  if (is_float(v.dtype())) {
+    auto c = v.dtype() == DType::f32 ? v : v.to(tl::float32);
+    auto b = c.to(tl::int32, true);
+    s = b ^ ((b >> 31) & 0x7fffffff);
+    s = tl::where(c == 0, 0, s);
+    s = tl::where(c != c, 0x7fffffff, s);
+  } else {
+    s = v.to(tl::int32);
+  }
+  if (descending) s = ~s;
+  return (s.to(tl::int64) << 32) | pos.to(tl::int64);
+}
+
+bool key_sortable(DType d) { return dtype_bits(d) <= 32 && d != DType::u32 && !is_fp8(d); }
+
 bool block_sortable(DType d, int64_t R, const Device& device) {
-  return R <= (device.is_cuda() ? kBlockSortMax : kBlockSortMaxCpu) && dtype_bits(d) <= 32 && d != DType::u32 &&
-         !is_fp8(d);
+  return R <= (device.is_cuda() ? kBlockSortMax : kBlockSortMaxCpu) && key_sortable(d);
+}
+
+// Whether topk takes the k first keys of a row by extraction (topk_extract): on the CPU, rows too
+// long for sort_block and k small enough that k passes over the row cost less than the merge
+// sort (~90 ns an element of f32 on one core, against under 1 ns a pass; kCpuExtractMax passes).
+// The GPU's rows of up to 4096 take tl::topk in one program; not measured there beyond.
+constexpr int64_t kCpuExtractMax = 128, kExtractWhole = 4096;
+bool topk_extractable(DType d, int64_t R, int64_t k, const Device& device) {
+  return device.is_cpu() && key_sortable(d) && k <= kCpuExtractMax && R < (int64_t{1} << 31) &&
+         !block_sortable(d, R, device);
 }
 
 }  // namespace
@@ -145,21 +178,7 @@ Kernel& detail::sort_block_kernel() {
         auto m = rmask(tl::_, tl::None) && cols(tl::None, tl::_) < R;
         auto base = rows(tl::_, tl::None) * R;
         auto v = tl::load(x + (base + cols(tl::None, tl::_)), m, 0);
-        // An i32 whose signed order is the value's: floats through their bits (negatives' magnitude
-        // bits flipped), -0.0 as 0.0 (PyTorch's sort finds them equal), every NaN above +inf.
-        tl::tensor s;
-        if (is_float(v.dtype())) {
-          auto c = v.dtype() == DType::f32 ? v : v.to(tl::float32);
-          auto b = c.to(tl::int32, true);
-          s = b ^ ((b >> 31) & 0x7fffffff);
-          s = tl::where(c == 0, 0, s);
-          s = tl::where(c != c, 0x7fffffff, s);
-        } else {
-          s = v.to(tl::int32);
-        }
-        if (DESC) s = ~s;
-        // The position below the value: all keys distinct, equal values in position order.
-        auto key = (s.to(tl::int64) << 32) | cols(tl::None, tl::_).to(tl::int64);
+        auto key = position_key(v, cols(tl::None, tl::_), DESC);
         key = tl::where(m, key, std::numeric_limits<int64_t>::max());
         tl::tensor first;
         if (K == N) {
@@ -174,6 +193,42 @@ Kernel& detail::sort_block_kernel() {
         auto om = rmask(tl::_, tl::None) && j(tl::None, tl::_) < W;
         tl::store(idx + out, pos, om);
         tl::store(keys + out, tl::load(x + (base + pos), om, 0), om);
+      });
+  return k;
+}
+
+Kernel& detail::topk_extract_kernel() {
+  static Kernel k = tritium::kernel(
+      "topk_extract", [](P x, P values, P idx, tl::i64 R, tl::i64 W, bool DESC, int BLOCK, bool WHOLE) {
+        // One row a program; pass j finds the smallest key above pass j-1's (the keys are
+        // distinct): the W first keys in order, W * R comparisons. WHOLE (R <= BLOCK): the row's
+        // keys are made once and held; else each pass streams the row in blocks.
+        auto row = tl::program_id(0).to(tl::int64);
+        auto base = row * R;
+        auto cols = tl::arange(0, BLOCK).to(tl::int64);
+        constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+        auto keys_at = [&](const tl::tensor& pos) {
+          auto m = pos < R;
+          return tl::where(m, position_key(tl::load(x + (base + pos), m, 0), pos, DESC), kNone);
+        };
+        tl::tensor held = WHOLE ? keys_at(cols) : tl::tensor();
+        auto prev = tl::full({}, kNone, tl::int64);
+        for (auto j : tl::range(0, W)) {
+          auto best = tl::full({}, kNone, tl::int64);
+          auto fold = [&](const tl::tensor& key) {
+            // kNone (padding) is never taken: a row has at least W keys.
+            best = tl::minimum(best, tl::min(tl::where(key > prev || j == 0, key, kNone)));
+          };
+          if (WHOLE) {
+            fold(held);
+          } else {
+            for (auto c : tl::range(0, R, BLOCK)) fold(keys_at(c + cols));
+          }
+          prev = best;
+          auto at = best & int64_t{0xffffffff};
+          tl::store(idx + (row * W + j), at);
+          tl::store(values + (row * W + j), tl::load(x + (base + at)));
+        }
       });
   return k;
 }
@@ -305,7 +360,22 @@ ValuesIndices topk(const Tensor& x, int64_t k, int dim, bool largest, bool /*sor
   int d = detail::normalize_dim("topk", dim, x.dim());
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
   if (k < 0 || k > n) fail("topk: selected index k = {} out of range for a dimension of size {}", k, n);
-  SortedRows s = sort_rows("topk", x, dim, largest, k);
+  SortedRows s;
+  if (x.dim() > 0 && topk_extractable(x.dtype(), n, k, x.device())) {
+    s.dim = d;
+    s.rows = detail::rows_of(x, {d});
+    s.W = k;
+    s.keys = Tensor::empty({s.rows.O, k}, x.dtype(), x.device());
+    s.idx = Tensor::empty({s.rows.O, k}, DType::i64, x.device());
+    if (s.rows.O * k > 0) {
+      // Rows of up to kExtractWhole keys held in one block, longer ones streamed.
+      const int64_t block = std::min(next_power_of_2(n), kExtractWhole);
+      detail::topk_extract_kernel()[{s.rows.O}](s.rows.data, s.keys, s.idx, n, k, largest, static_cast<int>(block),
+                                                n <= block, Options{.num_warps = 1, .num_stages = 1, .device = x.device()});
+    }
+  } else {
+    s = sort_rows("topk", x, dim, largest, k);
+  }
   if (x.dim() == 0) return reshaped({s.keys, s.idx}, {});
   return columns_back(s, x, 0, k);
 }

@@ -301,6 +301,57 @@ BOOST_AUTO_TEST_CASE(sort_in_one_program) {
   });
 }
 
+// topk of a small k over rows too long for one program's sort: on the CPU the k passes of
+// topk_extract (rows of up to 4096 held in one block, longer ones streamed, a block boundary
+// inside the row), elsewhere the sort - the same answers: the stable order's first k, ties by
+// position, NaN largest, both directions, i8 / i32 / bf16 / f32, along a non-last dim, the
+// largest k extraction takes (128) and one more (the merge sort), poisoned outputs all written.
+BOOST_AUTO_TEST_CASE(topk_of_small_k_over_long_rows) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    struct Case { Tensor x; int64_t k; };
+    Tensor f = ou::random_tensor<float>({3, 4100}, 141, -40, 40);
+    std::vector<float> fv = f.to_vector<float>();
+    for (size_t i = 0; i < fv.size(); ++i) {
+      fv[i] = std::round(fv[i]);  // ties
+      if (i % 97 == 5) fv[i] = NAN;
+    }
+    Tensor fr = Tensor::from_vector(fv, {3, 4100});
+    std::vector<Case> cases = {
+        {ou::random_tensor<int8_t>({4, 300}, 142, -20, 20), 5},
+        {ou::random_tensor<int32_t>({2, 700}, 143, -1000, 1000), 128},
+        {ou::random_tensor<int32_t>({2, 700}, 143, -1000, 1000), 129},
+        {ops::to_dtype(ou::random_tensor<float>({5, 333}, 144, -3, 3), DType::bf16), 17},
+        {fr, 33},
+        {fr, 1},
+    };
+    for (const Case& c : cases) {
+      const ou::Shape shape = c.x.shape();
+      for (bool largest : {true, false}) {
+        std::string what = std::string(dtype_name(c.x.dtype())) + " " + shape_str(shape) + " k=" +
+                           std::to_string(c.k) + (largest ? " largest" : " smallest");
+        Ref ref = sort_ref(ou::values(c.x), shape, 1, largest);
+        auto r = ops::topk(c.x, c.k, 1, largest);
+        BOOST_TEST(r.values.shape() == (ou::Shape{shape[0], c.k}));
+        std::vector<double> tv, ti;
+        for (int64_t row = 0; row < shape[0]; ++row)
+          for (int64_t col = 0; col < c.k; ++col) {
+            size_t at = static_cast<size_t>(row * shape[1] + col);
+            tv.push_back(ref.values[at]), ti.push_back(ref.indices[at]);
+          }
+        check_exact(r.values, tv, "topk values " + what);
+        check_exact(r.indices, ti, "topk indices " + what);
+      }
+    }
+    // Along dim 0 of a transposed view: the rows are gathered first.
+    Tensor t = ou::random_tensor<float>({600, 3}, 145);
+    Ref rt = sort_ref(ou::values(t), {600, 3}, 0, true);
+    auto r = ops::topk(t, 6, 0);
+    BOOST_TEST(r.values.shape() == (ou::Shape{6, 3}));
+    check_exact(r.values, std::vector<double>(rt.values.begin(), rt.values.begin() + 18), "topk along dim 0");
+    check_exact(r.indices, std::vector<double>(rt.indices.begin(), rt.indices.begin() + 18), "topk indices along dim 0");
+  });
+}
+
 // Radix selection (ops/select.cpp): kthvalue and median along every dim of rows of up to 4096
 // (one program's registers) against the stable host order's k-th (ties by position, -0.0 equal
 // to 0.0, NaN largest; a median row with NaN: its first NaN), for f32, bf16, f16 and integer
