@@ -10,6 +10,10 @@ namespace tritium::ops::detail {
 // atomic add, 2 max, 3 min), SIDE (0 no indices, 1 on src, 2 on dst), CHECK (indices outside
 // [0, isize) skipped and reported in bad), DDT (dst dtype), BR, BC (the tile).
 Kernel& index_copy_kernel();
+// index_copy's arguments with loop_n, b_loop, c_loop after the index strides: each program's tile
+// again at loop_n steps (source and indices moving b_loop / c_loop a step, the destination not),
+// combined by a load, the op and a store - add / max / min on the CPU without atomics.
+Kernel& index_accumulate_kernel();
 // The elements an index_copy program takes, whatever the index space:
 // 1024 elements a program (8 a thread on 4 warps), not the elementwise kernels' 4096: the 64-bit
 // indices and offsets live in registers (sm_90a, [16384, 1024] gather: 40 registers a thread at

@@ -187,6 +187,82 @@ BOOST_AUTO_TEST_CASE(in_place_scatters) {
   });
 }
 
+// Add / max / min along a dim that is not the innermost: on the CPU each program owns its
+// destination elements and loops over that dim (index_accumulate, no atomics); on the GPU the
+// atomics. Many duplicates, a partial last tile (1500 and 1100 columns against 1024), strided
+// inputs, a 3-D case with the dim in the middle, f32 / bf16 / i32, NaN kept by amax / amin,
+// accumulate through x[idx] += v, and a bad index reported.
+BOOST_AUTO_TEST_CASE(accumulation_along_an_outer_dim) {
+  tt::for_each_backend([](const tt::Backend&) {
+    // index_add along dim 0 of [40, 1500]: 300 source rows into 40, alpha 0.5; f32, bf16, i32.
+    Tensor rows = index_tensor({300}, 50, 0, 39);
+    const std::vector<int64_t> rv = rows.to_vector<int64_t>();
+    for (DType dt : {DType::f32, DType::bf16, DType::i32}) {
+      BOOST_TEST_CONTEXT(tritium::dtype_name(dt)) {
+        Tensor x = dt == DType::i32 ? ou::random_tensor<int32_t>({40, 1500}, 51, -50, 50) : ops::to_dtype(randf({40, 1500}, 51), dt);
+        Tensor src = dt == DType::i32 ? ou::random_tensor<int32_t>({300, 1500}, 52, -50, 50) : ops::to_dtype(randf({300, 1500}, 52), dt);
+        const double alpha = dt == DType::i32 ? 2 : 0.5;
+        std::vector<double> want = ou::values(x), sv = ou::values(src);
+        for (size_t k = 0; k < rv.size(); ++k)
+          for (size_t c = 0; c < 1500; ++c) want[static_cast<size_t>(rv[k]) * 1500 + c] += alpha * sv[k * 1500 + c];
+        Tensor out = T::index_add(x, 0, rows, src, alpha);
+        if (dt == DType::i32) check_values(out, {40, 1500}, want, "index_add i32");
+        else tt::check_close<double>(ou::as_host(ou::values(ops::to_dtype(out, DType::f32))), want,
+                                     dt == DType::bf16 ? 0.1 : 1e-5, "index_add");
+      }
+    }
+    // index_add along dim 1 (the middle) of a [4, 30, 70] x whose last two dims are transposed.
+    Tensor x3 = tritium::runtime::transpose_of(randf({4, 70, 30}, 53), -1, -2), s3 = randf({4, 90, 70}, 54);
+    Tensor mid = index_tensor({90}, 55, 0, 29);
+    std::vector<double> w3 = ou::values(x3), v3 = ou::values(s3);
+    const std::vector<int64_t> mv = mid.to_vector<int64_t>();
+    for (int64_t a = 0; a < 4; ++a)
+      for (int64_t k = 0; k < 90; ++k)
+        for (int64_t c = 0; c < 70; ++c)
+          w3[static_cast<size_t>(flat({a, mv[static_cast<size_t>(k)], c}, {4, 30, 70}))] += v3[static_cast<size_t>(flat({a, k, c}, {4, 90, 70}))];
+    check_values(T::index_add(x3, 1, mid, s3), {4, 30, 70}, w3, "index_add along the middle dim", 1e-5);
+    // scatter_add / scatter_reduce along dim 0 of [50, 1100] from [70, 1100]; NaN in the source.
+    Tensor x = randf({50, 1100}, 56), src = randf({70, 1100}, 57), idx = index_tensor({70, 1100}, 58, 0, 49);
+    std::vector<float> sf = src.to_vector<float>();
+    for (size_t i = 0; i < sf.size(); i += 997) sf[i] = NAN;
+    src = Tensor::from_vector(sf, {70, 1100});
+    const std::vector<double> xv = ou::values(x), sv = ou::values(src);
+    const std::vector<int64_t> iv = idx.to_vector<int64_t>();
+    for (const char* reduce : {"sum", "amax", "amin"})
+      for (bool self : {true, false}) {
+        std::vector<double> acc = xv;
+        std::vector<bool> hit(xv.size(), false);
+        for (size_t i = 0; i < iv.size(); ++i) {
+          size_t o = static_cast<size_t>(iv[i]) * 1100 + i % 1100;
+          double v = sv[i];
+          if (!self && !hit[o]) acc[o] = std::string(reduce) == "sum" ? 0 : std::string(reduce) == "amax" ? -INFINITY : INFINITY;
+          hit[o] = true;
+          if (std::string(reduce) == "sum") acc[o] += v;
+          else if (std::isnan(acc[o]) || std::isnan(v)) acc[o] = NAN;
+          else acc[o] = std::string(reduce) == "amax" ? std::max(acc[o], v) : std::min(acc[o], v);
+        }
+        Tensor got = T::scatter_reduce(x, 0, idx, src, reduce, self);
+        std::vector<double> gv = ou::values(got);
+        size_t bad = 0;
+        for (size_t i = 0; i < gv.size(); ++i)
+          if (std::isnan(acc[i]) != std::isnan(gv[i]) || (!std::isnan(acc[i]) && std::abs(gv[i] - acc[i]) > 1e-4 * (1 + std::abs(acc[i])))) ++bad;
+        BOOST_TEST(bad == 0u, "scatter_reduce " << reduce << (self ? "" : " without self") << " along dim 0: " << bad << " differ");
+      }
+    // x[idx] += v (index_put_ accumulate) with 500 row indices into 20 rows of 1030.
+    Tensor acc = ops::zeros({20, 1030}), vals = randf({500, 1030}, 59), ridx = index_tensor({500}, 60, 0, 19);
+    std::vector<double> aw(20 * 1030, 0.0), vv = ou::values(vals);
+    const std::vector<int64_t> ri = ridx.to_vector<int64_t>();
+    for (size_t k = 0; k < ri.size(); ++k)
+      for (size_t c = 0; c < 1030; ++c) aw[static_cast<size_t>(ri[k]) * 1030 + c] += vv[k * 1030 + c];
+    ops::index_put_(acc, {ridx}, vals, true);
+    check_values(acc, {20, 1030}, aw, "index_put_ accumulate", 1e-4);
+    // A bad index among good ones is reported.
+    Tensor badrows = Tensor::from_vector<int64_t>({3, 40, 1});
+    tt::check_throws([&] { ou::values(T::index_add(ops::zeros({40, 1500}), 0, badrows, ops::ones({3, 1500}))); },
+                     {"index_add", "40", "out of"}, "index_add with an index past the dim");
+  });
+}
+
 BOOST_AUTO_TEST_CASE(masks_and_nonzero) {
   tt::for_each_backend([](const tt::Backend&) {
     Tensor x = transposed({3, 5}, 13);
