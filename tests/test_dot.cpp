@@ -5,8 +5,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace tl = tritium::tl;
 namespace tt = tritium::test;
@@ -50,7 +55,8 @@ template <class T> double dot_tol(const tt::Backend& be) {
   else if constexpr (std::is_same_v<T, f16_t>) return 1e-3;
   // fp8: the products are exact in f32; Hopper's fp8 tensor cores add with fewer mantissa bits.
   else if constexpr (tt::is_fp8_v<T>) return be.name == "cpu" ? 1e-5 : 1e-3;
-  else return 1e-2;
+  // bf16: the products are exact in f32 too, and the CPU adds them in f32 (VDPBF16PS or FMAs).
+  else return be.name == "cpu" ? 1e-5 : 1e-2;
 }
 
 struct DotShape { int m, n, k; };
@@ -172,6 +178,37 @@ BOOST_AUTO_TEST_CASE(dot_micro_tile_edges) {
     dot_cases<int8_t>(be, 900, shapes);
     dot_cases<double>(be, 1000, shapes, true);
   });
+}
+
+// On a host with AVX512_BF16 the CPU dot of bf16 operands takes two k-steps an instruction
+// (VDPBF16PS, jit/cpu/dot.cpp); f16 never does; the values are dot_bf16's, checked above at the
+// CPU's f32 bound.
+BOOST_AUTO_TEST_CASE(bf16_dot_takes_two_k_a_vector_instruction_where_the_host_has_it, *tt::needs_cpu_backend()) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string info((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  const bool host_has = info.find(" avx512_bf16") != std::string::npos && info.find(" avx512f") != std::string::npos;
+  auto code = [&](auto tag, const std::string& what) {
+    using T = decltype(tag);
+    const auto dir = std::filesystem::temp_directory_path() / ("tritium-bf16dot-" + what + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    tt::FreshCacheDir cache("bf16dot" + what);
+    tt::host_vector<T> a(64 * 64), b(64 * 64);
+    tt::host_vector<float> out(64 * 64);
+    {
+      tt::ScopedEnv dump("TRITIUM_DUMP", dir.c_str());
+      dot_kernel<T>()[{1}](a.data(), b.data(), out.data(), out.data(), 64, 64, 64, false, false, false,
+                           tritium::Options{.device = tritium::Device::cpu()});
+    }
+    std::ifstream in(dir / "dot_block.opt.ll");
+    std::string ll((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::filesystem::remove_all(dir);
+    BOOST_TEST(ll.find("define ") != std::string::npos, "no LLVM IR dumped for " << what);
+    return ll;
+  };
+  const std::string bf16 = code(bf16_t{}, "bf16"), f16 = code(f16_t{}, "f16");
+  const bool uses = bf16.find("dpbf16ps") != std::string::npos;
+  BOOST_TEST(uses == host_has, "host has AVX512_BF16: " << host_has << "; the bf16 dot uses VDPBF16PS: " << uses);
+  BOOST_TEST(f16.find("dpbf16ps") == std::string::npos);
 }
 
 // The CPU dot may write its result over its accumulator's buffer when that accumulator is dead.

@@ -28,6 +28,9 @@ inline constexpr const char* kAssertSymbol = "tritium_cpu_assert_fail";
 struct VectorRegisters {
   int bytes = 64;  // of one register (AVX-512)
   int count = 32;
+  // AVX512_BF16's VDPBF16PS (bf16 pairs multiplied and summed into f32 lanes): bf16 dots take two
+  // k-steps an instruction instead of widening each operand to f32 for an FMA.
+  bool bf16_dot = false;
 };
 
 std::unique_ptr<llvm::Module> lower_to_llvm(ir::Function& f, const AxisInfoMap& axis, llvm::LLVMContext& ctx,

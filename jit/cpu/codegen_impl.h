@@ -344,6 +344,11 @@ class Codegen {
   // One rows x chunks tile of C at row i0, column j0: accumulators in registers over all of K.
   void emit_dot_tile(const DotArgs& d, Value* i0, Value* j0, int64_t rows, int64_t chunks);
 
+  // bf16 x bf16 into f32 through VDPBF16PS (regs_.bf16_dot, 16 lanes): interleave(x, y) is
+  // x0 y0 x1 y1 ..., bf16_pair_dot adds each lane's pair of products (dot.cpp).
+  bool bf16_pairs(const DotArgs& d) const;
+  Value* interleave(Value* x, Value* y);
+  Value* bf16_pair_dot(Value* acc, Value* a_pairs, Value* b_pairs);
   Value* multiply_add(Value* x, Value* y, Value* acc, DType d);
 
   // ---- control flow (control_flow.cpp) ----------------------------------------------------------

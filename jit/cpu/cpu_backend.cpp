@@ -45,6 +45,7 @@ const HostTarget& host() {
     for (auto& f : feats) on.push_back(std::string(f.second ? "+" : "-").append(f.first().str()));
     auto has = [&](const char* f) { return feats.lookup(f); };
     t.regs = has("avx512f") ? cpu::VectorRegisters{64, 32} : has("avx") ? cpu::VectorRegisters{32, 16} : cpu::VectorRegisters{16, 16};
+    t.regs.bf16_dot = has("avx512f") && has("avx512bf16");
     std::sort(on.begin(), on.end());
     for (auto& f : on) {
       if (!t.features.empty()) t.features += ',';

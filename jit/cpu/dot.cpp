@@ -2,6 +2,8 @@
 // (VectorRegisters), full tiles first, then the edges.
 #include "jit/cpu/codegen_impl.h"
 
+#include <llvm/IR/IntrinsicsX86.h>
+
 namespace tritium::jit::cpu::detail {
 
 Codegen::MicroTile Codegen::micro_tile(DType compute, int w, int64_t M, int64_t chunks) {
@@ -66,7 +68,8 @@ void Codegen::emit_dot_tile(const DotArgs& d, Value* i0, Value* j0, int64_t rows
     for (int64_t cc = 0; cc < chunks; ++cc)
       init.push_back(cast(eval(d.c, {row(r), col(cc)}, w), d.result.dtype, d.compute));
   const int64_t K = d.a->type.shape[1];
-  std::vector<Value*> acc = emit_loop(i32(0), i32(K), i32(1), init, [&](Value* k, std::vector<Value*> cur) {
+  // One k-step: B's vectors widened, one element of A broadcast per row, an FMA per vector.
+  auto one_step = [&](Value* k, std::vector<Value*> cur) {
     std::vector<Value*> bv(chunks);
     for (int64_t cc = 0; cc < chunks; ++cc)
       bv[cc] = cast(read_buffer(d.bbuf, d.b->type, {kidx(k), col(cc)}, w), d.b->type.dtype, d.compute);
@@ -76,10 +79,53 @@ void Codegen::emit_dot_tile(const DotArgs& d, Value* i0, Value* j0, int64_t rows
       for (int64_t cc = 0; cc < chunks; ++cc) cur[r * chunks + cc] = multiply_add(av, bv[cc], cur[r * chunks + cc], d.compute);
     }
     return cur;
-  });
+  };
+  std::vector<Value*> acc;
+  if (bf16_pairs(d) && K % 2 == 0) {  // block dims are powers of two >= 16
+    // Two k-steps an instruction (VDPBF16PS): lane j of the accumulator gains a[r][k] b[k][j] +
+    // a[r][k+1] b[k+1][j] from A's pair broadcast to every lane and B's rows k and k+1
+    // interleaved. The products of bf16 values are exact in f32 and each is added with one
+    // rounding (the instruction's order: k+1, then k), as two FMAs; inputs and results below
+    // f32's normal range are flushed to zero (the instruction's DAZ / FTZ).
+    acc = emit_loop(i32(0), i32(K / 2), i32(1), init, [&](Value* kp, std::vector<Value*> cur) {
+      Value* k0 = b_.CreateMul(kp, i32(2));
+      Value* k1 = b_.CreateAdd(k0, i32(1));
+      std::vector<Value*> bv(chunks);
+      for (int64_t cc = 0; cc < chunks; ++cc)
+        bv[cc] = interleave(read_buffer(d.bbuf, d.b->type, {kidx(k0), col(cc)}, w),
+                            read_buffer(d.bbuf, d.b->type, {kidx(k1), col(cc)}, w));
+      for (int64_t r = 0; r < rows; ++r) {
+        // A's a[r][k], a[r][k+1] are adjacent (row-major): one 32-bit load, broadcast.
+        Value* pair = read_buffer(d.abuf, d.a->type, {row(r), VIdx{k0, 1, nullptr, 2}}, 2);
+        Value* av = splat(b_.CreateBitCast(pair, b_.getInt32Ty()), w);
+        for (int64_t cc = 0; cc < chunks; ++cc) cur[r * chunks + cc] = bf16_pair_dot(cur[r * chunks + cc], av, bv[cc]);
+      }
+      return cur;
+    });
+  } else {
+    acc = emit_loop(i32(0), i32(K), i32(1), init, one_step);
+  }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t cc = 0; cc < chunks; ++cc)
       write_buffer(d.out, d.result, {row(r), col(cc)}, w, cast(acc[r * chunks + cc], d.compute, d.result.dtype));
+}
+
+bool Codegen::bf16_pairs(const DotArgs& d) const {
+  return regs_.bf16_dot && d.a->type.dtype == DType::bf16 && d.b->type.dtype == DType::bf16 && d.compute == DType::f32 &&
+         d.w == 16;
+}
+
+Value* Codegen::interleave(Value* x, Value* y) {
+  const int n = llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements();
+  std::vector<int> mask;
+  for (int i = 0; i < n; ++i) mask.push_back(i), mask.push_back(n + i);
+  return b_.CreateShuffleVector(x, y, mask);
+}
+
+Value* Codegen::bf16_pair_dot(Value* acc, Value* a_pairs, Value* b_pairs) {
+  llvm::Function* fn = llvm::Intrinsic::getDeclaration(module_.get(), llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512);
+  llvm::FunctionType* ft = fn->getFunctionType();
+  return b_.CreateCall(fn, {acc, b_.CreateBitCast(a_pairs, ft->getParamType(1)), b_.CreateBitCast(b_pairs, ft->getParamType(2))});
 }
 
 Value* Codegen::multiply_add(Value* x, Value* y, Value* acc, DType d) {
