@@ -162,8 +162,10 @@ void index_tile(const IndexTile& t, const std::optional<OwnedLoop>& loop) {
       auto cur = tl::load(dst + dd, mask, 0);
       switch (static_cast<Mode>(MODE)) {
         case Mode::add: v = cur + v; break;
-        case Mode::max: v = tl::where(cur > v || cur != cur, cur, v); break;
-        case Mode::min: v = tl::where(cur < v || cur != cur, cur, v); break;
+        // maximum / minimum as the atomics combine (a NaN loses to a number, as LLVM's maxnum
+        // and CUDA's fmaxf), so the answer does not depend on which path ran.
+        case Mode::max: v = tl::maximum(cur, v); break;
+        case Mode::min: v = tl::minimum(cur, v); break;
         default: fail("index_accumulate: only add, max and min combine in a loop");
       }
       tl::store(dst + dd, v, mask);
