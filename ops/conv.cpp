@@ -52,21 +52,19 @@ bool channels_last_strides(const Tensor& t) {
   return true;
 }
 
-// `t` (4-D) with NHWC strides when `channels_last` (itself when it has them, else one copy);
-// otherwise `t` as it is (the kernels read any strides; one channel has nothing to reorder).
-Tensor in_format(const Tensor& t, bool channels_last) {
-  if (!channels_last || t.size(1) == 1 || channels_last_strides(t)) return t;
+// `t` (4-D) with NHWC strides: itself when it has them (or one channel, nothing to reorder),
+// else one copy. The kernels read the operands channels-last on every backend, whatever the
+// tensors' format: on a GPU the implicit GEMM's K tiles are then contiguous channels (16-byte
+// cp.async into tensor-core tiles) instead of one-element gathers at a stride of H*W (stop 38:
+// bf16 NCHW 1.43 ms, NHWC 0.095 ms on an H100); on the CPU (since stop 52) its dot packs
+// channels-last K tiles with vector loads where NCHW ones are gathered a pixel at a time, and the
+// copies cost less than that (one core, f32, fwd+bwd: ResNet-50 layer1 3x3 69.7 -> 44.8 ms, the
+// small CNN's 32->64 83.3 -> 52.0, conv1d 44.8 -> 26.5; the CNN's training 1.94k -> 2.17k
+// samples/s on 2 threads; at stop 41 the copies ate the gain). The output keeps PyTorch's format
+// (written through its strides).
+Tensor channels_last_operand(const Tensor& t) {
+  if (t.size(1) == 1 || channels_last_strides(t)) return t;
   return contiguous(t.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
-}
-
-// Whether the kernels read the operands channels-last (converted once where they are not): a
-// channels-last input or weight (PyTorch's suggested memory format), and always on a GPU, where
-// the implicit GEMM's K tiles are then contiguous channels (16-byte cp.async into tensor-core
-// tiles) instead of one-element gathers at a stride of H*W; the conversion is one copy of each
-// operand, the gathers cost ~15x the forward (stop 38: bf16 NCHW 1.43 ms, NHWC 0.095 ms on an
-// H100). The output keeps PyTorch's format (written through its strides).
-bool compute_channels_last(Device device, bool channels_last_out) {
-  return channels_last_out || device.is_cuda();
 }
 
 // A new [N, C, H, W] tensor, NHWC in memory when `channels_last`.
@@ -176,8 +174,7 @@ Tensor conv_forward(const char* op, const Tensor& input_in, const Tensor& weight
   Resolved r = resolve_conv(op, input_in, weight, bias, stride, padding, dilation, groups, spatial);
   const bool cl = spatial == 2 && (channels_last_strides(r.input) || channels_last_strides(r.weight));
   Tensor out = new_output(r.input.size(0), r.weight.size(0), r.oh, r.ow, r.input.dtype(), r.input.device(), cl);
-  const bool cl_in = compute_channels_last(r.input.device(), cl);
-  Tensor x = in_format(r.input, cl_in), w = in_format(r.weight, cl_in);
+  Tensor x = channels_last_operand(r.input), w = channels_last_operand(r.weight);
   implicit_gemm(x, w, conv_weight_strides(w, w.size(0) / groups), w.size(2), w.size(3), bias, out, r.geo,
                 /*transposed=*/false);
   if (spatial == 1) out = out.squeeze(2);
@@ -194,13 +191,12 @@ ConvGrads conv_backward(const char* op, const Tensor& grad_in, const Tensor& inp
   if (grad.shape() != want)
     fail("{}_backward: grad_output of size {} where the output is {}", op, shape_of(grad), fmt::join(want, ", "));
   if (grad.dtype() != r.input.dtype()) grad = to_dtype(grad, r.input.dtype());
-  // The operands in the format the kernels read best (compute_channels_last); an output
+  // The operands channels-last (channels_last_operand); an output
   // gradient in another format than the input's (a contiguous one for a channels-last output, as
   // PyTorch's autograd often passes) is converted once, as PyTorch does before cuDNN.
   const bool cl = spatial == 2 && (channels_last_strides(r.input) || channels_last_strides(r.weight));
-  const bool cl_in = compute_channels_last(r.input.device(), cl);
-  grad = in_format(grad, cl_in);
-  Tensor x = in_format(r.input, cl_in), w = in_format(r.weight, cl_in);
+  grad = channels_last_operand(grad);
+  Tensor x = channels_last_operand(r.input), w = channels_last_operand(r.weight);
   ConvGrads g;
   if (mask.input) {
     // dgrad: a transposed convolution of the output gradient with the same weight.
@@ -304,8 +300,7 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
   ResolvedTransposed r = resolve_transposed(input, weight, bias, stride, padding, output_padding, groups, dilation);
   const bool cl = channels_last_strides(r.input) || channels_last_strides(weight);
   Tensor out = new_output(r.input.size(0), weight.size(1) * groups, r.oh, r.ow, r.input.dtype(), r.input.device(), cl);
-  const bool cl_in = compute_channels_last(r.input.device(), cl);
-  Tensor x = in_format(r.input, cl_in), w = in_format(weight, cl_in);
+  Tensor x = channels_last_operand(r.input), w = channels_last_operand(weight);
   implicit_gemm(x, w, transposed_weight_strides(w, w.size(0) / groups), w.size(2), w.size(3), bias, out, r.geo,
                 /*transposed=*/true);
   return r.unbatched ? out.squeeze(0) : out;
@@ -323,9 +318,8 @@ ConvGrads conv_transpose2d_backward(const Tensor& grad_in, const Tensor& input, 
          fmt::join(want, ", "));
   if (grad.dtype() != r.input.dtype()) grad = to_dtype(grad, r.input.dtype());
   const bool cl = channels_last_strides(r.input) || channels_last_strides(weight);
-  const bool cl_in = compute_channels_last(r.input.device(), cl);
-  grad = in_format(grad, cl_in);
-  Tensor x = in_format(r.input, cl_in), w = in_format(weight, cl_in);
+  grad = channels_last_operand(grad);
+  Tensor x = channels_last_operand(r.input), w = channels_last_operand(weight);
   ConvGrads g;
   if (mask.input) {
     // A convolution of the output gradient with the same weight (read as conv2d's [O, C/g, kh, kw]).
