@@ -2,12 +2,16 @@
 // the columns and transposes in registers: jit/cpu/transpose.cpp): every element where it belongs,
 // the masked-off ones `other`, for dtypes of 1 to 8 bytes, tiles whose sizes are not multiples of
 // the block, a 3-D block, a transpose of a loaded tile (permute) and a dot of two transposed
-// views. References are the host's own copies (exact).
+// views; and the op library's permuted copies over several row dims (NCHW -> NHWC and others),
+// whose tiles on the CPU stay inside the innermost row dim (ops/elementwise.cpp, ROW_RUNS).
+// References are the host's own copies (exact).
 #include "test_support.h"
+#include "ops_test_helpers.h"
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -81,6 +85,69 @@ BOOST_AUTO_TEST_CASE(transposed_tiles_every_dtype) {
     check_transposed_tiles<f16_t>(be, 1, 40, 50, 32, 32);
     check_transposed_tiles<int32_t>(be, 1, 30, 17, 16, 32);
     check_transposed_tiles<int8_t>(be, 1, 33, 31, 32, 32);
+  });
+}
+
+// Permuted copies whose rows span several dims (rows = N x HW for NCHW -> NHWC): on the CPU the
+// tiles take the largest power of two of rows (4 to 256) dividing the innermost row dim, so its
+// transposed reads stay contiguous down the rows; other sizes keep the ordinary tiles. Sizes whose
+// innermost row dim is divisible by 64, 16, 4 and by nothing (63), 4-D and 5-D permutes, f32 /
+// bf16 / i8 / f64, a binary op with one permuted operand, and more than 2^16 rows.
+BOOST_AUTO_TEST_CASE(permuted_copies_over_several_row_dims) {
+  namespace ou = tritium::test::ops_util;
+  using Shape = std::vector<int64_t>;
+  using tritium::DType;
+  using tritium::Tensor;
+  tt::for_each_backend([](const tt::Backend&) {
+    // out[i] = x at the permuted index: the reference walks out's indices row-major.
+    auto reference = [](const std::vector<double>& xv, const Shape& xs, const std::vector<int>& perm) {
+      Shape os(perm.size());
+      for (size_t k = 0; k < perm.size(); ++k) os[k] = xs[static_cast<size_t>(perm[k])];
+      std::vector<double> out;
+      for (int64_t i = 0; i < ou::numel(os); ++i) {
+        auto oi = ou::unravel(i, os);
+        Shape xi(xs.size());
+        for (size_t k = 0; k < perm.size(); ++k) xi[static_cast<size_t>(perm[k])] = oi[k];
+        int64_t f = 0;
+        for (size_t d = 0; d < xs.size(); ++d) f = f * xs[d] + xi[d];
+        out.push_back(xv[static_cast<size_t>(f)]);
+      }
+      return out;
+    };
+    struct Case { Shape shape; std::vector<int> perm; DType dtype; };
+    const std::vector<Case> cases = {
+        {{2, 32, 8, 8}, {0, 2, 3, 1}, DType::f32},      // HW 64
+        {{3, 32, 28, 28}, {0, 2, 3, 1}, DType::f32},    // HW 784 = 16 x 49
+        {{2, 48, 14, 14}, {0, 2, 3, 1}, DType::bf16},   // HW 196 = 4 x 49
+        {{2, 40, 7, 9}, {0, 2, 3, 1}, DType::f32},      // HW 63: no power of two divides it
+        {{2, 24, 16, 20}, {0, 2, 3, 1}, DType::i8},
+        {{3, 20, 32, 32}, {0, 2, 3, 1}, DType::f64},
+        {{2, 3, 17, 32, 16}, {0, 1, 3, 4, 2}, DType::f32},  // 5-D, the innermost row dim 16
+        {{70, 17, 1024}, {0, 2, 1}, DType::f32},        // 71,680 rows of 17
+    };
+    for (const Case& c : cases) {
+      Tensor x = tritium::ops::to_dtype(ou::random_tensor<float>(c.shape, 150, -100, 100), c.dtype);
+      if (c.dtype == DType::i8) x = ou::random_tensor<int8_t>(c.shape, 150, -100, 100);
+      const std::vector<double> xv = ou::values(x), want = reference(xv, c.shape, c.perm);
+      std::ostringstream name;
+      name << tritium::dtype_name(c.dtype);
+      for (int64_t d : c.shape) name << ' ' << d;
+      const std::string what = name.str();
+      BOOST_TEST_CONTEXT(what) {
+        Tensor y = tritium::ops::contiguous(x.permute(c.perm));
+        BOOST_TEST(ou::values(y) == want, boost::test_tools::per_element());
+        // A binary op reading the permuted view beside a contiguous operand.
+        if (c.dtype == DType::f32) {
+          Tensor z = ou::random_tensor<float>(y.shape(), 151, -1, 1);
+          const std::vector<double> zv = ou::values(z);
+          const std::vector<double> sum = ou::values(tritium::ops::add(x.permute(c.perm), z));
+          size_t bad = 0;
+          for (size_t i = 0; i < sum.size(); ++i)
+            if (static_cast<float>(sum[i]) != static_cast<float>(static_cast<float>(want[i]) + static_cast<float>(zv[i]))) ++bad;
+          BOOST_TEST(bad == 0u, what << ": permuted + contiguous, " << bad << " elements differ");
+        }
+      }
+    }
   });
 }
 
