@@ -84,15 +84,14 @@ void index_tile(const IndexTile& t, const std::optional<OwnedLoop>& loop) {
   auto ncb = tl::cdiv(cols, BC).to(tl::int32);
   auto col = (pid % ncb).to(tl::int64) * BC + tl::arange(0, BC);
   auto row = (pid / ncb).to(tl::int64) * BR + tl::arange(0, BR);
-  auto mask = (row < rows)(tl::_, tl::None) && (col < cols)(tl::None, tl::_);
-  const auto in_tile = mask;  // `mask` loses the lanes of bad indices below
-  tl::tensor ra = row * 0, rb = row * 0, rc = row * 0, rem = row;
+  const auto in_tile = (row < rows)(tl::_, tl::None) && (col < cols)(tl::None, tl::_);
+  tl::tensor ra = row * 0, rb = row * 0, rc0 = row * 0, rem = row;
   for (int k = RANK - 2; k >= 0; --k) {
     tl::tensor idx = k == 0 ? rem : rem % d[k];
     if (k > 0) rem = rem / d[k];
     ra = ra + idx * a[k];
     rb = rb + idx * b[k];
-    rc = rc + idx * c[k];
+    rc0 = rc0 + idx * c[k];
   }
   // COLS tells which column strides are known (ColumnStrides): a side with column stride 1
   // is read or written as whole vectors (not a gather / scatter of computed addresses), and
@@ -106,7 +105,7 @@ void index_tile(const IndexTile& t, const std::optional<OwnedLoop>& loop) {
     if (zero) return tl::broadcast_to(r(tl::_, tl::None), {BR, BC});
     return r(tl::_, tl::None) + (unit ? col : col * stride)(tl::None, tl::_);
   };
-  tl::tensor da = tile(ra, a_col, a_unit, a_zero), sb = tile(rb, b_col, b_unit, b_zero);
+  tl::tensor da = tile(ra, a_col, a_unit, a_zero), sb0 = tile(rb, b_col, b_unit, b_zero);
   // An index outside the range is reported through the two slots of `bad` (a DeviceCheck:
   // zero until a kernel writes): bad[0] = the largest index >= isize (> 0: the host checks
   // isize >= 1), bad[1] = the smallest below the range (< 0), each as given. A compare and
@@ -118,7 +117,8 @@ void index_tile(const IndexTile& t, const std::optional<OwnedLoop>& loop) {
     tl::atomic_max(bad + given * 0, given, outside && high, "relaxed");
     tl::atomic_min(bad + (given * 0 + 1), given, outside && !high, "relaxed");
   };
-  // One step: the offsets and the source at the step's shifts (none without a loop).
+  // One step: the source offsets sb and index offsets rc at the step's shifts (none without a
+  // loop); `mask` starts as the tile's and loses the lanes of bad indices.
   auto step = [&](tl::tensor sb, tl::tensor rc, tl::tensor mask) {
     tl::tensor dd = da;
     if (SIDE != static_cast<int>(OffsetSide::none)) {
@@ -180,10 +180,10 @@ void index_tile(const IndexTile& t, const std::optional<OwnedLoop>& loop) {
     }
   };
   if (!loop) {
-    step(sb, rc, mask);
+    step(sb0, rc0, in_tile);
     return;
   }
-  for (auto it : tl::range(0, loop->n)) step(sb + it * loop->b, rc + it * loop->c, mask);
+  for (auto it : tl::range(0, loop->n)) step(sb0 + it * loop->b, rc0 + it * loop->c, in_tile);
 }
 
 }  // namespace

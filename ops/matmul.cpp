@@ -260,18 +260,14 @@ int block_for(int64_t size, int cap) {
   return b == cap && cap > 16 && padding(cap / 2) < padding(cap) ? cap / 2 : b;
 }
 
-// CPU block sizes per shape; dot needs every block dim >= 16. bf16 takes K steps of 64 (where the
-// host has VDPBF16PS, jit/cpu/dot.cpp: two k a vector instruction, so the accumulator tile's trips
-// through memory each K step weigh twice as much; 1024^3 on one core 14.1 -> 13.8 ms against 32,
-// 13.5 with 128, which leaves a forced split-K fewer chunks of K).
-// 128 x 128 tiles with K steps of 32
+// CPU block sizes per shape; dot needs every block dim >= 16. 128 x 128 tiles with K steps of 32
 // run fp32 1024^3 at ~175 GFLOP/s on one core of the 2-core AMD EPYC (Zen 5), against ~150 with
 // 64 x 64 x 32: the accumulator tile is read and written once per K step and each element of A
 // and B is loaded fewer times (`tritium-bench --matmul`, docs/tensors.md). Tiles shrink back to
 // 64 while there are fewer programs than threads. (f64 on a GPU also uses these blocks, at most
 // 64 x 64: it has no tensor cores to tune for.)
-Blocks pick_blocks(int64_t M, int64_t N, int64_t K, int64_t nbatch, DType dtype, const Device& device) {
-  const int k = pow2_at_least(K, 16, device.is_cpu() && dtype == DType::bf16 ? 64 : 32);
+Blocks pick_blocks(int64_t M, int64_t N, int64_t K, int64_t nbatch, const Device& device) {
+  const int k = pow2_at_least(K, 16, 32);
   if (!device.is_cpu()) return {pow2_at_least(M, 16, 64), pow2_at_least(N, 16, 64), k, 8};
   Blocks b{block_for(M, 128), block_for(N, 128), k, 8};
   const int64_t threads = runtime::ThreadPool::global().size();
@@ -546,7 +542,7 @@ void launch(const Tensor& a, const Tensor& b, const Tensor& c, const ScaledAdd* 
       Autotuner& tuner = split.splits > 1 ? gpu_split_tuner<T>() : epilogue ? gpu_epilogue_tuner<T>() : gpu_tuner<T>();
       operands([&](auto&&... x) { tuner[grid](x..., flags); });
     } else {
-      Blocks bl = pick_blocks(M, N, K, nbatch, a.dtype(), a.device());
+      Blocks bl = pick_blocks(M, N, K, nbatch, a.device());
       const Grid grid(cdiv(M, bl.m) * cdiv(N, bl.n), nbatch, split.splits);
       const Options options{.device = a.device()};
       operands([&](auto&&... x) {
@@ -573,7 +569,7 @@ split_k::Plan split_k::plan_for_product(int64_t M, int64_t N, int64_t K, int64_t
   // The tile that sizes the split: on a GPU (the autotuned kernel) 128 x 128 and chunks of K in
   // multiples of 64, which every candidate's BLOCK_K divides; elsewhere the heuristic's blocks.
   const bool tuned = device.is_cuda() && dtype != DType::f64;
-  const Blocks bl = pick_blocks(M, N, K, nbatch, dtype, device);
+  const Blocks bl = pick_blocks(M, N, K, nbatch, device);
   const int64_t tiles = tuned ? cdiv(M, 128) * cdiv(N, 128) : cdiv(M, bl.m) * cdiv(N, bl.n);
   const int64_t workers = device.is_cuda() ? int64_t{runtime::cuda::properties(device.index).multiprocessor_count}
                                            : int64_t{runtime::ThreadPool::global().size()};

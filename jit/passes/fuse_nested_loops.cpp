@@ -154,10 +154,7 @@ void fuse(ir::Function& f, const Nest& nest) {
 
   std::vector<Type> otypes;
   for (const Value* r : O->results) otypes.push_back(r->type);
-  const Branch versions = create_if(b, cond, otypes);
-  ir::Op* version = versions.op;
-  ir::Block* then_block = versions.then_block;
-  ir::Block* else_block = versions.else_block;
+  const auto [version, then_block, else_block] = create_if(b, cond, otypes);
 
   // ---- then: the fused loop ----
   ir::Builder tb(f);
@@ -232,10 +229,7 @@ void fuse(ir::Function& f, const Nest& nest) {
   // The epilogue at each outer trip's last inner trip; the outer carried values pass otherwise.
   bb.loc = O->loc;
   Value* ends = bin(bb, OpKind::CmpEq, tjv, lj_last);
-  const Branch epilogue = create_if(bb, ends, otypes);
-  ir::Op* epi = epilogue.op;
-  ir::Block* epi_then = epilogue.then_block;
-  ir::Block* epi_else = epilogue.else_block;
+  const auto [epi, epi_then, epi_else] = create_if(bb, ends, otypes);
   {
     ir::Builder eb(f);
     eb.set_insertion_end(epi_then);
