@@ -3,9 +3,11 @@
 // Every reduction is brought to one 3-D problem on the input's own strides:
 //     out[o * I + i] = reduce over r of x[o * so + r * sr + i * si]
 // The reduced dims (size-1 dims dropped, sorted by stride) must merge into one dim r; the kept
-// dims before them into o, those after into i. When that is impossible (reduced dims
-// interleaved with kept ones, or not mergeable) the input is first permuted (kept dims first,
-// reduced last) and copied contiguous (ops::contiguous, a kernel), which always merges.
+// dims before them into o, those after into i. Reduced dims on both sides of a kept one are
+// reduced in two launches, the innermost ones first (a bias gradient's sum over N, H, W of NCHW).
+// Otherwise, when that is impossible (dims that do not merge, argmax / argmin), the input is first
+// permuted (kept dims first, reduced last) and copied contiguous (ops::contiguous, a kernel),
+// which always merges.
 // Two variants of one kernel:
 //  - I == 1 ("rows"): a program reduces BO rows, looping over r in blocks of BR, accumulating a
 //    [BO, BR] block that is reduced along axis 1 at the end (vector loads when sr == 1).
@@ -518,18 +520,33 @@ Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Sha
     return out;
   }
 
-  // Classify the non-trivial dims.
+  // Classify the non-trivial dims, outermost (largest stride) first: a channels-last tensor's
+  // N, H, W merge into one reduced dim beside C. The kept dims must stay in their own order (the
+  // output is contiguous in it); when the strides would reorder them, the dims' order is used.
+  std::vector<int> order;
+  for (int d = 0; d < x.dim(); ++d)
+    if (x.size(d) != 1) order.push_back(d);
+  std::vector<int> by_stride = order;
+  std::stable_sort(by_stride.begin(), by_stride.end(), [&](int a, int b) { return x.stride(a) > x.stride(b); });
+  {
+    int last_kept = -1;
+    bool kept_in_order = true;
+    for (int d : by_stride)
+      if (!red[d]) kept_in_order = kept_in_order && d > last_kept, last_kept = d;
+    if (kept_in_order) order = by_stride;
+  }
   std::vector<Dim> before, reduced, after;
-  bool seen_reduced = false, interleaved = false;
-  for (int d = 0; d < x.dim(); ++d) {
-    if (x.size(d) == 1) continue;
+  std::vector<int> inner_reduced;  // the reduced dims after the last kept one
+  bool interleaved = false;
+  for (int d : order) {
     Dim dm{x.size(d), x.stride(d)};
     if (red[d]) {
       if (!after.empty()) interleaved = true;
       reduced.push_back(dm);
-      seen_reduced = true;
+      inner_reduced.push_back(d);
     } else {
-      (seen_reduced ? after : before).push_back(dm);
+      (reduced.empty() ? before : after).push_back(dm);
+      inner_reduced.clear();
     }
   }
   std::stable_sort(reduced.begin(), reduced.end(), [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
@@ -542,6 +559,24 @@ Tensor reduce(Red kind, const Tensor& x, const std::vector<int>& dims, const Sha
     }
     launch_reduce(kind, x, out, p, nullptr, values);
     return out;
+  }
+  // Reduced dims on both sides of a kept one (a bias gradient: sum over N, H, W of NCHW): the
+  // innermost reduced dims first, into [.., C, 1, 1] in the accumulation type, then the rest -
+  // the input is read once and a tensor |inner| times smaller written, where the permuted copy
+  // below writes all of it and reads it again. Not for argmax / argmin (an index is not a
+  // partial), nor for an inner part so small that its rows would be a handful of elements.
+  int64_t inner = 1;
+  for (int d : inner_reduced) inner *= x.size(d);
+  if (interleaved && !is_arg(kind) && inner >= 8 && inner_reduced.size() < reduced.size()) {
+    Shape partial_shape = x.shape();
+    for (int d : inner_reduced) partial_shape[d] = 1;
+    std::vector<int> inner_dims = inner_reduced, outer_dims;
+    std::sort(inner_dims.begin(), inner_dims.end());
+    for (int d : dims)
+      if (std::find(inner_dims.begin(), inner_dims.end(), d) == inner_dims.end()) outer_dims.push_back(d);
+    const DType partial_dtype = kind == Red::sum || kind == Red::mean ? accumulate_type(kind, x.dtype()) : x.dtype();
+    Tensor partial = reduce(kind, x, inner_dims, partial_shape, partial_dtype);
+    return reduce(kind, partial, outer_dims, out_shape, out_dtype);
   }
   // Permute (kept dims, reduced dims) and copy contiguous; then it is (O, R, 1).
   Shape shape, strides;

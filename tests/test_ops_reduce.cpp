@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "ops/pool.h"
+#include "profiler/profile.h"
 #include "ops/matmul_family.h"
 #include "ops/reduce_plan.h"
 #include "ops/reduce_stats.h"
@@ -152,6 +153,60 @@ BOOST_AUTO_TEST_CASE(strided_inputs) {
     }
     ou::check_values(ops::sum(p4, {0, 2}), reduce_ref(vp, {7, 5, 6, 4}, {0, 2}, K::sum), 1e-6, "sum permuted 0,2");
     ou::check_values(ops::amin(p4, {1, 3}, true), reduce_ref(vp, {7, 5, 6, 4}, {1, 3}, K::min), 0, "amin permuted 1,3");
+  });
+}
+
+// Reduced dims on both sides of a kept one (a convolution's bias gradient: sum over N, H, W of
+// NCHW) are reduced in two launches, the inner dims first, with no permuted copy; a channels-last
+// tensor's N, H, W merge by their strides into one launch. Values against float64, every kind.
+BOOST_AUTO_TEST_CASE(interleaved_dims_without_a_copy) {
+  tt::for_each_backend([&](const tt::Backend& be) {
+    auto kernels_of = [](auto&& f) {
+      tritium::profiler::Profile prof;
+      f();
+      std::vector<std::string> names;
+      for (const tritium::profiler::Event& e : prof.events())
+        if (e.kind == tritium::profiler::EventKind::kernel) names.push_back(e.name);
+      return names;
+    };
+    const ou::Shape shape{5, 6, 7, 9};
+    Tensor x = ou::random_tensor<float>(shape, 21);
+    auto v = ou::values(x);
+    const std::vector<int> nhw{0, 2, 3};
+    Tensor s;
+    auto names = kernels_of([&] { s = ops::sum(x, nhw); });
+    check_on(s, be, "sum nhw");
+    BOOST_TEST(s.shape() == (ou::Shape{6}));
+    ou::check_values(s, reduce_ref(v, shape, nhw, K::sum), 1e-6, "sum over N, H, W");
+    BOOST_TEST(names.size() == 2u);
+    for (const std::string& n : names) BOOST_TEST(n.rfind("ew_", 0) != 0, "a copy kernel ran: " << n);
+    ou::check_values(ops::mean(x, nhw, true), reduce_ref(v, shape, nhw, K::mean), 1e-6, "mean over N, H, W");
+    BOOST_TEST(ops::mean(x, nhw, true).shape() == (ou::Shape{1, 6, 1, 1}));
+    check_exact(ops::amax(x, nhw), reduce_ref(v, shape, nhw, K::max), "amax over N, H, W");
+    check_exact(ops::amin(x, nhw), reduce_ref(v, shape, nhw, K::min), "amin over N, H, W");
+    // bf16: the partial sums stay in f32; the result is bf16, as PyTorch's.
+    Tensor xb = ops::to_dtype(x, DType::bf16);
+    Tensor sb = ops::sum(xb, nhw);
+    BOOST_TEST((sb.dtype() == DType::bf16));
+    ou::check_values(sb, reduce_ref(ou::values(xb), shape, nhw, K::sum), 1e-2, "bf16 sum over N, H, W");
+    // Integers sum into i64.
+    Tensor xi = ou::random_tensor<int32_t>(shape, 22, -50, 50);
+    Tensor si = ops::sum(xi, nhw);
+    BOOST_TEST((si.dtype() == DType::i64));
+    check_exact(si, reduce_ref(ou::values(xi), shape, nhw, K::sum), "i32 sum over N, H, W");
+    // Channels-last strides: N, H, W merge (strides H W C, W C, C) into one reduced dim: one launch.
+    Tensor cl = ops::contiguous(x.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+    names = kernels_of([&] { s = ops::sum(cl, nhw); });
+    ou::check_values(s, reduce_ref(v, shape, nhw, K::sum), 1e-6, "sum over N, H, W of channels-last");
+    BOOST_TEST(names.size() == 1u);
+    // Two kept dims between three reduced groups: reduced from the inside out.
+    const ou::Shape s5{3, 4, 5, 2, 11};
+    Tensor x5 = ou::random_tensor<float>(s5, 23);
+    auto v5 = ou::values(x5);
+    ou::check_values(ops::sum(x5, {0, 2, 4}), reduce_ref(v5, s5, {0, 2, 4}, K::sum), 1e-6, "sum over 0, 2, 4");
+    check_exact(ops::amax(x5, {0, 2, 4}, true), reduce_ref(v5, s5, {0, 2, 4}, K::max), "amax over 0, 2, 4");
+    // argmax / argmin take one dim; sum_to (autograd's broadcast reduction) takes the same path.
+    ou::check_values(ops::sum_to(x, {6, 1, 1}), reduce_ref(v, shape, nhw, K::sum), 1e-6, "sum_to [6, 1, 1]");
   });
 }
 
