@@ -163,6 +163,9 @@ std::vector<OpBench> make_table() {
       {"sum", "dim -1", reduce({-1})},
       {"sum", "dim 0", reduce({0})},
       {"mean", "dim -1", reduce({-1})},
+      {"sum", "dims 0,2,3 of NCHW (a bias gradient)", [](int64_t n) {
+         return OpCall{.inputs = {in(cnn_planes(n))}, .attrs = {{"dims", Dims{0, 2, 3}}, {"keepdim", false}}};
+       }},
       {"amax", "dim -1", reduce({-1})},
       {"amin", "dim 0", reduce({0})},
       {"var", "dim -1", unary(F::uniform, Attrs{{"dims", Dims{-1}}, {"correction", 1.0}, {"keepdim", false}})},
@@ -410,6 +413,11 @@ std::vector<OpBench> make_table() {
       {"max_pool2d", "3x3 s2 p1, [*,64,56,56]", [](int64_t n) {
          return OpCall{.inputs = {in(cnn_planes(n))},
                        .attrs = {{"kernel_size", Dims{3}}, {"stride", Dims{2}}, {"padding", Dims{1}},
+                                 {"dilation", Dims{1}}, {"ceil_mode", false}}};
+       }},
+      {"max_pool2d", "2x2 s2, [*,32,28,28]", [](int64_t n) {  // the Fashion-MNIST CNN's first pool
+         return OpCall{.inputs = {in({std::max<int64_t>(1, n / (32 * 28 * 28)), 32, 28, 28})},
+                       .attrs = {{"kernel_size", Dims{2}}, {"stride", Dims{2}}, {"padding", Dims{0}},
                                  {"dilation", Dims{1}}, {"ceil_mode", false}}};
        }},
       {"avg_pool2d", "2x2 s2, [*,64,56,56]", [](int64_t n) {

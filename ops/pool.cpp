@@ -84,6 +84,15 @@ template <class Body> void window_loop(int unrolled, const tl::tensor& count, Bo
   }
 }
 
+// The window strides as constants when the host passes them as meta-parameters (USH / USW > 0:
+// strides of at most 4, the pools people use): the backward's per-lane (iw + PW) / SW is then a
+// shift, not a vector division (x86 has none: 16 scalar divides a chunk), and the forward's
+// ow * SW a constant multiple.
+void constant_strides(const Idx& I, int ush, int usw, tl::i64& SH, tl::i64& SW) {
+  if (ush > 0) SH = tl::full({}, ush, I.type());
+  if (usw > 0) SW = tl::full({}, usw, I.type());
+}
+
 // Both kernels work on one row of their lanes' plane per program: program (r, wb, cb) takes row
 // r % ROWS of image r / ROWS (scalar divisions, once per program) and a [BW columns, BC channels]
 // tile, so no lane divides to find its coordinates. Element (n, c, h, w) of a tensor is at
@@ -98,12 +107,14 @@ Kernel& detail::pool2d_forward_kernel() {
       [](P x, P y, P ind, tl::i64 C, tl::i64 H, tl::i64 W, tl::i64 OH, tl::i64 OW,  //
          tl::i64 xs0, tl::i64 xs1, tl::i64 xs2, tl::i64 xs3, tl::i64 ys0, tl::i64 ys1, tl::i64 ys2, tl::i64 ys3,
          tl::i64 KH, tl::i64 KW, tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 DH, tl::i64 DW,
-         tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, bool CL, bool I64, int UKH, int UKW, int BW, int BC) {
+         tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, bool CL, bool I64, int UKH, int UKW, int USH, int USW,
+         int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
         const Idx I{I64};
         I.narrow({&C, &H, &W, &OH, &OW, &xs0, &xs1, &xs2, &xs3, &ys0, &ys1, &ys2, &ys3, &KH, &KW, &SH, &SW, &PH, &PW,
                   &DH, &DW, &divisor});
+        constant_strides(I, USH, USW, SH, SW);
         auto r = I(tl::program_id(0));
         auto n = r / OH, oh = r % OH;
         auto [ow, c, shape] = lanes(I, CL, BW, BC);
@@ -164,7 +175,7 @@ Kernel& detail::pool2d_forward_kernel() {
       },
       {"x",   "y",   "ind", "C",   "H",   "W",   "OH",  "OW",  "xs0", "xs1", "xs2",     "xs3",  "ys0",       "ys1",
        "ys2", "ys3", "KH",  "KW",  "SH",  "SW",  "PH",  "PW",  "DH",  "DW",  "divisor", "MODE", "COUNT_PAD", "ACC",
-       "CL",  "I64", "UKH", "UKW", "BW",  "BC"});
+       "CL",  "I64", "UKH", "UKW", "USH", "USW", "BW",  "BC"});
   return k;
 }
 
@@ -180,12 +191,13 @@ Kernel& detail::pool2d_backward_kernel() {
          tl::i64 gs0, tl::i64 gs1, tl::i64 gs2, tl::i64 gs3, tl::i64 is0, tl::i64 is1, tl::i64 is2, tl::i64 is3,
          tl::i64 ds0, tl::i64 ds1, tl::i64 ds2, tl::i64 ds3, tl::i64 LH, tl::i64 LW, tl::i64 KH, tl::i64 KW,
          tl::i64 SH, tl::i64 SW, tl::i64 PH, tl::i64 PW, tl::i64 divisor, int MODE, bool COUNT_PAD, int ACC, int ODT,
-         bool CL, bool I64, int ULH, int ULW, int BW, int BC) {
+         bool CL, bool I64, int ULH, int ULW, int USH, int USW, int BW, int BC) {
         const DType acc = static_cast<DType>(ACC);
         const Mode mode = static_cast<Mode>(MODE);
         const Idx I{I64};
         I.narrow({&C, &H, &W, &OH, &OW, &gs0, &gs1, &gs2, &gs3, &is0, &is1, &is2, &is3, &ds0, &ds1, &ds2, &ds3, &LH,
                   &LW, &KH, &KW, &SH, &SW, &PH, &PW, &divisor});
+        constant_strides(I, USH, USW, SH, SW);
         auto r = I(tl::program_id(0));
         auto n = r / H, ih = r % H;
         auto [iw, c, shape] = lanes(I, CL, BW, BC);
@@ -246,7 +258,7 @@ Kernel& detail::pool2d_backward_kernel() {
       },
       {"g",   "ind", "dx",  "C",   "H",   "W",   "OH",  "OW",  "gs0", "gs1", "gs2", "gs3",     "is0",  "is1",
        "is2", "is3", "ds0", "ds1", "ds2", "ds3", "LH",  "LW",  "KH",  "KW",  "SH",  "SW",      "PH",   "PW",
-       "divisor", "MODE", "COUNT_PAD", "ACC", "ODT", "CL", "I64", "ULH", "ULW", "BW", "BC"});
+       "divisor", "MODE", "COUNT_PAD", "ACC", "ODT", "CL", "I64", "ULH", "ULW", "USH", "USW", "BW", "BC"});
   return k;
 }
 
@@ -369,6 +381,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // so the extra specialisations are few.
 int unrolled(int64_t count, int64_t other) { return count * other <= 16 ? static_cast<int>(count) : 0; }
 
+// A window stride as a meta-parameter (constant_strides) when it is at most 4, else 0 (run time).
+int constant_stride(int64_t s) { return s <= 4 ? static_cast<int>(s) : 0; }
+
 // Whether the kernels need i64 indices: an element offset of a tensor (its furthest element, or
 // a window corner up to a kernel's extent past the border), a flat index oh * W + ow, or the
 // adaptive windows' products o * I reach 2^31.
@@ -405,7 +420,8 @@ Tensor run_forward(const char* op, const Plan& pl, const Pool2dParams& p, Mode m
       x, y, ind, pl.C, pl.H, pl.W, pl.OH, pl.OW, x.stride(0), x.stride(1), x.stride(2), x.stride(3), y.stride(0),
       y.stride(1), y.stride(2), y.stride(3), KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1],
       p.dilation[0], p.dilation[1], divisor, static_cast<int>(mode), count_include_pad,
-      static_cast<int>(detail::math_type(x.dtype())), cl, i64, unrolled(KH, KW), unrolled(KW, KH), bw, bc);
+      static_cast<int>(detail::math_type(x.dtype())), cl, i64, unrolled(KH, KW), unrolled(KW, KH),
+      constant_stride(p.stride[0]), constant_stride(p.stride[1]), bw, bc);
   return y;
 }
 
@@ -457,7 +473,7 @@ Tensor run_backward(const char* op, const Tensor& grad, const Tensor& indices, c
         ind.stride(0), ind.stride(1), ind.stride(2), ind.stride(3), dx.stride(0), dx.stride(1), dx.stride(2),
         dx.stride(3), LH, LW, KH, KW, p.stride[0], p.stride[1], p.padding[0], p.padding[1], divisor,
         static_cast<int>(mode), count_include_pad, static_cast<int>(acc), static_cast<int>(x.dtype()), cl, i64,
-        unrolled(LH, LW), unrolled(LW, LH), bw, bc);
+        unrolled(LH, LW), unrolled(LW, LH), constant_stride(p.stride[0]), constant_stride(p.stride[1]), bw, bc);
   }
   return from_4d(dx, pl.in, one_d);
 }

@@ -69,7 +69,7 @@ std::string pool_fwd_source(const std::string& arch, int cc, int mode, int64_t H
                              int64_t{1}, C * OH * OW, OH * OW, OW, int64_t{1}, kh, kw, kh > 1 ? s : int64_t{1}, s,
                              kh > 1 ? p : int64_t{0}, p, int64_t{1}, int64_t{1}, int64_t{0}, mode, true,
                              static_cast<int>(ops::detail::math_type(tritium::dtype_of<T>())), false, i64,
-                             kh * kw <= 16 ? static_cast<int>(kh) : 0, kh * kw <= 16 ? static_cast<int>(kw) : 0, bw, bc);
+                             kh * kw <= 16 ? static_cast<int>(kh) : 0, kh * kw <= 16 ? static_cast<int>(kw) : 0, 0, 0, bw, bc);
   log_stats(ks, arch, fmt::format("pool2d_fwd mode {} {} {}x{} k{}x{} i64 {}", mode,
                                   tritium::dtype_name(tritium::dtype_of<T>()), H, W, kh, kw, i64));
   return tt::kernel_body(ks);
@@ -83,7 +83,7 @@ template <class T> std::string pool_bwd_source(const std::string& arch, int cc, 
                              int64_t{2}, int64_t{2}, int64_t{3}, int64_t{3}, int64_t{2}, int64_t{2}, int64_t{1},
                              int64_t{1}, int64_t{0}, 0, false,
                              static_cast<int>(ops::detail::math_type(tritium::dtype_of<T>())),
-                             static_cast<int>(tritium::dtype_of<T>()), false, i64, 2, 2, 32, 8);
+                             static_cast<int>(tritium::dtype_of<T>()), false, i64, 2, 2, 0, 0, 32, 8);
   log_stats(ks, arch, fmt::format("pool2d_bwd max {} i64 {}", tritium::dtype_name(tritium::dtype_of<T>()), i64));
   return tt::kernel_body(ks);
 }
@@ -96,12 +96,12 @@ template <class T> void pool_channels_last(const std::string& arch, int cc) {
   auto c = tt::CudaCheck().routed().target(cc, arch);
   log_stats(tt::compile_cuda(ops::detail::pool2d_forward_kernel(), c, addr<T>(0), addr<T>(1), addr<int64_t>(2), C, H,
                              W, OH, OW, H * W * C, one, W * C, C, OH * OW * C, one, OW * C, C, three, three, two, two,
-                             one, one, one, one, zero, 0, true, acc, true, false, 3, 3, 4, 64),
+                             one, one, one, one, zero, 0, true, acc, true, false, 3, 3, 0, 0, 4, 64),
             arch, std::string("pool2d_fwd channels-last ") + tritium::dtype_name(tritium::dtype_of<T>()));
   log_stats(tt::compile_cuda(ops::detail::pool2d_backward_kernel(), c, addr<T>(0), addr<int64_t>(1), addr<T>(2), C, H,
                              W, OH, OW, OH * OW * C, one, OW * C, C, OH * OW * C, one, OW * C, C, H * W * C, one, W * C,
                              C, two, two, three, three, two, two, one, one, zero, 0, false, acc,
-                             static_cast<int>(tritium::dtype_of<T>()), true, false, 2, 2, 4, 64),
+                             static_cast<int>(tritium::dtype_of<T>()), true, false, 2, 2, 0, 0, 4, 64),
             arch, std::string("pool2d_bwd channels-last ") + tritium::dtype_name(tritium::dtype_of<T>()));
 }
 

@@ -16,6 +16,7 @@
 //   values.cpp        buffers (stack or heap), evaluation of a block value at an index
 //   transpose.cpp     materialising a transposed view in register-transposed square tiles
 //   memory.cpp        loads, stores, atomics
+//   lane_patterns.cpp loads whose lanes read a fixed pattern (strided, repeated, reversed)
 //   reduce.cpp        combine regions, reductions, scans
 //   block_data.cpp    histogram, gather, split
 //   dot.cpp           dot (register micro-tiles)
@@ -27,6 +28,7 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -262,6 +264,30 @@ class Codegen {
   Value* first_lane_pointer(const ir::Value* ptr, const Index& idx);
 
   Value* eval_load(const ir::Op* op, const Index& idx, int w);
+
+  // ---- loads along a fixed lane pattern (lane_patterns.cpp) -------------------------------------
+
+  // Lane l's value minus lane 0's for the chunk at idx (pointers in elements), from v's index
+  // arithmetic (aranges, splats, views, + - neg, * << by constants, / % by constants assuming the
+  // first lane's dividend is a multiple); nullopt when it depends on data or run-time values.
+  std::optional<std::vector<int64_t>> lane_pattern(const ir::Value* v, const Index& idx, int w);
+  struct PatternWalk {
+    std::map<std::pair<const ir::Value*, int>, std::optional<std::vector<int64_t>>> seen;
+    int visited = 0;
+  };
+  std::optional<std::vector<int64_t>> lane_pattern(const ir::Value* v, const Index& idx, int w, PatternWalk& walk);
+  // lane_pattern's step for one value whose lanes move along dim d.
+  std::optional<std::vector<int64_t>> pattern_of(const ir::Value* v, const Index& idx, int w, int d, PatternWalk& walk);
+
+  // A pattern whose span (first to last element read) is short enough for a few vector loads, and
+  // not one element.
+  bool pattern_worth_loading(const std::vector<int64_t>& pat, DType d);
+
+  // The chunk's elements at ptrs (memory type; lanes off in `mask`, which may be null, take
+  // `other`): when the lanes that are on read exactly the first lane's pointer plus `pat`, one
+  // load of the span they cover and a permutation; else gather().
+  Value* load_by_pattern(Value* ptrs, const std::vector<int64_t>& pat, Value* mask, Value* other, DType d,
+                         const std::function<Value*()>& gather);
 
   void emit_store(const ir::Op* op);
 

@@ -108,7 +108,9 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
     v = splat(s, w);
     if (mask) v = b_.CreateSelect(mask, v, other);
   } else {
-    v = b_.CreateMaskedGather(vec_of(mt, w), ptrs, align, mask, other);
+    auto gather = [&] { return b_.CreateMaskedGather(vec_of(mt, w), ptrs, align, mask, other); };
+    std::optional<std::vector<int64_t>> pat = lane_pattern(p, idx, w);
+    v = pat && pattern_worth_loading(*pat, d) ? load_by_pattern(ptrs, *pat, mask, other, d, gather) : gather();
   }
   return mem_to_reg(v, d);
 }
