@@ -4,7 +4,9 @@
 // the block, a 3-D block, a transpose of a loaded tile (permute) and a dot of two transposed
 // views; and the op library's permuted copies over several row dims (NCHW -> NHWC and others),
 // whose tiles on the CPU stay inside the innermost row dim (ops/elementwise.cpp, ROW_RUNS).
-// References are the host's own copies (exact).
+// Also stores the other way round: a [pixels, channels] tile written to an NCHW tensor, whose
+// columns the CPU stores as vectors down the rows where they are adjacent in memory (checked per
+// column: jit/cpu/transpose.cpp store_transposed). References are the host's own copies (exact).
 #include "test_support.h"
 #include "ops_test_helpers.h"
 
@@ -186,6 +188,74 @@ BOOST_AUTO_TEST_CASE(transposed_tile_is_read_without_gathers_on_the_cpu, *tt::ne
   BOOST_TEST(ll.find("define ") != std::string::npos, "no LLVM IR dumped in " << dir);
   BOOST_TEST(ll.find("gather") == std::string::npos, "the transposed tiles were gathered");
   std::filesystem::remove_all(dir);
+}
+
+// out is NCHW [B, C, H * W] (plane = H * W elements a channel); the program's tile is [BP pixels,
+// BC channels] of x, read row-major as x[p * C + c] (pixels p = b * plane + q), and stored at
+// out[b * C * plane + c * plane + q]: neighbours down a column are adjacent until the tile crosses
+// an image (then that column is scattered). Masked to P pixels and C channels; value 2 x (exact).
+template <class T> tritium::Kernel& nchw_store_kernel() {
+  static tritium::Kernel k = tritium::kernel(
+      "nchw_store_" + tname<T>(), [](tl::ptr<T> x, tl::ptr<T> out, tl::i32 P, tl::i32 C, tl::i32 plane, int BP, int BC) {
+        auto p = tl::program_id(0) * BP + tl::arange(0, BP);
+        auto c = tl::program_id(1) * BC + tl::arange(0, BC);
+        auto m = (p < P)(tl::_, tl::None) & (c < C)(tl::None, tl::_);
+        auto v = tl::load(x + (p * C)(tl::_, tl::None) + c(tl::None, tl::_), m, 0);
+        auto b = p / plane, q = p % plane;
+        tl::store(out + (b * C * plane + q)(tl::_, tl::None) + (c * plane)(tl::None, tl::_), v * 2, m);
+      });
+  return k;
+}
+
+template <class T> void check_nchw_store(const tt::Backend& be, int B, int C, int plane, int BP, int BC) {
+  BOOST_TEST_CONTEXT(tname<T>() << " B " << B << " C " << C << " plane " << plane << " tile " << BP << "x" << BC) {
+    const int P = B * plane;
+    auto x = tt::random_vector<T>(size_t(P) * C, 3 + C + plane, -40, 40);
+    auto dx = be.upload<T>(x);
+    auto out = be.alloc_poisoned<T>(size_t(P) * C);
+    nchw_store_kernel<T>()[{tritium::cdiv(P, BP), tritium::cdiv(C, BC)}](dx.ptr(), out.ptr(), P, C, plane, BP, BC,
+                                                                        be.options());
+    tt::host_vector<T> want(out.size());
+    for (int p = 0; p < P; ++p)
+      for (int c = 0; c < C; ++c)
+        want[(size_t(p / plane) * C + c) * plane + p % plane] = tt::from_double<T>(2 * tt::to_double(x[size_t(p) * C + c]));
+    tt::check_equal<T>(out.download(), want, "NCHW from [pixels, channels] tiles");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tiles_stored_down_their_columns) {
+  tt::for_each_backend([](const tt::Backend& be) {
+    // Planes that the tile divides (every column one vector), planes it does not (columns that
+    // cross an image scatter), channels off the tile, one image.
+    check_nchw_store<float>(be, 3, 32, 64, 32, 16);
+    check_nchw_store<float>(be, 4, 20, 49, 32, 16);
+    check_nchw_store<float>(be, 1, 7, 100, 16, 16);
+    check_nchw_store<tritium::bf16_t>(be, 2, 40, 28, 64, 32);
+    check_nchw_store<double>(be, 3, 9, 30, 16, 8);
+    check_nchw_store<int32_t>(be, 5, 16, 17, 32, 16);
+  });
+}
+
+// On the CPU such a store takes the column path.
+BOOST_AUTO_TEST_CASE(nchw_tiles_store_columns_on_the_cpu, *tt::needs_cpu_backend()) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tritium-tstore-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  tt::FreshCacheDir cache("tstore");
+  auto x = tt::random_vector<float>(64 * 32, 5);
+  tt::host_vector<float> out(64 * 32);
+  {
+    tt::ScopedEnv dump("TRITIUM_DUMP", dir.c_str());
+    // A tile (64 x 32) no other case launches: compiled here, so dumped.
+    nchw_store_kernel<float>()[{1, 1}](x.data(), out.data(), 64, 32, 32, 64, 32,
+                                       tritium::Options{.device = tritium::Device::cpu()});
+  }
+  std::ifstream in(dir / "nchw_store_f32.ll");
+  const std::string ll((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  BOOST_TEST(ll.find("define ") != std::string::npos, "no LLVM IR dumped");
+  BOOST_TEST(ll.find("tstore.vector") != std::string::npos, "the columns are not stored as vectors");
+  for (int p = 0; p < 64; ++p)
+    for (int c = 0; c < 32; ++c) BOOST_TEST(out[size_t(p / 32) * 1024 + size_t(c) * 32 + p % 32] == 2 * x[size_t(p) * 32 + c]);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -175,6 +175,17 @@ class Codegen {
 
   void materialize_transposed(const ir::Value* v, Value* buf, int wt);
 
+  // A store whose pointer is not contiguous along the last dim but likely so down the columns
+  // (axis info's stride along the dim before the last is one element: an NCHW output written from
+  // a [pixels, channels] tile): wt (a power of two >= 4 dividing both dims) for store_transposed,
+  // else 0.
+  int transposed_store_lanes(const ir::Op* store);
+
+  // Stores the value in wt x wt squares: wt row vectors transposed in registers, each column
+  // stored as one vector down the rows where its lanes that are on write consecutive elements
+  // (checked per column at run time), else scattered. Replaces a scatter per row chunk.
+  void store_transposed(const ir::Op* store, int wt);
+
   // The transpose of a square of vectors (rows[i] lane j -> result[j] lane i).
   std::vector<Value*> transpose_square(std::vector<Value*> rows);
 

@@ -132,6 +132,10 @@ void Codegen::emit_store(const ir::Op* op) {
   const size_t r = p->type.shape.size();
   if (r >= 2 && !buffers_.count(val) && val->def && axis_.get(p).contiguity[r - 1] >= w && transposed_lanes(val))
     buffers_[val] = materialize_into(val);
+  if (int wt = transposed_store_lanes(op)) {
+    store_transposed(op, wt);
+    return;
+  }
   std::vector<const ir::Value*> masks;
   if (has_mask) masks.push_back(op->operand(2));
   versioned_on_masks(masks, {p, op->operand(1)}, p->type.numel() / w, [&] {

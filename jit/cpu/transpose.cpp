@@ -162,3 +162,93 @@ void Codegen::materialize_transposed(const ir::Value* v, Value* buf, int wt) {
 }
 
 }  // namespace tritium::jit::cpu::detail
+
+namespace tritium::jit::cpu::detail {
+
+int Codegen::transposed_store_lanes(const ir::Op* store) {
+  const ir::Value* p = store->operand(0);
+  const ir::Value* val = store->operand(1);
+  const Shape& s = p->type.shape;
+  const size_t r = s.size();
+  const DType d = p->type.pointee;
+  if (r < 2 || d == DType::i1 || val->type.dtype == DType::i1) return 0;
+  const AxisInfo& info = axis_.get(p);
+  const int64_t w = std::min<int64_t>(kLanes, s[r - 1]);
+  if (info.contiguity[r - 1] >= w) return 0;  // rows already store as vectors
+  // Neighbours down the columns are (likely) adjacent in memory: an NCHW output written from a
+  // [pixels, channels] tile. The stride is a likelihood; each column vector is checked.
+  if (info.stride[r - 2] != dtype_bytes(d)) return 0;
+  const int64_t wt = std::min<int64_t>({kLanes, regs_.bytes / dtype_bytes(d), s[r - 2], s[r - 1]});
+  if (wt < 4 || s[r - 2] % wt != 0 || s[r - 1] % wt != 0) return 0;
+  return static_cast<int>(wt);
+}
+
+void Codegen::store_transposed(const ir::Op* op, int wt) {
+  const ir::Value* p = op->operand(0);
+  const ir::Value* val = op->operand(1);
+  const bool has_mask = op->operands.size() > 2;
+  const DType d = p->type.pointee;
+  const Shape& s = p->type.shape;
+  const size_t r = s.size();
+  llvm::Type* mt = mem_type(d);
+  llvm::Align align(dtype_bytes(d));
+  std::vector<llvm::Constant*> iota;
+  for (int i = 0; i < wt; ++i) iota.push_back(b_.getInt64(static_cast<uint64_t>(i)));
+  Value* iota_v = llvm::ConstantVector::get(iota);
+  Index idx(r);
+  std::function<void(size_t)> outer = [&](size_t dim) {
+    if (dim + 2 < r) {
+      emit_loop(0, s[dim], 1, [&](Value* iv) {
+        idx[dim] = {iv, 0, nullptr, 1};
+        outer(dim + 1);
+      });
+      return;
+    }
+    auto tile_base = [&](Value* iv, int64_t size) { return VIdx{iv, 0, nullptr, size == wt ? int64_t(1) << 30 : wt}; };
+    emit_loop(0, s[r - 2], wt, [&](Value* i0) {
+      emit_loop(0, s[r - 1], wt, [&](Value* j0) {
+        const VIdx rows = tile_base(i0, s[r - 2]), cols = tile_base(j0, s[r - 1]);
+        // wt row vectors of the value (lanes along the last dim), transposed into columns.
+        std::vector<Value*> row_vectors(wt);
+        for (int i = 0; i < wt; ++i) {
+          Index at(idx);
+          at[r - 2] = {b_.CreateAdd(rows.base, i32(i)), 0, nullptr, 1};
+          at[r - 1] = {cols.base, 1, nullptr, cols.align};
+          row_vectors[i] = reg_to_mem(eval(val, at, wt), d);
+        }
+        std::vector<Value*> columns = transpose_square(std::move(row_vectors));
+        for (int j = 0; j < wt; ++j) {
+          Index at(idx);
+          at[r - 2] = {rows.base, 1, nullptr, rows.align};
+          at[r - 1] = {b_.CreateAdd(cols.base, i32(j)), 0, nullptr, 1};
+          Value* ptrs = eval(p, at, wt);
+          Value* mask = has_mask ? eval(op->operand(2), at, wt) : nullptr;
+          if (all_lanes_on(mask)) mask = nullptr;
+          // The column is one vector store when the lanes that are on write consecutive
+          // elements from the first lane's address; else a scatter.
+          Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
+          Value* adjacent = b_.CreateICmpEQ(ptrs, b_.CreateGEP(mt, p0, iota_v));
+          if (mask) adjacent = b_.CreateOr(adjacent, b_.CreateNot(mask));
+          auto* vec_bb = llvm::BasicBlock::Create(ctx_, "tstore.vector", fn_);
+          auto* scatter_bb = llvm::BasicBlock::Create(ctx_, "tstore.scatter", fn_);
+          auto* cont = llvm::BasicBlock::Create(ctx_, "tstore.end", fn_);
+          b_.CreateCondBr(b_.CreateAndReduce(adjacent), vec_bb, scatter_bb);
+          b_.SetInsertPoint(vec_bb);
+          if (mask)
+            branch_on_all(mask, [&] { b_.CreateAlignedStore(columns[j], p0, align); },
+                          [&] { b_.CreateMaskedStore(columns[j], p0, align, mask); });
+          else
+            b_.CreateAlignedStore(columns[j], p0, align);
+          b_.CreateBr(cont);
+          b_.SetInsertPoint(scatter_bb);
+          b_.CreateMaskedScatter(columns[j], ptrs, align, mask);
+          b_.CreateBr(cont);
+          b_.SetInsertPoint(cont);
+        }
+      });
+    });
+  };
+  outer(0);
+}
+
+}  // namespace tritium::jit::cpu::detail
