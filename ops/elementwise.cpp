@@ -259,7 +259,7 @@ Kernel& strided_kernel() {
          tl::i64 sb0, tl::i64 sb1, tl::i64 sb2, tl::i64 sb3, tl::i64 sb4, tl::i64 sb5, tl::i64 sbc,
          tl::i64 sc0, tl::i64 sc1, tl::i64 sc2, tl::i64 sc3, tl::i64 sc4, tl::i64 sc5, tl::i64 scc,  //
          int OP, int NIN, bool SCALAR, int CDT, int PARAM, int EXTRA, int RANK, int BR, int BC, bool IDX32,
-         int COL0, bool ROW_RUNS) {
+         int COL0, int COLR, bool ROW_RUNS) {
         const Ew op = static_cast<Ew>(OP);
         const DType cdt = static_cast<DType>(CDT);
         const std::array<tl::tensor, 6> d{d0, d1, d2, d3, d4, d5};
@@ -299,8 +299,13 @@ Kernel& strided_kernel() {
         }
         // COL0 bit j: operand j is broadcast along the columns (stride 0), known here so that its
         // loads are one element a row - a run-time stride of 0 left a gather a chunk on the CPU.
+        // COLR bit j: operand j runs backwards along the columns (stride -1: flip), known here so
+        // that the CPU loads a chunk's span and reverses it (jit/cpu/lane_patterns.cpp) instead
+        // of gathering.
         auto ptr = [&](int j) {
-          tl::tensor off = ((COL0 >> j) & 1 ? col * int64_t{0} : col * s[j][6])(tl::None, tl::_);
+          tl::tensor off = ((COL0 >> j) & 1   ? col * int64_t{0}
+                            : (COLR >> j) & 1 ? col * int64_t{-1}
+                                              : col * s[j][6])(tl::None, tl::_);
           if (roff[j]) off = (*roff[j])(tl::_, tl::None) + off;
           return base[j] + off;
         };
@@ -451,8 +456,8 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
     if (d[rank - 2] % b == 0 && b >= 4) br = b, row_runs = true;
   }
   const int64_t grid = cdiv(rows, br) * cdiv(cols, bc);
-  int col0 = 0;
-  for (int j = 1; j < 4; ++j) col0 |= (ops[j] && s[j][6] == 0) << j;
+  int col0 = 0, colr = 0;
+  for (int j = 1; j < 4; ++j) col0 |= (ops[j] && s[j][6] == 0) << j, colr |= (ops[j] && s[j][6] == -1) << j;
   strided_kernel()[{grid}](*t[0], *t[1], *t[2], *t[3], sf, si, ef[0], ef[1], ef[2], ei[0], ei[1], ei[2], rows, cols,
                            d[0], d[1], d[2], d[3], d[4], d[5],                 //
                            s[0][0], s[0][1], s[0][2], s[0][3], s[0][4], s[0][5], s[0][6],
@@ -460,7 +465,7 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
                            s[2][0], s[2][1], s[2][2], s[2][3], s[2][4], s[2][5], s[2][6],
                            s[3][0], s[3][1], s[3][2], s[3][3], s[3][4], s[3][5], s[3][6],  //
                            OP, nin, SCALAR, CDT, call.param, EXTRA, rank, static_cast<int>(br),
-                           static_cast<int>(bc), rows + br <= std::numeric_limits<int32_t>::max(), col0, row_runs);
+                           static_cast<int>(bc), rows + br <= std::numeric_limits<int32_t>::max(), col0, colr, row_runs);
 }
 
 }  // namespace

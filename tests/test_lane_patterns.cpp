@@ -1,8 +1,8 @@
 // Loads whose lanes read a fixed pattern of nearby elements (the CPU backend loads the span and
 // permutes it when each chunk's addresses check out at run time, and gathers otherwise:
 // jit/cpu/lane_patterns.cpp): stride 2 and 3 (a pooling window's columns), i / 2 (the pooling
-// backward's shared window), a reversed row, a 2-D tile, with masks, run-time offsets that break the
-// assumed alignment in some chunks (odd offsets: the gather's path), element sizes of 1 to 8 bytes
+// backward's shared window), i / 8, a reversed row, a 2-D tile, with masks, run-time offsets that
+// break the assumed alignment in some chunks (odd offsets: the gather's path), element sizes of 1 to 8 bytes
 // and sizes that are not multiples of the block. Values against the host's own indexing (exact),
 // on every backend; on the CPU, the generated code must take the pattern path.
 #include "test_support.h"
@@ -21,10 +21,10 @@ namespace {
 
 template <class T> std::string tname() { return tritium::dtype_name(tritium::dtype_of<T>()); }
 
-enum Pattern : int { stride2, stride3, halves, reversed };
+enum Pattern : int { stride2, stride3, halves, reversed, eighths };
 
 // out[i] = x[f(i)] for i < n (other -3 past n), f by PATTERN with the run-time offset `off`:
-// 2 i + off, 3 i + off, (i + off) / 2, n - 1 - i + off.
+// 2 i + off, 3 i + off, (i + off) / 2, n - 1 - i + off, (i + off) / 8.
 template <class T> tritium::Kernel& pattern_kernel() {
   static tritium::Kernel k = tritium::kernel(
       "lane_pattern_" + tname<T>(), [](tl::ptr<T> x, tl::ptr<T> out, tl::i32 n, tl::i32 off, int PATTERN, int BLOCK) {
@@ -35,6 +35,7 @@ template <class T> tritium::Kernel& pattern_kernel() {
           case stride3: at = i * 3 + off; break;
           case halves: at = (i + off) / 2; break;
           case reversed: at = (n - 1 - i) + off; break;
+          case eighths: at = (i + off) / 8; break;
         }
         auto m = i < n;
         tl::store(out + i, tl::load(x + at, m, -3), m);
@@ -48,6 +49,7 @@ int64_t source_of(Pattern p, int64_t i, int64_t n, int64_t off) {
     case stride3: return 3 * i + off;
     case halves: return (i + off) / 2;
     case reversed: return n - 1 - i + off;
+    case eighths: return (i + off) / 8;
   }
   return 0;
 }
@@ -87,8 +89,9 @@ BOOST_AUTO_TEST_SUITE(test_lane_patterns)
 
 BOOST_AUTO_TEST_CASE(strided_repeated_and_reversed_loads) {
   tt::for_each_backend([](const tt::Backend& be) {
-    for (Pattern p : {stride2, stride3, halves, reversed})
-      for (int off : {0, 1, 6})  // off 1: (i + 1) / 2 breaks the assumed alignment (gathers)
+    for (Pattern p : {stride2, stride3, halves, reversed, eighths})
+      // Odd offsets: (i + 1) / 2 and (i + 5) / 8 break the assumed alignment (the gather's path).
+      for (int off : {0, 1, 5, 6})
         for (int n : {1, 15, 100, 333}) {
           check_pattern<float>(be, p, n, off, 64);
           check_pattern<int8_t>(be, p, n, off, 32);
@@ -121,7 +124,7 @@ BOOST_AUTO_TEST_CASE(tiles_of_rows) {
 
 // The CPU's generated code takes the pattern path for each pattern (not only the gather).
 BOOST_AUTO_TEST_CASE(the_cpu_loads_the_span, *tt::needs_cpu_backend()) {
-  for (Pattern p : {stride2, stride3, halves, reversed}) {
+  for (Pattern p : {stride2, stride3, halves, reversed, eighths}) {
     BOOST_TEST_CONTEXT("pattern " << int(p)) {
       const auto dir = std::filesystem::temp_directory_path() /
                        ("tritium-lane-pattern-" + std::to_string(int(p)) + "-" + std::to_string(::getpid()));
