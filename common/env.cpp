@@ -83,6 +83,8 @@ Env read_env() {
   std::string cache = lower_trimmed(get("TRITIUM_CACHE"));
   e.cache_enabled = !(cache == "0" || cache == "false" || cache == "off" || cache == "no");
   e.dump_dir = get("TRITIUM_DUMP");
+  std::string pm = lower_trimmed(get("TRITIUM_PERF_MAP"));
+  e.perf_map = !pm.empty() && pm != "0" && pm != "false" && pm != "off" && pm != "no";
   e.log_compile = list_contains(get("TRITIUM_LOG"), "compile");
   e.num_threads = parse_num_threads(get("TRITIUM_NUM_THREADS"));
   e.max_ir_ops = parse_max_ir_ops(get("TRITIUM_MAX_IR_OPS"));

@@ -12,6 +12,9 @@ struct Env {
   bool cache_enabled = true;
   // TRITIUM_DUMP: directory to dump IR and generated code into; empty: no dumps.
   std::string dump_dir;
+  // TRITIUM_PERF_MAP=1: the CPU backend appends each kernel it loads to /tmp/perf-<pid>.map
+  // (address, size, name), so that `perf report` names the JIT code.
+  bool perf_map = false;
   // TRITIUM_LOG is a comma-separated list of topics; "compile" logs every kernel compile.
   bool log_compile = false;
   // TRITIUM_NVRTC_OPTIONS: extra NVRTC options, separated by spaces (e.g. "-lineinfo"); part of

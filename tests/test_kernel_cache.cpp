@@ -478,4 +478,29 @@ BOOST_AUTO_TEST_CASE(two_processes_compile_at_once) {
   });
 }
 
+// TRITIUM_PERF_MAP=1: each kernel the CPU backend loads gets a line "START SIZE tritium:NAME"
+// (hex) in /tmp/perf-<pid>.map, so perf names the JIT code; the kernel still runs right.
+BOOST_AUTO_TEST_CASE(perf_map_names_cpu_kernels, *tt::needs_cpu_backend()) {
+  static tritium::Kernel k = tritium::kernel("perf_map_probe", [](tl::ptr<float> x, tl::i32 n, int BLOCK) {
+    auto i = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+    tl::store(x + i, tl::load(x + i, i < n, 0) * 2 + 1, i < n);
+  });
+  tt::FreshCacheDir cache("perfmap");
+  tt::ScopedEnv on("TRITIUM_PERF_MAP", "1");
+  const std::string map = fmt::format("/tmp/perf-{}.map", ::getpid());
+  tt::host_vector<float> x(37, 3.0f);
+  k[{1}](x.data(), 37, 64, tritium::Options{.device = tritium::Device::cpu()});
+  for (float v : x) BOOST_TEST(v == 7.0f);
+  std::ifstream in(map);
+  BOOST_TEST_REQUIRE(in.good(), "no " << map);
+  std::string line, found;
+  while (std::getline(in, line))
+    if (line.size() > 23 && line.substr(line.size() - 23) == " tritium:perf_map_probe") found = line;
+  BOOST_TEST_REQUIRE(!found.empty(), "no line for the kernel in " << map);
+  std::smatch m;
+  BOOST_TEST_REQUIRE(std::regex_match(found, m, std::regex("([0-9a-f]+) ([0-9a-f]+) tritium:perf_map_probe")), found);
+  BOOST_TEST(std::stoull(m[1].str(), nullptr, 16) != 0u);
+  BOOST_TEST(std::stoull(m[2].str(), nullptr, 16) > 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

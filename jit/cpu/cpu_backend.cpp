@@ -2,7 +2,10 @@
 // file (what the disk cache stores), link it into the process with ORC, and run the grid on the
 // thread pool.
 #include <atomic>
+#include <fstream>
 #include <mutex>
+
+#include <unistd.h>
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -10,6 +13,8 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
@@ -94,6 +99,7 @@ class Jit {
       fail("CPU backend: cannot load the object code of {}: {}", name, llvm::toString(std::move(e)));
     auto sym = jit_->lookup(*jd, cpu::kEntrySymbol);
     if (!sym) fail("CPU backend: kernel {} has no entry point: {}", name, llvm::toString(sym.takeError()));
+    if (env().perf_map) add_to_perf_map(object, sym->getValue(), name);
     return sym->toPtr<EntryFn>();
   }
 
@@ -117,6 +123,30 @@ class Jit {
     if (auto e = main.define(llvm::orc::absoluteSymbols(std::move(symbols))))
       fail("CPU backend: cannot define runtime symbols: {}", llvm::toString(std::move(e)));
   }
+  // perf's map of JIT code: one line "START SIZE NAME" (hex) per kernel in /tmp/perf-<pid>.map;
+  // the size is the entry function's, from the object's symbol table (the kernel's body is
+  // inlined into it).
+  static void add_to_perf_map(const std::vector<char>& object, uint64_t address, const std::string& name) {
+    uint64_t size = 0;
+    auto obj = llvm::object::ObjectFile::createObjectFile(
+        llvm::MemoryBufferRef(llvm::StringRef(object.data(), object.size()), name));
+    if (!obj) {
+      llvm::consumeError(obj.takeError());
+      return;
+    }
+    for (const llvm::object::SymbolRef& s : (*obj)->symbols()) {
+      auto n = s.getName();
+      if (!n) {
+        llvm::consumeError(n.takeError());
+        continue;
+      }
+      if (*n == cpu::kEntrySymbol) size = llvm::object::ELFSymbolRef(s).getSize();
+    }
+    if (size == 0) return;
+    std::ofstream(fmt::format("/tmp/perf-{}.map", ::getpid()), std::ios::app)
+        << fmt::format("{:x} {:x} tritium:{}\n", address, size, name);
+  }
+
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::mutex mutex_;
   uint64_t counter_ = 0;
