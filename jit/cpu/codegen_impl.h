@@ -281,10 +281,17 @@ class Codegen {
   // Lane l's value minus lane 0's for the chunk at idx (pointers in elements), from v's index
   // arithmetic (aranges, splats, views, + - neg, * << by constants, / % by constants assuming the
   // first lane's dividend is a multiple); nullopt when it depends on data or run-time values.
-  std::optional<std::vector<int64_t>> lane_pattern(const ir::Value* v, const Index& idx, int w);
+  // `exact`: no division was assumed, so the pattern holds for every chunk (as axis info, integer
+  // arithmetic is assumed not to wrap) and needs no run-time check.
+  struct LanePattern {
+    std::vector<int64_t> offsets;
+    bool exact = false;
+  };
+  std::optional<LanePattern> lane_pattern(const ir::Value* v, const Index& idx, int w);
   struct PatternWalk {
     std::map<std::pair<const ir::Value*, int>, std::optional<std::vector<int64_t>>> seen;
     int visited = 0;
+    bool assumed = false;  // a division's alignment was assumed somewhere in the walk
   };
   std::optional<std::vector<int64_t>> lane_pattern(const ir::Value* v, const Index& idx, int w, PatternWalk& walk);
   // lane_pattern's step for one value whose lanes move along dim d.
@@ -294,10 +301,11 @@ class Codegen {
   // not one element.
   bool pattern_worth_loading(const std::vector<int64_t>& pat, DType d);
 
-  // The chunk's elements at ptrs (memory type; lanes off in `mask`, which may be null, take
-  // `other`): when the lanes that are on read exactly the first lane's pointer plus `pat`, one
-  // load of the span they cover and a permutation; else gather().
-  Value* load_by_pattern(Value* ptrs, const std::vector<int64_t>& pat, Value* mask, Value* other, DType d,
+  // The chunk's elements at p0 + pat (memory type; lanes off in `mask`, which may be null, take
+  // `other`): one load of the span the lanes that are on cover and a permutation. With `ptrs`
+  // (the lanes' pointers), only when they are exactly p0 + pat, else gather(); without (an exact
+  // pattern), unchecked.
+  Value* load_by_pattern(Value* p0, Value* ptrs, const std::vector<int64_t>& pat, Value* mask, Value* other, DType d,
                          const std::function<Value*()>& gather);
 
   void emit_store(const ir::Op* op);

@@ -2,11 +2,12 @@
 // a pooling window's stride-2 columns (lane l reads p0 + 2 l), the backward's shared window
 // (p0 + l / 2), a reversed row (p0 - l). Axis info calls these neither contiguous nor constant, so
 // they were gathers (16 element loads a chunk, plus a vector division per lane when the index
-// divides). The generator derives the pattern from the index arithmetic at compile time, assuming
-// what axis info cannot prove (that the chunk's first index is a multiple of each divisor); each
-// chunk checks at run time that its addresses are exactly the first lane's plus the pattern, and
-// then loads the span the pattern covers with one or a few vector loads and permutes it into the
-// lanes (lanes off take `other`, as in the gather). A chunk that fails the check gathers as
+// divides). The generator derives the pattern from the index arithmetic at compile time. Without
+// a division the pattern is exact (integer arithmetic assumed not to wrap, as axis info assumes)
+// and each chunk loads the span it covers with one or a few vector loads and permutes it into the
+// lanes. With one it assumes what axis info cannot prove (that the chunk's first index is a
+// multiple of each divisor), so each chunk first checks at run time that its addresses are
+// exactly the first lane's plus the pattern (lanes off take `other`, as in the gather). A chunk that fails the check gathers as
 // before: the result is the gather's in every case.
 #include "jit/cpu/codegen_impl.h"
 
@@ -24,9 +25,11 @@ constexpr int kMaxPatternWalk = 200;
 
 }  // namespace
 
-std::optional<std::vector<int64_t>> Codegen::lane_pattern(const ir::Value* v, const Index& idx, int w) {
+std::optional<Codegen::LanePattern> Codegen::lane_pattern(const ir::Value* v, const Index& idx, int w) {
   PatternWalk walk;
-  return lane_pattern(v, idx, w, walk);
+  std::optional<std::vector<int64_t>> offsets = lane_pattern(v, idx, w, walk);
+  if (!offsets) return std::nullopt;
+  return LanePattern{std::move(*offsets), !walk.assumed};
 }
 
 std::optional<std::vector<int64_t>> Codegen::lane_pattern(const ir::Value* v, const Index& idx, int w, PatternWalk& walk) {
@@ -120,6 +123,7 @@ std::optional<std::vector<int64_t>> Codegen::pattern_of(const ir::Value* v, cons
       // catches the chunks where that is false.
       auto k = known(1);
       if (!is_int(v->type.dtype) || !k || *k <= 0) return std::nullopt;
+      walk.assumed = true;
       if (op->kind == OpKind::Div) return scaled(operand(0, idx), [k](int64_t a) { return floor_div(a, *k); });
       return scaled(operand(0, idx), [k](int64_t a) { return floor_mod(a, *k); });
     }
@@ -134,29 +138,30 @@ bool Codegen::pattern_worth_loading(const std::vector<int64_t>& pat, DType d) {
   return span * dtype_bytes(d) <= kMaxSpanBytes;
 }
 
-Value* Codegen::load_by_pattern(Value* ptrs, const std::vector<int64_t>& pat, Value* mask, Value* other, DType d,
-                                const std::function<Value*()>& gather) {
+Value* Codegen::load_by_pattern(Value* p0, Value* ptrs, const std::vector<int64_t>& pat, Value* mask, Value* other,
+                                DType d, const std::function<Value*()>& gather) {
   llvm::Type* mt = mem_type(d);
   const int w = static_cast<int>(pat.size());
   const auto [lo_it, hi_it] = std::minmax_element(pat.begin(), pat.end());
   const int64_t lo = *lo_it, span = *hi_it - lo + 1;
   int64_t padded = 1;
   while (padded < span) padded *= 2;
-  // The lanes that are on read exactly the first lane's address plus the pattern (lane 0's own
-  // pointer is the base whether or not it is on: the pattern is relative to it).
-  Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
-  std::vector<llvm::Constant*> offsets;
-  for (int64_t o : pat) offsets.push_back(b_.getInt64(static_cast<uint64_t>(o)));
-  Value* expected = b_.CreateGEP(mt, p0, llvm::ConstantVector::get(offsets));
-  Value* matches = b_.CreateICmpEQ(ptrs, expected);
-  if (mask) matches = b_.CreateOr(matches, b_.CreateNot(mask));
-  Value* ok = b_.CreateAndReduce(matches);
-  llvm::BasicBlock* fast_bb = llvm::BasicBlock::Create(ctx_, "pattern.load", fn_);
-  llvm::BasicBlock* slow_bb = llvm::BasicBlock::Create(ctx_, "pattern.gather", fn_);
-  llvm::BasicBlock* cont = llvm::BasicBlock::Create(ctx_, "pattern.end", fn_);
-  b_.CreateCondBr(ok, fast_bb, slow_bb);
-
-  b_.SetInsertPoint(fast_bb);
+  llvm::BasicBlock *fast_bb = nullptr, *slow_bb = nullptr, *cont = nullptr;
+  if (ptrs) {
+    // The lanes that are on read exactly p0 (lane 0's pointer, whether or not it is on) plus
+    // the pattern.
+    std::vector<llvm::Constant*> offsets;
+    for (int64_t o : pat) offsets.push_back(b_.getInt64(static_cast<uint64_t>(o)));
+    Value* expected = b_.CreateGEP(mt, p0, llvm::ConstantVector::get(offsets));
+    Value* matches = b_.CreateICmpEQ(ptrs, expected);
+    if (mask) matches = b_.CreateOr(matches, b_.CreateNot(mask));
+    Value* ok = b_.CreateAndReduce(matches);
+    fast_bb = llvm::BasicBlock::Create(ctx_, "pattern.load", fn_);
+    slow_bb = llvm::BasicBlock::Create(ctx_, "pattern.gather", fn_);
+    cont = llvm::BasicBlock::Create(ctx_, "pattern.end", fn_);
+    b_.CreateCondBr(ok, fast_bb, slow_bb);
+    b_.SetInsertPoint(fast_bb);
+  }
   // The span from the first to the last element the lanes that are on read holds only elements
   // between two of them: loading all of it is safe. Outside it (lanes off, the power-of-two
   // padding) the load is masked off.
@@ -184,6 +189,7 @@ Value* Codegen::load_by_pattern(Value* ptrs, const std::vector<int64_t>& pat, Va
   for (int64_t o : pat) lanes.push_back(static_cast<int>(o - lo));
   Value* fast = b_.CreateShuffleVector(spanv, lanes);
   if (mask) fast = b_.CreateSelect(mask, fast, other);
+  if (!ptrs) return fast;
   llvm::BasicBlock* fast_end = b_.GetInsertBlock();
   b_.CreateBr(cont);
 

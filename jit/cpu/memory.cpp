@@ -109,8 +109,13 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
     if (mask) v = b_.CreateSelect(mask, v, other);
   } else {
     auto gather = [&] { return b_.CreateMaskedGather(vec_of(mt, w), ptrs, align, mask, other); };
-    std::optional<std::vector<int64_t>> pat = lane_pattern(p, idx, w);
-    v = pat && pattern_worth_loading(*pat, d) ? load_by_pattern(ptrs, *pat, mask, other, d, gather) : gather();
+    std::optional<LanePattern> pat = lane_pattern(p, idx, w);
+    if (!pat || !pattern_worth_loading(pat->offsets, d))
+      v = gather();
+    else if (pat->exact)  // lane 0's address by scalar arithmetic, no vector of addresses
+      v = load_by_pattern(first_lane_pointer(p, idx), nullptr, pat->offsets, mask, other, d, gather);
+    else
+      v = load_by_pattern(b_.CreateExtractElement(ptrs, uint64_t(0)), ptrs, pat->offsets, mask, other, d, gather);
   }
   return mem_to_reg(v, d);
 }
