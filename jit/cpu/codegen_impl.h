@@ -175,6 +175,10 @@ class Codegen {
 
   void materialize_transposed(const ir::Value* v, Value* buf, int wt);
 
+  // Loops over the outer dims of shape s and its last two dims in wt x wt squares; body gets the
+  // outer dims' index and the square's first row and column (aligned bases).
+  void for_each_square(const Shape& s, int wt, const std::function<void(const Index&, const VIdx&, const VIdx&)>& body);
+
   // A store whose pointer is not contiguous along the last dim but likely so down the columns
   // (axis info's stride along the dim before the last is one element: an NCHW output written from
   // a [pixels, channels] tile): wt (a power of two >= 4 dividing both dims) for store_transposed,

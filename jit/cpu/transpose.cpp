@@ -4,7 +4,9 @@
 // along the last dim, gathers every element (llvm.masked.gather: ~10 ns an element on Zen 3's
 // AVX2, scalarised; slow on Intel since the GDS microcode too). Instead, square tiles of wt x wt
 // elements are read as wt vector loads along the dim before the last, transposed in registers by
-// shuffles and written as wt row vectors.
+// shuffles and written as wt row vectors. Stores the other way round (store_transposed): a value
+// whose pointer runs down the columns (an NCHW output from a [pixels, channels] tile) is read as
+// wt row vectors, transposed, and each column stored as one vector.
 #include "jit/cpu/codegen_impl.h"
 
 namespace tritium::jit::cpu::detail {
@@ -123,12 +125,11 @@ std::vector<Value*> Codegen::transpose_square(std::vector<Value*> rows) {
   return rows;
 }
 
-void Codegen::materialize_transposed(const ir::Value* v, Value* buf, int wt) {
-  const ir::Type& t = v->type;
-  const Shape& s = t.shape;
+void Codegen::for_each_square(const Shape& s, int wt,
+                              const std::function<void(const Index&, const VIdx&, const VIdx&)>& body) {
   const size_t r = s.size();
   Index idx(r);
-  // Outer dims one at a time, then square tiles: columns j0.. as vectors down rows i0...
+  // Outer dims one at a time, then the squares: rows i0.., columns j0...
   std::function<void(size_t)> outer = [&](size_t d) {
     if (d + 2 < r) {
       emit_loop(0, s[d], 1, [&](Value* iv) {
@@ -139,31 +140,33 @@ void Codegen::materialize_transposed(const ir::Value* v, Value* buf, int wt) {
     }
     auto tile_base = [&](Value* iv, int64_t size) { return VIdx{iv, 0, nullptr, size == wt ? int64_t(1) << 30 : wt}; };
     emit_loop(0, s[r - 2], wt, [&](Value* i0) {
-      emit_loop(0, s[r - 1], wt, [&](Value* j0) {
-        const VIdx rows = tile_base(i0, s[r - 2]), cols = tile_base(j0, s[r - 1]);
-        std::vector<Value*> columns(wt);
-        for (int j = 0; j < wt; ++j) {
-          Index at(idx);
-          at[r - 2] = {rows.base, 1, nullptr, rows.align};
-          at[r - 1] = {b_.CreateAdd(cols.base, i32(j)), 0, nullptr, 1};
-          columns[j] = eval(v, at, wt);
-        }
-        std::vector<Value*> out = transpose_square(std::move(columns));
-        for (int i = 0; i < wt; ++i) {
-          Index at(idx);
-          at[r - 2] = {b_.CreateAdd(rows.base, i32(i)), 0, nullptr, 1};
-          at[r - 1] = {cols.base, 1, nullptr, cols.align};
-          write_buffer(buf, t, at, wt, out[i]);
-        }
-      });
+      emit_loop(0, s[r - 1], wt, [&](Value* j0) { body(idx, tile_base(i0, s[r - 2]), tile_base(j0, s[r - 1])); });
     });
   };
   outer(0);
 }
 
-}  // namespace tritium::jit::cpu::detail
-
-namespace tritium::jit::cpu::detail {
+void Codegen::materialize_transposed(const ir::Value* v, Value* buf, int wt) {
+  const ir::Type& t = v->type;
+  const size_t r = t.shape.size();
+  for_each_square(t.shape, wt, [&](const Index& idx, const VIdx& rows, const VIdx& cols) {
+    // Columns j0.. as vectors down rows i0..., transposed into rows.
+    std::vector<Value*> columns(wt);
+    for (int j = 0; j < wt; ++j) {
+      Index at(idx);
+      at[r - 2] = {rows.base, 1, nullptr, rows.align};
+      at[r - 1] = {b_.CreateAdd(cols.base, i32(j)), 0, nullptr, 1};
+      columns[j] = eval(v, at, wt);
+    }
+    std::vector<Value*> out = transpose_square(std::move(columns));
+    for (int i = 0; i < wt; ++i) {
+      Index at(idx);
+      at[r - 2] = {b_.CreateAdd(rows.base, i32(i)), 0, nullptr, 1};
+      at[r - 1] = {cols.base, 1, nullptr, cols.align};
+      write_buffer(buf, t, at, wt, out[i]);
+    }
+  });
+}
 
 int Codegen::transposed_store_lanes(const ir::Op* store) {
   const ir::Value* p = store->operand(0);
@@ -195,60 +198,45 @@ void Codegen::store_transposed(const ir::Op* op, int wt) {
   std::vector<llvm::Constant*> iota;
   for (int i = 0; i < wt; ++i) iota.push_back(b_.getInt64(static_cast<uint64_t>(i)));
   Value* iota_v = llvm::ConstantVector::get(iota);
-  Index idx(r);
-  std::function<void(size_t)> outer = [&](size_t dim) {
-    if (dim + 2 < r) {
-      emit_loop(0, s[dim], 1, [&](Value* iv) {
-        idx[dim] = {iv, 0, nullptr, 1};
-        outer(dim + 1);
-      });
-      return;
+  for_each_square(s, wt, [&](const Index& idx, const VIdx& rows, const VIdx& cols) {
+    // wt row vectors of the value (lanes along the last dim), transposed into columns.
+    std::vector<Value*> row_vectors(wt);
+    for (int i = 0; i < wt; ++i) {
+      Index at(idx);
+      at[r - 2] = {b_.CreateAdd(rows.base, i32(i)), 0, nullptr, 1};
+      at[r - 1] = {cols.base, 1, nullptr, cols.align};
+      row_vectors[i] = reg_to_mem(eval(val, at, wt), d);
     }
-    auto tile_base = [&](Value* iv, int64_t size) { return VIdx{iv, 0, nullptr, size == wt ? int64_t(1) << 30 : wt}; };
-    emit_loop(0, s[r - 2], wt, [&](Value* i0) {
-      emit_loop(0, s[r - 1], wt, [&](Value* j0) {
-        const VIdx rows = tile_base(i0, s[r - 2]), cols = tile_base(j0, s[r - 1]);
-        // wt row vectors of the value (lanes along the last dim), transposed into columns.
-        std::vector<Value*> row_vectors(wt);
-        for (int i = 0; i < wt; ++i) {
-          Index at(idx);
-          at[r - 2] = {b_.CreateAdd(rows.base, i32(i)), 0, nullptr, 1};
-          at[r - 1] = {cols.base, 1, nullptr, cols.align};
-          row_vectors[i] = reg_to_mem(eval(val, at, wt), d);
-        }
-        std::vector<Value*> columns = transpose_square(std::move(row_vectors));
-        for (int j = 0; j < wt; ++j) {
-          Index at(idx);
-          at[r - 2] = {rows.base, 1, nullptr, rows.align};
-          at[r - 1] = {b_.CreateAdd(cols.base, i32(j)), 0, nullptr, 1};
-          Value* ptrs = eval(p, at, wt);
-          Value* mask = has_mask ? eval(op->operand(2), at, wt) : nullptr;
-          if (all_lanes_on(mask)) mask = nullptr;
-          // The column is one vector store when the lanes that are on write consecutive
-          // elements from the first lane's address; else a scatter.
-          Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
-          Value* adjacent = b_.CreateICmpEQ(ptrs, b_.CreateGEP(mt, p0, iota_v));
-          if (mask) adjacent = b_.CreateOr(adjacent, b_.CreateNot(mask));
-          auto* vec_bb = llvm::BasicBlock::Create(ctx_, "tstore.vector", fn_);
-          auto* scatter_bb = llvm::BasicBlock::Create(ctx_, "tstore.scatter", fn_);
-          auto* cont = llvm::BasicBlock::Create(ctx_, "tstore.end", fn_);
-          b_.CreateCondBr(b_.CreateAndReduce(adjacent), vec_bb, scatter_bb);
-          b_.SetInsertPoint(vec_bb);
-          if (mask)
-            branch_on_all(mask, [&] { b_.CreateAlignedStore(columns[j], p0, align); },
-                          [&] { b_.CreateMaskedStore(columns[j], p0, align, mask); });
-          else
-            b_.CreateAlignedStore(columns[j], p0, align);
-          b_.CreateBr(cont);
-          b_.SetInsertPoint(scatter_bb);
-          b_.CreateMaskedScatter(columns[j], ptrs, align, mask);
-          b_.CreateBr(cont);
-          b_.SetInsertPoint(cont);
-        }
-      });
-    });
-  };
-  outer(0);
+    std::vector<Value*> columns = transpose_square(std::move(row_vectors));
+    for (int j = 0; j < wt; ++j) {
+      Index at(idx);
+      at[r - 2] = {rows.base, 1, nullptr, rows.align};
+      at[r - 1] = {b_.CreateAdd(cols.base, i32(j)), 0, nullptr, 1};
+      Value* ptrs = eval(p, at, wt);
+      Value* mask = has_mask ? eval(op->operand(2), at, wt) : nullptr;
+      if (all_lanes_on(mask)) mask = nullptr;
+      // The column is one vector store when the lanes that are on write consecutive
+      // elements from the first lane's address; else a scatter.
+      Value* p0 = b_.CreateExtractElement(ptrs, uint64_t(0));
+      Value* adjacent = b_.CreateICmpEQ(ptrs, b_.CreateGEP(mt, p0, iota_v));
+      if (mask) adjacent = b_.CreateOr(adjacent, b_.CreateNot(mask));
+      auto* vec_bb = llvm::BasicBlock::Create(ctx_, "tstore.vector", fn_);
+      auto* scatter_bb = llvm::BasicBlock::Create(ctx_, "tstore.scatter", fn_);
+      auto* cont = llvm::BasicBlock::Create(ctx_, "tstore.end", fn_);
+      b_.CreateCondBr(b_.CreateAndReduce(adjacent), vec_bb, scatter_bb);
+      b_.SetInsertPoint(vec_bb);
+      if (mask)
+        branch_on_all(mask, [&] { b_.CreateAlignedStore(columns[j], p0, align); },
+                      [&] { b_.CreateMaskedStore(columns[j], p0, align, mask); });
+      else
+        b_.CreateAlignedStore(columns[j], p0, align);
+      b_.CreateBr(cont);
+      b_.SetInsertPoint(scatter_bb);
+      b_.CreateMaskedScatter(columns[j], ptrs, align, mask);
+      b_.CreateBr(cont);
+      b_.SetInsertPoint(cont);
+    }
+  });
 }
 
 }  // namespace tritium::jit::cpu::detail
