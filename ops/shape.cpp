@@ -310,8 +310,18 @@ Tensor roll(const Tensor& x, const Shape& shifts, const std::vector<int>& dims) 
     int64_t n = x.dim() == 0 ? 1 : size_at(x, d);
     if (n == 0) continue;
     int64_t s = ((shifts[i] % n) + n) % n;
-    // The last s elements come first: cat of two views, one copy per rolled dim.
-    Tensor rolled = s == 0 ? clone(out) : cat({narrow(out, d, n - s, s), narrow(out, d, 0, n - s)}, d);
+    // The last s elements come first: two strided copies into the two ranges of the result, each
+    // with its rows contiguous where the input's are (cat of the two views went through the
+    // concatenation kernel, which indexes every element's source: 0.30 ms against PyTorch's 0.18
+    // at [1024, 1024] f32 on one CPU thread).
+    if (s == 0) {
+      out = clone(out);
+      continue;
+    }
+    Tensor rolled = Tensor::empty(out.shape(), out.dtype(), out.device());
+    Tensor head = narrow(rolled, d, 0, s), tail = narrow(rolled, d, s, n - s);
+    copy_(head, narrow(out, d, n - s, s));
+    copy_(tail, narrow(out, d, 0, n - s));
     out = rolled;
   }
   return out;

@@ -179,6 +179,12 @@ BOOST_AUTO_TEST_CASE(repeat_flip_roll) {
                  },
                  "roll flattened");
     BOOST_TEST(T::flip(ops::zeros({0, 3}), {1}).shape() == Shape({0, 3}));
+    // A transposed input, a shift past the size, a shift of a whole size (no move), a negative one.
+    check_mapped(T::roll(x, {5, 3}, {1, 0}), x, {2, 3}, [](const Shape& i) { return Shape{(i[0] + 1) % 2, (i[1] + 1) % 3}; },
+                 "roll a transposed view");
+    Tensor wide = randf({4, 37}, 19);
+    check_mapped(T::roll(wide, {-40}, {1}), wide, {4, 37}, [](const Shape& i) { return Shape{i[0], (i[1] + 3) % 37}; },
+                 "roll by a negative shift past the size");
   });
 }
 
