@@ -273,6 +273,34 @@ BOOST_AUTO_TEST_CASE(avg_pool2d_every_combination) {
   });
 }
 
+// Strides past 4 stay run-time values in the kernels (every combination above has strides of at
+// most 3, which are compile-time constants: ops/pool.cpp constant_strides); a stride of 5 or 6 on
+// one axis with a constant one on the other, max and average, forward and backward.
+BOOST_AUTO_TEST_CASE(strides_past_the_constant_ones) {
+  tt::for_each_backend([&](const tt::Backend&) {
+    const Dims4 d{2, 3, 13, 17};
+    uint32_t seed = 200;
+    for (Layout layout : {Layout::contiguous, Layout::channels_last})
+      for (const Win& w : {Win{3, 3, 5, 6, 1, 0, 1, 1, false}, Win{2, 4, 2, 5, 0, 2, 1, 1, true},
+                           Win{5, 2, 6, 1, 2, 1, 1, 1, true}}) {
+        std::string what = fmt::format("{} {}", layout_name(layout), win_str(w));
+        Tensor x = make_input<float>(d, layout, seed++);
+        auto p = params_of(w);
+        auto r = ops::max_pool2d(x, p);
+        Tensor dy = ou::random_tensor<float>(r.values.shape(), seed++);
+        MaxRef ref = max_ref(ou::values(x), d, w, ou::values(dy));
+        ou::check_values(r.values, ref.y, 0, what + " max values");
+        BOOST_TEST(ou::values(r.indices) == ref.idx, what << " max indices");
+        ou::check_values(ops::max_pool2d_backward(dy, x, r.indices, p), ref.dx, 1e-6, what + " max dx");
+        Tensor y = ops::avg_pool2d(x, p, true, std::nullopt);
+        Tensor ady = ou::random_tensor<float>(y.shape(), seed++);
+        AvgRef aref = avg_ref(ou::values(x), d, w, true, 0, ou::values(ady));
+        ou::check_values(y, aref.y, 1e-6, what + " avg values");
+        ou::check_values(ops::avg_pool2d_backward(ady, x, p, true, std::nullopt), aref.dx, 1e-6, what + " avg dx");
+      }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(adaptive_avg_pool2d_sizes) {
   tt::for_each_backend([&](const tt::Backend&) {
     uint32_t seed = 300;

@@ -141,6 +141,10 @@ class Codegen {
   // The index into `to` (same number of elements) of element `idx` of `from` (row-major reshape).
   Index reshape_index(const Index& idx, const Shape& from, const Shape& to, int w);
 
+  // The index into a broadcast's, expand_dims' or permute's operand of its result's element idx
+  // (a broadcast's stretched dims at 0).
+  Index view_operand_index(const ir::Op* view, const Index& idx);
+
   // ---- buffers (values.cpp) ---------------------------------------------------------------------
 
   Value* alloc_buffer(const ir::Type& t);

@@ -34,10 +34,9 @@ std::optional<Codegen::LanePattern> Codegen::lane_pattern(const ir::Value* v, co
 
 std::optional<std::vector<int64_t>> Codegen::lane_pattern(const ir::Value* v, const Index& idx, int w, PatternWalk& walk) {
   using Pattern = std::vector<int64_t>;
-  const Pattern zeros(static_cast<size_t>(w), 0);
-  if (v->type.is_scalar()) return zeros;
+  if (v->type.is_scalar()) return Pattern(static_cast<size_t>(w), 0);
   const int d = lane_dim(idx, w);
-  if (d == -1) return zeros;
+  if (d == -1) return Pattern(static_cast<size_t>(w), 0);
   if (d < 0) return std::nullopt;
   // A value's pattern depends only on the dim its lanes move along: remembered per (value, dim),
   // so index trees that share subexpressions are walked once, and the walk is bounded.
@@ -82,23 +81,9 @@ std::optional<std::vector<int64_t>> Codegen::pattern_of(const ir::Value* v, cons
     case OpKind::Splat: return zeros;
     case OpKind::MultipleOf:
     case OpKind::MaxContiguous: return operand(0, idx);
-    case OpKind::Broadcast: {
-      const Shape& s = op->operand(0)->type.shape;
-      Index in(idx);
-      for (size_t k = 0; k < s.size(); ++k)
-        if (s[k] == 1 && v->type.shape[k] != 1) in[k] = {i32(0), 0, nullptr, int64_t(1) << 30};
-      return operand(0, in);
-    }
-    case OpKind::ExpandDims: {
-      Index in(idx);
-      in.erase(in.begin() + op->attrs.axis);
-      return operand(0, in);
-    }
-    case OpKind::Permute: {
-      Index in(idx.size());
-      for (size_t i = 0; i < idx.size(); ++i) in[size_t(op->attrs.ints[i])] = idx[i];
-      return operand(0, in);
-    }
+    case OpKind::Broadcast:
+    case OpKind::ExpandDims:
+    case OpKind::Permute: return operand(0, view_operand_index(op, idx));
     case OpKind::Cast:
       if (!is_int(op->operand(0)->type.dtype) || !is_int(v->type.dtype)) return std::nullopt;
       return operand(0, idx);

@@ -47,7 +47,13 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
   llvm::Type* mt = mem_type(d);
   bool has_mask = op->operands.size() > 1, has_other = op->operands.size() > 2;
   const bool vector_access = contiguous(p, idx, w), one_element = !vector_access && same_element(p, idx, w);
-  Value* ptrs = vector_access || one_element ? nullptr : eval(p, idx, w);
+  // A load along an exact lane pattern needs no vector of the lanes' addresses (lane_patterns.cpp).
+  std::optional<LanePattern> pat;
+  if (!vector_access && !one_element) {
+    pat = lane_pattern(p, idx, w);
+    if (pat && !pattern_worth_loading(pat->offsets, d)) pat.reset();
+  }
+  Value* ptrs = vector_access || one_element || (pat && pat->exact) ? nullptr : eval(p, idx, w);
   Value* mask = has_mask ? eval(op->operand(1), idx, w) : nullptr;
   if (all_lanes_on(mask)) mask = nullptr;
   Value* other = has_other ? reg_to_mem(eval(op->operand(2), idx, w), d) : llvm::Constant::getNullValue(vec_of(mt, w));
@@ -109,10 +115,9 @@ Value* Codegen::eval_load(const ir::Op* op, const Index& idx, int w) {
     if (mask) v = b_.CreateSelect(mask, v, other);
   } else {
     auto gather = [&] { return b_.CreateMaskedGather(vec_of(mt, w), ptrs, align, mask, other); };
-    std::optional<LanePattern> pat = lane_pattern(p, idx, w);
-    if (!pat || !pattern_worth_loading(pat->offsets, d))
+    if (!pat)
       v = gather();
-    else if (pat->exact)  // lane 0's address by scalar arithmetic, no vector of addresses
+    else if (pat->exact)  // lane 0's address by scalar arithmetic, unchecked
       v = load_by_pattern(first_lane_pointer(p, idx), nullptr, pat->offsets, mask, other, d, gather);
     else
       v = load_by_pattern(b_.CreateExtractElement(ptrs, uint64_t(0)), ptrs, pat->offsets, mask, other, d, gather);

@@ -104,6 +104,30 @@ Value* Codegen::eval(const ir::Value* v, const Index& idx, int w) {
   return eval_op(v->def, idx, w);
 }
 
+Index Codegen::view_operand_index(const ir::Op* view, const Index& idx) {
+  switch (view->kind) {
+    case OpKind::Broadcast: {
+      const Shape& s = view->operand(0)->type.shape;
+      const Shape& t = view->result()->type.shape;
+      Index in(idx);
+      for (size_t d = 0; d < s.size(); ++d)
+        if (s[d] == 1 && t[d] != 1) in[d] = {i32(0), 0, nullptr, int64_t(1) << 30};
+      return in;
+    }
+    case OpKind::ExpandDims: {
+      Index in(idx);
+      in.erase(in.begin() + view->attrs.axis);
+      return in;
+    }
+    case OpKind::Permute: {
+      Index in(idx.size());
+      for (size_t i = 0; i < idx.size(); ++i) in[static_cast<size_t>(view->attrs.ints[i])] = idx[i];
+      return in;
+    }
+    default: fail("internal error: {} is not a view", ir::op_name(view->kind));
+  }
+}
+
 Value* Codegen::eval_op(const ir::Op* op, const Index& idx, int w) {
   const ir::Type& t = op->result()->type;
   switch (op->kind) {
@@ -111,23 +135,9 @@ Value* Codegen::eval_op(const ir::Op* op, const Index& idx, int w) {
     case OpKind::Arange: return b_.CreateAdd(lane_vector(idx[0], w), splat(i32(op->attrs.ints[0]), w));
     case OpKind::Splat: return splat(scalar(op->operand(0)), w);
     case OpKind::MultipleOf: case OpKind::MaxContiguous: return eval(op->operand(0), idx, w);
-    case OpKind::Broadcast: {
-      const Shape& s = op->operand(0)->type.shape;
-      Index in(idx);
-      for (size_t d = 0; d < s.size(); ++d)
-        if (s[d] == 1 && t.shape[d] != 1) in[d] = {i32(0), 0, nullptr, int64_t(1) << 30};
-      return eval(op->operand(0), in, w);
-    }
-    case OpKind::ExpandDims: {
-      Index in(idx);
-      in.erase(in.begin() + op->attrs.axis);
-      return eval(op->operand(0), in, w);
-    }
-    case OpKind::Permute: {
-      Index in(idx.size());
-      for (size_t i = 0; i < idx.size(); ++i) in[op->attrs.ints[i]] = idx[i];
-      return eval(op->operand(0), in, w);
-    }
+    case OpKind::Broadcast:
+    case OpKind::ExpandDims:
+    case OpKind::Permute: return eval(op->operand(0), view_operand_index(op, idx), w);
     case OpKind::Reshape:
       return eval(op->operand(0), reshape_index(idx, t.shape, op->operand(0)->type.shape, w), w);
     case OpKind::Load: return eval_load(op, idx, w);
