@@ -752,6 +752,38 @@ BOOST_AUTO_TEST_CASE(swiglu_row_keeps_triton_occupancy) {
   }
 }
 
+// Liger's swiglu backward (bf16 rows of 14336, a 16384 block over 16 warps): two stores (da over
+// a, db over b) share dc, a * gate and sigmoid(a * gate). Each store in its own loop nest kept
+// those three as 32-register f32 arrays across both nests: 102 registers, one block of 512
+// threads an SM where Triton's build (64) fits two. The stores run in one loop nest now, each
+// shared value a scalar of the element, and the kernel (32 elements a thread) compiles at NVRTC's
+// default level.
+BOOST_AUTO_TEST_CASE(stores_sharing_values_run_in_one_loop) {
+  if (!nvrtc_or_skip() || !nvjitlink_or_skip()) return;
+  using P = tl::ptr<tl::any>;
+  auto bwd = tritium::kernel(
+      "liger_swiglu_bwd", [](P dc, P a, P b, tl::i32 stride, tl::f32 gate, int n_cols, int BLOCK) {
+        auto row = tl::program_id(0).to(tl::int64);
+        dc += row * stride, a += row * stride, b += row * stride;
+        auto cols = tl::arange(0, BLOCK);
+        auto mask = cols < n_cols;
+        auto dc_row = tl::load(dc + cols, mask, 0);
+        auto a_row = tl::load(a + cols, mask, 0).to(tl::float32) * gate;
+        auto b_row = tl::load(b + cols, mask, 0);
+        auto sig_a = tl::sigmoid(a_row);
+        auto silu_a = a_row * sig_a;
+        auto db_row = dc_row * silu_a;
+        auto da_row = dc_row * (silu_a * (1 - sig_a) + sig_a) * b_row * gate;
+        tl::store(a + cols, da_row, mask);
+        tl::store(b + cols, db_row, mask);
+      });
+  BackendBuild built = backend_build(bwd, 16, addr<bf16_t>(0), addr<bf16_t>(1), addr<bf16_t>(2), 14336, 1.0f, 14336, 16384);
+  const int regs = cubin_registers(built.cubin);
+  BOOST_TEST(regs > 0);
+  BOOST_TEST_MESSAGE("swiglu backward registers: " << regs << "\n" << built.source);
+  BOOST_TEST(regs <= 64, "registers: " << regs << (built.ptx ? " (PTX generator)" : " (NVRTC)") << "\n" << built.source);
+}
+
 // A f32 weight beside a bf16 row (Liger's rms_norm forward: bf16 X, f32 W, 4096 columns, 8 warps):
 // the row sets 8 lanes a chunk (16 bytes of bf16), and the weight's 8 lanes (32 bytes) were
 // loaded one by one - 16 LDG.E.32 a thread where Triton has 4 LDG.128. They move as two 16-byte

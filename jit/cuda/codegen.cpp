@@ -24,7 +24,7 @@
 namespace tritium::jit::cuda::detail {
 
 KernelSource Codegen::run() {
-  plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true});
+  plan_ = plan_blocks(f_, PlanOptions{.fuse_single_root = true, .fuse_store_groups = true});
   plan_registers();
   KernelSource ks;
   ks.entry = identifier(f_.name);
@@ -97,7 +97,22 @@ std::string Codegen::tmp(const std::string& type, const std::string& expr) {
 }
 
 void Codegen::emit_block(const ir::Block* block) {
-  for (const ir::Op* op : block->ops) emit_op(op);
+  const auto& ops = block->ops;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto* group = ops[i]->kind == OpKind::Store ? plan_.store_group(ops[i]) : nullptr;
+    if (!group) {
+      emit_op(ops[i]);
+      continue;
+    }
+    // A store group: the pure ops between its stores (no memory, no control flow: the block plan
+    // groups only across those) go first, then the stores in one loop nest.
+    size_t last = i;
+    while (ops[last] != group->back()) ++last;
+    for (size_t j = i + 1; j < last; ++j)
+      if (ops[j]->kind != OpKind::Store) emit_op(ops[j]);
+    emit_stores(*group);
+    i = last;
+  }
 }
 
 void Codegen::emit_op(const ir::Op* op) {

@@ -294,9 +294,10 @@ class Codegen {
   // at run time whether all lanes are on).
   int access_width(const ir::Op* op, int dim = -1);  // dim -1: the last
 
-  // Inline loads reached from v through ops that keep the last index (elementwise, hints,
-  // broadcasts and expand_dims that leave the last dim alone), with their index.
-  void collect_loads(const ir::Value* v, const Index& idx, std::vector<std::pair<const ir::Op*, Index>>& out);
+  // Inline loads reached from the roots through ops that keep the last index (elementwise, hints,
+  // broadcasts and expand_dims that leave the last dim alone), each with its index, once.
+  void collect_loads(const std::vector<const ir::Value*>& roots, const Index& idx,
+                     std::vector<std::pair<const ir::Op*, Index>>& out);
 
   // The lanes per thread of a loop nest over `shape` evaluating `roots` (and storing through
   // `store`, when given): the narrowest vector access among them, 1 when there is none.
@@ -328,6 +329,10 @@ class Codegen {
   std::string scalar_load(const ir::Op* op);
 
   void emit_store(const ir::Op* op);
+  // Block stores of one shape in one loop nest; every element's values before its stores.
+  void emit_stores(const std::vector<const ir::Op*>& ops);
+  void emit_vector_store(const ir::Op* op, const Index& base, int V, bool split_store, int w, const std::string& sv,
+                         const std::string& sm);
 
 
   // ---- atomics (element_memory.cpp) -------------------------------------------------------------

@@ -3,37 +3,49 @@
 // atomics. Inline element loads are evaluated in element_eval.cpp.
 #include "jit/cuda/codegen_impl.h"
 
+#include <functional>
+#include <set>
+
 namespace tritium::jit::cuda::detail {
 
 int Codegen::access_width(const ir::Op* op, int dim) { return detail::access_width(op, axis_, dim); }
 
-void Codegen::collect_loads(const ir::Value* v, const Index& idx, std::vector<std::pair<const ir::Op*, Index>>& out) {
-  if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) return;
-  const ir::Op* op = v->def;
-  const Shape& t = v->type.shape;
-  switch (op->kind) {
-    case OpKind::Load:
-      if (access_width(op) > 1) out.push_back({op, idx});
-      return;
-    case OpKind::MultipleOf: case OpKind::MaxContiguous: return collect_loads(op->operand(0), idx, out);
-    case OpKind::Broadcast: {
-      const Shape& s = op->operand(0)->type.shape;
-      if (s.back() != t.back()) return;
-      Index in(idx);
-      for (size_t d = 0; d < s.size(); ++d)
-        if (s[d] == 1 && t[d] != 1) in[d] = "0";
-      return collect_loads(op->operand(0), in, out);
+void Codegen::collect_loads(const std::vector<const ir::Value*>& roots, const Index& idx,
+                            std::vector<std::pair<const ir::Op*, Index>>& out) {
+  // Each (value, index) once: inline values used several times (a store group's shared values,
+  // fuse_single_root's) are one DAG, whose paths could be exponentially many, and each load is
+  // issued once a chunk.
+  std::set<std::pair<const ir::Value*, Index>> seen;
+  std::function<void(const ir::Value*, const Index&)> visit = [&](const ir::Value* v, const Index& at) {
+    if (v->type.is_scalar() || buffers_.count(v) || regs_.count(v) || !v->def) return;
+    if (!seen.insert({v, at}).second) return;
+    const ir::Op* op = v->def;
+    const Shape& t = v->type.shape;
+    switch (op->kind) {
+      case OpKind::Load:
+        if (access_width(op) > 1) out.push_back({op, at});
+        return;
+      case OpKind::MultipleOf: case OpKind::MaxContiguous: return visit(op->operand(0), at);
+      case OpKind::Broadcast: {
+        const Shape& s = op->operand(0)->type.shape;
+        if (s.back() != t.back()) return;
+        Index in(at);
+        for (size_t d = 0; d < s.size(); ++d)
+          if (s[d] == 1 && t[d] != 1) in[d] = "0";
+        return visit(op->operand(0), in);
+      }
+      case OpKind::ExpandDims: {
+        if (op->attrs.axis == static_cast<int>(t.size()) - 1) return;
+        Index in(at);
+        in.erase(in.begin() + op->attrs.axis);
+        return visit(op->operand(0), in);
+      }
+      default: break;
     }
-    case OpKind::ExpandDims: {
-      if (op->attrs.axis == static_cast<int>(t.size()) - 1) return;
-      Index in(idx);
-      in.erase(in.begin() + op->attrs.axis);
-      return collect_loads(op->operand(0), in, out);
-    }
-    default: break;
-  }
-  if (ir::is_elementwise(op->kind))
-    for (const ir::Value* o : op->operands) collect_loads(o, idx, out);
+    if (ir::is_elementwise(op->kind))
+      for (const ir::Value* o : op->operands) visit(o, at);
+  };
+  for (const ir::Value* r : roots) visit(r, idx);
 }
 
 int Codegen::choose_width(const Shape& shape, const std::vector<const ir::Value*>& roots, const ir::Op* store) {
@@ -41,7 +53,7 @@ int Codegen::choose_width(const Shape& shape, const std::vector<const ir::Value*
   if (auto it = mapped_width_.find(shape); it != mapped_width_.end()) return it->second;
   std::vector<std::pair<const ir::Op*, Index>> loads;
   Index dummy(shape.size(), "0");
-  for (const ir::Value* r : roots) collect_loads(r, dummy, loads);
+  collect_loads(roots, dummy, loads);
   int V = 0;
   for (auto& [op, _] : loads) V = V == 0 ? access_width(op) : std::min(V, access_width(op));
   if (store) {
@@ -68,7 +80,7 @@ const char* Codegen::vector_type(int64_t bytes) {
 void Codegen::emit_vector_loads(const std::vector<const ir::Value*>& roots, const Index& base, int V) {
   if (V == 1) return;
   std::vector<std::pair<const ir::Op*, Index>> loads;
-  for (const ir::Value* r : roots) collect_loads(r, base, loads);
+  collect_loads(roots, base, loads);
   for (auto& [op, idx] : loads) {
     // V lanes of a type wider than the one that set V (a f32 weight beside a bf16 row: 8 lanes,
     // 32 bytes) move as several accesses of at most 16 bytes, not lane by lane.
@@ -173,94 +185,140 @@ std::string Codegen::scalar_load(const ir::Op* op) {
 
 void Codegen::emit_store(const ir::Op* op) {
   const ir::Value* p = op->operand(0);
-  const ir::Value* val = op->operand(1);
-  DType d = p->type.pointee;
-  std::string ct = ctype(d);
-  bool has_mask = op->operands.size() > 2;
   if (p->type.is_scalar()) {  // one thread stores
-    std::string cond = has_mask ? fmt::format("tid == 0 && {}", scalar(op->operand(2))) : "tid == 0";
+    const ir::Value* val = op->operand(1);
+    std::string cond = op->operands.size() > 2 ? fmt::format("tid == 0 && {}", scalar(op->operand(2))) : "tid == 0";
     line(fmt::format("if ({}) {}", cond, store_of(op, scalar(p), scalar(val))));
     mark_global_write(p);
     return;
   }
-  const Shape& shape = p->type.shape;
-  const std::string hint = cache_hint_suffix(*op);
-  std::vector<const ir::Value*> roots = {val};
-  if (has_mask) roots.push_back(op->operand(2));
-  sync_if_reading({p, val, has_mask ? op->operand(2) : p});
-  int V = choose_width(shape, roots, op);
-  // A wider type than the one that set the shape's V stores as V / w parts of w lanes (as
-  // emit_split_vector_load), when its mask (if any) is constant over each part.
-  const int w = access_width(op);
-  const ir::Value* mask_value = has_mask ? op->operand(2) : nullptr;
-  const bool split_store = V > 1 && w > 1 && w < V && V % w == 0 &&
-                           (!mask_value || (axis_.contains(mask_value) && axis_.get(mask_value).constancy.back() >= w));
-  bool vector_store = V > 1 && (w >= V || split_store);
-  std::string sv, sm;
+  if (plan_.in_store_group(op)) fail("internal error: a store of a store group reached emit_store alone");
+  emit_stores({op});
+}
+
+// Block stores of one shape in one loop nest (one store, or a store group of the block plan). Each
+// element's values, masks and pointers of every store are evaluated before any of its stores
+// writes: a store group's later values may load what its earlier stores overwrite (Liger's swiglu
+// backward writes da over a and db over b, both computed from a).
+void Codegen::emit_stores(const std::vector<const ir::Op*>& ops) {
+  struct Store {
+    const ir::Op* op;
+    DType d;
+    std::string ct, hint;
+    bool has_mask, split_store, vector_store;
+    int w;
+    std::string sv, sm, v, m, ptr;  // the chunk's arrays; the element's value, mask, pointer
+  };
+  const Shape& shape = ops.front()->operand(0)->type.shape;
+  std::vector<const ir::Value*> roots, reads;
+  for (const ir::Op* op : ops) {
+    roots.push_back(op->operand(1));
+    if (op->operands.size() > 2) roots.push_back(op->operand(2));
+    reads.push_back(op->operand(0));
+  }
+  reads.insert(reads.end(), roots.begin(), roots.end());
+  sync_if_reading(reads);
+  int V = 0;
+  for (const ir::Op* op : ops) {
+    std::vector<const ir::Value*> own = {op->operand(1)};
+    if (op->operands.size() > 2) own.push_back(op->operand(2));
+    const int v = choose_width(shape, own, op);
+    V = V == 0 ? v : std::min(V, v);
+  }
+  std::vector<Store> stores;
+  for (const ir::Op* op : ops) {
+    Store s{op, op->operand(0)->type.pointee, "", cache_hint_suffix(*op), op->operands.size() > 2, false, false,
+            access_width(op), "", "", "", "", ""};
+    s.ct = ctype(s.d);
+    // A wider type than the one that set the shape's V stores as V / w parts of w lanes (as
+    // emit_split_vector_load), when its mask (if any) is constant over each part.
+    const ir::Value* mask_value = s.has_mask ? op->operand(2) : nullptr;
+    s.split_store = V > 1 && s.w > 1 && s.w < V && V % s.w == 0 &&
+                    (!mask_value || (axis_.contains(mask_value) && axis_.get(mask_value).constancy.back() >= s.w));
+    s.vector_store = V > 1 && (s.w >= V || s.split_store);
+    stores.push_back(s);
+  }
   thread_loop(
       shape, V,
       [&](const Index& base) {
         emit_vector_loads(roots, base, V);
-        if (vector_store) {
-          sv = fresh("sv"), sm = fresh("sm");
-          line(fmt::format("__align__(16) {} {}[{}];", ct, sv, V));
-          if (has_mask) line(fmt::format("bool {}[{}];", sm, V));
+        for (Store& s : stores) {
+          if (!s.vector_store) continue;
+          s.sv = fresh("sv"), s.sm = fresh("sm");
+          line(fmt::format("__align__(16) {} {}[{}];", s.ct, s.sv, V));
+          if (s.has_mask) line(fmt::format("bool {}[{}];", s.sm, V));
         }
       },
       [&](const Index& idx) {
-        std::string v = eval(val, idx);
-        std::string m = has_mask ? eval(op->operand(2), idx) : "";
-        if (vector_store) {
-          line(fmt::format("{}[{}] = {};", sv, lane_, v));
-          if (has_mask) line(fmt::format("{}[{}] = {};", sm, lane_, m));
-        } else {
-          std::string ptr = eval(p, idx);
-          line(has_mask ? fmt::format("if ({}) {}", m, store_of(op, ptr, v)) : store_of(op, ptr, v));
+        for (Store& s : stores) {
+          s.v = eval(s.op->operand(1), idx);
+          s.m = s.has_mask ? eval(s.op->operand(2), idx) : "";
+          if (!s.vector_store) s.ptr = eval(s.op->operand(0), idx);
+        }
+        for (Store& s : stores) {
+          if (s.vector_store) {
+            line(fmt::format("{}[{}] = {};", s.sv, lane_, s.v));
+            if (s.has_mask) line(fmt::format("{}[{}] = {};", s.sm, lane_, s.m));
+          } else {
+            line(s.has_mask ? fmt::format("if ({}) {}", s.m, store_of(s.op, s.ptr, s.v)) : store_of(s.op, s.ptr, s.v));
+          }
         }
       },
       [&](const Index& base) {
-        if (!vector_store) return;
-        if (split_store) {
-          const int64_t bytes = int64_t(w) * dtype_bytes(d);
-          for (int part = 0; part < V / w; ++part) {
-            Index pi(base);
-            pi.back() = fmt::format("({} + {})", base.back(), part * w);
-            std::string ptr = tmp(ct + "*", eval(p, pi));
-            std::string src = fmt::format("({} + {})", sv, part * w);
-            if (has_mask) line(fmt::format("tt_st_pred{}<{}>({}, {}, {}[{}]);", hint, bytes, ptr, src, sm, part * w));
-            else if (!hint.empty()) line(fmt::format("tt_st_pred{}<{}>({}, {}, true);", hint, bytes, ptr, src));
-            else line(fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});", vector_type(bytes), ptr, src));
-          }
-          return;
-        }
-        std::string ptr = tmp(ct + "*", eval(p, base));
-        std::string vec = hint.empty() ? fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
-                                                     vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv)
-                                       : fmt::format("tt_st_pred{}<{}>({}, {}, true);", hint, int64_t(V) * dtype_bytes(d), ptr, sv);
-        if (!has_mask) {
-          line(vec);
-          return;
-        }
-        const ir::Value* mask = op->operand(2);
-        if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {  // one predicated store
-          line(fmt::format("tt_st_pred{}<{}>({}, {}, {}[0]);", hint, int64_t(V) * dtype_bytes(d), ptr, sv, sm));
-          return;
-        }
-        std::string all = fresh("all"), l = fresh("l");
-        line(fmt::format("bool {} = true;", all));
-        line("#pragma unroll");
-        line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {2} && {3}[{0}];", l, V, all, sm));
-        open(fmt::format("if ({})", all));
-        line(vec);
-        close();
-        open("else");
-        line("#pragma unroll");
-        line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) if ({2}[{0}]) {3}", l, V, sm,
-                         store_of(op, fmt::format("({} + {})", ptr, l), fmt::format("{}[{}]", sv, l))));
-        close();
+        for (const Store& s : stores)
+          if (s.vector_store) emit_vector_store(s.op, base, V, s.split_store, s.w, s.sv, s.sm);
       });
   vec_loads_.clear();
-  mark_global_write(p);
+  for (const ir::Op* op : ops) mark_global_write(op->operand(0));
+}
+
+// A chunk's V lanes of store `op`, gathered in `sv` (and its mask in `sm`), as one 16-byte store,
+// V / w stores of w lanes (split), or lane by lane where the mask is off for some lanes.
+void Codegen::emit_vector_store(const ir::Op* op, const Index& base, int V, bool split_store, int w,
+                                const std::string& sv, const std::string& sm) {
+  const ir::Value* p = op->operand(0);
+  const DType d = p->type.pointee;
+  const std::string ct = ctype(d);
+  const std::string hint = cache_hint_suffix(*op);
+  const bool has_mask = op->operands.size() > 2;
+  if (split_store) {
+    const int64_t bytes = int64_t(w) * dtype_bytes(d);
+    for (int part = 0; part < V / w; ++part) {
+      Index pi(base);
+      pi.back() = fmt::format("({} + {})", base.back(), part * w);
+      std::string ptr = tmp(ct + "*", eval(p, pi));
+      std::string src = fmt::format("({} + {})", sv, part * w);
+      if (has_mask) line(fmt::format("tt_st_pred{}<{}>({}, {}, {}[{}]);", hint, bytes, ptr, src, sm, part * w));
+      else if (!hint.empty()) line(fmt::format("tt_st_pred{}<{}>({}, {}, true);", hint, bytes, ptr, src));
+      else line(fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});", vector_type(bytes), ptr, src));
+    }
+    return;
+  }
+  std::string ptr = tmp(ct + "*", eval(p, base));
+  std::string vec = hint.empty() ? fmt::format("*reinterpret_cast<{0}*>({1}) = *reinterpret_cast<const {0}*>({2});",
+                                               vector_type(int64_t(V) * dtype_bytes(d)), ptr, sv)
+                                 : fmt::format("tt_st_pred{}<{}>({}, {}, true);", hint, int64_t(V) * dtype_bytes(d), ptr, sv);
+  if (!has_mask) {
+    line(vec);
+    return;
+  }
+  const ir::Value* mask = op->operand(2);
+  if (axis_.contains(mask) && axis_.get(mask).constancy.back() >= V) {  // one predicated store
+    line(fmt::format("tt_st_pred{}<{}>({}, {}, {}[0]);", hint, int64_t(V) * dtype_bytes(d), ptr, sv, sm));
+    return;
+  }
+  std::string all = fresh("all"), l = fresh("l");
+  line(fmt::format("bool {} = true;", all));
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {2} && {3}[{0}];", l, V, all, sm));
+  open(fmt::format("if ({})", all));
+  line(vec);
+  close();
+  open("else");
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) if ({2}[{0}]) {3}", l, V, sm,
+                   store_of(op, fmt::format("({} + {})", ptr, l), fmt::format("{}[{}]", sv, l))));
+  close();
 }
 
 void Codegen::emit_atomic(const ir::Op* op) {

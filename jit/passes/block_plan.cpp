@@ -21,6 +21,8 @@ struct Planner {
   ir::Function& f_;
   std::unordered_map<const ir::Value*, bool>& materialize_;
   std::unordered_map<const ir::Value*, std::vector<ir::Op*>>& users_;
+  std::unordered_map<const ir::Op*, const ir::Op*>& group_of_;
+  std::unordered_map<const ir::Op*, std::vector<const ir::Op*>>& groups_;
   std::unordered_map<const ir::Value*, int> cheap_size_;  // memo: tree size if cheap, -1 if not
   PlanOptions options_;
   std::unordered_map<const ir::Value*, const ir::Op*> root_;  // single_root of each block value
@@ -65,6 +67,7 @@ struct Planner {
   // it, from its last op to its first: every fact about a value follows from its users' facts,
   // found first, so no walk along a chain repeats and nothing recurses along one.
   void index_block(const ir::Block* b) {
+    if (options_.fuse_single_root && options_.fuse_store_groups) find_store_groups(b);
     auto& barriers = barriers_[b];
     barriers.assign(b->ops.size() + 1, 0);
     for (size_t i = 0; i < b->ops.size(); ++i) {
@@ -91,11 +94,63 @@ struct Planner {
     return chain_end_[u->result()];
   }
 
+  // Runs of block stores of one shape whose in-between ops are pure and read no memory (a load
+  // there could read what the group's earlier stores wrote, which the group's loop would read
+  // before them).
+  void find_store_groups(const ir::Block* b) {
+    std::vector<const ir::Op*> run;
+    auto close = [&] {
+      if (run.size() >= 2) {
+        for (const ir::Op* s : run) group_of_[s] = run.front();
+        groups_[run.front()] = run;
+      }
+      run.clear();
+    };
+    for (const ir::Op* op : b->ops) {
+      if (op->kind == OpKind::Store && op->operand(0)->type.is_block()) {
+        if (!run.empty() && run.front()->operand(0)->type.shape != op->operand(0)->type.shape) close();
+        run.push_back(op);
+        continue;
+      }
+      if (is_side_effect(op) || op->kind == OpKind::Load || !op->regions.empty()) close();
+    }
+    close();
+  }
+
+  // The store group's first store for a store of a group, else the op itself.
+  const ir::Op* consumer(const ir::Op* u) const {
+    auto it = group_of_.find(u);
+    return it == group_of_.end() ? u : it->second;
+  }
+
+  // Whether every load v's inline evaluation would issue lies in `group`'s block with no side effect
+  // or run-time control flow between it and the group's first store (where the group evaluates it).
+  bool loads_reach(const ir::Value* v, const ir::Op* group) {
+    if (v->type.is_scalar() || v->is_block_arg()) return true;
+    if (auto it = materialize_.find(v); it != materialize_.end() && it->second) return true;
+    const ir::Op* op = v->def;
+    if (op->kind == OpKind::Load) {
+      if (op->parent != group->parent) return false;
+      const auto& barriers = barriers_[op->parent];
+      if (barriers[position_[group]] - barriers[position_[op] + 1] > 0) return false;
+    }
+    for (const ir::Value* o : op->operands)
+      if (!loads_reach(o, group)) return false;
+    return true;
+  }
+
+  // The group `v`'s uses all end in, when it has two or more stores and v's loads reach it.
+  const ir::Op* fused_store_group(const ir::Value* v) {
+    const ir::Op* root = single_root(v);
+    if (!root || !groups_.count(root) || used_elsewhere(v, v->def->parent)) return nullptr;
+    return loads_reach(v, root) ? root : nullptr;
+  }
+
   const ir::Op* find_single_root(const ir::Value* v) {
     const ir::Op* root = nullptr;
     for (ir::Op* u : users_[v]) {
       if (u->parent != v->def->parent) return nullptr;
-      const ir::Op* r = is_chain(u) ? root_[u->result()] : u;
+      const ir::Op* r = is_chain(u) ? root_[u->result()] : consumer(u);
       if (!r || (root && r != root)) return nullptr;
       root = r;
     }
@@ -117,6 +172,9 @@ struct Planner {
     }
     if (is_atomic(op->kind)) return true;
     auto& us = users_[r];
+    // Used several times, every use ending in one store group: evaluated once per element in the
+    // group's loop (loads too: nothing between them and the group writes memory).
+    if (us.size() > 1 && fused_store_group(r)) return false;
     if (op->kind == OpKind::Load) {
       if (us.size() != 1 || used_elsewhere(r, op->parent)) return true;
       return load_hazard(op);
@@ -214,6 +272,11 @@ bool BlockPlan::materialized(const ir::Value* v) const {
   return it != materialize_.end() && it->second;
 }
 
+const std::vector<const ir::Op*>* BlockPlan::store_group(const ir::Op* store) const {
+  auto it = groups_.find(store);
+  return it == groups_.end() ? nullptr : &it->second;
+}
+
 const std::vector<ir::Op*>& BlockPlan::users(const ir::Value* v) const {
   static const std::vector<ir::Op*> none;
   auto it = users_.find(v);
@@ -222,7 +285,7 @@ const std::vector<ir::Op*>& BlockPlan::users(const ir::Value* v) const {
 
 BlockPlan plan_blocks(ir::Function& f, const PlanOptions& options) {
   BlockPlan plan;
-  Planner planner{f, plan.materialize_, plan.users_, {}, options, {}, {}, {}, {}, {}, {}};
+  Planner planner{f, plan.materialize_, plan.users_, plan.group_of_, plan.groups_, {}, options, {}, {}, {}, {}, {}, {}};
   planner.plan();
   return plan;
 }
