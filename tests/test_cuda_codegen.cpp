@@ -780,8 +780,26 @@ BOOST_AUTO_TEST_CASE(stores_sharing_values_run_in_one_loop) {
   BackendBuild built = backend_build(bwd, 16, addr<bf16_t>(0), addr<bf16_t>(1), addr<bf16_t>(2), 14336, 1.0f, 14336, 16384);
   const int regs = cubin_registers(built.cubin);
   BOOST_TEST(regs > 0);
-  BOOST_TEST_MESSAGE("swiglu backward registers: " << regs << "\n" << built.source);
   BOOST_TEST(regs <= 64, "registers: " << regs << (built.ptx ? " (PTX generator)" : " (NVRTC)") << "\n" << built.source);
+  // One loop nest: each row loaded once (16 bytes a chunk), both stores after the chunk's values.
+  BOOST_TEST(tt::occurrences(built.source, "tt_ld_pred<16>(") == 3u, built.source);
+  BOOST_TEST(tt::occurrences(built.source, "tt_st_pred<16>(") == 2u, built.source);
+  // A bf16 row and f32 rows in one group: 4 lanes a chunk (the f32 row's 16 bytes), every row
+  // loaded once and stored as one vector a chunk, sigmoid computed once.
+  auto mixed = tritium::kernel("mixed_group", [](tl::ptr<bf16_t> A, tl::ptr<float> B, tl::ptr<float> C, tl::i32 n, int BLK) {
+    auto offs = tl::program_id(0) * BLK + tl::arange(0, BLK);
+    auto a = tl::load(A + offs).to(tl::float32);
+    auto b = tl::load(B + offs);
+    auto s = tl::sigmoid(a * b);
+    tl::store(A + offs, (a * s).to(tl::bfloat16));
+    tl::store(B + offs, b * s + a);
+    tl::store(C + offs, s);
+  });
+  auto ks = compile(mixed, 4, addr<bf16_t>(0), addr<float>(1), addr<float>(2), 4096, 1024);
+  const std::string body = kernel_body(ks);
+  BOOST_TEST(tt::occurrences(body, "tt_sigmoid(") == 1u, body);
+  BOOST_TEST(tt::occurrences(body, "reinterpret_cast<uint4*>") == 3u, body);  // B loaded; B and C stored
+  BOOST_TEST(tt::occurrences(body, "reinterpret_cast<uint2*>") == 2u, body);  // A loaded and stored
 }
 
 // A f32 weight beside a bf16 row (Liger's rms_norm forward: bf16 X, f32 W, 4096 columns, 8 warps):

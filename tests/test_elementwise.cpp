@@ -208,6 +208,49 @@ BOOST_AUTO_TEST_CASE(arithmetic_all_dtypes) {
   });
 }
 
+// Stores that overwrite their own inputs, several in a row (the CUDA generator's store groups: one
+// loop nest, every element's values before its stores): a bf16 row and a f32 row updated in place
+// from both old values, a third output from a second load of the old bf16 row, and a fourth
+// through a mask of its own. Liger's swiglu backward writes da over a and db over b this way.
+BOOST_AUTO_TEST_CASE(stores_overwriting_their_inputs) {
+  static tritium::Kernel k = tritium::kernel(
+      "stores_in_place", [](tl::ptr<bf16_t> A, tl::ptr<float> B, tl::ptr<float> C, tl::ptr<float> D, tl::i32 n, int BLK) {
+        auto offs = tl::program_id(0) * BLK + tl::arange(0, BLK);
+        auto m = offs < n;
+        auto a = tl::load(A + offs, m).to(tl::float32);
+        auto b = tl::load(B + offs, m);
+        auto a_again = tl::load(A + offs, m);
+        auto s = tl::sigmoid(a * b);
+        tl::store(A + offs, (a * s).to(tl::bfloat16), m);
+        tl::store(B + offs, b * s + a, m);
+        tl::store(C + offs, a_again.to(tl::float32) * 2.0f, m);
+        tl::store(D + offs, s, m && (offs % 3 != 0));
+      });
+  tt::for_each_backend([&](const tt::Backend& be) {
+    for (int n : {1000, 1024}) {
+      BOOST_TEST_CONTEXT("n " << n) {
+        auto a = inputs<bf16_t>(n, 5);
+        auto b = inputs<float>(n, 6);
+        auto da = be.upload<bf16_t>(a);
+        auto db = be.upload<float>(b);
+        auto d_before = inputs<float>(n, 7);
+        auto dc = be.alloc_poisoned<float>(n);
+        auto dd = be.upload<float>(d_before);
+        k[{(n + 255) / 256}](da.ptr(), db.ptr(), dc.ptr(), dd.ptr(), n, 256, be.options());
+        std::vector<double> ra(n), rb(n), rc(n), rd(n);
+        for (int i = 0; i < n; ++i) {
+          const double x = dbl<bf16_t>(a[i]), y = b[i], sg = 1.0 / (1.0 + std::exp(-x * y));
+          ra[i] = x * sg, rb[i] = y * sg + x, rc[i] = 2 * x, rd[i] = i % 3 != 0 ? sg : d_before[i];
+        }
+        tt::check_close<bf16_t>(da.download(), ra, tol<bf16_t>(), "a overwritten");
+        tt::check_close<float>(db.download(), rb, 1e-5, "b overwritten");
+        tt::check_close<float>(dc.download(), rc, 0, "the old a, loaded again");
+        tt::check_close<float>(dd.download(), rd, 1e-5, "a mask of its own");
+      }
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(division_and_remainder) {
   tt::for_each_backend([&](const tt::Backend& be) {
     for_each_type(num_types{}, [&]<class T>() {

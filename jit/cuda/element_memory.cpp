@@ -218,12 +218,13 @@ void Codegen::emit_stores(const std::vector<const ir::Op*>& ops) {
   }
   reads.insert(reads.end(), roots.begin(), roots.end());
   sync_if_reading(reads);
-  int V = 0;
+  // The widest of the stores' own widths: a narrower store (a f32 one beside bf16: 8 lanes) moves
+  // as parts of its width where its mask allows, else lane by lane - legal at any width.
+  int V = 1;
   for (const ir::Op* op : ops) {
     std::vector<const ir::Value*> own = {op->operand(1)};
     if (op->operands.size() > 2) own.push_back(op->operand(2));
-    const int v = choose_width(shape, own, op);
-    V = V == 0 ? v : std::min(V, v);
+    V = std::max(V, choose_width(shape, own, op));
   }
   std::vector<Store> stores;
   for (const ir::Op* op : ops) {
