@@ -1,6 +1,8 @@
 #include "runtime/host_block_cache.h"
 
 #include <cstdlib>
+#include <iterator>
+#include <list>
 #include <map>
 #include <mutex>
 
@@ -19,11 +21,39 @@ constexpr bool kCaching = true;
 constexpr bool kCaching = true;
 #endif
 
+// Free blocks in the order they were cached (front: the oldest) and by size. When a released block
+// does not fit, the oldest are freed to make room: a program whose shapes change (a table of ops,
+// a training run's evaluation) keeps its current sizes cached instead of a gigabyte of sizes
+// nobody asks for any more (stop 53's op table: 261K page faults, the element-wise rows there at
+// half their speed alone).
 struct Cache {
+  struct Block;
+  using Ages = std::list<Block>;
+  using Sizes = std::multimap<size_t, Ages::iterator>;
+  struct Block {
+    void* p;
+    Sizes::iterator by_size;  // its entry in `sizes`
+  };
   std::mutex mutex;
-  std::multimap<size_t, void*> free_blocks;
+  Ages age;  // front: cached first
+  Sizes sizes;
   size_t bytes = 0;
   uint64_t reuses = 0;
+  uint64_t evictions = 0;
+
+  void push(void* p, size_t n) {
+    age.push_back({p, {}});
+    age.back().by_size = sizes.emplace(n, std::prev(age.end()));
+    bytes += n;
+  }
+  // Removes a block from both orders; returns its pointer.
+  void* take(Ages::iterator b) {
+    void* p = b->p;
+    bytes -= b->by_size->first;
+    sizes.erase(b->by_size);
+    age.erase(b);
+    return p;
+  }
 };
 
 Cache& cache() {
@@ -39,12 +69,13 @@ void* allocate(size_t bytes, size_t alignment) {
   if (kCaching && bytes >= kMinCachedBytes) {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
-    if (auto it = c.free_blocks.find(bytes); it != c.free_blocks.end()) {
-      void* p = it->second;
-      c.free_blocks.erase(it);
-      c.bytes -= bytes;
+    // The block of that size cached last (equal keys keep their insertion order): it is the
+    // likeliest to be in the CPU's caches still. The first one (a FIFO) cycled a forward's
+    // output through every cached block of its size, each written from DRAM: element-wise
+    // rows after a forward + backward at 0.7 of their speed alone.
+    if (auto it = c.sizes.upper_bound(bytes); it != c.sizes.begin() && std::prev(it)->first == bytes) {
       ++c.reuses;
-      return p;
+      return c.take(std::prev(it)->second);
     }
   }
   void* p = std::aligned_alloc(alignment, bytes);
@@ -56,13 +87,23 @@ void* allocate(size_t bytes, size_t alignment) {
 }
 
 void release(void* p, size_t bytes) noexcept {
-  if (kCaching && bytes >= kMinCachedBytes) {
-    Cache& c = cache();
-    std::lock_guard<std::mutex> lock(c.mutex);
-    if (c.bytes + bytes <= kMaxCachedBytes) {
-      c.free_blocks.emplace(bytes, p);
-      c.bytes += bytes;
-      return;
+  if (kCaching && bytes >= kMinCachedBytes && bytes <= kMaxCachedBytes) {
+    void* evicted = nullptr;  // freed outside the lock, one at a time
+    try {
+      Cache& c = cache();
+      for (;;) {
+        {
+          std::lock_guard<std::mutex> lock(c.mutex);
+          if (c.bytes + bytes <= kMaxCachedBytes || c.age.empty()) {
+            c.push(p, bytes);
+            return;
+          }
+          evicted = c.take(c.age.begin());
+          ++c.evictions;
+        }
+        std::free(evicted);
+      }
+    } catch (...) {  // no memory for the bookkeeping: give the block back instead
     }
   }
   std::free(p);
@@ -71,8 +112,9 @@ void release(void* p, size_t bytes) noexcept {
 void empty() noexcept {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  for (auto& [size, p] : c.free_blocks) std::free(p);
-  c.free_blocks.clear();
+  for (const Cache::Block& b : c.age) std::free(b.p);
+  c.age.clear();
+  c.sizes.clear();
   c.bytes = 0;
 }
 
@@ -86,6 +128,12 @@ uint64_t reuses() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   return c.reuses;
+}
+
+uint64_t evictions() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.evictions;
 }
 
 }  // namespace tritium::runtime::host_cache

@@ -56,6 +56,45 @@ BOOST_AUTO_TEST_CASE(host_blocks_of_128_kib_or_more_are_reused) {
   BOOST_TEST(c->data() != first);
 }
 
+// A full cache frees the blocks it cached longest ago for a newer one, so a program whose sizes
+// change keeps its current sizes cached (stop 53's op table: the cache full of sizes no longer
+// asked for, every new tensor faulted in again). Blocks of a third of the cap, never touched (so
+// no pages), four distinct sizes: caching the fourth frees the first.
+BOOST_AUTO_TEST_CASE(a_full_host_cache_frees_its_oldest_blocks) {
+  namespace hc = runtime::host_cache;
+  if (!hc::enabled()) return;
+  hc::empty();
+  const size_t third = hc::kMaxCachedBytes / 3 / 64 * 64;
+  std::vector<size_t> sizes;
+  for (size_t i = 0; i < 4; ++i) sizes.push_back(third - 64 * (i + 1));
+  for (size_t n : sizes) {
+    void* p = hc::allocate(n, 64);
+    BOOST_TEST_REQUIRE(p != nullptr);
+    hc::release(p, n);
+  }
+  BOOST_TEST(hc::evictions() >= 1u);
+  BOOST_TEST(hc::cached_bytes() <= hc::kMaxCachedBytes);
+  BOOST_TEST(hc::cached_bytes() == sizes[1] + sizes[2] + sizes[3]);
+  // The newest sizes are served from the cache; the evicted one is not.
+  const uint64_t reused = hc::reuses();
+  void* p3 = hc::allocate(sizes[3], 64);
+  BOOST_TEST(hc::reuses() == reused + 1);
+  void* p0 = hc::allocate(sizes[0], 64);
+  BOOST_TEST(hc::reuses() == reused + 1);
+  BOOST_TEST(hc::cached_bytes() == sizes[1] + sizes[2]);
+  // A block larger than the whole cache is never cached (and evicts nothing).
+  const uint64_t evicted = hc::evictions();
+  void* huge = hc::allocate(hc::kMaxCachedBytes + 64, 64);
+  BOOST_TEST_REQUIRE(huge != nullptr);
+  hc::release(huge, hc::kMaxCachedBytes + 64);
+  BOOST_TEST(hc::evictions() == evicted);
+  BOOST_TEST(hc::cached_bytes() == sizes[1] + sizes[2]);
+  hc::release(p3, sizes[3]);
+  hc::release(p0, sizes[0]);
+  hc::empty();
+  BOOST_TEST(hc::cached_bytes() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(allocation_and_free_move_the_counters) {
   tt::for_each_backend([&](const tt::Backend& be) {
     const Device d = be.device;
