@@ -273,29 +273,45 @@ Kernel& strided_kernel() {
         auto pid = tl::program_id(0).to(tl::int64);
         auto ncb = tl::cdiv(cols, BC);
         auto col = (pid % ncb) * BC + tl::arange(0, BC);  // [BC] i64
-        auto row = (pid / ncb) * BR + tl::arange(0, BR);  // [BR] i64
-        auto mask = (row < rows)(tl::_, tl::None) && (col < cols)(tl::None, tl::_);
-
-        // Row offsets per operand: split the row index into the outer dims' indices. IDX32 (rows
-        // below 2^31): the divisions in 32 bits - a 64-bit division is a ~70-instruction
-        // subroutine, a 32-bit one ~20, and a thread splits every row it holds (a permuted copy
-        // with 64-element rows spent more on them than on moving its bytes).
-        // ROW_RUNS (the host's promise: the innermost row dim's size is a multiple of BR): a
-        // tile's rows are BR consecutive indices of that dim, so only its first row is split,
-        // as scalars, and the rows add arange(BR) times that dim's strides - offsets the axis
-        // analysis sees run contiguously down the rows of an operand whose stride there is 1 (a
-        // transposed read, then loaded in squares, not gathered).
         std::array<std::optional<tl::tensor>, 4> roff;
-        const tl::tensor first = (pid / ncb) * BR;
-        tl::tensor rem = ROW_RUNS ? (IDX32 ? first.to(tl::int32) : first) : (IDX32 ? row.to(tl::int32) : row);
-        for (int k = RANK - 2; k >= 0; --k) {
-          const tl::tensor dk = IDX32 ? d[k].to(tl::int32) : d[k];
-          tl::tensor idx = k == 0 ? rem : rem % dk;
-          if (k > 0) rem = rem / dk;
-          if (IDX32) idx = idx.to(tl::int64);
-          if (ROW_RUNS && k == RANK - 2) idx = idx + tl::arange(0, BR).to(tl::int64);
+        tl::tensor mask;
+        if (ROW_RUNS) {
+          // A tile's rows are BR consecutive indices of the innermost row dim (d[RANK-2]), never
+          // crossing it (masked at its end: 196 rows of a 14 x 14 image in 13 tiles of 16): only
+          // the outer dims' index is split, as scalars, and the rows add arange(BR) times that
+          // dim's strides - offsets the axis analysis sees run contiguously down the rows of an
+          // operand whose stride there is 1 (a transposed read, then loaded in squares, not
+          // gathered).
+          const tl::tensor din = d[RANK - 2];
+          auto ncr = tl::cdiv(din, BR);
+          auto tile = pid / ncb;
+          auto inner = (tile % ncr) * BR + tl::arange(0, BR);  // [BR] i64
+          mask = (inner < din)(tl::_, tl::None) && (col < cols)(tl::None, tl::_);
+          tl::tensor rem = tile / ncr;
+          for (int k = RANK - 3; k >= 0; --k) {
+            tl::tensor idx = k == 0 ? rem : rem % d[k];
+            if (k > 0) rem = rem / d[k];
+            for (int j = 0; j < 4; ++j)
+              if (used[j]) roff[j] = roff[j] ? *roff[j] + idx * s[j][k] : idx * s[j][k];
+          }
           for (int j = 0; j < 4; ++j)
-            if (used[j]) roff[j] = roff[j] ? *roff[j] + idx * s[j][k] : idx * s[j][k];
+            if (used[j]) roff[j] = roff[j] ? *roff[j] + inner * s[j][RANK - 2] : inner * s[j][RANK - 2];
+        } else {
+          // Row offsets per operand: split the row index into the outer dims' indices. IDX32
+          // (rows below 2^31): the divisions in 32 bits - a 64-bit division is a ~70-instruction
+          // subroutine, a 32-bit one ~20, and a thread splits every row it holds (a permuted copy
+          // with 64-element rows spent more on them than on moving its bytes).
+          auto row = (pid / ncb) * BR + tl::arange(0, BR);  // [BR] i64
+          mask = (row < rows)(tl::_, tl::None) && (col < cols)(tl::None, tl::_);
+          tl::tensor rem = IDX32 ? row.to(tl::int32) : row;
+          for (int k = RANK - 2; k >= 0; --k) {
+            const tl::tensor dk = IDX32 ? d[k].to(tl::int32) : d[k];
+            tl::tensor idx = k == 0 ? rem : rem % dk;
+            if (k > 0) rem = rem / dk;
+            if (IDX32) idx = idx.to(tl::int64);
+            for (int j = 0; j < 4; ++j)
+              if (used[j]) roff[j] = roff[j] ? *roff[j] + idx * s[j][k] : idx * s[j][k];
+          }
         }
         // COL0 bit j: operand j is broadcast along the columns (stride 0), known here so that its
         // loads are one element a row - a run-time stride of 0 left a gather a chunk on the CPU.
@@ -445,17 +461,26 @@ void launch_collapsed(const EwCall& call, const std::array<const Tensor*, 4>& op
   int64_t br = std::max<int64_t>(1, std::min(tile / bc, pow4_ceil(rows)));
   // Transposed reads over more than one row dim (a permuted copy such as NCHW -> NHWC, rows = N x
   // HW): the rows are split by run-time divisions, so the analysis cannot see them run
-  // contiguously and the squares above gather. On the CPU, tiles of the largest power of two of
-  // rows (4 to the tile's) dividing the innermost row dim keep each tile inside it (ROW_RUNS).
-  // One thread, NCHW -> NHWC copies: [5, 64, 56, 56] f32 0.61-0.69 -> 0.31-0.52 ms, bf16
-  // 0.50-0.59 -> 0.12-0.15; [128, 32, 28, 28] f32 3.7-3.9 -> 2.7-3.3 (CPU time, a loaded machine).
+  // contiguously and the squares above gather. On the CPU, tiles of BR consecutive rows of the
+  // innermost row dim (ROW_RUNS: never crossing it, masked at its end) keep each tile inside it.
+  // BR halves from the tile's rows while that wastes more than an eighth of the dim in masked
+  // rows, down to 16 (a square). One thread, NCHW -> NHWC copies: [5, 64, 56, 56] f32 0.61-0.69
+  // -> 0.31-0.52 ms, bf16 0.50-0.59 -> 0.12-0.15; [128, 32, 28, 28] f32 3.7-3.9 -> 2.7-3.3 (CPU
+  // time, a loaded machine). Tiles had to divide the dim until stop 54: a 14 x 14 image (196
+  // rows) took 4-row tiles, 64 elements a program - the CNN's [128, 32, 14, 14] copy at 3-6 GB/s.
   bool row_runs = false;
-  if (transposing && t[0]->device().is_cpu() && rank >= 3) {
+  int64_t grid = cdiv(rows, br) * cdiv(cols, bc);
+  if (transposing && t[0]->device().is_cpu() && rank >= 3 && d[rank - 2] >= 4) {
+    const int64_t din = d[rank - 2];
     int64_t b = br;
-    while (b > 4 && d[rank - 2] % b != 0) b /= 2;
-    if (d[rank - 2] % b == 0 && b >= 4) br = b, row_runs = true;
+    auto waste = [&](int64_t bb) { return cdiv(din, bb) * bb - din; };
+    while (b > 16 && waste(b) * 8 > din) b /= 2;
+    while (b > din) b /= 2;
+    if (b >= 4) {
+      br = b, row_runs = true;
+      grid = rows / din * cdiv(din, br) * cdiv(cols, bc);
+    }
   }
-  const int64_t grid = cdiv(rows, br) * cdiv(cols, bc);
   int col0 = 0, colr = 0;
   for (int j = 1; j < 4; ++j) col0 |= (ops[j] && s[j][6] == 0) << j, colr |= (ops[j] && s[j][6] == -1) << j;
   strided_kernel()[{grid}](*t[0], *t[1], *t[2], *t[3], sf, si, ef[0], ef[1], ef[2], ei[0], ei[1], ei[2], rows, cols,
