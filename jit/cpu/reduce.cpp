@@ -161,7 +161,54 @@ void Codegen::emit_scan(const ir::Op* op) {
     for (size_t i = 0; i < outs.size(); ++i) write_buffer(outs[i], op->results[i]->type, idx, w, next[i]);
     return next;
   };
+  // Along the last axis, rows of at least 8 elements go a chunk of W lanes at a time: an inclusive
+  // scan inside the chunk in log2(W) steps (each lane combined with the lane s before it in scan
+  // order, s = 1, 2, 4, ...: a combine region is associative, as Triton's scans require), then the
+  // carry - the previous chunk's last element in scan order, broadcast - combined in front. One
+  // thread, cummax over [1024, 1024] f32 rows: 16 scalar steps a chunk (loads, combine, stores) were
+  // 4.4 ms against PyTorch's 0.94. Regions that divide stay scalar: a vector lane would combine
+  // elements the scan never pairs (a division by zero the scalar loop would not make).
+  bool divides = false;
+  for (const ir::Op* c : region->ops) divides = divides || c->kind == OpKind::Div || c->kind == OpKind::Rem;
+  const int W = axis == r - 1 && !divides ? lanes_for({len}) : 1;
+  auto chunk = [&](const Index& o, Value* c, const std::vector<Value*>* carry) {
+    Value* first = b_.CreateMul(c, i32(W));
+    if (reverse) first = b_.CreateSub(i32(len - W), first);
+    Index idx(o);
+    for (VIdx& x : idx) x.stride = 0;  // the outer dims' loop ran one lane: scalars here
+    idx.insert(idx.begin() + axis, VIdx{first, 1, nullptr, W});
+    std::vector<Value*> cur;
+    for (ir::Value* x : op->operands) cur.push_back(eval(x, idx, W));
+    for (int sh = 1; sh < W; sh *= 2) {
+      // Lane l's predecessor in scan order is l - sh (l + sh reversed); lanes without one keep
+      // their value (the shuffle reads a real lane there, so the combine sees no poison).
+      std::vector<int> from(W);
+      std::vector<llvm::Constant*> has;
+      for (int l = 0; l < W; ++l) {
+        const int q = reverse ? l + sh : l - sh;
+        from[l] = q >= 0 && q < W ? q : l;
+        has.push_back(b_.getInt1(q >= 0 && q < W));
+      }
+      std::vector<Value*> before;
+      for (Value* v : cur) before.push_back(b_.CreateShuffleVector(v, v, from));
+      std::vector<Value*> both = combine(region, before, cur);
+      Value* keep = llvm::ConstantVector::get(has);
+      for (size_t i = 0; i < cur.size(); ++i) cur[i] = b_.CreateSelect(keep, both[i], cur[i]);
+    }
+    if (carry) cur = combine(region, *carry, cur);
+    for (size_t i = 0; i < outs.size(); ++i) write_buffer(outs[i], op->results[i]->type, idx, W, cur[i]);
+    std::vector<Value*> next;
+    const int last = reverse ? 0 : W - 1;
+    for (Value* v : cur) next.push_back(b_.CreateShuffleVector(v, v, std::vector<int>(W, last)));
+    return next;
+  };
   auto body = [&](const Index& o) {
+    if (W >= 8) {
+      std::vector<Value*> carry = chunk(o, i32(0), nullptr);
+      if (len > W)
+        emit_loop(i32(1), i32(len / W), i32(1), carry, [&](Value* c, std::vector<Value*> cur) { return chunk(o, c, &cur); });
+      return;
+    }
     std::vector<Value*> acc = step(o, i32(0), nullptr);
     if (len > 1)
       emit_loop(i32(1), i32(len), i32(1), acc, [&](Value* k, std::vector<Value*> cur) { return step(o, k, &cur); });
