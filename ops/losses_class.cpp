@@ -131,6 +131,21 @@ Kernel& detail::class_loss_backward_kernel() {
         }
         auto W = SMOOTH && !PROB ? tl::load(wsum).to(acc) : tl::zeros({}, acc);
         auto cols = tl::arange(0, T1).to(tl::int64);
+        if (NLL && !PROB) {
+          // Only the target column of a row gets -w_t g (nothing else depends on x): the row's
+          // value once, then per element a 32-bit compare and a select. The general form below
+          // (a one-hot in 64-bit compares, multiplied through) was 38 instructions a chunk on the
+          // CPU, 2.9 x PyTorch's zero fill and scatter.
+          auto v = tl::where(ok_row, -(a * gi), 0.0).to(acc).to(dx.element_ty());  // rounded once a row
+          auto cols32 = tl::arange(0, T1);
+          for (auto c0 : tl::range(0, C, T1)) {
+            auto cm = (c0 + cols) < C;
+            auto hit = cols32(tl::None, tl::_) == (label - c0).to(tl::int32);
+            tl::store(dx + row(tl::_, tl::None) * C + (c0 + cols)(tl::None, tl::_), tl::where(hit, v, 0),
+                      rm(tl::_, tl::None) & cm(tl::None, tl::_));
+          }
+          return;
+        }
         for (auto c0 : tl::range(0, C, T1)) {
           auto c = c0 + cols;
           auto cm = c < C;
@@ -139,17 +154,13 @@ Kernel& detail::class_loss_backward_kernel() {
           auto wc = (WEIGHT ? tl::load(w + c, cm, 0).to(acc) : tl::where(cm, 1.0, 0.0).to(acc))(tl::None, tl::_);
           tl::tensor d;
           auto onehot = [&] { return tl::where(c(tl::None, tl::_) == label, 1.0, 0.0).to(acc); };
-          if (NLL) {
-            d = -(a * onehot());
+          auto sm = tl::exp(tl::load(x + off, m2, 0).to(acc) - l);
+          if (PROB) {
+            auto p = tl::load(t + off, m2, 0).to(acc) * (1 - ls) + ls / C.to(acc);
+            d = sm * a - wc * p;
           } else {
-            auto sm = tl::exp(tl::load(x + off, m2, 0).to(acc) - l);
-            if (PROB) {
-              auto p = tl::load(t + off, m2, 0).to(acc) * (1 - ls) + ls / C.to(acc);
-              d = sm * a - wc * p;
-            } else {
-              d = a * (sm - onehot());
-              if (SMOOTH) d = d * (1 - ls) + ok * (W * sm - wc) * (ls / C.to(acc));
-            }
+            d = a * (sm - onehot());
+            if (SMOOTH) d = d * (1 - ls) + ok * (W * sm - wc) * (ls / C.to(acc));
           }
           // Ignored rows get 0, also when the mean's 1 / total weight is infinite (all ignored).
           tl::store(dx + off, PROB ? gi * d : tl::where(ok_row, gi * d, 0.0).to(acc), m2);
