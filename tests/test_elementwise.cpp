@@ -534,10 +534,36 @@ BOOST_AUTO_TEST_CASE(tanh_and_erf_to_a_few_ulp) {
   });
 }
 
+// Runs f32 kernel k(x, o, n, BLOCK) on the CPU over x and checks each result against ref(x) in
+// float64: within 2 ulp (subnormal results at their fixed ulp of 2^-149), inf past float's max,
+// 0 or the smallest subnormal below 2^-150, NaN for NaN.
+template <class Ref> void check_f32_to_2_ulp(tritium::Kernel& k, const std::vector<float>& x, const char* name, Ref ref_of) {
+  const int n = static_cast<int>(x.size());
+  const tt::Backend be{"cpu", tritium::Device::cpu()};
+  auto dx = be.upload<float>(x);
+  auto o = be.alloc_poisoned<float>(n);
+  k[{grid1(n)}](dx.ptr(), o.ptr(), n, BLOCK, be.options());
+  auto out = o.download();
+  int bad = 0;
+  for (int i = 0; i < n; ++i) {
+    double v = x[static_cast<size_t>(i)], got = out[static_cast<size_t>(i)], ref = ref_of(v);
+    bool ok;
+    if (std::isnan(ref)) ok = std::isnan(got);
+    else if (ref > std::numeric_limits<float>::max() * (1 + 0x1p-25)) ok = std::isinf(got) && got > 0;
+    else if (ref < 0x1p-150) ok = got == 0 || got == 0x1p-149;  // rounds to 0 or the smallest subnormal
+    else {
+      double ulp = std::ldexp(1.0, std::max(std::ilogb(static_cast<float>(ref)), -126) - 23);
+      ok = std::abs(got - ref) <= 2 * ulp;
+    }
+    if (!ok && ++bad <= 5) BOOST_ERROR(name << "(" << v << ") = " << got << ", float64 gives " << ref);
+  }
+  BOOST_TEST(bad == 0);
+}
+
 // exp2 in f32 on the CPU backend, which evaluates it inline (round to an integer n, e^((x - n) ln 2)
-// by exp's polynomial, times 2^n; a GPU's ex2.approx flushes subnormals): within 2 ulp of the
-// float64 value over its whole range, subnormal results, the overflow and underflow thresholds,
-// infinities and NaN.
+// by exp's polynomial, times 2^n - one VSCALEFPS on AVX-512 hosts, two exponent-bit factors
+// elsewhere; a GPU's ex2.approx flushes subnormals): within 2 ulp of the float64 value over its
+// whole range, subnormal results, the overflow and underflow thresholds, infinities and NaN.
 BOOST_AUTO_TEST_CASE(exp2_to_a_few_ulp, *tt::needs_cpu_backend()) {
   static tritium::Kernel k = tritium::kernel("exp2_f32", [](tl::ptr<float> x, tl::ptr<float> o, tl::i32 n, int B) {
     auto offs = tl::program_id(0) * B + tl::arange(0, B);
@@ -552,35 +578,12 @@ BOOST_AUTO_TEST_CASE(exp2_to_a_few_ulp, *tt::needs_cpu_backend()) {
   x.insert(x.end(), r.begin(), r.end());
   auto small = tt::random_vector<float>(2000, 43, -1, 1);
   x.insert(x.end(), small.begin(), small.end());
-  const int n = static_cast<int>(x.size());
-  {
-    const tt::Backend be{"cpu", tritium::Device::cpu()};
-    auto dx = be.upload<float>(x);
-    auto o = be.alloc_poisoned<float>(n);
-    k[{grid1(n)}](dx.ptr(), o.ptr(), n, BLOCK, be.options());
-    auto out = o.download();
-    int bad = 0;
-    for (int i = 0; i < n; ++i) {
-      double v = x[static_cast<size_t>(i)], got = out[static_cast<size_t>(i)], ref = std::exp2(v);
-      bool ok;
-      if (std::isnan(ref)) ok = std::isnan(got);
-      else if (ref > std::numeric_limits<float>::max() * (1 + 0x1p-25)) ok = std::isinf(got) && got > 0;
-      else if (ref == 0 || ref < 0x1p-150) ok = got == 0 || got == 0x1p-149;  // rounds to 0 or the smallest subnormal
-      else {
-        // ulp of the float result (subnormals have a fixed ulp of 2^-149)
-        double ulp = std::ldexp(1.0, std::max(std::ilogb(static_cast<float>(ref)), -126) - 23);
-        ok = std::abs(got - ref) <= 2 * ulp;
-      }
-      if (!ok && ++bad <= 5) BOOST_ERROR("exp2(" << v << ") = " << got << ", float64 gives " << ref);
-    }
-    BOOST_TEST(bad == 0);
-  }
+  check_f32_to_2_ulp(k, x, "exp2", [](double v) { return std::exp2(v); });
 }
 
-// exp in f32 on the CPU backend (inline: n = round(x log2 e), the remainder in two parts of ln 2,
-// the polynomial, times 2^n - one VSCALEFPS on AVX-512 hosts, two exponent-bit factors elsewhere):
-// within 2 ulp of float64 over [-110, 95], at the overflow threshold (88.7228...) and the
-// subnormal range down to the underflow (-103.97), infinities and NaN.
+// exp in f32 on the CPU backend (n = round(x log2 e), the remainder in two parts of ln 2, the same
+// polynomial and scaling): within 2 ulp of float64 over [-110, 95], at the overflow threshold
+// (88.7228...) and the subnormal range down to the underflow (-103.97), infinities and NaN.
 BOOST_AUTO_TEST_CASE(exp_to_a_few_ulp, *tt::needs_cpu_backend()) {
   static tritium::Kernel k = tritium::kernel("exp_f32", [](tl::ptr<float> x, tl::ptr<float> o, tl::i32 n, int B) {
     auto offs = tl::program_id(0) * B + tl::arange(0, B);
@@ -595,26 +598,7 @@ BOOST_AUTO_TEST_CASE(exp_to_a_few_ulp, *tt::needs_cpu_backend()) {
   x.insert(x.end(), r.begin(), r.end());
   auto sub = tt::random_vector<float>(2000, 45, -104, -87);  // subnormal and tiny normal results
   x.insert(x.end(), sub.begin(), sub.end());
-  const int n = static_cast<int>(x.size());
-  const tt::Backend be{"cpu", tritium::Device::cpu()};
-  auto dx = be.upload<float>(x);
-  auto o = be.alloc_poisoned<float>(n);
-  k[{grid1(n)}](dx.ptr(), o.ptr(), n, BLOCK, be.options());
-  auto out = o.download();
-  int bad = 0;
-  for (int i = 0; i < n; ++i) {
-    double v = x[static_cast<size_t>(i)], got = out[static_cast<size_t>(i)], ref = std::exp(v);
-    bool ok;
-    if (std::isnan(ref)) ok = std::isnan(got);
-    else if (ref > std::numeric_limits<float>::max() * (1 + 0x1p-25)) ok = std::isinf(got) && got > 0;
-    else if (ref < 0x1p-150) ok = got == 0 || got == 0x1p-149;  // rounds to 0 or the smallest subnormal
-    else {
-      double ulp = std::ldexp(1.0, std::max(std::ilogb(static_cast<float>(ref)), -126) - 23);
-      ok = std::abs(got - ref) <= 2 * ulp;
-    }
-    if (!ok && ++bad <= 5) BOOST_ERROR("exp(" << v << ") = " << got << ", float64 gives " << ref);
-  }
-  BOOST_TEST(bad == 0);
+  check_f32_to_2_ulp(k, x, "exp", [](double v) { return std::exp(v); });
 }
 
 BOOST_AUTO_TEST_CASE(integer_abs_cdiv_umulhi) {
